@@ -1,0 +1,218 @@
+package cuckoo_test
+
+import (
+	"fmt"
+	"sync"
+	"testing"
+
+	"github.com/dedupkit/cuckoo"
+)
+
+// Benchmarks, named so benchstat can group them:
+//
+//	go test -run '^$' -bench . -benchmem -count 10 | tee new.txt
+//	benchstat old.txt new.txt
+//
+// Large filters are built once per shape, lazily, and shared by the
+// benchmarks that only read them.
+
+type benchShape struct {
+	n       uint64
+	b, bits int
+}
+
+func (s benchShape) String() string {
+	return fmt.Sprintf("n=%s/f=%d/b=%d", human(s.n), s.bits, s.b)
+}
+
+func human(n uint64) string {
+	switch {
+	case n >= 1e6 && n%1e6 == 0:
+		return fmt.Sprintf("%dM", n/1e6)
+	case n >= 1e3 && n%1e3 == 0:
+		return fmt.Sprintf("%dK", n/1e3)
+	}
+	return fmt.Sprint(n)
+}
+
+var benchShapes = []benchShape{
+	{1_000_000, 4, 16}, {1_000_000, 4, 12}, {1_000_000, 4, 8},
+	{10_000_000, 4, 16}, {10_000_000, 4, 12},
+}
+
+// benchKeys are 16-byte keys: present ones (family 0) and absent ones
+// (family 1).
+func benchKeys(family, n uint64) [][]byte {
+	keys := make([][]byte, n)
+	for i := range keys {
+		keys[i] = key(family, uint64(i))
+	}
+	return keys
+}
+
+var cache struct {
+	sync.Mutex
+	filters map[benchShape]*cuckoo.Filter
+	keys    map[[2]uint64][][]byte
+}
+
+// cachedKeys returns the n keys of a family, built once.
+func cachedKeys(family, n uint64) [][]byte {
+	cache.Lock()
+	defer cache.Unlock()
+	if cache.keys == nil {
+		cache.keys = map[[2]uint64][][]byte{}
+	}
+	k := [2]uint64{family, n}
+	if cache.keys[k] == nil {
+		cache.keys[k] = benchKeys(family, n)
+	}
+	return cache.keys[k]
+}
+
+// fullFilter returns the shared filter of the shape holding the present
+// keys 0..n-1, and those keys.
+func fullFilter(b *testing.B, s benchShape) (*cuckoo.Filter, [][]byte) {
+	keys := cachedKeys(0, s.n)
+	cache.Lock()
+	defer cache.Unlock()
+	if cache.filters == nil {
+		cache.filters = map[benchShape]*cuckoo.Filter{}
+	}
+	if f := cache.filters[s]; f != nil {
+		return f, keys
+	}
+	f, err := cuckoo.New(s.n, cuckoo.WithBucketSize(s.b), cuckoo.WithFingerprintBits(s.bits), cuckoo.WithSeed(1))
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, k := range keys {
+		if err := f.Add(k); err != nil {
+			b.Fatal(err)
+		}
+	}
+	cache.filters[s] = f
+	return f, keys
+}
+
+// BenchmarkFilter_Add fills a filter from empty to capacity and reports
+// the time per insert, the figure the performance issue compares.
+func BenchmarkFilter_Add(b *testing.B) {
+	for _, s := range benchShapes {
+		b.Run(s.String(), func(b *testing.B) {
+			keys := cachedKeys(0, s.n)
+			f, _ := cuckoo.New(s.n, cuckoo.WithBucketSize(s.b), cuckoo.WithFingerprintBits(s.bits), cuckoo.WithSeed(1))
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				if i == len(keys) {
+					b.StopTimer()
+					f.Reset()
+					i = 0
+					b.StartTimer()
+				}
+				if err := f.Add(keys[i]); err != nil {
+					b.Fatal(err)
+				}
+				i++
+			}
+		})
+	}
+}
+
+func BenchmarkFilter_Contains(b *testing.B) {
+	for _, s := range benchShapes {
+		for _, hit := range []bool{true, false} {
+			b.Run(fmt.Sprintf("%v/hit=%v", s, hit), func(b *testing.B) {
+				f, keys := fullFilter(b, s)
+				if !hit {
+					keys = cachedKeys(1, s.n)
+				}
+				b.ReportAllocs()
+				i, found := 0, 0
+				for b.Loop() {
+					if f.Contains(keys[i]) {
+						found++
+					}
+					if i++; i == len(keys) {
+						i = 0
+					}
+				}
+				if hit && found < b.N {
+					b.Fatalf("%d of %d present keys found", found, b.N)
+				}
+			})
+		}
+	}
+}
+
+// BenchmarkFilter_Delete deletes every key of a full filter, then re-adds
+// them untimed, and so on.
+func BenchmarkFilter_Delete(b *testing.B) {
+	for _, s := range benchShapes {
+		b.Run(s.String(), func(b *testing.B) {
+			keys := cachedKeys(0, s.n)
+			f, _ := cuckoo.New(s.n, cuckoo.WithBucketSize(s.b), cuckoo.WithFingerprintBits(s.bits), cuckoo.WithSeed(1))
+			refill := func() {
+				f.Reset()
+				for _, k := range keys {
+					f.Add(k)
+				}
+			}
+			refill()
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				if i == len(keys) {
+					b.StopTimer()
+					refill()
+					i = 0
+					b.StartTimer()
+				}
+				if !f.Delete(keys[i]) {
+					b.Fatal("Delete of a present key failed")
+				}
+				i++
+			}
+		})
+	}
+}
+
+// BenchmarkFilter_ContainsString and _ContainsHash show the cost of the
+// key forms: a string key hashes like []byte; a pre-hashed key skips it.
+func BenchmarkFilter_ContainsString(b *testing.B) {
+	s := benchShape{1_000_000, 4, 16}
+	f, keys := fullFilter(b, s)
+	strs := make([]string, len(keys))
+	for i, k := range keys {
+		strs[i] = string(k)
+	}
+	b.Run(s.String(), func(b *testing.B) {
+		b.ReportAllocs()
+		i := 0
+		for b.Loop() {
+			f.ContainsString(strs[i])
+			if i++; i == len(strs) {
+				i = 0
+			}
+		}
+	})
+}
+
+func BenchmarkFilter_ContainsHash(b *testing.B) {
+	s := benchShape{1_000_000, 4, 16}
+	f, _ := cuckoo.New(s.n, cuckoo.WithSeed(1))
+	for v := uint64(0); v < s.n; v++ {
+		f.AddHash(v * 0x9e3779b97f4a7c15)
+	}
+	b.Run(s.String(), func(b *testing.B) {
+		b.ReportAllocs()
+		v := uint64(0)
+		for b.Loop() {
+			f.ContainsHash(v * 0x9e3779b97f4a7c15)
+			if v++; v == s.n {
+				v = 0
+			}
+		}
+	})
+}

@@ -1,0 +1,122 @@
+// Package cuckoo is a cuckoo filter: a compact, approximate set of keys that
+// answers "have I seen this before?" in a few nanoseconds, never forgets a
+// key it holds, can delete keys and count repeats, and saves to a
+// checksummed file.
+//
+// It is for crawler URL dedup, guards that keep lookups of absent keys away
+// from a database, event-stream dedup and blacklists: anywhere a "probably
+// yes / certainly no" answer in a few bytes per key beats an exact set of
+// the keys themselves. For an exact answer use the store package of this
+// module; for a filter without deletes at false-positive rates above about
+// 3 %, or with lock-free concurrent inserts, the bloom package is smaller
+// or simpler.
+//
+// # Guarantees
+//
+//   - No false negatives. A key added and not deleted is always found: after
+//     any number of failed inserts, with any number of duplicates, after a
+//     round trip through MarshalBinary or WriteTo.
+//   - A failed Add leaves the filter exactly as it was. New(n) always has
+//     room for n distinct keys; past that, Add returns [ErrFull] once no
+//     chain of displacements can free a slot.
+//   - False positives at the rate of the table below: Contains reports a key
+//     never added with probability about 2·b·load/2^f.
+//   - Add is a multiset insert without limit: a key added a million times is
+//     counted a million times, takes two slots, and needs a million Deletes.
+//   - Memory is capacity × f / load bits, with no rounding to a power of
+//     two: 10 million keys at 0.19 % take 15.8 MB.
+//
+// # Choosing parameters
+//
+// Give [New] the number of distinct keys the filter must hold (its
+// capacity) and either the false-positive rate you can accept
+// ([WithFalsePositiveRate]) or a fingerprint width ([WithFingerprintBits]);
+// the default is 16 bits, 0.012 %. The false-positive rate halves with every
+// fingerprint bit, which costs 1/load bits per key. Buckets of 4 slots (the
+// default) are the best trade-off; 8 slots fill fuller but compare twice as
+// many fingerprints, so they need one more bit for the same rate; 2 slots
+// only pay at small fingerprints. [NewPlan] computes all of this without
+// building a filter. For 10 million keys:
+//
+//	b  f   load  bits/item  false positives at capacity
+//	2  4   0.40      10.00  10 %          (1 in 10)
+//	2  6   0.74       8.11  4.6 %         (1 in 22)
+//	2  8   0.84       9.52  1.3 %         (1 in 76)
+//	2  10  0.85      11.76  0.33 %        (1 in 301)
+//	2  12  0.85      14.12  0.083 %       (1 in 1205)
+//	2  14  0.85      16.47  0.021 %       (1 in 4819)
+//	2  16  0.85      18.82  0.0052 %      (1 in 19275)
+//	2  20  0.85      23.53  0.00032 %     (1 in 308405)
+//	2  24  0.85      28.24  0.00002 %     (1 in 4934476)
+//	2  32  0.85      37.65  0.000000079 % (1 in 1263225903)
+//
+//	4  4   0.84       4.76  37 %          (1 in 3)
+//	4  6   0.88       6.82  11 %          (1 in 9)
+//	4  8   0.94       8.51  2.9 %         (1 in 34)
+//	4  10  0.95      10.53  0.74 %        (1 in 135)
+//	4  12  0.95      12.63  0.19 %        (1 in 539)
+//	4  14  0.95      14.74  0.046 %       (1 in 2156)
+//	4  16  0.95      16.84  0.012 %       (1 in 8623)
+//	4  20  0.95      21.05  0.00072 %     (1 in 137971)
+//	4  24  0.95      25.26  0.000045 %    (1 in 2207530)
+//	4  32  0.95      33.68  0.00000018 %  (1 in 565127502)
+//
+//	8  4   0.93       4.30  64 %          (1 in 2)
+//	8  6   0.95       6.32  22 %          (1 in 5)
+//	8  8   0.97       8.25  5.9 %         (1 in 17)
+//	8  10  0.97      10.31  1.5 %         (1 in 66)
+//	8  12  0.97      12.37  0.38 %        (1 in 264)
+//	8  14  0.97      14.43  0.095 %       (1 in 1056)
+//	8  16  0.97      16.49  0.024 %       (1 in 4223)
+//	8  20  0.97      20.62  0.0015 %      (1 in 67563)
+//	8  24  0.97      24.74  0.000093 %    (1 in 1081007)
+//	8  32  0.97      32.99  0.00000036 %  (1 in 276737628)
+//
+// (Regenerate with go run sizing_gen.go.) The load is what New sizes for:
+// safely below where inserts start to fail, which is why capacity keys
+// always fit. Fingerprints under 8 bits leave a key few places to move to,
+// so those tables are sized emptier. The rate is measured within a few
+// percent of these figures (TestFalsePositiveRate).
+//
+// # Duplicates and deletes
+//
+// [Filter.Add] stores one more copy of a key each time; [Filter.AddUnique]
+// adds only when [Filter.Contains] says no, for set semantics (a false
+// positive then skips a new key, at the rate above). Copies beyond the
+// second of a fingerprint in its bucket pair are counted beside the table,
+// so hot keys cost a few bytes, not slots. [Filter.Count] is never below the
+// true number of copies.
+//
+// Delete only keys that were added. A filter cannot tell a key from another
+// with the same fingerprint and buckets, so deleting a key that was never
+// added removes that other key's fingerprint (with the false-positive
+// probability), and it then reads as absent.
+//
+// # Concurrency
+//
+// A [Filter] is like a Go map: any number of goroutines may call its read
+// methods (Contains, Count, Len, MarshalBinary, WriteTo, …) at once, but a
+// mutation (Add, Delete, Reset, UnmarshalBinary, ReadFrom) needs exclusive
+// access.
+//
+// # Hashing and seeds
+//
+// Each key is hashed once with a seeded 64-bit hash; the bucket comes from
+// its upper half and the fingerprint from its lower half. Every filter
+// draws a random seed unless [WithSeed] fixes one, so an adversary who
+// cannot read the filter cannot craft keys that pile into one bucket pair.
+// The seed is saved with the filter. Callers that already hold a good 64-bit
+// hash of their keys can skip hashing with [Filter.AddHash],
+// [Filter.ContainsHash], [Filter.DeleteHash] and [Filter.CountHash].
+//
+// # Persistence
+//
+// [Filter.MarshalBinary] and [Filter.WriteTo] write a versioned,
+// little-endian encoding with the parameters, seed, table and duplicate
+// counters, closed by a CRC-32C; the same state always gives the same
+// bytes. [Filter.UnmarshalBinary] and [Filter.ReadFrom] check everything
+// and return an error wrapping [ErrCorrupt] for damaged, truncated or
+// foreign input, never a panic and never an allocation the input cannot
+// back. docs/format.md in the repository describes the format for readers
+// in other languages.
+package cuckoo

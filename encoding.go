@@ -1,0 +1,245 @@
+package cuckoo
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/dedupkit/cuckoo/internal/codec"
+)
+
+// The encoding of a Filter, version 1. All integers are little-endian.
+//
+//	offset  size  field
+//	     0     4  magic "CKOO"
+//	     4     2  format version = 1
+//	     6     1  kind = 1 (Filter)
+//	     7     1  flags = 0 (no flag is defined in version 1)
+//	     8     1  bucket size b: 2, 4 or 8
+//	     9     1  fingerprint bits f: 4..32
+//	    10     2  reserved = 0
+//	    12     4  max kicks: 1..MaxMaxKicks
+//	    16     8  seed
+//	    24     8  capacity (> 0)
+//	    32     8  number of buckets m (even, 2..2^32, m*b >= capacity)
+//	    40     8  items, copies included
+//	    48     8  W = number of table words = ceil(m*b*f/64)
+//	    56     8  D = number of duplicate counters
+//	    64    8W  table words: bucket i slot s at bits [i*b*f+s*f, +f) of
+//	              the bit string, bit k in word k/64 at bit k%64; bits past
+//	              m*b*f are zero
+//	     …   16D  counters, by increasing key: key (bucket<<32 | fingerprint,
+//	              bucket the lower of the pair), copies (> 0)
+//	     …     4  CRC-32C of every byte before it
+//
+// docs/format.md describes the same layout for readers in other languages.
+// The values below are frozen: a new layout gets a new version number, and
+// decoders keep reading every version ever written.
+const (
+	magic         = "CKOO"
+	formatVersion = 1
+	kindFilter    = 1
+	headerSize    = 64
+	checksumSize  = 4
+	dupEntrySize  = 16
+)
+
+// EncodedSize returns the exact number of bytes MarshalBinary and WriteTo
+// produce for the filter's current state.
+func (f *Filter) EncodedSize() int64 {
+	w := int64(len(f.t.words))
+	if w > 0 {
+		w-- // the padding word is not written
+	}
+	return headerSize + 8*w + dupEntrySize*int64(len(f.dups)) + checksumSize
+}
+
+// MarshalBinary encodes the filter: parameters, seed, table and duplicate
+// counters, with a checksum. The same state always gives the same bytes, and
+// they are what WriteTo writes. docs/format.md describes the format.
+func (f *Filter) MarshalBinary() ([]byte, error) {
+	var buf bytes.Buffer
+	buf.Grow(int(f.EncodedSize()))
+	if _, err := f.WriteTo(&buf); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// WriteTo writes the encoding of the filter to w and returns the number of
+// bytes written. It only reads the filter, so concurrent readers may go on.
+func (f *Filter) WriteTo(w io.Writer) (int64, error) {
+	if f.t.numBuckets == 0 {
+		return 0, errors.New("cuckoo: the zero Filter has no table to encode")
+	}
+	e := codec.NewEncoder(w, f.EncodedSize())
+	e.Bytes([]byte(magic))
+	e.Uint16(formatVersion)
+	e.Uint8(kindFilter)
+	e.Uint8(0)
+	e.Uint8(uint8(f.t.slots))
+	e.Uint8(uint8(f.t.fpBits))
+	e.Uint16(0)
+	e.Uint32(uint32(f.maxKicks))
+	e.Uint64(f.seed)
+	e.Uint64(f.capacity)
+	e.Uint64(f.t.numBuckets)
+	e.Uint64(f.count)
+	words := f.t.words
+	if len(words) > 0 {
+		words = words[:len(words)-1]
+	}
+	e.Uint64(uint64(len(words)))
+	e.Uint64(uint64(len(f.dups)))
+	e.Words(words)
+	for _, k := range f.sortedDups() {
+		e.Uint64(k)
+		e.Uint64(f.dups[k])
+	}
+	return e.Finish()
+}
+
+// UnmarshalBinary replaces the filter's state with the one encoded in data
+// by MarshalBinary or WriteTo. Damaged, truncated or foreign data gives an
+// error wrapping [ErrCorrupt] and leaves the filter unchanged. A header that
+// claims more than data holds is rejected before anything is allocated.
+func (f *Filter) UnmarshalBinary(data []byte) error {
+	d := codec.NewBytesDecoder(data)
+	g, err := decodeFilter(d)
+	if err == nil {
+		err = d.ExpectEnd()
+	}
+	if err != nil {
+		return corrupt(err)
+	}
+	*f = *g
+	return nil
+}
+
+// ReadFrom replaces the filter's state with one read from r, as written by
+// WriteTo, and returns the number of bytes read. It reads exactly the
+// encoding and nothing after it. On error (wrapping [ErrCorrupt] when the
+// data is bad) the filter is unchanged. Memory grows with the data actually
+// read, so a header that lies about the table's size cannot make it
+// allocate much more than the stream delivers.
+func (f *Filter) ReadFrom(r io.Reader) (int64, error) {
+	d := codec.NewDecoder(r)
+	g, err := decodeFilter(d)
+	if err != nil {
+		return d.Read(), corrupt(err)
+	}
+	*f = *g
+	return d.Read(), nil
+}
+
+// corrupt gives a decoding error its final form: errors about the data wrap
+// ErrCorrupt; a failure of the reader itself (which says nothing about the
+// data) is passed on with context.
+func corrupt(err error) error {
+	switch {
+	case errors.Is(err, ErrCorrupt):
+		return err
+	case errors.Is(err, codec.ErrTruncated), errors.Is(err, codec.ErrChecksum),
+		errors.Is(err, codec.ErrTooLarge), errors.Is(err, codec.ErrTrailing):
+		return fmt.Errorf("%w: %w", ErrCorrupt, err)
+	}
+	return fmt.Errorf("cuckoo: reading filter: %w", err)
+}
+
+// bad returns a validation error about the data.
+func bad(format string, args ...any) error {
+	return fmt.Errorf("%w: "+format, append([]any{ErrCorrupt}, args...)...)
+}
+
+// decodeFilter reads one encoded Filter and checks it completely: checksum,
+// parameter ranges, table size, and every invariant the operations keep, so
+// that a decoded filter behaves exactly like one built by operations.
+func decodeFilter(d *codec.Decoder) (*Filter, error) {
+	var m [4]byte
+	for i := range m {
+		m[i] = d.Uint8()
+	}
+	version := d.Uint16()
+	kind := d.Uint8()
+	flags := d.Uint8()
+	if err := d.Err(); err != nil {
+		return nil, err
+	}
+	if string(m[:]) != magic {
+		return nil, bad("not a cuckoo filter (magic %q)", m[:])
+	}
+	if version != formatVersion {
+		return nil, bad("unsupported format version %d", version)
+	}
+	if kind != kindFilter {
+		return nil, bad("encoding of kind %d, not a Filter", kind)
+	}
+	if flags != 0 {
+		return nil, bad("unknown flags %#x", flags)
+	}
+	slots := uint64(d.Uint8())
+	fpBits := uint64(d.Uint8())
+	reserved := d.Uint16()
+	maxKicks := uint64(d.Uint32())
+	seed := d.Uint64()
+	capacity := d.Uint64()
+	numBuckets := d.Uint64()
+	count := d.Uint64()
+	nWords := d.Uint64()
+	nDups := d.Uint64()
+	if err := d.Err(); err != nil {
+		return nil, err
+	}
+	switch {
+	case slots != 2 && slots != 4 && slots != 8:
+		return nil, bad("bucket size %d", slots)
+	case fpBits < MinFingerprintBits || fpBits > MaxFingerprintBits:
+		return nil, bad("fingerprint bits %d", fpBits)
+	case reserved != 0:
+		return nil, bad("reserved header bits set")
+	case maxKicks < 1 || maxKicks > MaxMaxKicks:
+		return nil, bad("max kicks %d", maxKicks)
+	case numBuckets < 2 || numBuckets > maxBuckets || numBuckets%2 != 0:
+		return nil, bad("bucket count %d", numBuckets)
+	case capacity == 0 || capacity > numBuckets*slots:
+		return nil, bad("capacity %d for %d slots", capacity, numBuckets*slots)
+	case nWords != tableWords(numBuckets, slots, fpBits):
+		return nil, bad("table of %d words, want %d", nWords, tableWords(numBuckets, slots, fpBits))
+	case nDups > numBuckets*slots/maxSlotCopies:
+		return nil, bad("%d duplicate counters for %d slots", nDups, numBuckets*slots)
+	}
+	// The table is the one large allocation: WordsGrow checks its length
+	// against the input (or grows it with the data of a stream).
+	words := d.WordsGrow(nWords, 1, nWords)
+	if !d.Need(nDups*dupEntrySize, nDups*dupEntrySize) {
+		return nil, d.Err()
+	}
+	var dups map[uint64]uint64
+	if nDups > 0 {
+		dups = make(map[uint64]uint64, min(nDups, 1<<16))
+	}
+	var prev uint64
+	for n := uint64(0); n < nDups && d.Err() == nil; n++ {
+		k, c := d.Uint64(), d.Uint64()
+		if n > 0 && k <= prev {
+			d.Fail(bad("duplicate counters not in increasing order"))
+		}
+		prev = k
+		dups[k] = c
+	}
+	if err := d.VerifyChecksum(); err != nil {
+		return nil, err
+	}
+	f := &Filter{}
+	t := newTableLayout(numBuckets, slots, fpBits)
+	t.words = words
+	f.init(t, seed, capacity, int(maxKicks))
+	f.count = count
+	f.dups = dups
+	f.occupied = t.occupiedSlots()
+	if err := f.validate(false); err != nil {
+		return nil, bad("%v", err)
+	}
+	return f, nil
+}

@@ -1,0 +1,287 @@
+package cuckoo_test
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"flag"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"testing"
+
+	"github.com/dedupkit/cuckoo"
+)
+
+var rewrite = flag.Bool("rewrite", false, "rewrite golden files in testdata (review the diff)")
+
+// sample builds a small filter with distinct keys and a hot key, so the
+// encoding has a table and duplicate counters.
+func sample(t testing.TB, b, bits int) *cuckoo.Filter {
+	f, err := cuckoo.New(200, cuckoo.WithBucketSize(b), cuckoo.WithFingerprintBits(bits), cuckoo.WithSeed(42))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := uint64(0); i < 150; i++ {
+		if err := f.Add(key(0, i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := 0; i < 10; i++ {
+		f.AddString("hot")
+		f.AddString("warm")
+	}
+	return f
+}
+
+func mustMarshal(t testing.TB, f *cuckoo.Filter) []byte {
+	data, err := f.MarshalBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
+
+func TestEncodingRoundTrip(t *testing.T) {
+	for _, b := range []int{2, 4, 8} {
+		for _, bits := range []int{4, 9, 12, 16, 23, 32} {
+			f := sample(t, b, bits)
+			data := mustMarshal(t, f)
+			if int64(len(data)) != f.EncodedSize() {
+				t.Fatalf("EncodedSize %d, encoding %d bytes", f.EncodedSize(), len(data))
+			}
+			var buf bytes.Buffer
+			n, err := f.WriteTo(&buf)
+			if err != nil || n != int64(len(data)) || !bytes.Equal(buf.Bytes(), data) {
+				t.Fatalf("WriteTo = %d, %v; differs from MarshalBinary", n, err)
+			}
+			var g cuckoo.Filter // the zero Filter decodes
+			if err := g.UnmarshalBinary(data); err != nil {
+				t.Fatalf("b=%d f=%d: %v", b, bits, err)
+			}
+			if !bytes.Equal(mustMarshal(t, &g), data) {
+				t.Fatal("decode then encode changed the bytes")
+			}
+			if g.Len() != f.Len() || g.Seed() != f.Seed() || g.Capacity() != f.Capacity() ||
+				g.FingerprintBits() != bits || g.BucketSize() != b || g.Count([]byte("hot")) != f.Count([]byte("hot")) {
+				t.Fatal("decoded filter differs")
+			}
+			for i := uint64(0); i < 150; i++ {
+				if !g.Contains(key(0, i)) {
+					t.Fatalf("key %d lost in a round trip", i)
+				}
+			}
+			// The decoded filter goes on exactly like the original.
+			for i := uint64(150); i < 190; i++ {
+				if (f.Add(key(0, i)) == nil) != (g.Add(key(0, i)) == nil) {
+					t.Fatal("decoded filter accepts different keys")
+				}
+			}
+			if !bytes.Equal(mustMarshal(t, f), mustMarshal(t, &g)) {
+				t.Fatal("original and decoded filter diverged")
+			}
+		}
+	}
+}
+
+func TestEncodingIsDeterministic(t *testing.T) {
+	a := mustMarshal(t, sample(t, 4, 12))
+	b := mustMarshal(t, sample(t, 4, 12))
+	if !bytes.Equal(a, b) {
+		t.Fatal("the same operations gave different encodings")
+	}
+}
+
+func TestReadFromStream(t *testing.T) {
+	f1, f2 := sample(t, 4, 8), sample(t, 8, 16)
+	var buf bytes.Buffer
+	f1.WriteTo(&buf)
+	f2.WriteTo(&buf)
+	buf.WriteString("trailer")
+	var g1, g2 cuckoo.Filter
+	n1, err := g1.ReadFrom(&buf)
+	if err != nil || n1 != f1.EncodedSize() {
+		t.Fatalf("first ReadFrom = %d, %v", n1, err)
+	}
+	if _, err := g2.ReadFrom(&buf); err != nil {
+		t.Fatal(err)
+	}
+	if rest, _ := io.ReadAll(&buf); string(rest) != "trailer" {
+		t.Fatalf("ReadFrom consumed past its encoding: %q left", rest)
+	}
+	if !bytes.Equal(mustMarshal(t, &g1), mustMarshal(t, f1)) || !bytes.Equal(mustMarshal(t, &g2), mustMarshal(t, f2)) {
+		t.Fatal("streamed filters differ")
+	}
+}
+
+// TestDamageIsDetected cuts and flips every bit of an encoding: each must
+// fail with ErrCorrupt and leave the receiver as it was.
+func TestDamageIsDetected(t *testing.T) {
+	data := mustMarshal(t, sample(t, 4, 12))
+	receiver := sample(t, 2, 8)
+	before := mustMarshal(t, receiver)
+	expectCorrupt := func(what string, input []byte) {
+		t.Helper()
+		if err := receiver.UnmarshalBinary(input); !errors.Is(err, cuckoo.ErrCorrupt) {
+			t.Fatalf("%s: UnmarshalBinary = %v", what, err)
+		}
+		if _, err := receiver.ReadFrom(bytes.NewReader(input)); !errors.Is(err, cuckoo.ErrCorrupt) {
+			t.Fatalf("%s: ReadFrom = %v", what, err)
+		}
+	}
+	for cut := 0; cut < len(data); cut++ {
+		expectCorrupt("truncated", data[:cut])
+	}
+	for bit := 0; bit < len(data)*8; bit++ {
+		c := bytes.Clone(data)
+		c[bit/8] ^= 1 << (bit % 8)
+		expectCorrupt("bit flip", c)
+	}
+	if err := receiver.UnmarshalBinary(append(bytes.Clone(data), 0)); !errors.Is(err, cuckoo.ErrCorrupt) {
+		t.Fatalf("trailing byte: %v", err)
+	}
+	if !bytes.Equal(mustMarshal(t, receiver), before) {
+		t.Fatal("a failed decode changed the receiver")
+	}
+}
+
+// reseal recomputes the checksum of an encoding edited by a test, so that
+// the decoder's structural checks (not the checksum) must catch the edit.
+func reseal(data []byte) []byte {
+	body := data[:len(data)-4]
+	return binary.LittleEndian.AppendUint32(bytes.Clone(body), crc32c(body))
+}
+
+// TestStructuralChecks edits header fields and the payload and re-seals the
+// checksum: the decoder must still refuse every state operations cannot
+// produce.
+func TestStructuralChecks(t *testing.T) {
+	data := mustMarshal(t, sample(t, 4, 12))
+	edits := map[string]func(d []byte){
+		"magic":          func(d []byte) { d[0] = 'X' },
+		"version":        func(d []byte) { d[4] = 2 },
+		"kind":           func(d []byte) { d[6] = 9 },
+		"flags":          func(d []byte) { d[7] = 1 },
+		"bucket size":    func(d []byte) { d[8] = 3 },
+		"bits=3":         func(d []byte) { d[9] = 3 },
+		"bits=33":        func(d []byte) { d[9] = 33 },
+		"reserved":       func(d []byte) { d[10] = 1 },
+		"kicks=0":        func(d []byte) { binary.LittleEndian.PutUint32(d[12:], 0) },
+		"capacity=0":     func(d []byte) { binary.LittleEndian.PutUint64(d[24:], 0) },
+		"capacity>slots": func(d []byte) { binary.LittleEndian.PutUint64(d[24:], 1<<40) },
+		"odd buckets":    func(d []byte) { binary.LittleEndian.PutUint64(d[32:], binary.LittleEndian.Uint64(d[32:])+1) },
+		"items+1":        func(d []byte) { binary.LittleEndian.PutUint64(d[40:], binary.LittleEndian.Uint64(d[40:])+1) },
+		"words-1":        func(d []byte) { binary.LittleEndian.PutUint64(d[48:], binary.LittleEndian.Uint64(d[48:])-1) },
+		"dups+1":         func(d []byte) { binary.LittleEndian.PutUint64(d[56:], binary.LittleEndian.Uint64(d[56:])+1) },
+		"slot cleared":   func(d []byte) { clearFirstSlot(d) },
+		"tail bits":      func(d []byte) { setTailBit(d) },
+		"counter zero":   func(d []byte) { binary.LittleEndian.PutUint64(d[len(d)-4-8:], 0) },
+		"counter key":    func(d []byte) { binary.LittleEndian.PutUint64(d[len(d)-4-16:], 1<<31|1) },
+	}
+	for name, edit := range edits {
+		c := bytes.Clone(data)
+		edit(c)
+		var g cuckoo.Filter
+		if err := g.UnmarshalBinary(reseal(c)); !errors.Is(err, cuckoo.ErrCorrupt) {
+			t.Errorf("%s: UnmarshalBinary = %v", name, err)
+		}
+	}
+}
+
+// clearFirstSlot zeroes the first non-zero table word, which removes whole
+// fingerprints without updating the item count.
+func clearFirstSlot(d []byte) {
+	for i := 64; i+8 <= len(d); i += 8 {
+		if binary.LittleEndian.Uint64(d[i:]) != 0 {
+			clear(d[i : i+8])
+			return
+		}
+	}
+}
+
+// setTailBit sets the highest bit of the last table word, past the last
+// bucket (the sample's table does not end on a word boundary).
+func setTailBit(d []byte) {
+	words := binary.LittleEndian.Uint64(d[48:])
+	d[64+8*words-1] |= 0x80
+}
+
+// TestHugeHeaderDoesNotAllocate: a header claiming a 2^32-bucket table,
+// followed by nothing, must fail fast without allocating that table, from
+// a byte slice and from a stream.
+func TestHugeHeaderDoesNotAllocate(t *testing.T) {
+	data := mustMarshal(t, sample(t, 4, 16))
+	h := bytes.Clone(data[:64])
+	binary.LittleEndian.PutUint64(h[24:], 1<<33)           // capacity
+	binary.LittleEndian.PutUint64(h[32:], 1<<32)           // buckets
+	binary.LittleEndian.PutUint64(h[48:], (1<<32)*4*16/64) // 32 GiB of words
+	binary.LittleEndian.PutUint64(h[40:], 0)
+	binary.LittleEndian.PutUint64(h[56:], 0)
+	for name, decode := range map[string]func() error{
+		"bytes":  func() error { var g cuckoo.Filter; return g.UnmarshalBinary(h) },
+		"stream": func() error { var g cuckoo.Filter; _, err := g.ReadFrom(bytes.NewReader(h)); return err },
+	} {
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		err := decode()
+		runtime.ReadMemStats(&after)
+		if !errors.Is(err, cuckoo.ErrCorrupt) {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if grew := after.TotalAlloc - before.TotalAlloc; grew > 4<<20 {
+			t.Fatalf("%s: decoding a lying header allocated %d bytes", name, grew)
+		}
+	}
+}
+
+func TestReadFromReaderError(t *testing.T) {
+	data := mustMarshal(t, sample(t, 4, 16))
+	boom := errors.New("boom")
+	var g cuckoo.Filter
+	_, err := g.ReadFrom(io.MultiReader(bytes.NewReader(data[:100]), errReader{boom}))
+	if !errors.Is(err, boom) || errors.Is(err, cuckoo.ErrCorrupt) {
+		t.Fatalf("ReadFrom with a failing reader = %v; want the reader's error, not ErrCorrupt", err)
+	}
+}
+
+type errReader struct{ err error }
+
+func (e errReader) Read([]byte) (int, error) { return 0, e.err }
+
+// TestGolden decodes the committed version-1 encodings: decoders must read
+// every version ever written. Regenerate only for a new version, with
+// -rewrite (and keep the old files).
+func TestGolden(t *testing.T) {
+	for _, tc := range []struct {
+		file    string
+		b, bits int
+	}{{"filter-v1-b4-f12.bin", 4, 12}, {"filter-v1-b2-f7.bin", 2, 7}, {"filter-v1-b8-f32.bin", 8, 32}} {
+		path := filepath.Join("testdata", tc.file)
+		want := mustMarshal(t, sample(t, tc.b, tc.bits))
+		if *rewrite {
+			if err := os.WriteFile(path, want, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var g cuckoo.Filter
+		if err := g.UnmarshalBinary(data); err != nil {
+			t.Fatalf("%s: %v", tc.file, err)
+		}
+		for i := uint64(0); i < 150; i++ {
+			if !g.Contains(key(0, i)) {
+				t.Fatalf("%s: key %d missing", tc.file, i)
+			}
+		}
+		if g.CountString("hot") < 10 || g.Len() != 170 {
+			t.Fatalf("%s: hot count %d, len %d", tc.file, g.CountString("hot"), g.Len())
+		}
+		if !bytes.Equal(data, want) {
+			t.Fatalf("%s: today's encoder writes different bytes for the same operations", tc.file)
+		}
+	}
+}

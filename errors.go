@@ -1,0 +1,22 @@
+package cuckoo
+
+import "errors"
+
+var (
+	// ErrFull is returned by Add (and its variants) when the key's two buckets
+	// are full and no chain of up to MaxKicks displacements frees a slot.
+	// The filter is left exactly as it was: every fingerprint displaced on the
+	// way is put back, so nothing already stored is lost.
+	ErrFull = errors.New("cuckoo: filter is full")
+
+	// ErrCorrupt is wrapped by every decoding error caused by the input:
+	// damaged, truncated or foreign data, or a header whose parameters are
+	// out of range or disagree with the payload. The receiver of a failed
+	// decode is left unchanged.
+	ErrCorrupt = errors.New("cuckoo: corrupt encoding")
+
+	// ErrInvalidParameter is wrapped by the error New returns for a
+	// parameter out of range (capacity 0, bucket size 3, 33 fingerprint
+	// bits, a rate outside (0, 1), conflicting options).
+	ErrInvalidParameter = errors.New("cuckoo: invalid parameter")
+)

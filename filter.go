@@ -1,0 +1,508 @@
+package cuckoo
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/dedupkit/cuckoo/internal/hash"
+	"github.com/dedupkit/cuckoo/internal/invariants"
+)
+
+// maxSlotCopies is how many slots of one bucket pair may hold the same
+// fingerprint. Further copies are counted in Filter.dups, so a key added a
+// million times still takes only two slots and never makes its buckets
+// (or anyone else's) overflow. Frozen: the encoding relies on it.
+const maxSlotCopies = 2
+
+// Filter is a cuckoo filter: an approximate set (a multiset, in fact) of
+// byte-string keys that answers "have I seen this key?" with no false
+// negatives and a small, tunable rate of false positives, and that supports
+// Delete.
+//
+// A Filter holds a fingerprint of f bits for each key in one of the key's
+// two candidate buckets of b slots. Memory is capacity × f / load bits, with
+// the load about 0.94 for b = 4; there is no rounding up to a power of two.
+//
+// # Concurrency
+//
+// Like a Go map, a Filter may be read (Contains, Count, Len, encoding…) by
+// many goroutines at once, but any mutation (Add, Delete, Reset, decoding)
+// needs exclusive access. Use [Concurrent] to share one filter between
+// writers.
+//
+// # Zero value
+//
+// The zero Filter holds nothing and has no room: Add returns [ErrFull].
+// It can decode ([Filter.UnmarshalBinary], [Filter.ReadFrom]).
+//
+// Invariants:
+//   - count == (non-empty slots) + Σ dups.
+//   - for every (pair, fp) key in dups: the value is > 0 and the pair's two
+//     buckets hold at least maxSlotCopies copies of fp, so Contains (which
+//     only looks at slots) finds every key whose Count is non-zero.
+//   - a fingerprint stored in bucket i belongs to a key whose buckets are i
+//     and t.altIndex(i, fp): displacement moves it only between these two.
+type Filter struct {
+	t        table
+	hasher   hash.Seeded
+	seed     uint64
+	capacity uint64
+	fpRange  uint64 // 2^f - 1: fingerprints are uniform over [1, fpRange]
+	maxKicks int
+	count    uint64            // items, copies included
+	occupied uint64            // non-empty slots
+	dups     map[uint64]uint64 // pairKey → copies beyond maxSlotCopies
+	path     []kickStep        // scratch of one insert's random walk
+	search   []searchNode      // scratch of one insert's breadth-first search
+}
+
+type kickStep struct{ bucket, slot uint64 }
+
+// searchNode is a slot reached by the breadth-first search: moving its
+// fingerprint to the fingerprint's other bucket would free it. parent is
+// the node whose fingerprint would move into this slot (-1 for the key's
+// own buckets).
+type searchNode struct {
+	bucket uint64
+	slot   uint32
+	parent int32
+}
+
+// New returns an empty filter that holds at least capacity distinct keys.
+// The default shape is 4-slot buckets with 16-bit fingerprints; opts change
+// it. It returns an error wrapping [ErrInvalidParameter], and no filter,
+// when a parameter is out of range or capacity needs more than 2^32 buckets.
+func New(capacity uint64, opts ...Option) (*Filter, error) {
+	c, err := resolve(opts)
+	if err != nil {
+		return nil, err
+	}
+	p, err := plan(capacity, c)
+	if err != nil {
+		return nil, err
+	}
+	f := &Filter{}
+	f.init(newTable(p.NumBuckets, uint64(c.slots), uint64(c.fpBits)), c.seed, capacity, c.maxKicks)
+	return f, nil
+}
+
+// init sets up f around t, empty of counters.
+func (f *Filter) init(t table, seed, capacity uint64, maxKicks int) {
+	*f = Filter{
+		t:        t,
+		hasher:   hash.NewSeeded(seed),
+		seed:     seed,
+		capacity: capacity,
+		fpRange:  t.fpMask,
+		maxKicks: maxKicks,
+	}
+}
+
+// locate splits a key's hash into its first bucket and its fingerprint:
+// the bucket from the upper 32 bits (a multiply-shift reduction onto
+// [0, numBuckets)), the fingerprint from the lower 32 (onto [1, 2^f-1]).
+func (f *Filter) locate(h uint64) (bucket, fp uint64) {
+	fp = uint64(uint32(h))*f.fpRange>>32 + 1
+	bucket = (h >> 32) * f.t.numBuckets >> 32
+	return bucket, fp
+}
+
+// Add inserts one copy of key. The filter is a multiset: adding a key n
+// times stores n copies, which n Deletes remove. Copies beyond the second
+// of a fingerprint in its bucket pair are counted beside the table, so
+// repeated keys never fill it.
+//
+// It returns [ErrFull] when no room can be made for a new fingerprint; the
+// filter is then exactly as it was. New(n) guarantees room for n distinct
+// keys. Add allocates nothing, except when a key is added a third time or
+// more (an entry in the duplicate counters).
+func (f *Filter) Add(key []byte) error { return f.AddHash(f.hasher.Sum64(key)) }
+
+// AddString is [Filter.Add] for a string key, without allocating.
+func (f *Filter) AddString(key string) error { return f.AddHash(f.hasher.Sum64String(key)) }
+
+// AddUnique adds key unless Contains(key) already reports it, and says
+// whether it did. A false positive makes it skip a key that was never added:
+// use it for set semantics (dedup), and Add for counting.
+func (f *Filter) AddUnique(key []byte) (added bool, err error) {
+	return f.addUniqueHash(f.hasher.Sum64(key))
+}
+
+// AddUniqueString is [Filter.AddUnique] for a string key, without allocating.
+func (f *Filter) AddUniqueString(key string) (added bool, err error) {
+	return f.addUniqueHash(f.hasher.Sum64String(key))
+}
+
+func (f *Filter) addUniqueHash(h uint64) (bool, error) {
+	if f.ContainsHash(h) {
+		return false, nil
+	}
+	if err := f.AddHash(h); err != nil {
+		return false, err
+	}
+	return true, nil
+}
+
+// Contains reports whether key may be in the filter: always true for a key
+// added and not deleted, true with a small probability (the false-positive
+// rate) for any other key. It allocates nothing and may run concurrently
+// with other readers.
+func (f *Filter) Contains(key []byte) bool { return f.ContainsHash(f.hasher.Sum64(key)) }
+
+// ContainsString is [Filter.Contains] for a string key, without allocating.
+func (f *Filter) ContainsString(key string) bool { return f.ContainsHash(f.hasher.Sum64String(key)) }
+
+// Delete removes one copy of key and reports whether there was one to
+// remove. Delete only keys you added: deleting a key that was never added
+// removes the fingerprint of another key that happens to share it (with the
+// false-positive probability), and that key then reads as absent.
+func (f *Filter) Delete(key []byte) bool { return f.DeleteHash(f.hasher.Sum64(key)) }
+
+// DeleteString is [Filter.Delete] for a string key, without allocating.
+func (f *Filter) DeleteString(key string) bool { return f.DeleteHash(f.hasher.Sum64String(key)) }
+
+// Count returns how many copies of key's fingerprint the key's two buckets
+// hold: the number of times key was added and not deleted, plus any copies
+// of other keys that collide with it (so never less than the true count).
+func (f *Filter) Count(key []byte) uint64 { return f.CountHash(f.hasher.Sum64(key)) }
+
+// CountString is [Filter.Count] for a string key, without allocating.
+func (f *Filter) CountString(key string) uint64 { return f.CountHash(f.hasher.Sum64String(key)) }
+
+// AddHash is [Filter.Add] for a caller that already holds a 64-bit hash of
+// its key. The hash must be well mixed over all 64 bits (for an integer key,
+// pass it through a mixer first); the filter's seed is not applied to it,
+// and keys added by hash are found only by hash.
+func (f *Filter) AddHash(h uint64) error {
+	if f.t.numBuckets == 0 {
+		return ErrFull
+	}
+	i1, fp := f.locate(h)
+	i2 := f.t.altIndex(i1, fp)
+	if f.t.count(i1, fp)+f.t.count(i2, fp) >= maxSlotCopies {
+		f.addDup(pairKey(i1, i2, fp))
+		return nil
+	}
+	if s, ok := f.t.find(i1, 0); ok {
+		f.t.set(i1, s, fp)
+	} else if s, ok := f.t.find(i2, 0); ok {
+		f.t.set(i2, s, fp)
+	} else if !f.kick(i1, i2, fp, h) && !f.searchPath(i1, i2, fp) {
+		return ErrFull
+	}
+	f.count++
+	f.occupied++
+	if invariants.Enabled {
+		f.checkInvariants()
+	}
+	return nil
+}
+
+func (f *Filter) addDup(k uint64) {
+	if f.dups == nil {
+		f.dups = make(map[uint64]uint64)
+	}
+	f.dups[k]++
+	f.count++
+	if invariants.Enabled {
+		f.checkInvariants()
+	}
+}
+
+// ContainsHash is [Filter.Contains] for a key's 64-bit hash (see
+// [Filter.AddHash]).
+func (f *Filter) ContainsHash(h uint64) bool {
+	if f.t.numBuckets == 0 {
+		return false
+	}
+	i1, fp := f.locate(h)
+	return f.t.contains2(i1, f.t.altIndex(i1, fp), fp)
+}
+
+// DeleteHash is [Filter.Delete] for a key's 64-bit hash (see
+// [Filter.AddHash]).
+func (f *Filter) DeleteHash(h uint64) bool {
+	if f.t.numBuckets == 0 {
+		return false
+	}
+	i1, fp := f.locate(h)
+	i2 := f.t.altIndex(i1, fp)
+	if len(f.dups) != 0 {
+		// Copies beyond the slots go first: the slot copies must stay while
+		// any counted copy remains (see the invariants).
+		k := pairKey(i1, i2, fp)
+		if c := f.dups[k]; c > 0 {
+			if c == 1 {
+				delete(f.dups, k)
+			} else {
+				f.dups[k] = c - 1
+			}
+			f.count--
+			if invariants.Enabled {
+				f.checkInvariants()
+			}
+			return true
+		}
+	}
+	i := i1
+	s, ok := f.t.find(i1, fp)
+	if !ok {
+		i = i2
+		if s, ok = f.t.find(i2, fp); !ok {
+			return false
+		}
+	}
+	f.t.set(i, s, 0)
+	f.count--
+	f.occupied--
+	if invariants.Enabled {
+		f.checkInvariants()
+	}
+	return true
+}
+
+// CountHash is [Filter.Count] for a key's 64-bit hash (see
+// [Filter.AddHash]).
+func (f *Filter) CountHash(h uint64) uint64 {
+	if f.t.numBuckets == 0 {
+		return 0
+	}
+	i1, fp := f.locate(h)
+	i2 := f.t.altIndex(i1, fp)
+	n := f.t.count(i1, fp) + f.t.count(i2, fp)
+	if len(f.dups) != 0 {
+		n += f.dups[pairKey(i1, i2, fp)]
+	}
+	return n
+}
+
+// kick makes room for fp, whose buckets i1 and i2 are both full, by a random
+// walk: put fp in a random slot of one bucket, move the fingerprint it
+// displaces to that one's other bucket, and so on, until a displaced
+// fingerprint lands in an empty slot. If none does within maxKicks moves,
+// every move is undone in reverse order, which restores the table bit for
+// bit, and kick reports false.
+//
+// The walk's random choices are drawn from a generator seeded with the key's
+// hash h, not from state kept in the filter: the table after an operation
+// depends only on the table before it and the key, so a decoded filter goes
+// on exactly like the one that was encoded.
+func (f *Filter) kick(i1, i2, fp, h uint64) bool {
+	rng := hash.Mix64(h) | 1
+	next := func() uint64 { // xorshift64*
+		rng ^= rng >> 12
+		rng ^= rng << 25
+		rng ^= rng >> 27
+		return rng * 0x2545f4914f6cdd1d
+	}
+	i := i1
+	if next()&1 != 0 {
+		i = i2
+	}
+	cur := fp
+	if f.path == nil {
+		// Allocated once, at the first full bucket pair: small filters that
+		// never need a kick do not pay for it.
+		f.path = make([]kickStep, 0, f.maxKicks)
+	}
+	f.path = f.path[:0]
+	for n := 0; n < f.maxKicks; n++ {
+		s := next() >> 32 & (f.t.slots - 1)
+		victim := f.t.get(i, s)
+		f.t.set(i, s, cur)
+		f.path = append(f.path, kickStep{i, s})
+		cur = victim
+		i = f.t.altIndex(i, cur)
+		if s, ok := f.t.find(i, 0); ok {
+			f.t.set(i, s, cur)
+			return true
+		}
+	}
+	// INVARIANT: walking the path backwards, cur is the fingerprint that
+	// step k displaced; putting it back hands us the one step k placed.
+	for k := len(f.path) - 1; k >= 0; k-- {
+		st := f.path[k]
+		placed := f.t.get(st.bucket, st.slot)
+		f.t.set(st.bucket, st.slot, cur)
+		cur = placed
+	}
+	return false
+}
+
+// searchPath is the second chance of an insert the random walk could not
+// place: a breadth-first search, from the key's two buckets, for the
+// shortest chain of moves that ends in an empty slot, exploring up to
+// 2*maxKicks slots. It looks before it moves anything, then moves the
+// chain hole first (the last fingerprint into the empty slot, then the one
+// before into the slot just freed, …), so every fingerprint is in one of
+// its buckets at every moment. A walk gets trapped among a few full
+// buckets now and then long before the table is full; the search finds the
+// short way out, which makes the load at the first failure higher and far
+// more predictable.
+func (f *Filter) searchPath(i1, i2, fp uint64) bool {
+	budget := 2 * f.maxKicks
+	if f.search == nil {
+		f.search = make([]searchNode, 0, budget)
+	}
+	q := f.search[:0]
+	for _, b := range [2]uint64{i1, i2} {
+		for s := uint64(0); s < f.t.slots; s++ {
+			q = append(q, searchNode{bucket: b, slot: uint32(s), parent: -1})
+		}
+	}
+	for head := 0; head < len(q); head++ {
+		n := q[head]
+		alt := f.t.altIndex(n.bucket, f.t.get(n.bucket, uint64(n.slot)))
+		if f.onChain(q, head, alt) {
+			continue // moving into a bucket the chain already uses would undo it
+		}
+		if e, ok := f.t.find(alt, 0); ok {
+			// Move hole first: each fingerprint to the slot ahead of it.
+			dst, dstSlot := alt, e
+			for k := head; k >= 0; k = int(q[k].parent) {
+				src := q[k]
+				f.t.set(dst, dstSlot, f.t.get(src.bucket, uint64(src.slot)))
+				dst, dstSlot = src.bucket, uint64(src.slot)
+			}
+			f.t.set(dst, dstSlot, fp)
+			f.search = q
+			return true
+		}
+		for s := uint64(0); s < f.t.slots && len(q) < budget; s++ {
+			q = append(q, searchNode{bucket: alt, slot: uint32(s), parent: int32(head)})
+		}
+	}
+	f.search = q
+	return false
+}
+
+// onChain reports whether bucket b is one of the buckets on the chain
+// from node k back to the key's buckets.
+func (f *Filter) onChain(q []searchNode, k int, b uint64) bool {
+	for ; k >= 0; k = int(q[k].parent) {
+		if q[k].bucket == b {
+			return true
+		}
+	}
+	return false
+}
+
+// Len returns the number of items stored, copies included.
+func (f *Filter) Len() uint64 { return f.count }
+
+// Capacity returns the number of distinct keys the filter was sized for;
+// that many always fit.
+func (f *Filter) Capacity() uint64 { return f.capacity }
+
+// LoadFactor returns the fraction of slots that hold a fingerprint.
+// Duplicate copies counted beside the table do not occupy slots.
+func (f *Filter) LoadFactor() float64 {
+	if f.t.numBuckets == 0 {
+		return 0
+	}
+	return float64(f.occupied) / float64(f.t.numBuckets*f.t.slots)
+}
+
+// FalsePositiveRate returns the expected probability that Contains reports
+// a key that was never added, at the current load:
+// 1 − (1 − 1/(2^f−1))^(2·b·load), about 2·b·load/2^f.
+func (f *Filter) FalsePositiveRate() float64 {
+	if f.t.numBuckets == 0 {
+		return 0
+	}
+	return expectedFPR(f.LoadFactor(), f.t.slots, f.t.fpBits)
+}
+
+// SizeInBytes returns the memory the filter holds: the table, the duplicate
+// counters (an estimate of the map's size) and the fixed parts.
+func (f *Filter) SizeInBytes() uint64 {
+	const fixed = 256 // the struct and slice headers, rounded up
+	const perDup = 32 // a map entry of two words, with the map's overhead
+	return uint64(len(f.t.words))*8 + uint64(len(f.dups))*perDup +
+		uint64(cap(f.path))*16 + uint64(cap(f.search))*16 + fixed
+}
+
+// FingerprintBits returns the fingerprint width f in bits.
+func (f *Filter) FingerprintBits() int { return int(f.t.fpBits) }
+
+// BucketSize returns the number of slots per bucket.
+func (f *Filter) BucketSize() int { return int(f.t.slots) }
+
+// NumBuckets returns the number of buckets in the table.
+func (f *Filter) NumBuckets() uint64 { return f.t.numBuckets }
+
+// Seed returns the hash seed: a filter made with WithSeed(f.Seed()) and the
+// same parameters stores keys in the same places.
+func (f *Filter) Seed() uint64 { return f.seed }
+
+// MaxKicks returns the bound on displacements per insert.
+func (f *Filter) MaxKicks() int { return f.maxKicks }
+
+// Reset removes every item, keeping the parameters, the seed and the memory.
+func (f *Filter) Reset() {
+	f.t.reset()
+	f.dups = nil
+	f.count, f.occupied = 0, 0
+}
+
+// sortedDups returns the duplicate counter keys in increasing order, the
+// order of the encoding.
+func (f *Filter) sortedDups() []uint64 {
+	keys := make([]uint64, 0, len(f.dups))
+	for k := range f.dups {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// checkInvariants panics if a structural invariant is broken. It scans the
+// whole table, so it runs in full only on small tables (the tests build
+// those on purpose), and checks the counters always.
+func (f *Filter) checkInvariants() {
+	if err := f.validate(len(f.t.words) <= 256); err != nil {
+		panic("cuckoo: invariant broken: " + err.Error())
+	}
+}
+
+// validate checks the invariants; full adds the O(table) ones. It is shared
+// by the decoder, which must reject any state the operations cannot reach.
+func (f *Filter) validate(full bool) error {
+	t := &f.t
+	var dupSum uint64
+	for k, c := range f.dups {
+		i, fp := k>>32, k&0xffffffff
+		if c == 0 {
+			return fmt.Errorf("duplicate counter for bucket %d fingerprint %#x is zero", i, fp)
+		}
+		if i >= t.numBuckets || fp == 0 || fp > f.fpRange {
+			return fmt.Errorf("duplicate counter for bucket %d fingerprint %#x is out of range", i, fp)
+		}
+		j := t.altIndex(i, fp)
+		if j < i {
+			return fmt.Errorf("duplicate counter for bucket %d fingerprint %#x is not keyed by the lower bucket", i, fp)
+		}
+		if t.count(i, fp)+t.count(j, fp) < maxSlotCopies {
+			return fmt.Errorf("duplicate counter for bucket %d fingerprint %#x without %d slot copies", i, fp, maxSlotCopies)
+		}
+		if dupSum+c < dupSum {
+			return fmt.Errorf("duplicate counters overflow")
+		}
+		dupSum += c
+	}
+	if f.occupied+dupSum != f.count || f.occupied+dupSum < dupSum {
+		return fmt.Errorf("item count %d != %d slots + %d counted copies", f.count, f.occupied, dupSum)
+	}
+	if used := t.numBuckets * t.bucketBits; used%64 != 0 && t.words[used/64]>>(used%64) != 0 {
+		return fmt.Errorf("bits past the last bucket are set")
+	}
+	if t.words[len(t.words)-1] != 0 {
+		return fmt.Errorf("padding word is not zero")
+	}
+	if full {
+		if n := t.occupiedSlots(); n != f.occupied {
+			return fmt.Errorf("%d slots occupied, %d recorded", n, f.occupied)
+		}
+	}
+	return nil
+}

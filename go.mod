@@ -1,0 +1,3 @@
+module github.com/dedupkit/cuckoo
+
+go 1.24

@@ -1,0 +1,36 @@
+package cuckoo_test
+
+import (
+	"encoding/binary"
+	"flag"
+	"hash/crc32"
+	"math/rand/v2"
+	"testing"
+	"time"
+)
+
+var seedFlag = flag.Uint64("seed", 0, "random seed for randomized tests (0: from the clock)")
+
+// testRand returns a generator for a randomized test and logs its seed so a
+// failure can be replayed with -seed.
+func testRand(t testing.TB) *rand.Rand {
+	s := *seedFlag
+	if s == 0 {
+		s = uint64(time.Now().UnixNano())
+	}
+	t.Logf("random seed %d (replay with -seed %d)", s, s)
+	return rand.New(rand.NewPCG(s, s^0x9e3779b97f4a7c15))
+}
+
+// key returns the 16-byte key number i of a family: family 0 holds the keys
+// tests add, other families hold keys never added.
+func key(family, i uint64) []byte {
+	var b [16]byte
+	binary.LittleEndian.PutUint64(b[:8], i)
+	binary.LittleEndian.PutUint64(b[8:], family*0x9e3779b97f4a7c15+0x1234)
+	return b[:]
+}
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+func crc32c(p []byte) uint32 { return crc32.Checksum(p, castagnoli) }

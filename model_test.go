@@ -1,0 +1,134 @@
+package cuckoo_test
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/dedupkit/cuckoo"
+)
+
+// model is the reference: a multiset of key numbers.
+type model map[uint64]uint64
+
+func (m model) total() uint64 {
+	var n uint64
+	for _, c := range m {
+		n += c
+	}
+	return n
+}
+
+// check asserts everything the filter promises about the model's keys: each
+// key with copies is found and counted at least that often, and Len is the
+// model's size.
+func (m model) check(t *testing.T, f *cuckoo.Filter, step int) {
+	t.Helper()
+	for k, c := range m {
+		if c == 0 {
+			continue
+		}
+		if !f.Contains(key(0, k)) {
+			t.Fatalf("step %d: key %d (%d copies) not found", step, k, c)
+		}
+		if got := f.Count(key(0, k)); got < c {
+			t.Fatalf("step %d: Count(key %d) = %d < %d copies", step, k, got, c)
+		}
+	}
+	if f.Len() != m.total() {
+		t.Fatalf("step %d: Len = %d, model holds %d", step, f.Len(), m.total())
+	}
+}
+
+// runModel applies steps random operations to f and to a model, checking
+// after every step. Keys come from a small universe so that duplicates,
+// deletes of present keys and full buckets all happen often.
+func runModel(t *testing.T, f *cuckoo.Filter, r *rand.Rand, steps int, universe uint64) {
+	m := model{}
+	fulls := 0
+	for step := 0; step < steps; step++ {
+		k := r.Uint64N(universe)
+		switch op := r.IntN(10); {
+		case op < 4: // Add
+			var before []byte
+			if fulls < 50 {
+				before, _ = f.MarshalBinary()
+			}
+			if err := f.Add(key(0, k)); err != nil {
+				if !errors.Is(err, cuckoo.ErrFull) {
+					t.Fatalf("step %d: Add: %v", step, err)
+				}
+				if before != nil {
+					if after, _ := f.MarshalBinary(); !bytes.Equal(before, after) {
+						t.Fatalf("step %d: a failed Add changed the filter", step)
+					}
+				}
+				fulls++
+				break
+			}
+			m[k]++
+		case op < 6: // AddUnique
+			present := f.Contains(key(0, k))
+			added, err := f.AddUnique(key(0, k))
+			if err != nil && !errors.Is(err, cuckoo.ErrFull) {
+				t.Fatalf("step %d: AddUnique: %v", step, err)
+			}
+			if present && (added || err != nil) || !present && added == (err != nil) {
+				t.Fatalf("step %d: AddUnique = %v, %v with Contains = %v", step, added, err, present)
+			}
+			if added {
+				m[k]++
+			}
+		case op < 9: // Delete a key the model holds (deleting others is documented to harm)
+			if m[k] == 0 {
+				break
+			}
+			if !f.Delete(key(0, k)) {
+				t.Fatalf("step %d: Delete of key %d with %d copies failed", step, k, m[k])
+			}
+			if m[k]--; m[k] == 0 {
+				delete(m, k)
+			}
+		default: // hammer one key with copies
+			n := 1 + r.IntN(20)
+			for i := 0; i < n; i++ {
+				if err := f.Add(key(0, k)); err != nil {
+					if !errors.Is(err, cuckoo.ErrFull) {
+						t.Fatal(err)
+					}
+					break
+				}
+				m[k]++
+			}
+		}
+		m.check(t, f, step)
+		if step%64 == 0 {
+			if err := f.CheckInvariants(); err != nil {
+				t.Fatalf("step %d: %v", step, err)
+			}
+		}
+	}
+	t.Logf("%d steps, %d keys, %d items, %d full inserts, load %.3f", steps, len(m), m.total(), fulls, f.LoadFactor())
+}
+
+func TestModel(t *testing.T) {
+	r := testRand(t)
+	steps := 20000
+	if testing.Short() {
+		steps = 4000
+	}
+	for _, b := range []int{2, 4, 8} {
+		for _, bits := range []int{4, 8, 12, 16, 19, 32} {
+			t.Run(fmt.Sprintf("b=%d/f=%d", b, bits), func(t *testing.T) {
+				capacity := uint64(50 + r.IntN(400))
+				f, err := cuckoo.New(capacity, cuckoo.WithBucketSize(b), cuckoo.WithFingerprintBits(bits), cuckoo.WithSeed(r.Uint64()))
+				if err != nil {
+					t.Fatal(err)
+				}
+				runModel(t, f, r, steps, capacity*3/2)
+			})
+		}
+	}
+}

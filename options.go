@@ -1,0 +1,143 @@
+package cuckoo
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+)
+
+// An Option sets a parameter of a filter at construction.
+type Option func(*config) error
+
+type config struct {
+	fpBits   int     // 0: not set
+	slots    int     // 0: not set
+	fpr      float64 // 0: not set
+	maxKicks int     // 0: not set
+	seed     uint64
+	seedSet  bool
+	growth   float64 // Scalable only; 0: not set
+}
+
+// Limits of the parameters.
+const (
+	MinFingerprintBits = 4
+	MaxFingerprintBits = 32
+	// DefaultFingerprintBits and DefaultBucketSize are the shape of New(n)
+	// with no options: an expected false-positive rate of about 0.012 % at
+	// full load, 16.8 bits per item.
+	DefaultFingerprintBits = 16
+	DefaultBucketSize      = 4
+	// DefaultMaxKicks bounds the displacement chain of one insert.
+	DefaultMaxKicks = 500
+	// MaxMaxKicks is the largest value WithMaxKicks accepts.
+	MaxMaxKicks = 1 << 20
+	// maxBuckets keeps a bucket index within 32 bits (the index is taken
+	// from the upper 32 bits of the key's hash).
+	maxBuckets = 1 << 32
+)
+
+// WithFingerprintBits sets the fingerprint width, from 4 to 32 bits. Every
+// width is packed without padding: 12 bits cost 12 bits. Each extra bit
+// halves the false-positive rate and costs 1/load bits per item. It cannot
+// be combined with [WithFalsePositiveRate].
+func WithFingerprintBits(bits int) Option {
+	return func(c *config) error {
+		if bits < MinFingerprintBits || bits > MaxFingerprintBits {
+			return fmt.Errorf("%w: fingerprint bits %d outside [%d, %d]", ErrInvalidParameter, bits, MinFingerprintBits, MaxFingerprintBits)
+		}
+		c.fpBits = bits
+		return nil
+	}
+}
+
+// WithBucketSize sets the number of slots per bucket: 2, 4 (the default) or
+// 8. Larger buckets fill to a higher load (about 0.84, 0.95, 0.98 of the
+// slots) but compare more fingerprints per lookup, so each needs one more
+// fingerprint bit than the last for the same false-positive rate.
+func WithBucketSize(slots int) Option {
+	return func(c *config) error {
+		if slots != 2 && slots != 4 && slots != 8 {
+			return fmt.Errorf("%w: bucket size %d (want 2, 4 or 8)", ErrInvalidParameter, slots)
+		}
+		c.slots = slots
+		return nil
+	}
+}
+
+// WithFalsePositiveRate chooses the smallest fingerprint width whose
+// expected false-positive rate with the filter at its capacity is at most p.
+// p must be in (0, 1) and at least the rate of 32-bit fingerprints (about
+// 2e-9 with 4-slot buckets). It cannot be combined with
+// [WithFingerprintBits].
+func WithFalsePositiveRate(p float64) Option {
+	return func(c *config) error {
+		if !(p > 0 && p < 1) || math.IsNaN(p) {
+			return fmt.Errorf("%w: false-positive rate %v outside (0, 1)", ErrInvalidParameter, p)
+		}
+		c.fpr = p
+		return nil
+	}
+}
+
+// WithMaxKicks bounds how many fingerprints one insert may displace before
+// it gives up with [ErrFull] (default 500). Fewer kicks make the worst
+// insert faster but the filter fill to a lower load: below about 100 the
+// capacity guarantee of [New] no longer holds.
+func WithMaxKicks(n int) Option {
+	return func(c *config) error {
+		if n < 1 || n > MaxMaxKicks {
+			return fmt.Errorf("%w: max kicks %d outside [1, %d]", ErrInvalidParameter, n, MaxMaxKicks)
+		}
+		c.maxKicks = n
+		return nil
+	}
+}
+
+// WithSeed sets the hash seed. Filters with the same parameters and seed
+// store the same keys in the same places, so operations on them give the
+// same results and encodings. By default every filter draws a random seed,
+// which keeps an adversary who cannot read the filter from crafting keys
+// that collide in it.
+func WithSeed(seed uint64) Option {
+	return func(c *config) error {
+		c.seed, c.seedSet = seed, true
+		return nil
+	}
+}
+
+// resolve applies opts over the defaults and checks how they combine.
+func resolve(opts []Option) (config, error) {
+	var c config
+	for _, o := range opts {
+		if o == nil {
+			continue
+		}
+		if err := o(&c); err != nil {
+			return c, err
+		}
+	}
+	if c.fpBits != 0 && c.fpr != 0 {
+		return c, fmt.Errorf("%w: WithFingerprintBits and WithFalsePositiveRate both given", ErrInvalidParameter)
+	}
+	if c.slots == 0 {
+		c.slots = DefaultBucketSize
+	}
+	if c.fpr != 0 {
+		bits, ok := fingerprintBitsFor(c.fpr, uint64(c.slots))
+		if !ok {
+			return c, fmt.Errorf("%w: false-positive rate %v is below what 32-bit fingerprints reach", ErrInvalidParameter, c.fpr)
+		}
+		c.fpBits = bits
+	}
+	if c.fpBits == 0 {
+		c.fpBits = DefaultFingerprintBits
+	}
+	if c.maxKicks == 0 {
+		c.maxKicks = DefaultMaxKicks
+	}
+	if !c.seedSet {
+		c.seed = rand.Uint64()
+	}
+	return c, nil
+}

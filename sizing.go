@@ -1,0 +1,124 @@
+package cuckoo
+
+import (
+	"fmt"
+	"math"
+)
+
+// targetLoad is the fraction of slots a filter of New(capacity) holds when
+// it holds capacity items. It sits safely below the load at which an insert
+// (a random walk of DefaultMaxKicks moves, then a breadth-first search)
+// first fails, measured for each shape from 10^5 to 8·10^6 items, 2 to 6
+// seeds each (the minimum is shown):
+//
+//	first failure      f=4    f=5    f=6    f=7    f=8    f=12   f=16
+//	b=2                0.49   0.56   0.77   0.85   0.865  0.878
+//	b=4                0.879  0.918  0.901  0.939  0.962  0.969  0.968
+//	b=8                0.962  0.971  0.976         0.989  0.991
+//
+// Fingerprints of fewer than 8 bits give a key's alternate bucket few
+// possible offsets, so the table cannot balance as well and fills less;
+// with 2-slot buckets this gets worse as the table grows, hence the wide
+// margins there. Frozen in effect: changing a value changes the table size
+// New picks, and so the bytes of every encoding built from New.
+func targetLoad(slots, fpBits uint64) float64 {
+	f := min(max(fpBits, 4), 9) - 4
+	switch slots {
+	case 2:
+		return [...]float64{0.40, 0.50, 0.74, 0.82, 0.84, 0.85}[f]
+	case 8:
+		return [...]float64{0.93, 0.94, 0.95, 0.96, 0.97, 0.97}[f]
+	default:
+		return [...]float64{0.84, 0.89, 0.88, 0.92, 0.94, 0.95}[f]
+	}
+}
+
+// bucketsFor returns the even bucket count that holds capacity items at the
+// target load, and false when that exceeds maxBuckets.
+func bucketsFor(capacity, slots, fpBits uint64) (uint64, bool) {
+	load := targetLoad(slots, fpBits)
+	if capacity < 256 {
+		// A small table is unlucky more often (a few keys piling into a few
+		// buckets is likelier): leave it more room, which costs little.
+		load *= max(0.35, 1-1/math.Sqrt(float64(capacity)))
+	}
+	need := math.Ceil(float64(capacity) / (float64(slots) * load))
+	if need > maxBuckets {
+		return 0, false
+	}
+	m := uint64(need)
+	m += m & 1
+	m = max(m, 2)
+	if m > maxBuckets {
+		return 0, false
+	}
+	return m, true
+}
+
+// expectedFPR is the probability that a key never added is reported present
+// when a fraction load of the slots is occupied: each of the 2b slots of its
+// two buckets is occupied with probability load, and an occupied slot
+// matches with probability 1/(2^f - 1) (fingerprints are uniform over the
+// non-zero f-bit values).
+func expectedFPR(load float64, slots, fpBits uint64) float64 {
+	q := 1 / (math.Exp2(float64(fpBits)) - 1)
+	return -math.Expm1(2 * float64(slots) * load * math.Log1p(-q))
+}
+
+// fingerprintBitsFor returns the smallest width whose expected rate at the
+// target load is at most p.
+func fingerprintBitsFor(p float64, slots uint64) (int, bool) {
+	for f := uint64(MinFingerprintBits); f <= MaxFingerprintBits; f++ {
+		if expectedFPR(targetLoad(slots, f), slots, f) <= p {
+			return int(f), true
+		}
+	}
+	return 0, false
+}
+
+// Plan describes the filter New would build for a capacity and options,
+// without allocating it: what a sizing calculator needs.
+type Plan struct {
+	Capacity        uint64  // keys that always fit
+	BucketSize      int     // slots per bucket
+	FingerprintBits int     // bits per slot
+	NumBuckets      uint64  // buckets in the table
+	TableBytes      uint64  // memory of the table
+	Load            float64 // fraction of slots used when Capacity keys are in
+	BitsPerItem     float64 // table bits per key at capacity
+	// FalsePositiveRate is the expected rate with Capacity keys in.
+	FalsePositiveRate float64
+}
+
+// NewPlan returns the Plan of New(capacity, opts...), or the error New
+// would return. It allocates nothing.
+func NewPlan(capacity uint64, opts ...Option) (Plan, error) {
+	c, err := resolve(opts)
+	if err != nil {
+		return Plan{}, err
+	}
+	return plan(capacity, c)
+}
+
+func plan(capacity uint64, c config) (Plan, error) {
+	if capacity == 0 {
+		return Plan{}, fmt.Errorf("%w: capacity 0", ErrInvalidParameter)
+	}
+	slots, bits := uint64(c.slots), uint64(c.fpBits)
+	m, ok := bucketsFor(capacity, slots, bits)
+	if !ok {
+		return Plan{}, fmt.Errorf("%w: capacity %d needs more than 2^32 buckets", ErrInvalidParameter, capacity)
+	}
+	tableBytes := (tableWords(m, slots, bits) + 1) * 8
+	load := float64(capacity) / float64(m*slots)
+	return Plan{
+		Capacity:          capacity,
+		BucketSize:        c.slots,
+		FingerprintBits:   c.fpBits,
+		NumBuckets:        m,
+		TableBytes:        tableBytes,
+		Load:              load,
+		BitsPerItem:       float64(tableBytes*8) / float64(capacity),
+		FalsePositiveRate: expectedFPR(load, slots, bits),
+	}, nil
+}

@@ -1,0 +1,210 @@
+package cuckoo
+
+import (
+	"math/bits"
+)
+
+// table is the bucket array: numBuckets buckets of slots fingerprints of
+// fpBits bits each, packed back to back in a flat slice of words with no
+// padding between slots or buckets. Slot s of bucket i occupies bits
+// [pos, pos+fpBits) of the bit string, where pos = i*bucketBits + s*fpBits,
+// bit k of the string being bit k%64 of words[k/64].
+//
+//	word 0                          word 1
+//	|<---- bucket 0 ---->|<---- bucket 1 ---->|<-- ...
+//	| s0 | s1 | s2 | s3  | s0 | s1 | s2 | s3  |
+//	 f bits each, low bits first; a bucket may straddle two words
+//
+// A slot holding 0 is empty; fingerprints are never 0.
+//
+// Invariants:
+//   - numBuckets is even and in [2, 2^32]: altIndex has no fixed point
+//     and a bucket index fits in 32 bits.
+//   - len(words) == ceil(numBuckets*bucketBits/64) + 1: the last word is
+//     padding that is always zero, so a 64-bit window starting at any bit of
+//     the table can be read with two loads and no bounds branch.
+//   - every bit past numBuckets*bucketBits is zero.
+type table struct {
+	words      []uint64
+	numBuckets uint64
+	fpBits     uint64 // f, 4..32
+	slots      uint64 // b: 2, 4 or 8
+	bucketBits uint64 // b*f
+	fpMask     uint64 // 1<<f - 1
+
+	// A bucket is read as one or more 64-bit windows of lanes: lanes lanes
+	// of f bits (fewer in the last window). laneLow has the low bit of each
+	// lane set, laneHigh the high bit, laneRest every bit below the high
+	// bit; the last* masks describe the last window of a bucket.
+	windows                     uint64 // windows per bucket
+	lanes                       uint64 // lanes per window but the last
+	laneLow, laneHigh, laneRest uint64
+	lastLow, lastHigh, lastRest uint64
+	laneRecip                   uint64 // ceil(2^16/f): divides a bit index by f
+	windowBits                  uint64 // lanes*f
+}
+
+// newTable returns an empty table.
+func newTable(numBuckets, slots, fpBits uint64) table {
+	t := newTableLayout(numBuckets, slots, fpBits)
+	t.words = make([]uint64, tableWords(numBuckets, slots, fpBits)+1)
+	return t
+}
+
+// newTableLayout returns a table's geometry and masks, without its words.
+func newTableLayout(numBuckets, slots, fpBits uint64) table {
+	t := table{
+		numBuckets: numBuckets,
+		fpBits:     fpBits,
+		slots:      slots,
+		bucketBits: slots * fpBits,
+		fpMask:     1<<fpBits - 1,
+	}
+	t.lanes = min(slots, 64/fpBits)
+	t.windows = (slots + t.lanes - 1) / t.lanes
+	t.windowBits = t.lanes * fpBits
+	t.laneLow, t.laneHigh, t.laneRest = laneMasks(t.lanes, fpBits)
+	t.lastLow, t.lastHigh, t.lastRest = laneMasks(slots-(t.windows-1)*t.lanes, fpBits)
+	t.laneRecip = (1<<16 + fpBits - 1) / fpBits
+	return t
+}
+
+// tableWords is the number of words the packed buckets take, padding word
+// excluded.
+func tableWords(numBuckets, slots, fpBits uint64) uint64 {
+	return (numBuckets*slots*fpBits + 63) / 64
+}
+
+func laneMasks(lanes, f uint64) (low, high, rest uint64) {
+	for j := uint64(0); j < lanes; j++ {
+		low |= 1 << (j * f)
+	}
+	high = low << (f - 1)
+	rest = high - low
+	return low, high, rest
+}
+
+// window returns the 64 bits of the table starting at bit p. Go defines a
+// shift by 64 as 0, so p%64 == 0 needs no branch.
+func (t *table) window(p uint64) uint64 {
+	w := t.words[p>>6 : p>>6+2 : p>>6+2]
+	s := p & 63
+	return w[0]>>s | w[1]<<(64-s)
+}
+
+// zeroLanes returns the high bit of every lane of x that is zero, for the
+// lanes described by rest and high. It is exact lane by lane: adding rest to
+// the low bits of a lane never carries out of the lane.
+func zeroLanes(x, rest, high uint64) uint64 {
+	return ^((x & rest) + rest | x | rest) & high
+}
+
+// contains reports whether bucket i holds fp. A bucket of one window
+// (b*f <= 64: every common shape) takes one SWAR step.
+func (t *table) contains(i, fp uint64) bool {
+	p := i * t.bucketBits
+	if t.windows == 1 {
+		return zeroLanes(t.window(p)^fp*t.laneLow, t.laneRest, t.laneHigh) != 0
+	}
+	for w := uint64(0); w < t.windows-1; w++ {
+		if zeroLanes(t.window(p)^fp*t.laneLow, t.laneRest, t.laneHigh) != 0 {
+			return true
+		}
+		p += t.windowBits
+	}
+	return zeroLanes(t.window(p)^fp*t.lastLow, t.lastRest, t.lastHigh) != 0
+}
+
+// contains2 reports whether fp is in bucket i or bucket j.
+func (t *table) contains2(i, j, fp uint64) bool {
+	if t.windows == 1 {
+		x := t.window(i*t.bucketBits) ^ fp*t.laneLow
+		y := t.window(j*t.bucketBits) ^ fp*t.laneLow
+		return zeroLanes(x, t.laneRest, t.laneHigh)|zeroLanes(y, t.laneRest, t.laneHigh) != 0
+	}
+	return t.contains(i, fp) || t.contains(j, fp)
+}
+
+// find returns the lowest slot of bucket i holding fp (0: an empty slot).
+func (t *table) find(i, fp uint64) (slot uint64, ok bool) {
+	p := i * t.bucketBits
+	for w := uint64(0); w < t.windows; w++ {
+		low, rest, high := t.laneLow, t.laneRest, t.laneHigh
+		if w == t.windows-1 {
+			low, rest, high = t.lastLow, t.lastRest, t.lastHigh
+		}
+		if z := zeroLanes(t.window(p)^fp*low, rest, high); z != 0 {
+			lane := uint64(bits.TrailingZeros64(z)) * t.laneRecip >> 16
+			return w*t.lanes + lane, true
+		}
+		p += t.windowBits
+	}
+	return 0, false
+}
+
+// count returns how many slots of bucket i hold fp.
+func (t *table) count(i, fp uint64) uint64 {
+	p := i * t.bucketBits
+	var n int
+	for w := uint64(0); w < t.windows; w++ {
+		low, rest, high := t.laneLow, t.laneRest, t.laneHigh
+		if w == t.windows-1 {
+			low, rest, high = t.lastLow, t.lastRest, t.lastHigh
+		}
+		n += bits.OnesCount64(zeroLanes(t.window(p)^fp*low, rest, high))
+		p += t.windowBits
+	}
+	return uint64(n)
+}
+
+// get returns the fingerprint in slot s of bucket i (0 when empty).
+func (t *table) get(i, s uint64) uint64 {
+	return t.window(i*t.bucketBits+s*t.fpBits) & t.fpMask
+}
+
+// set stores fp in slot s of bucket i. A slot straddling two words is
+// written in both; when it does not, the second write changes nothing (its
+// mask is 0), which keeps the code free of a branch and the padding word
+// zero.
+func (t *table) set(i, s, fp uint64) {
+	p := i*t.bucketBits + s*t.fpBits
+	w := t.words[p>>6 : p>>6+2 : p>>6+2]
+	sh := p & 63
+	w[0] = w[0]&^(t.fpMask<<sh) | fp<<sh
+	w[1] = w[1]&^(t.fpMask>>(64-sh)) | fp>>(64-sh)
+}
+
+// altIndex returns the other bucket of a fingerprint fp stored in bucket i.
+// It is an involution, altIndex(altIndex(i, fp), fp) == i, for any even
+// bucket count m: alt = (-i - r) mod m with r odd, so a fingerprint can
+// always be moved to its other bucket without knowing its key, and the two
+// buckets always differ (2i ≡ -r mod m has no solution when m is even and
+// r odd).
+func (t *table) altIndex(i, fp uint64) uint64 {
+	// r is spread over [0, m) by a multiplicative hash of the fingerprint,
+	// then made odd; m even keeps it below m.
+	r, _ := bits.Mul64(fp*0x9e3779b97f4a7c15, t.numBuckets)
+	r |= 1
+	j := t.numBuckets - i - r
+	if int64(j) < 0 {
+		j += t.numBuckets
+	}
+	return j
+}
+
+// pairKey identifies the unordered bucket pair {i, altIndex(i, fp)} together
+// with fp: the key of the duplicate counters.
+func pairKey(i, j, fp uint64) uint64 {
+	return min(i, j)<<32 | fp
+}
+
+// occupiedSlots counts the non-empty slots of the whole table.
+func (t *table) occupiedSlots() uint64 {
+	var n uint64
+	for i := uint64(0); i < t.numBuckets; i++ {
+		n += t.slots - t.count(i, 0)
+	}
+	return n
+}
+
+func (t *table) reset() { clear(t.words) }
