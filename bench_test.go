@@ -2,6 +2,7 @@ package cuckoo_test
 
 import (
 	"fmt"
+	"os"
 	"sync"
 	"testing"
 
@@ -19,10 +20,22 @@ import (
 type benchShape struct {
 	n       uint64
 	b, bits int
+	semi    bool
 }
 
 func (s benchShape) String() string {
+	if s.semi {
+		return fmt.Sprintf("n=%s/f=%d/b=%d/semi", human(s.n), s.bits, s.b)
+	}
 	return fmt.Sprintf("n=%s/f=%d/b=%d", human(s.n), s.bits, s.b)
+}
+
+func (s benchShape) opts() []cuckoo.Option {
+	o := []cuckoo.Option{cuckoo.WithBucketSize(s.b), cuckoo.WithFingerprintBits(s.bits), cuckoo.WithSeed(1)}
+	if s.semi {
+		o = append(o, cuckoo.WithSemiSorting())
+	}
+	return o
 }
 
 func human(n uint64) string {
@@ -36,8 +49,8 @@ func human(n uint64) string {
 }
 
 var benchShapes = []benchShape{
-	{1_000_000, 4, 16}, {1_000_000, 4, 12}, {1_000_000, 4, 8},
-	{10_000_000, 4, 16}, {10_000_000, 4, 12},
+	{1_000_000, 4, 16, false}, {1_000_000, 4, 12, false}, {1_000_000, 4, 8, false}, {1_000_000, 4, 13, true},
+	{10_000_000, 4, 16, false}, {10_000_000, 4, 12, false}, {10_000_000, 4, 13, true},
 }
 
 // benchKeys are 16-byte keys: present ones (family 0) and absent ones
@@ -82,7 +95,7 @@ func fullFilter(b *testing.B, s benchShape) (*cuckoo.Filter, [][]byte) {
 	if f := cache.filters[s]; f != nil {
 		return f, keys
 	}
-	f, err := cuckoo.New(s.n, cuckoo.WithBucketSize(s.b), cuckoo.WithFingerprintBits(s.bits), cuckoo.WithSeed(1))
+	f, err := cuckoo.New(s.n, s.opts()...)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -101,7 +114,7 @@ func BenchmarkFilter_Add(b *testing.B) {
 	for _, s := range benchShapes {
 		b.Run(s.String(), func(b *testing.B) {
 			keys := cachedKeys(0, s.n)
-			f, _ := cuckoo.New(s.n, cuckoo.WithBucketSize(s.b), cuckoo.WithFingerprintBits(s.bits), cuckoo.WithSeed(1))
+			f, _ := cuckoo.New(s.n, s.opts()...)
 			b.ReportAllocs()
 			i := 0
 			for b.Loop() {
@@ -152,7 +165,7 @@ func BenchmarkFilter_Delete(b *testing.B) {
 	for _, s := range benchShapes {
 		b.Run(s.String(), func(b *testing.B) {
 			keys := cachedKeys(0, s.n)
-			f, _ := cuckoo.New(s.n, cuckoo.WithBucketSize(s.b), cuckoo.WithFingerprintBits(s.bits), cuckoo.WithSeed(1))
+			f, _ := cuckoo.New(s.n, s.opts()...)
 			refill := func() {
 				f.Reset()
 				for _, k := range keys {
@@ -181,7 +194,7 @@ func BenchmarkFilter_Delete(b *testing.B) {
 // BenchmarkFilter_ContainsString and _ContainsHash show the cost of the
 // key forms: a string key hashes like []byte; a pre-hashed key skips it.
 func BenchmarkFilter_ContainsString(b *testing.B) {
-	s := benchShape{1_000_000, 4, 16}
+	s := benchShape{1_000_000, 4, 16, false}
 	f, keys := fullFilter(b, s)
 	strs := make([]string, len(keys))
 	for i, k := range keys {
@@ -200,7 +213,7 @@ func BenchmarkFilter_ContainsString(b *testing.B) {
 }
 
 func BenchmarkFilter_ContainsHash(b *testing.B) {
-	s := benchShape{1_000_000, 4, 16}
+	s := benchShape{1_000_000, 4, 16, false}
 	f, _ := cuckoo.New(s.n, cuckoo.WithSeed(1))
 	for v := uint64(0); v < s.n; v++ {
 		f.AddHash(v * 0x9e3779b97f4a7c15)
@@ -215,4 +228,97 @@ func BenchmarkFilter_ContainsHash(b *testing.B) {
 			}
 		}
 	})
+}
+
+// BenchmarkFilter_Batch compares one-at-a-time Contains with ContainsBatch
+// per key, on absent keys (every lookup probes both buckets). Each
+// iteration looks up batchKeys keys; the ns/key metric is what to compare.
+// Sizes of 10^8 items build a 210 MB filter and take minutes: they run only
+// with CUCKOO_BENCH_HUGE=1 in the environment.
+func BenchmarkFilter_Batch(b *testing.B) {
+	sizes := []uint64{1_000_000, 10_000_000}
+	if os.Getenv("CUCKOO_BENCH_HUGE") != "" {
+		sizes = append(sizes, 100_000_000)
+	}
+	const batchKeys = 1024
+	for _, n := range sizes {
+		s := benchShape{n, 4, 16, false}
+		for _, thp := range []bool{true, false} {
+			for _, mode := range []string{"single", "batch"} {
+				b.Run(fmt.Sprintf("%v/thp=%v/mode=%s", s, thp, mode), func(b *testing.B) {
+					f := hugeFilter(b, s, thp)
+					arena := make([]byte, 16*batchKeys)
+					keys := make([][]byte, batchKeys)
+					for i := range keys {
+						keys[i] = arena[16*i : 16*i+16 : 16*i+16]
+					}
+					found := make([]bool, batchKeys)
+					next := uint64(0)
+					hits := 0
+					b.ReportAllocs()
+					for b.Loop() {
+						for i := range keys {
+							copy(keys[i], key(1, next))
+							next++
+						}
+						if mode == "single" {
+							for i, k := range keys {
+								found[i] = f.Contains(k)
+							}
+						} else {
+							f.ContainsBatch(keys, found)
+						}
+						for _, ok := range found {
+							if ok {
+								hits++
+							}
+						}
+					}
+					b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*batchKeys), "ns/key")
+					if rate := float64(hits) / float64(b.N*batchKeys); rate > 0.01 {
+						b.Fatalf("false-positive rate %.4f", rate)
+					}
+				})
+			}
+		}
+	}
+}
+
+// hugeFilter returns a shared filter of the shape with keys 0..n-1 added,
+// built with AddBatch from keys made on the fly (10^8 stored keys would
+// not fit the benchmark's memory).
+//
+// thp says whether the table may use transparent huge pages (Linux; the
+// filter asks for them from 32 MiB on).
+func hugeFilter(b *testing.B, s benchShape, thp bool) *cuckoo.Filter {
+	cache.Lock()
+	defer cache.Unlock()
+	if cache.filters == nil {
+		cache.filters = map[benchShape]*cuckoo.Filter{}
+	}
+	hs := s
+	hs.n |= 1 << 63 // a key of its own: built differently from fullFilter's
+	if !thp {
+		hs.n |= 1 << 62
+	}
+	if f := cache.filters[hs]; f != nil {
+		return f
+	}
+	defer cuckoo.SetHugePages(cuckoo.SetHugePages(thp))
+	f, err := cuckoo.New(s.n, s.opts()...)
+	if err != nil {
+		b.Fatal(err)
+	}
+	keys := make([][]byte, 4096)
+	for start := uint64(0); start < s.n; start += uint64(len(keys)) {
+		m := min(uint64(len(keys)), s.n-start)
+		for i := uint64(0); i < m; i++ {
+			keys[i] = key(0, start+i)
+		}
+		if _, err := f.AddBatch(keys[:m]); err != nil {
+			b.Fatal(err)
+		}
+	}
+	cache.filters[hs] = f
+	return f
 }

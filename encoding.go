@@ -15,7 +15,7 @@ import (
 //	     0     4  magic "CKOO"
 //	     4     2  format version = 1
 //	     6     1  kind = 1 (Filter)
-//	     7     1  flags = 0 (no flag is defined in version 1)
+//	     7     1  flags: bit 0 = semi-sorted buckets (b = 4); others 0
 //	     8     1  bucket size b: 2, 4 or 8
 //	     9     1  fingerprint bits f: 4..32
 //	    10     2  reserved = 0
@@ -24,11 +24,13 @@ import (
 //	    24     8  capacity (> 0)
 //	    32     8  number of buckets m (even, 2..2^32, m*b >= capacity)
 //	    40     8  items, copies included
-//	    48     8  W = number of table words = ceil(m*b*f/64)
+//	    48     8  W = number of table words = ceil(m*B/64), B = bits per
+//	              bucket: b*f, or 4f-4 when semi-sorted
 //	    56     8  D = number of duplicate counters
-//	    64    8W  table words: bucket i slot s at bits [i*b*f+s*f, +f) of
-//	              the bit string, bit k in word k/64 at bit k%64; bits past
-//	              m*b*f are zero
+//	    64    8W  table words: bucket i at bits [i*B, (i+1)*B) of the bit
+//	              string, bit k in word k/64 at bit k%64; bits past m*B
+//	              are zero. Plain buckets: slot s at bits [s*f, s*f+f).
+//	              Semi-sorted buckets: see semisort.go.
 //	     …   16D  counters, by increasing key: key (bucket<<32 | fingerprint,
 //	              bucket the lower of the pair), copies (> 0)
 //	     …     4  CRC-32C of every byte before it
@@ -40,6 +42,7 @@ const (
 	magic         = "CKOO"
 	formatVersion = 1
 	kindFilter    = 1
+	flagSemiSort  = 1 << 0
 	headerSize    = 64
 	checksumSize  = 4
 	dupEntrySize  = 16
@@ -77,7 +80,11 @@ func (f *Filter) WriteTo(w io.Writer) (int64, error) {
 	e.Bytes([]byte(magic))
 	e.Uint16(formatVersion)
 	e.Uint8(kindFilter)
-	e.Uint8(0)
+	var flags uint8
+	if f.t.semi {
+		flags |= flagSemiSort
+	}
+	e.Uint8(flags)
 	e.Uint8(uint8(f.t.slots))
 	e.Uint8(uint8(f.t.fpBits))
 	e.Uint16(0)
@@ -175,9 +182,10 @@ func decodeFilter(d *codec.Decoder) (*Filter, error) {
 	if kind != kindFilter {
 		return nil, bad("encoding of kind %d, not a Filter", kind)
 	}
-	if flags != 0 {
+	if flags&^flagSemiSort != 0 {
 		return nil, bad("unknown flags %#x", flags)
 	}
+	semi := flags&flagSemiSort != 0
 	slots := uint64(d.Uint8())
 	fpBits := uint64(d.Uint8())
 	reserved := d.Uint16()
@@ -204,8 +212,13 @@ func decodeFilter(d *codec.Decoder) (*Filter, error) {
 		return nil, bad("bucket count %d", numBuckets)
 	case capacity == 0 || capacity > numBuckets*slots:
 		return nil, bad("capacity %d for %d slots", capacity, numBuckets*slots)
-	case nWords != tableWords(numBuckets, slots, fpBits):
-		return nil, bad("table of %d words, want %d", nWords, tableWords(numBuckets, slots, fpBits))
+	case semi && slots != 4:
+		return nil, bad("semi-sorted buckets of %d slots", slots)
+	}
+	t := newShapedLayout(numBuckets, slots, fpBits, semi)
+	switch {
+	case nWords != t.payloadWords():
+		return nil, bad("table of %d words, want %d", nWords, t.payloadWords())
 	case nDups > numBuckets*slots/maxSlotCopies:
 		return nil, bad("%d duplicate counters for %d slots", nDups, numBuckets*slots)
 	}
@@ -232,8 +245,17 @@ func decodeFilter(d *codec.Decoder) (*Filter, error) {
 		return nil, err
 	}
 	f := &Filter{}
-	t := newTableLayout(numBuckets, slots, fpBits)
 	t.words = words
+	if semi {
+		// Every bucket must be canonical: a code naming a multiset (the
+		// lookup table has no entry for others) and sorted pairs, so that
+		// the filter behaves and re-encodes like one built by operations.
+		for i := uint64(0); i < numBuckets; i++ {
+			if !t.semiValid(i) {
+				return nil, bad("semi-sorted bucket %d is not canonical", i)
+			}
+		}
+	}
 	f.init(t, seed, capacity, int(maxKicks))
 	f.count = count
 	f.dups = dups

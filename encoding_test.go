@@ -18,8 +18,9 @@ var rewrite = flag.Bool("rewrite", false, "rewrite golden files in testdata (rev
 
 // sample builds a small filter with distinct keys and a hot key, so the
 // encoding has a table and duplicate counters.
-func sample(t testing.TB, b, bits int) *cuckoo.Filter {
-	f, err := cuckoo.New(200, cuckoo.WithBucketSize(b), cuckoo.WithFingerprintBits(bits), cuckoo.WithSeed(42))
+func sample(t testing.TB, b, bits int, more ...cuckoo.Option) *cuckoo.Filter {
+	opts := append([]cuckoo.Option{cuckoo.WithBucketSize(b), cuckoo.WithFingerprintBits(bits), cuckoo.WithSeed(42)}, more...)
+	f, err := cuckoo.New(200, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,9 +45,14 @@ func mustMarshal(t testing.TB, f *cuckoo.Filter) []byte {
 }
 
 func TestEncodingRoundTrip(t *testing.T) {
-	for _, b := range []int{2, 4, 8} {
-		for _, bits := range []int{4, 9, 12, 16, 23, 32} {
-			f := sample(t, b, bits)
+	for _, l := range layouts {
+		b := l.b
+		for _, bits := range []int{4, 9, 12, 13, 16, 23, 32} {
+			var more []cuckoo.Option
+			if l.semi {
+				more = append(more, cuckoo.WithSemiSorting())
+			}
+			f := sample(t, b, bits, more...)
 			data := mustMarshal(t, f)
 			if int64(len(data)) != f.EncodedSize() {
 				t.Fatalf("EncodedSize %d, encoding %d bytes", f.EncodedSize(), len(data))
@@ -64,7 +70,7 @@ func TestEncodingRoundTrip(t *testing.T) {
 				t.Fatal("decode then encode changed the bytes")
 			}
 			if g.Len() != f.Len() || g.Seed() != f.Seed() || g.Capacity() != f.Capacity() ||
-				g.FingerprintBits() != bits || g.BucketSize() != b || g.Count([]byte("hot")) != f.Count([]byte("hot")) {
+				g.FingerprintBits() != bits || g.BucketSize() != b || g.SemiSorted() != l.semi || g.Count([]byte("hot")) != f.Count([]byte("hot")) {
 				t.Fatal("decoded filter differs")
 			}
 			for i := uint64(0); i < 150; i++ {
@@ -118,7 +124,16 @@ func TestReadFromStream(t *testing.T) {
 // TestDamageIsDetected cuts and flips every bit of an encoding: each must
 // fail with ErrCorrupt and leave the receiver as it was.
 func TestDamageIsDetected(t *testing.T) {
-	data := mustMarshal(t, sample(t, 4, 12))
+	for _, semi := range []bool{false, true} {
+		var more []cuckoo.Option
+		if semi {
+			more = append(more, cuckoo.WithSemiSorting())
+		}
+		testDamageIsDetected(t, mustMarshal(t, sample(t, 4, 12, more...)))
+	}
+}
+
+func testDamageIsDetected(t *testing.T, data []byte) {
 	receiver := sample(t, 2, 8)
 	before := mustMarshal(t, receiver)
 	expectCorrupt := func(what string, input []byte) {
@@ -178,6 +193,7 @@ func TestStructuralChecks(t *testing.T) {
 		"tail bits":      func(d []byte) { setTailBit(d) },
 		"counter zero":   func(d []byte) { binary.LittleEndian.PutUint64(d[len(d)-4-8:], 0) },
 		"counter key":    func(d []byte) { binary.LittleEndian.PutUint64(d[len(d)-4-16:], 1<<31|1) },
+		"semi flag":      func(d []byte) { d[7] = 1 },
 	}
 	for name, edit := range edits {
 		c := bytes.Clone(data)
@@ -186,6 +202,40 @@ func TestStructuralChecks(t *testing.T) {
 		if err := g.UnmarshalBinary(reseal(c)); !errors.Is(err, cuckoo.ErrCorrupt) {
 			t.Errorf("%s: UnmarshalBinary = %v", name, err)
 		}
+	}
+	// Semi-sorted buckets must be canonical: a nibble code past 3875, or
+	// high parts out of order, is refused even with a valid checksum and
+	// item count.
+	empty, _ := cuckoo.New(200, cuckoo.WithFingerprintBits(13), cuckoo.WithSemiSorting(), cuckoo.WithSeed(1))
+	for name, edit := range map[string]func(d []byte){
+		"code=4095": func(d []byte) { d[64] |= 0xff; d[65] |= 0x0f },
+		"unsorted": func(d []byte) {
+			// Bucket 0 holds nibbles 0,0,0,0 (code 0); give slots 2 and 3
+			// the high parts 5 and 3 (9 bits each, at bits 30 and 39): the
+			// fingerprints 0x50 and 0x30 in decreasing order.
+			w := binary.LittleEndian.Uint64(d[64:])
+			w |= 5<<30 | 3<<39
+			binary.LittleEndian.PutUint64(d[64:], w)
+			binary.LittleEndian.PutUint64(d[40:], 2) // two items
+		},
+	} {
+		c := mustMarshal(t, empty)
+		edit(c)
+		var g cuckoo.Filter
+		if err := g.UnmarshalBinary(reseal(c)); !errors.Is(err, cuckoo.ErrCorrupt) {
+			t.Errorf("semi %s: UnmarshalBinary = %v", name, err)
+		}
+	}
+	// The same edit in sorted order is a valid filter: the check above is
+	// about the order, not the edit.
+	c := mustMarshal(t, empty)
+	w := binary.LittleEndian.Uint64(c[64:])
+	w |= 3<<30 | 5<<39
+	binary.LittleEndian.PutUint64(c[64:], w)
+	binary.LittleEndian.PutUint64(c[40:], 2)
+	var g cuckoo.Filter
+	if err := g.UnmarshalBinary(reseal(c)); err != nil {
+		t.Errorf("semi sorted edit: %v", err)
 	}
 }
 
@@ -256,9 +306,15 @@ func TestGolden(t *testing.T) {
 	for _, tc := range []struct {
 		file    string
 		b, bits int
-	}{{"filter-v1-b4-f12.bin", 4, 12}, {"filter-v1-b2-f7.bin", 2, 7}, {"filter-v1-b8-f32.bin", 8, 32}} {
+		semi    bool
+	}{{"filter-v1-b4-f12.bin", 4, 12, false}, {"filter-v1-b2-f7.bin", 2, 7, false}, {"filter-v1-b8-f32.bin", 8, 32, false},
+		{"filter-v1-b4-f13-semi.bin", 4, 13, true}} {
 		path := filepath.Join("testdata", tc.file)
-		want := mustMarshal(t, sample(t, tc.b, tc.bits))
+		var more []cuckoo.Option
+		if tc.semi {
+			more = append(more, cuckoo.WithSemiSorting())
+		}
+		want := mustMarshal(t, sample(t, tc.b, tc.bits, more...))
 		if *rewrite {
 			if err := os.WriteFile(path, want, 0o644); err != nil {
 				t.Fatal(err)

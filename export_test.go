@@ -29,3 +29,11 @@ func (f *Filter) TableBytes() uint64 { return uint64(len(f.t.words)) * 8 }
 func ExpectedFPR(load float64, b, fpBits int) float64 {
 	return expectedFPR(load, uint64(b), uint64(fpBits))
 }
+
+// SetHugePages switches the huge-page advice of new tables on or off and
+// returns the previous setting.
+func SetHugePages(on bool) bool {
+	old := useHugePages
+	useHugePages = on
+	return old
+}

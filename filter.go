@@ -56,15 +56,17 @@ type Filter struct {
 	search   []searchNode      // scratch of one insert's breadth-first search
 }
 
-type kickStep struct{ bucket, slot uint64 }
+// kickStep is one move of the random walk: placed went into slot of
+// bucket, displacing the fingerprint the walk carried on with.
+type kickStep struct{ bucket, slot, placed uint64 }
 
-// searchNode is a slot reached by the breadth-first search: moving its
-// fingerprint to the fingerprint's other bucket would free it. parent is
-// the node whose fingerprint would move into this slot (-1 for the key's
-// own buckets).
+// searchNode is a fingerprint reached by the breadth-first search: moving
+// fp from bucket to its other bucket would free a slot. parent is the node
+// whose fingerprint would move into that slot (-1 for the key's own
+// buckets).
 type searchNode struct {
 	bucket uint64
-	slot   uint32
+	fp     uint32
 	parent int32
 }
 
@@ -82,7 +84,7 @@ func New(capacity uint64, opts ...Option) (*Filter, error) {
 		return nil, err
 	}
 	f := &Filter{}
-	f.init(newTable(p.NumBuckets, uint64(c.slots), uint64(c.fpBits)), c.seed, capacity, c.maxKicks)
+	f.init(newShapedTable(p.NumBuckets, uint64(c.slots), uint64(c.fpBits), c.semi), c.seed, capacity, c.maxKicks)
 	return f, nil
 }
 
@@ -179,15 +181,11 @@ func (f *Filter) AddHash(h uint64) error {
 	}
 	i1, fp := f.locate(h)
 	i2 := f.t.altIndex(i1, fp)
-	if f.t.count(i1, fp)+f.t.count(i2, fp) >= maxSlotCopies {
+	if f.t.countFP(i1, fp)+f.t.countFP(i2, fp) >= maxSlotCopies {
 		f.addDup(pairKey(i1, i2, fp))
 		return nil
 	}
-	if s, ok := f.t.find(i1, 0); ok {
-		f.t.set(i1, s, fp)
-	} else if s, ok := f.t.find(i2, 0); ok {
-		f.t.set(i2, s, fp)
-	} else if !f.kick(i1, i2, fp, h) && !f.searchPath(i1, i2, fp) {
+	if !f.t.insert(i1, fp) && !f.t.insert(i2, fp) && !f.kick(i1, i2, fp, h) && !f.searchPath(i1, i2, fp) {
 		return ErrFull
 	}
 	f.count++
@@ -212,11 +210,22 @@ func (f *Filter) addDup(k uint64) {
 // ContainsHash is [Filter.Contains] for a key's 64-bit hash (see
 // [Filter.AddHash]).
 func (f *Filter) ContainsHash(h uint64) bool {
-	if f.t.numBuckets == 0 {
+	t := &f.t
+	if t.windows == 1 && !t.semi {
+		// The common shapes (plain buckets of at most 64 bits), written out
+		// so the whole lookup is one call: two windows, one SWAR step each.
+		i1, fp := f.locate(h)
+		i2 := t.altIndex(i1, fp)
+		rep := fp * t.laneLow
+		x := t.window(i1*t.bucketBits) ^ rep
+		y := t.window(i2*t.bucketBits) ^ rep
+		return zeroLanes(x, t.laneRest, t.laneHigh)|zeroLanes(y, t.laneRest, t.laneHigh) != 0
+	}
+	if t.numBuckets == 0 {
 		return false
 	}
 	i1, fp := f.locate(h)
-	return f.t.contains2(i1, f.t.altIndex(i1, fp), fp)
+	return t.has2(i1, t.altIndex(i1, fp), fp)
 }
 
 // DeleteHash is [Filter.Delete] for a key's 64-bit hash (see
@@ -244,15 +253,9 @@ func (f *Filter) DeleteHash(h uint64) bool {
 			return true
 		}
 	}
-	i := i1
-	s, ok := f.t.find(i1, fp)
-	if !ok {
-		i = i2
-		if s, ok = f.t.find(i2, fp); !ok {
-			return false
-		}
+	if !f.t.replace(i1, fp, 0) && !f.t.replace(i2, fp, 0) {
+		return false
 	}
-	f.t.set(i, s, 0)
 	f.count--
 	f.occupied--
 	if invariants.Enabled {
@@ -269,7 +272,7 @@ func (f *Filter) CountHash(h uint64) uint64 {
 	}
 	i1, fp := f.locate(h)
 	i2 := f.t.altIndex(i1, fp)
-	n := f.t.count(i1, fp) + f.t.count(i2, fp)
+	n := f.t.countFP(i1, fp) + f.t.countFP(i2, fp)
 	if len(f.dups) != 0 {
 		n += f.dups[pairKey(i1, i2, fp)]
 	}
@@ -308,23 +311,20 @@ func (f *Filter) kick(i1, i2, fp, h uint64) bool {
 	f.path = f.path[:0]
 	for n := 0; n < f.maxKicks; n++ {
 		s := next() >> 32 & (f.t.slots - 1)
-		victim := f.t.get(i, s)
-		f.t.set(i, s, cur)
-		f.path = append(f.path, kickStep{i, s})
+		victim := f.t.swap(i, s, cur)
+		f.path = append(f.path, kickStep{i, s, cur})
 		cur = victim
 		i = f.t.altIndex(i, cur)
-		if s, ok := f.t.find(i, 0); ok {
-			f.t.set(i, s, cur)
+		if f.t.insert(i, cur) {
 			return true
 		}
 	}
 	// INVARIANT: walking the path backwards, cur is the fingerprint that
-	// step k displaced; putting it back hands us the one step k placed.
+	// step k displaced, and bucket k is as step k left it.
 	for k := len(f.path) - 1; k >= 0; k-- {
 		st := f.path[k]
-		placed := f.t.get(st.bucket, st.slot)
-		f.t.set(st.bucket, st.slot, cur)
-		cur = placed
+		f.t.unswap(st.bucket, st.slot, st.placed, cur)
+		cur = st.placed
 	}
 	return false
 }
@@ -347,29 +347,34 @@ func (f *Filter) searchPath(i1, i2, fp uint64) bool {
 	q := f.search[:0]
 	for _, b := range [2]uint64{i1, i2} {
 		for s := uint64(0); s < f.t.slots; s++ {
-			q = append(q, searchNode{bucket: b, slot: uint32(s), parent: -1})
+			q = append(q, searchNode{bucket: b, fp: uint32(f.t.slot(b, s)), parent: -1})
 		}
 	}
 	for head := 0; head < len(q); head++ {
 		n := q[head]
-		alt := f.t.altIndex(n.bucket, f.t.get(n.bucket, uint64(n.slot)))
+		alt := f.t.altIndex(n.bucket, uint64(n.fp))
 		if f.onChain(q, head, alt) {
 			continue // moving into a bucket the chain already uses would undo it
 		}
-		if e, ok := f.t.find(alt, 0); ok {
-			// Move hole first: each fingerprint to the slot ahead of it.
-			dst, dstSlot := alt, e
-			for k := head; k >= 0; k = int(q[k].parent) {
-				src := q[k]
-				f.t.set(dst, dstSlot, f.t.get(src.bucket, uint64(src.slot)))
-				dst, dstSlot = src.bucket, uint64(src.slot)
+		if f.t.insert(alt, uint64(n.fp)) {
+			// The chain's last fingerprint is in its empty slot; now each
+			// earlier one moves into the slot the next one left.
+			for k := head; ; {
+				in, parent := fp, q[k].parent
+				if parent >= 0 {
+					in = uint64(q[parent].fp)
+				}
+				f.t.replace(q[k].bucket, uint64(q[k].fp), in)
+				if parent < 0 {
+					break
+				}
+				k = int(parent)
 			}
-			f.t.set(dst, dstSlot, fp)
 			f.search = q
 			return true
 		}
 		for s := uint64(0); s < f.t.slots && len(q) < budget; s++ {
-			q = append(q, searchNode{bucket: alt, slot: uint32(s), parent: int32(head)})
+			q = append(q, searchNode{bucket: alt, fp: uint32(f.t.slot(alt, s)), parent: int32(head)})
 		}
 	}
 	f.search = q
@@ -424,6 +429,10 @@ func (f *Filter) SizeInBytes() uint64 {
 
 // FingerprintBits returns the fingerprint width f in bits.
 func (f *Filter) FingerprintBits() int { return int(f.t.fpBits) }
+
+// SemiSorted reports whether the buckets are stored semi-sorted (see
+// [WithSemiSorting]).
+func (f *Filter) SemiSorted() bool { return f.t.semi }
 
 // BucketSize returns the number of slots per bucket.
 func (f *Filter) BucketSize() int { return int(f.t.slots) }
@@ -482,7 +491,7 @@ func (f *Filter) validate(full bool) error {
 		if j < i {
 			return fmt.Errorf("duplicate counter for bucket %d fingerprint %#x is not keyed by the lower bucket", i, fp)
 		}
-		if t.count(i, fp)+t.count(j, fp) < maxSlotCopies {
+		if t.countFP(i, fp)+t.countFP(j, fp) < maxSlotCopies {
 			return fmt.Errorf("duplicate counter for bucket %d fingerprint %#x without %d slot copies", i, fp, maxSlotCopies)
 		}
 		if dupSum+c < dupSum {
@@ -500,6 +509,13 @@ func (f *Filter) validate(full bool) error {
 		return fmt.Errorf("padding word is not zero")
 	}
 	if full {
+		if t.semi {
+			for i := uint64(0); i < t.numBuckets; i++ {
+				if !t.semiValid(i) {
+					return fmt.Errorf("semi-sorted bucket %d is not in canonical form", i)
+				}
+			}
+		}
 		if n := t.occupiedSlots(); n != f.occupied {
 			return fmt.Errorf("%d slots occupied, %d recorded", n, f.occupied)
 		}

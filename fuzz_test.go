@@ -17,6 +17,7 @@ func FuzzDecode(f *testing.F) {
 		f.Add(data)
 		f.Add(data[:len(data)/2])
 	}
+	f.Add(mustMarshal(f, sample(f, 4, 13, cuckoo.WithSemiSorting())))
 	empty, _ := cuckoo.New(1, cuckoo.WithSeed(1))
 	f.Add(mustMarshal(f, empty))
 	f.Add([]byte("CKOO"))
@@ -57,10 +58,11 @@ func FuzzOperations(f *testing.F) {
 	f.Add(uint8(4), uint8(8), []byte{0, 1, 2, 3, 0x40, 0x41, 0x80, 0x81, 0xc0})
 	f.Add(uint8(2), uint8(4), bytes.Repeat([]byte{0, 0x80, 7}, 50))
 	f.Add(uint8(8), uint8(32), []byte("the quick brown fox jumps over the lazy dog"))
+	f.Add(uint8(3), uint8(9), []byte("semi-sorted buckets: aaaa bbbb \x80\x81\xc0"))
 	f.Fuzz(func(t *testing.T, bshape, bits uint8, ops []byte) {
-		b := []int{2, 4, 8}[int(bshape)%3]
+		l := layouts[int(bshape)%len(layouts)]
 		fb := 4 + int(bits)%29
-		fl, err := cuckoo.New(16, cuckoo.WithBucketSize(b), cuckoo.WithFingerprintBits(fb), cuckoo.WithSeed(uint64(bits)))
+		fl, err := cuckoo.New(16, l.opts(fb, cuckoo.WithSeed(uint64(bits)))...)
 		if err != nil {
 			t.Fatal(err)
 		}

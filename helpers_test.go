@@ -3,10 +3,13 @@ package cuckoo_test
 import (
 	"encoding/binary"
 	"flag"
+	"fmt"
 	"hash/crc32"
 	"math/rand/v2"
 	"testing"
 	"time"
+
+	"github.com/dedupkit/cuckoo"
 )
 
 var seedFlag = flag.Uint64("seed", 0, "random seed for randomized tests (0: from the clock)")
@@ -34,3 +37,36 @@ func key(family, i uint64) []byte {
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 func crc32c(p []byte) uint32 { return crc32.Checksum(p, castagnoli) }
+
+// layout is a bucket layout the shape tests run through: b-slot plain
+// buckets, or 4-slot semi-sorted ones.
+type layout struct {
+	b    int
+	semi bool
+}
+
+var layouts = []layout{{2, false}, {4, false}, {8, false}, {4, true}}
+
+// opts returns the options of the layout with fingerprint bits, then more.
+func (l layout) opts(bits int, more ...cuckoo.Option) []cuckoo.Option {
+	o := []cuckoo.Option{cuckoo.WithBucketSize(l.b), cuckoo.WithFingerprintBits(bits)}
+	if l.semi {
+		o = append(o, cuckoo.WithSemiSorting())
+	}
+	return append(o, more...)
+}
+
+func (l layout) String() string {
+	if l.semi {
+		return fmt.Sprintf("b=%d/semi", l.b)
+	}
+	return fmt.Sprintf("b=%d", l.b)
+}
+
+// slotBits is what one slot costs in the layout.
+func (l layout) slotBits(bits int) int {
+	if l.semi {
+		return bits - 1
+	}
+	return bits
+}

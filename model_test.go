@@ -119,11 +119,11 @@ func TestModel(t *testing.T) {
 	if testing.Short() {
 		steps = 4000
 	}
-	for _, b := range []int{2, 4, 8} {
+	for _, l := range layouts {
 		for _, bits := range []int{4, 8, 12, 16, 19, 32} {
-			t.Run(fmt.Sprintf("b=%d/f=%d", b, bits), func(t *testing.T) {
+			t.Run(fmt.Sprintf("%v/f=%d", l, bits), func(t *testing.T) {
 				capacity := uint64(50 + r.IntN(400))
-				f, err := cuckoo.New(capacity, cuckoo.WithBucketSize(b), cuckoo.WithFingerprintBits(bits), cuckoo.WithSeed(r.Uint64()))
+				f, err := cuckoo.New(capacity, l.opts(bits, cuckoo.WithSeed(r.Uint64()))...)
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -16,6 +16,7 @@ type config struct {
 	maxKicks int     // 0: not set
 	seed     uint64
 	seedSet  bool
+	semi     bool
 	growth   float64 // Scalable only; 0: not set
 }
 
@@ -106,6 +107,20 @@ func WithSeed(seed uint64) Option {
 	}
 }
 
+// WithSemiSorting stores each bucket's four fingerprints sorted, with their
+// low 4 bits encoded together in 12 bits instead of 16 (Fan et al., section
+// 5.2): one bit less per item for the same false-positive rate. A 13-bit
+// semi-sorted filter takes 12.63 bits per item, like a plain 12-bit one, at
+// half its rate (0.093 %). Lookups decode a small table and cost about 1.5×
+// a plain lookup; inserts and deletes re-sort a bucket and cost more. It
+// requires 4-slot buckets.
+func WithSemiSorting() Option {
+	return func(c *config) error {
+		c.semi = true
+		return nil
+	}
+}
+
 // resolve applies opts over the defaults and checks how they combine.
 func resolve(opts []Option) (config, error) {
 	var c config
@@ -122,6 +137,9 @@ func resolve(opts []Option) (config, error) {
 	}
 	if c.slots == 0 {
 		c.slots = DefaultBucketSize
+	}
+	if c.semi && c.slots != 4 {
+		return c, fmt.Errorf("%w: semi-sorting needs 4-slot buckets, not %d", ErrInvalidParameter, c.slots)
 	}
 	if c.fpr != 0 {
 		bits, ok := fingerprintBitsFor(c.fpr, uint64(c.slots))

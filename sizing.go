@@ -81,7 +81,8 @@ func fingerprintBitsFor(p float64, slots uint64) (int, bool) {
 type Plan struct {
 	Capacity        uint64  // keys that always fit
 	BucketSize      int     // slots per bucket
-	FingerprintBits int     // bits per slot
+	FingerprintBits int     // bits per fingerprint
+	SemiSorted      bool    // buckets stored semi-sorted: f-1 bits per slot
 	NumBuckets      uint64  // buckets in the table
 	TableBytes      uint64  // memory of the table
 	Load            float64 // fraction of slots used when Capacity keys are in
@@ -109,12 +110,14 @@ func plan(capacity uint64, c config) (Plan, error) {
 	if !ok {
 		return Plan{}, fmt.Errorf("%w: capacity %d needs more than 2^32 buckets", ErrInvalidParameter, capacity)
 	}
-	tableBytes := (tableWords(m, slots, bits) + 1) * 8
+	layout := newShapedLayout(m, slots, bits, c.semi)
+	tableBytes := (layout.payloadWords() + 1) * 8
 	load := float64(capacity) / float64(m*slots)
 	return Plan{
 		Capacity:          capacity,
 		BucketSize:        c.slots,
 		FingerprintBits:   c.fpBits,
+		SemiSorted:        c.semi,
 		NumBuckets:        m,
 		TableBytes:        tableBytes,
 		Load:              load,

@@ -42,6 +42,14 @@ type table struct {
 	lastLow, lastHigh, lastRest uint64
 	laneRecip                   uint64 // ceil(2^16/f): divides a bit index by f
 	windowBits                  uint64 // lanes*f
+
+	// Semi-sorted buckets (semisort.go): 4 slots, bucketBits = 4f-4, a
+	// 12-bit nibble code then four high parts of highBits bits, described
+	// by the highLow/highHigh/highRest lane masks.
+	semi                        bool
+	semiOneWindow               bool // bucketBits <= 64
+	highBits, highMask          uint64
+	highLow, highHigh, highRest uint64
 }
 
 // newTable returns an empty table.
@@ -73,6 +81,30 @@ func newTableLayout(numBuckets, slots, fpBits uint64) table {
 // excluded.
 func tableWords(numBuckets, slots, fpBits uint64) uint64 {
 	return (numBuckets*slots*fpBits + 63) / 64
+}
+
+// newShapedTable returns an empty table, semi-sorted when semi is set
+// (which requires 4 slots).
+func newShapedTable(numBuckets, slots, fpBits uint64, semi bool) table {
+	t := newShapedLayout(numBuckets, slots, fpBits, semi)
+	t.words = make([]uint64, t.payloadWords()+1)
+	adviseHugePages(t.words)
+	return t
+}
+
+// newShapedLayout is newTableLayout, semi-sorted when semi is set.
+func newShapedLayout(numBuckets, slots, fpBits uint64, semi bool) table {
+	t := newTableLayout(numBuckets, slots, fpBits)
+	if semi {
+		t.semiLayout()
+	}
+	return t
+}
+
+// payloadWords is the number of words the packed buckets take, padding
+// word excluded, for either layout.
+func (t *table) payloadWords() uint64 {
+	return (t.numBuckets*t.bucketBits + 63) / 64
 }
 
 func laneMasks(lanes, f uint64) (low, high, rest uint64) {
@@ -162,16 +194,95 @@ func (t *table) get(i, s uint64) uint64 {
 	return t.window(i*t.bucketBits+s*t.fpBits) & t.fpMask
 }
 
-// set stores fp in slot s of bucket i. A slot straddling two words is
-// written in both; when it does not, the second write changes nothing (its
-// mask is 0), which keeps the code free of a branch and the padding word
-// zero.
+// set stores fp in slot s of bucket i.
 func (t *table) set(i, s, fp uint64) {
-	p := i*t.bucketBits + s*t.fpBits
+	t.setBits(i*t.bucketBits+s*t.fpBits, t.fpMask, fp)
+}
+
+// setBits stores v (v <= mask, mask = 2^k-1 for 1 <= k <= 64) in the k bits of
+// the table starting at bit p. A field straddling two words is written in
+// both; when it does not, the second write changes nothing (its mask is 0),
+// which keeps the code free of a branch and the padding word zero.
+func (t *table) setBits(p, mask, v uint64) {
 	w := t.words[p>>6 : p>>6+2 : p>>6+2]
 	sh := p & 63
-	w[0] = w[0]&^(t.fpMask<<sh) | fp<<sh
-	w[1] = w[1]&^(t.fpMask>>(64-sh)) | fp>>(64-sh)
+	w[0] = w[0]&^(mask<<sh) | v<<sh
+	w[1] = w[1]&^(mask>>(64-sh)) | v>>(64-sh)
+}
+
+// The bucket operations below work on either layout; Filter uses only
+// these, so one body of insertion, deletion and encoding logic serves both.
+
+// has2 reports whether fp is in bucket i or bucket j.
+func (t *table) has2(i, j, fp uint64) bool {
+	if t.semi {
+		return t.semiMatches(i, fp)|t.semiMatches(j, fp) != 0
+	}
+	return t.contains2(i, j, fp)
+}
+
+// countFP returns how many slots of bucket i hold fp (0: empty slots).
+func (t *table) countFP(i, fp uint64) uint64 {
+	if t.semi {
+		return uint64(bits.OnesCount64(t.semiMatches(i, fp)))
+	}
+	return t.count(i, fp)
+}
+
+// insert puts fp in an empty slot of bucket i, and reports false when the
+// bucket is full.
+func (t *table) insert(i, fp uint64) bool {
+	return t.replace(i, 0, fp)
+}
+
+// replace puts new in place of one copy of old in bucket i, and reports
+// false when the bucket holds no old.
+func (t *table) replace(i, old, new uint64) bool {
+	if t.semi {
+		if t.semiMatches(i, old) == 0 {
+			return false
+		}
+		return t.semiReplace(i, old, new)
+	}
+	s, ok := t.find(i, old)
+	if ok {
+		t.set(i, s, new)
+	}
+	return ok
+}
+
+// swap puts v in slot s of bucket i and returns the fingerprint it
+// displaced. In a semi-sorted bucket v takes its sorted place, and unswap
+// is how to take it back.
+func (t *table) swap(i, s, v uint64) uint64 {
+	if t.semi {
+		old := t.semiRead(i)[s]
+		t.semiReplace(i, old, v)
+		return old
+	}
+	old := t.get(i, s)
+	t.set(i, s, v)
+	return old
+}
+
+// unswap undoes swap(i, s, placed) == old, bucket i being as that swap left
+// it: bit for bit the bucket is as before the swap.
+func (t *table) unswap(i, s, placed, old uint64) {
+	if t.semi {
+		t.semiReplace(i, placed, old)
+		return
+	}
+	t.set(i, s, old)
+}
+
+// slot returns the fingerprint in slot s of bucket i (0: empty). In a
+// semi-sorted bucket slots are numbered in sorted order, so a write to the
+// bucket may renumber them.
+func (t *table) slot(i, s uint64) uint64 {
+	if t.semi {
+		return t.semiRead(i)[s]
+	}
+	return t.get(i, s)
 }
 
 // altIndex returns the other bucket of a fingerprint fp stored in bucket i.
@@ -202,7 +313,7 @@ func pairKey(i, j, fp uint64) uint64 {
 func (t *table) occupiedSlots() uint64 {
 	var n uint64
 	for i := uint64(0); i < t.numBuckets; i++ {
-		n += t.slots - t.count(i, 0)
+		n += t.slots - t.countFP(i, 0)
 	}
 	return n
 }

@@ -1,0 +1,40 @@
+package cuckoo
+
+import (
+	"syscall"
+	"unsafe"
+)
+
+// hugePageSize is the size of a transparent huge page on x86-64 and arm64.
+const hugePageSize = 2 << 20
+
+// hugePagesMin is the table size from which New asks for huge pages: a
+// lookup in a table of tens of megabytes misses the TLB as well as the
+// caches, and a 2 MiB page covers 512 times the memory of a 4 KiB one.
+const hugePagesMin = 32 << 20
+
+// useHugePages can be switched off by tests and benchmarks to measure the
+// difference.
+var useHugePages = true
+
+// adviseHugePages asks Linux to back the whole 2 MiB pages inside words
+// with transparent huge pages (madvise MADV_HUGEPAGE). It is a hint: with
+// THP disabled, or on memory already touched, it may do nothing, and its
+// error is ignored. Memory the Go runtime hands out for a large slice is
+// usually fresh and untouched, so the pages fault in huge.
+func adviseHugePages(words []uint64) {
+	if !useHugePages || len(words)*8 < hugePagesMin {
+		return
+	}
+	mem := unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(words))), len(words)*8)
+	// Trim to whole huge pages: madvise wants a page-aligned start.
+	skip := (hugePageSize - int(uintptr(unsafe.Pointer(&mem[0]))%hugePageSize)) % hugePageSize
+	if skip >= len(mem) {
+		return
+	}
+	mem = mem[skip:]
+	mem = mem[:len(mem)&^(hugePageSize-1)]
+	if len(mem) > 0 {
+		_ = syscall.Madvise(mem, syscall.MADV_HUGEPAGE)
+	}
+}

@@ -1,0 +1,21 @@
+//go:build !purego
+
+#include "textflag.h"
+
+// func prefetchWords(base *uint64, idx *uint64, n int)
+TEXT ·prefetchWords(SB), NOSPLIT|NOFRAME, $0-24
+	MOVQ base+0(FP), AX
+	MOVQ idx+8(FP), BX
+	MOVQ n+16(FP), CX
+	TESTQ CX, CX
+	JLE done
+
+loop:
+	MOVQ (BX), DX
+	PREFETCHT0 (AX)(DX*8)
+	ADDQ $8, BX
+	DECQ CX
+	JNZ loop
+
+done:
+	RET

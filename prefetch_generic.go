@@ -1,0 +1,17 @@
+//go:build !amd64 || purego
+
+package cuckoo
+
+// prefetch is the portable twin of the amd64 assembly: Go has no prefetch
+// instruction, so it loads one word of each line. The loads are
+// independent, so the CPU overlaps their misses, which keeps part of the
+// benefit. Every i in idx must be a valid index of words.
+//
+//go:noinline
+func prefetch(words []uint64, idx []uint64) uint64 {
+	var sink uint64
+	for _, i := range idx {
+		sink |= words[i]
+	}
+	return sink
+}
