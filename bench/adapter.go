@@ -58,6 +58,7 @@ type spec struct {
 	ours    bool    // this project's code
 	target  float64 // configured false-positive rate, 0 when fixed by design
 	deletes bool    // the library can delete keys
+	variant bool    // another API over the same structure as another row (left off the memory chart)
 	// heavy rows are run only at the sizes listed in the mode's heavyMax
 	// (their cost per operation or memory makes larger runs pointless).
 	maxN uint64 // 0: any size

@@ -97,24 +97,56 @@ func fprChart(r *results, sum map[cell]*summary, n uint64, c chart) error {
 	p.Y.Label.Text = "measured false-positive rate"
 	p.Y.Scale = plot.LogScale{}
 	p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
+	p.X.Tick.Marker = stepTicks(2)
 	p.Add(plotter.NewGrid())
+
+	// Reference curves: the space lower bound for a filter, log2(1/ε)
+	// bits per item, and a classic Bloom filter with optimal k,
+	// 1.44·log2(1/ε).
+	for _, ref := range []struct {
+		name   string
+		factor float64
+		dashes []vg.Length
+	}{
+		{"lower bound log2(1/ε)", 1, []vg.Length{vg.Points(2), vg.Points(2)}},
+		{"optimal classic Bloom 1.44·log2(1/ε)", 1 / math.Ln2, []vg.Length{vg.Points(6), vg.Points(3)}},
+	} {
+		var pts plotter.XYs
+		for e := -1.0; e >= -5.5; e -= 0.05 {
+			x := ref.factor * -e * math.Log2(10)
+			if x <= maxChartBits {
+				pts = append(pts, plotter.XY{X: x, Y: math.Pow(10, e)})
+			}
+		}
+		l, err := plotter.NewLine(pts)
+		if err != nil {
+			return err
+		}
+		l.Color = color.Gray{Y: 0x90}
+		l.Dashes = ref.dashes
+		p.Add(l)
+		p.Legend.Add(ref.name, l)
+	}
+
 	shapes := map[string]draw.GlyphDrawer{
 		"cuckoo": draw.CircleGlyph{}, "bloom": draw.TriangleGlyph{}, "static": draw.SquareGlyph{},
 	}
+	var placed []plotter.XY // points already labelled, to stack labels of close ones
 	for _, ours := range []bool{true, false} {
 		for _, kind := range []string{"cuckoo", "bloom", "static"} {
-			var pts plotter.XYLabels
+			var pts plotter.XYs
+			var names []string
 			for _, name := range rowOrder(r) {
 				ri := rowInfoOf(r, name)
 				s := sum[cell{name, n, rand16}]
-				if ri.Ours != ours || ri.Kind != kind || s == nil || s.Reps == 0 ||
+				if ri.Ours != ours || ri.Kind != kind || ri.Variant || s == nil || s.Reps == 0 ||
 					s.FPR <= 0 || math.IsNaN(s.FPR) || s.HeapBits > maxChartBits {
 					continue
 				}
-				pts.XYs = append(pts.XYs, plotter.XY{X: s.HeapBits, Y: s.FPR})
-				pts.Labels = append(pts.Labels, shortName(name))
+				pts = append(pts, plotter.XY{X: s.HeapBits, Y: s.FPR})
+				names = append(names, shortName(name))
 			}
-			if len(pts.XYs) == 0 {
+			if len(pts) == 0 {
 				continue
 			}
 			sc, err := plotter.NewScatter(pts)
@@ -129,22 +161,44 @@ func fprChart(r *results, sum map[cell]*summary, n uint64, c chart) error {
 				sc.GlyphStyle.Color = colorOurs
 				who = "this module"
 			}
-			labels, err := plotter.NewLabels(pts)
-			if err != nil {
-				return err
-			}
-			for i := range labels.TextStyle {
-				labels.TextStyle[i].Font.Size = vg.Points(7)
-				labels.TextStyle[i].Color = sc.GlyphStyle.Color
-			}
-			labels.Offset = vg.Point{X: vg.Points(5), Y: vg.Points(-2)}
-			p.Add(sc, labels)
+			p.Add(sc)
 			p.Legend.Add(fmt.Sprintf("%s: %s", who, kind), sc)
+			for i, pt := range pts {
+				// Stack the label below those of earlier points close by.
+				k := 0
+				for _, q := range placed {
+					if math.Abs(q.X-pt.X) < 2.5 && math.Abs(math.Log10(q.Y/pt.Y)) < 0.15 {
+						k++
+					}
+				}
+				placed = append(placed, pt)
+				lb, err := plotter.NewLabels(plotter.XYLabels{XYs: plotter.XYs{pt}, Labels: []string{names[i]}})
+				if err != nil {
+					return err
+				}
+				lb.TextStyle[0].Font.Size = vg.Points(8)
+				lb.TextStyle[0].Color = sc.GlyphStyle.Color
+				lb.Offset = vg.Point{X: vg.Points(6), Y: vg.Points(-3 - 10*float64(k))}
+				p.Add(lb)
+			}
 		}
 	}
-	p.Legend.Top = true
-	p.Legend.Left = false
+	p.X.Max += 3 // room for the labels of the rightmost points
+	p.Legend.Top = false
+	p.Legend.Left = true
+	p.Legend.XOffs, p.Legend.YOffs = vg.Points(10), vg.Points(10)
 	return p.Save(11*vg.Inch, 7*vg.Inch, c.path)
+}
+
+// stepTicks labels every step units.
+type stepTicks float64
+
+func (t stepTicks) Ticks(lo, hi float64) []plot.Tick {
+	var out []plot.Tick
+	for v := math.Ceil(lo/float64(t)) * float64(t); v <= hi; v += float64(t) {
+		out = append(out, plot.Tick{Value: v, Label: fmt.Sprintf("%g", v)})
+	}
+	return out
 }
 
 // sizeChart draws one time per operation against capacity for the rows

@@ -28,7 +28,7 @@ func init() {
 		})
 	}
 	register(spec{
-		name: "cuckoo f=16 AddHash/ContainsHash (pre-hashed)", kind: kindCuckoo, ours: true, deletes: true,
+		name: "cuckoo f=16 AddHash/ContainsHash (pre-hashed)", kind: kindCuckoo, ours: true, deletes: true, variant: true,
 		make: func(n, seed uint64) (filter, error) {
 			f, err := newCuckoo(n, seed, 16)
 			return &cuckooHashed{f: f}, err
@@ -37,7 +37,7 @@ func init() {
 	if _, ok := any((*cuckoo.Filter)(nil)).(containsBatcher); ok {
 		for _, bits := range []int{8, 16} {
 			register(spec{
-				name: fmt.Sprintf("cuckoo f=%d ContainsBatch/AddBatch", bits), kind: kindCuckoo, ours: true, deletes: true,
+				name: fmt.Sprintf("cuckoo f=%d ContainsBatch/AddBatch", bits), kind: kindCuckoo, ours: true, deletes: true, variant: true,
 				make: func(n, seed uint64) (filter, error) {
 					f, err := newCuckoo(n, seed, bits)
 					return &cuckooBatch{f: f}, err

@@ -18,6 +18,7 @@ type machine struct {
 	GoVersion  string            `json:"go_version"`
 	OS         string            `json:"os"`
 	Kernel     string            `json:"kernel"`
+	Caches     string            `json:"caches,omitempty"` // per level, from sysfs
 	MemTotal   string            `json:"mem_total"`
 	THP        string            `json:"thp"` // transparent huge pages setting
 	LoadBefore string            `json:"load_before"`
@@ -42,6 +43,7 @@ func describeMachine() machine {
 	}
 	m.CPU = procField("/proc/cpuinfo", "model name")
 	m.MemTotal = procField("/proc/meminfo", "MemTotal")
+	m.Caches = caches()
 	if out, err := exec.Command("git", "-C", "..", "rev-parse", "--short=12", "HEAD").Output(); err == nil {
 		m.Commit = strings.TrimSpace(string(out))
 	}
@@ -92,4 +94,25 @@ func procField(path, key string) string {
 		}
 	}
 	return ""
+}
+
+// caches describes cpu0's caches: "L1d 48K, L1i 32K, L2 2048K, L3 36608K".
+func caches() string {
+	var out []string
+	for i := 0; i < 8; i++ {
+		dir := "/sys/devices/system/cpu/cpu0/cache/index" + string(rune('0'+i)) + "/"
+		level, size := firstLine(dir+"level"), firstLine(dir+"size")
+		if level == "" || size == "" {
+			break
+		}
+		name := "L" + level
+		switch firstLine(dir + "type") {
+		case "Data":
+			name += "d"
+		case "Instruction":
+			name += "i"
+		}
+		out = append(out, name+" "+size)
+	}
+	return strings.Join(out, ", ")
 }

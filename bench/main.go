@@ -74,6 +74,7 @@ func main() {
 		md       = flag.String("out", "", "markdown report path (default: the mode's)")
 		jsonOut  = flag.String("json", "", "raw results path (default: the mode's)")
 		svgDir   = flag.String("svg", "", "directory for the SVG charts (default: the mode's)")
+		notes    = flag.String("notes", "notes.md", "markdown included in the report after the targets, if the file exists")
 		report   = flag.String("report", "", "render the report from this results file and exit; measure nothing")
 		seed     = flag.Uint64("seed", 1, "seed of the keys and of the filters that take one")
 		budget   = flag.Float64("mem", 6, "GiB of keys one key set may hold in memory; larger sets are regenerated chunk by chunk")
@@ -104,17 +105,14 @@ func main() {
 	if *svgDir != "" {
 		paths.svg = *svgDir
 	}
+	paths.notes = *notes
 
 	if *report != "" {
-		var r results
-		data, err := os.ReadFile(*report)
-		if err == nil {
-			err = json.Unmarshal(data, &r)
-		}
+		r, err := loadResults(*report)
 		if err != nil {
-			log.Fatalf("reading %s: %v", *report, err)
+			log.Fatal(err)
 		}
-		if err := writeOutputs(&r, paths); err != nil {
+		if err := writeOutputs(r, paths); err != nil {
 			log.Fatal(err)
 		}
 		return
@@ -162,7 +160,7 @@ func main() {
 }
 
 // outputs says where a run writes.
-type outputs struct{ md, json, svg string }
+type outputs struct{ md, json, svg, notes string }
 
 // modeConfig returns the defaults of a mode.
 func modeConfig(mode string) (config, outputs, error) {
@@ -344,6 +342,18 @@ func appendOnce(list []string, s string) []string {
 		return list
 	}
 	return append(list, s)
+}
+
+func loadResults(path string) (*results, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var r results
+	if err := json.Unmarshal(data, &r); err != nil {
+		return nil, fmt.Errorf("reading %s: %v", path, err)
+	}
+	return &r, nil
 }
 
 func saveJSON(r *results, path string) error {

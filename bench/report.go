@@ -23,7 +23,7 @@ func writeOutputs(r *results, paths outputs) error {
 			charts[i].path = rel
 		}
 	}
-	md := renderMarkdown(r, sum, charts)
+	md := renderMarkdown(r, sum, charts, paths.notes)
 	if err := os.MkdirAll(filepath.Dir(paths.md), 0o755); err != nil {
 		return err
 	}
@@ -48,7 +48,7 @@ func rowInfoOf(r *results, name string) rowInfo {
 	return rowInfo{Name: name}
 }
 
-func renderMarkdown(r *results, sum map[cell]*summary, charts []chart) string {
+func renderMarkdown(r *results, sum map[cell]*summary, charts []chart, notesPath string) string {
 	var b strings.Builder
 	w := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
 	cfg := r.Config
@@ -64,6 +64,14 @@ func renderMarkdown(r *results, sum map[cell]*summary, charts []chart) string {
 	w("Started %s, took %s.\n\n", r.Started.UTC().Format("2006-01-02 15:04 UTC"), r.Finished.Sub(r.Started).Round(1e9))
 
 	renderGoals(&b, r, sum)
+	if notesPath != "" {
+		// Hand-written reading of the results, kept in bench/ so that the
+		// report stays generated.
+		if notes, err := os.ReadFile(notesPath); err == nil {
+			w("%s\n", strings.TrimSpace(string(notes)))
+			w("\n")
+		}
+	}
 	renderMachine(&b, r, sum)
 	renderMethod(&b, r)
 
@@ -132,6 +140,9 @@ func renderMachine(b *strings.Builder, r *results, sum map[cell]*summary) {
 	w("## Machine\n\n")
 	w("| | |\n|---|---|\n")
 	w("| CPU | %s, %d logical cores |\n", m.CPU, m.Cores)
+	if m.Caches != "" {
+		w("| caches (per core; L3 shared) | %s |\n", m.Caches)
+	}
 	w("| memory | %s |\n", m.MemTotal)
 	w("| Go | %s, %s, GOMAXPROCS=%d |\n", m.GoVersion, m.OS, m.GOMAXPROCS)
 	w("| kernel | %s; transparent huge pages: %s |\n", m.Kernel, m.THP)

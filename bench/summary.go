@@ -14,10 +14,11 @@ type rowInfo struct {
 	Ours    bool    `json:"ours"`
 	Target  float64 `json:"target"`
 	Deletes bool    `json:"deletes"`
+	Variant bool    `json:"variant,omitempty"` // another API on the structure of another row
 }
 
 func infoOf(s spec) rowInfo {
-	return rowInfo{Name: s.name, Module: s.module, Kind: s.kind.String(), Ours: s.ours, Target: s.target, Deletes: s.deletes}
+	return rowInfo{Name: s.name, Module: s.module, Kind: s.kind.String(), Ours: s.ours, Target: s.target, Deletes: s.deletes, Variant: s.variant}
 }
 
 // cell identifies one table cell group: a row at a size and key kind.
