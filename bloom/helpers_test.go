@@ -1,0 +1,104 @@
+package bloom_test
+
+import (
+	"encoding/binary"
+	"flag"
+	"math"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/dedupkit/cuckoo/bloom"
+)
+
+var seedFlag = flag.Uint64("seed", 0, "seed of the randomized tests (0: from the clock)")
+
+// testRand returns a generator for a randomized test and logs its seed, so
+// that a failure can be replayed with -seed.
+func testRand(t testing.TB) *rand.Rand {
+	s := *seedFlag
+	if s == 0 {
+		s = uint64(time.Now().UnixNano())
+	}
+	t.Logf("random seed %d (replay with -seed %d)", s, s)
+	return rand.New(rand.NewPCG(s, s^0x9e3779b97f4a7c15))
+}
+
+// keyBuf holds one 16-byte key; at returns key i of a family in it without
+// allocating. Family 0 holds the keys tests add; others are never added.
+type keyBuf [16]byte
+
+func (b *keyBuf) at(family, i uint64) []byte {
+	binary.LittleEndian.PutUint64(b[:8], i)
+	binary.LittleEndian.PutUint64(b[8:], family*0x9e3779b97f4a7c15+0x5bd1e995)
+	return b[:]
+}
+
+// key returns a fresh copy of key i of a family.
+func key(family, i uint64) []byte {
+	var b keyBuf
+	return append([]byte(nil), b.at(family, i)...)
+}
+
+// set is what every filter type offers.
+type set interface {
+	Add([]byte)
+	Contains([]byte) bool
+	Len() uint64
+	SizeInBytes() uint64
+	FalsePositiveRate() float64
+	EstimatedCount() uint64
+	MarshalBinary() ([]byte, error)
+}
+
+// kinds are the four constructors, as set constructors.
+var kinds = []struct {
+	name string
+	new  func(capacity uint64, fpr float64, opts ...bloom.Option) (set, error)
+}{
+	{"New", func(c uint64, p float64, o ...bloom.Option) (set, error) { return bloom.New(c, p, o...) }},
+	{"NewClassic", func(c uint64, p float64, o ...bloom.Option) (set, error) { return bloom.NewClassic(c, p, o...) }},
+	{"NewCounting", func(c uint64, p float64, o ...bloom.Option) (set, error) { return bloom.NewCounting(c, p, o...) }},
+	{"NewScalable", func(c uint64, p float64, o ...bloom.Option) (set, error) { return bloom.NewScalable(c, p, o...) }},
+}
+
+// fill adds keys [from, to) of family 0.
+func fill(s set, from, to uint64) {
+	var b keyBuf
+	for i := from; i < to; i++ {
+		s.Add(b.at(0, i))
+	}
+}
+
+// requirePresent fails unless keys [from, to) of family 0 are all present.
+func requirePresent(t testing.TB, s interface{ Contains([]byte) bool }, from, to uint64) {
+	t.Helper()
+	var b keyBuf
+	missing := 0
+	for i := from; i < to; i++ {
+		if !s.Contains(b.at(0, i)) {
+			if missing++; missing <= 3 {
+				t.Errorf("key %d was added but Contains reports it absent", i)
+			}
+		}
+	}
+	if missing > 0 {
+		t.Fatalf("%d of %d added keys missing (false negatives)", missing, to-from)
+	}
+}
+
+// measureFPR probes n keys of a family never added and returns the share
+// reported present.
+func measureFPR(s interface{ Contains([]byte) bool }, family, n uint64) float64 {
+	var b keyBuf
+	fp := 0
+	for i := range n {
+		if s.Contains(b.at(family, i)) {
+			fp++
+		}
+	}
+	return float64(fp) / float64(n)
+}
+
+// sigma is the standard deviation of a rate p measured over n probes.
+func sigma(p float64, n uint64) float64 { return math.Sqrt(p * (1 - p) / float64(n)) }

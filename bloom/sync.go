@@ -1,0 +1,201 @@
+package bloom
+
+import (
+	"io"
+	"sync"
+)
+
+// SyncCounting is a [Counting] filter that any number of goroutines may use
+// at once: each method takes a read-write mutex, shared for lookups and
+// exclusive for changes, so concurrent Contains calls proceed in parallel
+// while Add and Delete take turns. Use View and Update for anything else.
+type SyncCounting struct {
+	mu struct {
+		sync.RWMutex
+		c *Counting
+	}
+}
+
+// NewSyncCounting returns a SyncCounting that owns c: the caller must not
+// use c directly afterwards.
+func NewSyncCounting(c *Counting) *SyncCounting {
+	s := &SyncCounting{}
+	s.mu.c = c
+	return s
+}
+
+// Add is [Counting.Add] under the exclusive lock.
+func (s *SyncCounting) Add(key []byte) {
+	s.mu.Lock()
+	s.mu.c.Add(key)
+	s.mu.Unlock()
+}
+
+// AddString is [Counting.AddString] under the exclusive lock.
+func (s *SyncCounting) AddString(key string) {
+	s.mu.Lock()
+	s.mu.c.AddString(key)
+	s.mu.Unlock()
+}
+
+// AddIfAbsent is [Counting.AddIfAbsent] under the exclusive lock: the test
+// and the add are one step, so of several goroutines adding the same
+// absent key exactly one gets true.
+func (s *SyncCounting) AddIfAbsent(key []byte) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.mu.c.AddIfAbsent(key)
+}
+
+// Contains is [Counting.Contains] under the shared lock.
+func (s *SyncCounting) Contains(key []byte) bool {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.mu.c.Contains(key)
+}
+
+// ContainsString is [Counting.ContainsString] under the shared lock.
+func (s *SyncCounting) ContainsString(key string) bool {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.mu.c.ContainsString(key)
+}
+
+// Delete is [Counting.Delete] under the exclusive lock.
+func (s *SyncCounting) Delete(key []byte) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.mu.c.Delete(key)
+}
+
+// DeleteString is [Counting.DeleteString] under the exclusive lock.
+func (s *SyncCounting) DeleteString(key string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.mu.c.DeleteString(key)
+}
+
+// Len is [Counting.Len] under the shared lock.
+func (s *SyncCounting) Len() uint64 {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.mu.c.Len()
+}
+
+// WriteTo is [Counting.WriteTo] under the shared lock: a consistent
+// snapshot, taken while lookups go on.
+func (s *SyncCounting) WriteTo(w io.Writer) (int64, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.mu.c.WriteTo(w)
+}
+
+// View calls fn with the filter under the shared lock. fn must only read
+// it, and must not keep it after returning.
+func (s *SyncCounting) View(fn func(c *Counting)) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	fn(s.mu.c)
+}
+
+// Update calls fn with the filter under the exclusive lock, for any change
+// the other methods do not cover (Union, Reset, ReadFrom …). fn must not
+// keep the filter after returning.
+func (s *SyncCounting) Update(fn func(c *Counting)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	fn(s.mu.c)
+}
+
+// SyncScalable is a [Scalable] filter that any number of goroutines may use
+// at once, with the locking of [SyncCounting]: concurrent Contains calls
+// proceed in parallel while Adds take turns.
+type SyncScalable struct {
+	mu struct {
+		sync.RWMutex
+		s *Scalable
+	}
+}
+
+// NewSyncScalable returns a SyncScalable that owns s: the caller must not
+// use s directly afterwards.
+func NewSyncScalable(s *Scalable) *SyncScalable {
+	w := &SyncScalable{}
+	w.mu.s = s
+	return w
+}
+
+// Add is [Scalable.Add] under the exclusive lock.
+func (w *SyncScalable) Add(key []byte) {
+	w.mu.Lock()
+	w.mu.s.Add(key)
+	w.mu.Unlock()
+}
+
+// AddString is [Scalable.AddString] under the exclusive lock.
+func (w *SyncScalable) AddString(key string) {
+	w.mu.Lock()
+	w.mu.s.AddString(key)
+	w.mu.Unlock()
+}
+
+// AddIfAbsent is [Scalable.AddIfAbsent] under the exclusive lock: of
+// several goroutines adding the same absent key, exactly one gets true.
+func (w *SyncScalable) AddIfAbsent(key []byte) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.mu.s.AddIfAbsent(key)
+}
+
+// AddIfAbsentString is [Scalable.AddIfAbsentString] under the exclusive
+// lock.
+func (w *SyncScalable) AddIfAbsentString(key string) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.mu.s.AddIfAbsentString(key)
+}
+
+// Contains is [Scalable.Contains] under the shared lock.
+func (w *SyncScalable) Contains(key []byte) bool {
+	w.mu.RLock()
+	defer w.mu.RUnlock()
+	return w.mu.s.Contains(key)
+}
+
+// ContainsString is [Scalable.ContainsString] under the shared lock.
+func (w *SyncScalable) ContainsString(key string) bool {
+	w.mu.RLock()
+	defer w.mu.RUnlock()
+	return w.mu.s.ContainsString(key)
+}
+
+// Len is [Scalable.Len] under the shared lock.
+func (w *SyncScalable) Len() uint64 {
+	w.mu.RLock()
+	defer w.mu.RUnlock()
+	return w.mu.s.Len()
+}
+
+// WriteTo is [Scalable.WriteTo] under the shared lock.
+func (w *SyncScalable) WriteTo(wr io.Writer) (int64, error) {
+	w.mu.RLock()
+	defer w.mu.RUnlock()
+	return w.mu.s.WriteTo(wr)
+}
+
+// View calls fn with the filter under the shared lock. fn must only read
+// it, and must not keep it after returning.
+func (w *SyncScalable) View(fn func(s *Scalable)) {
+	w.mu.RLock()
+	defer w.mu.RUnlock()
+	fn(w.mu.s)
+}
+
+// Update calls fn with the filter under the exclusive lock, for any change
+// the other methods do not cover (Reset, ReadFrom …). fn must not keep the
+// filter after returning.
+func (w *SyncScalable) Update(fn func(s *Scalable)) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	fn(w.mu.s)
+}
