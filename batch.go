@@ -21,6 +21,7 @@ type batch struct {
 
 // stage locates hash h as the k-th key of the group.
 func (f *Filter) stage(b *batch, k int, h uint64) {
+	k &= batchGroup - 1 // k < batchGroup already; the mask proves it to the compiler
 	i1, fp := f.locate(h)
 	i2 := f.t.altIndex(i1, fp)
 	b.h[k], b.i1[k], b.i2[k], b.fp[k] = h, i1, i2, fp
@@ -73,8 +74,10 @@ func (f *Filter) ContainsHashBatch(hashes []uint64, found []bool) {
 // probe prefetches the group's buckets, then looks each key up.
 func (f *Filter) probe(b *batch, n int, found []bool) {
 	prefetch(f.t.words, b.lines[:2*n])
-	for k := range found[:n] {
-		found[k] = f.t.has2(b.i1[k], b.i2[k], b.fp[k])
+	i1, i2, fp := b.i1[:n], b.i2[:n], b.fp[:n]
+	found = found[:len(i1)]
+	for k := range found {
+		found[k] = f.t.has2(i1[k], i2[k], fp[k])
 	}
 }
 

@@ -2,6 +2,7 @@ package cuckoo
 
 import (
 	"fmt"
+	"math/bits"
 	"slices"
 
 	"github.com/dedupkit/cuckoo/internal/hash"
@@ -176,17 +177,39 @@ func (f *Filter) CountString(key string) uint64 { return f.CountHash(f.hasher.Su
 // pass it through a mixer first); the filter's seed is not applied to it,
 // and keys added by hash are found only by hash.
 func (f *Filter) AddHash(h uint64) error {
-	if f.t.numBuckets == 0 {
+	t := &f.t
+	if t.numBuckets == 0 {
 		return ErrFull
 	}
 	i1, fp := f.locate(h)
-	i2 := f.t.altIndex(i1, fp)
-	if f.t.countFP(i1, fp)+f.t.countFP(i2, fp) >= maxSlotCopies {
-		f.addDup(pairKey(i1, i2, fp))
-		return nil
-	}
-	if !f.t.insert(i1, fp) && !f.t.insert(i2, fp) && !f.kick(i1, i2, fp, h) && !f.searchPath(i1, i2, fp) {
-		return ErrFull
+	i2 := t.altIndex(i1, fp)
+	if t.windows == 1 && !t.semi {
+		// The common shapes: read each bucket once, find the copies of fp
+		// and the empty slots of both with four SWAR steps.
+		p1, p2 := i1*t.bucketBits, i2*t.bucketBits
+		w1, w2 := t.window(p1), t.window(p2)
+		rep := fp * t.laneLow
+		copies := bits.OnesCount64(zeroLanes(w1^rep, t.laneRest, t.laneHigh)) +
+			bits.OnesCount64(zeroLanes(w2^rep, t.laneRest, t.laneHigh))
+		if copies >= maxSlotCopies {
+			f.addDup(pairKey(i1, i2, fp))
+			return nil
+		}
+		if e := zeroLanes(w1, t.laneRest, t.laneHigh); e != 0 {
+			t.setBits(p1+uint64(bits.TrailingZeros64(e))*t.laneRecip>>16*t.fpBits, t.fpMask, fp)
+		} else if e := zeroLanes(w2, t.laneRest, t.laneHigh); e != 0 {
+			t.setBits(p2+uint64(bits.TrailingZeros64(e))*t.laneRecip>>16*t.fpBits, t.fpMask, fp)
+		} else if !f.kick(i1, i2, fp, h) && !f.searchPath(i1, i2, fp) {
+			return ErrFull
+		}
+	} else {
+		if t.countFP(i1, fp)+t.countFP(i2, fp) >= maxSlotCopies {
+			f.addDup(pairKey(i1, i2, fp))
+			return nil
+		}
+		if !t.insert(i1, fp) && !t.insert(i2, fp) && !f.kick(i1, i2, fp, h) && !f.searchPath(i1, i2, fp) {
+			return ErrFull
+		}
 	}
 	f.count++
 	f.occupied++

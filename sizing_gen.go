@@ -18,16 +18,26 @@ import (
 )
 
 func main() {
-	fmt.Println("//\tb  f   load  bits/item  false positives at capacity")
-	for _, b := range []int{2, 4, 8} {
-		for _, f := range []int{4, 6, 8, 10, 12, 14, 16, 20, 24, 32} {
-			p, err := cuckoo.NewPlan(10_000_000, cuckoo.WithBucketSize(b), cuckoo.WithFingerprintBits(f))
+	fmt.Println("//\tb     f   load  bits/item  false positives at capacity")
+	for _, layout := range []string{"2", "4", "8", "4ss"} {
+		b := int(layout[0] - '0')
+		semi := layout == "4ss"
+		widths := []int{4, 6, 8, 10, 12, 14, 16, 20, 24, 32}
+		if semi {
+			widths = []int{9, 13, 17, 21}
+		}
+		for _, f := range widths {
+			opts := []cuckoo.Option{cuckoo.WithBucketSize(b), cuckoo.WithFingerprintBits(f)}
+			if semi {
+				opts = append(opts, cuckoo.WithSemiSorting())
+			}
+			p, err := cuckoo.NewPlan(10_000_000, opts...)
 			if err != nil {
 				panic(err)
 			}
-			fmt.Printf("//\t%d  %-2d  %.2f  %9.2f  %s\n", b, f, p.Load, p.BitsPerItem, rate(p.FalsePositiveRate))
+			fmt.Printf("//\t%-4s  %-2d  %.2f  %9.2f  %s\n", layout, f, p.Load, p.BitsPerItem, rate(p.FalsePositiveRate))
 		}
-		if b != 8 {
+		if layout != "4ss" {
 			fmt.Println("//")
 		}
 	}

@@ -256,7 +256,7 @@ func (t *table) replace(i, old, new uint64) bool {
 // is how to take it back.
 func (t *table) swap(i, s, v uint64) uint64 {
 	if t.semi {
-		old := t.semiRead(i)[s]
+		old := t.semiRead(i)[s&3]
 		t.semiReplace(i, old, v)
 		return old
 	}
@@ -280,7 +280,7 @@ func (t *table) unswap(i, s, placed, old uint64) {
 // bucket may renumber them.
 func (t *table) slot(i, s uint64) uint64 {
 	if t.semi {
-		return t.semiRead(i)[s]
+		return t.semiRead(i)[s&3]
 	}
 	return t.get(i, s)
 }
