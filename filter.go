@@ -172,6 +172,21 @@ func (f *Filter) Count(key []byte) uint64 { return f.CountHash(f.hasher.Sum64(ke
 // CountString is [Filter.Count] for a string key, without allocating.
 func (f *Filter) CountString(key string) uint64 { return f.CountHash(f.hasher.Sum64String(key)) }
 
+// AddUint64 is [Filter.Add] for an integer key: the same as Add of its 8
+// little-endian bytes, computed without building them.
+func (f *Filter) AddUint64(key uint64) error { return f.AddHash(f.hasher.Sum64Uint64(key)) }
+
+// ContainsUint64 is [Filter.Contains] for an integer key (see
+// [Filter.AddUint64]).
+func (f *Filter) ContainsUint64(key uint64) bool { return f.ContainsHash(f.hasher.Sum64Uint64(key)) }
+
+// DeleteUint64 is [Filter.Delete] for an integer key (see
+// [Filter.AddUint64]).
+func (f *Filter) DeleteUint64(key uint64) bool { return f.DeleteHash(f.hasher.Sum64Uint64(key)) }
+
+// CountUint64 is [Filter.Count] for an integer key (see [Filter.AddUint64]).
+func (f *Filter) CountUint64(key uint64) uint64 { return f.CountHash(f.hasher.Sum64Uint64(key)) }
+
 // AddHash is [Filter.Add] for a caller that already holds a 64-bit hash of
 // its key. The hash must be well mixed over all 64 bits (for an integer key,
 // pass it through a mixer first); the filter's seed is not applied to it,

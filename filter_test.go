@@ -2,6 +2,7 @@ package cuckoo_test
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
@@ -387,6 +388,23 @@ func TestStringAndHashVariants(t *testing.T) {
 	if g.Len() != 0 {
 		t.Fatalf("Len = %d after deleting all", g.Len())
 	}
+	u, _ := cuckoo.New(1000, cuckoo.WithSeed(3))
+	for v := uint64(0); v < 500; v++ {
+		if err := u.AddUint64(v); err != nil {
+			t.Fatal(err)
+		}
+		if !u.Contains(binary.LittleEndian.AppendUint64(nil, v)) {
+			t.Fatalf("AddUint64(%d) is not Add of its little-endian bytes", v)
+		}
+	}
+	for v := uint64(0); v < 500; v++ {
+		if !u.ContainsUint64(v) || u.CountUint64(v) != 1 || !u.DeleteUint64(v) {
+			t.Fatalf("integer key %d", v)
+		}
+	}
+	if u.Len() != 0 {
+		t.Fatal("integer keys left behind")
+	}
 	h, _ := cuckoo.New(1000)
 	for v := uint64(0); v < 500; v++ {
 		if err := h.AddHash(v * 0x9e3779b97f4a7c15); err != nil {
@@ -476,6 +494,10 @@ func TestNoAllocations(t *testing.T) {
 			f.AddHash(i * 0x9e3779b97f4a7c15)
 			f.ContainsHash(i)
 			f.DeleteHash(i * 0x9e3779b97f4a7c15)
+			f.AddUint64(i)
+			f.ContainsUint64(i)
+			f.CountUint64(i)
+			f.DeleteUint64(i)
 		})
 		if allocs != 0 {
 			t.Errorf("%v f=%d: %v allocations per run", shape.l, shape.bits, allocs)
