@@ -107,8 +107,9 @@ func TestScalableLayerLayout(t *testing.T) {
 	for _, p := range []float64{1e-3, 1e-6} {
 		t.Run(fmt.Sprintf("fpr=%g", p), func(t *testing.T) {
 			f, _ := bloom.NewScalable(10_000, p, bloom.WithSeed(8))
-			b, _ := bloom.New(10_000, p*(1-bloom.DefaultTightening))
-			c, _ := bloom.NewClassic(10_000, p*(1-bloom.DefaultTightening))
+			// Layers are sized for their capacity plus 2√capacity keys.
+			b, _ := bloom.New(10_200, p*(1-bloom.DefaultTightening))
+			c, _ := bloom.NewClassic(10_200, p*(1-bloom.DefaultTightening))
 			want := b.SizeInBytes()
 			if 4*b.SizeInBytes() > 5*c.SizeInBytes() {
 				want = c.SizeInBytes()
@@ -119,5 +120,23 @@ func TestScalableLayerLayout(t *testing.T) {
 			fill(f, 0, 30_000)
 			requirePresent(t, f, 0, 30_000)
 		})
+	}
+}
+
+// TestScalableHoldsCapacity: a Scalable filter takes its initial capacity
+// of distinct keys in its first layer (thanks to the headroom of 2√c keys
+// each layer is sized with), whatever the seed.
+func TestScalableHoldsCapacity(t *testing.T) {
+	r := testRand(t)
+	for _, c := range []uint64{1, 10, 100, 1000, 100_000} {
+		for _, p := range []float64{0.1, 0.001} {
+			for range max(1, 20_000/c) {
+				f, _ := bloom.NewScalable(c, p, bloom.WithSeed(r.Uint64()))
+				fill(f, 0, c)
+				if f.Layers() != 1 {
+					t.Fatalf("capacity %d, rate %g: %d layers after %d keys", c, p, f.Layers(), c)
+				}
+			}
+		}
 	}
 }
