@@ -37,17 +37,13 @@ func (f *Filter) ContainsBatch(keys [][]byte, found []bool) {
 	if len(found) < len(keys) {
 		panic("cuckoo: ContainsBatch: found is shorter than keys")
 	}
-	if f.t.numBuckets == 0 {
-		clear(found[:len(keys)])
-		return
-	}
-	var b batch
+	var hs [batchGroup]uint64
 	for start := 0; start < len(keys); start += batchGroup {
 		n := min(batchGroup, len(keys)-start)
 		for k, key := range keys[start : start+n] {
-			f.stage(&b, k, f.hasher.Sum64(key))
+			hs[k&(batchGroup-1)] = f.hasher.Sum64(key)
 		}
-		f.probe(&b, n, found[start:start+n])
+		f.containsGroup(hs[:n], found[start:start+n])
 	}
 }
 
@@ -57,22 +53,24 @@ func (f *Filter) ContainsHashBatch(hashes []uint64, found []bool) {
 	if len(found) < len(hashes) {
 		panic("cuckoo: ContainsHashBatch: found is shorter than hashes")
 	}
-	if f.t.numBuckets == 0 {
-		clear(found[:len(hashes)])
-		return
-	}
-	var b batch
 	for start := 0; start < len(hashes); start += batchGroup {
 		n := min(batchGroup, len(hashes)-start)
-		for k, h := range hashes[start : start+n] {
-			f.stage(&b, k, h)
-		}
-		f.probe(&b, n, found[start:start+n])
+		f.containsGroup(hashes[start:start+n], found[start:start+n])
 	}
 }
 
-// probe prefetches the group's buckets, then looks each key up.
-func (f *Filter) probe(b *batch, n int, found []bool) {
+// containsGroup looks up at most batchGroup hashes: it locates them all,
+// prefetches their buckets, then probes each.
+func (f *Filter) containsGroup(hs []uint64, found []bool) {
+	if f.t.numBuckets == 0 {
+		clear(found)
+		return
+	}
+	var b batch
+	for k, h := range hs {
+		f.stage(&b, k, h)
+	}
+	n := len(hs)
 	prefetch(f.t.words, b.lines[:2*n])
 	i1, i2, fp := b.i1[:n], b.i2[:n], b.fp[:n]
 	found = found[:len(i1)]
