@@ -1,0 +1,268 @@
+package dedup
+
+import (
+	"bytes"
+	"errors"
+	"flag"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/dedupkit/cuckoo/internal/filterfile"
+	"github.com/dedupkit/cuckoo/internal/urlgen"
+)
+
+var seedFlag = flag.Uint64("seed", 0, "random seed for randomized tests (0: from the clock)")
+
+func testRand(t testing.TB) (*rand.Rand, uint64) {
+	s := *seedFlag
+	if s == 0 {
+		s = uint64(time.Now().UnixNano())
+	}
+	t.Logf("random seed %d (replay with -seed %d)", s, s)
+	return rand.New(rand.NewPCG(s, s^0x9e3779b97f4a7c15)), s
+}
+
+func newSeen(t testing.TB, capacity uint64, fpr float64, seed uint64) *filterfile.Filter {
+	t.Helper()
+	f, err := filterfile.New(filterfile.Spec{Kind: filterfile.Cuckoo, Capacity: capacity, FPR: fpr, Seed: seed, SeedSet: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// modelDedup is the reference: awk '!seen[key]++', with every output line
+// ending in "\n".
+func modelDedup(lines []string, dups bool) string {
+	seen := map[string]bool{}
+	var b strings.Builder
+	for _, l := range lines {
+		k := string(Content([]byte(l)))
+		if seen[k] == dups {
+			b.WriteString(strings.TrimSuffix(l, "\n") + "\n")
+		}
+		seen[k] = true
+	}
+	return b.String()
+}
+
+// TestModel dedups random lines (repeats, CRLF, empty lines, a missing
+// final newline, binary bytes) with a rate low enough that no false
+// positive is expected, and compares with a Go map, in both modes.
+func TestModel(t *testing.T) {
+	r, seed := testRand(t)
+	for round := range 20 {
+		n := 1 + r.IntN(3000)
+		var lines []string
+		for i := range n {
+			v := r.IntN(n/2 + 1)
+			l := fmt.Sprintf("line-%d", v)
+			switch r.IntN(10) {
+			case 0:
+				l = ""
+			case 1:
+				l += "\x00\xff"
+			}
+			end := "\n"
+			if r.IntN(4) == 0 {
+				end = "\r\n"
+			}
+			if i == n-1 && r.IntN(2) == 0 && l != "" {
+				end = "" // a last line without newline (an empty one is no line)
+			}
+			lines = append(lines, l+end)
+		}
+		input := strings.Join(lines, "")
+		for _, dups := range []bool{false, true} {
+			var out bytes.Buffer
+			d := New(newSeen(t, uint64(n), 1e-8, seed+uint64(round)), &out, Config{Duplicates: dups, BufferSize: 1 + r.IntN(200)})
+			if err := d.Run(strings.NewReader(input)); err != nil {
+				t.Fatal(err)
+			}
+			d.Flush()
+			if want := modelDedup(lines, dups); out.String() != want {
+				t.Fatalf("round %d dups=%v: output differs from the model\ngot  %q\nwant %q", round, dups, out.String(), want)
+			}
+			st := d.Stats()
+			if st.LinesIn != uint64(n) || st.BytesIn != uint64(len(input)) || st.Added+st.Dropped != st.LinesIn {
+				t.Fatalf("stats %+v for %d lines, %d bytes", st, n, len(input))
+			}
+			if got := uint64(strings.Count(out.String(), "\n")); got != st.LinesOut {
+				t.Fatalf("LinesOut %d, %d lines written", st.LinesOut, got)
+			}
+		}
+	}
+}
+
+// TestFalsePositivesExplained runs at a high rate, so that some new lines
+// are dropped, and checks the promise: the output is the input's first
+// occurrences in order, less lines that a filter holding exactly the
+// lines kept before them reports present. It replays the run on a filter
+// with the same seed; the table after each step depends only on the
+// table before it and the key, so the replay sees what the run saw.
+func TestFalsePositivesExplained(t *testing.T) {
+	_, seed := testRand(t)
+	var in bytes.Buffer
+	g := urlgen.New(seed, 0.3)
+	line := []byte{}
+	for range 50_000 {
+		line, _ = g.Append(line[:0])
+		in.Write(line)
+	}
+	const capacity, fpr = 50_000, 0.01
+	var out bytes.Buffer
+	d := New(newSeen(t, capacity, fpr, seed), &out, Config{TrackFalsePositives: true})
+	if err := d.Run(bytes.NewReader(in.Bytes())); err != nil {
+		t.Fatal(err)
+	}
+	d.Flush()
+	replay := newSeen(t, capacity, fpr, seed)
+	outLines := strings.SplitAfter(out.String(), "\n")
+	k := 0
+	seen := map[string]bool{}
+	var fps int
+	for _, l := range strings.SplitAfter(in.String(), "\n") {
+		if l == "" || seen[l] {
+			continue
+		}
+		seen[l] = true
+		if k < len(outLines) && outLines[k] == l {
+			k++
+			replay.Add(Content([]byte(l)))
+			continue
+		}
+		// A first occurrence missing from the output: it must be a false
+		// positive of the filter as it was then.
+		if !replay.Contains(Content([]byte(l))) {
+			t.Fatalf("line %q is missing from the output, but the filter did not report it", l)
+		}
+		fps++
+	}
+	if k != len(outLines)-1 {
+		t.Fatalf("the output is not a subsequence of the first occurrences (%d of %d matched)", k, len(outLines)-1)
+	}
+	st := d.Stats()
+	// The count of false positives is a sum of independent Bernoulli
+	// trials with mean st.ExpectedFalsePositives: allow 5σ either way.
+	mean := st.ExpectedFalsePositives
+	if sd := math.Sqrt(mean); math.Abs(float64(fps)-mean) > 5*sd+1 {
+		t.Fatalf("%d false positives, expected %.1f ± %.1f (5σ)", fps, mean, 5*sd)
+	}
+	t.Logf("%d false positives among %d distinct lines, expected %.1f", fps, len(seen), mean)
+	if fps == 0 {
+		t.Fatal("no false positive at a 1 % rate: the test tests nothing")
+	}
+}
+
+func TestCountOnly(t *testing.T) {
+	var out bytes.Buffer
+	d := New(newSeen(t, 100, 1e-6, 1), &out, Config{CountOnly: true})
+	d.Run(strings.NewReader("a\nb\na\na\nc"))
+	d.Flush()
+	if out.Len() != 0 {
+		t.Fatalf("CountOnly wrote %q", out.String())
+	}
+	if st := d.Stats(); st.Dropped != 2 || st.LinesIn != 5 {
+		t.Fatalf("stats %+v, want 2 dropped of 5", st)
+	}
+}
+
+func TestSeveralInputsShareTheFilter(t *testing.T) {
+	var out bytes.Buffer
+	d := New(newSeen(t, 100, 1e-6, 1), &out, Config{})
+	d.Run(strings.NewReader("a\nb"))
+	d.Run(strings.NewReader("b\nc\n"))
+	d.Flush()
+	if out.String() != "a\nb\nc\n" {
+		t.Fatalf("output %q", out.String())
+	}
+}
+
+func TestKeyedDedup(t *testing.T) {
+	spec, _ := ParseFieldSpec("2")
+	var out bytes.Buffer
+	d := New(newSeen(t, 100, 1e-6, 1), &out, Config{Key: NewKeyExtractor(spec, ",", false)})
+	d.Run(strings.NewReader("1,alice\n2,bob\n3,alice\n4,carol\n5,bob\n"))
+	d.Flush()
+	if out.String() != "1,alice\n2,bob\n4,carol\n" {
+		t.Fatalf("output %q", out.String())
+	}
+}
+
+// TestFullFilter fills a tiny fixed filter: Run must stop with a
+// LineError wrapping filterfile.ErrFull at the right line, having written
+// exactly the lines before it.
+func TestFullFilter(t *testing.T) {
+	var in strings.Builder
+	for i := range 10_000 {
+		fmt.Fprintf(&in, "distinct-%d\n", i)
+	}
+	var out bytes.Buffer
+	seen := newSeen(t, 64, 0.001, 1)
+	d := New(seen, &out, Config{})
+	err := d.Run(strings.NewReader(in.String()))
+	var le *LineError
+	if !errors.As(err, &le) || !errors.Is(err, filterfile.ErrFull) {
+		t.Fatalf("Run: %v, want a LineError wrapping ErrFull", err)
+	}
+	d.Flush()
+	wrote := strings.Count(out.String(), "\n")
+	if uint64(wrote) != le.Line-1 {
+		t.Fatalf("full at line %d, but %d lines written", le.Line, wrote)
+	}
+	if st := d.Stats(); st.LinesIn != le.Line-1 {
+		t.Fatalf("LinesIn %d, full at line %d", st.LinesIn, le.Line)
+	}
+	if !strings.HasPrefix(in.String(), out.String()) {
+		t.Fatal("the lines written are not the input's first lines")
+	}
+}
+
+func TestEstimateLines(t *testing.T) {
+	r, _ := testRand(t)
+	for _, size := range []int{0, 10, 1 << 20, 40 << 20} {
+		var b bytes.Buffer
+		lines := 0
+		for b.Len() < size {
+			b.WriteString(strings.Repeat("x", 20+r.IntN(70)))
+			b.WriteByte('\n')
+			lines++
+		}
+		data := b.Bytes()
+		est, err := EstimateLines(bytes.NewReader(data), int64(len(data)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch {
+		case len(data) <= exactBelow && est != uint64(lines):
+			t.Errorf("size %d: estimate %d, exactly %d lines", len(data), est, lines)
+		case len(data) > exactBelow && (est < uint64(lines) || float64(est) > 1.2*float64(lines)+1000):
+			t.Errorf("size %d: estimate %d for %d lines: want [n, 1.2n+1000]", len(data), est, lines)
+		}
+	}
+	if n, _ := EstimateLines(strings.NewReader("no newline"), 10); n != 1 {
+		t.Errorf("a file without a newline holds 1 line, estimate %d", n)
+	}
+}
+
+func TestDedupAllocs(t *testing.T) {
+	data := bytes.Repeat([]byte("https://example.com/a\nhttps://example.com/b\n"), 500)
+	seen := newSeen(t, 1000, 1e-4, 1)
+	var out bytes.Buffer
+	out.Grow(1 << 16)
+	d := New(seen, &out, Config{})
+	r := bytes.NewReader(data)
+	d.Run(r)
+	allocs := testing.AllocsPerRun(10, func() {
+		r.Reset(data)
+		out.Reset()
+		d.Run(r)
+	})
+	if allocs != 0 {
+		t.Fatalf("%v allocations per run of 1000 lines, want 0", allocs)
+	}
+}

@@ -1,0 +1,306 @@
+package filterfile
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/dedupkit/cuckoo"
+	"github.com/dedupkit/cuckoo/bloom"
+)
+
+func key(i int) []byte { return []byte(fmt.Sprintf("key-%d", i)) }
+
+// kinds are the kinds this build supports, with a Spec for each.
+func specs() []Spec {
+	var out []Spec
+	for k := Cuckoo; k <= BloomScalable; k++ {
+		if Supported(k) {
+			out = append(out, Spec{Kind: k, Capacity: 1000, FPR: 0.001, Seed: 7, SeedSet: true})
+		}
+	}
+	return out
+}
+
+func TestSniff(t *testing.T) {
+	hdr := func(magic string, version uint16, kind byte) []byte {
+		b := append([]byte(magic), 0, 0, kind, 0)
+		binary.LittleEndian.PutUint16(b[4:], version)
+		return b
+	}
+	for _, c := range []struct {
+		name string
+		head []byte
+		want Kind
+		ok   bool
+	}{
+		{"cuckoo", hdr("CKOO", 1, 1), Cuckoo, true},
+		{"cuckoo-scalable", hdr("CKOO", 1, 2), CuckooScalable, true},
+		{"cuckoo-unknown-kind", hdr("CKOO", 1, 9), 0, false},
+		{"bloom-blocked", hdr("BLMF", 1, 1), BloomBlocked, true},
+		{"bloom-classic", hdr("BLMF", 1, 2), BloomClassic, true},
+		{"bloom-counting", hdr("BLMF", 1, 3), BloomCounting, true},
+		{"bloom-scalable", hdr("BLMF", 1, 4), BloomScalable, true},
+		{"bloom-unknown-kind", hdr("BLMF", 1, 0), 0, false},
+		{"png", []byte("\x89PNG\r\n\x1a\n"), 0, false},
+		{"short", []byte("CKOO"), 0, false},
+	} {
+		t.Run("case="+c.name, func(t *testing.T) {
+			k, _, err := Sniff(c.head)
+			if c.ok != (err == nil) || k != c.want {
+				t.Fatalf("Sniff = %v, %v; want %v, ok=%v", k, err, c.want, c.ok)
+			}
+			if err != nil && !errors.Is(err, ErrNotFilter) {
+				t.Fatalf("error %v does not wrap ErrNotFilter", err)
+			}
+		})
+	}
+}
+
+func TestKindNames(t *testing.T) {
+	for k := Cuckoo; k <= BloomScalable; k++ {
+		got, ok := ParseKind(k.String())
+		if !ok || got != k {
+			t.Errorf("ParseKind(%q) = %v, %v", k.String(), got, ok)
+		}
+		if k.Description() == "" {
+			t.Errorf("%v has no description", k)
+		}
+	}
+	if _, ok := ParseKind("nope"); ok {
+		t.Error("ParseKind accepted an unknown name")
+	}
+}
+
+// TestRoundTrip builds each kind, saves it, loads it, and checks that no
+// key is lost and the bytes are the same.
+func TestRoundTrip(t *testing.T) {
+	for _, s := range specs() {
+		t.Run("kind="+s.Kind.String(), func(t *testing.T) {
+			f, err := New(s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := range 500 {
+				if err := f.Add(key(i)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			path := filepath.Join(t.TempDir(), "f")
+			if err := f.Save(path); err != nil {
+				t.Fatal(err)
+			}
+			data, _ := os.ReadFile(path)
+			if int64(len(data)) != f.EncodedSize() {
+				t.Fatalf("file of %d bytes, EncodedSize %d", len(data), f.EncodedSize())
+			}
+			g, err := Load(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if g.Kind() != s.Kind || g.FormatVersion() != 1 {
+				t.Fatalf("loaded kind %v version %d", g.Kind(), g.FormatVersion())
+			}
+			for i := range 500 {
+				if !g.Contains(key(i)) {
+					t.Fatalf("key %d lost in the round trip", i)
+				}
+			}
+			var b bytes.Buffer
+			g.WriteTo(&b)
+			if !bytes.Equal(b.Bytes(), data) {
+				t.Fatal("loaded filter encodes to other bytes")
+			}
+			if g.Len() != f.Len() || g.Capacity() != f.Capacity() || g.Seed() != 7 {
+				t.Fatalf("Len %d/%d Capacity %d/%d Seed %d", g.Len(), f.Len(), g.Capacity(), f.Capacity(), g.Seed())
+			}
+			if r := g.FalsePositiveRate(); !(r > 0 && r < 0.01) {
+				t.Fatalf("FalsePositiveRate %v", r)
+			}
+			info := g.Info()
+			seen := map[string]bool{}
+			for _, fl := range info {
+				seen[fl.Key] = true
+				if fl.Text == "" {
+					t.Errorf("field %s has no text", fl.Key)
+				}
+			}
+			for _, k := range []string{"kind", "format_version", "items", "capacity", "fpr", "seed", "memory_bytes", "file_bytes"} {
+				if !seen[k] {
+					t.Errorf("Info lacks %s", k)
+				}
+			}
+			if _, err := info.MarshalJSON(); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
+func TestReadErrors(t *testing.T) {
+	f, _ := New(Spec{Kind: Cuckoo, Capacity: 100, Seed: 1, SeedSet: true})
+	f.Add([]byte("x"))
+	var b bytes.Buffer
+	f.WriteTo(&b)
+	good := b.Bytes()
+	flip := bytes.Clone(good)
+	flip[len(flip)/2] ^= 0x10
+	for _, c := range []struct {
+		name string
+		data []byte
+		want error
+	}{
+		{"empty", nil, ErrNotFilter},
+		{"junk", []byte("hello, world, this is not a filter"), ErrNotFilter},
+		{"truncated", good[:len(good)-10], ErrDamaged},
+		{"header-only", good[:20], ErrDamaged},
+		{"bit-flip", flip, ErrDamaged},
+		{"trailing", append(bytes.Clone(good), 0), ErrDamaged},
+	} {
+		t.Run("case="+c.name, func(t *testing.T) {
+			_, err := Read(bytes.NewReader(c.data))
+			if !errors.Is(err, c.want) {
+				t.Fatalf("Read: %v, want %v", err, c.want)
+			}
+		})
+	}
+	if _, err := Load(filepath.Join(t.TempDir(), "missing")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("Load of a missing file: %v", err)
+	}
+	if _, err := Load(t.TempDir()); err == nil {
+		t.Fatal("Load of a directory succeeded")
+	}
+}
+
+func TestDelete(t *testing.T) {
+	for _, s := range specs() {
+		t.Run("kind="+s.Kind.String(), func(t *testing.T) {
+			f, _ := New(s)
+			f.Add([]byte("a"))
+			ok, err := f.Delete([]byte("a"))
+			if s.Kind.CanDelete() {
+				if err != nil || !ok || f.Contains([]byte("a")) {
+					t.Fatalf("Delete = %v, %v; still present: %v", ok, err, f.Contains([]byte("a")))
+				}
+				return
+			}
+			if !errors.Is(err, ErrNoDelete) || ok || !f.Contains([]byte("a")) {
+				t.Fatalf("Delete on %v = %v, %v; want ErrNoDelete and the key kept", s.Kind, ok, err)
+			}
+		})
+	}
+}
+
+// TestFull checks that a full fixed filter says ErrFull (wrapping the
+// cuckoo package's) and keeps every key it took.
+func TestFull(t *testing.T) {
+	f, err := New(Spec{Kind: Cuckoo, Capacity: 100, FingerprintBits: 16, Seed: 3, SeedSet: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var added []int
+	var fullErr error
+	for i := range 10_000 {
+		if err := f.Add(key(i)); err != nil {
+			fullErr = err
+			break
+		}
+		added = append(added, i)
+	}
+	if !errors.Is(fullErr, ErrFull) || !errors.Is(fullErr, cuckoo.ErrFull) {
+		t.Fatalf("error %v: want ErrFull wrapping cuckoo.ErrFull", fullErr)
+	}
+	n := f.Len()
+	if _, err := f.AddUnique([]byte("one more, never seen")); err != nil && !errors.Is(err, ErrFull) {
+		t.Fatal(err)
+	}
+	for _, i := range added {
+		if !f.Contains(key(i)) {
+			t.Fatalf("key %d lost after ErrFull", i)
+		}
+	}
+	if f.Len() < n {
+		t.Fatalf("Len fell from %d to %d", n, f.Len())
+	}
+}
+
+// TestAddUniqueBatch checks the batch against one AddUnique at a time,
+// with repeats inside a batch, for every kind.
+func TestAddUniqueBatch(t *testing.T) {
+	for _, s := range specs() {
+		t.Run("kind="+s.Kind.String(), func(t *testing.T) {
+			a, _ := New(s)
+			b, _ := New(s)
+			keys := [][]byte{[]byte("x"), []byte("y"), []byte("x"), []byte("z"), []byte("y"), []byte("w")}
+			added := make([]bool, len(keys))
+			n, err := b.AddUniqueBatch(keys, added)
+			if err != nil || n != len(keys) {
+				t.Fatalf("AddUniqueBatch = %d, %v", n, err)
+			}
+			for i, k := range keys {
+				want, _ := a.AddUnique(k)
+				if added[i] != want {
+					t.Fatalf("key %d (%s): batch says %v, one at a time %v", i, k, added[i], want)
+				}
+			}
+			if a.Len() != b.Len() {
+				t.Fatalf("Len %d vs %d", a.Len(), b.Len())
+			}
+		})
+	}
+}
+
+func TestNewErrors(t *testing.T) {
+	for _, s := range []Spec{
+		{Kind: Cuckoo, Capacity: 0},
+		{Kind: Cuckoo, Capacity: 10, BucketSize: 3},
+		{Kind: BloomBlocked, Capacity: 10, FPR: 0.01, BucketSize: 4},
+		{Kind: BloomClassic, Capacity: 0, FPR: 0.01},
+		{Kind: Kind(99), Capacity: 10},
+	} {
+		if f, err := New(s); err == nil {
+			t.Errorf("New(%+v) = %v, want an error", s, f.Kind())
+		}
+	}
+	if _, err := New(Spec{Kind: BloomBlocked, Capacity: 10, FPR: 0.01, BucketSize: 4}); !errors.Is(err, bloom.ErrInvalidParameter) {
+		t.Errorf("Bloom with a bucket size: %v, want bloom.ErrInvalidParameter", err)
+	}
+}
+
+// FuzzRead feeds arbitrary bytes to Read: it must never panic, must wrap
+// ErrNotFilter or ErrDamaged, and what it accepts must re-encode to the
+// same bytes.
+func FuzzRead(f *testing.F) {
+	for _, s := range specs() {
+		s.Capacity = 8 // small seeds: the fuzzer minimizes faster
+		g, _ := New(s)
+		g.Add([]byte("seed"))
+		var b bytes.Buffer
+		g.WriteTo(&b)
+		f.Add(b.Bytes())
+		f.Add(b.Bytes()[:b.Len()/2])
+	}
+	f.Add([]byte("CKOO\x01\x00\x01\x00"))
+	f.Add([]byte("BLMF\x01\x00\x04\x00"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		g, err := Read(bytes.NewReader(data))
+		if err != nil {
+			if !errors.Is(err, ErrNotFilter) && !errors.Is(err, ErrDamaged) {
+				t.Fatalf("error %v wraps neither ErrNotFilter nor ErrDamaged", err)
+			}
+			return
+		}
+		var b bytes.Buffer
+		if _, err := g.WriteTo(&b); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(b.Bytes(), data) {
+			t.Fatal("accepted input re-encodes differently")
+		}
+		g.Info()
+	})
+}
