@@ -190,6 +190,41 @@ func fprChart(r *results, sum map[cell]*summary, n uint64, c chart) error {
 	return p.Save(11*vg.Inch, 7*vg.Inch, c.path)
 }
 
+// logTicks125 labels 1, 2 and 5 times each power of ten, with unlabelled
+// ticks between.
+type logTicks125 struct{}
+
+func (logTicks125) Ticks(lo, hi float64) []plot.Tick {
+	var out []plot.Tick
+	for e := math.Floor(math.Log10(lo)); math.Pow(10, e) <= hi; e++ {
+		for m := 1; m < 10; m++ {
+			v := float64(m) * math.Pow(10, e)
+			if v < lo || v > hi {
+				continue
+			}
+			t := plot.Tick{Value: v}
+			if m == 1 || m == 2 || m == 5 {
+				t.Label = fmt.Sprintf("%g", v)
+			}
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// sizeTicks labels the measured capacities.
+type sizeTicks []uint64
+
+func (t sizeTicks) Ticks(lo, hi float64) []plot.Tick {
+	var out []plot.Tick
+	for _, n := range t {
+		if v := float64(n); v >= lo && v <= hi {
+			out = append(out, plot.Tick{Value: v, Label: human(n)})
+		}
+	}
+	return out
+}
+
 // stepTicks labels every step units.
 type stepTicks float64
 
@@ -209,11 +244,14 @@ func sizeChart(r *results, sum map[cell]*summary, op string, c chart) (bool, err
 	p.X.Label.Text = "capacity n (keys added)"
 	p.Y.Label.Text = "ns per operation"
 	p.X.Scale = plot.LogScale{}
-	p.X.Tick.Marker = plot.LogTicks{Prec: -1}
+	p.X.Tick.Marker = sizeTicks(r.Config.Sizes)
 	p.Y.Scale = plot.LogScale{}
-	p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
+	p.Y.Tick.Marker = logTicks125{}
 	p.Add(plotter.NewGrid())
-	lines := 0
+	// Only the rows measured at every size that any row reached: at 10^8
+	// the full mode runs a chosen few, and twenty lines would be unreadable.
+	series := map[string]plotter.XYs{}
+	most := 0
 	for _, name := range rowOrder(r) {
 		var pts plotter.XYs
 		for _, n := range r.Config.Sizes {
@@ -221,12 +259,17 @@ func sizeChart(r *results, sum map[cell]*summary, op string, c chart) (bool, err
 			if s == nil || s.Reps == 0 {
 				continue
 			}
-			v := opTime(op)(medianTrial(s))
-			if v > 0 && !math.IsNaN(v) {
+			if v := opTime(op)(medianTrial(s)); v > 0 && !math.IsNaN(v) {
 				pts = append(pts, plotter.XY{X: float64(n), Y: v})
 			}
 		}
-		if len(pts) < 2 {
+		series[name] = pts
+		most = max(most, len(pts))
+	}
+	lines := 0
+	for _, name := range rowOrder(r) {
+		pts := series[name]
+		if len(pts) < 2 || len(pts) < most {
 			continue
 		}
 		l, sc, err := plotter.NewLinePoints(pts)
@@ -245,8 +288,15 @@ func sizeChart(r *results, sum map[cell]*summary, op string, c chart) (bool, err
 	if lines == 0 {
 		return false, nil
 	}
+	// Leave the top third free for the legend.
+	p.Y.Min /= 1.2
+	p.Y.Max *= math.Pow(p.Y.Max/p.Y.Min, 0.6)
+	p.X.Min /= 1.3
+	p.X.Max *= 1.3
 	p.Legend.Top = true
 	p.Legend.Left = true
+	p.Legend.TextStyle.Font.Size = vg.Points(9)
+	p.Legend.XOffs = vg.Points(10)
 	return true, p.Save(10*vg.Inch, 7*vg.Inch, c.path)
 }
 

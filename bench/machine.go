@@ -116,3 +116,5 @@ func caches() string {
 	}
 	return strings.Join(out, ", ")
 }
+
+func gomaxprocs() int { return runtime.GOMAXPROCS(0) }

@@ -101,11 +101,24 @@ func renderGoals(b *strings.Builder, r *results, sum map[cell]*summary) {
 	w := func(format string, args ...any) { fmt.Fprintf(b, format, args...) }
 	w("## Targets\n\n")
 	w("Issue 3's speed and space targets and issue 4's Bloom target, checked against this run. ")
-	w("Ratio = median over repetitions of (our time / the other row's time) for trials of the same repetition, which ran back to back; ")
+	w("Ratio = median over repetitions of (our time / the other row's time) for trials of the same repetition (the same pass over the rows: seconds apart at 10^6, a few minutes at 10^8); ")
 	w("ns/op columns are the medians of each row. On this shared machine, ratios within about ±25 %% of a limit are not conclusive (see the spread under Machine).\n\n")
+	results := checkGoals(r, sum)
+	var pass, fail, unmeasured int
+	for _, g := range results {
+		switch {
+		case !g.measured:
+			unmeasured++
+		case g.pass:
+			pass++
+		default:
+			fail++
+		}
+	}
+	w("**%d pass, %d fail, %d not measured in this run.**\n\n", pass, fail, unmeasured)
 	w("| target | keys, n | ours | compared with | ours ns | theirs ns | ratio | limit | result |\n")
 	w("|---|---|---|---|---:|---:|---:|---:|---|\n")
-	for _, g := range checkGoals(r, sum) {
+	for _, g := range results {
 		limit := fmt.Sprintf("≤ %.2g", g.limit)
 		if !g.atMost {
 			limit = fmt.Sprintf("≥ %.2g", g.limit)
