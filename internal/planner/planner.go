@@ -139,8 +139,9 @@ func fromCuckooPlan(pl cuckoo.Plan) Option {
 	}
 }
 
-// bloomRef is the size at which Bloom filters are built to be measured.
-const bloomRef = 1 << 18
+// bloomRef is the size at which Bloom filters are built to be measured
+// (a variable only so that tests under the race detector can shrink it).
+var bloomRef uint64 = 1 << 18
 
 // bloomProbe builds a Bloom filter of the kind at min(items, bloomRef)
 // keys and fpr, fills it with that many distinct keys, and returns its
@@ -321,8 +322,9 @@ type CurvePoint struct {
 	Label            string // e.g. "f=12"
 }
 
-// curveKeys is the size at which Bloom curves are measured.
-const curveKeys = 1 << 16
+// curveKeys is the size at which Bloom curves are measured (a variable
+// for the tests, as bloomRef).
+var curveKeys uint64 = 1 << 16
 
 // Curves returns, for items keys, bits per item against the rate for
 // every cuckoo shape (each fingerprint width from 4 to 32 bits) and the

@@ -1,0 +1,253 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/dedupkit/cuckoo"
+	"github.com/dedupkit/cuckoo/internal/urlgen"
+)
+
+func testSeed(t *testing.T) uint64 {
+	s := *seedFlag
+	if s == 0 {
+		s = uint64(time.Now().UnixNano()) % 1_000_000
+	}
+	t.Logf("seed %d (replay with -seed %d)", s, s)
+	return s
+}
+
+// urls writes n URL-like lines with 30 % repeats to name and returns them.
+func urls(e *sandbox, name string, n int, seed uint64) []string {
+	g := urlgen.New(seed, 0.3)
+	var b bytes.Buffer
+	lines := make([]string, 0, n)
+	line := []byte{}
+	for range n {
+		line, _ = g.Append(line[:0])
+		b.Write(line)
+		lines = append(lines, string(line))
+	}
+	e.write(name, b.String())
+	return lines
+}
+
+// firstOccurrences is what awk '!seen[$0]++' prints.
+func firstOccurrences(lines []string) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, l := range lines {
+		if !seen[l] {
+			seen[l] = true
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// TestDedupExactAtLowRate: at --fpr 1e-7 the output equals awk's.
+func TestDedupExactAtLowRate(t *testing.T) {
+	e := newEnv(t)
+	seed := testSeed(t)
+	lines := urls(e, "urls.txt", 200_000, seed)
+	r := e.run("", "dedup", "--fpr", "1e-7", "--seed", fmt.Sprint(seed), "urls.txt")
+	r.want(t, exitOK, "dedup")
+	if want := strings.Join(firstOccurrences(lines), ""); r.stdout != want {
+		t.Fatalf("output differs from awk's: %d bytes, want %d", len(r.stdout), len(want))
+	}
+}
+
+// TestDedupFalsePositivesExplained checks the promise at a rate high
+// enough to see false positives: the output is a subsequence of the input
+// in order, made of first occurrences; and every distinct line missing
+// from it is explained by a false positive, which the test proves by
+// replaying the run on a filter with the same seed and parameters (a
+// filter's state depends only on its parameters, seed and the keys added
+// in order). Their number is within 5σ of what --stats expects.
+func TestDedupFalsePositivesExplained(t *testing.T) {
+	e := newEnv(t)
+	seed := testSeed(t)
+	lines := urls(e, "urls.txt", 100_000, seed)
+	const capacity, fpr = 100_000, 0.005
+	r := e.run("", "dedup", "--stats", "--capacity", fmt.Sprint(capacity), "--fpr", fmt.Sprint(fpr), "--seed", fmt.Sprint(seed), "urls.txt")
+	r.want(t, exitOK, "dedup")
+	out := strings.SplitAfter(r.stdout, "\n")
+	out = out[:len(out)-1]
+
+	replay, err := cuckoo.New(capacity, cuckoo.WithFalsePositiveRate(fpr), cuckoo.WithSeed(seed))
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, missing := 0, 0
+	seen := map[string]bool{}
+	for _, l := range lines {
+		if seen[l] {
+			continue
+		}
+		seen[l] = true
+		key := []byte(strings.TrimSuffix(l, "\n"))
+		if k < len(out) && out[k] == l {
+			replay.Add(key)
+			k++
+			continue
+		}
+		if !replay.Contains(key) {
+			t.Fatalf("%q is missing from the output but is no false positive", l)
+		}
+		missing++
+	}
+	if k != len(out) {
+		t.Fatalf("the output is not the first occurrences in input order: %d of %d lines matched", k, len(out))
+	}
+	var expected float64
+	for _, line := range strings.Split(r.stderr, "\n") {
+		if i := strings.Index(line, "dropped wrongly): "); i >= 0 {
+			fmt.Sscan(line[i+len("dropped wrongly): "):], &expected)
+		}
+	}
+	if sd := math.Sqrt(expected); math.Abs(float64(missing)-expected) > 5*sd+1 {
+		t.Fatalf("%d false positives, --stats expected %.1f (±5σ = %.1f)", missing, expected, 5*sd)
+	}
+	t.Logf("%d of %d distinct lines dropped as false positives; expected %.1f", missing, len(seen), expected)
+	if missing == 0 {
+		t.Fatal("no false positive at this rate: the test checks nothing")
+	}
+}
+
+// TestInterruptLeavesFilesIntact sends Ctrl-C (SIGINT) while the command
+// reads its input: the exit status is 130, the files it was to replace
+// are byte-identical, and no temporary file is left.
+func TestInterruptLeavesFilesIntact(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		args []string
+	}{
+		{"build", []string{"build", "-o", "target"}},
+		{"dedup-save", []string{"dedup", "--save", "target"}},
+		{"dedup-output", []string{"dedup", "-o", "target"}},
+		{"add", []string{"add", "target"}},
+	} {
+		t.Run("cmd="+c.name, func(t *testing.T) {
+			e := newEnv(t)
+			e.write("keys.txt", "k1\nk2\n")
+			e.run("", "build", "-o", "target", "keys.txt").want(t, exitOK, "build")
+			if c.name == "dedup-output" {
+				e.write("target", "previous output\n")
+			}
+			before := e.read("target")
+
+			cmd := exec.Command(binary, c.args...)
+			cmd.Dir = e.dir
+			stdin, _ := cmd.StdinPipe()
+			var stderr bytes.Buffer
+			cmd.Stderr = &stderr
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			// Writing 4 MiB returns only once the command has read most of
+			// it: it is then past its start-up and in its reading loop.
+			chunk := bytes.Repeat([]byte("some line of input\n"), 1<<16)
+			for range 4 {
+				if _, err := stdin.Write(chunk); err != nil {
+					t.Fatal(err)
+				}
+			}
+			cmd.Process.Signal(syscall.SIGINT)
+			code := waitExit(t, cmd)
+			stdin.Close()
+			if code != exitInterrupted {
+				t.Fatalf("exit status %d, want %d; stderr %q", code, exitInterrupted, stderr.String())
+			}
+			if !strings.Contains(stderr.String(), "interrupted") {
+				t.Fatalf("stderr %q", stderr.String())
+			}
+			if !bytes.Equal(e.read("target"), before) {
+				t.Fatal("the interrupted command changed the file")
+			}
+			if names := e.files(); len(names) != 2 {
+				t.Fatalf("files after the interrupt: %v (a temporary file left?)", names)
+			}
+		})
+	}
+}
+
+// TestFailedWriteLeavesFileIntact makes the final write fail half-way:
+// the command runs under a file size limit (ulimit -f) smaller than the
+// filter file, so writing the new file fails with EFBIG. The command fails
+// with status 3, the previous file is byte-identical, and the temporary
+// file is gone.
+func TestFailedWriteLeavesFileIntact(t *testing.T) {
+	if _, err := exec.LookPath("sh"); err != nil {
+		t.Skip("no sh for ulimit")
+	}
+	e := newEnv(t)
+	var keys strings.Builder
+	for i := range 50_000 {
+		fmt.Fprintf(&keys, "%d\n", i)
+	}
+	e.write("keys.txt", keys.String())
+	for _, cmd := range [][]string{{"add", "f.ckoo", "--key", "one more"}, {"build", "-o", "f.ckoo", "keys.txt"}, {"dedup", "--load", "f.ckoo", "--save", "f.ckoo", "keys.txt"}} {
+		e.run("", "build", "-o", "f.ckoo", "keys.txt").want(t, exitOK, "build")
+		before := e.read("f.ckoo")
+		if len(before) < 100<<10 {
+			t.Fatalf("filter of %d bytes: too small for the limit", len(before))
+		}
+		// ulimit -f counts blocks of 512 or 1024 bytes: 50 is at most 50 KiB.
+		sh := exec.Command("sh", append([]string{"-c", `ulimit -f 50 && exec "$0" "$@"`, binary}, cmd...)...)
+		sh.Dir = e.dir
+		var stderr bytes.Buffer
+		sh.Stderr = &stderr
+		sh.Stdout = io.Discard
+		sh.Run()
+		if code := sh.ProcessState.ExitCode(); code != exitData {
+			t.Fatalf("%v under ulimit -f: exit status %d, stderr %q", cmd, code, stderr.String())
+		}
+		if !bytes.Equal(e.read("f.ckoo"), before) {
+			t.Fatalf("%v: a failed write changed the file", cmd)
+		}
+		if names := e.files(); len(names) != 2 {
+			t.Fatalf("%v: files left: %v", cmd, names)
+		}
+	}
+}
+
+// TestWriteErrorNoDiskSpace writes to /dev/full, which fails every write.
+func TestWriteErrorNoDiskSpace(t *testing.T) {
+	f, err := os.OpenFile("/dev/full", os.O_WRONLY, 0)
+	if err != nil {
+		t.Skip("no /dev/full here")
+	}
+	defer f.Close()
+	e := newEnv(t)
+	e.write("in.txt", strings.Repeat("line\n", 10)+strings.Repeat("x", 2<<20)+"\n")
+	cmd := exec.Command(binary, "dedup", "in.txt")
+	cmd.Dir = e.dir
+	cmd.Stdout = f
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	err = cmd.Run()
+	if cmd.ProcessState.ExitCode() != exitData || !strings.Contains(stderr.String(), "no space") {
+		t.Fatalf("dedup to /dev/full: %v, stderr %q", err, stderr.String())
+	}
+}
+
+func TestPermissionsKept(t *testing.T) {
+	e := newEnv(t)
+	e.write("keys.txt", "a\n")
+	e.run("", "build", "-o", "f.ckoo", "keys.txt").want(t, exitOK, "build")
+	os.Chmod(filepath.Join(e.dir, "f.ckoo"), 0o600)
+	e.run("", "add", "f.ckoo", "--key", "b").want(t, exitOK, "add")
+	fi, _ := os.Stat(filepath.Join(e.dir, "f.ckoo"))
+	if fi.Mode().Perm() != 0o600 {
+		t.Fatalf("mode %v after add, want the file's 0600", fi.Mode().Perm())
+	}
+}

@@ -1,0 +1,181 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/dedupkit/cuckoo/internal/dedup"
+	"github.com/dedupkit/cuckoo/internal/filterfile"
+	"github.com/dedupkit/cuckoo/internal/units"
+)
+
+const addHelp = `Usage: cuckoo add FILE [flags] [KEYS-FILE...]
+       cuckoo add FILE --key KEY [--key KEY...]
+
+Add keys to the filter file FILE, in place: one per line from the
+KEYS-FILEs (or standard input), or the --key values. FILE is replaced
+atomically (a temporary file in the same directory, fsync, rename), so a
+crash, Ctrl-C or an error leaves it exactly as it was: when a
+fixed-capacity filter fills up, nothing is added at all (exit status 4).
+
+Keys are added as a multiset, like 'cuckoo build': a key added twice needs
+two deletes. --unique adds a key only when the filter does not report it.
+
+Examples:
+  cuckoo add seen.ckoo new-urls.txt
+  cuckoo add seen.ckoo --key https://example.com/
+  grep -h login *.log | cut -d' ' -f3 | cuckoo add users.ckoo
+`
+
+const deleteHelp = `Usage: cuckoo delete FILE [flags] [KEYS-FILE...]
+       cuckoo delete FILE --key KEY [--key KEY...]
+
+Delete keys from the filter file FILE, in place and atomically (see
+'cuckoo add --help'): one copy of each key, one per line from the
+KEYS-FILEs (or standard input), or the --key values. Keys that are not in
+the filter are counted and reported, and change nothing.
+
+Delete only keys that were added: a filter cannot tell a key from another
+with the same fingerprint, so deleting a key never added may remove that
+other key (with the false-positive probability). Cuckoo filters and
+counting Bloom filters can delete; other Bloom filters cannot.
+
+Examples:
+  cuckoo delete seen.ckoo expired-urls.txt
+  cuckoo delete seen.ckoo --key https://example.com/
+`
+
+type editFlags struct {
+	keys   listValue
+	fields fieldFlags
+	unique bool
+	stats  bool
+	quiet  bool
+}
+
+func (f *editFlags) register(fs *flag.FlagSet, cmd string) {
+	fs.Var(&f.keys, "key", cmd+" `key` (repeatable) instead of reading key lines")
+	f.fields.register(fs)
+	if cmd == "add" {
+		fs.BoolVar(&f.unique, "unique", false, "add a key only if the filter does not report it already (set semantics)")
+	}
+	fs.BoolVar(&f.stats, "stats", false, "print what changed on standard error")
+	fs.BoolVar(&f.quiet, "quiet", false, "no progress bar, no notes")
+	fs.BoolVar(&f.quiet, "q", false, "the same as --quiet")
+}
+
+func editCommand(name string) *command {
+	help, synopsis := addHelp, "add keys to a filter file, atomically"
+	if name == "delete" {
+		help, synopsis = deleteHelp, "delete keys from a filter file, atomically"
+	}
+	register := func(f *editFlags, fs *flag.FlagSet) { f.register(fs, name) }
+	return newCommand(name, synopsis, help, register, func(e *env, f *editFlags, pos []string) error {
+		return runEdit(e, name, f, pos)
+	})
+}
+
+func runEdit(e *env, cmd string, f *editFlags, pos []string) error {
+	remedy := "see 'cuckoo " + cmd + " --help'"
+	if len(pos) == 0 {
+		return usageErr("usage: cuckoo "+cmd+" FILE [KEYS-FILE...]", "no filter file")
+	}
+	if len(f.keys) > 0 && len(pos) > 1 {
+		return usageErr(remedy, "--key and key files exclude each other")
+	}
+	keyer, err := f.fields.extractor(cmd, "field")
+	if err != nil {
+		return err
+	}
+	if keyer != nil && len(f.keys) > 0 {
+		return usageErr(remedy, "--field applies to key lines, not to --key")
+	}
+	path := pos[0]
+	filter, err := loadFilter(path)
+	if err != nil {
+		return err
+	}
+	if cmd == "delete" && !filter.Kind().CanDelete() {
+		return usageErr("build it with --bloom=counting, or use a cuckoo filter",
+			"%s holds a %s", path, filter.Kind().Description())
+	}
+	start := time.Now()
+	before := filter.Len()
+	var lines, missing uint64
+	if len(f.keys) > 0 {
+		for i, k := range f.keys {
+			lines++
+			if cmd == "delete" {
+				ok, err := filter.Delete([]byte(k))
+				if err != nil {
+					return err
+				}
+				if !ok {
+					missing++
+				}
+				continue
+			}
+			if err := addOne(filter, []byte(k), f.unique); err != nil {
+				return keysError(cmd, &keyError{input: "--key", line: uint64(i + 1), err: err}, filter, path, false)
+			}
+		}
+	} else {
+		ins, err := openInputs(e, cmd, pos[1:])
+		if err != nil {
+			return err
+		}
+		bar := e.startBar(cmd, totalSize(ins), f.quiet, false)
+		if cmd == "add" {
+			lines, err = addKeys(e, ins, keyer, filter, bar.AddChunk, f.unique)
+		} else {
+			lines, missing, err = deleteKeys(e, ins, keyer, filter, bar.AddChunk)
+		}
+		e.stopBar()
+		if err != nil {
+			return keysError(cmd, err, filter, path, false)
+		}
+	}
+	if err := e.writeFile(path, func(w io.Writer) error {
+		_, err := filter.WriteTo(w)
+		return err
+	}); err != nil {
+		return err
+	}
+	if missing > 0 && !f.quiet {
+		fmt.Fprintf(e.stderr, "cuckoo delete: %s of %s keys were not in the filter; they changed nothing\n",
+			units.Count(missing), units.Count(lines))
+	}
+	if f.stats {
+		after := filter.Len()
+		verb, diff := "added", after-before
+		if cmd == "delete" {
+			verb, diff = "deleted", before-after
+		}
+		fmt.Fprintf(e.stderr, "cuckoo %s: %s items %s from %s keys\n", cmd, units.Count(diff), verb, units.Count(lines))
+		printFilterSummary(e.stderr, cmd, path, filter, lines, time.Since(start))
+	}
+	return nil
+}
+
+func addOne(filter *filterfile.Filter, key []byte, unique bool) error {
+	if unique {
+		_, err := filter.AddUnique(key)
+		return err
+	}
+	return filter.Add(key)
+}
+
+// deleteKeys deletes one copy of the key of every line of the inputs, and
+// returns the lines read and how many keys were not found.
+func deleteKeys(e *env, ins []input, keyer *dedup.KeyExtractor, filter *filterfile.Filter, onRead func([]byte)) (lines, missing uint64, err error) {
+	lines, err = eachKey(e, ins, keyer, onRead, func(key []byte) error {
+		found, err := filter.Delete(key)
+		if err == nil && !found {
+			missing++
+		}
+		return err
+	})
+	return lines, missing, err
+}

@@ -1,0 +1,179 @@
+// Command cuckoo dedups big files and builds, queries and sizes filter
+// files, using the filters of github.com/dedupkit/cuckoo.
+//
+//	cuckoo dedup urls.txt > unique.txt          # first occurrence of each line, in order
+//	cuckoo build -o seen.ckoo urls.txt          # a filter file of the lines
+//	cuckoo query seen.ckoo --key https://a.com/ # exit status 0: present, 1: absent
+//	cuckoo plan --items 1e9 --fpr 0.001         # what each filter would cost
+//
+// Run 'cuckoo help' for every command and docs/cli.md for examples. The
+// command is thin: flag parsing and I/O. The work is done by the packages
+// internal/dedup, internal/filterfile, internal/planner and the filters.
+package main
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/dedupkit/cuckoo/internal/progress"
+)
+
+func commands() []*command {
+	return []*command{
+		dedupCommand(),
+		buildCommand(),
+		queryCommand(),
+		editCommand("add"),
+		editCommand("delete"),
+		infoCommand(),
+		planCommand(),
+		benchCommand(),
+		versionCommand(),
+	}
+}
+
+const mainHelp = `cuckoo — dedup big files and build, query and size cuckoo and Bloom filters.
+
+Usage:
+  cuckoo <command> [flags] [arguments]
+
+Commands:
+%s
+Run 'cuckoo <command> --help' for a command's flags and examples.
+
+Examples:
+  cuckoo dedup urls.txt > unique.txt
+  cuckoo dedup --state seen.ckoo today.txt > new-today.txt
+  cuckoo build -o seen.ckoo urls.txt
+  cuckoo query seen.ckoo --key https://example.com/ && echo seen
+  cuckoo plan --items 1e9 --fpr 0.001
+
+Flags are accepted with one or two dashes (-fpr or --fpr), before or after
+the arguments; '--' ends the flags. Counts accept 1000000, 1_000_000, 1M
+and 1e6; rates accept 0.001, 1e-3 and 0.1%%.
+
+` + exitStatusHelp + `
+
+Errors are printed as one line: cuckoo <command>: <problem>; <remedy>.
+`
+
+func printMainHelp(w io.Writer) {
+	var list strings.Builder
+	for _, c := range commands() {
+		fmt.Fprintf(&list, "  %-8s %s\n", c.name, c.synopsis)
+	}
+	fmt.Fprintf(w, mainHelp, list.String())
+}
+
+func main() {
+	e := &env{
+		stdin:     os.Stdin,
+		stdout:    os.Stdout,
+		stderr:    os.Stderr,
+		stdinFile: os.Stdin,
+		stdoutTTY: progress.IsTerminal(os.Stdout),
+		stderrTTY: progress.IsTerminal(os.Stderr),
+	}
+	// An interrupt must never leave a half-written file: remove the
+	// temporary file of every write in progress (the target is untouched
+	// until its rename) and exit at once, even while blocked in a read.
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		s := <-sig
+		e.stopBar()
+		paths := e.abortPending()
+		msg := "interrupted"
+		if len(paths) > 0 {
+			msg += "; " + strings.Join(paths, ", ") + " left unchanged"
+		}
+		fmt.Fprintf(os.Stderr, "cuckoo %s: %s\n", commandName(os.Args[1:]), msg)
+		if s == syscall.SIGTERM {
+			os.Exit(128 + int(syscall.SIGTERM))
+		}
+		os.Exit(exitInterrupted)
+	}()
+	os.Exit(run(e, os.Args[1:]))
+}
+
+// commandName returns the subcommand named in args, for messages.
+func commandName(args []string) string {
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		return args[0]
+	}
+	return "cuckoo"
+}
+
+// run runs the command line args and returns the exit status.
+func run(e *env, args []string) int {
+	if len(args) == 0 {
+		printMainHelp(e.stderr)
+		return exitUsage
+	}
+	name := args[0]
+	switch name {
+	case "help", "-h", "-help", "--help":
+		if len(args) > 1 {
+			if c := lookup(args[1]); c != nil {
+				printHelp(e.stdout, c)
+				return exitOK
+			}
+			return report(e, "help", usageErr("run 'cuckoo help' for the list", "unknown command %q", args[1]))
+		}
+		printMainHelp(e.stdout)
+		return exitOK
+	case "-version", "--version", "-v":
+		name = "version"
+	}
+	c := lookup(name)
+	if c == nil {
+		return report(e, "cuckoo", usageErr("run 'cuckoo help' for the list of commands", "unknown command %q", name))
+	}
+	err := c.run(e, args[1:])
+	e.stopBar()
+	if errors.Is(err, errHelp) {
+		printHelp(e.stdout, c)
+		return exitOK
+	}
+	return report(e, c.name, err)
+}
+
+func lookup(name string) *command {
+	for _, c := range commands() {
+		if c.name == name {
+			return c
+		}
+	}
+	return nil
+}
+
+// report prints err as one line and returns its exit status.
+func report(e *env, cmd string, err error) int {
+	if err == nil {
+		return exitOK
+	}
+	var ce *cliError
+	if !errors.As(err, &ce) {
+		ce = &cliError{code: exitData, msg: err.Error(), remedy: "this is unexpected; please report it"}
+	}
+	if ce.msg != "" {
+		prefix := "cuckoo " + cmd + ": "
+		if cmd == "cuckoo" {
+			prefix = "cuckoo: "
+		}
+		fmt.Fprintln(e.stderr, prefix+ce.Error())
+	}
+	return ce.code
+}
+
+// exitCode is an error that only sets the exit status (query's absent
+// keys), with no message.
+func exitCode(code int) error { return &cliError{code: code} }
+
+func newBufWriter(w io.Writer) *bufio.Writer { return bufio.NewWriterSize(w, 1<<20) }

@@ -1,0 +1,610 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/dedupkit/cuckoo/internal/invariants"
+)
+
+// The end-to-end tests build the command once and run it as users do:
+// on files, with arguments, reading its output and exit status.
+
+var (
+	binary    string // the built command
+	seedFlag  = flag.Uint64("seed", 0, "random seed for randomized tests (0: from the clock)")
+	buildErr  error
+	buildOnce = make(chan struct{})
+)
+
+func TestMain(m *testing.M) {
+	flag.Parse()
+	dir, err := os.MkdirTemp("", "cuckoo-e2e-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	binary = filepath.Join(dir, "cuckoo")
+	// The binary is built with the invariant checks when the tests are.
+	// With CUCKOO_E2E_RACE=1 and -race it is built with the race detector
+	// too; not by default, because every process start then costs about a
+	// second, and the tests start a hundred.
+	args := []string{"build", "-o", binary}
+	if raceEnabled && os.Getenv("CUCKOO_E2E_RACE") == "1" {
+		args = append(args, "-race")
+	}
+	if invariants.Enabled {
+		args = append(args, "-tags", "invariants")
+	}
+	out, err := exec.Command("go", append(args, ".")...).CombinedOutput()
+	if err != nil {
+		buildErr = fmt.Errorf("go build: %v\n%s", err, out)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// result is one run of the command.
+type result struct {
+	stdout, stderr string
+	code           int
+}
+
+// run runs the command with args and stdin, in dir (the test's temporary
+// directory when empty).
+func runIn(t *testing.T, dir string, stdin []byte, args ...string) result {
+	t.Helper()
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	cmd := exec.Command(binary, args...)
+	cmd.Dir = dir
+	cmd.Stdin = bytes.NewReader(stdin)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	code := 0
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return result{out.String(), errb.String(), code}
+}
+
+// sandbox is a test's working directory, with helpers.
+type sandbox struct {
+	t   *testing.T
+	dir string
+}
+
+func newEnv(t *testing.T) *sandbox { return &sandbox{t, t.TempDir()} }
+
+func (e *sandbox) run(stdin string, args ...string) result {
+	e.t.Helper()
+	return runIn(e.t, e.dir, []byte(stdin), args...)
+}
+
+func (e *sandbox) write(name, data string) string {
+	e.t.Helper()
+	p := filepath.Join(e.dir, name)
+	if err := os.WriteFile(p, []byte(data), 0o644); err != nil {
+		e.t.Fatal(err)
+	}
+	return p
+}
+
+func (e *sandbox) read(name string) []byte {
+	e.t.Helper()
+	b, err := os.ReadFile(filepath.Join(e.dir, name))
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return b
+}
+
+// files lists the directory, to catch temporary files left behind.
+func (e *sandbox) files() []string {
+	es, _ := os.ReadDir(e.dir)
+	var names []string
+	for _, x := range es {
+		names = append(names, x.Name())
+	}
+	return names
+}
+
+// want checks an exit status and, for a failure, the one-line error
+// format "cuckoo <cmd>: <problem>; <remedy>".
+func (r result) want(t *testing.T, code int, cmd string) {
+	t.Helper()
+	if r.code != code {
+		t.Fatalf("exit status %d, want %d\nstdout: %s\nstderr: %s", r.code, code, r.stdout, r.stderr)
+	}
+	if code >= 2 && code != exitInterrupted {
+		prefix := "cuckoo " + cmd + ": "
+		if cmd == "cuckoo" {
+			prefix = "cuckoo: "
+		}
+		msg := strings.TrimSuffix(r.stderr, "\n")
+		if strings.Count(r.stderr, "\n") != 1 || !strings.HasPrefix(msg, prefix) || !strings.Contains(msg, "; ") {
+			t.Fatalf("error output %q: want one line %q<problem>; <remedy>", r.stderr, prefix)
+		}
+	}
+}
+
+func TestHelp(t *testing.T) {
+	e := newEnv(t)
+	r := e.run("", "--help")
+	r.want(t, exitOK, "")
+	for _, c := range commands() {
+		if !strings.Contains(r.stdout, "  "+c.name+" ") {
+			t.Errorf("cuckoo --help does not list %s", c.name)
+		}
+	}
+	for _, want := range []string{"Exit status:", "130", "Examples:"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("cuckoo --help lacks %q", want)
+		}
+	}
+	for _, c := range commands() {
+		for _, args := range [][]string{{c.name, "--help"}, {c.name, "-h"}, {"help", c.name}} {
+			r := e.run("", args...)
+			r.want(t, exitOK, c.name)
+			if !strings.Contains(r.stdout, "Usage: cuckoo "+c.name) {
+				t.Errorf("%v: no usage line:\n%s", args, r.stdout)
+			}
+			if c.name != "version" && !strings.Contains(r.stdout, "Examples:") {
+				t.Errorf("%v: no examples", args)
+			}
+		}
+	}
+	// No arguments: the list of commands on standard error, status 2.
+	r = e.run("")
+	if r.code != exitUsage || !strings.Contains(r.stderr, "Commands:") {
+		t.Fatalf("no arguments: status %d, stderr %q", r.code, r.stderr)
+	}
+}
+
+func TestVersion(t *testing.T) {
+	e := newEnv(t)
+	for _, args := range [][]string{{"version"}, {"--version"}} {
+		r := e.run("", args...)
+		r.want(t, exitOK, "version")
+		if !strings.HasPrefix(r.stdout, "cuckoo ") || !strings.Contains(r.stdout, "go1.") || !strings.Contains(r.stdout, "CKOO") {
+			t.Fatalf("version output %q", r.stdout)
+		}
+	}
+	e.run("", "version", "extra").want(t, exitUsage, "version")
+}
+
+func TestUsageErrors(t *testing.T) {
+	e := newEnv(t)
+	e.write("in.txt", "a\n")
+	for _, c := range []struct {
+		name, cmd string
+		args      []string
+		contains  string
+	}{
+		{"unknown-command", "cuckoo", []string{"frobnicate"}, "unknown command"},
+		{"unknown-flag", "dedup", []string{"dedup", "--frob", "in.txt"}, "unknown flag --frob"},
+		{"fpr-above-one", "dedup", []string{"dedup", "--fpr", "2", "in.txt"}, "--fpr"},
+		{"fpr-not-a-number", "build", []string{"build", "-o", "f", "--fpr=abc", "in.txt"}, "--fpr"},
+		{"capacity-negative", "dedup", []string{"dedup", "--capacity", "-5", "in.txt"}, "--capacity"},
+		{"capacity-zero", "build", []string{"build", "-o", "f", "--capacity", "0", "in.txt"}, "--capacity"},
+		{"key-zero", "dedup", []string{"dedup", "--key", "0", "in.txt"}, "--key"},
+		{"key-backwards", "dedup", []string{"dedup", "--key", "3-1", "in.txt"}, "--key"},
+		{"bucket-size", "build", []string{"build", "-o", "f", "--bucket-size", "3", "in.txt"}, "bucket size"},
+		{"bloom-kind", "build", []string{"build", "-o", "f", "--bloom=nope", "in.txt"}, "--bloom"},
+		{"delimiter-without-key", "dedup", []string{"dedup", "--delimiter", ",", "in.txt"}, "--key"},
+		{"duplicates-and-count", "dedup", []string{"dedup", "--duplicates", "--count", "in.txt"}, "--count"},
+		{"build-no-output", "build", []string{"build", "in.txt"}, "-o FILE"},
+		{"query-no-file", "query", []string{"query"}, "no filter file"},
+		{"query-present-absent", "query", []string{"query", "f", "--present", "--absent"}, "exclude"},
+		{"plan-no-items", "plan", []string{"plan"}, "--items"},
+		{"plan-bad-items", "plan", []string{"plan", "--items", "lots"}, "--items"},
+		{"flag-needs-value", "dedup", []string{"dedup", "--fpr"}, "--fpr"},
+		{"stdin-twice", "dedup", []string{"dedup", "-", "-"}, "twice"},
+	} {
+		t.Run("case="+c.name, func(t *testing.T) {
+			r := e.run("", c.args...)
+			r.want(t, exitUsage, c.cmd)
+			if !strings.Contains(r.stderr, c.contains) {
+				t.Fatalf("stderr %q does not mention %q", r.stderr, c.contains)
+			}
+		})
+	}
+	if names := e.files(); len(names) != 1 {
+		t.Fatalf("a usage error left files behind: %v", names)
+	}
+}
+
+// TestDedupInputs runs dedup on the awkward inputs the issue names.
+func TestDedupInputs(t *testing.T) {
+	huge := strings.Repeat("0123456789", 600_000) // 6 MB, one line
+	for _, c := range []struct {
+		name, in, want string
+		args           []string
+	}{
+		{"empty", "", "", nil},
+		{"one-line", "a\n", "a\n", nil},
+		{"repeats", "a\nb\na\nc\nb\n", "a\nb\nc\n", nil},
+		{"no-final-newline", "a\nb\na", "a\nb\n", nil},
+		{"no-final-newline-new", "a\nb", "a\nb\n", nil},
+		{"crlf", "a\r\nb\r\na\r\nb\n", "a\r\nb\r\n", nil},
+		{"empty-lines", "\n\na\n\n", "\na\n", nil},
+		{"binary", "\x00\xff\n\x00\n\x00\xff\n\x80", "\x00\xff\n\x00\n\x80\n", nil},
+		{"huge-line", "x\n" + huge + "\ny\n" + huge + "\n", "x\n" + huge + "\ny\n", nil},
+		{"duplicates", "a\nb\na\nc\nb\na\n", "a\nb\na\n", []string{"--duplicates"}},
+		{"count", "a\nb\na\nc\nb\na\n", "3\n", []string{"--count"}},
+		{"key", "1,alice\n2,bob\n3,alice\n", "1,alice\n2,bob\n", []string{"--key", "2", "--delimiter", ","}},
+		{"key-blanks", "x  alice 1\ny bob 2\nz alice\t3\n", "x  alice 1\ny bob 2\n", []string{"--key=2"}},
+		{"key-csv", "1,\"a,b\"\n2,\"a,b\"\n3,a\n", "1,\"a,b\"\n3,a\n", []string{"--key", "2", "--csv"}},
+		{"key-tab-multi", "a\tb\tc\na\tx\tc\na\tb\tz\n", "a\tb\tc\na\tx\tc\n", []string{"--field", "1-2", "--delimiter", `\t`}},
+	} {
+		t.Run("case="+c.name, func(t *testing.T) {
+			e := newEnv(t)
+			e.write("in.txt", c.in)
+			// From a file, and from standard input (a growing filter).
+			for _, from := range []string{"file", "stdin"} {
+				args := append([]string{"dedup"}, c.args...)
+				stdin := ""
+				if from == "file" {
+					args = append(args, "in.txt")
+				} else {
+					stdin = c.in
+				}
+				r := e.run(stdin, args...)
+				r.want(t, exitOK, "dedup")
+				if r.stdout != c.want {
+					t.Fatalf("from %s: output %q, want %q", from, trunc(r.stdout), trunc(c.want))
+				}
+				if r.stderr != "" {
+					t.Fatalf("from %s: unexpected stderr %q", from, r.stderr)
+				}
+			}
+		})
+	}
+}
+
+func trunc(s string) string {
+	if len(s) > 80 {
+		return s[:80] + fmt.Sprintf("…(%d bytes)", len(s))
+	}
+	return s
+}
+
+// TestDedupSeveralFiles checks that the files share one seen-set, in
+// order, and that "-" is standard input among them.
+func TestDedupSeveralFiles(t *testing.T) {
+	e := newEnv(t)
+	e.write("a.txt", "1\n2\n")
+	e.write("b.txt", "2\n3")
+	r := e.run("3\n4\n1\n", "dedup", "a.txt", "b.txt", "-")
+	r.want(t, exitOK, "dedup")
+	if r.stdout != "1\n2\n3\n4\n" {
+		t.Fatalf("output %q", r.stdout)
+	}
+}
+
+func TestDedupStats(t *testing.T) {
+	e := newEnv(t)
+	e.write("in.txt", "a\nb\na\n")
+	r := e.run("", "dedup", "--stats", "in.txt")
+	r.want(t, exitOK, "dedup")
+	for _, want := range []string{"3 lines in", "2 out", "1 dropped", "bits per key", "expected false positives"} {
+		if !strings.Contains(r.stderr, want) {
+			t.Errorf("--stats lacks %q:\n%s", want, r.stderr)
+		}
+	}
+}
+
+func TestDedupOutputInPlace(t *testing.T) {
+	e := newEnv(t)
+	e.write("urls.txt", "a\nb\na\nc\n")
+	e.run("", "dedup", "-o", "urls.txt", "urls.txt").want(t, exitOK, "dedup")
+	if got := string(e.read("urls.txt")); got != "a\nb\nc\n" {
+		t.Fatalf("in-place result %q", got)
+	}
+	if names := e.files(); len(names) != 1 {
+		t.Fatalf("files left: %v", names)
+	}
+}
+
+func TestMissingAndBadFiles(t *testing.T) {
+	e := newEnv(t)
+	e.write("keys.txt", "a\n")
+	e.write("junk.bin", "this is not a filter file at all")
+	os.Mkdir(filepath.Join(e.dir, "adir"), 0o755)
+	for _, c := range []struct {
+		name, cmd string
+		args      []string
+		contains  string
+	}{
+		{"dedup-missing", "dedup", []string{"dedup", "keys.txt", "missing.txt"}, "missing.txt: no such file"},
+		{"dedup-directory", "dedup", []string{"dedup", "adir"}, "is a directory"},
+		{"query-missing", "query", []string{"query", "missing.ckoo", "--key", "a"}, "no such file"},
+		{"query-junk", "query", []string{"query", "junk.bin", "--key", "a"}, "not a filter file"},
+		{"info-junk", "info", []string{"info", "junk.bin"}, "not a filter file"},
+		{"add-missing", "add", []string{"add", "missing.ckoo", "keys.txt"}, "no such file"},
+		{"load-missing", "dedup", []string{"dedup", "--load", "missing.ckoo", "keys.txt"}, "no such file"},
+		{"build-into-missing-dir", "build", []string{"build", "-o", "no/such/dir/f.ckoo", "keys.txt"}, "no/such/dir/f.ckoo"},
+	} {
+		t.Run("case="+c.name, func(t *testing.T) {
+			r := e.run("", c.args...)
+			r.want(t, exitData, c.cmd)
+			if !strings.Contains(r.stderr, c.contains) {
+				t.Fatalf("stderr %q does not mention %q", r.stderr, c.contains)
+			}
+			if c.name == "dedup-missing" && r.stdout != "" {
+				t.Fatalf("output before the missing file was found: %q", r.stdout)
+			}
+		})
+	}
+}
+
+// TestDamagedFilterFile flips bytes of a filter file: every command that
+// reads it reports it damaged (status 3), and add leaves it as it was.
+func TestDamagedFilterFile(t *testing.T) {
+	for _, kind := range []string{"cuckoo", "bloom"} {
+		t.Run("kind="+kind, func(t *testing.T) {
+			e := newEnv(t)
+			e.write("keys.txt", "a\nb\nc\n")
+			args := []string{"build", "-o", "f.ckoo", "keys.txt"}
+			if kind == "bloom" {
+				args = append(args, "--bloom")
+			}
+			e.run("", args...).want(t, exitOK, "build")
+			good := e.read("f.ckoo")
+			for _, damage := range []string{"flip", "truncate", "append"} {
+				bad := bytes.Clone(good)
+				switch damage {
+				case "flip":
+					bad[len(bad)/2] ^= 0x40
+				case "truncate":
+					bad = bad[:len(bad)-7]
+				case "append":
+					bad = append(bad, "extra"...)
+				}
+				e.write("f.ckoo", string(bad))
+				for _, cmd := range [][]string{{"info", "f.ckoo"}, {"query", "f.ckoo", "--key", "a"}, {"add", "f.ckoo", "--key", "z"}, {"dedup", "--load", "f.ckoo", "keys.txt"}} {
+					r := e.run("", cmd...)
+					r.want(t, exitData, cmd[0])
+					if !strings.Contains(r.stderr, "damaged") {
+						t.Fatalf("%s %v: stderr %q does not say damaged", damage, cmd, r.stderr)
+					}
+				}
+				if !bytes.Equal(e.read("f.ckoo"), bad) {
+					t.Fatalf("%s: a command changed the damaged file", damage)
+				}
+			}
+		})
+	}
+}
+
+// TestBuildQueryAddDelete walks a filter file through its life.
+func TestBuildQueryAddDelete(t *testing.T) {
+	e := newEnv(t)
+	e.write("keys.txt", "apple\nbanana\ncherry\n")
+	e.write("probe.txt", "apple\ndurian\ncherry\n")
+	e.run("", "build", "-o", "f.ckoo", "--fpr", "1e-6", "--seed", "1", "keys.txt").want(t, exitOK, "build")
+
+	r := e.run("", "query", "f.ckoo", "probe.txt")
+	r.want(t, exitOK, "query")
+	if r.stdout != "apple\tpresent\ndurian\tabsent\ncherry\tpresent\n" {
+		t.Fatalf("query output %q", r.stdout)
+	}
+	if r := e.run("", "query", "f.ckoo", "--absent", "probe.txt"); r.stdout != "durian\n" {
+		t.Fatalf("--absent output %q", r.stdout)
+	}
+	if r := e.run("apple\ndurian\n", "query", "--present", "f.ckoo"); r.stdout != "apple\n" {
+		t.Fatalf("--present from stdin: %q", r.stdout)
+	}
+	if r := e.run("", "query", "f.ckoo", "--present", "--count", "probe.txt"); r.stdout != "2\n" {
+		t.Fatalf("--present --count: %q", r.stdout)
+	}
+	// --key: the exit status is the answer.
+	r = e.run("", "query", "f.ckoo", "--key", "banana")
+	r.want(t, exitOK, "query")
+	if r.stdout != "banana\tpresent\n" {
+		t.Fatalf("--key output %q", r.stdout)
+	}
+	r = e.run("", "query", "f.ckoo", "--key", "durian")
+	r.want(t, exitAbsent, "query")
+	if r.stdout != "durian\tabsent\n" || r.stderr != "" {
+		t.Fatalf("--key absent: stdout %q stderr %q", r.stdout, r.stderr)
+	}
+	if r := e.run("", "query", "-q", "f.ckoo", "--key", "apple", "--key", "durian"); r.code != exitAbsent || r.stdout != "" {
+		t.Fatalf("-q with an absent key: status %d, stdout %q", r.code, r.stdout)
+	}
+
+	e.run("", "add", "f.ckoo", "--key", "durian").want(t, exitOK, "add")
+	e.run("", "query", "f.ckoo", "--key", "durian").want(t, exitOK, "query")
+	e.run("elderberry\nfig\n", "add", "f.ckoo").want(t, exitOK, "add")
+	e.run("", "query", "f.ckoo", "--key", "fig").want(t, exitOK, "query")
+
+	e.run("", "delete", "f.ckoo", "--key", "apple").want(t, exitOK, "delete")
+	e.run("", "query", "f.ckoo", "--key", "apple").want(t, exitAbsent, "query")
+	r = e.run("", "delete", "f.ckoo", "--key", "never-added")
+	r.want(t, exitOK, "delete")
+	if !strings.Contains(r.stderr, "1 of 1 keys were not in the filter") {
+		t.Fatalf("delete of a missing key: stderr %q", r.stderr)
+	}
+
+	r = e.run("", "info", "f.ckoo")
+	r.want(t, exitOK, "info")
+	for _, want := range []string{"cuckoo filter", "items", "capacity", "load", "fingerprint", "false positives now", "seed", "0x0000000000000001", "format version", "CKOO version 1", "file size"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("info lacks %q:\n%s", want, r.stdout)
+		}
+	}
+	r = e.run("", "info", "--json", "f.ckoo")
+	if !strings.HasPrefix(r.stdout, `{"file":"f.ckoo","kind":"cuckoo"`) || !strings.Contains(r.stdout, `"items":5`) {
+		t.Fatalf("info --json: %s", r.stdout)
+	}
+	if names := e.files(); len(names) != 3 {
+		t.Fatalf("files left: %v", names)
+	}
+}
+
+func TestBloomFiles(t *testing.T) {
+	e := newEnv(t)
+	e.write("keys.txt", "a\nb\nc\n")
+	for _, kind := range []string{"blocked", "classic", "counting", "scalable"} {
+		file := kind + ".bloom"
+		e.run("", "build", "-o", file, "--bloom="+kind, "keys.txt").want(t, exitOK, "build")
+		r := e.run("", "info", file)
+		if !strings.Contains(r.stdout, "bloom") && !strings.Contains(r.stdout, "Bloom") {
+			t.Fatalf("info of %s: %s", file, r.stdout)
+		}
+		e.run("", "query", file, "--key", "b").want(t, exitOK, "query")
+		e.run("", "query", file, "--key", "zzz").want(t, exitAbsent, "query")
+		r = e.run("", "delete", file, "--key", "a")
+		if kind == "counting" {
+			r.want(t, exitOK, "delete")
+			e.run("", "query", file, "--key", "a").want(t, exitAbsent, "query")
+		} else {
+			r.want(t, exitUsage, "delete")
+		}
+	}
+	if r := e.run("", "build", "-o", "x", "--bloom", "--bucket-size", "4", "keys.txt"); r.code != exitUsage {
+		t.Fatalf("--bloom with --bucket-size: status %d", r.code)
+	}
+}
+
+// TestSaveLoad carries the seen-set across runs: yesterday's lines stay
+// seen today.
+func TestSaveLoad(t *testing.T) {
+	e := newEnv(t)
+	e.write("day1.txt", "a\nb\na\n")
+	e.write("day2.txt", "b\nc\na\nd\n")
+	e.run("", "dedup", "--save", "seen.ckoo", "day1.txt").want(t, exitOK, "dedup")
+	r := e.run("", "dedup", "--load", "seen.ckoo", "day2.txt")
+	r.want(t, exitOK, "dedup")
+	if r.stdout != "c\nd\n" {
+		t.Fatalf("day 2 with day 1 loaded: %q", r.stdout)
+	}
+	// --state: created on the first run, read and updated after.
+	for i, want := range []string{"a\nb\n", "c\nd\n", ""} {
+		in := []string{"day1.txt", "day2.txt", "day2.txt"}[i]
+		r := e.run("", "dedup", "--state", "state.ckoo", in)
+		r.want(t, exitOK, "dedup")
+		if r.stdout != want {
+			t.Fatalf("--state run %d: %q, want %q", i+1, r.stdout, want)
+		}
+	}
+	if r := e.run("", "dedup", "--load", "seen.ckoo", "--fpr", "0.01", "day2.txt"); r.code != exitUsage {
+		t.Fatalf("--load with --fpr: status %d", r.code)
+	}
+	if r := e.run("", "dedup", "--state", "s", "--save", "t", "day2.txt"); r.code != exitUsage {
+		t.Fatalf("--state with --save: status %d", r.code)
+	}
+}
+
+// TestFullFixedFilter fills a filter sized too small with --capacity:
+// status 4, one line naming the remedy, and no file written or changed.
+func TestFullFixedFilter(t *testing.T) {
+	e := newEnv(t)
+	var in strings.Builder
+	for i := range 5000 {
+		fmt.Fprintf(&in, "key-%d\n", i)
+	}
+	e.write("many.txt", in.String())
+	e.write("seen.ckoo", "previous contents")
+	r := e.run("", "dedup", "--capacity", "100", "--save", "seen.ckoo", "many.txt")
+	r.want(t, exitFull, "dedup")
+	if !strings.Contains(r.stderr, "--capacity") || !strings.Contains(r.stderr, "full") {
+		t.Fatalf("stderr %q", r.stderr)
+	}
+	if string(e.read("seen.ckoo")) != "previous contents" {
+		t.Fatal("a failed dedup changed the --save file")
+	}
+	if !strings.HasPrefix(in.String(), r.stdout) || r.stdout == "" {
+		t.Fatalf("the lines written before the filter filled are not the input's first lines")
+	}
+	e.write("f.ckoo", "old")
+	r = e.run("", "build", "-o", "f.ckoo", "--capacity", "100", "many.txt")
+	r.want(t, exitFull, "build")
+	if string(e.read("f.ckoo")) != "old" {
+		t.Fatal("a failed build changed its output file")
+	}
+	// A full filter file: add fails and changes nothing.
+	e.run("", "build", "-o", "small.ckoo", "--capacity", "50", "--seed", "2").want(t, exitOK, "build")
+	before := e.read("small.ckoo")
+	e.run("", "add", "small.ckoo", "many.txt").want(t, exitFull, "add")
+	if !bytes.Equal(e.read("small.ckoo"), before) {
+		t.Fatal("a failed add changed the filter file")
+	}
+	if names := e.files(); len(names) != 4 {
+		t.Fatalf("files left: %v", names)
+	}
+}
+
+func TestPlan(t *testing.T) {
+	e := newEnv(t)
+	r := e.run("", "plan", "--items", "10M", "--fpr", "0.0001", "--svg", "plan.svg")
+	r.want(t, exitOK, "plan")
+	for _, want := range []string{"10,000,000 keys", "cuckoo b=4 f=17", "bloom blocked", "bloom classic", "bloom counting", "semi-sorted", "> Recommended: cuckoo b=4 f=17", "cuckoo build -o FILE"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("plan lacks %q:\n%s", want, r.stdout)
+		}
+	}
+	svg := string(e.read("plan.svg"))
+	if !strings.HasPrefix(svg, "<svg") || !strings.Contains(svg, "cuckoo b=8") || !strings.HasSuffix(svg, "</svg>\n") {
+		t.Fatalf("plan.svg is not the chart: %.200s", svg)
+	}
+	r = e.run("", "plan", "--items", "1e6", "--fpr", "5%", "--json")
+	r.want(t, exitOK, "plan")
+	if !strings.Contains(r.stdout, `"recommended": "bloom blocked"`) {
+		t.Fatalf("plan --json at 5 %%: %s", r.stdout)
+	}
+}
+
+func TestBench(t *testing.T) {
+	e := newEnv(t)
+	r := e.run("", "bench", "--items", "2000", "--svg", "bench.svg")
+	r.want(t, exitOK, "bench")
+	for _, want := range []string{"cuckoo b=4", "bloom blocked", "add ns", "measured rate"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("bench lacks %q:\n%s", want, r.stdout)
+		}
+	}
+	if svg := string(e.read("bench.svg")); !strings.Contains(svg, "<svg") || !strings.Contains(svg, "Contains, absent") {
+		t.Fatalf("bench.svg: %.200s", svg)
+	}
+	r = e.run("", "bench", "--items", "1000", "--json")
+	if !strings.Contains(r.stdout, `"measured_fpr"`) {
+		t.Fatalf("bench --json: %s", r.stdout)
+	}
+}
+
+// waitExit waits for cmd with a deadline.
+func waitExit(t *testing.T, cmd *exec.Cmd) int {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			return ee.ExitCode()
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		return 0
+	case <-time.After(20 * time.Second):
+		cmd.Process.Kill()
+		t.Fatal("the command did not exit after the interrupt")
+		return -1
+	}
+}

@@ -1,0 +1,173 @@
+package main
+
+import (
+	"bufio"
+	"flag"
+	"fmt"
+
+	"github.com/dedupkit/cuckoo/internal/dedup"
+)
+
+const queryHelp = `Usage: cuckoo query FILE [flags] [KEYS-FILE...]
+       cuckoo query FILE --key KEY [--key KEY...]
+
+Look keys up in the filter file FILE. Keys are read one per line from the
+KEYS-FILEs (or standard input); each line is printed with a tab and
+"present" or "absent". --present or --absent print only the lines of one
+kind, as they were read, to use in a pipeline. "present" means "probably
+present": a key never added is reported present with the filter's
+false-positive rate ('cuckoo info FILE' shows it). "absent" is certain.
+
+With --key, the keys are given on the command line and the exit status is
+the answer: 0 when every key is present, 1 when one is absent (--quiet
+prints nothing, as grep -q).
+
+Examples:
+  cuckoo query seen.ckoo --key https://example.com/ && echo "seen before"
+  cuckoo query seen.ckoo urls.txt                   # each line with present/absent
+  cuckoo query seen.ckoo --absent new.txt > fresh.txt
+  cuckoo query seen.ckoo --present --count new.txt  # how many are (probably) known
+  cut -f2 events.tsv | cuckoo query seen.ckoo --absent
+`
+
+type queryFlags struct {
+	present, absent bool
+	keys            listValue
+	fields          fieldFlags
+	count           bool
+	quiet           bool
+}
+
+func (f *queryFlags) register(fs *flag.FlagSet) {
+	fs.BoolVar(&f.present, "present", false, "print only the lines whose key is (probably) present")
+	fs.BoolVar(&f.absent, "absent", false, "print only the lines whose key is absent")
+	fs.Var(&f.keys, "key", "look up `key` (repeatable); the exit status says whether all are present")
+	f.fields.register(fs)
+	fs.BoolVar(&f.count, "count", false, "print only the number of lines that would be printed")
+	fs.BoolVar(&f.quiet, "quiet", false, "no progress bar; with --key, print nothing (the exit status answers)")
+	fs.BoolVar(&f.quiet, "q", false, "the same as --quiet")
+}
+
+func queryCommand() *command {
+	return newCommand("query", "look keys up in a filter file", queryHelp,
+		(*queryFlags).register, runQuery)
+}
+
+func runQuery(e *env, f *queryFlags, pos []string) error {
+	const remedy = "see 'cuckoo query --help'"
+	if len(pos) == 0 {
+		return usageErr("usage: cuckoo query FILE [KEYS-FILE...]", "no filter file")
+	}
+	if f.present && f.absent {
+		return usageErr(remedy, "--present and --absent exclude each other; give one (or neither, for both)")
+	}
+	if len(f.keys) > 0 && len(pos) > 1 {
+		return usageErr(remedy, "--key and key files exclude each other")
+	}
+	keyer, err := f.fields.extractor("query", "field")
+	if err != nil {
+		return err
+	}
+	filter, err := loadFilter(pos[0])
+	if err != nil {
+		return err
+	}
+	out := newBufWriter(e.stdout)
+	defer out.Flush()
+
+	if len(f.keys) > 0 {
+		if keyer != nil {
+			return usageErr(remedy, "--field applies to key lines, not to --key")
+		}
+		allPresent := true
+		var n uint64
+		for _, k := range f.keys {
+			ok := filter.Contains([]byte(k))
+			allPresent = allPresent && ok
+			if ok == !f.absent || (!f.present && !f.absent) {
+				n++
+				if !f.quiet && !f.count {
+					printAnswer(out, []byte(k), ok, f.present || f.absent)
+				}
+			}
+		}
+		if f.count && !f.quiet {
+			fmt.Fprintln(out, n)
+		}
+		if !allPresent {
+			return exitCode(exitAbsent)
+		}
+		return nil
+	}
+
+	ins, err := openInputs(e, "query", pos[1:])
+	if err != nil {
+		return err
+	}
+	bar := e.startBar("query", totalSize(ins), f.quiet, !f.count)
+	kr := dedup.NewKeyReader(keyer, 0)
+	kr.OnRead(bar.AddChunk)
+	var n uint64
+	for i := range ins {
+		r, closeIn, err := ins[i].open(e)
+		if err != nil {
+			return err
+		}
+		kr.Reset(r)
+		for {
+			line, key, ok := kr.Next()
+			if !ok {
+				break
+			}
+			present := filter.Contains(key)
+			if (!f.present && !f.absent) || present == f.present {
+				n++
+				if f.count {
+					continue
+				}
+				var err error
+				if f.present || f.absent {
+					_, err = out.Write(line)
+					if line[len(line)-1] != '\n' {
+						out.WriteByte('\n')
+					}
+				} else {
+					err = printAnswer(out, dedup.Content(line), present, false)
+				}
+				if err != nil {
+					closeIn()
+					return dataErr(remedyWrite, "writing the output: %v", err)
+				}
+			}
+		}
+		err = kr.Err()
+		closeIn()
+		if err != nil {
+			return dataErr(remedyRead, "reading %s: %v", ins[i].name, unwrap(err))
+		}
+	}
+	e.stopBar()
+	if f.count {
+		fmt.Fprintln(out, n)
+	}
+	if err := out.Flush(); err != nil {
+		return dataErr(remedyWrite, "writing the output: %v", err)
+	}
+	return nil
+}
+
+// printAnswer prints key and its answer: "key\tpresent", or the key alone
+// when filtering to one kind.
+func printAnswer(out *bufio.Writer, key []byte, present, keyOnly bool) error {
+	out.Write(key)
+	var err error
+	switch {
+	case keyOnly:
+		_, err = out.WriteString("\n")
+	case present:
+		_, err = out.WriteString("\tpresent\n")
+	default:
+		_, err = out.WriteString("\tabsent\n")
+	}
+	return err
+}
