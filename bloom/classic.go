@@ -21,8 +21,8 @@ import (
 //
 // The seed is random unless [WithSeed] is given. NewClassic returns an error
 // wrapping [ErrInvalidParameter] for a capacity of 0 or above
-// [MaxCapacity], a rate out of range, a table above 1 TiB, or a
-// Scalable-only option.
+// [MaxCapacity], a rate out of range, a table above 1 TiB (2 GiB on 32-bit
+// CPUs), or a Scalable-only option.
 func NewClassic(capacity uint64, fpr float64, opts ...Option) (*Filter, error) {
 	c, err := resolve(capacity, fpr, false, opts)
 	if err != nil {

@@ -60,7 +60,7 @@ const (
 // with a 4-bit counter in place of each bit. The seed is random unless
 // [WithSeed] is given. It returns an error wrapping [ErrInvalidParameter]
 // for a capacity of 0 or above [MaxCapacity], a rate out of range, a table
-// above 1 TiB, or a Scalable-only option.
+// above 1 TiB (2 GiB on 32-bit CPUs), or a Scalable-only option.
 func NewCounting(capacity uint64, fpr float64, opts ...Option) (*Counting, error) {
 	c, err := resolve(capacity, fpr, false, opts)
 	if err != nil {
