@@ -265,7 +265,11 @@ func (c *countValue) Set(s string) error {
 // syntaxError strips the units package's prefix: the flag error already
 // names the flag and the value.
 func syntaxError(err error) error {
-	return errors.New(strings.TrimPrefix(err.Error(), units.ErrSyntax.Error()+" "))
+	msg := err.Error()
+	if i := strings.Index(msg, ": "); i >= 0 {
+		msg = msg[i+2:]
+	}
+	return errors.New(msg)
 }
 
 // rateValue is a probability flag: 0.001, 1e-4, 0.1%.
@@ -540,6 +544,9 @@ func loadFilter(path string) (*filterfile.Filter, error) {
 	case errors.Is(err, filterfile.ErrNotFilter):
 		return nil, dataErr("give a file written by 'cuckoo build' or 'cuckoo dedup --save'",
 			"%s is not a filter file (%s)", path, strings.TrimPrefix(err.Error(), filterfile.ErrNotFilter.Error()+": "))
+	case errors.Is(err, filterfile.ErrUnsupported):
+		return nil, dataErr("upgrade cuckoo to a version that reads it",
+			"%s holds %s", path, strings.TrimPrefix(err.Error(), filterfile.ErrUnsupported.Error()+": "))
 	case errors.Is(err, filterfile.ErrDamaged):
 		return nil, dataErr("restore it from a backup or rebuild it with 'cuckoo build'",
 			"%s is damaged (%s)", path, strings.TrimPrefix(err.Error(), filterfile.ErrDamaged.Error()+": "))

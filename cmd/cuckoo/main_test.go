@@ -324,6 +324,7 @@ func TestMissingAndBadFiles(t *testing.T) {
 	e := newEnv(t)
 	e.write("keys.txt", "a\n")
 	e.write("junk.bin", "this is not a filter file at all")
+	e.write("newer.ckoo", "CKOO\x07\x00\x01\x00 and a payload of a format to come")
 	os.Mkdir(filepath.Join(e.dir, "adir"), 0o755)
 	for _, c := range []struct {
 		name, cmd string
@@ -335,6 +336,7 @@ func TestMissingAndBadFiles(t *testing.T) {
 		{"query-missing", "query", []string{"query", "missing.ckoo", "--key", "a"}, "no such file"},
 		{"query-junk", "query", []string{"query", "junk.bin", "--key", "a"}, "not a filter file"},
 		{"info-junk", "info", []string{"info", "junk.bin"}, "not a filter file"},
+		{"info-newer-format", "info", []string{"info", "newer.ckoo"}, "upgrade"},
 		{"add-missing", "add", []string{"add", "missing.ckoo", "keys.txt"}, "no such file"},
 		{"load-missing", "dedup", []string{"dedup", "--load", "missing.ckoo", "keys.txt"}, "no such file"},
 		{"build-into-missing-dir", "build", []string{"build", "-o", "no/such/dir/f.ckoo", "keys.txt"}, "no/such/dir/f.ckoo"},

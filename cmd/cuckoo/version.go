@@ -56,5 +56,5 @@ func versionString() string {
 		}
 		s += ")"
 	}
-	return s + fmt.Sprintf("\n%s %s/%s\nfile formats: cuckoo filter v1 (CKOO)", runtime.Version(), runtime.GOOS, runtime.GOARCH)
+	return s + fmt.Sprintf("\n%s %s/%s\nfile formats: cuckoo filters CKOO v1, Bloom filters BLMF v1", runtime.Version(), runtime.GOOS, runtime.GOARCH)
 }

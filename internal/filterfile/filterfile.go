@@ -34,6 +34,11 @@ var (
 	// the right magic but is truncated, bit-flipped or otherwise invalid.
 	ErrDamaged = errors.New("filterfile: damaged filter file")
 
+	// ErrUnsupported is returned by Read and Load for a filter file of a
+	// kind or format version this build does not know: one written by a
+	// newer version of this module.
+	ErrUnsupported = errors.New("filterfile: unsupported filter file")
+
 	// ErrNoDelete is returned by Delete for a kind that cannot delete
 	// (a plain or scalable Bloom filter). Nothing is changed.
 	ErrNoDelete = errors.New("filterfile: this kind of filter cannot delete keys")
@@ -123,7 +128,8 @@ const HeaderSize = 8
 
 // Sniff tells the kind of filter an encoding holds from its first
 // HeaderSize bytes, and its format version. It returns an error wrapping
-// ErrNotFilter for anything else.
+// ErrNotFilter for anything else, and ErrUnsupported for a kind this
+// package does not know.
 func Sniff(head []byte) (kind Kind, version uint16, err error) {
 	if len(head) < HeaderSize {
 		return 0, 0, fmt.Errorf("%w: only %d bytes", ErrNotFilter, len(head))
@@ -138,12 +144,12 @@ func Sniff(head []byte) (kind Kind, version uint16, err error) {
 		case 2:
 			return CuckooScalable, version, nil
 		}
-		return 0, version, fmt.Errorf("%w: cuckoo encoding of unknown kind %d (written by a newer version?)", ErrNotFilter, b)
+		return 0, version, fmt.Errorf("%w: a cuckoo filter of unknown kind %d (written by a newer version?)", ErrUnsupported, b)
 	case "BLMF":
 		if b >= 1 && b <= 4 {
 			return [...]Kind{BloomBlocked, BloomClassic, BloomCounting, BloomScalable}[b-1], version, nil
 		}
-		return 0, version, fmt.Errorf("%w: Bloom encoding of unknown kind %d (written by a newer version?)", ErrNotFilter, b)
+		return 0, version, fmt.Errorf("%w: a Bloom filter of unknown kind %d (written by a newer version?)", ErrUnsupported, b)
 	}
 	return 0, 0, fmt.Errorf("%w: starts with % x", ErrNotFilter, head[:4])
 }
@@ -263,7 +269,10 @@ func Read(r io.Reader) (*Filter, error) {
 		return nil, err
 	}
 	if !Supported(kind) {
-		return nil, fmt.Errorf("%w: a %s, which this build cannot read", ErrNotFilter, kind.Description())
+		return nil, fmt.Errorf("%w: a %s, which this build cannot read", ErrUnsupported, kind.Description())
+	}
+	if version != 1 {
+		return nil, fmt.Errorf("%w: %s format version %d (written by a newer version?)", ErrUnsupported, kind.Description(), version)
 	}
 	f := &Filter{kind: kind, version: version}
 	if kind.IsBloom() {

@@ -41,6 +41,7 @@ func TestSniff(t *testing.T) {
 		{"cuckoo", hdr("CKOO", 1, 1), Cuckoo, true},
 		{"cuckoo-scalable", hdr("CKOO", 1, 2), CuckooScalable, true},
 		{"cuckoo-unknown-kind", hdr("CKOO", 1, 9), 0, false},
+		{"bloom-version-9", hdr("BLMF", 9, 1), BloomBlocked, true},
 		{"bloom-blocked", hdr("BLMF", 1, 1), BloomBlocked, true},
 		{"bloom-classic", hdr("BLMF", 1, 2), BloomClassic, true},
 		{"bloom-counting", hdr("BLMF", 1, 3), BloomCounting, true},
@@ -54,8 +55,8 @@ func TestSniff(t *testing.T) {
 			if c.ok != (err == nil) || k != c.want {
 				t.Fatalf("Sniff = %v, %v; want %v, ok=%v", k, err, c.want, c.ok)
 			}
-			if err != nil && !errors.Is(err, ErrNotFilter) {
-				t.Fatalf("error %v does not wrap ErrNotFilter", err)
+			if err != nil && !errors.Is(err, ErrNotFilter) && !errors.Is(err, ErrUnsupported) {
+				t.Fatalf("error %v wraps neither ErrNotFilter nor ErrUnsupported", err)
 			}
 		})
 	}
@@ -160,6 +161,8 @@ func TestReadErrors(t *testing.T) {
 		{"header-only", good[:20], ErrDamaged},
 		{"bit-flip", flip, ErrDamaged},
 		{"trailing", append(bytes.Clone(good), 0), ErrDamaged},
+		{"newer-version", append([]byte("CKOO\x02\x00\x01\x00"), good[8:]...), ErrUnsupported},
+		{"newer-kind", append([]byte("CKOO\x01\x00\x07\x00"), good[8:]...), ErrUnsupported},
 	} {
 		t.Run("case="+c.name, func(t *testing.T) {
 			_, err := Read(bytes.NewReader(c.data))
@@ -289,8 +292,8 @@ func FuzzRead(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		g, err := Read(bytes.NewReader(data))
 		if err != nil {
-			if !errors.Is(err, ErrNotFilter) && !errors.Is(err, ErrDamaged) {
-				t.Fatalf("error %v wraps neither ErrNotFilter nor ErrDamaged", err)
+			if !errors.Is(err, ErrNotFilter) && !errors.Is(err, ErrDamaged) && !errors.Is(err, ErrUnsupported) {
+				t.Fatalf("error %v wraps none of ErrNotFilter, ErrDamaged, ErrUnsupported", err)
 			}
 			return
 		}
