@@ -390,13 +390,16 @@ func totalSize(ins []input) int64 {
 }
 
 // estimateLines estimates the lines of the inputs, and whether it could
-// (all inputs regular files).
+// (all inputs regular files). The inputs share one read budget in
+// proportion to their sizes, so many small files are sampled rather than
+// read twice.
 func estimateLines(e *env, ins []input) (uint64, bool, error) {
-	var total uint64
+	if !allSized(ins) {
+		return 0, false, nil
+	}
+	total := totalSize(ins)
+	var lines uint64
 	for _, in := range ins {
-		if in.size < 0 {
-			return 0, false, nil
-		}
 		var f *os.File
 		if in.name == "-" {
 			f = e.stdinFile
@@ -406,16 +409,30 @@ func estimateLines(e *env, ins []input) (uint64, bool, error) {
 				return 0, false, fileErr(in.name, err, "check the name")
 			}
 		}
-		n, err := dedup.EstimateLines(f, in.size)
+		budget := int64(dedup.DefaultEstimateBudget)
+		if total > budget {
+			budget = max(1, int64(float64(budget)*float64(in.size)/float64(total)))
+		}
+		n, err := dedup.EstimateLines(f, in.size, budget)
 		if in.name != "-" {
 			f.Close()
 		}
 		if err != nil {
 			return 0, false, fileErr(in.name, err, remedyRead)
 		}
-		total += n
+		lines += n
 	}
-	return total, true, nil
+	return lines, true, nil
+}
+
+// allSized reports whether every input has a known size.
+func allSized(ins []input) bool {
+	for _, in := range ins {
+		if in.size < 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // startBar starts a progress bar for reading total bytes, when standard

@@ -237,19 +237,24 @@ func TestEstimateLines(t *testing.T) {
 			lines++
 		}
 		data := b.Bytes()
-		est, err := EstimateLines(bytes.NewReader(data), int64(len(data)))
+		est, err := EstimateLines(bytes.NewReader(data), int64(len(data)), 0)
 		if err != nil {
 			t.Fatal(err)
 		}
 		switch {
-		case len(data) <= exactBelow && est != uint64(lines):
+		case len(data) <= DefaultEstimateBudget && est != uint64(lines):
 			t.Errorf("size %d: estimate %d, exactly %d lines", len(data), est, lines)
-		case len(data) > exactBelow && (est < uint64(lines) || float64(est) > 1.2*float64(lines)+1000):
+		case len(data) > DefaultEstimateBudget && (est < uint64(lines) || float64(est) > 1.2*float64(lines)+1000):
 			t.Errorf("size %d: estimate %d for %d lines: want [n, 1.2n+1000]", len(data), est, lines)
 		}
 	}
-	if n, _ := EstimateLines(strings.NewReader("no newline"), 10); n != 1 {
+	if n, _ := EstimateLines(strings.NewReader("no newline"), 10, 0); n != 1 {
 		t.Errorf("a file without a newline holds 1 line, estimate %d", n)
+	}
+	// A tiny budget samples one chunk, still from above.
+	data := bytes.Repeat([]byte("0123456789\n"), 100_000)
+	if n, _ := EstimateLines(bytes.NewReader(data), int64(len(data)), 1); n < 100_000 || n > 111_000 {
+		t.Errorf("one-chunk estimate %d for 100,000 lines", n)
 	}
 }
 

@@ -8,25 +8,34 @@ import (
 
 // Sampling parameters of EstimateLines.
 const (
-	exactBelow  = 8 << 20  // files up to this size are counted exactly
-	sampleCount = 64       // chunks read from a larger file
-	sampleSize  = 64 << 10 // bytes per chunk
+	// DefaultEstimateBudget is the most bytes EstimateLines reads for one
+	// file given the whole budget: files up to this size are counted
+	// exactly.
+	DefaultEstimateBudget = 8 << 20
+	sampleSize            = 64 << 10 // bytes per sampled chunk
 )
 
 // EstimateLines estimates the number of lines in r, a file of size bytes,
 // from above: the capacity to size a filter with so that the file's
 // distinct lines fit, since there are never more distinct lines than lines.
-// A file up to 8 MiB is counted exactly; a larger one is sampled (64
-// chunks of 64 KiB, evenly spread), and the estimate has a margin of 10 %
-// plus 1,000 lines for the sampling error. A file with no line break in
-// the samples gets an estimate of one line per 64 KiB, plus the margin.
+// It reads at most budget bytes (DefaultEstimateBudget when budget <= 0):
+// a file that fits is counted exactly; a larger one is sampled with chunks
+// of 64 KiB evenly spread over it, half the budget's worth, and the
+// estimate has a margin of 10 % plus 1,000 lines for the sampling error. A
+// file with no line break in the samples gets an estimate of one line per
+// sampled byte count, plus the margin.
 //
-// It reads at most 8 MiB and never moves a file offset (it uses ReadAt).
-func EstimateLines(r io.ReaderAt, size int64) (uint64, error) {
+// It never moves a file offset (it uses ReadAt). To estimate many files,
+// share one budget among them in proportion to their sizes, so that the
+// files are not read twice in full.
+func EstimateLines(r io.ReaderAt, size, budget int64) (uint64, error) {
 	if size <= 0 {
 		return 0, nil
 	}
-	if size <= exactBelow {
+	if budget <= 0 {
+		budget = DefaultEstimateBudget
+	}
+	if size <= budget {
 		buf := make([]byte, size)
 		n, err := r.ReadAt(buf, 0)
 		if err != nil && err != io.EOF {
@@ -38,10 +47,15 @@ func EstimateLines(r io.ReaderAt, size int64) (uint64, error) {
 		}
 		return lines, nil
 	}
-	buf := make([]byte, sampleSize)
+	chunks := max(budget/2/sampleSize, 1)
+	chunk := min(int64(sampleSize), size)
+	buf := make([]byte, chunk)
 	var seen, breaks uint64
-	step := (size - sampleSize) / (sampleCount - 1)
-	for i := int64(0); i < sampleCount; i++ {
+	step := int64(0)
+	if chunks > 1 {
+		step = (size - chunk) / (chunks - 1)
+	}
+	for i := int64(0); i < chunks; i++ {
 		n, err := r.ReadAt(buf, i*step)
 		if err != nil && err != io.EOF {
 			return 0, err
