@@ -79,9 +79,6 @@ func runBuild(e *env, f *buildFlags, names []string) error {
 	if err != nil {
 		return err
 	}
-	if !known {
-		spec.Capacity = fallbackCapacity
-	}
 	start := time.Now()
 	var filter *filterfile.Filter
 	var lines uint64

@@ -670,8 +670,29 @@ func (f *filterFlags) spec(e *env, cmd string, ins []input) (spec filterfile.Spe
 		return spec, false, err
 	}
 	spec.Capacity = max(n, 1)
+	if !known {
+		// Standard input or a pipe: the size is unknown.
+		switch {
+		case spec.Kind == filterfile.BloomScalable:
+			spec.Capacity = unknownInitial
+		case spec.Kind.IsBloom():
+			return spec, false, usageErr("give --capacity N, or use --bloom=scalable, which grows",
+				"the size of the input is unknown (standard input or a pipe), and a %s has a fixed size", spec.Kind.Description())
+		default:
+			spec.Capacity = fallbackCapacity
+		}
+	}
 	return spec, known, nil
 }
+
+// unknownInitial is the initial capacity of a growing filter for input of
+// unknown size: small enough that a small input makes a small file, large
+// enough that a billion keys need few tables.
+const unknownInitial = 1 << 18
+
+// fallbackCapacity sizes a cuckoo filter for input of unknown size until
+// the growing cuckoo filter is available.
+const fallbackCapacity = 16_000_000
 
 // bloomValue is --bloom or --bloom=kind.
 type bloomValue struct{ kind filterfile.Kind }

@@ -79,10 +79,6 @@ func dedupCommand() *command {
 		(*dedupFlags).register, runDedup)
 }
 
-// fallbackCapacity sizes the filter for input of unknown size until the
-// growing filter is available.
-const fallbackCapacity = 16_000_000
-
 func runDedup(e *env, f *dedupFlags, names []string) error {
 	const remedy = "see 'cuckoo dedup --help'"
 	if f.key != "" && f.fields.field != "" && f.key != f.fields.field {
@@ -123,12 +119,9 @@ func runDedup(e *env, f *dedupFlags, names []string) error {
 			return err
 		}
 	} else {
-		spec, known, err := f.filter.spec(e, "dedup", ins)
+		spec, _, err := f.filter.spec(e, "dedup", ins)
 		if err != nil {
 			return err
-		}
-		if !known {
-			spec.Capacity = fallbackCapacity
 		}
 		if seen, err = newFilter(spec); err != nil {
 			return err

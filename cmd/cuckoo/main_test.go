@@ -214,6 +214,7 @@ func TestUsageErrors(t *testing.T) {
 		{"plan-bad-items", "plan", []string{"plan", "--items", "lots"}, "--items"},
 		{"flag-needs-value", "dedup", []string{"dedup", "--fpr"}, "--fpr"},
 		{"stdin-twice", "dedup", []string{"dedup", "-", "-"}, "twice"},
+		{"fixed-bloom-from-stdin", "build", []string{"build", "-o", "f", "--bloom"}, "--bloom=scalable"},
 	} {
 		t.Run("case="+c.name, func(t *testing.T) {
 			r := e.run("", c.args...)
