@@ -146,21 +146,31 @@ func (d *Deduper) Run(r io.Reader) error {
 		// before it adds the keys one by one, in order: the cache misses
 		// of a big table overlap instead of following one another.
 		done, err := d.seen.AddUniqueBatch(keys[:n], added[:n])
+		// Lines to write that lie next to each other in the read buffer
+		// (most of them) go out in one Write.
+		var run []byte
 		for i, line := range lines[:done] {
 			if added[i] {
 				d.sinceFill++
 				d.stats.Added++
 			}
-			if added[i] != d.cfg.Duplicates && !d.cfg.CountOnly {
-				d.stats.LinesOut++
-				if _, err := d.out.Write(line); err != nil {
-					d.stats.LinesIn += kr.Line() - uint64(n-i) + 1
-					return err
-				}
-				if line[len(line)-1] != '\n' {
-					d.out.WriteByte('\n')
-				}
+			if added[i] == d.cfg.Duplicates || d.cfg.CountOnly {
+				continue
 			}
+			d.stats.LinesOut++
+			if adjacent(run, line) {
+				run = run[:len(run)+len(line)]
+				continue
+			}
+			if werr := d.write(run); werr != nil {
+				d.stats.LinesIn += kr.Line() - uint64(n-i)
+				return werr
+			}
+			run = line
+		}
+		if werr := d.write(run); werr != nil {
+			d.stats.LinesIn += kr.Line() - uint64(n-done)
+			return werr
 		}
 		if err != nil {
 			line := kr.Line() - uint64(n-done) + 1
@@ -170,6 +180,29 @@ func (d *Deduper) Run(r io.Reader) error {
 	}
 	d.stats.LinesIn += kr.Line()
 	return kr.Err()
+}
+
+// adjacent reports whether line starts where run ends in memory, so that
+// run[:len(run)+len(line)] is both. Only lines that end in '\n' are
+// joined: a last line without one gets its '\n' from write.
+func adjacent(run, line []byte) bool {
+	return len(run) > 0 && run[len(run)-1] == '\n' && cap(run)-len(run) >= len(line) &&
+		&run[:len(run)+1][len(run)] == &line[0]
+}
+
+// write writes lines (one, or several adjacent ones), adding a '\n' to a
+// last line without one.
+func (d *Deduper) write(lines []byte) error {
+	if len(lines) == 0 {
+		return nil
+	}
+	if _, err := d.out.Write(lines); err != nil {
+		return err
+	}
+	if lines[len(lines)-1] != '\n' {
+		return d.out.WriteByte('\n')
+	}
+	return nil
 }
 
 // Flush writes out what is buffered.
