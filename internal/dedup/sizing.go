@@ -21,7 +21,7 @@ const (
 // It reads at most budget bytes (DefaultEstimateBudget when budget <= 0):
 // a file that fits is counted exactly; a larger one is sampled with chunks
 // of 64 KiB evenly spread over it, half the budget's worth, and the
-// estimate has a margin of 10 % plus 1,000 lines for the sampling error. A
+// estimate has a margin of 5 % plus 1,000 lines for the sampling error. A
 // file with no line break in the samples gets an estimate of one line per
 // sampled byte count, plus the margin.
 //
@@ -64,7 +64,7 @@ func EstimateLines(r io.ReaderAt, size, budget int64) (uint64, error) {
 		breaks += uint64(bytes.Count(buf[:n], []byte{'\n'}))
 	}
 	density := float64(max(breaks, 1)) / float64(max(seen, 1))
-	est := float64(size)*density*1.1 + 1000
+	est := float64(size)*density*1.05 + 1000
 	if est >= math.MaxUint64/2 {
 		return math.MaxUint64 / 2, nil
 	}
