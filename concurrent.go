@@ -1,0 +1,767 @@
+package cuckoo
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+	"sync/atomic"
+
+	"github.com/dedupkit/cuckoo/internal/codec"
+	"github.com/dedupkit/cuckoo/internal/hash"
+)
+
+// Concurrent is a cuckoo filter that any number of goroutines may use at
+// once, for any mix of operations. It has the methods of [Filter], with the
+// same guarantees: no false negatives (also while other goroutines move
+// fingerprints to make room), duplicates without limit, ErrFull leaving
+// every stored item in place, and the same encoding.
+//
+// # How it scales
+//
+// Lookups take no lock: they read the two buckets with atomic loads and
+// check two version counters that a displacement changes, reading again
+// in the rare case one did. Writers lock the stripes (1 of up to 1024) of
+// the two buckets they change, so inserts of different keys run in
+// parallel. seqtable.go explains why a reader racing a displacement still
+// finds its key.
+//
+// On the project's 2-core machine, 2 goroutines do … times the lookups of
+// one, and … times the operations of one with 90 % lookups and 10 %
+// inserts (BenchmarkConcurrent_*). A lookup by one goroutine costs about
+// … a Filter's.
+//
+// # Growing
+//
+// Given [WithGrowth], NewConcurrent makes a filter that grows like a
+// [Scalable] instead of returning ErrFull: a chain of tables, the newest
+// taking new keys, with the same false-positive and memory figures. Adding
+// a table briefly stops writers of the full one; readers never wait.
+//
+// # Snapshots
+//
+// MarshalBinary and WriteTo encode a consistent snapshot: they stop
+// writers for the time it takes to copy the tables in memory (about a
+// millisecond per 10 MB), never readers, and encode the copy afterwards. A
+// fixed-capacity Concurrent encodes as a Filter (kind 1), so a snapshot
+// loads with [Filter.UnmarshalBinary] too; a growing one encodes as a
+// Scalable. UnmarshalBinary, ReadFrom and Reset replace the state at once;
+// an operation that overlaps them acts on the state before or after.
+//
+// Semi-sorted buckets ([WithSemiSorting]) are not supported: a lookup
+// could not read a semi-sorted bucket in one consistent step.
+//
+// # Zero value
+//
+// The zero Concurrent holds nothing and has no room: Add returns
+// [ErrFull]. It can decode.
+type Concurrent struct {
+	mu    sync.Mutex // serializes changes of the chain: growth, release, Reset, decoding
+	st    atomic.Pointer[cchain]
+	epoch atomic.Uint64
+}
+
+// cchain is an immutable view of a Concurrent's tables; a change of the
+// chain publishes a new one. Operations that must retry reload it, and
+// start over when its epoch changed (the state was replaced).
+type cchain struct {
+	tables   []*ctable // oldest first; the last takes new fingerprints
+	hasher   hash.Seeded
+	seed     uint64
+	maxKicks int
+	grow     *growth // nil: a fixed capacity
+	epoch    uint64
+}
+
+// NewConcurrent returns an empty concurrent filter that holds at least
+// capacity distinct keys, with the options of [New]; with [WithGrowth] it
+// grows past capacity like a [Scalable]. It returns an error wrapping
+// [ErrInvalidParameter], and no filter, when a parameter is out of range or
+// semi-sorting is asked for.
+func NewConcurrent(capacity uint64, opts ...Option) (*Concurrent, error) {
+	c, err := resolve(opts)
+	if err != nil {
+		return nil, err
+	}
+	if c.semi {
+		return nil, fmt.Errorf("%w: Concurrent does not support semi-sorted buckets", ErrInvalidParameter)
+	}
+	p, err := plan(capacity, c)
+	if err != nil {
+		return nil, err
+	}
+	ch := &cchain{hasher: hash.NewSeeded(c.seed), seed: c.seed, maxKicks: c.maxKicks}
+	if c.growth != 0 {
+		g, err := newGrowth(capacity, c)
+		if err != nil {
+			return nil, err
+		}
+		ch.grow = &g
+		ch.tables = []*ctable{ch.newTable(g.at(0))}
+	} else {
+		slots := p.NumBuckets * uint64(c.slots)
+		ch.tables = []*ctable{newCtable(p.NumBuckets, uint64(c.slots), uint64(c.fpBits), c.seed, capacity, c.maxKicks, 0, slots)}
+	}
+	cf := &Concurrent{}
+	cf.st.Store(ch)
+	return cf, nil
+}
+
+func (ch *cchain) newTable(gen generation) *ctable {
+	t := newCtable(gen.numBuckets, ch.grow.slots, gen.fpBits, ch.seed, gen.capacity, ch.maxKicks, gen.k, gen.limit)
+	t.growing = true
+	return t
+}
+
+// with returns a copy of the chain with other tables.
+func (ch *cchain) with(tables []*ctable) *cchain {
+	n := *ch
+	n.tables = tables
+	return &n
+}
+
+// contains probes the tables newest first.
+func (ch *cchain) contains(h uint64) bool {
+	ts := ch.tables
+	for i := len(ts) - 1; i >= 0; i-- {
+		if ts[i].has(h) {
+			return true
+		}
+	}
+	return false
+}
+
+// home returns the index of the oldest of the first n tables that holds
+// h's fingerprint, or -1 (see Scalable.home: the same rule keeps a key's
+// copies in one table).
+func (ch *cchain) home(h uint64, n int) int {
+	for i, t := range ch.tables[:n] {
+		if t.has(h) {
+			return i
+		}
+	}
+	return -1
+}
+
+// next reloads the chain after an operation had to retry. It reports false
+// when the state was replaced: the operation then starts over.
+func (c *Concurrent) next(ch *cchain) (*cchain, bool) {
+	n := c.st.Load()
+	return n, n.epoch == ch.epoch
+}
+
+// wait blocks until a change of the chain in progress is published.
+func (c *Concurrent) wait() {
+	c.mu.Lock()
+	c.mu.Unlock() //nolint:staticcheck // empty on purpose: only waits for the holder
+}
+
+// Add inserts one copy of key. It returns [ErrFull] when a fixed-capacity
+// filter has no room (every item stays in place); a growing filter adds a
+// table instead and never fails. It allocates nothing except for the
+// counters of a key added three times or more, and when it adds a table.
+func (c *Concurrent) Add(key []byte) error {
+	for {
+		ch := c.st.Load()
+		if ch == nil {
+			return ErrFull
+		}
+		if ok, err := c.add(ch, ch.hasher.Sum64(key)); ok {
+			return err
+		}
+	}
+}
+
+// AddString is [Concurrent.Add] for a string key, without allocating.
+func (c *Concurrent) AddString(key string) error {
+	for {
+		ch := c.st.Load()
+		if ch == nil {
+			return ErrFull
+		}
+		if ok, err := c.add(ch, ch.hasher.Sum64String(key)); ok {
+			return err
+		}
+	}
+}
+
+// AddHash is [Concurrent.Add] for a key's 64-bit hash (see
+// [Filter.AddHash]).
+func (c *Concurrent) AddHash(h uint64) error {
+	for {
+		ch := c.st.Load()
+		if ch == nil {
+			return ErrFull
+		}
+		if ok, err := c.add(ch, h); ok {
+			return err
+		}
+	}
+}
+
+// add is one attempt of Add against the state ch; ok false: the state was
+// replaced, start over.
+func (c *Concurrent) add(ch *cchain, h uint64) (ok bool, err error) {
+	for {
+		// A key an older (sealed) table holds gets its copy there; any other
+		// goes to the newest, which counts a copy beside itself rather than
+		// let it spill into a newer table (addLocked).
+		last := len(ch.tables) - 1
+		t, kind := ch.tables[last], addMulti
+		if i := ch.home(h, last); i >= 0 {
+			t, kind = ch.tables[i], addCopy
+		}
+		i1, fp := t.f.locate(h)
+		switch t.add(i1, fp, t.f.t.altIndex(i1, fp), kind) {
+		case added:
+			return true, nil
+		case noRoom:
+			if ch.grow == nil {
+				return true, ErrFull
+			}
+			c.growFrom(ch)
+		case reroute:
+			c.wait()
+		}
+		if ch, ok = c.next(ch); !ok {
+			return false, nil
+		}
+	}
+}
+
+// AddUnique adds key unless Contains(key) already reports it, and says
+// whether it did. Two goroutines adding the same key at once add it once:
+// the check and the insert are one atomic step. A false positive makes it
+// skip a key never added (see [Filter.AddUnique]).
+func (c *Concurrent) AddUnique(key []byte) (added bool, err error) {
+	for {
+		ch := c.st.Load()
+		if ch == nil {
+			return false, ErrFull
+		}
+		if ok, a, err := c.addUnique(ch, ch.hasher.Sum64(key)); ok {
+			return a, err
+		}
+	}
+}
+
+// AddUniqueString is [Concurrent.AddUnique] for a string key, without
+// allocating.
+func (c *Concurrent) AddUniqueString(key string) (added bool, err error) {
+	for {
+		ch := c.st.Load()
+		if ch == nil {
+			return false, ErrFull
+		}
+		if ok, a, err := c.addUnique(ch, ch.hasher.Sum64String(key)); ok {
+			return a, err
+		}
+	}
+}
+
+func (c *Concurrent) addUnique(ch *cchain, h uint64) (ok, inserted bool, err error) {
+	for {
+		// Older tables take no new fingerprints, so once a key is absent
+		// from them it stays absent; the newest is checked again under its
+		// locks, in the same step as the insert.
+		if ch.contains(h) {
+			return true, false, nil
+		}
+		t := ch.tables[len(ch.tables)-1]
+		i1, fp := t.f.locate(h)
+		switch t.add(i1, fp, t.f.t.altIndex(i1, fp), addUnique) {
+		case added:
+			return true, true, nil
+		case present:
+			return true, false, nil
+		case noRoom:
+			if ch.grow == nil {
+				return true, false, ErrFull
+			}
+			c.growFrom(ch)
+		case reroute:
+			c.wait()
+		}
+		if ch, ok = c.next(ch); !ok {
+			return false, false, nil
+		}
+	}
+}
+
+// Contains reports whether key may be in the filter: always true for a key
+// added and not deleted, also while other goroutines add, delete and move
+// fingerprints; true with a small probability for any other key. It takes
+// no lock and allocates nothing.
+func (c *Concurrent) Contains(key []byte) bool {
+	ch := c.st.Load()
+	return ch != nil && ch.contains(ch.hasher.Sum64(key))
+}
+
+// ContainsString is [Concurrent.Contains] for a string key, without
+// allocating.
+func (c *Concurrent) ContainsString(key string) bool {
+	ch := c.st.Load()
+	return ch != nil && ch.contains(ch.hasher.Sum64String(key))
+}
+
+// ContainsHash is [Concurrent.Contains] for a key's 64-bit hash.
+func (c *Concurrent) ContainsHash(h uint64) bool {
+	ch := c.st.Load()
+	return ch != nil && ch.contains(h)
+}
+
+// Delete removes one copy of key and reports whether there was one. Delete
+// only keys you added (see [Filter.Delete]).
+func (c *Concurrent) Delete(key []byte) bool {
+	for {
+		ch := c.st.Load()
+		if ch == nil {
+			return false
+		}
+		if d, ok := c.delete(ch, ch.hasher.Sum64(key)); ok {
+			return d
+		}
+	}
+}
+
+// DeleteString is [Concurrent.Delete] for a string key, without allocating.
+func (c *Concurrent) DeleteString(key string) bool {
+	for {
+		ch := c.st.Load()
+		if ch == nil {
+			return false
+		}
+		if d, ok := c.delete(ch, ch.hasher.Sum64String(key)); ok {
+			return d
+		}
+	}
+}
+
+// DeleteHash is [Concurrent.Delete] for a key's 64-bit hash.
+func (c *Concurrent) DeleteHash(h uint64) bool {
+	for {
+		ch := c.st.Load()
+		if ch == nil {
+			return false
+		}
+		if d, ok := c.delete(ch, h); ok {
+			return d
+		}
+	}
+}
+
+func (c *Concurrent) delete(ch *cchain, h uint64) (bool, bool) {
+	for {
+		i := 0
+		if len(ch.tables) > 1 {
+			if i = ch.home(h, len(ch.tables)); i < 0 {
+				return false, true
+			}
+		}
+		t := ch.tables[i]
+		i1, fp := t.f.locate(h)
+		switch t.remove(i1, fp, t.f.t.altIndex(i1, fp)) {
+		case deleted:
+			return true, true
+		case notFound:
+			return false, true
+		case released:
+			c.release(ch)
+			return true, true
+		}
+		var ok bool
+		if ch, ok = c.next(ch); !ok {
+			return false, false
+		}
+	}
+}
+
+// Count returns how many copies of key's fingerprint the table holding the
+// key's copies has: never less than the number of times key was added and
+// not deleted.
+func (c *Concurrent) Count(key []byte) uint64 {
+	ch := c.st.Load()
+	if ch == nil {
+		return 0
+	}
+	return ch.count(ch.hasher.Sum64(key))
+}
+
+// CountString is [Concurrent.Count] for a string key, without allocating.
+func (c *Concurrent) CountString(key string) uint64 {
+	ch := c.st.Load()
+	if ch == nil {
+		return 0
+	}
+	return ch.count(ch.hasher.Sum64String(key))
+}
+
+// CountHash is [Concurrent.Count] for a key's 64-bit hash.
+func (c *Concurrent) CountHash(h uint64) uint64 {
+	ch := c.st.Load()
+	if ch == nil {
+		return 0
+	}
+	return ch.count(h)
+}
+
+func (ch *cchain) count(h uint64) uint64 {
+	i := 0
+	if len(ch.tables) > 1 {
+		if i = ch.home(h, len(ch.tables)); i < 0 {
+			return 0
+		}
+	}
+	t := ch.tables[i]
+	i1, fp := t.f.locate(h)
+	return t.count(i1, fp, t.f.t.altIndex(i1, fp))
+}
+
+// growFrom adds the next table to a growing filter whose newest table in
+// chain ch is full, unless another goroutine changed the chain first.
+func (c *Concurrent) growFrom(ch *cchain) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.st.Load() != ch {
+		return
+	}
+	last := ch.tables[len(ch.tables)-1]
+	if last.gen+1 >= maxGenerations {
+		panic("cuckoo: Concurrent has grown past the generation limit")
+	}
+	last.seal()
+	tables := append(ch.tables[:len(ch.tables):len(ch.tables)], ch.newTable(ch.grow.at(last.gen+1)))
+	c.st.Store(ch.with(dropLeading(tables)))
+}
+
+// release drops the oldest tables of the current chain while they are
+// empty, after a delete emptied a sealed table.
+func (c *Concurrent) release(ch *cchain) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	cur := c.st.Load()
+	if cur.epoch != ch.epoch {
+		return
+	}
+	if ts := dropLeading(cur.tables); len(ts) != len(cur.tables) {
+		c.st.Store(cur.with(ts))
+	}
+}
+
+// dropLeading releases the oldest sealed tables while they hold nothing
+// and returns the rest.
+func dropLeading(ts []*ctable) []*ctable {
+	n := 0
+	for n < len(ts)-1 && ts[n].drop() {
+		n++
+	}
+	return ts[n:]
+}
+
+// Len returns the number of items stored, copies included. With writers
+// running it is a moment's figure.
+func (c *Concurrent) Len() uint64 {
+	var n uint64
+	if ch := c.st.Load(); ch != nil {
+		for _, t := range ch.tables {
+			n += t.items()
+		}
+	}
+	return n
+}
+
+// Capacity returns the number of distinct keys the filter (for a growing
+// one, its current tables) was sized for.
+func (c *Concurrent) Capacity() uint64 {
+	var n uint64
+	if ch := c.st.Load(); ch != nil {
+		for _, t := range ch.tables {
+			n += t.f.capacity
+		}
+	}
+	return n
+}
+
+// LoadFactor returns the fraction of slots that hold a fingerprint.
+func (c *Concurrent) LoadFactor() float64 {
+	var used, slots uint64
+	if ch := c.st.Load(); ch != nil {
+		for _, t := range ch.tables {
+			used += t.slotsUsed()
+			slots += t.f.t.numBuckets * t.f.t.slots
+		}
+	}
+	if slots == 0 {
+		return 0
+	}
+	return float64(used) / float64(slots)
+}
+
+// FalsePositiveRate returns the expected probability that Contains reports
+// a key never added, at the current load (see [Filter.FalsePositiveRate]
+// and [Scalable.FalsePositiveRate]).
+func (c *Concurrent) FalsePositiveRate() float64 {
+	miss := 1.0
+	if ch := c.st.Load(); ch != nil {
+		for _, t := range ch.tables {
+			load := float64(t.slotsUsed()) / float64(t.f.t.numBuckets*t.f.t.slots)
+			miss *= 1 - expectedFPR(load, t.f.t.slots, t.f.t.fpBits)
+		}
+	}
+	return 1 - miss
+}
+
+// SizeInBytes returns the memory the filter holds: tables, locks, version
+// counters, duplicate counters (estimated) and the fixed parts.
+func (c *Concurrent) SizeInBytes() uint64 {
+	const fixed, perStripe, perDup = 256, 72, 32
+	n := uint64(fixed)
+	if ch := c.st.Load(); ch != nil {
+		for _, t := range ch.tables {
+			n += uint64(len(t.f.t.words))*8 + uint64(len(t.stripes))*perStripe
+			for i := range t.stripes {
+				t.stripes[i].mu.Lock()
+				n += uint64(len(t.stripes[i].dups)+len(t.stripes[i].over)) * perDup
+				t.stripes[i].mu.Unlock()
+			}
+		}
+	}
+	return n
+}
+
+// NumTables returns the number of tables: 1 for a fixed-capacity filter.
+func (c *Concurrent) NumTables() int {
+	if ch := c.st.Load(); ch != nil {
+		return len(ch.tables)
+	}
+	return 0
+}
+
+// Growth returns the growth factor, or 0 for a fixed-capacity filter.
+func (c *Concurrent) Growth() float64 {
+	if ch := c.st.Load(); ch != nil && ch.grow != nil {
+		return ch.grow.factor
+	}
+	return 0
+}
+
+// FingerprintBits returns the fingerprint width (of the first table, for a
+// growing filter).
+func (c *Concurrent) FingerprintBits() int {
+	if ch := c.st.Load(); ch != nil {
+		if ch.grow != nil {
+			return int(ch.grow.f0)
+		}
+		return int(ch.tables[0].f.t.fpBits)
+	}
+	return 0
+}
+
+// BucketSize returns the number of slots per bucket.
+func (c *Concurrent) BucketSize() int {
+	if ch := c.st.Load(); ch != nil {
+		return int(ch.tables[0].f.t.slots)
+	}
+	return 0
+}
+
+// Seed returns the hash seed.
+func (c *Concurrent) Seed() uint64 {
+	if ch := c.st.Load(); ch != nil {
+		return ch.seed
+	}
+	return 0
+}
+
+// MaxKicks returns the bound on displacements per insert: the search for
+// a chain of moves explores up to 4×MaxKicks slots.
+func (c *Concurrent) MaxKicks() int {
+	if ch := c.st.Load(); ch != nil {
+		return ch.maxKicks
+	}
+	return 0
+}
+
+// Reset removes every item. A fixed-capacity filter keeps its memory; a
+// growing one returns to one table of its initial capacity.
+func (c *Concurrent) Reset() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	ch := c.st.Load()
+	if ch == nil {
+		return
+	}
+	if ch.grow == nil {
+		ch.tables[0].reset()
+		return
+	}
+	n := ch.with([]*ctable{ch.newTable(ch.grow.at(0))})
+	n.epoch = c.epoch.Add(1)
+	c.st.Store(n)
+}
+
+// snapshot copies the state: a Filter for a fixed-capacity filter, a
+// Scalable for a growing one. Writers wait while the tables are copied;
+// readers do not.
+func (c *Concurrent) snapshot() (*Filter, *Scalable, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	ch := c.st.Load()
+	if ch == nil {
+		return nil, nil, errors.New("cuckoo: the zero Concurrent has no table to encode")
+	}
+	// A delete may have emptied the oldest table and not released it yet
+	// (it waits for mu): release it now, as the encoding must not hold it.
+	if ts := dropLeading(ch.tables); len(ts) != len(ch.tables) {
+		ch = ch.with(ts)
+		c.st.Store(ch)
+	}
+	for _, t := range ch.tables {
+		t.lockAll()
+	}
+	defer func() {
+		for i := len(ch.tables) - 1; i >= 0; i-- {
+			ch.tables[i].unlockAll()
+		}
+	}()
+	if ch.grow == nil {
+		f, _ := ch.tables[0].snapshotLocked()
+		return f, nil, nil
+	}
+	s := &Scalable{g: *ch.grow, hasher: ch.hasher, seed: ch.seed, maxKicks: ch.maxKicks}
+	for _, t := range ch.tables {
+		f, over := t.snapshotLocked()
+		lv := &level{f: *f, gen: t.gen, limit: t.limit, over: over}
+		for _, v := range over {
+			lv.nOver += v
+		}
+		s.extra += lv.nOver
+		s.levels = append(s.levels, lv)
+	}
+	return nil, s, nil
+}
+
+// MarshalBinary encodes a consistent snapshot of the filter: as a Filter
+// (kind 1) for a fixed-capacity filter, as a Scalable (kind 2) for a
+// growing one. It allocates a copy of the tables.
+func (c *Concurrent) MarshalBinary() ([]byte, error) {
+	f, s, err := c.snapshot()
+	if err != nil {
+		return nil, err
+	}
+	if f != nil {
+		return f.MarshalBinary()
+	}
+	return s.MarshalBinary()
+}
+
+// WriteTo writes the encoding of a consistent snapshot of the filter to w
+// (see [Concurrent.MarshalBinary]) and returns the number of bytes written.
+// Writers wait only while the tables are copied in memory, not during the
+// writes to w.
+func (c *Concurrent) WriteTo(w io.Writer) (int64, error) {
+	f, s, err := c.snapshot()
+	if err != nil {
+		return 0, err
+	}
+	if f != nil {
+		return f.WriteTo(w)
+	}
+	return s.WriteTo(w)
+}
+
+// UnmarshalBinary replaces the filter's state with one encoded by a
+// Concurrent, a Filter (kind 1: a fixed-capacity filter) or a Scalable
+// (kind 2: a growing one). Damaged data gives an error wrapping
+// [ErrCorrupt]; an encoding with semi-sorted buckets gives one wrapping
+// [ErrInvalidParameter]. On error the filter is unchanged.
+func (c *Concurrent) UnmarshalBinary(data []byte) error {
+	var kind byte
+	if len(data) > 6 {
+		kind = data[6]
+	}
+	d := codec.NewBytesDecoder(data)
+	ch, err := decodeChain(d, kind)
+	if err == nil {
+		err = d.ExpectEnd()
+	}
+	if err != nil {
+		return decodeError(err)
+	}
+	return c.replace(ch)
+}
+
+// decodeError is corrupt, except for a valid encoding Concurrent cannot
+// take.
+func decodeError(err error) error {
+	if errors.Is(err, errSemiConcurrent) {
+		return err
+	}
+	return corrupt(err)
+}
+
+// ReadFrom replaces the filter's state with one read from r (see
+// [Concurrent.UnmarshalBinary]) and returns the number of bytes read. It
+// reads exactly the encoding.
+func (c *Concurrent) ReadFrom(r io.Reader) (int64, error) {
+	var head [8]byte
+	n, err := io.ReadFull(r, head[:])
+	if err != nil {
+		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+			err = codec.ErrTruncated
+		}
+		return int64(n), corrupt(err)
+	}
+	d := codec.NewDecoder(io.MultiReader(bytes.NewReader(head[:]), r))
+	ch, err := decodeChain(d, head[6])
+	if err != nil {
+		return d.Read(), decodeError(err)
+	}
+	return d.Read(), c.replace(ch)
+}
+
+// decodeChain decodes a Filter or a Scalable, by kind, into a chain.
+func decodeChain(d *codec.Decoder, kind byte) (*cchain, error) {
+	if kind == kindScalable {
+		s, err := decodeScalable(d)
+		if err != nil {
+			return nil, err
+		}
+		if s.g.semi {
+			return nil, errSemiConcurrent
+		}
+		g := s.g
+		ch := &cchain{hasher: s.hasher, seed: s.seed, maxKicks: s.maxKicks, grow: &g}
+		for i, lv := range s.levels {
+			state := tableSealed
+			if i == len(s.levels)-1 {
+				state = tableOpen
+			}
+			t := ctableFrom(&lv.f, lv.over, lv.gen, lv.limit, state)
+			t.growing = true
+			ch.tables = append(ch.tables, t)
+		}
+		return ch, nil
+	}
+	f, err := decodeFilter(d) // rejects any other kind
+	if err != nil {
+		return nil, err
+	}
+	if f.t.semi {
+		return nil, errSemiConcurrent
+	}
+	ch := &cchain{hasher: f.hasher, seed: f.seed, maxKicks: f.maxKicks}
+	ch.tables = []*ctable{ctableFrom(f, nil, 0, f.t.numBuckets*f.t.slots, tableOpen)}
+	return ch, nil
+}
+
+var errSemiConcurrent = fmt.Errorf("%w: Concurrent does not support semi-sorted buckets", ErrInvalidParameter)
+
+func (c *Concurrent) replace(ch *cchain) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	ch.epoch = c.epoch.Add(1)
+	c.st.Store(ch)
+	return nil
+}

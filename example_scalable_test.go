@@ -1,0 +1,74 @@
+package cuckoo_test
+
+import (
+	"bytes"
+	"fmt"
+
+	"github.com/dedupkit/cuckoo"
+)
+
+// A stream of unknown length: start small, let the filter grow.
+func ExampleNewScalable() {
+	seen, err := cuckoo.NewScalable(1000, cuckoo.WithFalsePositiveRate(0.001), cuckoo.WithSeed(1))
+	if err != nil {
+		panic(err)
+	}
+	dups := 0
+	for i := 0; i < 200_000; i++ {
+		url := fmt.Sprintf("https://example.com/page/%d", i%150_000) // 50,000 repeats
+		if added, _ := seen.AddUniqueString(url); !added {
+			dups++
+		}
+	}
+	// 50,000 true repeats, and new URLs taken for repeats at about the
+	// false-positive rate of a filter holding 150,000 keys.
+	fmt.Println("repeats found:", dups, "of which false:", dups-50_000)
+	fmt.Println("tables:", seen.NumTables())
+	fmt.Printf("false-positive rate below 2 × %.2f%%: %v\n", 100*seen.TargetFalsePositiveRate(),
+		seen.FalsePositiveRate() <= 2*seen.TargetFalsePositiveRate())
+	// Output:
+	// repeats found: 50198 of which false: 198
+	// tables: 8
+	// false-positive rate below 2 × 0.10%: true
+}
+
+// Save a grown filter and load it back: it goes on growing from where it
+// was.
+func ExampleScalable_MarshalBinary() {
+	s, _ := cuckoo.NewScalable(100, cuckoo.WithSeed(7))
+	for i := 0; i < 1000; i++ {
+		s.AddString(fmt.Sprint("key-", i))
+	}
+	data, err := s.MarshalBinary()
+	if err != nil {
+		panic(err)
+	}
+	var loaded cuckoo.Scalable
+	if err := loaded.UnmarshalBinary(data); err != nil {
+		panic(err)
+	}
+	fmt.Println(loaded.Len(), loaded.NumTables(), loaded.ContainsString("key-999"))
+	s.AddString("more")
+	loaded.AddString("more")
+	again, _ := loaded.MarshalBinary()
+	now, _ := s.MarshalBinary()
+	fmt.Println(bytes.Equal(again, now))
+	// Output:
+	// 1000 4 true
+	// true
+}
+
+// Deleting keys in the order they came (a sliding window) releases the
+// tables that empty.
+func ExampleScalable_Delete() {
+	s, _ := cuckoo.NewScalable(1000, cuckoo.WithSeed(2))
+	for i := 0; i < 50_000; i++ {
+		s.AddString(fmt.Sprint(i))
+		if i >= 10_000 {
+			s.DeleteString(fmt.Sprint(i - 10_000)) // keep the last 10,000
+		}
+	}
+	fmt.Println(s.Len(), s.NumTables(), s.Capacity())
+	// Output:
+	// 10000 1 16000
+}

@@ -1,0 +1,245 @@
+package cuckoo
+
+import (
+	"fmt"
+	"math"
+)
+
+// How a growing filter ([Scalable], or [Concurrent] with [WithGrowth]) adds
+// tables. Every table has a generation number k: generation 0 is the table
+// of the initial capacity, and each new table is the next generation. A
+// generation's capacity and fingerprint width are a pure function of k and
+// of the options, so a decoder can check every table of a file against
+// them, and a filter loaded from a file grows exactly like the one saved.
+//
+// # The false-positive budget
+//
+// A key never added is a false positive if any table reports it, so the
+// rates of the tables add up (a union bound). The configured rate ε (from
+// WithFalsePositiveRate, or the rate New gives the fingerprint width at its
+// target load) is the rate of generation 0 alone; the promise is that the
+// whole chain stays at most 2ε. The bounds of the tables may add up to
+// budgetShare × 2ε: the rest is a margin, because a measured rate varies
+// around its expectation (by ±5σ, about ±11 %, over 10 million lookups at
+// ε = 0.0116 %) and the promise is about measured rates. Each table's share
+// is bounded with the most it can ever hold: a table is never filled beyond
+// limitLoad of its slots, so its rate stays below 2·b·limitLoad/(2^f − 1)
+// however full it gets; tables fill to about 0.97 of that in practice.
+//
+// Generation 0 gets the configured width. The rest of the budget, less a
+// reserve of 1/32 of it, is spread over the generations that take the
+// filter to growthHorizon (1000) times its initial capacity: each one gets
+// an equal share of what the earlier ones left, and the smallest width
+// whose bound fits in that share. Rounding to whole bits leaves some of
+// each share unspent, and it flows on to the later (larger) generations,
+// which so get the narrower fingerprints where they matter most for
+// memory. Past the horizon each generation takes half of what is left,
+// one more bit each time, so the rate stays below 2ε at every size, not
+// only up to the horizon.
+//
+// Spreading the budget evenly is what minimises the average width over
+// the growth: a share of 1/H of the budget costs log2(H) bits more than
+// the base width, and any uneven split of the same budget costs more on
+// average (the logarithm is concave). With 4-slot buckets and growth 2 the
+// generations after the first get 3 or 4 extra bits: a 16-bit filter
+// grown 1000-fold holds 16,4,4,4,4,4,3,3,3,3-bit tables.
+const (
+	// growthHorizon is the growth, relative to the initial capacity, up to
+	// which the false-positive budget is spread evenly.
+	growthHorizon = 1000
+	// budgetShare is the part of 2ε the tables' bounds may add up to.
+	budgetShare = 15.0 / 16
+	// DefaultGrowth is the capacity ratio of successive tables of a
+	// growing filter.
+	DefaultGrowth = 2.0
+	// MinGrowth and MaxGrowth bound WithGrowth.
+	MinGrowth = 1.25
+	MaxGrowth = 16.0
+	// maxGenerations bounds the generation number of a table. A chain
+	// reaches the largest table size (2^32 buckets) within about 110
+	// generations even at the slowest growth from capacity 1, so this is
+	// never reached by adding keys; it bounds the work of checking a file.
+	maxGenerations = 1 << 12
+)
+
+// WithGrowth sets the capacity ratio of successive tables of a growing
+// filter: when the newest table of a [Scalable] (or of a [Concurrent] given
+// this option) is full, a table factor times its capacity is added. The
+// default is 2. A smaller factor wastes less memory in the newest, partly
+// filled table but makes more tables to probe and needs wider
+// fingerprints to keep the same rate; factor must be in [1.25, 16]. Given
+// to NewConcurrent it makes the filter grow instead of returning ErrFull.
+func WithGrowth(factor float64) Option {
+	return func(c *config) error {
+		if !(factor >= MinGrowth && factor <= MaxGrowth) {
+			return fmt.Errorf("%w: growth factor %v outside [%v, %v]", ErrInvalidParameter, factor, MinGrowth, MaxGrowth)
+		}
+		c.growth = factor
+		return nil
+	}
+}
+
+// growth holds the parameters that decide every generation of a growing
+// filter. It is immutable once built.
+type growth struct {
+	slots   uint64
+	f0      uint64 // fingerprint bits of generation 0
+	semi    bool
+	initial uint64  // capacity of generation 0
+	factor  float64 // capacity ratio of successive generations
+	rate    float64 // ε: the chain's rate stays at most 2ε
+	horizon uint32  // generations after 0 that reach growthHorizon × initial
+}
+
+// newGrowth checks the parameters of a growing filter and derives the rest.
+// rate is the configured ε: the one WithFalsePositiveRate gave, or 0 to
+// take the rate of f0 at its target load.
+func newGrowth(initial uint64, c config) (growth, error) {
+	g := growth{
+		slots:   uint64(c.slots),
+		f0:      uint64(c.fpBits),
+		semi:    c.semi,
+		initial: initial,
+		factor:  c.growth,
+		rate:    c.fpr,
+	}
+	if g.factor == 0 {
+		g.factor = DefaultGrowth
+	}
+	if g.rate == 0 {
+		g.rate = expectedFPR(targetLoad(g.slots, g.f0), g.slots, g.f0)
+	}
+	if err := g.check(); err != nil {
+		return growth{}, err
+	}
+	return g, nil
+}
+
+// check validates the parameters (as given by options or read from a file)
+// and sets the horizon.
+func (g *growth) check() error {
+	switch {
+	case g.slots != 2 && g.slots != 4 && g.slots != 8:
+		return fmt.Errorf("%w: bucket size %d", ErrInvalidParameter, g.slots)
+	case g.f0 < MinFingerprintBits || g.f0 > MaxFingerprintBits:
+		return fmt.Errorf("%w: fingerprint bits %d", ErrInvalidParameter, g.f0)
+	case g.semi && g.slots != 4:
+		return fmt.Errorf("%w: semi-sorting needs 4-slot buckets", ErrInvalidParameter)
+	case !(g.factor >= MinGrowth && g.factor <= MaxGrowth):
+		return fmt.Errorf("%w: growth factor %v", ErrInvalidParameter, g.factor)
+	case !(g.rate > 0 && g.rate < 1):
+		return fmt.Errorf("%w: false-positive rate %v", ErrInvalidParameter, g.rate)
+	case g.initial == 0 || g.initial > maxCapacity(g.slots, g.f0):
+		return fmt.Errorf("%w: initial capacity %d", ErrInvalidParameter, g.initial)
+	}
+	// The horizon counts generations of the unclipped capacity sequence.
+	total, c := float64(g.initial), g.initial
+	g.horizon = 0
+	for total < growthHorizon*float64(g.initial) {
+		c = nextCapacity(c, g.factor)
+		total += float64(c)
+		g.horizon++
+	}
+	return nil
+}
+
+// nextCapacity is the capacity of the generation after one of capacity c:
+// ⌈c·factor⌉, at least c+1. A single rounded product is the same on every
+// platform, which keeps files portable.
+func nextCapacity(c uint64, factor float64) uint64 {
+	n := math.Ceil(float64(c) * factor)
+	if n >= 1<<62 {
+		return 1 << 62
+	}
+	return max(uint64(n), c+1)
+}
+
+// maxCapacity is the largest capacity a table of the shape can be planned
+// for (2^32 buckets at the target load).
+func maxCapacity(slots, fpBits uint64) uint64 {
+	return uint64(float64(maxBuckets-2) * float64(slots) * targetLoad(slots, fpBits))
+}
+
+// limitLoad is the fraction of its slots a table of a growing filter may
+// fill: a little above the load it is sized for, which is about where
+// inserts start to fail, so the limit rarely binds; it exists so that each
+// table's share of the false-positive budget is a bound, not an estimate.
+func limitLoad(slots, fpBits uint64) float64 {
+	return min(1, float64(targetLoad(slots, fpBits)+0.05))
+}
+
+// rateBound is the most a table of the shape, never fuller than
+// limitLoad, adds to the false-positive rate: 2·b·load/(2^f − 1), the
+// union bound over the 2b slots a key is compared with. It uses only
+// correctly rounded arithmetic, so it is the same on every platform.
+func rateBound(slots, fpBits uint64) float64 {
+	return float64(float64(2*slots)*limitLoad(slots, fpBits)) / float64(uint64(1)<<fpBits-1)
+}
+
+// generation describes the table of one generation.
+type generation struct {
+	k          uint32
+	capacity   uint64
+	fpBits     uint64
+	numBuckets uint64
+	limit      uint64  // most slots the table may fill
+	bound      float64 // the most it adds to the false-positive rate
+}
+
+// generations walks the generations of a growth from 0: call next to step.
+type generations struct {
+	g      *growth
+	cur    generation
+	spent  float64 // Σ bound over generations 0..cur.k
+	budget float64
+}
+
+func (g *growth) generations() *generations {
+	it := &generations{g: g, budget: float64(2*budgetShare) * g.rate}
+	it.cur = g.shape(0, g.initial, g.f0)
+	it.spent = it.cur.bound
+	return it
+}
+
+// shape completes the generation of capacity c and width f.
+func (g *growth) shape(k uint32, c, f uint64) generation {
+	c = min(c, maxCapacity(g.slots, f))
+	m, _ := bucketsFor(c, g.slots, f) // c <= maxCapacity: always fits
+	return generation{
+		k:          k,
+		capacity:   c,
+		fpBits:     f,
+		numBuckets: m,
+		limit:      uint64(limitLoad(g.slots, f) * float64(m*g.slots)),
+		bound:      rateBound(g.slots, f),
+	}
+}
+
+// next advances to the next generation and returns it.
+func (it *generations) next() generation {
+	g := it.g
+	k := it.cur.k + 1
+	remaining := it.budget - it.spent
+	var share float64
+	if k <= g.horizon {
+		share = (remaining - it.budget/32) / float64(g.horizon-k+1)
+	} else {
+		share = remaining / 2
+	}
+	f := g.f0
+	for f < MaxFingerprintBits && rateBound(g.slots, f) > share {
+		f++
+	}
+	it.cur = g.shape(k, nextCapacity(it.cur.capacity, g.factor), f)
+	it.spent += it.cur.bound
+	return it.cur
+}
+
+// at returns generation k.
+func (g *growth) at(k uint32) generation {
+	it := g.generations()
+	for it.cur.k < k {
+		it.next()
+	}
+	return it.cur
+}

@@ -1,0 +1,80 @@
+package cuckoo
+
+import "errors"
+
+// Hooks for the black-box tests of Scalable and Concurrent.
+
+// CheckInvariants returns the first broken invariant of the chain or of one
+// of its tables, scanning every table.
+func (s *Scalable) CheckInvariants() error {
+	if s.levels == nil {
+		return nil
+	}
+	for _, lv := range s.levels {
+		if err := lv.f.validate(true); err != nil {
+			return err
+		}
+	}
+	return s.validate()
+}
+
+// OverflowCopies returns the copies counted beside full tables.
+func (s *Scalable) OverflowCopies() uint64 { return s.extra }
+
+// TableFingerprintBits returns the fingerprint width of each table, oldest
+// first.
+func (s *Scalable) TableFingerprintBits() []int {
+	var w []int
+	for _, lv := range s.levels {
+		w = append(w, int(lv.f.t.fpBits))
+	}
+	return w
+}
+
+// TableBytes is the memory of the tables alone.
+func (s *Scalable) TableBytes() uint64 {
+	var n uint64
+	for _, lv := range s.levels {
+		n += uint64(len(lv.f.t.words)) * 8
+	}
+	return n
+}
+
+// RateBound is the bound on the false-positive rate the tables' shapes
+// guarantee (the sum of each table's bound at its fill limit).
+func (s *Scalable) RateBound() float64 {
+	var b float64
+	for _, lv := range s.levels {
+		b += rateBound(lv.f.t.slots, lv.f.t.fpBits)
+	}
+	return b
+}
+
+// CheckInvariants checks a snapshot of the filter, as the decoder would.
+func (c *Concurrent) CheckInvariants() error {
+	f, s, err := c.snapshot()
+	switch {
+	case err != nil:
+		return err
+	case f != nil:
+		return f.validate(true)
+	}
+	if err := s.CheckInvariants(); err != nil {
+		return err
+	}
+	if len(s.levels) != c.NumTables() {
+		return errors.New("snapshot and filter differ in tables")
+	}
+	return nil
+}
+
+// Moves returns the number of fingerprints displacements have moved.
+func (c *Concurrent) Moves() uint64 {
+	var n uint64
+	if ch := c.st.Load(); ch != nil {
+		for _, t := range ch.tables {
+			n += t.moves.Load()
+		}
+	}
+	return n
+}

@@ -1,0 +1,1031 @@
+package cuckoo_test
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	"github.com/dedupkit/cuckoo"
+)
+
+var fullGrowth = flag.Bool("growth.full", false, "TestScalableGrowth: grow from 10,000 to 10 million keys in every mode (the reported figures)")
+
+// size picks a test's size: normal, in -short mode, or under the race
+// detector (which also compiles in the invariant checks). Sizes shrink;
+// bounds never loosen.
+func size(normal, short, race int) int {
+	switch {
+	case raceEnabled:
+		return race
+	case testing.Short():
+		return short
+	}
+	return normal
+}
+
+// multiset is what the model tests need of a Scalable or a Concurrent.
+type multiset interface {
+	Add([]byte) error
+	AddUnique([]byte) (bool, error)
+	Contains([]byte) bool
+	Delete([]byte) bool
+	Count([]byte) uint64
+	Len() uint64
+	MarshalBinary() ([]byte, error)
+	CheckInvariants() error
+}
+
+// checkSet asserts what every filter promises about the model's keys.
+func checkSet(t *testing.T, s multiset, m model, step int) {
+	t.Helper()
+	for k, c := range m {
+		if !s.Contains(key(0, k)) {
+			t.Fatalf("step %d: key %d (%d copies) not found", step, k, c)
+		}
+		if got := s.Count(key(0, k)); got < c {
+			t.Fatalf("step %d: Count(key %d) = %d < %d copies", step, k, got, c)
+		}
+	}
+	if s.Len() != m.total() {
+		t.Fatalf("step %d: Len = %d, model holds %d", step, s.Len(), m.total())
+	}
+}
+
+// setModel runs random operations on a filter against a model multiset.
+// Keys come from a universe a few times the initial capacity, so tables
+// fill, copies pile up and deletes empty old tables. Every so often the
+// filter goes through its encoding and the test goes on with the decoded
+// one, which must re-encode to the same bytes.
+type setModel struct {
+	s       multiset
+	decode  func([]byte) (multiset, error)
+	growing bool // Add never fails
+}
+
+func (sm *setModel) run(t *testing.T, r *rand.Rand, steps int, universe uint64) {
+	m := model{}
+	fulls := 0
+	for step := 0; step < steps; step++ {
+		k := r.Uint64N(universe)
+		switch op := r.IntN(20); {
+		case op < 8:
+			var before []byte
+			if !sm.growing && fulls < 20 {
+				before, _ = sm.s.MarshalBinary()
+			}
+			if err := sm.s.Add(key(0, k)); err != nil {
+				if sm.growing || !errors.Is(err, cuckoo.ErrFull) {
+					t.Fatalf("step %d: Add: %v", step, err)
+				}
+				if before != nil {
+					if after, _ := sm.s.MarshalBinary(); !bytes.Equal(before, after) {
+						t.Fatalf("step %d: a failed Add changed the filter", step)
+					}
+				}
+				fulls++
+				break
+			}
+			m[k]++
+		case op < 11:
+			present := sm.s.Contains(key(0, k))
+			added, err := sm.s.AddUnique(key(0, k))
+			if err != nil && (sm.growing || !errors.Is(err, cuckoo.ErrFull)) {
+				t.Fatalf("step %d: AddUnique: %v", step, err)
+			}
+			if present && (added || err != nil) || !present && added == (err != nil) {
+				t.Fatalf("step %d: AddUnique = %v, %v with Contains = %v", step, added, err, present)
+			}
+			if added {
+				m[k]++
+			}
+		case op < 17: // delete keys the model holds, often the oldest ones
+			if m[k] == 0 {
+				break
+			}
+			if !sm.s.Delete(key(0, k)) {
+				t.Fatalf("step %d: Delete of key %d with %d copies failed", step, k, m[k])
+			}
+			if m[k]--; m[k] == 0 {
+				delete(m, k)
+			}
+		case op < 19: // hammer one key
+			for n := 1 + r.IntN(12); n > 0; n-- {
+				if err := sm.s.Add(key(0, k)); err != nil {
+					if sm.growing || !errors.Is(err, cuckoo.ErrFull) {
+						t.Fatal(err)
+					}
+					break
+				}
+				m[k]++
+			}
+		default: // through the encoding
+			data, err := sm.s.MarshalBinary()
+			if err != nil {
+				t.Fatal(err)
+			}
+			g, err := sm.decode(data)
+			if err != nil {
+				t.Fatalf("step %d: decoding: %v", step, err)
+			}
+			if again, _ := g.MarshalBinary(); !bytes.Equal(again, data) {
+				t.Fatalf("step %d: decoded filter re-encodes differently", step)
+			}
+			sm.s = g
+		}
+		checkSet(t, sm.s, m, step)
+		if step%50 == 0 {
+			if err := sm.s.CheckInvariants(); err != nil {
+				t.Fatalf("step %d: %v", step, err)
+			}
+		}
+	}
+	t.Logf("%d steps: %d keys, %d items, %d full inserts", steps, len(m), m.total(), fulls)
+}
+
+func decodeScalable(data []byte) (multiset, error) {
+	var s cuckoo.Scalable
+	err := s.UnmarshalBinary(data)
+	return &s, err
+}
+
+func TestScalableModel(t *testing.T) {
+	r := testRand(t)
+	steps := size(2500, 1000, 400)
+	for _, l := range layouts {
+		for _, bits := range []int{4, 8, 13, 32} {
+			growths := []float64{2}
+			if l == (layout{4, false}) {
+				growths = []float64{1.25, 2, 5}
+			}
+			for _, g := range growths {
+				t.Run(fmt.Sprintf("%v/f=%d/growth=%v", l, bits, g), func(t *testing.T) {
+					initial := uint64(1 + r.IntN(40))
+					s, err := cuckoo.NewScalable(initial, l.opts(bits, cuckoo.WithGrowth(g), cuckoo.WithSeed(r.Uint64()))...)
+					if err != nil {
+						t.Fatal(err)
+					}
+					sm := &setModel{s: s, decode: decodeScalable, growing: true}
+					sm.run(t, r, steps, 20*initial+40)
+				})
+			}
+		}
+	}
+}
+
+// TestScalableNeverFull grows a filter a thousand-fold: every Add succeeds,
+// every key stays, and the tables are those of the schedule.
+func TestScalableNeverFull(t *testing.T) {
+	for _, l := range layouts {
+		t.Run(l.String(), func(t *testing.T) {
+			initial := uint64(size(100, 100, 20))
+			s, err := cuckoo.NewScalable(initial, l.opts(12, cuckoo.WithSeed(7))...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			n := 1000 * initial
+			for i := uint64(0); i < n; i++ {
+				if err := s.Add(key(0, i)); err != nil {
+					t.Fatalf("Add %d: %v", i, err)
+				}
+			}
+			for i := uint64(0); i < n; i++ {
+				if !s.Contains(key(0, i)) {
+					t.Fatalf("key %d lost", i)
+				}
+			}
+			if s.Len() != n || s.Capacity() < n {
+				t.Fatalf("Len %d, Capacity %d after %d keys", s.Len(), s.Capacity(), n)
+			}
+			// initial×(1, 2, …, 512) hold 1023×initial >= n at their target
+			// load: ten tables.
+			if s.NumTables() != 10 {
+				t.Fatalf("%d tables, want 10 (widths %v)", s.NumTables(), s.TableFingerprintBits())
+			}
+			if err := s.CheckInvariants(); err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("widths %v, load %.3f", s.TableFingerprintBits(), s.LoadFactor())
+		})
+	}
+}
+
+// TestScalableDuplicates: a hot key is counted beside its table, in the
+// table where its first copy went, whatever grows around it.
+func TestScalableDuplicates(t *testing.T) {
+	s, _ := cuckoo.NewScalable(50, cuckoo.WithSeed(3))
+	const copies = 100_000
+	for i := 0; i < copies; i++ {
+		if err := s.AddString("hot"); err != nil {
+			t.Fatal(err)
+		}
+		if i%100 == 0 { // grow the filter meanwhile
+			s.Add(key(0, uint64(i)))
+		}
+	}
+	if c := s.CountString("hot"); c != copies {
+		t.Fatalf("Count = %d, want %d", c, copies)
+	}
+	for i := 0; i < copies; i++ {
+		if !s.DeleteString("hot") {
+			t.Fatalf("Delete %d failed", i)
+		}
+	}
+	if s.ContainsString("hot") && s.CountString("hot") > 1 {
+		t.Fatalf("hot key still counted %d times", s.CountString("hot"))
+	}
+	if err := s.CheckInvariants(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestScalableOverflow re-adds keys whose table is full: a second slot copy
+// then has no room in the key's table, and the copy must be counted beside
+// it rather than go to a newer table.
+func TestScalableOverflow(t *testing.T) {
+	s, _ := cuckoo.NewScalable(2000, cuckoo.WithBucketSize(2), cuckoo.WithFingerprintBits(16), cuckoo.WithSeed(11))
+	n := uint64(size(6000, 6000, 3000))
+	for i := uint64(0); i < n; i++ {
+		s.Add(key(0, i))
+	}
+	m := model{}
+	for i := uint64(0); i < n; i++ {
+		m[i] = 1
+	}
+	for i := uint64(0); i < n; i++ { // second copies of everything
+		s.Add(key(0, i))
+		m[i]++
+	}
+	if s.OverflowCopies() == 0 {
+		t.Fatal("no copy was counted beside a full table: the test does not test")
+	}
+	t.Logf("%d copies counted beside full tables", s.OverflowCopies())
+	checkSet(t, s, m, 0)
+	if err := s.CheckInvariants(); err != nil {
+		t.Fatal(err)
+	}
+	data, _ := s.MarshalBinary()
+	var g cuckoo.Scalable
+	if err := g.UnmarshalBinary(data); err != nil {
+		t.Fatal(err)
+	}
+	for i := uint64(0); i < n; i++ {
+		for c := 0; c < 2; c++ {
+			if !g.Delete(key(0, i)) {
+				t.Fatalf("Delete %d of key %d failed", c, i)
+			}
+		}
+	}
+	if g.Len() != 0 || g.OverflowCopies() != 0 || g.NumTables() != 1 {
+		t.Fatalf("after deleting everything: Len %d, overflow %d, %d tables", g.Len(), g.OverflowCopies(), g.NumTables())
+	}
+}
+
+// TestScalableDeleteKeepsOthers is the reason a key's copies stay in one
+// table: key B, added to a newer table, may collide with key A of an older
+// one; deleting A must not take B's fingerprint. With 4-bit fingerprints
+// collisions are everywhere. A growing Concurrent keeps the same rule.
+func TestScalableDeleteKeepsOthers(t *testing.T) {
+	r := testRand(t)
+	for round := 0; round < size(50, 30, 10); round++ {
+		for _, concurrent := range []bool{false, true} {
+			opts := []cuckoo.Option{cuckoo.WithFingerprintBits(4), cuckoo.WithSeed(r.Uint64())}
+			var s multiset
+			if concurrent {
+				s, _ = cuckoo.NewConcurrent(8, append(opts, cuckoo.WithGrowth(2))...)
+			} else {
+				s, _ = cuckoo.NewScalable(8, opts...)
+			}
+			m := model{}
+			next := uint64(0)
+			for i := 0; i < 400; i++ {
+				if r.IntN(3) > 0 || len(m) == 0 {
+					k := next
+					if r.IntN(4) == 0 && next > 0 {
+						k = r.Uint64N(next) // a copy of an older key
+					} else {
+						next++
+					}
+					if err := s.Add(key(0, k)); err != nil {
+						t.Fatal(err)
+					}
+					m[k]++
+				} else {
+					for k := range m {
+						if !s.Delete(key(0, k)) {
+							t.Fatalf("round %d: Delete of held key %d failed", round, k)
+						}
+						if m[k]--; m[k] == 0 {
+							delete(m, k)
+						}
+						break
+					}
+				}
+				checkSet(t, s, m, i)
+			}
+		}
+	}
+}
+
+// TestScalableReleasesEmptiedTables: a sliding window (add new keys, delete
+// the oldest) empties the oldest tables, which are released, so memory and
+// probes stay bounded.
+func TestScalableReleasesEmptiedTables(t *testing.T) {
+	s, _ := cuckoo.NewScalable(100, cuckoo.WithSeed(5))
+	const window = 5000
+	maxTables := 0
+	for i := uint64(0); i < 20*window; i++ {
+		s.Add(key(0, i))
+		if i >= window {
+			if !s.Delete(key(0, i-window)) {
+				t.Fatalf("Delete of key %d failed", i-window)
+			}
+		}
+		maxTables = max(maxTables, s.NumTables())
+	}
+	if s.Len() != window {
+		t.Fatalf("Len %d, want %d", s.Len(), window)
+	}
+	// The window fits in the tables of 3200 and 6400: at most two tables
+	// hold keys once the small ones are released.
+	if s.NumTables() > 2 || s.Capacity() > 4*window {
+		t.Fatalf("%d tables of capacity %d hold a window of %d", s.NumTables(), s.Capacity(), window)
+	}
+	t.Logf("at most %d tables; now %d of capacity %d", maxTables, s.NumTables(), s.Capacity())
+	if err := s.CheckInvariants(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestScalableReset(t *testing.T) {
+	s, _ := cuckoo.NewScalable(100, cuckoo.WithSeed(1))
+	for i := uint64(0); i < 5000; i++ {
+		s.Add(key(0, i))
+	}
+	s.Reset()
+	if s.Len() != 0 || s.NumTables() != 1 || s.Capacity() != 100 || s.Contains(key(0, 1)) {
+		t.Fatalf("after Reset: Len %d, %d tables, capacity %d", s.Len(), s.NumTables(), s.Capacity())
+	}
+	fresh, _ := cuckoo.NewScalable(100, cuckoo.WithSeed(1))
+	if !bytes.Equal(mustMarshalScalable(t, s), mustMarshalScalable(t, fresh)) {
+		t.Fatal("a reset filter differs from a new one")
+	}
+}
+
+func TestScalableZeroValue(t *testing.T) {
+	var s cuckoo.Scalable
+	if s.Contains([]byte("a")) || s.Len() != 0 || s.Delete([]byte("a")) || s.Count([]byte("a")) != 0 {
+		t.Fatal("zero Scalable is not empty")
+	}
+	if _, err := s.MarshalBinary(); err == nil {
+		t.Fatal("zero Scalable encoded")
+	}
+	for i := uint64(0); i < 3*cuckoo.DefaultScalableCapacity; i++ {
+		if err := s.Add(key(0, i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if s.InitialCapacity() != cuckoo.DefaultScalableCapacity || s.NumTables() < 2 || s.FingerprintBits() != cuckoo.DefaultFingerprintBits {
+		t.Fatalf("zero Scalable grew into %d tables from %d", s.NumTables(), s.InitialCapacity())
+	}
+}
+
+func TestScalableInvalid(t *testing.T) {
+	for _, c := range []struct {
+		capacity uint64
+		opts     []cuckoo.Option
+	}{
+		{0, nil},
+		{10, []cuckoo.Option{cuckoo.WithGrowth(1.1)}},
+		{10, []cuckoo.Option{cuckoo.WithGrowth(17)}},
+		{10, []cuckoo.Option{cuckoo.WithGrowth(math.NaN())}},
+		{10, []cuckoo.Option{cuckoo.WithBucketSize(3)}},
+		{10, []cuckoo.Option{cuckoo.WithFalsePositiveRate(2)}},
+		{1 << 40, nil},
+	} {
+		s, err := cuckoo.NewScalable(c.capacity, c.opts...)
+		if !errors.Is(err, cuckoo.ErrInvalidParameter) || s != nil {
+			t.Errorf("NewScalable(%d, …) = %v, %v; want ErrInvalidParameter", c.capacity, s, err)
+		}
+	}
+}
+
+// TestScalableAllocs: lookups allocate nothing; Add allocates only when it
+// adds a table.
+func TestScalableAllocs(t *testing.T) {
+	s, _ := cuckoo.NewScalable(1000, cuckoo.WithSeed(1))
+	for i := uint64(0); i < 20_000; i++ {
+		s.Add(key(0, i))
+	}
+	tables := s.NumTables()
+	k := key(1, 5)
+	if a := testing.AllocsPerRun(1000, func() { s.Contains(k) }); a != 0 {
+		t.Errorf("Contains: %v allocations", a)
+	}
+	if a := testing.AllocsPerRun(1000, func() { s.ContainsString("absent") }); a != 0 {
+		t.Errorf("ContainsString: %v allocations", a)
+	}
+	i := uint64(20_000)
+	if a := testing.AllocsPerRun(1000, func() { s.Add(key(0, i)); i++ }); a != 0 && s.NumTables() == tables {
+		t.Errorf("Add: %v allocations without a new table", a)
+	}
+	if s.NumTables() != tables {
+		t.Skip("a table was added during the test")
+	}
+}
+
+// TestScalableGrowth measures the false-positive rate and the memory as the
+// filter grows from 10,000 to 10 million keys: at 10×, 100× and 1000× the
+// initial capacity the measured rate must agree with the model (within 5σ
+// of the expected count) and stay at most twice the configured rate ε;
+// the tables' bounds must add up to at most 2ε; bits per item at 1000×
+// stay below 1.6 × (log2(1/ε) + 3). Without -growth.full the growth starts
+// at 1,000 keys (at 300 in -short mode, 100 under the race detector): the
+// same growth, smaller sizes, the same bounds.
+func TestScalableGrowth(t *testing.T) {
+	initial := uint64(size(1000, 300, 100))
+	if *fullGrowth {
+		initial = 10_000
+	}
+	for _, bits := range []int{8, 12, 16} {
+		t.Run(fmt.Sprintf("f=%d/initial=%d", bits, initial), func(t *testing.T) {
+			s, err := cuckoo.NewScalable(initial, cuckoo.WithFingerprintBits(bits), cuckoo.WithSeed(uint64(bits)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			eps := s.TargetFalsePositiveRate()
+			memBound := 1.6 * (math.Log2(1/eps) + 3)
+			var n uint64
+			// Bits per item are sampled at sizes spaced evenly on a log
+			// scale, 32 per doubling, to average them over the path.
+			var logSum float64
+			var samples, j int
+			for _, growth := range []uint64{10, 100, 1000} {
+				target := growth * initial
+				for ; n < target; n++ {
+					s.Add(key(0, n))
+					for float64(n+1) >= float64(initial)*math.Exp2(float64(j)/32) {
+						logSum += float64(s.TableBytes()*8) / float64(n+1)
+						samples++
+						j++
+					}
+				}
+				expected := s.FalsePositiveRate()
+				// 10,000/expected probes, enough for 5σ to be 5 % of the
+				// expectation, capped for speed (unless -growth.full).
+				probes := uint64(min(1e4/expected, float64(size(1e6, 5e5, 1e5))))
+				if *fullGrowth {
+					probes = uint64(min(1e4/expected, 2e7))
+				}
+				fps := uint64(0)
+				for i := uint64(0); i < probes; i++ {
+					if s.Contains(key(growth, i)) {
+						fps++
+					}
+				}
+				mean := expected * float64(probes)
+				sigma := math.Sqrt(mean * (1 - expected))
+				measured := float64(fps) / float64(probes)
+				bitsPerItem := float64(s.TableBytes()*8) / float64(n)
+				t.Logf("%5d×: %2d tables %v; rate %.4g%% measured (%d/%d), %.4g%% expected, %.2fε; %.2f bits/item",
+					growth, s.NumTables(), s.TableFingerprintBits(), 100*measured, fps, probes, 100*expected, measured/eps, bitsPerItem)
+				if math.Abs(float64(fps)-mean) > 5*sigma+1 {
+					t.Errorf("%d×: %d false positives, expected %.0f ± %.0f (5σ)", growth, fps, mean, 5*sigma)
+				}
+				if bound := s.RateBound(); bound > 2*eps {
+					t.Errorf("%d×: the tables' bounds add up to %.3gε", growth, bound/eps)
+				}
+				// The promise is about the measured rate; it is asserted
+				// where the probes are enough for it to mean something.
+				if mean+5*sigma <= 2*eps*float64(probes) && measured > 2*eps {
+					t.Errorf("%d×: measured rate %.3gε > 2ε", growth, measured/eps)
+				}
+				if growth == 1000 && bitsPerItem > memBound {
+					t.Errorf("1000×: %.2f bits per item > 1.6 × (log2(1/ε) + 3) = %.2f", bitsPerItem, memBound)
+				}
+			}
+			for i := uint64(0); i < n; i += 1 + i/1000 {
+				if !s.Contains(key(0, i)) {
+					t.Fatalf("key %d lost", i)
+				}
+			}
+			t.Logf("bits per item averaged over the growth path (log-uniform sizes): %.2f; bound 1.6 × (log2(1/ε) + 3) = %.2f", logSum/float64(samples), memBound)
+		})
+	}
+}
+
+func mustMarshalScalable(t testing.TB, s *cuckoo.Scalable) []byte {
+	data, err := s.MarshalBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
+
+// sampleScalable builds a small grown filter with copies and overflow
+// counters, so its encoding has every part.
+func sampleScalable(t testing.TB, l layout, bits int) *cuckoo.Scalable {
+	s, err := cuckoo.NewScalable(40, l.opts(bits, cuckoo.WithSeed(42))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := uint64(0); i < 300; i++ {
+		s.Add(key(0, i))
+	}
+	for i := uint64(0); i < 300; i += 3 {
+		s.Add(key(0, i))
+	}
+	for i := 0; i < 10; i++ {
+		s.AddString("hot")
+	}
+	return s
+}
+
+func TestScalableEncodingRoundTrip(t *testing.T) {
+	for _, l := range layouts {
+		for _, bits := range []int{5, 12, 16, 30} {
+			s := sampleScalable(t, l, bits)
+			data := mustMarshalScalable(t, s)
+			if int64(len(data)) != s.EncodedSize() {
+				t.Fatalf("EncodedSize %d, encoding %d bytes", s.EncodedSize(), len(data))
+			}
+			var buf bytes.Buffer
+			if n, err := s.WriteTo(&buf); err != nil || n != int64(len(data)) || !bytes.Equal(buf.Bytes(), data) {
+				t.Fatalf("WriteTo = %d, %v; differs from MarshalBinary", n, err)
+			}
+			var g cuckoo.Scalable
+			if err := g.UnmarshalBinary(data); err != nil {
+				t.Fatalf("%v f=%d: %v", l, bits, err)
+			}
+			if !bytes.Equal(mustMarshalScalable(t, &g), data) || g.Len() != s.Len() || g.NumTables() != s.NumTables() {
+				t.Fatal("decoded filter differs")
+			}
+			// Both go on growing alike.
+			for i := uint64(300); i < 2000; i++ {
+				s.Add(key(0, i))
+				g.Add(key(0, i))
+			}
+			if !bytes.Equal(mustMarshalScalable(t, s), mustMarshalScalable(t, &g)) {
+				t.Fatal("original and decoded filter diverged")
+			}
+		}
+	}
+}
+
+// TestScalableTablesAreFilters cuts each table out of an encoding: it loads
+// as a Filter.
+func TestScalableTablesAreFilters(t *testing.T) {
+	s := sampleScalable(t, layout{4, false}, 12)
+	data := mustMarshalScalable(t, s)
+	off := 64
+	for k := 0; k < s.NumTables(); k++ {
+		n := int(binary.LittleEndian.Uint64(data[off:]))
+		var f cuckoo.Filter
+		if err := f.UnmarshalBinary(data[off+8 : off+8+n]); err != nil {
+			t.Fatalf("table %d: %v", k, err)
+		}
+		off += 8 + n
+	}
+}
+
+func TestScalableReadFromStream(t *testing.T) {
+	s1, s2 := sampleScalable(t, layout{4, false}, 8), sampleScalable(t, layout{8, false}, 16)
+	var buf bytes.Buffer
+	s1.WriteTo(&buf)
+	s2.WriteTo(&buf)
+	buf.WriteString("trailer")
+	var g1, g2 cuckoo.Scalable
+	if n, err := g1.ReadFrom(&buf); err != nil || n != s1.EncodedSize() {
+		t.Fatalf("first ReadFrom = %d, %v", n, err)
+	}
+	if _, err := g2.ReadFrom(&buf); err != nil {
+		t.Fatal(err)
+	}
+	if rest, _ := io.ReadAll(&buf); string(rest) != "trailer" {
+		t.Fatalf("ReadFrom consumed past its encoding: %q left", rest)
+	}
+	if !bytes.Equal(mustMarshalScalable(t, &g1), mustMarshalScalable(t, s1)) || !bytes.Equal(mustMarshalScalable(t, &g2), mustMarshalScalable(t, s2)) {
+		t.Fatal("streamed filters differ")
+	}
+}
+
+// TestScalableDamageIsDetected cuts the encoding at every length and flips
+// bits all over it: each must fail with ErrCorrupt, never panic, and leave
+// the receiver as it was.
+func TestScalableDamageIsDetected(t *testing.T) {
+	s := sampleScalable(t, layout{2, false}, 7)
+	data := mustMarshalScalable(t, s)
+	var g cuckoo.Scalable
+	g.AddString("keep")
+	before := mustMarshalScalable(t, &g)
+	try := func(what string, bad []byte) {
+		t.Helper()
+		if err := g.UnmarshalBinary(bad); !errors.Is(err, cuckoo.ErrCorrupt) {
+			t.Fatalf("%s: UnmarshalBinary = %v", what, err)
+		}
+		if _, err := g.ReadFrom(bytes.NewReader(bad)); !errors.Is(err, cuckoo.ErrCorrupt) {
+			t.Fatalf("%s: ReadFrom = %v", what, err)
+		}
+		if !bytes.Equal(mustMarshalScalable(t, &g), before) {
+			t.Fatalf("%s: a failed decode changed the filter", what)
+		}
+	}
+	for n := 0; n < len(data); n++ {
+		try(fmt.Sprintf("cut at %d", n), data[:n])
+	}
+	for bit := 0; bit < 8*len(data); bit += 1 + bit/64 {
+		bad := bytes.Clone(data)
+		bad[bit/8] ^= 1 << (bit % 8)
+		try(fmt.Sprintf("bit %d flipped", bit), bad)
+	}
+	if err := g.UnmarshalBinary(append(bytes.Clone(data), 0)); !errors.Is(err, cuckoo.ErrCorrupt) {
+		t.Fatalf("trailing byte: UnmarshalBinary = %v", err)
+	}
+}
+
+// TestScalableDecodeRejectsWhatOperationsCannotMake re-signs encodings
+// whose parts disagree, so only the checks (not the checksum) can catch
+// them.
+func TestScalableDecodeRejectsWhatOperationsCannotMake(t *testing.T) {
+	s := sampleScalable(t, layout{4, false}, 12)
+	data := mustMarshalScalable(t, s)
+	resign := func(p []byte) []byte {
+		binary.LittleEndian.PutUint32(p[len(p)-4:], crc32c(p[:len(p)-4]))
+		return p
+	}
+	for _, c := range []struct {
+		name string
+		edit func(p []byte)
+	}{
+		{"kind 1", func(p []byte) { p[6] = 1 }},
+		{"growth 1", func(p []byte) { binary.LittleEndian.PutUint64(p[32:], math.Float64bits(1)) }},
+		{"growth NaN", func(p []byte) { binary.LittleEndian.PutUint64(p[32:], math.Float64bits(math.NaN())) }},
+		{"rate 0", func(p []byte) { binary.LittleEndian.PutUint64(p[40:], 0) }},
+		{"other rate", func(p []byte) { binary.LittleEndian.PutUint64(p[40:], math.Float64bits(0.5)) }},
+		{"first generation 1", func(p []byte) { binary.LittleEndian.PutUint32(p[48:], 1) }},
+		{"no table", func(p []byte) { binary.LittleEndian.PutUint32(p[52:], 0) }},
+		{"one more table", func(p []byte) { p[52]++ }},
+		{"other initial capacity", func(p []byte) { p[24]++ }},
+		{"other seed", func(p []byte) { p[16]++ }},
+		{"table length", func(p []byte) { p[64]++ }},
+		{"overflow count", func(p []byte) { p[56]++ }},
+	} {
+		bad := bytes.Clone(data)
+		c.edit(bad)
+		var g cuckoo.Scalable
+		if err := g.UnmarshalBinary(resign(bad)); !errors.Is(err, cuckoo.ErrCorrupt) {
+			t.Errorf("%s: UnmarshalBinary = %v", c.name, err)
+		}
+	}
+}
+
+// TestScalableGolden decodes the committed version-1 encodings; today's
+// encoder must still write the same bytes for the same operations.
+// Regenerate only for a new version, with -rewrite (keep the old files).
+func TestScalableGolden(t *testing.T) {
+	for _, tc := range []struct {
+		file string
+		l    layout
+		bits int
+	}{{"scalable-v1-b4-f12.bin", layout{4, false}, 12}, {"scalable-v1-b2-f7.bin", layout{2, false}, 7}, {"scalable-v1-b4-f13-semi.bin", layout{4, true}, 13}} {
+		s := sampleScalable(t, tc.l, tc.bits)
+		want := mustMarshalScalable(t, s)
+		data := golden(t, tc.file, want)
+		var g cuckoo.Scalable
+		if err := g.UnmarshalBinary(data); err != nil {
+			t.Fatalf("%s: %v", tc.file, err)
+		}
+		for i := uint64(0); i < 300; i++ {
+			if !g.Contains(key(0, i)) {
+				t.Fatalf("%s: key %d missing", tc.file, i)
+			}
+		}
+		if g.CountString("hot") < 10 || g.Len() != s.Len() || g.NumTables() < 3 {
+			t.Fatalf("%s: hot count %d, len %d, %d tables", tc.file, g.CountString("hot"), g.Len(), g.NumTables())
+		}
+		if !bytes.Equal(data, want) {
+			t.Fatalf("%s: today's encoder writes different bytes for the same operations", tc.file)
+		}
+	}
+}
+
+// golden returns the bytes of testdata/name, first writing want there
+// under -rewrite.
+func golden(t *testing.T, name string, want []byte) []byte {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *rewrite {
+		if err := os.WriteFile(path, want, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
+
+// writeCorpus writes the seed files of a fuzz target under -rewrite: each
+// entry is one input, as `go test` writes a crasher.
+func writeCorpus(t *testing.T, target string, entries map[string][]any) {
+	if !*rewrite {
+		return
+	}
+	dir := filepath.Join("testdata", "fuzz", target)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for name, values := range entries {
+		var b bytes.Buffer
+		b.WriteString("go test fuzz v1\n")
+		for _, v := range values {
+			switch v := v.(type) {
+			case []byte:
+				fmt.Fprintf(&b, "[]byte(%q)\n", v)
+			case uint8:
+				fmt.Fprintf(&b, "byte(%q)\n", v)
+			default:
+				t.Fatalf("corpus value of type %T", v)
+			}
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), b.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestScalableFuzzCorpus writes the checked-in seeds of the Scalable and
+// Concurrent fuzz targets (with -rewrite), and checks they are there.
+func TestScalableFuzzCorpus(t *testing.T) {
+	valid := mustMarshalScalable(t, sampleScalable(t, layout{4, false}, 12))
+	small, _ := cuckoo.NewScalable(3, cuckoo.WithSeed(1), cuckoo.WithBucketSize(2), cuckoo.WithFingerprintBits(5))
+	for i := uint64(0); i < 40; i++ {
+		small.Add(key(0, i))
+	}
+	smallData := mustMarshalScalable(t, small)
+	flipped := bytes.Clone(smallData)
+	flipped[len(flipped)/2] ^= 0x10
+	writeCorpus(t, "FuzzDecodeScalable", map[string][]any{
+		"valid-b4-f12":    {valid},
+		"valid-b2-f5":     {smallData},
+		"truncated-b2-f5": {smallData[:len(smallData)*2/3]},
+		"bitflip-b2-f5":   {flipped},
+		"header-only":     {smallData[:64]},
+		"empty":           {[]byte{}},
+	})
+	c, _ := cuckoo.NewConcurrent(30, cuckoo.WithSeed(2), cuckoo.WithFingerprintBits(6))
+	for i := uint64(0); i < 30; i++ {
+		c.Add(key(0, i))
+	}
+	fixed := mustMarshalAny(t, c)
+	writeCorpus(t, "FuzzDecodeConcurrent", map[string][]any{
+		"fixed-b4-f6":     {fixed},
+		"growing-b2-f5":   {smallData},
+		"truncated-fixed": {fixed[:40]},
+		"kind-3":          {append([]byte("CKOO\x01\x00\x03"), fixed[7:]...)},
+	})
+	ops := map[string][]any{
+		"grow-and-delete": {uint8(1), uint8(5), []byte("\x00\x01\x02\x03\x04\x05\x06\x07\x08\x09\x0a\x0b\x0c\x0d\x0e\x0f\x10\x11\x12\x13\x80\x81\x82\x83\xc0\xc1")},
+		"hot-key":         {uint8(2), uint8(9), bytes.Repeat([]byte{0x05}, 60)},
+		"window":          {uint8(0), uint8(0), []byte("\x00\x01\x02\x03\x80\x04\x81\x05\x82\x06\x83\x07\x84\x08\x85\x09\x86\x40\x41\x42")},
+	}
+	writeCorpus(t, "FuzzScalableOperations", ops)
+	writeCorpus(t, "FuzzConcurrentOperations", ops)
+	for _, target := range []string{"FuzzDecodeScalable", "FuzzDecodeConcurrent", "FuzzScalableOperations", "FuzzConcurrentOperations"} {
+		if files, _ := os.ReadDir(filepath.Join("testdata", "fuzz", target)); len(files) == 0 {
+			t.Errorf("no seed corpus for %s: run go test -run TestScalableFuzzCorpus -rewrite", target)
+		}
+	}
+}
+
+// FuzzDecodeScalable feeds arbitrary bytes to both decoders: neither may
+// panic or allocate beyond what the input backs; whatever decodes
+// re-encodes to the same bytes, passes the invariant checks and stays
+// usable.
+func FuzzDecodeScalable(f *testing.F) {
+	for _, l := range []layout{{4, false}, {2, false}, {4, true}} {
+		data := mustMarshalScalable(f, sampleScalable(f, l, 9))
+		f.Add(data)
+		f.Add(data[:len(data)/2])
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		checkScalableDecode(t, data)
+		// The checksum stops almost every mutation; signed again, the
+		// mutated header and counters reach the checks behind it.
+		if len(data) > 4 {
+			resigned := bytes.Clone(data)
+			binary.LittleEndian.PutUint32(resigned[len(data)-4:], crc32c(data[:len(data)-4]))
+			checkScalableDecode(t, resigned)
+		}
+	})
+}
+
+func checkScalableDecode(t *testing.T, data []byte) {
+	checkDecode(t, data, func() decodable { return new(cuckoo.Scalable) }, cuckoo.ErrCorrupt)
+}
+
+// decodable is a filter the decoding fuzz targets check.
+type decodable interface {
+	UnmarshalBinary([]byte) error
+	ReadFrom(io.Reader) (int64, error)
+	MarshalBinary() ([]byte, error)
+	CheckInvariants() error
+	Add([]byte) error
+	Contains([]byte) bool
+}
+
+// checkDecode decodes data with both decoders of fresh filters: errors
+// must wrap one of the sentinels, the two decoders must agree (ReadFrom may
+// accept a valid encoding followed by more bytes), and what decodes must
+// re-encode to the same bytes, pass the invariant checks and stay usable.
+func checkDecode(t *testing.T, data []byte, fresh func() decodable, sentinels ...error) {
+	s, r := fresh(), fresh()
+	err := s.UnmarshalBinary(data)
+	_, err2 := r.ReadFrom(bytes.NewReader(data))
+	if err != nil {
+		wrapped := false
+		for _, e := range sentinels {
+			wrapped = wrapped || errors.Is(err, e)
+		}
+		if !wrapped {
+			t.Fatalf("UnmarshalBinary error %v wraps none of %v", err, sentinels)
+		}
+		if err2 == nil {
+			if enc := mustMarshalAny(t, r); len(enc) >= len(data) || !bytes.HasPrefix(data, enc) {
+				t.Fatalf("ReadFrom accepted what UnmarshalBinary refused: %v", err)
+			}
+		}
+		return
+	}
+	if err2 != nil {
+		t.Fatalf("UnmarshalBinary accepted what ReadFrom refused: %v", err2)
+	}
+	if again := mustMarshalAny(t, s); !bytes.Equal(again, data) {
+		t.Fatal("decoded filter re-encodes differently")
+	}
+	if err := s.CheckInvariants(); err != nil {
+		t.Fatal(err)
+	}
+	for i := uint64(0); i < 50; i++ {
+		if s.Add(key(9, i)) == nil && !s.Contains(key(9, i)) {
+			t.Fatal("decoded filter lost a fresh key")
+		}
+	}
+}
+
+// FuzzScalableOperations interprets the input as operations on a small
+// growing filter and checks them against a model after each one.
+func FuzzScalableOperations(f *testing.F) {
+	f.Add(uint8(1), uint8(5), []byte{0, 1, 2, 3, 4, 5, 6, 7, 0x80, 0x81, 0xc0, 0xc1})
+	f.Fuzz(func(t *testing.T, shape, bits uint8, ops []byte) {
+		l := layouts[int(shape)%len(layouts)]
+		s, err := cuckoo.NewScalable(2, l.opts(4+int(bits)%29, cuckoo.WithSeed(uint64(bits)), cuckoo.WithGrowth(1.25+float64(shape%8)))...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fuzzOps(t, s, ops, true)
+	})
+}
+
+// fuzzOps applies ops to s: the top two bits of a byte choose Add, Add,
+// Delete of a held key, AddUnique; the low six bits the key.
+func fuzzOps(t *testing.T, s multiset, ops []byte, growing bool) {
+	m := model{}
+	for step, op := range ops {
+		k := uint64(op & 0x3f)
+		switch op >> 6 {
+		case 0, 1:
+			if err := s.Add(key(0, k)); err == nil {
+				m[k]++
+			} else if growing || !errors.Is(err, cuckoo.ErrFull) {
+				t.Fatal(err)
+			}
+		case 2:
+			if m[k] > 0 {
+				if !s.Delete(key(0, k)) {
+					t.Fatalf("step %d: Delete of a held key failed", step)
+				}
+				if m[k]--; m[k] == 0 {
+					delete(m, k)
+				}
+			}
+		case 3:
+			if added, err := s.AddUnique(key(0, k)); added {
+				m[k]++
+			} else if err != nil && (growing || !errors.Is(err, cuckoo.ErrFull)) {
+				t.Fatal(err)
+			}
+		}
+		checkSet(t, s, m, step)
+	}
+	if err := s.CheckInvariants(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Benchmarks of a grown filter: 1000-fold growth to 1M keys (and to 10M,
+// from 10,000, with CUCKOO_BENCH_HUGE=1). Compare with
+// BenchmarkFilter_Contains/n=1M/f=16/b=4, a plain filter of the same keys:
+//
+//	go test -run '^$' -bench 'Scalable|Filter_Contains/n=1M/f=16/b=4/' -count 6
+
+// fixtures holds the benchmarks' shared filters, built once, lazily.
+var fixtures struct {
+	sync.Mutex
+	m map[string]any
+}
+
+// fixture returns the shared value of the name, building it the first time.
+func fixture[T any](name string, build func() T) T {
+	fixtures.Lock()
+	defer fixtures.Unlock()
+	if v, ok := fixtures.m[name]; ok {
+		return v.(T)
+	}
+	if fixtures.m == nil {
+		fixtures.m = map[string]any{}
+	}
+	v := build()
+	fixtures.m[name] = v
+	return v
+}
+
+// grownScalable returns a shared Scalable grown from n/1000 to n keys
+// (family 0).
+func grownScalable(b *testing.B, n uint64) *cuckoo.Scalable {
+	return fixture(fmt.Sprint("scalable/", n), func() *cuckoo.Scalable {
+		s, err := cuckoo.NewScalable(n/1000, cuckoo.WithSeed(1))
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, k := range cachedKeys(0, n) {
+			s.Add(k)
+		}
+		return s
+	})
+}
+
+func scalableSizes() []uint64 {
+	if os.Getenv("CUCKOO_BENCH_HUGE") != "" {
+		return []uint64{1_000_000, 10_000_000}
+	}
+	return []uint64{1_000_000}
+}
+
+func BenchmarkScalable_Contains(b *testing.B) {
+	for _, n := range scalableSizes() {
+		for _, hit := range []bool{true, false} {
+			b.Run(fmt.Sprintf("n=%s/growth=1000x/hit=%v", human(n), hit), func(b *testing.B) {
+				s := grownScalable(b, n)
+				keys := cachedKeys(0, n)
+				if !hit {
+					keys = cachedKeys(1, n)
+				}
+				b.ReportAllocs()
+				i, found := 0, 0
+				for b.Loop() {
+					if s.Contains(keys[i]) {
+						found++
+					}
+					if i++; i == len(keys) {
+						i = 0
+					}
+				}
+				b.ReportMetric(float64(s.NumTables()), "tables")
+				if hit && found < b.N {
+					b.Fatalf("%d of %d present keys found", found, b.N)
+				}
+			})
+		}
+	}
+}
+
+// BenchmarkScalable_Add grows a filter from n/1000 to n keys, again and
+// again; the time per Add includes the growth.
+func BenchmarkScalable_Add(b *testing.B) {
+	for _, n := range scalableSizes() {
+		b.Run(fmt.Sprintf("n=%s/growth=1000x", human(n)), func(b *testing.B) {
+			keys := cachedKeys(0, n)
+			s, _ := cuckoo.NewScalable(n/1000, cuckoo.WithSeed(1))
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				if i == len(keys) {
+					s.Reset()
+					i = 0
+				}
+				s.Add(keys[i])
+				i++
+			}
+		})
+	}
+}

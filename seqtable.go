@@ -1,0 +1,754 @@
+package cuckoo
+
+import (
+	"math/bits"
+	"runtime"
+	"sync"
+	"sync/atomic"
+)
+
+// ctable is one cuckoo table shared by goroutines: the table of a
+// [Concurrent], or one table of a growing one. Its bucket layout, hashing
+// and duplicate counters are those of a Filter (plain buckets only), so a
+// snapshot of it is a Filter.
+//
+// # Writers: lock striping
+//
+// The buckets are divided into stripes (bucket i belongs to stripe
+// i & smask); each stripe has a mutex. A writer locks the stripes of the
+// two buckets it touches, lower stripe first, so writers of different
+// buckets run in parallel and no two writers ever wait for each other in a
+// cycle. Every slot of a bucket is written only by a holder of its stripe's
+// lock. Two buckets of different stripes may share a memory word, so each
+// write is one atomic OR (a slot goes from empty to a fingerprint) or AND
+// (from a fingerprint to empty) on the word: it never disturbs the other
+// slots of the word. Every shared word is read with an atomic load and
+// written with an atomic operation, so the race detector sees no race.
+//
+// # Readers: no lock, version-validated
+//
+// Contains takes no lock. An insert into an empty slot or a delete changes
+// one slot and needs nothing more: a reader sees the slot before or after,
+// and either answer is right for an operation it overlaps. The hazard is a
+// displacement, which moves a fingerprint fp from bucket S to bucket D (its
+// other bucket): a reader of a key with that fingerprint reads its two
+// buckets, S and D, one after the other, and if it reads D before fp
+// arrives there and S after fp left, it misses a key that was present all
+// along — a false negative.
+//
+// So every move is a seqlock write: the mover, holding the stripe locks of
+// S and D, increments the version counters of both stripes to odd, copies
+// fp into an empty slot of D, then clears its slot in S, and increments
+// both versions back to even. The copy comes before the clear, so fp is in
+// S or D (or both) at every moment. A reader loads the versions of its two
+// buckets' stripes, reads the buckets, and if it found fp it answers yes
+// at once (fp was really there). If not, it reloads the versions: if both
+// were even and are unchanged, no move of any fingerprint between its two
+// buckets overlapped its reads (any such move goes through exactly those
+// two stripes and changes their versions), so the buckets it read were a
+// consistent view and the answer is no. Otherwise it reads again. Go's
+// atomics are sequentially consistent, which is all this argument needs.
+// Readers retry only on a miss that overlapped a move, which is rare: a
+// lookup costs two version loads more than a Filter's.
+//
+// # Displacement
+//
+// When both buckets of a key are full, the writer releases its locks and
+// searches for a chain of moves that ends in an empty slot, breadth first,
+// reading the table without locks. It then performs the chain hole first:
+// the last fingerprint into the empty slot, then the one before into the
+// slot just freed, and so on, each move under the locks of its own two
+// buckets and checked again there (the fingerprint is still in its bucket,
+// the destination still has an empty slot). If a check fails because
+// another writer got there first, the moves already made are harmless
+// (each fingerprint went to its other bucket), and the insert starts
+// again. A chain is never half-moved with a fingerprint out of the table,
+// so a failed insert loses nothing.
+//
+// Invariants (besides the Filter's):
+//   - a stripe's count and occupied count the items and slots of the
+//     bucket pairs whose lower bucket is in the stripe; its dups and over
+//     maps hold the counters of those pairs. A move keeps a fingerprint in
+//     its pair, so it changes none of them.
+//   - versions are even whenever no move is in progress in the stripe.
+type ctable struct {
+	f       Filter // geometry and locate; f.t.words is accessed atomically
+	vers    []atomic.Uint64
+	stripes []stripe
+	smask   uint64
+	gen     uint32
+	growing bool   // a table of a growing filter (see addLocked)
+	limit   uint64 // most occupied slots; limited: enforced with occ
+	limited bool
+	occ     atomic.Uint64 // occupied slots, kept when limited
+	// state is written with every stripe lock held and read with any one.
+	state tableState
+	live  atomic.Int64  // items, kept once sealed, to release emptied tables
+	moves atomic.Uint64 // fingerprints moved by displacements
+}
+
+type tableState uint8
+
+const (
+	tableOpen    tableState = iota // takes new fingerprints
+	tableSealed                    // a newer table exists: copies only
+	tableDropped                   // released from the chain: empty
+)
+
+// stripe is the lock and counters of a set of buckets, padded to a cache
+// line so writers of neighbouring stripes do not share one.
+type stripe struct {
+	mu       sync.Mutex
+	count    atomic.Uint64     // items, copies included
+	occupied atomic.Uint64     // slots
+	dups     map[uint64]uint64 // pairKey → copies beyond maxSlotCopies
+	over     map[uint64]uint64 // pairKey → copies a full sealed table had no slot for
+	_        [24]byte
+}
+
+// maxStripes bounds the number of stripes: with 1024, two writers meet on
+// a lock once in a thousand inserts at most.
+const maxStripes = 1024
+
+// newCtable returns an empty table of numBuckets buckets. limit bounds the
+// occupied slots (numBuckets*slots: no limit).
+func newCtable(numBuckets, slots, fpBits, seed, capacity uint64, maxKicks int, gen uint32, limit uint64) *ctable {
+	c := &ctable{}
+	c.f.init(newTable(numBuckets, slots, fpBits), seed, capacity, maxKicks)
+	adviseHugePages(c.f.t.words)
+	c.setUp(gen, limit)
+	return c
+}
+
+func (c *ctable) setUp(gen uint32, limit uint64) {
+	n := uint64(1)
+	for n < maxStripes && n*8 <= c.f.t.numBuckets {
+		n *= 2
+	}
+	c.vers = make([]atomic.Uint64, n)
+	c.stripes = make([]stripe, n)
+	c.smask = n - 1
+	c.gen = gen
+	c.limit = limit
+	c.limited = limit < c.f.t.numBuckets*c.f.t.slots
+}
+
+// stripeOf returns the stripe of bucket i.
+func (c *ctable) stripeOf(i uint64) *stripe { return &c.stripes[i&c.smask] }
+
+// lock2 locks the stripes of buckets i and j, the lower stripe first, and
+// returns the second (nil when both are the same) for unlock2.
+func (c *ctable) lock2(i, j uint64) (a, b *stripe) {
+	si, sj := i&c.smask, j&c.smask
+	if si > sj {
+		si, sj = sj, si
+	}
+	a = &c.stripes[si]
+	a.mu.Lock()
+	if sj != si {
+		b = &c.stripes[sj]
+		b.mu.Lock()
+	}
+	return a, b
+}
+
+func unlock2(a, b *stripe) {
+	if b != nil {
+		b.mu.Unlock()
+	}
+	a.mu.Unlock()
+}
+
+// lockAll locks every stripe, in order; no writer can then change the
+// table, while readers go on.
+func (c *ctable) lockAll() {
+	for i := range c.stripes {
+		c.stripes[i].mu.Lock()
+	}
+}
+
+func (c *ctable) unlockAll() {
+	for i := len(c.stripes) - 1; i >= 0; i-- {
+		c.stripes[i].mu.Unlock()
+	}
+}
+
+// window is table.window with atomic loads.
+func (c *ctable) window(p uint64) uint64 {
+	w := c.f.t.words[p>>6 : p>>6+2 : p>>6+2]
+	s := p & 63
+	return atomic.LoadUint64(&w[0])>>s | atomic.LoadUint64(&w[1])<<(64-s)
+}
+
+// lanesZero flags the zero lanes of x (see zeroLanes).
+func lanesZero(x, rest, high uint64) uint64 { return ^((x & rest) + rest | x | rest) & high }
+
+// match returns, for window w of bucket i, the high bit of every lane
+// holding fp.
+func (c *ctable) match(i, w, fp uint64) uint64 {
+	t := &c.f.t
+	low, rest, high := t.laneLow, t.laneRest, t.laneHigh
+	if w == t.windows-1 {
+		low, rest, high = t.lastLow, t.lastRest, t.lastHigh
+	}
+	return lanesZero(c.window(i*t.bucketBits+w*t.windowBits)^fp*low, rest, high)
+}
+
+// countIn returns how many slots of bucket i hold fp (0: empty slots).
+func (c *ctable) countIn(i, fp uint64) uint64 {
+	n := 0
+	for w := uint64(0); w < c.f.t.windows; w++ {
+		n += bits.OnesCount64(c.match(i, w, fp))
+	}
+	return uint64(n)
+}
+
+// findIn returns the lowest slot of bucket i holding fp (0: an empty slot).
+func (c *ctable) findIn(i, fp uint64) (slot uint64, ok bool) {
+	t := &c.f.t
+	for w := uint64(0); w < t.windows; w++ {
+		if z := c.match(i, w, fp); z != 0 {
+			return w*t.lanes + uint64(bits.TrailingZeros64(z))*t.laneRecip>>16, true
+		}
+	}
+	return 0, false
+}
+
+// slotAt returns the fingerprint in slot s of bucket i.
+func (c *ctable) slotAt(i, s uint64) uint64 {
+	t := &c.f.t
+	return c.window(i*t.bucketBits+s*t.fpBits) & t.fpMask
+}
+
+// has2 reports whether bucket i or j holds fp, as one unvalidated read.
+func (c *ctable) has2(i, j, fp uint64) bool {
+	t := &c.f.t
+	if t.windows == 1 {
+		rep := fp * t.laneLow
+		x := c.window(i*t.bucketBits) ^ rep
+		y := c.window(j*t.bucketBits) ^ rep
+		return lanesZero(x, t.laneRest, t.laneHigh)|lanesZero(y, t.laneRest, t.laneHigh) != 0
+	}
+	for w := uint64(0); w < t.windows; w++ {
+		if c.match(i, w, fp)|c.match(j, w, fp) != 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// fill writes fp into slot s of bucket i, which is empty; the caller holds
+// the bucket's stripe lock.
+func (c *ctable) fill(i, s, fp uint64) {
+	t := &c.f.t
+	p := i*t.bucketBits + s*t.fpBits
+	w := t.words[p>>6 : p>>6+2 : p>>6+2]
+	sh := p & 63
+	atomic.OrUint64(&w[0], fp<<sh)
+	if hi := fp >> (64 - sh); hi != 0 && sh != 0 {
+		atomic.OrUint64(&w[1], hi)
+	}
+}
+
+// empty clears slot s of bucket i; the caller holds its stripe lock.
+func (c *ctable) empty(i, s uint64) {
+	t := &c.f.t
+	p := i*t.bucketBits + s*t.fpBits
+	w := t.words[p>>6 : p>>6+2 : p>>6+2]
+	sh := p & 63
+	atomic.AndUint64(&w[0], ^(t.fpMask << sh))
+	if hi := t.fpMask >> (64 - sh); hi != 0 && sh != 0 {
+		atomic.AndUint64(&w[1], ^hi)
+	}
+}
+
+// has reports whether the table holds h's fingerprint, validated against
+// concurrent moves (see the type's doc). It takes no lock.
+func (c *ctable) has(h uint64) bool {
+	i1, fp := c.f.locate(h)
+	i2 := c.f.t.altIndex(i1, fp)
+	va, vb := &c.vers[i1&c.smask], &c.vers[i2&c.smask]
+	for n := 0; ; n++ {
+		a, b := va.Load(), vb.Load()
+		if c.has2(i1, i2, fp) {
+			return true
+		}
+		if (a|b)&1 == 0 && va.Load() == a && vb.Load() == b {
+			return false
+		}
+		if n >= 4 {
+			runtime.Gosched() // the mover may be descheduled mid-move
+		}
+	}
+}
+
+// addKind says which insertion an add is.
+type addKind uint8
+
+const (
+	addMulti  addKind = iota // one more copy (Add)
+	addUnique                // only if the pair holds no copy (AddUnique)
+	addCopy                  // a copy into a sealed table that holds the fingerprint
+)
+
+// addResult is how an add ended.
+type addResult uint8
+
+const (
+	added   addResult = iota
+	present           // addUnique: the pair holds the fingerprint already
+	noRoom            // the table is full (or at its limit)
+	reroute           // the table was sealed or released, or lost the fingerprint: rescan the chain
+)
+
+// add inserts fp for a key whose buckets are i1 and i2.
+func (c *ctable) add(i1, fp, i2 uint64, kind addKind) addResult {
+	a, b := c.lock2(i1, i2)
+	r, done := c.addLocked(i1, fp, i2, kind, false)
+	unlock2(a, b)
+	if done {
+		return r
+	}
+	return c.addSlow(i1, fp, i2, kind)
+}
+
+// addSlow is add when both buckets are full: move fingerprints to free a
+// slot of one, then try again.
+func (c *ctable) addSlow(i1, fp, i2 uint64, kind addKind) addResult {
+	sc := scratchPool.Get().(*scratch)
+	defer scratchPool.Put(sc)
+	for {
+		if !c.makeRoom(i1, i2, sc) {
+			if !c.growing {
+				return noRoom
+			}
+			a, b := c.lock2(i1, i2)
+			r, _ := c.addLocked(i1, fp, i2, kind, true)
+			unlock2(a, b)
+			return r
+		}
+		a, b := c.lock2(i1, i2)
+		r, done := c.addLocked(i1, fp, i2, kind, false)
+		unlock2(a, b)
+		if done {
+			return r
+		}
+	}
+}
+
+// addLocked is one attempt of add, with the stripes of i1 and i2 locked.
+// It reports done false when both buckets are full and room must be made.
+// overflow (addCopy only) counts the copy beside the table instead.
+func (c *ctable) addLocked(i1, fp, i2 uint64, kind addKind, overflow bool) (addResult, bool) {
+	if c.state == tableDropped || c.state == tableSealed && kind != addCopy {
+		return reroute, true
+	}
+	copies, e1, e2 := c.probe(i1, i2, fp)
+	switch {
+	case kind == addUnique && copies > 0:
+		return present, true
+	case kind == addCopy && copies == 0:
+		return reroute, true
+	}
+	home := c.stripeOf(min(i1, i2))
+	pk := pairKey(i1, i2, fp)
+	if copies >= maxSlotCopies {
+		if home.dups == nil {
+			home.dups = make(map[uint64]uint64)
+		}
+		home.dups[pk]++
+		c.counted(home, 1, 0)
+		return added, true
+	}
+	if !overflow && c.reserve() {
+		switch {
+		case e1 != noSlot:
+			c.fill(i1, e1, fp)
+		case e2 != noSlot:
+			c.fill(i2, e2, fp)
+		default:
+			c.release()
+			return 0, false
+		}
+		c.counted(home, 1, 1)
+		return added, true
+	}
+	if copies == 0 || !c.growing {
+		return noRoom, true
+	}
+	// A table of a growing filter with no room for a second slot copy of a
+	// fingerprint it holds: count the copy beside it (see level.over). The
+	// copy must not go to a newer table: a key's copies stay in one table.
+	if home.over == nil {
+		home.over = make(map[uint64]uint64)
+	}
+	home.over[pk]++
+	c.counted(home, 1, 0)
+	return added, true
+}
+
+// noSlot is probe's "no empty slot".
+const noSlot = ^uint64(0)
+
+// probe reads buckets i1 and i2 for an insert: the copies of fp in both,
+// and the lowest empty slot of each (noSlot: none). The common shapes (a
+// bucket in one window) read each bucket once, both loads issued together.
+func (c *ctable) probe(i1, i2, fp uint64) (copies, e1, e2 uint64) {
+	t := &c.f.t
+	e1, e2 = noSlot, noSlot
+	if t.windows == 1 {
+		w1, w2 := c.window(i1*t.bucketBits), c.window(i2*t.bucketBits)
+		rep := fp * t.laneLow
+		copies = uint64(bits.OnesCount64(lanesZero(w1^rep, t.laneRest, t.laneHigh)) +
+			bits.OnesCount64(lanesZero(w2^rep, t.laneRest, t.laneHigh)))
+		if z := lanesZero(w1, t.laneRest, t.laneHigh); z != 0 {
+			e1 = uint64(bits.TrailingZeros64(z)) * t.laneRecip >> 16
+		}
+		if z := lanesZero(w2, t.laneRest, t.laneHigh); z != 0 {
+			e2 = uint64(bits.TrailingZeros64(z)) * t.laneRecip >> 16
+		}
+		return copies, e1, e2
+	}
+	copies = c.countIn(i1, fp) + c.countIn(i2, fp)
+	if s, ok := c.findIn(i1, 0); ok {
+		e1 = s
+	}
+	if s, ok := c.findIn(i2, 0); ok {
+		e2 = s
+	}
+	return copies, e1, e2
+}
+
+// reserve takes one of the slots the limit allows; release gives it back.
+func (c *ctable) reserve() bool {
+	if !c.limited {
+		return true
+	}
+	for {
+		o := c.occ.Load()
+		if o >= c.limit {
+			return false
+		}
+		if c.occ.CompareAndSwap(o, o+1) {
+			return true
+		}
+	}
+}
+
+func (c *ctable) release() {
+	if c.limited {
+		c.occ.Add(^uint64(0))
+	}
+}
+
+// counted records items and slots added (negative: removed) in a pair whose
+// lower bucket is in stripe home, whose lock the caller holds. It reports
+// whether a sealed table is now empty.
+func (c *ctable) counted(home *stripe, items, slots int64) bool {
+	home.count.Add(uint64(items))
+	if slots != 0 {
+		home.occupied.Add(uint64(slots))
+		if slots < 0 {
+			c.release()
+		}
+	}
+	return c.state == tableSealed && c.live.Add(items) == 0
+}
+
+// delResult is how a delete ended.
+type delResult uint8
+
+const (
+	deleted  delResult = iota
+	notFound           // the pair holds no copy
+	released           // deleted, and the sealed table is now empty
+	gone               // the table was released: rescan the chain
+)
+
+// remove deletes one copy of fp from the pair (i1, i2): a counted copy
+// first (overflow, then duplicates), so the slot copies they rely on stay
+// while they last.
+func (c *ctable) remove(i1, fp, i2 uint64) delResult {
+	a, b := c.lock2(i1, i2)
+	defer unlock2(a, b)
+	if c.state == tableDropped {
+		return gone
+	}
+	home := c.stripeOf(min(i1, i2))
+	pk := pairKey(i1, i2, fp)
+	var slots int64
+	switch {
+	case decrement(home.over, pk), decrement(home.dups, pk):
+	default:
+		i, s, ok := i1, uint64(0), false
+		if s, ok = c.findIn(i1, fp); !ok {
+			i = i2
+			if s, ok = c.findIn(i2, fp); !ok {
+				return notFound
+			}
+		}
+		c.empty(i, s)
+		slots = -1
+	}
+	if c.counted(home, -1, slots) {
+		return released
+	}
+	return deleted
+}
+
+// decrement takes one from m[k] if it is there, deleting the entry at 0.
+func decrement(m map[uint64]uint64, k uint64) bool {
+	v := m[k]
+	switch v {
+	case 0:
+		return false
+	case 1:
+		delete(m, k)
+	default:
+		m[k] = v - 1
+	}
+	return true
+}
+
+// count returns the copies of fp in the pair (i1, i2), counters included.
+func (c *ctable) count(i1, fp, i2 uint64) uint64 {
+	a, b := c.lock2(i1, i2)
+	defer unlock2(a, b)
+	home := c.stripeOf(min(i1, i2))
+	pk := pairKey(i1, i2, fp)
+	return c.countIn(i1, fp) + c.countIn(i2, fp) + home.dups[pk] + home.over[pk]
+}
+
+// scratch is the working memory of a displacement search, pooled so that
+// inserts allocate nothing once warm.
+type scratch struct{ q []searchStep }
+
+// searchStep is a fingerprint the breadth-first search reached: moving fp
+// out of bucket to its other bucket frees a slot for the step's parent
+// (-1: the key's own buckets).
+type searchStep struct {
+	bucket, fp uint64
+	parent     int32
+}
+
+var scratchPool = sync.Pool{New: func() any { return new(scratch) }}
+
+// makeRoom searches, without locks, for the shortest chain of moves from
+// bucket i1 or i2 to an empty slot, exploring up to 4*maxKicks slots, and
+// performs it hole first (see the type's doc). It reports false when there
+// is no such chain; true when it freed a slot, or when another writer got
+// in the way and the insert should simply look again.
+func (c *ctable) makeRoom(i1, i2 uint64, sc *scratch) bool {
+	t := &c.f.t
+	budget := 4 * c.f.maxKicks
+	q := sc.q[:0]
+	for _, b := range [2]uint64{i1, i2} {
+		for s := uint64(0); s < t.slots; s++ {
+			q = append(q, searchStep{bucket: b, fp: c.slotAt(b, s), parent: -1})
+		}
+	}
+	found := false
+	for head := 0; head < len(q); head++ {
+		n := q[head]
+		if n.fp == 0 {
+			// The slot emptied since it was read: a root needs no move, a
+			// deeper one takes its parent's fingerprint.
+			c.shift(q, int(n.parent))
+			found = true
+			break
+		}
+		alt := t.altIndex(n.bucket, n.fp)
+		if onPath(q, head, alt) {
+			continue
+		}
+		if _, ok := c.findIn(alt, 0); ok {
+			c.shift(q, head)
+			found = true
+			break
+		}
+		for s := uint64(0); s < t.slots && len(q) < budget; s++ {
+			q = append(q, searchStep{bucket: alt, fp: c.slotAt(alt, s), parent: int32(head)})
+		}
+	}
+	sc.q = q[:0]
+	return found
+}
+
+// onPath reports whether bucket b is on the chain from step k back to the
+// key's buckets: moving into it would undo the chain.
+func onPath(q []searchStep, k int, b uint64) bool {
+	for ; k >= 0; k = int(q[k].parent) {
+		if q[k].bucket == b {
+			return true
+		}
+	}
+	return false
+}
+
+// shift performs the chain ending at step k, last move first, stopping at
+// the first move that another writer made impossible.
+func (c *ctable) shift(q []searchStep, k int) {
+	for ; k >= 0; k = int(q[k].parent) {
+		if !c.move(q[k].bucket, q[k].fp) {
+			return
+		}
+	}
+}
+
+// move moves one copy of fp from bucket src to an empty slot of its other
+// bucket, as a seqlock write on both buckets' stripes.
+func (c *ctable) move(src, fp uint64) bool {
+	dst := c.f.t.altIndex(src, fp)
+	a, b := c.lock2(src, dst)
+	defer unlock2(a, b)
+	s, ok := c.findIn(src, fp)
+	if !ok {
+		return false
+	}
+	e, ok := c.findIn(dst, 0)
+	if !ok {
+		return false
+	}
+	va, vb := &c.vers[src&c.smask], &c.vers[dst&c.smask]
+	va.Add(1)
+	if vb != va {
+		vb.Add(1)
+	}
+	c.fill(dst, e, fp)
+	c.empty(src, s)
+	va.Add(1)
+	if vb != va {
+		vb.Add(1)
+	}
+	c.moves.Add(1)
+	return true
+}
+
+// seal makes the table take no new fingerprints (a newer table exists) and
+// starts keeping its item count in live.
+func (c *ctable) seal() {
+	c.lockAll()
+	c.state = tableSealed
+	c.live.Store(int64(c.items()))
+	c.unlockAll()
+}
+
+// drop releases a sealed table that holds nothing, and reports whether it
+// did.
+func (c *ctable) drop() bool {
+	c.lockAll()
+	defer c.unlockAll()
+	if c.state != tableSealed || c.items() != 0 {
+		return false
+	}
+	c.state = tableDropped
+	return true
+}
+
+// items returns the number of items, copies included.
+func (c *ctable) items() uint64 {
+	var n uint64
+	for i := range c.stripes {
+		n += c.stripes[i].count.Load()
+	}
+	return n
+}
+
+// slotsUsed returns the number of occupied slots.
+func (c *ctable) slotsUsed() uint64 {
+	var n uint64
+	for i := range c.stripes {
+		n += c.stripes[i].occupied.Load()
+	}
+	return n
+}
+
+// snapshotLocked copies the table into a Filter and its overflow counters;
+// the caller holds every stripe lock, so no writer runs and plain reads of
+// the words are ordered after every write.
+func (c *ctable) snapshotLocked() (*Filter, map[uint64]uint64) {
+	f := &Filter{}
+	t := newTableLayout(c.f.t.numBuckets, c.f.t.slots, c.f.t.fpBits)
+	t.words = slicesClone(c.f.t.words)
+	f.init(t, c.f.seed, c.f.capacity, c.f.maxKicks)
+	var over map[uint64]uint64
+	for i := range c.stripes {
+		st := &c.stripes[i]
+		f.occupied += st.occupied.Load()
+		f.count += st.occupied.Load()
+		for k, v := range st.dups {
+			if f.dups == nil {
+				f.dups = make(map[uint64]uint64)
+			}
+			f.dups[k] = v
+			f.count += v
+		}
+		for k, v := range st.over {
+			if over == nil {
+				over = make(map[uint64]uint64)
+			}
+			over[k] = v
+		}
+	}
+	return f, over
+}
+
+func slicesClone(w []uint64) []uint64 { return append([]uint64(nil), w...) }
+
+// ctableFrom builds a table around a decoded Filter, taking its words, and
+// its overflow counters: every item is attributed to the stripe of its
+// pair's lower bucket.
+func ctableFrom(f *Filter, over map[uint64]uint64, gen uint32, limit uint64, state tableState) *ctable {
+	c := &ctable{}
+	c.f = *f
+	c.f.dups, c.f.path, c.f.search = nil, nil, nil
+	c.f.count, c.f.occupied = 0, 0
+	c.setUp(gen, limit)
+	t := &c.f.t
+	for i := uint64(0); i < t.numBuckets; i++ {
+		for s := uint64(0); s < t.slots; s++ {
+			if fp := t.get(i, s); fp != 0 {
+				st := c.stripeOf(min(i, t.altIndex(i, fp)))
+				st.count.Add(1)
+				st.occupied.Add(1)
+			}
+		}
+	}
+	put := func(m map[uint64]uint64, pick func(*stripe) *map[uint64]uint64) {
+		for k, v := range m {
+			st := c.stripeOf(k >> 32)
+			if *pick(st) == nil {
+				*pick(st) = make(map[uint64]uint64)
+			}
+			(*pick(st))[k] = v
+			st.count.Add(v)
+		}
+	}
+	put(f.dups, func(st *stripe) *map[uint64]uint64 { return &st.dups })
+	put(over, func(st *stripe) *map[uint64]uint64 { return &st.over })
+	if c.limited {
+		c.occ.Store(f.occupied)
+	}
+	c.state = state
+	if state == tableSealed {
+		c.live.Store(int64(c.items()))
+	}
+	return c
+}
+
+// reset empties the table in place.
+func (c *ctable) reset() {
+	c.lockAll()
+	defer c.unlockAll()
+	for i := range c.f.t.words {
+		atomic.StoreUint64(&c.f.t.words[i], 0)
+	}
+	for i := range c.stripes {
+		st := &c.stripes[i]
+		st.count.Store(0)
+		st.occupied.Store(0)
+		st.dups, st.over = nil, nil
+	}
+	c.occ.Store(0)
+	c.live.Store(0)
+}
