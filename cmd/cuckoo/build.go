@@ -21,9 +21,11 @@ at all, and an existing FILE is replaced only when the build succeeds
 
 By default it builds a cuckoo filter sized from the input files' sizes (it
 rebuilds larger if they hold more lines than estimated); from standard
-input or a pipe the filter grows as needed. --capacity fixes the size.
---bloom builds a Bloom filter instead (no deletes; 'cuckoo plan' compares
-them).
+input or a pipe, a cuckoo filter that grows as needed. --capacity fixes the
+size; --grow makes a filter that grows (from --capacity, if given), for a
+file that 'cuckoo add' will keep growing. --bloom builds a Bloom filter
+instead (no deletes; 'cuckoo plan' compares them); a fixed-size one needs
+--capacity when reading standard input.
 
 Every line is added, as a multiset: a line given twice is stored twice
 and needs two deletes ('cuckoo delete'). --unique adds a line only when the
@@ -50,7 +52,7 @@ type buildFlags struct {
 func (f *buildFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.output, "o", "", "write the filter to `file` (required)")
 	fs.StringVar(&f.output, "output", "", "the same as -o")
-	f.filter.register(fs, 0.0001)
+	f.filter.register(fs, 0.0001, false)
 	f.fields.register(fs)
 	fs.BoolVar(&f.unique, "unique", false, "add a key only if the filter does not report it already (set semantics)")
 	fs.BoolVar(&f.stats, "stats", false, "print keys, size and false-positive rate on standard error")

@@ -620,14 +620,25 @@ type filterFlags struct {
 	bucketSize  int
 	fingerprint int
 	semi        bool
+	grow        bool
 	bloom       bloomValue
 	defaultFPR  float64
+	growDefault bool // a cuckoo filter grows unless --capacity fixes it
 }
 
-func (f *filterFlags) register(fs *flag.FlagSet, defaultFPR float64) {
-	f.defaultFPR = defaultFPR
+// register declares the flags. With growDefault, a new cuckoo filter is
+// a growing one unless --capacity fixes its size (dedup); without, it is
+// a fixed one unless --grow (build).
+func (f *filterFlags) register(fs *flag.FlagSet, defaultFPR float64, growDefault bool) {
+	f.defaultFPR, f.growDefault = defaultFPR, growDefault
 	fs.Var(&f.fpr, "fpr", fmt.Sprintf("target false-positive `rate` (default %v)", defaultFPR))
-	fs.Var(&f.capacity, "capacity", "fixed size: the most distinct keys `N` the filter must hold (default: from the input sizes, or growing)")
+	if growDefault {
+		fs.Var(&f.capacity, "capacity", "fixed size: the most distinct keys `N` (default: a filter that grows, sized from the input files)")
+		fs.BoolVar(&f.grow, "grow", false, "with --capacity N: start at N and grow (the default without --capacity)")
+	} else {
+		fs.Var(&f.capacity, "capacity", "fixed size: the most distinct keys `N` (default: from the input files' sizes)")
+		fs.BoolVar(&f.grow, "grow", false, "a cuckoo filter that grows as keys are added (--capacity is then its initial size)")
+	}
 	fs.Var(&f.seed, "seed", "hash `seed`, for reproducible files and runs (default random)")
 	fs.IntVar(&f.bucketSize, "bucket-size", 0, "cuckoo filter slots per bucket `b`: 2, 4 or 8 (default 4)")
 	fs.IntVar(&f.fingerprint, "fingerprint-bits", 0, "cuckoo filter fingerprint `bits`, 4..32 (default: from --fpr)")
@@ -637,11 +648,12 @@ func (f *filterFlags) register(fs *flag.FlagSet, defaultFPR float64) {
 
 // anySet reports whether a flag of a new filter was given.
 func (f *filterFlags) anySet() bool {
-	return f.fpr.set || f.capacity.set || f.seed.set || f.bucketSize != 0 || f.fingerprint != 0 || f.semi || f.bloom.kind != 0
+	return f.fpr.set || f.capacity.set || f.seed.set || f.bucketSize != 0 || f.fingerprint != 0 || f.semi || f.grow || f.bloom.kind != 0
 }
 
 // spec returns the new filter's description: its size from --capacity,
-// else from the inputs' sizes (known = false when they are unknown).
+// else from the inputs' sizes (known = false when they are unknown: the
+// filter then grows), and whether it grows.
 func (f *filterFlags) spec(e *env, cmd string, ins []input) (spec filterfile.Spec, known bool, err error) {
 	remedy := "see 'cuckoo " + cmd + " --help'"
 	spec = filterfile.Spec{Kind: filterfile.Cuckoo, FPR: f.defaultFPR, BucketSize: f.bucketSize,
@@ -653,11 +665,24 @@ func (f *filterFlags) spec(e *env, cmd string, ins []input) (spec filterfile.Spe
 		}
 	}
 	if f.bloom.kind != 0 {
-		if f.bucketSize != 0 || f.fingerprint != 0 || f.semi {
-			return spec, false, usageErr(remedy, "--bucket-size, --fingerprint-bits and --semi-sorted are cuckoo filter settings, not Bloom")
+		if f.bucketSize != 0 || f.fingerprint != 0 || f.semi || f.grow {
+			return spec, false, usageErr("a growing Bloom filter is --bloom=scalable",
+				"--bucket-size, --fingerprint-bits, --semi-sorted and --grow are cuckoo filter settings")
 		}
 		spec.Kind = f.bloom.kind
 	}
+	grow := f.grow || (f.growDefault && !f.capacity.set)
+	if grow && spec.Kind == filterfile.Cuckoo {
+		spec.Kind = filterfile.CuckooScalable
+	}
+	defer func() {
+		// A growing cuckoo filter keeps its rate below twice the rate of
+		// its first table: give that table half the target, so that
+		// --fpr bounds the rate at every size.
+		if spec.Kind == filterfile.CuckooScalable && spec.FingerprintBits == 0 {
+			spec.FPR /= 2
+		}
+	}()
 	if f.capacity.set {
 		if f.capacity.n == 0 {
 			return spec, false, usageErr(remedy, "--capacity 0: a filter must hold at least one key")
@@ -671,15 +696,16 @@ func (f *filterFlags) spec(e *env, cmd string, ins []input) (spec filterfile.Spe
 	}
 	spec.Capacity = max(n, 1)
 	if !known {
-		// Standard input or a pipe: the size is unknown.
-		switch {
-		case spec.Kind == filterfile.BloomScalable:
+		// Standard input or a pipe: the size is unknown, so the filter
+		// must grow.
+		switch spec.Kind {
+		case filterfile.Cuckoo, filterfile.CuckooScalable:
+			spec.Kind, spec.Capacity = filterfile.CuckooScalable, unknownInitial
+		case filterfile.BloomScalable:
 			spec.Capacity = unknownInitial
-		case spec.Kind.IsBloom():
+		default:
 			return spec, false, usageErr("give --capacity N, or use --bloom=scalable, which grows",
 				"the size of the input is unknown (standard input or a pipe), and a %s has a fixed size", spec.Kind.Description())
-		default:
-			spec.Capacity = fallbackCapacity
 		}
 	}
 	return spec, known, nil
@@ -689,10 +715,6 @@ func (f *filterFlags) spec(e *env, cmd string, ins []input) (spec filterfile.Spe
 // unknown size: small enough that a small input makes a small file, large
 // enough that a billion keys need few tables.
 const unknownInitial = 1 << 18
-
-// fallbackCapacity sizes a cuckoo filter for input of unknown size until
-// the growing cuckoo filter is available.
-const fallbackCapacity = 16_000_000
 
 // bloomValue is --bloom or --bloom=kind.
 type bloomValue struct{ kind filterfile.Kind }

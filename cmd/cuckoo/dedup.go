@@ -26,9 +26,13 @@ expected number); a line is never printed twice. Lines may be of any length
 and hold any bytes; "a\r\n" and "a\n" are the same line (each is printed as
 read), and a last line without a newline gets one.
 
-The filter is sized from the input files' sizes; for standard input or a
-pipe it grows as needed. --capacity fixes its size instead. --save, --load
-and --state carry the seen lines across runs.
+The filter grows as needed: it starts with room for the lines the input
+files' sizes call for (counted up to 8 MiB, sampled above), or for 262,144
+lines when reading standard input or a pipe, and adds a larger table when
+full, keeping the rate below --fpr however far it grows. --capacity N
+makes it a plain cuckoo filter of fixed size instead (slightly faster; past N
+distinct lines dedup stops with exit status 4). --save, --load and --state
+carry the seen lines across runs.
 
 Examples:
   cuckoo dedup urls.txt > unique.txt
@@ -60,7 +64,7 @@ type dedupFlags struct {
 }
 
 func (f *dedupFlags) register(fs *flag.FlagSet) {
-	f.filter.register(fs, 0.0001)
+	f.filter.register(fs, 0.0001, true)
 	fs.StringVar(&f.key, "key", "", "dedup on these fields only: a field `spec` as cut -f (2, 1,3, 2-4, 3-)")
 	f.fields.register(fs)
 	fs.BoolVar(&f.duplicates, "duplicates", false, "print only the repeats (every line seen before) instead")
@@ -113,7 +117,7 @@ func runDedup(e *env, f *dedupFlags, names []string) error {
 	if load != "" {
 		if f.filter.anySet() {
 			return usageErr("the loaded filter keeps its own parameters; drop them or start a new file",
-				"--capacity, --fpr, --seed, --bloom, --bucket-size and --fingerprint-bits describe a new filter, not the one loaded from %s", load)
+				"--capacity, --grow, --fpr, --seed, --bloom, --bucket-size, --fingerprint-bits and --semi-sorted describe a new filter, not the one loaded from %s", load)
 		}
 		if seen, err = loadFilter(load); err != nil {
 			return err

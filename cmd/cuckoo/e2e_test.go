@@ -66,6 +66,33 @@ func TestDedupExactAtLowRate(t *testing.T) {
 	}
 }
 
+// TestDedupGrows reads more distinct lines than a growing filter starts
+// with, from standard input (size unknown): the filter grows, the output
+// still equals awk's at a low rate, and the saved seen-set says it grew.
+func TestDedupGrows(t *testing.T) {
+	e := newEnv(t)
+	seed := testSeed(t)
+	n := 400_000 // about 280,000 distinct lines: more than the 262,144 a filter starts with
+	lines := urls(e, "urls.txt", n, seed)
+	in := e.read("urls.txt")
+	r := runIn(t, e.dir, in, "dedup", "--fpr", "1e-7", "--seed", fmt.Sprint(seed), "--save", "seen.ckoo")
+	r.want(t, exitOK, "dedup")
+	if want := strings.Join(firstOccurrences(lines), ""); r.stdout != want {
+		t.Fatalf("output differs from awk's: %d bytes, want %d", len(r.stdout), len(want))
+	}
+	info := e.run("", "info", "--json", "seen.ckoo")
+	info.want(t, exitOK, "info")
+	if !strings.Contains(info.stdout, `"kind":"cuckoo-scalable"`) || strings.Contains(info.stdout, `"tables":1,`) {
+		t.Fatalf("the seen-set did not grow: %s", info.stdout)
+	}
+	// The grown seen-set holds every line: nothing is new the second time.
+	r = e.run("", "dedup", "--load", "seen.ckoo", "urls.txt")
+	r.want(t, exitOK, "dedup")
+	if r.stdout != "" {
+		t.Fatalf("%d bytes of lines reported new after loading the grown seen-set", len(r.stdout))
+	}
+}
+
 // TestDedupFalsePositivesExplained checks the promise at a rate high
 // enough to see false positives: the output is a subsequence of the input
 // in order, made of first occurrences; and every distinct line missing

@@ -107,6 +107,8 @@ func runQuery(e *env, f *queryFlags, pos []string) error {
 	bar := e.startBar("query", totalSize(ins), f.quiet, !f.count)
 	kr := dedup.NewKeyReader(keyer, 0)
 	kr.OnRead(bar.AddChunk)
+	var lines, keys [batchLines][]byte
+	var found [batchLines]bool
 	var n uint64
 	for i := range ins {
 		r, closeIn, err := ins[i].open(e)
@@ -115,12 +117,18 @@ func runQuery(e *env, f *queryFlags, pos []string) error {
 		}
 		kr.Reset(r)
 		for {
-			line, key, ok := kr.Next()
-			if !ok {
+			// A batch at a time: a cuckoo filter prefetches the buckets of
+			// all its keys before it looks them up.
+			m := kr.NextBatch(lines[:], keys[:])
+			if m == 0 {
 				break
 			}
-			present := filter.Contains(key)
-			if (!f.present && !f.absent) || present == f.present {
+			filter.ContainsBatch(keys[:m], found[:m])
+			for j, line := range lines[:m] {
+				present := found[j]
+				if (f.present || f.absent) && present != f.present {
+					continue
+				}
 				n++
 				if f.count {
 					continue
@@ -155,6 +163,9 @@ func runQuery(e *env, f *queryFlags, pos []string) error {
 	}
 	return nil
 }
+
+// batchLines is how many key lines query looks up at once.
+const batchLines = 64
 
 // printAnswer prints key and its answer: "key\tpresent", or the key alone
 // when filtering to one kind.

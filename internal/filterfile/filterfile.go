@@ -121,7 +121,7 @@ func ParseKind(s string) (Kind, bool) {
 // Supported reports whether this build can create and read filters of
 // kind k. Kinds whose package has not been built into the module yet are
 // listed but not supported.
-func Supported(k Kind) bool { return k == Cuckoo || k.IsBloom() }
+func Supported(k Kind) bool { return k >= Cuckoo && k <= BloomScalable }
 
 // HeaderSize is the number of leading bytes Sniff needs.
 const HeaderSize = 8
@@ -164,6 +164,7 @@ type Filter struct {
 	version uint16  // format version it was read with, or the current one
 	target  float64 // a Bloom filter's target rate (its file header's)
 	cf      *cuckoo.Filter
+	cs      *cuckoo.Scalable
 	bf      *bloom.Filter // BloomBlocked, BloomClassic
 	bc      *bloom.Counting
 	bs      *bloom.Scalable
@@ -221,7 +222,11 @@ func New(s Spec) (*Filter, error) {
 		}
 		return f, nil
 	}
-	f.cf, err = cuckoo.New(s.Capacity, cuckooOptions(s)...)
+	if s.Kind == CuckooScalable {
+		f.cs, err = cuckoo.NewScalable(s.Capacity, cuckooOptions(s)...)
+	} else {
+		f.cf, err = cuckoo.New(s.Capacity, cuckooOptions(s)...)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -290,6 +295,9 @@ func Read(r io.Reader) (*Filter, error) {
 	case Cuckoo:
 		f.cf = new(cuckoo.Filter)
 		_, err = f.cf.ReadFrom(br)
+	case CuckooScalable:
+		f.cs = new(cuckoo.Scalable)
+		_, err = f.cs.ReadFrom(br)
 	case BloomBlocked, BloomClassic:
 		f.bf = new(bloom.Filter)
 		_, err = f.bf.ReadFrom(br)
@@ -348,6 +356,8 @@ func (f *Filter) WriteTo(w io.Writer) (int64, error) {
 	switch f.kind {
 	case Cuckoo:
 		return f.cf.WriteTo(w)
+	case CuckooScalable:
+		return f.cs.WriteTo(w)
 	case BloomBlocked, BloomClassic:
 		return f.bf.WriteTo(w)
 	case BloomCounting:
@@ -363,6 +373,8 @@ func (f *Filter) EncodedSize() int64 {
 	switch f.kind {
 	case Cuckoo:
 		return f.cf.EncodedSize()
+	case CuckooScalable:
+		return f.cs.EncodedSize()
 	case BloomBlocked, BloomClassic:
 		return f.bf.EncodedSize()
 	case BloomCounting:
@@ -387,6 +399,8 @@ func (f *Filter) Add(key []byte) error {
 	switch f.kind {
 	case Cuckoo:
 		return full(f.cf.Add(key))
+	case CuckooScalable:
+		return full(f.cs.Add(key))
 	case BloomBlocked, BloomClassic:
 		f.bf.Add(key)
 	case BloomCounting:
@@ -403,6 +417,9 @@ func (f *Filter) AddUnique(key []byte) (bool, error) {
 	switch f.kind {
 	case Cuckoo:
 		added, err := f.cf.AddUnique(key)
+		return added, full(err)
+	case CuckooScalable:
+		added, err := f.cs.AddUnique(key)
 		return added, full(err)
 	case BloomBlocked, BloomClassic:
 		return f.bf.AddIfAbsent(key), nil
@@ -454,6 +471,8 @@ func (f *Filter) Contains(key []byte) bool {
 	switch f.kind {
 	case Cuckoo:
 		return f.cf.Contains(key)
+	case CuckooScalable:
+		return f.cs.Contains(key)
 	case BloomBlocked, BloomClassic:
 		return f.bf.Contains(key)
 	case BloomCounting:
@@ -464,12 +483,27 @@ func (f *Filter) Contains(key []byte) bool {
 	return false
 }
 
+// ContainsBatch sets found[i] to Contains(keys[i]) for every key (found
+// must be as long as keys). For a fixed cuckoo filter it overlaps the
+// cache misses of the keys (see cuckoo.Filter.ContainsBatch).
+func (f *Filter) ContainsBatch(keys [][]byte, found []bool) {
+	if f.kind == Cuckoo {
+		f.cf.ContainsBatch(keys, found)
+		return
+	}
+	for i, k := range keys {
+		found[i] = f.Contains(k)
+	}
+}
+
 // Delete removes one copy of key and reports whether there was one. Kinds
 // that cannot delete return ErrNoDelete and change nothing.
 func (f *Filter) Delete(key []byte) (bool, error) {
 	switch f.kind {
 	case Cuckoo:
 		return f.cf.Delete(key), nil
+	case CuckooScalable:
+		return f.cs.Delete(key), nil
 	case BloomCounting:
 		return f.bc.Delete(key), nil
 	}
@@ -482,6 +516,8 @@ func (f *Filter) Len() uint64 {
 	switch f.kind {
 	case Cuckoo:
 		return f.cf.Len()
+	case CuckooScalable:
+		return f.cs.Len()
 	case BloomBlocked, BloomClassic:
 		return f.bf.Len()
 	case BloomCounting:
@@ -498,6 +534,8 @@ func (f *Filter) Capacity() uint64 {
 	switch f.kind {
 	case Cuckoo:
 		return f.cf.Capacity()
+	case CuckooScalable:
+		return f.cs.Capacity()
 	case BloomBlocked, BloomClassic:
 		return f.bf.Capacity()
 	case BloomCounting:
@@ -513,6 +551,8 @@ func (f *Filter) SizeInBytes() uint64 {
 	switch f.kind {
 	case Cuckoo:
 		return f.cf.SizeInBytes()
+	case CuckooScalable:
+		return f.cs.SizeInBytes()
 	case BloomBlocked, BloomClassic:
 		return f.bf.SizeInBytes()
 	case BloomCounting:
@@ -530,12 +570,27 @@ func (f *Filter) FalsePositiveRate() float64 {
 	switch f.kind {
 	case Cuckoo:
 		return f.cf.FalsePositiveRate()
+	case CuckooScalable:
+		return f.cs.FalsePositiveRate()
 	case BloomBlocked, BloomClassic:
 		return f.bf.FalsePositiveRate()
 	case BloomCounting:
 		return f.bc.FalsePositiveRate()
 	case BloomScalable:
 		return f.bs.FalsePositiveRate()
+	}
+	return 0
+}
+
+// HashCount returns a Bloom filter's k, the bits (or counters) each key
+// sets; 0 for cuckoo filters and scalable Bloom filters (whose layers
+// differ).
+func (f *Filter) HashCount() int {
+	switch f.kind {
+	case BloomBlocked, BloomClassic:
+		return f.bf.HashCount()
+	case BloomCounting:
+		return f.bc.HashCount()
 	}
 	return 0
 }
@@ -549,6 +604,8 @@ func (f *Filter) Seed() uint64 {
 	switch f.kind {
 	case Cuckoo:
 		return f.cf.Seed()
+	case CuckooScalable:
+		return f.cs.Seed()
 	case BloomBlocked, BloomClassic:
 		return f.bf.Seed()
 	case BloomCounting:

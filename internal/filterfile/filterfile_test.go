@@ -257,6 +257,31 @@ func TestAddUniqueBatch(t *testing.T) {
 	}
 }
 
+func TestContainsBatch(t *testing.T) {
+	for _, s := range specs() {
+		t.Run("kind="+s.Kind.String(), func(t *testing.T) {
+			f, _ := New(s)
+			var keys [][]byte
+			for i := range 200 {
+				if i%2 == 0 {
+					f.Add(key(i))
+				}
+				keys = append(keys, key(i))
+			}
+			found := make([]bool, len(keys))
+			f.ContainsBatch(keys, found)
+			for i, k := range keys {
+				if found[i] != f.Contains(k) {
+					t.Fatalf("key %d: batch %v, Contains %v", i, found[i], f.Contains(k))
+				}
+				if i%2 == 0 && !found[i] {
+					t.Fatalf("key %d added but not found", i)
+				}
+			}
+		})
+	}
+}
+
 func TestNewErrors(t *testing.T) {
 	for _, s := range []Spec{
 		{Kind: Cuckoo, Capacity: 0},

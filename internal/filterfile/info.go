@@ -73,6 +73,22 @@ func (f *Filter) Info() Fields {
 			FingerprintBits: c.FingerprintBits(), SemiSorted: c.SemiSorted()})...); err == nil {
 			add("fpr_at_capacity", "false positives at capacity", p.FalsePositiveRate, units.Rate(p.FalsePositiveRate))
 		}
+	case CuckooScalable:
+		c := f.cs
+		add("items", "items", c.Len(), units.Count(c.Len()))
+		add("capacity", "capacity", c.Capacity(), units.Count(c.Capacity())+" distinct keys in the current tables (it grows)")
+		add("initial_capacity", "initial capacity", c.InitialCapacity(), units.Count(c.InitialCapacity()))
+		add("tables", "tables", c.NumTables(), fmt.Sprintf("%d (growth ×%g)", c.NumTables(), c.Growth()))
+		add("load", "load", c.LoadFactor(), fmt.Sprintf("%.1f %% of the slots", 100*c.LoadFactor()))
+		add("bucket_size", "bucket size", c.BucketSize(), fmt.Sprintf("%d slots", c.BucketSize()))
+		fp := fmt.Sprintf("%d bits in the first table, more in later ones", c.FingerprintBits())
+		if c.SemiSorted() {
+			fp += ", semi-sorted buckets"
+		}
+		add("fingerprint_bits", "fingerprint", c.FingerprintBits(), fp)
+		add("fpr", "false positives now", c.FalsePositiveRate(), units.Rate(c.FalsePositiveRate()))
+		bound := 2 * c.TargetFalsePositiveRate()
+		add("fpr_bound", "false positives, bound", bound, units.Rate(bound)+" (twice the target, at any size)")
 	case BloomBlocked, BloomClassic, BloomCounting, BloomScalable:
 		var est uint64
 		var k int

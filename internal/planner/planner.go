@@ -9,16 +9,19 @@
 // function, so Bloom figures come from building the filter at the asked
 // size, or, above 2^18 keys, at 2^18 keys and scaling: a Bloom
 // filter's bits per key at a given rate do not depend on the number of
-// keys beyond rounding to whole words (see bloomProbe).
+// keys beyond rounding to whole words (see probe). Growing filters are
+// measured the same way, grown from a sixteenth of the keys.
 package planner
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 
 	"github.com/dedupkit/cuckoo"
-	"github.com/dedupkit/cuckoo/bloom"
+	"github.com/dedupkit/cuckoo/internal/filterfile"
 	"github.com/dedupkit/cuckoo/internal/units"
 )
 
@@ -89,8 +92,9 @@ func New(items uint64, fpr float64, needs Needs) (Plan, error) {
 		o.Note = "one bit less per item; slower lookups and inserts"
 		p.Options = append(p.Options, o)
 	}
-	for _, kind := range []string{"bloom-blocked", "bloom-classic", "bloom-counting", "bloom-scalable"} {
-		o, err := bloomOption(kind, items, fpr)
+	for _, kind := range []filterfile.Kind{filterfile.CuckooScalable, filterfile.BloomBlocked, filterfile.BloomClassic,
+		filterfile.BloomCounting, filterfile.BloomScalable} {
+		o, err := measuredOption(kind, items, fpr)
 		if err != nil {
 			continue
 		}
@@ -103,7 +107,10 @@ func New(items uint64, fpr float64, needs Needs) (Plan, error) {
 		} else {
 			o.Flags = flagFPR + o.Flags
 		}
-		if o.Kind != "cuckoo" {
+		switch {
+		case o.Kind == "cuckoo-scalable":
+			o.Flags += " --grow"
+		case strings.HasPrefix(o.Kind, "bloom-"):
 			o.Flags += " --bloom=" + o.Kind[len("bloom-"):]
 		}
 	}
@@ -139,60 +146,47 @@ func fromCuckooPlan(pl cuckoo.Plan) Option {
 	}
 }
 
-// bloomRef is the size at which Bloom filters are built to be measured
-// (a variable only so that tests under the race detector can shrink it).
+// bloomRef is the size at which Bloom and growing filters are built to be
+// measured (a variable only so that tests under the race detector can
+// shrink it).
 var bloomRef uint64 = 1 << 18
 
-// bloomProbe builds a Bloom filter of the kind at min(items, bloomRef)
-// keys and fpr, fills it with that many distinct keys, and returns its
-// size in bytes, k, and its expected rate then. Building is cheap (the
-// table is mostly untouched zero pages until filled); filling costs
-// about 10 ms at the reference size.
-func bloomProbe(kind string, items uint64, fpr float64) (bytes uint64, k int, rate float64, err error) {
+// probe builds a filter of the kind for min(items, bloomRef) keys at fpr
+// (a growing kind starts at a sixteenth of that and grows, as it would
+// for a count not known in advance), fills it with that many distinct
+// keys, and returns its size in bytes, its k, and its expected rate then.
+// Building is cheap (the table is mostly untouched zero pages until
+// filled); filling costs about 10 ms at the reference size.
+func probe(kind filterfile.Kind, items uint64, fpr float64) (bytes uint64, k int, rate float64, err error) {
 	n := min(items, bloomRef)
-	opt := bloom.WithSeed(1)
+	c := n
+	if kind.Grows() {
+		c = max(n/16, 1)
+	}
+	target := fpr
+	if kind == filterfile.CuckooScalable {
+		// Its rate stays below twice its first table's: the CLI gives that
+		// table half the target (see cmd/cuckoo), and so does the plan.
+		target /= 2
+	}
+	f, err := filterfile.New(filterfile.Spec{Kind: kind, Capacity: c, FPR: target, Seed: 1, SeedSet: true})
+	if err != nil {
+		return 0, 0, 0, err
+	}
 	var key [8]byte
-	fill := func(add func([]byte)) {
-		for i := range n {
-			for j := range key {
-				key[j] = byte(i >> (8 * j))
-			}
-			add(key[:])
+	for i := range n {
+		binary.LittleEndian.PutUint64(key[:], i)
+		if err := f.Add(key[:]); err != nil {
+			return 0, 0, 0, err
 		}
 	}
-	switch kind {
-	case "bloom-blocked", "bloom-classic":
-		var f *bloom.Filter
-		if kind == "bloom-blocked" {
-			f, err = bloom.New(n, fpr, opt)
-		} else {
-			f, err = bloom.NewClassic(n, fpr, opt)
-		}
-		if err != nil {
-			return 0, 0, 0, err
-		}
-		fill(f.Add)
-		return f.SizeInBytes(), f.HashCount(), f.FalsePositiveRate(), nil
-	case "bloom-counting":
-		f, err := bloom.NewCounting(n, fpr, opt)
-		if err != nil {
-			return 0, 0, 0, err
-		}
-		fill(f.Add)
-		return f.SizeInBytes(), f.HashCount(), f.FalsePositiveRate(), nil
-	case "bloom-scalable":
-		f, err := bloom.NewScalable(n, fpr, opt)
-		if err != nil {
-			return 0, 0, 0, err
-		}
-		fill(f.Add)
-		return f.SizeInBytes(), 0, f.FalsePositiveRate(), nil
-	}
-	return 0, 0, 0, fmt.Errorf("%w: unknown kind %q", ErrParameter, kind)
+	return f.SizeInBytes(), f.HashCount(), f.FalsePositiveRate(), nil
 }
 
-func bloomOption(kind string, items uint64, fpr float64) (Option, error) {
-	size, k, rate, err := bloomProbe(kind, items, fpr)
+// measuredOption is the option of a kind the planner measures (Bloom
+// filters and growing filters) rather than computes.
+func measuredOption(kind filterfile.Kind, items uint64, fpr float64) (Option, error) {
+	size, k, rate, err := probe(kind, items, fpr)
 	if err != nil {
 		return Option{}, err
 	}
@@ -202,18 +196,22 @@ func bloomOption(kind string, items uint64, fpr float64) (Option, error) {
 	if items > n {
 		bytes = uint64(math.Ceil(bpi * float64(items) / 8))
 	}
-	o := Option{Kind: kind, HashCount: k, Bytes: bytes, BitsPerItem: float64(bytes*8) / float64(items), FPR: rate, Available: true}
+	o := Option{Kind: kind.String(), HashCount: k, Bytes: bytes, BitsPerItem: float64(bytes*8) / float64(items), FPR: rate,
+		Available: true, Deletes: kind.CanDelete(), Grows: kind.Grows()}
 	switch kind {
-	case "bloom-blocked":
+	case filterfile.BloomBlocked:
 		o.Name, o.Lookup = "bloom blocked", "1 cache line"
-	case "bloom-classic":
+	case filterfile.BloomClassic:
 		o.Name, o.Lookup = "bloom classic", fmt.Sprintf("k=%d bits anywhere (up to %d cache lines)", k, k)
-	case "bloom-counting":
-		o.Name, o.Lookup, o.Deletes = "bloom counting", fmt.Sprintf("k=%d counters (up to %d cache lines)", k, k), true
+	case filterfile.BloomCounting:
+		o.Name, o.Lookup = "bloom counting", fmt.Sprintf("k=%d counters (up to %d cache lines)", k, k)
 		o.Note = "4-bit counters: 4× a classic filter"
-	case "bloom-scalable":
-		o.Name, o.Lookup, o.Grows = "bloom scalable", "1 cache line per layer", true
-		o.Note = "one layer at this size; each growth adds a layer at a tighter rate"
+	case filterfile.BloomScalable:
+		o.Name, o.Lookup = "bloom scalable, from N/16", "1 cache line per layer"
+		o.Note = "grown from a sixteenth of N (memory depends on where N falls between growths); each layer has a tighter rate"
+	case filterfile.CuckooScalable:
+		o.Name, o.Lookup = "cuckoo scalable, from N/16", "2 buckets per table, newest first"
+		o.Note = "grown from a sixteenth of N (memory depends on where N falls between growths); later tables have wider fingerprints"
 	}
 	return o, nil
 }
@@ -232,9 +230,6 @@ func (p *Plan) recommend() {
 	}
 	if best < 0 {
 		p.Reason = "no filter meets these needs at this rate"
-		if p.Needs.Delete && p.Needs.Grow {
-			p.Reason += " (a filter that both grows and deletes is the cuckoo Scalable, not in this build)"
-		}
 		return
 	}
 	smallest := best
@@ -281,22 +276,24 @@ func (p *Plan) recommend() {
 	// Name the runner-up of the other family, which is what users compare.
 	alt := -1
 	for i, o := range p.Options {
-		if fits(o) && (o.Kind == "cuckoo") != (r.Kind == "cuckoo") && (alt < 0 || o.Bytes < p.Options[alt].Bytes) {
+		if fits(o) && isCuckoo(o) != isCuckoo(r) && (alt < 0 || o.Bytes < p.Options[alt].Bytes) {
 			alt = i
 		}
 	}
 	if alt >= 0 {
 		a := p.Options[alt]
-		reason += fmt.Sprintf("; the best %s would take %.1f bits per item", map[bool]string{true: "cuckoo filter", false: "Bloom filter"}[a.Kind == "cuckoo"], a.BitsPerItem)
+		reason += fmt.Sprintf("; the best %s would take %.1f bits per item", map[bool]string{true: "cuckoo filter", false: "Bloom filter"}[isCuckoo(a)], a.BitsPerItem)
 	}
-	if r.Kind == "cuckoo" && !p.Needs.Delete {
+	if isCuckoo(r) && !p.Needs.Delete {
 		reason += "; it can also delete keys"
 	}
-	if r.Kind != "cuckoo" && !r.Deletes {
+	if !r.Deletes {
 		reason += "; it cannot delete keys (--delete to require it)"
 	}
 	p.Reason = reason
 }
+
+func isCuckoo(o Option) bool { return strings.HasPrefix(o.Kind, "cuckoo") }
 
 func joinAnd(s []string) string {
 	switch len(s) {
@@ -358,10 +355,10 @@ func Curves(items uint64) []Curve {
 		cs = append(cs, c)
 	}
 	// Counting filters are four times classic ones: off the scale, left out.
-	for _, kind := range []string{"bloom-blocked", "bloom-classic"} {
-		c := Curve{Name: "bloom " + kind[len("bloom-"):]}
+	for _, kind := range []filterfile.Kind{filterfile.BloomBlocked, filterfile.BloomClassic} {
+		c := Curve{Name: "bloom " + kind.String()[len("bloom-"):]}
 		for e := -1.0; e >= -9.0; e -= 0.5 {
-			size, _, rate, err := bloomProbe(kind, min(items, curveKeys), math.Pow(10, e))
+			size, _, rate, err := probe(kind, min(items, curveKeys), math.Pow(10, e))
 			if err != nil || rate <= 0 {
 				continue
 			}

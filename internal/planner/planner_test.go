@@ -26,7 +26,8 @@ func TestPlanOptions(t *testing.T) {
 			t.Errorf("%s: %.2f bits per item, below the lower bound %.2f", o.Name, o.BitsPerItem, p.LowerBound)
 		}
 	}
-	for _, name := range []string{"cuckoo b=4 f=17", "cuckoo b=2 f=16", "cuckoo b=8 f=18", "bloom blocked", "bloom classic", "bloom counting", "bloom scalable"} {
+	for _, name := range []string{"cuckoo b=4 f=17", "cuckoo b=2 f=16", "cuckoo b=8 f=18", "cuckoo b=4 f=17 semi-sorted",
+		"cuckoo scalable, from N/16", "bloom blocked", "bloom classic", "bloom counting", "bloom scalable, from N/16"} {
 		if _, ok := byName[name]; !ok {
 			t.Errorf("no option %q", name)
 		}
@@ -55,7 +56,8 @@ func TestRecommendation(t *testing.T) {
 		{"high-rate-bloom", 0.05, Needs{}, "bloom blocked"},
 		{"high-rate-delete", 0.05, Needs{Delete: true}, "cuckoo"},
 		{"low-rate", 1e-6, Needs{}, "cuckoo b=4"},
-		{"grow", 0.001, Needs{Grow: true}, "bloom scalable"},
+		{"grow", 0.001, Needs{Grow: true}, ""},
+		{"grow-delete", 0.001, Needs{Grow: true, Delete: true}, "cuckoo scalable"},
 	} {
 		t.Run("case="+c.name, func(t *testing.T) {
 			p, err := New(1_000_000, c.fpr, c.needs)
@@ -74,6 +76,9 @@ func TestRecommendation(t *testing.T) {
 			}
 			if c.needs.Delete && !r.Deletes {
 				t.Fatalf("recommended %s, which cannot delete", r.Name)
+			}
+			if c.needs.Grow && !r.Grows {
+				t.Fatalf("recommended %s, which cannot grow", r.Name)
 			}
 		})
 	}

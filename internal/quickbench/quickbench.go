@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"strings"
 	"time"
 
 	"github.com/dedupkit/cuckoo/internal/filterfile"
@@ -78,9 +79,14 @@ func Specs(items uint64, fpr float64, seed uint64) []Filter {
 	}
 	// A growing filter is for when the count is unknown: start it 16×
 	// too small, so that it grows as it would in use.
-	grow := spec(filterfile.BloomScalable)
-	grow.Capacity = max(items/16, 1)
-	fs = append(fs, Filter{"bloom scalable/16", grow})
+	for _, k := range []filterfile.Kind{filterfile.CuckooScalable, filterfile.BloomScalable} {
+		grow := spec(k)
+		grow.Capacity = max(items/16, 1)
+		if k == filterfile.CuckooScalable {
+			grow.FPR /= 2 // its rate stays below twice its first table's, as the CLI builds it
+		}
+		fs = append(fs, Filter{strings.Replace(k.String(), "-", " ", 1) + "/16", grow})
+	}
 	return fs
 }
 
