@@ -58,14 +58,7 @@ func (f *Filter) Info() Fields {
 		c := f.cf
 		add("items", "items", c.Len(), units.Count(c.Len()))
 		add("capacity", "capacity", c.Capacity(), units.Count(c.Capacity())+" distinct keys")
-		add("load", "load", c.LoadFactor(), fmt.Sprintf("%.1f %% of the slots", 100*c.LoadFactor()))
-		add("bucket_size", "bucket size", c.BucketSize(), fmt.Sprintf("%d slots", c.BucketSize()))
-		fp := fmt.Sprintf("%d bits", c.FingerprintBits())
-		if c.SemiSorted() {
-			fp += ", semi-sorted buckets"
-		}
-		add("fingerprint_bits", "fingerprint", c.FingerprintBits(), fp)
-		add("semi_sorted", "semi-sorted", c.SemiSorted(), fmt.Sprint(c.SemiSorted()))
+		cuckooShape(add, c.LoadFactor(), c.BucketSize(), c.FingerprintBits(), c.SemiSorted(), "")
 		add("buckets", "buckets", c.NumBuckets(), units.Count(c.NumBuckets()))
 		add("max_kicks", "max kicks", c.MaxKicks(), fmt.Sprint(c.MaxKicks()))
 		add("fpr", "false positives now", c.FalsePositiveRate(), units.Rate(c.FalsePositiveRate()))
@@ -79,13 +72,7 @@ func (f *Filter) Info() Fields {
 		add("capacity", "capacity", c.Capacity(), units.Count(c.Capacity())+" distinct keys in the current tables (it grows)")
 		add("initial_capacity", "initial capacity", c.InitialCapacity(), units.Count(c.InitialCapacity()))
 		add("tables", "tables", c.NumTables(), fmt.Sprintf("%d (growth ×%g)", c.NumTables(), c.Growth()))
-		add("load", "load", c.LoadFactor(), fmt.Sprintf("%.1f %% of the slots", 100*c.LoadFactor()))
-		add("bucket_size", "bucket size", c.BucketSize(), fmt.Sprintf("%d slots", c.BucketSize()))
-		fp := fmt.Sprintf("%d bits in the first table, more in later ones", c.FingerprintBits())
-		if c.SemiSorted() {
-			fp += ", semi-sorted buckets"
-		}
-		add("fingerprint_bits", "fingerprint", c.FingerprintBits(), fp)
+		cuckooShape(add, c.LoadFactor(), c.BucketSize(), c.FingerprintBits(), c.SemiSorted(), " in the first table, more in later ones")
 		add("fpr", "false positives now", c.FalsePositiveRate(), units.Rate(c.FalsePositiveRate()))
 		bound := 2 * c.TargetFalsePositiveRate()
 		add("fpr_bound", "false positives, bound", bound, units.Rate(bound)+" (twice the target, at any size)")
@@ -129,6 +116,18 @@ func (f *Filter) Info() Fields {
 	enc := f.EncodedSize()
 	add("file_bytes", "file size", enc, units.Bytes(uint64(enc)))
 	return fs
+}
+
+// cuckooShape adds the fields a cuckoo filter's table shape gives.
+func cuckooShape(add func(key, label string, v any, text string), load float64, slots, bits int, semi bool, bitsNote string) {
+	add("load", "load", load, fmt.Sprintf("%.1f %% of the slots", 100*load))
+	add("bucket_size", "bucket size", slots, fmt.Sprintf("%d slots", slots))
+	fp := fmt.Sprintf("%d bits%s", bits, bitsNote)
+	if semi {
+		fp += ", semi-sorted buckets"
+	}
+	add("fingerprint_bits", "fingerprint", bits, fp)
+	add("semi_sorted", "semi-sorted", semi, fmt.Sprint(semi))
 }
 
 func (f *Filter) magic() string {
