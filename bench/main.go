@@ -44,6 +44,8 @@ type config struct {
 	Seed          uint64   `json:"seed"`
 	MemBudget     uint64   `json:"mem_budget"` // bytes of keys held in memory per key set
 	Command       string   `json:"command"`
+	SkipTrials    bool     `json:"skip_trials,omitempty"`
+	SkipOverfill  bool     `json:"skip_overfill,omitempty"`
 }
 
 // results is what a run produces; the report is rendered from it alone, so
@@ -56,6 +58,7 @@ type results struct {
 	Overfills []overfill          `json:"overfills"`
 	Rows      []rowInfo           `json:"rows"` // the rows run, in table order
 	Skipped   []string            `json:"skipped"`
+	Extra     []extraRun          `json:"-"` // merged runs (see merge)
 	Started   time.Time           `json:"started"`
 	Finished  time.Time           `json:"finished"`
 }
@@ -71,11 +74,14 @@ func main() {
 		reps     = flag.Int("reps", 0, "repetitions per row (default: the mode's)")
 		probes   = flag.Float64("probes", 0, "absent keys looked up per trial (default: the mode's)")
 		rowsRe   = flag.String("rows", "", "regexp: run only rows whose name matches")
+		phases   = flag.String("phases", "trials,overfill", "what to run: trials (the timed measurements), overfill (the data-loss check), or both")
+		ofRows   = flag.String("overfill-rows", "", "regexp: rows of the over-fill check (default: the mode's)")
+		ofSizes  = flag.String("overfill-sizes", "", "capacities of the over-fill check (default: the mode's)")
 		md       = flag.String("out", "", "markdown report path (default: the mode's)")
 		jsonOut  = flag.String("json", "", "raw results path (default: the mode's)")
 		svgDir   = flag.String("svg", "", "directory for the SVG charts (default: the mode's)")
 		notes    = flag.String("notes", "notes.md", "markdown included in the report after the targets, if the file exists")
-		report   = flag.String("report", "", "render the report from this results file and exit; measure nothing")
+		report   = flag.String("report", "", "render the report from these results files (comma-separated: trials of the first run, plus the over-fill checks of all) and exit; measure nothing")
 		seed     = flag.Uint64("seed", 1, "seed of the keys and of the filters that take one")
 		budget   = flag.Float64("mem", 6, "GiB of keys one key set may hold in memory; larger sets are regenerated chunk by chunk")
 		list     = flag.Bool("list", false, "list the rows and exit")
@@ -108,9 +114,17 @@ func main() {
 	paths.notes = *notes
 
 	if *report != "" {
-		r, err := loadResults(*report)
-		if err != nil {
-			log.Fatal(err)
+		var r *results
+		for _, path := range strings.Split(*report, ",") {
+			more, err := loadResults(path)
+			if err != nil {
+				log.Fatal(err)
+			}
+			if r == nil {
+				r = more
+				continue
+			}
+			r.merge(more)
 		}
 		if err := writeOutputs(r, paths); err != nil {
 			log.Fatal(err)
@@ -140,6 +154,16 @@ func main() {
 	if *rowsRe != "" {
 		cfg.Rows = *rowsRe
 	}
+	if *ofRows != "" {
+		cfg.OverfillRows = *ofRows
+	}
+	if *ofSizes != "" {
+		if cfg.OverfillSizes, err = parseSizes(*ofSizes); err != nil {
+			log.Fatal(err)
+		}
+	}
+	cfg.SkipTrials = !strings.Contains(*phases, "trials")
+	cfg.SkipOverfill = !strings.Contains(*phases, "overfill")
 	cfg.Seed = *seed
 	cfg.MemBudget = uint64(*budget * (1 << 30))
 	cfg.Command = "go run . " + strings.Join(os.Args[1:], " ")
@@ -219,6 +243,9 @@ func measure(r *results, paths outputs) error {
 		return fmt.Errorf("bad big rows regexp: %v", err)
 	}
 	for _, n := range cfg.Sizes {
+		if cfg.SkipTrials {
+			break
+		}
 		var specs []spec
 		for _, s := range rows() {
 			switch {
@@ -272,6 +299,9 @@ func measure(r *results, paths outputs) error {
 			pres, abs = nil, nil
 			freeMemory()
 		}
+	}
+	if cfg.SkipOverfill {
+		return nil
 	}
 	return measureOverfill(r, paths, rowsRe)
 }
@@ -344,6 +374,27 @@ func appendOnce(list []string, s string) []string {
 	return append(list, s)
 }
 
+// merge adds the over-fill checks (and rows) of another run to r, and
+// records that run in r.Extra.
+func (r *results) merge(o *results) {
+	r.Overfills = append(r.Overfills, o.Overfills...)
+	for _, ri := range o.Rows {
+		if !slices.ContainsFunc(r.Rows, func(x rowInfo) bool { return x.Name == ri.Name }) {
+			r.Rows = append(r.Rows, ri)
+		}
+	}
+	r.Extra = append(r.Extra, extraRun{Command: o.Config.Command, Started: o.Started, Finished: o.Finished, Commit: o.Machine.Commit, LoadBefore: o.Machine.LoadBefore, LoadAfter: o.Machine.LoadAfter})
+}
+
+// extraRun is a run whose over-fill checks a report includes.
+type extraRun struct {
+	Command           string
+	Started, Finished time.Time
+	Commit            string
+	LoadBefore        string
+	LoadAfter         string
+}
+
 func loadResults(path string) (*results, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -352,6 +403,15 @@ func loadResults(path string) (*results, error) {
 	var r results
 	if err := json.Unmarshal(data, &r); err != nil {
 		return nil, fmt.Errorf("reading %s: %v", path, err)
+	}
+	// Results saved before a row's chart flags existed get them from the
+	// adapters.
+	for i, ri := range r.Rows {
+		for _, s := range registry {
+			if s.name == ri.Name {
+				r.Rows[i].Variant = s.variant
+			}
+		}
 	}
 	return &r, nil
 }
