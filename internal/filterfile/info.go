@@ -75,7 +75,7 @@ func (f *Filter) Info() Fields {
 		cuckooShape(add, c.LoadFactor(), c.BucketSize(), c.FingerprintBits(), c.SemiSorted(), " in the first table, more in later ones")
 		add("fpr", "false positives now", c.FalsePositiveRate(), units.Rate(c.FalsePositiveRate()))
 		bound := 2 * c.TargetFalsePositiveRate()
-		add("fpr_bound", "false positives, bound", bound, units.Rate(bound)+" (twice the target, at any size)")
+		add("fpr_bound", "false positives, bound", bound, units.Rate(bound)+" (at any size)")
 	case BloomBlocked, BloomClassic, BloomCounting, BloomScalable:
 		var est uint64
 		var k int
