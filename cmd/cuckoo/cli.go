@@ -539,6 +539,16 @@ func (e *env) abortPending() []string {
 	return paths
 }
 
+// cause returns the system error inside a path error (ENOSPC, EPIPE …),
+// for messages that already say which file.
+func cause(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}
+
 func unwrap(err error) error {
 	var pe *fs.PathError
 	if errors.As(err, &pe) {

@@ -172,7 +172,7 @@ func runDedup(e *env, f *dedupFlags, names []string) error {
 	}
 	if flushErr != nil {
 		outFile.abort()
-		return dataErr(remedyWrite, "writing the output: %v", flushErr)
+		return dataErr(remedyWrite+"; nothing was saved", "writing the output: %v", cause(flushErr))
 	}
 	st := d.Stats()
 	if f.count {
@@ -213,6 +213,9 @@ func dedupError(name string, err error, seen *filterfile.Filter, loaded string) 
 		return &cliError{code: exitFull, remedy: remedy + "; nothing was saved",
 			msg: fmt.Sprintf("the filter is full at %s: it holds %s lines, its capacity is %s",
 				where, units.Count(seen.Len()), units.Count(seen.Capacity()))}
+	}
+	if errors.Is(err, dedup.ErrOutput) {
+		return dataErr(remedyWrite+"; nothing was saved", "writing the output: %v", cause(err))
 	}
 	return dataErr("nothing was saved", "reading %s: %v", name, unwrap(err))
 }

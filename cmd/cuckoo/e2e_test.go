@@ -262,7 +262,8 @@ func TestWriteErrorNoDiskSpace(t *testing.T) {
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	err = cmd.Run()
-	if cmd.ProcessState.ExitCode() != exitData || !strings.Contains(stderr.String(), "no space") {
+	if cmd.ProcessState.ExitCode() != exitData || !strings.Contains(stderr.String(), "writing the output") ||
+		!strings.Contains(stderr.String(), "no space") || strings.Contains(stderr.String(), "reading") {
 		t.Fatalf("dedup to /dev/full: %v, stderr %q", err, stderr.String())
 	}
 }

@@ -144,7 +144,7 @@ func runQuery(e *env, f *queryFlags, pos []string) error {
 				}
 				if err != nil {
 					closeIn()
-					return dataErr(remedyWrite, "writing the output: %v", err)
+					return dataErr(remedyWrite, "writing the output: %v", cause(err))
 				}
 			}
 		}
@@ -159,7 +159,7 @@ func runQuery(e *env, f *queryFlags, pos []string) error {
 		fmt.Fprintln(out, n)
 	}
 	if err := out.Flush(); err != nil {
-		return dataErr(remedyWrite, "writing the output: %v", err)
+		return dataErr(remedyWrite, "writing the output: %v", cause(err))
 	}
 	return nil
 }

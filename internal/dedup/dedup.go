@@ -13,6 +13,7 @@ package dedup
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io"
 
@@ -55,6 +56,11 @@ type Stats struct {
 	// Config.TrackFalsePositives.
 	ExpectedFalsePositives float64
 }
+
+// ErrOutput is wrapped by the errors Run and Flush return when writing the
+// output fails (a full disk, a closed pipe), to tell them from errors of
+// the input.
+var ErrOutput = errors.New("dedup: writing the output")
 
 // batchSize is the most lines handed to the filter at once.
 const batchSize = 64
@@ -130,7 +136,8 @@ func (e *LineError) Error() string { return fmt.Sprintf("line %d: %v", e.Line, e
 func (e *LineError) Unwrap() error { return e.Err }
 
 // Run dedups the lines of r, continuing from the keys seen so far. It
-// stops at the first error: a read or write error, or the filter's (a
+// stops at the first error: a read error, a write error (wrapping
+// ErrOutput), or the filter's (a
 // full fixed-capacity filter gives a *LineError wrapping
 // filterfile.ErrFull; that line is not written, the lines before it are).
 func (d *Deduper) Run(r io.Reader) error {
@@ -196,17 +203,23 @@ func (d *Deduper) write(lines []byte) error {
 	if len(lines) == 0 {
 		return nil
 	}
-	if _, err := d.out.Write(lines); err != nil {
-		return err
+	_, err := d.out.Write(lines)
+	if err == nil && lines[len(lines)-1] != '\n' {
+		err = d.out.WriteByte('\n')
 	}
-	if lines[len(lines)-1] != '\n' {
-		return d.out.WriteByte('\n')
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrOutput, err)
 	}
 	return nil
 }
 
-// Flush writes out what is buffered.
-func (d *Deduper) Flush() error { return d.out.Flush() }
+// Flush writes out what is buffered. Its error wraps ErrOutput.
+func (d *Deduper) Flush() error {
+	if err := d.out.Flush(); err != nil {
+		return fmt.Errorf("%w: %w", ErrOutput, err)
+	}
+	return nil
+}
 
 // Stats returns the counts so far.
 func (d *Deduper) Stats() Stats {
