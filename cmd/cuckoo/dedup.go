@@ -16,9 +16,9 @@ import (
 const dedupHelp = `Usage: cuckoo dedup [flags] [FILE...]
 
 Write each line of the files (or of standard input) the first time it is
-seen, in input order. Memory is the filter (about 2.2 bytes per distinct
-line at the default rate) plus a few MiB of buffers, whatever the input
-size, so it handles files far larger than 'sort -u' or awk can hold.
+seen, in input order. Memory is the filter (at the default rate, about 2.5
+bytes per line of input, whatever the lines' length) plus a few MiB of
+buffers, so it handles files far larger than 'sort -u' or awk can hold.
 
 A new line is dropped wrongly only when the filter gives a false positive,
 with probability at most --fpr per distinct line (--stats prints the
