@@ -459,6 +459,34 @@ func TestBuildQueryAddDelete(t *testing.T) {
 	}
 }
 
+// TestBuildGrow builds a growing filter with room for 10 keys and adds
+// thousands: it grows instead of filling up, and keeps every key.
+func TestBuildGrow(t *testing.T) {
+	e := newEnv(t)
+	e.write("few.txt", "a\nb\n")
+	e.run("", "build", "-o", "g.ckoo", "--grow", "--capacity", "10", "few.txt").want(t, exitOK, "build")
+	var many strings.Builder
+	for i := range 5000 {
+		fmt.Fprintf(&many, "key-%d\n", i)
+	}
+	e.write("many.txt", many.String())
+	e.run("", "add", "g.ckoo", "many.txt").want(t, exitOK, "add")
+	r := e.run("", "query", "g.ckoo", "--absent", "many.txt", "few.txt")
+	r.want(t, exitOK, "query")
+	if r.stdout != "" {
+		t.Fatalf("keys lost by a growing filter: %q", trunc(r.stdout))
+	}
+	r = e.run("", "info", "g.ckoo")
+	if !strings.Contains(r.stdout, "scalable cuckoo filter") || !strings.Contains(r.stdout, "tables") {
+		t.Fatalf("info: %s", r.stdout)
+	}
+	// From a pipe, build grows too.
+	e.run(many.String(), "build", "-o", "p.ckoo").want(t, exitOK, "build")
+	if r := e.run("", "info", "--json", "p.ckoo"); !strings.Contains(r.stdout, `"kind":"cuckoo-scalable"`) {
+		t.Fatalf("build from a pipe: %s", r.stdout)
+	}
+}
+
 func TestBloomFiles(t *testing.T) {
 	e := newEnv(t)
 	e.write("keys.txt", "a\nb\nc\n")
