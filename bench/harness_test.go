@@ -215,3 +215,13 @@ func TestReport(t *testing.T) {
 		t.Errorf("report redrawn from JSON differs:\n%s\n---\n%s", got, md)
 	}
 }
+
+func TestShellQuote(t *testing.T) {
+	for in, want := range map[string]string{
+		"-mode": "-mode", "1e6,1e7": "1e6,1e7", "a b": "'a b'", `^x \(y\)|z`: `'^x \(y\)|z'`, "it's": `'it'\''s'`, "": "''",
+	} {
+		if got := shellQuote(in); got != want {
+			t.Errorf("shellQuote(%q) = %s, want %s", in, got, want)
+		}
+	}
+}

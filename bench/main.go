@@ -166,7 +166,10 @@ func main() {
 	cfg.SkipOverfill = !strings.Contains(*phases, "overfill")
 	cfg.Seed = *seed
 	cfg.MemBudget = uint64(*budget * (1 << 30))
-	cfg.Command = "go run . " + strings.Join(os.Args[1:], " ")
+	cfg.Command = "go run ."
+	for _, a := range os.Args[1:] {
+		cfg.Command += " " + shellQuote(a)
+	}
 
 	r := &results{Config: cfg, Machine: describeMachine(), KeyLens: map[keyKind]float64{}, Started: time.Now()}
 	if err := measure(r, paths); err != nil {
@@ -393,6 +396,14 @@ type extraRun struct {
 	Commit            string
 	LoadBefore        string
 	LoadAfter         string
+}
+
+// shellQuote quotes a for a POSIX shell when it needs it.
+func shellQuote(a string) string {
+	if a != "" && !strings.ContainsAny(a, " \t\n'\"\\$`|&;()<>*?[]{}!#~") {
+		return a
+	}
+	return "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
 }
 
 func loadResults(path string) (*results, error) {
