@@ -7,6 +7,7 @@ import (
 	"io"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/dedupkit/cuckoo/internal/codec"
 	"github.com/dedupkit/cuckoo/internal/hash"
@@ -60,6 +61,7 @@ type Concurrent struct {
 	mu    sync.Mutex // serializes changes of the chain: growth, release, Reset, decoding
 	st    atomic.Pointer[cchain]
 	epoch atomic.Uint64
+	pause atomic.Int64 // nanoseconds writers waited for the last snapshot
 }
 
 // cchain is an immutable view of a Concurrent's tables; a change of the
@@ -617,6 +619,13 @@ func (c *Concurrent) snapshot() (*Filter, *Scalable, error) {
 		ch = ch.with(ts)
 		c.st.Store(ch)
 	}
+	// Memory first, while writers go on; the table sizes cannot change
+	// while mu is held.
+	bufs := make([][]uint64, len(ch.tables))
+	for i, t := range ch.tables {
+		bufs[i] = t.snapshotBuffer()
+	}
+	start := time.Now()
 	for _, t := range ch.tables {
 		t.lockAll()
 	}
@@ -624,14 +633,15 @@ func (c *Concurrent) snapshot() (*Filter, *Scalable, error) {
 		for i := len(ch.tables) - 1; i >= 0; i-- {
 			ch.tables[i].unlockAll()
 		}
+		c.pause.Store(int64(time.Since(start)))
 	}()
 	if ch.grow == nil {
-		f, _ := ch.tables[0].snapshotLocked()
+		f, _ := ch.tables[0].snapshotLocked(bufs[0])
 		return f, nil, nil
 	}
 	s := &Scalable{g: *ch.grow, hasher: ch.hasher, seed: ch.seed, maxKicks: ch.maxKicks}
-	for _, t := range ch.tables {
-		f, over := t.snapshotLocked()
+	for i, t := range ch.tables {
+		f, over := t.snapshotLocked(bufs[i])
 		lv := &level{f: *f, gen: t.gen, limit: t.limit, over: over}
 		for _, v := range over {
 			lv.nOver += v

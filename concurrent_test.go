@@ -2,7 +2,6 @@ package cuckoo_test
 
 import (
 	"bytes"
-	"encoding/binary"
 	"errors"
 	"flag"
 	"fmt"
@@ -11,6 +10,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/dedupkit/cuckoo"
 )
@@ -665,11 +665,13 @@ func BenchmarkConcurrent_Add(b *testing.B) {
 	})
 }
 
-// BenchmarkConcurrent_Serial is one goroutine's lookup, to compare with
-// BenchmarkFilter_Contains/n=1M/f=16/b=4.
+// BenchmarkConcurrent_Serial is one goroutine's lookups and inserts, to
+// compare with BenchmarkFilter_Contains/n=1M/f=16/b=4 and
+// BenchmarkFilter_Add/n=1M/f=16/b=4: the cost of the atomic accesses, the
+// version checks and the locks.
 func BenchmarkConcurrent_Serial(b *testing.B) {
 	for _, hit := range []bool{true, false} {
-		b.Run(fmt.Sprintf("n=1M/hit=%v", hit), func(b *testing.B) {
+		b.Run(fmt.Sprintf("n=1M/op=contains/hit=%v", hit), func(b *testing.B) {
 			c := fullConcurrent(b, 1_000_000)
 			keys := cachedKeys(0, 1_000_000)
 			if !hit {
@@ -685,47 +687,41 @@ func BenchmarkConcurrent_Serial(b *testing.B) {
 			}
 		})
 	}
-}
-
-// FuzzDecodeConcurrent feeds arbitrary bytes to the Concurrent decoders:
-// Filter and Scalable encodings must load, anything else must fail with
-// ErrCorrupt (or ErrInvalidParameter for semi-sorted buckets), and what
-// loads re-encodes to the same bytes.
-func FuzzDecodeConcurrent(f *testing.F) {
-	c, _ := cuckoo.NewConcurrent(40, cuckoo.WithSeed(3))
-	for i := uint64(0); i < 40; i++ {
-		c.Add(key(0, i))
-	}
-	f.Add(mustMarshalAny(f, c))
-	f.Add(mustMarshalScalable(f, sampleScalable(f, layout{8, false}, 6)))
-	f.Fuzz(func(t *testing.T, data []byte) {
-		checkConcurrentDecode(t, data)
-		if len(data) > 4 { // signed again: see FuzzDecodeScalable
-			resigned := bytes.Clone(data)
-			binary.LittleEndian.PutUint32(resigned[len(data)-4:], crc32c(data[:len(data)-4]))
-			checkConcurrentDecode(t, resigned)
+	// As BenchmarkFilter_Add: fill from empty to capacity, again and again.
+	b.Run("n=1M/op=add", func(b *testing.B) {
+		keys := cachedKeys(0, 1_000_000)
+		c, _ := cuckoo.NewConcurrent(1_000_000, cuckoo.WithSeed(1))
+		b.ReportAllocs()
+		i := 0
+		for b.Loop() {
+			if i == len(keys) {
+				b.StopTimer()
+				c.Reset()
+				i = 0
+				b.StartTimer()
+			}
+			if err := c.Add(keys[i]); err != nil {
+				b.Fatal(err)
+			}
+			i++
 		}
 	})
 }
 
-func checkConcurrentDecode(t *testing.T, data []byte) {
-	checkDecode(t, data, func() decodable { return new(cuckoo.Concurrent) }, cuckoo.ErrCorrupt, cuckoo.ErrInvalidParameter)
-}
-
-// FuzzConcurrentOperations runs operations on a small Concurrent (fixed or
-// growing) against a model.
-func FuzzConcurrentOperations(f *testing.F) {
-	f.Add(uint8(1), uint8(5), []byte{0, 1, 2, 3, 4, 5, 6, 7, 0x80, 0x81, 0xc0, 0xc1})
-	f.Fuzz(func(t *testing.T, shape, bits uint8, ops []byte) {
-		opts := []cuckoo.Option{cuckoo.WithBucketSize([]int{2, 4, 8}[shape%3]), cuckoo.WithFingerprintBits(4 + int(bits)%29), cuckoo.WithSeed(uint64(bits))}
-		growing := shape&4 != 0
-		if growing {
-			opts = append(opts, cuckoo.WithGrowth(2))
+// BenchmarkConcurrent_Snapshot times MarshalBinary of a full 10M filter
+// (21 MB); the pause-ms metric is the time writers waited, the in-memory
+// copy of the table.
+func BenchmarkConcurrent_Snapshot(b *testing.B) {
+	b.Run("n=10M", func(b *testing.B) {
+		c := fullConcurrent(b, 10_000_000)
+		b.ReportAllocs()
+		var pause time.Duration
+		for b.Loop() {
+			if _, err := c.MarshalBinary(); err != nil {
+				b.Fatal(err)
+			}
+			pause += c.SnapshotPause()
 		}
-		c, err := cuckoo.NewConcurrent(12, opts...)
-		if err != nil {
-			t.Fatal(err)
-		}
-		fuzzOps(t, c, ops, growing)
+		b.ReportMetric(float64(pause)/1e6/float64(b.N), "pause-ms")
 	})
 }

@@ -1,6 +1,9 @@
 package cuckoo
 
-import "errors"
+import (
+	"errors"
+	"time"
+)
 
 // Hooks for the black-box tests of Scalable and Concurrent.
 
@@ -78,3 +81,6 @@ func (c *Concurrent) Moves() uint64 {
 	}
 	return n
 }
+
+// SnapshotPause returns how long writers waited for the last snapshot.
+func (c *Concurrent) SnapshotPause() time.Duration { return time.Duration(c.pause.Load()) }
