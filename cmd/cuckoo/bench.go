@@ -8,7 +8,7 @@ import (
 	"math"
 	"runtime"
 
-	"github.com/dedupkit/cuckoo/internal/quickbench"
+	"github.com/dedupkit/cuckoo/cmd/cuckoo/internal/quickbench"
 	"github.com/dedupkit/cuckoo/internal/svgplot"
 	"github.com/dedupkit/cuckoo/internal/units"
 )

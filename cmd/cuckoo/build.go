@@ -7,8 +7,8 @@ import (
 	"io"
 	"time"
 
-	"github.com/dedupkit/cuckoo/internal/dedup"
-	"github.com/dedupkit/cuckoo/internal/filterfile"
+	"github.com/dedupkit/cuckoo/cmd/cuckoo/internal/dedup"
+	"github.com/dedupkit/cuckoo/cmd/cuckoo/internal/filterfile"
 	"github.com/dedupkit/cuckoo/internal/units"
 )
 

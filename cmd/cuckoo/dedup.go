@@ -8,8 +8,8 @@ import (
 	"os"
 	"time"
 
-	"github.com/dedupkit/cuckoo/internal/dedup"
-	"github.com/dedupkit/cuckoo/internal/filterfile"
+	"github.com/dedupkit/cuckoo/cmd/cuckoo/internal/dedup"
+	"github.com/dedupkit/cuckoo/cmd/cuckoo/internal/filterfile"
 	"github.com/dedupkit/cuckoo/internal/units"
 )
 

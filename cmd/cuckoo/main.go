@@ -8,7 +8,7 @@
 //
 // Run 'cuckoo help' for every command and docs/cli.md for examples. The
 // command is thin: flag parsing and I/O. The work is done by the packages
-// internal/dedup, internal/filterfile, internal/planner and the filters.
+// cmd/cuckoo/internal/dedup, filterfile, planner and the filters.
 package main
 
 import (

@@ -7,7 +7,7 @@ import (
 	"io"
 	"strings"
 
-	"github.com/dedupkit/cuckoo/internal/planner"
+	"github.com/dedupkit/cuckoo/cmd/cuckoo/internal/planner"
 	"github.com/dedupkit/cuckoo/internal/svgplot"
 	"github.com/dedupkit/cuckoo/internal/units"
 )

@@ -5,7 +5,7 @@ import (
 	"flag"
 	"fmt"
 
-	"github.com/dedupkit/cuckoo/internal/dedup"
+	"github.com/dedupkit/cuckoo/cmd/cuckoo/internal/dedup"
 )
 
 const queryHelp = `Usage: cuckoo query FILE [flags] [KEYS-FILE...]

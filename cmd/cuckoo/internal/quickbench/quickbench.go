@@ -20,7 +20,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/dedupkit/cuckoo/internal/filterfile"
+	"github.com/dedupkit/cuckoo/cmd/cuckoo/internal/filterfile"
 )
 
 // Config says what to measure.

@@ -7,7 +7,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/dedupkit/cuckoo/internal/filterfile"
+	"github.com/dedupkit/cuckoo/cmd/cuckoo/internal/filterfile"
 	"github.com/dedupkit/cuckoo/internal/urlgen"
 )
 

@@ -17,7 +17,7 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/dedupkit/cuckoo/internal/filterfile"
+	"github.com/dedupkit/cuckoo/cmd/cuckoo/internal/filterfile"
 )
 
 // Config says what a Deduper writes and how it reads.

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dedupkit/cuckoo/internal/filterfile"
+	"github.com/dedupkit/cuckoo/cmd/cuckoo/internal/filterfile"
 	"github.com/dedupkit/cuckoo/internal/urlgen"
 )
 

@@ -21,7 +21,7 @@ import (
 	"strings"
 
 	"github.com/dedupkit/cuckoo"
-	"github.com/dedupkit/cuckoo/internal/filterfile"
+	"github.com/dedupkit/cuckoo/cmd/cuckoo/internal/filterfile"
 	"github.com/dedupkit/cuckoo/internal/units"
 )
 

@@ -3,7 +3,7 @@ package quickbench
 import (
 	"testing"
 
-	"github.com/dedupkit/cuckoo/internal/filterfile"
+	"github.com/dedupkit/cuckoo/cmd/cuckoo/internal/filterfile"
 )
 
 // TestRun checks the benchmark's figures, not its timings: every filter
