@@ -39,16 +39,35 @@ func cached[T any](name string, mk func() T) T {
 	return v
 }
 
-var layouts = []struct {
-	name string
-	new  func(uint64, float64, ...bloom.Option) (*bloom.Filter, error)
-}{{"blocked", bloom.New}, {"classic", bloom.NewClassic}}
+// layoutName names a Filter constructor's layout in benchmark names.
+func layoutName(constructor string) string {
+	if constructor == "New" {
+		return "blocked"
+	}
+	return "classic"
+}
+
+// benchContains times contains on the keys of n added (hit) or of n never
+// added, in turn.
+func benchContains(b *testing.B, contains func([]byte) bool, n uint64, hit bool) {
+	family := uint64(0)
+	if !hit {
+		family = 1
+	}
+	var kb keyBuf
+	b.ReportAllocs()
+	i := uint64(0)
+	for b.Loop() {
+		sink = contains(kb.at(family, i%n))
+		i++
+	}
+}
 
 func BenchmarkFilter_Add(b *testing.B) {
-	for _, l := range layouts {
+	for _, l := range filterLayouts {
 		for _, sz := range sizes {
 			for _, p := range rates {
-				b.Run(fmt.Sprintf("layout=%s/n=%s/fpr=%g", l.name, sz.name, p), func(b *testing.B) {
+				b.Run(fmt.Sprintf("layout=%s/n=%s/fpr=%g", layoutName(l.name), sz.name, p), func(b *testing.B) {
 					f, err := l.new(sz.n, p)
 					if err != nil {
 						b.Fatal(err)
@@ -70,11 +89,11 @@ func BenchmarkFilter_Add(b *testing.B) {
 }
 
 func BenchmarkFilter_Contains(b *testing.B) {
-	for _, l := range layouts {
+	for _, l := range filterLayouts {
 		for _, sz := range sizes {
 			for _, p := range rates {
 				for _, hit := range []bool{true, false} {
-					b.Run(fmt.Sprintf("layout=%s/n=%s/fpr=%g/hit=%v", l.name, sz.name, p, hit), func(b *testing.B) {
+					b.Run(fmt.Sprintf("layout=%s/n=%s/fpr=%g/hit=%v", layoutName(l.name), sz.name, p, hit), func(b *testing.B) {
 						f := cached(fmt.Sprint(l.name, sz.n, p), func() *bloom.Filter {
 							f, err := l.new(sz.n, p)
 							if err != nil {
@@ -83,17 +102,7 @@ func BenchmarkFilter_Contains(b *testing.B) {
 							fill(f, 0, sz.n)
 							return f
 						})
-						family := uint64(0)
-						if !hit {
-							family = 1
-						}
-						var kb keyBuf
-						b.ReportAllocs()
-						i := uint64(0)
-						for b.Loop() {
-							sink = f.Contains(kb.at(family, i%sz.n))
-							i++
-						}
+						benchContains(b, f.Contains, sz.n, hit)
 					})
 				}
 			}
@@ -124,18 +133,7 @@ func BenchmarkCounting(b *testing.B) {
 		})
 		for _, hit := range []bool{true, false} {
 			b.Run(fmt.Sprintf("op=Contains/n=1M/fpr=%g/hit=%v", p, hit), func(b *testing.B) {
-				f := f()
-				family := uint64(0)
-				if !hit {
-					family = 1
-				}
-				var kb keyBuf
-				b.ReportAllocs()
-				i := uint64(0)
-				for b.Loop() {
-					sink = f.Contains(kb.at(family, i%n))
-					i++
-				}
+				benchContains(b, f().Contains, n, hit)
 			})
 		}
 	}
@@ -166,17 +164,7 @@ func BenchmarkScalable(b *testing.B) {
 					fill(f, 0, n)
 					return f
 				})
-				family := uint64(0)
-				if !hit {
-					family = 1
-				}
-				var kb keyBuf
-				b.ReportAllocs()
-				i := uint64(0)
-				for b.Loop() {
-					sink = f.Contains(kb.at(family, i%n))
-					i++
-				}
+				benchContains(b, f.Contains, n, hit)
 			})
 		}
 	}

@@ -16,10 +16,7 @@ import (
 // bits here; -race also checks that every access is atomic.
 func TestConcurrentAdd(t *testing.T) {
 	const goroutines, per = 8, 4000
-	for _, mk := range []struct {
-		name string
-		new  func(uint64, float64, ...bloom.Option) (*bloom.Filter, error)
-	}{{"New", bloom.New}, {"NewClassic", bloom.NewClassic}} {
+	for _, mk := range filterLayouts {
 		t.Run(mk.name, func(t *testing.T) {
 			f, err := mk.new(2000, 0.01)
 			if err != nil {
@@ -213,10 +210,7 @@ func TestConcurrentAddRounds(t *testing.T) {
 		rounds = 300 // the race detector checks the accesses themselves
 	}
 	procs := max(2, runtime.GOMAXPROCS(0))
-	for _, mk := range []struct {
-		name string
-		new  func(uint64, float64, ...bloom.Option) (*bloom.Filter, error)
-	}{{"New", bloom.New}, {"NewClassic", bloom.NewClassic}} {
+	for _, mk := range filterLayouts {
 		t.Run(mk.name, func(t *testing.T) {
 			const per = 32
 			for round := range uint64(rounds) {

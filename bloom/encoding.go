@@ -216,7 +216,7 @@ func readTableHeader(d *codec.Decoder, kind uint8) tableHeader {
 // its payload does not back (a Scalable filter sizes its next layer from
 // the last one's capacity).
 func checkBacked(d *codec.Decoder, cells, capacity uint64, p float64) {
-	if min := float64(capacity) * -math.Log(p) / (math.Ln2 * math.Ln2); float64(cells) < 0.99*min {
+	if least := float64(capacity) * -math.Log(p) / (math.Ln2 * math.Ln2); float64(cells) < 0.99*least {
 		corrupt(d, "%d cells cannot hold %d keys at rate %v", cells, capacity, p)
 	}
 }

@@ -188,10 +188,7 @@ func TestSameStateSameBytes(t *testing.T) {
 }
 
 func TestUnion(t *testing.T) {
-	for _, mk := range []struct {
-		name string
-		new  func(uint64, float64, ...bloom.Option) (*bloom.Filter, error)
-	}{{"New", bloom.New}, {"NewClassic", bloom.NewClassic}} {
+	for _, mk := range filterLayouts {
 		t.Run(mk.name, func(t *testing.T) {
 			a, _ := mk.new(20_000, 0.01, bloom.WithSeed(5))
 			b, _ := mk.new(20_000, 0.01, bloom.WithSeed(5))

@@ -62,6 +62,12 @@ var kinds = []struct {
 	{"NewScalable", func(c uint64, p float64, o ...bloom.Option) (set, error) { return bloom.NewScalable(c, p, o...) }},
 }
 
+// filterLayouts are the two constructors of Filter.
+var filterLayouts = []struct {
+	name string
+	new  func(uint64, float64, ...bloom.Option) (*bloom.Filter, error)
+}{{"New", bloom.New}, {"NewClassic", bloom.NewClassic}}
+
 // fill adds keys [from, to) of family 0.
 func fill(s set, from, to uint64) {
 	var b keyBuf
