@@ -11,9 +11,9 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/dedupkit/cuckoo/internal/atomicfile"
 	"github.com/dedupkit/cuckoo/cmd/cuckoo/internal/dedup"
 	"github.com/dedupkit/cuckoo/cmd/cuckoo/internal/filterfile"
+	"github.com/dedupkit/cuckoo/internal/atomicfile"
 	"github.com/dedupkit/cuckoo/internal/progress"
 	"github.com/dedupkit/cuckoo/internal/units"
 )
