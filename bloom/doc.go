@@ -149,7 +149,7 @@
 //
 // Every type implements encoding.BinaryMarshaler, encoding.BinaryAppender,
 // encoding.BinaryUnmarshaler, io.WriterTo and io.ReaderFrom. The format
-// (FORMAT.md in this directory) has a magic number, a version, the
+// (docs/format.md in the repository) has a magic number, a version, the
 // parameters, the seed and a CRC-32C checksum; the same state always
 // encodes to the same bytes. Decoding damaged or hostile input returns an
 // error wrapping [ErrCorrupt], never panics, allocates no more than the

@@ -12,7 +12,7 @@ import (
 )
 
 // The encodings, format version 1. Integers are little-endian; rates and
-// factors are IEEE-754 binary64 bit patterns. FORMAT.md in this directory
+// factors are IEEE-754 binary64 bit patterns. docs/format.md in the repository
 // describes the same layouts for readers in other languages.
 //
 // Filter (kinds 1 and 2) and Counting (kind 3):

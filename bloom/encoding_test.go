@@ -310,7 +310,7 @@ func TestReadFromReaderError(t *testing.T) {
 	}
 }
 
-// TestEncodingLayout pins the documented byte layout (FORMAT.md and the
+// TestEncodingLayout pins the documented byte layout (docs/format.md and the
 // comment in encoding.go) on a small filter of each kind.
 func TestEncodingLayout(t *testing.T) {
 	m := samples(t)

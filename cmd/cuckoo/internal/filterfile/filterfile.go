@@ -6,7 +6,7 @@
 // The kinds and their encodings are those of the packages that define
 // them: "CKOO" + version + kind byte at offset 6 for the cuckoo filters
 // (docs/format.md), "BLMF" + version + kind byte for the Bloom filters
-// (bloom/FORMAT.md). This package only reads the magic and the kind byte;
+// (docs/format.md). This package only reads the magic and the kind byte;
 // decoding, with all its checks, is the filter package's.
 package filterfile
 
@@ -281,7 +281,7 @@ func Read(r io.Reader) (*Filter, error) {
 	}
 	f := &Filter{kind: kind, version: version}
 	if kind.IsBloom() {
-		// The target rate is in the header (bloom/FORMAT.md): offset 32 in
+		// The target rate is in the header (docs/format.md): offset 32 in
 		// a table filter's, 24 in a scalable one's.
 		off := 32
 		if kind == BloomScalable {
