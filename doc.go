@@ -41,7 +41,7 @@
 // without building a filter. For 10 million keys:
 //
 //	b     f   load  bits/item  false positives at capacity
-//	2     4   0.40      10.00  10 %          (1 in 10)
+//	2     4   0.33      12.12  8.7 %         (1 in 11)
 //	2     6   0.74       8.11  4.6 %         (1 in 22)
 //	2     8   0.84       9.52  1.3 %         (1 in 76)
 //	2     10  0.85      11.76  0.33 %        (1 in 301)
@@ -52,7 +52,7 @@
 //	2     24  0.85      28.24  0.00002 %     (1 in 4934476)
 //	2     32  0.85      37.65  0.000000079 % (1 in 1263225903)
 //
-//	4     4   0.84       4.76  37 %          (1 in 3)
+//	4     4   0.80       5.00  36 %          (1 in 3)
 //	4     6   0.88       6.82  11 %          (1 in 9)
 //	4     8   0.94       8.51  2.9 %         (1 in 34)
 //	4     10  0.95      10.53  0.74 %        (1 in 135)
@@ -63,7 +63,7 @@
 //	4     24  0.95      25.26  0.000045 %    (1 in 2207530)
 //	4     32  0.95      33.68  0.00000018 %  (1 in 565127502)
 //
-//	8     4   0.93       4.30  64 %          (1 in 2)
+//	8     4   0.88       4.55  62 %          (1 in 2)
 //	8     6   0.95       6.32  22 %          (1 in 5)
 //	8     8   0.97       8.25  5.9 %         (1 in 17)
 //	8     10  0.97      10.31  1.5 %         (1 in 66)
@@ -121,11 +121,15 @@
 // Once a table outgrows the CPU caches (tens of megabytes), a lookup is two
 // independent cache misses, and one-at-a-time calls wait for each. The
 // batch methods [Filter.ContainsBatch], [Filter.ContainsHashBatch],
-// [Filter.AddBatch] and [Filter.AddUniqueBatch] hash a group of keys and
-// prefetch all their buckets before probing them: at 10^8 keys they cost
-// 52 ns per key against 114 ns for Contains in a loop (2.2 times faster).
-// Tables of 32 MiB or more also ask Linux for transparent huge pages
-// (madvise), which cuts TLB misses: about 10 % off a lookup at 10^8 keys.
+// [Filter.AddBatch] and [Filter.AddUniqueBatch] run groups of keys through a
+// pipeline that prefetches the buckets of the next group while it probes
+// the current one: at 10^8 keys a lookup costs 33 ns per key in a batch
+// against 86 ns for Contains in a loop (2.6 times faster). Tables of
+// 32 MiB or more also ask Linux for transparent huge pages (madvise), which
+// cuts TLB misses: 12 to 15 % off lookups and inserts at 10^8 keys.
+// Inserts search for a free slot breadth-first, a level of buckets at a
+// time with each level prefetched, so filling a 10^8-key filter to
+// capacity costs about 140 ns per key.
 //
 // # Persistence
 //

@@ -55,21 +55,32 @@ type Filter struct {
 	dups     map[uint64]uint64 // pairKey → copies beyond maxSlotCopies
 	path     []kickStep        // scratch of one insert's random walk
 	search   []searchNode      // scratch of one insert's breadth-first search
+	lines    []uint64          // scratch: word indexes the search prefetches
 }
 
 // kickStep is one move of the random walk: placed went into slot of
-// bucket, displacing the fingerprint the walk carried on with.
-type kickStep struct{ bucket, slot, placed uint64 }
+// bucket, displacing the fingerprint the walk carried on with. (Bucket
+// indexes and fingerprints fit 32 bits: see table.)
+type kickStep struct {
+	bucket, placed uint32
+	slot           uint8
+}
 
 // searchNode is a fingerprint reached by the breadth-first search: moving
-// fp from bucket to its other bucket would free a slot. parent is the node
-// whose fingerprint would move into that slot (-1 for the key's own
+// fp from bucket to its other bucket, alt, would free a slot. parent is the
+// node whose fingerprint would move into that slot (-1 for the key's own
 // buckets).
 type searchNode struct {
-	bucket uint64
-	fp     uint32
-	parent int32
+	bucket, alt uint32 // alt == bucket: not to be expanded (alt never is)
+	fp          uint32
+	parent      int32
 }
+
+// searchBudget bounds the slots one breadth-first search examines: about
+// four levels of 4-slot buckets. At the loads New sizes for, nearly every
+// search ends in the first two; the random walk that follows a failed
+// search handles the rare long paths.
+const searchBudget = 256
 
 // New returns an empty filter that holds at least capacity distinct keys.
 // The default shape is 4-slot buckets with 16-bit fingerprints; opts change
@@ -201,8 +212,14 @@ func (f *Filter) AddHash(h uint64) error {
 	if t.windows == 1 && !t.semi {
 		// The common shapes: read each bucket once, find the copies of fp
 		// and the empty slots of both with four SWAR steps.
-		p1, p2 := i1*t.bucketBits, i2*t.bucketBits
-		w1, w2 := t.window(p1), t.window(p2)
+		var p1, p2, w1, w2 uint64
+		if t.aligned {
+			p1, p2 = i1<<(t.bucketShift&63), i2<<(t.bucketShift&63)
+			w1, w2 = t.alignedBucket(i1), t.alignedBucket(i2)
+		} else {
+			p1, p2 = i1*t.bucketBits, i2*t.bucketBits
+			w1, w2 = t.window(p1), t.window(p2)
+		}
 		rep := fp * t.laneLow
 		copies := bits.OnesCount64(zeroLanes(w1^rep, t.laneRest, t.laneHigh)) +
 			bits.OnesCount64(zeroLanes(w2^rep, t.laneRest, t.laneHigh))
@@ -210,11 +227,13 @@ func (f *Filter) AddHash(h uint64) error {
 			f.addDup(pairKey(i1, i2, fp))
 			return nil
 		}
+		// An empty lane's flag is its high bit: the lane starts f-1 bits
+		// below it.
 		if e := zeroLanes(w1, t.laneRest, t.laneHigh); e != 0 {
-			t.setBits(p1+uint64(bits.TrailingZeros64(e))*t.laneRecip>>16*t.fpBits, t.fpMask, fp)
+			t.setBits(p1+uint64(bits.TrailingZeros64(e))+1-t.fpBits, t.fpMask, fp)
 		} else if e := zeroLanes(w2, t.laneRest, t.laneHigh); e != 0 {
-			t.setBits(p2+uint64(bits.TrailingZeros64(e))*t.laneRecip>>16*t.fpBits, t.fpMask, fp)
-		} else if !f.kick(i1, i2, fp, h) && !f.searchPath(i1, i2, fp) {
+			t.setBits(p2+uint64(bits.TrailingZeros64(e))+1-t.fpBits, t.fpMask, fp)
+		} else if !f.searchPath(i1, i2, fp) && !f.kick(i1, i2, fp, h) {
 			return ErrFull
 		}
 	} else {
@@ -222,7 +241,7 @@ func (f *Filter) AddHash(h uint64) error {
 			f.addDup(pairKey(i1, i2, fp))
 			return nil
 		}
-		if !t.insert(i1, fp) && !t.insert(i2, fp) && !f.kick(i1, i2, fp, h) && !f.searchPath(i1, i2, fp) {
+		if !t.insert(i1, fp) && !t.insert(i2, fp) && !f.searchPath(i1, i2, fp) && !f.kick(i1, i2, fp, h) {
 			return ErrFull
 		}
 	}
@@ -249,9 +268,19 @@ func (f *Filter) addDup(k uint64) {
 // [Filter.AddHash]).
 func (f *Filter) ContainsHash(h uint64) bool {
 	t := &f.t
+	if t.aligned {
+		// The commonest shapes (4 slots of 8 or 16 bits, 2 of 16 or 32, 8
+		// of 8), written out so the lookup is one call: one load and one
+		// SWAR step per bucket.
+		i1, fp := f.locate(h)
+		i2 := t.altIndex(i1, fp)
+		rep := fp * t.laneLow
+		x := t.alignedBucket(i1) ^ rep
+		y := t.alignedBucket(i2) ^ rep
+		return zeroLanes(x, t.laneRest, t.laneHigh)|zeroLanes(y, t.laneRest, t.laneHigh) != 0
+	}
 	if t.windows == 1 && !t.semi {
-		// The common shapes (plain buckets of at most 64 bits), written out
-		// so the whole lookup is one call: two windows, one SWAR step each.
+		// Other plain buckets of at most 64 bits: two loads per bucket.
 		i1, fp := f.locate(h)
 		i2 := t.altIndex(i1, fp)
 		rep := fp * t.laneLow
@@ -341,16 +370,13 @@ func (f *Filter) kick(i1, i2, fp, h uint64) bool {
 		i = i2
 	}
 	cur := fp
-	if f.path == nil {
-		// Allocated once, at the first full bucket pair: small filters that
-		// never need a kick do not pay for it.
-		f.path = make([]kickStep, 0, f.maxKicks)
-	}
+	// The path grows as needed and is kept for the next walk: filters that
+	// never need a long walk do not pay for maxKicks steps of it.
 	f.path = f.path[:0]
 	for n := 0; n < f.maxKicks; n++ {
 		s := next() >> 32 & (f.t.slots - 1)
 		victim := f.t.swap(i, s, cur)
-		f.path = append(f.path, kickStep{i, s, cur})
+		f.path = append(f.path, kickStep{uint32(i), uint32(cur), uint8(s)})
 		cur = victim
 		i = f.t.altIndex(i, cur)
 		if f.t.insert(i, cur) {
@@ -361,67 +387,88 @@ func (f *Filter) kick(i1, i2, fp, h uint64) bool {
 	// step k displaced, and bucket k is as step k left it.
 	for k := len(f.path) - 1; k >= 0; k-- {
 		st := f.path[k]
-		f.t.unswap(st.bucket, st.slot, st.placed, cur)
-		cur = st.placed
+		f.t.unswap(uint64(st.bucket), uint64(st.slot), uint64(st.placed), cur)
+		cur = uint64(st.placed)
 	}
 	return false
 }
 
-// searchPath is the second chance of an insert the random walk could not
-// place: a breadth-first search, from the key's two buckets, for the
-// shortest chain of moves that ends in an empty slot, exploring up to
-// 2*maxKicks slots. It looks before it moves anything, then moves the
-// chain hole first (the last fingerprint into the empty slot, then the one
-// before into the slot just freed, …), so every fingerprint is in one of
-// its buckets at every moment. A walk gets trapped among a few full
-// buckets now and then long before the table is full; the search finds the
-// short way out, which makes the load at the first failure higher and far
-// more predictable.
+// searchPath makes room for fp, whose buckets i1 and i2 are both full, by a
+// breadth-first search, from the key's two buckets, for the shortest chain
+// of moves that ends in an empty slot, exploring up to searchBudget slots
+// (2*maxKicks if that is less).
+// It looks before it moves anything, then moves the chain hole first (the
+// last fingerprint into the empty slot, then the one before into the slot
+// just freed, …), so every fingerprint is in one of its buckets at every
+// moment.
+//
+// The search goes a level at a time: it locates the other bucket of every
+// fingerprint of the level, prefetches them all, then examines them. In a
+// table larger than the caches the level's misses overlap, where a random
+// walk's are one after another; at 95 % load most inserts end in the first
+// or second level, so the search is the first resort and the walk (kick)
+// the second.
 func (f *Filter) searchPath(i1, i2, fp uint64) bool {
-	budget := 2 * f.maxKicks
+	budget := min(2*f.maxKicks, searchBudget)
 	if f.search == nil {
-		f.search = make([]searchNode, 0, budget)
+		f.search = make([]searchNode, 0, searchBudget)
+		f.lines = make([]uint64, 0, searchBudget)
 	}
 	q := f.search[:0]
 	for _, b := range [2]uint64{i1, i2} {
 		for s := uint64(0); s < f.t.slots; s++ {
-			q = append(q, searchNode{bucket: b, fp: uint32(f.t.slot(b, s)), parent: -1})
+			q = append(q, searchNode{bucket: uint32(b), fp: uint32(f.t.slot(b, s)), parent: -1})
 		}
 	}
-	for head := 0; head < len(q); head++ {
-		n := q[head]
-		alt := f.t.altIndex(n.bucket, uint64(n.fp))
-		if f.onChain(q, head, alt) {
-			continue // moving into a bucket the chain already uses would undo it
+	defer func() { f.search = q[:0] }()
+	for lo := 0; lo < len(q); {
+		hi := len(q)
+		lines := f.lines[:0]
+		for k := lo; k < hi; k++ {
+			n := &q[k]
+			alt := f.t.altIndex(uint64(n.bucket), uint64(n.fp))
+			n.alt = uint32(alt)
+			lines = append(lines, alt*f.t.bucketBits>>6)
 		}
-		if f.t.insert(alt, uint64(n.fp)) {
+		prefetch(f.t.words, lines)
+		for k := lo; k < hi; k++ {
+			n := q[k]
+			if f.onChain(q, k, n.alt) {
+				q[k].alt = n.bucket // moving into a bucket the chain uses would undo it
+				continue
+			}
+			if !f.t.insert(uint64(n.alt), uint64(n.fp)) {
+				continue
+			}
 			// The chain's last fingerprint is in its empty slot; now each
 			// earlier one moves into the slot the next one left.
-			for k := head; ; {
-				in, parent := fp, q[k].parent
+			for j := k; ; {
+				in, parent := fp, q[j].parent
 				if parent >= 0 {
 					in = uint64(q[parent].fp)
 				}
-				f.t.replace(q[k].bucket, uint64(q[k].fp), in)
+				f.t.replace(uint64(q[j].bucket), uint64(q[j].fp), in)
 				if parent < 0 {
 					break
 				}
-				k = int(parent)
+				j = int(parent)
 			}
-			f.search = q
 			return true
 		}
-		for s := uint64(0); s < f.t.slots && len(q) < budget; s++ {
-			q = append(q, searchNode{bucket: alt, fp: uint32(f.t.slot(alt, s)), parent: int32(head)})
+		for k := lo; k < hi; k++ {
+			alt := q[k].alt
+			for s := uint64(0); s < f.t.slots && alt != q[k].bucket && len(q) < budget; s++ {
+				q = append(q, searchNode{bucket: alt, fp: uint32(f.t.slot(uint64(alt), s)), parent: int32(k)})
+			}
 		}
+		lo = hi
 	}
-	f.search = q
 	return false
 }
 
 // onChain reports whether bucket b is one of the buckets on the chain
 // from node k back to the key's buckets.
-func (f *Filter) onChain(q []searchNode, k int, b uint64) bool {
+func (f *Filter) onChain(q []searchNode, k int, b uint32) bool {
 	for ; k >= 0; k = int(q[k].parent) {
 		if q[k].bucket == b {
 			return true
@@ -462,7 +509,7 @@ func (f *Filter) SizeInBytes() uint64 {
 	const fixed = 256 // the struct and slice headers, rounded up
 	const perDup = 32 // a map entry of two words, with the map's overhead
 	return uint64(len(f.t.words))*8 + uint64(len(f.dups))*perDup +
-		uint64(cap(f.path))*16 + uint64(cap(f.search))*16 + fixed
+		uint64(cap(f.path))*12 + uint64(cap(f.search))*16 + uint64(cap(f.lines))*8 + fixed
 }
 
 // FingerprintBits returns the fingerprint width f in bits.

@@ -92,10 +92,11 @@ func TestFalsePositiveRateOption(t *testing.T) {
 
 // TestMemoryIsPacked checks issue 2's sizing promise: the table is within
 // 10% of capacity × f / 8 bytes for 4-slot buckets with f >= 7 and 8-slot
-// buckets, for every width and for capacities that are not powers of two,
-// and exactly capacity × f / target load otherwise. (2-slot buckets fill to
-// about 0.87 at most, and fingerprints under 7 bits fill 4-slot buckets to
-// about 0.90, so those shapes cannot be within 10%; see targetLoad.)
+// buckets with f >= 5, for capacities that are not powers of two, and
+// exactly capacity × f / target load otherwise. (2-slot buckets fill to
+// about 0.87 at most, and the smallest fingerprints fill 4- and 8-slot
+// buckets to 0.84 and 0.91 at worst, so those shapes cannot be within 10%;
+// see targetLoad.)
 func TestMemoryIsPacked(t *testing.T) {
 	for _, l := range layouts {
 		b := l.b
@@ -107,7 +108,7 @@ func TestMemoryIsPacked(t *testing.T) {
 				}
 				ideal := float64(n) * float64(l.slotBits(bits)) / 8
 				limit := 1 / cuckoo.TargetLoad(b, bits) * 1.005
-				if b == 8 || b == 4 && bits >= 7 {
+				if b == 8 && bits >= 5 || b == 4 && bits >= 7 {
 					limit = min(limit, 1.10)
 				}
 				slack := float64(16 + 2*b*bits/8) // the padding word, and rounding to an even bucket count

@@ -17,3 +17,18 @@ func prefetch(words []uint64, idx []uint64) uint64 {
 //
 //go:noescape
 func prefetchWords(base *uint64, idx *uint64, n int)
+
+// prefetchKeys asks the CPU to start loading the first cache line of every
+// key's bytes. An empty key's data pointer may be nil; prefetching it is
+// harmless.
+func prefetchKeys(keys [][]byte) uint64 {
+	if len(keys) > 0 {
+		prefetchKeyData(&keys[0], len(keys))
+	}
+	return 0
+}
+
+// prefetchKeyData issues PREFETCHT0 for the data pointer of keys[k], k < n.
+//
+//go:noescape
+func prefetchKeyData(keys *[]byte, n int)

@@ -19,3 +19,20 @@ loop:
 
 done:
 	RET
+
+// func prefetchKeyData(keys *[]byte, n int)
+TEXT ·prefetchKeyData(SB), NOSPLIT|NOFRAME, $0-16
+	MOVQ keys+0(FP), AX
+	MOVQ n+8(FP), CX
+	TESTQ CX, CX
+	JLE kdone
+
+kloop:
+	MOVQ (AX), DX // the slice's data pointer
+	PREFETCHT0 (DX)
+	ADDQ $24, AX  // the next slice header
+	DECQ CX
+	JNZ kloop
+
+kdone:
+	RET

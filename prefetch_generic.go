@@ -15,3 +15,16 @@ func prefetch(words []uint64, idx []uint64) uint64 {
 	}
 	return sink
 }
+
+// prefetchKeys loads the first byte of every non-empty key (see prefetch).
+//
+//go:noinline
+func prefetchKeys(keys [][]byte) uint64 {
+	var sink uint64
+	for _, k := range keys {
+		if len(k) > 0 {
+			sink |= uint64(k[0])
+		}
+	}
+	return sink
+}

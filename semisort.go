@@ -83,6 +83,7 @@ func ssRank(n [4]uint64) uint64 {
 func (t *table) semiLayout() {
 	w := t.fpBits - 4
 	t.semi = true
+	t.aligned = false
 	t.bucketBits = 12 + 4*w
 	t.highBits = w
 	t.highMask = 1<<w - 1

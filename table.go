@@ -37,6 +37,8 @@ type table struct {
 	// lane set, laneHigh the high bit, laneRest every bit below the high
 	// bit; the last* masks describe the last window of a bucket.
 	windows                     uint64 // windows per bucket
+	aligned                     bool   // windows == 1 and 64%bucketBits == 0: buckets never straddle words
+	bucketShift                 uint64 // log2(bucketBits) when aligned: bucket i starts at bit i<<bucketShift
 	lanes                       uint64 // lanes per window but the last
 	laneLow, laneHigh, laneRest uint64
 	lastLow, lastHigh, lastRest uint64
@@ -74,6 +76,10 @@ func newTableLayout(numBuckets, slots, fpBits uint64) table {
 	t.laneLow, t.laneHigh, t.laneRest = laneMasks(t.lanes, fpBits)
 	t.lastLow, t.lastHigh, t.lastRest = laneMasks(slots-(t.windows-1)*t.lanes, fpBits)
 	t.laneRecip = (1<<16 + fpBits - 1) / fpBits
+	t.aligned = t.windows == 1 && 64%t.bucketBits == 0
+	if t.aligned {
+		t.bucketShift = uint64(bits.TrailingZeros64(t.bucketBits))
+	}
 	return t
 }
 
@@ -116,12 +122,23 @@ func laneMasks(lanes, f uint64) (low, high, rest uint64) {
 	return low, high, rest
 }
 
-// window returns the 64 bits of the table starting at bit p. Go defines a
-// shift by 64 as 0, so p%64 == 0 needs no branch.
+// window returns the 64 bits of the table starting at bit p. The high part
+// is shifted in two steps, by 1 and by 63-s, so that p%64 == 0 (where it
+// must vanish) needs neither a branch nor the compiler's guard for shifts
+// of 64 or more.
 func (t *table) window(p uint64) uint64 {
 	w := t.words[p>>6 : p>>6+2 : p>>6+2]
 	s := p & 63
-	return w[0]>>s | w[1]<<(64-s)
+	return w[0]>>s | w[1]<<1<<(63-s)
+}
+
+// alignedBucket returns bucket i of a table whose buckets never straddle a
+// word (bucketBits divides 64) in the low bits of the result: one load, and
+// a shift instead of a multiplication to find it. The bits above the bucket
+// are the next buckets of the word, or zero.
+func (t *table) alignedBucket(i uint64) uint64 {
+	p := i << (t.bucketShift & 63)
+	return t.words[p>>6] >> (p & 63)
 }
 
 // zeroLanes returns the high bit of every lane of x that is zero, for the
@@ -297,10 +314,9 @@ func (t *table) altIndex(i, fp uint64) uint64 {
 	r, _ := bits.Mul64(fp*0x9e3779b97f4a7c15, t.numBuckets)
 	r |= 1
 	j := t.numBuckets - i - r
-	if int64(j) < 0 {
-		j += t.numBuckets
-	}
-	return j
+	// Wrap a negative j without a branch: the sign is random, so a branch
+	// would be mispredicted half the time.
+	return j + t.numBuckets&uint64(int64(j)>>63)
 }
 
 // pairKey identifies the unordered bucket pair {i, altIndex(i, fp)} together
