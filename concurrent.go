@@ -28,10 +28,18 @@ import (
 // parallel. seqtable.go explains why a reader racing a displacement still
 // finds its key.
 //
-// On the project's 2-core machine, 2 goroutines do … times the lookups of
-// one, and … times the operations of one with 90 % lookups and 10 %
-// inserts (BenchmarkConcurrent_*). A lookup by one goroutine costs about
-// … a Filter's.
+// On the project's 2-core machine (BenchmarkConcurrent_Contains and
+// BenchmarkConcurrent_Mixed at 1M keys, medians of 6 runs at -cpu 1 and
+// -cpu 2), two goroutines do 1.93 times the lookups of one for present
+// keys and 1.97 times for absent ones (a plain Filter read by the same
+// goroutines, the machine's ceiling, 2.0 times), and 1.7 times the
+// operations of one in a mix of 90 % lookups and 10 % inserts. Used by one
+// goroutine, a lookup costs about 1.2 times a Filter's (28.5 against 23.4
+// ns at 1M keys) and an insert about 1.2 times.
+//
+// Delete and Count lock the key's two stripes; Len, LoadFactor and
+// FalsePositiveRate add up per-stripe counters (1024 of them at most), so
+// with writers running they are a moment's figures.
 //
 // # Growing
 //
@@ -43,12 +51,14 @@ import (
 // # Snapshots
 //
 // MarshalBinary and WriteTo encode a consistent snapshot: they stop
-// writers for the time it takes to copy the tables in memory (about a
-// millisecond per 10 MB), never readers, and encode the copy afterwards. A
-// fixed-capacity Concurrent encodes as a Filter (kind 1), so a snapshot
-// loads with [Filter.UnmarshalBinary] too; a growing one encodes as a
-// Scalable. UnmarshalBinary, ReadFrom and Reset replace the state at once;
-// an operation that overlaps them acts on the state before or after.
+// writers for the time it takes to copy the tables in memory (6 ms for the
+// 21 MB table of 10 million 16-bit keys, BenchmarkConcurrent_Snapshot),
+// never readers, and encode the copy afterwards. A fixed-capacity
+// Concurrent encodes as a Filter (kind 1), so a snapshot loads with
+// [Filter.UnmarshalBinary] too; a growing one encodes as a Scalable.
+// UnmarshalBinary, ReadFrom and Reset take effect at once for writers: an
+// operation that overlaps them acts on the state before or after (a
+// reader overlapping a Reset may see part of the old state).
 //
 // Semi-sorted buckets ([WithSemiSorting]) are not supported: a lookup
 // could not read a semi-sorted bucket in one consistent step.

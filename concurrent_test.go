@@ -579,6 +579,7 @@ func BenchmarkConcurrent_Contains(b *testing.B) {
 						keys = cachedKeys(1, n)
 					}
 					var found, done atomic.Uint64
+					runtime.GC() // no collection of the fixtures' garbage while timed
 					b.ReportAllocs()
 					b.ResetTimer()
 					b.RunParallel(func(pb *testing.PB) {
@@ -606,40 +607,60 @@ func BenchmarkConcurrent_Contains(b *testing.B) {
 }
 
 // BenchmarkConcurrent_Mixed: 90 % lookups of present keys, 10 % inserts of
-// new keys, into a filter of capacity 8M holding 1M keys at the start (so
-// the inserts of a run of a few seconds never fill it).
+// new keys, in two settings.
+//
+// n=1M/capacity=8M: a filter sized for the inserts of a run of a few
+// seconds (21 MB, beyond the L2 cache), holding 1M keys at the start.
+//
+// n=500K/capacity=1M/churn: a filter of 2 MB, near the size of the L2
+// cache, holding 500K keys; once a goroutine has inserted 50,000 keys it
+// also deletes its oldest with each insert, so the load stays put.
 func BenchmarkConcurrent_Mixed(b *testing.B) {
-	const n, capacity = 1_000_000, 8_000_000
-	b.Run(fmt.Sprintf("n=%s/lookups=90%%", human(n)), func(b *testing.B) {
-		keys := cachedKeys(0, n)
-		c, _ := cuckoo.NewConcurrent(capacity, cuckoo.WithSeed(1))
-		for _, k := range keys {
-			c.Add(k)
-		}
-		b.ReportAllocs()
-		b.ResetTimer()
-		b.RunParallel(func(pb *testing.PB) {
-			w := worker.Add(1)
-			i := int(w*7919) % len(keys)
-			next := uint64(0)
-			var buf [16]byte
-			for op := 0; pb.Next(); op++ {
-				if op%10 == 9 {
-					copy(buf[:], key(100+w, next))
-					next++
-					if err := c.Add(buf[:]); err != nil {
-						b.Error(err)
-						return
-					}
-					continue
-				}
-				c.Contains(keys[i])
-				if i++; i == len(keys) {
-					i = 0
-				}
+	for _, c := range []struct {
+		name        string
+		n, capacity uint64
+		quota       uint64 // own keys a goroutine holds before it deletes (0: never)
+	}{
+		{"n=1M/capacity=8M", 1_000_000, 8_000_000, 0},
+		{"n=500K/capacity=1M/churn", 500_000, 1_000_000, 50_000},
+	} {
+		b.Run(c.name+"/lookups=90%", func(b *testing.B) {
+			keys := cachedKeys(0, c.n)
+			f, _ := cuckoo.NewConcurrent(c.capacity, cuckoo.WithSeed(1))
+			for _, k := range keys {
+				f.Add(k)
 			}
+			runtime.GC() // no collection of the set-up's garbage while timed
+			b.ReportAllocs()
+			b.ResetTimer()
+			b.RunParallel(func(pb *testing.PB) {
+				w := worker.Add(1)
+				i := int(w*7919) % len(keys)
+				next, oldest := uint64(0), uint64(0)
+				var buf [16]byte
+				for op := 0; pb.Next(); op++ {
+					if op%10 == 9 {
+						copy(buf[:], key(100+w, next))
+						next++
+						if err := f.Add(buf[:]); err != nil {
+							b.Error(err)
+							return
+						}
+						if c.quota > 0 && next-oldest > c.quota {
+							copy(buf[:], key(100+w, oldest))
+							oldest++
+							f.Delete(buf[:])
+						}
+						continue
+					}
+					f.Contains(keys[i])
+					if i++; i == len(keys) {
+						i = 0
+					}
+				}
+			})
 		})
-	})
+	}
 }
 
 // BenchmarkConcurrent_Add: goroutines insert new keys into a filter sized
@@ -723,5 +744,43 @@ func BenchmarkConcurrent_Snapshot(b *testing.B) {
 			pause += c.SnapshotPause()
 		}
 		b.ReportMetric(float64(pause)/1e6/float64(b.N), "pause-ms")
+	})
+}
+
+// FuzzDecodeConcurrent feeds arbitrary bytes to both decoders of a
+// Concurrent (which take a Filter encoding or a Scalable one): neither may
+// panic; whatever decodes re-encodes to the same bytes, passes the
+// invariant checks and stays usable.
+func FuzzDecodeConcurrent(f *testing.F) {
+	c, _ := cuckoo.NewConcurrent(30, cuckoo.WithSeed(2), cuckoo.WithFingerprintBits(9))
+	for i := uint64(0); i < 30; i++ {
+		c.Add(key(0, i))
+	}
+	f.Add(mustMarshalAny(f, c))
+	f.Add(mustMarshalScalable(f, sampleScalable(f, layout{2, false}, 9)))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		checkDecode(t, data, func() decodable { return new(cuckoo.Concurrent) }, cuckoo.ErrCorrupt)
+	})
+}
+
+// FuzzConcurrentOperations interprets the input as operations, from one
+// goroutine, on a small Concurrent filter, fixed or growing, and checks
+// them against a model after each one (fuzzOps).
+func FuzzConcurrentOperations(f *testing.F) {
+	f.Add(uint8(1), uint8(5), []byte{0, 1, 2, 3, 4, 5, 6, 7, 0x80, 0x81, 0xc0, 0xc1})
+	f.Fuzz(func(t *testing.T, shape, bits uint8, ops []byte) {
+		b := []int{2, 4, 8}[int(shape)%3]
+		growing := shape&4 != 0
+		opts := []cuckoo.Option{cuckoo.WithBucketSize(b), cuckoo.WithFingerprintBits(4 + int(bits)%29), cuckoo.WithSeed(uint64(bits))}
+		capacity := uint64(20)
+		if growing {
+			capacity = 2
+			opts = append(opts, cuckoo.WithGrowth(1.25+float64(shape%8)))
+		}
+		c, err := cuckoo.NewConcurrent(capacity, opts...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fuzzOps(t, c, ops, growing)
 	})
 }

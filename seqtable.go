@@ -189,15 +189,19 @@ func (c *ctable) window(p uint64) uint64 {
 	return atomic.LoadUint64(&w[0])>>s | atomic.LoadUint64(&w[1])<<(64-s)
 }
 
-// bucket returns the first 64 bits of bucket i: the whole bucket when the
-// bucket takes one window, with one load when it never straddles a word.
-func (c *ctable) bucket(i uint64) uint64 {
-	p := i * c.f.t.bucketBits
+// buckets returns the first 64 bits of buckets i and j: the whole buckets
+// when a bucket takes one window, with one load each when buckets never
+// straddle a word.
+func (c *ctable) buckets(i, j uint64) (x, y uint64) {
+	p, q := i*c.f.t.bucketBits, j*c.f.t.bucketBits
 	if c.aligned {
-		return atomic.LoadUint64(&c.f.t.words[p>>6]) >> (p & 63)
+		return c.word(p) >> (p & 63), c.word(q) >> (q & 63)
 	}
-	return c.window(p)
+	return c.window(p), c.window(q)
 }
+
+// word atomically loads the word holding bit p of the table.
+func (c *ctable) word(p uint64) uint64 { return atomic.LoadUint64(&c.f.t.words[p>>6]) }
 
 // lanesZero flags the zero lanes of x (see zeroLanes).
 func lanesZero(x, rest, high uint64) uint64 { return ^((x & rest) + rest | x | rest) & high }
@@ -243,10 +247,16 @@ func (c *ctable) slotAt(i, s uint64) uint64 {
 func (c *ctable) has2(i, j, fp uint64) bool {
 	t := &c.f.t
 	if t.windows == 1 {
+		// buckets, written out: the lookup is the hot path.
+		p, q := i*t.bucketBits, j*t.bucketBits
+		var x, y uint64
+		if c.aligned {
+			x, y = c.word(p)>>(p&63), c.word(q)>>(q&63)
+		} else {
+			x, y = c.window(p), c.window(q)
+		}
 		rep := fp * t.laneLow
-		x := c.bucket(i) ^ rep
-		y := c.bucket(j) ^ rep
-		return lanesZero(x, t.laneRest, t.laneHigh)|lanesZero(y, t.laneRest, t.laneHigh) != 0
+		return lanesZero(x^rep, t.laneRest, t.laneHigh)|lanesZero(y^rep, t.laneRest, t.laneHigh) != 0
 	}
 	for w := uint64(0); w < t.windows; w++ {
 		if c.match(i, w, fp)|c.match(j, w, fp) != 0 {
@@ -416,7 +426,7 @@ func (c *ctable) probe(i1, i2, fp uint64) (copies, e1, e2 uint64) {
 	t := &c.f.t
 	e1, e2 = noSlot, noSlot
 	if t.windows == 1 {
-		w1, w2 := c.bucket(i1), c.bucket(i2)
+		w1, w2 := c.buckets(i1, i2)
 		rep := fp * t.laneLow
 		copies = uint64(bits.OnesCount64(lanesZero(w1^rep, t.laneRest, t.laneHigh)) +
 			bits.OnesCount64(lanesZero(w2^rep, t.laneRest, t.laneHigh)))
