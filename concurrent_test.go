@@ -609,8 +609,11 @@ func BenchmarkConcurrent_Contains(b *testing.B) {
 // BenchmarkConcurrent_Mixed: 90 % lookups of present keys, 10 % inserts of
 // new keys, in two settings.
 //
-// n=1M/capacity=8M: a filter sized for the inserts of a run of a few
-// seconds (21 MB, beyond the L2 cache), holding 1M keys at the start.
+// n=1M/capacity=8M: a filter of 21 MB, beyond the L2 cache, holding 1M
+// keys at the start; the goroutines insert only, up to half the room left
+// between them (more than a run of the default -benchtime needs), then
+// also delete their oldest key with each insert, so a long run never
+// fills the filter.
 //
 // n=500K/capacity=1M/churn: a filter of 2 MB, near the size of the L2
 // cache, holding 500K keys; once a goroutine has inserted 50,000 keys it
@@ -619,7 +622,7 @@ func BenchmarkConcurrent_Mixed(b *testing.B) {
 	for _, c := range []struct {
 		name        string
 		n, capacity uint64
-		quota       uint64 // own keys a goroutine holds before it deletes (0: never)
+		quota       uint64 // own keys a goroutine holds before it deletes (0: half the room, shared)
 	}{
 		{"n=1M/capacity=8M", 1_000_000, 8_000_000, 0},
 		{"n=500K/capacity=1M/churn", 500_000, 1_000_000, 50_000},
@@ -637,6 +640,10 @@ func BenchmarkConcurrent_Mixed(b *testing.B) {
 				w := worker.Add(1)
 				i := int(w*7919) % len(keys)
 				next, oldest := uint64(0), uint64(0)
+				quota := c.quota
+				if quota == 0 {
+					quota = (c.capacity - c.n) / 2 / uint64(runtime.GOMAXPROCS(0))
+				}
 				var buf [16]byte
 				for op := 0; pb.Next(); op++ {
 					if op%10 == 9 {
@@ -646,7 +653,7 @@ func BenchmarkConcurrent_Mixed(b *testing.B) {
 							b.Error(err)
 							return
 						}
-						if c.quota > 0 && next-oldest > c.quota {
+						if next-oldest > quota {
 							copy(buf[:], key(100+w, oldest))
 							oldest++
 							f.Delete(buf[:])
