@@ -87,16 +87,8 @@ func (f *Filter) ContainsBatch(keys [][]byte, found []bool) {
 		clear(found[:len(keys)])
 		return
 	}
-	var bufs [2]batch
-	prefetchKeys(keys[:min(2*batchGroup, len(keys))])
-	f.stageKeys(&bufs[0], keys[:min(batchGroup, len(keys))])
-	for g, start := 0, 0; start < len(keys); g, start = g+1, start+batchGroup {
-		cur, next := &bufs[g&1], &bufs[(g+1)&1]
-		next.n = 0
-		if lo, hi := group(start+batchGroup, len(keys)); lo < hi {
-			prefetchKeys(keys[min(lo+batchGroup, len(keys)):min(hi+batchGroup, len(keys))])
-			f.stageKeys(next, keys[lo:hi])
-		}
+	p := keyPipeline{f: f, keys: keys}
+	for cur, start, ok := p.next(); ok; cur, start, ok = p.next() {
 		f.probe(cur, found[start:])
 	}
 }
@@ -156,16 +148,8 @@ func (f *Filter) addBatch(keys [][]byte, unique []bool) (int, error) {
 		}
 		return 0, ErrFull
 	}
-	var bufs [2]batch
-	prefetchKeys(keys[:min(2*batchGroup, len(keys))])
-	f.stageKeys(&bufs[0], keys[:min(batchGroup, len(keys))])
-	for g, start := 0, 0; start < len(keys); g, start = g+1, start+batchGroup {
-		cur, next := &bufs[g&1], &bufs[(g+1)&1]
-		next.n = 0
-		if lo, hi := group(start+batchGroup, len(keys)); lo < hi {
-			prefetchKeys(keys[min(lo+batchGroup, len(keys)):min(hi+batchGroup, len(keys))])
-			f.stageKeys(next, keys[lo:hi])
-		}
+	p := keyPipeline{f: f, keys: keys}
+	for cur, start, ok := p.next(); ok; cur, start, ok = p.next() {
 		for k, h := range cur.h[:cur.n] {
 			if unique == nil {
 				if err := f.AddHash(h); err != nil {
@@ -181,4 +165,42 @@ func (f *Filter) addBatch(keys [][]byte, unique []bool) (int, error) {
 		}
 	}
 	return len(keys), nil
+}
+
+// keyPipeline hands out keys a group at a time, in order, with the group
+// after it already hashed and its buckets prefetched, and the key data of
+// the group after that prefetched: the memory accesses of the next groups
+// overlap the work on this one. (An iterator rather than a callback, so
+// that its buffers stay on the caller's stack.)
+type keyPipeline struct {
+	f      *Filter
+	keys   [][]byte
+	bufs   [2]batch
+	g      int // groups handed out
+	start  int // index of the first key of the next group
+	staged bool
+}
+
+// next returns the next group and the index of its first key, or false
+// when every key has been handed out.
+func (p *keyPipeline) next() (cur *batch, start int, ok bool) {
+	keys := p.keys
+	if !p.staged {
+		p.staged = true
+		prefetchKeys(keys[:min(2*batchGroup, len(keys))])
+		p.f.stageKeys(&p.bufs[0], keys[:min(batchGroup, len(keys))])
+	}
+	if p.start >= len(keys) {
+		return nil, 0, false
+	}
+	cur, next := &p.bufs[p.g&1], &p.bufs[(p.g+1)&1]
+	start = p.start
+	next.n = 0
+	if lo, hi := group(start+batchGroup, len(keys)); lo < hi {
+		prefetchKeys(keys[min(lo+batchGroup, len(keys)):min(hi+batchGroup, len(keys))])
+		p.f.stageKeys(next, keys[lo:hi])
+	}
+	p.g++
+	p.start += batchGroup
+	return cur, start, true
 }

@@ -55,7 +55,6 @@ type Filter struct {
 	dups     map[uint64]uint64 // pairKey → copies beyond maxSlotCopies
 	path     []kickStep        // scratch of one insert's random walk
 	search   []searchNode      // scratch of one insert's breadth-first search
-	lines    []uint64          // scratch: word indexes the search prefetches
 }
 
 // kickStep is one move of the random walk: placed went into slot of
@@ -292,7 +291,12 @@ func (f *Filter) ContainsHash(h uint64) bool {
 		return false
 	}
 	i1, fp := f.locate(h)
-	return t.has2(i1, t.altIndex(i1, fp), fp)
+	i2 := t.altIndex(i1, fp)
+	if t.semiOneWindow {
+		// Both buckets read before either is decoded.
+		return t.semiHasEither(t.window(i1*t.bucketBits), t.window(i2*t.bucketBits), fp)
+	}
+	return t.has2(i1, i2, fp)
 }
 
 // DeleteHash is [Filter.Delete] for a key's 64-bit hash (see
@@ -412,8 +416,8 @@ func (f *Filter) searchPath(i1, i2, fp uint64) bool {
 	budget := min(2*f.maxKicks, searchBudget)
 	if f.search == nil {
 		f.search = make([]searchNode, 0, searchBudget)
-		f.lines = make([]uint64, 0, searchBudget)
 	}
+	var lineBuf [searchBudget]uint64 // on the stack: no memory held between inserts
 	q := f.search[:0]
 	for _, b := range [2]uint64{i1, i2} {
 		for s := uint64(0); s < f.t.slots; s++ {
@@ -423,7 +427,7 @@ func (f *Filter) searchPath(i1, i2, fp uint64) bool {
 	defer func() { f.search = q[:0] }()
 	for lo := 0; lo < len(q); {
 		hi := len(q)
-		lines := f.lines[:0]
+		lines := lineBuf[:0]
 		for k := lo; k < hi; k++ {
 			n := &q[k]
 			alt := f.t.altIndex(uint64(n.bucket), uint64(n.fp))
@@ -509,7 +513,7 @@ func (f *Filter) SizeInBytes() uint64 {
 	const fixed = 256 // the struct and slice headers, rounded up
 	const perDup = 32 // a map entry of two words, with the map's overhead
 	return uint64(len(f.t.words))*8 + uint64(len(f.dups))*perDup +
-		uint64(cap(f.path))*12 + uint64(cap(f.search))*16 + uint64(cap(f.lines))*8 + fixed
+		uint64(cap(f.path))*12 + uint64(cap(f.search))*16 + fixed
 }
 
 // FingerprintBits returns the fingerprint width f in bits.

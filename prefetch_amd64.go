@@ -32,3 +32,9 @@ func prefetchKeys(keys [][]byte) uint64 {
 //
 //go:noescape
 func prefetchKeyData(keys *[]byte, n int)
+
+// prefetchShared is prefetch for the words of a table that other
+// goroutines write with atomic operations (a Concurrent's). A prefetch
+// instruction reads nothing the program sees, so it needs no atomic load
+// and races with nothing.
+func prefetchShared(words []uint64, idx []uint64) uint64 { return prefetch(words, idx) }

@@ -2,6 +2,8 @@
 
 package cuckoo
 
+import "sync/atomic"
+
 // prefetch is the portable twin of the amd64 assembly: Go has no prefetch
 // instruction, so it loads one word of each line. The loads are
 // independent, so the CPU overlaps their misses, which keeps part of the
@@ -25,6 +27,19 @@ func prefetchKeys(keys [][]byte) uint64 {
 		if len(k) > 0 {
 			sink |= uint64(k[0])
 		}
+	}
+	return sink
+}
+
+// prefetchShared is prefetch for the words of a table that other
+// goroutines write with atomic operations (a Concurrent's): the loads are
+// atomic, so that the race detector sees no race.
+//
+//go:noinline
+func prefetchShared(words []uint64, idx []uint64) uint64 {
+	var sink uint64
+	for _, i := range idx {
+		sink |= atomic.LoadUint64(&words[i])
 	}
 	return sink
 }

@@ -105,28 +105,58 @@ func (t *table) semiHas(i, fp uint64) bool {
 // that hold fp (with fp == 0: the empty slots).
 func (t *table) semiMatches(i, fp uint64) uint64 {
 	p := i * t.bucketBits
-	w := t.window(p)
-	nibs := uint64(ssDecode[w&0xfff])
-	z := zeroLanes(nibs^(fp&15)*0x1111, 0x7777, 0x8888)
-	nm := z>>3&1 | z>>6&2 | z>>9&4 | z>>12&8
-	if t.highBits == 0 {
-		return nm
-	}
-	qh := fp >> 4
-	hb := t.highBits
-	var hm uint64
 	if t.semiOneWindow {
-		hz := zeroLanes(w>>12^qh*t.highLow, t.highRest, t.highHigh)
-		hz >>= hb - 1
-		hm = hz&1 | hz>>(hb-1)&2 | hz>>(2*hb-2)&4 | hz>>(3*hb-3)&8
-	} else {
-		for j := uint64(0); j < 4; j++ {
-			if t.window(p+12+j*hb)&t.highMask == qh {
-				hm |= 1 << j
-			}
+		return t.semiMatchWindow(t.window(p), fp)
+	}
+	w := t.window(p)
+	nm := semiNibbleMatches(w, fp)
+	qh := fp >> 4
+	var hm uint64
+	for j := uint64(0); j < 4; j++ {
+		if t.window(p+12+j*t.highBits)&t.highMask == qh {
+			hm |= 1 << j
 		}
 	}
 	return nm & hm
+}
+
+// semiMatchWindow is semiMatches for a bucket of at most 64 bits whose
+// window w the caller has read.
+func (t *table) semiMatchWindow(w, fp uint64) uint64 {
+	nm := semiNibbleMatches(w, fp)
+	if t.highBits == 0 {
+		return nm
+	}
+	return nm & t.semiHighMatches(w, fp)
+}
+
+// semiHasEither reports whether either of two buckets of at most 64 bits,
+// whose windows x and y the caller has read, holds fp. A lookup reads both
+// of a key's buckets before it decodes either, and decodes them in one
+// body, so that their cache misses overlap as a plain lookup's do.
+func (t *table) semiHasEither(x, y, fp uint64) bool {
+	nx, ny := semiNibbleMatches(x, fp), semiNibbleMatches(y, fp)
+	if t.highBits != 0 {
+		nx &= t.semiHighMatches(x, fp)
+		ny &= t.semiHighMatches(y, fp)
+	}
+	return nx|ny != 0
+}
+
+// semiHighMatches returns the 4-bit mask of the slots of the bucket
+// starting at w's bit 0 (of at most 64 bits) whose high part is fp's.
+func (t *table) semiHighMatches(w, fp uint64) uint64 {
+	hb := t.highBits
+	hz := zeroLanes(w>>12^(fp>>4)*t.highLow, t.highRest, t.highHigh) >> (hb - 1)
+	return hz&1 | hz>>(hb-1)&2 | hz>>(2*hb-2)&4 | hz>>(3*hb-3)&8
+}
+
+// semiNibbleMatches returns the 4-bit mask of the slots of the bucket
+// starting at w's bit 0 whose nibble is fp's.
+func semiNibbleMatches(w, fp uint64) uint64 {
+	nibs := uint64(ssDecode[w&0xfff])
+	z := zeroLanes(nibs^(fp&15)*0x1111, 0x7777, 0x8888)
+	return z>>3&1 | z>>6&2 | z>>9&4 | z>>12&8
 }
 
 // semiRead returns the four fingerprints of semi-sorted bucket i, sorted.

@@ -550,57 +550,81 @@ func (c *ctable) count(i1, fp, i2 uint64) uint64 {
 
 // scratch is the working memory of a displacement search, pooled so that
 // inserts allocate nothing once warm.
-type scratch struct{ q []searchStep }
-
-// searchStep is a fingerprint the breadth-first search reached: moving fp
-// out of bucket to its other bucket frees a slot for the step's parent
-// (-1: the key's own buckets).
-type searchStep struct {
-	bucket, fp uint64
-	parent     int32
+type scratch struct {
+	q     []searchStep
+	lines []uint64 // word indexes a level prefetches
 }
 
-var scratchPool = sync.Pool{New: func() any { return new(scratch) }}
+// searchStep is a fingerprint the breadth-first search reached: moving fp
+// out of bucket to its other bucket alt frees a slot for the step's parent
+// (-1: the key's own buckets).
+type searchStep struct {
+	bucket, fp, alt uint64
+	parent          int32
+}
+
+var scratchPool = sync.Pool{New: func() any {
+	// Room for a typical search, so that a new scratch (the race detector
+	// makes the pool drop some) does not grow step by step.
+	return &scratch{q: make([]searchStep, 0, searchBudget), lines: make([]uint64, 0, searchBudget)}
+}}
 
 // makeRoom searches, without locks, for the shortest chain of moves from
 // bucket i1 or i2 to an empty slot, exploring up to 4*maxKicks slots, and
 // performs it hole first (see the type's doc). It reports false when there
 // is no such chain; true when it freed a slot, or when another writer got
 // in the way and the insert should simply look again.
+//
+// Like Filter.searchPath it goes a level at a time: it locates the other
+// bucket of every fingerprint of the level and prefetches them all before
+// it examines any, so that in a table larger than the caches the level's
+// misses overlap.
 func (c *ctable) makeRoom(i1, i2 uint64, sc *scratch) bool {
 	t := &c.f.t
 	budget := 4 * c.f.maxKicks
 	q := sc.q[:0]
+	defer func() { sc.q = q[:0] }()
 	for _, b := range [2]uint64{i1, i2} {
 		for s := uint64(0); s < t.slots; s++ {
 			q = append(q, searchStep{bucket: b, fp: c.slotAt(b, s), parent: -1})
 		}
 	}
-	found := false
-	for head := 0; head < len(q); head++ {
-		n := q[head]
-		if n.fp == 0 {
-			// The slot emptied since it was read: a root needs no move, a
-			// deeper one takes its parent's fingerprint.
-			c.shift(q, int(n.parent))
-			found = true
-			break
+	for lo := 0; lo < len(q); {
+		hi := len(q)
+		lines := sc.lines[:0]
+		for k := lo; k < hi; k++ {
+			n := &q[k]
+			n.alt = t.altIndex(n.bucket, n.fp)
+			lines = append(lines, n.alt*t.bucketBits>>6)
 		}
-		alt := t.altIndex(n.bucket, n.fp)
-		if onPath(q, head, alt) {
-			continue
+		sc.lines = lines
+		prefetchShared(t.words, lines)
+		for k := lo; k < hi; k++ {
+			n := &q[k]
+			if n.fp == 0 {
+				// The slot emptied since it was read: a root needs no move, a
+				// deeper one takes its parent's fingerprint.
+				c.shift(q, int(n.parent))
+				return true
+			}
+			if onPath(q, k, n.alt) {
+				n.alt = n.bucket // moving into a bucket the chain uses would undo it
+				continue
+			}
+			if _, ok := c.findIn(n.alt, 0); ok {
+				c.shift(q, k)
+				return true
+			}
 		}
-		if _, ok := c.findIn(alt, 0); ok {
-			c.shift(q, head)
-			found = true
-			break
+		for k := lo; k < hi; k++ {
+			alt := q[k].alt
+			for s := uint64(0); s < t.slots && alt != q[k].bucket && len(q) < budget; s++ {
+				q = append(q, searchStep{bucket: alt, fp: c.slotAt(alt, s), parent: int32(k)})
+			}
 		}
-		for s := uint64(0); s < t.slots && len(q) < budget; s++ {
-			q = append(q, searchStep{bucket: alt, fp: c.slotAt(alt, s), parent: int32(head)})
-		}
+		lo = hi
 	}
-	sc.q = q[:0]
-	return found
+	return false
 }
 
 // onPath reports whether bucket b is on the chain from step k back to the
