@@ -28,14 +28,22 @@ import (
 // parallel. seqtable.go explains why a reader racing a displacement still
 // finds its key.
 //
-// On the project's 2-core machine (BenchmarkConcurrent_Contains and
-// BenchmarkConcurrent_Mixed at 1M keys, medians of 6 runs at -cpu 1 and
-// -cpu 2), two goroutines do 1.93 times the lookups of one for present
-// keys and 1.97 times for absent ones (a plain Filter read by the same
-// goroutines, the machine's ceiling, 2.0 times), and 1.7 times the
-// operations of one in a mix of 90 % lookups and 10 % inserts. Used by one
-// goroutine, a lookup costs about 1.2 times a Filter's (28.5 against 23.4
-// ns at 1M keys) and an insert about 1.2 times.
+// On the project's 2-core machine (BenchmarkConcurrent_Contains at 1M and
+// 10M keys, medians of 5 runs at -cpu 1 and -cpu 2), two goroutines do
+// 1.9 to 2.05 times the lookups of one, present or absent keys (a plain
+// Filter read by the same goroutines, the machine's ceiling, 2.0 times).
+// Used by one goroutine, a lookup costs about 1.1 to 1.2 times a Filter's
+// (23 against 20.5 ns at 1M keys).
+//
+// Inserts scale less. In BenchmarkConcurrent_Mixed (90 % lookups, 10 %
+// inserts, 1M keys in a 21 MB table) two goroutines do only 1.2 times the
+// operations of one, and inserts alone gain nothing at 1M keys and 1.8
+// times at 10M. The profile puts the cost in the stripe mutexes: each
+// insert takes two of them, and a mutex last taken on the other core
+// costs a cache-line transfer (about 120 ns a lock here, against 20 on one
+// core). An insert from one goroutine costs 1.7 times a Filter's at 1M
+// keys and 2.3 times filling to capacity at 10M (locks, and displacements
+// made one locked move at a time).
 //
 // Delete and Count lock the key's two stripes; Len, LoadFactor and
 // FalsePositiveRate add up per-stripe counters (1024 of them at most), so

@@ -58,11 +58,12 @@ import (
 //
 // When both buckets of a key are full, the writer releases its locks and
 // searches for a chain of moves that ends in an empty slot, breadth first,
-// reading the table without locks. (A Filter first tries a random walk,
-// which moves fingerprints as it goes and holds one out of the table at
-// every step: no reader could be sure to find it. The search alone, over
-// up to 4×MaxKicks slots, fills tables as far as a Filter does: the first
-// failure comes at the same load within 0.01 for every shape.) It then performs the chain hole first:
+// reading the table without locks, a level at a time with each level's
+// buckets prefetched. (When its search fails a Filter falls back to a
+// random walk, which moves fingerprints as it goes and holds one out of
+// the table at every step: no reader could be sure to find it. The search
+// alone, over up to 4×MaxKicks slots, fills tables about as far.) It then
+// performs the chain hole first:
 // the last fingerprint into the empty slot, then the one before into the
 // slot just freed, and so on, each move under the locks of its own two
 // buckets and checked again there (the fingerprint is still in its bucket,
