@@ -41,9 +41,9 @@ import (
 // times at 10M. The profile puts the cost in the stripe mutexes: each
 // insert takes two of them, and a mutex last taken on the other core
 // costs a cache-line transfer (about 120 ns a lock here, against 20 on one
-// core). An insert from one goroutine costs 1.7 times a Filter's at 1M
-// keys and 2.3 times filling to capacity at 10M (locks, and displacements
-// made one locked move at a time).
+// core). An insert from one goroutine costs 1.7 to 1.8 times a Filter's
+// at 1M keys and 2.1 to 2.3 times filling to capacity at 10M (locks, and
+// displacements made one locked move at a time).
 //
 // Delete and Count lock the key's two stripes; Len, LoadFactor and
 // FalsePositiveRate add up per-stripe counters (1024 of them at most), so

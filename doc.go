@@ -92,12 +92,12 @@
 // 1.26; docs/benchmarks.md has every row, the peers and the method):
 //
 //	setting (4-slot buckets)      bits/item  rate      10^6: add  hit  miss   10^7: add  hit  miss
-//	f=8                            8.62      2.9 %            44   13   12           68   27   25
-//	f=12                          12.71      0.19 %           50   20   18           84   33   33
-//	f=16 (default)                16.90      0.012 %          59   21   19           96   34   34
-//	f=13 semi-sorted              12.71      0.092 %         150   36   34          245   73   71
-//	f=16, AddHash/ContainsHash    16.90      0.012 %          45   12   11           86   23   24
-//	f=16, AddBatch/ContainsBatch  16.90      0.012 %          49   18   17           70   26   26
+//	f=8                            8.60      2.9 %            42   13   12           66   27   24
+//	f=12                          12.69      0.19 %           51   20   18           82   31   30
+//	f=16 (default)                16.88      0.012 %          54   20   18           88   33   28
+//	f=13 semi-sorted              12.69      0.092 %         145   35   33          223   62   61
+//	f=16, AddHash/ContainsHash    16.88      0.012 %          44   11   10           76   19   22
+//	f=16, AddBatch/ContainsBatch  16.89      0.012 %          49   17   16           65   24   24
 //
 // "add" fills an empty filter to its capacity, so it includes the
 // displacements of the last, fullest part. A lookup is two bucket reads
@@ -105,8 +105,9 @@
 // in the CPU caches (about 2 MB here) it costs little more than hashing
 // the key, beyond them it is one or two cache misses, which the batch
 // methods overlap (see Large filters). Semi-sorted buckets save a bit per
-// key for 2 to 3 times the time per operation. Keys of about 60 bytes add
-// 5 to 25 ns (hashing, and reading the longer keys).
+// key for 1.7 to 2 times the lookup time and 2.5 times the insert time.
+// Keys of about 60 bytes add 5 to 25 ns (hashing, and reading the longer
+// keys).
 //
 // # Duplicates and deletes
 //
