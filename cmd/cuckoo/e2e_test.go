@@ -17,6 +17,19 @@ import (
 	"github.com/dedupkit/cuckoo/internal/urlgen"
 )
 
+// exactSeed is the seed of the tests that expect awk's output exactly at
+// --fpr 1e-7: fixed (unless -seed is given), because with a random one a
+// false positive among their 140,000 to 280,000 distinct lines would fail
+// about one run in 50. TestDedupFalsePositivesExplained is the randomized
+// check of the same promise.
+func exactSeed(t *testing.T) uint64 {
+	if *seedFlag != 0 {
+		return testSeed(t)
+	}
+	t.Log("seed 1")
+	return 1
+}
+
 func testSeed(t *testing.T) uint64 {
 	s := *seedFlag
 	if s == 0 {
@@ -57,7 +70,7 @@ func firstOccurrences(lines []string) []string {
 // TestDedupExactAtLowRate: at --fpr 1e-7 the output equals awk's.
 func TestDedupExactAtLowRate(t *testing.T) {
 	e := newEnv(t)
-	seed := testSeed(t)
+	seed := exactSeed(t)
 	lines := urls(e, "urls.txt", 200_000, seed)
 	r := e.run("", "dedup", "--fpr", "1e-7", "--seed", fmt.Sprint(seed), "urls.txt")
 	r.want(t, exitOK, "dedup")
@@ -71,7 +84,7 @@ func TestDedupExactAtLowRate(t *testing.T) {
 // still equals awk's at a low rate, and the saved seen-set says it grew.
 func TestDedupGrows(t *testing.T) {
 	e := newEnv(t)
-	seed := testSeed(t)
+	seed := exactSeed(t)
 	n := 400_000 // about 280,000 distinct lines: more than the 262,144 a filter starts with
 	lines := urls(e, "urls.txt", n, seed)
 	in := e.read("urls.txt")
