@@ -72,9 +72,6 @@ func (f *Filter) probe(b *batch, found []bool) {
 	}
 }
 
-// group returns the bounds of the group starting at start in n items.
-func group(start, n int) (int, int) { return start, min(start+batchGroup, n) }
-
 // ContainsBatch sets found[i] to f.Contains(keys[i]) for every key. On
 // tables larger than the CPU caches it is about twice as fast per key as
 // calling Contains in a loop. It allocates nothing and may run concurrently
@@ -87,7 +84,7 @@ func (f *Filter) ContainsBatch(keys [][]byte, found []bool) {
 		clear(found[:len(keys)])
 		return
 	}
-	p := keyPipeline{f: f, keys: keys}
+	p := f.pipelineOf(keys, nil)
 	for cur, start, ok := p.next(); ok; cur, start, ok = p.next() {
 		f.probe(cur, found[start:])
 	}
@@ -103,14 +100,8 @@ func (f *Filter) ContainsHashBatch(hashes []uint64, found []bool) {
 		clear(found[:len(hashes)])
 		return
 	}
-	var bufs [2]batch
-	f.stageHashes(&bufs[0], hashes[:min(batchGroup, len(hashes))])
-	for g, start := 0, 0; start < len(hashes); g, start = g+1, start+batchGroup {
-		cur, next := &bufs[g&1], &bufs[(g+1)&1]
-		next.n = 0
-		if lo, hi := group(start+batchGroup, len(hashes)); lo < hi {
-			f.stageHashes(next, hashes[lo:hi])
-		}
+	p := f.pipelineOf(nil, hashes)
+	for cur, start, ok := p.next(); ok; cur, start, ok = p.next() {
 		f.probe(cur, found[start:])
 	}
 }
@@ -148,7 +139,7 @@ func (f *Filter) addBatch(keys [][]byte, unique []bool) (int, error) {
 		}
 		return 0, ErrFull
 	}
-	p := keyPipeline{f: f, keys: keys}
+	p := f.pipelineOf(keys, nil)
 	for cur, start, ok := p.next(); ok; cur, start, ok = p.next() {
 		for k, h := range cur.h[:cur.n] {
 			if unique == nil {
@@ -167,40 +158,55 @@ func (f *Filter) addBatch(keys [][]byte, unique []bool) (int, error) {
 	return len(keys), nil
 }
 
-// keyPipeline hands out keys a group at a time, in order, with the group
-// after it already hashed and its buckets prefetched, and the key data of
-// the group after that prefetched: the memory accesses of the next groups
-// overlap the work on this one. (An iterator rather than a callback, so
-// that its buffers stay on the caller's stack.)
-type keyPipeline struct {
+// pipeline hands out keys (or hashes) a group at a time, in order, with
+// the group after it already hashed and its buckets prefetched, and the key
+// bytes of the group after that prefetched: the memory accesses of the next
+// groups overlap the work on this one. (An iterator rather than a
+// callback, so that its buffers stay on the caller's stack.)
+type pipeline struct {
 	f      *Filter
-	keys   [][]byte
+	keys   [][]byte // the keys, or nil for hashes
+	hashes []uint64
+	n      int
 	bufs   [2]batch
 	g      int // groups handed out
-	start  int // index of the first key of the next group
-	staged bool
+}
+
+// pipelineOf returns a pipeline over keys, or over hashes when keys is
+// nil, with its first group staged. The table must not be empty.
+func (f *Filter) pipelineOf(keys [][]byte, hashes []uint64) pipeline {
+	p := pipeline{f: f, keys: keys, hashes: hashes, n: len(hashes)}
+	if keys != nil {
+		p.n = len(keys)
+	}
+	p.stage(&p.bufs[0], 0)
+	return p
+}
+
+// stage hashes, locates and prefetches the group starting at lo into b,
+// and prefetches the key bytes of the group after it.
+func (p *pipeline) stage(b *batch, lo int) {
+	hi := min(lo+batchGroup, p.n)
+	if p.keys == nil {
+		p.f.stageHashes(b, p.hashes[lo:hi])
+		return
+	}
+	prefetchKeys(p.keys[hi:min(hi+batchGroup, p.n)])
+	p.f.stageKeys(b, p.keys[lo:hi])
 }
 
 // next returns the next group and the index of its first key, or false
 // when every key has been handed out.
-func (p *keyPipeline) next() (cur *batch, start int, ok bool) {
-	keys := p.keys
-	if !p.staged {
-		p.staged = true
-		prefetchKeys(keys[:min(2*batchGroup, len(keys))])
-		p.f.stageKeys(&p.bufs[0], keys[:min(batchGroup, len(keys))])
-	}
-	if p.start >= len(keys) {
+func (p *pipeline) next() (cur *batch, start int, ok bool) {
+	start = p.g * batchGroup
+	if start >= p.n {
 		return nil, 0, false
 	}
 	cur, next := &p.bufs[p.g&1], &p.bufs[(p.g+1)&1]
-	start = p.start
 	next.n = 0
-	if lo, hi := group(start+batchGroup, len(keys)); lo < hi {
-		prefetchKeys(keys[min(lo+batchGroup, len(keys)):min(hi+batchGroup, len(keys))])
-		p.f.stageKeys(next, keys[lo:hi])
+	if lo := start + batchGroup; lo < p.n {
+		p.stage(next, lo)
 	}
 	p.g++
-	p.start += batchGroup
 	return cur, start, true
 }

@@ -437,7 +437,7 @@ func (f *Filter) searchPath(i1, i2, fp uint64) bool {
 		prefetch(f.t.words, lines)
 		for k := lo; k < hi; k++ {
 			n := q[k]
-			if f.onChain(q, k, n.alt) {
+			if onChain(q, k, n.alt) {
 				q[k].alt = n.bucket // moving into a bucket the chain uses would undo it
 				continue
 			}
@@ -471,8 +471,9 @@ func (f *Filter) searchPath(i1, i2, fp uint64) bool {
 }
 
 // onChain reports whether bucket b is one of the buckets on the chain
-// from node k back to the key's buckets.
-func (f *Filter) onChain(q []searchNode, k int, b uint32) bool {
+// from node k back to the key's buckets: moving a fingerprint into it
+// would undo the chain.
+func onChain(q []searchNode, k int, b uint32) bool {
 	for ; k >= 0; k = int(q[k].parent) {
 		if q[k].bucket == b {
 			return true

@@ -2,28 +2,18 @@ package cuckoo_test
 
 import (
 	"encoding/binary"
-	"flag"
 	"fmt"
 	"hash/crc32"
 	"math/rand/v2"
 	"testing"
-	"time"
 
 	"github.com/dedupkit/cuckoo"
+	"github.com/dedupkit/cuckoo/internal/testseed"
 )
-
-var seedFlag = flag.Uint64("seed", 0, "random seed for randomized tests (0: from the clock)")
 
 // testRand returns a generator for a randomized test and logs its seed so a
 // failure can be replayed with -seed.
-func testRand(t testing.TB) *rand.Rand {
-	s := *seedFlag
-	if s == 0 {
-		s = uint64(time.Now().UnixNano())
-	}
-	t.Logf("random seed %d (replay with -seed %d)", s, s)
-	return rand.New(rand.NewPCG(s, s^0x9e3779b97f4a7c15))
-}
+func testRand(t testing.TB) *rand.Rand { return testseed.Rand(t) }
 
 // key returns the 16-byte key number i of a family: family 0 holds the keys
 // tests add, other families hold keys never added.

@@ -552,22 +552,14 @@ func (c *ctable) count(i1, fp, i2 uint64) uint64 {
 // scratch is the working memory of a displacement search, pooled so that
 // inserts allocate nothing once warm.
 type scratch struct {
-	q     []searchStep
-	lines []uint64 // word indexes a level prefetches
-}
-
-// searchStep is a fingerprint the breadth-first search reached: moving fp
-// out of bucket to its other bucket alt frees a slot for the step's parent
-// (-1: the key's own buckets).
-type searchStep struct {
-	bucket, fp, alt uint64
-	parent          int32
+	q     []searchNode // as in Filter.searchPath
+	lines []uint64     // word indexes a level prefetches
 }
 
 var scratchPool = sync.Pool{New: func() any {
 	// Room for a typical search, so that a new scratch (the race detector
 	// makes the pool drop some) does not grow step by step.
-	return &scratch{q: make([]searchStep, 0, searchBudget), lines: make([]uint64, 0, searchBudget)}
+	return &scratch{q: make([]searchNode, 0, searchBudget), lines: make([]uint64, 0, searchBudget)}
 }}
 
 // makeRoom searches, without locks, for the shortest chain of moves from
@@ -587,7 +579,7 @@ func (c *ctable) makeRoom(i1, i2 uint64, sc *scratch) bool {
 	defer func() { sc.q = q[:0] }()
 	for _, b := range [2]uint64{i1, i2} {
 		for s := uint64(0); s < t.slots; s++ {
-			q = append(q, searchStep{bucket: b, fp: c.slotAt(b, s), parent: -1})
+			q = append(q, searchNode{bucket: uint32(b), fp: uint32(c.slotAt(b, s)), parent: -1})
 		}
 	}
 	for lo := 0; lo < len(q); {
@@ -595,8 +587,9 @@ func (c *ctable) makeRoom(i1, i2 uint64, sc *scratch) bool {
 		lines := sc.lines[:0]
 		for k := lo; k < hi; k++ {
 			n := &q[k]
-			n.alt = t.altIndex(n.bucket, n.fp)
-			lines = append(lines, n.alt*t.bucketBits>>6)
+			alt := t.altIndex(uint64(n.bucket), uint64(n.fp))
+			n.alt = uint32(alt)
+			lines = append(lines, alt*t.bucketBits>>6)
 		}
 		sc.lines = lines
 		prefetchShared(t.words, lines)
@@ -608,11 +601,11 @@ func (c *ctable) makeRoom(i1, i2 uint64, sc *scratch) bool {
 				c.shift(q, int(n.parent))
 				return true
 			}
-			if onPath(q, k, n.alt) {
+			if onChain(q, k, n.alt) {
 				n.alt = n.bucket // moving into a bucket the chain uses would undo it
 				continue
 			}
-			if _, ok := c.findIn(n.alt, 0); ok {
+			if _, ok := c.findIn(uint64(n.alt), 0); ok {
 				c.shift(q, k)
 				return true
 			}
@@ -620,7 +613,7 @@ func (c *ctable) makeRoom(i1, i2 uint64, sc *scratch) bool {
 		for k := lo; k < hi; k++ {
 			alt := q[k].alt
 			for s := uint64(0); s < t.slots && alt != q[k].bucket && len(q) < budget; s++ {
-				q = append(q, searchStep{bucket: alt, fp: c.slotAt(alt, s), parent: int32(k)})
+				q = append(q, searchNode{bucket: alt, fp: uint32(c.slotAt(uint64(alt), s)), parent: int32(k)})
 			}
 		}
 		lo = hi
@@ -628,22 +621,11 @@ func (c *ctable) makeRoom(i1, i2 uint64, sc *scratch) bool {
 	return false
 }
 
-// onPath reports whether bucket b is on the chain from step k back to the
-// key's buckets: moving into it would undo the chain.
-func onPath(q []searchStep, k int, b uint64) bool {
-	for ; k >= 0; k = int(q[k].parent) {
-		if q[k].bucket == b {
-			return true
-		}
-	}
-	return false
-}
-
 // shift performs the chain ending at step k, last move first, stopping at
 // the first move that another writer made impossible.
-func (c *ctable) shift(q []searchStep, k int) {
+func (c *ctable) shift(q []searchNode, k int) {
 	for ; k >= 0; k = int(q[k].parent) {
-		if !c.move(q[k].bucket, q[k].fp) {
+		if !c.move(uint64(q[k].bucket), uint64(q[k].fp)) {
 			return
 		}
 	}

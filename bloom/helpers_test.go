@@ -2,27 +2,17 @@ package bloom_test
 
 import (
 	"encoding/binary"
-	"flag"
 	"math"
 	"math/rand/v2"
 	"testing"
-	"time"
 
 	"github.com/dedupkit/cuckoo/bloom"
+	"github.com/dedupkit/cuckoo/internal/testseed"
 )
-
-var seedFlag = flag.Uint64("seed", 0, "seed of the randomized tests (0: from the clock)")
 
 // testRand returns a generator for a randomized test and logs its seed, so
 // that a failure can be replayed with -seed.
-func testRand(t testing.TB) *rand.Rand {
-	s := *seedFlag
-	if s == 0 {
-		s = uint64(time.Now().UnixNano())
-	}
-	t.Logf("random seed %d (replay with -seed %d)", s, s)
-	return rand.New(rand.NewPCG(s, s^0x9e3779b97f4a7c15))
-}
+func testRand(t testing.TB) *rand.Rand { return testseed.Rand(t) }
 
 // keyBuf holds one 16-byte key; at returns key i of a family in it without
 // allocating. Family 0 holds the keys tests add; others are never added.

@@ -11,9 +11,9 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/dedupkit/cuckoo"
+	"github.com/dedupkit/cuckoo/internal/testseed"
 	"github.com/dedupkit/cuckoo/internal/urlgen"
 )
 
@@ -23,21 +23,17 @@ import (
 // about one run in 50. TestDedupFalsePositivesExplained is the randomized
 // check of the same promise.
 func exactSeed(t *testing.T) uint64 {
-	if *seedFlag != 0 {
+	if _, ok := testseed.Given(); ok {
 		return testSeed(t)
 	}
 	t.Log("seed 1")
 	return 1
 }
 
-func testSeed(t *testing.T) uint64 {
-	s := *seedFlag
-	if s == 0 {
-		s = uint64(time.Now().UnixNano()) % 1_000_000
-	}
-	t.Logf("seed %d (replay with -seed %d)", s, s)
-	return s
-}
+// testSeed is the seed of a randomized end-to-end test, below 10^6 so
+// that it reads well on the command lines the tests run (-seed N replays
+// the run that logged N).
+func testSeed(t *testing.T) uint64 { return testseed.Seed(t) % 1_000_000 }
 
 // urls writes n URL-like lines with 30 % repeats to name and returns them.
 func urls(e *sandbox, name string, n int, seed uint64) []string {

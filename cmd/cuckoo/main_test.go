@@ -20,7 +20,6 @@ import (
 
 var (
 	binary    string // the built command
-	seedFlag  = flag.Uint64("seed", 0, "random seed for randomized tests (0: from the clock)")
 	buildErr  error
 	buildOnce = make(chan struct{})
 )

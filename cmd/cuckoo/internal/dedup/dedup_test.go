@@ -3,27 +3,20 @@ package dedup
 import (
 	"bytes"
 	"errors"
-	"flag"
 	"fmt"
 	"math"
 	"math/rand/v2"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/dedupkit/cuckoo/cmd/cuckoo/internal/filterfile"
+	"github.com/dedupkit/cuckoo/internal/testseed"
 	"github.com/dedupkit/cuckoo/internal/urlgen"
 )
 
-var seedFlag = flag.Uint64("seed", 0, "random seed for randomized tests (0: from the clock)")
-
 func testRand(t testing.TB) (*rand.Rand, uint64) {
-	s := *seedFlag
-	if s == 0 {
-		s = uint64(time.Now().UnixNano())
-	}
-	t.Logf("random seed %d (replay with -seed %d)", s, s)
-	return rand.New(rand.NewPCG(s, s^0x9e3779b97f4a7c15)), s
+	s := testseed.Seed(t)
+	return testseed.New(s), s
 }
 
 func newSeen(t testing.TB, capacity uint64, fpr float64, seed uint64) *filterfile.Filter {
