@@ -19,9 +19,14 @@ func testRand(t testing.TB) *rand.Rand { return testseed.Rand(t) }
 // tests add, other families hold keys never added.
 func key(family, i uint64) []byte {
 	var b [16]byte
+	putKey(&b, family, i)
+	return b[:]
+}
+
+// putKey writes key(family, i) into b, for loops that must not allocate.
+func putKey(b *[16]byte, family, i uint64) {
 	binary.LittleEndian.PutUint64(b[:8], i)
 	binary.LittleEndian.PutUint64(b[8:], family*0x9e3779b97f4a7c15+0x1234)
-	return b[:]
 }
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)

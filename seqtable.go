@@ -5,6 +5,9 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
+	"unsafe"
+
+	"github.com/dedupkit/cuckoo/internal/invariants"
 )
 
 // ctable is one cuckoo table shared by goroutines: the table of a
@@ -18,15 +21,17 @@ import (
 // i & smask); each stripe has a mutex. A writer locks the stripes of the
 // two buckets it touches, lower stripe first, so writers of different
 // buckets run in parallel and no two writers ever wait for each other in a
-// cycle. Every slot of a bucket is written only by a holder of its stripe's
-// lock. Two buckets of different stripes may share a memory word, so each
-// write is one atomic OR (a slot goes from empty to a fingerprint) or AND
-// (from a fingerprint to empty) on the word: it never disturbs the other
-// slots of the word (a slot straddling two words takes one operation on
-// each; a reader may then see half a fingerprint, which can make it see a
-// fingerprint for a moment that is not there, never miss one that is, as
-// only that slot changes). Every shared word is read with an atomic load
-// and written with an atomic operation, so the race detector sees no race.
+// cycle. A slot is emptied, and a fingerprint moved, only by a holder of
+// its stripe's lock; an empty slot may also be filled without a lock (see
+// "Inserts without a lock" below). Two buckets of different stripes may
+// share a memory word, so each write is one atomic operation on the word
+// that changes one slot only: a compare-and-swap or an OR (a slot goes
+// from empty to a fingerprint), an AND (from a fingerprint to empty). A
+// slot straddling two words takes one operation on each; a reader may then
+// see half a fingerprint, which can make it see a fingerprint for a moment
+// that is not there, never miss one that is, as only that slot changes.
+// Every shared word is read with an atomic load and written with an atomic
+// operation, so the race detector sees no race.
 //
 // # Readers: no lock, version-validated
 //
@@ -73,27 +78,103 @@ import (
 // again. A chain is never half-moved with a fingerprint out of the table,
 // so a failed insert loses nothing.
 //
+// # Inserts without a lock
+//
+// In a fixed-capacity table most inserts take no lock either: when one of
+// the key's buckets has an empty slot held in a single word, the insert
+// claims it with a compare-and-swap of that word (addFast), which fails
+// if any slot of the word changed and then reads again. So that such
+// inserts and locked writers never write the same slot, every fill of a
+// slot that fits in a word, locked or not, is that compare-and-swap
+// (claim): a locked writer that finds its empty slot taken looks again.
+// Slots straddling two words are filled only under their stripe's lock.
+// Nothing else about readers changes: a lock-free insert fills one empty
+// slot, like a locked one. Deletes, displacements, AddUnique (whose check
+// and insert must be one step) and the tables of a growing filter (sealed
+// and limited while others take their keys) keep the locks.
+//
+// Counts are kept in tallies rather than per stripe: a writer adds to the
+// tally of its own goroutine (tallyOf), so two cores rarely write one
+// counter line, which would cost a cache-line transfer per insert. A tally
+// also counts its lock-free inserts in progress: exclusive, which stops
+// every writer for snapshots, sealing and Reset, takes every lock, sets
+// frozen (lock-free inserts then take the locked path), and waits for the
+// tallies' inserts in progress to end. An insert marks itself active
+// before it loads frozen, and exclusive sets frozen before it loads the
+// marks, so with sequentially consistent atomics one of them sees the
+// other.
+//
 // Invariants (besides the Filter's):
-//   - a stripe's count and occupied count the items and slots of the
-//     bucket pairs whose lower bucket is in the stripe; its dups and over
-//     maps hold the counters of those pairs. A move keeps a fingerprint in
+//   - the tallies' items and slots add up to the table's items (copies
+//     included) and occupied slots, once the operations in progress end;
+//     a stripe's dups and over maps hold the counters of the bucket pairs
+//     whose lower bucket is in the stripe. A move keeps a fingerprint in
 //     its pair, so it changes none of them.
 //   - versions are even whenever no move is in progress in the stripe.
+//   - a slot that straddles two words is filled only by a holder of its
+//     stripe's lock; a slot in one word only by claim.
 type ctable struct {
 	f       Filter // geometry and locate; f.t.words is accessed atomically
 	vers    []atomic.Uint64
 	stripes []stripe
+	tallies *[numTallies]tally
 	smask   uint64
 	gen     uint32
 	aligned bool   // buckets never straddle a word (b·f is 32 or 64)
 	growing bool   // a table of a growing filter (see addLocked)
 	limit   uint64 // most occupied slots; limited: enforced with occ
 	limited bool
-	occ     atomic.Uint64 // occupied slots, kept when limited
 	// state is written with every stripe lock held and read with any one.
-	state tableState
+	state  tableState
+	frozen atomic.Bool // set by exclusive: inserts take the locks
+
+	// Written by some writers, so kept off the line of the fields above,
+	// which every operation reads.
+	_     [64]byte
+	occ   atomic.Uint64 // occupied slots, kept when limited
 	live  atomic.Int64  // items, kept once sealed, to release emptied tables
 	moves atomic.Uint64 // fingerprints moved by displacements
+	_     [64]byte
+}
+
+// tally is one goroutine-affine share of a table's counts (see the type's
+// doc), a cache line of its own.
+//
+// slots packs two counters, so that a lock-free insert changes its tally
+// with two atomic additions, not four:
+//
+//	bits 63..20: slots filled less slots emptied (signed)
+//	bits 19..0:  lock-free inserts in progress (0 to 2^20-1)
+//
+// The second stays in range as long as fewer than a million goroutines
+// share the tally at one moment; a change of the first leaves it as it is,
+// and an arithmetic shift by 20 recovers the first.
+type tally struct {
+	slots  atomic.Int64
+	copies atomic.Int64 // counted copies (duplicate and overflow counters) added less removed
+	_      [48]byte
+}
+
+const (
+	activeBits = 20
+	oneSlot    = 1 << activeBits
+	activeMask = oneSlot - 1
+)
+
+// numTallies is the number of tallies of a table: two goroutines share one
+// with probability 1/64.
+const numTallies = 64
+
+// tallyOf returns the tally of the calling goroutine, chosen by the
+// address of a local variable: goroutine stacks are separate blocks of at
+// least 2 KiB, so goroutines running at once get different tallies (up to
+// collisions), and one goroutine keeps its own while its stack stays put.
+// A goroutine that moves, or two that share a tally, only cost speed: the
+// figures are sums over every tally.
+func (c *ctable) tallyOf() *tally {
+	var anchor byte
+	p := uint64(uintptr(unsafe.Pointer(&anchor)))
+	return &c.tallies[(p>>11)*0x9e3779b97f4a7c15>>(64-6)]
 }
 
 type tableState uint8
@@ -104,15 +185,13 @@ const (
 	tableDropped                   // released from the chain: empty
 )
 
-// stripe is the lock and counters of a set of buckets, padded to a cache
-// line so writers of neighbouring stripes do not share one.
+// stripe is the lock and counter maps of a set of buckets, padded to a
+// cache line so writers of neighbouring stripes do not share one.
 type stripe struct {
-	mu       sync.Mutex
-	count    atomic.Uint64     // items, copies included
-	occupied atomic.Uint64     // slots
-	dups     map[uint64]uint64 // pairKey → copies beyond maxSlotCopies
-	over     map[uint64]uint64 // pairKey → copies a full sealed table had no slot for
-	_        [24]byte
+	mu   sync.Mutex
+	dups map[uint64]uint64 // pairKey → copies beyond maxSlotCopies
+	over map[uint64]uint64 // pairKey → copies a full sealed table had no slot for
+	_    [40]byte
 }
 
 // maxStripes bounds the number of stripes: with 1024, two writers meet on
@@ -137,6 +216,7 @@ func (c *ctable) setUp(gen uint32, limit uint64) {
 	c.aligned = 64%c.f.t.bucketBits == 0
 	c.vers = make([]atomic.Uint64, n)
 	c.stripes = make([]stripe, n)
+	c.tallies = new([numTallies]tally)
 	c.smask = n - 1
 	c.gen = gen
 	c.limit = limit
@@ -169,15 +249,23 @@ func unlock2(a, b *stripe) {
 	a.mu.Unlock()
 }
 
-// lockAll locks every stripe, in order; no writer can then change the
-// table, while readers go on.
-func (c *ctable) lockAll() {
+// exclusive stops every writer of the table, while readers go on: it locks
+// every stripe, in order, then freezes lock-free inserts and waits for
+// those in progress (see the type's doc). endExclusive undoes it.
+func (c *ctable) exclusive() {
 	for i := range c.stripes {
 		c.stripes[i].mu.Lock()
 	}
+	c.frozen.Store(true)
+	for i := range c.tallies {
+		for c.tallies[i].slots.Load()&activeMask != 0 {
+			runtime.Gosched()
+		}
+	}
 }
 
-func (c *ctable) unlockAll() {
+func (c *ctable) endExclusive() {
+	c.frozen.Store(false)
 	for i := len(c.stripes) - 1; i >= 0; i-- {
 		c.stripes[i].mu.Unlock()
 	}
@@ -267,16 +355,38 @@ func (c *ctable) has2(i, j, fp uint64) bool {
 	return false
 }
 
-// fill writes fp into slot s of bucket i, which is empty; the caller holds
-// the bucket's stripe lock.
-func (c *ctable) fill(i, s, fp uint64) {
+// fill writes fp into slot s of bucket i, which the caller, holding the
+// bucket's stripe lock, found empty. It reports false when a lock-free
+// insert took the slot first.
+func (c *ctable) fill(i, s, fp uint64) bool {
 	t := &c.f.t
 	p := i*t.bucketBits + s*t.fpBits
-	w := t.words[p>>6 : p>>6+2 : p>>6+2]
 	sh := p & 63
+	if sh+t.fpBits <= 64 {
+		return c.claim(p, fp)
+	}
+	// A straddling slot: only lock holders fill it, so it is still empty.
+	w := t.words[p>>6 : p>>6+2 : p>>6+2]
 	atomic.OrUint64(&w[0], fp<<sh)
-	if hi := fp >> (64 - sh); hi != 0 && sh != 0 {
-		atomic.OrUint64(&w[1], hi)
+	atomic.OrUint64(&w[1], fp>>(64-sh))
+	return true
+}
+
+// claim writes fp into the slot at bit p, which lies in one word, if the
+// slot is empty, and reports whether it did. Other slots of the word may
+// change meanwhile: it then reads the word again.
+func (c *ctable) claim(p, fp uint64) bool {
+	t := &c.f.t
+	w := &t.words[p>>6]
+	sh := p & 63
+	for {
+		old := atomic.LoadUint64(w)
+		if old>>sh&t.fpMask != 0 {
+			return false
+		}
+		if atomic.CompareAndSwapUint64(w, old, old|fp<<sh) {
+			return true
+		}
 	}
 }
 
@@ -333,6 +443,9 @@ const (
 
 // add inserts fp for a key whose buckets are i1 and i2.
 func (c *ctable) add(i1, fp, i2 uint64, kind addKind) addResult {
+	if kind == addMulti && !c.growing && c.addFast(i1, fp, i2) {
+		return added
+	}
 	a, b := c.lock2(i1, i2)
 	r, done := c.addLocked(i1, fp, i2, kind, false)
 	unlock2(a, b)
@@ -340,6 +453,51 @@ func (c *ctable) add(i1, fp, i2 uint64, kind addKind) addResult {
 		return r
 	}
 	return c.addSlow(i1, fp, i2, kind)
+}
+
+// addFast tries to insert fp without a lock, into an empty slot of bucket
+// i1 or i2 that lies in one word (see the type's doc), and reports whether
+// it did. It leaves to the locked path a pair with maxSlotCopies copies of
+// fp already, full buckets, a straddling slot, and a frozen table.
+//
+// Two goroutines adding the same new key at once may both take a slot, so
+// a pair can hold more than maxSlotCopies slot copies. That wastes a slot
+// and nothing else: later copies go to the duplicate counters all the
+// same, and a delete takes those first.
+func (c *ctable) addFast(i1, fp, i2 uint64) bool {
+	t := &c.f.t
+	tl := c.tallyOf()
+	tl.slots.Add(1) // one insert in progress
+	ok := false
+	for !c.frozen.Load() {
+		copies, e1, e2 := c.probe(i1, i2, fp)
+		i, s := i1, e1
+		if s == noSlot {
+			i, s = i2, e2
+		}
+		if copies >= maxSlotCopies || s == noSlot {
+			break
+		}
+		p := i*t.bucketBits + s*t.fpBits
+		if p&63+t.fpBits > 64 {
+			break
+		}
+		if c.claim(p, fp) {
+			if invariants.Enabled {
+				// Widen the window between the claim and its count, which
+				// exclusive must wait out, so tests would see it if it did not.
+				runtime.Gosched()
+			}
+			ok = true
+			break
+		}
+	}
+	if ok {
+		tl.slots.Add(oneSlot - 1) // a slot more, the insert done
+	} else {
+		tl.slots.Add(-1)
+	}
+	return ok
 }
 
 // addSlow is add when both buckets are full: move fingerprints to free a
@@ -387,20 +545,24 @@ func (c *ctable) addLocked(i1, fp, i2 uint64, kind addKind, overflow bool) (addR
 			home.dups = make(map[uint64]uint64)
 		}
 		home.dups[pk]++
-		c.counted(home, 1, 0)
+		c.counted(1, 0)
 		return added, true
 	}
 	if !overflow && c.reserve() {
-		switch {
-		case e1 != noSlot:
-			c.fill(i1, e1, fp)
-		case e2 != noSlot:
-			c.fill(i2, e2, fp)
-		default:
+		i, s := i1, e1
+		if s == noSlot {
+			i, s = i2, e2
+		}
+		if s == noSlot {
 			c.release()
 			return 0, false
 		}
-		c.counted(home, 1, 1)
+		if !c.fill(i, s, fp) {
+			// A lock-free insert took the slot: look again.
+			c.release()
+			return c.addLocked(i1, fp, i2, kind, overflow)
+		}
+		c.counted(1, 1)
 		return added, true
 	}
 	if copies == 0 || !c.growing {
@@ -413,7 +575,7 @@ func (c *ctable) addLocked(i1, fp, i2 uint64, kind addKind, overflow bool) (addR
 		home.over = make(map[uint64]uint64)
 	}
 	home.over[pk]++
-	c.counted(home, 1, 0)
+	c.counted(1, 0)
 	return added, true
 }
 
@@ -471,13 +633,16 @@ func (c *ctable) release() {
 	}
 }
 
-// counted records items and slots added (negative: removed) in a pair whose
-// lower bucket is in stripe home, whose lock the caller holds. It reports
-// whether a sealed table is now empty.
-func (c *ctable) counted(home *stripe, items, slots int64) bool {
-	home.count.Add(uint64(items))
+// counted records items and slots added (negative: removed) by the caller,
+// which holds the stripe locks of the pair. It reports whether a sealed
+// table is now empty.
+func (c *ctable) counted(items, slots int64) bool {
+	tl := c.tallyOf()
+	if items != slots {
+		tl.copies.Add(items - slots)
+	}
 	if slots != 0 {
-		home.occupied.Add(uint64(slots))
+		tl.slots.Add(slots * oneSlot)
 		if slots < 0 {
 			c.release()
 		}
@@ -520,7 +685,7 @@ func (c *ctable) remove(i1, fp, i2 uint64) delResult {
 		c.empty(i, s)
 		slots = -1
 	}
-	if c.counted(home, -1, slots) {
+	if c.counted(-1, slots) {
 		return released
 	}
 	return deleted
@@ -650,30 +815,38 @@ func (c *ctable) move(src, fp uint64) bool {
 	if vb != va {
 		vb.Add(1)
 	}
-	c.fill(dst, e, fp)
-	c.empty(src, s)
+	// The copy comes before the clear. A lock-free insert may take the
+	// empty slot first: then take another, if there is one.
+	for !c.fill(dst, e, fp) {
+		if e, ok = c.findIn(dst, 0); !ok {
+			break
+		}
+	}
+	if ok {
+		c.empty(src, s)
+		c.moves.Add(1)
+	}
 	va.Add(1)
 	if vb != va {
 		vb.Add(1)
 	}
-	c.moves.Add(1)
-	return true
+	return ok
 }
 
 // seal makes the table take no new fingerprints (a newer table exists) and
 // starts keeping its item count in live.
 func (c *ctable) seal() {
-	c.lockAll()
+	c.exclusive()
 	c.state = tableSealed
 	c.live.Store(int64(c.items()))
-	c.unlockAll()
+	c.endExclusive()
 }
 
 // drop releases a sealed table that holds nothing, and reports whether it
 // did.
 func (c *ctable) drop() bool {
-	c.lockAll()
-	defer c.unlockAll()
+	c.exclusive()
+	defer c.endExclusive()
 	if c.state != tableSealed || c.items() != 0 {
 		return false
 	}
@@ -683,20 +856,21 @@ func (c *ctable) drop() bool {
 
 // items returns the number of items, copies included.
 func (c *ctable) items() uint64 {
-	var n uint64
-	for i := range c.stripes {
-		n += c.stripes[i].count.Load()
+	var n int64
+	for i := range c.tallies {
+		n += c.tallies[i].slots.Load()>>activeBits + c.tallies[i].copies.Load()
 	}
-	return n
+	// A delete may be counted before the insert it overlapped.
+	return uint64(max(n, 0))
 }
 
 // slotsUsed returns the number of occupied slots.
 func (c *ctable) slotsUsed() uint64 {
-	var n uint64
-	for i := range c.stripes {
-		n += c.stripes[i].occupied.Load()
+	var n int64
+	for i := range c.tallies {
+		n += c.tallies[i].slots.Load() >> activeBits
 	}
-	return n
+	return uint64(max(n, 0))
 }
 
 // snapshotBuffer returns memory for a snapshot's copy of the words, with
@@ -720,11 +894,11 @@ func (c *ctable) snapshotLocked(words []uint64) (*Filter, map[uint64]uint64) {
 	copy(words, c.f.t.words)
 	t.words = words
 	f.init(t, c.f.seed, c.f.capacity, c.f.maxKicks)
+	f.occupied = c.slotsUsed()
+	f.count = f.occupied
 	var over map[uint64]uint64
 	for i := range c.stripes {
 		st := &c.stripes[i]
-		f.occupied += st.occupied.Load()
-		f.count += st.occupied.Load()
 		for k, v := range st.dups {
 			if f.dups == nil {
 				f.dups = make(map[uint64]uint64)
@@ -742,25 +916,16 @@ func (c *ctable) snapshotLocked(words []uint64) (*Filter, map[uint64]uint64) {
 	return f, over
 }
 
-// ctableFrom builds a table around a decoded Filter, taking its words, and
-// its overflow counters: every item is attributed to the stripe of its
-// pair's lower bucket.
+// ctableFrom builds a table around a decoded (validated) Filter, taking its
+// words, and its overflow counters: every counter goes to the stripe of
+// its pair's lower bucket, every count to the first tally.
 func ctableFrom(f *Filter, over map[uint64]uint64, gen uint32, limit uint64, state tableState) *ctable {
 	c := &ctable{}
 	c.f = *f
 	c.f.dups, c.f.path, c.f.search = nil, nil, nil
 	c.f.count, c.f.occupied = 0, 0
 	c.setUp(gen, limit)
-	t := &c.f.t
-	for i := uint64(0); i < t.numBuckets; i++ {
-		for s := uint64(0); s < t.slots; s++ {
-			if fp := t.get(i, s); fp != 0 {
-				st := c.stripeOf(min(i, t.altIndex(i, fp)))
-				st.count.Add(1)
-				st.occupied.Add(1)
-			}
-		}
-	}
+	items := f.count
 	put := func(m map[uint64]uint64, pick func(*stripe) *map[uint64]uint64) {
 		for k, v := range m {
 			st := c.stripeOf(k >> 32)
@@ -768,11 +933,15 @@ func ctableFrom(f *Filter, over map[uint64]uint64, gen uint32, limit uint64, sta
 				*pick(st) = make(map[uint64]uint64)
 			}
 			(*pick(st))[k] = v
-			st.count.Add(v)
 		}
 	}
 	put(f.dups, func(st *stripe) *map[uint64]uint64 { return &st.dups })
 	put(over, func(st *stripe) *map[uint64]uint64 { return &st.over })
+	for _, v := range over {
+		items += v
+	}
+	c.tallies[0].slots.Store(int64(f.occupied) * oneSlot)
+	c.tallies[0].copies.Store(int64(items - f.occupied))
 	if c.limited {
 		c.occ.Store(f.occupied)
 	}
@@ -785,16 +954,17 @@ func ctableFrom(f *Filter, over map[uint64]uint64, gen uint32, limit uint64, sta
 
 // reset empties the table in place.
 func (c *ctable) reset() {
-	c.lockAll()
-	defer c.unlockAll()
+	c.exclusive()
+	defer c.endExclusive()
 	for i := range c.f.t.words {
 		atomic.StoreUint64(&c.f.t.words[i], 0)
 	}
 	for i := range c.stripes {
-		st := &c.stripes[i]
-		st.count.Store(0)
-		st.occupied.Store(0)
-		st.dups, st.over = nil, nil
+		c.stripes[i].dups, c.stripes[i].over = nil, nil
+	}
+	for i := range c.tallies {
+		c.tallies[i].slots.Store(0) // no insert is in progress: exclusive waited
+		c.tallies[i].copies.Store(0)
 	}
 	c.occ.Store(0)
 	c.live.Store(0)
