@@ -41,16 +41,15 @@ import (
 //
 // Inserts scale less, as every insert makes a cache line dirty that the
 // other core may then have to fetch. In a 90 % lookup, 10 % insert mix
-// (BenchmarkConcurrent_Mixed, 1M keys in a 21 MB table, each -cpu setting
-// in a fresh process) two goroutines do 1.6 times the operations of one
+// (BenchmarkConcurrent_Mixed, 1M keys in a 21 MB table, medians of runs
+// in fresh processes) two goroutines do 1.6 times the operations of one
 // (1.37 when every insert took two stripe mutexes); inserts alone, 1.7
-// times (BenchmarkConcurrent_Add). When another benchmark has run before
-// it in the same process, the 2-goroutine mix often falls to one
-// goroutine's speed on this shared machine, with lock-free and locked
-// inserts alike, while lookups alone still scale; the cause is not found
-// yet (not garbage collection, huge pages or NUMA). An insert from one
-// goroutine costs about 1.45 times a Filter's at 1M keys (73 against 50
-// ns, BenchmarkConcurrent_Serial).
+// times (BenchmarkConcurrent_Add). On this shared machine, though, about
+// one 2-goroutine run of the mix in three falls to one goroutine's speed,
+// with lock-free and locked inserts alike; the cause is not found yet (the
+// time is user time; not garbage collection, huge pages or NUMA). An
+// insert from one goroutine costs about 1.45 times a Filter's at 1M keys
+// (73 against 50 ns, BenchmarkConcurrent_Serial).
 //
 // Delete and Count lock the key's two stripes; Len, LoadFactor and
 // FalsePositiveRate add up 64 counters per table that writers keep, each
