@@ -3,6 +3,7 @@ package cuckoo_test
 import (
 	"bytes"
 	"fmt"
+	"strings"
 
 	"github.com/dedupkit/cuckoo"
 )
@@ -71,4 +72,27 @@ func ExampleScalable_Delete() {
 	fmt.Println(s.Len(), s.NumTables(), s.Capacity())
 	// Output:
 	// 10000 1 16000
+}
+
+// Dedup a stream a batch of lines at a time: the batch overlaps the cache
+// misses of its keys in every table, and keeps the order of a loop of
+// AddUnique (a repeat inside the batch is not added twice).
+func ExampleScalable_AddUniqueBatch() {
+	seen, _ := cuckoo.NewScalable(1000, cuckoo.WithSeed(1))
+	batch := [][]byte{[]byte("a"), []byte("b"), []byte("a"), []byte("c"), []byte("b")}
+	added := make([]bool, len(batch))
+	seen.AddUniqueBatch(batch, added)
+	var out []string
+	for i, line := range batch {
+		if added[i] {
+			out = append(out, string(line))
+		}
+	}
+	fmt.Println(strings.Join(out, " "))
+	found := make([]bool, 2)
+	seen.ContainsBatch([][]byte{[]byte("c"), []byte("d")}, found)
+	fmt.Println(found)
+	// Output:
+	// a b c
+	// [true false]
 }

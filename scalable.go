@@ -69,7 +69,13 @@ const DefaultScalableCapacity = 1024
 // tables at 1000 times the initial capacity with growth 2, which costs
 // about 4 to 5 times a plain Filter's lookup (BenchmarkScalable_Contains:
 // 170 against 35 ns at 1M keys, 400 against 90 ns at 10M). Add probes the
-// tables too (see Duplicates), as a lookup does. Keeping the tables apart
+// tables too (see Duplicates), as a lookup does. The batch methods
+// ([Scalable.ContainsBatch], [Scalable.AddUniqueBatch] and the others)
+// probe each table for a chunk of keys at once with a Filter's pipeline:
+// at 10M keys grown 1000× a batch lookup costs 215 ns per absent key
+// against 310 one at a time, 63 per present key against 106
+// (BenchmarkScalable_Batch with CUCKOO_BENCH_HUGE=1); tables in the CPU
+// caches gain little. Keeping the tables apart
 // is what lets them be added without the keys; the InfiniFilter and Aleph
 // designs probe one table instead, but give every slot a variable-length
 // fingerprint (no word-at-a-time compare), rebuild the whole table at each

@@ -375,7 +375,7 @@ func TestScalableReset(t *testing.T) {
 		t.Fatalf("after Reset: Len %d, %d tables, capacity %d", s.Len(), s.NumTables(), s.Capacity())
 	}
 	fresh, _ := cuckoo.NewScalable(100, cuckoo.WithSeed(1))
-	if !bytes.Equal(mustMarshalScalable(t, s), mustMarshalScalable(t, fresh)) {
+	if !bytes.Equal(mustMarshal(t, s), mustMarshal(t, fresh)) {
 		t.Fatal("a reset filter differs from a new one")
 	}
 }
@@ -522,14 +522,6 @@ func TestScalableGrowth(t *testing.T) {
 	}
 }
 
-func mustMarshalScalable(t testing.TB, s *cuckoo.Scalable) []byte {
-	data, err := s.MarshalBinary()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return data
-}
-
 // sampleScalable builds a small grown filter with copies and overflow
 // counters, so its encoding has every part.
 func sampleScalable(t testing.TB, l layout, bits int) *cuckoo.Scalable {
@@ -550,8 +542,8 @@ func sampleScalable(t testing.TB, l layout, bits int) *cuckoo.Scalable {
 }
 
 func TestScalableDeterministic(t *testing.T) {
-	a := mustMarshalScalable(t, sampleScalable(t, layout{4, false}, 12))
-	b := mustMarshalScalable(t, sampleScalable(t, layout{4, false}, 12))
+	a := mustMarshal(t, sampleScalable(t, layout{4, false}, 12))
+	b := mustMarshal(t, sampleScalable(t, layout{4, false}, 12))
 	if !bytes.Equal(a, b) {
 		t.Fatal("the same operations gave different encodings")
 	}
@@ -561,7 +553,7 @@ func TestScalableEncodingRoundTrip(t *testing.T) {
 	for _, l := range layouts {
 		for _, bits := range []int{5, 12, 16, 30} {
 			s := sampleScalable(t, l, bits)
-			data := mustMarshalScalable(t, s)
+			data := mustMarshal(t, s)
 			if int64(len(data)) != s.EncodedSize() {
 				t.Fatalf("EncodedSize %d, encoding %d bytes", s.EncodedSize(), len(data))
 			}
@@ -573,7 +565,7 @@ func TestScalableEncodingRoundTrip(t *testing.T) {
 			if err := g.UnmarshalBinary(data); err != nil {
 				t.Fatalf("%v f=%d: %v", l, bits, err)
 			}
-			if !bytes.Equal(mustMarshalScalable(t, &g), data) || g.Len() != s.Len() || g.NumTables() != s.NumTables() {
+			if !bytes.Equal(mustMarshal(t, &g), data) || g.Len() != s.Len() || g.NumTables() != s.NumTables() {
 				t.Fatal("decoded filter differs")
 			}
 			// Both go on growing alike.
@@ -581,7 +573,7 @@ func TestScalableEncodingRoundTrip(t *testing.T) {
 				s.Add(key(0, i))
 				g.Add(key(0, i))
 			}
-			if !bytes.Equal(mustMarshalScalable(t, s), mustMarshalScalable(t, &g)) {
+			if !bytes.Equal(mustMarshal(t, s), mustMarshal(t, &g)) {
 				t.Fatal("original and decoded filter diverged")
 			}
 		}
@@ -592,7 +584,7 @@ func TestScalableEncodingRoundTrip(t *testing.T) {
 // as a Filter.
 func TestScalableTablesAreFilters(t *testing.T) {
 	s := sampleScalable(t, layout{4, false}, 12)
-	data := mustMarshalScalable(t, s)
+	data := mustMarshal(t, s)
 	off := 64
 	for k := 0; k < s.NumTables(); k++ {
 		n := int(binary.LittleEndian.Uint64(data[off:]))
@@ -614,10 +606,10 @@ func TestScalableReadFromStream(t *testing.T) {
 // the receiver as it was.
 func TestScalableDamageIsDetected(t *testing.T) {
 	s := sampleScalable(t, layout{2, false}, 7)
-	data := mustMarshalScalable(t, s)
+	data := mustMarshal(t, s)
 	var g cuckoo.Scalable
 	g.AddString("keep")
-	before := mustMarshalScalable(t, &g)
+	before := mustMarshal(t, &g)
 	try := func(what string, bad []byte) {
 		t.Helper()
 		if err := g.UnmarshalBinary(bad); !errors.Is(err, cuckoo.ErrCorrupt) {
@@ -626,7 +618,7 @@ func TestScalableDamageIsDetected(t *testing.T) {
 		if _, err := g.ReadFrom(bytes.NewReader(bad)); !errors.Is(err, cuckoo.ErrCorrupt) {
 			t.Fatalf("%s: ReadFrom = %v", what, err)
 		}
-		if !bytes.Equal(mustMarshalScalable(t, &g), before) {
+		if !bytes.Equal(mustMarshal(t, &g), before) {
 			t.Fatalf("%s: a failed decode changed the filter", what)
 		}
 	}
@@ -648,7 +640,7 @@ func TestScalableDamageIsDetected(t *testing.T) {
 // them.
 func TestScalableDecodeRejectsWhatOperationsCannotMake(t *testing.T) {
 	s := sampleScalable(t, layout{4, false}, 12)
-	data := mustMarshalScalable(t, s)
+	data := mustMarshal(t, s)
 	resign := func(p []byte) []byte {
 		binary.LittleEndian.PutUint32(p[len(p)-4:], crc32c(p[:len(p)-4]))
 		return p
@@ -690,7 +682,7 @@ func TestScalableGolden(t *testing.T) {
 		bits int
 	}{{"scalable-v1-b4-f12.bin", layout{4, false}, 12}, {"scalable-v1-b2-f7.bin", layout{2, false}, 7}, {"scalable-v1-b4-f13-semi.bin", layout{4, true}, 13}} {
 		s := sampleScalable(t, tc.l, tc.bits)
-		want := mustMarshalScalable(t, s)
+		want := mustMarshal(t, s)
 		data := golden(t, tc.file, want)
 		var g cuckoo.Scalable
 		if err := g.UnmarshalBinary(data); err != nil {
@@ -708,7 +700,7 @@ func TestScalableGolden(t *testing.T) {
 		// algorithm, not the format, so today's code may write other bytes
 		// for the same operations (TestScalableDeterministic pins
 		// determinism); a decoded file must re-encode to itself.
-		if !bytes.Equal(mustMarshalScalable(t, &g), data) {
+		if !bytes.Equal(mustMarshal(t, &g), data) {
 			t.Fatalf("%s: decoding and re-encoding changed the bytes", tc.file)
 		}
 		for i := uint64(300); i < 400; i++ {
@@ -768,12 +760,12 @@ func writeCorpus(t *testing.T, target string, entries map[string][]any) {
 // TestScalableFuzzCorpus writes the checked-in seeds of the Scalable and
 // Concurrent fuzz targets (with -rewrite), and checks they are there.
 func TestScalableFuzzCorpus(t *testing.T) {
-	valid := mustMarshalScalable(t, sampleScalable(t, layout{4, false}, 12))
+	valid := mustMarshal(t, sampleScalable(t, layout{4, false}, 12))
 	small, _ := cuckoo.NewScalable(3, cuckoo.WithSeed(1), cuckoo.WithBucketSize(2), cuckoo.WithFingerprintBits(5))
 	for i := uint64(0); i < 40; i++ {
 		small.Add(key(0, i))
 	}
-	smallData := mustMarshalScalable(t, small)
+	smallData := mustMarshal(t, small)
 	flipped := bytes.Clone(smallData)
 	flipped[len(flipped)/2] ^= 0x10
 	writeCorpus(t, "FuzzDecodeScalable", map[string][]any{
@@ -788,7 +780,7 @@ func TestScalableFuzzCorpus(t *testing.T) {
 	for i := uint64(0); i < 30; i++ {
 		c.Add(key(0, i))
 	}
-	fixed := mustMarshalAny(t, c)
+	fixed := mustMarshal(t, c)
 	writeCorpus(t, "FuzzDecodeConcurrent", map[string][]any{
 		"fixed-b4-f6":     {fixed},
 		"growing-b2-f5":   {smallData},
@@ -815,7 +807,7 @@ func TestScalableFuzzCorpus(t *testing.T) {
 // usable.
 func FuzzDecodeScalable(f *testing.F) {
 	for _, l := range []layout{{4, false}, {2, false}, {4, true}} {
-		data := mustMarshalScalable(f, sampleScalable(f, l, 9))
+		data := mustMarshal(f, sampleScalable(f, l, 9))
 		f.Add(data)
 		f.Add(data[:len(data)/2])
 	}
@@ -862,7 +854,7 @@ func checkDecode(t *testing.T, data []byte, fresh func() decodable, sentinels ..
 			t.Fatalf("UnmarshalBinary error %v wraps none of %v", err, sentinels)
 		}
 		if err2 == nil {
-			if enc := mustMarshalAny(t, r); len(enc) >= len(data) || !bytes.HasPrefix(data, enc) {
+			if enc := mustMarshal(t, r); len(enc) >= len(data) || !bytes.HasPrefix(data, enc) {
 				t.Fatalf("ReadFrom accepted what UnmarshalBinary refused: %v", err)
 			}
 		}
@@ -871,7 +863,7 @@ func checkDecode(t *testing.T, data []byte, fresh func() decodable, sentinels ..
 	if err2 != nil {
 		t.Fatalf("UnmarshalBinary accepted what ReadFrom refused: %v", err2)
 	}
-	if again := mustMarshalAny(t, s); !bytes.Equal(again, data) {
+	if again := mustMarshal(t, s); !bytes.Equal(again, data) {
 		t.Fatal("decoded filter re-encodes differently")
 	}
 	if err := s.CheckInvariants(); err != nil {

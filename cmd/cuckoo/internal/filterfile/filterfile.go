@@ -442,6 +442,8 @@ func (f *Filter) AddUniqueBatch(keys [][]byte, added []bool) (processed int, err
 	case Cuckoo:
 		n, err := f.cf.AddUniqueBatch(keys, added)
 		return n, full(err)
+	case CuckooScalable:
+		return f.cs.AddUniqueBatch(keys, added)
 	case BloomBlocked, BloomClassic:
 		for i, k := range keys {
 			added[i] = f.bf.AddIfAbsent(k)
@@ -484,11 +486,15 @@ func (f *Filter) Contains(key []byte) bool {
 }
 
 // ContainsBatch sets found[i] to Contains(keys[i]) for every key (found
-// must be as long as keys). For a fixed cuckoo filter it overlaps the
-// cache misses of the keys (see cuckoo.Filter.ContainsBatch).
+// must be as long as keys). For cuckoo filters it overlaps the cache
+// misses of the keys (see cuckoo.Filter.ContainsBatch).
 func (f *Filter) ContainsBatch(keys [][]byte, found []bool) {
-	if f.kind == Cuckoo {
+	switch f.kind {
+	case Cuckoo:
 		f.cf.ContainsBatch(keys, found)
+		return
+	case CuckooScalable:
+		f.cs.ContainsBatch(keys, found)
 		return
 	}
 	for i, k := range keys {
