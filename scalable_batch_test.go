@@ -194,3 +194,63 @@ func BenchmarkScalable_Batch(b *testing.B) {
 		}
 	}
 }
+
+// FuzzScalableBatch interprets the input as batches of keys (a byte 0xff
+// ends a batch; the low six bits of the others choose the key) for
+// AddBatch (a batch of even length) or AddUniqueBatch (odd), and checks
+// after each batch that the filter is the one a loop of Add or AddUnique
+// builds, and that ContainsBatch answers as Contains.
+func FuzzScalableBatch(f *testing.F) {
+	f.Add(uint8(1), uint8(5), []byte{0, 1, 2, 3, 0xff, 1, 1, 4, 0xff, 5, 6})
+	f.Fuzz(func(t *testing.T, shape, bits uint8, ops []byte) {
+		l := layouts[int(shape)%len(layouts)]
+		opts := l.opts(4+int(bits)%29, cuckoo.WithSeed(uint64(bits)), cuckoo.WithGrowth(1.25+float64(shape%8)))
+		batch, err := cuckoo.NewScalable(2, opts...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		loop, _ := cuckoo.NewScalable(2, opts...)
+		probe := make([][]byte, 64)
+		for k := range probe {
+			probe[k] = key(0, uint64(k))
+		}
+		found := make([]bool, len(probe))
+		for len(ops) > 0 {
+			n := bytes.IndexByte(ops, 0xff)
+			if n < 0 {
+				n = len(ops)
+			}
+			keys := make([][]byte, n)
+			for i, op := range ops[:n] {
+				keys[i] = probe[op&0x3f]
+			}
+			ops = ops[min(n+1, len(ops)):]
+			if n%2 == 0 {
+				batch.AddBatch(keys)
+				for _, k := range keys {
+					loop.Add(k)
+				}
+			} else {
+				added := make([]bool, n)
+				batch.AddUniqueBatch(keys, added)
+				for i, k := range keys {
+					if want, _ := loop.AddUnique(k); added[i] != want {
+						t.Fatalf("key %d of the batch: added %v, AddUnique %v", i, added[i], want)
+					}
+				}
+			}
+			if !bytes.Equal(mustMarshal(t, batch), mustMarshal(t, loop)) {
+				t.Fatal("the batch built a different filter from the loop")
+			}
+			batch.ContainsBatch(probe, found)
+			for k, p := range probe {
+				if found[k] != loop.Contains(p) {
+					t.Fatalf("key %d: ContainsBatch %v, Contains %v", k, found[k], loop.Contains(p))
+				}
+			}
+		}
+		if err := batch.CheckInvariants(); err != nil {
+			t.Fatal(err)
+		}
+	})
+}

@@ -794,7 +794,12 @@ func TestScalableFuzzCorpus(t *testing.T) {
 	}
 	writeCorpus(t, "FuzzScalableOperations", ops)
 	writeCorpus(t, "FuzzConcurrentOperations", ops)
-	for _, target := range []string{"FuzzDecodeScalable", "FuzzDecodeConcurrent", "FuzzScalableOperations", "FuzzConcurrentOperations"} {
+	writeCorpus(t, "FuzzScalableBatch", map[string][]any{
+		"grow-in-batches":  {uint8(1), uint8(8), append(bytes.Repeat([]byte("\x00\x01\x02\x03\x04\x05\x06\x07\x08\x09\x0a\x0b\x0c"), 3), 0xff, 0x10, 0x11, 0x12, 0x13, 0x14, 0x15, 0x16, 0x17)},
+		"repeats-in-batch": {uint8(2), uint8(9), []byte("\x05\x05\x06\x05\x07\xff\x05\x06")},
+		"empty-batches":    {uint8(0), uint8(0), []byte("\xff\xff\x01\xff")},
+	})
+	for _, target := range []string{"FuzzDecodeScalable", "FuzzDecodeConcurrent", "FuzzScalableOperations", "FuzzConcurrentOperations", "FuzzScalableBatch"} {
 		if files, _ := os.ReadDir(filepath.Join("testdata", "fuzz", target)); len(files) == 0 {
 			t.Errorf("no seed corpus for %s: run go test -run TestScalableFuzzCorpus -rewrite", target)
 		}
