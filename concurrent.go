@@ -24,9 +24,9 @@ import (
 //
 // Lookups take no lock: they read the two buckets with atomic loads and
 // check two version counters that a displacement changes, reading again
-// in the rare case one did. Most inserts take no lock either: while one of
-// the key's buckets has an empty slot, the insert claims it with one
-// compare-and-swap. Displacements, deletes, AddUnique and the tables of a
+// in the rare case one did. In a fixed-capacity filter most inserts take
+// no lock either: while one of the key's buckets has an empty slot, the
+// insert claims it with one compare-and-swap. Displacements, deletes, AddUnique and the tables of a
 // growing filter lock the stripes (1 of up to 1024) of the buckets they
 // change, so writers of different keys still run in parallel. seqtable.go
 // explains why a reader racing a displacement still finds its key, and
