@@ -104,35 +104,57 @@ func TestAddUniqueBatchMatchesAddUnique(t *testing.T) {
 	}
 }
 
+// batcher is the batch API that Filter and Scalable share.
+type batcher interface {
+	ContainsBatch(keys [][]byte, found []bool)
+	ContainsHashBatch(hashes []uint64, found []bool)
+	AddBatch(keys [][]byte) (int, error)
+	AddUniqueBatch(keys [][]byte, added []bool) (int, error)
+}
+
+// batchers returns a Filter of capacity n and a Scalable of initial
+// capacity n, both with seed 1.
+func batchers(n uint64) map[string]batcher {
+	f, _ := cuckoo.New(n, cuckoo.WithSeed(1))
+	s, _ := cuckoo.NewScalable(n, cuckoo.WithSeed(1))
+	return map[string]batcher{"Filter": f, "Scalable": s}
+}
+
 func TestBatchPanicsOnShortOutput(t *testing.T) {
-	f, _ := cuckoo.New(10)
-	for name, call := range map[string]func(){
-		"ContainsBatch":     func() { f.ContainsBatch(make([][]byte, 3), make([]bool, 2)) },
-		"ContainsHashBatch": func() { f.ContainsHashBatch(make([]uint64, 3), make([]bool, 2)) },
-		"AddUniqueBatch":    func() { f.AddUniqueBatch(make([][]byte, 3), make([]bool, 2)) },
-	} {
-		func() {
-			defer func() {
-				if r := recover(); r == nil || !bytes.HasPrefix([]byte(fmt.Sprint(r)), []byte("cuckoo: ")) {
-					t.Errorf("%s: recover() = %v, want a cuckoo: panic", name, r)
-				}
+	for kind, f := range batchers(10) {
+		for name, call := range map[string]func(){
+			"ContainsBatch":     func() { f.ContainsBatch(make([][]byte, 3), make([]bool, 2)) },
+			"ContainsHashBatch": func() { f.ContainsHashBatch(make([]uint64, 3), make([]bool, 2)) },
+			"AddUniqueBatch":    func() { f.AddUniqueBatch(make([][]byte, 3), make([]bool, 2)) },
+		} {
+			func() {
+				defer func() {
+					if r := recover(); r == nil || !bytes.HasPrefix([]byte(fmt.Sprint(r)), []byte("cuckoo: ")) {
+						t.Errorf("%s.%s: recover() = %v, want a cuckoo: panic", kind, name, r)
+					}
+				}()
+				call()
 			}()
-			call()
-		}()
+		}
 	}
 }
 
+// TestBatchNoAllocations: batches allocate nothing, also in a Scalable
+// grown to several tables (300 keys from an initial capacity of 100).
 func TestBatchNoAllocations(t *testing.T) {
-	f, _ := cuckoo.New(10000, cuckoo.WithSeed(1))
-	keys := make([][]byte, 100)
-	for i := range keys {
-		keys[i] = key(0, uint64(i))
-	}
-	found := make([]bool, len(keys))
-	if a := testing.AllocsPerRun(100, func() {
-		f.ContainsBatch(keys, found)
-		f.AddUniqueBatch(keys, found)
-	}); a != 0 {
-		t.Fatalf("%v allocations per batch", a)
+	for kind, capacity := range map[string]uint64{"Filter": 10000, "Scalable": 100} {
+		f := batchers(capacity)[kind]
+		keys := make([][]byte, 300)
+		for i := range keys {
+			keys[i] = key(0, uint64(i))
+		}
+		found := make([]bool, len(keys))
+		f.AddBatch(keys) // the Scalable grows to its tables now
+		if a := testing.AllocsPerRun(100, func() {
+			f.ContainsBatch(keys, found)
+			f.AddUniqueBatch(keys, found)
+		}); a != 0 {
+			t.Fatalf("%s: %v allocations per batch", kind, a)
+		}
 	}
 }

@@ -114,40 +114,6 @@ func TestScalableBatchZeroValue(t *testing.T) {
 	}
 }
 
-func TestScalableBatchPanicsOnShortOutput(t *testing.T) {
-	s, _ := cuckoo.NewScalable(10)
-	for name, call := range map[string]func(){
-		"ContainsBatch":     func() { s.ContainsBatch(make([][]byte, 3), make([]bool, 2)) },
-		"ContainsHashBatch": func() { s.ContainsHashBatch(make([]uint64, 3), make([]bool, 2)) },
-		"AddUniqueBatch":    func() { s.AddUniqueBatch(make([][]byte, 3), make([]bool, 2)) },
-	} {
-		func() {
-			defer func() {
-				if r := recover(); r == nil || !bytes.HasPrefix([]byte(fmt.Sprint(r)), []byte("cuckoo: ")) {
-					t.Errorf("%s: recover() = %v, want a cuckoo: panic", name, r)
-				}
-			}()
-			call()
-		}()
-	}
-}
-
-func TestScalableBatchNoAllocations(t *testing.T) {
-	s, _ := cuckoo.NewScalable(100, cuckoo.WithSeed(1))
-	keys := make([][]byte, 300)
-	for i := range keys {
-		keys[i] = key(0, uint64(i))
-	}
-	found := make([]bool, len(keys))
-	s.AddBatch(keys) // grows to its tables now
-	if a := testing.AllocsPerRun(100, func() {
-		s.ContainsBatch(keys, found)
-		s.AddUniqueBatch(keys, found)
-	}); a != 0 {
-		t.Fatalf("%v allocations per batch", a)
-	}
-}
-
 // BenchmarkScalable_Batch compares one-at-a-time Contains with
 // ContainsBatch per key on a filter grown 1000×, for absent keys (which
 // probe every table) and present ones. Each iteration looks up 1024 keys;
