@@ -90,13 +90,20 @@ func (h Seeded) Sum64(p []byte) uint64 {
 		}
 		a = binary.LittleEndian.Uint64(p[n-16:])
 		b = binary.LittleEndian.Uint64(p[n-8:])
+	case n >= 8:
+		// 8..16 bytes: a is word(0)<<32 | word(n-4) and b is
+		// word(4)<<32 | word(n-8), where word(i) is the 4 bytes at i.
+		// Together they cover every byte. Two overlapping 8-byte reads
+		// give all four words (TestShortKeyWords pins this against
+		// four 4-byte reads).
+		x := binary.LittleEndian.Uint64(p)
+		y := binary.LittleEndian.Uint64(p[n-8:])
+		a = x<<32 | y>>32
+		b = x&^0xffffffff | y&0xffffffff
 	case n >= 4:
-		// Two overlapping 4-byte reads from each end cover every byte of
-		// 4..16-byte keys: delta is 0 for 4..7 bytes and 4 for 8..16.
-		last := n - 4
-		delta := (n & 24) >> (n >> 3)
-		a = uint64(binary.LittleEndian.Uint32(p))<<32 | uint64(binary.LittleEndian.Uint32(p[last:]))
-		b = uint64(binary.LittleEndian.Uint32(p[delta:]))<<32 | uint64(binary.LittleEndian.Uint32(p[last-delta:]))
+		// 4..7 bytes: word(0) and word(n-4) overlap and cover every byte.
+		a = uint64(binary.LittleEndian.Uint32(p))<<32 | uint64(binary.LittleEndian.Uint32(p[n-4:]))
+		b = a
 	case n > 0:
 		a = uint64(p[0])<<56 | uint64(p[n>>1])<<32 | uint64(p[n-1])
 	}

@@ -181,3 +181,32 @@ func itoa(n int) string {
 	}
 	return itoa(n/10) + string(rune('0'+n%10))
 }
+
+// TestShortKeyWords pins the 4..16-byte arms of Sum64 against the way they
+// were first written, with four 4-byte reads: any rewrite of those arms
+// for speed must give the same words, or persisted filters break.
+func TestShortKeyWords(t *testing.T) {
+	word := func(p []byte, i int) uint64 { return uint64(binary.LittleEndian.Uint32(p[i:])) }
+	reference := func(p []byte, seed uint64) uint64 {
+		n := len(p)
+		s := NewSeeded(seed).state ^ uint64(n)
+		delta := (n & 24) >> (n >> 3) // 0 for 4..7 bytes, 4 for 8..16
+		a := word(p, 0)<<32 | word(p, n-4)
+		b := word(p, delta)<<32 | word(p, n-4-delta)
+		hi, lo := bits.Mul64(a^k1^s, b^s^k2)
+		return mix(lo^k0^uint64(n)^s, hi^k1)
+	}
+	r := rand.New(rand.NewPCG(5, 6))
+	for n := 4; n <= 16; n++ {
+		p := make([]byte, n)
+		for range 2000 {
+			for i := range p {
+				p[i] = byte(r.Uint32())
+			}
+			seed := r.Uint64()
+			if got, want := Sum64(p, seed), reference(p, seed); got != want {
+				t.Fatalf("Sum64(%x, %#x) = %#x, the four-word reading gives %#x", p, seed, got, want)
+			}
+		}
+	}
+}
