@@ -92,12 +92,12 @@
 // 1.26; docs/benchmarks.md has every row, the peers and the method):
 //
 //	setting (4-slot buckets)      bits/item  rate      10^6: add  hit  miss   10^7: add  hit  miss
-//	f=8                            8.60      2.9 %            41   13   11           65   24   23
-//	f=12                          12.69      0.19 %           49   19   17           77   29   29
-//	f=16 (default)                16.88      0.012 %          52   20   18           87   30   29
-//	f=13 semi-sorted              12.69      0.093 %         140   25   24          211   42   41
-//	f=16, AddHash/ContainsHash    16.88      0.012 %          44   14   13           73   22   22
-//	f=16, AddBatch/ContainsBatch  16.89      0.012 %          59   18   18           64   26   27
+//	f=8                            8.60      2.9 %            37   11   10           62   25   25
+//	f=12                          12.69      0.19 %           46   17   16           81   32   31
+//	f=16 (default)                16.88      0.012 %          48   19   18           78   34   27
+//	f=13 semi-sorted              12.69      0.093 %         135   24   23          206   42   42
+//	f=16, AddHash/ContainsHash    16.88      0.012 %          41   13   12           73   21   18
+//	f=16, AddBatch/ContainsBatch  16.89      0.012 %          46   17   17           60   26   25
 //
 // "add" fills an empty filter to its capacity, so it includes the
 // displacements of the last, fullest part. A lookup is two bucket reads
@@ -105,9 +105,9 @@
 // in the CPU caches (about 2 MB here) it costs little more than hashing
 // the key, beyond them it is one or two cache misses, which the batch
 // methods overlap (see Large filters). Semi-sorted buckets save a bit per
-// key for 1.3 to 1.5 times the lookup time and 2.7 times the insert time.
-// Keys of about 60 bytes add 5 to 25 ns (hashing, and reading the longer
-// keys).
+// key for 1.3 to 1.4 times the lookup time and 2.5 to 2.9 times the insert
+// time. Keys of about 60 bytes add 8 to 26 ns (hashing, and reading the
+// longer keys).
 //
 // # Duplicates and deletes
 //
