@@ -41,15 +41,17 @@ import (
 //
 // Inserts scale less, as every insert makes a cache line dirty that the
 // other core may then have to fetch. In a 90 % lookup, 10 % insert mix
-// (BenchmarkConcurrent_Mixed, 1M keys in a 21 MB table, medians of runs
-// in fresh processes) two goroutines do 1.6 times the operations of one
-// (1.37 when every insert took two stripe mutexes); inserts alone, 1.7
-// times (BenchmarkConcurrent_Add). On this shared machine, though, about
-// one 2-goroutine run of the mix in three falls to one goroutine's speed,
-// with lock-free and locked inserts alike; the cause is not found yet (the
-// time is user time; not garbage collection, huge pages or NUMA). An
-// insert from one goroutine costs about 1.45 times a Filter's at 1M keys
-// (73 against 50 ns, BenchmarkConcurrent_Serial).
+// (BenchmarkConcurrent_Mixed, 1M keys in a 17 MB table, medians of
+// interleaved runs in fresh processes) two goroutines do 1.45 to 1.65
+// times the operations of one, depending on the hour (1.37 when every
+// insert took two stripe mutexes); inserts alone, 1.7 to 1.8 times
+// (BenchmarkConcurrent_Add). The struct and the data every lookup reads
+// fill cache lines of their own (see cacheLine): when the 32-byte Concurrent could share a line with other
+// small objects, most runs after a process's first fell to one
+// goroutine's speed, lookups alone included, as the benchmark's own
+// counters in that line were written by the other core. An insert from
+// one goroutine costs about 1.45 times a Filter's at 1M keys (73 against
+// 50 ns, BenchmarkConcurrent_Serial).
 //
 // Delete and Count lock the key's two stripes; Len, LoadFactor and
 // FalsePositiveRate add up 64 counters per table that writers keep, each
@@ -83,10 +85,16 @@ import (
 // The zero Concurrent holds nothing and has no room: Add returns
 // [ErrFull]. It can decode.
 type Concurrent struct {
-	mu    sync.Mutex // serializes changes of the chain: growth, release, Reset, decoding
+	// Every lookup reads st. With 56 bytes before it and 64 after, the
+	// cache line that holds it lies inside the struct wherever an 8-byte
+	// aligned Concurrent is placed: allocated alone, in a caller's struct
+	// or on a stack, it shares that line with nothing (see cacheLine).
+	_     [cacheLine - 8]byte
 	st    atomic.Pointer[cchain]
+	mu    sync.Mutex // serializes changes of the chain: growth, release, Reset, decoding
 	epoch atomic.Uint64
 	pause atomic.Int64 // nanoseconds writers waited for the last snapshot
+	_     [cacheLine - 24]byte
 }
 
 // cchain is an immutable view of a Concurrent's tables; a change of the
@@ -131,7 +139,7 @@ func NewConcurrent(capacity uint64, opts ...Option) (*Concurrent, error) {
 		ch.tables = []*ctable{newCtable(p.NumBuckets, uint64(c.slots), uint64(c.fpBits), c.seed, capacity, c.maxKicks, 0, slots)}
 	}
 	cf := &Concurrent{}
-	cf.st.Store(ch)
+	cf.publish(ch)
 	return cf, nil
 }
 
@@ -139,6 +147,36 @@ func (ch *cchain) newTable(gen generation) *ctable {
 	t := newCtable(gen.numBuckets, ch.grow.slots, gen.fpBits, ch.seed, gen.capacity, ch.maxKicks, gen.k, gen.limit)
 	t.growing = true
 	return t
+}
+
+// publish makes ch, which no other goroutine has seen yet, the state.
+// Its table list goes into cache lines of its own first (ownLines): every
+// lookup reads it.
+func (c *Concurrent) publish(ch *cchain) {
+	ch.tables = ownLines(ch.tables)
+	c.st.Store(ch)
+}
+
+// cacheLine is the size of a CPU cache line (64 bytes on amd64 and arm64).
+// The data every lookup reads (its cchain, the table list, each ctable,
+// the version counters and the table words) lives in allocations whose
+// size is a multiple of cacheLine, and the Go allocator places such an
+// object at a multiple of its size class, which is then a multiple of 64
+// too (TestConcurrentReadPathOwnsItsLines checks it), so no other object
+// shares its lines; the Concurrent itself is padded around st. Without
+// that, the 32-byte Concurrent could share a line with any small object a
+// program writes often. With testing.PB's counters as that neighbour, two
+// goroutines doing nothing but lookups ran at one goroutine's speed in
+// most runs of BenchmarkConcurrent_Mixed after the first: every write of
+// the other core took the line away from the reader.
+const cacheLine = 64
+
+// ownLines returns a copy of ts in an array that fills whole cache lines.
+func ownLines(ts []*ctable) []*ctable {
+	const perLine = cacheLine / int(unsafe.Sizeof((*ctable)(nil)))
+	out := make([]*ctable, len(ts), (len(ts)+perLine-1)/perLine*perLine)
+	copy(out, ts)
+	return out
 }
 
 // with returns a copy of the chain with other tables.
@@ -459,7 +497,7 @@ func (c *Concurrent) growFrom(ch *cchain) {
 	}
 	last.seal()
 	tables := append(ch.tables[:len(ch.tables):len(ch.tables)], ch.newTable(ch.grow.at(last.gen+1)))
-	c.st.Store(ch.with(dropLeading(tables)))
+	c.publish(ch.with(dropLeading(tables)))
 }
 
 // release drops the oldest tables of the current chain while they are
@@ -472,7 +510,7 @@ func (c *Concurrent) release(ch *cchain) {
 		return
 	}
 	if ts := dropLeading(cur.tables); len(ts) != len(cur.tables) {
-		c.st.Store(cur.with(ts))
+		c.publish(cur.with(ts))
 	}
 }
 
@@ -625,7 +663,7 @@ func (c *Concurrent) Reset() {
 	}
 	n := ch.with([]*ctable{ch.newTable(ch.grow.at(0))})
 	n.epoch = c.epoch.Add(1)
-	c.st.Store(n)
+	c.publish(n)
 }
 
 // snapshot copies the state: a Filter for a fixed-capacity filter, a
@@ -642,7 +680,7 @@ func (c *Concurrent) snapshot() (*Filter, *Scalable, error) {
 	// (it waits for mu): release it now, as the encoding must not hold it.
 	if ts := dropLeading(ch.tables); len(ts) != len(ch.tables) {
 		ch = ch.with(ts)
-		c.st.Store(ch)
+		c.publish(ch)
 	}
 	// Memory first, while writers go on; the table sizes cannot change
 	// while mu is held.
@@ -797,6 +835,6 @@ func (c *Concurrent) replace(ch *cchain) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	ch.epoch = c.epoch.Add(1)
-	c.st.Store(ch)
+	c.publish(ch)
 	return nil
 }

@@ -114,6 +114,10 @@ import (
 //   - a slot that straddles two words is filled only by a holder of its
 //     stripe's lock; a slot in one word only by claim.
 type ctable struct {
+	// Every operation reads the fields from f to frozen; the padding
+	// before and after them keeps their cache lines inside the struct
+	// wherever the allocator puts it (see cacheLine).
+	_       [cacheLine - 8]byte
 	f       Filter // geometry and locate; f.t.words is accessed atomically
 	vers    []atomic.Uint64
 	stripes []stripe
@@ -130,11 +134,11 @@ type ctable struct {
 
 	// Written by some writers, so kept off the line of the fields above,
 	// which every operation reads.
-	_     [64]byte
+	_     [cacheLine]byte
 	occ   atomic.Uint64 // occupied slots, kept when limited
 	live  atomic.Int64  // items, kept once sealed, to release emptied tables
 	moves atomic.Uint64 // fingerprints moved by displacements
-	_     [64]byte
+	_     [cacheLine]byte
 }
 
 // tally is one goroutine-affine share of a table's counts (see the type's
@@ -214,7 +218,7 @@ func (c *ctable) setUp(gen uint32, limit uint64) {
 		n *= 2
 	}
 	c.aligned = 64%c.f.t.bucketBits == 0
-	c.vers = make([]atomic.Uint64, n)
+	c.vers = make([]atomic.Uint64, n, max(n, cacheLine/8)) // whole lines (see cacheLine)
 	c.stripes = make([]stripe, n)
 	c.tallies = new([numTallies]tally)
 	c.smask = n - 1

@@ -57,8 +57,17 @@ type table struct {
 // newTable returns an empty table.
 func newTable(numBuckets, slots, fpBits uint64) table {
 	t := newTableLayout(numBuckets, slots, fpBits)
-	t.words = make([]uint64, tableWords(numBuckets, slots, fpBits)+1)
+	t.words = newWords(tableWords(numBuckets, slots, fpBits) + 1)
 	return t
+}
+
+// newWords returns n zero words in an allocation of whole cache lines, so
+// that no other object shares the table's first and last lines (see
+// cacheLine: it matters to a Concurrent, whose lookups read lines that
+// other cores write).
+func newWords(n uint64) []uint64 {
+	const perLine = cacheLine / 8
+	return make([]uint64, n, (n+perLine-1)/perLine*perLine)
 }
 
 // newTableLayout returns a table's geometry and masks, without its words.
@@ -93,7 +102,7 @@ func tableWords(numBuckets, slots, fpBits uint64) uint64 {
 // (which requires 4 slots).
 func newShapedTable(numBuckets, slots, fpBits uint64, semi bool) table {
 	t := newShapedLayout(numBuckets, slots, fpBits, semi)
-	t.words = make([]uint64, t.payloadWords()+1)
+	t.words = newWords(t.payloadWords() + 1)
 	adviseHugePages(t.words)
 	return t
 }

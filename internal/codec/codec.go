@@ -302,7 +302,10 @@ func (d *Decoder) Words(dst []uint64) {
 // (the extra words are zero: room for padding the caller keeps after the
 // payload). The slice grows as the data arrives, so a header that claims
 // more words than the stream holds costs at most about twice the bytes the
-// stream delivered. It returns nil after an error.
+// stream delivered. The slice's capacity is a whole number of 64-byte
+// cache lines, so that no other object shares its first and last lines
+// (the cuckoo package's cacheLine explains why). It returns nil after an
+// error.
 func (d *Decoder) WordsGrow(n, extra, max uint64) []uint64 {
 	if n > max {
 		d.Fail(ErrTooLarge)
@@ -312,14 +315,14 @@ func (d *Decoder) WordsGrow(n, extra, max uint64) []uint64 {
 		return nil
 	}
 	if _, known := d.Remaining(); known {
-		out := make([]uint64, n+extra)
+		out := make([]uint64, n+extra, wholeLines(n+extra))
 		d.Words(out[:n])
 		if d.err != nil {
 			return nil
 		}
 		return out
 	}
-	out := make([]uint64, 0, min(n+extra, decoderChunk/8))
+	out := make([]uint64, 0, wholeLines(min(n+extra, decoderChunk/8)))
 	for uint64(len(out)) < n {
 		k := min(n-uint64(len(out)), decoderChunk/8)
 		start := len(out)
@@ -329,9 +332,15 @@ func (d *Decoder) WordsGrow(n, extra, max uint64) []uint64 {
 			return nil
 		}
 	}
+	if uint64(cap(out)) < wholeLines(n+extra) {
+		out = append(make([]uint64, 0, wholeLines(n+extra)), out...)
+	}
 	out = append(out, make([]uint64, extra)...)
 	return out
 }
+
+// wholeLines rounds a number of words up to whole 64-byte lines.
+func wholeLines(n uint64) uint64 { return (n + 7) &^ 7 }
 
 // VerifyChecksum reads the 4-byte trailer and compares it with the CRC-32C
 // of everything read before it. It returns the Decoder's error, ErrChecksum,
