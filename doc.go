@@ -92,12 +92,12 @@
 // 1.26; docs/benchmarks.md has every row, the peers and the method):
 //
 //	setting (4-slot buckets)      bits/item  rate      10^6: add  hit  miss   10^7: add  hit  miss
-//	f=8                            8.60      2.9 %            37   11   10           62   25   25
-//	f=12                          12.69      0.19 %           46   17   16           81   32   31
-//	f=16 (default)                16.88      0.012 %          48   19   18           78   34   27
-//	f=13 semi-sorted              12.69      0.093 %         135   24   23          206   42   42
-//	f=16, AddHash/ContainsHash    16.88      0.012 %          41   13   12           73   21   18
-//	f=16, AddBatch/ContainsBatch  16.89      0.012 %          46   17   17           60   26   25
+//	f=8                            8.59      2.9 %            34   13   13           70   26   26
+//	f=12                          12.70      0.19 %           45   19   17           84   30   29
+//	f=16 (default)                16.88      0.012 %          53   18   17          104   38   35
+//	f=13 semi-sorted              12.69      0.093 %         150   25   24          279   55   52
+//	f=16, AddHash/ContainsHash    16.88      0.012 %          46   12   11           93   24   25
+//	f=16, AddBatch/ContainsBatch  16.89      0.012 %          51   18   18           71   29   28
 //
 // "add" fills an empty filter to its capacity, so it includes the
 // displacements of the last, fullest part. A lookup is two bucket reads
@@ -105,9 +105,9 @@
 // in the CPU caches (about 2 MB here) it costs little more than hashing
 // the key, beyond them it is one or two cache misses, which the batch
 // methods overlap (see Large filters). Semi-sorted buckets save a bit per
-// key for 1.3 to 1.4 times the lookup time and 2.5 to 2.9 times the insert
-// time. Keys of about 60 bytes add 8 to 26 ns (hashing, and reading the
-// longer keys).
+// key for 1.3 to 1.8 times the lookup time and 2.5 to 3.4 times the insert
+// time (the range of the last three runs). Keys of about 60 bytes add 8 to
+// 26 ns (hashing, and reading the longer keys).
 //
 // # Duplicates and deletes
 //
