@@ -46,12 +46,12 @@ import (
 // times the operations of one, depending on the hour (1.37 when every
 // insert took two stripe mutexes); inserts alone, 1.7 to 1.8 times
 // (BenchmarkConcurrent_Add). The struct and the data every lookup reads
-// fill cache lines of their own (see cacheLine): when the 32-byte Concurrent could share a line with other
-// small objects, most runs after a process's first fell to one
-// goroutine's speed, lookups alone included, as the benchmark's own
-// counters in that line were written by the other core. An insert from
-// one goroutine costs about 1.45 times a Filter's at 1M keys (73 against
-// 50 ns, BenchmarkConcurrent_Serial).
+// fill cache lines of their own (see cacheLine): when the 32-byte
+// Concurrent could share a line with other small objects, most runs after
+// a process's first fell to one goroutine's speed, lookups alone
+// included, as the benchmark's own counters in that line were written by
+// the other core. An insert from one goroutine costs about 1.45 times a
+// Filter's at 1M keys (73 against 50 ns, BenchmarkConcurrent_Serial).
 //
 // Delete and Count lock the key's two stripes; Len, LoadFactor and
 // FalsePositiveRate add up 64 counters per table that writers keep, each
@@ -171,10 +171,16 @@ func (c *Concurrent) publish(ch *cchain) {
 // the other core took the line away from the reader.
 const cacheLine = 64
 
+// lineCap returns the capacity, n or a little more, at which a []T fills
+// whole cache lines.
+func lineCap[T any](n uint64) uint64 {
+	perLine := uint64(cacheLine / unsafe.Sizeof(*new(T)))
+	return (n + perLine - 1) / perLine * perLine
+}
+
 // ownLines returns a copy of ts in an array that fills whole cache lines.
 func ownLines(ts []*ctable) []*ctable {
-	const perLine = cacheLine / int(unsafe.Sizeof((*ctable)(nil)))
-	out := make([]*ctable, len(ts), (len(ts)+perLine-1)/perLine*perLine)
+	out := make([]*ctable, len(ts), lineCap[*ctable](uint64(len(ts))))
 	copy(out, ts)
 	return out
 }

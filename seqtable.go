@@ -218,7 +218,7 @@ func (c *ctable) setUp(gen uint32, limit uint64) {
 		n *= 2
 	}
 	c.aligned = 64%c.f.t.bucketBits == 0
-	c.vers = make([]atomic.Uint64, n, max(n, cacheLine/8)) // whole lines (see cacheLine)
+	c.vers = make([]atomic.Uint64, n, lineCap[atomic.Uint64](n)) // whole lines (see cacheLine)
 	c.stripes = make([]stripe, n)
 	c.tallies = new([numTallies]tally)
 	c.smask = n - 1

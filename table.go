@@ -66,8 +66,7 @@ func newTable(numBuckets, slots, fpBits uint64) table {
 // cacheLine: it matters to a Concurrent, whose lookups read lines that
 // other cores write).
 func newWords(n uint64) []uint64 {
-	const perLine = cacheLine / 8
-	return make([]uint64, n, (n+perLine-1)/perLine*perLine)
+	return make([]uint64, n, lineCap[uint64](n))
 }
 
 // newTableLayout returns a table's geometry and masks, without its words.

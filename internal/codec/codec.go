@@ -332,9 +332,6 @@ func (d *Decoder) WordsGrow(n, extra, max uint64) []uint64 {
 			return nil
 		}
 	}
-	if uint64(cap(out)) < wholeLines(n+extra) {
-		out = append(make([]uint64, 0, wholeLines(n+extra)), out...)
-	}
 	out = append(out, make([]uint64, extra)...)
 	return out
 }
