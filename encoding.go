@@ -43,9 +43,14 @@ const (
 	formatVersion = 1
 	kindFilter    = 1
 	flagSemiSort  = 1 << 0
-	headerSize    = 64
-	checksumSize  = 4
-	dupEntrySize  = 16
+	// flagGrowing marks the table of a Scalable that is growing in place
+	// (growtable.go): its slots hold tags of f+R bits, its buckets are
+	// not a plain table's, so it is not a Filter; the Filter decoder
+	// rejects it.
+	flagGrowing  = 1 << 1
+	headerSize   = 64
+	checksumSize = 4
+	dupEntrySize = 16
 )
 
 // EncodedSize returns the exact number of bytes MarshalBinary and WriteTo
@@ -72,7 +77,10 @@ func (f *Filter) MarshalBinary() ([]byte, error) {
 
 // WriteTo writes the encoding of the filter to w and returns the number of
 // bytes written. It only reads the filter, so concurrent readers may go on.
-func (f *Filter) WriteTo(w io.Writer) (int64, error) {
+func (f *Filter) WriteTo(w io.Writer) (int64, error) { return f.writeTo(w, 0) }
+
+// writeTo is WriteTo with extra header flags (flagGrowing).
+func (f *Filter) writeTo(w io.Writer, flags uint8) (int64, error) {
 	if f.t.numBuckets == 0 {
 		return 0, errors.New("cuckoo: the zero Filter has no table to encode")
 	}
@@ -80,7 +88,6 @@ func (f *Filter) WriteTo(w io.Writer) (int64, error) {
 	e.Bytes([]byte(magic))
 	e.Uint16(formatVersion)
 	e.Uint8(kindFilter)
-	var flags uint8
 	if f.t.semi {
 		flags |= flagSemiSort
 	}
@@ -163,6 +170,16 @@ func bad(format string, args ...any) error {
 // parameter ranges, table size, and every invariant the operations keep, so
 // that a decoded filter behaves exactly like one built by operations.
 func decodeFilter(d *codec.Decoder) (*Filter, error) {
+	f, _, err := decodeTable(d, false)
+	return f, err
+}
+
+// decodeTable is decodeFilter that also takes, when growingOK, the table
+// of a Scalable growing in place (flagGrowing), and says whether it was
+// one. Such a table is checked here as a table of its bucket count and
+// tag width, without the capacity check (its capacity is its final
+// size's); decodeLevel checks the rest.
+func decodeTable(d *codec.Decoder, growingOK bool) (_ *Filter, growing bool, _ error) {
 	var m [4]byte
 	for i := range m {
 		m[i] = d.Uint8()
@@ -171,19 +188,23 @@ func decodeFilter(d *codec.Decoder) (*Filter, error) {
 	kind := d.Uint8()
 	flags := d.Uint8()
 	if err := d.Err(); err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	if string(m[:]) != magic {
-		return nil, bad("not a cuckoo filter (magic %q)", m[:])
+		return nil, false, bad("not a cuckoo filter (magic %q)", m[:])
 	}
 	if version != formatVersion {
-		return nil, bad("unsupported format version %d", version)
+		return nil, false, bad("unsupported format version %d", version)
 	}
 	if kind != kindFilter {
-		return nil, bad("encoding of kind %d, not a Filter", kind)
+		return nil, false, bad("encoding of kind %d, not a Filter", kind)
 	}
-	if flags&^flagSemiSort != 0 {
-		return nil, bad("unknown flags %#x", flags)
+	growing = flags&flagGrowing != 0
+	if growing && !growingOK {
+		return nil, false, bad("the table of a growing Scalable, not a Filter (flags %#x)", flags)
+	}
+	if flags&^(flagSemiSort|flagGrowing) != 0 {
+		return nil, false, bad("unknown flags %#x", flags)
 	}
 	semi := flags&flagSemiSort != 0
 	slots := uint64(d.Uint8())
@@ -197,36 +218,36 @@ func decodeFilter(d *codec.Decoder) (*Filter, error) {
 	nWords := d.Uint64()
 	nDups := d.Uint64()
 	if err := d.Err(); err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	switch {
 	case slots != 2 && slots != 4 && slots != 8:
-		return nil, bad("bucket size %d", slots)
+		return nil, false, bad("bucket size %d", slots)
 	case fpBits < MinFingerprintBits || fpBits > MaxFingerprintBits:
-		return nil, bad("fingerprint bits %d", fpBits)
+		return nil, false, bad("fingerprint bits %d", fpBits)
 	case reserved != 0:
-		return nil, bad("reserved header bits set")
+		return nil, false, bad("reserved header bits set")
 	case maxKicks < 1 || maxKicks > MaxMaxKicks:
-		return nil, bad("max kicks %d", maxKicks)
+		return nil, false, bad("max kicks %d", maxKicks)
 	case numBuckets < 2 || numBuckets > maxBuckets || numBuckets%2 != 0:
-		return nil, bad("bucket count %d", numBuckets)
-	case capacity == 0 || capacity > numBuckets*slots:
-		return nil, bad("capacity %d for %d slots", capacity, numBuckets*slots)
+		return nil, false, bad("bucket count %d", numBuckets)
+	case capacity == 0 || capacity > numBuckets*slots && !growing:
+		return nil, false, bad("capacity %d for %d slots", capacity, numBuckets*slots)
 	case semi && slots != 4:
-		return nil, bad("semi-sorted buckets of %d slots", slots)
+		return nil, false, bad("semi-sorted buckets of %d slots", slots)
 	}
 	t := newShapedLayout(numBuckets, slots, fpBits, semi)
 	switch {
 	case nWords != t.payloadWords():
-		return nil, bad("table of %d words, want %d", nWords, t.payloadWords())
+		return nil, false, bad("table of %d words, want %d", nWords, t.payloadWords())
 	case nDups > numBuckets*slots/maxSlotCopies:
-		return nil, bad("%d duplicate counters for %d slots", nDups, numBuckets*slots)
+		return nil, false, bad("%d duplicate counters for %d slots", nDups, numBuckets*slots)
 	}
 	// The table is the one large allocation: WordsGrow checks its length
 	// against the input (or grows it with the data of a stream).
 	words := d.WordsGrow(nWords, 1, nWords)
 	if !d.Need(nDups*dupEntrySize, nDups*dupEntrySize) {
-		return nil, d.Err()
+		return nil, false, d.Err()
 	}
 	var dups map[uint64]uint64
 	if nDups > 0 {
@@ -242,7 +263,7 @@ func decodeFilter(d *codec.Decoder) (*Filter, error) {
 		dups[k] = c
 	}
 	if err := d.VerifyChecksum(); err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	f := &Filter{}
 	t.words = words
@@ -252,7 +273,7 @@ func decodeFilter(d *codec.Decoder) (*Filter, error) {
 		// the filter behaves and re-encodes like one built by operations.
 		for i := uint64(0); i < numBuckets; i++ {
 			if !t.semiValid(i) {
-				return nil, bad("semi-sorted bucket %d is not canonical", i)
+				return nil, false, bad("semi-sorted bucket %d is not canonical", i)
 			}
 		}
 	}
@@ -261,7 +282,7 @@ func decodeFilter(d *codec.Decoder) (*Filter, error) {
 	f.dups = dups
 	f.occupied = t.occupiedSlots()
 	if err := f.validate(false); err != nil {
-		return nil, bad("%v", err)
+		return nil, false, bad("%v", err)
 	}
-	return f, nil
+	return f, growing, nil
 }

@@ -12,6 +12,13 @@ import (
 // of the options, so a decoder can check every table of a file against
 // them, and a filter loaded from a file grows exactly like the one saved.
 //
+// A Scalable's tables after the first grow in place (growth.inPlace,
+// growtable.go): a table starts at a quarter of its generation's bucket
+// count and reaches it before the next generation starts, so its shape is
+// still the generation's; only its bucket count is rounded up to a multiple
+// of 2^(R+1), which the halving needs. A Concurrent allocates its tables
+// whole.
+//
 // # The false-positive budget
 //
 // A key never added is a false positive if any table reports it, so the
@@ -90,6 +97,11 @@ type growth struct {
 	factor  float64 // capacity ratio of successive generations
 	rate    float64 // ε: the chain's rate stays at most 2ε
 	horizon uint32  // generations after 0 that reach growthHorizon × initial
+	// inPlace: each table after the first grows in place (growTable) to
+	// its generation's size, which is a multiple of 2^(R+1) buckets.
+	// Scalables built by this version set it; a file without it (written
+	// before) keeps growing the way it was written, by whole tables.
+	inPlace bool
 }
 
 // newGrowth checks the parameters of a growing filter and derives the rest.
@@ -206,6 +218,12 @@ func (g *growth) generations() *generations {
 func (g *growth) shape(k uint32, c, f uint64) generation {
 	c = min(c, maxCapacity(g.slots, f))
 	m, _ := bucketsFor(c, g.slots, f) // c <= maxCapacity: always fits
+	if r := reserveBits(f); g.inPlace && r > 0 {
+		// A multiple of 2^(R+1): the growing table's halvings stay even.
+		// maxBuckets is one too, so m stays within it.
+		unit := uint64(2) << r
+		m = (m + unit - 1) / unit * unit
+	}
 	return generation{
 		k:          k,
 		capacity:   c,

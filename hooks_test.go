@@ -2,6 +2,7 @@ package cuckoo
 
 import (
 	"errors"
+	"fmt"
 	"time"
 )
 
@@ -17,8 +18,18 @@ func (s *Scalable) CheckInvariants() error {
 		if err := lv.f.validate(true); err != nil {
 			return err
 		}
+		if lv.grow != nil {
+			if j, ok := lv.grow.check(&lv.f.t); !ok {
+				return fmt.Errorf("growing table: bucket %d holds a misplaced tag", j)
+			}
+		}
 	}
 	return s.validate()
+}
+
+// NewestGrowing reports whether the newest table is growing in place.
+func (s *Scalable) NewestGrowing() bool {
+	return len(s.levels) > 0 && s.levels[len(s.levels)-1].grow != nil
 }
 
 // OverflowCopies returns the copies counted beside full tables.
@@ -29,7 +40,7 @@ func (s *Scalable) OverflowCopies() uint64 { return s.extra }
 func (s *Scalable) TableFingerprintBits() []int {
 	var w []int
 	for _, lv := range s.levels {
-		w = append(w, int(lv.f.t.fpBits))
+		w = append(w, int(lv.fpBits()))
 	}
 	return w
 }
@@ -38,7 +49,7 @@ func (s *Scalable) TableFingerprintBits() []int {
 func (s *Scalable) TableBytes() uint64 {
 	var n uint64
 	for _, lv := range s.levels {
-		n += uint64(len(lv.f.t.words)) * 8
+		n += uint64(cap(lv.f.t.words)) * 8
 	}
 	return n
 }
@@ -48,7 +59,7 @@ func (s *Scalable) TableBytes() uint64 {
 func (s *Scalable) RateBound() float64 {
 	var b float64
 	for _, lv := range s.levels {
-		b += rateBound(lv.f.t.slots, lv.f.t.fpBits)
+		b += rateBound(lv.f.t.slots, lv.fpBits())
 	}
 	return b
 }

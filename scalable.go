@@ -19,10 +19,11 @@ import (
 const DefaultScalableCapacity = 1024
 
 // Scalable is a cuckoo filter that grows: for a set whose size is not known
-// in advance. It is a chain of [Filter] tables, each [WithGrowth] (2 by
-// default) times the capacity of the one before; when the newest is full,
-// Add adds a larger one. Nothing is ever rehashed (the keys are not kept),
-// nothing stored is ever lost, and Add never returns [ErrFull].
+// in advance. It is a chain of tables, each [WithGrowth] (2 by default)
+// times the capacity of the one before. The newest grows in place, from a
+// quarter of its size, as keys arrive; when it is full, Add starts the
+// next. Nothing is ever rehashed (the keys are not kept), nothing stored
+// is ever lost, and Add never returns [ErrFull].
 //
 // # False positives
 //
@@ -31,36 +32,42 @@ const DefaultScalableCapacity = 1024
 // explains the schedule): the rate stays at most twice the configured one
 // ε (the WithFalsePositiveRate, or the rate of the fingerprint width as New
 // would give it) at every size. Grown with the default growth 2 from 10,000
-// to 10 million keys (TestScalableGrowth -growth.full, 20 million absent
-// keys per point at f=16):
+// to 10 million keys (TestScalableGrowth -growth.full, at f=16 20 million
+// absent keys per point):
 //
 //	f   ε         10×            100×           1000×
-//	8   2.91 %    3.43 % 1.18ε   4.02 % 1.38ε   4.94 % 1.70ε
-//	12  0.185 %   0.217 % 1.17ε  0.255 % 1.38ε  0.319 % 1.72ε
-//	16  0.0116 %  0.0138 % 1.19ε 0.0163 % 1.41ε 0.0202 % 1.74ε
+//	8   2.91 %    3.40 % 1.17ε   4.04 % 1.39ε   4.93 % 1.69ε
+//	12  0.185 %   0.217 % 1.17ε  0.256 % 1.38ε  0.318 % 1.72ε
+//	16  0.0116 %  0.0138 % 1.19ε 0.0163 % 1.40ε 0.0202 % 1.75ε
 //
 // The tables then have 16, then 20 (seven times), then 19 (twice) bit
 // fingerprints for f = 16.
 //
 // # Memory
 //
-// A table is filled as far as a plain Filter goes (about 0.97 of its slots
-// for 4-slot buckets) before the next, twice as large, is added; so right
-// after growing, the newest table is empty and the memory per item about
-// doubles, and it falls back as the table fills. Table bits per item on
-// the same path, with the bound 1.6 × (log2(1/ε) + 3):
+// A chain of tables each allocated whole would be, right after growing,
+// half empty: its newest table as large as all the others together. That
+// costs about 1.4 times the memory of full tables, averaged over the
+// growth. So the newest table (after the first, whose size is the capacity
+// asked for) starts at a quarter of its size, with 2 more bits per slot,
+// and grows two buckets at a time by linear hashing, at a load of 0.8
+// (growtable.go); at full size it drops the 2 bits and fills like a
+// Filter, to about 0.97 of its slots for 4-slot buckets. Table bits per
+// item on the same path, with the bound 1.6 × (log2(1/ε) + 3):
 //
-//	f   10×    100×   1000×  mean over the path  bound
-//	8   18.5   16.0   12.1   17.5                13.0
-//	12  24.9   21.4   16.4   24.3                19.3
-//	16  31.2   26.7   20.7   30.7                25.7
+//	f   10×    100×   1000×  mean over the path  bound  tables allocated whole
+//	8   13.2   14.0   12.1   13.37               12.96  17.6
+//	12  18.2   19.3   16.4   18.39               19.32  24.4
+//	16  22.7   23.9   20.7   23.00               25.72  30.6
 //
-// The mean is over sizes evenly spaced on a log scale. At 1000× (the tables
-// nearly full) the bound holds; averaged over all sizes it cannot, with any
-// structure that grows by doubling: an empty newest table alone costs
-// 1.44× on that average (the mean of 1/x over a doubling), and a rate
-// bounded over 10 tables needs about log2(10/2) more bits. A smaller
-// WithGrowth trades more tables for less empty space.
+// The mean is over sizes evenly spaced on a log scale. It is within the
+// bound for ε up to about 0.2 % (f = 12); at f = 8 the later tables need
+// 12 bits for the rate, 12.4 bits per item once full, which leaves no room
+// for the growing table's: the mean is 3 % over. The growing table costs
+// inserts: Add takes 1.3 to 1.6 times as long as in a chain of whole
+// tables (BenchmarkScalable_Add: 262 against 161 ns at 10^6 keys, 343
+// against 263 at 10^7), as it keeps its load high where a new whole table
+// takes keys into empty buckets.
 //
 // # Lookups
 //
@@ -68,7 +75,8 @@ const DefaultScalableCapacity = 1024
 // found after about two tables; an absent key probes all of them: 10
 // tables at 1000 times the initial capacity with growth 2, which costs
 // about 4 to 5 times a plain Filter's lookup (BenchmarkScalable_Contains:
-// 170 against 35 ns at 1M keys, 400 against 90 ns at 10M). Add probes the
+// 145 ns per absent key at 10^6 keys, 285 at 10^7; 41 and 82 per present
+// key). Add probes the
 // tables too (see Duplicates), as a lookup does. The batch methods
 // ([Scalable.ContainsBatch], [Scalable.AddUniqueBatch] and the others)
 // probe each table for a chunk of keys at once with a Filter's pipeline:
@@ -79,7 +87,8 @@ const DefaultScalableCapacity = 1024
 // is what lets them be added without the keys; the InfiniFilter and Aleph
 // designs probe one table instead, but give every slot a variable-length
 // fingerprint (no word-at-a-time compare), rebuild the whole table at each
-// doubling, and pay the same doubling in memory.
+// doubling, and pay the doubling in memory. The growing table borrows
+// their idea of address bits kept in the slots, only until it is grown.
 //
 // # Duplicates and deletes
 //
@@ -110,7 +119,8 @@ const DefaultScalableCapacity = 1024
 //
 // Invariants:
 //   - levels is oldest first; levels[k].gen == levels[0].gen+k, and each
-//     table has the shape of its generation (growth.at).
+//     table has the shape of its generation (growth.at), or, the newest
+//     only, is growing toward it (level.grow, growtable.go).
 //   - only the newest table receives fingerprints no table holds; an older
 //     table gains only copies of fingerprints it holds (so a key matched by
 //     no table never becomes matched by an older one).
@@ -140,6 +150,33 @@ type level struct {
 	// a key's copies sit in one table.
 	over  map[uint64]uint64
 	nOver uint64
+	// grow is the geometry of the table while it grows in place (f.t then
+	// holds tags of f+R bits, growtable.go), nil once it is plain. Only
+	// the newest table grows.
+	grow *growTable
+}
+
+// contains reports whether the level's table reports h.
+func (lv *level) contains(h uint64) bool {
+	if lv.grow != nil {
+		return lv.grow.contains(&lv.f.t, h)
+	}
+	return lv.f.ContainsHash(h)
+}
+
+// fpBits is the fingerprint width of the level's generation.
+func (lv *level) fpBits() uint64 {
+	if lv.grow != nil {
+		return lv.grow.fpBits
+	}
+	return lv.f.t.fpBits
+}
+
+// finishGrowing makes the fully grown table plain.
+func (lv *level) finishGrowing() {
+	lv.f.t = lv.grow.strip(&lv.f.t)
+	lv.f.fpRange = lv.f.t.fpMask
+	lv.grow = nil
 }
 
 // NewScalable returns an empty growing filter whose first table holds
@@ -159,13 +196,23 @@ func NewScalable(initialCapacity uint64, opts ...Option) (*Scalable, error) {
 	if err != nil {
 		return nil, err
 	}
+	g.inPlace = true
 	s := &Scalable{g: g, hasher: hash.NewSeeded(c.seed), seed: c.seed, maxKicks: c.maxKicks}
 	s.levels = []*level{s.newLevel(g.at(0))}
 	return s, nil
 }
 
+// newLevel returns an empty table of generation gen: growing in place
+// from a quarter of its size when the chain does so, except for the
+// first generation, whose size is the capacity asked for.
 func (s *Scalable) newLevel(gen generation) *level {
 	lv := &level{gen: gen.k, limit: gen.limit}
+	if s.g.inPlace && gen.k > 0 && reserveBits(gen.fpBits) > 0 {
+		g, t := newGrowTable(gen.numBuckets, s.g.slots, gen.fpBits, s.g.semi)
+		lv.grow = g
+		lv.f.init(t, s.seed, gen.capacity, s.maxKicks)
+		return lv
+	}
 	lv.f.init(newShapedTable(gen.numBuckets, s.g.slots, gen.fpBits, s.g.semi), s.seed, gen.capacity, s.maxKicks)
 	return lv
 }
@@ -266,7 +313,7 @@ func (s *Scalable) AddHash(h uint64) error {
 // in, and older tables never gain fingerprints they did not hold.
 func (s *Scalable) home(h uint64) int {
 	for i, lv := range s.levels {
-		if lv.f.ContainsHash(h) {
+		if lv.contains(h) {
 			return i
 		}
 	}
@@ -278,10 +325,14 @@ func (s *Scalable) home(h uint64) int {
 // for that slot, to the level's overflow counters.
 func (s *Scalable) addCopy(lv *level, h uint64) {
 	f := &lv.f
-	i1, fp := f.locate(h)
-	pk := pairKey(i1, f.t.altIndex(i1, fp), fp)
-	needSlot := f.CountHash(h)-f.dups[pk] < maxSlotCopies
-	if !needSlot || f.occupied < lv.limit {
+	pk := lv.pairKeyOf(h)
+	if lv.grow != nil {
+		// A growing table keeps no counted copies of its own: those beyond
+		// the slots go to the overflow counters, keyed as strip keeps them.
+		if lv.grow.slotCopies(&f.t, h) < maxSlotCopies && s.addGrowing(lv, h) {
+			return
+		}
+	} else if f.CountHash(h)-f.dups[pk] >= maxSlotCopies || f.occupied < lv.limit {
 		if f.AddHash(h) == nil {
 			return
 		}
@@ -298,12 +349,37 @@ func (s *Scalable) addCopy(lv *level, h uint64) {
 // a new one when the newest is full.
 func (s *Scalable) addNew(h uint64) {
 	lv := s.levels[len(s.levels)-1]
-	if lv.f.occupied < lv.limit && lv.f.AddHash(h) == nil {
+	if lv.grow != nil {
+		if s.addGrowing(lv, h) {
+			return
+		}
+	} else if lv.f.occupied < lv.limit && lv.f.AddHash(h) == nil {
 		return
 	}
 	lv = s.grow()
-	if lv.f.AddHash(h) != nil {
-		panic("cuckoo: a new table refused its first key")
+	if lv.grow != nil && s.addGrowing(lv, h) || lv.grow == nil && lv.f.AddHash(h) == nil {
+		return
+	}
+	panic("cuckoo: a new table refused its first key")
+}
+
+// addGrowing puts a slot copy of h into lv's growing table. It splits a
+// pair of buckets before the insert while the table is crowded, and after
+// an insert that found no room; when the table reaches its full size it
+// becomes plain and the Filter takes the key. It reports false when that
+// plain table has no room (or is at its limit).
+func (s *Scalable) addGrowing(lv *level, h uint64) bool {
+	g, f := lv.grow, &lv.f
+	for {
+		if !g.crowded(&f.t, f.occupied) && g.insert(&f.t, h, s.maxKicks) {
+			f.count++
+			f.occupied++
+			return true
+		}
+		if g.splitPair(&f.t) {
+			lv.finishGrowing()
+			return f.occupied < lv.limit && f.AddHash(h) == nil
+		}
 	}
 }
 
@@ -330,7 +406,7 @@ func (s *Scalable) grow() *level {
 // prefetching them explicitly first was measured to gain nothing.
 func (s *Scalable) ContainsHash(h uint64) bool {
 	for i := len(s.levels) - 1; i >= 0; i-- {
-		if s.levels[i].f.ContainsHash(h) {
+		if s.levels[i].contains(h) {
 			return true
 		}
 	}
@@ -346,6 +422,12 @@ func (s *Scalable) DeleteHash(h uint64) bool {
 	lv := s.levels[i]
 	if lv.nOver > 0 && lv.takeOver(h) {
 		s.extra--
+	} else if lv.grow != nil {
+		if !lv.grow.remove(&lv.f.t, h) {
+			panic("cuckoo: a growing table reports a key it cannot delete")
+		}
+		lv.f.count--
+		lv.f.occupied--
 	} else if !lv.f.DeleteHash(h) {
 		panic("cuckoo: a table reports a key it cannot delete")
 	}
@@ -374,6 +456,9 @@ func (lv *level) takeOver(h uint64) bool {
 }
 
 func (lv *level) pairKeyOf(h uint64) uint64 {
+	if lv.grow != nil {
+		return lv.grow.pairKey(h)
+	}
 	i1, fp := lv.f.locate(h)
 	return pairKey(i1, lv.f.t.altIndex(i1, fp), fp)
 }
@@ -398,7 +483,12 @@ func (s *Scalable) CountHash(h uint64) uint64 {
 		return 0
 	}
 	lv := s.levels[i]
-	n := lv.f.CountHash(h)
+	var n uint64
+	if lv.grow != nil {
+		n = lv.grow.slotCopies(&lv.f.t, h)
+	} else {
+		n = lv.f.CountHash(h)
+	}
 	if lv.nOver > 0 {
 		n += lv.over[lv.pairKeyOf(h)]
 	}
@@ -415,7 +505,8 @@ func (s *Scalable) Len() uint64 {
 }
 
 // Capacity returns the number of distinct keys the current tables are
-// sized for. Add grows the filter past it.
+// sized for, the growing one at its full size: Add starts a new table past
+// it.
 func (s *Scalable) Capacity() uint64 {
 	var n uint64
 	for _, lv := range s.levels {
@@ -447,9 +538,19 @@ func (s *Scalable) LoadFactor() float64 {
 func (s *Scalable) FalsePositiveRate() float64 {
 	miss := 1.0
 	for _, lv := range s.levels {
-		miss *= 1 - lv.f.FalsePositiveRate()
+		miss *= 1 - lv.falsePositiveRate()
 	}
 	return 1 - miss
+}
+
+// falsePositiveRate is the level's expected rate at its load. A growing
+// table's is that of the plain table it grows into, holding the same
+// fingerprints (growtable.go shows why).
+func (lv *level) falsePositiveRate() float64 {
+	if g := lv.grow; g != nil {
+		return expectedFPR(float64(lv.f.occupied)/float64(g.final*lv.f.t.slots), lv.f.t.slots, g.fpBits)
+	}
+	return lv.f.FalsePositiveRate()
 }
 
 // TargetFalsePositiveRate returns the configured rate ε: the rate of the
@@ -464,6 +565,10 @@ func (s *Scalable) SizeInBytes() uint64 {
 	n := uint64(fixed)
 	for _, lv := range s.levels {
 		n += lv.f.SizeInBytes() + uint64(len(lv.over))*perOver + 64
+		if lv.grow != nil {
+			// The words allocated ahead of the splits, and the search queue.
+			n += uint64(cap(lv.f.t.words)-len(lv.f.t.words))*8 + uint64(cap(lv.grow.queue))*20
+		}
 	}
 	return n
 }
@@ -541,18 +646,27 @@ func (s *Scalable) validate() error {
 		if lv.f.occupied > lv.limit {
 			return fmt.Errorf("table %d holds %d slots, more than its limit %d", i, lv.f.occupied, lv.limit)
 		}
+		if lv.grow != nil && i != len(s.levels)-1 {
+			return fmt.Errorf("table %d grows but is not the newest", i)
+		}
 		var n uint64
+		// The counters are keyed by the plain table's buckets, also while
+		// the table grows.
+		m, fpRange := lv.f.t.numBuckets, lv.f.fpRange
+		if lv.grow != nil {
+			m, fpRange = lv.grow.final, lv.grow.fpRange
+		}
 		for pk, c := range lv.over {
 			b, fp := pk>>32, pk&0xffffffff
-			t := &lv.f.t
-			if c == 0 || b >= t.numBuckets || fp == 0 || fp > lv.f.fpRange {
+			if c == 0 || b >= m || fp == 0 || fp > fpRange {
 				return fmt.Errorf("table %d: overflow counter %#x: %d copies out of range", i, pk, c)
 			}
-			j := t.altIndex(b, fp)
+			j := altIndexOf(b, fp, m)
 			if j < b {
 				return fmt.Errorf("table %d: overflow counter %#x not keyed by the lower bucket", i, pk)
 			}
-			if !t.has2(b, j, fp) {
+			if g := lv.grow; g != nil && !g.holds(&lv.f.t, b, fp) && !g.holds(&lv.f.t, j, fp) ||
+				g == nil && !lv.f.t.has2(b, j, fp) {
 				return fmt.Errorf("table %d: overflow counter %#x without a slot copy", i, pk)
 			}
 			if n+c < n {
@@ -610,6 +724,7 @@ func (s *Scalable) validate() error {
 // Frozen, like the Filter's format.
 const (
 	kindScalable       = 2
+	flagInPlace        = 1 << 1 // tables after the first grow in place (growth.inPlace)
 	scalableHeaderSize = 64
 	overEntrySize      = 24
 	maxTableEncoding   = 1 << 62
@@ -651,6 +766,9 @@ func (s *Scalable) WriteTo(w io.Writer) (int64, error) {
 	if s.g.semi {
 		flags |= flagSemiSort
 	}
+	if s.g.inPlace {
+		flags |= flagInPlace
+	}
 	e.Uint8(flags)
 	e.Uint8(uint8(s.g.slots))
 	e.Uint8(uint8(s.g.f0))
@@ -669,7 +787,11 @@ func (s *Scalable) WriteTo(w io.Writer) (int64, error) {
 	e.Uint64(nOver)
 	for _, lv := range s.levels {
 		e.Uint64(uint64(lv.f.EncodedSize()))
-		lv.f.WriteTo(encoderWriter{e}) // errors stick in e
+		var flags uint8
+		if lv.grow != nil {
+			flags = flagGrowing
+		}
+		lv.f.writeTo(encoderWriter{e}, flags) // errors stick in e
 	}
 	for k, lv := range s.levels {
 		keys := make([]uint64, 0, len(lv.over))
@@ -745,10 +867,10 @@ func decodeScalable(d *codec.Decoder) (*Scalable, error) {
 		return nil, bad("unsupported format version %d", version)
 	case kind != kindScalable:
 		return nil, bad("encoding of kind %d, not a Scalable", kind)
-	case flags&^flagSemiSort != 0:
+	case flags&^(flagSemiSort|flagInPlace) != 0:
 		return nil, bad("unknown flags %#x", flags)
 	}
-	g := growth{slots: uint64(d.Uint8()), f0: uint64(d.Uint8()), semi: flags&flagSemiSort != 0}
+	g := growth{slots: uint64(d.Uint8()), f0: uint64(d.Uint8()), semi: flags&flagSemiSort != 0, inPlace: flags&flagInPlace != 0}
 	reserved := d.Uint16()
 	maxKicks := uint64(d.Uint32())
 	seed := d.Uint64()
@@ -779,7 +901,7 @@ func decodeScalable(d *codec.Decoder) (*Scalable, error) {
 		if k > 0 {
 			gens.next()
 		}
-		lv, err := decodeLevel(d, s, gens.cur)
+		lv, err := decodeLevel(d, s, gens.cur, k == nTables-1)
 		if err != nil {
 			return nil, fmt.Errorf("table %d: %w", k, err)
 		}
@@ -828,23 +950,39 @@ func decodeScalable(d *codec.Decoder) (*Scalable, error) {
 }
 
 // decodeLevel reads one table (its length, then its Filter encoding) and
-// checks that it has the shape of generation gen.
-func decodeLevel(d *codec.Decoder, s *Scalable, gen generation) (*level, error) {
+// checks that it has the shape of generation gen, or, for the newest table
+// of a chain that grows in place, of a table growing to that shape.
+func decodeLevel(d *codec.Decoder, s *Scalable, gen generation, newest bool) (*level, error) {
 	n := d.Uint64()
 	if !d.Need(n, maxTableEncoding) {
 		return nil, d.Err()
 	}
 	sub := &sectionReader{d: d, n: n}
-	f, err := decodeFilter(codec.NewDecoder(sub))
+	f, growing, err := decodeTable(codec.NewDecoder(sub), newest && s.g.inPlace && gen.k > 0)
 	if err != nil {
 		return nil, err
 	}
 	if sub.n != 0 {
 		return nil, bad("%d bytes after the table's encoding", sub.n)
 	}
-	switch {
-	case f.t.slots != s.g.slots || f.t.semi != s.g.semi || f.seed != s.seed || f.maxKicks != s.maxKicks:
+	if f.t.slots != s.g.slots || f.t.semi != s.g.semi || f.seed != s.seed || f.maxKicks != s.maxKicks {
 		return nil, bad("table parameters differ from the filter's")
+	}
+	if growing {
+		g, ok := growFrom(gen.numBuckets, f.t.numBuckets, gen.fpBits)
+		switch {
+		case !ok || f.t.fpBits != gen.fpBits+g.reserve || f.capacity != gen.capacity:
+			return nil, bad("growing table of %d bits, capacity %d, %d buckets is not one of generation %d (%d bits, capacity %d, %d buckets)",
+				f.t.fpBits, f.capacity, f.t.numBuckets, gen.k, gen.fpBits, gen.capacity, gen.numBuckets)
+		case len(f.dups) != 0:
+			return nil, bad("growing table with duplicate counters")
+		}
+		if j, ok := g.check(&f.t); !ok {
+			return nil, bad("growing table: bucket %d holds a tag that does not belong there", j)
+		}
+		return &level{f: *f, gen: gen.k, limit: gen.limit, grow: g}, nil
+	}
+	switch {
 	case f.t.fpBits != gen.fpBits || f.capacity != gen.capacity || f.t.numBuckets != gen.numBuckets:
 		return nil, bad("table of %d bits, capacity %d, %d buckets is not generation %d (%d bits, capacity %d, %d buckets)",
 			f.t.fpBits, f.capacity, f.t.numBuckets, gen.k, gen.fpBits, gen.capacity, gen.numBuckets)

@@ -65,7 +65,11 @@ func (s *Scalable) containsChunk(hs []uint64, found []bool) {
 		at[k] = uint16(k)
 	}
 	for i := len(s.levels) - 1; i >= 0 && n > 0; i-- {
-		s.levels[i].f.ContainsHashBatch(rest[:n], res[:n])
+		if lv := s.levels[i]; lv.grow != nil {
+			lv.grow.containsBatch(&lv.f.t, rest[:n], res[:n])
+		} else {
+			lv.f.ContainsHashBatch(rest[:n], res[:n])
+		}
 		m := 0
 		for k := range n {
 			if res[k] {
@@ -113,8 +117,29 @@ func (s *Scalable) addBatch(keys [][]byte, unique []bool) {
 	var hs [scalableChunk]uint64
 	for lo := 0; lo < len(keys); lo += scalableChunk {
 		hi := min(lo+scalableChunk, len(keys))
+		hashes := s.hashChunk(keys[lo:hi], &hs)
+		if s.levels[len(s.levels)-1].grow != nil {
+			// A growing table locates its buckets its own way: prefetch
+			// the next group's while adding the current one's, asking
+			// again each group, as the table may have stopped growing.
+			var js, tags [2 * batchGroup]uint64
+			for g := 0; g < len(hashes); g += batchGroup {
+				end := min(g+batchGroup, len(hashes))
+				if lv := s.levels[len(s.levels)-1]; lv.grow != nil && end < len(hashes) {
+					lv.grow.stage(&lv.f.t, hashes[end:], &js, &tags)
+				}
+				for k := g; k < end; k++ {
+					if unique == nil {
+						s.AddHash(hashes[k])
+					} else {
+						unique[lo+k] = s.addUniqueHash(hashes[k])
+					}
+				}
+			}
+			continue
+		}
 		newest := &s.levels[len(s.levels)-1].f
-		p := newest.pipelineOf(nil, s.hashChunk(keys[lo:hi], &hs))
+		p := newest.pipelineOf(nil, hashes)
 		for cur, start, ok := p.next(); ok; cur, start, ok = p.next() {
 			for k, h := range cur.h[:cur.n] {
 				if unique == nil {

@@ -173,10 +173,14 @@ func (t *table) contains(i, fp uint64) bool {
 }
 
 // contains2 reports whether fp is in bucket i or bucket j.
-func (t *table) contains2(i, j, fp uint64) bool {
+func (t *table) contains2(i, j, fp uint64) bool { return t.containsEither(i, fp, j, fp) }
+
+// containsEither reports whether bucket i holds fi or bucket j holds fj
+// (a growing table's two tags of a key differ: growtable.go).
+func (t *table) containsEither(i, fi, j, fj uint64) bool {
 	if t.windows == 1 {
-		x := t.window(i*t.bucketBits) ^ fp*t.laneLow
-		y := t.window(j*t.bucketBits) ^ fp*t.laneLow
+		x := t.window(i*t.bucketBits) ^ fi*t.laneLow
+		y := t.window(j*t.bucketBits) ^ fj*t.laneLow
 		return zeroLanes(x, t.laneRest, t.laneHigh)|zeroLanes(y, t.laneRest, t.laneHigh) != 0
 	}
 	if t.windows == 2 {
@@ -187,14 +191,13 @@ func (t *table) contains2(i, j, fp uint64) bool {
 		// early cost 17 % more per present key in a Scalable grown 1000×
 		// (BenchmarkScalable_Contains), whose branch is then a coin flip.
 		pi, pj := i*t.bucketBits, j*t.bucketBits
-		r, rl := fp*t.laneLow, fp*t.lastLow
-		first := zeroLanes(t.window(pi)^r, t.laneRest, t.laneHigh) |
-			zeroLanes(t.window(pj)^r, t.laneRest, t.laneHigh)
-		last := zeroLanes(t.window(pi+t.windowBits)^rl, t.lastRest, t.lastHigh) |
-			zeroLanes(t.window(pj+t.windowBits)^rl, t.lastRest, t.lastHigh)
+		first := zeroLanes(t.window(pi)^fi*t.laneLow, t.laneRest, t.laneHigh) |
+			zeroLanes(t.window(pj)^fj*t.laneLow, t.laneRest, t.laneHigh)
+		last := zeroLanes(t.window(pi+t.windowBits)^fi*t.lastLow, t.lastRest, t.lastHigh) |
+			zeroLanes(t.window(pj+t.windowBits)^fj*t.lastLow, t.lastRest, t.lastHigh)
 		return first|last != 0
 	}
-	return t.contains(i, fp) || t.contains(j, fp)
+	return t.contains(i, fi) || t.contains(j, fj)
 }
 
 // find returns the lowest slot of bucket i holding fp (0: an empty slot).
@@ -259,6 +262,14 @@ func (t *table) has2(i, j, fp uint64) bool {
 		return t.semiMatches(i, fp)|t.semiMatches(j, fp) != 0
 	}
 	return t.contains2(i, j, fp)
+}
+
+// has reports whether bucket i holds fp.
+func (t *table) has(i, fp uint64) bool {
+	if t.semi {
+		return t.semiMatches(i, fp) != 0
+	}
+	return t.contains(i, fp)
 }
 
 // countFP returns how many slots of bucket i hold fp (0: empty slots).
@@ -331,15 +342,20 @@ func (t *table) slot(i, s uint64) uint64 {
 // always be moved to its other bucket without knowing its key, and the two
 // buckets always differ (2i ≡ -r mod m has no solution when m is even and
 // r odd).
-func (t *table) altIndex(i, fp uint64) uint64 {
+func (t *table) altIndex(i, fp uint64) uint64 { return altIndexOf(i, fp, t.numBuckets) }
+
+// altIndexOf is altIndex for a table of m buckets (m even). A table that
+// grows in place (growTable) computes its buckets over the bucket count it
+// will have when fully grown, so it needs the function apart from a table.
+func altIndexOf(i, fp, m uint64) uint64 {
 	// r is spread over [0, m) by a multiplicative hash of the fingerprint,
 	// then made odd; m even keeps it below m.
-	r, _ := bits.Mul64(fp*0x9e3779b97f4a7c15, t.numBuckets)
+	r, _ := bits.Mul64(fp*0x9e3779b97f4a7c15, m)
 	r |= 1
-	j := t.numBuckets - i - r
+	j := m - i - r
 	// Wrap a negative j without a branch: the sign is random, so a branch
 	// would be mispredicted half the time.
-	return j + t.numBuckets&uint64(int64(j)>>63)
+	return j + m&uint64(int64(j)>>63)
 }
 
 // pairKey identifies the unordered bucket pair {i, altIndex(i, fp)} together

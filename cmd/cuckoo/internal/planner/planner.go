@@ -211,7 +211,7 @@ func measuredOption(kind filterfile.Kind, items uint64, fpr float64) (Option, er
 		o.Note = "grown from a sixteenth of N (memory depends on where N falls between growths); each layer has a tighter rate"
 	case filterfile.CuckooScalable:
 		o.Name, o.Lookup = "cuckoo scalable, from N/16", "2 buckets per table, newest first"
-		o.Note = "grown from a sixteenth of N (memory depends on where N falls between growths); later tables have wider fingerprints"
+		o.Note = "grown from a sixteenth of N (its newest table grows in place, so memory follows the keys); later tables have wider fingerprints"
 	}
 	return o, nil
 }

@@ -1,0 +1,475 @@
+package cuckoo
+
+import (
+	"math/bits"
+)
+
+// A table that grows in place: the newest table of a Scalable (after the
+// first) starts at a quarter of its generation's size and grows two
+// buckets at a time, by linear hashing, instead of being allocated at full
+// size empty. A chain whose every table is allocated whole costs, averaged
+// over its growth, about 1.4 times the memory of its full tables (right
+// after growing, the newest table is empty and as large as all the others
+// together); a table that grows as it fills costs about (f+R)/f/growLoad
+// of its full size while it grows.
+//
+// # Addresses
+//
+// A key has the two buckets i1, i2 it will have in the generation's plain
+// table of m buckets (Filter.locate and altIndexOf over m: finals), and the
+// same fingerprint fp. Write a final bucket as i = r + m0·q, m0 = m/2^R,
+// r < m0, q < 2^R: q is the bucket's reserve. For i1 it is the top R bits
+// of the hash; for i2 it is i2/m0, one multiply by a reciprocal (mulHi).
+//
+// The table holds m_ℓ + s buckets, m_ℓ = m0·2^ℓ, at a level ℓ < R: buckets
+// [0, s) have been split, each into itself and bucket m_ℓ + j. A final
+// bucket i lives in i mod m_ℓ, or in i mod m_(ℓ+1) when that is below s
+// (bucketOf; finalOf is its inverse for a given reserve). With R = 2, the
+// reserves each bucket holds:
+//
+//	final table:      | q=0 | q=1 | q=2 | q=3 |         blocks of m0 buckets
+//	level 0, s = 0:   | 0..3 |                           [0,m0)
+//	level 0, s > 0:   | 0,2 | 0..3 | 1,3 |               [0,s) [s,m0) [m0,m0+s)
+//	level 1, s = 0:   | 0,2 | 1,3 |                      [0,m0) [m0,2m0)
+//	level 1, s ≤ m0:  | 0 | 0,2 | 1,3 | 2 |              [0,s) [s,m0) [m0,2m0) [2m0,2m0+s)
+//
+// A slot holds the tag q<<f | fp, f+R bits: the bucket does not determine
+// the reserve yet, and a split, which moves the tags whose reserve has bit
+// ℓ set to the image, needs it; so does a move to a tag's other bucket,
+// which starts from the tag's final bucket. A probe compares all f+R bits:
+// the bits the bucket determines always match, the rest only make false
+// matches rarer.
+//
+// When the last bucket is split (ℓ = R) every bucket is its own final
+// bucket, and strip drops the reserve bits: what is left is, slot for slot,
+// the generation's plain table, and the level goes on as a Filter. The
+// overflow counters of a growing table are keyed by the final buckets
+// (pairKey of finals), so they need no change either.
+//
+// # False positives
+//
+// A probe's bucket j compares tags of f + R − ℓ_j unknown bits (ℓ_j = ℓ+1
+// for a split bucket or an image, ℓ otherwise), and it is a split one for
+// a fraction s/m_ℓ of the keys. However unevenly the n tags are spread
+// between the two kinds, the expected matches of a probe add up to
+// n/(m_ℓ·2^(f+R−ℓ)) = n/(m·2^f) per bucket: the rate of the plain table
+// with the same tags. So a growing table adds to the rate exactly what its
+// generation's table would at the same fill (level.falsePositiveRate), and
+// stays within its share of the chain's budget (growth.go).
+//
+// # Load
+//
+// An unsplit bucket takes the keys of two split ones, so the load is
+// uneven, and inserts at a steady high load need moves: growLoad and
+// growSearch trade the memory of the growing table against insert time.
+//
+// Invariants (besides the table's, for m_ℓ + s buckets of f+R bits):
+//   - R is 1 or 2, m is a multiple of 2^(R+1), so m0 and the bucket count
+//     are even; ℓ < R, s < m_ℓ and s is even.
+//   - every tag q<<f|fp in bucket j has fp != 0, and i = finalOf(j, q) is
+//     a final bucket (i < m) of reserve q (⌊i/m0⌋ = q) that lives in j
+//     (bucketOf(i, q) == j). check verifies it, for the decoder.
+//   - copies beyond maxSlotCopies are kept in the level's overflow
+//     counters, keyed by pairKey of the final buckets.
+type growTable struct {
+	final   uint64     // m: buckets when fully grown
+	base    uint64     // m0 = m >> reserve
+	recip   uint64     // ⌈2^64/m0⌉: i/m0 = mulHi(i, recip) for i < 2^32
+	reserve uint64     // R
+	fpBits  uint64     // f: the generation's fingerprint width
+	fpRange uint64     // 2^f − 1
+	level   uint64     // ℓ
+	split   uint64     // s
+	queue   []growNode // scratch of search
+}
+
+// growLoad (growLoadNum/growLoadDen) is the load past which a growing
+// table splits a pair of buckets before an insert; an insert whose search
+// of growSearch slots (two levels of 4-slot buckets) finds no room splits
+// too. Filling a Scalable from 1,000 to 10^6 keys at f = 16
+// (BenchmarkScalable_Add, TestScalableGrowth; ns per Add, and bits per
+// item averaged over the growth for f = 8/12/16):
+//
+//	growLoad  growSearch  Add ns  bits per item
+//	 0.75        40        253    13.61 18.67 23.37
+//	 0.80        40        250    13.45 18.42 23.04
+//	 0.85        40        330    13.30 18.23 22.79
+//	 0.875       40        350    13.25 18.17 22.71
+//	 0.875      168        345    13.18 18.06 22.58
+//	 any          8        225    13.81 18.95 23.70
+//	 (tables allocated whole)     165    17.58 24.36 30.64
+//
+// Past 0.8 most of an insert's time goes to searching for room; below it,
+// the memory rises and the time does not fall.
+const (
+	growLoadNum, growLoadDen = 4, 5
+	growSearch               = 40
+)
+
+// reserveBits is R for a generation of width f in a chain that grows in
+// place: 2, or fewer where f+R would pass the widest slot.
+func reserveBits(f uint64) uint64 {
+	return min(2, MaxFingerprintBits-f)
+}
+
+// newGrowTable returns the geometry of a table growing to final buckets of
+// fpBits-bit fingerprints, and its first table: final>>R buckets of
+// fpBits+R-bit tags. final must be a multiple of 2^(R+1), R > 0.
+func newGrowTable(final, slots, fpBits uint64, semi bool) (*growTable, table) {
+	g := &growTable{final: final, reserve: reserveBits(fpBits), fpBits: fpBits, fpRange: 1<<fpBits - 1}
+	g.base = final >> g.reserve
+	g.recip = ^uint64(0)/g.base + 1
+	t := newShapedTable(g.base, slots, fpBits+g.reserve, semi)
+	return g, t
+}
+
+// mulHi is the high word of a·b: with b = ⌈2^64/m0⌉ and a < 2^32 it is
+// ⌊a/m0⌋ exactly (the error a·(b − 2^64/m0)/2^64 < 2^−32 never reaches
+// the next integer, as a/m0's fraction is at most 1 − 1/m0 and m0 < 2^32).
+func mulHi(a, b uint64) uint64 {
+	hi, _ := bits.Mul64(a, b)
+	return hi
+}
+
+// where returns the buckets h's final buckets live in now, and its tag in
+// each. The final buckets and the fingerprint are Filter.locate's for the
+// generation's plain table. (Four results come back in registers; a struct
+// of all the intermediate values came back through memory, and cost
+// lookups twice as much.)
+func (g *growTable) where(h uint64) (j1, tag1, j2, tag2 uint64) {
+	i1, i2, fp := g.finals(h)
+	// i1 = ⌊x·m0·2^R/2^32⌋ for x = h>>32, so ⌊i1/m0⌋ = ⌊x·2^R/2^32⌋: the
+	// top R bits of x.
+	q1, q2 := h>>(64-g.reserve), mulHi(i2, g.recip)
+	return g.bucketOf(i1, q1), q1<<g.fpBits | fp, g.bucketOf(i2, q2), q2<<g.fpBits | fp
+}
+
+// finals returns h's two buckets in the plain table of the generation, and
+// its fingerprint, as Filter.locate and altIndex compute them there.
+func (g *growTable) finals(h uint64) (i1, i2, fp uint64) {
+	fp = uint64(uint32(h))*g.fpRange>>32 + 1
+	i1 = (h >> 32) * g.final >> 32
+	return i1, altIndexOf(i1, fp, g.final), fp
+}
+
+// bucketOf returns the bucket final bucket i (of reserve q) lives in now.
+func (g *growTable) bucketOf(i, q uint64) uint64 {
+	j := i - g.base*(q&^(1<<g.level-1)) // i mod m_ℓ
+	k := i - g.base*(q&^(2<<g.level-1)) // i mod m_(ℓ+1)
+	// k when j < split, without a branch: which side of the split point a
+	// key falls is a coin flip weighted by how far the splits have gone.
+	// Both are below 2^32, so the difference's sign is the comparison.
+	below := uint64(int64(j-g.split) >> 63)
+	return k&below | j&^below
+}
+
+// finalOf returns the final bucket of a tag of reserve q in bucket j: the
+// inverse of bucketOf.
+func (g *growTable) finalOf(j, q uint64) uint64 {
+	ml := g.base << g.level
+	if j < g.split || j >= ml {
+		return j + g.base*(q&^(2<<g.level-1))
+	}
+	return j + g.base*(q&^(1<<g.level-1))
+}
+
+// contains reports whether t holds h's fingerprint.
+func (g *growTable) contains(t *table, h uint64) bool {
+	j1, tag1, j2, tag2 := g.where(h)
+	if t.semi {
+		return t.has(j1, tag1) || t.has(j2, tag2)
+	}
+	return t.containsEither(j1, tag1, j2, tag2)
+}
+
+// containsBatch sets found[k] to contains(hs[k]), a group of batchGroup
+// keys at a time: the next group's buckets are located and prefetched
+// before the current group is probed (batch.go), so their misses overlap.
+func (g *growTable) containsBatch(t *table, hs []uint64, found []bool) {
+	var js, tags [2][2 * batchGroup]uint64 // two groups: staged, and probed
+	found = found[:len(hs)]
+	n := min(batchGroup, len(hs))
+	g.stage(t, hs[:n], &js[0], &tags[0])
+	for lo, cur := 0, 0; lo < len(hs); cur ^= 1 {
+		next, nextN := lo+n, 0
+		if next < len(hs) {
+			nextN = min(batchGroup, len(hs)-next)
+			g.stage(t, hs[next:next+nextN], &js[cur^1], &tags[cur^1])
+		}
+		j, tag := &js[cur], &tags[cur]
+		for k := range n {
+			if t.semi {
+				found[lo+k] = t.has(j[2*k], tag[2*k]) || t.has(j[2*k+1], tag[2*k+1])
+			} else {
+				found[lo+k] = t.containsEither(j[2*k], tag[2*k], j[2*k+1], tag[2*k+1])
+			}
+		}
+		lo, n = next, nextN
+	}
+}
+
+// stage locates up to batchGroup hashes, two buckets and tags each, into
+// js and tags, and prefetches the buckets.
+func (g *growTable) stage(t *table, hs []uint64, js, tags *[2 * batchGroup]uint64) {
+	var lines [2 * batchGroup]uint64
+	hs = hs[:min(len(hs), batchGroup)]
+	for k, h := range hs {
+		j1, tag1, j2, tag2 := g.where(h)
+		js[2*k], tags[2*k], js[2*k+1], tags[2*k+1] = j1, tag1, j2, tag2
+		lines[2*k], lines[2*k+1] = j1*t.bucketBits>>6, j2*t.bucketBits>>6
+	}
+	prefetch(t.words, lines[:2*len(hs)])
+}
+
+// slotCopies returns the number of slots holding h's fingerprint.
+func (g *growTable) slotCopies(t *table, h uint64) uint64 {
+	j1, tag1, j2, tag2 := g.where(h)
+	return t.countFP(j1, tag1) + t.countFP(j2, tag2)
+}
+
+// holds reports whether final bucket i holds fingerprint fp.
+func (g *growTable) holds(t *table, i, fp uint64) bool {
+	q := mulHi(i, g.recip)
+	return t.has(g.bucketOf(i, q), q<<g.fpBits|fp)
+}
+
+// growToFull splits the rest of the buckets: the table then has its full
+// size, for strip. Splits only move tags, so it cannot fail.
+func (g *growTable) growToFull(t *table) {
+	for !g.splitPair(t) {
+	}
+}
+
+// pairKey is the key of h's overflow counters: pairKey of its final
+// buckets, as in the plain table strip makes.
+func (g *growTable) pairKey(h uint64) uint64 {
+	i1, i2, fp := g.finals(h)
+	return pairKey(i1, i2, fp)
+}
+
+// crowded reports whether the table should split before taking another
+// fingerprint.
+func (g *growTable) crowded(t *table, occupied uint64) bool {
+	return growLoadDen*(occupied+1) > growLoadNum*t.numBuckets*t.slots
+}
+
+// insert puts a copy of h's fingerprint in a slot, moving others if both
+// buckets are full, and reports false, with the table unchanged, if a
+// search of growSearch slots (or 2·maxKicks, if less) found no room.
+func (g *growTable) insert(t *table, h uint64, maxKicks int) bool {
+	j1, tag1, j2, tag2 := g.where(h)
+	// The emptier bucket first: two choices keep the buckets' loads even.
+	e1, e2 := t.countFP(j1, 0), t.countFP(j2, 0)
+	switch {
+	case e2 > e1:
+		return t.insert(j2, tag2)
+	case e1 > 0:
+		return t.insert(j1, tag1)
+	}
+	return g.search(t, j1, tag1, j2, tag2, min(2*maxKicks, growSearch))
+}
+
+// growNode is a tag reached by search: moving tag from bucket to alt,
+// where it becomes altTag, would free a slot.
+type growNode struct {
+	bucket, tag, alt, altTag uint32
+	parent                   int32
+}
+
+// search is Filter.searchPath for a growing table: a breadth-first search
+// from the key's buckets for the shortest chain of moves that ends in an
+// empty slot, a level at a time with the level's buckets prefetched,
+// looked for before anything moves and then moved hole first, so every tag
+// is in one of its buckets at every moment. A tag's other bucket comes
+// from its final bucket, and its tag there has that bucket's reserve. It
+// reports false, with the table unchanged, when budget slots gave no
+// room: the caller then splits, which is cheaper than a longer search.
+func (g *growTable) search(t *table, j1, tag1, j2, tag2 uint64, budget int) bool {
+	q := g.queue[:0]
+	for _, b := range [2]uint64{j1, j2} {
+		for s := uint64(0); s < t.slots; s++ {
+			q = append(q, growNode{bucket: uint32(b), tag: uint32(t.slot(b, s)), parent: -1})
+		}
+	}
+	var lineBuf [growSearch]uint64 // on the stack
+	found := false
+	for lo := 0; lo < len(q) && !found; {
+		hi := len(q)
+		// Locate the level's other buckets and prefetch them all, so
+		// their misses overlap (as in Filter.searchPath), then look.
+		lines := lineBuf[:0]
+		for k := lo; k < hi; k++ {
+			n := &q[k]
+			tag := uint64(n.tag)
+			fp := tag & g.fpRange
+			i := altIndexOf(g.finalOf(uint64(n.bucket), tag>>g.fpBits), fp, g.final)
+			qa := mulHi(i, g.recip)
+			alt := g.bucketOf(i, qa)
+			n.alt, n.altTag = uint32(alt), uint32(qa<<g.fpBits|fp)
+			lines = append(lines, alt*t.bucketBits>>6)
+		}
+		prefetch(t.words, lines)
+		for k := lo; k < hi && !found; k++ {
+			n := &q[k]
+			if g.onChain(q, k, n.alt) {
+				// Not to be expanded: it would undo the chain. (Within the
+				// two levels of growSearch a chain's buckets are full, so
+				// this only saves work; a deeper search needs it.)
+				n.alt = n.bucket
+				continue
+			}
+			if !t.insert(uint64(n.alt), uint64(n.altTag)) {
+				continue
+			}
+			// The chain's last tag is in its empty slot; now each earlier
+			// one moves into the slot the next one left, and the key's tag
+			// into its bucket's.
+			for j := k; ; {
+				in, parent := tag1, q[j].parent
+				switch {
+				case parent >= 0:
+					in = uint64(q[parent].altTag)
+				case j >= int(t.slots):
+					in = tag2
+				}
+				t.replace(uint64(q[j].bucket), uint64(q[j].tag), in)
+				if parent < 0 {
+					break
+				}
+				j = int(parent)
+			}
+			found = true
+		}
+		for k := lo; k < hi && !found; k++ {
+			alt := q[k].alt
+			for s := uint64(0); s < t.slots && alt != q[k].bucket && len(q) < budget; s++ {
+				q = append(q, growNode{bucket: alt, tag: uint32(t.slot(uint64(alt), s)), parent: int32(k)})
+			}
+		}
+		lo = hi
+	}
+	g.queue = q[:0]
+	return found
+}
+
+// onChain reports whether bucket b is on the chain from node k back to
+// the key's buckets.
+func (g *growTable) onChain(q []growNode, k int, b uint32) bool {
+	for ; k >= 0; k = int(q[k].parent) {
+		if q[k].bucket == b {
+			return true
+		}
+	}
+	return false
+}
+
+// remove deletes one slot copy of h's fingerprint and reports whether
+// there was one.
+func (g *growTable) remove(t *table, h uint64) bool {
+	j1, tag1, j2, tag2 := g.where(h)
+	return t.replace(j1, tag1, 0) || t.replace(j2, tag2, 0)
+}
+
+// splitPair splits the next two buckets, appending their images, and
+// reports whether the table has reached its full size (then strip it).
+func (g *growTable) splitPair(t *table) (full bool) {
+	ml := g.base << g.level
+	g.growWords(t, t.numBuckets+2)
+	var tags [8]uint64
+	for k := uint64(0); k < 2; k++ {
+		src := g.split + k
+		dst := t.numBuckets
+		t.numBuckets++
+		for s := uint64(0); s < t.slots; s++ {
+			tags[s] = t.slot(src, s)
+		}
+		for _, tag := range tags[:t.slots] {
+			if tag != 0 && tag>>g.fpBits>>g.level&1 != 0 {
+				t.replace(src, tag, 0)
+				t.insert(dst, tag)
+			}
+		}
+	}
+	g.split += 2
+	if g.split == ml {
+		g.level++
+		g.split = 0
+	}
+	return g.level == g.reserve
+}
+
+// growWords makes room in t's words for n buckets. The slice grows by an
+// eighth at a time, so the memory held stays within about 1/8 of what the
+// buckets need (doubling it would cost as much as the chain's doubling that
+// growing in place avoids), at the cost of copying the table about eight
+// times over as it grows.
+func (g *growTable) growWords(t *table, n uint64) {
+	need := (n*t.bucketBits+63)/64 + 1
+	if need <= uint64(cap(t.words)) {
+		t.words = t.words[:need]
+		return
+	}
+	most := (g.final*t.bucketBits+63)/64 + 1
+	words := make([]uint64, need, min(most, lineCap[uint64](need+need/8)))
+	copy(words, t.words)
+	adviseHugePages(words)
+	t.words = words
+}
+
+// strip returns the plain table of the fully grown t: the same buckets and
+// slots, each tag cut to its fingerprint.
+func (g *growTable) strip(t *table) table {
+	p := newShapedTable(g.final, t.slots, g.fpBits, t.semi)
+	for i := uint64(0); i < g.final; i++ {
+		for s := uint64(0); s < t.slots; s++ {
+			tag := t.slot(i, s)
+			switch {
+			case tag == 0:
+			case t.semi:
+				p.insert(i, tag&g.fpRange) // canonical order, whatever the slots
+			default:
+				p.set(i, s, tag&g.fpRange)
+			}
+		}
+	}
+	return p
+}
+
+// growFrom returns the geometry of a growing table of numBuckets buckets
+// (as decoded), and whether numBuckets is one a table growing to final
+// buckets passes through.
+func growFrom(final, numBuckets, fpBits uint64) (*growTable, bool) {
+	g := &growTable{final: final, reserve: reserveBits(fpBits), fpBits: fpBits, fpRange: 1<<fpBits - 1}
+	if g.reserve == 0 || final%(2<<g.reserve) != 0 {
+		return nil, false
+	}
+	g.base = final >> g.reserve
+	g.recip = ^uint64(0)/g.base + 1
+	if numBuckets < g.base || numBuckets >= final || numBuckets%2 != 0 {
+		return nil, false
+	}
+	for g.base<<(g.level+1) <= numBuckets {
+		g.level++
+	}
+	g.split = numBuckets - g.base<<g.level
+	return g, true
+}
+
+// check verifies that every tag of t has a nonzero fingerprint and sits in
+// the bucket its final bucket lives in (the decoder's check).
+func (g *growTable) check(t *table) (bucket uint64, ok bool) {
+	for j := uint64(0); j < t.numBuckets; j++ {
+		for s := uint64(0); s < t.slots; s++ {
+			tag := t.slot(j, s)
+			if tag == 0 {
+				continue
+			}
+			q := tag >> g.fpBits
+			i := g.finalOf(j, q)
+			if tag&g.fpRange == 0 || i >= g.final || mulHi(i, g.recip) != q || g.bucketOf(i, q) != j {
+				return j, false
+			}
+		}
+	}
+	return 0, true
+}

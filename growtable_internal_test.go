@@ -1,0 +1,283 @@
+package cuckoo
+
+import (
+	"bytes"
+	"errors"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/dedupkit/cuckoo/internal/codec"
+)
+
+// TestGrowTableAddresses checks, at every split point of a few table
+// sizes, that bucketOf maps each final bucket into the table, that finalOf
+// inverts it, and that a final bucket's image only moves when its own
+// bucket is split.
+func TestGrowTableAddresses(t *testing.T) {
+	for _, tc := range []struct{ final, f uint64 }{{8, 12}, {24, 12}, {40, 31}, {1000, 16}} {
+		g, tab := newGrowTable(tc.final, 4, tc.f, false)
+		if want := min(2, MaxFingerprintBits-tc.f); g.reserve != want || tab.fpBits != tc.f+want {
+			t.Fatalf("m=%d f=%d: reserve %d, tags of %d bits", tc.final, tc.f, g.reserve, tab.fpBits)
+		}
+		prev := make([]uint64, tc.final)
+		var mlBefore uint64
+		for step := 0; ; step++ {
+			for i := uint64(0); i < tc.final; i++ {
+				q := i / g.base
+				if mq := mulHi(i, g.recip); mq != q {
+					t.Fatalf("m=%d: %d/m0 = %d by the reciprocal, want %d", tc.final, i, mq, q)
+				}
+				j := g.bucketOf(i, q)
+				if j >= tab.numBuckets {
+					t.Fatalf("m=%d step %d: final %d in bucket %d of %d", tc.final, step, i, j, tab.numBuckets)
+				}
+				if back := g.finalOf(j, q); back != i {
+					t.Fatalf("m=%d step %d: finalOf(bucketOf(%d)) = %d", tc.final, step, i, back)
+				}
+				if step > 0 && j != prev[i] && j != prev[i]+mlBefore {
+					t.Fatalf("m=%d step %d: final %d moved from %d to %d, not to its image", tc.final, step, i, prev[i], j)
+				}
+				prev[i] = j
+			}
+			mlBefore = g.base << g.level
+			if g.splitPair(&tab) {
+				break
+			}
+			if tab.numBuckets%2 != 0 || g.split%2 != 0 {
+				t.Fatalf("m=%d: %d buckets, split %d: odd", tc.final, tab.numBuckets, g.split)
+			}
+		}
+		if tab.numBuckets != tc.final {
+			t.Fatalf("m=%d: fully grown at %d buckets", tc.final, tab.numBuckets)
+		}
+	}
+	// The reciprocal is exact for every bucket index below 2^32.
+	r := rand.New(rand.NewPCG(1, 2))
+	for k := 0; k < 100000; k++ {
+		m0 := 2 + r.Uint64N(1<<31)
+		i := r.Uint64N(1 << 32)
+		if k%3 == 0 {
+			i = (i/m0)*m0 + m0 - 1 // just below a multiple
+			if i >= 1<<32 {
+				continue
+			}
+		}
+		if got := mulHi(i, ^uint64(0)/m0+1); got != i/m0 {
+			t.Fatalf("%d/%d: %d, want %d", i, m0, got, i/m0)
+		}
+	}
+}
+
+// TestGrowTableStrip fills a growing table through Scalable's own path
+// until it becomes plain, checking at every split that no key is lost,
+// and that the plain table it becomes is the generation's table: a Filter
+// around it finds every key by Filter.ContainsHash, and counts agree.
+func TestGrowTableStrip(t *testing.T) {
+	for _, l := range []struct {
+		slots uint64
+		semi  bool
+		f     int
+	}{{4, false, 12}, {2, false, 7}, {8, false, 16}, {4, true, 13}, {4, false, 31}} {
+		s, err := NewScalable(200, WithBucketSize(int(l.slots)), WithFingerprintBits(l.f), WithSeed(9), semiOpt(l.semi))
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := rand.New(rand.NewPCG(uint64(l.f), l.slots))
+		var hs []uint64
+		sawGrowing, splits := false, uint64(0)
+		for len(s.levels) < 3 || s.levels[len(s.levels)-1].grow != nil {
+			h := r.Uint64()
+			s.AddHash(h)
+			hs = append(hs, h)
+			lv := s.levels[len(s.levels)-1]
+			if lv.grow == nil {
+				continue
+			}
+			sawGrowing = true
+			if n := lv.f.t.numBuckets; n != splits {
+				splits = n
+				for _, h := range hs {
+					if !s.ContainsHash(h) {
+						t.Fatalf("%+v: key lost at %d buckets", l, n)
+					}
+				}
+				if j, ok := lv.grow.check(&lv.f.t); !ok {
+					t.Fatalf("%+v: bucket %d holds a misplaced tag", l, j)
+				}
+				if err := lv.f.validate(true); err != nil {
+					t.Fatalf("%+v: %v", l, err)
+				}
+			}
+		}
+		wantGrowing := reserveBits(s.levels[1].f.t.fpBits) > 0
+		if sawGrowing != wantGrowing {
+			t.Fatalf("%+v: grew in place %v, want %v", l, sawGrowing, wantGrowing)
+		}
+		for _, lv := range s.levels {
+			if lv.f.t.numBuckets != s.g.at(lv.gen).numBuckets || lv.f.t.fpBits != s.g.at(lv.gen).fpBits {
+				t.Fatalf("%+v: generation %d is not its plain table", l, lv.gen)
+			}
+		}
+		for _, h := range hs {
+			if s.home(h) < 0 {
+				t.Fatalf("%+v: key lost", l)
+			}
+		}
+		if err := s.CheckInvariants(); err != nil {
+			t.Fatalf("%+v: %v", l, err)
+		}
+	}
+}
+
+func semiOpt(semi bool) Option {
+	if semi {
+		return WithSemiSorting()
+	}
+	return func(*config) error { return nil }
+}
+
+// grownMidway returns a Scalable whose newest table is growing, with
+// copies in its overflow counters.
+func grownMidway(t *testing.T) (*Scalable, []uint64) {
+	t.Helper()
+	s, _ := NewScalable(100, WithFingerprintBits(12), WithSeed(3))
+	r := rand.New(rand.NewPCG(3, 4))
+	var hs []uint64
+	for len(s.levels) < 3 || s.levels[len(s.levels)-1].f.occupied < 200 {
+		h := r.Uint64()
+		s.AddHash(h)
+		hs = append(hs, h)
+	}
+	lv := s.levels[len(s.levels)-1]
+	if lv.grow == nil {
+		t.Fatal("the newest table is not growing")
+	}
+	for k := 0; k < 5; k++ {
+		s.AddHash(hs[len(hs)-1]) // a hot key: slot copies, then counted ones
+	}
+	if lv.nOver == 0 {
+		t.Fatal("no overflow copies in the growing table")
+	}
+	return s, hs
+}
+
+// TestGrowingEncoding: a Scalable with a growing table round-trips; the
+// growing table's own encoding is refused as a Filter; a tag moved to a
+// bucket it does not belong in is refused; a Concurrent loading it gets
+// the table at full size, every key found.
+func TestGrowingEncoding(t *testing.T) {
+	s, hs := grownMidway(t)
+	data, err := s.MarshalBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var g Scalable
+	if err := g.UnmarshalBinary(data); err != nil {
+		t.Fatal(err)
+	}
+	if again, _ := g.MarshalBinary(); !bytes.Equal(again, data) {
+		t.Fatal("re-encoding changed the bytes")
+	}
+	for _, h := range hs {
+		if !g.ContainsHash(h) {
+			t.Fatal("key lost in the round trip")
+		}
+	}
+	if got, want := g.CountHash(hs[len(hs)-1]), s.CountHash(hs[len(hs)-1]); got != want || got < 6 {
+		t.Fatalf("hot key: count %d after the round trip, %d before", got, want)
+	}
+
+	lv := s.levels[len(s.levels)-1]
+	var buf bytes.Buffer
+	if _, err := lv.f.writeTo(&buf, flagGrowing); err != nil {
+		t.Fatal(err)
+	}
+	var f Filter
+	if err := f.UnmarshalBinary(buf.Bytes()); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("a growing table as a Filter: %v", err)
+	}
+
+	// Move one tag into a bucket it does not live in.
+	bad := *s
+	badLv := *lv
+	badLv.f.t.words = append([]uint64(nil), lv.f.t.words...)
+	bad.levels = append(append([]*level(nil), s.levels[:len(s.levels)-1]...), &badLv)
+	tb := &badLv.f.t
+	moved := false
+	// A tag moved within its block of m0 buckets is a valid tag of
+	// another key (as a fingerprint moved in a Filter is); one block on,
+	// its reserve no longer matches the bucket.
+	for j := uint64(0); j+badLv.grow.base < tb.numBuckets && !moved; j++ {
+		dst := j + badLv.grow.base
+		for sl := uint64(0); sl < tb.slots; sl++ {
+			if tag := tb.slot(j, sl); tag != 0 && tb.insert(dst, tag) {
+				tb.replace(j, tag, 0)
+				if _, ok := badLv.grow.check(tb); !ok {
+					moved = true
+					break
+				}
+				tb.replace(dst, tag, 0)
+				tb.insert(j, tag)
+			}
+		}
+	}
+	if !moved {
+		t.Fatal("found no tag to misplace")
+	}
+	if err := new(Scalable).UnmarshalBinary(mustEncode(t, &bad)); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("a misplaced tag: %v", err)
+	}
+
+	var c Concurrent
+	if err := c.UnmarshalBinary(data); err != nil {
+		t.Fatal(err)
+	}
+	for _, h := range hs {
+		if !c.ContainsHash(h) {
+			t.Fatal("key lost loading into a Concurrent")
+		}
+	}
+	if err := c.CheckInvariants(); err != nil {
+		t.Fatal(err)
+	}
+	if c.Len() != s.Len() || c.CountHash(hs[len(hs)-1]) != s.CountHash(hs[len(hs)-1]) {
+		t.Fatalf("Concurrent: Len %d, want %d", c.Len(), s.Len())
+	}
+	// The decoder that checks a stream sees the same.
+	if _, err := decodeScalable(codec.NewDecoder(bytes.NewReader(data))); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func mustEncode(t *testing.T, s *Scalable) []byte {
+	t.Helper()
+	data, err := s.MarshalBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
+
+// TestGrowingOldFiles: a chain decoded without the in-place flag (written
+// before tables grew in place) goes on adding whole tables.
+func TestGrowingOldFiles(t *testing.T) {
+	s, _ := NewScalable(50, WithFingerprintBits(12), WithSeed(5))
+	s.g.inPlace = false
+	s.levels = []*level{s.newLevel(s.g.at(0))}
+	for i := uint64(0); i < 2000; i++ {
+		s.AddHash(i * 0x9e3779b97f4a7c15)
+	}
+	data := mustEncode(t, s)
+	var g Scalable
+	if err := g.UnmarshalBinary(data); err != nil {
+		t.Fatal(err)
+	}
+	for i := uint64(2000); i < 8000; i++ {
+		g.AddHash(i * 0x9e3779b97f4a7c15)
+	}
+	for _, lv := range g.levels {
+		if lv.grow != nil || lv.f.t.numBuckets != g.g.at(lv.gen).numBuckets {
+			t.Fatalf("an old chain grew a table in place (generation %d)", lv.gen)
+		}
+	}
+}
