@@ -116,11 +116,19 @@ func reserveBits(f uint64) uint64 {
 // fpBits-bit fingerprints, and its first table: final>>R buckets of
 // fpBits+R-bit tags. final must be a multiple of 2^(R+1), R > 0.
 func newGrowTable(final, slots, fpBits uint64, semi bool) (*growTable, table) {
+	g := growGeometry(final, fpBits)
+	return g, newShapedTable(g.base, slots, fpBits+g.reserve, semi)
+}
+
+// growGeometry returns the geometry of a table growing to final buckets of
+// fpBits-bit fingerprints, before its first split.
+func growGeometry(final, fpBits uint64) *growTable {
 	g := &growTable{final: final, reserve: reserveBits(fpBits), fpBits: fpBits, fpRange: 1<<fpBits - 1}
 	g.base = final >> g.reserve
-	g.recip = ^uint64(0)/g.base + 1
-	t := newShapedTable(g.base, slots, fpBits+g.reserve, semi)
-	return g, t
+	if g.base > 0 { // always, for a generation's shape (growFrom checks)
+		g.recip = ^uint64(0)/g.base + 1
+	}
+	return g
 }
 
 // mulHi is the high word of a·b: with b = ⌈2^64/m0⌉ and a < 2^32 it is
@@ -439,12 +447,10 @@ func (g *growTable) strip(t *table) table {
 // (as decoded), and whether numBuckets is one a table growing to final
 // buckets passes through.
 func growFrom(final, numBuckets, fpBits uint64) (*growTable, bool) {
-	g := &growTable{final: final, reserve: reserveBits(fpBits), fpBits: fpBits, fpRange: 1<<fpBits - 1}
-	if g.reserve == 0 || final%(2<<g.reserve) != 0 {
+	g := growGeometry(final, fpBits)
+	if g.reserve == 0 || g.base == 0 || final%(2<<g.reserve) != 0 {
 		return nil, false
 	}
-	g.base = final >> g.reserve
-	g.recip = ^uint64(0)/g.base + 1
 	if numBuckets < g.base || numBuckets >= final || numBuckets%2 != 0 {
 		return nil, false
 	}
