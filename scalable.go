@@ -230,7 +230,8 @@ func (s *Scalable) setUp() {
 
 // Add inserts one copy of key, adding a table when the newest is full.
 // It always returns nil (the result is there so that a Scalable and a
-// Filter can be used alike). It allocates only when it adds a table, and
+// Filter can be used alike). It allocates only when the growing table
+// needs more memory (an eighth more at a time) or a table is added, and
 // for the counters of a key added three times or more.
 func (s *Scalable) Add(key []byte) error { s.setUp(); return s.AddHash(s.hasher.Sum64(key)) }
 
