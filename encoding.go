@@ -44,7 +44,7 @@ const (
 	kindFilter    = 1
 	flagSemiSort  = 1 << 0
 	// flagGrowing marks the table of a Scalable that is growing in place
-	// (growtable.go): its slots hold tags of f+R bits, its buckets are
+	// (growtable.go): its slots hold tags of up to f+R bits, its buckets are
 	// not a plain table's, so it is not a Filter; the Filter decoder
 	// rejects it.
 	flagGrowing  = 1 << 1

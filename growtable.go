@@ -5,13 +5,13 @@ import (
 )
 
 // A table that grows in place: the newest table of a Scalable (after the
-// first) starts at a quarter of its generation's size and grows two
-// buckets at a time, by linear hashing, instead of being allocated at full
-// size empty. A chain whose every table is allocated whole costs, averaged
-// over its growth, about 1.4 times the memory of its full tables (right
-// after growing, the newest table is empty and as large as all the others
-// together); a table that grows as it fills costs about (f+R)/f/growLoad
-// of its full size while it grows.
+// first) starts at 1/2^R of its generation's size and grows two buckets at
+// a time, by linear hashing, instead of being allocated at full size
+// empty. A chain whose every table is allocated whole costs, averaged over
+// its growth, about 1.4 times the memory of its full tables (right after
+// growing, the newest table is empty and as large as all the others
+// together); a table that grows as it fills costs about
+// (f+R−ℓ)/f/growLoad of its size at level ℓ while it grows.
 //
 // # Addresses
 //
@@ -24,7 +24,8 @@ import (
 // The table holds m_ℓ + s buckets, m_ℓ = m0·2^ℓ, at a level ℓ < R: buckets
 // [0, s) have been split, each into itself and bucket m_ℓ + j. A final
 // bucket i lives in i mod m_ℓ, or in i mod m_(ℓ+1) when that is below s
-// (bucketOf; finalOf is its inverse for a given reserve). With R = 2, the
+// (bucketOf; finalOf is its inverse for a given reserve). With R = 2 (the
+// chains NewScalable builds have R = 4, which draws less well), the
 // reserves each bucket holds:
 //
 //	final table:      | q=0 | q=1 | q=2 | q=3 |         blocks of m0 buckets
@@ -33,18 +34,37 @@ import (
 //	level 1, s = 0:   | 0,2 | 1,3 |                      [0,m0) [m0,2m0)
 //	level 1, s ≤ m0:  | 0 | 0,2 | 1,3 | 2 |              [0,s) [s,m0) [m0,2m0) [2m0,2m0+s)
 //
-// A slot holds the tag q<<f | fp, f+R bits: the bucket does not determine
-// the reserve yet, and a split, which moves the tags whose reserve has bit
-// ℓ set to the image, needs it; so does a move to a tag's other bucket,
-// which starts from the tag's final bucket. A probe compares all f+R bits:
-// the bits the bucket determines always match, the rest only make false
+// # Tags
+//
+// A bucket j < m_ℓ tells the low ℓ bits of its tags' reserves (they are
+// ⌊j/m0⌋ mod 2^ℓ), a split bucket or an image the low ℓ+1; the rest it
+// does not, and a split, which moves the tags whose reserve has bit ℓ set
+// to the image, needs bit ℓ; so does a move to a tag's other bucket, which
+// starts from the tag's final bucket. So a slot holds the tag
+// (q>>d)<<f | fp: in a packed table (the chains NewScalable builds) d = ℓ,
+// and the slots are f+R−ℓ bits wide, narrowing by one bit at each level
+// (repack, in O(m_ℓ) when the level's last bucket is split); in an
+// unpacked one (files written before, with R = 2) d = 0 and the slots
+// keep f+R bits. A probe compares the whole tag: the bits the bucket
+// determines, if any are stored, always match, the rest only make false
 // matches rarer.
 //
 // When the last bucket is split (ℓ = R) every bucket is its own final
-// bucket, and strip drops the reserve bits: what is left is, slot for slot,
-// the generation's plain table, and the level goes on as a Filter. The
-// overflow counters of a growing table are keyed by the final buckets
-// (pairKey of finals), so they need no change either.
+// bucket, and repack drops the reserve bits left: what remains is, slot
+// for slot, the generation's plain table, and the level goes on as a
+// Filter. The overflow counters of a growing table are keyed by the final
+// buckets (pairKey of finals), so they need no change either.
+//
+// # Reserve
+//
+// Each reserve bit costs a bit per slot until the level that tells it,
+// and halves the empty table a generation starts with. Bits per item
+// averaged over a growth from 10,000 to 10^7 keys (TestScalableGrowth
+// -growth.full), f = 8/12/16, against the bound 12.96/19.32/25.72:
+//
+//	tables allocated whole         17.58 24.36 30.64
+//	R = 2, unpacked                13.37 18.39 23.00
+//	R = 4, packed (growReserve)    12.72 17.56 22.03
 //
 // # False positives
 //
@@ -63,23 +83,29 @@ import (
 // uneven, and inserts at a steady high load need moves: growLoad and
 // growSearch trade the memory of the growing table against insert time.
 //
-// Invariants (besides the table's, for m_ℓ + s buckets of f+R bits):
-//   - R is 1 or 2, m is a multiple of 2^(R+1), so m0 and the bucket count
-//     are even; ℓ < R, s < m_ℓ and s is even.
-//   - every tag q<<f|fp in bucket j has fp != 0, and i = finalOf(j, q) is
-//     a final bucket (i < m) of reserve q (⌊i/m0⌋ = q) that lives in j
-//     (bucketOf(i, q) == j). check verifies it, for the decoder.
+// Invariants (besides the table's, for m_ℓ + s buckets of f+R−d bits):
+//   - R is 1 to 4, m is a multiple of 2^(R+1), so m0 and the bucket count
+//     are even; ℓ < R, s < m_ℓ and s is even; d = ℓ if packed, else 0.
+//   - every tag (q>>d)<<f|fp in bucket j has fp != 0, and
+//     i = finalOf(j, q>>d) is a final bucket (i < m) whose reserve
+//     ⌊i/m0⌋ shifted right by d is the tag's, and that lives in j
+//     (bucketOf(i, ⌊i/m0⌋) == j). check verifies it, for the decoder.
 //   - copies beyond maxSlotCopies are kept in the level's overflow
 //     counters, keyed by pairKey of the final buckets.
 type growTable struct {
-	final   uint64     // m: buckets when fully grown
-	base    uint64     // m0 = m >> reserve
-	recip   uint64     // ⌈2^64/m0⌉: i/m0 = mulHi(i, recip) for i < 2^32
-	reserve uint64     // R
-	fpBits  uint64     // f: the generation's fingerprint width
-	fpRange uint64     // 2^f − 1
-	level   uint64     // ℓ
-	split   uint64     // s
+	final   uint64 // m: buckets when fully grown
+	base    uint64 // m0 = m >> reserve
+	recip   uint64 // ⌈2^64/m0⌉: i/m0 = mulHi(i, recip) for i < 2^32
+	reserve uint64 // R
+	fpBits  uint64 // f: the generation's fingerprint width
+	fpRange uint64 // 2^f − 1
+	level   uint64 // ℓ
+	split   uint64 // s
+	// packed: the tags drop the reserve bits the buckets determine, at
+	// each completed level (repack); dropped is how many they have
+	// dropped (ℓ when packed, else 0), so a tag holds q >> dropped.
+	packed  bool
+	dropped uint64
 	queue   []growNode // scratch of search
 }
 
@@ -106,29 +132,37 @@ const (
 	growSearch               = 40
 )
 
-// reserveBits is R for a generation of width f in a chain that grows in
-// place: 2, or fewer where f+R would pass the widest slot.
-func reserveBits(f uint64) uint64 {
-	return min(2, MaxFingerprintBits-f)
+// reserveBits is R for a generation of width f in a chain whose tables
+// grow in place with up to r reserve bits: r, or fewer where f+R would
+// pass the widest slot.
+func reserveBits(r, f uint64) uint64 {
+	return min(r, MaxFingerprintBits-f)
 }
 
 // newGrowTable returns the geometry of a table growing to final buckets of
-// fpBits-bit fingerprints, and its first table: final>>R buckets of
-// fpBits+R-bit tags. final must be a multiple of 2^(R+1), R > 0.
-func newGrowTable(final, slots, fpBits uint64, semi bool) (*growTable, table) {
-	g := growGeometry(final, fpBits)
-	return g, newShapedTable(g.base, slots, fpBits+g.reserve, semi)
+// fpBits-bit fingerprints with r reserve bits (packed or not), and its
+// first table: final>>r buckets of fpBits+r-bit tags. final must be a
+// multiple of 2^(r+1), r > 0.
+func newGrowTable(final, slots, fpBits, r uint64, packed, semi bool) (*growTable, table) {
+	g := growGeometry(final, fpBits, r, packed)
+	return g, newShapedTable(g.base, slots, g.tagBits(), semi)
 }
 
 // growGeometry returns the geometry of a table growing to final buckets of
-// fpBits-bit fingerprints, before its first split.
-func growGeometry(final, fpBits uint64) *growTable {
-	g := &growTable{final: final, reserve: reserveBits(fpBits), fpBits: fpBits, fpRange: 1<<fpBits - 1}
+// fpBits-bit fingerprints with r reserve bits, before its first split.
+func growGeometry(final, fpBits, r uint64, packed bool) *growTable {
+	g := &growTable{final: final, reserve: r, fpBits: fpBits, fpRange: 1<<fpBits - 1, packed: packed}
 	g.base = final >> g.reserve
 	if g.base > 0 { // always, for a generation's shape (growFrom checks)
 		g.recip = ^uint64(0)/g.base + 1
 	}
 	return g
+}
+
+// tagBits is the width of the table's slots: f plus the reserve bits the
+// tags still hold.
+func (g *growTable) tagBits() uint64 {
+	return g.fpBits + g.reserve - g.dropped
 }
 
 // mulHi is the high word of a·b: with b = ⌈2^64/m0⌉ and a < 2^32 it is
@@ -149,7 +183,7 @@ func (g *growTable) where(h uint64) (j1, tag1, j2, tag2 uint64) {
 	// i1 = ⌊x·m0·2^R/2^32⌋ for x = h>>32, so ⌊i1/m0⌋ = ⌊x·2^R/2^32⌋: the
 	// top R bits of x.
 	q1, q2 := h>>(64-g.reserve), mulHi(i2, g.recip)
-	return g.bucketOf(i1, q1), q1<<g.fpBits | fp, g.bucketOf(i2, q2), q2<<g.fpBits | fp
+	return g.bucketOf(i1, q1), q1>>g.dropped<<g.fpBits | fp, g.bucketOf(i2, q2), q2>>g.dropped<<g.fpBits | fp
 }
 
 // finals returns h's two buckets in the plain table of the generation, and
@@ -171,14 +205,16 @@ func (g *growTable) bucketOf(i, q uint64) uint64 {
 	return k&below | j&^below
 }
 
-// finalOf returns the final bucket of a tag of reserve q in bucket j: the
-// inverse of bucketOf.
-func (g *growTable) finalOf(j, q uint64) uint64 {
-	ml := g.base << g.level
-	if j < g.split || j >= ml {
-		return j + g.base*(q&^(2<<g.level-1))
+// finalOf returns the final bucket of the tag in bucket j whose reserve
+// bits are stored (q >> dropped): the inverse of bucketOf. Bucket j mod
+// m_ℓ is i mod m_ℓ, and the reserve bits from ℓ on (held by the tag, as
+// the bucket does not tell them all) say which of the blocks of m_ℓ
+// buckets i is in.
+func (g *growTable) finalOf(j, stored uint64) uint64 {
+	if ml := g.base << g.level; j >= ml {
+		j -= ml
 	}
-	return j + g.base*(q&^(1<<g.level-1))
+	return j + g.base*(stored<<g.dropped&^(1<<g.level-1))
 }
 
 // contains reports whether t holds h's fingerprint.
@@ -238,18 +274,18 @@ func (g *growTable) slotCopies(t *table, h uint64) uint64 {
 // holds reports whether final bucket i holds fingerprint fp.
 func (g *growTable) holds(t *table, i, fp uint64) bool {
 	q := mulHi(i, g.recip)
-	return t.has(g.bucketOf(i, q), q<<g.fpBits|fp)
+	return t.has(g.bucketOf(i, q), q>>g.dropped<<g.fpBits|fp)
 }
 
-// growToFull splits the rest of the buckets: the table then has its full
-// size, for strip. Splits only move tags, so it cannot fail.
+// growToFull splits the rest of the buckets: the table then is the
+// generation's plain table. Splits only move tags, so it cannot fail.
 func (g *growTable) growToFull(t *table) {
 	for !g.splitPair(t) {
 	}
 }
 
 // pairKey is the key of h's overflow counters: pairKey of its final
-// buckets, as in the plain table strip makes.
+// buckets, as in the plain table the table becomes.
 func (g *growTable) pairKey(h uint64) uint64 {
 	i1, i2, fp := g.finals(h)
 	return pairKey(i1, i2, fp)
@@ -313,7 +349,7 @@ func (g *growTable) search(t *table, j1, tag1, j2, tag2 uint64, budget int) bool
 			i := altIndexOf(g.finalOf(uint64(n.bucket), tag>>g.fpBits), fp, g.final)
 			qa := mulHi(i, g.recip)
 			alt := g.bucketOf(i, qa)
-			n.alt, n.altTag = uint32(alt), uint32(qa<<g.fpBits|fp)
+			n.alt, n.altTag = uint32(alt), uint32(qa>>g.dropped<<g.fpBits|fp)
 			lines = append(lines, alt*t.bucketBits>>6)
 		}
 		prefetch(t.words, lines)
@@ -379,7 +415,8 @@ func (g *growTable) remove(t *table, h uint64) bool {
 }
 
 // splitPair splits the next two buckets, appending their images, and
-// reports whether the table has reached its full size (then strip it).
+// reports whether the table has reached its full size, and so become the
+// generation's plain table (its reserve bits dropped).
 func (g *growTable) splitPair(t *table) (full bool) {
 	ml := g.base << g.level
 	g.growWords(t, t.numBuckets+2)
@@ -392,7 +429,7 @@ func (g *growTable) splitPair(t *table) (full bool) {
 			tags[s] = t.slot(src, s)
 		}
 		for _, tag := range tags[:t.slots] {
-			if tag != 0 && tag>>g.fpBits>>g.level&1 != 0 {
+			if tag != 0 && tag>>g.fpBits>>(g.level-g.dropped)&1 != 0 {
 				t.replace(src, tag, 0)
 				t.insert(dst, tag)
 			}
@@ -402,6 +439,12 @@ func (g *growTable) splitPair(t *table) (full bool) {
 	if g.split == ml {
 		g.level++
 		g.split = 0
+		// Every bucket now tells bit ℓ−1 of its tags' reserves: a packed
+		// table drops it, and at full size any table drops what is left.
+		if g.packed || g.level == g.reserve {
+			g.repack(t, g.level-g.dropped)
+			g.dropped = g.level
+		}
 	}
 	return g.level == g.reserve
 }
@@ -424,30 +467,42 @@ func (g *growTable) growWords(t *table, n uint64) {
 	t.words = words
 }
 
-// strip returns the plain table of the fully grown t: the same buckets and
-// slots, each tag cut to its fingerprint.
-func (g *growTable) strip(t *table) table {
-	p := newShapedTable(g.final, t.slots, g.fpBits, t.semi)
-	for i := uint64(0); i < g.final; i++ {
+// repack makes t's tags drop bits narrower, slot for slot: each loses the
+// lowest drop bits of its stored reserve, which the buckets determine
+// now. When no reserve bit is left, t is the generation's plain table. A
+// table that goes on growing gets room for an eighth more buckets, as in
+// growWords.
+func (g *growTable) repack(t *table, drop uint64) {
+	p := newShapedLayout(t.numBuckets, t.slots, t.fpBits-drop, t.semi)
+	need := p.payloadWords() + 1
+	if p.fpBits == g.fpBits {
+		p.words = newWords(need)
+	} else {
+		most := (g.final*p.bucketBits+63)/64 + 1
+		p.words = make([]uint64, need, min(most, lineCap[uint64](need+need/8)))
+	}
+	adviseHugePages(p.words)
+	shift := g.fpBits + drop
+	for i := uint64(0); i < t.numBuckets; i++ {
 		for s := uint64(0); s < t.slots; s++ {
 			tag := t.slot(i, s)
 			switch {
 			case tag == 0:
 			case t.semi:
-				p.insert(i, tag&g.fpRange) // canonical order, whatever the slots
+				p.insert(i, tag>>shift<<g.fpBits|tag&g.fpRange) // canonical order, whatever the slots
 			default:
-				p.set(i, s, tag&g.fpRange)
+				p.set(i, s, tag>>shift<<g.fpBits|tag&g.fpRange)
 			}
 		}
 	}
-	return p
+	*t = p
 }
 
 // growFrom returns the geometry of a growing table of numBuckets buckets
 // (as decoded), and whether numBuckets is one a table growing to final
-// buckets passes through.
-func growFrom(final, numBuckets, fpBits uint64) (*growTable, bool) {
-	g := growGeometry(final, fpBits)
+// buckets with r reserve bits passes through.
+func growFrom(final, numBuckets, fpBits, r uint64, packed bool) (*growTable, bool) {
+	g := growGeometry(final, fpBits, r, packed)
 	if g.reserve == 0 || g.base == 0 || final%(2<<g.reserve) != 0 {
 		return nil, false
 	}
@@ -458,6 +513,9 @@ func growFrom(final, numBuckets, fpBits uint64) (*growTable, bool) {
 		g.level++
 	}
 	g.split = numBuckets - g.base<<g.level
+	if packed {
+		g.dropped = g.level
+	}
 	return g, true
 }
 
@@ -470,9 +528,11 @@ func (g *growTable) check(t *table) (bucket uint64, ok bool) {
 			if tag == 0 {
 				continue
 			}
-			q := tag >> g.fpBits
-			i := g.finalOf(j, q)
-			if tag&g.fpRange == 0 || i >= g.final || mulHi(i, g.recip) != q || g.bucketOf(i, q) != j {
+			i := g.finalOf(j, tag>>g.fpBits)
+			if tag&g.fpRange == 0 || i >= g.final {
+				return j, false
+			}
+			if q := mulHi(i, g.recip); q>>g.dropped != tag>>g.fpBits || g.bucketOf(i, q) != j {
 				return j, false
 			}
 		}

@@ -10,13 +10,21 @@ import (
 )
 
 // TestGrowTableAddresses checks, at every split point of a few table
-// sizes, that bucketOf maps each final bucket into the table, that finalOf
-// inverts it, and that a final bucket's image only moves when its own
-// bucket is split.
+// sizes, packed (reserve 4) and not (2), that bucketOf maps each final
+// bucket into the table, that finalOf inverts it, that a final bucket's
+// image only moves when its own bucket is split, and that the tags are as
+// wide as the reserve bits the buckets do not yet tell.
 func TestGrowTableAddresses(t *testing.T) {
-	for _, tc := range []struct{ final, f uint64 }{{8, 12}, {24, 12}, {40, 31}, {1000, 16}} {
-		g, tab := newGrowTable(tc.final, 4, tc.f, false)
-		if want := min(2, MaxFingerprintBits-tc.f); g.reserve != want || tab.fpBits != tc.f+want {
+	for _, tc := range []struct {
+		final, f, r uint64
+		packed      bool
+	}{
+		{8, 12, 2, false}, {24, 12, 2, false}, {40, 31, 2, false}, {1000, 16, 2, false},
+		{32, 12, 4, true}, {96, 12, 4, true}, {160, 29, 4, true}, {40, 31, 4, true}, {1024, 16, 4, true},
+	} {
+		r := reserveBits(tc.r, tc.f)
+		g, tab := newGrowTable(tc.final, 4, tc.f, r, tc.packed, false)
+		if g.reserve != r || tab.fpBits != tc.f+r {
 			t.Fatalf("m=%d f=%d: reserve %d, tags of %d bits", tc.final, tc.f, g.reserve, tab.fpBits)
 		}
 		prev := make([]uint64, tc.final)
@@ -31,7 +39,7 @@ func TestGrowTableAddresses(t *testing.T) {
 				if j >= tab.numBuckets {
 					t.Fatalf("m=%d step %d: final %d in bucket %d of %d", tc.final, step, i, j, tab.numBuckets)
 				}
-				if back := g.finalOf(j, q); back != i {
+				if back := g.finalOf(j, q>>g.dropped); back != i {
 					t.Fatalf("m=%d step %d: finalOf(bucketOf(%d)) = %d", tc.final, step, i, back)
 				}
 				if step > 0 && j != prev[i] && j != prev[i]+mlBefore {
@@ -43,12 +51,19 @@ func TestGrowTableAddresses(t *testing.T) {
 			if g.splitPair(&tab) {
 				break
 			}
+			want := tc.f + r
+			if tc.packed {
+				want -= g.level
+			}
+			if tab.fpBits != want || g.tagBits() != want {
+				t.Fatalf("m=%d f=%d level %d: tags of %d bits (geometry %d), want %d", tc.final, tc.f, g.level, tab.fpBits, g.tagBits(), want)
+			}
 			if tab.numBuckets%2 != 0 || g.split%2 != 0 {
 				t.Fatalf("m=%d: %d buckets, split %d: odd", tc.final, tab.numBuckets, g.split)
 			}
 		}
-		if tab.numBuckets != tc.final {
-			t.Fatalf("m=%d: fully grown at %d buckets", tc.final, tab.numBuckets)
+		if tab.numBuckets != tc.final || tab.fpBits != tc.f {
+			t.Fatalf("m=%d: fully grown at %d buckets of %d bits", tc.final, tab.numBuckets, tab.fpBits)
 		}
 	}
 	// The reciprocal is exact for every bucket index below 2^32.
@@ -109,7 +124,7 @@ func TestGrowTableStrip(t *testing.T) {
 				}
 			}
 		}
-		wantGrowing := reserveBits(s.levels[1].f.t.fpBits) > 0
+		wantGrowing := s.g.reserveOf(s.levels[1].f.t.fpBits) > 0
 		if sawGrowing != wantGrowing {
 			t.Fatalf("%+v: grew in place %v, want %v", l, sawGrowing, wantGrowing)
 		}
@@ -137,13 +152,21 @@ func semiOpt(semi bool) Option {
 }
 
 // grownMidway returns a Scalable whose newest table is growing, with
-// copies in its overflow counters.
-func grownMidway(t *testing.T) (*Scalable, []uint64) {
+// copies in its overflow counters; with quarters, one that grows as the
+// files of NewScalableQuarters (reserve 2, tags unpacked).
+func grownMidway(t *testing.T, quarters bool) (*Scalable, []uint64) {
 	t.Helper()
-	s, _ := NewScalable(100, WithFingerprintBits(12), WithSeed(3))
+	newScalable := NewScalable
+	if quarters {
+		newScalable = NewScalableQuarters
+	}
+	s, _ := newScalable(100, WithFingerprintBits(12), WithSeed(3))
 	r := rand.New(rand.NewPCG(3, 4))
 	var hs []uint64
-	for len(s.levels) < 3 || s.levels[len(s.levels)-1].f.occupied < 200 {
+	// Past its first level and mid-split, so that tags have dropped a
+	// reserve bit and buckets are of both kinds.
+	for len(s.levels) < 3 || s.NewestGrowingLevel() < 1 || s.levels[len(s.levels)-1].f.occupied < 200 ||
+		s.levels[len(s.levels)-1].grow.split == 0 {
 		h := r.Uint64()
 		s.AddHash(h)
 		hs = append(hs, h)
@@ -166,7 +189,7 @@ func grownMidway(t *testing.T) (*Scalable, []uint64) {
 // bucket it does not belong in is refused; a Concurrent loading it gets
 // the table at full size, every key found.
 func TestGrowingEncoding(t *testing.T) {
-	s, hs := grownMidway(t)
+	s, hs := grownMidway(t, false)
 	data, err := s.MarshalBinary()
 	if err != nil {
 		t.Fatal(err)
@@ -204,11 +227,12 @@ func TestGrowingEncoding(t *testing.T) {
 	bad.levels = append(append([]*level(nil), s.levels[:len(s.levels)-1]...), &badLv)
 	tb := &badLv.f.t
 	moved := false
-	// A tag moved within its block of m0 buckets is a valid tag of
-	// another key (as a fingerprint moved in a Filter is); one block on,
-	// its reserve no longer matches the bucket.
-	for j := uint64(0); j+badLv.grow.base < tb.numBuckets && !moved; j++ {
-		dst := j + badLv.grow.base
+	// A tag moved to a bucket whose reserve bits it does not hold is a
+	// valid tag of another key (as a fingerprint moved in a Filter is);
+	// one that holds bits saying otherwise is misplaced: one block of m_ℓ
+	// buckets on, say, as a packed table's tags hold bit ℓ on.
+	for j := uint64(0); j+badLv.grow.base<<badLv.grow.level < tb.numBuckets && !moved; j++ {
+		dst := j + badLv.grow.base<<badLv.grow.level
 		for sl := uint64(0); sl < tb.slots; sl++ {
 			if tag := tb.slot(j, sl); tag != 0 && tb.insert(dst, tag) {
 				tb.replace(j, tag, 0)
@@ -262,7 +286,7 @@ func mustEncode(t *testing.T, s *Scalable) []byte {
 // before tables grew in place) goes on adding whole tables.
 func TestGrowingOldFiles(t *testing.T) {
 	s, _ := NewScalable(50, WithFingerprintBits(12), WithSeed(5))
-	s.g.inPlace = false
+	s.g.reserve, s.g.packed = 0, false
 	s.levels = []*level{s.newLevel(s.g.at(0))}
 	for i := uint64(0); i < 2000; i++ {
 		s.AddHash(i * 0x9e3779b97f4a7c15)
@@ -279,5 +303,42 @@ func TestGrowingOldFiles(t *testing.T) {
 		if lv.grow != nil || lv.f.t.numBuckets != g.g.at(lv.gen).numBuckets {
 			t.Fatalf("an old chain grew a table in place (generation %d)", lv.gen)
 		}
+	}
+}
+
+// TestGrowingUnpackedReserveChecked: in an unpacked table (the files of
+// NewScalableQuarters) a tag holds reserve bits its bucket determines; one
+// whose bits disagree with its bucket is refused by check and the decoder.
+func TestGrowingUnpackedReserveChecked(t *testing.T) {
+	s, hs := grownMidway(t, true)
+	lv := s.levels[len(s.levels)-1]
+	if lv.grow.packed || lv.grow.level < 1 {
+		t.Fatalf("packed %v, level %d: want an unpacked table past its first level", lv.grow.packed, lv.grow.level)
+	}
+	data := mustEncode(t, s)
+	var g Scalable
+	if err := g.UnmarshalBinary(data); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(mustEncode(t, &g), data) {
+		t.Fatal("an unpacked table re-encoded differently")
+	}
+	for _, h := range hs {
+		if !g.ContainsHash(h) {
+			t.Fatal("key lost in the round trip")
+		}
+	}
+	tb := &lv.f.t
+	for j := uint64(0); j < tb.numBuckets; j++ {
+		if tag := tb.slot(j, 0); tag != 0 {
+			tb.set(j, 0, tag^1<<lv.grow.fpBits) // bit 0 of the reserve: the bucket's
+			break
+		}
+	}
+	if _, ok := lv.grow.check(tb); ok {
+		t.Fatal("check passed a tag whose reserve disagrees with its bucket")
+	}
+	if err := new(Scalable).UnmarshalBinary(mustEncode(t, s)); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("a tag whose reserve disagrees with its bucket: %v", err)
 	}
 }

@@ -12,12 +12,12 @@ import (
 // of the options, so a decoder can check every table of a file against
 // them, and a filter loaded from a file grows exactly like the one saved.
 //
-// A Scalable's tables after the first grow in place (growth.inPlace,
-// growtable.go): a table starts at a quarter of its generation's bucket
-// count and reaches it before the next generation starts, so its shape is
-// still the generation's; only its bucket count is rounded up to a multiple
-// of 2^(R+1), which the halving needs. A Concurrent allocates its tables
-// whole.
+// A Scalable's tables after the first grow in place (growth.reserve,
+// growtable.go): a table starts at 1/2^R of its generation's bucket count
+// (a sixteenth; a quarter in files written before) and reaches it before
+// the next generation starts, so its shape is still the generation's; only
+// its bucket count is rounded up to a multiple of 2^(R+1), which the
+// halvings need. A Concurrent allocates its tables whole.
 //
 // # The false-positive budget
 //
@@ -97,11 +97,28 @@ type growth struct {
 	factor  float64 // capacity ratio of successive generations
 	rate    float64 // ε: the chain's rate stays at most 2ε
 	horizon uint32  // generations after 0 that reach growthHorizon × initial
-	// inPlace: each table after the first grows in place (growTable) to
-	// its generation's size, which is a multiple of 2^(R+1) buckets.
-	// Scalables built by this version set it; a file without it (written
-	// before) keeps growing the way it was written, by whole tables.
-	inPlace bool
+	// reserve, when not 0, makes each table after the first grow in place
+	// (growTable) from 1/2^R of its generation's size, R = reserve (or
+	// less, reserveBits), to that size, which is a multiple of 2^(R+1)
+	// buckets; packed, that its tags drop the reserve bits the buckets
+	// determine as it grows. Scalables built by this version take
+	// growReserve, packed; a file keeps growing the way it was written:
+	// by whole tables (0), or from a quarter with unpacked tags (2).
+	reserve uint64
+	packed  bool
+}
+
+// growReserve is the reserve of the chains NewScalable builds (packed):
+// a table starts at a sixteenth of its size. Each reserve bit costs a bit
+// per slot until the table's size tells it, and each halving of the
+// first size saves what the empty start costs; at 4 the two about
+// balance (growtable.go has the figures).
+const growReserve = 4
+
+// reserveOf is R for a generation of width f: 0 when tables are allocated
+// whole.
+func (g *growth) reserveOf(f uint64) uint64 {
+	return reserveBits(g.reserve, f)
 }
 
 // newGrowth checks the parameters of a growing filter and derives the rest.
@@ -218,7 +235,7 @@ func (g *growth) generations() *generations {
 func (g *growth) shape(k uint32, c, f uint64) generation {
 	c = min(c, maxCapacity(g.slots, f))
 	m, _ := bucketsFor(c, g.slots, f) // c <= maxCapacity: always fits
-	if r := reserveBits(f); g.inPlace && r > 0 {
+	if r := g.reserveOf(f); r > 0 {
 		// A multiple of 2^(R+1): the growing table's halvings stay even.
 		// maxBuckets is one too, so m stays within it.
 		unit := uint64(2) << r

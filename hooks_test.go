@@ -32,6 +32,28 @@ func (s *Scalable) NewestGrowing() bool {
 	return len(s.levels) > 0 && s.levels[len(s.levels)-1].grow != nil
 }
 
+// NewScalableQuarters is NewScalable as it was before tables grew from a
+// sixteenth with packed tags: they grow from a quarter (reserve 2), their
+// tags unpacked. It makes the chains of the files written then.
+func NewScalableQuarters(initialCapacity uint64, opts ...Option) (*Scalable, error) {
+	s, err := NewScalable(initialCapacity, opts...)
+	if err != nil {
+		return nil, err
+	}
+	s.g.reserve, s.g.packed = 2, false
+	s.levels = []*level{s.newLevel(s.g.at(0))}
+	return s, nil
+}
+
+// NewestGrowingLevel returns the level of the newest table while it grows
+// in place (the halvings it has completed), or -1.
+func (s *Scalable) NewestGrowingLevel() int {
+	if !s.NewestGrowing() {
+		return -1
+	}
+	return int(s.levels[len(s.levels)-1].grow.level)
+}
+
 // OverflowCopies returns the copies counted beside full tables.
 func (s *Scalable) OverflowCopies() uint64 { return s.extra }
 

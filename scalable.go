@@ -21,7 +21,7 @@ const DefaultScalableCapacity = 1024
 // Scalable is a cuckoo filter that grows: for a set whose size is not known
 // in advance. It is a chain of tables, each [WithGrowth] (2 by default)
 // times the capacity of the one before. The newest grows in place, from a
-// quarter of its size, as keys arrive; when it is full, Add starts the
+// sixteenth of its size, as keys arrive; when it is full, Add starts the
 // next. Nothing is ever rehashed (the keys are not kept), nothing stored
 // is ever lost, and Add never returns [ErrFull].
 //
@@ -36,9 +36,9 @@ const DefaultScalableCapacity = 1024
 // absent keys per point):
 //
 //	f   ε         10×            100×           1000×
-//	8   2.91 %    3.40 % 1.17ε   4.04 % 1.39ε   4.93 % 1.69ε
-//	12  0.185 %   0.217 % 1.17ε  0.256 % 1.38ε  0.318 % 1.72ε
-//	16  0.0116 %  0.0138 % 1.19ε 0.0163 % 1.40ε 0.0202 % 1.75ε
+//	8   2.91 %    3.42 % 1.18ε   4.01 % 1.38ε   4.98 % 1.71ε
+//	12  0.185 %   0.217 % 1.17ε  0.256 % 1.38ε  0.316 % 1.70ε
+//	16  0.0116 %  0.0141 % 1.21ε 0.0161 % 1.39ε 0.0201 % 1.74ε
 //
 // The tables then have 16, then 20 (seven times), then 19 (twice) bit
 // fingerprints for f = 16.
@@ -49,25 +49,26 @@ const DefaultScalableCapacity = 1024
 // half empty: its newest table as large as all the others together. That
 // costs about 1.4 times the memory of full tables, averaged over the
 // growth. So the newest table (after the first, whose size is the capacity
-// asked for) starts at a quarter of its size, with 2 more bits per slot,
+// asked for) starts at a sixteenth of its size, with 4 more bits per slot,
 // and grows two buckets at a time by linear hashing, at a load of 0.8
-// (growtable.go); at full size it drops the 2 bits and fills like a
-// Filter, to about 0.97 of its slots for 4-slot buckets. Table bits per
-// item on the same path, with the bound 1.6 × (log2(1/ε) + 3):
+// (growtable.go); each time it doubles, its slots drop a bit, and at full
+// size it has dropped all 4 and fills like a Filter, to about 0.97 of its
+// slots for 4-slot buckets. Table bits per item on the same path, with the
+// bound 1.6 × (log2(1/ε) + 3):
 //
 //	f   10×    100×   1000×  mean over the path  bound  tables allocated whole
-//	8   13.2   14.0   12.1   13.37               12.96  17.6
-//	12  18.2   19.3   16.4   18.39               19.32  24.4
-//	16  22.7   23.9   20.7   23.00               25.72  30.6
+//	8   13.2   13.5   12.1   12.72               12.96  17.6
+//	12  18.3   18.7   16.4   17.56               19.32  24.4
+//	16  22.7   23.3   20.7   22.03               25.72  30.6
 //
-// The mean is over sizes evenly spaced on a log scale. It is within the
-// bound for ε up to about 0.2 % (f = 12); at f = 8 the later tables need
-// 12 bits for the rate, 12.4 bits per item once full, which leaves no room
-// for the growing table's: the mean is 3 % over. The growing table costs
-// inserts: Add takes 1.3 to 1.6 times as long as in a chain of whole
-// tables (BenchmarkScalable_Add: 262 against 161 ns at 10^6 keys, 343
-// against 263 at 10^7), as it keeps its load high where a new whole table
-// takes keys into empty buckets.
+// The mean is over sizes evenly spaced on a log scale. f = 8 has the least
+// room: its later tables need 12 bits for the rate, 12.4 bits per item once
+// full. The growing table costs inserts: Add takes 1.3 to 1.6 times as
+// long as in a chain of whole tables (BenchmarkScalable_Add at 10^6 and
+// 10^7 keys), as it keeps its load high where a new whole table takes keys
+// into empty buckets. Starting at a sixteenth with packed tags costs no
+// more than at a quarter with unpacked ones (495 against 509 ns at 10^6
+// keys, medians of 3 interleaved runs).
 //
 // # Lookups
 //
@@ -151,7 +152,7 @@ type level struct {
 	over  map[uint64]uint64
 	nOver uint64
 	// grow is the geometry of the table while it grows in place (f.t then
-	// holds tags of f+R bits, growtable.go), nil once it is plain. Only
+	// holds tags of f+R−d bits, growtable.go), nil once it is plain. Only
 	// the newest table grows.
 	grow *growTable
 }
@@ -174,7 +175,6 @@ func (lv *level) fpBits() uint64 {
 
 // finishGrowing makes the fully grown table plain.
 func (lv *level) finishGrowing() {
-	lv.f.t = lv.grow.strip(&lv.f.t)
 	lv.f.fpRange = lv.f.t.fpMask
 	lv.grow = nil
 }
@@ -196,19 +196,19 @@ func NewScalable(initialCapacity uint64, opts ...Option) (*Scalable, error) {
 	if err != nil {
 		return nil, err
 	}
-	g.inPlace = true
+	g.reserve, g.packed = growReserve, true
 	s := &Scalable{g: g, hasher: hash.NewSeeded(c.seed), seed: c.seed, maxKicks: c.maxKicks}
 	s.levels = []*level{s.newLevel(g.at(0))}
 	return s, nil
 }
 
 // newLevel returns an empty table of generation gen: growing in place
-// from a quarter of its size when the chain does so, except for the
+// from 1/2^R of its size when the chain does so, except for the
 // first generation, whose size is the capacity asked for.
 func (s *Scalable) newLevel(gen generation) *level {
 	lv := &level{gen: gen.k, limit: gen.limit}
-	if s.g.inPlace && gen.k > 0 && reserveBits(gen.fpBits) > 0 {
-		g, t := newGrowTable(gen.numBuckets, s.g.slots, gen.fpBits, s.g.semi)
+	if r := s.g.reserveOf(gen.fpBits); gen.k > 0 && r > 0 {
+		g, t := newGrowTable(gen.numBuckets, s.g.slots, gen.fpBits, r, s.g.packed, s.g.semi)
 		lv.grow = g
 		lv.f.init(t, s.seed, gen.capacity, s.maxKicks)
 		return lv
@@ -329,7 +329,7 @@ func (s *Scalable) addCopy(lv *level, h uint64) {
 	pk := lv.pairKeyOf(h)
 	if lv.grow != nil {
 		// A growing table keeps no counted copies of its own: those beyond
-		// the slots go to the overflow counters, keyed as strip keeps them.
+		// the slots go to the overflow counters, keyed by the final buckets.
 		if lv.grow.slotCopies(&f.t, h) < maxSlotCopies && s.addGrowing(lv, h) {
 			return
 		}
@@ -377,7 +377,9 @@ func (s *Scalable) addGrowing(lv *level, h uint64) bool {
 			f.occupied++
 			return true
 		}
-		if g.splitPair(&f.t) {
+		full := g.splitPair(&f.t)
+		f.fpRange = f.t.fpMask // the Filter's view of its table, narrower after a repack
+		if full {
 			lv.finishGrowing()
 			return f.occupied < lv.limit && f.AddHash(h) == nil
 		}
@@ -725,7 +727,8 @@ func (s *Scalable) validate() error {
 // Frozen, like the Filter's format.
 const (
 	kindScalable       = 2
-	flagInPlace        = 1 << 1 // tables after the first grow in place (growth.inPlace)
+	flagInPlace        = 1 << 1 // tables after the first grow in place, reserve 2, tags unpacked (growth.reserve)
+	flagInPlacePacked  = 1 << 2 // tables after the first grow in place, reserve growReserve, tags packed
 	scalableHeaderSize = 64
 	overEntrySize      = 24
 	maxTableEncoding   = 1 << 62
@@ -767,7 +770,10 @@ func (s *Scalable) WriteTo(w io.Writer) (int64, error) {
 	if s.g.semi {
 		flags |= flagSemiSort
 	}
-	if s.g.inPlace {
+	switch {
+	case s.g.reserve == growReserve && s.g.packed:
+		flags |= flagInPlacePacked
+	case s.g.reserve == 2 && !s.g.packed:
 		flags |= flagInPlace
 	}
 	e.Uint8(flags)
@@ -868,10 +874,18 @@ func decodeScalable(d *codec.Decoder) (*Scalable, error) {
 		return nil, bad("unsupported format version %d", version)
 	case kind != kindScalable:
 		return nil, bad("encoding of kind %d, not a Scalable", kind)
-	case flags&^(flagSemiSort|flagInPlace) != 0:
+	case flags&^(flagSemiSort|flagInPlace|flagInPlacePacked) != 0:
 		return nil, bad("unknown flags %#x", flags)
+	case flags&flagInPlace != 0 && flags&flagInPlacePacked != 0:
+		return nil, bad("two ways of growing in place (flags %#x)", flags)
 	}
-	g := growth{slots: uint64(d.Uint8()), f0: uint64(d.Uint8()), semi: flags&flagSemiSort != 0, inPlace: flags&flagInPlace != 0}
+	g := growth{slots: uint64(d.Uint8()), f0: uint64(d.Uint8()), semi: flags&flagSemiSort != 0}
+	switch {
+	case flags&flagInPlace != 0:
+		g.reserve = 2
+	case flags&flagInPlacePacked != 0:
+		g.reserve, g.packed = growReserve, true
+	}
 	reserved := d.Uint16()
 	maxKicks := uint64(d.Uint32())
 	seed := d.Uint64()
@@ -959,7 +973,7 @@ func decodeLevel(d *codec.Decoder, s *Scalable, gen generation, newest bool) (*l
 		return nil, d.Err()
 	}
 	sub := &sectionReader{d: d, n: n}
-	f, growing, err := decodeTable(codec.NewDecoder(sub), newest && s.g.inPlace && gen.k > 0)
+	f, growing, err := decodeTable(codec.NewDecoder(sub), newest && s.g.reserveOf(gen.fpBits) > 0 && gen.k > 0)
 	if err != nil {
 		return nil, err
 	}
@@ -970,9 +984,9 @@ func decodeLevel(d *codec.Decoder, s *Scalable, gen generation, newest bool) (*l
 		return nil, bad("table parameters differ from the filter's")
 	}
 	if growing {
-		g, ok := growFrom(gen.numBuckets, f.t.numBuckets, gen.fpBits)
+		g, ok := growFrom(gen.numBuckets, f.t.numBuckets, gen.fpBits, s.g.reserveOf(gen.fpBits), s.g.packed)
 		switch {
-		case !ok || f.t.fpBits != gen.fpBits+g.reserve || f.capacity != gen.capacity:
+		case !ok || f.t.fpBits != g.tagBits() || f.capacity != gen.capacity:
 			return nil, bad("growing table of %d bits, capacity %d, %d buckets is not one of generation %d (%d bits, capacity %d, %d buckets)",
 				f.t.fpBits, f.capacity, f.t.numBuckets, gen.k, gen.fpBits, gen.capacity, gen.numBuckets)
 		case len(f.dups) != 0:
