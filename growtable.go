@@ -11,7 +11,8 @@ import (
 // its growth, about 1.4 times the memory of its full tables (right after
 // growing, the newest table is empty and as large as all the others
 // together); a table that grows as it fills costs about
-// (f+R−ℓ)/f/growLoad of its size at level ℓ while it grows.
+// (f+R−ℓ)/f/growLoad of its size at level ℓ while it grows (packed;
+// (f+R)/f/growLoad unpacked).
 //
 // # Addresses
 //
@@ -64,7 +65,7 @@ import (
 //
 //	tables allocated whole         17.58 24.36 30.64
 //	R = 2, unpacked                13.37 18.39 23.00
-//	R = 4, packed (growReserve)    12.72 17.56 22.03
+//	R = 4, packed (packedReserve)  12.72 17.56 22.03
 //
 // # False positives
 //
@@ -114,7 +115,8 @@ type growTable struct {
 // of growSearch slots (two levels of 4-slot buckets) finds no room splits
 // too. Filling a Scalable from 1,000 to 10^6 keys at f = 16
 // (BenchmarkScalable_Add, TestScalableGrowth; ns per Add, and bits per
-// item averaged over the growth for f = 8/12/16):
+// item averaged over the growth for f = 8/12/16), measured with R = 2,
+// unpacked (the memory with R = 4, packed, is under # Reserve above):
 //
 //	growLoad  growSearch  Add ns  bits per item
 //	 0.75        40        253    13.61 18.67 23.37

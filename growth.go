@@ -14,7 +14,8 @@ import (
 //
 // A Scalable's tables after the first grow in place (growth.reserve,
 // growtable.go): a table starts at 1/2^R of its generation's bucket count
-// (a sixteenth; a quarter in files written before) and reaches it before
+// (a sixteenth, or a little more for fingerprints over 28 bits; a quarter
+// in files written before) and reaches it before
 // the next generation starts, so its shape is still the generation's; only
 // its bucket count is rounded up to a multiple of 2^(R+1), which the
 // halvings need. A Concurrent allocates its tables whole.
@@ -102,18 +103,24 @@ type growth struct {
 	// less, reserveBits), to that size, which is a multiple of 2^(R+1)
 	// buckets; packed, that its tags drop the reserve bits the buckets
 	// determine as it grows. Scalables built by this version take
-	// growReserve, packed; a file keeps growing the way it was written:
-	// by whole tables (0), or from a quarter with unpacked tags (2).
+	// packedReserve, packed; a file keeps growing the way it was written:
+	// by whole tables (0), or from a quarter with unpacked tags
+	// (quarterReserve).
 	reserve uint64
 	packed  bool
 }
 
-// growReserve is the reserve of the chains NewScalable builds (packed):
-// a table starts at a sixteenth of its size. Each reserve bit costs a bit
-// per slot until the table's size tells it, and each halving of the
-// first size saves what the empty start costs; at 4 the two about
-// balance (growtable.go has the figures).
-const growReserve = 4
+// The reserves of the layouts that grow in place, each named by a flag of
+// the encoding (flagInPlace, flagInPlacePacked), so frozen like it: a new
+// reserve needs a new flag. packedReserve is the one NewScalable builds: a
+// table starts at a sixteenth of its size. Each reserve bit costs a bit
+// per slot until the table's size tells it, and each halving of the first
+// size saves what the empty start costs; at 4 the two about balance
+// (growtable.go has the figures).
+const (
+	quarterReserve = 2
+	packedReserve  = 4
+)
 
 // reserveOf is R for a generation of width f: 0 when tables are allocated
 // whole.

@@ -40,7 +40,7 @@ func NewScalableQuarters(initialCapacity uint64, opts ...Option) (*Scalable, err
 	if err != nil {
 		return nil, err
 	}
-	s.g.reserve, s.g.packed = 2, false
+	s.g.reserve, s.g.packed = quarterReserve, false
 	s.levels = []*level{s.newLevel(s.g.at(0))}
 	return s, nil
 }
@@ -52,6 +52,16 @@ func (s *Scalable) NewestGrowingLevel() int {
 		return -1
 	}
 	return int(s.levels[len(s.levels)-1].grow.level)
+}
+
+// NewestGrowingLayout returns the reserve bits of the newest table while
+// it grows in place, and whether its tags are packed.
+func (s *Scalable) NewestGrowingLayout() (reserve int, packed bool) {
+	if !s.NewestGrowing() {
+		return 0, false
+	}
+	g := s.levels[len(s.levels)-1].grow
+	return int(g.reserve), g.packed
 }
 
 // OverflowCopies returns the copies counted beside full tables.

@@ -49,10 +49,11 @@ const DefaultScalableCapacity = 1024
 // half empty: its newest table as large as all the others together. That
 // costs about 1.4 times the memory of full tables, averaged over the
 // growth. So the newest table (after the first, whose size is the capacity
-// asked for) starts at a sixteenth of its size, with 4 more bits per slot,
-// and grows two buckets at a time by linear hashing, at a load of 0.8
-// (growtable.go); each time it doubles, its slots drop a bit, and at full
-// size it has dropped all 4 and fills like a Filter, to about 0.97 of its
+// asked for) starts at a sixteenth of its size, with 4 more bits per slot
+// (fewer for fingerprints over 28 bits, which start larger), and grows two
+// buckets at a time by linear hashing, at a load of 0.8 (growtable.go);
+// each time it doubles, its slots drop a bit, and at full size it has
+// dropped them all and fills like a Filter, to about 0.97 of its
 // slots for 4-slot buckets. Table bits per item on the same path, with the
 // bound 1.6 × (log2(1/ε) + 3):
 //
@@ -196,7 +197,7 @@ func NewScalable(initialCapacity uint64, opts ...Option) (*Scalable, error) {
 	if err != nil {
 		return nil, err
 	}
-	g.reserve, g.packed = growReserve, true
+	g.reserve, g.packed = packedReserve, true
 	s := &Scalable{g: g, hasher: hash.NewSeeded(c.seed), seed: c.seed, maxKicks: c.maxKicks}
 	s.levels = []*level{s.newLevel(g.at(0))}
 	return s, nil
@@ -703,7 +704,10 @@ func (s *Scalable) validate() error {
 //	     0     4  magic "CKOO"
 //	     4     2  format version = 1
 //	     6     1  kind = 2 (Scalable)
-//	     7     1  flags: bit 0 = semi-sorted buckets (b = 4); others 0
+//	     7     1  flags: bit 0 = semi-sorted buckets (b = 4); bit 1 =
+//	              tables grow in place from a quarter, tags unpacked; bit
+//	              2 = from a sixteenth, tags packed (growth.reserve; at
+//	              most one of bits 1 and 2); others 0
 //	     8     1  bucket size b: 2, 4 or 8
 //	     9     1  fingerprint bits f0 of generation 0: 4..32
 //	    10     2  reserved = 0
@@ -727,8 +731,8 @@ func (s *Scalable) validate() error {
 // Frozen, like the Filter's format.
 const (
 	kindScalable       = 2
-	flagInPlace        = 1 << 1 // tables after the first grow in place, reserve 2, tags unpacked (growth.reserve)
-	flagInPlacePacked  = 1 << 2 // tables after the first grow in place, reserve growReserve, tags packed
+	flagInPlace        = 1 << 1 // tables after the first grow in place, reserve quarterReserve, tags unpacked (growth.reserve)
+	flagInPlacePacked  = 1 << 2 // tables after the first grow in place, reserve packedReserve, tags packed
 	scalableHeaderSize = 64
 	overEntrySize      = 24
 	maxTableEncoding   = 1 << 62
@@ -771,10 +775,14 @@ func (s *Scalable) WriteTo(w io.Writer) (int64, error) {
 		flags |= flagSemiSort
 	}
 	switch {
-	case s.g.reserve == growReserve && s.g.packed:
+	case s.g.reserve == packedReserve && s.g.packed:
 		flags |= flagInPlacePacked
-	case s.g.reserve == 2 && !s.g.packed:
+	case s.g.reserve == quarterReserve && !s.g.packed:
 		flags |= flagInPlace
+	case s.g.reserve != 0:
+		// Unreachable: NewScalable and the decoder make only the layouts
+		// above.
+		return 0, fmt.Errorf("cuckoo: no encoding for tables growing with reserve %d (packed %v)", s.g.reserve, s.g.packed)
 	}
 	e.Uint8(flags)
 	e.Uint8(uint8(s.g.slots))
@@ -882,9 +890,9 @@ func decodeScalable(d *codec.Decoder) (*Scalable, error) {
 	g := growth{slots: uint64(d.Uint8()), f0: uint64(d.Uint8()), semi: flags&flagSemiSort != 0}
 	switch {
 	case flags&flagInPlace != 0:
-		g.reserve = 2
+		g.reserve = quarterReserve
 	case flags&flagInPlacePacked != 0:
-		g.reserve, g.packed = growReserve, true
+		g.reserve, g.packed = packedReserve, true
 	}
 	reserved := d.Uint16()
 	maxKicks := uint64(d.Uint32())

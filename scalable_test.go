@@ -768,6 +768,9 @@ func TestScalableGolden(t *testing.T) {
 			if g.NewestGrowing() && !inPlace {
 				t.Fatalf("%s: a chain written by whole tables grew one in place", tc.file)
 			}
+			if r, p := g.NewestGrowingLayout(); g.NewestGrowing() && (tc.scheme == quarters) != (r == 2 && !p) {
+				t.Fatalf("%s: a table grows with reserve %d, packed %v, not as the file's chain was written", tc.file, r, p)
+			}
 		}
 		if err := g.CheckInvariants(); err != nil {
 			t.Fatalf("%s: %v", tc.file, err)
