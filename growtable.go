@@ -185,7 +185,13 @@ func (g *growTable) where(h uint64) (j1, tag1, j2, tag2 uint64) {
 	// i1 = ⌊x·m0·2^R/2^32⌋ for x = h>>32, so ⌊i1/m0⌋ = ⌊x·2^R/2^32⌋: the
 	// top R bits of x.
 	q1, q2 := h>>(64-g.reserve), mulHi(i2, g.recip)
-	return g.bucketOf(i1, q1), q1>>g.dropped<<g.fpBits | fp, g.bucketOf(i2, q2), q2>>g.dropped<<g.fpBits | fp
+	return g.bucketOf(i1, q1), g.tagOf(q1, fp), g.bucketOf(i2, q2), g.tagOf(q2, fp)
+}
+
+// tagOf is the tag of fingerprint fp whose final bucket has reserve q:
+// the reserve bits the table has not dropped, above fp.
+func (g *growTable) tagOf(q, fp uint64) uint64 {
+	return q>>g.dropped<<g.fpBits | fp
 }
 
 // finals returns h's two buckets in the plain table of the generation, and
@@ -276,7 +282,7 @@ func (g *growTable) slotCopies(t *table, h uint64) uint64 {
 // holds reports whether final bucket i holds fingerprint fp.
 func (g *growTable) holds(t *table, i, fp uint64) bool {
 	q := mulHi(i, g.recip)
-	return t.has(g.bucketOf(i, q), q>>g.dropped<<g.fpBits|fp)
+	return t.has(g.bucketOf(i, q), g.tagOf(q, fp))
 }
 
 // growToFull splits the rest of the buckets: the table then is the
@@ -351,7 +357,7 @@ func (g *growTable) search(t *table, j1, tag1, j2, tag2 uint64, budget int) bool
 			i := altIndexOf(g.finalOf(uint64(n.bucket), tag>>g.fpBits), fp, g.final)
 			qa := mulHi(i, g.recip)
 			alt := g.bucketOf(i, qa)
-			n.alt, n.altTag = uint32(alt), uint32(qa>>g.dropped<<g.fpBits|fp)
+			n.alt, n.altTag = uint32(alt), uint32(g.tagOf(qa, fp))
 			lines = append(lines, alt*t.bucketBits>>6)
 		}
 		prefetch(t.words, lines)
@@ -462,11 +468,18 @@ func (g *growTable) growWords(t *table, n uint64) {
 		t.words = t.words[:need]
 		return
 	}
-	most := (g.final*t.bucketBits+63)/64 + 1
-	words := make([]uint64, need, min(most, lineCap[uint64](need+need/8)))
+	words := g.newWords(need, t.bucketBits)
 	copy(words, t.words)
-	adviseHugePages(words)
 	t.words = words
+}
+
+// newWords returns need words for a growing table of bucketBits-bit
+// buckets, with room for an eighth more, up to the words of its full size.
+func (g *growTable) newWords(need, bucketBits uint64) []uint64 {
+	most := (g.final*bucketBits+63)/64 + 1
+	words := make([]uint64, need, min(most, lineCap[uint64](need+need/8)))
+	adviseHugePages(words)
+	return words
 }
 
 // repack makes t's tags drop bits narrower, slot for slot: each loses the
@@ -479,11 +492,10 @@ func (g *growTable) repack(t *table, drop uint64) {
 	need := p.payloadWords() + 1
 	if p.fpBits == g.fpBits {
 		p.words = newWords(need)
+		adviseHugePages(p.words)
 	} else {
-		most := (g.final*p.bucketBits+63)/64 + 1
-		p.words = make([]uint64, need, min(most, lineCap[uint64](need+need/8)))
+		p.words = g.newWords(need, p.bucketBits)
 	}
-	adviseHugePages(p.words)
 	shift := g.fpBits + drop
 	for i := uint64(0); i < t.numBuckets; i++ {
 		for s := uint64(0); s < t.slots; s++ {

@@ -154,7 +154,8 @@ type level struct {
 	nOver uint64
 	// grow is the geometry of the table while it grows in place (f.t then
 	// holds tags of f+R−d bits, growtable.go), nil once it is plain. Only
-	// the newest table grows.
+	// the newest table grows. While it does, the Filter's own locate and
+	// fpRange are not used (grow locates); finishGrowing sets fpRange.
 	grow *growTable
 }
 
@@ -378,9 +379,7 @@ func (s *Scalable) addGrowing(lv *level, h uint64) bool {
 			f.occupied++
 			return true
 		}
-		full := g.splitPair(&f.t)
-		f.fpRange = f.t.fpMask // the Filter's view of its table, narrower after a repack
-		if full {
+		if g.splitPair(&f.t) {
 			lv.finishGrowing()
 			return f.occupied < lv.limit && f.AddHash(h) == nil
 		}
