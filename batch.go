@@ -1,5 +1,7 @@
 package cuckoo
 
+import "github.com/dedupkit/cuckoo/internal/hash"
+
 // Batch operations overlap the memory accesses of many keys. A lookup in a
 // table far larger than the CPU caches is two independent cache misses of
 // about 100 ns each; one at a time, a core waits for each pair in turn. A
@@ -38,7 +40,7 @@ func (f *Filter) stage(b *batch, k int, h uint64) {
 func (f *Filter) stageKeys(b *batch, keys [][]byte) {
 	b.n = len(keys)
 	for k, key := range keys {
-		f.stage(b, k, f.hasher.Sum64(key))
+		f.stage(b, k, hash.Sum64(key, f.seed))
 	}
 	prefetch(f.t.words, b.lines[:2*b.n])
 }

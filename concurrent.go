@@ -106,11 +106,11 @@ type Concurrent struct {
 // start over when its epoch changed (the state was replaced).
 type cchain struct {
 	tables   []*ctable // oldest first; the last takes new fingerprints
-	hasher   hash.Seeded
 	seed     uint64
 	maxKicks int
 	grow     *growth // nil: a fixed capacity
 	epoch    uint64
+	_        [8]byte // to a whole cache line (see cacheLine)
 }
 
 // NewConcurrent returns an empty concurrent filter that holds at least
@@ -130,7 +130,7 @@ func NewConcurrent(capacity uint64, opts ...Option) (*Concurrent, error) {
 	if err != nil {
 		return nil, err
 	}
-	ch := &cchain{hasher: hash.NewSeeded(c.seed), seed: c.seed, maxKicks: c.maxKicks}
+	ch := &cchain{seed: c.seed, maxKicks: c.maxKicks}
 	if c.growth != 0 {
 		g, err := newGrowth(capacity, c)
 		if err != nil {
@@ -242,7 +242,7 @@ func (c *Concurrent) Add(key []byte) error {
 		if ch == nil {
 			return ErrFull
 		}
-		if ok, err := c.add(ch, ch.hasher.Sum64(key)); ok {
+		if ok, err := c.add(ch, hash.Sum64(key, ch.seed)); ok {
 			return err
 		}
 	}
@@ -255,7 +255,7 @@ func (c *Concurrent) AddString(key string) error {
 		if ch == nil {
 			return ErrFull
 		}
-		if ok, err := c.add(ch, ch.hasher.Sum64String(key)); ok {
+		if ok, err := c.add(ch, hash.Sum64String(key, ch.seed)); ok {
 			return err
 		}
 	}
@@ -315,7 +315,7 @@ func (c *Concurrent) AddUnique(key []byte) (added bool, err error) {
 		if ch == nil {
 			return false, ErrFull
 		}
-		if ok, a, err := c.addUnique(ch, ch.hasher.Sum64(key)); ok {
+		if ok, a, err := c.addUnique(ch, hash.Sum64(key, ch.seed)); ok {
 			return a, err
 		}
 	}
@@ -329,7 +329,7 @@ func (c *Concurrent) AddUniqueString(key string) (added bool, err error) {
 		if ch == nil {
 			return false, ErrFull
 		}
-		if ok, a, err := c.addUnique(ch, ch.hasher.Sum64String(key)); ok {
+		if ok, a, err := c.addUnique(ch, hash.Sum64String(key, ch.seed)); ok {
 			return a, err
 		}
 	}
@@ -370,14 +370,14 @@ func (c *Concurrent) addUnique(ch *cchain, h uint64) (ok, inserted bool, err err
 // no lock and allocates nothing.
 func (c *Concurrent) Contains(key []byte) bool {
 	ch := c.st.Load()
-	return ch != nil && ch.contains(ch.hasher.Sum64(key))
+	return ch != nil && ch.contains(hash.Sum64(key, ch.seed))
 }
 
 // ContainsString is [Concurrent.Contains] for a string key, without
 // allocating.
 func (c *Concurrent) ContainsString(key string) bool {
 	ch := c.st.Load()
-	return ch != nil && ch.contains(ch.hasher.Sum64String(key))
+	return ch != nil && ch.contains(hash.Sum64String(key, ch.seed))
 }
 
 // ContainsHash is [Concurrent.Contains] for a key's 64-bit hash.
@@ -394,7 +394,7 @@ func (c *Concurrent) Delete(key []byte) bool {
 		if ch == nil {
 			return false
 		}
-		if d, ok := c.delete(ch, ch.hasher.Sum64(key)); ok {
+		if d, ok := c.delete(ch, hash.Sum64(key, ch.seed)); ok {
 			return d
 		}
 	}
@@ -407,7 +407,7 @@ func (c *Concurrent) DeleteString(key string) bool {
 		if ch == nil {
 			return false
 		}
-		if d, ok := c.delete(ch, ch.hasher.Sum64String(key)); ok {
+		if d, ok := c.delete(ch, hash.Sum64String(key, ch.seed)); ok {
 			return d
 		}
 	}
@@ -460,7 +460,7 @@ func (c *Concurrent) Count(key []byte) uint64 {
 	if ch == nil {
 		return 0
 	}
-	return ch.count(ch.hasher.Sum64(key))
+	return ch.count(hash.Sum64(key, ch.seed))
 }
 
 // CountString is [Concurrent.Count] for a string key, without allocating.
@@ -469,7 +469,7 @@ func (c *Concurrent) CountString(key string) uint64 {
 	if ch == nil {
 		return 0
 	}
-	return ch.count(ch.hasher.Sum64String(key))
+	return ch.count(hash.Sum64String(key, ch.seed))
 }
 
 // CountHash is [Concurrent.Count] for a key's 64-bit hash.
@@ -712,7 +712,7 @@ func (c *Concurrent) snapshot() (*Filter, *Scalable, error) {
 		f, _ := ch.tables[0].snapshotLocked(bufs[0])
 		return f, nil, nil
 	}
-	s := &Scalable{g: *ch.grow, hasher: ch.hasher, seed: ch.seed, maxKicks: ch.maxKicks}
+	s := &Scalable{g: *ch.grow, seed: ch.seed, maxKicks: ch.maxKicks}
 	for i, t := range ch.tables {
 		f, over := t.snapshotLocked(bufs[i])
 		lv := &level{f: *f, gen: t.gen, limit: t.limit, over: over}
@@ -819,7 +819,7 @@ func decodeChain(d *codec.Decoder, kind byte) (*cchain, error) {
 			return nil, errSemiConcurrent
 		}
 		g := s.g
-		ch := &cchain{hasher: s.hasher, seed: s.seed, maxKicks: s.maxKicks, grow: &g}
+		ch := &cchain{seed: s.seed, maxKicks: s.maxKicks, grow: &g}
 		for i, lv := range s.levels {
 			if lv.grow != nil {
 				// A Concurrent's tables are plain: the growing one takes
@@ -844,7 +844,7 @@ func decodeChain(d *codec.Decoder, kind byte) (*cchain, error) {
 	if f.t.semi {
 		return nil, errSemiConcurrent
 	}
-	ch := &cchain{hasher: f.hasher, seed: f.seed, maxKicks: f.maxKicks}
+	ch := &cchain{seed: f.seed, maxKicks: f.maxKicks}
 	ch.tables = []*ctable{ctableFrom(f, nil, 0, f.t.numBuckets*f.t.slots, tableOpen)}
 	return ch, nil
 }

@@ -45,7 +45,6 @@ const maxSlotCopies = 2
 //     and t.altIndex(i, fp): displacement moves it only between these two.
 type Filter struct {
 	t        table
-	hasher   hash.Seeded
 	seed     uint64
 	capacity uint64
 	fpRange  uint64 // 2^f - 1: fingerprints are uniform over [1, fpRange]
@@ -103,7 +102,6 @@ func New(capacity uint64, opts ...Option) (*Filter, error) {
 func (f *Filter) init(t table, seed, capacity uint64, maxKicks int) {
 	*f = Filter{
 		t:        t,
-		hasher:   hash.NewSeeded(seed),
 		seed:     seed,
 		capacity: capacity,
 		fpRange:  t.fpMask,
@@ -129,21 +127,21 @@ func (f *Filter) locate(h uint64) (bucket, fp uint64) {
 // filter is then exactly as it was. New(n) guarantees room for n distinct
 // keys. Add allocates nothing, except when a key is added a third time or
 // more (an entry in the duplicate counters).
-func (f *Filter) Add(key []byte) error { return f.AddHash(f.hasher.Sum64(key)) }
+func (f *Filter) Add(key []byte) error { return f.AddHash(hash.Sum64(key, f.seed)) }
 
 // AddString is [Filter.Add] for a string key, without allocating.
-func (f *Filter) AddString(key string) error { return f.AddHash(f.hasher.Sum64String(key)) }
+func (f *Filter) AddString(key string) error { return f.AddHash(hash.Sum64String(key, f.seed)) }
 
 // AddUnique adds key unless Contains(key) already reports it, and says
 // whether it did. A false positive makes it skip a key that was never added:
 // use it for set semantics (dedup), and Add for counting.
 func (f *Filter) AddUnique(key []byte) (added bool, err error) {
-	return f.addUniqueHash(f.hasher.Sum64(key))
+	return f.addUniqueHash(hash.Sum64(key, f.seed))
 }
 
 // AddUniqueString is [Filter.AddUnique] for a string key, without allocating.
 func (f *Filter) AddUniqueString(key string) (added bool, err error) {
-	return f.addUniqueHash(f.hasher.Sum64String(key))
+	return f.addUniqueHash(hash.Sum64String(key, f.seed))
 }
 
 func (f *Filter) addUniqueHash(h uint64) (bool, error) {
@@ -160,42 +158,42 @@ func (f *Filter) addUniqueHash(h uint64) (bool, error) {
 // added and not deleted, true with a small probability (the false-positive
 // rate) for any other key. It allocates nothing and may run concurrently
 // with other readers.
-func (f *Filter) Contains(key []byte) bool { return f.ContainsHash(f.hasher.Sum64(key)) }
+func (f *Filter) Contains(key []byte) bool { return f.ContainsHash(hash.Sum64(key, f.seed)) }
 
 // ContainsString is [Filter.Contains] for a string key, without allocating.
-func (f *Filter) ContainsString(key string) bool { return f.ContainsHash(f.hasher.Sum64String(key)) }
+func (f *Filter) ContainsString(key string) bool { return f.ContainsHash(hash.Sum64String(key, f.seed)) }
 
 // Delete removes one copy of key and reports whether there was one to
 // remove. Delete only keys you added: deleting a key that was never added
 // removes the fingerprint of another key that happens to share it (with the
 // false-positive probability), and that key then reads as absent.
-func (f *Filter) Delete(key []byte) bool { return f.DeleteHash(f.hasher.Sum64(key)) }
+func (f *Filter) Delete(key []byte) bool { return f.DeleteHash(hash.Sum64(key, f.seed)) }
 
 // DeleteString is [Filter.Delete] for a string key, without allocating.
-func (f *Filter) DeleteString(key string) bool { return f.DeleteHash(f.hasher.Sum64String(key)) }
+func (f *Filter) DeleteString(key string) bool { return f.DeleteHash(hash.Sum64String(key, f.seed)) }
 
 // Count returns how many copies of key's fingerprint the key's two buckets
 // hold: the number of times key was added and not deleted, plus any copies
 // of other keys that collide with it (so never less than the true count).
-func (f *Filter) Count(key []byte) uint64 { return f.CountHash(f.hasher.Sum64(key)) }
+func (f *Filter) Count(key []byte) uint64 { return f.CountHash(hash.Sum64(key, f.seed)) }
 
 // CountString is [Filter.Count] for a string key, without allocating.
-func (f *Filter) CountString(key string) uint64 { return f.CountHash(f.hasher.Sum64String(key)) }
+func (f *Filter) CountString(key string) uint64 { return f.CountHash(hash.Sum64String(key, f.seed)) }
 
 // AddUint64 is [Filter.Add] for an integer key: the same as Add of its 8
 // little-endian bytes, computed without building them.
-func (f *Filter) AddUint64(key uint64) error { return f.AddHash(f.hasher.Sum64Uint64(key)) }
+func (f *Filter) AddUint64(key uint64) error { return f.AddHash(hash.Sum64Uint64(key, f.seed)) }
 
 // ContainsUint64 is [Filter.Contains] for an integer key (see
 // [Filter.AddUint64]).
-func (f *Filter) ContainsUint64(key uint64) bool { return f.ContainsHash(f.hasher.Sum64Uint64(key)) }
+func (f *Filter) ContainsUint64(key uint64) bool { return f.ContainsHash(hash.Sum64Uint64(key, f.seed)) }
 
 // DeleteUint64 is [Filter.Delete] for an integer key (see
 // [Filter.AddUint64]).
-func (f *Filter) DeleteUint64(key uint64) bool { return f.DeleteHash(f.hasher.Sum64Uint64(key)) }
+func (f *Filter) DeleteUint64(key uint64) bool { return f.DeleteHash(hash.Sum64Uint64(key, f.seed)) }
 
 // CountUint64 is [Filter.Count] for an integer key (see [Filter.AddUint64]).
-func (f *Filter) CountUint64(key uint64) uint64 { return f.CountHash(f.hasher.Sum64Uint64(key)) }
+func (f *Filter) CountUint64(key uint64) uint64 { return f.CountHash(hash.Sum64Uint64(key, f.seed)) }
 
 // AddHash is [Filter.Add] for a caller that already holds a 64-bit hash of
 // its key. The hash must be well mixed over all 64 bits (for an integer key,

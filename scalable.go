@@ -135,7 +135,6 @@ const DefaultScalableCapacity = 1024
 type Scalable struct {
 	levels   []*level
 	g        growth
-	hasher   hash.Seeded
 	seed     uint64
 	maxKicks int
 	extra    uint64 // Σ level.nOver
@@ -199,7 +198,7 @@ func NewScalable(initialCapacity uint64, opts ...Option) (*Scalable, error) {
 		return nil, err
 	}
 	g.reserve, g.packed = packedReserve, true
-	s := &Scalable{g: g, hasher: hash.NewSeeded(c.seed), seed: c.seed, maxKicks: c.maxKicks}
+	s := &Scalable{g: g, seed: c.seed, maxKicks: c.maxKicks}
 	s.levels = []*level{s.newLevel(g.at(0))}
 	return s, nil
 }
@@ -235,12 +234,12 @@ func (s *Scalable) setUp() {
 // Filter can be used alike). It allocates only when the growing table
 // needs more memory (an eighth more at a time) or a table is added, and
 // for the counters of a key added three times or more.
-func (s *Scalable) Add(key []byte) error { s.setUp(); return s.AddHash(s.hasher.Sum64(key)) }
+func (s *Scalable) Add(key []byte) error { s.setUp(); return s.AddHash(hash.Sum64(key, s.seed)) }
 
 // AddString is [Scalable.Add] for a string key, without allocating.
 func (s *Scalable) AddString(key string) error {
 	s.setUp()
-	return s.AddHash(s.hasher.Sum64String(key))
+	return s.AddHash(hash.Sum64String(key, s.seed))
 }
 
 // AddUnique adds key unless Contains(key) already reports it, and says
@@ -249,14 +248,14 @@ func (s *Scalable) AddString(key string) error {
 // for counting.
 func (s *Scalable) AddUnique(key []byte) (added bool, err error) {
 	s.setUp()
-	return s.addUniqueHash(s.hasher.Sum64(key)), nil
+	return s.addUniqueHash(hash.Sum64(key, s.seed)), nil
 }
 
 // AddUniqueString is [Scalable.AddUnique] for a string key, without
 // allocating.
 func (s *Scalable) AddUniqueString(key string) (added bool, err error) {
 	s.setUp()
-	return s.addUniqueHash(s.hasher.Sum64String(key)), nil
+	return s.addUniqueHash(hash.Sum64String(key, s.seed)), nil
 }
 
 func (s *Scalable) addUniqueHash(h uint64) bool {
@@ -273,28 +272,28 @@ func (s *Scalable) addUniqueHash(h uint64) bool {
 // Contains reports whether key may be in the filter: always true for a key
 // added and not deleted, true with a small probability for any other key.
 // It probes the tables newest first and allocates nothing.
-func (s *Scalable) Contains(key []byte) bool { return s.ContainsHash(s.hasher.Sum64(key)) }
+func (s *Scalable) Contains(key []byte) bool { return s.ContainsHash(hash.Sum64(key, s.seed)) }
 
 // ContainsString is [Scalable.Contains] for a string key, without
 // allocating.
 func (s *Scalable) ContainsString(key string) bool {
-	return s.ContainsHash(s.hasher.Sum64String(key))
+	return s.ContainsHash(hash.Sum64String(key, s.seed))
 }
 
 // Delete removes one copy of key and reports whether there was one. Delete
 // only keys you added (see [Filter.Delete]).
-func (s *Scalable) Delete(key []byte) bool { return s.DeleteHash(s.hasher.Sum64(key)) }
+func (s *Scalable) Delete(key []byte) bool { return s.DeleteHash(hash.Sum64(key, s.seed)) }
 
 // DeleteString is [Scalable.Delete] for a string key, without allocating.
-func (s *Scalable) DeleteString(key string) bool { return s.DeleteHash(s.hasher.Sum64String(key)) }
+func (s *Scalable) DeleteString(key string) bool { return s.DeleteHash(hash.Sum64String(key, s.seed)) }
 
 // Count returns how many copies of key's fingerprint the table holding the
 // key's copies has: never less than the number of times key was added and
 // not deleted.
-func (s *Scalable) Count(key []byte) uint64 { return s.CountHash(s.hasher.Sum64(key)) }
+func (s *Scalable) Count(key []byte) uint64 { return s.CountHash(hash.Sum64(key, s.seed)) }
 
 // CountString is [Scalable.Count] for a string key, without allocating.
-func (s *Scalable) CountString(key string) uint64 { return s.CountHash(s.hasher.Sum64String(key)) }
+func (s *Scalable) CountString(key string) uint64 { return s.CountHash(hash.Sum64String(key, s.seed)) }
 
 // AddHash is [Scalable.Add] for a key's 64-bit hash (see [Filter.AddHash]).
 func (s *Scalable) AddHash(h uint64) error {
@@ -914,7 +913,7 @@ func decodeScalable(d *codec.Decoder) (*Scalable, error) {
 	case nTables == 0 || uint64(first)+uint64(nTables) > maxGenerations:
 		return nil, bad("%d tables from generation %d", nTables, first)
 	}
-	s := &Scalable{g: g, hasher: hash.NewSeeded(seed), seed: seed, maxKicks: int(maxKicks)}
+	s := &Scalable{g: g, seed: seed, maxKicks: int(maxKicks)}
 	gens := g.generations()
 	for gens.cur.k < first {
 		gens.next()

@@ -1,5 +1,7 @@
 package cuckoo
 
+import "github.com/dedupkit/cuckoo/internal/hash"
+
 // Batch operations of a Scalable. They hash a chunk of keys at once (with
 // the key bytes of the next group prefetched while a group is hashed), then
 // work table by table with the Filter's pipeline (batch.go), so that the
@@ -17,7 +19,7 @@ func (s *Scalable) hashChunk(keys [][]byte, hs *[scalableChunk]uint64) []uint64 
 		hi := min(lo+batchGroup, len(keys))
 		prefetchKeys(keys[hi:min(hi+batchGroup, len(keys))])
 		for k, key := range keys[lo:hi] {
-			hs[(lo+k)&(scalableChunk-1)] = s.hasher.Sum64(key)
+			hs[(lo+k)&(scalableChunk-1)] = hash.Sum64(key, s.seed)
 		}
 	}
 	return hs[:len(keys)]
