@@ -126,6 +126,9 @@ func NewConcurrent(capacity uint64, opts ...Option) (*Concurrent, error) {
 	if c.semi {
 		return nil, fmt.Errorf("%w: Concurrent does not support semi-sorted buckets", ErrInvalidParameter)
 	}
+	if c.segments > 1 {
+		return nil, fmt.Errorf("%w: Concurrent does not support segments", ErrInvalidParameter)
+	}
 	p, err := plan(capacity, c)
 	if err != nil {
 		return nil, err

@@ -9,25 +9,31 @@ import (
 	"github.com/dedupkit/cuckoo/internal/codec"
 )
 
-// The encoding of a Filter, version 1. All integers are little-endian.
+// The encoding of a Filter, format version 1. All integers are
+// little-endian.
 //
 //	offset  size  field
 //	     0     4  magic "CKOO"
 //	     4     2  format version = 1
 //	     6     1  kind = 1 (Filter)
-//	     7     1  flags: bit 0 = semi-sorted buckets (b = 4); others 0
+//	     7     1  flags: bit 0 = semi-sorted buckets (b = 4); bit 1 = the
+//	              table of a Scalable growing in place (only inside a
+//	              Scalable's encoding); others 0
 //	     8     1  bucket size b: 2, 4 or 8
-//	     9     1  fingerprint bits f: 4..32
-//	    10     2  reserved = 0
+//	     9     1  fingerprint bits f: 4..32 (a growing table: its tag bits)
+//	    10     1  hash = 1: XXH3-64 of the key with the seed below
+//	    11     1  reserved = 0
 //	    12     4  max kicks: 1..MaxMaxKicks
 //	    16     8  seed
 //	    24     8  capacity (> 0)
 //	    32     8  number of buckets m (even, 2..2^32, m*b >= capacity)
-//	    40     8  items, copies included
+//	    40     8  items, copies included (at most maxItems)
 //	    48     8  W = number of table words = ceil(m*B/64), B = bits per
 //	              bucket: b*f, or 4f-4 when semi-sorted
 //	    56     8  D = number of duplicate counters
-//	    64    8W  table words: bucket i at bits [i*B, (i+1)*B) of the bit
+//	    64     4  S = number of segments: 1, or m/S a multiple of 64
+//	    68     4  reserved = 0
+//	    72    8W  table words: bucket i at bits [i*B, (i+1)*B) of the bit
 //	              string, bit k in word k/64 at bit k%64; bits past m*B
 //	              are zero. Plain buckets: slot s at bits [s*f, s*f+f).
 //	              Semi-sorted buckets: see semisort.go.
@@ -35,9 +41,16 @@ import (
 //	              bucket the lower of the pair), copies (> 0)
 //	     …     4  CRC-32C of every byte before it
 //
+// A key's hash h = XXH3-64(key, seed) gives its first bucket ⌊(h>>32)·m /
+// 2^32⌋ and its fingerprint ⌊(h mod 2^32)·(2^f−1) / 2^32⌋ + 1; its other
+// bucket is altIndex of those (table.go), within the key's segment of m/S
+// buckets.
+//
 // docs/format.md describes the same layout for readers in other languages.
 // The values below are frozen: a new layout gets a new version number, and
-// decoders keep reading every version ever written.
+// decoders keep reading every version ever written. Files written before
+// version 1 was frozen carry version 1 too, with 0 in the hash byte (their
+// hash is retired): decoders refuse them with errPreV1.
 const (
 	magic         = "CKOO"
 	formatVersion = 1
@@ -47,11 +60,25 @@ const (
 	// (growtable.go): its slots hold tags of up to f+R bits, its buckets are
 	// not a plain table's, so it is not a Filter; the Filter decoder
 	// rejects it.
-	flagGrowing  = 1 << 1
-	headerSize   = 64
+	flagGrowing = 1 << 1
+	// hashXXH3 names the hash: XXH3-64 with the filter's seed. (0: the
+	// hash of the files written before version 1 was frozen, retired.)
+	hashXXH3     = 1
+	headerSize   = 72
 	checksumSize = 4
 	dupEntrySize = 16
 )
+
+// maxItems bounds the items of an encoded filter, copies included:
+// decoders refuse counts above it, so Len and every sum of counters of a
+// decoded filter fit in a uint64 with room for 3·2^62 more Adds (far more
+// than a program can make). Filter.Add refuses to pass it, so every Filter
+// it built can be decoded.
+const maxItems = 1 << 62
+
+// errPreV1 is the error for an encoding written before format version 1
+// was frozen.
+var errPreV1 = fmt.Errorf("%w: written by a version of github.com/dedupkit/cuckoo from before format 1.0, whose hash is retired; build the filter again from its keys", ErrCorrupt)
 
 // EncodedSize returns the exact number of bytes MarshalBinary and WriteTo
 // produce for the filter's current state.
@@ -94,7 +121,8 @@ func (f *Filter) writeTo(w io.Writer, flags uint8) (int64, error) {
 	e.Uint8(flags)
 	e.Uint8(uint8(f.t.slots))
 	e.Uint8(uint8(f.t.fpBits))
-	e.Uint16(0)
+	e.Uint8(hashXXH3)
+	e.Uint8(0)
 	e.Uint32(uint32(f.maxKicks))
 	e.Uint64(f.seed)
 	e.Uint64(f.capacity)
@@ -106,6 +134,8 @@ func (f *Filter) writeTo(w io.Writer, flags uint8) (int64, error) {
 	}
 	e.Uint64(uint64(len(words)))
 	e.Uint64(uint64(len(f.dups)))
+	e.Uint32(uint32(f.Segments()))
+	e.Uint32(0)
 	e.Words(words)
 	for _, k := range f.sortedDups() {
 		e.Uint64(k)
@@ -166,6 +196,52 @@ func bad(format string, args ...any) error {
 	return fmt.Errorf("%w: "+format, append([]any{ErrCorrupt}, args...)...)
 }
 
+// prologue is the first 12 bytes of every encoding of this package, which
+// all kinds share.
+type prologue struct {
+	kind, flags   uint8
+	slots, fpBits uint64
+}
+
+// decodePrologue reads and checks the prologue of an encoding of the given
+// kind: the magic, the version, the hash (a file written before format 1
+// was frozen gets errPreV1, whatever its kind), the kind and the reserved
+// byte.
+func decodePrologue(d *codec.Decoder, kind uint8) (prologue, error) {
+	var m [4]byte
+	for i := range m {
+		m[i] = d.Uint8()
+	}
+	version := d.Uint16()
+	p := prologue{kind: d.Uint8(), flags: d.Uint8(), slots: uint64(d.Uint8()), fpBits: uint64(d.Uint8())}
+	hashID, reserved := d.Uint8(), d.Uint8()
+	if err := d.Err(); err != nil {
+		return p, err
+	}
+	switch {
+	case string(m[:]) != magic:
+		return p, bad("not a cuckoo filter (magic %q)", m[:])
+	case version != formatVersion:
+		return p, bad("unsupported format version %d", version)
+	case hashID == 0 && reserved == 0:
+		return p, errPreV1
+	case hashID != hashXXH3:
+		return p, bad("unknown hash %d", hashID)
+	case p.kind != kind:
+		return p, bad("encoding of kind %d, not a %s", p.kind, kindName(kind))
+	case reserved != 0:
+		return p, bad("reserved header bits set")
+	}
+	return p, nil
+}
+
+func kindName(kind uint8) string {
+	if kind == kindScalable {
+		return "Scalable"
+	}
+	return "Filter"
+}
+
 // decodeFilter reads one encoded Filter and checks it completely: checksum,
 // parameter ranges, table size, and every invariant the operations keep, so
 // that a decoded filter behaves exactly like one built by operations.
@@ -180,25 +256,11 @@ func decodeFilter(d *codec.Decoder) (*Filter, error) {
 // tag width, without the capacity check (its capacity is its final
 // size's); decodeLevel checks the rest.
 func decodeTable(d *codec.Decoder, growingOK bool) (_ *Filter, growing bool, _ error) {
-	var m [4]byte
-	for i := range m {
-		m[i] = d.Uint8()
-	}
-	version := d.Uint16()
-	kind := d.Uint8()
-	flags := d.Uint8()
-	if err := d.Err(); err != nil {
+	p, err := decodePrologue(d, kindFilter)
+	if err != nil {
 		return nil, false, err
 	}
-	if string(m[:]) != magic {
-		return nil, false, bad("not a cuckoo filter (magic %q)", m[:])
-	}
-	if version != formatVersion {
-		return nil, false, bad("unsupported format version %d", version)
-	}
-	if kind != kindFilter {
-		return nil, false, bad("encoding of kind %d, not a Filter", kind)
-	}
+	flags := p.flags
 	growing = flags&flagGrowing != 0
 	if growing && !growingOK {
 		return nil, false, bad("the table of a growing Scalable, not a Filter (flags %#x)", flags)
@@ -207,9 +269,7 @@ func decodeTable(d *codec.Decoder, growingOK bool) (_ *Filter, growing bool, _ e
 		return nil, false, bad("unknown flags %#x", flags)
 	}
 	semi := flags&flagSemiSort != 0
-	slots := uint64(d.Uint8())
-	fpBits := uint64(d.Uint8())
-	reserved := d.Uint16()
+	slots, fpBits := p.slots, p.fpBits
 	maxKicks := uint64(d.Uint32())
 	seed := d.Uint64()
 	capacity := d.Uint64()
@@ -217,6 +277,7 @@ func decodeTable(d *codec.Decoder, growingOK bool) (_ *Filter, growing bool, _ e
 	count := d.Uint64()
 	nWords := d.Uint64()
 	nDups := d.Uint64()
+	segments, reserved2 := uint64(d.Uint32()), d.Uint32()
 	if err := d.Err(); err != nil {
 		return nil, false, err
 	}
@@ -225,12 +286,17 @@ func decodeTable(d *codec.Decoder, growingOK bool) (_ *Filter, growing bool, _ e
 		return nil, false, bad("bucket size %d", slots)
 	case fpBits < MinFingerprintBits || fpBits > MaxFingerprintBits:
 		return nil, false, bad("fingerprint bits %d", fpBits)
-	case reserved != 0:
+	case reserved2 != 0:
 		return nil, false, bad("reserved header bits set")
 	case maxKicks < 1 || maxKicks > MaxMaxKicks:
 		return nil, false, bad("max kicks %d", maxKicks)
 	case numBuckets < 2 || numBuckets > maxBuckets || numBuckets%2 != 0:
 		return nil, false, bad("bucket count %d", numBuckets)
+	case segments < 1 || segments > MaxSegments ||
+		segments > 1 && (growing || numBuckets%(segments*segmentAlign) != 0):
+		return nil, false, bad("%d segments of %d buckets", segments, numBuckets)
+	case count > maxItems:
+		return nil, false, bad("%d items, more than %d", count, uint64(maxItems))
 	case capacity == 0 || capacity > numBuckets*slots && !growing:
 		return nil, false, bad("capacity %d for %d slots", capacity, numBuckets*slots)
 	case semi && slots != 4:
@@ -267,6 +333,7 @@ func decodeTable(d *codec.Decoder, growingOK bool) (_ *Filter, growing bool, _ e
 	}
 	f := &Filter{}
 	t.words = words
+	t.segment(segments)
 	if semi {
 		// Every bucket must be canonical: a code naming a multiset (the
 		// lookup table has no entry for others) and sorted pairs, so that

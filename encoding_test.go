@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"testing"
 
 	"github.com/dedupkit/cuckoo"
@@ -175,6 +176,10 @@ func testDamageIsDetected(t *testing.T, data []byte) {
 	}
 }
 
+// filterHeader is the size of a Filter encoding's header: the table words
+// follow it.
+const filterHeader = 72
+
 // reseal recomputes the checksum of an encoding edited by a test, so that
 // the decoder's structural checks (not the checksum) must catch the edit.
 func reseal(data []byte) []byte {
@@ -195,7 +200,12 @@ func TestStructuralChecks(t *testing.T) {
 		"bucket size":    func(d []byte) { d[8] = 3 },
 		"bits=3":         func(d []byte) { d[9] = 3 },
 		"bits=33":        func(d []byte) { d[9] = 33 },
-		"reserved":       func(d []byte) { d[10] = 1 },
+		"hash=0":         func(d []byte) { d[10] = 0 },
+		"hash=2":         func(d []byte) { d[10] = 2 },
+		"reserved":       func(d []byte) { d[11] = 1 },
+		"segments=0":     func(d []byte) { binary.LittleEndian.PutUint32(d[64:], 0) },
+		"segments=2":     func(d []byte) { binary.LittleEndian.PutUint32(d[64:], 2) },
+		"reserved2":      func(d []byte) { d[68] = 1 },
 		"kicks=0":        func(d []byte) { binary.LittleEndian.PutUint32(d[12:], 0) },
 		"capacity=0":     func(d []byte) { binary.LittleEndian.PutUint64(d[24:], 0) },
 		"capacity>slots": func(d []byte) { binary.LittleEndian.PutUint64(d[24:], 1<<40) },
@@ -222,14 +232,14 @@ func TestStructuralChecks(t *testing.T) {
 	// item count.
 	empty, _ := cuckoo.New(200, cuckoo.WithFingerprintBits(13), cuckoo.WithSemiSorting(), cuckoo.WithSeed(1))
 	for name, edit := range map[string]func(d []byte){
-		"code=4095": func(d []byte) { d[64] |= 0xff; d[65] |= 0x0f },
+		"code=4095": func(d []byte) { d[filterHeader] |= 0xff; d[filterHeader+1] |= 0x0f },
 		"unsorted": func(d []byte) {
 			// Bucket 0 holds nibbles 0,0,0,0 (code 0); give slots 2 and 3
 			// the high parts 5 and 3 (9 bits each, at bits 30 and 39): the
 			// fingerprints 0x50 and 0x30 in decreasing order.
-			w := binary.LittleEndian.Uint64(d[64:])
+			w := binary.LittleEndian.Uint64(d[filterHeader:])
 			w |= 5<<30 | 3<<39
-			binary.LittleEndian.PutUint64(d[64:], w)
+			binary.LittleEndian.PutUint64(d[filterHeader:], w)
 			binary.LittleEndian.PutUint64(d[40:], 2) // two items
 		},
 	} {
@@ -243,9 +253,9 @@ func TestStructuralChecks(t *testing.T) {
 	// The same edit in sorted order is a valid filter: the check above is
 	// about the order, not the edit.
 	c := mustMarshal(t, empty)
-	w := binary.LittleEndian.Uint64(c[64:])
+	w := binary.LittleEndian.Uint64(c[filterHeader:])
 	w |= 3<<30 | 5<<39
-	binary.LittleEndian.PutUint64(c[64:], w)
+	binary.LittleEndian.PutUint64(c[filterHeader:], w)
 	binary.LittleEndian.PutUint64(c[40:], 2)
 	var g cuckoo.Filter
 	if err := g.UnmarshalBinary(reseal(c)); err != nil {
@@ -256,7 +266,7 @@ func TestStructuralChecks(t *testing.T) {
 // clearFirstSlot zeroes the first non-zero table word, which removes whole
 // fingerprints without updating the item count.
 func clearFirstSlot(d []byte) {
-	for i := 64; i+8 <= len(d); i += 8 {
+	for i := filterHeader; i+8 <= len(d); i += 8 {
 		if binary.LittleEndian.Uint64(d[i:]) != 0 {
 			clear(d[i : i+8])
 			return
@@ -268,7 +278,7 @@ func clearFirstSlot(d []byte) {
 // bucket (the sample's table does not end on a word boundary).
 func setTailBit(d []byte) {
 	words := binary.LittleEndian.Uint64(d[48:])
-	d[64+8*words-1] |= 0x80
+	d[filterHeader+8*words-1] |= 0x80
 }
 
 // TestHugeHeaderDoesNotAllocate: a header claiming a 2^32-bucket table,
@@ -276,7 +286,7 @@ func setTailBit(d []byte) {
 // a byte slice and from a stream.
 func TestHugeHeaderDoesNotAllocate(t *testing.T) {
 	data := mustMarshal(t, sample(t, 4, 16))
-	h := bytes.Clone(data[:64])
+	h := bytes.Clone(data[:filterHeader])
 	binary.LittleEndian.PutUint64(h[24:], 1<<33)           // capacity
 	binary.LittleEndian.PutUint64(h[32:], 1<<32)           // buckets
 	binary.LittleEndian.PutUint64(h[48:], (1<<32)*4*16/64) // 32 GiB of words
@@ -318,13 +328,14 @@ func (e errReader) Read([]byte) (int, error) { return 0, e.err }
 // -rewrite (and keep the old files).
 func TestGolden(t *testing.T) {
 	for _, tc := range []struct {
-		file    string
-		b, bits int
-		semi    bool
-	}{{"filter-v1-b4-f12.bin", 4, 12, false}, {"filter-v1-b2-f7.bin", 2, 7, false}, {"filter-v1-b8-f32.bin", 8, 32, false},
-		{"filter-v1-b4-f13-semi.bin", 4, 13, true}} {
+		file     string
+		b, bits  int
+		semi     bool
+		segments int
+	}{{"filter-v1-b4-f12.bin", 4, 12, false, 1}, {"filter-v1-b2-f7.bin", 2, 7, false, 1}, {"filter-v1-b8-f32.bin", 8, 32, false, 1},
+		{"filter-v1-b4-f13-semi.bin", 4, 13, true, 1}, {"filter-v1-b4-f16-seg3.bin", 4, 16, false, 3}} {
 		path := filepath.Join("testdata", tc.file)
-		var more []cuckoo.Option
+		more := []cuckoo.Option{cuckoo.WithSegments(tc.segments)}
 		if tc.semi {
 			more = append(more, cuckoo.WithSemiSorting())
 		}
@@ -341,6 +352,9 @@ func TestGolden(t *testing.T) {
 		var g cuckoo.Filter
 		if err := g.UnmarshalBinary(data); err != nil {
 			t.Fatalf("%s: %v", tc.file, err)
+		}
+		if g.Segments() != tc.segments {
+			t.Fatalf("%s: %d segments, want %d", tc.file, g.Segments(), tc.segments)
 		}
 		for i := uint64(0); i < 150; i++ {
 			if !g.Contains(key(0, i)) {
@@ -362,6 +376,76 @@ func TestGolden(t *testing.T) {
 			if err := g.Add(key(0, i)); err != nil || !g.Contains(key(0, i)) {
 				t.Fatalf("%s: adding to a decoded golden filter: %v", tc.file, err)
 			}
+		}
+	}
+}
+
+// TestIssue16PreV1Refused: files written before format 1 was frozen carry
+// the same version number but a retired hash (the hash byte is 0); every
+// decoder refuses them with an error that says so.
+func TestIssue16PreV1Refused(t *testing.T) {
+	for _, file := range []string{"pre-v1-filter.bin", "pre-v1-scalable.bin"} {
+		data, err := os.ReadFile(filepath.Join("testdata", file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for name, decode := range map[string]func([]byte) error{
+			"Filter":     new(cuckoo.Filter).UnmarshalBinary,
+			"Scalable":   new(cuckoo.Scalable).UnmarshalBinary,
+			"Concurrent": new(cuckoo.Concurrent).UnmarshalBinary,
+			"Filter.ReadFrom": func(p []byte) error {
+				_, err := new(cuckoo.Filter).ReadFrom(bytes.NewReader(p))
+				return err
+			},
+			"Scalable.ReadFrom": func(p []byte) error {
+				_, err := new(cuckoo.Scalable).ReadFrom(bytes.NewReader(p))
+				return err
+			},
+			"Concurrent.ReadFrom": func(p []byte) error {
+				_, err := new(cuckoo.Concurrent).ReadFrom(bytes.NewReader(p))
+				return err
+			},
+		} {
+			err := decode(data)
+			if !errors.Is(err, cuckoo.ErrCorrupt) || !strings.Contains(err.Error(), "before format 1.0") {
+				t.Errorf("%s of %s: %v; want ErrCorrupt saying it was written before format 1.0", name, file, err)
+			}
+		}
+	}
+}
+
+// TestIssue16CountersBounded: an encoding whose counters add up past the
+// bound on items (here a duplicate counter of 2^62 with the item count to
+// match, and a Scalable overflow counter of 2^63, both re-signed) is
+// refused: loaded, Len would overflow on later Adds.
+func TestIssue16CountersBounded(t *testing.T) {
+	f := sample(t, 4, 12)
+	data := mustMarshal(t, f)
+	// The last duplicate counter's copies are the 8 bytes before the CRC.
+	n := len(data)
+	last := binary.LittleEndian.Uint64(data[n-12:])
+	p := bytes.Clone(data)
+	binary.LittleEndian.PutUint64(p[n-12:], 1<<62)
+	binary.LittleEndian.PutUint64(p[40:], f.Len()-last+1<<62)
+	if err := new(cuckoo.Filter).UnmarshalBinary(reseal(p)); !errors.Is(err, cuckoo.ErrCorrupt) {
+		t.Fatalf("Filter with a duplicate counter of 2^62: %v", err)
+	}
+
+	s := sampleScalable(t, layout{4, false}, 12)
+	if s.OverflowCopies() == 0 {
+		t.Fatal("the sample has no overflow counters")
+	}
+	data = mustMarshal(t, s)
+	n = len(data)
+	for _, c := range []uint64{1 << 63, 1<<64 - 1, 1<<62 + 1} {
+		p := bytes.Clone(data)
+		binary.LittleEndian.PutUint64(p[n-12:], c)
+		p = reseal(p)
+		if err := new(cuckoo.Scalable).UnmarshalBinary(p); !errors.Is(err, cuckoo.ErrCorrupt) {
+			t.Errorf("Scalable with an overflow counter of %#x: %v", c, err)
+		}
+		if err := new(cuckoo.Concurrent).UnmarshalBinary(p); !errors.Is(err, cuckoo.ErrCorrupt) {
+			t.Errorf("Concurrent from a Scalable with an overflow counter of %#x: %v", c, err)
 		}
 	}
 }

@@ -48,7 +48,7 @@ func ExampleNewPlan() {
 			bits, float64(p.TableBytes)/1e6, p.BitsPerItem, 100*p.FalsePositiveRate)
 	}
 	// Output:
-	// f=8: 10.6 MB, 8.51 bits/item, 2.9116% false positives at capacity
+	// f=8: 10.6 MB, 8.51 bits/item, 2.9115% false positives at capacity
 	// f=12: 15.8 MB, 12.63 bits/item, 0.1854% false positives at capacity
 	// f=16: 21.1 MB, 16.84 bits/item, 0.0116% false positives at capacity
 }

@@ -93,8 +93,10 @@ func New(capacity uint64, opts ...Option) (*Filter, error) {
 	if err != nil {
 		return nil, err
 	}
+	t := newShapedTable(p.NumBuckets, uint64(c.slots), uint64(c.fpBits), c.semi)
+	t.segment(uint64(c.segments))
 	f := &Filter{}
-	f.init(newShapedTable(p.NumBuckets, uint64(c.slots), uint64(c.fpBits), c.semi), c.seed, capacity, c.maxKicks)
+	f.init(t, c.seed, capacity, c.maxKicks)
 	return f, nil
 }
 
@@ -123,10 +125,13 @@ func (f *Filter) locate(h uint64) (bucket, fp uint64) {
 // of a fingerprint in its bucket pair are counted beside the table, so
 // repeated keys never fill it.
 //
-// It returns [ErrFull] when no room can be made for a new fingerprint; the
-// filter is then exactly as it was. New(n) guarantees room for n distinct
-// keys. Add allocates nothing, except when a key is added a third time or
-// more (an entry in the duplicate counters).
+// It returns [ErrFull] when no room can be made for a new fingerprint (or
+// the filter holds 2^62 items); the filter is then exactly as it was. New(n)
+// makes room for n distinct keys (see the package documentation for how
+// sure that is). Each of the first two copies of a key takes a slot like a
+// distinct key, so a filter of capacity n given every key twice may refuse
+// one before it holds n distinct keys. Add allocates nothing, except when a
+// key is added a third time or more (an entry in the duplicate counters).
 func (f *Filter) Add(key []byte) error { return f.AddHash(hash.Sum64(key, f.seed)) }
 
 // AddString is [Filter.Add] for a string key, without allocating.
@@ -161,7 +166,9 @@ func (f *Filter) addUniqueHash(h uint64) (bool, error) {
 func (f *Filter) Contains(key []byte) bool { return f.ContainsHash(hash.Sum64(key, f.seed)) }
 
 // ContainsString is [Filter.Contains] for a string key, without allocating.
-func (f *Filter) ContainsString(key string) bool { return f.ContainsHash(hash.Sum64String(key, f.seed)) }
+func (f *Filter) ContainsString(key string) bool {
+	return f.ContainsHash(hash.Sum64String(key, f.seed))
+}
 
 // Delete removes one copy of key and reports whether there was one to
 // remove. Delete only keys you added: deleting a key that was never added
@@ -186,7 +193,9 @@ func (f *Filter) AddUint64(key uint64) error { return f.AddHash(hash.Sum64Uint64
 
 // ContainsUint64 is [Filter.Contains] for an integer key (see
 // [Filter.AddUint64]).
-func (f *Filter) ContainsUint64(key uint64) bool { return f.ContainsHash(hash.Sum64Uint64(key, f.seed)) }
+func (f *Filter) ContainsUint64(key uint64) bool {
+	return f.ContainsHash(hash.Sum64Uint64(key, f.seed))
+}
 
 // DeleteUint64 is [Filter.Delete] for an integer key (see
 // [Filter.AddUint64]).
@@ -201,7 +210,7 @@ func (f *Filter) CountUint64(key uint64) uint64 { return f.CountHash(hash.Sum64U
 // and keys added by hash are found only by hash.
 func (f *Filter) AddHash(h uint64) error {
 	t := &f.t
-	if t.numBuckets == 0 {
+	if t.numBuckets == 0 || f.count >= maxItems {
 		return ErrFull
 	}
 	i1, fp := f.locate(h)
@@ -553,6 +562,10 @@ func (f *Filter) SemiSorted() bool { return f.t.semi }
 
 // BucketSize returns the number of slots per bucket.
 func (f *Filter) BucketSize() int { return int(f.t.slots) }
+
+// Segments returns the number of segments of the table ([WithSegments]);
+// 1 for an unsegmented one.
+func (f *Filter) Segments() int { return int(max(f.t.segments, 1)) }
 
 // NumBuckets returns the number of buckets in the table.
 func (f *Filter) NumBuckets() uint64 { return f.t.numBuckets }

@@ -93,7 +93,8 @@ func TestFalsePositiveRateOption(t *testing.T) {
 // TestMemoryIsPacked checks issue 2's sizing promise: the table is within
 // 10% of capacity × f / 8 bytes for 4-slot buckets with f >= 7 and 8-slot
 // buckets with f >= 5, for capacities that are not powers of two, and
-// exactly capacity × f / target load otherwise. (2-slot buckets fill to
+// exactly capacity × f / load otherwise, the load being the target load
+// less the small-table margin (bucketsFor). (2-slot buckets fill to
 // about 0.87 at most, and the smallest fingerprints fill 4- and 8-slot
 // buckets to 0.84 and 0.91 at worst, so those shapes cannot be within 10%;
 // see targetLoad.)
@@ -107,7 +108,7 @@ func TestMemoryIsPacked(t *testing.T) {
 					t.Fatal(err)
 				}
 				ideal := float64(n) * float64(l.slotBits(bits)) / 8
-				limit := 1 / cuckoo.TargetLoad(b, bits) * 1.005
+				limit := 1 / (cuckoo.TargetLoad(b, bits) * cuckoo.SmallTableMargin(n, b)) * 1.005
 				if b == 8 && bits >= 5 || b == 4 && bits >= 7 {
 					limit = min(limit, 1.10)
 				}
@@ -595,5 +596,101 @@ func TestSemiSortedTarget(t *testing.T) {
 	}
 	if got > 0.001+5*sigma {
 		t.Errorf("measured rate %.4f%%, want <= 0.1%%", 100*got)
+	}
+}
+
+// TestIssue16CapacityHolds: New(n) holds n distinct keys, over 20,000
+// seeds for each n of 1, 2, 3, 7, 100 and 1000 and each bucket size (2,000
+// seeds with -short). With 2-slot buckets this failed for 12 of 20,000
+// filters of 7 keys before small tables were given their margin (the
+// first: seed 198, 12-bit fingerprints).
+func TestIssue16CapacityHolds(t *testing.T) {
+	seeds := uint64(20_000)
+	if testing.Short() || raceEnabled {
+		seeds = 2_000
+	}
+	for _, c := range []struct{ b, f int }{{2, 6}, {2, 12}, {2, 16}, {4, 8}, {4, 16}, {8, 8}, {8, 16}} {
+		for _, n := range []uint64{1, 2, 3, 7, 100, 1000} {
+			failed := 0
+			for seed := range seeds {
+				f, err := cuckoo.New(n, cuckoo.WithBucketSize(c.b), cuckoo.WithFingerprintBits(c.f), cuckoo.WithSeed(seed))
+				if err != nil {
+					t.Fatal(err)
+				}
+				for k := range n {
+					if err := f.AddUint64(k); err != nil {
+						if failed++; failed <= 3 {
+							t.Errorf("b=%d f=%d n=%d seed=%d: key %d refused: %v", c.b, c.f, n, seed, k, err)
+						}
+						break
+					}
+				}
+			}
+			if failed > 0 {
+				t.Errorf("b=%d f=%d n=%d: %d of %d filters refused one of their first n keys", c.b, c.f, n, failed, seeds)
+			}
+		}
+	}
+}
+
+// TestSegments: a segmented filter holds its capacity, keeps each key's
+// two buckets in one segment (the segment fixed by the hash), finds every
+// key after a round trip, and deletes; growing filters refuse segments.
+func TestSegments(t *testing.T) {
+	for _, c := range []struct {
+		n        uint64
+		segments int
+		b, f     int
+	}{{1000, 2, 4, 16}, {10_000, 3, 4, 12}, {100_000, 64, 4, 16}, {5000, 7, 2, 16}, {3000, 5, 8, 8}} {
+		f, err := cuckoo.New(c.n, cuckoo.WithSegments(c.segments), cuckoo.WithBucketSize(c.b), cuckoo.WithFingerprintBits(c.f), cuckoo.WithSeed(c.n))
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := f.NumBuckets()
+		if f.Segments() != c.segments || m%uint64(c.segments) != 0 || (m/uint64(c.segments))%64 != 0 {
+			t.Fatalf("%+v: %d segments of %d buckets", c, f.Segments(), m)
+		}
+		seg := m / uint64(c.segments)
+		for i := uint64(0); i < c.n; i++ {
+			if err := f.Add(key(0, i)); err != nil {
+				t.Fatalf("%+v: Add #%d: %v", c, i, err)
+			}
+			i1, i2 := f.BucketsForTest(key(0, i))
+			if i1/seg != i2/seg {
+				t.Fatalf("%+v: key %d in buckets %d and %d, segments %d and %d", c, i, i1, i2, i1/seg, i2/seg)
+			}
+		}
+		var g cuckoo.Filter
+		if err := g.UnmarshalBinary(mustMarshal(t, f)); err != nil {
+			t.Fatal(err)
+		}
+		for i := uint64(0); i < c.n; i++ {
+			if !g.Contains(key(0, i)) {
+				t.Fatalf("%+v: key %d lost in the round trip", c, i)
+			}
+		}
+		for i := uint64(0); i < c.n; i += 2 {
+			if !g.Delete(key(0, i)) {
+				t.Fatalf("%+v: Delete #%d", c, i)
+			}
+		}
+		for i := uint64(1); i < c.n; i += 2 {
+			if !g.Contains(key(0, i)) {
+				t.Fatalf("%+v: key %d lost after deletes", c, i)
+			}
+		}
+		if err := g.CheckInvariants(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, bad := range []func() error{
+		func() error { _, err := cuckoo.New(10, cuckoo.WithSegments(0)); return err },
+		func() error { _, err := cuckoo.New(10, cuckoo.WithSegments(cuckoo.MaxSegments+1)); return err },
+		func() error { _, err := cuckoo.NewScalable(10, cuckoo.WithSegments(2)); return err },
+		func() error { _, err := cuckoo.NewConcurrent(10, cuckoo.WithSegments(2)); return err },
+	} {
+		if err := bad(); !errors.Is(err, cuckoo.ErrInvalidParameter) {
+			t.Errorf("got %v, want ErrInvalidParameter", err)
+		}
 	}
 }

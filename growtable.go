@@ -11,8 +11,7 @@ import (
 // its growth, about 1.4 times the memory of its full tables (right after
 // growing, the newest table is empty and as large as all the others
 // together); a table that grows as it fills costs about
-// (f+R−ℓ)/f/growLoad of its size at level ℓ while it grows (packed;
-// (f+R)/f/growLoad unpacked).
+// (f+R−ℓ)/f/growLoad of its size at level ℓ while it grows.
 //
 // # Addresses
 //
@@ -26,8 +25,8 @@ import (
 // [0, s) have been split, each into itself and bucket m_ℓ + j. A final
 // bucket i lives in i mod m_ℓ, or in i mod m_(ℓ+1) when that is below s
 // (bucketOf; finalOf is its inverse for a given reserve). With R = 2 (the
-// chains NewScalable builds have R = 4, which draws less well), the
-// reserves each bucket holds:
+// tables have R = 4, which draws less well), the reserves each bucket
+// holds:
 //
 //	final table:      | q=0 | q=1 | q=2 | q=3 |         blocks of m0 buckets
 //	level 0, s = 0:   | 0..3 |                           [0,m0)
@@ -42,13 +41,10 @@ import (
 // does not, and a split, which moves the tags whose reserve has bit ℓ set
 // to the image, needs bit ℓ; so does a move to a tag's other bucket, which
 // starts from the tag's final bucket. So a slot holds the tag
-// (q>>d)<<f | fp: in a packed table (the chains NewScalable builds) d = ℓ,
-// and the slots are f+R−ℓ bits wide, narrowing by one bit at each level
-// (repack, in O(m_ℓ) when the level's last bucket is split); in an
-// unpacked one (files written before, with R = 2) d = 0 and the slots
-// keep f+R bits. A probe compares the whole tag: the bits the bucket
-// determines, if any are stored, always match, the rest only make false
-// matches rarer.
+// (q>>ℓ)<<f | fp, and the slots are f+R−ℓ bits wide, narrowing by one bit
+// at each level (repack, in O(m_ℓ) when the level's last bucket is
+// split). A probe compares the whole tag: the bits the bucket does not
+// determine only make false matches rarer.
 //
 // When the last bucket is split (ℓ = R) every bucket is its own final
 // bucket, and repack drops the reserve bits left: what remains is, slot
@@ -59,13 +55,7 @@ import (
 // # Reserve
 //
 // Each reserve bit costs a bit per slot until the level that tells it,
-// and halves the empty table a generation starts with. Bits per item
-// averaged over a growth from 10,000 to 10^7 keys (TestScalableGrowth
-// -growth.full), f = 8/12/16, against the bound 12.96/19.32/25.72:
-//
-//	tables allocated whole         17.58 24.36 30.64
-//	R = 2, unpacked                13.37 18.39 23.00
-//	R = 4, packed (packedReserve)  12.72 17.56 22.03
+// and halves the empty table a generation starts with (growReserve).
 //
 // # False positives
 //
@@ -86,49 +76,31 @@ import (
 //
 // Invariants (besides the table's, for m_ℓ + s buckets of f+R−d bits):
 //   - R is 1 to 4, m is a multiple of 2^(R+1), so m0 and the bucket count
-//     are even; ℓ < R, s < m_ℓ and s is even; d = ℓ if packed, else 0.
-//   - every tag (q>>d)<<f|fp in bucket j has fp != 0, and
-//     i = finalOf(j, q>>d) is a final bucket (i < m) whose reserve
-//     ⌊i/m0⌋ shifted right by d is the tag's, and that lives in j
+//     are even; ℓ < R, s < m_ℓ and s is even.
+//   - every tag (q>>ℓ)<<f|fp in bucket j has fp != 0, and
+//     i = finalOf(j, q>>ℓ) is a final bucket (i < m) whose reserve
+//     ⌊i/m0⌋ shifted right by ℓ is the tag's, and that lives in j
 //     (bucketOf(i, ⌊i/m0⌋) == j). check verifies it, for the decoder.
 //   - copies beyond maxSlotCopies are kept in the level's overflow
 //     counters, keyed by pairKey of the final buckets.
 type growTable struct {
-	final   uint64 // m: buckets when fully grown
-	base    uint64 // m0 = m >> reserve
-	recip   uint64 // ⌈2^64/m0⌉: i/m0 = mulHi(i, recip) for i < 2^32
-	reserve uint64 // R
-	fpBits  uint64 // f: the generation's fingerprint width
-	fpRange uint64 // 2^f − 1
-	level   uint64 // ℓ
-	split   uint64 // s
-	// packed: the tags drop the reserve bits the buckets determine, at
-	// each completed level (repack); dropped is how many they have
-	// dropped (ℓ when packed, else 0), so a tag holds q >> dropped.
-	packed  bool
-	dropped uint64
+	final   uint64     // m: buckets when fully grown
+	base    uint64     // m0 = m >> reserve
+	recip   uint64     // ⌈2^64/m0⌉: i/m0 = mulHi(i, recip) for i < 2^32
+	reserve uint64     // R
+	fpBits  uint64     // f: the generation's fingerprint width
+	fpRange uint64     // 2^f − 1
+	level   uint64     // ℓ: the tags hold q >> ℓ
+	split   uint64     // s
 	queue   []growNode // scratch of search
 }
 
 // growLoad (growLoadNum/growLoadDen) is the load past which a growing
 // table splits a pair of buckets before an insert; an insert whose search
 // of growSearch slots (two levels of 4-slot buckets) finds no room splits
-// too. Filling a Scalable from 1,000 to 10^6 keys at f = 16
-// (BenchmarkScalable_Add, TestScalableGrowth; ns per Add, and bits per
-// item averaged over the growth for f = 8/12/16), measured with R = 2,
-// unpacked (the memory with R = 4, packed, is under # Reserve above):
-//
-//	growLoad  growSearch  Add ns  bits per item
-//	 0.75        40        253    13.61 18.67 23.37
-//	 0.80        40        250    13.45 18.42 23.04
-//	 0.85        40        330    13.30 18.23 22.79
-//	 0.875       40        350    13.25 18.17 22.71
-//	 0.875      168        345    13.18 18.06 22.58
-//	 any          8        225    13.81 18.95 23.70
-//	 (tables allocated whole)     165    17.58 24.36 30.64
-//
-// Past 0.8 most of an insert's time goes to searching for room; below it,
-// the memory rises and the time does not fall.
+// too. Past 0.8 most of an insert's time goes to searching for room;
+// below it, the memory rises and the time does not fall (bench/notes.md
+// has the measurements).
 const (
 	growLoadNum, growLoadDen = 4, 5
 	growSearch               = 40
@@ -142,18 +114,18 @@ func reserveBits(r, f uint64) uint64 {
 }
 
 // newGrowTable returns the geometry of a table growing to final buckets of
-// fpBits-bit fingerprints with r reserve bits (packed or not), and its
-// first table: final>>r buckets of fpBits+r-bit tags. final must be a
-// multiple of 2^(r+1), r > 0.
-func newGrowTable(final, slots, fpBits, r uint64, packed, semi bool) (*growTable, table) {
-	g := growGeometry(final, fpBits, r, packed)
+// fpBits-bit fingerprints with r reserve bits, and its first table:
+// final>>r buckets of fpBits+r-bit tags. final must be a multiple of
+// 2^(r+1), r > 0.
+func newGrowTable(final, slots, fpBits, r uint64, semi bool) (*growTable, table) {
+	g := growGeometry(final, fpBits, r)
 	return g, newShapedTable(g.base, slots, g.tagBits(), semi)
 }
 
 // growGeometry returns the geometry of a table growing to final buckets of
 // fpBits-bit fingerprints with r reserve bits, before its first split.
-func growGeometry(final, fpBits, r uint64, packed bool) *growTable {
-	g := &growTable{final: final, reserve: r, fpBits: fpBits, fpRange: 1<<fpBits - 1, packed: packed}
+func growGeometry(final, fpBits, r uint64) *growTable {
+	g := &growTable{final: final, reserve: r, fpBits: fpBits, fpRange: 1<<fpBits - 1}
 	g.base = final >> g.reserve
 	if g.base > 0 { // always, for a generation's shape (growFrom checks)
 		g.recip = ^uint64(0)/g.base + 1
@@ -164,7 +136,7 @@ func growGeometry(final, fpBits, r uint64, packed bool) *growTable {
 // tagBits is the width of the table's slots: f plus the reserve bits the
 // tags still hold.
 func (g *growTable) tagBits() uint64 {
-	return g.fpBits + g.reserve - g.dropped
+	return g.fpBits + g.reserve - g.level
 }
 
 // mulHi is the high word of a·b: with b = ⌈2^64/m0⌉ and a < 2^32 it is
@@ -189,9 +161,9 @@ func (g *growTable) where(h uint64) (j1, tag1, j2, tag2 uint64) {
 }
 
 // tagOf is the tag of fingerprint fp whose final bucket has reserve q:
-// the reserve bits the table has not dropped, above fp.
+// the reserve bits its bucket does not tell, above fp.
 func (g *growTable) tagOf(q, fp uint64) uint64 {
-	return q>>g.dropped<<g.fpBits | fp
+	return q>>g.level<<g.fpBits | fp
 }
 
 // finals returns h's two buckets in the plain table of the generation, and
@@ -214,7 +186,7 @@ func (g *growTable) bucketOf(i, q uint64) uint64 {
 }
 
 // finalOf returns the final bucket of the tag in bucket j whose reserve
-// bits are stored (q >> dropped): the inverse of bucketOf. Bucket j mod
+// bits are stored (q >> ℓ): the inverse of bucketOf. Bucket j mod
 // m_ℓ is i mod m_ℓ, and the reserve bits from ℓ on (held by the tag, as
 // the bucket does not tell them all) say which of the blocks of m_ℓ
 // buckets i is in.
@@ -222,7 +194,7 @@ func (g *growTable) finalOf(j, stored uint64) uint64 {
 	if ml := g.base << g.level; j >= ml {
 		j -= ml
 	}
-	return j + g.base*(stored<<g.dropped&^(1<<g.level-1))
+	return j + g.base*(stored<<g.level)
 }
 
 // contains reports whether t holds h's fingerprint.
@@ -437,7 +409,7 @@ func (g *growTable) splitPair(t *table) (full bool) {
 			tags[s] = t.slot(src, s)
 		}
 		for _, tag := range tags[:t.slots] {
-			if tag != 0 && tag>>g.fpBits>>(g.level-g.dropped)&1 != 0 {
+			if tag != 0 && tag>>g.fpBits&1 != 0 {
 				t.replace(src, tag, 0)
 				t.insert(dst, tag)
 			}
@@ -447,12 +419,9 @@ func (g *growTable) splitPair(t *table) (full bool) {
 	if g.split == ml {
 		g.level++
 		g.split = 0
-		// Every bucket now tells bit ℓ−1 of its tags' reserves: a packed
-		// table drops it, and at full size any table drops what is left.
-		if g.packed || g.level == g.reserve {
-			g.repack(t, g.level-g.dropped)
-			g.dropped = g.level
-		}
+		// Every bucket now tells bit ℓ−1 of its tags' reserves: the tags
+		// drop it.
+		g.repack(t, 1)
 	}
 	return g.level == g.reserve
 }
@@ -515,8 +484,8 @@ func (g *growTable) repack(t *table, drop uint64) {
 // growFrom returns the geometry of a growing table of numBuckets buckets
 // (as decoded), and whether numBuckets is one a table growing to final
 // buckets with r reserve bits passes through.
-func growFrom(final, numBuckets, fpBits, r uint64, packed bool) (*growTable, bool) {
-	g := growGeometry(final, fpBits, r, packed)
+func growFrom(final, numBuckets, fpBits, r uint64) (*growTable, bool) {
+	g := growGeometry(final, fpBits, r)
 	if g.reserve == 0 || g.base == 0 || final%(2<<g.reserve) != 0 {
 		return nil, false
 	}
@@ -527,9 +496,6 @@ func growFrom(final, numBuckets, fpBits, r uint64, packed bool) (*growTable, boo
 		g.level++
 	}
 	g.split = numBuckets - g.base<<g.level
-	if packed {
-		g.dropped = g.level
-	}
 	return g, true
 }
 
@@ -546,7 +512,7 @@ func (g *growTable) check(t *table) (bucket uint64, ok bool) {
 			if tag&g.fpRange == 0 || i >= g.final {
 				return j, false
 			}
-			if q := mulHi(i, g.recip); q>>g.dropped != tag>>g.fpBits || g.bucketOf(i, q) != j {
+			if q := mulHi(i, g.recip); q>>g.level != tag>>g.fpBits || g.bucketOf(i, q) != j {
 				return j, false
 			}
 		}

@@ -10,20 +10,19 @@ import (
 )
 
 // TestGrowTableAddresses checks, at every split point of a few table
-// sizes, packed (reserve 4) and not (2), that bucketOf maps each final
+// sizes and reserves, that bucketOf maps each final
 // bucket into the table, that finalOf inverts it, that a final bucket's
 // image only moves when its own bucket is split, and that the tags are as
 // wide as the reserve bits the buckets do not yet tell.
 func TestGrowTableAddresses(t *testing.T) {
 	for _, tc := range []struct {
 		final, f, r uint64
-		packed      bool
 	}{
-		{8, 12, 2, false}, {24, 12, 2, false}, {40, 31, 2, false}, {1000, 16, 2, false},
-		{32, 12, 4, true}, {96, 12, 4, true}, {160, 29, 4, true}, {40, 31, 4, true}, {1024, 16, 4, true},
+		{8, 12, 2}, {24, 12, 2}, {40, 31, 2}, {1000, 16, 2},
+		{32, 12, 4}, {96, 12, 4}, {160, 29, 4}, {40, 31, 4}, {1024, 16, 4},
 	} {
 		r := reserveBits(tc.r, tc.f)
-		g, tab := newGrowTable(tc.final, 4, tc.f, r, tc.packed, false)
+		g, tab := newGrowTable(tc.final, 4, tc.f, r, false)
 		if g.reserve != r || tab.fpBits != tc.f+r {
 			t.Fatalf("m=%d f=%d: reserve %d, tags of %d bits", tc.final, tc.f, g.reserve, tab.fpBits)
 		}
@@ -39,7 +38,7 @@ func TestGrowTableAddresses(t *testing.T) {
 				if j >= tab.numBuckets {
 					t.Fatalf("m=%d step %d: final %d in bucket %d of %d", tc.final, step, i, j, tab.numBuckets)
 				}
-				if back := g.finalOf(j, q>>g.dropped); back != i {
+				if back := g.finalOf(j, q>>g.level); back != i {
 					t.Fatalf("m=%d step %d: finalOf(bucketOf(%d)) = %d", tc.final, step, i, back)
 				}
 				if step > 0 && j != prev[i] && j != prev[i]+mlBefore {
@@ -51,10 +50,7 @@ func TestGrowTableAddresses(t *testing.T) {
 			if g.splitPair(&tab) {
 				break
 			}
-			want := tc.f + r
-			if tc.packed {
-				want -= g.level
-			}
+			want := tc.f + r - g.level
 			if tab.fpBits != want || g.tagBits() != want {
 				t.Fatalf("m=%d f=%d level %d: tags of %d bits (geometry %d), want %d", tc.final, tc.f, g.level, tab.fpBits, g.tagBits(), want)
 			}
@@ -152,15 +148,10 @@ func semiOpt(semi bool) Option {
 }
 
 // grownMidway returns a Scalable whose newest table is growing, with
-// copies in its overflow counters; with quarters, one that grows as the
-// files of NewScalableQuarters (reserve 2, tags unpacked).
-func grownMidway(t *testing.T, quarters bool) (*Scalable, []uint64) {
+// copies in its overflow counters.
+func grownMidway(t *testing.T) (*Scalable, []uint64) {
 	t.Helper()
-	newScalable := NewScalable
-	if quarters {
-		newScalable = NewScalableQuarters
-	}
-	s, _ := newScalable(100, WithFingerprintBits(12), WithSeed(3))
+	s, _ := NewScalable(100, WithFingerprintBits(12), WithSeed(3))
 	r := rand.New(rand.NewPCG(3, 4))
 	var hs []uint64
 	// Past its first level and mid-split, so that tags have dropped a
@@ -189,7 +180,7 @@ func grownMidway(t *testing.T, quarters bool) (*Scalable, []uint64) {
 // bucket it does not belong in is refused; a Concurrent loading it gets
 // the table at full size, every key found.
 func TestGrowingEncoding(t *testing.T) {
-	s, hs := grownMidway(t, false)
+	s, hs := grownMidway(t)
 	data, err := s.MarshalBinary()
 	if err != nil {
 		t.Fatal(err)
@@ -230,7 +221,7 @@ func TestGrowingEncoding(t *testing.T) {
 	// A tag moved to a bucket whose reserve bits it does not hold is a
 	// valid tag of another key (as a fingerprint moved in a Filter is);
 	// one that holds bits saying otherwise is misplaced: one block of m_ℓ
-	// buckets on, say, as a packed table's tags hold bit ℓ on.
+	// buckets on, say, as the tags hold bit ℓ on.
 	for j := uint64(0); j+badLv.grow.base<<badLv.grow.level < tb.numBuckets && !moved; j++ {
 		dst := j + badLv.grow.base<<badLv.grow.level
 		for sl := uint64(0); sl < tb.slots; sl++ {
@@ -280,65 +271,4 @@ func mustEncode(t *testing.T, s *Scalable) []byte {
 		t.Fatal(err)
 	}
 	return data
-}
-
-// TestGrowingOldFiles: a chain decoded without the in-place flag (written
-// before tables grew in place) goes on adding whole tables.
-func TestGrowingOldFiles(t *testing.T) {
-	s, _ := NewScalable(50, WithFingerprintBits(12), WithSeed(5))
-	s.g.reserve, s.g.packed = 0, false
-	s.levels = []*level{s.newLevel(s.g.at(0))}
-	for i := uint64(0); i < 2000; i++ {
-		s.AddHash(i * 0x9e3779b97f4a7c15)
-	}
-	data := mustEncode(t, s)
-	var g Scalable
-	if err := g.UnmarshalBinary(data); err != nil {
-		t.Fatal(err)
-	}
-	for i := uint64(2000); i < 8000; i++ {
-		g.AddHash(i * 0x9e3779b97f4a7c15)
-	}
-	for _, lv := range g.levels {
-		if lv.grow != nil || lv.f.t.numBuckets != g.g.at(lv.gen).numBuckets {
-			t.Fatalf("an old chain grew a table in place (generation %d)", lv.gen)
-		}
-	}
-}
-
-// TestGrowingUnpackedReserveChecked: in an unpacked table (the files of
-// NewScalableQuarters) a tag holds reserve bits its bucket determines; one
-// whose bits disagree with its bucket is refused by check and the decoder.
-func TestGrowingUnpackedReserveChecked(t *testing.T) {
-	s, hs := grownMidway(t, true)
-	lv := s.levels[len(s.levels)-1]
-	if lv.grow.packed || lv.grow.level < 1 {
-		t.Fatalf("packed %v, level %d: want an unpacked table past its first level", lv.grow.packed, lv.grow.level)
-	}
-	data := mustEncode(t, s)
-	var g Scalable
-	if err := g.UnmarshalBinary(data); err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(mustEncode(t, &g), data) {
-		t.Fatal("an unpacked table re-encoded differently")
-	}
-	for _, h := range hs {
-		if !g.ContainsHash(h) {
-			t.Fatal("key lost in the round trip")
-		}
-	}
-	tb := &lv.f.t
-	for j := uint64(0); j < tb.numBuckets; j++ {
-		if tag := tb.slot(j, 0); tag != 0 {
-			tb.set(j, 0, tag^1<<lv.grow.fpBits) // bit 0 of the reserve: the bucket's
-			break
-		}
-	}
-	if _, ok := lv.grow.check(tb); ok {
-		t.Fatal("check passed a tag whose reserve disagrees with its bucket")
-	}
-	if err := new(Scalable).UnmarshalBinary(mustEncode(t, s)); !errors.Is(err, ErrCorrupt) {
-		t.Fatalf("a tag whose reserve disagrees with its bucket: %v", err)
-	}
 }

@@ -12,24 +12,27 @@ import (
 // of the options, so a decoder can check every table of a file against
 // them, and a filter loaded from a file grows exactly like the one saved.
 //
-// A Scalable's tables after the first grow in place (growth.reserve,
-// growtable.go): a table starts at 1/2^R of its generation's bucket count
-// (a sixteenth, or a little more for fingerprints over 28 bits; a quarter
-// in files written before) and reaches it before
-// the next generation starts, so its shape is still the generation's; only
-// its bucket count is rounded up to a multiple of 2^(R+1), which the
-// halvings need. A Concurrent allocates its tables whole.
+// A Scalable's tables after the first grow in place (growtable.go): a
+// table starts at 1/2^R of its generation's bucket count (R = growReserve,
+// a sixteenth, or a little more for fingerprints over 28 bits) and reaches
+// it before the next generation starts, so its shape is still the
+// generation's; only its bucket count is rounded up to a multiple of
+// 2^(R+1), which the halvings need. A Concurrent allocates its tables
+// whole, with the same shapes, so that either can load the other's
+// encoding.
 //
 // # The false-positive budget
 //
 // A key never added is a false positive if any table reports it, so the
-// rates of the tables add up (a union bound). The configured rate ε (from
-// WithFalsePositiveRate, or the rate New gives the fingerprint width at its
-// target load) is the rate of generation 0 alone; the promise is that the
-// whole chain stays at most 2ε. The bounds of the tables may add up to
-// budgetShare × 2ε: the rest is a margin, because a measured rate varies
-// around its expectation (by ±5σ, about ±11 %, over 10 million lookups at
-// ε = 0.0116 %) and the promise is about measured rates. Each table's share
+// rates of the tables add up (a union bound). The promise is a bound B on
+// the whole chain's rate at every size: the p of WithFalsePositiveRate, or,
+// when the fingerprint width f is given instead, twice the rate New gives
+// f at its target load. Generation 0 gets half of it: its width is the
+// given f, or the smallest whose rate at the target load is at most B/2.
+// The bounds of the tables may add up to budgetShare × B: the rest is a
+// margin, because a measured rate varies around its expectation (by ±5σ,
+// about ±11 %, over 10 million lookups at 0.0116 %) and the promise is
+// about measured rates. Each table's share
 // is bounded with the most it can ever hold: a table is never filled beyond
 // limitLoad of its slots, so its rate stays below 2·b·limitLoad/(2^f − 1)
 // however full it gets; tables fill to about 0.97 of that in practice.
@@ -96,55 +99,50 @@ type growth struct {
 	semi    bool
 	initial uint64  // capacity of generation 0
 	factor  float64 // capacity ratio of successive generations
-	rate    float64 // ε: the chain's rate stays at most 2ε
+	bound   float64 // B: the chain's rate stays at most B
 	horizon uint32  // generations after 0 that reach growthHorizon × initial
-	// reserve, when not 0, makes each table after the first grow in place
-	// (growTable) from 1/2^R of its generation's size, R = reserve (or
-	// less, reserveBits), to that size, which is a multiple of 2^(R+1)
-	// buckets; packed, that its tags drop the reserve bits the buckets
-	// determine as it grows. Scalables built by this version take
-	// packedReserve, packed; a file keeps growing the way it was written:
-	// by whole tables (0), or from a quarter with unpacked tags
-	// (quarterReserve).
-	reserve uint64
-	packed  bool
 }
 
-// The reserves of the layouts that grow in place, each named by a flag of
-// the encoding (flagInPlace, flagInPlacePacked), so frozen like it: a new
-// reserve needs a new flag. packedReserve is the one NewScalable builds: a
-// table starts at a sixteenth of its size. Each reserve bit costs a bit
-// per slot until the table's size tells it, and each halving of the first
-// size saves what the empty start costs; at 4 the two about balance
-// (growtable.go has the figures).
-const (
-	quarterReserve = 2
-	packedReserve  = 4
-)
+// growReserve is R, the reserve bits of a table growing in place
+// (growtable.go): it starts at 1/2^R of its generation's size. Each
+// reserve bit costs a bit per slot until the table's size tells it, and
+// each halving of the first size saves what the empty start costs; at 4
+// the two about balance. Frozen: generations' bucket counts are multiples
+// of 2^(R+1), and the encoding is checked against them.
+const growReserve = 4
 
-// reserveOf is R for a generation of width f: 0 when tables are allocated
-// whole.
+// reserveOf is R for a generation of width f.
 func (g *growth) reserveOf(f uint64) uint64 {
-	return reserveBits(g.reserve, f)
+	return reserveBits(growReserve, f)
 }
 
-// newGrowth checks the parameters of a growing filter and derives the rest.
-// rate is the configured ε: the one WithFalsePositiveRate gave, or 0 to
-// take the rate of f0 at its target load.
+// newGrowth checks the parameters of a growing filter and derives the
+// rest: the bound B is the rate WithFalsePositiveRate gave, with a first
+// width that meets half of it, or twice the rate of the given width at its
+// target load.
 func newGrowth(initial uint64, c config) (growth, error) {
+	if c.segments > 1 {
+		return growth{}, fmt.Errorf("%w: a growing filter takes no segments", ErrInvalidParameter)
+	}
 	g := growth{
 		slots:   uint64(c.slots),
 		f0:      uint64(c.fpBits),
 		semi:    c.semi,
 		initial: initial,
 		factor:  c.growth,
-		rate:    c.fpr,
+		bound:   c.fpr,
 	}
 	if g.factor == 0 {
 		g.factor = DefaultGrowth
 	}
-	if g.rate == 0 {
-		g.rate = expectedFPR(targetLoad(g.slots, g.f0), g.slots, g.f0)
+	if g.bound == 0 {
+		g.bound = 2 * expectedFPR(targetLoad(g.slots, g.f0), g.slots, g.f0)
+	} else {
+		f, ok := fingerprintBitsFor(g.bound/2, g.slots)
+		if !ok {
+			return growth{}, fmt.Errorf("%w: false-positive rate %v is below what a growing filter of 32-bit fingerprints reaches", ErrInvalidParameter, g.bound)
+		}
+		g.f0 = uint64(f)
 	}
 	if err := g.check(); err != nil {
 		return growth{}, err
@@ -164,8 +162,10 @@ func (g *growth) check() error {
 		return fmt.Errorf("%w: semi-sorting needs 4-slot buckets", ErrInvalidParameter)
 	case !(g.factor >= MinGrowth && g.factor <= MaxGrowth):
 		return fmt.Errorf("%w: growth factor %v", ErrInvalidParameter, g.factor)
-	case !(g.rate > 0 && g.rate < 1):
-		return fmt.Errorf("%w: false-positive rate %v", ErrInvalidParameter, g.rate)
+	case !(g.bound > 0 && g.bound < 2):
+		// Twice the rate of a given width exceeds 1 for the narrowest
+		// fingerprints in 8-slot buckets: a vacuous bound, but a valid one.
+		return fmt.Errorf("%w: false-positive bound %v", ErrInvalidParameter, g.bound)
 	case g.initial == 0 || g.initial > maxCapacity(g.slots, g.f0):
 		return fmt.Errorf("%w: initial capacity %d", ErrInvalidParameter, g.initial)
 	}
@@ -232,7 +232,7 @@ type generations struct {
 }
 
 func (g *growth) generations() *generations {
-	it := &generations{g: g, budget: float64(2*budgetShare) * g.rate}
+	it := &generations{g: g, budget: float64(budgetShare) * g.bound}
 	it.cur = g.shape(0, g.initial, g.f0)
 	it.spent = it.cur.bound
 	return it

@@ -32,19 +32,6 @@ func (s *Scalable) NewestGrowing() bool {
 	return len(s.levels) > 0 && s.levels[len(s.levels)-1].grow != nil
 }
 
-// NewScalableQuarters is NewScalable as it was before tables grew from a
-// sixteenth with packed tags: they grow from a quarter (reserve 2), their
-// tags unpacked. It makes the chains of the files written then.
-func NewScalableQuarters(initialCapacity uint64, opts ...Option) (*Scalable, error) {
-	s, err := NewScalable(initialCapacity, opts...)
-	if err != nil {
-		return nil, err
-	}
-	s.g.reserve, s.g.packed = quarterReserve, false
-	s.levels = []*level{s.newLevel(s.g.at(0))}
-	return s, nil
-}
-
 // NewestGrowingLevel returns the level of the newest table while it grows
 // in place (the halvings it has completed), or -1.
 func (s *Scalable) NewestGrowingLevel() int {
@@ -52,16 +39,6 @@ func (s *Scalable) NewestGrowingLevel() int {
 		return -1
 	}
 	return int(s.levels[len(s.levels)-1].grow.level)
-}
-
-// NewestGrowingLayout returns the reserve bits of the newest table while
-// it grows in place, and whether its tags are packed.
-func (s *Scalable) NewestGrowingLayout() (reserve int, packed bool) {
-	if !s.NewestGrowing() {
-		return 0, false
-	}
-	g := s.levels[len(s.levels)-1].grow
-	return int(g.reserve), g.packed
 }
 
 // OverflowCopies returns the copies counted beside full tables.

@@ -197,7 +197,6 @@ func NewScalable(initialCapacity uint64, opts ...Option) (*Scalable, error) {
 	if err != nil {
 		return nil, err
 	}
-	g.reserve, g.packed = packedReserve, true
 	s := &Scalable{g: g, seed: c.seed, maxKicks: c.maxKicks}
 	s.levels = []*level{s.newLevel(g.at(0))}
 	return s, nil
@@ -209,7 +208,7 @@ func NewScalable(initialCapacity uint64, opts ...Option) (*Scalable, error) {
 func (s *Scalable) newLevel(gen generation) *level {
 	lv := &level{gen: gen.k, limit: gen.limit}
 	if r := s.g.reserveOf(gen.fpBits); gen.k > 0 && r > 0 {
-		g, t := newGrowTable(gen.numBuckets, s.g.slots, gen.fpBits, r, s.g.packed, s.g.semi)
+		g, t := newGrowTable(gen.numBuckets, s.g.slots, gen.fpBits, r, s.g.semi)
 		lv.grow = g
 		lv.f.init(t, s.seed, gen.capacity, s.maxKicks)
 		return lv
@@ -555,9 +554,11 @@ func (lv *level) falsePositiveRate() float64 {
 	return lv.f.FalsePositiveRate()
 }
 
-// TargetFalsePositiveRate returns the configured rate ε: the rate of the
-// first table when full. The filter's rate stays below 2ε as it grows.
-func (s *Scalable) TargetFalsePositiveRate() float64 { return s.g.rate }
+// TargetFalsePositiveRate returns the bound the filter's false-positive
+// rate stays at or below as it grows: the rate [WithFalsePositiveRate]
+// gave, or, when [WithFingerprintBits] gave the first table's width
+// instead, twice the rate [New] gives that width at capacity.
+func (s *Scalable) TargetFalsePositiveRate() float64 { return s.g.bound }
 
 // SizeInBytes returns the memory the filter holds: every table with its
 // counters, and the fixed parts.
@@ -693,44 +694,43 @@ func (s *Scalable) validate() error {
 	return nil
 }
 
-// The encoding of a Scalable, version 1: the header, each table as a whole
-// Filter encoding (kind 1, so any one can be cut out and loaded as a
-// Filter), the overflow counters, and a CRC-32C over all of it. All
-// integers are little-endian.
+// The encoding of a Scalable, format version 1: the header, each table as
+// a whole Filter encoding (kind 1, so any one but a growing newest table
+// can be cut out and loaded as a Filter), the overflow counters, and a
+// CRC-32C over all of it. All integers are little-endian.
 //
 //	offset  size  field
 //	     0     4  magic "CKOO"
 //	     4     2  format version = 1
 //	     6     1  kind = 2 (Scalable)
-//	     7     1  flags: bit 0 = semi-sorted buckets (b = 4); bit 1 =
-//	              tables grow in place from a quarter, tags unpacked; bit
-//	              2 = from a sixteenth, tags packed (growth.reserve; at
-//	              most one of bits 1 and 2); others 0
+//	     7     1  flags: bit 0 = semi-sorted buckets (b = 4); others 0
 //	     8     1  bucket size b: 2, 4 or 8
 //	     9     1  fingerprint bits f0 of generation 0: 4..32
-//	    10     2  reserved = 0
+//	    10     1  hash = 1: XXH3-64 of the key with the seed below
+//	    11     1  reserved = 0
 //	    12     4  max kicks: 1..MaxMaxKicks
 //	    16     8  seed
 //	    24     8  initial capacity (capacity of generation 0)
 //	    32     8  growth factor, IEEE-754 binary64: 1.25..16
-//	    40     8  configured false-positive rate ε, binary64: (0, 1)
+//	    40     8  false-positive bound B, binary64: (0, 2) (growth.go)
 //	    48     4  G = generation of the first table
 //	    52     4  T = number of tables (>= 1), G+T <= 4096
 //	    56     8  O = number of overflow counters
 //	    64     …  T times: L (8 bytes), then L bytes: the table of
 //	              generation G+k as a Filter encoding, whose shape must be
-//	              the generation's (see growth.go)
+//	              the generation's (see growth.go); the newest table, if
+//	              generation > 0, may be growing in place (flag bit 1 of
+//	              its Filter header, growtable.go)
 //	     …   24O  overflow counters by increasing (table, key): table index
 //	              k < T (8), key = bucket<<32 | fingerprint as in the
 //	              duplicate counters (8), copies > 0 (8)
 //	     …     4  CRC-32C of every byte before it
 //
-// docs/format-scalable.md describes it for readers in other languages.
-// Frozen, like the Filter's format.
+// Items in all (Len) are at most maxItems. docs/format-scalable.md
+// describes it for readers in other languages. Frozen, like the Filter's
+// format.
 const (
 	kindScalable       = 2
-	flagInPlace        = 1 << 1 // tables after the first grow in place, reserve quarterReserve, tags unpacked (growth.reserve)
-	flagInPlacePacked  = 1 << 2 // tables after the first grow in place, reserve packedReserve, tags packed
 	scalableHeaderSize = 64
 	overEntrySize      = 24
 	maxTableEncoding   = 1 << 62
@@ -772,25 +772,16 @@ func (s *Scalable) WriteTo(w io.Writer) (int64, error) {
 	if s.g.semi {
 		flags |= flagSemiSort
 	}
-	switch {
-	case s.g.reserve == packedReserve && s.g.packed:
-		flags |= flagInPlacePacked
-	case s.g.reserve == quarterReserve && !s.g.packed:
-		flags |= flagInPlace
-	case s.g.reserve != 0:
-		// Unreachable: NewScalable and the decoder make only the layouts
-		// above.
-		return 0, fmt.Errorf("cuckoo: no encoding for tables growing with reserve %d (packed %v)", s.g.reserve, s.g.packed)
-	}
 	e.Uint8(flags)
 	e.Uint8(uint8(s.g.slots))
 	e.Uint8(uint8(s.g.f0))
-	e.Uint16(0)
+	e.Uint8(hashXXH3)
+	e.Uint8(0)
 	e.Uint32(uint32(s.maxKicks))
 	e.Uint64(s.seed)
 	e.Uint64(s.g.initial)
 	e.Uint64(math.Float64bits(s.g.factor))
-	e.Uint64(math.Float64bits(s.g.rate))
+	e.Uint64(math.Float64bits(s.g.bound))
 	e.Uint32(s.levels[0].gen)
 	e.Uint32(uint32(len(s.levels)))
 	var nOver uint64
@@ -865,39 +856,19 @@ func (s *Scalable) ReadFrom(r io.Reader) (int64, error) {
 // header, every table (against its generation's shape, and by the Filter
 // decoder), the overflow counters and the checksum.
 func decodeScalable(d *codec.Decoder) (*Scalable, error) {
-	var m [4]byte
-	for i := range m {
-		m[i] = d.Uint8()
-	}
-	version, kind, flags := d.Uint16(), d.Uint8(), d.Uint8()
-	if err := d.Err(); err != nil {
+	p, err := decodePrologue(d, kindScalable)
+	if err != nil {
 		return nil, err
 	}
-	switch {
-	case string(m[:]) != magic:
-		return nil, bad("not a cuckoo filter (magic %q)", m[:])
-	case version != formatVersion:
-		return nil, bad("unsupported format version %d", version)
-	case kind != kindScalable:
-		return nil, bad("encoding of kind %d, not a Scalable", kind)
-	case flags&^(flagSemiSort|flagInPlace|flagInPlacePacked) != 0:
-		return nil, bad("unknown flags %#x", flags)
-	case flags&flagInPlace != 0 && flags&flagInPlacePacked != 0:
-		return nil, bad("two ways of growing in place (flags %#x)", flags)
+	if p.flags&^flagSemiSort != 0 {
+		return nil, bad("unknown flags %#x", p.flags)
 	}
-	g := growth{slots: uint64(d.Uint8()), f0: uint64(d.Uint8()), semi: flags&flagSemiSort != 0}
-	switch {
-	case flags&flagInPlace != 0:
-		g.reserve = quarterReserve
-	case flags&flagInPlacePacked != 0:
-		g.reserve, g.packed = packedReserve, true
-	}
-	reserved := d.Uint16()
+	g := growth{slots: p.slots, f0: p.fpBits, semi: p.flags&flagSemiSort != 0}
 	maxKicks := uint64(d.Uint32())
 	seed := d.Uint64()
 	g.initial = d.Uint64()
 	g.factor = math.Float64frombits(d.Uint64())
-	g.rate = math.Float64frombits(d.Uint64())
+	g.bound = math.Float64frombits(d.Uint64())
 	first, nTables, nOver := d.Uint32(), d.Uint32(), d.Uint64()
 	if err := d.Err(); err != nil {
 		return nil, err
@@ -906,8 +877,6 @@ func decodeScalable(d *codec.Decoder) (*Scalable, error) {
 		return nil, bad("%v", err)
 	}
 	switch {
-	case reserved != 0:
-		return nil, bad("reserved header bits set")
 	case maxKicks < 1 || maxKicks > MaxMaxKicks:
 		return nil, bad("max kicks %d", maxKicks)
 	case nTables == 0 || uint64(first)+uint64(nTables) > maxGenerations:
@@ -952,14 +921,22 @@ func decodeScalable(d *codec.Decoder) (*Scalable, error) {
 			lv.over = make(map[uint64]uint64)
 		}
 		lv.over[pk] = c
-		if lv.nOver+c < c {
-			d.Fail(bad("overflow counters overflow"))
+		// INVARIANT: each c and every partial sum stay at most maxItems,
+		// so no sum below overflows.
+		if c > maxItems || lv.nOver+c > maxItems || s.extra+c > maxItems {
+			d.Fail(bad("overflow counters add up to more than %d items", uint64(maxItems)))
+			break
 		}
 		lv.nOver += c
-		if s.extra+c < c {
-			d.Fail(bad("overflow counters overflow"))
-		}
 		s.extra += c
+	}
+	if d.Err() == nil {
+		items := s.extra
+		for _, lv := range s.levels {
+			if items += lv.f.count; items > maxItems {
+				return nil, bad("%d or more items, more than %d", items, uint64(maxItems))
+			}
+		}
 	}
 	if err := d.VerifyChecksum(); err != nil {
 		return nil, err
@@ -990,7 +967,7 @@ func decodeLevel(d *codec.Decoder, s *Scalable, gen generation, newest bool) (*l
 		return nil, bad("table parameters differ from the filter's")
 	}
 	if growing {
-		g, ok := growFrom(gen.numBuckets, f.t.numBuckets, gen.fpBits, s.g.reserveOf(gen.fpBits), s.g.packed)
+		g, ok := growFrom(gen.numBuckets, f.t.numBuckets, gen.fpBits, s.g.reserveOf(gen.fpBits))
 		switch {
 		case !ok || f.t.fpBits != g.tagBits() || f.capacity != gen.capacity:
 			return nil, bad("growing table of %d bits, capacity %d, %d buckets is not one of generation %d (%d bits, capacity %d, %d buckets)",

@@ -20,6 +20,9 @@ import (
 // Invariants:
 //   - numBuckets is even and in [2, 2^32]: altIndex has no fixed point
 //     and a bucket index fits in 32 bits.
+//   - segments == 1, or numBuckets == segments*segBuckets with segBuckets a
+//     multiple of 64: every segment starts on a word boundary, and its
+//     bucket count is even.
 //   - len(words) == ceil(numBuckets*bucketBits/64) + 1: the last word is
 //     padding that is always zero, so a 64-bit window starting at any bit of
 //     the table can be read with two loads and no bounds branch.
@@ -31,6 +34,9 @@ type table struct {
 	slots      uint64 // b: 2, 4 or 8
 	bucketBits uint64 // b*f
 	fpMask     uint64 // 1<<f - 1
+	// A table of several segments (WithSegments) keeps the two buckets of
+	// a key in one segment of segBuckets buckets; segments == 1 otherwise.
+	segments, segBuckets uint64
 
 	// A bucket is read as one or more 64-bit windows of lanes: lanes lanes
 	// of f bits (fewer in the last window). laneLow has the low bit of each
@@ -77,6 +83,7 @@ func newTableLayout(numBuckets, slots, fpBits uint64) table {
 		slots:      slots,
 		bucketBits: slots * fpBits,
 		fpMask:     1<<fpBits - 1,
+		segments:   1,
 	}
 	t.lanes = min(slots, 64/fpBits)
 	t.windows = (slots + t.lanes - 1) / t.lanes
@@ -113,6 +120,12 @@ func newShapedLayout(numBuckets, slots, fpBits uint64, semi bool) table {
 		t.semiLayout()
 	}
 	return t
+}
+
+// segment splits t into n segments of numBuckets/n buckets (see the
+// invariants for what n must satisfy).
+func (t *table) segment(n uint64) {
+	t.segments, t.segBuckets = n, t.numBuckets/n
 }
 
 // payloadWords is the number of words the packed buckets take, padding
@@ -337,21 +350,33 @@ func (t *table) slot(i, s uint64) uint64 {
 }
 
 // altIndex returns the other bucket of a fingerprint fp stored in bucket i.
-// It is an involution, altIndex(altIndex(i, fp), fp) == i, for any even
-// bucket count m: alt = (-i - r) mod m with r odd, so a fingerprint can
-// always be moved to its other bucket without knowing its key, and the two
-// buckets always differ (2i ≡ -r mod m has no solution when m is even and
-// r odd).
-func (t *table) altIndex(i, fp uint64) uint64 { return altIndexOf(i, fp, t.numBuckets) }
+// It is an involution, altIndex(altIndex(i, fp), fp) == i, and the two
+// buckets always differ (see altIndexOf). In a table of several segments
+// (WithSegments) both buckets lie in i's segment.
+func (t *table) altIndex(i, fp uint64) uint64 {
+	if t.segments == 1 {
+		return altIndexOf(i, fp, t.numBuckets)
+	}
+	base := i / t.segBuckets * t.segBuckets
+	return base + altIndexOf(i-base, fp, t.segBuckets)
+}
 
-// altIndexOf is altIndex for a table of m buckets (m even). A table that
-// grows in place (growTable) computes its buckets over the bucket count it
-// will have when fully grown, so it needs the function apart from a table.
+// altIndexOf is altIndex for a table (or segment) of m buckets, m even and
+// at most 2^32: alt = (−i − r) mod m, where the offset r is odd and below
+// m, so the map is an involution without a fixed point (2i ≡ −r mod m has
+// no solution when m is even and r odd). A table that grows in place
+// (growTable) computes its buckets over the bucket count it will have when
+// fully grown, so it needs the function apart from a table.
+//
+// r is the 32-bit multiplicative hash x = fp·0x9e3779b1 mod 2^32 reduced
+// onto [0, m) by ⌊x·m/2^32⌋, then made odd. Every step is exact in 32-bit
+// and 53-bit arithmetic (the product x·m is split into 16-bit halves
+// there), so programs without 64-bit integers, such as the Lua functions
+// of package redisfilter, compute the same buckets. Frozen: part of the
+// format.
 func altIndexOf(i, fp, m uint64) uint64 {
-	// r is spread over [0, m) by a multiplicative hash of the fingerprint,
-	// then made odd; m even keeps it below m.
-	r, _ := bits.Mul64(fp*0x9e3779b97f4a7c15, m)
-	r |= 1
+	x := uint64(uint32(fp) * 0x9e3779b1)
+	r := x*m>>32 | 1
 	j := m - i - r
 	// Wrap a negative j without a branch: the sign is random, so a branch
 	// would be mispredicted half the time.

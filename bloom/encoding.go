@@ -23,7 +23,8 @@ import (
 //	     6     1  kind: 1 blocked Filter, 2 classic Filter, 3 Counting
 //	     7     1  k, bits or counters per key: 1..64
 //	     8     1  bits per cell: 1 (kinds 1, 2) or 4 (kind 3)
-//	     9     7  reserved, zero
+//	     9     1  hash = 1: XXH3-64 of the key with the seed below
+//	    10     6  reserved, zero
 //	    16     8  seed
 //	    24     8  capacity: 1..2^40
 //	    32     8  target false-positive rate: [1e-15, 1)
@@ -40,7 +41,7 @@ import (
 //	     0     4  magic "BLMF"
 //	     4     2  format version = 1
 //	     6     1  kind = 4
-//	     7     1  reserved, zero
+//	     7     1  hash = 1, as above
 //	     8     8  seed
 //	    16     8  capacity of the first layer: 1..2^40
 //	    24     8  target false-positive rate: [1e-15, 1)
@@ -72,6 +73,10 @@ const (
 	kindClassic  = 2 // = layoutClassic
 	kindCounting = 3
 	kindScalable = 4
+
+	// hashXXH3 names the hash: XXH3-64 with the filter's seed. (0: the
+	// hash of the files written before version 1 was frozen, retired.)
+	hashXXH3 = 1
 
 	tableHeaderSize    = 56
 	scalableHeaderSize = 56
@@ -114,7 +119,8 @@ func (h *tableHeader) write(e *codec.Encoder) {
 	e.Uint8(h.kind)
 	e.Uint8(h.k)
 	e.Uint8(h.cellBits)
-	for range 7 {
+	e.Uint8(hashXXH3)
+	for range 6 {
 		e.Uint8(0)
 	}
 	e.Uint64(h.seed)
@@ -164,6 +170,22 @@ func readPrologue(d *codec.Decoder, want ...uint8) uint8 {
 	return 0
 }
 
+// readHash reads the hash byte. Files written before format 1 was frozen
+// have 0 there (their hash is retired).
+func readHash(d *codec.Decoder) {
+	switch h := d.Uint8(); {
+	case d.Err() != nil:
+	case h == 0:
+		d.Fail(errPreV1)
+	case h != hashXXH3:
+		corrupt(d, "unknown hash %d", h)
+	}
+}
+
+// errPreV1 is the error for an encoding written before format version 1
+// was frozen.
+var errPreV1 = fmt.Errorf("%w: written by a version of github.com/dedupkit/cuckoo from before format 1.0, whose hash is retired; build the filter again from its keys", ErrCorrupt)
+
 // readReserved reads n bytes that must be zero.
 func readReserved(d *codec.Decoder, n int) {
 	for range n {
@@ -177,7 +199,8 @@ func readReserved(d *codec.Decoder, n int) {
 // prologue, and validates it.
 func readTableHeader(d *codec.Decoder, kind uint8) tableHeader {
 	h := tableHeader{kind: kind, k: d.Uint8(), cellBits: d.Uint8()}
-	readReserved(d, 7)
+	readHash(d)
+	readReserved(d, 6)
 	h.seed = d.Uint64()
 	h.capacity = d.Uint64()
 	h.fpr = math.Float64frombits(d.Uint64())
@@ -470,7 +493,7 @@ func (s *Scalable) WriteTo(w io.Writer) (int64, error) {
 	e.Uint32(magicWord)
 	e.Uint16(formatVersion)
 	e.Uint8(kindScalable)
-	e.Uint8(0)
+	e.Uint8(hashXXH3)
 	e.Uint64(s.seed)
 	e.Uint64(s.capacity)
 	e.Uint64(math.Float64bits(s.fpr))
@@ -518,7 +541,7 @@ func (s *Scalable) ReadFrom(r io.Reader) (int64, error) {
 
 func decodeScalable(d *codec.Decoder, bytes bool) (*Scalable, error) {
 	readPrologue(d, kindScalable)
-	readReserved(d, 1)
+	readHash(d)
 	s := &Scalable{seed: d.Uint64(), capacity: d.Uint64()}
 	s.fpr = math.Float64frombits(d.Uint64())
 	s.growth = math.Float64frombits(d.Uint64())

@@ -229,6 +229,9 @@ func TestDecodeBadHeader(t *testing.T) {
 		{"cell bits", new(bloom.Filter), put(blocked, 8, uint8(4)), "bits per cell"},
 		{"counter bits", new(bloom.Counting), put(counting, 8, uint8(1)), "bits per cell"},
 		{"reserved", new(bloom.Filter), put(blocked, 12, uint8(1)), "reserved"},
+		{"hash=0", new(bloom.Filter), put(blocked, 9, uint8(0)), "before format 1.0"},
+		{"hash=2", new(bloom.Counting), put(counting, 9, uint8(2)), "unknown hash"},
+		{"scalable hash=0", new(bloom.Scalable), put(scalable, 7, uint8(0)), "before format 1.0"},
 		{"capacity=0", new(bloom.Filter), put(blocked, 24, uint64(0)), "capacity"},
 		{"rate=NaN", new(bloom.Filter), put(classic, 32, math.NaN()), "rate"},
 		{"rate=1", new(bloom.Counting), put(counting, 32, 1.0), "rate"},
@@ -239,7 +242,8 @@ func TestDecodeBadHeader(t *testing.T) {
 		{"words < payload", new(bloom.Filter), put(classic, 48, uint64(1)), "cannot hold"},
 		{"capacity > payload", new(bloom.Filter), put(classic, 24, uint64(1<<30)), "cannot hold"},
 		{"counting capacity > payload", new(bloom.Counting), put(counting, 24, uint64(1<<20)), "cannot hold"},
-		{"scalable reserved", new(bloom.Scalable), put(scalable, 7, uint8(1)), "reserved"},
+		{"scalable hash=2", new(bloom.Scalable), put(scalable, 7, uint8(2)), "unknown hash"},
+		{"scalable reserved", new(bloom.Scalable), put(scalable, 52, uint8(1)), "reserved"},
 		{"growth", new(bloom.Scalable), put(scalable, 32, 1.0), "growth"},
 		{"tightening", new(bloom.Scalable), put(scalable, 40, 0.99), "tightening"},
 		{"layers=0", new(bloom.Scalable), put(scalable, 48, uint32(0)), "layers"},
@@ -327,7 +331,8 @@ func TestEncodingLayout(t *testing.T) {
 		check(name+" magic", string(enc[0:4]), "BLMF")
 		check(name+" version", le.Uint16(enc[4:]), uint16(1))
 		check(name+" kind", enc[6], kind)
-		check(name+" reserved", string(enc[9:16]), string(make([]byte, 7)))
+		check(name+" hash", enc[9], uint8(1))
+		check(name+" reserved", string(enc[10:16]), string(make([]byte, 6)))
 		check(name+" capacity", le.Uint64(enc[24:]), uint64(100))
 		check(name+" rate", math.Float64frombits(le.Uint64(enc[32:])), 0.01)
 		check(name+" count", le.Uint64(enc[40:]), f.Len())
@@ -347,6 +352,7 @@ func TestEncodingLayout(t *testing.T) {
 	s := m["scalable"].(*bloom.Scalable)
 	enc, _ = s.MarshalBinary()
 	check("scalable kind", enc[6], uint8(4))
+	check("scalable hash", enc[7], uint8(1))
 	check("scalable seed", le.Uint64(enc[8:]), uint64(4))
 	check("scalable capacity", le.Uint64(enc[16:]), uint64(10))
 	check("scalable rate", math.Float64frombits(le.Uint64(enc[24:])), 0.01)
@@ -410,5 +416,23 @@ func TestGolden(t *testing.T) {
 				t.Error("re-encoding differs from the golden file")
 			}
 		})
+	}
+}
+
+// TestIssue16PreV1Refused: files written before format 1 was frozen (the
+// same version number, a retired hash: 0 in the hash byte) are refused
+// with an error that says so.
+func TestIssue16PreV1Refused(t *testing.T) {
+	for file, d := range map[string]decoder{"pre-v1-blocked.bin": new(bloom.Filter), "pre-v1-scalable.bin": new(bloom.Scalable)} {
+		data, err := os.ReadFile(filepath.Join("testdata", "golden", file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := d.UnmarshalBinary(data); !errors.Is(err, bloom.ErrCorrupt) || !strings.Contains(err.Error(), "before format 1.0") {
+			t.Errorf("%s: %v; want ErrCorrupt saying it was written before format 1.0", file, err)
+		}
+		if _, err := d.ReadFrom(bytes.NewReader(data)); !errors.Is(err, bloom.ErrCorrupt) || !strings.Contains(err.Error(), "before format 1.0") {
+			t.Errorf("%s ReadFrom: %v", file, err)
+		}
 	}
 }

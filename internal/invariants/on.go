@@ -1,7 +1,7 @@
-//go:build invariants || race
+//go:build invariants
 
 package invariants
 
-// Enabled is true when the binary was built with the invariants or race
-// build tag. Expensive structural checks run only then.
+// Enabled is true when the binary was built with the invariants build
+// tag. Expensive structural checks run only then.
 const Enabled = true
