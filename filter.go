@@ -5,6 +5,7 @@ import (
 	"math/bits"
 	"slices"
 
+	"github.com/dedupkit/cuckoo/internal/addr"
 	"github.com/dedupkit/cuckoo/internal/hash"
 	"github.com/dedupkit/cuckoo/internal/invariants"
 )
@@ -115,9 +116,7 @@ func (f *Filter) init(t table, seed, capacity uint64, maxKicks int) {
 // the bucket from the upper 32 bits (a multiply-shift reduction onto
 // [0, numBuckets)), the fingerprint from the lower 32 (onto [1, 2^f-1]).
 func (f *Filter) locate(h uint64) (bucket, fp uint64) {
-	fp = uint64(uint32(h))*f.fpRange>>32 + 1
-	bucket = (h >> 32) * f.t.numBuckets >> 32
-	return bucket, fp
+	return addr.Bucket(h, f.t.numBuckets), addr.Fingerprint(h, f.fpRange)
 }
 
 // Add inserts one copy of key. The filter is a multiset: adding a key n

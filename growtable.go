@@ -2,6 +2,8 @@ package cuckoo
 
 import (
 	"math/bits"
+
+	"github.com/dedupkit/cuckoo/internal/addr"
 )
 
 // A table that grows in place: the newest table of a Scalable (after the
@@ -169,8 +171,7 @@ func (g *growTable) tagOf(q, fp uint64) uint64 {
 // finals returns h's two buckets in the plain table of the generation, and
 // its fingerprint, as Filter.locate and altIndex compute them there.
 func (g *growTable) finals(h uint64) (i1, i2, fp uint64) {
-	fp = uint64(uint32(h))*g.fpRange>>32 + 1
-	i1 = (h >> 32) * g.final >> 32
+	fp, i1 = addr.Fingerprint(h, g.fpRange), addr.Bucket(h, g.final)
 	return i1, altIndexOf(i1, fp, g.final), fp
 }
 

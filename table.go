@@ -2,6 +2,8 @@ package cuckoo
 
 import (
 	"math/bits"
+
+	"github.com/dedupkit/cuckoo/internal/addr"
 )
 
 // table is the bucket array: numBuckets buckets of slots fingerprints of
@@ -351,7 +353,7 @@ func (t *table) slot(i, s uint64) uint64 {
 
 // altIndex returns the other bucket of a fingerprint fp stored in bucket i.
 // It is an involution, altIndex(altIndex(i, fp), fp) == i, and the two
-// buckets always differ (see altIndexOf). In a table of several segments
+// buckets always differ (see addr.Alt). In a table of several segments
 // (WithSegments) both buckets lie in i's segment.
 func (t *table) altIndex(i, fp uint64) uint64 {
 	if t.segments == 1 {
@@ -361,27 +363,11 @@ func (t *table) altIndex(i, fp uint64) uint64 {
 	return base + altIndexOf(i-base, fp, t.segBuckets)
 }
 
-// altIndexOf is altIndex for a table (or segment) of m buckets, m even and
-// at most 2^32: alt = (−i − r) mod m, where the offset r is odd and below
-// m, so the map is an involution without a fixed point (2i ≡ −r mod m has
-// no solution when m is even and r odd). A table that grows in place
-// (growTable) computes its buckets over the bucket count it will have when
-// fully grown, so it needs the function apart from a table.
-//
-// r is the 32-bit multiplicative hash x = fp·0x9e3779b1 mod 2^32 reduced
-// onto [0, m) by ⌊x·m/2^32⌋, then made odd. Every step is exact in 32-bit
-// and 53-bit arithmetic (the product x·m is split into 16-bit halves
-// there), so programs without 64-bit integers, such as the Lua functions
-// of package redisfilter, compute the same buckets. Frozen: part of the
-// format.
-func altIndexOf(i, fp, m uint64) uint64 {
-	x := uint64(uint32(fp) * 0x9e3779b1)
-	r := x*m>>32 | 1
-	j := m - i - r
-	// Wrap a negative j without a branch: the sign is random, so a branch
-	// would be mispredicted half the time.
-	return j + m&uint64(int64(j)>>63)
-}
+// altIndexOf is altIndex for a table (or segment) of m buckets (addr.Alt).
+// A table that grows in place (growTable) computes its buckets over the
+// bucket count it will have when fully grown, so it needs the function
+// apart from a table.
+func altIndexOf(i, fp, m uint64) uint64 { return addr.Alt(i, fp, m) }
 
 // pairKey identifies the unordered bucket pair {i, altIndex(i, fp)} together
 // with fp: the key of the duplicate counters.
