@@ -29,47 +29,29 @@ const DefaultScalableCapacity = 1024
 //
 // A key never added is a false positive if any table reports it, so each
 // new table gets a few more fingerprint bits than the first (growth.go
-// explains the schedule): the rate stays at most twice the configured one
-// ε (the WithFalsePositiveRate, or the rate of the fingerprint width as New
-// would give it) at every size. Grown with the default growth 2 from 10,000
-// to 10 million keys (TestScalableGrowth -growth.full, at f=16 20 million
-// absent keys per point):
-//
-//	f   ε         10×            100×           1000×
-//	8   2.91 %    3.42 % 1.18ε   4.01 % 1.38ε   4.98 % 1.71ε
-//	12  0.185 %   0.217 % 1.17ε  0.256 % 1.38ε  0.316 % 1.70ε
-//	16  0.0116 %  0.0141 % 1.21ε 0.0161 % 1.39ε 0.0201 % 1.74ε
-//
-// The tables then have 16, then 20 (seven times), then 19 (twice) bit
-// fingerprints for f = 16.
+// explains the schedule). The rate given with [WithFalsePositiveRate] is a
+// bound: the filter's rate stays at or below it at every size
+// ([Scalable.TargetFalsePositiveRate] returns it); the tables' own bounds
+// add up to at most 15/16 of it, and the rate measured over a growth of
+// 1000× stays below 0.9 of it (TestIssue16ScalableRateIsABound). Given
+// [WithFingerprintBits] instead, the first table has that width and the
+// bound is twice the rate [New] gives it at capacity.
 //
 // # Memory
 //
 // A chain of tables each allocated whole would be, right after growing,
-// half empty: its newest table as large as all the others together. That
-// costs about 1.4 times the memory of full tables, averaged over the
-// growth. So the newest table (after the first, whose size is the capacity
-// asked for) starts at a sixteenth of its size, with 4 more bits per slot
-// (fewer for fingerprints over 28 bits, which start larger), and grows two
-// buckets at a time by linear hashing, at a load of 0.8 (growtable.go);
-// each time it doubles, its slots drop a bit, and at full size it has
-// dropped them all and fills like a Filter, to about 0.97 of its
-// slots for 4-slot buckets. Table bits per item on the same path, with the
-// bound 1.6 × (log2(1/ε) + 3):
-//
-//	f   10×    100×   1000×  mean over the path  bound  tables allocated whole
-//	8   13.2   13.5   12.1   12.72               12.96  17.6
-//	12  18.3   18.7   16.4   17.56               19.32  24.4
-//	16  22.7   23.3   20.7   22.03               25.72  30.6
-//
-// The mean is over sizes evenly spaced on a log scale. f = 8 has the least
-// room: its later tables need 12 bits for the rate, 12.4 bits per item once
-// full. The growing table costs inserts: Add takes 1.3 to 1.6 times as
-// long as in a chain of whole tables (BenchmarkScalable_Add at 10^6 and
-// 10^7 keys), as it keeps its load high where a new whole table takes keys
-// into empty buckets. Starting at a sixteenth with packed tags costs no
-// more than at a quarter with unpacked ones (495 against 509 ns at 10^6
-// keys, medians of 3 interleaved runs).
+// half empty: its newest table as large as all the others together. So
+// the newest table (after the first, whose size is the capacity asked for)
+// starts at a sixteenth of its size, with 4 more bits per slot (fewer for
+// fingerprints over 28 bits), and grows two buckets at a time by linear
+// hashing, at a load of 0.8 (growtable.go); each time it doubles, its slots
+// drop a bit, and at full size it has dropped them all and fills like a
+// Filter. Averaged over a growth of 1000× (sizes evenly spaced on a log
+// scale) the tables take at most 1.6 × (log2(2/p) + 3) bits per item for a
+// bound p (tested): measured 15.5, 19.6 and 22.9 bits per item for p = 1 %,
+// 0.1 % and 0.01 % (docs/benchmarks.md has the figures at each size). The
+// growing table costs inserts more than a new whole table would, as it keeps
+// its load high.
 //
 // # Lookups
 //

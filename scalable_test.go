@@ -1120,12 +1120,18 @@ func BenchmarkScalable_Add(b *testing.B) {
 // the tables' bounds add up to at most 15/16 of it.
 func TestIssue16ScalableRateIsABound(t *testing.T) {
 	rates := []float64{0.01, 0.001}
+	if *fullGrowth {
+		rates = append(rates, 0.0001)
+	}
 	if testing.Short() || raceEnabled {
 		rates = rates[:1]
 	}
 	for _, p := range rates {
 		t.Run(fmt.Sprintf("p=%g", p), func(t *testing.T) {
 			initial := uint64(size(1000, 300, 100))
+			if *fullGrowth {
+				initial = 10_000
+			}
 			s, err := cuckoo.NewScalable(initial, cuckoo.WithFalsePositiveRate(p), cuckoo.WithSeed(uint64(1/p)))
 			if err != nil {
 				t.Fatal(err)
@@ -1141,9 +1147,18 @@ func TestIssue16ScalableRateIsABound(t *testing.T) {
 			}
 			checkpoints = append(checkpoints, 10*initial, 100*initial, 1000*initial)
 			slices.Sort(checkpoints)
+			// Bits per item are averaged over sizes evenly spaced on a log
+			// scale, as in TestScalableGrowth.
+			var logSum float64
+			var samples, j int
 			for _, target := range checkpoints {
 				for ; n < target; n++ {
 					s.Add(key(0, n))
+					for float64(n+1) >= float64(initial)*math.Exp2(float64(j)/32) {
+						logSum += float64(s.TableBytes()*8) / float64(n+1)
+						samples++
+						j++
+					}
 				}
 				fps := 0
 				for i := uint64(0); i < probes; i++ {
@@ -1158,8 +1173,16 @@ func TestIssue16ScalableRateIsABound(t *testing.T) {
 				if sum := s.RateBound(); sum > p*15/16 {
 					t.Errorf("%d keys: the tables' bounds add up to %.4g > 15p/16", n, sum)
 				}
+				if target == 10*initial || target == 100*initial || target == 1000*initial {
+					t.Logf("%5d×: %2d tables %v; rate %.4g measured, %.4g expected; %.2f bits/item",
+						target/initial, s.NumTables(), s.TableFingerprintBits(), measured, s.FalsePositiveRate(), float64(s.TableBytes()*8)/float64(n))
+				}
 			}
-			t.Logf("%d keys, %d tables: rate %.4g expected", n, s.NumTables(), s.FalsePositiveRate())
+			mean, bound := logSum/float64(samples), 1.6*(math.Log2(2/p)+3)
+			t.Logf("bits per item averaged over the growth path (log-uniform sizes): %.2f; bound 1.6 × (log2(2/p) + 3) = %.2f", mean, bound)
+			if initial >= 1000 && mean > bound {
+				t.Errorf("bits per item averaged over the growth path: %.2f > %.2f", mean, bound)
+			}
 		})
 	}
 }
