@@ -70,7 +70,7 @@ func (f *Filter) probe(b *batch, found []bool) {
 		return
 	}
 	for k := range found {
-		found[k] = t.has2(i1[k], i2[k], fp[k])
+		found[k] = t.holdsEither(i1[k], fp[k], i2[k], fp[k])
 	}
 }
 

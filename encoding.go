@@ -302,7 +302,7 @@ func decodeTable(d *codec.Decoder, growingOK bool) (_ *Filter, growing bool, _ e
 	case semi && slots != 4:
 		return nil, false, bad("semi-sorted buckets of %d slots", slots)
 	}
-	t := newShapedLayout(numBuckets, slots, fpBits, semi)
+	t := tableLayout(numBuckets, slots, fpBits, semi)
 	switch {
 	case nWords != t.payloadWords():
 		return nil, false, bad("table of %d words, want %d", nWords, t.payloadWords())

@@ -94,7 +94,7 @@ func New(capacity uint64, opts ...Option) (*Filter, error) {
 	if err != nil {
 		return nil, err
 	}
-	t := newShapedTable(p.NumBuckets, uint64(c.slots), uint64(c.fpBits), c.semi)
+	t := newTable(p.NumBuckets, uint64(c.slots), uint64(c.fpBits), c.semi)
 	t.segment(uint64(c.segments))
 	f := &Filter{}
 	f.init(t, c.seed, capacity, c.maxKicks)
@@ -235,14 +235,14 @@ func (f *Filter) AddHash(h uint64) error {
 		// An empty lane's flag is its high bit: the lane starts f-1 bits
 		// below it.
 		if e := zeroLanes(w1, t.laneRest, t.laneHigh); e != 0 {
-			t.setBits(p1+uint64(bits.TrailingZeros64(e))+1-t.fpBits, t.fpMask, fp)
+			storeBits(t.words, p1+uint64(bits.TrailingZeros64(e))+1-t.fpBits, t.fpMask, fp)
 		} else if e := zeroLanes(w2, t.laneRest, t.laneHigh); e != 0 {
-			t.setBits(p2+uint64(bits.TrailingZeros64(e))+1-t.fpBits, t.fpMask, fp)
+			storeBits(t.words, p2+uint64(bits.TrailingZeros64(e))+1-t.fpBits, t.fpMask, fp)
 		} else if !f.makeRoom(i1, i2, fp, h) {
 			return ErrFull
 		}
 	} else {
-		if t.countFP(i1, fp)+t.countFP(i2, fp) >= maxSlotCopies {
+		if t.copies(i1, fp)+t.copies(i2, fp) >= maxSlotCopies {
 			f.addDup(pairKey(i1, i2, fp))
 			return nil
 		}
@@ -302,7 +302,7 @@ func (f *Filter) ContainsHash(h uint64) bool {
 		// Both buckets read before either is decoded.
 		return t.semiHasEither(t.window(i1*t.bucketBits), t.window(i2*t.bucketBits), fp)
 	}
-	return t.has2(i1, i2, fp)
+	return t.holdsEither(i1, fp, i2, fp)
 }
 
 // DeleteHash is [Filter.Delete] for a key's 64-bit hash (see
@@ -349,7 +349,7 @@ func (f *Filter) CountHash(h uint64) uint64 {
 	}
 	i1, fp := f.locate(h)
 	i2 := f.t.altIndex(i1, fp)
-	n := f.t.countFP(i1, fp) + f.t.countFP(i2, fp)
+	n := f.t.copies(i1, fp) + f.t.copies(i2, fp)
 	if len(f.dups) != 0 {
 		n += f.dups[pairKey(i1, i2, fp)]
 	}
@@ -620,7 +620,7 @@ func (f *Filter) validate(full bool) error {
 		if j < i {
 			return fmt.Errorf("duplicate counter for bucket %d fingerprint %#x is not keyed by the lower bucket", i, fp)
 		}
-		if t.countFP(i, fp)+t.countFP(j, fp) < maxSlotCopies {
+		if t.copies(i, fp)+t.copies(j, fp) < maxSlotCopies {
 			return fmt.Errorf("duplicate counter for bucket %d fingerprint %#x without %d slot copies", i, fp, maxSlotCopies)
 		}
 		if dupSum+c < dupSum {

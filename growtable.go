@@ -121,7 +121,7 @@ func reserveBits(r, f uint64) uint64 {
 // 2^(r+1), r > 0.
 func newGrowTable(final, slots, fpBits, r uint64, semi bool) (*growTable, table) {
 	g := growGeometry(final, fpBits, r)
-	return g, newShapedTable(g.base, slots, g.tagBits(), semi)
+	return g, newTable(g.base, slots, g.tagBits(), semi)
 }
 
 // growGeometry returns the geometry of a table growing to final buckets of
@@ -172,7 +172,7 @@ func (g *growTable) tagOf(q, fp uint64) uint64 {
 // its fingerprint, as Filter.locate and altIndex compute them there.
 func (g *growTable) finals(h uint64) (i1, i2, fp uint64) {
 	fp, i1 = addr.Fingerprint(h, g.fpRange), addr.Bucket(h, g.final)
-	return i1, altIndexOf(i1, fp, g.final), fp
+	return i1, addr.Alt(i1, fp, g.final), fp
 }
 
 // bucketOf returns the bucket final bucket i (of reserve q) lives in now.
@@ -202,9 +202,9 @@ func (g *growTable) finalOf(j, stored uint64) uint64 {
 func (g *growTable) contains(t *table, h uint64) bool {
 	j1, tag1, j2, tag2 := g.where(h)
 	if t.semi {
-		return t.has(j1, tag1) || t.has(j2, tag2)
+		return t.holds(j1, tag1) || t.holds(j2, tag2)
 	}
-	return t.containsEither(j1, tag1, j2, tag2)
+	return t.holdsEither(j1, tag1, j2, tag2)
 }
 
 // containsBatch sets found[k] to contains(hs[k]), a group of batchGroup
@@ -224,9 +224,9 @@ func (g *growTable) containsBatch(t *table, hs []uint64, found []bool) {
 		j, tag := &js[cur], &tags[cur]
 		for k := range n {
 			if t.semi {
-				found[lo+k] = t.has(j[2*k], tag[2*k]) || t.has(j[2*k+1], tag[2*k+1])
+				found[lo+k] = t.holds(j[2*k], tag[2*k]) || t.holds(j[2*k+1], tag[2*k+1])
 			} else {
-				found[lo+k] = t.containsEither(j[2*k], tag[2*k], j[2*k+1], tag[2*k+1])
+				found[lo+k] = t.holdsEither(j[2*k], tag[2*k], j[2*k+1], tag[2*k+1])
 			}
 		}
 		lo, n = next, nextN
@@ -249,13 +249,13 @@ func (g *growTable) stage(t *table, hs []uint64, js, tags *[2 * batchGroup]uint6
 // slotCopies returns the number of slots holding h's fingerprint.
 func (g *growTable) slotCopies(t *table, h uint64) uint64 {
 	j1, tag1, j2, tag2 := g.where(h)
-	return t.countFP(j1, tag1) + t.countFP(j2, tag2)
+	return t.copies(j1, tag1) + t.copies(j2, tag2)
 }
 
 // holds reports whether final bucket i holds fingerprint fp.
 func (g *growTable) holds(t *table, i, fp uint64) bool {
 	q := mulHi(i, g.recip)
-	return t.has(g.bucketOf(i, q), g.tagOf(q, fp))
+	return t.holds(g.bucketOf(i, q), g.tagOf(q, fp))
 }
 
 // growToFull splits the rest of the buckets: the table then is the
@@ -284,7 +284,7 @@ func (g *growTable) crowded(t *table, occupied uint64) bool {
 func (g *growTable) insert(t *table, h uint64, maxKicks int) bool {
 	j1, tag1, j2, tag2 := g.where(h)
 	// The emptier bucket first: two choices keep the buckets' loads even.
-	e1, e2 := t.countFP(j1, 0), t.countFP(j2, 0)
+	e1, e2 := t.copies(j1, 0), t.copies(j2, 0)
 	switch {
 	case e2 > e1:
 		return t.insert(j2, tag2)
@@ -327,7 +327,7 @@ func (g *growTable) search(t *table, j1, tag1, j2, tag2 uint64, budget int) bool
 			n := &q[k]
 			tag := uint64(n.tag)
 			fp := tag & g.fpRange
-			i := altIndexOf(g.finalOf(uint64(n.bucket), tag>>g.fpBits), fp, g.final)
+			i := addr.Alt(g.finalOf(uint64(n.bucket), tag>>g.fpBits), fp, g.final)
 			qa := mulHi(i, g.recip)
 			alt := g.bucketOf(i, qa)
 			n.alt, n.altTag = uint32(alt), uint32(g.tagOf(qa, fp))
@@ -458,7 +458,7 @@ func (g *growTable) newWords(need, bucketBits uint64) []uint64 {
 // table that goes on growing gets room for an eighth more buckets, as in
 // growWords.
 func (g *growTable) repack(t *table, drop uint64) {
-	p := newShapedLayout(t.numBuckets, t.slots, t.fpBits-drop, t.semi)
+	p := tableLayout(t.numBuckets, t.slots, t.fpBits-drop, t.semi)
 	need := p.payloadWords() + 1
 	if p.fpBits == g.fpBits {
 		p.words = newWords(need)
@@ -475,7 +475,7 @@ func (g *growTable) repack(t *table, drop uint64) {
 			case t.semi:
 				p.insert(i, tag>>shift<<g.fpBits|tag&g.fpRange) // canonical order, whatever the slots
 			default:
-				p.set(i, s, tag>>shift<<g.fpBits|tag&g.fpRange)
+				p.plainSet(i, s, tag>>shift<<g.fpBits|tag&g.fpRange)
 			}
 		}
 	}

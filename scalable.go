@@ -9,6 +9,7 @@ import (
 	"math"
 	"slices"
 
+	"github.com/dedupkit/cuckoo/internal/addr"
 	"github.com/dedupkit/cuckoo/internal/codec"
 	"github.com/dedupkit/cuckoo/internal/hash"
 	"github.com/dedupkit/cuckoo/internal/invariants"
@@ -195,7 +196,7 @@ func (s *Scalable) newLevel(gen generation) *level {
 		lv.f.init(t, s.seed, gen.capacity, s.maxKicks)
 		return lv
 	}
-	lv.f.init(newShapedTable(gen.numBuckets, s.g.slots, gen.fpBits, s.g.semi), s.seed, gen.capacity, s.maxKicks)
+	lv.f.init(newTable(gen.numBuckets, s.g.slots, gen.fpBits, s.g.semi), s.seed, gen.capacity, s.maxKicks)
 	return lv
 }
 
@@ -646,12 +647,12 @@ func (s *Scalable) validate() error {
 			if c == 0 || b >= m || fp == 0 || fp > fpRange {
 				return fmt.Errorf("table %d: overflow counter %#x: %d copies out of range", i, pk, c)
 			}
-			j := altIndexOf(b, fp, m)
+			j := addr.Alt(b, fp, m)
 			if j < b {
 				return fmt.Errorf("table %d: overflow counter %#x not keyed by the lower bucket", i, pk)
 			}
 			if g := lv.grow; g != nil && !g.holds(&lv.f.t, b, fp) && !g.holds(&lv.f.t, j, fp) ||
-				g == nil && !lv.f.t.has2(b, j, fp) {
+				g == nil && !lv.f.t.holdsEither(b, fp, j, fp) {
 				return fmt.Errorf("table %d: overflow counter %#x without a slot copy", i, pk)
 			}
 			if n+c < n {

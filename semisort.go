@@ -215,12 +215,12 @@ func (t *table) semiWrite(i uint64, v [4]uint64) {
 		for j := uint64(0); j < 4; j++ {
 			b |= v[j] >> 4 << (12 + j*t.highBits)
 		}
-		t.setBits(p, 1<<t.bucketBits-1, b)
+		storeBits(t.words, p, 1<<t.bucketBits-1, b)
 		return
 	}
-	t.setBits(p, 0xfff, code)
+	storeBits(t.words, p, 0xfff, code)
 	for j := uint64(0); j < 4; j++ {
-		t.setBits(p+12+j*t.highBits, t.highMask, v[j]>>4)
+		storeBits(t.words, p+12+j*t.highBits, t.highMask, v[j]>>4)
 	}
 }
 

@@ -36,7 +36,7 @@ func TestSemiCodes(t *testing.T) {
 func TestSemiFastPathMatchesDecode(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
 	for f := uint64(4); f <= 32; f++ {
-		tb := newShapedTable(6, 4, f, true)
+		tb := newTable(6, 4, f, true)
 		for trial := 0; trial < 2000; trial++ {
 			i := r.Uint64N(6)
 			var v [4]uint64
@@ -83,7 +83,7 @@ func FuzzSemiBucket(f *testing.F) {
 	f.Fuzz(func(t *testing.T, bits uint8, a, b, c, d, q uint32) {
 		fb := 4 + uint64(bits)%29
 		mask := uint64(1)<<fb - 1
-		tb := newShapedTable(2, 4, fb, true)
+		tb := newTable(2, 4, fb, true)
 		v := [4]uint64{uint64(a) & mask, uint64(b) & mask, uint64(c) & mask, uint64(d) & mask}
 		tb.semiWrite(1, v)
 		got := tb.semiRead(1)

@@ -206,7 +206,7 @@ const maxStripes = 1024
 // occupied slots (numBuckets*slots: no limit).
 func newCtable(numBuckets, slots, fpBits, seed, capacity uint64, maxKicks int, gen uint32, limit uint64) *ctable {
 	c := &ctable{}
-	c.f.init(newTable(numBuckets, slots, fpBits), seed, capacity, maxKicks)
+	c.f.init(newTable(numBuckets, slots, fpBits, false), seed, capacity, maxKicks)
 	adviseHugePages(c.f.t.words)
 	c.setUp(gen, limit)
 	return c
@@ -894,7 +894,7 @@ func (c *ctable) snapshotBuffer() []uint64 {
 // write.
 func (c *ctable) snapshotLocked(words []uint64) (*Filter, map[uint64]uint64) {
 	f := &Filter{}
-	t := newTableLayout(c.f.t.numBuckets, c.f.t.slots, c.f.t.fpBits)
+	t := tableLayout(c.f.t.numBuckets, c.f.t.slots, c.f.t.fpBits, false)
 	copy(words, c.f.t.words)
 	t.words = words
 	f.init(t, c.f.seed, c.f.capacity, c.f.maxKicks)

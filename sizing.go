@@ -153,7 +153,7 @@ func plan(capacity uint64, c config) (Plan, error) {
 	if !ok {
 		return Plan{}, fmt.Errorf("%w: capacity %d needs more than 2^32 buckets", ErrInvalidParameter, capacity)
 	}
-	layout := newShapedLayout(m, slots, bits, c.semi)
+	layout := tableLayout(m, slots, bits, c.semi)
 	tableBytes := (layout.payloadWords() + 1) * 8
 	load := float64(capacity) / float64(m*slots)
 	return Plan{

@@ -6,18 +6,25 @@ import (
 	"github.com/dedupkit/cuckoo/internal/addr"
 )
 
-// table is the bucket array: numBuckets buckets of slots fingerprints of
-// fpBits bits each, packed back to back in a flat slice of words with no
-// padding between slots or buckets. Slot s of bucket i occupies bits
-// [pos, pos+fpBits) of the bit string, where pos = i*bucketBits + s*fpBits,
-// bit k of the string being bit k%64 of words[k/64].
+// table is the bucket array every filter of this package is built on:
+// numBuckets buckets of slots fingerprints of fpBits bits each, packed
+// back to back in a flat slice of words with no padding between slots or
+// buckets. Slot s of bucket i occupies bits [pos, pos+fpBits) of the bit
+// string, where pos = i*bucketBits + s*fpBits, bit k of the string being
+// bit k%64 of words[k/64].
 //
 //	word 0                          word 1
 //	|<---- bucket 0 ---->|<---- bucket 1 ---->|<-- ...
 //	| s0 | s1 | s2 | s3  | s0 | s1 | s2 | s3  |
 //	 f bits each, low bits first; a bucket may straddle two words
 //
-// A slot holding 0 is empty; fingerprints are never 0.
+// A slot holding 0 is empty; fingerprints are never 0. Semi-sorted tables
+// (semisort.go) pack a bucket of four fingerprints into 4f-4 bits instead.
+//
+// The methods without a prefix (holds, holdsEither, copies, slot, insert,
+// replace, swap, unswap) work on either layout; plain* and semi* methods
+// on one only. A growing table (growtable.go) stores tags, not
+// fingerprints, in the same layout: to the table they are just values.
 //
 // Invariants:
 //   - numBuckets is even and in [2, 2^32]: altIndex has no fixed point
@@ -34,16 +41,15 @@ type table struct {
 	numBuckets uint64
 	fpBits     uint64 // f, 4..32
 	slots      uint64 // b: 2, 4 or 8
-	bucketBits uint64 // b*f
+	bucketBits uint64 // b*f, or 4f-4 semi-sorted
 	fpMask     uint64 // 1<<f - 1
 	// A table of several segments (WithSegments) keeps the two buckets of
 	// a key in one segment of segBuckets buckets; segments == 1 otherwise.
 	segments, segBuckets uint64
 
-	// A bucket is read as one or more 64-bit windows of lanes: lanes lanes
-	// of f bits (fewer in the last window). laneLow has the low bit of each
-	// lane set, laneHigh the high bit, laneRest every bit below the high
-	// bit; the last* masks describe the last window of a bucket.
+	// A plain bucket is read as one or more 64-bit windows of lanes: lanes
+	// lanes of f bits (fewer in the last window), described by the masks of
+	// laneMasks; the last* masks describe the last window of a bucket.
 	windows                     uint64 // windows per bucket
 	aligned                     bool   // windows == 1 and 64%bucketBits == 0: buckets never straddle words
 	bucketShift                 uint64 // log2(bucketBits) when aligned: bucket i starts at bit i<<bucketShift
@@ -62,23 +68,17 @@ type table struct {
 	highLow, highHigh, highRest uint64
 }
 
-// newTable returns an empty table.
-func newTable(numBuckets, slots, fpBits uint64) table {
-	t := newTableLayout(numBuckets, slots, fpBits)
-	t.words = newWords(tableWords(numBuckets, slots, fpBits) + 1)
+// newTable returns an empty table, semi-sorted when semi is set (which
+// requires 4 slots).
+func newTable(numBuckets, slots, fpBits uint64, semi bool) table {
+	t := tableLayout(numBuckets, slots, fpBits, semi)
+	t.words = newWords(t.payloadWords() + 1)
+	adviseHugePages(t.words)
 	return t
 }
 
-// newWords returns n zero words in an allocation of whole cache lines, so
-// that no other object shares the table's first and last lines (see
-// cacheLine: it matters to a Concurrent, whose lookups read lines that
-// other cores write).
-func newWords(n uint64) []uint64 {
-	return make([]uint64, n, lineCap[uint64](n))
-}
-
-// newTableLayout returns a table's geometry and masks, without its words.
-func newTableLayout(numBuckets, slots, fpBits uint64) table {
+// tableLayout returns a table's geometry and masks, without its words.
+func tableLayout(numBuckets, slots, fpBits uint64, semi bool) table {
 	t := table{
 		numBuckets: numBuckets,
 		fpBits:     fpBits,
@@ -97,31 +97,18 @@ func newTableLayout(numBuckets, slots, fpBits uint64) table {
 	if t.aligned {
 		t.bucketShift = uint64(bits.TrailingZeros64(t.bucketBits))
 	}
-	return t
-}
-
-// tableWords is the number of words the packed buckets take, padding word
-// excluded.
-func tableWords(numBuckets, slots, fpBits uint64) uint64 {
-	return (numBuckets*slots*fpBits + 63) / 64
-}
-
-// newShapedTable returns an empty table, semi-sorted when semi is set
-// (which requires 4 slots).
-func newShapedTable(numBuckets, slots, fpBits uint64, semi bool) table {
-	t := newShapedLayout(numBuckets, slots, fpBits, semi)
-	t.words = newWords(t.payloadWords() + 1)
-	adviseHugePages(t.words)
-	return t
-}
-
-// newShapedLayout is newTableLayout, semi-sorted when semi is set.
-func newShapedLayout(numBuckets, slots, fpBits uint64, semi bool) table {
-	t := newTableLayout(numBuckets, slots, fpBits)
 	if semi {
 		t.semiLayout()
 	}
 	return t
+}
+
+// newWords returns n zero words in an allocation of whole cache lines, so
+// that no other object shares the table's first and last lines (see
+// cacheLine: it matters to a Concurrent, whose lookups read lines that
+// other cores write).
+func newWords(n uint64) []uint64 {
+	return make([]uint64, n, lineCap[uint64](n))
 }
 
 // segment splits t into n segments of numBuckets/n buckets (see the
@@ -131,29 +118,13 @@ func (t *table) segment(n uint64) {
 }
 
 // payloadWords is the number of words the packed buckets take, padding
-// word excluded, for either layout.
+// word excluded.
 func (t *table) payloadWords() uint64 {
 	return (t.numBuckets*t.bucketBits + 63) / 64
 }
 
-func laneMasks(lanes, f uint64) (low, high, rest uint64) {
-	for j := uint64(0); j < lanes; j++ {
-		low |= 1 << (j * f)
-	}
-	high = low << (f - 1)
-	rest = high - low
-	return low, high, rest
-}
-
-// window returns the 64 bits of the table starting at bit p. The high part
-// is shifted in two steps, by 1 and by 63-s, so that p%64 == 0 (where it
-// must vanish) needs neither a branch nor the compiler's guard for shifts
-// of 64 or more.
-func (t *table) window(p uint64) uint64 {
-	w := t.words[p>>6 : p>>6+2 : p>>6+2]
-	s := p & 63
-	return w[0]>>s | w[1]<<1<<(63-s)
-}
+// window returns the 64 bits of the table starting at bit p.
+func (t *table) window(p uint64) uint64 { return loadWindow(t.words, p) }
 
 // alignedBucket returns bucket i of a table whose buckets never straddle a
 // word (bucketBits divides 64) in the low bits of the result: one load, and
@@ -164,47 +135,30 @@ func (t *table) alignedBucket(i uint64) uint64 {
 	return t.words[p>>6] >> (p & 63)
 }
 
-// zeroLanes returns the high bit of every lane of x that is zero, for the
-// lanes described by rest and high. It is exact lane by lane: adding rest to
-// the low bits of a lane never carries out of the lane.
-func zeroLanes(x, rest, high uint64) uint64 {
-	return ^((x & rest) + rest | x | rest) & high
+// holds reports whether bucket i holds fp.
+func (t *table) holds(i, fp uint64) bool {
+	if t.semi {
+		return t.semiMatches(i, fp) != 0
+	}
+	return t.plainHolds(i, fp)
 }
 
-// contains reports whether bucket i holds fp. A bucket of one window
-// (b*f <= 64: every common shape) takes one SWAR step.
-func (t *table) contains(i, fp uint64) bool {
-	p := i * t.bucketBits
-	if t.windows == 1 {
-		return zeroLanes(t.window(p)^fp*t.laneLow, t.laneRest, t.laneHigh) != 0
+// holdsEither reports whether bucket i holds fi or bucket j holds fj (the
+// two values differ in a growing table, whose tags carry bucket bits).
+func (t *table) holdsEither(i, fi, j, fj uint64) bool {
+	if t.semi {
+		return t.semiMatches(i, fi)|t.semiMatches(j, fj) != 0
 	}
-	for w := uint64(0); w < t.windows-1; w++ {
-		if zeroLanes(t.window(p)^fp*t.laneLow, t.laneRest, t.laneHigh) != 0 {
-			return true
-		}
-		p += t.windowBits
-	}
-	return zeroLanes(t.window(p)^fp*t.lastLow, t.lastRest, t.lastHigh) != 0
-}
-
-// contains2 reports whether fp is in bucket i or bucket j.
-func (t *table) contains2(i, j, fp uint64) bool { return t.containsEither(i, fp, j, fp) }
-
-// containsEither reports whether bucket i holds fi or bucket j holds fj
-// (a growing table's two tags of a key differ: growtable.go).
-func (t *table) containsEither(i, fi, j, fj uint64) bool {
-	if t.windows == 1 {
+	switch t.windows {
+	case 1:
 		x := t.window(i*t.bucketBits) ^ fi*t.laneLow
 		y := t.window(j*t.bucketBits) ^ fj*t.laneLow
 		return zeroLanes(x, t.laneRest, t.laneHigh)|zeroLanes(y, t.laneRest, t.laneHigh) != 0
-	}
-	if t.windows == 2 {
-		// Buckets of two windows (4 slots of 17..32 bits, as in the
-		// wider tables of a Scalable, or 8 slots of 9..16): all four
-		// windows read and tested without a branch, as in the one-window
-		// shapes. Testing a bucket's windows one at a time and returning
-		// early cost 17 % more per present key in a Scalable grown 1000×
-		// (BenchmarkScalable_Contains), whose branch is then a coin flip.
+	case 2:
+		// Buckets of two windows (4 slots of 17..32 bits, as in the wider
+		// tables of a Scalable, or 8 slots of 9..16): all four windows read
+		// and tested without a branch, as in the one-window shapes; which
+		// window matches is a coin flip a branch would mispredict.
 		pi, pj := i*t.bucketBits, j*t.bucketBits
 		first := zeroLanes(t.window(pi)^fi*t.laneLow, t.laneRest, t.laneHigh) |
 			zeroLanes(t.window(pj)^fj*t.laneLow, t.laneRest, t.laneHigh)
@@ -212,87 +166,26 @@ func (t *table) containsEither(i, fi, j, fj uint64) bool {
 			zeroLanes(t.window(pj+t.windowBits)^fj*t.lastLow, t.lastRest, t.lastHigh)
 		return first|last != 0
 	}
-	return t.contains(i, fi) || t.contains(j, fj)
+	return t.plainHolds(i, fi) || t.plainHolds(j, fj)
 }
 
-// find returns the lowest slot of bucket i holding fp (0: an empty slot).
-func (t *table) find(i, fp uint64) (slot uint64, ok bool) {
-	p := i * t.bucketBits
-	for w := uint64(0); w < t.windows; w++ {
-		low, rest, high := t.laneLow, t.laneRest, t.laneHigh
-		if w == t.windows-1 {
-			low, rest, high = t.lastLow, t.lastRest, t.lastHigh
-		}
-		if z := zeroLanes(t.window(p)^fp*low, rest, high); z != 0 {
-			lane := uint64(bits.TrailingZeros64(z)) * t.laneRecip >> 16
-			return w*t.lanes + lane, true
-		}
-		p += t.windowBits
-	}
-	return 0, false
-}
-
-// count returns how many slots of bucket i hold fp.
-func (t *table) count(i, fp uint64) uint64 {
-	p := i * t.bucketBits
-	var n int
-	for w := uint64(0); w < t.windows; w++ {
-		low, rest, high := t.laneLow, t.laneRest, t.laneHigh
-		if w == t.windows-1 {
-			low, rest, high = t.lastLow, t.lastRest, t.lastHigh
-		}
-		n += bits.OnesCount64(zeroLanes(t.window(p)^fp*low, rest, high))
-		p += t.windowBits
-	}
-	return uint64(n)
-}
-
-// get returns the fingerprint in slot s of bucket i (0 when empty).
-func (t *table) get(i, s uint64) uint64 {
-	return t.window(i*t.bucketBits+s*t.fpBits) & t.fpMask
-}
-
-// set stores fp in slot s of bucket i.
-func (t *table) set(i, s, fp uint64) {
-	t.setBits(i*t.bucketBits+s*t.fpBits, t.fpMask, fp)
-}
-
-// setBits stores v (v <= mask, mask = 2^k-1 for 1 <= k <= 64) in the k bits of
-// the table starting at bit p. A field straddling two words is written in
-// both; when it does not, the second write changes nothing (its mask is 0),
-// which keeps the code free of a branch and the padding word zero.
-func (t *table) setBits(p, mask, v uint64) {
-	w := t.words[p>>6 : p>>6+2 : p>>6+2]
-	sh := p & 63
-	w[0] = w[0]&^(mask<<sh) | v<<sh
-	w[1] = w[1]&^(mask>>(64-sh)) | v>>(64-sh)
-}
-
-// The bucket operations below work on either layout; Filter uses only
-// these, so one body of insertion, deletion and encoding logic serves both.
-
-// has2 reports whether fp is in bucket i or bucket j.
-func (t *table) has2(i, j, fp uint64) bool {
-	if t.semi {
-		return t.semiMatches(i, fp)|t.semiMatches(j, fp) != 0
-	}
-	return t.contains2(i, j, fp)
-}
-
-// has reports whether bucket i holds fp.
-func (t *table) has(i, fp uint64) bool {
-	if t.semi {
-		return t.semiMatches(i, fp) != 0
-	}
-	return t.contains(i, fp)
-}
-
-// countFP returns how many slots of bucket i hold fp (0: empty slots).
-func (t *table) countFP(i, fp uint64) uint64 {
+// copies returns how many slots of bucket i hold fp (fp 0: the empty
+// slots).
+func (t *table) copies(i, fp uint64) uint64 {
 	if t.semi {
 		return uint64(bits.OnesCount64(t.semiMatches(i, fp)))
 	}
-	return t.count(i, fp)
+	return t.plainCopies(i, fp)
+}
+
+// slot returns the value in slot s of bucket i (0: empty). In a semi-sorted
+// bucket slots are numbered in sorted order, so a write to the bucket may
+// renumber them.
+func (t *table) slot(i, s uint64) uint64 {
+	if t.semi {
+		return t.semiRead(i)[s&3]
+	}
+	return t.plainGet(i, s)
 }
 
 // insert puts fp in an empty slot of bucket i, and reports false when the
@@ -305,29 +198,27 @@ func (t *table) insert(i, fp uint64) bool {
 // false when the bucket holds no old.
 func (t *table) replace(i, old, new uint64) bool {
 	if t.semi {
-		if t.semiMatches(i, old) == 0 {
-			return false
-		}
-		return t.semiReplace(i, old, new)
+		// The SWAR match first: it is cheaper than decoding the bucket.
+		return t.semiMatches(i, old) != 0 && t.semiReplace(i, old, new)
 	}
-	s, ok := t.find(i, old)
+	s, ok := t.plainFind(i, old)
 	if ok {
-		t.set(i, s, new)
+		t.plainSet(i, s, new)
 	}
 	return ok
 }
 
-// swap puts v in slot s of bucket i and returns the fingerprint it
-// displaced. In a semi-sorted bucket v takes its sorted place, and unswap
-// is how to take it back.
+// swap puts v in slot s of bucket i and returns the value it displaced. In
+// a semi-sorted bucket v takes its sorted place, and unswap is how to take
+// it back.
 func (t *table) swap(i, s, v uint64) uint64 {
 	if t.semi {
 		old := t.semiRead(i)[s&3]
 		t.semiReplace(i, old, v)
 		return old
 	}
-	old := t.get(i, s)
-	t.set(i, s, v)
+	old := t.plainGet(i, s)
+	t.plainSet(i, s, v)
 	return old
 }
 
@@ -338,17 +229,59 @@ func (t *table) unswap(i, s, placed, old uint64) {
 		t.semiReplace(i, placed, old)
 		return
 	}
-	t.set(i, s, old)
+	t.plainSet(i, s, old)
 }
 
-// slot returns the fingerprint in slot s of bucket i (0: empty). In a
-// semi-sorted bucket slots are numbered in sorted order, so a write to the
-// bucket may renumber them.
-func (t *table) slot(i, s uint64) uint64 {
-	if t.semi {
-		return t.semiRead(i)[s&3]
+// plainHolds is holds for a plain bucket: one SWAR step per window.
+func (t *table) plainHolds(i, fp uint64) bool {
+	p := i * t.bucketBits
+	for w := uint64(0); w < t.windows-1; w++ {
+		if zeroLanes(t.window(p)^fp*t.laneLow, t.laneRest, t.laneHigh) != 0 {
+			return true
+		}
+		p += t.windowBits
 	}
-	return t.get(i, s)
+	return zeroLanes(t.window(p)^fp*t.lastLow, t.lastRest, t.lastHigh) != 0
+}
+
+// plainMatches returns, for window w of plain bucket i, the high bit of
+// every lane holding fp.
+func (t *table) plainMatches(i, w, fp uint64) uint64 {
+	low, rest, high := t.laneLow, t.laneRest, t.laneHigh
+	if w == t.windows-1 {
+		low, rest, high = t.lastLow, t.lastRest, t.lastHigh
+	}
+	return zeroLanes(t.window(i*t.bucketBits+w*t.windowBits)^fp*low, rest, high)
+}
+
+// plainFind returns the lowest slot of plain bucket i holding fp (0: an
+// empty slot).
+func (t *table) plainFind(i, fp uint64) (slot uint64, ok bool) {
+	for w := uint64(0); w < t.windows; w++ {
+		if z := t.plainMatches(i, w, fp); z != 0 {
+			return w*t.lanes + uint64(bits.TrailingZeros64(z))*t.laneRecip>>16, true
+		}
+	}
+	return 0, false
+}
+
+// plainCopies returns how many slots of plain bucket i hold fp.
+func (t *table) plainCopies(i, fp uint64) uint64 {
+	var n int
+	for w := uint64(0); w < t.windows; w++ {
+		n += bits.OnesCount64(t.plainMatches(i, w, fp))
+	}
+	return uint64(n)
+}
+
+// plainGet returns the value in slot s of plain bucket i (0 when empty).
+func (t *table) plainGet(i, s uint64) uint64 {
+	return t.window(i*t.bucketBits+s*t.fpBits) & t.fpMask
+}
+
+// plainSet stores v in slot s of plain bucket i.
+func (t *table) plainSet(i, s, v uint64) {
+	storeBits(t.words, i*t.bucketBits+s*t.fpBits, t.fpMask, v)
 }
 
 // altIndex returns the other bucket of a fingerprint fp stored in bucket i.
@@ -357,20 +290,14 @@ func (t *table) slot(i, s uint64) uint64 {
 // (WithSegments) both buckets lie in i's segment.
 func (t *table) altIndex(i, fp uint64) uint64 {
 	if t.segments == 1 {
-		return altIndexOf(i, fp, t.numBuckets)
+		return addr.Alt(i, fp, t.numBuckets)
 	}
 	base := i / t.segBuckets * t.segBuckets
-	return base + altIndexOf(i-base, fp, t.segBuckets)
+	return base + addr.Alt(i-base, fp, t.segBuckets)
 }
 
-// altIndexOf is altIndex for a table (or segment) of m buckets (addr.Alt).
-// A table that grows in place (growTable) computes its buckets over the
-// bucket count it will have when fully grown, so it needs the function
-// apart from a table.
-func altIndexOf(i, fp, m uint64) uint64 { return addr.Alt(i, fp, m) }
-
-// pairKey identifies the unordered bucket pair {i, altIndex(i, fp)} together
-// with fp: the key of the duplicate counters.
+// pairKey identifies the unordered bucket pair {i, j} (j = altIndex(i, fp))
+// together with fp: the key of the duplicate and overflow counters.
 func pairKey(i, j, fp uint64) uint64 {
 	return min(i, j)<<32 | fp
 }
@@ -379,7 +306,7 @@ func pairKey(i, j, fp uint64) uint64 {
 func (t *table) occupiedSlots() uint64 {
 	var n uint64
 	for i := uint64(0); i < t.numBuckets; i++ {
-		n += t.slots - t.countFP(i, 0)
+		n += t.slots - t.copies(i, 0)
 	}
 	return n
 }
