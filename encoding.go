@@ -137,7 +137,7 @@ func (f *Filter) writeTo(w io.Writer, flags uint8) (int64, error) {
 	e.Uint32(uint32(f.Segments()))
 	e.Uint32(0)
 	e.Words(words)
-	for _, k := range f.sortedDups() {
+	for _, k := range f.dups.sortedKeys() {
 		e.Uint64(k)
 		e.Uint64(f.dups[k])
 	}
@@ -315,9 +315,9 @@ func decodeTable(d *codec.Decoder, growingOK bool) (_ *Filter, growing bool, _ e
 	if !d.Need(nDups*dupEntrySize, nDups*dupEntrySize) {
 		return nil, false, d.Err()
 	}
-	var dups map[uint64]uint64
+	var dups counters
 	if nDups > 0 {
-		dups = make(map[uint64]uint64, min(nDups, 1<<16))
+		dups = make(counters, min(nDups, 1<<16))
 	}
 	var prev uint64
 	for n := uint64(0); n < nDups && d.Err() == nil; n++ {

@@ -3,18 +3,11 @@ package cuckoo
 import (
 	"fmt"
 	"math/bits"
-	"slices"
 
 	"github.com/dedupkit/cuckoo/internal/addr"
 	"github.com/dedupkit/cuckoo/internal/hash"
 	"github.com/dedupkit/cuckoo/internal/invariants"
 )
-
-// maxSlotCopies is how many slots of one bucket pair may hold the same
-// fingerprint. Further copies are counted in Filter.dups, so a key added a
-// million times still takes only two slots and never makes its buckets
-// (or anyone else's) overflow. Frozen: the encoding relies on it.
-const maxSlotCopies = 2
 
 // Filter is a cuckoo filter: an approximate set (a multiset, in fact) of
 // byte-string keys that answers "have I seen this key?" with no false
@@ -52,7 +45,7 @@ type Filter struct {
 	maxKicks int
 	count    uint64            // items, copies included
 	occupied uint64            // non-empty slots
-	dups     map[uint64]uint64 // pairKey → copies beyond maxSlotCopies
+	dups     counters // copies beyond maxSlotCopies
 	path     []kickStep        // scratch of one insert's random walk
 	search   []searchNode      // scratch of one insert's breadth-first search
 }
@@ -63,16 +56,6 @@ type Filter struct {
 type kickStep struct {
 	bucket, placed uint32
 	slot           uint8
-}
-
-// searchNode is a fingerprint reached by the breadth-first search: moving
-// fp from bucket to its other bucket, alt, would free a slot. parent is the
-// node whose fingerprint would move into that slot (-1 for the key's own
-// buckets).
-type searchNode struct {
-	bucket, alt uint32 // alt == bucket: not to be expanded (alt never is)
-	fp          uint32
-	parent      int32
 }
 
 // searchBudget bounds the slots one breadth-first search examines: about
@@ -259,10 +242,7 @@ func (f *Filter) AddHash(h uint64) error {
 }
 
 func (f *Filter) addDup(k uint64) {
-	if f.dups == nil {
-		f.dups = make(map[uint64]uint64)
-	}
-	f.dups[k]++
+	f.dups.add(k)
 	f.count++
 	if invariants.Enabled {
 		f.checkInvariants()
@@ -313,22 +293,14 @@ func (f *Filter) DeleteHash(h uint64) bool {
 	}
 	i1, fp := f.locate(h)
 	i2 := f.t.altIndex(i1, fp)
-	if len(f.dups) != 0 {
-		// Copies beyond the slots go first: the slot copies must stay while
-		// any counted copy remains (see the invariants).
-		k := pairKey(i1, i2, fp)
-		if c := f.dups[k]; c > 0 {
-			if c == 1 {
-				delete(f.dups, k)
-			} else {
-				f.dups[k] = c - 1
-			}
-			f.count--
-			if invariants.Enabled {
-				f.checkInvariants()
-			}
-			return true
+	// Copies beyond the slots go first: the slot copies must stay while any
+	// counted copy remains (see the invariants).
+	if len(f.dups) != 0 && f.dups.take(pairKey(i1, i2, fp)) {
+		f.count--
+		if invariants.Enabled {
+			f.checkInvariants()
 		}
+		return true
 	}
 	if !f.t.replace(i1, fp, 0) && !f.t.replace(i2, fp, 0) {
 		return false
@@ -432,89 +404,23 @@ func (f *Filter) kick(i1, i2, fp, h uint64) bool {
 	return false
 }
 
-// searchPath makes room for fp, whose buckets i1 and i2 are both full, by a
-// breadth-first search, from the key's two buckets, for the shortest chain
-// of moves that ends in an empty slot, exploring up to searchBudget slots
-// (2*maxKicks if that is less).
-// It looks before it moves anything, then moves the chain hole first (the
-// last fingerprint into the empty slot, then the one before into the slot
-// just freed, …), so every fingerprint is in one of its buckets at every
-// moment.
-//
-// The search goes a level at a time: it locates the other bucket of every
-// fingerprint of the level, prefetches them all, then examines them. In a
-// table larger than the caches the level's misses overlap, where a random
-// walk's are one after another; at 95 % load most inserts end in the first
-// or second level, so in a table larger than the caches the search is
-// the first resort and the walk (kick) the second (see makeRoom).
+// searchPath makes room for fp, whose buckets i1 and i2 are both full, by
+// the breadth-first search for the shortest chain of moves that ends in an
+// empty slot (search.go), exploring up to searchBudget slots (2*maxKicks if
+// that is less). It moves nothing unless it finds a chain, and then moves
+// the chain hole first with fp going into the freed slot.
 func (f *Filter) searchPath(i1, i2, fp uint64) bool {
-	budget := min(2*f.maxKicks, searchBudget)
 	if f.search == nil {
 		f.search = make([]searchNode, 0, searchBudget)
 	}
 	var lineBuf [searchBudget]uint64 // on the stack: no memory held between inserts
-	q := f.search[:0]
-	for _, b := range [2]uint64{i1, i2} {
-		for s := uint64(0); s < f.t.slots; s++ {
-			q = append(q, searchNode{bucket: uint32(b), fp: uint32(f.t.slot(b, s)), parent: -1})
-		}
+	lines := lineBuf[:0]
+	q, end, ok := searchRoom(searchTarget{t: &f.t}, f.search, &lines, i1, i2, min(2*f.maxKicks, searchBudget))
+	f.search = q[:0]
+	if ok {
+		placeChain(&f.t, q, end, fp, fp)
 	}
-	defer func() { f.search = q[:0] }()
-	for lo := 0; lo < len(q); {
-		hi := len(q)
-		lines := lineBuf[:0]
-		for k := lo; k < hi; k++ {
-			n := &q[k]
-			alt := f.t.altIndex(uint64(n.bucket), uint64(n.fp))
-			n.alt = uint32(alt)
-			lines = append(lines, alt*f.t.bucketBits>>6)
-		}
-		prefetch(f.t.words, lines)
-		for k := lo; k < hi; k++ {
-			n := q[k]
-			if onChain(q, k, n.alt) {
-				q[k].alt = n.bucket // moving into a bucket the chain uses would undo it
-				continue
-			}
-			if !f.t.insert(uint64(n.alt), uint64(n.fp)) {
-				continue
-			}
-			// The chain's last fingerprint is in its empty slot; now each
-			// earlier one moves into the slot the next one left.
-			for j := k; ; {
-				in, parent := fp, q[j].parent
-				if parent >= 0 {
-					in = uint64(q[parent].fp)
-				}
-				f.t.replace(uint64(q[j].bucket), uint64(q[j].fp), in)
-				if parent < 0 {
-					break
-				}
-				j = int(parent)
-			}
-			return true
-		}
-		for k := lo; k < hi; k++ {
-			alt := q[k].alt
-			for s := uint64(0); s < f.t.slots && alt != q[k].bucket && len(q) < budget; s++ {
-				q = append(q, searchNode{bucket: alt, fp: uint32(f.t.slot(uint64(alt), s)), parent: int32(k)})
-			}
-		}
-		lo = hi
-	}
-	return false
-}
-
-// onChain reports whether bucket b is one of the buckets on the chain
-// from node k back to the key's buckets: moving a fingerprint into it
-// would undo the chain.
-func onChain(q []searchNode, k int, b uint32) bool {
-	for ; k >= 0; k = int(q[k].parent) {
-		if q[k].bucket == b {
-			return true
-		}
-	}
-	return false
+	return ok
 }
 
 // Len returns the number of items stored, copies included.
@@ -549,7 +455,7 @@ func (f *Filter) SizeInBytes() uint64 {
 	const fixed = 256 // the struct and slice headers, rounded up
 	const perDup = 32 // a map entry of two words, with the map's overhead
 	return uint64(len(f.t.words))*8 + uint64(len(f.dups))*perDup +
-		uint64(cap(f.path))*12 + uint64(cap(f.search))*16 + fixed
+		uint64(cap(f.path))*12 + uint64(cap(f.search))*searchNodeBytes + fixed
 }
 
 // FingerprintBits returns the fingerprint width f in bits.
@@ -581,17 +487,6 @@ func (f *Filter) Reset() {
 	f.t.reset()
 	f.dups = nil
 	f.count, f.occupied = 0, 0
-}
-
-// sortedDups returns the duplicate counter keys in increasing order, the
-// order of the encoding.
-func (f *Filter) sortedDups() []uint64 {
-	keys := make([]uint64, 0, len(f.dups))
-	for k := range f.dups {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }
 
 // checkInvariants panics if a structural invariant is broken. It scans the

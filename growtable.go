@@ -94,7 +94,7 @@ type growTable struct {
 	fpRange uint64     // 2^f − 1
 	level   uint64     // ℓ: the tags hold q >> ℓ
 	split   uint64     // s
-	queue   []growNode // scratch of search
+	queue   []searchNode // scratch of insert's search
 }
 
 // growLoad (growLoadNum/growLoadDen) is the load past which a growing
@@ -291,101 +291,28 @@ func (g *growTable) insert(t *table, h uint64, maxKicks int) bool {
 	case e1 > 0:
 		return t.insert(j1, tag1)
 	}
-	return g.search(t, j1, tag1, j2, tag2, min(2*maxKicks, growSearch))
-}
-
-// growNode is a tag reached by search: moving tag from bucket to alt,
-// where it becomes altTag, would free a slot.
-type growNode struct {
-	bucket, tag, alt, altTag uint32
-	parent                   int32
-}
-
-// search is Filter.searchPath for a growing table: a breadth-first search
-// from the key's buckets for the shortest chain of moves that ends in an
-// empty slot, a level at a time with the level's buckets prefetched,
-// looked for before anything moves and then moved hole first, so every tag
-// is in one of its buckets at every moment. A tag's other bucket comes
-// from its final bucket, and its tag there has that bucket's reserve. It
-// reports false, with the table unchanged, when budget slots gave no
-// room: the caller then splits, which is cheaper than a longer search.
-func (g *growTable) search(t *table, j1, tag1, j2, tag2 uint64, budget int) bool {
-	q := g.queue[:0]
-	for _, b := range [2]uint64{j1, j2} {
-		for s := uint64(0); s < t.slots; s++ {
-			q = append(q, growNode{bucket: uint32(b), tag: uint32(t.slot(b, s)), parent: -1})
-		}
-	}
 	var lineBuf [growSearch]uint64 // on the stack
-	found := false
-	for lo := 0; lo < len(q) && !found; {
-		hi := len(q)
-		// Locate the level's other buckets and prefetch them all, so
-		// their misses overlap (as in Filter.searchPath), then look.
-		lines := lineBuf[:0]
-		for k := lo; k < hi; k++ {
-			n := &q[k]
-			tag := uint64(n.tag)
-			fp := tag & g.fpRange
-			i := addr.Alt(g.finalOf(uint64(n.bucket), tag>>g.fpBits), fp, g.final)
-			qa := mulHi(i, g.recip)
-			alt := g.bucketOf(i, qa)
-			n.alt, n.altTag = uint32(alt), uint32(g.tagOf(qa, fp))
-			lines = append(lines, alt*t.bucketBits>>6)
-		}
-		prefetch(t.words, lines)
-		for k := lo; k < hi && !found; k++ {
-			n := &q[k]
-			if g.onChain(q, k, n.alt) {
-				// Not to be expanded: it would undo the chain. (Within the
-				// two levels of growSearch a chain's buckets are full, so
-				// this only saves work; a deeper search needs it.)
-				n.alt = n.bucket
-				continue
-			}
-			if !t.insert(uint64(n.alt), uint64(n.altTag)) {
-				continue
-			}
-			// The chain's last tag is in its empty slot; now each earlier
-			// one moves into the slot the next one left, and the key's tag
-			// into its bucket's.
-			for j := k; ; {
-				in, parent := tag1, q[j].parent
-				switch {
-				case parent >= 0:
-					in = uint64(q[parent].altTag)
-				case j >= int(t.slots):
-					in = tag2
-				}
-				t.replace(uint64(q[j].bucket), uint64(q[j].tag), in)
-				if parent < 0 {
-					break
-				}
-				j = int(parent)
-			}
-			found = true
-		}
-		for k := lo; k < hi && !found; k++ {
-			alt := q[k].alt
-			for s := uint64(0); s < t.slots && alt != q[k].bucket && len(q) < budget; s++ {
-				q = append(q, growNode{bucket: alt, tag: uint32(t.slot(uint64(alt), s)), parent: int32(k)})
-			}
-		}
-		lo = hi
-	}
+	lines := lineBuf[:0]
+	q, end, ok := searchRoom(searchTarget{t: t, grow: g}, g.queue, &lines, j1, j2, min(2*maxKicks, growSearch))
 	g.queue = q[:0]
-	return found
+	if ok {
+		// The search reports false, with the table unchanged, when its
+		// budget gave no room: the caller then splits, which is cheaper
+		// than a longer search.
+		placeChain(t, q, end, tag1, tag2)
+	}
+	return ok
 }
 
-// onChain reports whether bucket b is on the chain from node k back to
-// the key's buckets.
-func (g *growTable) onChain(q []growNode, k int, b uint32) bool {
-	for ; k >= 0; k = int(q[k].parent) {
-		if q[k].bucket == b {
-			return true
-		}
-	}
-	return false
+// other returns the other bucket of the tag in bucket j, and its tag
+// there: the tag's other final bucket (from its final bucket, which the
+// bucket and the tag's reserve bits give), where that bucket lives now,
+// and the reserve bits of it the tag keeps.
+func (g *growTable) other(j, tag uint64) (alt, altTag uint64) {
+	fp := tag & g.fpRange
+	i := addr.Alt(g.finalOf(j, tag>>g.fpBits), fp, g.final)
+	q := mulHi(i, g.recip)
+	return g.bucketOf(i, q), g.tagOf(q, fp)
 }
 
 // remove deletes one slot copy of h's fingerprint and reports whether

@@ -132,7 +132,7 @@ type level struct {
 	// already holds the fingerprint) when it had no room for a second slot
 	// copy: they cannot go to a newer table without breaking the rule that
 	// a key's copies sit in one table.
-	over  map[uint64]uint64
+	over  counters
 	nOver uint64
 	// grow is the geometry of the table while it grows in place (f.t then
 	// holds tags of f+R−d bits, growtable.go), nil once it is plain. Only
@@ -321,10 +321,7 @@ func (s *Scalable) addCopy(lv *level, h uint64) {
 			return
 		}
 	}
-	if lv.over == nil {
-		lv.over = make(map[uint64]uint64)
-	}
-	lv.over[pk]++
+	lv.over.add(pk)
 	lv.nOver++
 	s.extra++
 }
@@ -425,15 +422,8 @@ func (s *Scalable) DeleteHash(h uint64) bool {
 // takeOver removes one overflow copy of h, if there is one. Overflow
 // copies go first, so the slot copy they rely on stays while they last.
 func (lv *level) takeOver(h uint64) bool {
-	pk := lv.pairKeyOf(h)
-	c := lv.over[pk]
-	if c == 0 {
+	if !lv.over.take(lv.pairKeyOf(h)) {
 		return false
-	}
-	if c == 1 {
-		delete(lv.over, pk)
-	} else {
-		lv.over[pk] = c - 1
 	}
 	lv.nOver--
 	return true
@@ -553,7 +543,7 @@ func (s *Scalable) SizeInBytes() uint64 {
 		n += lv.f.SizeInBytes() + uint64(len(lv.over))*perOver + 64
 		if lv.grow != nil {
 			// The words allocated ahead of the splits, and the search queue.
-			n += uint64(cap(lv.f.t.words)-len(lv.f.t.words))*8 + uint64(cap(lv.grow.queue))*20
+			n += uint64(cap(lv.f.t.words)-len(lv.f.t.words))*8 + uint64(cap(lv.grow.queue))*searchNodeBytes
 		}
 	}
 	return n
@@ -781,12 +771,7 @@ func (s *Scalable) WriteTo(w io.Writer) (int64, error) {
 		lv.f.writeTo(encoderWriter{e}, flags) // errors stick in e
 	}
 	for k, lv := range s.levels {
-		keys := make([]uint64, 0, len(lv.over))
-		for pk := range lv.over {
-			keys = append(keys, pk)
-		}
-		slices.Sort(keys)
-		for _, pk := range keys {
+		for _, pk := range lv.over.sortedKeys() {
 			e.Uint64(uint64(k))
 			e.Uint64(pk)
 			e.Uint64(lv.over[pk])
@@ -900,10 +885,7 @@ func decodeScalable(d *codec.Decoder) (*Scalable, error) {
 		}
 		prevK, prevKey = k, pk
 		lv := s.levels[k]
-		if lv.over == nil {
-			lv.over = make(map[uint64]uint64)
-		}
-		lv.over[pk] = c
+		lv.over.set(pk, c)
 		// INVARIANT: each c and every partial sum stay at most maxItems,
 		// so no sum below overflows.
 		if c > maxItems || lv.nOver+c > maxItems || s.extra+c > maxItems {

@@ -193,8 +193,8 @@ const (
 // cache line so writers of neighbouring stripes do not share one.
 type stripe struct {
 	mu   sync.Mutex
-	dups map[uint64]uint64 // pairKey → copies beyond maxSlotCopies
-	over map[uint64]uint64 // pairKey → copies a full sealed table had no slot for
+	dups counters // copies beyond maxSlotCopies
+	over counters // copies a full sealed table had no slot for
 	_    [40]byte
 }
 
@@ -545,10 +545,7 @@ func (c *ctable) addLocked(i1, fp, i2 uint64, kind addKind, overflow bool) (addR
 	home := c.stripeOf(min(i1, i2))
 	pk := pairKey(i1, i2, fp)
 	if copies >= maxSlotCopies {
-		if home.dups == nil {
-			home.dups = make(map[uint64]uint64)
-		}
-		home.dups[pk]++
+		home.dups.add(pk)
 		c.counted(1, 0)
 		return added, true
 	}
@@ -575,10 +572,7 @@ func (c *ctable) addLocked(i1, fp, i2 uint64, kind addKind, overflow bool) (addR
 	// A table of a growing filter with no room for a second slot copy of a
 	// fingerprint it holds: count the copy beside it (see level.over). The
 	// copy must not go to a newer table: a key's copies stay in one table.
-	if home.over == nil {
-		home.over = make(map[uint64]uint64)
-	}
-	home.over[pk]++
+	home.over.add(pk)
 	c.counted(1, 0)
 	return added, true
 }
@@ -677,7 +671,7 @@ func (c *ctable) remove(i1, fp, i2 uint64) delResult {
 	pk := pairKey(i1, i2, fp)
 	var slots int64
 	switch {
-	case decrement(home.over, pk), decrement(home.dups, pk):
+	case home.over.take(pk), home.dups.take(pk):
 	default:
 		i, s, ok := i1, uint64(0), false
 		if s, ok = c.findIn(i1, fp); !ok {
@@ -693,20 +687,6 @@ func (c *ctable) remove(i1, fp, i2 uint64) delResult {
 		return released
 	}
 	return deleted
-}
-
-// decrement takes one from m[k] if it is there, deleting the entry at 0.
-func decrement(m map[uint64]uint64, k uint64) bool {
-	v := m[k]
-	switch v {
-	case 0:
-		return false
-	case 1:
-		delete(m, k)
-	default:
-		m[k] = v - 1
-	}
-	return true
 }
 
 // count returns the copies of fp in the pair (i1, i2), counters included.
@@ -732,69 +712,24 @@ var scratchPool = sync.Pool{New: func() any {
 }}
 
 // makeRoom searches, without locks, for the shortest chain of moves from
-// bucket i1 or i2 to an empty slot, exploring up to 4*maxKicks slots, and
-// performs it hole first (see the type's doc). It reports false when there
-// is no such chain; true when it freed a slot, or when another writer got
-// in the way and the insert should simply look again.
-//
-// Like Filter.searchPath it goes a level at a time: it locates the other
-// bucket of every fingerprint of the level and prefetches them all before
-// it examines any, so that in a table larger than the caches the level's
-// misses overlap.
+// bucket i1 or i2 to an empty slot, exploring up to 4*maxKicks slots
+// (search.go), and performs it hole first (see the type's doc). It reports
+// false when there is no such chain; true when it freed a slot, or when
+// another writer got in the way and the insert should simply look again.
 func (c *ctable) makeRoom(i1, i2 uint64, sc *scratch) bool {
-	t := &c.f.t
-	budget := 4 * c.f.maxKicks
-	q := sc.q[:0]
-	defer func() { sc.q = q[:0] }()
-	for _, b := range [2]uint64{i1, i2} {
-		for s := uint64(0); s < t.slots; s++ {
-			q = append(q, searchNode{bucket: uint32(b), fp: uint32(c.slotAt(b, s)), parent: -1})
-		}
+	q, end, ok := searchRoom(searchTarget{t: &c.f.t, shared: c}, sc.q, &sc.lines, i1, i2, 4*c.f.maxKicks)
+	sc.q = q[:0]
+	if ok {
+		c.shift(q, end)
 	}
-	for lo := 0; lo < len(q); {
-		hi := len(q)
-		lines := sc.lines[:0]
-		for k := lo; k < hi; k++ {
-			n := &q[k]
-			alt := t.altIndex(uint64(n.bucket), uint64(n.fp))
-			n.alt = uint32(alt)
-			lines = append(lines, alt*t.bucketBits>>6)
-		}
-		sc.lines = lines
-		prefetchShared(t.words, lines)
-		for k := lo; k < hi; k++ {
-			n := &q[k]
-			if n.fp == 0 {
-				// The slot emptied since it was read: a root needs no move, a
-				// deeper one takes its parent's fingerprint.
-				c.shift(q, int(n.parent))
-				return true
-			}
-			if onChain(q, k, n.alt) {
-				n.alt = n.bucket // moving into a bucket the chain uses would undo it
-				continue
-			}
-			if _, ok := c.findIn(uint64(n.alt), 0); ok {
-				c.shift(q, k)
-				return true
-			}
-		}
-		for k := lo; k < hi; k++ {
-			alt := q[k].alt
-			for s := uint64(0); s < t.slots && alt != q[k].bucket && len(q) < budget; s++ {
-				q = append(q, searchNode{bucket: alt, fp: uint32(c.slotAt(uint64(alt), s)), parent: int32(k)})
-			}
-		}
-		lo = hi
-	}
-	return false
+	return ok
 }
 
 // shift performs the chain ending at step k, last move first, stopping at
 // the first move that another writer made impossible.
 func (c *ctable) shift(q []searchNode, k int) {
 	for ; k >= 0; k = int(q[k].parent) {
-		if !c.move(uint64(q[k].bucket), uint64(q[k].fp)) {
+		if !c.move(uint64(q[k].bucket), uint64(q[k].tag)) {
 			return
 		}
 	}
@@ -892,7 +827,7 @@ func (c *ctable) snapshotBuffer() []uint64 {
 // Filter and its overflow counters; the caller holds every stripe lock, so
 // no writer runs and plain reads of the words are ordered after every
 // write.
-func (c *ctable) snapshotLocked(words []uint64) (*Filter, map[uint64]uint64) {
+func (c *ctable) snapshotLocked(words []uint64) (*Filter, counters) {
 	f := &Filter{}
 	t := tableLayout(c.f.t.numBuckets, c.f.t.slots, c.f.t.fpBits, false)
 	copy(words, c.f.t.words)
@@ -900,21 +835,15 @@ func (c *ctable) snapshotLocked(words []uint64) (*Filter, map[uint64]uint64) {
 	f.init(t, c.f.seed, c.f.capacity, c.f.maxKicks)
 	f.occupied = c.slotsUsed()
 	f.count = f.occupied
-	var over map[uint64]uint64
+	var over counters
 	for i := range c.stripes {
 		st := &c.stripes[i]
 		for k, v := range st.dups {
-			if f.dups == nil {
-				f.dups = make(map[uint64]uint64)
-			}
-			f.dups[k] = v
+			f.dups.set(k, v)
 			f.count += v
 		}
 		for k, v := range st.over {
-			if over == nil {
-				over = make(map[uint64]uint64)
-			}
-			over[k] = v
+			over.set(k, v)
 		}
 	}
 	return f, over
@@ -923,24 +852,19 @@ func (c *ctable) snapshotLocked(words []uint64) (*Filter, map[uint64]uint64) {
 // ctableFrom builds a table around a decoded (validated) Filter, taking its
 // words, and its overflow counters: every counter goes to the stripe of
 // its pair's lower bucket, every count to the first tally.
-func ctableFrom(f *Filter, over map[uint64]uint64, gen uint32, limit uint64, state tableState) *ctable {
+func ctableFrom(f *Filter, over counters, gen uint32, limit uint64, state tableState) *ctable {
 	c := &ctable{}
 	c.f = *f
 	c.f.dups, c.f.path, c.f.search = nil, nil, nil
 	c.f.count, c.f.occupied = 0, 0
 	c.setUp(gen, limit)
 	items := f.count
-	put := func(m map[uint64]uint64, pick func(*stripe) *map[uint64]uint64) {
-		for k, v := range m {
-			st := c.stripeOf(k >> 32)
-			if *pick(st) == nil {
-				*pick(st) = make(map[uint64]uint64)
-			}
-			(*pick(st))[k] = v
-		}
+	for k, v := range f.dups {
+		c.stripeOf(k >> 32).dups.set(k, v)
 	}
-	put(f.dups, func(st *stripe) *map[uint64]uint64 { return &st.dups })
-	put(over, func(st *stripe) *map[uint64]uint64 { return &st.over })
+	for k, v := range over {
+		c.stripeOf(k >> 32).over.set(k, v)
+	}
 	for _, v := range over {
 		items += v
 	}

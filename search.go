@@ -1,0 +1,175 @@
+package cuckoo
+
+// The breadth-first search for room, shared by every table: when both
+// buckets of a key are full, find the shortest chain of moves that ends in
+// an empty slot, before anything moves. A move takes a value (a
+// fingerprint, or a growing table's tag) from its bucket to its other
+// bucket, so the key's bucket gets a free slot once the chain's last value
+// has gone to an empty slot and each earlier one into the slot the next one
+// left. Moving the chain hole first keeps every value in one of its buckets
+// at every moment.
+//
+// The search goes a level at a time: it locates the other bucket of every
+// value of the level, prefetches them all, then examines them. In a table
+// larger than the caches the level's misses overlap, where a random walk's
+// are one after another; at the loads a filter reaches most searches end
+// in the first or second level.
+//
+// Each table kind applies a found chain its own way: a single-threaded
+// table with placeChain, a Concurrent's table with a seqlock move per link
+// (ctable.shift).
+
+// searchNode is a value reached by the search: moving tag from bucket to
+// its other bucket alt, where it becomes altTag (the same value, but for a
+// growing table's tags), would free its slot. parent is the node whose
+// value would move into that slot (-1: a slot of the key's own buckets).
+// Bucket indexes and values fit 32 bits (see table).
+type searchNode struct {
+	bucket, tag, alt, altTag uint32
+	parent                   int32
+}
+
+// searchNodeBytes is the memory a searchNode takes.
+const searchNodeBytes = 20
+
+// searchTarget is the table a search runs in, with what its kind changes:
+// a growing table's values are tags whose other bucket its geometry gives
+// (grow), and a Concurrent's table is read with atomic loads while its
+// slots may change (shared). The kind is fixed for a search, so the
+// branches on it are predicted, and every call is direct.
+type searchTarget struct {
+	t      *table
+	grow   *growTable // a growing table's geometry, or nil
+	shared *ctable    // a Concurrent's table, or nil
+}
+
+// slotValue returns the value in slot sl of bucket b (0: empty).
+func (s searchTarget) slotValue(b, sl uint64) uint64 {
+	if s.shared != nil {
+		return s.shared.slotAt(b, sl)
+	}
+	return s.t.slot(b, sl)
+}
+
+// other returns the other bucket of value v in bucket b, and v there.
+func (s searchTarget) other(b, v uint64) (alt, altV uint64) {
+	if s.grow != nil {
+		return s.grow.other(b, v)
+	}
+	return s.t.altIndex(b, v), v
+}
+
+// hasRoom reports whether bucket b has an empty slot.
+func (s searchTarget) hasRoom(b uint64) bool {
+	if s.shared != nil {
+		_, ok := s.shared.findIn(b, 0)
+		return ok
+	}
+	return s.t.copies(b, 0) != 0
+}
+
+// prefetch asks for the table words at the given indexes.
+func (s searchTarget) prefetch(lines []uint64) {
+	if s.shared != nil {
+		prefetchShared(s.t.words, lines)
+		return
+	}
+	prefetch(s.t.words, lines)
+}
+
+// searchRoom searches from the key's buckets i1 and i2 for the shortest
+// chain of moves that ends in a bucket with an empty slot, examining up to
+// budget slots. It returns the queue (q's memory, reused), the index of the
+// chain's last node, and whether it found one; the chain is that node and
+// its parents. A node whose slot reads empty (a Concurrent's table changes
+// while it is searched) ends the chain at its parent, whose move needs no
+// further room; end is then -1 for a root: the key's bucket has room.
+// *lines is scratch for the word indexes of a level, kept there grown; with
+// a capacity of budget the search allocates nothing.
+func searchRoom(s searchTarget, q []searchNode, lines *[]uint64, i1, i2 uint64, budget int) (_ []searchNode, end int, ok bool) {
+	t := s.t
+	q = q[:0]
+	for _, b := range [2]uint64{i1, i2} {
+		for sl := uint64(0); sl < t.slots; sl++ {
+			q = append(q, searchNode{bucket: uint32(b), tag: uint32(s.slotValue(b, sl)), parent: -1})
+		}
+	}
+	for lo := 0; lo < len(q); {
+		hi := len(q)
+		ls := (*lines)[:0]
+		for k := lo; k < hi; k++ {
+			n := &q[k]
+			alt, altV := s.other(uint64(n.bucket), uint64(n.tag))
+			n.alt, n.altTag = uint32(alt), uint32(altV)
+			ls = append(ls, alt*t.bucketBits>>6)
+		}
+		*lines = ls
+		s.prefetch(ls)
+		for k := lo; k < hi; k++ {
+			n := &q[k]
+			switch {
+			case n.tag == 0:
+				return q, int(n.parent), true
+			case onChain(q, k, n.alt):
+				// Moving into a bucket the chain uses would undo it: not
+				// to be expanded.
+				n.alt = n.bucket
+			case s.hasRoom(uint64(n.alt)):
+				return q, k, true
+			}
+		}
+		for k := lo; k < hi; k++ {
+			alt := q[k].alt
+			for sl := uint64(0); sl < t.slots && alt != q[k].bucket && len(q) < budget; sl++ {
+				q = append(q, searchNode{bucket: alt, tag: uint32(s.slotValue(uint64(alt), sl)), parent: int32(k)})
+			}
+		}
+		lo = hi
+	}
+	return q, -1, false
+}
+
+// onChain reports whether bucket b is one of the buckets on the chain from
+// node k back to the key's buckets.
+func onChain(q []searchNode, k int, b uint32) bool {
+	for ; k >= 0; k = int(q[k].parent) {
+		if q[k].bucket == b {
+			return true
+		}
+	}
+	return false
+}
+
+// placeChain performs the chain ending at node end of a table no other
+// goroutine uses, hole first, and puts the key's value into the slot the
+// chain freed: v1 when that slot is in the key's first bucket (the first
+// b nodes of q are its slots), v2 in its second.
+func placeChain(t *table, q []searchNode, end int, v1, v2 uint64) {
+	t.insert(uint64(q[end].alt), uint64(q[end].altTag))
+	for j := end; ; {
+		in, parent := v1, q[j].parent
+		switch {
+		case parent >= 0:
+			in = uint64(q[parent].altTag)
+		case uint64(j) >= t.slots:
+			in = v2
+		}
+		t.replace(uint64(q[j].bucket), uint64(q[j].tag), in)
+		if parent < 0 {
+			return
+		}
+		j = int(parent)
+	}
+}
+
+// plainSearch searches a plain or semi-sorted table no other goroutine
+// writes: a Filter's, or a Scalable's full tables.
+type plainSearch struct{ t *table }
+
+func (s plainSearch) table() *table                 { return s.t }
+func (s plainSearch) slotValue(b, sl uint64) uint64 { return s.t.slot(b, sl) }
+func (s plainSearch) other(b, fp uint64) (uint64, uint64) {
+	return s.t.altIndex(b, fp), fp
+}
+func (s plainSearch) hasRoom(b uint64) bool   { return s.t.copies(b, 0) != 0 }
+func (s plainSearch) prefetch(lines []uint64) { prefetch(s.t.words, lines) }
