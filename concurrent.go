@@ -827,8 +827,8 @@ func decodeChain(d *codec.Decoder, kind byte) (*cchain, error) {
 			if lv.grow != nil {
 				// A Concurrent's tables are plain: the growing one takes
 				// its full size, as it would have in a chain that doubles.
-				lv.grow.growToFull(&lv.f.t)
-				lv.finishGrowing()
+				lv.grow.growToFull()
+				lv.finishGrowing(s.seed, s.maxKicks)
 			}
 			state := tableSealed
 			if i == len(s.levels)-1 {

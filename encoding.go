@@ -80,14 +80,76 @@ const maxItems = 1 << 62
 // was frozen.
 var errPreV1 = fmt.Errorf("%w: written by a version of github.com/dedupkit/cuckoo from before format 1.0, whose hash is retired; build the filter again from its keys", ErrCorrupt)
 
-// EncodedSize returns the exact number of bytes MarshalBinary and WriteTo
-// produce for the filter's current state.
-func (f *Filter) EncodedSize() int64 {
-	w := int64(len(f.t.words))
+// tableEncoding is the content of a table's encoding, the layout above:
+// a Filter's, and each table of a Scalable's (flagGrowing marking one that
+// grows in place). Encoding and decoding a table go through it, and each
+// filter checks what its own invariants add (decodeFilter, decodeLevel).
+type tableEncoding struct {
+	t        table // with its words
+	flags    uint8 // flagGrowing or 0; flagSemiSort follows t
+	seed     uint64
+	capacity uint64
+	maxKicks int
+	count    uint64
+	dups     counters
+}
+
+// encoding returns the filter's table encoding.
+func (f *Filter) encoding() tableEncoding {
+	return tableEncoding{t: f.t, seed: f.seed, capacity: f.capacity, maxKicks: f.maxKicks, count: f.count, dups: f.dups}
+}
+
+// size returns the exact number of bytes of the encoding.
+func (e *tableEncoding) size() int64 {
+	w := int64(len(e.t.words))
 	if w > 0 {
 		w-- // the padding word is not written
 	}
-	return headerSize + 8*w + dupEntrySize*int64(len(f.dups)) + checksumSize
+	return headerSize + 8*w + dupEntrySize*int64(len(e.dups)) + checksumSize
+}
+
+// writeTo writes the encoding to w.
+func (e *tableEncoding) writeTo(w io.Writer) (int64, error) {
+	t := &e.t
+	enc := codec.NewEncoder(w, e.size())
+	enc.Bytes([]byte(magic))
+	enc.Uint16(formatVersion)
+	enc.Uint8(kindFilter)
+	flags := e.flags
+	if t.semi {
+		flags |= flagSemiSort
+	}
+	enc.Uint8(flags)
+	enc.Uint8(uint8(t.slots))
+	enc.Uint8(uint8(t.fpBits))
+	enc.Uint8(hashXXH3)
+	enc.Uint8(0)
+	enc.Uint32(uint32(e.maxKicks))
+	enc.Uint64(e.seed)
+	enc.Uint64(e.capacity)
+	enc.Uint64(t.numBuckets)
+	enc.Uint64(e.count)
+	words := t.words
+	if len(words) > 0 {
+		words = words[:len(words)-1]
+	}
+	enc.Uint64(uint64(len(words)))
+	enc.Uint64(uint64(len(e.dups)))
+	enc.Uint32(uint32(t.segments))
+	enc.Uint32(0)
+	enc.Words(words)
+	for _, k := range e.dups.sortedKeys() {
+		enc.Uint64(k)
+		enc.Uint64(e.dups[k])
+	}
+	return enc.Finish()
+}
+
+// EncodedSize returns the exact number of bytes MarshalBinary and WriteTo
+// produce for the filter's current state.
+func (f *Filter) EncodedSize() int64 {
+	e := f.encoding()
+	return e.size()
 }
 
 // MarshalBinary encodes the filter: parameters, seed, table and duplicate
@@ -104,44 +166,12 @@ func (f *Filter) MarshalBinary() ([]byte, error) {
 
 // WriteTo writes the encoding of the filter to w and returns the number of
 // bytes written. It only reads the filter, so concurrent readers may go on.
-func (f *Filter) WriteTo(w io.Writer) (int64, error) { return f.writeTo(w, 0) }
-
-// writeTo is WriteTo with extra header flags (flagGrowing).
-func (f *Filter) writeTo(w io.Writer, flags uint8) (int64, error) {
+func (f *Filter) WriteTo(w io.Writer) (int64, error) {
 	if f.t.numBuckets == 0 {
 		return 0, errors.New("cuckoo: the zero Filter has no table to encode")
 	}
-	e := codec.NewEncoder(w, f.EncodedSize())
-	e.Bytes([]byte(magic))
-	e.Uint16(formatVersion)
-	e.Uint8(kindFilter)
-	if f.t.semi {
-		flags |= flagSemiSort
-	}
-	e.Uint8(flags)
-	e.Uint8(uint8(f.t.slots))
-	e.Uint8(uint8(f.t.fpBits))
-	e.Uint8(hashXXH3)
-	e.Uint8(0)
-	e.Uint32(uint32(f.maxKicks))
-	e.Uint64(f.seed)
-	e.Uint64(f.capacity)
-	e.Uint64(f.t.numBuckets)
-	e.Uint64(f.count)
-	words := f.t.words
-	if len(words) > 0 {
-		words = words[:len(words)-1]
-	}
-	e.Uint64(uint64(len(words)))
-	e.Uint64(uint64(len(f.dups)))
-	e.Uint32(uint32(f.Segments()))
-	e.Uint32(0)
-	e.Words(words)
-	for _, k := range f.dups.sortedKeys() {
-		e.Uint64(k)
-		e.Uint64(f.dups[k])
-	}
-	return e.Finish()
+	e := f.encoding()
+	return e.writeTo(w)
 }
 
 // UnmarshalBinary replaces the filter's state with the one encoded in data
@@ -246,28 +276,49 @@ func kindName(kind uint8) string {
 // parameter ranges, table size, and every invariant the operations keep, so
 // that a decoded filter behaves exactly like one built by operations.
 func decodeFilter(d *codec.Decoder) (*Filter, error) {
-	f, _, err := decodeTable(d, false)
-	return f, err
+	e, err := decodeTableEncoding(d)
+	if err != nil {
+		return nil, err
+	}
+	if e.flags&flagGrowing != 0 {
+		return nil, bad("the table of a growing Scalable, not a Filter")
+	}
+	return filterFrom(e)
 }
 
-// decodeTable is decodeFilter that also takes, when growingOK, the table
-// of a Scalable growing in place (flagGrowing), and says whether it was
-// one. Such a table is checked here as a table of its bucket count and
-// tag width, without the capacity check (its capacity is its final
-// size's); decodeLevel checks the rest.
-func decodeTable(d *codec.Decoder, growingOK bool) (_ *Filter, growing bool, _ error) {
+// filterFrom returns the Filter of a decoded table encoding, checking what
+// a Filter's invariants add to it.
+func filterFrom(e *tableEncoding) (*Filter, error) {
+	t := &e.t
+	if e.capacity > t.numBuckets*t.slots {
+		return nil, bad("capacity %d for %d slots", e.capacity, t.numBuckets*t.slots)
+	}
+	f := &Filter{}
+	f.init(e.t, e.seed, e.capacity, e.maxKicks)
+	f.count = e.count
+	f.dups = e.dups
+	f.occupied = f.t.occupiedSlots()
+	if err := f.validate(false); err != nil {
+		return nil, bad("%v", err)
+	}
+	return f, nil
+}
+
+// decodeTableEncoding reads one table encoding and checks what the format
+// alone says: the header's ranges, the table's size against its shape (and
+// against the input, before allocating), the counters' order, canonical
+// semi-sorted buckets, the checksum. What a table's items must add up to is
+// its filter's to check.
+func decodeTableEncoding(d *codec.Decoder) (*tableEncoding, error) {
 	p, err := decodePrologue(d, kindFilter)
 	if err != nil {
-		return nil, false, err
+		return nil, err
 	}
 	flags := p.flags
-	growing = flags&flagGrowing != 0
-	if growing && !growingOK {
-		return nil, false, bad("the table of a growing Scalable, not a Filter (flags %#x)", flags)
-	}
 	if flags&^(flagSemiSort|flagGrowing) != 0 {
-		return nil, false, bad("unknown flags %#x", flags)
+		return nil, bad("unknown flags %#x", flags)
 	}
+	growing := flags&flagGrowing != 0
 	semi := flags&flagSemiSort != 0
 	slots, fpBits := p.slots, p.fpBits
 	maxKicks := uint64(d.Uint32())
@@ -277,43 +328,43 @@ func decodeTable(d *codec.Decoder, growingOK bool) (_ *Filter, growing bool, _ e
 	count := d.Uint64()
 	nWords := d.Uint64()
 	nDups := d.Uint64()
-	segments, reserved2 := uint64(d.Uint32()), d.Uint32()
+	segments, reserved := uint64(d.Uint32()), d.Uint32()
 	if err := d.Err(); err != nil {
-		return nil, false, err
+		return nil, err
 	}
 	switch {
 	case slots != 2 && slots != 4 && slots != 8:
-		return nil, false, bad("bucket size %d", slots)
+		return nil, bad("bucket size %d", slots)
 	case fpBits < MinFingerprintBits || fpBits > MaxFingerprintBits:
-		return nil, false, bad("fingerprint bits %d", fpBits)
-	case reserved2 != 0:
-		return nil, false, bad("reserved header bits set")
+		return nil, bad("fingerprint bits %d", fpBits)
+	case reserved != 0:
+		return nil, bad("reserved header bits set")
 	case maxKicks < 1 || maxKicks > MaxMaxKicks:
-		return nil, false, bad("max kicks %d", maxKicks)
+		return nil, bad("max kicks %d", maxKicks)
 	case numBuckets < 2 || numBuckets > maxBuckets || numBuckets%2 != 0:
-		return nil, false, bad("bucket count %d", numBuckets)
+		return nil, bad("bucket count %d", numBuckets)
 	case segments < 1 || segments > MaxSegments ||
 		segments > 1 && (growing || numBuckets%(segments*segmentAlign) != 0):
-		return nil, false, bad("%d segments of %d buckets", segments, numBuckets)
+		return nil, bad("%d segments of %d buckets", segments, numBuckets)
 	case count > maxItems:
-		return nil, false, bad("%d items, more than %d", count, uint64(maxItems))
-	case capacity == 0 || capacity > numBuckets*slots && !growing:
-		return nil, false, bad("capacity %d for %d slots", capacity, numBuckets*slots)
+		return nil, bad("%d items, more than %d", count, uint64(maxItems))
+	case capacity == 0:
+		return nil, bad("capacity 0")
 	case semi && slots != 4:
-		return nil, false, bad("semi-sorted buckets of %d slots", slots)
+		return nil, bad("semi-sorted buckets of %d slots", slots)
 	}
 	t := tableLayout(numBuckets, slots, fpBits, semi)
 	switch {
 	case nWords != t.payloadWords():
-		return nil, false, bad("table of %d words, want %d", nWords, t.payloadWords())
+		return nil, bad("table of %d words, want %d", nWords, t.payloadWords())
 	case nDups > numBuckets*slots/maxSlotCopies:
-		return nil, false, bad("%d duplicate counters for %d slots", nDups, numBuckets*slots)
+		return nil, bad("%d duplicate counters for %d slots", nDups, numBuckets*slots)
 	}
 	// The table is the one large allocation: WordsGrow checks its length
 	// against the input (or grows it with the data of a stream).
 	words := d.WordsGrow(nWords, 1, nWords)
 	if !d.Need(nDups*dupEntrySize, nDups*dupEntrySize) {
-		return nil, false, d.Err()
+		return nil, d.Err()
 	}
 	var dups counters
 	if nDups > 0 {
@@ -329,9 +380,8 @@ func decodeTable(d *codec.Decoder, growingOK bool) (_ *Filter, growing bool, _ e
 		dups[k] = c
 	}
 	if err := d.VerifyChecksum(); err != nil {
-		return nil, false, err
+		return nil, err
 	}
-	f := &Filter{}
 	t.words = words
 	t.segment(segments)
 	if semi {
@@ -340,16 +390,10 @@ func decodeTable(d *codec.Decoder, growingOK bool) (_ *Filter, growing bool, _ e
 		// the filter behaves and re-encodes like one built by operations.
 		for i := uint64(0); i < numBuckets; i++ {
 			if !t.semiValid(i) {
-				return nil, false, bad("semi-sorted bucket %d is not canonical", i)
+				return nil, bad("semi-sorted bucket %d is not canonical", i)
 			}
 		}
 	}
-	f.init(t, seed, capacity, int(maxKicks))
-	f.count = count
-	f.dups = dups
-	f.occupied = t.occupiedSlots()
-	if err := f.validate(false); err != nil {
-		return nil, false, bad("%v", err)
-	}
-	return f, growing, nil
+	return &tableEncoding{t: t, flags: flags & flagGrowing, seed: seed, capacity: capacity,
+		maxKicks: int(maxKicks), count: count, dups: dups}, nil
 }

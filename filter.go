@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math/bits"
 
-	"github.com/dedupkit/cuckoo/internal/addr"
 	"github.com/dedupkit/cuckoo/internal/hash"
 	"github.com/dedupkit/cuckoo/internal/invariants"
 )
@@ -41,13 +40,12 @@ type Filter struct {
 	t        table
 	seed     uint64
 	capacity uint64
-	fpRange  uint64 // 2^f - 1: fingerprints are uniform over [1, fpRange]
 	maxKicks int
-	count    uint64            // items, copies included
-	occupied uint64            // non-empty slots
-	dups     counters // copies beyond maxSlotCopies
-	path     []kickStep        // scratch of one insert's random walk
-	search   []searchNode      // scratch of one insert's breadth-first search
+	count    uint64       // items, copies included
+	occupied uint64       // non-empty slots
+	dups     counters     // copies beyond maxSlotCopies
+	path     []kickStep   // scratch of one insert's random walk
+	search   []searchNode // scratch of one insert's breadth-first search
 }
 
 // kickStep is one move of the random walk: placed went into slot of
@@ -90,7 +88,6 @@ func (f *Filter) init(t table, seed, capacity uint64, maxKicks int) {
 		t:        t,
 		seed:     seed,
 		capacity: capacity,
-		fpRange:  t.fpMask,
 		maxKicks: maxKicks,
 	}
 }
@@ -99,7 +96,7 @@ func (f *Filter) init(t table, seed, capacity uint64, maxKicks int) {
 // the bucket from the upper 32 bits (a multiply-shift reduction onto
 // [0, numBuckets)), the fingerprint from the lower 32 (onto [1, 2^f-1]).
 func (f *Filter) locate(h uint64) (bucket, fp uint64) {
-	return addr.Bucket(h, f.t.numBuckets), addr.Fingerprint(h, f.fpRange)
+	return f.t.locate(h)
 }
 
 // Add inserts one copy of key. The filter is a multiset: adding a key n
@@ -508,7 +505,7 @@ func (f *Filter) validate(full bool) error {
 		if c == 0 {
 			return fmt.Errorf("duplicate counter for bucket %d fingerprint %#x is zero", i, fp)
 		}
-		if i >= t.numBuckets || fp == 0 || fp > f.fpRange {
+		if i >= t.numBuckets || fp == 0 || fp > t.fpMask {
 			return fmt.Errorf("duplicate counter for bucket %d fingerprint %#x is out of range", i, fp)
 		}
 		j := t.altIndex(i, fp)

@@ -92,9 +92,12 @@ type growTable struct {
 	reserve uint64     // R
 	fpBits  uint64     // f: the generation's fingerprint width
 	fpRange uint64     // 2^f − 1
-	level   uint64     // ℓ: the tags hold q >> ℓ
-	split   uint64     // s
-	queue   []searchNode // scratch of insert's search
+	level   uint64 // ℓ: the tags hold q >> ℓ
+	split   uint64 // s
+
+	t        table        // m_ℓ + s buckets of f+R−ℓ bit tags
+	occupied uint64       // non-empty slots of t
+	queue    []searchNode // scratch of insert's search
 }
 
 // growLoad (growLoadNum/growLoadDen) is the load past which a growing
@@ -115,13 +118,14 @@ func reserveBits(r, f uint64) uint64 {
 	return min(r, MaxFingerprintBits-f)
 }
 
-// newGrowTable returns the geometry of a table growing to final buckets of
-// fpBits-bit fingerprints with r reserve bits, and its first table:
-// final>>r buckets of fpBits+r-bit tags. final must be a multiple of
-// 2^(r+1), r > 0.
-func newGrowTable(final, slots, fpBits, r uint64, semi bool) (*growTable, table) {
+// newGrowTable returns an empty table growing to final buckets of
+// fpBits-bit fingerprints with r reserve bits: final>>r buckets of
+// fpBits+r-bit tags to start with. final must be a multiple of 2^(r+1),
+// r > 0.
+func newGrowTable(final, slots, fpBits, r uint64, semi bool) *growTable {
 	g := growGeometry(final, fpBits, r)
-	return g, newTable(g.base, slots, g.tagBits(), semi)
+	g.t = newTable(g.base, slots, g.tagBits(), semi)
+	return g
 }
 
 // growGeometry returns the geometry of a table growing to final buckets of
@@ -199,7 +203,8 @@ func (g *growTable) finalOf(j, stored uint64) uint64 {
 }
 
 // contains reports whether t holds h's fingerprint.
-func (g *growTable) contains(t *table, h uint64) bool {
+func (g *growTable) contains(h uint64) bool {
+	t := &g.t
 	j1, tag1, j2, tag2 := g.where(h)
 	if t.semi {
 		return t.holds(j1, tag1) || t.holds(j2, tag2)
@@ -210,16 +215,17 @@ func (g *growTable) contains(t *table, h uint64) bool {
 // containsBatch sets found[k] to contains(hs[k]), a group of batchGroup
 // keys at a time: the next group's buckets are located and prefetched
 // before the current group is probed (batch.go), so their misses overlap.
-func (g *growTable) containsBatch(t *table, hs []uint64, found []bool) {
+func (g *growTable) containsBatch(hs []uint64, found []bool) {
+	t := &g.t
 	var js, tags [2][2 * batchGroup]uint64 // two groups: staged, and probed
 	found = found[:len(hs)]
 	n := min(batchGroup, len(hs))
-	g.stage(t, hs[:n], &js[0], &tags[0])
+	g.stage(hs[:n], &js[0], &tags[0])
 	for lo, cur := 0, 0; lo < len(hs); cur ^= 1 {
 		next, nextN := lo+n, 0
 		if next < len(hs) {
 			nextN = min(batchGroup, len(hs)-next)
-			g.stage(t, hs[next:next+nextN], &js[cur^1], &tags[cur^1])
+			g.stage(hs[next:next+nextN], &js[cur^1], &tags[cur^1])
 		}
 		j, tag := &js[cur], &tags[cur]
 		for k := range n {
@@ -235,7 +241,8 @@ func (g *growTable) containsBatch(t *table, hs []uint64, found []bool) {
 
 // stage locates up to batchGroup hashes, two buckets and tags each, into
 // js and tags, and prefetches the buckets.
-func (g *growTable) stage(t *table, hs []uint64, js, tags *[2 * batchGroup]uint64) {
+func (g *growTable) stage(hs []uint64, js, tags *[2 * batchGroup]uint64) {
+	t := &g.t
 	var lines [2 * batchGroup]uint64
 	hs = hs[:min(len(hs), batchGroup)]
 	for k, h := range hs {
@@ -247,21 +254,23 @@ func (g *growTable) stage(t *table, hs []uint64, js, tags *[2 * batchGroup]uint6
 }
 
 // slotCopies returns the number of slots holding h's fingerprint.
-func (g *growTable) slotCopies(t *table, h uint64) uint64 {
+func (g *growTable) slotCopies(h uint64) uint64 {
+	t := &g.t
 	j1, tag1, j2, tag2 := g.where(h)
 	return t.copies(j1, tag1) + t.copies(j2, tag2)
 }
 
 // holds reports whether final bucket i holds fingerprint fp.
-func (g *growTable) holds(t *table, i, fp uint64) bool {
+func (g *growTable) holds(i, fp uint64) bool {
+	t := &g.t
 	q := mulHi(i, g.recip)
 	return t.holds(g.bucketOf(i, q), g.tagOf(q, fp))
 }
 
 // growToFull splits the rest of the buckets: the table then is the
 // generation's plain table. Splits only move tags, so it cannot fail.
-func (g *growTable) growToFull(t *table) {
-	for !g.splitPair(t) {
+func (g *growTable) growToFull() {
+	for !g.splitPair() {
 	}
 }
 
@@ -274,14 +283,24 @@ func (g *growTable) pairKey(h uint64) uint64 {
 
 // crowded reports whether the table should split before taking another
 // fingerprint.
-func (g *growTable) crowded(t *table, occupied uint64) bool {
-	return growLoadDen*(occupied+1) > growLoadNum*t.numBuckets*t.slots
+func (g *growTable) crowded() bool {
+	return growLoadDen*(g.occupied+1) > growLoadNum*g.t.numBuckets*g.t.slots
 }
 
 // insert puts a copy of h's fingerprint in a slot, moving others if both
 // buckets are full, and reports false, with the table unchanged, if a
-// search of growSearch slots (or 2·maxKicks, if less) found no room.
-func (g *growTable) insert(t *table, h uint64, maxKicks int) bool {
+// search of growSearch slots (or 2·maxKicks, if less) found no room: the
+// caller then splits, which is cheaper than a longer search.
+func (g *growTable) insert(h uint64, maxKicks int) bool {
+	if g.place(h, maxKicks) {
+		g.occupied++
+		return true
+	}
+	return false
+}
+
+func (g *growTable) place(h uint64, maxKicks int) bool {
+	t := &g.t
 	j1, tag1, j2, tag2 := g.where(h)
 	// The emptier bucket first: two choices keep the buckets' loads even.
 	e1, e2 := t.copies(j1, 0), t.copies(j2, 0)
@@ -296,9 +315,6 @@ func (g *growTable) insert(t *table, h uint64, maxKicks int) bool {
 	q, end, ok := searchRoom(searchTarget{t: t, grow: g}, g.queue, &lines, j1, j2, min(2*maxKicks, growSearch))
 	g.queue = q[:0]
 	if ok {
-		// The search reports false, with the table unchanged, when its
-		// budget gave no room: the caller then splits, which is cheaper
-		// than a longer search.
 		placeChain(t, q, end, tag1, tag2)
 	}
 	return ok
@@ -317,17 +333,23 @@ func (g *growTable) other(j, tag uint64) (alt, altTag uint64) {
 
 // remove deletes one slot copy of h's fingerprint and reports whether
 // there was one.
-func (g *growTable) remove(t *table, h uint64) bool {
+func (g *growTable) remove(h uint64) bool {
+	t := &g.t
 	j1, tag1, j2, tag2 := g.where(h)
-	return t.replace(j1, tag1, 0) || t.replace(j2, tag2, 0)
+	if t.replace(j1, tag1, 0) || t.replace(j2, tag2, 0) {
+		g.occupied--
+		return true
+	}
+	return false
 }
 
 // splitPair splits the next two buckets, appending their images, and
 // reports whether the table has reached its full size, and so become the
 // generation's plain table (its reserve bits dropped).
-func (g *growTable) splitPair(t *table) (full bool) {
+func (g *growTable) splitPair() (full bool) {
+	t := &g.t
 	ml := g.base << g.level
-	g.growWords(t, t.numBuckets+2)
+	g.growWords(t.numBuckets+2)
 	var tags [8]uint64
 	for k := uint64(0); k < 2; k++ {
 		src := g.split + k
@@ -349,7 +371,7 @@ func (g *growTable) splitPair(t *table) (full bool) {
 		g.split = 0
 		// Every bucket now tells bit ℓ−1 of its tags' reserves: the tags
 		// drop it.
-		g.repack(t, 1)
+		g.repack(1)
 	}
 	return g.level == g.reserve
 }
@@ -359,7 +381,8 @@ func (g *growTable) splitPair(t *table) (full bool) {
 // buckets need (doubling it would cost as much as the chain's doubling that
 // growing in place avoids), at the cost of copying the table about eight
 // times over as it grows.
-func (g *growTable) growWords(t *table, n uint64) {
+func (g *growTable) growWords(n uint64) {
+	t := &g.t
 	need := (n*t.bucketBits+63)/64 + 1
 	if need <= uint64(cap(t.words)) {
 		t.words = t.words[:need]
@@ -384,7 +407,8 @@ func (g *growTable) newWords(need, bucketBits uint64) []uint64 {
 // now. When no reserve bit is left, t is the generation's plain table. A
 // table that goes on growing gets room for an eighth more buckets, as in
 // growWords.
-func (g *growTable) repack(t *table, drop uint64) {
+func (g *growTable) repack(drop uint64) {
+	t := &g.t
 	p := tableLayout(t.numBuckets, t.slots, t.fpBits-drop, t.semi)
 	need := p.payloadWords() + 1
 	if p.fpBits == g.fpBits {
@@ -429,7 +453,8 @@ func growFrom(final, numBuckets, fpBits, r uint64) (*growTable, bool) {
 
 // check verifies that every tag of t has a nonzero fingerprint and sits in
 // the bucket its final bucket lives in (the decoder's check).
-func (g *growTable) check(t *table) (bucket uint64, ok bool) {
+func (g *growTable) check() (bucket uint64, ok bool) {
+	t := &g.t
 	for j := uint64(0); j < t.numBuckets; j++ {
 		for s := uint64(0); s < t.slots; s++ {
 			tag := t.slot(j, s)

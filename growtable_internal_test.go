@@ -22,7 +22,8 @@ func TestGrowTableAddresses(t *testing.T) {
 		{32, 12, 4}, {96, 12, 4}, {160, 29, 4}, {40, 31, 4}, {1024, 16, 4},
 	} {
 		r := reserveBits(tc.r, tc.f)
-		g, tab := newGrowTable(tc.final, 4, tc.f, r, false)
+		g := newGrowTable(tc.final, 4, tc.f, r, false)
+		tab := &g.t
 		if g.reserve != r || tab.fpBits != tc.f+r {
 			t.Fatalf("m=%d f=%d: reserve %d, tags of %d bits", tc.final, tc.f, g.reserve, tab.fpBits)
 		}
@@ -47,7 +48,7 @@ func TestGrowTableAddresses(t *testing.T) {
 				prev[i] = j
 			}
 			mlBefore = g.base << g.level
-			if g.splitPair(&tab) {
+			if g.splitPair() {
 				break
 			}
 			want := tc.f + r - g.level
@@ -105,27 +106,27 @@ func TestGrowTableStrip(t *testing.T) {
 				continue
 			}
 			sawGrowing = true
-			if n := lv.f.t.numBuckets; n != splits {
+			if n := lv.grow.t.numBuckets; n != splits {
 				splits = n
 				for _, h := range hs {
 					if !s.ContainsHash(h) {
 						t.Fatalf("%+v: key lost at %d buckets", l, n)
 					}
 				}
-				if j, ok := lv.grow.check(&lv.f.t); !ok {
+				if j, ok := lv.grow.check(); !ok {
 					t.Fatalf("%+v: bucket %d holds a misplaced tag", l, j)
 				}
-				if err := lv.f.validate(true); err != nil {
+				if err := s.CheckInvariants(); err != nil {
 					t.Fatalf("%+v: %v", l, err)
 				}
 			}
 		}
-		wantGrowing := s.g.reserveOf(s.levels[1].f.t.fpBits) > 0
+		wantGrowing := s.g.reserveOf(s.levels[1].fpBits()) > 0
 		if sawGrowing != wantGrowing {
 			t.Fatalf("%+v: grew in place %v, want %v", l, sawGrowing, wantGrowing)
 		}
 		for _, lv := range s.levels {
-			if lv.f.t.numBuckets != s.g.at(lv.gen).numBuckets || lv.f.t.fpBits != s.g.at(lv.gen).fpBits {
+			if lv.table().numBuckets != s.g.at(lv.gen).numBuckets || lv.table().fpBits != s.g.at(lv.gen).fpBits {
 				t.Fatalf("%+v: generation %d is not its plain table", l, lv.gen)
 			}
 		}
@@ -156,7 +157,7 @@ func grownMidway(t *testing.T) (*Scalable, []uint64) {
 	var hs []uint64
 	// Past its first level and mid-split, so that tags have dropped a
 	// reserve bit and buckets are of both kinds.
-	for len(s.levels) < 3 || s.NewestGrowingLevel() < 1 || s.levels[len(s.levels)-1].f.occupied < 200 ||
+	for len(s.levels) < 3 || s.NewestGrowingLevel() < 1 || s.levels[len(s.levels)-1].occupied() < 200 ||
 		s.levels[len(s.levels)-1].grow.split == 0 {
 		h := r.Uint64()
 		s.AddHash(h)
@@ -203,7 +204,8 @@ func TestGrowingEncoding(t *testing.T) {
 
 	lv := s.levels[len(s.levels)-1]
 	var buf bytes.Buffer
-	if _, err := lv.f.writeTo(&buf, flagGrowing); err != nil {
+	e := lv.encoding(s)
+	if _, err := e.writeTo(&buf); err != nil {
 		t.Fatal(err)
 	}
 	var f Filter
@@ -213,10 +215,11 @@ func TestGrowingEncoding(t *testing.T) {
 
 	// Move one tag into a bucket it does not live in.
 	bad := *s
-	badLv := *lv
-	badLv.f.t.words = append([]uint64(nil), lv.f.t.words...)
+	badLv, badGrow := *lv, *lv.grow
+	badGrow.t.words = append([]uint64(nil), lv.grow.t.words...)
+	badLv.grow = &badGrow
 	bad.levels = append(append([]*level(nil), s.levels[:len(s.levels)-1]...), &badLv)
-	tb := &badLv.f.t
+	tb := &badGrow.t
 	moved := false
 	// A tag moved to a bucket whose reserve bits it does not hold is a
 	// valid tag of another key (as a fingerprint moved in a Filter is);
@@ -227,7 +230,7 @@ func TestGrowingEncoding(t *testing.T) {
 		for sl := uint64(0); sl < tb.slots; sl++ {
 			if tag := tb.slot(j, sl); tag != 0 && tb.insert(dst, tag) {
 				tb.replace(j, tag, 0)
-				if _, ok := badLv.grow.check(tb); !ok {
+				if _, ok := badLv.grow.check(); !ok {
 					moved = true
 					break
 				}

@@ -15,13 +15,15 @@ func (s *Scalable) CheckInvariants() error {
 		return nil
 	}
 	for _, lv := range s.levels {
-		if err := lv.f.validate(true); err != nil {
-			return err
-		}
 		if lv.grow != nil {
-			if j, ok := lv.grow.check(&lv.f.t); !ok {
+			if j, ok := lv.grow.check(); !ok {
 				return fmt.Errorf("growing table: bucket %d holds a misplaced tag", j)
 			}
+			if n := lv.grow.t.occupiedSlots(); n != lv.grow.occupied {
+				return fmt.Errorf("growing table: %d slots occupied, %d recorded", n, lv.grow.occupied)
+			}
+		} else if err := lv.f.validate(true); err != nil {
+			return err
 		}
 	}
 	return s.validate()
@@ -58,7 +60,7 @@ func (s *Scalable) TableFingerprintBits() []int {
 func (s *Scalable) TableBytes() uint64 {
 	var n uint64
 	for _, lv := range s.levels {
-		n += uint64(cap(lv.f.t.words)) * 8
+		n += uint64(cap(lv.table().words)) * 8
 	}
 	return n
 }
@@ -68,7 +70,7 @@ func (s *Scalable) TableBytes() uint64 {
 func (s *Scalable) RateBound() float64 {
 	var b float64
 	for _, lv := range s.levels {
-		b += rateBound(lv.f.t.slots, lv.fpBits())
+		b += rateBound(lv.table().slots, lv.fpBits())
 	}
 	return b
 }

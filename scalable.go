@@ -1,16 +1,11 @@
 package cuckoo
 
 import (
-	"bytes"
-	"encoding/binary"
 	"errors"
 	"fmt"
-	"io"
-	"math"
 	"slices"
 
 	"github.com/dedupkit/cuckoo/internal/addr"
-	"github.com/dedupkit/cuckoo/internal/codec"
 	"github.com/dedupkit/cuckoo/internal/hash"
 	"github.com/dedupkit/cuckoo/internal/invariants"
 )
@@ -123,30 +118,39 @@ type Scalable struct {
 	extra    uint64 // Σ level.nOver
 }
 
-// level is one table of a Scalable.
+// level is one table of a Scalable: a Filter, or, the newest only, a table
+// growing in place toward its generation's shape. Each method below is the
+// one place an operation chooses between the two.
 type level struct {
-	f     Filter
-	gen   uint32
-	limit uint64 // most occupied slots: generation.limit
+	// f is the table once it is plain; while the table grows it is the
+	// zero Filter and grow holds the table (growtable.go).
+	f        Filter
+	grow     *growTable
+	gen      uint32
+	capacity uint64 // generation.capacity
+	limit    uint64 // most occupied slots: generation.limit
 	// over counts copies of (pair, fp) that belong in this table (it
 	// already holds the fingerprint) when it had no room for a second slot
 	// copy: they cannot go to a newer table without breaking the rule that
 	// a key's copies sit in one table.
 	over  counters
 	nOver uint64
-	// grow is the geometry of the table while it grows in place (f.t then
-	// holds tags of f+R−d bits, growtable.go), nil once it is plain. Only
-	// the newest table grows. While it does, the Filter's own locate and
-	// fpRange are not used (grow locates); finishGrowing sets fpRange.
-	grow *growTable
 }
 
 // contains reports whether the level's table reports h.
 func (lv *level) contains(h uint64) bool {
 	if lv.grow != nil {
-		return lv.grow.contains(&lv.f.t, h)
+		return lv.grow.contains(h)
 	}
 	return lv.f.ContainsHash(h)
+}
+
+// table returns the level's table.
+func (lv *level) table() *table {
+	if lv.grow != nil {
+		return &lv.grow.t
+	}
+	return &lv.f.t
 }
 
 // fpBits is the fingerprint width of the level's generation.
@@ -157,9 +161,36 @@ func (lv *level) fpBits() uint64 {
 	return lv.f.t.fpBits
 }
 
-// finishGrowing makes the fully grown table plain.
-func (lv *level) finishGrowing() {
-	lv.f.fpRange = lv.f.t.fpMask
+// occupied returns the number of non-empty slots.
+func (lv *level) occupied() uint64 {
+	if lv.grow != nil {
+		return lv.grow.occupied
+	}
+	return lv.f.occupied
+}
+
+// items returns the copies the table holds, in slots and in its duplicate
+// counters (a growing table has none); the overflow counters are apart.
+func (lv *level) items() uint64 {
+	if lv.grow != nil {
+		return lv.grow.occupied
+	}
+	return lv.f.count
+}
+
+// slotCopies returns how many slots hold h's fingerprint.
+func (lv *level) slotCopies(h uint64) uint64 {
+	if lv.grow != nil {
+		return lv.grow.slotCopies(h)
+	}
+	return lv.f.CountHash(h) - lv.f.dups[lv.pairKeyOf(h)]
+}
+
+// finishGrowing makes the fully grown table a Filter.
+func (lv *level) finishGrowing(seed uint64, maxKicks int) {
+	g := lv.grow
+	lv.f.init(g.t, seed, lv.capacity, maxKicks)
+	lv.f.count, lv.f.occupied = g.occupied, g.occupied
 	lv.grow = nil
 }
 
@@ -189,11 +220,9 @@ func NewScalable(initialCapacity uint64, opts ...Option) (*Scalable, error) {
 // from 1/2^R of its size when the chain does so, except for the
 // first generation, whose size is the capacity asked for.
 func (s *Scalable) newLevel(gen generation) *level {
-	lv := &level{gen: gen.k, limit: gen.limit}
+	lv := &level{gen: gen.k, capacity: gen.capacity, limit: gen.limit}
 	if r := s.g.reserveOf(gen.fpBits); gen.k > 0 && r > 0 {
-		g, t := newGrowTable(gen.numBuckets, s.g.slots, gen.fpBits, r, s.g.semi)
-		lv.grow = g
-		lv.f.init(t, s.seed, gen.capacity, s.maxKicks)
+		lv.grow = newGrowTable(gen.numBuckets, s.g.slots, gen.fpBits, r, s.g.semi)
 		return lv
 	}
 	lv.f.init(newTable(gen.numBuckets, s.g.slots, gen.fpBits, s.g.semi), s.seed, gen.capacity, s.maxKicks)
@@ -308,16 +337,15 @@ func (s *Scalable) home(h uint64) int {
 // duplicate counters, or to a second slot, or, when the table has no room
 // for that slot, to the level's overflow counters.
 func (s *Scalable) addCopy(lv *level, h uint64) {
-	f := &lv.f
 	pk := lv.pairKeyOf(h)
 	if lv.grow != nil {
 		// A growing table keeps no counted copies of its own: those beyond
 		// the slots go to the overflow counters, keyed by the final buckets.
-		if lv.grow.slotCopies(&f.t, h) < maxSlotCopies && s.addGrowing(lv, h) {
+		if lv.grow.slotCopies(h) < maxSlotCopies && s.addGrowing(lv, h) {
 			return
 		}
-	} else if f.CountHash(h)-f.dups[pk] >= maxSlotCopies || f.occupied < lv.limit {
-		if f.AddHash(h) == nil {
+	} else if lv.slotCopies(h) >= maxSlotCopies || lv.f.occupied < lv.limit {
+		if lv.f.AddHash(h) == nil {
 			return
 		}
 	}
@@ -350,16 +378,14 @@ func (s *Scalable) addNew(h uint64) {
 // becomes plain and the Filter takes the key. It reports false when that
 // plain table has no room (or is at its limit).
 func (s *Scalable) addGrowing(lv *level, h uint64) bool {
-	g, f := lv.grow, &lv.f
+	g := lv.grow
 	for {
-		if !g.crowded(&f.t, f.occupied) && g.insert(&f.t, h, s.maxKicks) {
-			f.count++
-			f.occupied++
+		if !g.crowded() && g.insert(h, s.maxKicks) {
 			return true
 		}
-		if g.splitPair(&f.t) {
-			lv.finishGrowing()
-			return f.occupied < lv.limit && f.AddHash(h) == nil
+		if g.splitPair() {
+			lv.finishGrowing(s.seed, s.maxKicks)
+			return lv.f.occupied < lv.limit && lv.f.AddHash(h) == nil
 		}
 	}
 }
@@ -404,11 +430,9 @@ func (s *Scalable) DeleteHash(h uint64) bool {
 	if lv.nOver > 0 && lv.takeOver(h) {
 		s.extra--
 	} else if lv.grow != nil {
-		if !lv.grow.remove(&lv.f.t, h) {
+		if !lv.grow.remove(h) {
 			panic("cuckoo: a growing table reports a key it cannot delete")
 		}
-		lv.f.count--
-		lv.f.occupied--
 	} else if !lv.f.DeleteHash(h) {
 		panic("cuckoo: a table reports a key it cannot delete")
 	}
@@ -442,7 +466,7 @@ func (lv *level) pairKeyOf(h uint64) uint64 {
 // The newest table always stays.
 func (s *Scalable) dropEmpty() {
 	n := 0
-	for n < len(s.levels)-1 && s.levels[n].f.count == 0 && s.levels[n].nOver == 0 {
+	for n < len(s.levels)-1 && s.levels[n].items() == 0 && s.levels[n].nOver == 0 {
 		n++
 	}
 	if n > 0 {
@@ -459,7 +483,7 @@ func (s *Scalable) CountHash(h uint64) uint64 {
 	lv := s.levels[i]
 	var n uint64
 	if lv.grow != nil {
-		n = lv.grow.slotCopies(&lv.f.t, h)
+		n = lv.grow.slotCopies(h)
 	} else {
 		n = lv.f.CountHash(h)
 	}
@@ -473,7 +497,7 @@ func (s *Scalable) CountHash(h uint64) uint64 {
 func (s *Scalable) Len() uint64 {
 	n := s.extra
 	for _, lv := range s.levels {
-		n += lv.f.count
+		n += lv.items()
 	}
 	return n
 }
@@ -484,7 +508,7 @@ func (s *Scalable) Len() uint64 {
 func (s *Scalable) Capacity() uint64 {
 	var n uint64
 	for _, lv := range s.levels {
-		n += lv.f.capacity
+		n += lv.capacity
 	}
 	return n
 }
@@ -497,8 +521,9 @@ func (s *Scalable) InitialCapacity() uint64 { return s.g.initial }
 func (s *Scalable) LoadFactor() float64 {
 	var used, slots uint64
 	for _, lv := range s.levels {
-		used += lv.f.occupied
-		slots += lv.f.t.numBuckets * lv.f.t.slots
+		t := lv.table()
+		used += lv.occupied()
+		slots += t.numBuckets * t.slots
 	}
 	if slots == 0 {
 		return 0
@@ -522,7 +547,7 @@ func (s *Scalable) FalsePositiveRate() float64 {
 // fingerprints (growtable.go shows why).
 func (lv *level) falsePositiveRate() float64 {
 	if g := lv.grow; g != nil {
-		return expectedFPR(float64(lv.f.occupied)/float64(g.final*lv.f.t.slots), lv.f.t.slots, g.fpBits)
+		return expectedFPR(float64(g.occupied)/float64(g.final*g.t.slots), g.t.slots, g.fpBits)
 	}
 	return lv.f.FalsePositiveRate()
 }
@@ -540,10 +565,12 @@ func (s *Scalable) SizeInBytes() uint64 {
 	const perOver = 32
 	n := uint64(fixed)
 	for _, lv := range s.levels {
-		n += lv.f.SizeInBytes() + uint64(len(lv.over))*perOver + 64
-		if lv.grow != nil {
+		n += uint64(len(lv.over))*perOver + 64
+		if g := lv.grow; g != nil {
 			// The words allocated ahead of the splits, and the search queue.
-			n += uint64(cap(lv.f.t.words)-len(lv.f.t.words))*8 + uint64(cap(lv.grow.queue))*searchNodeBytes
+			n += uint64(cap(g.t.words))*8 + uint64(cap(g.queue))*searchNodeBytes
+		} else {
+			n += lv.f.SizeInBytes()
 		}
 	}
 	return n
@@ -598,7 +625,7 @@ func (s *Scalable) checkInvariants() {
 		err = s.validate()
 	} else {
 		for i, lv := range s.levels {
-			if lv.f.occupied > lv.limit || i > 0 && lv.gen != s.levels[i-1].gen+1 {
+			if lv.occupied() > lv.limit || i > 0 && lv.gen != s.levels[i-1].gen+1 {
 				err = fmt.Errorf("table %d breaks its generation", i)
 			}
 		}
@@ -619,8 +646,8 @@ func (s *Scalable) validate() error {
 		if i > 0 && lv.gen != s.levels[i-1].gen+1 {
 			return fmt.Errorf("table %d is generation %d after %d", i, lv.gen, s.levels[i-1].gen)
 		}
-		if lv.f.occupied > lv.limit {
-			return fmt.Errorf("table %d holds %d slots, more than its limit %d", i, lv.f.occupied, lv.limit)
+		if lv.occupied() > lv.limit {
+			return fmt.Errorf("table %d holds %d slots, more than its limit %d", i, lv.occupied(), lv.limit)
 		}
 		if lv.grow != nil && i != len(s.levels)-1 {
 			return fmt.Errorf("table %d grows but is not the newest", i)
@@ -628,7 +655,7 @@ func (s *Scalable) validate() error {
 		var n uint64
 		// The counters are keyed by the plain table's buckets, also while
 		// the table grows.
-		m, fpRange := lv.f.t.numBuckets, lv.f.fpRange
+		m, fpRange := lv.f.t.numBuckets, lv.f.t.fpMask
 		if lv.grow != nil {
 			m, fpRange = lv.grow.final, lv.grow.fpRange
 		}
@@ -641,7 +668,7 @@ func (s *Scalable) validate() error {
 			if j < b {
 				return fmt.Errorf("table %d: overflow counter %#x not keyed by the lower bucket", i, pk)
 			}
-			if g := lv.grow; g != nil && !g.holds(&lv.f.t, b, fp) && !g.holds(&lv.f.t, j, fp) ||
+			if g := lv.grow; g != nil && !g.holds(b, fp) && !g.holds(j, fp) ||
 				g == nil && !lv.f.t.holdsEither(b, fp, j, fp) {
 				return fmt.Errorf("table %d: overflow counter %#x without a slot copy", i, pk)
 			}
@@ -661,329 +688,8 @@ func (s *Scalable) validate() error {
 	if extra != s.extra {
 		return fmt.Errorf("overflow copies %d, recorded %d", extra, s.extra)
 	}
-	if first := s.levels[0]; len(s.levels) > 1 && first.f.count == 0 && first.nOver == 0 {
+	if first := s.levels[0]; len(s.levels) > 1 && first.items() == 0 && first.nOver == 0 {
 		return errors.New("the oldest of several tables is empty")
 	}
 	return nil
-}
-
-// The encoding of a Scalable, format version 1: the header, each table as
-// a whole Filter encoding (kind 1, so any one but a growing newest table
-// can be cut out and loaded as a Filter), the overflow counters, and a
-// CRC-32C over all of it. All integers are little-endian.
-//
-//	offset  size  field
-//	     0     4  magic "CKOO"
-//	     4     2  format version = 1
-//	     6     1  kind = 2 (Scalable)
-//	     7     1  flags: bit 0 = semi-sorted buckets (b = 4); others 0
-//	     8     1  bucket size b: 2, 4 or 8
-//	     9     1  fingerprint bits f0 of generation 0: 4..32
-//	    10     1  hash = 1: XXH3-64 of the key with the seed below
-//	    11     1  reserved = 0
-//	    12     4  max kicks: 1..MaxMaxKicks
-//	    16     8  seed
-//	    24     8  initial capacity (capacity of generation 0)
-//	    32     8  growth factor, IEEE-754 binary64: 1.25..16
-//	    40     8  false-positive bound B, binary64: (0, 2) (growth.go)
-//	    48     4  G = generation of the first table
-//	    52     4  T = number of tables (>= 1), G+T <= 4096
-//	    56     8  O = number of overflow counters
-//	    64     …  T times: L (8 bytes), then L bytes: the table of
-//	              generation G+k as a Filter encoding, whose shape must be
-//	              the generation's (see growth.go); the newest table, if
-//	              generation > 0, may be growing in place (flag bit 1 of
-//	              its Filter header, growtable.go)
-//	     …   24O  overflow counters by increasing (table, key): table index
-//	              k < T (8), key = bucket<<32 | fingerprint as in the
-//	              duplicate counters (8), copies > 0 (8)
-//	     …     4  CRC-32C of every byte before it
-//
-// Items in all (Len) are at most maxItems. docs/format-scalable.md
-// describes it for readers in other languages. Frozen, like the Filter's
-// format.
-const (
-	kindScalable       = 2
-	scalableHeaderSize = 64
-	overEntrySize      = 24
-	maxTableEncoding   = 1 << 62
-)
-
-// EncodedSize returns the exact number of bytes MarshalBinary and WriteTo
-// produce for the filter's current state.
-func (s *Scalable) EncodedSize() int64 {
-	n := int64(scalableHeaderSize + checksumSize)
-	for _, lv := range s.levels {
-		n += 8 + lv.f.EncodedSize() + overEntrySize*int64(len(lv.over))
-	}
-	return n
-}
-
-// MarshalBinary encodes the filter: its parameters and every table, with a
-// checksum. The same state always gives the same bytes, and they are what
-// WriteTo writes.
-func (s *Scalable) MarshalBinary() ([]byte, error) {
-	var buf bytes.Buffer
-	buf.Grow(int(s.EncodedSize()))
-	if _, err := s.WriteTo(&buf); err != nil {
-		return nil, err
-	}
-	return buf.Bytes(), nil
-}
-
-// WriteTo writes the encoding of the filter to w and returns the number of
-// bytes written. It only reads the filter.
-func (s *Scalable) WriteTo(w io.Writer) (int64, error) {
-	if len(s.levels) == 0 {
-		return 0, errors.New("cuckoo: the zero Scalable has no table to encode")
-	}
-	e := codec.NewEncoder(w, s.EncodedSize())
-	e.Bytes([]byte(magic))
-	e.Uint16(formatVersion)
-	e.Uint8(kindScalable)
-	var flags uint8
-	if s.g.semi {
-		flags |= flagSemiSort
-	}
-	e.Uint8(flags)
-	e.Uint8(uint8(s.g.slots))
-	e.Uint8(uint8(s.g.f0))
-	e.Uint8(hashXXH3)
-	e.Uint8(0)
-	e.Uint32(uint32(s.maxKicks))
-	e.Uint64(s.seed)
-	e.Uint64(s.g.initial)
-	e.Uint64(math.Float64bits(s.g.factor))
-	e.Uint64(math.Float64bits(s.g.bound))
-	e.Uint32(s.levels[0].gen)
-	e.Uint32(uint32(len(s.levels)))
-	var nOver uint64
-	for _, lv := range s.levels {
-		nOver += uint64(len(lv.over))
-	}
-	e.Uint64(nOver)
-	for _, lv := range s.levels {
-		e.Uint64(uint64(lv.f.EncodedSize()))
-		var flags uint8
-		if lv.grow != nil {
-			flags = flagGrowing
-		}
-		lv.f.writeTo(encoderWriter{e}, flags) // errors stick in e
-	}
-	for k, lv := range s.levels {
-		for _, pk := range lv.over.sortedKeys() {
-			e.Uint64(uint64(k))
-			e.Uint64(pk)
-			e.Uint64(lv.over[pk])
-		}
-	}
-	return e.Finish()
-}
-
-// encoderWriter lets a nested encoding write through an outer Encoder, so
-// the outer checksum covers it. Write never fails: the Encoder keeps its
-// first error for Finish.
-type encoderWriter struct{ e *codec.Encoder }
-
-func (w encoderWriter) Write(p []byte) (int, error) {
-	w.e.Bytes(p)
-	return len(p), nil
-}
-
-// UnmarshalBinary replaces the filter's state with the one encoded in data
-// by MarshalBinary or WriteTo. Damaged, truncated or foreign data gives an
-// error wrapping [ErrCorrupt] and leaves the filter unchanged.
-func (s *Scalable) UnmarshalBinary(data []byte) error {
-	d := codec.NewBytesDecoder(data)
-	g, err := decodeScalable(d)
-	if err == nil {
-		err = d.ExpectEnd()
-	}
-	if err != nil {
-		return corrupt(err)
-	}
-	*s = *g
-	return nil
-}
-
-// ReadFrom replaces the filter's state with one read from r, as written by
-// WriteTo, and returns the number of bytes read. It reads exactly the
-// encoding. On error (wrapping [ErrCorrupt] when the data is bad) the
-// filter is unchanged. Memory grows with the data actually read.
-func (s *Scalable) ReadFrom(r io.Reader) (int64, error) {
-	d := codec.NewDecoder(r)
-	g, err := decodeScalable(d)
-	if err != nil {
-		return d.Read(), corrupt(err)
-	}
-	*s = *g
-	return d.Read(), nil
-}
-
-// decodeScalable reads one encoded Scalable and checks it completely: the
-// header, every table (against its generation's shape, and by the Filter
-// decoder), the overflow counters and the checksum.
-func decodeScalable(d *codec.Decoder) (*Scalable, error) {
-	p, err := decodePrologue(d, kindScalable)
-	if err != nil {
-		return nil, err
-	}
-	if p.flags&^flagSemiSort != 0 {
-		return nil, bad("unknown flags %#x", p.flags)
-	}
-	g := growth{slots: p.slots, f0: p.fpBits, semi: p.flags&flagSemiSort != 0}
-	maxKicks := uint64(d.Uint32())
-	seed := d.Uint64()
-	g.initial = d.Uint64()
-	g.factor = math.Float64frombits(d.Uint64())
-	g.bound = math.Float64frombits(d.Uint64())
-	first, nTables, nOver := d.Uint32(), d.Uint32(), d.Uint64()
-	if err := d.Err(); err != nil {
-		return nil, err
-	}
-	if err := g.check(); err != nil {
-		return nil, bad("%v", err)
-	}
-	switch {
-	case maxKicks < 1 || maxKicks > MaxMaxKicks:
-		return nil, bad("max kicks %d", maxKicks)
-	case nTables == 0 || uint64(first)+uint64(nTables) > maxGenerations:
-		return nil, bad("%d tables from generation %d", nTables, first)
-	}
-	s := &Scalable{g: g, seed: seed, maxKicks: int(maxKicks)}
-	gens := g.generations()
-	for gens.cur.k < first {
-		gens.next()
-	}
-	for k := uint32(0); k < nTables; k++ {
-		if k > 0 {
-			gens.next()
-		}
-		lv, err := decodeLevel(d, s, gens.cur, k == nTables-1)
-		if err != nil {
-			return nil, fmt.Errorf("table %d: %w", k, err)
-		}
-		s.levels = append(s.levels, lv)
-	}
-	// Each counter needs a slot copy of its fingerprint in its table.
-	var slots uint64
-	for _, lv := range s.levels {
-		slots += lv.f.occupied
-	}
-	if nOver > slots {
-		return nil, bad("%d overflow counters for %d occupied slots", nOver, slots)
-	}
-	if !d.Need(nOver*overEntrySize, nOver*overEntrySize) {
-		return nil, d.Err()
-	}
-	prevK, prevKey := uint64(0), uint64(0)
-	for n := uint64(0); n < nOver && d.Err() == nil; n++ {
-		k, pk, c := d.Uint64(), d.Uint64(), d.Uint64()
-		if k >= uint64(nTables) || n > 0 && (k < prevK || k == prevK && pk <= prevKey) {
-			d.Fail(bad("overflow counters not in increasing order"))
-			break
-		}
-		prevK, prevKey = k, pk
-		lv := s.levels[k]
-		lv.over.set(pk, c)
-		// INVARIANT: each c and every partial sum stay at most maxItems,
-		// so no sum below overflows.
-		if c > maxItems || lv.nOver+c > maxItems || s.extra+c > maxItems {
-			d.Fail(bad("overflow counters add up to more than %d items", uint64(maxItems)))
-			break
-		}
-		lv.nOver += c
-		s.extra += c
-	}
-	if d.Err() == nil {
-		items := s.extra
-		for _, lv := range s.levels {
-			if items += lv.f.count; items > maxItems {
-				return nil, bad("%d or more items, more than %d", items, uint64(maxItems))
-			}
-		}
-	}
-	if err := d.VerifyChecksum(); err != nil {
-		return nil, err
-	}
-	if err := s.validate(); err != nil {
-		return nil, bad("%v", err)
-	}
-	return s, nil
-}
-
-// decodeLevel reads one table (its length, then its Filter encoding) and
-// checks that it has the shape of generation gen, or, for the newest table
-// of a chain that grows in place, of a table growing to that shape.
-func decodeLevel(d *codec.Decoder, s *Scalable, gen generation, newest bool) (*level, error) {
-	n := d.Uint64()
-	if !d.Need(n, maxTableEncoding) {
-		return nil, d.Err()
-	}
-	sub := &sectionReader{d: d, n: n}
-	f, growing, err := decodeTable(codec.NewDecoder(sub), newest && s.g.reserveOf(gen.fpBits) > 0 && gen.k > 0)
-	if err != nil {
-		return nil, err
-	}
-	if sub.n != 0 {
-		return nil, bad("%d bytes after the table's encoding", sub.n)
-	}
-	if f.t.slots != s.g.slots || f.t.semi != s.g.semi || f.seed != s.seed || f.maxKicks != s.maxKicks {
-		return nil, bad("table parameters differ from the filter's")
-	}
-	if growing {
-		g, ok := growFrom(gen.numBuckets, f.t.numBuckets, gen.fpBits, s.g.reserveOf(gen.fpBits))
-		switch {
-		case !ok || f.t.fpBits != g.tagBits() || f.capacity != gen.capacity:
-			return nil, bad("growing table of %d bits, capacity %d, %d buckets is not one of generation %d (%d bits, capacity %d, %d buckets)",
-				f.t.fpBits, f.capacity, f.t.numBuckets, gen.k, gen.fpBits, gen.capacity, gen.numBuckets)
-		case len(f.dups) != 0:
-			return nil, bad("growing table with duplicate counters")
-		}
-		if j, ok := g.check(&f.t); !ok {
-			return nil, bad("growing table: bucket %d holds a tag that does not belong there", j)
-		}
-		return &level{f: *f, gen: gen.k, limit: gen.limit, grow: g}, nil
-	}
-	switch {
-	case f.t.fpBits != gen.fpBits || f.capacity != gen.capacity || f.t.numBuckets != gen.numBuckets:
-		return nil, bad("table of %d bits, capacity %d, %d buckets is not generation %d (%d bits, capacity %d, %d buckets)",
-			f.t.fpBits, f.capacity, f.t.numBuckets, gen.k, gen.fpBits, gen.capacity, gen.numBuckets)
-	}
-	return &level{f: *f, gen: gen.k, limit: gen.limit}, nil
-}
-
-// sectionReader reads the next n bytes of an outer Decoder, so that a
-// nested encoding is decoded (and checksummed) on its own while the outer
-// checksum covers it too.
-type sectionReader struct {
-	d   *codec.Decoder
-	n   uint64
-	buf [512]uint64
-}
-
-func (r *sectionReader) Read(p []byte) (int, error) {
-	if err := r.d.Err(); err != nil {
-		return 0, err
-	}
-	if r.n == 0 {
-		return 0, io.EOF
-	}
-	p = p[:min(uint64(len(p)), r.n)]
-	k := min(len(p)/8, len(r.buf))
-	n := 8 * k
-	if k == 0 {
-		p[0] = r.d.Uint8()
-		n = 1
-	} else {
-		r.d.Words(r.buf[:k])
-		for i, w := range r.buf[:k] {
-			binary.LittleEndian.PutUint64(p[8*i:], w)
-		}
-	}
-	if err := r.d.Err(); err != nil {
-		return 0, err
-	}
-	r.n -= uint64(n)
-	return n, nil
 }

@@ -68,7 +68,7 @@ func (s *Scalable) containsChunk(hs []uint64, found []bool) {
 	}
 	for i := len(s.levels) - 1; i >= 0 && n > 0; i-- {
 		if lv := s.levels[i]; lv.grow != nil {
-			lv.grow.containsBatch(&lv.f.t, rest[:n], res[:n])
+			lv.grow.containsBatch(rest[:n], res[:n])
 		} else {
 			lv.f.ContainsHashBatch(rest[:n], res[:n])
 		}
@@ -128,7 +128,7 @@ func (s *Scalable) addBatch(keys [][]byte, unique []bool) {
 			for g := 0; g < len(hashes); g += batchGroup {
 				end := min(g+batchGroup, len(hashes))
 				if lv := s.levels[len(s.levels)-1]; lv.grow != nil && end < len(hashes) {
-					lv.grow.stage(&lv.f.t, hashes[end:], &js, &tags)
+					lv.grow.stage(hashes[end:], &js, &tags)
 				}
 				for k := g; k < end; k++ {
 					if unique == nil {

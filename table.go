@@ -284,6 +284,13 @@ func (t *table) plainSet(i, s, v uint64) {
 	storeBits(t.words, i*t.bucketBits+s*t.fpBits, t.fpMask, v)
 }
 
+// locate splits a key's hash into its first bucket and its fingerprint
+// (addr.Bucket and addr.Fingerprint: the high 32 bits give the bucket, the
+// low 32 the fingerprint, so the two do not overlap).
+func (t *table) locate(h uint64) (bucket, fp uint64) {
+	return addr.Bucket(h, t.numBuckets), addr.Fingerprint(h, t.fpMask)
+}
+
 // altIndex returns the other bucket of a fingerprint fp stored in bucket i.
 // It is an involution, altIndex(altIndex(i, fp), fp) == i, and the two
 // buckets always differ (see addr.Alt). In a table of several segments
