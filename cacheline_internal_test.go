@@ -1,19 +1,17 @@
 package cuckoo
 
 import (
-	"bytes"
-	"encoding/binary"
-	"fmt"
 	"testing"
 	"unsafe"
 )
 
-// TestConcurrentPadding checks, for every 8-byte aligned placement of a
-// Concurrent and of a ctable relative to a cache line, that the lines
-// holding the fields every lookup reads lie inside the struct, and so do
-// the lines of the counters writers change (see cacheLine).
-func TestConcurrentPadding(t *testing.T) {
+// TestPadding checks, for every 8-byte aligned placement of a Concurrent,
+// a cchain and a ctable relative to a cache line, that the lines holding
+// the fields every lookup reads lie inside the struct, and so do the lines
+// of the counters writers change (see cacheLine).
+func TestPadding(t *testing.T) {
 	var c Concurrent
+	var ch cchain
 	var ct ctable
 	for _, x := range []struct {
 		what     string
@@ -21,7 +19,8 @@ func TestConcurrentPadding(t *testing.T) {
 		from, to uintptr // the fields' bytes: [from, to)
 	}{
 		{"Concurrent.st", unsafe.Sizeof(c), unsafe.Offsetof(c.st), unsafe.Offsetof(c.st) + unsafe.Sizeof(c.st)},
-		{"ctable f..frozen", unsafe.Sizeof(ct), unsafe.Offsetof(ct.f), unsafe.Offsetof(ct.frozen) + unsafe.Sizeof(ct.frozen)},
+		{"cchain tables..epoch", unsafe.Sizeof(ch), unsafe.Offsetof(ch.tables), unsafe.Offsetof(ch.epoch) + unsafe.Sizeof(ch.epoch)},
+		{"ctable t..frozen", unsafe.Sizeof(ct), unsafe.Offsetof(ct.t), unsafe.Offsetof(ct.frozen) + unsafe.Sizeof(ct.frozen)},
 		{"ctable occ..moves", unsafe.Sizeof(ct), unsafe.Offsetof(ct.occ), unsafe.Offsetof(ct.moves) + unsafe.Sizeof(ct.moves)},
 	} {
 		for a := uintptr(0); a < cacheLine; a += 8 {
@@ -37,58 +36,25 @@ func TestConcurrentPadding(t *testing.T) {
 	}
 }
 
-// TestConcurrentReadPathOwnsItsLines checks what cacheLine relies on for
-// the rest of the data a lookup reads: the allocator puts an allocation of
-// whole lines on a line boundary, for new, grown and decoded filters of
-// any size. It fails if the Go allocator stops doing so.
-func TestConcurrentReadPathOwnsItsLines(t *testing.T) {
-	check := func(t *testing.T, what string, p unsafe.Pointer, size uintptr) {
-		t.Helper()
-		if uintptr(p)%cacheLine != 0 || size%cacheLine != 0 {
-			t.Errorf("%s at %#x, %d bytes: not whole 64-byte lines", what, uintptr(p), size)
-		}
-	}
-	checkAll := func(t *testing.T, c *Concurrent) {
-		t.Helper()
-		ch := c.st.Load()
-		check(t, "cchain", unsafe.Pointer(ch), unsafe.Sizeof(*ch))
-		check(t, "table list", unsafe.Pointer(unsafe.SliceData(ch.tables)), uintptr(cap(ch.tables))*unsafe.Sizeof(ch.tables[0]))
-		for i, ct := range ch.tables {
-			check(t, fmt.Sprintf("table %d versions", i), unsafe.Pointer(unsafe.SliceData(ct.vers)), uintptr(cap(ct.vers))*unsafe.Sizeof(ct.vers[0]))
-			check(t, fmt.Sprintf("table %d words", i), unsafe.Pointer(unsafe.SliceData(ct.f.t.words)), uintptr(cap(ct.f.t.words))*8)
-		}
-	}
-	for _, capacity := range []uint64{1, 10, 100, 1000, 100_000} {
-		t.Run(fmt.Sprint("capacity=", capacity), func(t *testing.T) {
-			for _, opts := range [][]Option{nil, {WithGrowth(2)}, {WithFingerprintBits(12)}} {
-				c, err := NewConcurrent(capacity, opts...)
-				if err != nil {
-					t.Fatal(err)
-				}
-				checkAll(t, c)
-				var key [8]byte
-				for i := range 4 * capacity { // a growing filter grows; a fixed one fills
-					binary.LittleEndian.PutUint64(key[:], i)
-					if c.Add(key[:]) != nil {
-						break
-					}
-				}
-				checkAll(t, c)
-				var buf bytes.Buffer
-				if _, err := c.WriteTo(&buf); err != nil {
-					t.Fatal(err)
-				}
-				d := new(Concurrent)
-				if _, err := d.ReadFrom(bytes.NewReader(buf.Bytes())); err != nil {
-					t.Fatal(err)
-				}
-				checkAll(t, d)
-				u := new(Concurrent)
-				if err := u.UnmarshalBinary(buf.Bytes()); err != nil {
-					t.Fatal(err)
-				}
-				checkAll(t, u)
+// TestPadded checks padded's slices: the length and capacity asked for,
+// zeroed, and cut from a larger allocation (the padding lies outside the
+// capacity, so an append cannot reach it).
+func TestPadded(t *testing.T) {
+	for _, n := range []uint64{0, 1, 7, 8, 9, 1000} {
+		for _, extra := range []uint64{0, 3} {
+			w := padded[uint64](n, extra)
+			if uint64(len(w)) != n || uint64(cap(w)) != n+extra {
+				t.Fatalf("padded(%d, %d): len %d cap %d", n, extra, len(w), cap(w))
 			}
-		})
+			for _, v := range w[:cap(w)] {
+				if v != 0 {
+					t.Fatal("padded memory is not zero")
+				}
+			}
+		}
+	}
+	p := padded[*ctable](3, 0)
+	if len(p) != 3 || cap(p) != 3 {
+		t.Fatalf("padded pointers: len %d cap %d", len(p), cap(p))
 	}
 }

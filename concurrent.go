@@ -105,12 +105,13 @@ type Concurrent struct {
 // chain publishes a new one. Operations that must retry reload it, and
 // start over when its epoch changed (the state was replaced).
 type cchain struct {
-	tables   []*ctable // oldest first; the last takes new fingerprints
+	_        [cacheLine]byte // see cacheLine
+	tables   []*ctable       // oldest first; the last takes new fingerprints
 	seed     uint64
 	maxKicks int
 	grow     *growth // nil: a fixed capacity
 	epoch    uint64
-	_        [8]byte // to a whole cache line (see cacheLine)
+	_        [cacheLine]byte
 }
 
 // NewConcurrent returns an empty concurrent filter that holds at least
@@ -140,56 +141,28 @@ func NewConcurrent(capacity uint64, opts ...Option) (*Concurrent, error) {
 			return nil, err
 		}
 		ch.grow = &g
-		ch.tables = []*ctable{ch.newTable(g.at(0))}
+		ch.tables = []*ctable{ch.newGeneration(g.at(0))}
 	} else {
 		slots := p.NumBuckets * uint64(c.slots)
-		ch.tables = []*ctable{newCtable(p.NumBuckets, uint64(c.slots), uint64(c.fpBits), c.seed, capacity, c.maxKicks, 0, slots)}
+		ch.tables = []*ctable{newCtable(generation{capacity: capacity, fpBits: uint64(c.fpBits), numBuckets: p.NumBuckets, limit: slots}, uint64(c.slots), ch)}
 	}
 	cf := &Concurrent{}
 	cf.publish(ch)
 	return cf, nil
 }
 
-func (ch *cchain) newTable(gen generation) *ctable {
-	t := newCtable(gen.numBuckets, ch.grow.slots, gen.fpBits, ch.seed, gen.capacity, ch.maxKicks, gen.k, gen.limit)
+func (ch *cchain) newGeneration(gen generation) *ctable {
+	t := newCtable(gen, ch.grow.slots, ch)
 	t.growing = true
 	return t
 }
 
 // publish makes ch, which no other goroutine has seen yet, the state.
-// Its table list goes into cache lines of its own first (ownLines): every
-// lookup reads it.
+// Its table list goes into cache lines of its own first (cacheLine):
+// every lookup reads it.
 func (c *Concurrent) publish(ch *cchain) {
-	ch.tables = ownLines(ch.tables)
+	ch.tables = paddedCopy(ch.tables)
 	c.st.Store(ch)
-}
-
-// cacheLine is the size of a CPU cache line (64 bytes on amd64 and arm64).
-// The data every lookup reads (its cchain, the table list, each ctable,
-// the version counters and the table words) lives in allocations whose
-// size is a multiple of cacheLine, and the Go allocator places such an
-// object at a multiple of its size class, which is then a multiple of 64
-// too (TestConcurrentReadPathOwnsItsLines checks it), so no other object
-// shares its lines; the Concurrent itself is padded around st. Without
-// that, the 32-byte Concurrent could share a line with any small object a
-// program writes often. With testing.PB's counters as that neighbour, two
-// goroutines doing nothing but lookups ran at one goroutine's speed in
-// most runs of BenchmarkConcurrent_Mixed after the first: every write of
-// the other core took the line away from the reader.
-const cacheLine = 64
-
-// lineCap returns the capacity, n or a little more, at which a []T fills
-// whole cache lines.
-func lineCap[T any](n uint64) uint64 {
-	perLine := uint64(cacheLine / unsafe.Sizeof(*new(T)))
-	return (n + perLine - 1) / perLine * perLine
-}
-
-// ownLines returns a copy of ts in an array that fills whole cache lines.
-func ownLines(ts []*ctable) []*ctable {
-	out := make([]*ctable, len(ts), lineCap[*ctable](uint64(len(ts))))
-	copy(out, ts)
-	return out
 }
 
 // with returns a copy of the chain with other tables.
@@ -290,8 +263,8 @@ func (c *Concurrent) add(ch *cchain, h uint64) (ok bool, err error) {
 		if i := ch.home(h, last); i >= 0 {
 			t, kind = ch.tables[i], addCopy
 		}
-		i1, fp := t.f.locate(h)
-		switch t.add(i1, fp, t.f.t.altIndex(i1, fp), kind) {
+		i1, fp := t.t.locate(h)
+		switch t.add(i1, fp, t.t.altIndex(i1, fp), kind) {
 		case added:
 			return true, nil
 		case noRoom:
@@ -347,8 +320,8 @@ func (c *Concurrent) addUnique(ch *cchain, h uint64) (ok, inserted bool, err err
 			return true, false, nil
 		}
 		t := ch.tables[len(ch.tables)-1]
-		i1, fp := t.f.locate(h)
-		switch t.add(i1, fp, t.f.t.altIndex(i1, fp), addUnique) {
+		i1, fp := t.t.locate(h)
+		switch t.add(i1, fp, t.t.altIndex(i1, fp), addUnique) {
 		case added:
 			return true, true, nil
 		case present:
@@ -438,8 +411,8 @@ func (c *Concurrent) delete(ch *cchain, h uint64) (bool, bool) {
 			}
 		}
 		t := ch.tables[i]
-		i1, fp := t.f.locate(h)
-		switch t.remove(i1, fp, t.f.t.altIndex(i1, fp)) {
+		i1, fp := t.t.locate(h)
+		switch t.remove(i1, fp, t.t.altIndex(i1, fp)) {
 		case deleted:
 			return true, true
 		case notFound:
@@ -492,8 +465,8 @@ func (ch *cchain) count(h uint64) uint64 {
 		}
 	}
 	t := ch.tables[i]
-	i1, fp := t.f.locate(h)
-	return t.count(i1, fp, t.f.t.altIndex(i1, fp))
+	i1, fp := t.t.locate(h)
+	return t.count(i1, fp, t.t.altIndex(i1, fp))
 }
 
 // growFrom adds the next table to a growing filter whose newest table in
@@ -509,7 +482,7 @@ func (c *Concurrent) growFrom(ch *cchain) {
 		panic("cuckoo: Concurrent has grown past the generation limit")
 	}
 	last.seal()
-	tables := append(ch.tables[:len(ch.tables):len(ch.tables)], ch.newTable(ch.grow.at(last.gen+1)))
+	tables := append(ch.tables[:len(ch.tables):len(ch.tables)], ch.newGeneration(ch.grow.at(last.gen+1)))
 	c.publish(ch.with(dropLeading(tables)))
 }
 
@@ -555,7 +528,7 @@ func (c *Concurrent) Capacity() uint64 {
 	var n uint64
 	if ch := c.st.Load(); ch != nil {
 		for _, t := range ch.tables {
-			n += t.f.capacity
+			n += t.capacity
 		}
 	}
 	return n
@@ -567,7 +540,7 @@ func (c *Concurrent) LoadFactor() float64 {
 	if ch := c.st.Load(); ch != nil {
 		for _, t := range ch.tables {
 			used += t.slotsUsed()
-			slots += t.f.t.numBuckets * t.f.t.slots
+			slots += t.t.numBuckets * t.t.slots
 		}
 	}
 	if slots == 0 {
@@ -583,8 +556,8 @@ func (c *Concurrent) FalsePositiveRate() float64 {
 	miss := 1.0
 	if ch := c.st.Load(); ch != nil {
 		for _, t := range ch.tables {
-			load := float64(t.slotsUsed()) / float64(t.f.t.numBuckets*t.f.t.slots)
-			miss *= 1 - expectedFPR(load, t.f.t.slots, t.f.t.fpBits)
+			load := float64(t.slotsUsed()) / float64(t.t.numBuckets*t.t.slots)
+			miss *= 1 - expectedFPR(load, t.t.slots, t.t.fpBits)
 		}
 	}
 	return 1 - miss
@@ -597,7 +570,7 @@ func (c *Concurrent) SizeInBytes() uint64 {
 	n := uint64(fixed)
 	if ch := c.st.Load(); ch != nil {
 		for _, t := range ch.tables {
-			n += uint64(len(t.f.t.words))*8 + uint64(len(t.stripes))*perStripe + uint64(unsafe.Sizeof(*t.tallies))
+			n += uint64(len(t.t.words))*8 + uint64(len(t.stripes))*perStripe + uint64(unsafe.Sizeof(*t.tallies))
 			for i := range t.stripes {
 				t.stripes[i].mu.Lock()
 				n += uint64(len(t.stripes[i].dups)+len(t.stripes[i].over)) * perDup
@@ -631,7 +604,7 @@ func (c *Concurrent) FingerprintBits() int {
 		if ch.grow != nil {
 			return int(ch.grow.f0)
 		}
-		return int(ch.tables[0].f.t.fpBits)
+		return int(ch.tables[0].t.fpBits)
 	}
 	return 0
 }
@@ -639,7 +612,7 @@ func (c *Concurrent) FingerprintBits() int {
 // BucketSize returns the number of slots per bucket.
 func (c *Concurrent) BucketSize() int {
 	if ch := c.st.Load(); ch != nil {
-		return int(ch.tables[0].f.t.slots)
+		return int(ch.tables[0].t.slots)
 	}
 	return 0
 }
@@ -674,7 +647,7 @@ func (c *Concurrent) Reset() {
 		ch.tables[0].reset()
 		return
 	}
-	n := ch.with([]*ctable{ch.newTable(ch.grow.at(0))})
+	n := ch.with([]*ctable{ch.newGeneration(ch.grow.at(0))})
 	n.epoch = c.epoch.Add(1)
 	c.publish(n)
 }

@@ -397,7 +397,7 @@ func (g *growTable) growWords(n uint64) {
 // buckets, with room for an eighth more, up to the words of its full size.
 func (g *growTable) newWords(need, bucketBits uint64) []uint64 {
 	most := (g.final*bucketBits+63)/64 + 1
-	words := make([]uint64, need, min(most, lineCap[uint64](need+need/8)))
+	words := padded[uint64](need, min(most, need+need/8)-need)
 	adviseHugePages(words)
 	return words
 }

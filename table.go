@@ -103,13 +103,10 @@ func tableLayout(numBuckets, slots, fpBits uint64, semi bool) table {
 	return t
 }
 
-// newWords returns n zero words in an allocation of whole cache lines, so
-// that no other object shares the table's first and last lines (see
-// cacheLine: it matters to a Concurrent, whose lookups read lines that
-// other cores write).
-func newWords(n uint64) []uint64 {
-	return make([]uint64, n, lineCap[uint64](n))
-}
+// newWords returns n zero words for a table, in an allocation that no
+// other object shares a cache line with (see cacheLine: it matters to a
+// Concurrent, whose lookups read lines that other cores write).
+func newWords(n uint64) []uint64 { return padded[uint64](n, 0) }
 
 // segment splits t into n segments of numBuckets/n buckets (see the
 // invariants for what n must satisfy).

@@ -13,7 +13,7 @@ import (
 // ctable is one cuckoo table shared by goroutines: the table of a
 // [Concurrent], or one table of a growing one. Its bucket layout, hashing
 // and duplicate counters are those of a Filter (plain buckets only), so a
-// snapshot of it is a Filter.
+// snapshot of it is a Filter, and a decoded Filter can become one.
 //
 // # Writers: lock striping
 //
@@ -118,7 +118,10 @@ type ctable struct {
 	// before and after them keeps their cache lines inside the struct
 	// wherever the allocator puts it (see cacheLine).
 	_       [cacheLine - 8]byte
-	f       Filter // geometry and locate; f.t.words is accessed atomically
+	t        table // t.words is accessed atomically
+	seed     uint64
+	capacity uint64
+	maxKicks int
 	vers    []atomic.Uint64
 	stripes []stripe
 	tallies *[numTallies]tally
@@ -202,29 +205,28 @@ type stripe struct {
 // a lock once in a thousand inserts at most.
 const maxStripes = 1024
 
-// newCtable returns an empty table of numBuckets buckets. limit bounds the
-// occupied slots (numBuckets*slots: no limit).
-func newCtable(numBuckets, slots, fpBits, seed, capacity uint64, maxKicks int, gen uint32, limit uint64) *ctable {
-	c := &ctable{}
-	c.f.init(newTable(numBuckets, slots, fpBits, false), seed, capacity, maxKicks)
-	adviseHugePages(c.f.t.words)
-	c.setUp(gen, limit)
+// newCtable returns an empty table of the shape of gen (the table of a
+// fixed-capacity filter is a generation 0 whose limit is every slot) with
+// the chain's seed and max kicks.
+func newCtable(gen generation, slots uint64, ch *cchain) *ctable {
+	c := &ctable{t: newTable(gen.numBuckets, slots, gen.fpBits, false), seed: ch.seed, capacity: gen.capacity, maxKicks: ch.maxKicks}
+	c.setUp(gen.k, gen.limit)
 	return c
 }
 
 func (c *ctable) setUp(gen uint32, limit uint64) {
 	n := uint64(1)
-	for n < maxStripes && n*8 <= c.f.t.numBuckets {
+	for n < maxStripes && n*8 <= c.t.numBuckets {
 		n *= 2
 	}
-	c.aligned = 64%c.f.t.bucketBits == 0
-	c.vers = make([]atomic.Uint64, n, lineCap[atomic.Uint64](n)) // whole lines (see cacheLine)
+	c.aligned = 64%c.t.bucketBits == 0
+	c.vers = padded[atomic.Uint64](n, 0) // see cacheLine
 	c.stripes = make([]stripe, n)
 	c.tallies = new([numTallies]tally)
 	c.smask = n - 1
 	c.gen = gen
 	c.limit = limit
-	c.limited = limit < c.f.t.numBuckets*c.f.t.slots
+	c.limited = limit < c.t.numBuckets*c.t.slots
 }
 
 // stripeOf returns the stripe of bucket i.
@@ -277,7 +279,7 @@ func (c *ctable) endExclusive() {
 
 // window is table.window with atomic loads.
 func (c *ctable) window(p uint64) uint64 {
-	w := c.f.t.words[p>>6 : p>>6+2 : p>>6+2]
+	w := c.t.words[p>>6 : p>>6+2 : p>>6+2]
 	s := p & 63
 	return atomic.LoadUint64(&w[0])>>s | atomic.LoadUint64(&w[1])<<(64-s)
 }
@@ -286,7 +288,7 @@ func (c *ctable) window(p uint64) uint64 {
 // when a bucket takes one window, with one load each when buckets never
 // straddle a word.
 func (c *ctable) buckets(i, j uint64) (x, y uint64) {
-	p, q := i*c.f.t.bucketBits, j*c.f.t.bucketBits
+	p, q := i*c.t.bucketBits, j*c.t.bucketBits
 	if c.aligned {
 		return c.word(p) >> (p & 63), c.word(q) >> (q & 63)
 	}
@@ -294,7 +296,7 @@ func (c *ctable) buckets(i, j uint64) (x, y uint64) {
 }
 
 // word atomically loads the word holding bit p of the table.
-func (c *ctable) word(p uint64) uint64 { return atomic.LoadUint64(&c.f.t.words[p>>6]) }
+func (c *ctable) word(p uint64) uint64 { return atomic.LoadUint64(&c.t.words[p>>6]) }
 
 // lanesZero flags the zero lanes of x (see zeroLanes).
 func lanesZero(x, rest, high uint64) uint64 { return ^((x & rest) + rest | x | rest) & high }
@@ -302,7 +304,7 @@ func lanesZero(x, rest, high uint64) uint64 { return ^((x & rest) + rest | x | r
 // match returns, for window w of bucket i, the high bit of every lane
 // holding fp.
 func (c *ctable) match(i, w, fp uint64) uint64 {
-	t := &c.f.t
+	t := &c.t
 	low, rest, high := t.laneLow, t.laneRest, t.laneHigh
 	if w == t.windows-1 {
 		low, rest, high = t.lastLow, t.lastRest, t.lastHigh
@@ -313,7 +315,7 @@ func (c *ctable) match(i, w, fp uint64) uint64 {
 // countIn returns how many slots of bucket i hold fp (0: empty slots).
 func (c *ctable) countIn(i, fp uint64) uint64 {
 	n := 0
-	for w := uint64(0); w < c.f.t.windows; w++ {
+	for w := uint64(0); w < c.t.windows; w++ {
 		n += bits.OnesCount64(c.match(i, w, fp))
 	}
 	return uint64(n)
@@ -321,7 +323,7 @@ func (c *ctable) countIn(i, fp uint64) uint64 {
 
 // findIn returns the lowest slot of bucket i holding fp (0: an empty slot).
 func (c *ctable) findIn(i, fp uint64) (slot uint64, ok bool) {
-	t := &c.f.t
+	t := &c.t
 	for w := uint64(0); w < t.windows; w++ {
 		if z := c.match(i, w, fp); z != 0 {
 			return w*t.lanes + uint64(bits.TrailingZeros64(z))*t.laneRecip>>16, true
@@ -332,13 +334,13 @@ func (c *ctable) findIn(i, fp uint64) (slot uint64, ok bool) {
 
 // slotAt returns the fingerprint in slot s of bucket i.
 func (c *ctable) slotAt(i, s uint64) uint64 {
-	t := &c.f.t
+	t := &c.t
 	return c.window(i*t.bucketBits+s*t.fpBits) & t.fpMask
 }
 
 // has2 reports whether bucket i or j holds fp, as one unvalidated read.
 func (c *ctable) has2(i, j, fp uint64) bool {
-	t := &c.f.t
+	t := &c.t
 	if t.windows == 1 {
 		// buckets, written out: the lookup is the hot path.
 		p, q := i*t.bucketBits, j*t.bucketBits
@@ -363,7 +365,7 @@ func (c *ctable) has2(i, j, fp uint64) bool {
 // bucket's stripe lock, found empty. It reports false when a lock-free
 // insert took the slot first.
 func (c *ctable) fill(i, s, fp uint64) bool {
-	t := &c.f.t
+	t := &c.t
 	p := i*t.bucketBits + s*t.fpBits
 	sh := p & 63
 	if sh+t.fpBits <= 64 {
@@ -380,7 +382,7 @@ func (c *ctable) fill(i, s, fp uint64) bool {
 // slot is empty, and reports whether it did. Other slots of the word may
 // change meanwhile: it then reads the word again.
 func (c *ctable) claim(p, fp uint64) bool {
-	t := &c.f.t
+	t := &c.t
 	w := &t.words[p>>6]
 	sh := p & 63
 	for {
@@ -396,7 +398,7 @@ func (c *ctable) claim(p, fp uint64) bool {
 
 // empty clears slot s of bucket i; the caller holds its stripe lock.
 func (c *ctable) empty(i, s uint64) {
-	t := &c.f.t
+	t := &c.t
 	p := i*t.bucketBits + s*t.fpBits
 	w := t.words[p>>6 : p>>6+2 : p>>6+2]
 	sh := p & 63
@@ -409,8 +411,8 @@ func (c *ctable) empty(i, s uint64) {
 // has reports whether the table holds h's fingerprint, validated against
 // concurrent moves (see the type's doc). It takes no lock.
 func (c *ctable) has(h uint64) bool {
-	i1, fp := c.f.locate(h)
-	i2 := c.f.t.altIndex(i1, fp)
+	i1, fp := c.t.locate(h)
+	i2 := c.t.altIndex(i1, fp)
 	va, vb := &c.vers[i1&c.smask], &c.vers[i2&c.smask]
 	for n := 0; ; n++ {
 		a, b := va.Load(), vb.Load()
@@ -469,7 +471,7 @@ func (c *ctable) add(i1, fp, i2 uint64, kind addKind) addResult {
 // and nothing else: later copies go to the duplicate counters all the
 // same, and a delete takes those first.
 func (c *ctable) addFast(i1, fp, i2 uint64) bool {
-	t := &c.f.t
+	t := &c.t
 	tl := c.tallyOf()
 	tl.slots.Add(1) // one insert in progress
 	ok := false
@@ -584,7 +586,7 @@ const noSlot = ^uint64(0)
 // and the lowest empty slot of each (noSlot: none). The common shapes (a
 // bucket in one window) read each bucket once, both loads issued together.
 func (c *ctable) probe(i1, i2, fp uint64) (copies, e1, e2 uint64) {
-	t := &c.f.t
+	t := &c.t
 	e1, e2 = noSlot, noSlot
 	if t.windows == 1 {
 		w1, w2 := c.buckets(i1, i2)
@@ -717,7 +719,7 @@ var scratchPool = sync.Pool{New: func() any {
 // false when there is no such chain; true when it freed a slot, or when
 // another writer got in the way and the insert should simply look again.
 func (c *ctable) makeRoom(i1, i2 uint64, sc *scratch) bool {
-	q, end, ok := searchRoom(searchTarget{t: &c.f.t, shared: c}, sc.q, &sc.lines, i1, i2, 4*c.f.maxKicks)
+	q, end, ok := searchRoom(searchTarget{t: &c.t, shared: c}, sc.q, &sc.lines, i1, i2, 4*c.maxKicks)
 	sc.q = q[:0]
 	if ok {
 		c.shift(q, end)
@@ -738,7 +740,7 @@ func (c *ctable) shift(q []searchNode, k int) {
 // move moves one copy of fp from bucket src to an empty slot of its other
 // bucket, as a seqlock write on both buckets' stripes.
 func (c *ctable) move(src, fp uint64) bool {
-	dst := c.f.t.altIndex(src, fp)
+	dst := c.t.altIndex(src, fp)
 	a, b := c.lock2(src, dst)
 	defer unlock2(a, b)
 	s, ok := c.findIn(src, fp)
@@ -816,7 +818,7 @@ func (c *ctable) slotsUsed() uint64 {
 // its pages already touched, so that the copy made while writers wait is a
 // plain memory copy and not a series of page faults.
 func (c *ctable) snapshotBuffer() []uint64 {
-	w := make([]uint64, len(c.f.t.words))
+	w := make([]uint64, len(c.t.words))
 	for i := 0; i < len(w); i += 512 { // one write per 4 KiB page
 		w[i] = 1
 	}
@@ -829,10 +831,10 @@ func (c *ctable) snapshotBuffer() []uint64 {
 // write.
 func (c *ctable) snapshotLocked(words []uint64) (*Filter, counters) {
 	f := &Filter{}
-	t := tableLayout(c.f.t.numBuckets, c.f.t.slots, c.f.t.fpBits, false)
-	copy(words, c.f.t.words)
+	t := tableLayout(c.t.numBuckets, c.t.slots, c.t.fpBits, false)
+	copy(words, c.t.words)
 	t.words = words
-	f.init(t, c.f.seed, c.f.capacity, c.f.maxKicks)
+	f.init(t, c.seed, c.capacity, c.maxKicks)
 	f.occupied = c.slotsUsed()
 	f.count = f.occupied
 	var over counters
@@ -853,10 +855,7 @@ func (c *ctable) snapshotLocked(words []uint64) (*Filter, counters) {
 // words, and its overflow counters: every counter goes to the stripe of
 // its pair's lower bucket, every count to the first tally.
 func ctableFrom(f *Filter, over counters, gen uint32, limit uint64, state tableState) *ctable {
-	c := &ctable{}
-	c.f = *f
-	c.f.dups, c.f.path, c.f.search = nil, nil, nil
-	c.f.count, c.f.occupied = 0, 0
+	c := &ctable{t: f.t, seed: f.seed, capacity: f.capacity, maxKicks: f.maxKicks}
 	c.setUp(gen, limit)
 	items := f.count
 	for k, v := range f.dups {
@@ -884,8 +883,8 @@ func ctableFrom(f *Filter, over counters, gen uint32, limit uint64, state tableS
 func (c *ctable) reset() {
 	c.exclusive()
 	defer c.endExclusive()
-	for i := range c.f.t.words {
-		atomic.StoreUint64(&c.f.t.words[i], 0)
+	for i := range c.t.words {
+		atomic.StoreUint64(&c.t.words[i], 0)
 	}
 	for i := range c.stripes {
 		c.stripes[i].dups, c.stripes[i].over = nil, nil

@@ -1,0 +1,13 @@
+package cuckoo
+
+import (
+	"testing"
+	"unsafe"
+)
+
+// TestSearchNodeBytes: the size SizeInBytes counts for a search node.
+func TestSearchNodeBytes(t *testing.T) {
+	if got := unsafe.Sizeof(searchNode{}); got != searchNodeBytes {
+		t.Fatalf("searchNode takes %d bytes, searchNodeBytes says %d", got, searchNodeBytes)
+	}
+}
