@@ -18,6 +18,10 @@ import "github.com/dedupkit/cuckoo/internal/hash"
 // 49 and 55), whose lines wait longer and start to leave L1.
 const batchGroup = 8
 
+// batchChunk is how many keys the batch methods of a Scalable or a
+// Concurrent hash at once; their buffers stay on the stack (about 3 KiB).
+const batchChunk = 256
+
 // batch holds one group's located keys.
 type batch struct {
 	n             int // keys staged
@@ -211,4 +215,35 @@ func (p *pipeline) next() (cur *batch, start int, ok bool) {
 	}
 	p.g++
 	return cur, start, true
+}
+
+// hashKeys hashes keys (at most batchChunk) into hs with seed,
+// prefetching the key bytes of each group of keys while it hashes the
+// group before.
+func hashKeys(keys [][]byte, seed uint64, hs *[batchChunk]uint64) []uint64 {
+	prefetchKeys(keys[:min(batchGroup, len(keys))])
+	for lo := 0; lo < len(keys); lo += batchGroup {
+		hi := min(lo+batchGroup, len(keys))
+		prefetchKeys(keys[hi:min(hi+batchGroup, len(keys))])
+		for k, key := range keys[lo:hi] {
+			hs[(lo+k)&(batchChunk-1)] = hash.Sum64(key, seed)
+		}
+	}
+	return hs[:len(keys)]
+}
+
+// keepMisses records the hashes a table reported (res[k]) as found at
+// their indexes at[k], and moves the others to the front of rest and at,
+// returning how many are left.
+func keepMisses(found []bool, rest []uint64, at []uint16, res []bool) int {
+	m := 0
+	for k := range rest {
+		if res[k] {
+			found[at[k]] = true
+			continue
+		}
+		rest[m], at[m] = rest[k], at[k]
+		m++
+	}
+	return m
 }

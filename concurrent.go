@@ -11,7 +11,6 @@ import (
 	"unsafe"
 
 	"github.com/dedupkit/cuckoo/internal/codec"
-	"github.com/dedupkit/cuckoo/internal/hash"
 )
 
 // Concurrent is a cuckoo filter that any number of goroutines may use at
@@ -212,40 +211,28 @@ func (c *Concurrent) wait() {
 // filter has no room (every item stays in place); a growing filter adds a
 // table instead and never fails. It allocates nothing except for the
 // counters of a key added three times or more, and when it adds a table.
-func (c *Concurrent) Add(key []byte) error {
-	for {
-		ch := c.st.Load()
-		if ch == nil {
-			return ErrFull
-		}
-		if ok, err := c.add(ch, hash.Sum64(key, ch.seed)); ok {
-			return err
-		}
-	}
-}
+func (c *Concurrent) Add(key []byte) error { return c.addKey(bytesKey(key)) }
 
 // AddString is [Concurrent.Add] for a string key, without allocating.
-func (c *Concurrent) AddString(key string) error {
-	for {
-		ch := c.st.Load()
-		if ch == nil {
-			return ErrFull
-		}
-		if ok, err := c.add(ch, hash.Sum64String(key, ch.seed)); ok {
-			return err
-		}
-	}
-}
+func (c *Concurrent) AddString(key string) error { return c.addKey(stringKey(key)) }
+
+// AddUint64 is [Concurrent.Add] for an integer key: the same as Add of its
+// 8 little-endian bytes, computed without building them.
+func (c *Concurrent) AddUint64(key uint64) error { return c.addKey(uint64Key(key)) }
 
 // AddHash is [Concurrent.Add] for a key's 64-bit hash (see
 // [Filter.AddHash]).
-func (c *Concurrent) AddHash(h uint64) error {
+func (c *Concurrent) AddHash(h uint64) error { return c.addKey(hashKey(h)) }
+
+// addKey is Add. The key is hashed with the seed of the state it is added
+// to: UnmarshalBinary may replace the state, seed included, meanwhile.
+func (c *Concurrent) addKey(k key) error {
 	for {
 		ch := c.st.Load()
 		if ch == nil {
 			return ErrFull
 		}
-		if ok, err := c.add(ch, h); ok {
+		if ok, err := c.add(ch, k.hash(ch.seed)); ok {
 			return err
 		}
 	}
@@ -286,26 +273,22 @@ func (c *Concurrent) add(ch *cchain, h uint64) (ok bool, err error) {
 // the check and the insert are one atomic step. A false positive makes it
 // skip a key never added (see [Filter.AddUnique]).
 func (c *Concurrent) AddUnique(key []byte) (added bool, err error) {
-	for {
-		ch := c.st.Load()
-		if ch == nil {
-			return false, ErrFull
-		}
-		if ok, a, err := c.addUnique(ch, hash.Sum64(key, ch.seed)); ok {
-			return a, err
-		}
-	}
+	return c.addUniqueKey(bytesKey(key))
 }
 
 // AddUniqueString is [Concurrent.AddUnique] for a string key, without
 // allocating.
 func (c *Concurrent) AddUniqueString(key string) (added bool, err error) {
+	return c.addUniqueKey(stringKey(key))
+}
+
+func (c *Concurrent) addUniqueKey(k key) (bool, error) {
 	for {
 		ch := c.st.Load()
 		if ch == nil {
 			return false, ErrFull
 		}
-		if ok, a, err := c.addUnique(ch, hash.Sum64String(key, ch.seed)); ok {
+		if ok, a, err := c.addUnique(ch, k.hash(ch.seed)); ok {
 			return a, err
 		}
 	}
@@ -344,59 +327,45 @@ func (c *Concurrent) addUnique(ch *cchain, h uint64) (ok, inserted bool, err err
 // added and not deleted, also while other goroutines add, delete and move
 // fingerprints; true with a small probability for any other key. It takes
 // no lock and allocates nothing.
-func (c *Concurrent) Contains(key []byte) bool {
-	ch := c.st.Load()
-	return ch != nil && ch.contains(hash.Sum64(key, ch.seed))
-}
+func (c *Concurrent) Contains(key []byte) bool { return c.containsKey(bytesKey(key)) }
 
 // ContainsString is [Concurrent.Contains] for a string key, without
 // allocating.
-func (c *Concurrent) ContainsString(key string) bool {
-	ch := c.st.Load()
-	return ch != nil && ch.contains(hash.Sum64String(key, ch.seed))
-}
+func (c *Concurrent) ContainsString(key string) bool { return c.containsKey(stringKey(key)) }
+
+// ContainsUint64 is [Concurrent.Contains] for an integer key (see
+// [Concurrent.AddUint64]).
+func (c *Concurrent) ContainsUint64(key uint64) bool { return c.containsKey(uint64Key(key)) }
 
 // ContainsHash is [Concurrent.Contains] for a key's 64-bit hash.
-func (c *Concurrent) ContainsHash(h uint64) bool {
+func (c *Concurrent) ContainsHash(h uint64) bool { return c.containsKey(hashKey(h)) }
+
+func (c *Concurrent) containsKey(k key) bool {
 	ch := c.st.Load()
-	return ch != nil && ch.contains(h)
+	return ch != nil && ch.contains(k.hash(ch.seed))
 }
 
 // Delete removes one copy of key and reports whether there was one. Delete
 // only keys you added (see [Filter.Delete]).
-func (c *Concurrent) Delete(key []byte) bool {
-	for {
-		ch := c.st.Load()
-		if ch == nil {
-			return false
-		}
-		if d, ok := c.delete(ch, hash.Sum64(key, ch.seed)); ok {
-			return d
-		}
-	}
-}
+func (c *Concurrent) Delete(key []byte) bool { return c.deleteKey(bytesKey(key)) }
 
 // DeleteString is [Concurrent.Delete] for a string key, without allocating.
-func (c *Concurrent) DeleteString(key string) bool {
-	for {
-		ch := c.st.Load()
-		if ch == nil {
-			return false
-		}
-		if d, ok := c.delete(ch, hash.Sum64String(key, ch.seed)); ok {
-			return d
-		}
-	}
-}
+func (c *Concurrent) DeleteString(key string) bool { return c.deleteKey(stringKey(key)) }
+
+// DeleteUint64 is [Concurrent.Delete] for an integer key (see
+// [Concurrent.AddUint64]).
+func (c *Concurrent) DeleteUint64(key uint64) bool { return c.deleteKey(uint64Key(key)) }
 
 // DeleteHash is [Concurrent.Delete] for a key's 64-bit hash.
-func (c *Concurrent) DeleteHash(h uint64) bool {
+func (c *Concurrent) DeleteHash(h uint64) bool { return c.deleteKey(hashKey(h)) }
+
+func (c *Concurrent) deleteKey(k key) bool {
 	for {
 		ch := c.st.Load()
 		if ch == nil {
 			return false
 		}
-		if d, ok := c.delete(ch, h); ok {
+		if d, ok := c.delete(ch, k.hash(ch.seed)); ok {
 			return d
 		}
 	}
@@ -431,30 +400,24 @@ func (c *Concurrent) delete(ch *cchain, h uint64) (bool, bool) {
 // Count returns how many copies of key's fingerprint the table holding the
 // key's copies has: never less than the number of times key was added and
 // not deleted.
-func (c *Concurrent) Count(key []byte) uint64 {
-	ch := c.st.Load()
-	if ch == nil {
-		return 0
-	}
-	return ch.count(hash.Sum64(key, ch.seed))
-}
+func (c *Concurrent) Count(key []byte) uint64 { return c.countKey(bytesKey(key)) }
 
 // CountString is [Concurrent.Count] for a string key, without allocating.
-func (c *Concurrent) CountString(key string) uint64 {
-	ch := c.st.Load()
-	if ch == nil {
-		return 0
-	}
-	return ch.count(hash.Sum64String(key, ch.seed))
-}
+func (c *Concurrent) CountString(key string) uint64 { return c.countKey(stringKey(key)) }
+
+// CountUint64 is [Concurrent.Count] for an integer key (see
+// [Concurrent.AddUint64]).
+func (c *Concurrent) CountUint64(key uint64) uint64 { return c.countKey(uint64Key(key)) }
 
 // CountHash is [Concurrent.Count] for a key's 64-bit hash.
-func (c *Concurrent) CountHash(h uint64) uint64 {
+func (c *Concurrent) CountHash(h uint64) uint64 { return c.countKey(hashKey(h)) }
+
+func (c *Concurrent) countKey(k key) uint64 {
 	ch := c.st.Load()
 	if ch == nil {
 		return 0
 	}
-	return ch.count(h)
+	return ch.count(k.hash(ch.seed))
 }
 
 func (ch *cchain) count(h uint64) uint64 {

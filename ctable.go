@@ -117,20 +117,20 @@ type ctable struct {
 	// Every operation reads the fields from f to frozen; the padding
 	// before and after them keeps their cache lines inside the struct
 	// wherever the allocator puts it (see cacheLine).
-	_       [cacheLine - 8]byte
+	_        [cacheLine - 8]byte
 	t        table // t.words is accessed atomically
 	seed     uint64
 	capacity uint64
 	maxKicks int
-	vers    []atomic.Uint64
-	stripes []stripe
-	tallies *[numTallies]tally
-	smask   uint64
-	gen     uint32
-	aligned bool   // buckets never straddle a word (b·f is 32 or 64)
-	growing bool   // a table of a growing filter (see addLocked)
-	limit   uint64 // most occupied slots; limited: enforced with occ
-	limited bool
+	vers     []atomic.Uint64
+	stripes  []stripe
+	tallies  *[numTallies]tally
+	smask    uint64
+	gen      uint32
+	aligned  bool   // buckets never straddle a word (b·f is 32 or 64)
+	growing  bool   // a table of a growing filter (see addLocked)
+	limit    uint64 // most occupied slots; limited: enforced with occ
+	limited  bool
 	// state is written with every stripe lock held and read with any one.
 	state  tableState
 	frozen atomic.Bool // set by exclusive: inserts take the locks
@@ -859,10 +859,10 @@ func ctableFrom(f *Filter, over counters, gen uint32, limit uint64, state tableS
 	c.setUp(gen, limit)
 	items := f.count
 	for k, v := range f.dups {
-		c.stripeOf(k >> 32).dups.set(k, v)
+		c.stripeOf(k>>32).dups.set(k, v)
 	}
 	for k, v := range over {
-		c.stripeOf(k >> 32).over.set(k, v)
+		c.stripeOf(k>>32).over.set(k, v)
 	}
 	for _, v := range over {
 		items += v

@@ -86,12 +86,12 @@ import (
 //   - copies beyond maxSlotCopies are kept in the level's overflow
 //     counters, keyed by pairKey of the final buckets.
 type growTable struct {
-	final   uint64     // m: buckets when fully grown
-	base    uint64     // m0 = m >> reserve
-	recip   uint64     // ⌈2^64/m0⌉: i/m0 = mulHi(i, recip) for i < 2^32
-	reserve uint64     // R
-	fpBits  uint64     // f: the generation's fingerprint width
-	fpRange uint64     // 2^f − 1
+	final   uint64 // m: buckets when fully grown
+	base    uint64 // m0 = m >> reserve
+	recip   uint64 // ⌈2^64/m0⌉: i/m0 = mulHi(i, recip) for i < 2^32
+	reserve uint64 // R
+	fpBits  uint64 // f: the generation's fingerprint width
+	fpRange uint64 // 2^f − 1
 	level   uint64 // ℓ: the tags hold q >> ℓ
 	split   uint64 // s
 
@@ -349,7 +349,7 @@ func (g *growTable) remove(h uint64) bool {
 func (g *growTable) splitPair() (full bool) {
 	t := &g.t
 	ml := g.base << g.level
-	g.growWords(t.numBuckets+2)
+	g.growWords(t.numBuckets + 2)
 	var tags [8]uint64
 	for k := uint64(0); k < 2; k++ {
 		src := g.split + k

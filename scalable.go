@@ -306,6 +306,31 @@ func (s *Scalable) Count(key []byte) uint64 { return s.CountHash(hash.Sum64(key,
 // CountString is [Scalable.Count] for a string key, without allocating.
 func (s *Scalable) CountString(key string) uint64 { return s.CountHash(hash.Sum64String(key, s.seed)) }
 
+// AddUint64 is [Scalable.Add] for an integer key: the same as Add of its
+// 8 little-endian bytes, computed without building them.
+func (s *Scalable) AddUint64(key uint64) error {
+	s.setUp()
+	return s.AddHash(hash.Sum64Uint64(key, s.seed))
+}
+
+// ContainsUint64 is [Scalable.Contains] for an integer key (see
+// [Scalable.AddUint64]).
+func (s *Scalable) ContainsUint64(key uint64) bool {
+	return s.ContainsHash(hash.Sum64Uint64(key, s.seed))
+}
+
+// DeleteUint64 is [Scalable.Delete] for an integer key (see
+// [Scalable.AddUint64]).
+func (s *Scalable) DeleteUint64(key uint64) bool {
+	return s.DeleteHash(hash.Sum64Uint64(key, s.seed))
+}
+
+// CountUint64 is [Scalable.Count] for an integer key (see
+// [Scalable.AddUint64]).
+func (s *Scalable) CountUint64(key uint64) uint64 {
+	return s.CountHash(hash.Sum64Uint64(key, s.seed))
+}
+
 // AddHash is [Scalable.Add] for a key's 64-bit hash (see [Filter.AddHash]).
 func (s *Scalable) AddHash(h uint64) error {
 	s.setUp()

@@ -1,29 +1,9 @@
 package cuckoo
 
-import "github.com/dedupkit/cuckoo/internal/hash"
-
 // Batch operations of a Scalable. They hash a chunk of keys at once (with
 // the key bytes of the next group prefetched while a group is hashed), then
 // work table by table with the Filter's pipeline (batch.go), so that the
 // cache misses of many keys overlap in every table.
-
-// scalableChunk is how many keys a Scalable batch hashes at once; its
-// buffers stay on the stack (about 3 KiB).
-const scalableChunk = 256
-
-// hashChunk hashes keys (at most scalableChunk) into hs, prefetching the
-// key bytes of each group of keys while it hashes the group before.
-func (s *Scalable) hashChunk(keys [][]byte, hs *[scalableChunk]uint64) []uint64 {
-	prefetchKeys(keys[:min(batchGroup, len(keys))])
-	for lo := 0; lo < len(keys); lo += batchGroup {
-		hi := min(lo+batchGroup, len(keys))
-		prefetchKeys(keys[hi:min(hi+batchGroup, len(keys))])
-		for k, key := range keys[lo:hi] {
-			hs[(lo+k)&(scalableChunk-1)] = hash.Sum64(key, s.seed)
-		}
-	}
-	return hs[:len(keys)]
-}
 
 // ContainsBatch sets found[i] to s.Contains(keys[i]) for every key. It
 // probes the tables newest first, each with [Filter.ContainsHashBatch]'s
@@ -35,10 +15,10 @@ func (s *Scalable) ContainsBatch(keys [][]byte, found []bool) {
 	if len(found) < len(keys) {
 		panic("cuckoo: ContainsBatch: found is shorter than keys")
 	}
-	var hs [scalableChunk]uint64
-	for lo := 0; lo < len(keys); lo += scalableChunk {
-		hi := min(lo+scalableChunk, len(keys))
-		s.containsChunk(s.hashChunk(keys[lo:hi], &hs), found[lo:hi])
+	var hs [batchChunk]uint64
+	for lo := 0; lo < len(keys); lo += batchChunk {
+		hi := min(lo+batchChunk, len(keys))
+		s.containsChunk(hashKeys(keys[lo:hi], s.seed, &hs), found[lo:hi])
 	}
 }
 
@@ -48,19 +28,19 @@ func (s *Scalable) ContainsHashBatch(hashes []uint64, found []bool) {
 	if len(found) < len(hashes) {
 		panic("cuckoo: ContainsHashBatch: found is shorter than hashes")
 	}
-	for lo := 0; lo < len(hashes); lo += scalableChunk {
-		hi := min(lo+scalableChunk, len(hashes))
+	for lo := 0; lo < len(hashes); lo += batchChunk {
+		hi := min(lo+batchChunk, len(hashes))
 		s.containsChunk(hashes[lo:hi], found[lo:hi])
 	}
 }
 
-// containsChunk is ContainsHashBatch for at most scalableChunk hashes.
+// containsChunk is ContainsHashBatch for at most batchChunk hashes.
 func (s *Scalable) containsChunk(hs []uint64, found []bool) {
 	clear(found)
 	var (
-		rest [scalableChunk]uint64 // hashes no table has reported yet
-		at   [scalableChunk]uint16 // their indexes in hs
-		res  [scalableChunk]bool
+		rest [batchChunk]uint64 // hashes no table has reported yet
+		at   [batchChunk]uint16 // their indexes in hs
+		res  [batchChunk]bool
 	)
 	n := copy(rest[:], hs)
 	for k := range n {
@@ -72,16 +52,7 @@ func (s *Scalable) containsChunk(hs []uint64, found []bool) {
 		} else {
 			lv.f.ContainsHashBatch(rest[:n], res[:n])
 		}
-		m := 0
-		for k := range n {
-			if res[k] {
-				found[at[k]] = true
-				continue
-			}
-			rest[m], at[m] = rest[k], at[k]
-			m++
-		}
-		n = m
+		n = keepMisses(found, rest[:n], at[:n], res[:n])
 	}
 }
 
@@ -116,10 +87,10 @@ func (s *Scalable) AddUniqueBatch(keys [][]byte, added []bool) (processed int, e
 // it, which is harmless.)
 func (s *Scalable) addBatch(keys [][]byte, unique []bool) {
 	s.setUp()
-	var hs [scalableChunk]uint64
-	for lo := 0; lo < len(keys); lo += scalableChunk {
-		hi := min(lo+scalableChunk, len(keys))
-		hashes := s.hashChunk(keys[lo:hi], &hs)
+	var hs [batchChunk]uint64
+	for lo := 0; lo < len(keys); lo += batchChunk {
+		hi := min(lo+batchChunk, len(keys))
+		hashes := hashKeys(keys[lo:hi], s.seed, &hs)
 		if s.levels[len(s.levels)-1].grow != nil {
 			// A growing table locates its buckets its own way: prefetch
 			// the next group's while adding the current one's, asking

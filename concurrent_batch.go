@@ -1,0 +1,122 @@
+package cuckoo
+
+// Batch operations of a Concurrent. Lookups probe the tables newest first
+// for a chunk of keys at a time, each table with its next group's buckets
+// prefetched while the current group is probed (the pipeline of batch.go),
+// so that the cache misses of many keys overlap. Inserts go one key at a
+// time, in order, as a loop of single calls would; they are batched only
+// for the hashing.
+
+// ContainsBatch sets found[i] to c.Contains(keys[i]) for every key. Like
+// Contains it takes no lock and may run alongside any other operation;
+// each key's answer is right for some moment during the call. It
+// allocates nothing. It panics if found is shorter than keys.
+func (c *Concurrent) ContainsBatch(keys [][]byte, found []bool) {
+	if len(found) < len(keys) {
+		panic("cuckoo: ContainsBatch: found is shorter than keys")
+	}
+	ch := c.st.Load()
+	if ch == nil {
+		clear(found[:len(keys)])
+		return
+	}
+	var hs [batchChunk]uint64
+	for lo := 0; lo < len(keys); lo += batchChunk {
+		hi := min(lo+batchChunk, len(keys))
+		ch.containsChunk(hashKeys(keys[lo:hi], ch.seed, &hs), found[lo:hi])
+	}
+}
+
+// ContainsHashBatch is [Concurrent.ContainsBatch] for keys' 64-bit hashes
+// (see [Filter.AddHash]).
+func (c *Concurrent) ContainsHashBatch(hashes []uint64, found []bool) {
+	if len(found) < len(hashes) {
+		panic("cuckoo: ContainsHashBatch: found is shorter than hashes")
+	}
+	ch := c.st.Load()
+	if ch == nil {
+		clear(found[:len(hashes)])
+		return
+	}
+	for lo := 0; lo < len(hashes); lo += batchChunk {
+		hi := min(lo+batchChunk, len(hashes))
+		ch.containsChunk(hashes[lo:hi], found[lo:hi])
+	}
+}
+
+// containsChunk is ContainsHashBatch for at most batchChunk hashes.
+func (ch *cchain) containsChunk(hs []uint64, found []bool) {
+	clear(found)
+	var (
+		rest [batchChunk]uint64 // hashes no table has reported yet
+		at   [batchChunk]uint16 // their indexes in hs
+		res  [batchChunk]bool
+	)
+	n := copy(rest[:], hs)
+	for k := range n {
+		at[k] = uint16(k)
+	}
+	for i := len(ch.tables) - 1; i >= 0 && n > 0; i-- {
+		ch.tables[i].hasBatch(rest[:n], res[:n])
+		n = keepMisses(found, rest[:n], at[:n], res[:n])
+	}
+}
+
+// hasBatch sets found[k] to has(hs[k]), batchGroup keys at a time, the
+// next group's buckets prefetched while the current group is probed.
+func (c *ctable) hasBatch(hs []uint64, found []bool) {
+	var lines [2 * batchGroup]uint64
+	c.prefetchGroup(hs[:min(batchGroup, len(hs))], &lines)
+	for lo := 0; lo < len(hs); lo += batchGroup {
+		hi := min(lo+batchGroup, len(hs))
+		if hi < len(hs) {
+			c.prefetchGroup(hs[hi:min(hi+batchGroup, len(hs))], &lines)
+		}
+		for k := lo; k < hi; k++ {
+			found[k] = c.has(hs[k])
+		}
+	}
+}
+
+// prefetchGroup prefetches the two buckets of up to batchGroup hashes.
+func (c *ctable) prefetchGroup(hs []uint64, lines *[2 * batchGroup]uint64) {
+	hs = hs[:min(len(hs), batchGroup)]
+	for k, h := range hs {
+		i1, fp := c.t.locate(h)
+		lines[2*k] = i1 * c.t.bucketBits >> 6
+		lines[2*k+1] = c.t.altIndex(i1, fp) * c.t.bucketBits >> 6
+	}
+	prefetchShared(c.t.words, lines[:2*len(hs)])
+}
+
+// AddBatch adds every key, in order, as Add would. It stops at the first
+// error ([ErrFull], only for a fixed-capacity filter) and returns how many
+// keys it added before it; the key that failed and those after it are not
+// added. Other goroutines' operations may interleave with the batch's.
+func (c *Concurrent) AddBatch(keys [][]byte) (added int, err error) {
+	for i, key := range keys {
+		if err := c.Add(key); err != nil {
+			return i, err
+		}
+	}
+	return len(keys), nil
+}
+
+// AddUniqueBatch is [Concurrent.AddUnique] for every key, in order:
+// added[i] reports whether keys[i] was added. It returns how many keys it
+// processed, which is len(keys) unless AddUnique failed with [ErrFull] on
+// keys[processed]; entries of added past that are left as they were. It
+// panics if added is shorter than keys.
+func (c *Concurrent) AddUniqueBatch(keys [][]byte, added []bool) (processed int, err error) {
+	if len(added) < len(keys) {
+		panic("cuckoo: AddUniqueBatch: added is shorter than keys")
+	}
+	for i, key := range keys {
+		ok, err := c.AddUnique(key)
+		if err != nil {
+			return i, err
+		}
+		added[i] = ok
+	}
+	return len(keys), nil
+}
