@@ -9,8 +9,8 @@ import (
 	"runtime"
 
 	"github.com/dedupkit/cuckoo/cmd/cuckoo/internal/quickbench"
+	"github.com/dedupkit/cuckoo/cmd/cuckoo/internal/units"
 	"github.com/dedupkit/cuckoo/internal/svgplot"
-	"github.com/dedupkit/cuckoo/internal/units"
 )
 
 const benchHelp = `Usage: cuckoo bench [--items N] [--fpr P] [--svg FILE] [--json]

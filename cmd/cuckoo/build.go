@@ -9,7 +9,7 @@ import (
 
 	"github.com/dedupkit/cuckoo/cmd/cuckoo/internal/dedup"
 	"github.com/dedupkit/cuckoo/cmd/cuckoo/internal/filterfile"
-	"github.com/dedupkit/cuckoo/internal/units"
+	"github.com/dedupkit/cuckoo/cmd/cuckoo/internal/units"
 )
 
 const buildHelp = `Usage: cuckoo build -o FILE [flags] [KEYS-FILE...]

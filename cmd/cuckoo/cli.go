@@ -11,11 +11,11 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/dedupkit/cuckoo/cmd/cuckoo/internal/atomicfile"
 	"github.com/dedupkit/cuckoo/cmd/cuckoo/internal/dedup"
 	"github.com/dedupkit/cuckoo/cmd/cuckoo/internal/filterfile"
-	"github.com/dedupkit/cuckoo/internal/atomicfile"
-	"github.com/dedupkit/cuckoo/internal/progress"
-	"github.com/dedupkit/cuckoo/internal/units"
+	"github.com/dedupkit/cuckoo/cmd/cuckoo/internal/progress"
+	"github.com/dedupkit/cuckoo/cmd/cuckoo/internal/units"
 )
 
 // Exit statuses. They are part of the command's interface: scripts test

@@ -8,7 +8,7 @@ import (
 
 	"github.com/dedupkit/cuckoo/cmd/cuckoo/internal/dedup"
 	"github.com/dedupkit/cuckoo/cmd/cuckoo/internal/filterfile"
-	"github.com/dedupkit/cuckoo/internal/units"
+	"github.com/dedupkit/cuckoo/cmd/cuckoo/internal/units"
 )
 
 const addHelp = `Usage: cuckoo add FILE [flags] [KEYS-FILE...]

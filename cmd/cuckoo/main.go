@@ -21,7 +21,7 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/dedupkit/cuckoo/internal/progress"
+	"github.com/dedupkit/cuckoo/cmd/cuckoo/internal/progress"
 )
 
 func commands() []*command {

@@ -8,8 +8,8 @@ import (
 	"strings"
 
 	"github.com/dedupkit/cuckoo/cmd/cuckoo/internal/planner"
+	"github.com/dedupkit/cuckoo/cmd/cuckoo/internal/units"
 	"github.com/dedupkit/cuckoo/internal/svgplot"
-	"github.com/dedupkit/cuckoo/internal/units"
 )
 
 const planHelp = `Usage: cuckoo plan --items N [--fpr P] [flags]

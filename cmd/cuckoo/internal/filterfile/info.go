@@ -6,7 +6,7 @@ import (
 	"fmt"
 
 	"github.com/dedupkit/cuckoo"
-	"github.com/dedupkit/cuckoo/internal/units"
+	"github.com/dedupkit/cuckoo/cmd/cuckoo/internal/units"
 )
 
 // Field is one fact about a filter, for `cuckoo info`: Key names it in

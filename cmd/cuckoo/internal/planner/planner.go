@@ -22,7 +22,7 @@ import (
 
 	"github.com/dedupkit/cuckoo"
 	"github.com/dedupkit/cuckoo/cmd/cuckoo/internal/filterfile"
-	"github.com/dedupkit/cuckoo/internal/units"
+	"github.com/dedupkit/cuckoo/cmd/cuckoo/internal/units"
 )
 
 // Option is one way to build the filter.

@@ -10,7 +10,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/dedupkit/cuckoo/internal/atomicfile"
+	"github.com/dedupkit/cuckoo/cmd/cuckoo/internal/atomicfile"
 )
 
 // entries returns the names in dir, to check that no temporary file is
