@@ -8,6 +8,7 @@ import (
 	"math"
 	"runtime"
 
+	"github.com/dedupkit/cuckoo/cmd/cuckoo/internal/filterfile"
 	"github.com/dedupkit/cuckoo/cmd/cuckoo/internal/quickbench"
 	"github.com/dedupkit/cuckoo/cmd/cuckoo/internal/units"
 	"github.com/dedupkit/cuckoo/internal/svgplot"
@@ -34,14 +35,14 @@ Examples:
 type benchFlags struct {
 	items  countValue
 	fpr    rateValue
-	seed   countValue
+	seed   seedValue
 	svg    string
 	asJSON bool
 }
 
 func (f *benchFlags) register(fs *flag.FlagSet) {
 	fs.Var(&f.items, "items", "keys per filter `N` (default 1,000,000)")
-	fs.Var(&f.fpr, "fpr", "target false-positive `rate` of every filter (default 0.001)")
+	fs.Var(&f.fpr, "fpr", fmt.Sprintf("target false-positive `rate` of every filter (default %v)", filterfile.DefaultPlanRate))
 	fs.Var(&f.seed, "seed", "`seed` of the keys and the filters (default 1)")
 	fs.StringVar(&f.svg, "svg", "", "draw the results to `file` (SVG)")
 	fs.BoolVar(&f.asJSON, "json", false, "print the results as JSON")
@@ -61,15 +62,17 @@ func benchCommand() *command {
 const maxBenchItems = 200_000_000
 
 func runBench(e *env, f *benchFlags) error {
-	cfg := quickbench.Config{Items: 1_000_000, FPR: 0.001, Seed: 1}
+	cfg := quickbench.Config{Items: 1_000_000, FPR: f.fpr.or(filterfile.DefaultPlanRate), Seed: 1}
 	if f.items.set {
 		if f.items.n == 0 || f.items.n > maxBenchItems {
 			return usageErr("give from 1 to 200M", "bad --items %s", units.Count(f.items.n))
 		}
 		cfg.Items = f.items.n
 	}
-	if f.fpr.set {
-		cfg.FPR = f.fpr.p
+	for _, kind := range []filterfile.Kind{filterfile.Cuckoo, filterfile.BloomBlocked} {
+		if err := filterfile.CheckRate(filterfile.Spec{Kind: kind, FPR: cfg.FPR}); err != nil {
+			return usageErr("see 'cuckoo bench --help'", "bad --fpr %s: %v", f.fpr.text, err)
+		}
 	}
 	if f.seed.set {
 		cfg.Seed = f.seed.n

@@ -7,6 +7,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/dedupkit/cuckoo/cmd/cuckoo/internal/filterfile"
 	"github.com/dedupkit/cuckoo/cmd/cuckoo/internal/planner"
 	"github.com/dedupkit/cuckoo/cmd/cuckoo/internal/units"
 	"github.com/dedupkit/cuckoo/internal/svgplot"
@@ -43,7 +44,7 @@ type planFlags struct {
 
 func (f *planFlags) register(fs *flag.FlagSet) {
 	fs.Var(&f.items, "items", "number of distinct keys `N` to hold (required)")
-	fs.Var(&f.fpr, "fpr", "target false-positive `rate` (default 0.001)")
+	fs.Var(&f.fpr, "fpr", fmt.Sprintf("target false-positive `rate` (default %v)", filterfile.DefaultPlanRate))
 	fs.BoolVar(&f.needs.Delete, "delete", false, "keys must be deletable: recommend only filters that delete")
 	fs.BoolVar(&f.needs.Grow, "grow", false, "the number of keys is not known: recommend only filters that grow")
 	fs.BoolVar(&f.needs.Smallest, "smallest", false, "recommend the smallest filter, whatever its speed")
@@ -68,11 +69,7 @@ func runPlan(e *env, f *planFlags) error {
 	if f.items.n == 0 || f.items.n > planner.MaxItems {
 		return usageErr("give a number from 1 to 2^40", "bad --items %s", units.Count(f.items.n))
 	}
-	fpr := 0.001
-	if f.fpr.set {
-		fpr = f.fpr.p
-	}
-	p, err := planner.New(f.items.n, fpr, f.needs)
+	p, err := planner.New(f.items.n, f.fpr.or(filterfile.DefaultPlanRate), f.needs)
 	if err != nil {
 		return usageErr("see 'cuckoo plan --help'", "%v", err)
 	}

@@ -172,7 +172,7 @@ func Load(path string) (*Filter, error) {
 // Save writes the filter to path atomically (see package atomicfile):
 // after an error or an interruption, the file at path is unchanged.
 func (f *Filter) Save(path string) error {
-	return atomicfile.WriteFile(path, 0o644, func(w io.Writer) error {
+	return atomicfile.WriteFile(path, 0o644, nil, func(w io.Writer) error {
 		_, err := f.WriteTo(w)
 		return err
 	})

@@ -57,7 +57,7 @@ func (f *Filter) Info() Fields {
 		fs = append(fs, Field{key, label, v, text})
 	}
 	f.f.facts(add)
-	add("seed", "seed", fmt.Sprintf("%#016x", f.Seed()), fmt.Sprintf("%#016x", f.Seed()))
+	add("seed", "seed", units.Seed(f.Seed()), units.Seed(f.Seed()))
 	size := f.SizeInBytes()
 	add("memory_bytes", "memory", size, units.Bytes(size))
 	if n := f.Len(); n > 0 {
