@@ -52,10 +52,11 @@ func (s *stickyWriter) Write(p []byte) (int, error) {
 	return n, err
 }
 
-// checkOutput returns err, or, when the command succeeded but a write to
-// standard output failed, that failure.
+// checkOutput returns err, unless a write to standard output failed and
+// err is nil or that failure, passed on (by an encoder): then it returns
+// the failure, explained.
 func (e *env) checkOutput(err error) error {
-	if s, ok := e.stdout.(*stickyWriter); ok && s.err != nil && err == nil {
+	if s, ok := e.stdout.(*stickyWriter); ok && s.err != nil && (err == nil || errors.Is(err, s.err)) {
 		return outputErr(s.err)
 	}
 	return err

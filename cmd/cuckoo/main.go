@@ -129,7 +129,7 @@ func run(e *env, args []string) int {
 				return report(e, "help", usageErr("run 'cuckoo help' for the list", "unknown command %q", args[1]))
 			}
 			printHelp(e.stdout, c)
-			return report(e, c.name, e.checkOutput(nil))
+			return report(e, "help", e.checkOutput(nil))
 		}
 		printMainHelp(e.stdout)
 		return report(e, "cuckoo", e.checkOutput(nil))
