@@ -35,53 +35,49 @@ type Plan struct {
 // takes and returns the errors New returns, without allocating the table:
 // O(k²) arithmetic for a rate not planned before.
 func NewPlan(capacity uint64, fpr float64, opts ...Option) (Plan, error) {
-	if _, err := resolve(capacity, fpr, false, opts); err != nil {
-		return Plan{}, err
-	}
-	k, words, ok := blockedShape(capacity, fpr)
-	if !ok {
-		return Plan{}, tooLarge(capacity, fpr)
-	}
-	return tablePlan(layoutBlocked, k, words, cellsOf(layoutBlocked, words), capacity), nil
+	return tablePlan(capacity, fpr, opts, layoutBlocked, 0)
 }
 
 // NewClassicPlan describes the classic Bloom filter [NewClassic] builds for
 // capacity keys at the target rate fpr, holding capacity keys, without
 // allocating it. It takes NewClassic's options and returns its errors.
 func NewClassicPlan(capacity uint64, fpr float64, opts ...Option) (Plan, error) {
-	if _, err := resolve(capacity, fpr, false, opts); err != nil {
-		return Plan{}, err
-	}
-	k, words, ok := classicSizing(capacity, fpr, 64)
-	if !ok {
-		return Plan{}, tooLarge(capacity, fpr)
-	}
-	return tablePlan(layoutClassic, k, words, cellsOf(layoutClassic, words), capacity), nil
+	return tablePlan(capacity, fpr, opts, layoutClassic, 64)
 }
 
 // NewCountingPlan describes the counting Bloom filter [NewCounting] builds
 // for capacity keys at the target rate fpr, holding capacity keys, without
 // allocating it. It takes NewCounting's options and returns its errors.
 func NewCountingPlan(capacity uint64, fpr float64, opts ...Option) (Plan, error) {
+	// A counter is nonzero exactly when a classic filter's bit would be
+	// set: the classic sizing and model, over counters.
+	return tablePlan(capacity, fpr, opts, layoutClassic, countersPer)
+}
+
+// tablePlan is the plan of one table of the layout holding its capacity:
+// blocked, or classic with cellsPerWord bits or counters per word.
+func tablePlan(capacity uint64, fpr float64, opts []Option, l layout, cellsPerWord int) (Plan, error) {
 	if _, err := resolve(capacity, fpr, false, opts); err != nil {
 		return Plan{}, err
 	}
-	k, words, ok := classicSizing(capacity, fpr, countersPer)
+	var k int
+	var words, cells uint64
+	var ok bool
+	if l == layoutBlocked {
+		k, words, ok = blockedShape(capacity, fpr)
+		cells = cellsOf(layoutBlocked, words)
+	} else {
+		k, words, ok = classicSizing(capacity, fpr, cellsPerWord)
+		cells = words * uint64(cellsPerWord)
+	}
 	if !ok {
 		return Plan{}, tooLarge(capacity, fpr)
 	}
-	// A counter is nonzero exactly when the classic filter's bit would be
-	// set: the same model, over the counters.
-	return tablePlan(layoutClassic, k, words, words*countersPer, capacity), nil
-}
-
-// tablePlan is the plan of one table holding its capacity.
-func tablePlan(l layout, k int, words, cells, capacity uint64) Plan {
 	return Plan{
 		Keys: capacity, Capacity: capacity, HashCount: k, Layers: 1,
 		Bytes: words * 8, BitsPerItem: float64(words*64) / float64(capacity),
 		FalsePositiveRate: rateWithKeys(l, k, cells, float64(capacity)),
-	}
+	}, nil
 }
 
 // NewScalablePlan describes the scalable Bloom filter [NewScalable] builds

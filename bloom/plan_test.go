@@ -132,27 +132,21 @@ func TestScalablePlan(t *testing.T) {
 	}
 }
 
+// TestPlanErrors: the plans refuse what their constructors refuse.
 func TestPlanErrors(t *testing.T) {
+	scalableOnly := params{"scalable-option", 100, 0.01, []bloom.Option{bloom.WithGrowth(2)}}
 	for _, pl := range planners {
-		for _, tc := range []struct {
-			name     string
-			capacity uint64
-			fpr      float64
-			opts     []bloom.Option
-		}{
-			{"capacity=0", 0, 0.01, nil},
-			{"capacity=too-large", bloom.MaxCapacity + 1, 0.01, nil},
-			{"fpr=0", 100, 0, nil},
-			{"fpr=1", 100, 1, nil},
-			{"fpr=NaN", 100, math.NaN(), nil},
-			{"table-too-large", bloom.MaxCapacity, bloom.MinFalsePositiveRate, nil},
-			{"scalable-option", 100, 0.01, []bloom.Option{bloom.WithGrowth(2)}},
-		} {
+		for _, tc := range append([]params{scalableOnly}, badParameters...) {
 			_, perr := pl.plan(tc.capacity, tc.fpr, tc.opts...)
 			_, nerr := pl.new(tc.capacity, tc.fpr, tc.opts...)
 			if !errors.Is(perr, bloom.ErrInvalidParameter) || !errors.Is(nerr, bloom.ErrInvalidParameter) {
 				t.Errorf("%s/%s: plan %v, constructor %v; want both to wrap ErrInvalidParameter", pl.name, tc.name, perr, nerr)
 			}
+		}
+	}
+	for _, tc := range badParameters {
+		if _, err := bloom.NewScalablePlan(tc.capacity, tc.fpr, max(tc.capacity, 1), tc.opts...); !errors.Is(err, bloom.ErrInvalidParameter) {
+			t.Errorf("NewScalablePlan/%s: %v, want an error wrapping ErrInvalidParameter", tc.name, err)
 		}
 	}
 	for _, tc := range []struct {
@@ -163,8 +157,6 @@ func TestPlanErrors(t *testing.T) {
 	}{
 		{"keys=0", 100, 0, 0.01, nil},
 		{"keys=too-large", 100, bloom.MaxCapacity + 1, 0.01, nil},
-		{"capacity=0", 0, 100, 0.01, nil},
-		{"growth=1", 100, 100, 0.01, []bloom.Option{bloom.WithGrowth(1)}},
 		{"beyond-the-size-limit", bloom.MaxCapacity, bloom.MaxCapacity, 1e-12, nil},
 	} {
 		if _, err := bloom.NewScalablePlan(tc.capacity, tc.fpr, tc.keys, tc.opts...); !errors.Is(err, bloom.ErrInvalidParameter) {

@@ -79,7 +79,7 @@ func runBench(e *env, f *benchFlags) error {
 	}
 	w := e.stdout
 	if !f.asJSON {
-		fmt.Fprintf(w, "%s keys of 16 bytes, target rate %s, %s %s/%s, %d CPUs\n\n", units.Count(cfg.Items),
+		fmt.Fprintf(w, "%s of 16 bytes, target rate %s, %s %s/%s, %d CPUs\n\n", units.Counted(cfg.Items, "key"),
 			units.Percent(cfg.FPR), runtime.Version(), runtime.GOOS, runtime.GOARCH, runtime.NumCPU())
 		fmt.Fprintf(w, "%-20s %9s %9s %9s %9s %14s\n", "filter", "add ns", "hit ns", "miss ns", "bits/key", "measured rate")
 		cfg.OnResult = func(r quickbench.Result) {
@@ -127,7 +127,7 @@ func runBench(e *env, f *benchFlags) error {
 // measured rate against bits per key, one labelled point per filter.
 func benchFigure(cfg quickbench.Config, results []quickbench.Result, w io.Writer) error {
 	speed := svgplot.Chart{
-		Title:  fmt.Sprintf("Nanoseconds per operation (%s keys)", units.Count(cfg.Items)),
+		Title:  fmt.Sprintf("Nanoseconds per operation (%s)", units.Counted(cfg.Items, "key")),
 		YLabel: "nanoseconds per operation (lower is better)",
 	}
 	rate := svgplot.Chart{

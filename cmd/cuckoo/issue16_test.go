@@ -1,8 +1,8 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -242,29 +241,42 @@ func TestIssue16ConcurrentUpdatesSerialize(t *testing.T) {
 			})
 			second := exec.Command(binary, c.second...)
 			second.Dir = e.dir
-			var secondOut, secondErr syncBuffer
-			second.Stdout, second.Stderr = &secondOut, &secondErr
+			var secondOut bytes.Buffer
+			second.Stdout = &secondOut
+			errPipe, _ := second.StderrPipe()
 			if err := second.Start(); err != nil {
 				t.Fatal(err)
 			}
-			secondDone := make(chan error, 1)
-			go func() { secondDone <- second.Wait() }()
-			// It waits for the first, and says so.
-			select {
-			case err := <-secondDone:
-				t.Errorf("the second run finished while the first held the file: stdout %q, stderr %q", secondOut.String(), secondErr.String())
-				secondDone <- err
-			case <-waitChan(func() bool {
-				return strings.Contains(secondErr.String(), "waiting for another run that is writing st.ckoo")
-			}):
+			// It waits for the first, and says so on standard error, which
+			// ends when it exits.
+			lines := make(chan string)
+			go func() {
+				sc := bufio.NewScanner(errPipe)
+				for sc.Scan() {
+					lines <- sc.Text()
+				}
+				close(lines)
+			}()
+			var secondErr []string
+			for line := range lines {
+				secondErr = append(secondErr, line)
+				if strings.Contains(line, "waiting for another run that is writing st.ckoo") {
+					break
+				}
+			}
+			if len(secondErr) == 0 || !strings.Contains(secondErr[len(secondErr)-1], "waiting") {
+				t.Errorf("the second run finished while the first held the file: stderr %q", secondErr)
 			}
 			io.WriteString(stdin, c.firstInput)
 			stdin.Close()
 			if code := waitExit(t, first); code != exitOK {
 				t.Fatalf("first run: status %d, stderr %q", code, firstErr.String())
 			}
-			if err := <-secondDone; err != nil {
-				t.Fatalf("second run: %v, stderr %q", err, secondErr.String())
+			for line := range lines {
+				secondErr = append(secondErr, line)
+			}
+			if code := waitExit(t, second); code != exitOK {
+				t.Fatalf("second run: status %d, stderr %q", code, secondErr)
 			}
 			if c.first[0] == "dedup" && c.first[1] == "-o" {
 				if got := string(e.read("st.ckoo")); got != c.secondInput {
@@ -287,43 +299,11 @@ func TestIssue16ConcurrentUpdatesSerialize(t *testing.T) {
 	}
 }
 
-// waitChan is closed when cond holds (polled for up to 20 s).
-func waitChan(cond func() bool) <-chan struct{} {
-	c := make(chan struct{})
-	go func() {
-		for start := time.Now(); !cond() && time.Since(start) < 20*time.Second; time.Sleep(5 * time.Millisecond) {
-		}
-		close(c)
-	}()
-	return c
-}
-
-// syncBuffer is a bytes.Buffer that a process may write while the test
-// reads it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
-
 // TestIssue16ProgressOnTerminal: with standard error a terminal and
 // standard output /dev/null, dedup draws its progress (it used to take
 // /dev/null for the terminal and stay silent).
 func TestIssue16ProgressOnTerminal(t *testing.T) {
-	master, slave, err := ptytest.Open()
-	if errors.Is(err, ptytest.ErrUnsupported) {
-		t.Skip(err)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer master.Close()
+	master, slave := ptytest.OpenOrSkip(t)
 	null, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
 	if err != nil {
 		t.Fatal(err)

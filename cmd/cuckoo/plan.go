@@ -86,7 +86,7 @@ func runPlan(e *env, f *planFlags) error {
 }
 
 func printPlan(w io.Writer, p planner.Plan) {
-	fmt.Fprintf(w, "%s keys at a false-positive rate of %s\n", units.Count(p.Items), units.Rate(p.FPR))
+	fmt.Fprintf(w, "%s at a false-positive rate of %s\n", units.Counted(p.Items, "key"), units.Rate(p.FPR))
 	fmt.Fprintf(w, "no filter can use fewer than %.2f bits per key (log2 1/rate)\n\n", p.LowerBound)
 	width := len("filter")
 	for _, o := range p.Options {
@@ -163,7 +163,7 @@ func printPlanJSON(w io.Writer, p planner.Plan) error {
 // rate as points, and the recommendation labelled.
 func planChart(p planner.Plan) *svgplot.Chart {
 	c := &svgplot.Chart{
-		Title:  fmt.Sprintf("Bits per key against false-positive rate (%s keys)", units.Count(p.Items)),
+		Title:  fmt.Sprintf("Bits per key against false-positive rate (%s)", units.Counted(p.Items, "key")),
 		XLabel: "false-positive rate (log scale; better to the right)", YLabel: "bits per key",
 		XLog: true, XReverse: true, Width: 800, Height: 520,
 	}

@@ -184,7 +184,7 @@ func bloomFacts(add addFact, f interface {
 }, estimated uint64, k int, targetLabel string) {
 	add("items", "items", f.Len(), units.Count(f.Len())+" added")
 	add("estimated_keys", "estimated keys", estimated, units.Count(estimated)+" (from the bits set)")
-	add("capacity", "capacity", f.Capacity(), units.Count(f.Capacity())+" keys at the target rate")
+	add("capacity", "capacity", f.Capacity(), units.Counted(f.Capacity(), "key")+" at the target rate")
 	if k != 0 {
 		add("hash_count", "hash functions", k, fmt.Sprint(k))
 	}

@@ -2,7 +2,6 @@ package progress
 
 import (
 	"bytes"
-	"errors"
 	"os"
 	"strings"
 	"sync"
@@ -122,15 +121,7 @@ func TestIsTerminal(t *testing.T) {
 	if IsTerminal(f) {
 		t.Error("a regular file is a terminal")
 	}
-	master, slave, err := ptytest.Open()
-	if errors.Is(err, ptytest.ErrUnsupported) {
-		t.Skip(err)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer master.Close()
-	defer slave.Close()
+	_, slave := ptytest.OpenOrSkip(t)
 	if !IsTerminal(slave) {
 		t.Error("IsTerminal(a pseudo-terminal) = false")
 	}
