@@ -32,7 +32,13 @@ func (b bloomFilter) AddUnique(key []byte) (bool, error)        { return addUniq
 func (b bloomFilter) Delete([]byte) (bool, error)               { return false, ErrNoDelete }
 func (b bloomFilter) ContainsBatch(keys [][]byte, found []bool) { containsEach(b.Filter, keys, found) }
 func (b bloomFilter) AddUniqueBatch(keys [][]byte, added []bool) (int, error) {
-	return addUniqueEach(b, keys, added)
+	if b.Len()+uint64(len(keys)) > b.Capacity() {
+		return addUniqueEach(b, keys, added) // it may fill up in this batch
+	}
+	for i, k := range keys {
+		added[i] = b.AddIfAbsent(k)
+	}
+	return len(keys), nil
 }
 
 func (b bloomFilter) facts(add addFact) {
@@ -63,7 +69,13 @@ func (b bloomCounting) ContainsBatch(keys [][]byte, found []bool) {
 	containsEach(b.Counting, keys, found)
 }
 func (b bloomCounting) AddUniqueBatch(keys [][]byte, added []bool) (int, error) {
-	return addUniqueEach(b, keys, added)
+	if b.Len()+uint64(len(keys)) > b.Capacity() {
+		return addUniqueEach(b, keys, added) // it may fill up in this batch
+	}
+	for i, k := range keys {
+		added[i] = b.AddIfAbsent(k)
+	}
+	return len(keys), nil
 }
 
 func (b bloomCounting) facts(add addFact) {

@@ -477,3 +477,36 @@ func TestTargetRate(t *testing.T) {
 		}
 	}
 }
+
+// TestBloomFullInBatch: a fixed-size Bloom filter filled by batches (as
+// dedup fills it) stops at the key that finds it full, mid-batch, and
+// has taken exactly its capacity of new keys.
+func TestBloomFullInBatch(t *testing.T) {
+	for _, kind := range []Kind{BloomBlocked, BloomClassic, BloomCounting} {
+		f, _ := New(Spec{Kind: kind, Capacity: 100, FPR: 0.001, Seed: 9, SeedSet: true})
+		keys := make([][]byte, 64)
+		added := make([]bool, 64)
+		next, took := 0, 0
+		for {
+			for j := range keys {
+				keys[j] = key(next + j)
+			}
+			n, err := f.AddUniqueBatch(keys, added)
+			for _, a := range added[:n] {
+				if a {
+					took++
+				}
+			}
+			next += n
+			if err != nil {
+				if !errors.Is(err, ErrFull) || n == len(keys) {
+					t.Fatalf("%s: batch error %v after %d of %d keys", kind, err, n, len(keys))
+				}
+				break
+			}
+		}
+		if f.Len() != 100 || took != 100 {
+			t.Fatalf("%s: Len %d, %d keys added, want the capacity, 100", kind, f.Len(), took)
+		}
+	}
+}
