@@ -2,7 +2,10 @@ module github.com/dedupkit/cuckoo
 
 go 1.24
 
-require github.com/zeebo/xxh3 v1.1.0
+require (
+	github.com/zeebo/xxh3 v1.1.0
+	golang.org/x/term v0.29.0
+)
 
 require (
 	github.com/klauspost/cpuid/v2 v2.2.10 // indirect

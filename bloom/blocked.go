@@ -33,12 +33,11 @@ func New(capacity uint64, fpr float64, opts ...Option) (*Filter, error) {
 }
 
 func newBlocked(capacity uint64, fpr float64, seed uint64) (*Filter, error) {
-	s := blockedSizing(fpr)
-	blocks, ok := blockedBlocks(capacity, s)
+	k, words, ok := blockedShape(capacity, fpr)
 	if !ok {
 		return nil, tooLarge(capacity, fpr)
 	}
-	return newFilter(layoutBlocked, s.k, blocks*blockWords, capacity, fpr, seed), nil
+	return newFilter(layoutBlocked, k, words, capacity, fpr, seed), nil
 }
 
 // The blocked layout maps a key's hash h to a block with a multiply-shift

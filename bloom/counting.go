@@ -186,6 +186,11 @@ func (f *Counting) Len() uint64 { return f.count }
 // Capacity returns the number of keys the filter was sized for.
 func (f *Counting) Capacity() uint64 { return f.capacity }
 
+// TargetFalsePositiveRate returns the rate the filter was built for: with
+// Capacity distinct keys its expected false-positive rate is at most this.
+// It is kept in the encoding.
+func (f *Counting) TargetFalsePositiveRate() float64 { return f.fpr }
+
 // HashCount returns k, the number of counters each key uses.
 func (f *Counting) HashCount() int { return int(f.k) }
 

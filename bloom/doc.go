@@ -80,6 +80,11 @@
 //
 // # Sizing
 //
+// [NewPlan], [NewClassicPlan], [NewCountingPlan] and [NewScalablePlan]
+// tell what a constructor would build — memory, hash count, layers and the
+// expected rate — without allocating it, with the constructors' own
+// sizing.
+//
 // Bits per key and hash count k for each constructor, computed from the
 // constructors at a capacity of 10^6 (go run sizing_gen.go regenerates the
 // table; a test checks that it is current). The Scalable columns hold its

@@ -89,6 +89,39 @@ func ExampleNewScalable() {
 	// 7 layers, room for 127000 keys; expected rate below 1 %: true
 }
 
+// Sizing a filter for a billion keys without allocating it: which layout
+// is smaller at a rate, and what it costs.
+func ExampleNewPlan() {
+	for _, p := range []float64{0.01, 1e-4} {
+		blocked, err := bloom.NewPlan(1_000_000_000, p)
+		if err != nil {
+			panic(err)
+		}
+		classic, err := bloom.NewClassicPlan(1_000_000_000, p)
+		if err != nil {
+			panic(err)
+		}
+		fmt.Printf("rate %g: New %.1f bits per key (%.2f GB, k = %d), NewClassic %.1f (%.2f GB, k = %d)\n", p,
+			blocked.BitsPerItem, float64(blocked.Bytes)/1e9, blocked.HashCount,
+			classic.BitsPerItem, float64(classic.Bytes)/1e9, classic.HashCount)
+	}
+	// Output:
+	// rate 0.01: New 9.9 bits per key (1.24 GB, k = 6), NewClassic 9.6 (1.20 GB, k = 7)
+	// rate 0.0001: New 22.0 bits per key (2.75 GB, k = 12), NewClassic 19.2 (2.40 GB, k = 13)
+}
+
+// What a Scalable started at a thousand keys costs once it holds a
+// million, and the rate it then delivers.
+func ExampleNewScalablePlan() {
+	p, err := bloom.NewScalablePlan(1000, 0.01, 1_000_000)
+	if err != nil {
+		panic(err)
+	}
+	fmt.Printf("%d layers, %.1f bits per key, expected rate %.2f %%\n", p.Layers, p.BitsPerItem, 100*p.FalsePositiveRate)
+	// Output:
+	// 10 layers, 19.0 bits per key, expected rate 0.86 %
+}
+
 // Shards built with the same parameters and seed merge into one filter.
 func ExampleFilter_Union() {
 	a, _ := bloom.New(10_000, 0.01, bloom.WithSeed(7))

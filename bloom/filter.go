@@ -160,6 +160,11 @@ func (f *Filter) Len() uint64 { return f.count.Load() }
 // many, the false-positive rate stays at or below the target.
 func (f *Filter) Capacity() uint64 { return f.capacity }
 
+// TargetFalsePositiveRate returns the rate the filter was built for: with
+// Capacity distinct keys its expected false-positive rate is at most this.
+// It is kept in the encoding.
+func (f *Filter) TargetFalsePositiveRate() float64 { return f.fpr }
+
 // HashCount returns k, the number of bits each key sets.
 func (f *Filter) HashCount() int { return int(f.k) }
 

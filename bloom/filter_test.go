@@ -11,28 +11,35 @@ import (
 	"github.com/dedupkit/cuckoo/bloom"
 )
 
+// params are a constructor's arguments, named.
+type params struct {
+	name     string
+	capacity uint64
+	fpr      float64
+	opts     []bloom.Option
+}
+
+// badParameters are parameters every constructor refuses (the growth and
+// tightening ones, all but NewScalable as Scalable-only options).
+var badParameters = []params{
+	{"capacity=0", 0, 0.01, nil},
+	{"capacity=too-large", bloom.MaxCapacity + 1, 0.01, nil},
+	{"fpr=0", 100, 0, nil},
+	{"fpr=1", 100, 1, nil},
+	{"fpr=-0.1", 100, -0.1, nil},
+	{"fpr=NaN", 100, math.NaN(), nil},
+	{"fpr=+Inf", 100, math.Inf(1), nil},
+	{"fpr=below-min", 100, bloom.MinFalsePositiveRate / 2, nil},
+	{"table-too-large", bloom.MaxCapacity, bloom.MinFalsePositiveRate, nil},
+	{"growth=1", 100, 0.01, []bloom.Option{bloom.WithGrowth(1)}},
+	{"growth=NaN", 100, 0.01, []bloom.Option{bloom.WithGrowth(math.NaN())}},
+	{"growth=2000", 100, 0.01, []bloom.Option{bloom.WithGrowth(2000)}},
+	{"tightening=0.2", 100, 0.01, []bloom.Option{bloom.WithTightening(0.2)}},
+	{"tightening=1", 100, 0.01, []bloom.Option{bloom.WithTightening(1)}},
+}
+
 func TestConstructorErrors(t *testing.T) {
-	cases := []struct {
-		name     string
-		capacity uint64
-		fpr      float64
-		opts     []bloom.Option
-	}{
-		{"capacity=0", 0, 0.01, nil},
-		{"capacity=too-large", bloom.MaxCapacity + 1, 0.01, nil},
-		{"fpr=0", 100, 0, nil},
-		{"fpr=1", 100, 1, nil},
-		{"fpr=-0.1", 100, -0.1, nil},
-		{"fpr=NaN", 100, math.NaN(), nil},
-		{"fpr=+Inf", 100, math.Inf(1), nil},
-		{"fpr=below-min", 100, bloom.MinFalsePositiveRate / 2, nil},
-		{"table-too-large", bloom.MaxCapacity, bloom.MinFalsePositiveRate, nil},
-		{"growth=1", 100, 0.01, []bloom.Option{bloom.WithGrowth(1)}},
-		{"growth=NaN", 100, 0.01, []bloom.Option{bloom.WithGrowth(math.NaN())}},
-		{"growth=2000", 100, 0.01, []bloom.Option{bloom.WithGrowth(2000)}},
-		{"tightening=0.2", 100, 0.01, []bloom.Option{bloom.WithTightening(0.2)}},
-		{"tightening=1", 100, 0.01, []bloom.Option{bloom.WithTightening(1)}},
-	}
+	cases := badParameters
 	for _, kind := range kinds {
 		for _, tc := range cases {
 			if kind.name != "NewScalable" && (strings.HasPrefix(tc.name, "growth") || strings.HasPrefix(tc.name, "tightening")) {

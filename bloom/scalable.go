@@ -111,17 +111,28 @@ func layerLimit(l *Filter) uint64 {
 
 // newLayer builds layer i with the given capacity.
 func (s *Scalable) newLayer(i int, capacity uint64) (*Filter, error) {
-	p := s.layerRate(i)
-	bs := blockedSizing(p)
-	blocks, okB := blockedBlocks(headroom(capacity), bs)
-	k, words, okC := classicSizing(headroom(capacity), p, 64)
-	switch {
-	case okB && (!okC || blocks*blockWords*4 <= words*5):
-		return newFilter(layoutBlocked, bs.k, blocks*blockWords, capacity, p, s.seed), nil
-	case okC:
-		return newFilter(layoutClassic, k, words, capacity, p, s.seed), nil
+	l, k, words, ok := s.layerShape(i, capacity)
+	if !ok {
+		return nil, tooLarge(capacity, s.layerRate(i))
 	}
-	return nil, tooLarge(capacity, p)
+	return newFilter(l, k, words, capacity, s.layerRate(i), s.seed), nil
+}
+
+// layerShape returns the layout, hash count and words of layer i with the
+// given capacity: sized for the capacity plus its headroom at the layer's
+// rate, blocked unless that costs more than a quarter more memory than
+// classic. ok is false when neither fits the size limit.
+func (s *Scalable) layerShape(i int, capacity uint64) (l layout, k int, words uint64, ok bool) {
+	p := s.layerRate(i)
+	kB, wordsB, okB := blockedShape(headroom(capacity), p)
+	kC, wordsC, okC := classicSizing(headroom(capacity), p, 64)
+	switch {
+	case okB && (!okC || wordsB*4 <= wordsC*5):
+		return layoutBlocked, kB, wordsB, true
+	case okC:
+		return layoutClassic, kC, wordsC, true
+	}
+	return 0, 0, 0, false
 }
 
 // setLast recomputes the fill and the limit of the last layer.
@@ -220,6 +231,11 @@ func (s *Scalable) Capacity() uint64 {
 	}
 	return c
 }
+
+// TargetFalsePositiveRate returns the rate given to [NewScalable]: the
+// expected false-positive rate stays at or below it at every size. It is
+// kept in the encoding.
+func (s *Scalable) TargetFalsePositiveRate() float64 { return s.fpr }
 
 // Layers returns the number of layers.
 func (s *Scalable) Layers() int { return len(s.layers) }

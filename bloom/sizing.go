@@ -246,13 +246,26 @@ func blockedSizing(p float64) blockedSize {
 	return s
 }
 
-// blockedBlocks returns the number of blocks for capacity n at rate p.
-func blockedBlocks(n uint64, s blockedSize) (uint64, bool) {
+// blockedShape returns the hash count and the number of words of the
+// blocked table for capacity n at rate p. ok is false when the table would
+// exceed maxWords.
+func blockedShape(n uint64, p float64) (k int, words uint64, ok bool) {
+	s := blockedSizing(p)
 	b := math.Ceil(float64(n) / s.lambda)
 	if b > float64(maxWords/blockWords) {
-		return 0, false
+		return 0, 0, false
 	}
-	return max(uint64(b), 1), true
+	return s.k, max(uint64(b), 1) * blockWords, true
+}
+
+// rateWithKeys returns the expected false-positive rate of a table of the
+// given layout, hash count and cells (blocks, or bits and counters of a
+// classic or counting table) holding n distinct keys.
+func rateWithKeys(l layout, k int, cells uint64, n float64) float64 {
+	if l == layoutBlocked {
+		return newBlockedModel(k).fpr(n / float64(cells))
+	}
+	return classicFPR(k, n, float64(cells))
 }
 
 func tooLarge(capacity uint64, p float64) error {

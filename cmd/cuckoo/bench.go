@@ -8,9 +8,10 @@ import (
 	"math"
 	"runtime"
 
+	"github.com/dedupkit/cuckoo/cmd/cuckoo/internal/filterfile"
 	"github.com/dedupkit/cuckoo/cmd/cuckoo/internal/quickbench"
+	"github.com/dedupkit/cuckoo/cmd/cuckoo/internal/units"
 	"github.com/dedupkit/cuckoo/internal/svgplot"
-	"github.com/dedupkit/cuckoo/internal/units"
 )
 
 const benchHelp = `Usage: cuckoo bench [--items N] [--fpr P] [--svg FILE] [--json]
@@ -34,14 +35,14 @@ Examples:
 type benchFlags struct {
 	items  countValue
 	fpr    rateValue
-	seed   countValue
+	seed   seedValue
 	svg    string
 	asJSON bool
 }
 
 func (f *benchFlags) register(fs *flag.FlagSet) {
 	fs.Var(&f.items, "items", "keys per filter `N` (default 1,000,000)")
-	fs.Var(&f.fpr, "fpr", "target false-positive `rate` of every filter (default 0.001)")
+	fs.Var(&f.fpr, "fpr", fmt.Sprintf("target false-positive `rate` of every filter (default %v)", filterfile.DefaultPlanRate))
 	fs.Var(&f.seed, "seed", "`seed` of the keys and the filters (default 1)")
 	fs.StringVar(&f.svg, "svg", "", "draw the results to `file` (SVG)")
 	fs.BoolVar(&f.asJSON, "json", false, "print the results as JSON")
@@ -61,22 +62,24 @@ func benchCommand() *command {
 const maxBenchItems = 200_000_000
 
 func runBench(e *env, f *benchFlags) error {
-	cfg := quickbench.Config{Items: 1_000_000, FPR: 0.001, Seed: 1}
+	cfg := quickbench.Config{Items: 1_000_000, FPR: f.fpr.or(filterfile.DefaultPlanRate), Seed: 1}
 	if f.items.set {
 		if f.items.n == 0 || f.items.n > maxBenchItems {
 			return usageErr("give from 1 to 200M", "bad --items %s", units.Count(f.items.n))
 		}
 		cfg.Items = f.items.n
 	}
-	if f.fpr.set {
-		cfg.FPR = f.fpr.p
+	for _, kind := range []filterfile.Kind{filterfile.Cuckoo, filterfile.BloomBlocked} {
+		if err := filterfile.CheckRate(filterfile.Spec{Kind: kind, FPR: cfg.FPR}); err != nil {
+			return usageErr("see 'cuckoo bench --help'", "bad --fpr %s: %v", f.fpr.text, err)
+		}
 	}
 	if f.seed.set {
 		cfg.Seed = f.seed.n
 	}
 	w := e.stdout
 	if !f.asJSON {
-		fmt.Fprintf(w, "%s keys of 16 bytes, target rate %s, %s %s/%s, %d CPUs\n\n", units.Count(cfg.Items),
+		fmt.Fprintf(w, "%s of 16 bytes, target rate %s, %s %s/%s, %d CPUs\n\n", units.Counted(cfg.Items, "key"),
 			units.Percent(cfg.FPR), runtime.Version(), runtime.GOOS, runtime.GOARCH, runtime.NumCPU())
 		fmt.Fprintf(w, "%-20s %9s %9s %9s %9s %14s\n", "filter", "add ns", "hit ns", "miss ns", "bits/key", "measured rate")
 		cfg.OnResult = func(r quickbench.Result) {
@@ -124,7 +127,7 @@ func runBench(e *env, f *benchFlags) error {
 // measured rate against bits per key, one labelled point per filter.
 func benchFigure(cfg quickbench.Config, results []quickbench.Result, w io.Writer) error {
 	speed := svgplot.Chart{
-		Title:  fmt.Sprintf("Nanoseconds per operation (%s keys)", units.Count(cfg.Items)),
+		Title:  fmt.Sprintf("Nanoseconds per operation (%s)", units.Counted(cfg.Items, "key")),
 		YLabel: "nanoseconds per operation (lower is better)",
 	}
 	rate := svgplot.Chart{

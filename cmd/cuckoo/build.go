@@ -3,13 +3,10 @@ package main
 import (
 	"errors"
 	"flag"
-	"fmt"
 	"io"
 	"time"
 
-	"github.com/dedupkit/cuckoo/cmd/cuckoo/internal/dedup"
 	"github.com/dedupkit/cuckoo/cmd/cuckoo/internal/filterfile"
-	"github.com/dedupkit/cuckoo/internal/units"
 )
 
 const buildHelp = `Usage: cuckoo build -o FILE [flags] [KEYS-FILE...]
@@ -52,7 +49,7 @@ type buildFlags struct {
 func (f *buildFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.output, "o", "", "write the filter to `file` (required)")
 	fs.StringVar(&f.output, "output", "", "the same as -o")
-	f.filter.register(fs, 0.0001, false)
+	f.filter.register(fs, false)
 	f.fields.register(fs)
 	fs.BoolVar(&f.unique, "unique", false, "add a key only if the filter does not report it already (set semantics)")
 	fs.BoolVar(&f.stats, "stats", false, "print keys, size and false-positive rate on standard error")
@@ -101,7 +98,7 @@ func runBuild(e *env, f *buildFlags, names []string) error {
 			continue
 		}
 		if err != nil {
-			return keysError("build", err, filter, "", f.filter.capacity.set)
+			return keysError(err, filter, "", f.filter.capacity.set)
 		}
 		break
 	}
@@ -115,104 +112,4 @@ func runBuild(e *env, f *buildFlags, names []string) error {
 		printFilterSummary(e.stderr, "build", f.output, filter, lines, time.Since(start))
 	}
 	return nil
-}
-
-// allFiles reports whether every input can be read twice.
-func allFiles(ins []input) bool {
-	for _, in := range ins {
-		if in.name == "-" || in.size < 0 {
-			return false
-		}
-	}
-	return true
-}
-
-// keyError is an error at one key of one input.
-type keyError struct {
-	input string
-	line  uint64
-	err   error
-}
-
-func (k *keyError) Error() string { return fmt.Sprintf("%s line %d: %v", k.input, k.line, k.err) }
-func (k *keyError) Unwrap() error { return k.err }
-
-// addKeys adds the key of every line of the inputs to filter (AddUnique
-// when unique), and returns the number of lines read.
-func addKeys(e *env, ins []input, keyer *dedup.KeyExtractor, filter *filterfile.Filter, onRead func([]byte), unique bool) (uint64, error) {
-	return eachKey(e, ins, keyer, onRead, func(key []byte) error { return addOne(filter, key, unique) })
-}
-
-// eachKey calls fn with the key of every line of the inputs and returns
-// the number of lines read. The first error stops it, as a *keyError
-// that says where.
-func eachKey(e *env, ins []input, keyer *dedup.KeyExtractor, onRead func([]byte), fn func(key []byte) error) (uint64, error) {
-	kr := dedup.NewKeyReader(keyer, 0)
-	kr.OnRead(onRead)
-	var lines uint64
-	for i := range ins {
-		r, closeIn, err := ins[i].open(e)
-		if err != nil {
-			return lines, err
-		}
-		kr.Reset(r)
-		for {
-			_, key, ok := kr.Next()
-			if !ok {
-				break
-			}
-			if err := fn(key); err != nil {
-				closeIn()
-				return lines + kr.Line() - 1, &keyError{input: ins[i].name, line: kr.Line(), err: err}
-			}
-		}
-		lines += kr.Line()
-		err = kr.Err()
-		closeIn()
-		if err != nil {
-			return lines, &keyError{input: ins[i].name, line: kr.Line(), err: err}
-		}
-	}
-	return lines, nil
-}
-
-// keysError explains an error of addKeys (or of deleting keys) for cmd;
-// loaded names the filter file read, if any.
-func keysError(cmd string, err error, filter *filterfile.Filter, loaded string, capacitySet bool) error {
-	var ke *keyError
-	if !errors.As(err, &ke) {
-		return err
-	}
-	name := ke.input
-	if name == "-" {
-		name = "standard input"
-	}
-	if errors.Is(err, filterfile.ErrFull) {
-		remedy := "nothing was written"
-		switch {
-		case loaded != "":
-			remedy = loaded + " is unchanged; rebuild it larger with 'cuckoo build --capacity N'"
-		case capacitySet:
-			remedy = fmt.Sprintf("give a larger --capacity (e.g. %d), or leave it out to size the filter from the input; nothing was written", 2*filter.Capacity())
-		}
-		return &cliError{code: exitFull, remedy: remedy,
-			msg: fmt.Sprintf("the filter is full at %s line %s: it holds %s keys, its capacity is %s",
-				name, units.Count(ke.line), units.Count(filter.Len()), units.Count(filter.Capacity()))}
-	}
-	if errors.Is(err, filterfile.ErrNoDelete) {
-		return usageErr("build it with --bloom=counting, or use a cuckoo filter", "%s", ke.err)
-	}
-	written := "nothing was written"
-	if loaded != "" {
-		written = loaded + " is unchanged"
-	}
-	return dataErr(written, "reading %s: %v", name, unwrap(ke.err))
-}
-
-// printFilterSummary prints what a command left in a filter file.
-func printFilterSummary(w io.Writer, cmd, path string, f *filterfile.Filter, lines uint64, elapsed time.Duration) {
-	fmt.Fprintf(w, "cuckoo %s: %s: %s, %s items from %s lines, %s in memory, %s on disk\n", cmd, path,
-		f.Kind(), units.Count(f.Len()), units.Count(lines), units.Bytes(f.SizeInBytes()), units.Bytes(uint64(f.EncodedSize())))
-	fmt.Fprintf(w, "cuckoo %s: false-positive rate now %s; capacity %s; %.2f s\n", cmd,
-		units.Rate(f.FalsePositiveRate()), units.Count(f.Capacity()), elapsed.Seconds())
 }

@@ -10,7 +10,7 @@ import (
 
 	"github.com/dedupkit/cuckoo/cmd/cuckoo/internal/dedup"
 	"github.com/dedupkit/cuckoo/cmd/cuckoo/internal/filterfile"
-	"github.com/dedupkit/cuckoo/internal/units"
+	"github.com/dedupkit/cuckoo/cmd/cuckoo/internal/units"
 )
 
 const dedupHelp = `Usage: cuckoo dedup [flags] [FILE...]
@@ -64,7 +64,7 @@ type dedupFlags struct {
 }
 
 func (f *dedupFlags) register(fs *flag.FlagSet) {
-	f.filter.register(fs, 0.0001, true)
+	f.filter.register(fs, true)
 	fs.StringVar(&f.key, "key", "", "dedup on these fields only: a field `spec` as cut -f (2, 1,3, 2-4, 3-)")
 	f.fields.register(fs)
 	fs.BoolVar(&f.duplicates, "duplicates", false, "print only the repeats (every line seen before) instead")
@@ -81,6 +81,59 @@ func (f *dedupFlags) register(fs *flag.FlagSet) {
 func dedupCommand() *command {
 	return newCommand("dedup", "print each line the first time it is seen (or only the repeats)", dedupHelp,
 		(*dedupFlags).register, runDedup)
+}
+
+// seenSet is where dedup records the keys it has seen. openSeen makes it
+// from the flags: a filter, new or loaded (--load, --state), saved after a
+// successful run (--save, --state). A flag that chooses another kind of
+// set (an exact one, one shared through a server) is declared in register
+// and handled in openSeen, which returns it as a dedup.Set with filter
+// and save left empty (refusing --save and the new-filter flags with it).
+type seenSet struct {
+	set    dedup.Set          // what the Deduper adds keys to
+	filter *filterfile.Filter // set, when it is a filter: for --stats, --save and full filters
+	loaded string             // the file it was loaded from, if any
+	save   string             // the file to save it to after a successful run, if any
+}
+
+// openSeen makes the seen-set the flags ask for. The files it will read
+// and write are locked first (see lockFiles), so that runs sharing a
+// --state file take turns.
+func openSeen(e *env, f *dedupFlags, ins []input) (*seenSet, error) {
+	s := &seenSet{loaded: f.load, save: f.save}
+	if f.state != "" {
+		s.save = f.state
+	}
+	if err := e.lockFiles(s.save, f.output); err != nil {
+		return nil, err
+	}
+	if f.state != "" {
+		if _, err := os.Stat(f.state); err == nil {
+			s.loaded = f.state
+		}
+	}
+	if s.loaded != "" {
+		if f.filter.anySet() {
+			return nil, usageErr("the loaded filter keeps its own parameters; drop them or start a new file",
+				"--capacity, --grow, --fpr, --seed, --bloom, --bucket-size, --fingerprint-bits and --semi-sorted describe a new filter, not the one loaded from %s", s.loaded)
+		}
+		filter, err := e.loadFilter(s.loaded)
+		if err != nil {
+			return nil, err
+		}
+		s.set, s.filter = filter, filter
+		return s, nil
+	}
+	spec, _, err := f.filter.spec(e, "dedup", ins)
+	if err != nil {
+		return nil, err
+	}
+	filter, err := newFilter(spec)
+	if err != nil {
+		return nil, err
+	}
+	s.set, s.filter = filter, filter
+	return s, nil
 }
 
 func runDedup(e *env, f *dedupFlags, names []string) error {
@@ -101,35 +154,16 @@ func runDedup(e *env, f *dedupFlags, names []string) error {
 	if f.state != "" && (f.save != "" || f.load != "") {
 		return usageErr(remedy, "--state is --load and --save of one file; give either --state or --load/--save")
 	}
+	if sameTarget(f.output, f.save) || sameTarget(f.output, f.state) {
+		return usageErr(remedy, "-o and --save (or --state) name the same file %s; give two", f.output)
+	}
 	ins, err := openInputs(e, "dedup", names)
 	if err != nil {
 		return err
 	}
-
-	load, save := f.load, f.save
-	if f.state != "" {
-		save = f.state
-		if _, err := os.Stat(f.state); err == nil {
-			load = f.state
-		}
-	}
-	var seen *filterfile.Filter
-	if load != "" {
-		if f.filter.anySet() {
-			return usageErr("the loaded filter keeps its own parameters; drop them or start a new file",
-				"--capacity, --grow, --fpr, --seed, --bloom, --bucket-size, --fingerprint-bits and --semi-sorted describe a new filter, not the one loaded from %s", load)
-		}
-		if seen, err = loadFilter(load); err != nil {
-			return err
-		}
-	} else {
-		spec, _, err := f.filter.spec(e, "dedup", ins)
-		if err != nil {
-			return err
-		}
-		if seen, err = newFilter(spec); err != nil {
-			return err
-		}
+	seen, err := openSeen(e, f, ins)
+	if err != nil {
+		return err
 	}
 
 	out := e.stdout
@@ -141,7 +175,7 @@ func runDedup(e *env, f *dedupFlags, names []string) error {
 		out = outFile
 	}
 	bar := e.startBar("dedup", totalSize(ins), f.quiet, f.output == "" && !f.count)
-	d := dedup.New(seen, out, dedup.Config{
+	d := dedup.New(seen.set, out, dedup.Config{
 		Key:        keyer,
 		Duplicates: f.duplicates,
 		CountOnly:  f.count,
@@ -159,7 +193,7 @@ func runDedup(e *env, f *dedupFlags, names []string) error {
 			err = d.Run(r)
 			closeIn()
 			if err != nil {
-				return dedupError(ins[i].name, err, seen, load)
+				return dedupError(&ins[i], err, seen, f.filter.capacity.set)
 			}
 		}
 		return nil
@@ -170,77 +204,72 @@ func runDedup(e *env, f *dedupFlags, names []string) error {
 		outFile.abort()
 		return runErr
 	}
+	st := d.Stats()
+	if f.count && flushErr == nil {
+		_, flushErr = fmt.Fprintln(out, st.Dropped)
+	}
 	if flushErr != nil {
 		outFile.abort()
 		return dataErr(remedyWrite+"; nothing was saved", "writing the output: %v", cause(flushErr))
 	}
-	st := d.Stats()
-	if f.count {
-		fmt.Fprintln(out, st.Dropped)
-	}
 	if err := outFile.commit(); err != nil {
 		return err
 	}
-	if save != "" {
-		if err := e.writeFile(save, func(w io.Writer) error {
-			_, err := seen.WriteTo(w)
+	if seen.save != "" {
+		if err := e.writeFile(seen.save, func(w io.Writer) error {
+			_, err := seen.filter.WriteTo(w)
 			return err
 		}); err != nil {
 			return err
 		}
 	}
 	if f.stats {
-		printDedupStats(e.stderr, st, seen, time.Since(start))
+		printDedupStats(e.stderr, st, seen.filter, time.Since(start))
 	}
 	return nil
 }
 
-// dedupError explains a failure of the dedup engine.
-func dedupError(name string, err error, seen *filterfile.Filter, loaded string) error {
-	if name == "-" {
-		name = "standard input"
-	}
-	if errors.Is(err, filterfile.ErrFull) {
-		remedy := fmt.Sprintf("rerun with a larger --capacity (e.g. %d), or without --capacity to let the filter grow", 2*seen.Capacity())
-		if loaded != "" {
-			remedy = "the filter in " + loaded + " has no room left; rebuild it larger with 'cuckoo build --capacity N'"
+// dedupError explains a failure of the dedup engine on an input.
+func dedupError(in *input, err error, seen *seenSet, capacitySet bool) error {
+	if errors.Is(err, filterfile.ErrFull) && seen.filter != nil {
+		remedy := fmt.Sprintf("rerun with a larger --capacity (e.g. %d), or without --capacity to let the filter grow", 2*seen.filter.Capacity())
+		switch {
+		case seen.loaded != "":
+			remedy = "the filter in " + seen.loaded + " has no room left; rebuild it larger with 'cuckoo build --capacity N'"
+		case seen.filter.Kind().IsBloom() && capacitySet:
+			remedy = fmt.Sprintf("rerun with a larger --capacity (e.g. %d), or with --bloom=scalable, which grows", 2*seen.filter.Capacity())
+		case seen.filter.Kind().IsBloom():
+			remedy = "rerun with --capacity N above the number of distinct lines, or with --bloom=scalable, which grows"
 		}
-		where := name
+		var line uint64
 		var le *dedup.LineError
 		if errors.As(err, &le) {
-			where += " line " + units.Count(le.Line)
+			line = le.Line
 		}
-		return &cliError{code: exitFull, remedy: remedy + "; nothing was saved",
-			msg: fmt.Sprintf("the filter is full at %s: it holds %s lines, its capacity is %s",
-				where, units.Count(seen.Len()), units.Count(seen.Capacity()))}
+		return fullError(seen.filter, in.displayName(), line, "line", remedy+"; nothing was saved")
 	}
 	if errors.Is(err, dedup.ErrOutput) {
 		return dataErr(remedyWrite+"; nothing was saved", "writing the output: %v", cause(err))
 	}
-	return dataErr("nothing was saved", "reading %s: %v", name, unwrap(err))
+	return dataErr("nothing was saved", "reading %s: %v", in.displayName(), unwrap(err))
 }
 
+// printDedupStats prints what --stats promises: lines in and out, the
+// filter (when the seen-set is one), the expected false positives, speed.
 func printDedupStats(w io.Writer, st dedup.Stats, seen *filterfile.Filter, elapsed time.Duration) {
 	secs := max(elapsed.Seconds(), 1e-9)
-	fmt.Fprintf(w, "cuckoo dedup: %s lines in (%s), %s out, %s dropped as repeats\n",
-		units.Count(st.LinesIn), units.Bytes(st.BytesIn), units.Count(st.LinesOut), units.Count(st.Dropped))
-	size := seen.SizeInBytes()
-	bpk := 0.0
-	if n := seen.Len(); n > 0 {
-		bpk = float64(size*8) / float64(n)
+	fmt.Fprintf(w, "cuckoo dedup: %s in (%s), %s out, %s dropped as repeats\n",
+		units.Counted(st.LinesIn, "line"), units.Bytes(st.BytesIn), units.Count(st.LinesOut), units.Count(st.Dropped))
+	if seen != nil {
+		size := seen.SizeInBytes()
+		bpk := 0.0
+		if n := seen.Len(); n > 0 {
+			bpk = float64(size*8) / float64(n)
+		}
+		fmt.Fprintf(w, "cuckoo dedup: filter: %s, %s, %s (%.1f bits per key), false-positive rate now %s\n",
+			seen.Kind(), units.Counted(seen.Len(), "key"), units.Bytes(size), bpk, units.Percent(seen.FalsePositiveRate()))
 	}
-	fmt.Fprintf(w, "cuckoo dedup: filter: %s, %s keys, %s (%.1f bits per key), false-positive rate now %s\n",
-		seen.Kind(), units.Count(seen.Len()), units.Bytes(size), bpk, units.Percent(seen.FalsePositiveRate()))
 	fmt.Fprintf(w, "cuckoo dedup: expected false positives (new lines dropped wrongly): %.3g\n", st.ExpectedFalsePositives)
 	fmt.Fprintf(w, "cuckoo dedup: %.2f s, %s lines/s, %s/s\n", secs,
 		units.SI(float64(st.LinesIn)/secs), units.Bytes(uint64(float64(st.BytesIn)/secs)))
-}
-
-// newFilter builds a filter for spec, with errors that name the flags.
-func newFilter(spec filterfile.Spec) (*filterfile.Filter, error) {
-	f, err := filterfile.New(spec)
-	if err != nil {
-		return nil, usageErr("see the command's --help for the ranges", "cannot make that filter: %v", err)
-	}
-	return f, nil
 }

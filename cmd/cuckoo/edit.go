@@ -6,9 +6,7 @@ import (
 	"io"
 	"time"
 
-	"github.com/dedupkit/cuckoo/cmd/cuckoo/internal/dedup"
-	"github.com/dedupkit/cuckoo/cmd/cuckoo/internal/filterfile"
-	"github.com/dedupkit/cuckoo/internal/units"
+	"github.com/dedupkit/cuckoo/cmd/cuckoo/internal/units"
 )
 
 const addHelp = `Usage: cuckoo add FILE [flags] [KEYS-FILE...]
@@ -93,7 +91,12 @@ func runEdit(e *env, cmd string, f *editFlags, pos []string) error {
 		return usageErr(remedy, "--field applies to key lines, not to --key")
 	}
 	path := pos[0]
-	filter, err := loadFilter(path)
+	// Locked from before the read until the file is replaced, so that
+	// two runs changing one file take turns instead of losing keys.
+	if err := e.lockFiles(path); err != nil {
+		return err
+	}
+	filter, err := e.loadFilter(path)
 	if err != nil {
 		return err
 	}
@@ -118,7 +121,7 @@ func runEdit(e *env, cmd string, f *editFlags, pos []string) error {
 				continue
 			}
 			if err := addOne(filter, []byte(k), f.unique); err != nil {
-				return keysError(cmd, &keyError{input: "--key", line: uint64(i + 1), err: err}, filter, path, false)
+				return keysError(&keyError{input: "--key", line: uint64(i + 1), err: err}, filter, path, false)
 			}
 		}
 	} else {
@@ -134,7 +137,7 @@ func runEdit(e *env, cmd string, f *editFlags, pos []string) error {
 		}
 		e.stopBar()
 		if err != nil {
-			return keysError(cmd, err, filter, path, false)
+			return keysError(err, filter, path, false)
 		}
 	}
 	if err := e.writeFile(path, func(w io.Writer) error {
@@ -144,8 +147,12 @@ func runEdit(e *env, cmd string, f *editFlags, pos []string) error {
 		return err
 	}
 	if missing > 0 && !f.quiet {
-		fmt.Fprintf(e.stderr, "cuckoo delete: %s of %s keys were not in the filter; they changed nothing\n",
-			units.Count(missing), units.Count(lines))
+		were, they := "were", "they"
+		if missing == 1 {
+			were, they = "was", "it"
+		}
+		fmt.Fprintf(e.stderr, "cuckoo delete: %s of %s %s not in the filter; %s changed nothing\n",
+			units.Count(missing), units.Counted(lines, "key"), were, they)
 	}
 	if f.stats {
 		after := filter.Len()
@@ -153,29 +160,8 @@ func runEdit(e *env, cmd string, f *editFlags, pos []string) error {
 		if cmd == "delete" {
 			verb, diff = "deleted", before-after
 		}
-		fmt.Fprintf(e.stderr, "cuckoo %s: %s items %s from %s keys\n", cmd, units.Count(diff), verb, units.Count(lines))
+		fmt.Fprintf(e.stderr, "cuckoo %s: %s %s from %s\n", cmd, units.Counted(diff, "item"), verb, units.Counted(lines, "key"))
 		printFilterSummary(e.stderr, cmd, path, filter, lines, time.Since(start))
 	}
 	return nil
-}
-
-func addOne(filter *filterfile.Filter, key []byte, unique bool) error {
-	if unique {
-		_, err := filter.AddUnique(key)
-		return err
-	}
-	return filter.Add(key)
-}
-
-// deleteKeys deletes one copy of the key of every line of the inputs, and
-// returns the lines read and how many keys were not found.
-func deleteKeys(e *env, ins []input, keyer *dedup.KeyExtractor, filter *filterfile.Filter, onRead func([]byte)) (lines, missing uint64, err error) {
-	lines, err = eachKey(e, ins, keyer, onRead, func(key []byte) error {
-		found, err := filter.Delete(key)
-		if err == nil && !found {
-			missing++
-		}
-		return err
-	})
-	return lines, missing, err
 }

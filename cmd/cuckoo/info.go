@@ -37,7 +37,7 @@ func runInfo(e *env, f *infoFlags, pos []string) error {
 		return usageErr("usage: cuckoo info FILE...", "no filter file")
 	}
 	for i, path := range pos {
-		filter, err := loadFilter(path)
+		filter, err := e.loadFilter(path)
 		if err != nil {
 			return err
 		}

@@ -9,10 +9,18 @@
 // Run 'cuckoo help' for every command and docs/cli.md for examples. The
 // command is thin: flag parsing and I/O. The work is done by the packages
 // cmd/cuckoo/internal/dedup, filterfile, planner and the filters.
+//
+// Where things are: main.go lists the commands and runs one; each command
+// is in its own file (dedup.go, build.go, query.go, edit.go for add and
+// delete, info.go, plan.go, bench.go, version.go). What they share:
+// exit.go (exit statuses, errors and their messages), command.go and
+// flags.go (declaring and parsing flags), inputs.go (input files), keys.go
+// (keys from lines, adding and deleting them), filters.go (the flags of a
+// new filter, loading a filter file), outputs.go (atomic, locked writes)
+// and env.go (streams, progress bar, interrupts).
 package main
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"io"
@@ -21,7 +29,7 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/dedupkit/cuckoo/internal/progress"
+	"github.com/dedupkit/cuckoo/cmd/cuckoo/internal/progress"
 )
 
 func commands() []*command {
@@ -72,28 +80,24 @@ func printMainHelp(w io.Writer) {
 }
 
 func main() {
+	stdout := &stickyWriter{w: os.Stdout}
 	e := &env{
 		stdin:     os.Stdin,
-		stdout:    os.Stdout,
+		stdout:    stdout,
 		stderr:    os.Stderr,
 		stdinFile: os.Stdin,
 		stdoutTTY: progress.IsTerminal(os.Stdout),
 		stderrTTY: progress.IsTerminal(os.Stderr),
+		cmd:       commandName(os.Args[1:]),
 	}
-	// An interrupt must never leave a half-written file: remove the
+	// An interrupt must never leave a half-written file: drop the
 	// temporary file of every write in progress (the target is untouched
 	// until its rename) and exit at once, even while blocked in a read.
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
 	go func() {
 		s := <-sig
-		e.stopBar()
-		paths := e.abortPending()
-		msg := "interrupted"
-		if len(paths) > 0 {
-			msg += "; " + strings.Join(paths, ", ") + " left unchanged"
-		}
-		fmt.Fprintf(os.Stderr, "cuckoo %s: %s\n", commandName(os.Args[1:]), msg)
+		fmt.Fprintf(os.Stderr, "cuckoo %s: %s\n", e.cmd, e.interrupt())
 		if s == syscall.SIGTERM {
 			os.Exit(128 + int(syscall.SIGTERM))
 		}
@@ -120,14 +124,15 @@ func run(e *env, args []string) int {
 	switch name {
 	case "help", "-h", "-help", "--help":
 		if len(args) > 1 {
-			if c := lookup(args[1]); c != nil {
-				printHelp(e.stdout, c)
-				return exitOK
+			c := lookup(args[1])
+			if c == nil {
+				return report(e, "help", usageErr("run 'cuckoo help' for the list", "unknown command %q", args[1]))
 			}
-			return report(e, "help", usageErr("run 'cuckoo help' for the list", "unknown command %q", args[1]))
+			printHelp(e.stdout, c)
+			return report(e, "help", e.checkOutput(nil))
 		}
 		printMainHelp(e.stdout)
-		return exitOK
+		return report(e, "cuckoo", e.checkOutput(nil))
 	case "-version", "--version", "-v":
 		name = "version"
 	}
@@ -135,13 +140,15 @@ func run(e *env, args []string) int {
 	if c == nil {
 		return report(e, "cuckoo", usageErr("run 'cuckoo help' for the list of commands", "unknown command %q", name))
 	}
+	e.cmd = c.name
 	err := c.run(e, args[1:])
 	e.stopBar()
+	e.unlockAll()
 	if errors.Is(err, errHelp) {
 		printHelp(e.stdout, c)
-		return exitOK
+		err = nil
 	}
-	return report(e, c.name, err)
+	return report(e, c.name, e.checkOutput(err))
 }
 
 func lookup(name string) *command {
@@ -171,9 +178,3 @@ func report(e *env, cmd string, err error) int {
 	}
 	return ce.code
 }
-
-// exitCode is an error that only sets the exit status (query's absent
-// keys), with no message.
-func exitCode(code int) error { return &cliError{code: code} }
-
-func newBufWriter(w io.Writer) *bufio.Writer { return bufio.NewWriterSize(w, 1<<20) }

@@ -438,7 +438,7 @@ func TestBuildQueryAddDelete(t *testing.T) {
 	e.run("", "query", "f.ckoo", "--key", "apple").want(t, exitAbsent, "query")
 	r = e.run("", "delete", "f.ckoo", "--key", "never-added")
 	r.want(t, exitOK, "delete")
-	if !strings.Contains(r.stderr, "1 of 1 keys were not in the filter") {
+	if r.stderr != "cuckoo delete: 1 of 1 key was not in the filter; it changed nothing\n" {
 		t.Fatalf("delete of a missing key: stderr %q", r.stderr)
 	}
 

@@ -7,9 +7,10 @@ import (
 	"io"
 	"strings"
 
+	"github.com/dedupkit/cuckoo/cmd/cuckoo/internal/filterfile"
 	"github.com/dedupkit/cuckoo/cmd/cuckoo/internal/planner"
+	"github.com/dedupkit/cuckoo/cmd/cuckoo/internal/units"
 	"github.com/dedupkit/cuckoo/internal/svgplot"
-	"github.com/dedupkit/cuckoo/internal/units"
 )
 
 const planHelp = `Usage: cuckoo plan --items N [--fpr P] [flags]
@@ -43,7 +44,7 @@ type planFlags struct {
 
 func (f *planFlags) register(fs *flag.FlagSet) {
 	fs.Var(&f.items, "items", "number of distinct keys `N` to hold (required)")
-	fs.Var(&f.fpr, "fpr", "target false-positive `rate` (default 0.001)")
+	fs.Var(&f.fpr, "fpr", fmt.Sprintf("target false-positive `rate` (default %v)", filterfile.DefaultPlanRate))
 	fs.BoolVar(&f.needs.Delete, "delete", false, "keys must be deletable: recommend only filters that delete")
 	fs.BoolVar(&f.needs.Grow, "grow", false, "the number of keys is not known: recommend only filters that grow")
 	fs.BoolVar(&f.needs.Smallest, "smallest", false, "recommend the smallest filter, whatever its speed")
@@ -68,11 +69,7 @@ func runPlan(e *env, f *planFlags) error {
 	if f.items.n == 0 || f.items.n > planner.MaxItems {
 		return usageErr("give a number from 1 to 2^40", "bad --items %s", units.Count(f.items.n))
 	}
-	fpr := 0.001
-	if f.fpr.set {
-		fpr = f.fpr.p
-	}
-	p, err := planner.New(f.items.n, fpr, f.needs)
+	p, err := planner.New(f.items.n, f.fpr.or(filterfile.DefaultPlanRate), f.needs)
 	if err != nil {
 		return usageErr("see 'cuckoo plan --help'", "%v", err)
 	}
@@ -89,7 +86,7 @@ func runPlan(e *env, f *planFlags) error {
 }
 
 func printPlan(w io.Writer, p planner.Plan) {
-	fmt.Fprintf(w, "%s keys at a false-positive rate of %s\n", units.Count(p.Items), units.Rate(p.FPR))
+	fmt.Fprintf(w, "%s at a false-positive rate of %s\n", units.Counted(p.Items, "key"), units.Rate(p.FPR))
 	fmt.Fprintf(w, "no filter can use fewer than %.2f bits per key (log2 1/rate)\n\n", p.LowerBound)
 	width := len("filter")
 	for _, o := range p.Options {
@@ -166,7 +163,7 @@ func printPlanJSON(w io.Writer, p planner.Plan) error {
 // rate as points, and the recommendation labelled.
 func planChart(p planner.Plan) *svgplot.Chart {
 	c := &svgplot.Chart{
-		Title:  fmt.Sprintf("Bits per key against false-positive rate (%s keys)", units.Count(p.Items)),
+		Title:  fmt.Sprintf("Bits per key against false-positive rate (%s)", units.Counted(p.Items, "key")),
 		XLabel: "false-positive rate (log scale; better to the right)", YLabel: "bits per key",
 		XLog: true, XReverse: true, Width: 800, Height: 520,
 	}

@@ -68,7 +68,7 @@ func runQuery(e *env, f *queryFlags, pos []string) error {
 	if err != nil {
 		return err
 	}
-	filter, err := loadFilter(pos[0])
+	filter, err := e.loadFilter(pos[0])
 	if err != nil {
 		return err
 	}

@@ -2,7 +2,9 @@
 // hand: linear or logarithmic axes with readable ticks, several series
 // with a legend, optional point labels, and several charts side by side
 // in one figure. It is what `cuckoo plan --svg` and `cuckoo bench --svg`
-// draw with, so the main module needs no plotting dependency.
+// draw with, so the main module needs no plotting dependency. It lives in
+// internal/ rather than under cmd/cuckoo so that the bench/ module, whose
+// import path lies below this module's, may draw its charts with it too.
 //
 // The output is deterministic (same input, same bytes) and self-contained:
 // no scripts, no external fonts or styles, so it renders the same in a

@@ -16,9 +16,22 @@ import (
 	"errors"
 	"fmt"
 	"io"
-
-	"github.com/dedupkit/cuckoo/cmd/cuckoo/internal/filterfile"
 )
+
+// Set is the seen-set a Deduper records keys in: a filter
+// (*filterfile.Filter), or any set that offers these methods.
+type Set interface {
+	// AddUniqueBatch adds each key the set does not hold, in order:
+	// added[i] reports whether keys[i] was added. It returns how many
+	// keys it processed: len(keys), or fewer with the error that stopped
+	// it (a full set's wraps filterfile.ErrFull).
+	AddUniqueBatch(keys [][]byte, added []bool) (processed int, err error)
+	// FalsePositiveRate is the chance that a key never added is reported
+	// held: 0 for an exact set.
+	FalsePositiveRate() float64
+	// RateIsCheap reports whether FalsePositiveRate is O(1).
+	RateIsCheap() bool
+}
 
 // Config says what a Deduper writes and how it reads.
 type Config struct {
@@ -68,7 +81,7 @@ const batchSize = 64
 // Deduper removes repeated lines from one or more inputs that share one
 // filter, writing to one output. It is not safe for concurrent use.
 type Deduper struct {
-	seen *filterfile.Filter
+	seen Set
 	cfg  Config
 	kr   *KeyReader
 	out  *bufio.Writer
@@ -87,7 +100,7 @@ type Deduper struct {
 // New returns a Deduper that records keys in seen (which may already hold
 // keys: those lines count as seen) and writes to out through a 1 MiB
 // buffer. Call Flush when done.
-func New(seen *filterfile.Filter, out io.Writer, cfg Config) *Deduper {
+func New(seen Set, out io.Writer, cfg Config) *Deduper {
 	d := &Deduper{
 		seen: seen,
 		cfg:  cfg,

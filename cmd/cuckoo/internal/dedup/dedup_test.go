@@ -91,6 +91,44 @@ func TestModel(t *testing.T) {
 	}
 }
 
+// exactSet is a Set without false positives: a Go map, as an exact
+// seen-set (a store, say) would be.
+type exactSet map[string]bool
+
+func (s exactSet) AddUniqueBatch(keys [][]byte, added []bool) (int, error) {
+	for i, k := range keys {
+		added[i] = !s[string(k)]
+		s[string(k)] = true
+	}
+	return len(keys), nil
+}
+
+func (exactSet) FalsePositiveRate() float64 { return 0 }
+func (exactSet) RateIsCheap() bool          { return true }
+
+// TestExactSet: with a Set that has no false positives, the output is the
+// model's exactly, at any rate of repeats, and the expected false
+// positives are 0. It is how a seen-set other than a filter plugs in.
+func TestExactSet(t *testing.T) {
+	r, _ := testRand(t)
+	var lines []string
+	for range 50_000 {
+		lines = append(lines, fmt.Sprintf("%d\n", r.IntN(20_000)))
+	}
+	var out bytes.Buffer
+	d := New(exactSet{}, &out, Config{TrackFalsePositives: true})
+	if err := d.Run(strings.NewReader(strings.Join(lines, ""))); err != nil {
+		t.Fatal(err)
+	}
+	d.Flush()
+	if out.String() != modelDedup(lines, false) {
+		t.Fatal("output differs from the model")
+	}
+	if st := d.Stats(); st.ExpectedFalsePositives != 0 || st.LinesOut != st.Added {
+		t.Fatalf("stats %+v", st)
+	}
+}
+
 // TestFalsePositivesExplained runs at a high rate, so that some new lines
 // are dropped, and checks the promise: the output is the input's first
 // occurrences in order, less lines that a filter holding exactly the

@@ -1,27 +1,27 @@
 // Package filterfile gives the CLI one type for every filter this module
 // can build and save: it tells the kinds apart by their magic bytes, loads
-// and saves them, and forwards Add, Contains and Delete to the concrete
-// filter without an interface call.
+// and saves them, and offers the operations the commands need, with the
+// same semantics for every kind (a fixed-size filter of either family
+// refuses new keys past its capacity with ErrFull, for example).
 //
-// The kinds and their encodings are those of the packages that define
-// them: "CKOO" + version + kind byte at offset 6 for the cuckoo filters
-// (docs/format.md), "BLMF" + version + kind byte for the Bloom filters
-// (docs/format.md). This package only reads the magic and the kind byte;
+// Each kind is one entry of the table in kind.go and one type over its
+// package's filter (cuckoo.go, bloom.go). The kinds and their encodings are
+// those of the packages that define them: "CKOO" + version + kind byte at
+// offset 6 for the cuckoo filters, "BLMF" + version + kind byte for the
+// Bloom filters (docs/format.md). This package reads only those bytes;
 // decoding, with all its checks, is the filter package's.
 package filterfile
 
 import (
 	"bufio"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"os"
 
 	"github.com/dedupkit/cuckoo"
 	"github.com/dedupkit/cuckoo/bloom"
-	"github.com/dedupkit/cuckoo/internal/atomicfile"
+	"github.com/dedupkit/cuckoo/cmd/cuckoo/internal/atomicfile"
 )
 
 var (
@@ -43,131 +43,46 @@ var (
 	// (a plain or scalable Bloom filter). Nothing is changed.
 	ErrNoDelete = errors.New("filterfile: this kind of filter cannot delete keys")
 
-	// ErrFull is returned by Add and AddUnique when a fixed-capacity
-	// filter has no room left; it wraps the filter package's own ErrFull.
-	// The filter is unchanged.
+	// ErrFull is wrapped by the errors of Add, AddUnique and
+	// AddUniqueBatch when a fixed-capacity filter has no room left (with
+	// the cuckoo package's ErrFull, for a cuckoo filter). The filter is
+	// unchanged.
 	ErrFull = errors.New("filterfile: filter is full")
 )
 
-// Kind is a filter type. The values are this package's, not a file
-// format's.
-type Kind uint8
-
-// The kinds of filter a file can hold.
-const (
-	Cuckoo         Kind = iota + 1 // cuckoo.Filter: fixed capacity, deletes
-	CuckooScalable                 // cuckoo.Scalable: grows, deletes
-	BloomBlocked                   // bloom.New: one cache line per key
-	BloomClassic                   // bloom.NewClassic: fewest bits
-	BloomCounting                  // bloom.NewCounting: deletes
-	BloomScalable                  // bloom.NewScalable: grows
-)
-
-var kindNames = [...]string{
-	Cuckoo:         "cuckoo",
-	CuckooScalable: "cuckoo-scalable",
-	BloomBlocked:   "bloom-blocked",
-	BloomClassic:   "bloom-classic",
-	BloomCounting:  "bloom-counting",
-	BloomScalable:  "bloom-scalable",
-}
-
-var kindDescriptions = [...]string{
-	Cuckoo:         "cuckoo filter (fixed capacity, supports delete)",
-	CuckooScalable: "scalable cuckoo filter (grows as needed, supports delete)",
-	BloomBlocked:   "blocked Bloom filter (one cache line per key, no delete)",
-	BloomClassic:   "classic Bloom filter (no delete)",
-	BloomCounting:  "counting Bloom filter (4-bit counters, supports delete)",
-	BloomScalable:  "scalable Bloom filter (grows as needed, no delete)",
-}
-
-// String returns the kind's short name, as the CLI accepts and prints it.
-func (k Kind) String() string {
-	if int(k) < len(kindNames) && kindNames[k] != "" {
-		return kindNames[k]
-	}
-	return fmt.Sprintf("kind(%d)", k)
-}
-
-// Description says in a few words what the kind is.
-func (k Kind) Description() string {
-	if int(k) < len(kindDescriptions) {
-		return kindDescriptions[k]
-	}
-	return k.String()
-}
-
-// CanDelete reports whether filters of this kind support Delete.
-func (k Kind) CanDelete() bool {
-	return k == Cuckoo || k == CuckooScalable || k == BloomCounting
-}
-
-// Grows reports whether filters of this kind grow instead of filling up.
-func (k Kind) Grows() bool { return k == CuckooScalable || k == BloomScalable }
-
-// IsBloom reports whether the kind is one of the Bloom filters.
-func (k Kind) IsBloom() bool { return k >= BloomBlocked && k <= BloomScalable }
-
-// ParseKind returns the kind named s (as String prints it).
-func ParseKind(s string) (Kind, bool) {
-	for k, name := range kindNames {
-		if name != "" && name == s {
-			return Kind(k), true
-		}
-	}
-	return 0, false
-}
-
-// Supported reports whether this build can create and read filters of
-// kind k. Kinds whose package has not been built into the module yet are
-// listed but not supported.
-func Supported(k Kind) bool { return k >= Cuckoo && k <= BloomScalable }
-
-// HeaderSize is the number of leading bytes Sniff needs.
-const HeaderSize = 8
-
-// Sniff tells the kind of filter an encoding holds from its first
-// HeaderSize bytes, and its format version. It returns an error wrapping
-// ErrNotFilter for anything else, and ErrUnsupported for a kind this
-// package does not know.
-func Sniff(head []byte) (kind Kind, version uint16, err error) {
-	if len(head) < HeaderSize {
-		return 0, 0, fmt.Errorf("%w: only %d bytes", ErrNotFilter, len(head))
-	}
-	version = binary.LittleEndian.Uint16(head[4:6])
-	b := head[6]
-	switch string(head[:4]) {
-	case "CKOO":
-		switch b {
-		case 1:
-			return Cuckoo, version, nil
-		case 2:
-			return CuckooScalable, version, nil
-		}
-		return 0, version, fmt.Errorf("%w: a cuckoo filter of unknown kind %d (written by a newer version?)", ErrUnsupported, b)
-	case "BLMF":
-		if b >= 1 && b <= 4 {
-			return [...]Kind{BloomBlocked, BloomClassic, BloomCounting, BloomScalable}[b-1], version, nil
-		}
-		return 0, version, fmt.Errorf("%w: a Bloom filter of unknown kind %d (written by a newer version?)", ErrUnsupported, b)
-	}
-	return 0, 0, fmt.Errorf("%w: starts with % x", ErrNotFilter, head[:4])
-}
-
-// Filter is a filter of any kind. Its methods dispatch with a switch on
-// the kind, never an interface call, so the CLI's per-line loops stay as
-// fast as calling the concrete filter. Like the filters themselves, a
-// Filter may be read by many goroutines but needs exclusive access for
-// any change.
+// Filter is a filter of any kind. Like the filters themselves, a Filter
+// may be read by many goroutines but needs exclusive access for any change.
+// Its methods make one interface call to the kind's type; the per-key
+// loops of the CLI go through the batch methods, which make one call per
+// batch.
 type Filter struct {
 	kind    Kind
-	version uint16  // format version it was read with, or the current one
-	target  float64 // a Bloom filter's target rate (its file header's)
-	cf      *cuckoo.Filter
-	cs      *cuckoo.Scalable
-	bf      *bloom.Filter // BloomBlocked, BloomClassic
-	bc      *bloom.Counting
-	bs      *bloom.Scalable
+	version uint16 // format version it was read with, or the current one
+	f       impl
+}
+
+// impl is one kind of filter as this package sees it: each kind's type
+// (cuckoo.go, bloom.go) implements it over its package's filter, with the
+// semantics of the Filter methods of the same names.
+type impl interface {
+	Add(key []byte) error
+	AddUnique(key []byte) (bool, error)
+	AddUniqueBatch(keys [][]byte, added []bool) (processed int, err error)
+	Contains(key []byte) bool
+	ContainsBatch(keys [][]byte, found []bool)
+	Delete(key []byte) (bool, error)
+	Len() uint64
+	Capacity() uint64
+	SizeInBytes() uint64
+	FalsePositiveRate() float64
+	TargetFalsePositiveRate() float64
+	Seed() uint64
+	EncodedSize() int64
+	io.WriterTo
+	io.ReaderFrom
+	// facts adds what `cuckoo info` shows of the kind beyond what every
+	// filter has (see Info).
+	facts(add addFact)
 }
 
 // Spec describes a new filter.
@@ -182,76 +97,18 @@ type Spec struct {
 	SeedSet         bool // use Seed instead of a random seed
 }
 
-// DefaultBloomFPR is the target rate of a new Bloom filter whose Spec
-// gives none.
-const DefaultBloomFPR = 0.01
-
 // New builds an empty filter. Parameter errors wrap the filter package's
 // ErrInvalidParameter.
 func New(s Spec) (*Filter, error) {
-	if !Supported(s.Kind) {
+	ki, ok := s.Kind.info()
+	if !ok {
 		return nil, fmt.Errorf("filter kind %s is not available in this build", s.Kind)
 	}
-	f := &Filter{kind: s.Kind, version: 1}
-	var err error
-	if s.Kind.IsBloom() {
-		if s.BucketSize != 0 || s.FingerprintBits != 0 || s.SemiSorted {
-			return nil, fmt.Errorf("%w: bucket size, fingerprint bits and semi-sorting are cuckoo filter parameters", bloom.ErrInvalidParameter)
-		}
-		p := s.FPR
-		if p == 0 {
-			p = DefaultBloomFPR
-		}
-		f.target = p
-		var opts []bloom.Option
-		if s.SeedSet {
-			opts = append(opts, bloom.WithSeed(s.Seed))
-		}
-		switch s.Kind {
-		case BloomBlocked:
-			f.bf, err = bloom.New(s.Capacity, p, opts...)
-		case BloomClassic:
-			f.bf, err = bloom.NewClassic(s.Capacity, p, opts...)
-		case BloomCounting:
-			f.bc, err = bloom.NewCounting(s.Capacity, p, opts...)
-		case BloomScalable:
-			f.bs, err = bloom.NewScalable(s.Capacity, p, opts...)
-		}
-		if err != nil {
-			return nil, err
-		}
-		return f, nil
-	}
-	if s.Kind == CuckooScalable {
-		f.cs, err = cuckoo.NewScalable(s.Capacity, cuckooOptions(s)...)
-	} else {
-		f.cf, err = cuckoo.New(s.Capacity, cuckooOptions(s)...)
-	}
+	f, err := ki.new(s)
 	if err != nil {
 		return nil, err
 	}
-	return f, nil
-}
-
-// cuckooOptions translates a Spec into the cuckoo package's options.
-func cuckooOptions(s Spec) []cuckoo.Option {
-	var opts []cuckoo.Option
-	if s.BucketSize != 0 {
-		opts = append(opts, cuckoo.WithBucketSize(s.BucketSize))
-	}
-	switch {
-	case s.FingerprintBits != 0:
-		opts = append(opts, cuckoo.WithFingerprintBits(s.FingerprintBits))
-	case s.FPR != 0:
-		opts = append(opts, cuckoo.WithFalsePositiveRate(s.FPR))
-	}
-	if s.SemiSorted {
-		opts = append(opts, cuckoo.WithSemiSorting())
-	}
-	if s.SeedSet {
-		opts = append(opts, cuckoo.WithSeed(s.Seed))
-	}
-	return opts
+	return &Filter{kind: s.Kind, version: 1, f: f}, nil
 }
 
 // Read decodes one filter of any kind from r, which must hold exactly the
@@ -273,42 +130,12 @@ func Read(r io.Reader) (*Filter, error) {
 	if err != nil {
 		return nil, err
 	}
-	if !Supported(kind) {
-		return nil, fmt.Errorf("%w: a %s, which this build cannot read", ErrUnsupported, kind.Description())
-	}
 	if version != 1 {
 		return nil, fmt.Errorf("%w: %s format version %d (written by a newer version?)", ErrUnsupported, kind.Description(), version)
 	}
-	f := &Filter{kind: kind, version: version}
-	if kind.IsBloom() {
-		// The target rate is in the header (docs/format.md): offset 32 in
-		// a table filter's, 24 in a scalable one's.
-		off := 32
-		if kind == BloomScalable {
-			off = 24
-		}
-		if h, _ := br.Peek(off + 8); len(h) == off+8 {
-			f.target = math.Float64frombits(binary.LittleEndian.Uint64(h[off:]))
-		}
-	}
-	switch kind {
-	case Cuckoo:
-		f.cf = new(cuckoo.Filter)
-		_, err = f.cf.ReadFrom(br)
-	case CuckooScalable:
-		f.cs = new(cuckoo.Scalable)
-		_, err = f.cs.ReadFrom(br)
-	case BloomBlocked, BloomClassic:
-		f.bf = new(bloom.Filter)
-		_, err = f.bf.ReadFrom(br)
-	case BloomCounting:
-		f.bc = new(bloom.Counting)
-		_, err = f.bc.ReadFrom(br)
-	case BloomScalable:
-		f.bs = new(bloom.Scalable)
-		_, err = f.bs.ReadFrom(br)
-	}
-	if err != nil {
+	ki, _ := kind.info()
+	f := &Filter{kind: kind, version: version, f: ki.empty()}
+	if _, err := f.f.ReadFrom(br); err != nil {
 		if isCorrupt(err) {
 			return nil, fmt.Errorf("%w: %w", ErrDamaged, err)
 		}
@@ -345,45 +172,17 @@ func Load(path string) (*Filter, error) {
 // Save writes the filter to path atomically (see package atomicfile):
 // after an error or an interruption, the file at path is unchanged.
 func (f *Filter) Save(path string) error {
-	return atomicfile.WriteFile(path, 0o644, func(w io.Writer) error {
+	return atomicfile.WriteFile(path, 0o644, nil, func(w io.Writer) error {
 		_, err := f.WriteTo(w)
 		return err
 	})
 }
 
 // WriteTo writes the filter's encoding to w.
-func (f *Filter) WriteTo(w io.Writer) (int64, error) {
-	switch f.kind {
-	case Cuckoo:
-		return f.cf.WriteTo(w)
-	case CuckooScalable:
-		return f.cs.WriteTo(w)
-	case BloomBlocked, BloomClassic:
-		return f.bf.WriteTo(w)
-	case BloomCounting:
-		return f.bc.WriteTo(w)
-	case BloomScalable:
-		return f.bs.WriteTo(w)
-	}
-	panic("filterfile: WriteTo on a filter of unknown kind")
-}
+func (f *Filter) WriteTo(w io.Writer) (int64, error) { return f.f.WriteTo(w) }
 
 // EncodedSize returns the number of bytes WriteTo writes.
-func (f *Filter) EncodedSize() int64 {
-	switch f.kind {
-	case Cuckoo:
-		return f.cf.EncodedSize()
-	case CuckooScalable:
-		return f.cs.EncodedSize()
-	case BloomBlocked, BloomClassic:
-		return f.bf.EncodedSize()
-	case BloomCounting:
-		return f.bc.EncodedSize()
-	case BloomScalable:
-		return f.bs.EncodedSize()
-	}
-	return 0
-}
+func (f *Filter) EncodedSize() int64 { return f.f.EncodedSize() }
 
 // Kind returns the filter's kind.
 func (f *Filter) Kind() Kind { return f.kind }
@@ -392,43 +191,18 @@ func (f *Filter) Kind() Kind { return f.kind }
 // from (the current version for a new filter).
 func (f *Filter) FormatVersion() uint16 { return f.version }
 
-// Add adds key. A fixed-capacity cuckoo filter that has no room returns
-// an error wrapping ErrFull and is unchanged; Bloom filters always take
-// the key (past their capacity, their rate rises).
-func (f *Filter) Add(key []byte) error {
-	switch f.kind {
-	case Cuckoo:
-		return full(f.cf.Add(key))
-	case CuckooScalable:
-		return full(f.cs.Add(key))
-	case BloomBlocked, BloomClassic:
-		f.bf.Add(key)
-	case BloomCounting:
-		f.bc.Add(key)
-	case BloomScalable:
-		f.bs.Add(key)
-	}
-	return nil
-}
+// Add adds key. When a filter of fixed capacity has no room, it returns an
+// error wrapping ErrFull and the filter is unchanged: a cuckoo filter
+// whose buckets are full, or a Bloom filter of fixed size that holds its
+// capacity of keys (past it, its rate would rise above its target) and is
+// given a key it does not report present.
+func (f *Filter) Add(key []byte) error { return full(f.f.Add(key)) }
 
 // AddUnique adds key unless Contains says it is there, and reports whether
 // it added it (see Add for errors).
 func (f *Filter) AddUnique(key []byte) (bool, error) {
-	switch f.kind {
-	case Cuckoo:
-		added, err := f.cf.AddUnique(key)
-		return added, full(err)
-	case CuckooScalable:
-		added, err := f.cs.AddUnique(key)
-		return added, full(err)
-	case BloomBlocked, BloomClassic:
-		return f.bf.AddIfAbsent(key), nil
-	case BloomCounting:
-		return f.bc.AddIfAbsent(key), nil
-	case BloomScalable:
-		return f.bs.AddIfAbsent(key), nil
-	}
-	return false, nil
+	added, err := f.f.AddUnique(key)
+	return added, full(err)
 }
 
 // AddUniqueBatch is AddUnique for every key, in order: added[i] reports
@@ -438,30 +212,13 @@ func (f *Filter) AddUnique(key []byte) (bool, error) {
 // For cuckoo filters it overlaps the cache misses of the keys (see
 // cuckoo.Filter.AddUniqueBatch).
 func (f *Filter) AddUniqueBatch(keys [][]byte, added []bool) (processed int, err error) {
-	switch f.kind {
-	case Cuckoo:
-		n, err := f.cf.AddUniqueBatch(keys, added)
-		return n, full(err)
-	case CuckooScalable:
-		return f.cs.AddUniqueBatch(keys, added)
-	case BloomBlocked, BloomClassic:
-		for i, k := range keys {
-			added[i] = f.bf.AddIfAbsent(k)
-		}
-		return len(keys), nil
-	}
-	for i, k := range keys {
-		ok, err := f.AddUnique(k)
-		if err != nil {
-			return i, err
-		}
-		added[i] = ok
-	}
-	return len(keys), nil
+	n, err := f.f.AddUniqueBatch(keys, added)
+	return n, full(err)
 }
 
+// full wraps a filter package's ErrFull in this package's.
 func full(err error) error {
-	if err != nil && errors.Is(err, cuckoo.ErrFull) {
+	if err != nil && errors.Is(err, cuckoo.ErrFull) && !errors.Is(err, ErrFull) {
 		return fmt.Errorf("%w: %w", ErrFull, err)
 	}
 	return err
@@ -469,155 +226,42 @@ func full(err error) error {
 
 // Contains reports whether key may be in the filter: always for a key
 // added (and not deleted), with the false-positive rate for others.
-func (f *Filter) Contains(key []byte) bool {
-	switch f.kind {
-	case Cuckoo:
-		return f.cf.Contains(key)
-	case CuckooScalable:
-		return f.cs.Contains(key)
-	case BloomBlocked, BloomClassic:
-		return f.bf.Contains(key)
-	case BloomCounting:
-		return f.bc.Contains(key)
-	case BloomScalable:
-		return f.bs.Contains(key)
-	}
-	return false
-}
+func (f *Filter) Contains(key []byte) bool { return f.f.Contains(key) }
 
 // ContainsBatch sets found[i] to Contains(keys[i]) for every key (found
 // must be as long as keys). For cuckoo filters it overlaps the cache
 // misses of the keys (see cuckoo.Filter.ContainsBatch).
-func (f *Filter) ContainsBatch(keys [][]byte, found []bool) {
-	switch f.kind {
-	case Cuckoo:
-		f.cf.ContainsBatch(keys, found)
-		return
-	case CuckooScalable:
-		f.cs.ContainsBatch(keys, found)
-		return
-	}
-	for i, k := range keys {
-		found[i] = f.Contains(k)
-	}
-}
+func (f *Filter) ContainsBatch(keys [][]byte, found []bool) { f.f.ContainsBatch(keys, found) }
 
 // Delete removes one copy of key and reports whether there was one. Kinds
 // that cannot delete return ErrNoDelete and change nothing.
 func (f *Filter) Delete(key []byte) (bool, error) {
-	switch f.kind {
-	case Cuckoo:
-		return f.cf.Delete(key), nil
-	case CuckooScalable:
-		return f.cs.Delete(key), nil
-	case BloomCounting:
-		return f.bc.Delete(key), nil
+	if !f.kind.CanDelete() {
+		return false, fmt.Errorf("%w (a %s)", ErrNoDelete, f.kind.Description())
 	}
-	return false, fmt.Errorf("%w (a %s)", ErrNoDelete, f.kind.Description())
+	return f.f.Delete(key)
 }
 
-// Len returns the number of items added: copies included for cuckoo
-// filters; for Bloom filters, the adds that set a bit.
-func (f *Filter) Len() uint64 {
-	switch f.kind {
-	case Cuckoo:
-		return f.cf.Len()
-	case CuckooScalable:
-		return f.cs.Len()
-	case BloomBlocked, BloomClassic:
-		return f.bf.Len()
-	case BloomCounting:
-		return f.bc.Len()
-	case BloomScalable:
-		return f.bs.Len()
-	}
-	return 0
-}
+// Len returns the number of items added: copies included for cuckoo and
+// counting Bloom filters; for the other Bloom filters, the adds that set a
+// bit.
+func (f *Filter) Len() uint64 { return f.f.Len() }
 
 // Capacity returns the number of distinct keys the filter was sized for
 // (the current total of a growing kind).
-func (f *Filter) Capacity() uint64 {
-	switch f.kind {
-	case Cuckoo:
-		return f.cf.Capacity()
-	case CuckooScalable:
-		return f.cs.Capacity()
-	case BloomBlocked, BloomClassic:
-		return f.bf.Capacity()
-	case BloomCounting:
-		return f.bc.Capacity()
-	case BloomScalable:
-		return f.bs.Capacity()
-	}
-	return 0
-}
+func (f *Filter) Capacity() uint64 { return f.f.Capacity() }
 
 // SizeInBytes returns the memory the filter holds.
-func (f *Filter) SizeInBytes() uint64 {
-	switch f.kind {
-	case Cuckoo:
-		return f.cf.SizeInBytes()
-	case CuckooScalable:
-		return f.cs.SizeInBytes()
-	case BloomBlocked, BloomClassic:
-		return f.bf.SizeInBytes()
-	case BloomCounting:
-		return f.bc.SizeInBytes()
-	case BloomScalable:
-		return f.bs.SizeInBytes()
-	}
-	return 0
-}
+func (f *Filter) SizeInBytes() uint64 { return f.f.SizeInBytes() }
 
 // FalsePositiveRate returns the expected false-positive rate at the
 // current fill. It is O(1) for cuckoo filters but reads the whole bit
 // array of a Bloom filter (see RateIsCheap).
-func (f *Filter) FalsePositiveRate() float64 {
-	switch f.kind {
-	case Cuckoo:
-		return f.cf.FalsePositiveRate()
-	case CuckooScalable:
-		return f.cs.FalsePositiveRate()
-	case BloomBlocked, BloomClassic:
-		return f.bf.FalsePositiveRate()
-	case BloomCounting:
-		return f.bc.FalsePositiveRate()
-	case BloomScalable:
-		return f.bs.FalsePositiveRate()
-	}
-	return 0
-}
-
-// HashCount returns a Bloom filter's k, the bits (or counters) each key
-// sets; 0 for cuckoo filters and scalable Bloom filters (whose layers
-// differ).
-func (f *Filter) HashCount() int {
-	switch f.kind {
-	case BloomBlocked, BloomClassic:
-		return f.bf.HashCount()
-	case BloomCounting:
-		return f.bc.HashCount()
-	}
-	return 0
-}
+func (f *Filter) FalsePositiveRate() float64 { return f.f.FalsePositiveRate() }
 
 // RateIsCheap reports whether FalsePositiveRate costs O(1) (cuckoo
 // filters) rather than a pass over the filter's memory (Bloom filters).
-func (f *Filter) RateIsCheap() bool { return !f.kind.IsBloom() }
+func (f *Filter) RateIsCheap() bool { ki, _ := f.kind.info(); return ki.cheapRate }
 
 // Seed returns the filter's hash seed.
-func (f *Filter) Seed() uint64 {
-	switch f.kind {
-	case Cuckoo:
-		return f.cf.Seed()
-	case CuckooScalable:
-		return f.cs.Seed()
-	case BloomBlocked, BloomClassic:
-		return f.bf.Seed()
-	case BloomCounting:
-		return f.bc.Seed()
-	case BloomScalable:
-		return f.bs.Seed()
-	}
-	return 0
-}
+func (f *Filter) Seed() uint64 { return f.f.Seed() }

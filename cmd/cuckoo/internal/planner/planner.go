@@ -4,13 +4,13 @@
 // size, fingerprint bits, semi-sorted buckets) and each Bloom variant — and
 // recommends one, with the reason.
 //
-// Cuckoo filter figures come from cuckoo.NewPlan, which is what cuckoo.New
-// would build, so they are exact. The bloom package exports no sizing
-// function, so Bloom figures come from building the filter at the asked
-// size, or, above 2^18 keys, at 2^18 keys and scaling: a Bloom
-// filter's bits per key at a given rate do not depend on the number of
-// keys beyond rounding to whole words (see probe). Growing filters are
-// measured the same way, grown from a sixteenth of the keys.
+// The figures come from the filter packages' own sizing, without building
+// anything: cuckoo.NewPlan for the cuckoo filters, bloom.NewPlan and its
+// siblings for the Bloom filters, so they are exactly what the
+// constructors build. The one exception is the growing cuckoo filter,
+// which the cuckoo package cannot plan: it is grown from a sixteenth of
+// the keys at a reference size and its bits per key scaled (see
+// measureCuckooScalable).
 package planner
 
 import (
@@ -21,8 +21,9 @@ import (
 	"strings"
 
 	"github.com/dedupkit/cuckoo"
+	"github.com/dedupkit/cuckoo/bloom"
 	"github.com/dedupkit/cuckoo/cmd/cuckoo/internal/filterfile"
-	"github.com/dedupkit/cuckoo/internal/units"
+	"github.com/dedupkit/cuckoo/cmd/cuckoo/internal/units"
 )
 
 // Option is one way to build the filter.
@@ -92,13 +93,14 @@ func New(items uint64, fpr float64, needs Needs) (Plan, error) {
 		o.Note = "one bit less per item; slower lookups and inserts"
 		p.Options = append(p.Options, o)
 	}
-	for _, kind := range []filterfile.Kind{filterfile.CuckooScalable, filterfile.BloomBlocked, filterfile.BloomClassic,
-		filterfile.BloomCounting, filterfile.BloomScalable} {
-		o, err := measuredOption(kind, items, fpr)
-		if err != nil {
-			continue
-		}
+	if o, err := measureCuckooScalable(items, fpr); err == nil {
 		p.Options = append(p.Options, o)
+	}
+	for _, kind := range []filterfile.Kind{filterfile.BloomBlocked, filterfile.BloomClassic,
+		filterfile.BloomCounting, filterfile.BloomScalable} {
+		if o, err := bloomOption(kind, items, fpr); err == nil {
+			p.Options = append(p.Options, o)
+		}
 	}
 	for i := range p.Options {
 		o := &p.Options[i]
@@ -146,58 +148,32 @@ func fromCuckooPlan(pl cuckoo.Plan) Option {
 	}
 }
 
-// bloomRef is the size at which Bloom and growing filters are built to be
-// measured (a variable only so that tests under the race detector can
-// shrink it).
-var bloomRef uint64 = 1 << 18
-
-// probe builds a filter of the kind for min(items, bloomRef) keys at fpr
-// (a growing kind starts at a sixteenth of that and grows, as it would
-// for a count not known in advance), fills it with that many distinct
-// keys, and returns its size in bytes, its k, and its expected rate then.
-// Building is cheap (the table is mostly untouched zero pages until
-// filled); filling costs about 10 ms at the reference size.
-func probe(kind filterfile.Kind, items uint64, fpr float64) (bytes uint64, k int, rate float64, err error) {
-	n := min(items, bloomRef)
-	c := n
-	if kind.Grows() {
-		c = max(n/16, 1)
+// bloomPlan is the bloom package's plan for items keys at rate p in a
+// filter of the kind; the growing kind starts at a sixteenth of the keys,
+// as for a count not known in advance.
+func bloomPlan(kind filterfile.Kind, items uint64, p float64) (bloom.Plan, error) {
+	switch kind {
+	case filterfile.BloomBlocked:
+		return bloom.NewPlan(items, p)
+	case filterfile.BloomClassic:
+		return bloom.NewClassicPlan(items, p)
+	case filterfile.BloomCounting:
+		return bloom.NewCountingPlan(items, p)
+	case filterfile.BloomScalable:
+		return bloom.NewScalablePlan(max(items/16, 1), p, items)
 	}
-	target := fpr
-	if kind == filterfile.CuckooScalable {
-		// Its rate stays below twice its first table's: the CLI gives that
-		// table half the target (see cmd/cuckoo), and so does the plan.
-		target /= 2
-	}
-	f, err := filterfile.New(filterfile.Spec{Kind: kind, Capacity: c, FPR: target, Seed: 1, SeedSet: true})
-	if err != nil {
-		return 0, 0, 0, err
-	}
-	var key [8]byte
-	for i := range n {
-		binary.LittleEndian.PutUint64(key[:], i)
-		if err := f.Add(key[:]); err != nil {
-			return 0, 0, 0, err
-		}
-	}
-	return f.SizeInBytes(), f.HashCount(), f.FalsePositiveRate(), nil
+	return bloom.Plan{}, fmt.Errorf("%w: %s is no Bloom filter", ErrParameter, kind)
 }
 
-// measuredOption is the option of a kind the planner measures (Bloom
-// filters and growing filters) rather than computes.
-func measuredOption(kind filterfile.Kind, items uint64, fpr float64) (Option, error) {
-	size, k, rate, err := probe(kind, items, fpr)
+// bloomOption is the Bloom filter of the kind for items keys at rate fpr.
+func bloomOption(kind filterfile.Kind, items uint64, fpr float64) (Option, error) {
+	pl, err := bloomPlan(kind, items, fpr)
 	if err != nil {
 		return Option{}, err
 	}
-	n := min(items, bloomRef)
-	bpi := float64(size*8) / float64(n)
-	bytes := size
-	if items > n {
-		bytes = uint64(math.Ceil(bpi * float64(items) / 8))
-	}
-	o := Option{Kind: kind.String(), HashCount: k, Bytes: bytes, BitsPerItem: float64(bytes*8) / float64(items), FPR: rate,
-		Available: true, Deletes: kind.CanDelete(), Grows: kind.Grows()}
+	o := Option{Kind: kind.String(), HashCount: pl.HashCount, Bytes: pl.Bytes, BitsPerItem: pl.BitsPerItem,
+		FPR: pl.FalsePositiveRate, Available: true, Deletes: kind.CanDelete(), Grows: kind.Grows()}
+	k := pl.HashCount
 	switch kind {
 	case filterfile.BloomBlocked:
 		o.Name, o.Lookup = "bloom blocked", "1 cache line"
@@ -207,13 +183,42 @@ func measuredOption(kind filterfile.Kind, items uint64, fpr float64) (Option, er
 		o.Name, o.Lookup = "bloom counting", fmt.Sprintf("k=%d counters (up to %d cache lines)", k, k)
 		o.Note = "4-bit counters: 4× a classic filter"
 	case filterfile.BloomScalable:
-		o.Name, o.Lookup = "bloom scalable, from N/16", "1 cache line per layer"
+		o.Name, o.Lookup = "bloom scalable, from N/16", fmt.Sprintf("1 cache line per layer (%d layers)", pl.Layers)
 		o.Note = "grown from a sixteenth of N (memory depends on where N falls between growths); each layer has a tighter rate"
-	case filterfile.CuckooScalable:
-		o.Name, o.Lookup = "cuckoo scalable, from N/16", "2 buckets per table, newest first"
-		o.Note = "grown from a sixteenth of N (its newest table grows in place, so memory follows the keys); later tables have wider fingerprints"
 	}
 	return o, nil
+}
+
+// scalableRef is the most keys measureCuckooScalable adds (a variable so
+// that tests under the race detector can shrink it).
+var scalableRef uint64 = 1 << 18
+
+// measureCuckooScalable is the growing cuckoo filter for items keys at
+// rate fpr, started at a sixteenth of them. The cuckoo package has no plan
+// for a Scalable, so it is measured: grown from a sixteenth of
+// min(items, scalableRef) keys to that many (about 30 ms at the reference
+// size), its bits per key scaled to items, and its rate the filter's own
+// expectation then.
+func measureCuckooScalable(items uint64, fpr float64) (Option, error) {
+	n := min(items, scalableRef)
+	f, err := cuckoo.NewScalable(max(n/16, 1), cuckoo.WithFalsePositiveRate(fpr), cuckoo.WithSeed(1))
+	if err != nil {
+		return Option{}, err
+	}
+	var key [8]byte
+	for i := range n {
+		binary.LittleEndian.PutUint64(key[:], i)
+		if err := f.Add(key[:]); err != nil {
+			return Option{}, err
+		}
+	}
+	bpi := float64(f.SizeInBytes()*8) / float64(n)
+	bytes := uint64(math.Ceil(bpi * float64(items) / 8))
+	return Option{Name: "cuckoo scalable, from N/16", Kind: filterfile.CuckooScalable.String(),
+		Bytes: bytes, BitsPerItem: float64(bytes*8) / float64(items), FPR: f.FalsePositiveRate(),
+		Available: true, Deletes: true, Grows: true, Lookup: "2 buckets per table, newest first",
+		Note: "grown from a sixteenth of N (its newest table grows in place, so memory follows the keys); later tables have wider fingerprints",
+	}, nil
 }
 
 // recommend picks an option for the needs and explains why.
@@ -319,10 +324,6 @@ type CurvePoint struct {
 	Label            string // e.g. "f=12"
 }
 
-// curveKeys is the size at which Bloom curves are measured (a variable
-// for the tests, as bloomRef).
-var curveKeys uint64 = 1 << 16
-
 // Curves returns, for items keys, bits per item against the rate for
 // every cuckoo shape (each fingerprint width from 4 to 32 bits) and the
 // blocked and classic Bloom filters (rates from 10 % to 1e-9; a counting
@@ -358,11 +359,11 @@ func Curves(items uint64) []Curve {
 	for _, kind := range []filterfile.Kind{filterfile.BloomBlocked, filterfile.BloomClassic} {
 		c := Curve{Name: "bloom " + kind.String()[len("bloom-"):]}
 		for e := -1.0; e >= -9.0; e -= 0.5 {
-			size, _, rate, err := probe(kind, min(items, curveKeys), math.Pow(10, e))
-			if err != nil || rate <= 0 {
+			pl, err := bloomPlan(kind, items, math.Pow(10, e))
+			if err != nil {
 				continue
 			}
-			c.Points = append(c.Points, CurvePoint{rate, float64(size*8) / float64(min(items, curveKeys)), ""})
+			c.Points = append(c.Points, CurvePoint{pl.FalsePositiveRate, pl.BitsPerItem, ""})
 		}
 		cs = append(cs, c)
 	}

@@ -82,9 +82,6 @@ func Specs(items uint64, fpr float64, seed uint64) []Filter {
 	for _, k := range []filterfile.Kind{filterfile.CuckooScalable, filterfile.BloomScalable} {
 		grow := spec(k)
 		grow.Capacity = max(items/16, 1)
-		if k == filterfile.CuckooScalable {
-			grow.FPR /= 2 // its rate stays below twice its first table's, as the CLI builds it
-		}
 		fs = append(fs, Filter{strings.Replace(k.String(), "-", " ", 1) + "/16", grow})
 	}
 	return fs

@@ -20,18 +20,16 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/dedupkit/cuckoo/internal/units"
+	"golang.org/x/term"
+
+	"github.com/dedupkit/cuckoo/cmd/cuckoo/internal/units"
 )
 
-// IsTerminal reports whether f is a terminal (a character device), the
-// test the bar uses to decide whether to draw. It needs no system call
-// beyond Stat, and no dependency.
+// IsTerminal reports whether f is a terminal, the test the bar uses to
+// decide whether to draw: golang.org/x/term's, which asks the terminal
+// driver (so /dev/null, a character device but no terminal, is not one).
 func IsTerminal(f *os.File) bool {
-	if f == nil {
-		return false
-	}
-	fi, err := f.Stat()
-	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+	return f != nil && term.IsTerminal(int(f.Fd()))
 }
 
 // Interval is how often the bar is redrawn.

@@ -99,3 +99,42 @@ func TestParseRate(t *testing.T) {
 		}
 	}
 }
+
+func TestParseSeed(t *testing.T) {
+	for _, c := range []struct {
+		s    string
+		want uint64
+		ok   bool
+	}{
+		{"1", 1, true}, {"0", 0, true}, {"1_000", 1000, true}, {"010", 10, true},
+		{"0x0000000000000001", 1, true}, {"0xac060911e2955135", 0xac060911e2955135, true}, {"0XFF", 255, true},
+		{"18446744073709551615", 1<<64 - 1, true}, {"0xffffffffffffffff", 1<<64 - 1, true},
+		{"", 0, false}, {"0x", 0, false}, {"-1", 0, false}, {"+1", 0, false}, {"1e6", 0, false}, {"1M", 0, false},
+		{"18446744073709551616", 0, false}, {"0x1ffffffffffffffff", 0, false}, {"0xg", 0, false},
+	} {
+		got, err := ParseSeed(c.s)
+		if c.ok != (err == nil) || got != c.want {
+			t.Errorf("ParseSeed(%q) = %d, %v; want %d, ok=%v", c.s, got, err, c.want, c.ok)
+		}
+		if err != nil && !errors.Is(err, ErrSyntax) {
+			t.Errorf("ParseSeed(%q) error %v does not wrap ErrSyntax", c.s, err)
+		}
+	}
+	// What Seed prints, ParseSeed reads back.
+	for _, seed := range []uint64{0, 1, 0xac060911e2955135, 1<<64 - 1} {
+		if got, err := ParseSeed(Seed(seed)); err != nil || got != seed {
+			t.Errorf("ParseSeed(Seed(%d)) = %d, %v", seed, got, err)
+		}
+	}
+}
+
+func TestCounted(t *testing.T) {
+	for _, c := range []struct {
+		n    uint64
+		want string
+	}{{0, "0 items"}, {1, "1 item"}, {2, "2 items"}, {1000, "1,000 items"}} {
+		if got := Counted(c.n, "item"); got != c.want {
+			t.Errorf("Counted(%d) = %q, want %q", c.n, got, c.want)
+		}
+	}
+}

@@ -117,8 +117,23 @@ func Duration(d time.Duration) string {
 	}
 }
 
-// ErrSyntax is wrapped by the errors ParseCount and ParseRate return.
+// ErrSyntax is matched (errors.Is) by the errors of ParseCount, ParseRate
+// and ParseSeed, which are *SyntaxError.
 var ErrSyntax = errors.New("invalid number")
+
+// SyntaxError is the error of a parse function: the input, and what it
+// should have been.
+type SyntaxError struct {
+	Input string
+	Want  string // e.g. "want a rate such as 0.001, 1e-4 or 0.1%"
+}
+
+func (e *SyntaxError) Error() string { return fmt.Sprintf("%v %q: %s", ErrSyntax, e.Input, e.Want) }
+
+// Is makes errors.Is(err, ErrSyntax) true.
+func (e *SyntaxError) Is(target error) bool { return target == ErrSyntax }
+
+const wantCount = "want a whole number such as 1000000, 1_000_000, 1M or 1e6"
 
 // ParseCount parses a non-negative integer count. It accepts digits with
 // optional _ or , separators (3_000_000, 3,000,000), an SI suffix k, M, G
@@ -144,18 +159,18 @@ func ParseCount(s string) (uint64, error) {
 		}
 	}
 	if t == "" || strings.HasPrefix(t, "-") || strings.HasPrefix(t, "+") {
-		return 0, fmt.Errorf("%w %q: want a whole number such as 1000000, 1_000_000, 1M or 1e6", ErrSyntax, s)
+		return 0, &SyntaxError{s, wantCount}
 	}
 	if n, err := strconv.ParseUint(t, 10, 64); err == nil && mult == 1 {
 		return n, nil
 	}
 	x, err := strconv.ParseFloat(t, 64)
 	if err != nil || math.IsNaN(x) || math.IsInf(x, 0) {
-		return 0, fmt.Errorf("%w %q: want a whole number such as 1000000, 1_000_000, 1M or 1e6", ErrSyntax, s)
+		return 0, &SyntaxError{s, wantCount}
 	}
 	x *= mult
 	if x != math.Trunc(x) || x < 0 || x >= 1<<64 {
-		return 0, fmt.Errorf("%w %q: not a whole number between 0 and 2^64", ErrSyntax, s)
+		return 0, &SyntaxError{s, "want a whole number between 0 and 2^64"}
 	}
 	return uint64(x), nil
 }
@@ -170,11 +185,41 @@ func ParseRate(s string) (float64, error) {
 	}
 	x, err := strconv.ParseFloat(t, 64)
 	if err != nil || math.IsNaN(x) {
-		return 0, fmt.Errorf("%w %q: want a rate such as 0.001, 1e-4 or 0.1%%", ErrSyntax, s)
+		return 0, &SyntaxError{s, "want a rate such as 0.001, 1e-4 or 0.1%"}
 	}
 	x *= scale
 	if !(x > 0 && x < 1) {
-		return 0, fmt.Errorf("%w %q: a rate must be above 0 and below 1 (e.g. 0.001)", ErrSyntax, s)
+		return 0, &SyntaxError{s, "a rate must be above 0 and below 1 (e.g. 0.001)"}
 	}
 	return x, nil
+}
+
+// ParseSeed parses a 64-bit hash seed: decimal digits (with optional _
+// separators), or 0x and up to 16 hexadecimal digits, the form Seed
+// prints.
+func ParseSeed(s string) (uint64, error) {
+	t := strings.ReplaceAll(strings.TrimSpace(s), "_", "")
+	base := 10
+	if len(t) > 2 && t[0] == '0' && (t[1] == 'x' || t[1] == 'X') {
+		t, base = t[2:], 16
+	}
+	n, err := strconv.ParseUint(t, base, 64)
+	if err != nil || t == "" || t[0] == '+' {
+		return 0, &SyntaxError{s, "want a whole number below 2^64, in decimal or in hexadecimal after 0x (as info prints it)"}
+	}
+	return n, nil
+}
+
+// Seed formats a hash seed as 0x and 16 hexadecimal digits, which
+// ParseSeed reads.
+func Seed(seed uint64) string { return fmt.Sprintf("%#016x", seed) }
+
+// Counted formats n things: Count(n), a space and noun, with an s unless n
+// is 1 ("1 item", "3,000 items"). For nouns whose plural is not noun+"s",
+// use Count.
+func Counted(n uint64, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return Count(n) + " " + noun + "s"
 }

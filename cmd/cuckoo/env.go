@@ -1,0 +1,114 @@
+package main
+
+import (
+	"errors"
+	"io"
+	"os"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/dedupkit/cuckoo/cmd/cuckoo/internal/atomicfile"
+	"github.com/dedupkit/cuckoo/cmd/cuckoo/internal/progress"
+)
+
+// env is what a command talks to: its streams, whether they are
+// terminals, and the files it is writing. Tests substitute buffers.
+type env struct {
+	stdin     io.Reader
+	stdout    io.Writer // a *stickyWriter in main: run reports its error
+	stderr    io.Writer
+	stdinFile *os.File // nil when stdin is not a file
+	stdoutTTY bool
+	stderrTTY bool
+	cmd       string // the command running, for messages
+
+	// mu guards what an interrupt, on the signal goroutine, reads and
+	// changes: the files being written, those written, the locks held and
+	// the progress bar.
+	mu      sync.Mutex
+	pending map[*atomicfile.File]string // writes in progress, with the path as given
+	written []string                    // files replaced by this run, as given
+	locks   map[string]*atomicfile.Lock // held from before a read until the write, by canonical path
+	bar     *progress.Bar
+}
+
+// stickyWriter passes writes on and remembers the first error, so that a
+// command whose output fails (a full disk, /dev/full) exits non-zero even
+// where it does not check each write.
+type stickyWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (s *stickyWriter) Write(p []byte) (int, error) {
+	if s.err != nil {
+		return 0, s.err
+	}
+	n, err := s.w.Write(p)
+	if err != nil {
+		s.err = err
+	}
+	return n, err
+}
+
+// checkOutput returns err, unless a write to standard output failed and
+// err is nil or that failure, passed on (by an encoder): then it returns
+// the failure, explained.
+func (e *env) checkOutput(err error) error {
+	if s, ok := e.stdout.(*stickyWriter); ok && s.err != nil && (err == nil || errors.Is(err, s.err)) {
+		return outputErr(s.err)
+	}
+	return err
+}
+
+// startBar starts a progress bar for reading total bytes, when standard
+// error is a terminal, quiet is off, and (if the command writes lines to
+// standard output) standard output is not a terminal too.
+func (e *env) startBar(label string, total int64, quiet, writesStdout bool) *progress.Bar {
+	on := e.stderrTTY && !quiet && !(writesStdout && e.stdoutTTY)
+	b := progress.New(e.stderr, label, total, on)
+	e.mu.Lock()
+	e.bar = b
+	e.mu.Unlock()
+	return b
+}
+
+func (e *env) stopBar() {
+	e.mu.Lock()
+	b := e.bar
+	e.bar = nil
+	e.mu.Unlock()
+	b.Finish()
+}
+
+// interrupt is called on Ctrl-C, from the signal goroutine: it erases the
+// bar, drops every write in progress (their targets stay as they were),
+// releases the locks, and returns the message to print, which names the
+// files this run replaced and those it leaves unchanged.
+func (e *env) interrupt() string {
+	e.stopBar()
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	written := append([]string(nil), e.written...)
+	var unchanged []string
+	for f, path := range e.pending {
+		if errors.Is(f.Abort(), atomicfile.ErrCommitted) {
+			written = append(written, path)
+		} else {
+			unchanged = append(unchanged, path)
+		}
+	}
+	e.pending = nil
+	e.unlockAllLocked()
+	msg := "interrupted"
+	if len(written) > 0 {
+		sort.Strings(written)
+		msg += "; " + strings.Join(written, ", ") + " written"
+	}
+	if len(unchanged) > 0 {
+		sort.Strings(unchanged)
+		msg += "; " + strings.Join(unchanged, ", ") + " left unchanged"
+	}
+	return msg
+}

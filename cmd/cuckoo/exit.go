@@ -1,0 +1,102 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+)
+
+// Exit statuses. They are part of the command's interface: scripts test
+// them, so they never change meaning.
+const (
+	exitOK          = 0   // success
+	exitAbsent      = 1   // query --key: a key is absent
+	exitUsage       = 2   // bad command line: unknown command or flag, bad value, missing argument
+	exitData        = 3   // a file is missing, unreadable, damaged, or cannot be written
+	exitFull        = 4   // a fixed-capacity filter is full
+	exitInterrupted = 130 // interrupted by Ctrl-C (SIGINT); 143 for SIGTERM
+)
+
+const exitStatusHelp = `Exit status:
+  0    success
+  1    query --key: a key is absent
+  2    usage error: unknown command or flag, bad flag value, missing argument
+  3    data or I/O error: missing or unreadable file, damaged filter file,
+       write failure; a file being written is left as it was
+  4    a fixed-capacity filter is full; a file being written is left as it was
+  130  interrupted (Ctrl-C); a file being written is left as it was`
+
+// cliError is an error with its exit status and the remedy to print
+// after it: "cuckoo <cmd>: <problem>; <remedy>".
+type cliError struct {
+	code   int
+	msg    string
+	remedy string
+}
+
+func (e *cliError) Error() string {
+	if e.remedy == "" {
+		return e.msg
+	}
+	return e.msg + "; " + e.remedy
+}
+
+func usageErr(remedy, format string, args ...any) error {
+	return &cliError{code: exitUsage, msg: fmt.Sprintf(format, args...), remedy: remedy}
+}
+
+func dataErr(remedy, format string, args ...any) error {
+	return &cliError{code: exitData, msg: fmt.Sprintf(format, args...), remedy: remedy}
+}
+
+// exitCode is an error that only sets the exit status (query's absent
+// keys), with no message.
+func exitCode(code int) error { return &cliError{code: code} }
+
+// Remedies shared by several errors.
+const (
+	remedyRead  = "check that the file is readable"
+	remedyWrite = "check the free space and where the output goes"
+)
+
+// errHelp asks run to print the command's help and exit 0.
+var errHelp = errors.New("help requested")
+
+// outputErr is the error of a failed write to standard output or to the
+// file of -o.
+func outputErr(err error) error {
+	return dataErr(remedyWrite, "writing the output: %v", cause(err))
+}
+
+// fileErr turns an error about a file into a one-line message with a
+// remedy.
+func fileErr(name string, err error, remedy string) error {
+	err = cause(err)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return dataErr(remedy, "%s: no such file", name)
+	case errors.Is(err, fs.ErrPermission):
+		return dataErr("check its permissions", "%s: permission denied", name)
+	}
+	return dataErr(remedyRead, "%s: %v", name, err)
+}
+
+// cause returns the system error inside a path error (ENOSPC, EPIPE …),
+// for messages that already say which file.
+func cause(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}
+
+// unwrap shortens a path error to its operation and system error, for
+// messages that already name the file.
+func unwrap(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return fmt.Errorf("%s: %w", pe.Op, pe.Err)
+	}
+	return err
+}

@@ -1,0 +1,144 @@
+package main
+
+import (
+	"io"
+	"os"
+
+	"github.com/dedupkit/cuckoo/cmd/cuckoo/internal/dedup"
+)
+
+// input is one input stream of lines.
+type input struct {
+	name string // as the user gave it; "-" for standard input
+	size int64  // bytes, for a regular file; -1 otherwise
+}
+
+// openInputs checks every named input before anything is read, so that a
+// typo in the last name fails before any output: each must exist, be
+// readable and not be a directory. No names means standard input. The
+// files are opened one at a time by open.
+func openInputs(e *env, cmd string, names []string) ([]input, error) {
+	if len(names) == 0 {
+		names = []string{"-"}
+	}
+	stdinUsed := false
+	var ins []input
+	for _, name := range names {
+		if name == "-" {
+			if stdinUsed {
+				return nil, usageErr("give - once", "standard input (-) given twice")
+			}
+			stdinUsed = true
+			in := input{name: "-", size: -1}
+			if e.stdinFile != nil {
+				if fi, err := e.stdinFile.Stat(); err == nil && fi.Mode().IsRegular() {
+					in.size = fi.Size()
+				}
+			}
+			ins = append(ins, in)
+			continue
+		}
+		fi, err := os.Stat(name)
+		if err != nil {
+			return nil, fileErr(name, err, "check the name")
+		}
+		if fi.IsDir() {
+			return nil, dataErr("give the files inside it (e.g. "+name+"/*)", "%s is a directory", name)
+		}
+		in := input{name: name, size: -1}
+		if fi.Mode().IsRegular() {
+			in.size = fi.Size()
+		}
+		ins = append(ins, in)
+	}
+	return ins, nil
+}
+
+// open opens an input for reading.
+func (in *input) open(e *env) (io.Reader, func(), error) {
+	if in.name == "-" {
+		return e.stdin, func() {}, nil
+	}
+	f, err := os.Open(in.name)
+	if err != nil {
+		return nil, nil, fileErr(in.name, err, "check the name")
+	}
+	return f, func() { f.Close() }, nil
+}
+
+// displayName is the input's name in messages.
+func (in *input) displayName() string {
+	if in.name == "-" {
+		return "standard input"
+	}
+	return in.name
+}
+
+// totalSize returns the inputs' total size, or 0 when one is not a
+// regular file.
+func totalSize(ins []input) int64 {
+	var t int64
+	for _, in := range ins {
+		if in.size < 0 {
+			return 0
+		}
+		t += in.size
+	}
+	return t
+}
+
+// allSized reports whether every input has a known size.
+func allSized(ins []input) bool {
+	for _, in := range ins {
+		if in.size < 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// allFiles reports whether every input can be read twice.
+func allFiles(ins []input) bool {
+	for _, in := range ins {
+		if in.name == "-" || in.size < 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// estimateLines estimates the lines of the inputs, and whether it could
+// (all inputs regular files). The inputs share one read budget in
+// proportion to their sizes, so many small files are sampled rather than
+// read twice.
+func estimateLines(e *env, ins []input) (uint64, bool, error) {
+	if !allSized(ins) {
+		return 0, false, nil
+	}
+	total := totalSize(ins)
+	var lines uint64
+	for _, in := range ins {
+		var f *os.File
+		if in.name == "-" {
+			f = e.stdinFile
+		} else {
+			var err error
+			if f, err = os.Open(in.name); err != nil {
+				return 0, false, fileErr(in.name, err, "check the name")
+			}
+		}
+		budget := int64(dedup.DefaultEstimateBudget)
+		if total > budget {
+			budget = max(1, int64(float64(budget)*float64(in.size)/float64(total)))
+		}
+		n, err := dedup.EstimateLines(f, in.size, budget)
+		if in.name != "-" {
+			f.Close()
+		}
+		if err != nil {
+			return 0, false, fileErr(in.name, err, remedyRead)
+		}
+		lines += n
+	}
+	return lines, true, nil
+}

@@ -1,0 +1,149 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+
+	"github.com/dedupkit/cuckoo/cmd/cuckoo/internal/dedup"
+	"github.com/dedupkit/cuckoo/cmd/cuckoo/internal/filterfile"
+)
+
+// fieldFlags are the flags that pick a key out of each line.
+type fieldFlags struct {
+	field     string
+	delimiter string
+	delimSet  bool
+	csv       bool
+}
+
+func (f *fieldFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&f.field, "field", "", "use these fields of each line as the key: a field `spec` as cut -f (2, 1,3, 2-4, 3-)")
+	fs.Func("delimiter", "field `delimiter` (default: runs of blanks; \\t for tab)", func(s string) error {
+		f.delimiter, f.delimSet = s, true
+		return nil
+	})
+	fs.BoolVar(&f.csv, "csv", false, "fields are CSV: double-quoted fields may hold the delimiter (default delimiter ,)")
+}
+
+// extractor returns the key extractor the flags describe, or nil for
+// whole lines. flagName is how the command calls the spec flag.
+func (f *fieldFlags) extractor(cmd, flagName string) (*dedup.KeyExtractor, error) {
+	remedy := "see 'cuckoo " + cmd + " --help'"
+	if f.field == "" {
+		if f.delimSet || f.csv {
+			return nil, usageErr(remedy, "--delimiter and --csv need --%s", flagName)
+		}
+		return nil, nil
+	}
+	spec, err := dedup.ParseFieldSpec(f.field)
+	if err != nil {
+		return nil, usageErr(remedy, "bad --%s %q: %v", flagName, f.field, err)
+	}
+	delim, err := dedup.ParseDelimiter(f.delimiter)
+	if err != nil {
+		return nil, usageErr(remedy, "bad --delimiter: %v", err)
+	}
+	if f.delimSet && delim == "" {
+		return nil, usageErr(remedy, "empty --delimiter; leave it out to split on blanks")
+	}
+	return dedup.NewKeyExtractor(spec, delim, f.csv), nil
+}
+
+// keyError is an error at one key of one input.
+type keyError struct {
+	input string // as displayName gives it
+	line  uint64
+	err   error
+}
+
+func (k *keyError) Error() string { return fmt.Sprintf("%s line %d: %v", k.input, k.line, k.err) }
+func (k *keyError) Unwrap() error { return k.err }
+
+// eachKey calls fn with the key of every line of the inputs and returns
+// the number of lines read. The first error stops it, as a *keyError
+// that says where.
+func eachKey(e *env, ins []input, keyer *dedup.KeyExtractor, onRead func([]byte), fn func(key []byte) error) (uint64, error) {
+	kr := dedup.NewKeyReader(keyer, 0)
+	kr.OnRead(onRead)
+	var lines uint64
+	for i := range ins {
+		r, closeIn, err := ins[i].open(e)
+		if err != nil {
+			return lines, err
+		}
+		kr.Reset(r)
+		for {
+			_, key, ok := kr.Next()
+			if !ok {
+				break
+			}
+			if err := fn(key); err != nil {
+				closeIn()
+				return lines + kr.Line() - 1, &keyError{input: ins[i].displayName(), line: kr.Line(), err: err}
+			}
+		}
+		lines += kr.Line()
+		err = kr.Err()
+		closeIn()
+		if err != nil {
+			return lines, &keyError{input: ins[i].displayName(), line: kr.Line(), err: err}
+		}
+	}
+	return lines, nil
+}
+
+// addKeys adds the key of every line of the inputs to filter (AddUnique
+// when unique), and returns the number of lines read.
+func addKeys(e *env, ins []input, keyer *dedup.KeyExtractor, filter *filterfile.Filter, onRead func([]byte), unique bool) (uint64, error) {
+	return eachKey(e, ins, keyer, onRead, func(key []byte) error { return addOne(filter, key, unique) })
+}
+
+func addOne(filter *filterfile.Filter, key []byte, unique bool) error {
+	if unique {
+		_, err := filter.AddUnique(key)
+		return err
+	}
+	return filter.Add(key)
+}
+
+// deleteKeys deletes one copy of the key of every line of the inputs, and
+// returns the lines read and how many keys were not found.
+func deleteKeys(e *env, ins []input, keyer *dedup.KeyExtractor, filter *filterfile.Filter, onRead func([]byte)) (lines, missing uint64, err error) {
+	lines, err = eachKey(e, ins, keyer, onRead, func(key []byte) error {
+		found, err := filter.Delete(key)
+		if err == nil && !found {
+			missing++
+		}
+		return err
+	})
+	return lines, missing, err
+}
+
+// keysError explains an error of addKeys or deleteKeys (or of keys given
+// with --key) for cmd. The file was built by this run, or, when loaded is
+// set, read from that file, which is left unchanged.
+func keysError(err error, filter *filterfile.Filter, loaded string, capacitySet bool) error {
+	var ke *keyError
+	if !errors.As(err, &ke) {
+		return err
+	}
+	if errors.Is(err, filterfile.ErrFull) {
+		remedy := "nothing was written"
+		switch {
+		case loaded != "":
+			remedy = loaded + " is unchanged; rebuild it larger with 'cuckoo build --capacity N'"
+		case capacitySet:
+			remedy = fmt.Sprintf("give a larger --capacity (e.g. %d), or leave it out to size the filter from the input; nothing was written", 2*filter.Capacity())
+		}
+		return fullError(filter, ke.input, ke.line, "key", remedy)
+	}
+	if errors.Is(err, filterfile.ErrNoDelete) {
+		return usageErr("build it with --bloom=counting, or use a cuckoo filter", "%s", ke.err)
+	}
+	written := "nothing was written"
+	if loaded != "" {
+		written = loaded + " is unchanged"
+	}
+	return dataErr(written, "reading %s: %v", ke.input, unwrap(ke.err))
+}

@@ -1,0 +1,179 @@
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"path/filepath"
+	"sort"
+
+	"github.com/dedupkit/cuckoo/cmd/cuckoo/internal/atomicfile"
+)
+
+// Every file a command writes is replaced atomically (package atomicfile),
+// under an advisory lock on it: a command that reads a file it will
+// replace (add, delete, dedup --state) takes the lock before it reads,
+// with lockFiles, so that two runs updating one file take turns instead of
+// losing an update; other writes take it when they start. The env tracks
+// the writes in progress, so that an interrupt can drop them and say which
+// files it left unchanged.
+
+// lockFiles takes the locks of paths for the rest of the run (run releases
+// them), in one order whatever the order given, so that two runs locking
+// the same files cannot each wait for the other. A run that must wait for
+// another says so on standard error.
+func (e *env) lockFiles(paths ...string) error {
+	type target struct{ path, key string }
+	var ts []target
+	for _, p := range paths {
+		if p != "" {
+			ts = append(ts, target{p, canonical(p)})
+		}
+	}
+	sort.Slice(ts, func(i, j int) bool { return ts[i].key < ts[j].key })
+	for _, t := range ts {
+		e.mu.Lock()
+		_, held := e.locks[t.key]
+		e.mu.Unlock()
+		if held {
+			continue
+		}
+		l, err := atomicfile.Acquire(t.path, e.waiting(t.path))
+		if err != nil {
+			return dataErr("check that the directory exists and is writable", "%v", unwrap(err))
+		}
+		e.mu.Lock()
+		if e.locks == nil {
+			e.locks = make(map[string]*atomicfile.Lock)
+		}
+		e.locks[t.key] = l
+		e.mu.Unlock()
+	}
+	return nil
+}
+
+// canonical is the key of a path's lock: absolute, symbolic links
+// resolved, so that two spellings of one file share it.
+func canonical(path string) string {
+	if p, err := filepath.EvalSymlinks(path); err == nil {
+		path = p
+	} else if d, err := filepath.EvalSymlinks(filepath.Dir(path)); err == nil {
+		path = filepath.Join(d, filepath.Base(path))
+	}
+	if p, err := filepath.Abs(path); err == nil {
+		path = p
+	}
+	return path
+}
+
+// sameTarget reports whether two paths, both given, name one file.
+func sameTarget(a, b string) bool { return a != "" && b != "" && canonical(a) == canonical(b) }
+
+// waiting returns what to print when a lock of path is held by another
+// process.
+func (e *env) waiting(path string) func() {
+	return func() {
+		fmt.Fprintf(e.stderr, "cuckoo %s: waiting for another run that is writing %s\n", e.cmd, path)
+	}
+}
+
+// unlockAll releases the locks lockFiles took.
+func (e *env) unlockAll() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.unlockAllLocked()
+}
+
+func (e *env) unlockAllLocked() {
+	for k, l := range e.locks {
+		l.Unlock()
+		delete(e.locks, k)
+	}
+}
+
+// outputFile is a file being replaced atomically, registered with the env
+// so that an interrupt removes its temporary file and leaves the target as
+// it was. A nil *outputFile is valid: commit and abort do nothing.
+type outputFile struct {
+	e    *env
+	f    *atomicfile.File
+	path string
+}
+
+// createOutput starts replacing path, under the lock lockFiles took, or
+// else under its own until commit or abort.
+func (e *env) createOutput(path string) (*outputFile, error) {
+	e.mu.Lock()
+	l := e.locks[canonical(path)]
+	e.mu.Unlock()
+	var f *atomicfile.File
+	var err error
+	if l != nil {
+		f, err = l.Create(0o644)
+	} else {
+		f, err = atomicfile.Create(path, 0o644, e.waiting(path))
+	}
+	if err != nil {
+		return nil, dataErr("check that the directory exists and is writable", "cannot write %s: %v", path, unwrap(err))
+	}
+	e.mu.Lock()
+	if e.pending == nil {
+		e.pending = make(map[*atomicfile.File]string)
+	}
+	e.pending[f] = path
+	e.mu.Unlock()
+	return &outputFile{e: e, f: f, path: path}, nil
+}
+
+func (o *outputFile) Write(p []byte) (int, error) { return o.f.Write(p) }
+
+// commit puts the file in place.
+func (o *outputFile) commit() error {
+	if o == nil {
+		return nil
+	}
+	err := o.f.Commit()
+	o.e.mu.Lock()
+	if _, ok := o.e.pending[o.f]; ok {
+		delete(o.e.pending, o.f)
+		if err == nil {
+			o.e.written = append(o.e.written, o.path)
+		}
+	}
+	o.e.mu.Unlock()
+	if err != nil {
+		return dataErr("the previous file, if any, is unchanged", "%v", unwrap(err))
+	}
+	return nil
+}
+
+// abort drops the file; the target stays as it was.
+func (o *outputFile) abort() {
+	if o == nil {
+		return
+	}
+	o.f.Abort()
+	o.e.mu.Lock()
+	delete(o.e.pending, o.f)
+	o.e.mu.Unlock()
+}
+
+// writeFile replaces path atomically with what write writes.
+func (e *env) writeFile(path string, write func(w io.Writer) error) error {
+	o, err := e.createOutput(path)
+	if err != nil {
+		return err
+	}
+	bw := newBufWriter(o)
+	err = write(bw)
+	if err == nil {
+		err = bw.Flush()
+	}
+	if err != nil {
+		o.abort()
+		return dataErr("the previous file, if any, is unchanged", "writing %s: %v", path, unwrap(err))
+	}
+	return o.commit()
+}
+
+func newBufWriter(w io.Writer) *bufio.Writer { return bufio.NewWriterSize(w, 1<<20) }
