@@ -146,3 +146,27 @@ func ExampleFilter_WriteTo() {
 	// Output:
 	// true
 }
+
+// Code written against cuckoo.Interface takes a fixed, a growing or a
+// concurrent filter alike.
+func ExampleInterface() {
+	dedup := func(seen cuckoo.Interface, lines []string) (fresh []string) {
+		for _, l := range lines {
+			if added, err := seen.AddUniqueString(l); err == nil && added {
+				fresh = append(fresh, l)
+			}
+		}
+		return fresh
+	}
+	lines := []string{"a", "b", "a", "c", "b"}
+	f, _ := cuckoo.New(100, cuckoo.WithSeed(1))
+	s, _ := cuckoo.NewScalable(10, cuckoo.WithSeed(1))
+	c, _ := cuckoo.NewConcurrent(100, cuckoo.WithSeed(1))
+	for _, seen := range []cuckoo.Interface{f, s, c} {
+		fmt.Println(dedup(seen, lines))
+	}
+	// Output:
+	// [a b c]
+	// [a b c]
+	// [a b c]
+}
