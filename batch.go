@@ -14,8 +14,8 @@ import "github.com/dedupkit/cuckoo/internal/hash"
 
 // batchGroup is how many keys a batch stages at once. With the pipeline,
 // the prefetches of one group are in flight while the group before it is
-// probed; measured at 10^8 keys, 8 beats 16 and 32 (45 ns per key against
-// 49 and 55), whose lines wait longer and start to leave L1.
+// probed; larger groups' lines wait longer and start to leave L1 before
+// they are used (bench/notes.md, item 16, has the measurements).
 const batchGroup = 8
 
 // batchChunk is how many keys the batch methods of a Scalable or a

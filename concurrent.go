@@ -27,30 +27,16 @@ import (
 // no lock either: while one of the key's buckets has an empty slot, the
 // insert claims it with one compare-and-swap. Displacements, deletes, AddUnique and the tables of a
 // growing filter lock the stripes (1 of up to 1024) of the buckets they
-// change, so writers of different keys still run in parallel. seqtable.go
+// change, so writers of different keys still run in parallel. ctable.go
 // explains why a reader racing a displacement still finds its key, and
 // why lock-free inserts and locked writers never write one slot.
 //
-// On the project's 2-core machine (BenchmarkConcurrent_Contains at 1M and
-// 10M keys, medians of 5 runs at -cpu 1 and -cpu 2), two goroutines do
-// 1.9 to 2.05 times the lookups of one, present or absent keys (a plain
-// Filter read by the same goroutines, the machine's ceiling, 2.0 times).
-// Used by one goroutine, a lookup costs about 1.1 to 1.2 times a Filter's
-// (23 against 20.5 ns at 1M keys).
-//
-// Inserts scale less, as every insert makes a cache line dirty that the
-// other core may then have to fetch. In a 90 % lookup, 10 % insert mix
-// (BenchmarkConcurrent_Mixed, 1M keys in a 17 MB table, medians of
-// interleaved runs in fresh processes) two goroutines do 1.45 to 1.65
-// times the operations of one, depending on the hour (1.37 when every
-// insert took two stripe mutexes); inserts alone, 1.7 to 1.8 times
-// (BenchmarkConcurrent_Add). The struct and the data every lookup reads
-// fill cache lines of their own (see cacheLine): when the 32-byte
-// Concurrent could share a line with other small objects, most runs after
-// a process's first fell to one goroutine's speed, lookups alone
-// included, as the benchmark's own counters in that line were written by
-// the other core. An insert from one goroutine costs about 1.45 times a
-// Filter's at 1M keys (73 against 50 ns, BenchmarkConcurrent_Serial).
+// Lookups scale with the cores: they write nothing shared. Inserts scale
+// less, as every insert makes a cache line dirty that another core may
+// then have to fetch. The struct and the data every lookup reads have
+// cache lines of their own (see cacheLine), so that no other object a
+// program writes slows them down. docs/benchmarks.md has the measured
+// scaling (BenchmarkConcurrent_Contains, _Mixed, _Add and _Serial).
 //
 // Delete and Count lock the key's two stripes; Len, LoadFactor and
 // FalsePositiveRate add up 64 counters per table that writers keep, each
@@ -61,19 +47,19 @@ import (
 //
 // Given [WithGrowth], NewConcurrent makes a filter that grows like a
 // [Scalable] instead of returning ErrFull: a chain of tables, the newest
-// taking new keys, with the same false-positive figures. Its tables are
+// taking new keys, with the same false-positive bound. Its tables are
 // allocated whole (a Scalable's newest grows in place, which would need
-// its splits made safe for lock-free readers): averaged over a growth of
-// 1000×, it takes about 1.3 times a Scalable's memory (the figures of
-// "tables allocated whole" in the Scalable's documentation). Adding a
+// its splits made safe for lock-free readers), so while its newest table
+// fills it takes more memory than a Scalable: up to twice the tables'
+// fill, about 1.4 times a Scalable's averaged over a growth. Adding a
 // table briefly stops writers of the full one; readers never wait.
 //
 // # Snapshots
 //
 // MarshalBinary and WriteTo encode a consistent snapshot: they stop
-// writers for the time it takes to copy the tables in memory (6 ms for the
-// 21 MB table of 10 million 16-bit keys, BenchmarkConcurrent_Snapshot),
-// never readers, and encode the copy afterwards. A fixed-capacity
+// writers for the time it takes to copy the tables in memory (a plain
+// memory copy: BenchmarkConcurrent_Snapshot), never readers, and encode
+// the copy afterwards. A fixed-capacity
 // Concurrent encodes as a Filter (kind 1), so a snapshot loads with
 // [Filter.UnmarshalBinary] too; a growing one encodes as a Scalable.
 // UnmarshalBinary, ReadFrom and Reset take effect at once for writers: an

@@ -97,26 +97,27 @@
 // # Speed
 //
 // Nanoseconds per operation with 16-byte random keys, hashing included,
-// medians of 3 runs of the bench module on a 2-core cloud VM (Xeon, Go
-// 1.26; docs/benchmarks.md has every row, the peers and the method):
+// medians of 3 runs of the bench module on 2 cores (Intel(R) Xeon(R) Processor),
+// go1.26.8, commit f503313 (docs/benchmarks.md has every row, the peers and
+// the method; the table is written by go run . -report results/full.json
+// -doc ../doc.go in bench/):
 //
-//	setting (4-slot buckets)      bits/item  rate      10^6: add  hit  miss   10^7: add  hit  miss
-//	f=8                            8.59      2.9 %            34   13   13           70   26   26
-//	f=12                          12.70      0.19 %           45   19   17           84   30   29
-//	f=16 (default)                16.88      0.012 %          53   18   17          104   38   35
-//	f=13 semi-sorted              12.69      0.093 %         150   25   24          279   55   52
-//	f=16, AddHash/ContainsHash    16.88      0.012 %          46   12   11           93   24   25
-//	f=16, AddBatch/ContainsBatch  16.89      0.012 %          51   18   18           71   29   28
+//	setting (4-slot buckets)      bits/item  FPR       10^6: add  hit  miss   10^7: add  hit  miss
+//	f=8                             8.59      2.9 %            30   11    10          65   25    22
+//	f=12                           12.70      0.19 %           39   17    15          77   28    27
+//	f=16 (default)                 16.88      0.011 %          49   18    16          82   31    29
+//	f=13 semi-sorted               12.69      0.093 %         131   24    22         238   47    39
+//	f=16, AddHash/ContainsHash     16.88      0.011 %          42   11    10          81   19    20
+//	f=16, AddBatch/ContainsBatch   16.89      0.011 %          46   18    17          67   27    26
 //
 // "add" fills an empty filter to its capacity, so it includes the
 // displacements of the last, fullest part. A lookup is two bucket reads
 // and costs the same for present and absent keys; while the table fits
-// in the CPU caches (about 2 MB here) it costs little more than hashing
-// the key, beyond them it is one or two cache misses, which the batch
-// methods overlap (see Large filters). Semi-sorted buckets save a bit per
-// key for 1.3 to 1.8 times the lookup time and 2.5 to 3.4 times the insert
-// time (the range of the last three runs). Keys of about 60 bytes add 8 to
-// 26 ns (hashing, and reading the longer keys).
+// in the CPU caches it costs little more than hashing the key, beyond them
+// it is one or two cache misses, which the batch methods overlap (see
+// Large filters). Semi-sorted buckets save a bit per key for slower
+// lookups and inserts. Longer keys cost their hashing and reading
+// (docs/benchmarks.md has rows for URL-like keys of about 60 bytes).
 //
 // # Duplicates and deletes
 //
@@ -166,14 +167,12 @@
 // batch methods [Filter.ContainsBatch], [Filter.ContainsHashBatch],
 // [Filter.AddBatch] and [Filter.AddUniqueBatch] run groups of keys through a
 // pipeline that prefetches the buckets of the next group while it probes
-// the current one: at 10^8 keys a lookup costs 33 ns per key in a batch
-// against 86 ns for Contains in a loop (2.6 times faster). [Scalable] has
-// the same batch methods. Tables of
-// 32 MiB or more also ask Linux for transparent huge pages (madvise), which
-// cuts TLB misses: 12 to 15 % off lookups and inserts at 10^8 keys.
+// the current one, so the misses of many keys overlap; [Scalable] and
+// [Concurrent] have the same batch methods. Tables of 32 MiB or more also
+// ask Linux for transparent huge pages (madvise), which cuts TLB misses.
 // Inserts search for a free slot breadth-first, a level of buckets at a
-// time with each level prefetched, so filling a 10^8-key filter to
-// capacity costs about 140 ns per key.
+// time with each level prefetched. docs/benchmarks.md has the figures at
+// 10^8 keys.
 //
 // # Persistence
 //

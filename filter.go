@@ -327,19 +327,15 @@ func (f *Filter) CountHash(h uint64) uint64 {
 
 // walkFirstBytes is the largest table whose inserts try the random walk
 // before the breadth-first search. In a table that fits in a core's L2
-// cache (2 MiB here, and on most current server cores) a walk's moves are
-// cache hits, and at the loads a filter reaches it ends within a few of
-// them, cheaper than the search's first level of eight alternate buckets.
-// Beyond the cache the search, which overlaps its misses, wins. Filling to
-// capacity (BenchmarkFilter_Add and a scratch benchmark of 250,000 to 4
-// million keys, 5 interleaved runs): walk first is 19-21 % faster at 0.5
-// and 1 MB, 5 % at 2.1 MB, and 4-15 % slower at 4.3 MB; at 10^7 keys (8.5
-// and 21 MB) 18-27 % slower. It depends only on the table's shape, so the
-// table after an insert still depends only on the table before and the key.
-// Semi-sorted tables, whose inserts are dominated by decoding and encoding
-// buckets, gained nothing (149 against 147 ns at 10^6 keys) and search
-// first: a walk that runs would also keep its path buffer (up to 6 KB),
-// which at 10^6 keys is 0.05 bits per item of their 12.7.
+// cache (2 MiB on most current server cores) a walk's moves are cache
+// hits, and at the loads a filter reaches it ends within a few of them,
+// cheaper than the search's first level of eight alternate buckets.
+// Beyond the cache the search, which overlaps its misses, wins
+// (bench/notes.md, item 13). It depends only on the table's shape, so the
+// table after an insert still depends only on the table before and the
+// key. Semi-sorted tables, whose inserts are dominated by decoding and
+// encoding buckets, search first: the walk gains them nothing, and its
+// path buffer would cost them memory.
 const walkFirstBytes = 2 << 20
 
 // makeRoom inserts fp, whose buckets i1 and i2 are both full, by moving

@@ -117,10 +117,9 @@ func WithSeed(seed uint64) Option {
 // low 4 bits encoded together in 12 bits instead of 16 (Fan et al., section
 // 5.2): one bit less per item for the same false-positive rate. A 13-bit
 // semi-sorted filter takes 12.63 bits per item, like a plain 12-bit one, at
-// half its rate (0.093 %). Lookups decode a small table and cost about 1.4×
-// a plain 12-bit lookup (1.4 to 1.6× in tables larger than the caches);
-// inserts and deletes re-sort a bucket and cost 2.5 to 3×. It requires
-// 4-slot buckets.
+// half its rate (0.093 %). Lookups decode a small table, and inserts and
+// deletes re-sort a bucket, so both are slower than a plain table's
+// (docs/benchmarks.md). It requires 4-slot buckets.
 func WithSemiSorting() Option {
 	return func(c *config) error {
 		c.semi = true

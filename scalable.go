@@ -53,22 +53,17 @@ const DefaultScalableCapacity = 1024
 //
 // Contains probes the tables newest (largest) first, so a present key is
 // found after about two tables; an absent key probes all of them: 10
-// tables at 1000 times the initial capacity with growth 2, which costs
-// about 4 to 5 times a plain Filter's lookup (BenchmarkScalable_Contains:
-// 145 ns per absent key at 10^6 keys, 285 at 10^7; 41 and 82 per present
-// key). Add probes the
+// tables at 1000 times the initial capacity with growth 2. Add probes the
 // tables too (see Duplicates), as a lookup does. The batch methods
 // ([Scalable.ContainsBatch], [Scalable.AddUniqueBatch] and the others)
-// probe each table for a chunk of keys at once with a Filter's pipeline:
-// at 10M keys grown 1000× a batch lookup costs 215 ns per absent key
-// against 310 one at a time, 63 per present key against 106
-// (BenchmarkScalable_Batch with CUCKOO_BENCH_HUGE=1); tables in the CPU
-// caches gain little. Keeping the tables apart
-// is what lets them be added without the keys; the InfiniFilter and Aleph
-// designs probe one table instead, but give every slot a variable-length
-// fingerprint (no word-at-a-time compare), rebuild the whole table at each
-// doubling, and pay the doubling in memory. The growing table borrows
-// their idea of address bits kept in the slots, only until it is grown.
+// probe each table for a chunk of keys at once with a Filter's pipeline,
+// which pays in tables larger than the CPU caches (docs/benchmarks.md has
+// the figures). Keeping the tables apart is what lets them be added
+// without the keys; the InfiniFilter and Aleph designs probe one table
+// instead, but give every slot a variable-length fingerprint (no
+// word-at-a-time compare), rebuild the whole table at each doubling, and
+// pay the doubling in memory. The growing table borrows their idea of
+// address bits kept in the slots, only until it is grown.
 //
 // # Duplicates and deletes
 //
@@ -435,7 +430,7 @@ func (s *Scalable) grow() *level {
 // Tables are probed newest (largest) first: the newest holds about half
 // the keys, the one before a quarter, and so on. An absent key probes all
 // of them; the CPU overlaps their independent loads by itself, so
-// prefetching them explicitly first was measured to gain nothing.
+// prefetching them explicitly first gains nothing.
 func (s *Scalable) ContainsHash(h uint64) bool {
 	for i := len(s.levels) - 1; i >= 0; i-- {
 		if s.levels[i].contains(h) {

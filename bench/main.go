@@ -81,6 +81,7 @@ func main() {
 		jsonOut  = flag.String("json", "", "raw results path (default: the mode's)")
 		svgDir   = flag.String("svg", "", "directory for the SVG charts (default: the mode's)")
 		notes    = flag.String("notes", "notes.md", "markdown included in the report after the targets, if the file exists")
+		docFile  = flag.String("doc", "", "with -report: rewrite the speed table of this Go file (the root package's doc.go) from the results")
 		report   = flag.String("report", "", "render the report from these results files (comma-separated: trials of the first run, plus the over-fill checks of all) and exit; measure nothing")
 		seed     = flag.Uint64("seed", 1, "seed of the keys and of the filters that take one")
 		budget   = flag.Float64("mem", 6, "GiB of keys one key set may hold in memory; larger sets are regenerated chunk by chunk")
@@ -125,6 +126,12 @@ func main() {
 				continue
 			}
 			r.merge(more)
+		}
+		if *docFile != "" {
+			if err := writeDocTable(r, *docFile); err != nil {
+				log.Fatal(err)
+			}
+			return
 		}
 		if err := writeOutputs(r, paths); err != nil {
 			log.Fatal(err)
