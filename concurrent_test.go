@@ -130,7 +130,7 @@ func TestConcurrentStress(t *testing.T) {
 			if growing {
 				capacity = 200
 			}
-			opts := append(growingOpts(rand.Uint64(), growing), cuckoo.WithFingerprintBits(shape.bits))
+			opts := append(growingOpts(testRand(t).Uint64(), growing), cuckoo.WithFingerprintBits(shape.bits))
 			c, err := cuckoo.NewConcurrent(capacity, opts...)
 			if err != nil {
 				t.Fatal(err)

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
-	"flag"
 	"io"
 	"os"
 	"path/filepath"
@@ -14,8 +13,6 @@ import (
 
 	"github.com/dedupkit/cuckoo"
 )
-
-var rewrite = flag.Bool("rewrite", false, "rewrite golden files in testdata (review the diff)")
 
 // sample builds a small filter with distinct keys and a hot key, so the
 // encoding has a table and duplicate counters.
@@ -35,15 +32,6 @@ func sample(t testing.TB, b, bits int, more ...cuckoo.Option) *cuckoo.Filter {
 		f.AddString("warm")
 	}
 	return f
-}
-
-// mustMarshal returns the encoding of a Filter, Scalable or Concurrent.
-func mustMarshal(t testing.TB, f interface{ MarshalBinary() ([]byte, error) }) []byte {
-	data, err := f.MarshalBinary()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return data
 }
 
 func TestEncodingRoundTrip(t *testing.T) {
@@ -179,13 +167,6 @@ func testDamageIsDetected(t *testing.T, data []byte) {
 // filterHeader is the size of a Filter encoding's header: the table words
 // follow it.
 const filterHeader = 72
-
-// reseal recomputes the checksum of an encoding edited by a test, so that
-// the decoder's structural checks (not the checksum) must catch the edit.
-func reseal(data []byte) []byte {
-	body := data[:len(data)-4]
-	return binary.LittleEndian.AppendUint32(bytes.Clone(body), crc32c(body))
-}
 
 // TestStructuralChecks edits header fields and the payload and re-seals the
 // checksum: the decoder must still refuse every state operations cannot
@@ -325,7 +306,7 @@ func (e errReader) Read([]byte) (int, error) { return 0, e.err }
 
 // TestGolden decodes the committed version-1 encodings: decoders must read
 // every version ever written. Write new files only for a new version, with
-// -rewrite (and keep the old files).
+// -update (and keep the old files).
 func TestGolden(t *testing.T) {
 	for _, tc := range []struct {
 		file     string
@@ -340,7 +321,7 @@ func TestGolden(t *testing.T) {
 			more = append(more, cuckoo.WithSemiSorting())
 		}
 		want := mustMarshal(t, sample(t, tc.b, tc.bits, more...))
-		if *rewrite {
+		if *update {
 			if err := os.WriteFile(path, want, 0o644); err != nil {
 				t.Fatal(err)
 			}

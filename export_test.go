@@ -1,6 +1,12 @@
 package cuckoo
 
-import "github.com/dedupkit/cuckoo/internal/hash"
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/dedupkit/cuckoo/internal/hash"
+)
 
 // Hooks for the black-box tests (package cuckoo_test).
 
@@ -49,3 +55,102 @@ func (f *Filter) BucketsForTest(key []byte) (i1, i2 uint64) {
 	i1, fp := f.locate(hash.Sum64(key, f.seed))
 	return i1, f.t.altIndex(i1, fp)
 }
+
+// CheckInvariants returns the first broken invariant of the chain or of one
+// of its tables, scanning every table.
+func (s *Scalable) CheckInvariants() error {
+	if s.levels == nil {
+		return nil
+	}
+	for _, lv := range s.levels {
+		if lv.grow != nil {
+			if j, ok := lv.grow.check(); !ok {
+				return fmt.Errorf("growing table: bucket %d holds a misplaced tag", j)
+			}
+			if n := lv.grow.t.occupiedSlots(); n != lv.grow.occupied {
+				return fmt.Errorf("growing table: %d slots occupied, %d recorded", n, lv.grow.occupied)
+			}
+		} else if err := lv.f.validate(true); err != nil {
+			return err
+		}
+	}
+	return s.validate()
+}
+
+// NewestGrowing reports whether the newest table is growing in place.
+func (s *Scalable) NewestGrowing() bool {
+	return len(s.levels) > 0 && s.levels[len(s.levels)-1].grow != nil
+}
+
+// NewestGrowingLevel returns the level of the newest table while it grows
+// in place (the halvings it has completed), or -1.
+func (s *Scalable) NewestGrowingLevel() int {
+	if !s.NewestGrowing() {
+		return -1
+	}
+	return int(s.levels[len(s.levels)-1].grow.level)
+}
+
+// OverflowCopies returns the copies counted beside full tables.
+func (s *Scalable) OverflowCopies() uint64 { return s.extra }
+
+// TableFingerprintBits returns the fingerprint width of each table, oldest
+// first.
+func (s *Scalable) TableFingerprintBits() []int {
+	var w []int
+	for _, lv := range s.levels {
+		w = append(w, int(lv.fpBits()))
+	}
+	return w
+}
+
+// TableBytes is the memory of the tables alone.
+func (s *Scalable) TableBytes() uint64 {
+	var n uint64
+	for _, lv := range s.levels {
+		n += uint64(cap(lv.table().words)) * 8
+	}
+	return n
+}
+
+// RateBound is the bound on the false-positive rate the tables' shapes
+// guarantee (the sum of each table's bound at its fill limit).
+func (s *Scalable) RateBound() float64 {
+	var b float64
+	for _, lv := range s.levels {
+		b += rateBound(lv.table().slots, lv.fpBits())
+	}
+	return b
+}
+
+// CheckInvariants checks a snapshot of the filter, as the decoder would.
+func (c *Concurrent) CheckInvariants() error {
+	f, s, err := c.snapshot()
+	switch {
+	case err != nil:
+		return err
+	case f != nil:
+		return f.validate(true)
+	}
+	if err := s.CheckInvariants(); err != nil {
+		return err
+	}
+	if len(s.levels) != c.NumTables() {
+		return errors.New("snapshot and filter differ in tables")
+	}
+	return nil
+}
+
+// Moves returns the number of fingerprints displacements have moved.
+func (c *Concurrent) Moves() uint64 {
+	var n uint64
+	if ch := c.st.Load(); ch != nil {
+		for _, t := range ch.tables {
+			n += t.moves.Load()
+		}
+	}
+	return n
+}
+
+// SnapshotPause returns how long writers waited for the last snapshot.
+func (c *Concurrent) SnapshotPause() time.Duration { return time.Duration(c.pause.Load()) }

@@ -1,10 +1,14 @@
 package cuckoo_test
 
 import (
+	"bytes"
 	"encoding/binary"
+	"flag"
 	"fmt"
 	"hash/crc32"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/dedupkit/cuckoo"
@@ -64,4 +68,96 @@ func (l layout) slotBits(bits int) int {
 		return bits - 1
 	}
 	return bits
+}
+
+// size picks a test's size: normal, in -short mode, or under the race
+// detector (which also compiles in the invariant checks). Sizes shrink;
+// bounds never loosen.
+func size(normal, short, race int) int {
+	switch {
+	case raceEnabled:
+		return race
+	case testing.Short():
+		return short
+	}
+	return normal
+}
+
+var update = flag.Bool("update", false, "rewrite the golden files of the current format version and the fuzz seed corpus (review the diff)")
+
+// mustMarshal returns the encoding of a Filter, Scalable or Concurrent.
+func mustMarshal(t testing.TB, f interface{ MarshalBinary() ([]byte, error) }) []byte {
+	data, err := f.MarshalBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
+
+// reseal recomputes the checksum of an encoding edited by a test, so that
+// the decoder's structural checks (not the checksum) must catch the edit.
+func reseal(data []byte) []byte {
+	body := data[:len(data)-4]
+	return binary.LittleEndian.AppendUint32(bytes.Clone(body), crc32c(body))
+}
+
+// golden returns the bytes of testdata/name, first writing want there
+// under -update.
+func golden(t *testing.T, name string, want []byte) []byte {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update && want != nil {
+		if err := os.WriteFile(path, want, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
+
+// writeCorpus writes the seed files of a fuzz target under -update: each
+// entry is one input, as `go test` writes a crasher.
+func writeCorpus(t *testing.T, target string, entries map[string][]any) {
+	if !*update {
+		return
+	}
+	dir := filepath.Join("testdata", "fuzz", target)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for name, values := range entries {
+		var b bytes.Buffer
+		b.WriteString("go test fuzz v1\n")
+		for _, v := range values {
+			switch v := v.(type) {
+			case []byte:
+				fmt.Fprintf(&b, "[]byte(%q)\n", v)
+			case uint8:
+				fmt.Fprintf(&b, "byte(%q)\n", v)
+			default:
+				t.Fatalf("corpus value of type %T", v)
+			}
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), b.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// fixture returns the shared value of the name, building it the first time.
+func fixture[T any](name string, build func() T) T {
+	fixtures.Lock()
+	defer fixtures.Unlock()
+	if v, ok := fixtures.m[name]; ok {
+		return v.(T)
+	}
+	if fixtures.m == nil {
+		fixtures.m = map[string]any{}
+	}
+	v := build()
+	fixtures.m[name] = v
+	return v
 }

@@ -20,19 +20,6 @@ import (
 
 var fullGrowth = flag.Bool("growth.full", false, "TestScalableGrowth: grow from 10,000 to 10 million keys in every mode (the reported figures)")
 
-// size picks a test's size: normal, in -short mode, or under the race
-// detector (which also compiles in the invariant checks). Sizes shrink;
-// bounds never loosen.
-func size(normal, short, race int) int {
-	switch {
-	case raceEnabled:
-		return race
-	case testing.Short():
-		return short
-	}
-	return normal
-}
-
 // multiset is what the model tests need of a Scalable or a Concurrent.
 type multiset interface {
 	Add([]byte) error
@@ -694,7 +681,7 @@ func TestScalableDecodeRejectsWhatOperationsCannotMake(t *testing.T) {
 // they re-encode to themselves and that today's code goes on adding to
 // them. Each was grown until its newest table grows in place past its
 // first level, so the file has a growing table. Regenerate only for a new
-// version, with -rewrite.
+// version, with -update.
 func TestScalableGolden(t *testing.T) {
 	for _, tc := range []struct {
 		file string
@@ -754,54 +741,8 @@ func decodeGrowing(t *testing.T, data []byte) (growing, ok bool) {
 	return g.NewestGrowing(), true
 }
 
-// golden returns the bytes of testdata/name, first writing want there
-// under -rewrite.
-func golden(t *testing.T, name string, want []byte) []byte {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *rewrite && want != nil {
-		if err := os.WriteFile(path, want, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return data
-}
-
-// writeCorpus writes the seed files of a fuzz target under -rewrite: each
-// entry is one input, as `go test` writes a crasher.
-func writeCorpus(t *testing.T, target string, entries map[string][]any) {
-	if !*rewrite {
-		return
-	}
-	dir := filepath.Join("testdata", "fuzz", target)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	for name, values := range entries {
-		var b bytes.Buffer
-		b.WriteString("go test fuzz v1\n")
-		for _, v := range values {
-			switch v := v.(type) {
-			case []byte:
-				fmt.Fprintf(&b, "[]byte(%q)\n", v)
-			case uint8:
-				fmt.Fprintf(&b, "byte(%q)\n", v)
-			default:
-				t.Fatalf("corpus value of type %T", v)
-			}
-		}
-		if err := os.WriteFile(filepath.Join(dir, name), b.Bytes(), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
-
 // TestFuzzCorpus writes the checked-in seeds of the decoder fuzz targets
-// and of the Scalable and Concurrent operation targets (with -rewrite),
+// and of the Scalable and Concurrent operation targets (with -update),
 // and checks they are there.
 func TestFuzzCorpus(t *testing.T) {
 	filters := map[string][]any{"empty": {[]byte{}}, "magic-only": {[]byte("CKOO")}}
@@ -873,7 +814,7 @@ func TestFuzzCorpus(t *testing.T) {
 	})
 	for _, target := range []string{"FuzzDecode", "FuzzDecodeScalable", "FuzzDecodeConcurrent", "FuzzScalableOperations", "FuzzConcurrentOperations", "FuzzScalableBatch"} {
 		if files, _ := os.ReadDir(filepath.Join("testdata", "fuzz", target)); len(files) == 0 {
-			t.Errorf("no seed corpus for %s: run go test -run TestFuzzCorpus -rewrite", target)
+			t.Errorf("no seed corpus for %s: run go test -run TestFuzzCorpus -update", target)
 		}
 	}
 }
@@ -1024,21 +965,6 @@ func fuzzOps(t *testing.T, s multiset, ops []byte, growing bool) {
 var fixtures struct {
 	sync.Mutex
 	m map[string]any
-}
-
-// fixture returns the shared value of the name, building it the first time.
-func fixture[T any](name string, build func() T) T {
-	fixtures.Lock()
-	defer fixtures.Unlock()
-	if v, ok := fixtures.m[name]; ok {
-		return v.(T)
-	}
-	if fixtures.m == nil {
-		fixtures.m = map[string]any{}
-	}
-	v := build()
-	fixtures.m[name] = v
-	return v
 }
 
 // grownScalable returns a shared Scalable grown from n/1000 to n keys
