@@ -232,18 +232,46 @@ func hashKeys(keys [][]byte, seed uint64, hs *[batchChunk]uint64) []uint64 {
 	return hs[:len(keys)]
 }
 
-// keepMisses records the hashes a table reported (res[k]) as found at
-// their indexes at[k], and moves the others to the front of rest and at,
-// returning how many are left.
-func keepMisses(found []bool, rest []uint64, at []uint16, res []bool) int {
+// chainProbe looks hashes up in a chain of tables probed newest first, as
+// a Scalable's or a Concurrent's batch lookups do: each table is asked
+// only about the hashes no newer table reported. Its buffers take about
+// 3 KiB, on the caller's stack.
+type chainProbe struct {
+	rest  [batchChunk]uint64 // hashes no table has reported yet
+	at    [batchChunk]uint16 // their indexes in the caller's hashes
+	res   [batchChunk]bool
+	n     int
+	found []bool
+}
+
+// start begins a lookup of hs (at most batchChunk), whose answers go to
+// found, cleared.
+func (p *chainProbe) start(hs []uint64, found []bool) {
+	clear(found)
+	p.found = found
+	p.n = copy(p.rest[:], hs)
+	for k := range p.n {
+		p.at[k] = uint16(k)
+	}
+}
+
+// next returns the hashes still to look up and where the next table's
+// answers go, or false when none is left.
+func (p *chainProbe) next() (hs []uint64, res []bool, ok bool) {
+	return p.rest[:p.n], p.res[:p.n], p.n > 0
+}
+
+// record takes a table's answers: the hashes it reported are found, the
+// others move to the front of rest.
+func (p *chainProbe) record() {
 	m := 0
-	for k := range rest {
-		if res[k] {
-			found[at[k]] = true
+	for k := range p.n {
+		if p.res[k] {
+			p.found[p.at[k]] = true
 			continue
 		}
-		rest[m], at[m] = rest[k], at[k]
+		p.rest[m], p.at[m] = p.rest[k], p.at[k]
 		m++
 	}
-	return m
+	p.n = m
 }

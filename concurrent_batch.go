@@ -46,19 +46,15 @@ func (c *Concurrent) ContainsHashBatch(hashes []uint64, found []bool) {
 
 // containsChunk is ContainsHashBatch for at most batchChunk hashes.
 func (ch *cchain) containsChunk(hs []uint64, found []bool) {
-	clear(found)
-	var (
-		rest [batchChunk]uint64 // hashes no table has reported yet
-		at   [batchChunk]uint16 // their indexes in hs
-		res  [batchChunk]bool
-	)
-	n := copy(rest[:], hs)
-	for k := range n {
-		at[k] = uint16(k)
-	}
-	for i := len(ch.tables) - 1; i >= 0 && n > 0; i-- {
-		ch.tables[i].hasBatch(rest[:n], res[:n])
-		n = keepMisses(found, rest[:n], at[:n], res[:n])
+	var p chainProbe
+	p.start(hs, found)
+	for i := len(ch.tables) - 1; i >= 0; i-- {
+		rest, res, ok := p.next()
+		if !ok {
+			return
+		}
+		ch.tables[i].hasBatch(rest, res)
+		p.record()
 	}
 }
 

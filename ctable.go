@@ -452,10 +452,7 @@ func (c *ctable) add(i1, fp, i2 uint64, kind addKind) addResult {
 	if kind == addMulti && !c.growing && c.addFast(i1, fp, i2) {
 		return added
 	}
-	a, b := c.lock2(i1, i2)
-	r, done := c.addLocked(i1, fp, i2, kind, false)
-	unlock2(a, b)
-	if done {
+	if r, done := c.addUnderLocks(i1, fp, i2, kind, false); done {
 		return r
 	}
 	return c.addSlow(i1, fp, i2, kind)
@@ -516,18 +513,20 @@ func (c *ctable) addSlow(i1, fp, i2 uint64, kind addKind) addResult {
 			if !c.growing {
 				return noRoom
 			}
-			a, b := c.lock2(i1, i2)
-			r, _ := c.addLocked(i1, fp, i2, kind, true)
-			unlock2(a, b)
+			r, _ := c.addUnderLocks(i1, fp, i2, kind, true)
 			return r
 		}
-		a, b := c.lock2(i1, i2)
-		r, done := c.addLocked(i1, fp, i2, kind, false)
-		unlock2(a, b)
-		if done {
+		if r, done := c.addUnderLocks(i1, fp, i2, kind, false); done {
 			return r
 		}
 	}
+}
+
+// addUnderLocks is addLocked with the stripes of i1 and i2 locked.
+func (c *ctable) addUnderLocks(i1, fp, i2 uint64, kind addKind, overflow bool) (addResult, bool) {
+	a, b := c.lock2(i1, i2)
+	defer unlock2(a, b)
+	return c.addLocked(i1, fp, i2, kind, overflow)
 }
 
 // addLocked is one attempt of add, with the stripes of i1 and i2 locked.

@@ -36,23 +36,19 @@ func (s *Scalable) ContainsHashBatch(hashes []uint64, found []bool) {
 
 // containsChunk is ContainsHashBatch for at most batchChunk hashes.
 func (s *Scalable) containsChunk(hs []uint64, found []bool) {
-	clear(found)
-	var (
-		rest [batchChunk]uint64 // hashes no table has reported yet
-		at   [batchChunk]uint16 // their indexes in hs
-		res  [batchChunk]bool
-	)
-	n := copy(rest[:], hs)
-	for k := range n {
-		at[k] = uint16(k)
-	}
-	for i := len(s.levels) - 1; i >= 0 && n > 0; i-- {
-		if lv := s.levels[i]; lv.grow != nil {
-			lv.grow.containsBatch(rest[:n], res[:n])
-		} else {
-			lv.f.ContainsHashBatch(rest[:n], res[:n])
+	var p chainProbe
+	p.start(hs, found)
+	for i := len(s.levels) - 1; i >= 0; i-- {
+		rest, res, ok := p.next()
+		if !ok {
+			return
 		}
-		n = keepMisses(found, rest[:n], at[:n], res[:n])
+		if lv := s.levels[i]; lv.grow != nil {
+			lv.grow.containsBatch(rest, res)
+		} else {
+			lv.f.ContainsHashBatch(rest, res)
+		}
+		p.record()
 	}
 }
 
