@@ -1,0 +1,194 @@
+package cuckoo
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/dedupkit/cuckoo/internal/codec"
+)
+
+// snapshot copies the state: a Filter for a fixed-capacity filter, a
+// Scalable for a growing one. Writers wait while the tables are copied;
+// readers do not.
+func (c *Concurrent) snapshot() (*Filter, *Scalable, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	ch := c.st.Load()
+	if ch == nil {
+		return nil, nil, errors.New("cuckoo: the zero Concurrent has no table to encode")
+	}
+	// A delete may have emptied the oldest table and not released it yet
+	// (it waits for mu): release it now, as the encoding must not hold it.
+	if ts := dropLeading(ch.tables); len(ts) != len(ch.tables) {
+		ch = ch.with(ts)
+		c.publish(ch)
+	}
+	// Memory first, while writers go on; the table sizes cannot change
+	// while mu is held.
+	bufs := make([][]uint64, len(ch.tables))
+	for i, t := range ch.tables {
+		bufs[i] = t.snapshotBuffer()
+	}
+	start := time.Now()
+	for _, t := range ch.tables {
+		t.exclusive()
+	}
+	defer func() {
+		for i := len(ch.tables) - 1; i >= 0; i-- {
+			ch.tables[i].endExclusive()
+		}
+		c.pause.Store(int64(time.Since(start)))
+	}()
+	if ch.grow == nil {
+		f, _ := ch.tables[0].snapshotLocked(bufs[0])
+		return f, nil, nil
+	}
+	s := &Scalable{g: *ch.grow, seed: ch.seed, maxKicks: ch.maxKicks}
+	for i, t := range ch.tables {
+		f, over := t.snapshotLocked(bufs[i])
+		lv := &level{f: *f, gen: t.gen, limit: t.limit, over: over}
+		for _, v := range over {
+			lv.nOver += v
+		}
+		s.extra += lv.nOver
+		s.levels = append(s.levels, lv)
+	}
+	return nil, s, nil
+}
+
+// MarshalBinary encodes a consistent snapshot of the filter: as a Filter
+// (kind 1) for a fixed-capacity filter, as a Scalable (kind 2) for a
+// growing one. It allocates a copy of the tables.
+func (c *Concurrent) MarshalBinary() ([]byte, error) {
+	f, s, err := c.snapshot()
+	if err != nil {
+		return nil, err
+	}
+	if f != nil {
+		return f.MarshalBinary()
+	}
+	return s.MarshalBinary()
+}
+
+// WriteTo writes the encoding of a consistent snapshot of the filter to w
+// (see [Concurrent.MarshalBinary]) and returns the number of bytes written.
+// Writers wait only while the tables are copied in memory, not during the
+// writes to w.
+func (c *Concurrent) WriteTo(w io.Writer) (int64, error) {
+	f, s, err := c.snapshot()
+	if err != nil {
+		return 0, err
+	}
+	if f != nil {
+		return f.WriteTo(w)
+	}
+	return s.WriteTo(w)
+}
+
+// UnmarshalBinary replaces the filter's state with one encoded by a
+// Concurrent, a Filter (kind 1: a fixed-capacity filter) or a Scalable
+// (kind 2: a growing one). A Concurrent's tables do not grow in place: a
+// Scalable's newest table, if it is growing, is loaded at its full size
+// (the memory a Concurrent with WithGrowth gives a new table), so the
+// encoding of the result differs from the one loaded. Damaged data gives
+// an error wrapping [ErrCorrupt]; an encoding with semi-sorted buckets
+// gives one wrapping [ErrInvalidParameter]. On error the filter is
+// unchanged.
+func (c *Concurrent) UnmarshalBinary(data []byte) error {
+	var kind byte
+	if len(data) > 6 {
+		kind = data[6]
+	}
+	d := codec.NewBytesDecoder(data)
+	ch, err := decodeChain(d, kind)
+	if err == nil {
+		err = d.ExpectEnd()
+	}
+	if err != nil {
+		return decodeError(err)
+	}
+	return c.replace(ch)
+}
+
+// decodeError is corrupt, except for a valid encoding Concurrent cannot
+// take.
+func decodeError(err error) error {
+	if errors.Is(err, errSemiConcurrent) {
+		return err
+	}
+	return corrupt(err)
+}
+
+// ReadFrom replaces the filter's state with one read from r (see
+// [Concurrent.UnmarshalBinary]) and returns the number of bytes read. It
+// reads exactly the encoding.
+func (c *Concurrent) ReadFrom(r io.Reader) (int64, error) {
+	var head [8]byte
+	n, err := io.ReadFull(r, head[:])
+	if err != nil {
+		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+			err = codec.ErrTruncated
+		}
+		return int64(n), corrupt(err)
+	}
+	d := codec.NewDecoder(io.MultiReader(bytes.NewReader(head[:]), r))
+	ch, err := decodeChain(d, head[6])
+	if err != nil {
+		return d.Read(), decodeError(err)
+	}
+	return d.Read(), c.replace(ch)
+}
+
+// decodeChain decodes a Filter or a Scalable, by kind, into a chain.
+func decodeChain(d *codec.Decoder, kind byte) (*cchain, error) {
+	if kind == kindScalable {
+		s, err := decodeScalable(d)
+		if err != nil {
+			return nil, err
+		}
+		if s.g.semi {
+			return nil, errSemiConcurrent
+		}
+		g := s.g
+		ch := &cchain{seed: s.seed, maxKicks: s.maxKicks, grow: &g}
+		for i, lv := range s.levels {
+			if lv.grow != nil {
+				// A Concurrent's tables are plain: the growing one takes
+				// its full size, as it would have in a chain that doubles.
+				lv.grow.growToFull()
+				lv.finishGrowing(s.seed, s.maxKicks)
+			}
+			state := tableSealed
+			if i == len(s.levels)-1 {
+				state = tableOpen
+			}
+			t := ctableFrom(&lv.f, lv.over, lv.gen, lv.limit, state)
+			t.growing = true
+			ch.tables = append(ch.tables, t)
+		}
+		return ch, nil
+	}
+	f, err := decodeFilter(d) // rejects any other kind
+	if err != nil {
+		return nil, err
+	}
+	if f.t.semi {
+		return nil, errSemiConcurrent
+	}
+	ch := &cchain{seed: f.seed, maxKicks: f.maxKicks}
+	ch.tables = []*ctable{ctableFrom(f, nil, 0, f.t.numBuckets*f.t.slots, tableOpen)}
+	return ch, nil
+}
+
+var errSemiConcurrent = fmt.Errorf("%w: Concurrent does not support semi-sorted buckets", ErrInvalidParameter)
+
+func (c *Concurrent) replace(ch *cchain) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	ch.epoch = c.epoch.Add(1)
+	c.publish(ch)
+	return nil
+}
