@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/dedupkit/cuckoo"
+	"github.com/dedupkit/cuckoo/internal/hash"
 )
 
 // Benchmarks, named so benchstat can group them:
@@ -322,3 +323,64 @@ func hugeFilter(b *testing.B, s benchShape, thp bool) *cuckoo.Filter {
 	cache.filters[hs] = f
 	return f
 }
+
+// BenchmarkFilter_ContainsHashFloor puts one-at-a-time ContainsHash of
+// present keys beside the least any two-bucket lookup costs on this
+// machine: a loop that, per key, reads two independent random words of a
+// table of the same size and combines them (floor). The ratio of the two
+// is how far the lookup is from the memory floor at each size; 10^8 keys
+// (about 200 MiB at f = 16) run with CUCKOO_BENCH_HUGE=1.
+//
+//	go test -run '^$' -bench ContainsHashFloor -count 6
+func BenchmarkFilter_ContainsHashFloor(b *testing.B) {
+	sizes := []uint64{1_000_000, 10_000_000}
+	if os.Getenv("CUCKOO_BENCH_HUGE") != "" {
+		sizes = append(sizes, 100_000_000)
+	}
+	const probes = 1 << 20
+	for _, n := range sizes {
+		for _, bits := range []int{8, 16} {
+			s := benchShape{n, 4, bits, false}
+			b.Run(s.String()+"/impl=ContainsHash", func(b *testing.B) {
+				f := hugeFilter(b, s, true)
+				hs := make([]uint64, probes)
+				for i := range hs {
+					hs[i] = hash.Sum64(key(0, hash.Mix64(uint64(i))%n), f.Seed())
+				}
+				found := 0
+				i := 0
+				for b.Loop() {
+					if f.ContainsHash(hs[i&(probes-1)]) {
+						found++
+					}
+					i++
+				}
+				if found != i {
+					b.Fatalf("%d of %d present keys found", found, i)
+				}
+			})
+			b.Run(s.String()+"/impl=floor", func(b *testing.B) {
+				f := hugeFilter(b, s, true)
+				words := make([]uint64, f.TableBytes()/8)
+				for i := range words {
+					words[i] = hash.Mix64(uint64(i))
+				}
+				m := uint64(len(words))
+				hs := make([]uint64, probes)
+				for i := range hs {
+					hs[i] = hash.Mix64(uint64(i) + 1)
+				}
+				var sink uint64
+				i := 0
+				for b.Loop() {
+					h := hs[i&(probes-1)]
+					sink += words[(h>>32)*m>>32] ^ words[uint64(uint32(h))*m>>32]
+					i++
+				}
+				floorSink = sink
+			})
+		}
+	}
+}
+
+var floorSink uint64

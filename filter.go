@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/bits"
 
+	"github.com/dedupkit/cuckoo/internal/addr"
 	"github.com/dedupkit/cuckoo/internal/hash"
 	"github.com/dedupkit/cuckoo/internal/invariants"
 )
@@ -250,32 +251,42 @@ func (f *Filter) addDup(k uint64) {
 // [Filter.AddHash]).
 func (f *Filter) ContainsHash(h uint64) bool {
 	t := &f.t
-	if t.aligned {
-		// The commonest shapes (4 slots of 8 or 16 bits, 2 of 16 or 32, 8
-		// of 8), written out so the lookup is one call: one load and one
-		// SWAR step per bucket.
-		i1, fp := f.locate(h)
-		i2 := t.altIndex(i1, fp)
-		rep := fp * t.laneLow
-		x := t.alignedBucket(i1) ^ rep
-		y := t.alignedBucket(i2) ^ rep
-		return zeroLanes(x, t.laneRest, t.laneHigh)|zeroLanes(y, t.laneRest, t.laneHigh) != 0
+	if !t.fastLookup {
+		return f.containsHashGeneral(h)
 	}
-	if t.windows == 1 && !t.semi {
-		// Other plain buckets of at most 64 bits: two loads per bucket.
-		i1, fp := f.locate(h)
-		i2 := t.altIndex(i1, fp)
-		rep := fp * t.laneLow
-		x := t.window(i1*t.bucketBits) ^ rep
-		y := t.window(i2*t.bucketBits) ^ rep
-		return zeroLanes(x, t.laneRest, t.laneHigh)|zeroLanes(y, t.laneRest, t.laneHigh) != 0
-	}
+	// The common shapes (fastLookup: buckets of 32 or 64 bits, one
+	// segment): both bucket words are loaded before anything is compared,
+	// with no call, no branch and no bounds check between the hash and the
+	// loads, so that the CPU can keep the cache misses of many lookups in
+	// flight. The test is the classic any-zero-lane one: (x − low) &^ x &
+	// high is non-zero exactly when some lane of x is zero (a borrow only
+	// runs up from a zero lane, so only lanes above a true zero can be
+	// reported falsely), which is all a lookup asks. The bits above a 32-bit
+	// bucket are the next bucket's, outside the high mask.
+	m, low := t.numBuckets, t.laneLow
+	i1 := addr.Bucket(h, m)
+	fp := addr.Fingerprint(h, t.fpMask)
+	i2 := addr.Alt(i1, fp, m)
+	x := t.alignedBucketFast(i1) ^ fp*low
+	y := t.alignedBucketFast(i2) ^ fp*low
+	return ((x-low)&^x|(y-low)&^y)&t.laneHigh != 0
+}
+
+// containsHashGeneral is ContainsHash for every other shape.
+func (f *Filter) containsHashGeneral(h uint64) bool {
+	t := &f.t
 	if t.numBuckets == 0 {
 		return false
 	}
 	i1, fp := f.locate(h)
 	i2 := t.altIndex(i1, fp)
-	if t.semiOneWindow {
+	switch {
+	case t.aligned:
+		rep := fp * t.laneLow
+		x := t.alignedBucket(i1) ^ rep
+		y := t.alignedBucket(i2) ^ rep
+		return zeroLanes(x, t.laneRest, t.laneHigh)|zeroLanes(y, t.laneRest, t.laneHigh) != 0
+	case t.semiOneWindow:
 		// Both buckets read before either is decoded.
 		return t.semiHasEither(t.window(i1*t.bucketBits), t.window(i2*t.bucketBits), fp)
 	}

@@ -2,6 +2,7 @@ package cuckoo
 
 import (
 	"math/bits"
+	"unsafe"
 
 	"github.com/dedupkit/cuckoo/internal/addr"
 )
@@ -52,6 +53,7 @@ type table struct {
 	// laneMasks; the last* masks describe the last window of a bucket.
 	windows                     uint64 // windows per bucket
 	aligned                     bool   // windows == 1 and 64%bucketBits == 0: buckets never straddle words
+	fastLookup                  bool   // aligned, plain and one segment: Filter.ContainsHash's inlined path
 	bucketShift                 uint64 // log2(bucketBits) when aligned: bucket i starts at bit i<<bucketShift
 	lanes                       uint64 // lanes per window but the last
 	laneLow, laneHigh, laneRest uint64
@@ -100,7 +102,13 @@ func tableLayout(numBuckets, slots, fpBits uint64, semi bool) table {
 	if semi {
 		t.semiLayout()
 	}
+	t.setFastLookup()
 	return t
+}
+
+// setFastLookup decides whether lookups take the inlined path.
+func (t *table) setFastLookup() {
+	t.fastLookup = t.aligned && !t.semi && t.segments == 1 && t.numBuckets > 0
 }
 
 // newWords returns n zero words for a table, in an allocation that no
@@ -112,6 +120,7 @@ func newWords(n uint64) []uint64 { return padded[uint64](n, 0) }
 // invariants for what n must satisfy).
 func (t *table) segment(n uint64) {
 	t.segments, t.segBuckets = n, t.numBuckets/n
+	t.setFastLookup()
 }
 
 // payloadWords is the number of words the packed buckets take, padding
@@ -130,6 +139,15 @@ func (t *table) window(p uint64) uint64 { return loadWindow(t.words, p) }
 func (t *table) alignedBucket(i uint64) uint64 {
 	p := i << (t.bucketShift & 63)
 	return t.words[p>>6] >> (p & 63)
+}
+
+// alignedBucketFast is alignedBucket without the bounds check: i must be
+// below numBuckets (the table's invariants then put the word in words).
+// It lets the lookup that inlines it read both buckets with no branch.
+func (t *table) alignedBucketFast(i uint64) uint64 {
+	p := i << (t.bucketShift & 63)
+	w := *(*uint64)(unsafe.Add(unsafe.Pointer(unsafe.SliceData(t.words)), p>>6<<3))
+	return w >> (p & 63)
 }
 
 // holds reports whether bucket i holds fp.
