@@ -718,7 +718,8 @@ var scratchPool = sync.Pool{New: func() any {
 // false when there is no such chain; true when it freed a slot, or when
 // another writer got in the way and the insert should simply look again.
 func (c *ctable) makeRoom(i1, i2 uint64, sc *scratch) bool {
-	q, end, ok := searchRoom(searchTarget{t: &c.t, shared: c}, sc.q, &sc.lines, i1, i2, 4*c.maxKicks)
+	q, lines, end, ok := searchRoom(searchTarget{t: &c.t, shared: c}, sc.q, sc.lines, i1, i2, 4*c.maxKicks)
+	sc.lines = lines[:0]
 	sc.q = q[:0]
 	if ok {
 		c.shift(q, end)

@@ -418,8 +418,7 @@ func (f *Filter) searchPath(i1, i2, fp uint64) bool {
 		f.search = make([]searchNode, 0, searchBudget)
 	}
 	var lineBuf [searchBudget]uint64 // on the stack: no memory held between inserts
-	lines := lineBuf[:0]
-	q, end, ok := searchRoom(searchTarget{t: &f.t}, f.search, &lines, i1, i2, min(2*f.maxKicks, searchBudget))
+	q, _, end, ok := searchRoom(searchTarget{t: &f.t}, f.search, lineBuf[:0], i1, i2, min(2*f.maxKicks, searchBudget))
 	f.search = q[:0]
 	if ok {
 		placeChain(&f.t, q, end, fp, fp)

@@ -694,3 +694,31 @@ func TestSegments(t *testing.T) {
 		}
 	}
 }
+
+// TestAddNearCapacityAllocatesNothing: inserts that must search for room
+// (the last keys before capacity) allocate nothing but the growth of the
+// random walk's path, which the filter keeps for the next walk (at most
+// one doubling per power of two of MaxKicks), for every layout.
+func TestAddNearCapacityAllocatesNothing(t *testing.T) {
+	for _, l := range layouts {
+		const n = 20_000
+		f, err := cuckoo.New(n, l.opts(13, cuckoo.WithSeed(7))...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		i := uint64(0)
+		for ; i < n*9/10; i++ {
+			f.Add(key(0, i))
+		}
+		a := testing.AllocsPerRun(1, func() {
+			for end := i + n/20; i < end; i++ {
+				if err := f.Add(key(0, i)); err != nil {
+					t.Fatal(err)
+				}
+			}
+		})
+		if a > 10 {
+			t.Errorf("%v: %v allocations for %d inserts near capacity", l, a, n/20)
+		}
+	}
+}

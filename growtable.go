@@ -311,8 +311,7 @@ func (g *growTable) place(h uint64, maxKicks int) bool {
 		return t.insert(j1, tag1)
 	}
 	var lineBuf [growSearch]uint64 // on the stack
-	lines := lineBuf[:0]
-	q, end, ok := searchRoom(searchTarget{t: t, grow: g}, g.queue, &lines, j1, j2, min(2*maxKicks, growSearch))
+	q, _, end, ok := searchRoom(searchTarget{t: t, grow: g}, g.queue, lineBuf[:0], j1, j2, min(2*maxKicks, growSearch))
 	g.queue = q[:0]
 	if ok {
 		placeChain(t, q, end, tag1, tag2)

@@ -84,9 +84,9 @@ func (s searchTarget) prefetch(lines []uint64) {
 // its parents. A node whose slot reads empty (a Concurrent's table changes
 // while it is searched) ends the chain at its parent, whose move needs no
 // further room; end is then -1 for a root: the key's bucket has room.
-// *lines is scratch for the word indexes of a level, kept there grown; with
-// a capacity of budget the search allocates nothing.
-func searchRoom(s searchTarget, q []searchNode, lines *[]uint64, i1, i2 uint64, budget int) (_ []searchNode, end int, ok bool) {
+// lines is scratch for the word indexes of a level, returned as it grew;
+// with a capacity of budget the search allocates nothing.
+func searchRoom(s searchTarget, q []searchNode, lines []uint64, i1, i2 uint64, budget int) (_ []searchNode, _ []uint64, end int, ok bool) {
 	t := s.t
 	q = q[:0]
 	for _, b := range [2]uint64{i1, i2} {
@@ -96,26 +96,25 @@ func searchRoom(s searchTarget, q []searchNode, lines *[]uint64, i1, i2 uint64, 
 	}
 	for lo := 0; lo < len(q); {
 		hi := len(q)
-		ls := (*lines)[:0]
+		lines = lines[:0]
 		for k := lo; k < hi; k++ {
 			n := &q[k]
 			alt, altV := s.other(uint64(n.bucket), uint64(n.tag))
 			n.alt, n.altTag = uint32(alt), uint32(altV)
-			ls = append(ls, alt*t.bucketBits>>6)
+			lines = append(lines, alt*t.bucketBits>>6)
 		}
-		*lines = ls
-		s.prefetch(ls)
+		s.prefetch(lines)
 		for k := lo; k < hi; k++ {
 			n := &q[k]
 			switch {
 			case n.tag == 0:
-				return q, int(n.parent), true
+				return q, lines, int(n.parent), true
 			case onChain(q, k, n.alt):
 				// Moving into a bucket the chain uses would undo it: not
 				// to be expanded.
 				n.alt = n.bucket
 			case s.hasRoom(uint64(n.alt)):
-				return q, k, true
+				return q, lines, k, true
 			}
 		}
 		for k := lo; k < hi; k++ {
@@ -126,7 +125,7 @@ func searchRoom(s searchTarget, q []searchNode, lines *[]uint64, i1, i2 uint64, 
 		}
 		lo = hi
 	}
-	return q, -1, false
+	return q, lines, -1, false
 }
 
 // onChain reports whether bucket b is one of the buckets on the chain from

@@ -27,7 +27,9 @@
 package hash
 
 import (
+	"encoding/binary"
 	"math/bits"
+	"unsafe"
 
 	"github.com/zeebo/xxh3"
 )
@@ -35,14 +37,73 @@ import (
 // Sum64 returns XXH3-64 of p with the given seed. It reads p and never
 // retains it; it allocates nothing. Equal (p, seed) pairs give equal
 // results on every platform.
-func Sum64(p []byte, seed uint64) uint64 { return xxh3.HashSeed(p, seed) }
+//
+// Keys of up to 16 bytes, the commonest in filters, take XXH3's short
+// paths written out here (from the specification, doc/xxhash_spec.md),
+// which spare them the general function's dispatch; longer ones go to
+// github.com/zeebo/xxh3. The test vectors pin both.
+func Sum64(p []byte, seed uint64) uint64 {
+	if len(p) <= 16 {
+		return short(p, seed)
+	}
+	return xxh3.HashSeed(p, seed)
+}
 
 // Sum64String is [Sum64] of the bytes of s, without copying or allocating.
-func Sum64String(s string, seed uint64) uint64 { return xxh3.HashStringSeed(s, seed) }
+func Sum64String(s string, seed uint64) uint64 {
+	if len(s) <= 16 {
+		return short(unsafe.Slice(unsafe.StringData(s), len(s)), seed)
+	}
+	return xxh3.HashStringSeed(s, seed)
+}
 
-// secret8xor16 is the XOR of the little-endian words at bytes 8 and 16 of
-// XXH3's default secret, the constant of its 4-to-8-byte path.
-const secret8xor16 = 0xc73ab174c5ecd5a2
+// XORs of little-endian words of XXH3's default secret (its first bytes,
+// from the specification), the constants of its short paths: bytes 0 and 4
+// (32-bit), 8 and 16, 24 and 32, 40 and 48, 56 and 64.
+const (
+	secret0xor4   = 0x87275a9b
+	secret8xor16  = 0xc73ab174c5ecd5a2
+	secret24xor32 = 0x6782737bea4239b9
+	secret40xor48 = 0xaf56bc3b0996523a
+	secret56xor64 = 0x8726f9105dc21ddc
+)
+
+// short is XXH3-64 of p, len(p) <= 16, with seed.
+func short(p []byte, seed uint64) uint64 {
+	n := uint64(len(p))
+	switch {
+	case n > 8:
+		lo := binary.LittleEndian.Uint64(p) ^ (secret24xor32 + seed)
+		hi := binary.LittleEndian.Uint64(p[n-8:]) ^ (secret40xor48 - seed)
+		h, l := bits.Mul64(lo, hi)
+		return avalanche(n + bits.ReverseBytes64(lo) + hi + (h ^ l))
+	case n >= 4:
+		seed ^= uint64(bits.ReverseBytes32(uint32(seed))) << 32
+		in := uint64(binary.LittleEndian.Uint32(p[n-4:])) + uint64(binary.LittleEndian.Uint32(p))<<32
+		return rrmxmx(in^(secret8xor16-seed), n)
+	case n > 0:
+		c := uint64(p[0])<<16 | uint64(p[n>>1])<<24 | uint64(p[n-1]) | n<<8
+		return avalanche64(c ^ (secret0xor4 + seed))
+	}
+	return avalanche64(seed ^ secret56xor64)
+}
+
+// avalanche is XXH3's final mix.
+func avalanche(h uint64) uint64 {
+	h ^= h >> 37
+	h *= 0x165667919e3779f9
+	return h ^ h>>32
+}
+
+// avalanche64 is XXH64's final mix, which XXH3 uses for inputs of 0 to 3
+// bytes.
+func avalanche64(h uint64) uint64 {
+	h ^= h >> 33
+	h *= 0xc2b2ae3d27d4eb4f
+	h ^= h >> 29
+	h *= 0x165667b19e3779f9
+	return h ^ h>>32
+}
 
 // Sum64Uint64 is [Sum64] of the 8-byte little-endian encoding of v,
 // computed without building the bytes: XXH3's path for inputs of 4 to 8

@@ -7,6 +7,8 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
+
+	"github.com/zeebo/xxh3"
 )
 
 // sanityBuffer is the input of xxHash's published test vectors
@@ -106,6 +108,24 @@ func TestIssue16LengthCancelled(t *testing.T) {
 	for seed := range uint64(1000) {
 		if Sum64String("1000", seed) == Sum64String("10000", seed) {
 			t.Fatalf(`"1000" and "10000" collide with seed %d`, seed)
+		}
+	}
+}
+
+// TestShortMatchesXXH3 checks the short paths written out here against
+// github.com/zeebo/xxh3 for every length up to 16 and many seeds.
+func TestShortMatchesXXH3(t *testing.T) {
+	r := rand.New(rand.NewPCG(9, 10))
+	p := make([]byte, 16)
+	for range 20000 {
+		for i := range p {
+			p[i] = byte(r.Uint32())
+		}
+		seed := r.Uint64()
+		for n := 0; n <= 16; n++ {
+			if got, want := short(p[:n], seed), xxh3.HashSeed(p[:n], seed); got != want {
+				t.Fatalf("len %d seed %#x: %#x, XXH3 gives %#x", n, seed, got, want)
+			}
 		}
 	}
 }
@@ -273,5 +293,23 @@ func TestBitsBalanced(t *testing.T) {
 		if math.Abs(float64(c)-n/2) > 6*128 {
 			t.Errorf("output bit %d set %d times of %d", b, c, n)
 		}
+	}
+}
+
+// BenchmarkShortVsLibrary compares the short paths written out here with
+// github.com/zeebo/xxh3's general function, in one run.
+func BenchmarkShortVsLibrary(b *testing.B) {
+	for _, n := range []int{8, 16} {
+		p := make([]byte, n)
+		b.Run("len="+itoa(n)+"/impl=short", func(b *testing.B) {
+			for b.Loop() {
+				sink += Sum64(p, sink)
+			}
+		})
+		b.Run("len="+itoa(n)+"/impl=xxh3", func(b *testing.B) {
+			for b.Loop() {
+				sink += xxh3.HashSeed(p, sink)
+			}
+		})
 	}
 }
