@@ -133,7 +133,7 @@ func TestCapacityFits(t *testing.T) {
 	if !raceEnabled {
 		sizes = append(sizes, 65536, 100_001)
 	}
-	if !testing.Short() {
+	if !testing.Short() && !raceEnabled {
 		sizes = append(sizes, 1_000_003)
 	}
 	for _, l := range layouts {
@@ -173,7 +173,7 @@ func TestCapacityFits(t *testing.T) {
 // 0.989.
 func TestFirstFailureLoad(t *testing.T) {
 	n := uint64(1_000_000)
-	if testing.Short() {
+	if testing.Short() || raceEnabled {
 		n = 100_000
 	}
 	for _, tc := range []struct {
@@ -313,8 +313,11 @@ func TestDuplicatesWithoutLimit(t *testing.T) {
 // is under 5% of the rate, which keeps the second bound meaningful; short
 // mode probes fewer keys and checks the 5-sigma band only.
 func TestFalsePositiveRate(t *testing.T) {
+	// -short and the race detector (which slows lookups tenfold) take
+	// fewer keys and probes; the bound stays 5 sigma.
+	quick := testing.Short() || raceEnabled
 	n := uint64(1_000_000)
-	if testing.Short() {
+	if quick {
 		n = 200_000
 	}
 	for _, l := range layouts {
@@ -334,7 +337,7 @@ func TestFalsePositiveRate(t *testing.T) {
 				expected := f.FalsePositiveRate()
 				theory := 2 * float64(b) * load / (math.Exp2(float64(bits)) - 1)
 				probes := uint64(math.Ceil(10000 / expected)) // 5 sigma ~ 5% of the rate
-				if testing.Short() {
+				if quick {
 					probes = uint64(math.Ceil(200 / expected))
 				}
 				probes = max(probes, 1_000_000)
@@ -350,7 +353,7 @@ func TestFalsePositiveRate(t *testing.T) {
 				if math.Abs(got-expected) > 5*sigma {
 					t.Errorf("measured %.4g, expected %.4g ± %.2g (5 sigma)", got, expected, 5*sigma)
 				}
-				if !testing.Short() && got > 1.10*theory {
+				if !quick && got > 1.10*theory {
 					t.Errorf("measured %.4g is more than 10%% above %.4g", got, theory)
 				}
 			})
