@@ -2,10 +2,12 @@ module github.com/dedupkit/cuckoo
 
 go 1.24
 
-require github.com/zeebo/xxh3 v1.1.0
+require (
+	github.com/restic/chunker v0.4.0
+	github.com/zeebo/xxh3 v1.1.0
+)
 
 require (
 	github.com/klauspost/cpuid/v2 v2.2.10 // indirect
-	github.com/restic/chunker v0.4.0 // indirect
 	golang.org/x/sys v0.30.0 // indirect
 )
