@@ -157,3 +157,42 @@ func TestIndexModel(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkIndexSplit is the time of one split of a table at its maximum
+// load: the longest a split holds readers off.
+func BenchmarkIndexSplit(b *testing.B) {
+	f := &fakeIndex{ix: newIndex(1), seed: 1}
+	loc := uint64(1)
+	for ; loc <= 1_000_000; loc++ {
+		f.insert(loc)
+	}
+	b.ResetTimer()
+	for b.Loop() {
+		b.StopTimer()
+		for !f.ix.full() {
+			f.insert(loc)
+			loc++
+		}
+		if f.ix.splitNeedsRefresh() || f.ix.splitNeedsChunk() {
+			f.split()
+			continue
+		}
+		b.StartTimer()
+		f.ix.splitBucket()
+	}
+}
+
+// BenchmarkIndexRefresh is the time per key of a refresh, with hashes
+// computed rather than read from the log (so it omits the log reads).
+func BenchmarkIndexRefresh(b *testing.B) {
+	f := &fakeIndex{ix: newIndex(1), seed: 1}
+	for loc := uint64(1); loc <= 1_000_000; loc++ {
+		f.insert(loc)
+	}
+	for b.Loop() {
+		if _, err := f.ix.rebuilt(f.ix.disp, f.hashAt); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(f.ix.count), "ns/key")
+}
