@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/dedupkit/cuckoo/cmd/cuckoo/internal/filestore"
+	"github.com/dedupkit/cuckoo/internal/testseed"
 	"github.com/dedupkit/cuckoo/store"
 )
 
@@ -121,9 +122,10 @@ func TestShiftedContent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	rng := testseed.Rand(t)
 	data := make([]byte, 1<<20)
 	for i := range data {
-		data[i] = byte(uint32(i*2654435761) >> 24)
+		data[i] = byte(rng.Uint32())
 	}
 	a, err := fst.Import("a", bytes.NewReader(data))
 	if err != nil {
