@@ -381,9 +381,44 @@ type bfsNode struct {
 // and tries again. The caller has checked that x has no entry.
 func (ix *index) insert(x, loc uint64) bool {
 	p := ix.probeOf(x)
-	if ix.put(p.j1, loc<<locShift|p.t1) || ix.put(p.j2, loc<<locShift|p.t2) {
+	// The emptier of the two buckets (two choices keep buckets from
+	// filling, so that searches are rare).
+	b1, b2 := ix.bucket(p.j1), ix.bucket(p.j2)
+	n1, n2 := emptySlots(b1), emptySlots(b2)
+	if n1 > 0 && n1 >= n2 {
+		b1[free(b1)] = loc<<locShift | p.t1
 		ix.count++
 		return true
+	}
+	if n2 > 0 {
+		b2[free(b2)] = loc<<locShift | p.t2
+		ix.count++
+		return true
+	}
+	// One move to a split bucket (or an image), which holds half the
+	// entries of an unsplit one and so has room far more often: the
+	// usual way out when both buckets are full unsplit ones.
+	for r, b := range [2][]uint64{b1, b2} {
+		j := p.j1
+		if r == 1 {
+			j = p.j2
+		}
+		for k, v := range b {
+			dj, nv := ix.moved(j, v)
+			if ix.known(dj) == ix.level || dj == j {
+				continue
+			}
+			if db := ix.bucket(dj); free(db) >= 0 {
+				db[free(db)] = nv
+				t := p.t1
+				if r == 1 {
+					t = p.t2
+				}
+				b[k] = loc<<locShift | t
+				ix.count++
+				return true
+			}
+		}
 	}
 	q := append(ix.queue[:0], bfsNode{p.j1, -1, 0}, bfsNode{p.j2, -1, 0})
 	defer func() { ix.queue = q[:0] }()
@@ -443,6 +478,17 @@ func free(b []uint64) int {
 		}
 	}
 	return -1
+}
+
+// emptySlots counts the empty slots of b.
+func emptySlots(b []uint64) int {
+	n := 0
+	for _, v := range b {
+		if v == 0 {
+			n++
+		}
+	}
+	return n
 }
 
 // put stores v in a free slot of bucket j, if there is one.

@@ -196,3 +196,15 @@ func BenchmarkIndexRefresh(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(f.ix.count), "ns/key")
 }
+
+// BenchmarkIndexInsert is the time per insert of a table grown from empty
+// to 10^6 entries.
+func BenchmarkIndexInsert(b *testing.B) {
+	for b.Loop() {
+		f := &fakeIndex{ix: newIndex(1), seed: 1}
+		for loc := uint64(1); loc <= 1_000_000; loc++ {
+			f.insert(loc)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/1e6, "ns/insert")
+}

@@ -1,9 +1,11 @@
 package store
 
 import (
+	"bufio"
 	"encoding/binary"
 	"errors"
 	"hash/crc32"
+	"io"
 )
 
 // The log is a sequence of segment files, NNNNNNNNNNNNNNNN.log (the
@@ -263,4 +265,151 @@ func decodeManifest(b []byte) (manifest, error) {
 		m.ids = append(m.ids, id)
 	}
 	return m, nil
+}
+
+// The INDEX file is a checkpoint of the index, written by Close, so that
+// Open reads it and replays only the records written after it, instead of
+// the whole log:
+//
+//	+-----------+---------+---------+------+----------+--------+------------------+
+//	| magic     | version | count   | seed | next seq | live   | count × (id,size,|
+//	|"CKSTIDX\n"| u32     | u32     | u64  | u64      | u64    | slot) 3 × u64    |
+//	+-----------+---------+---------+------+----------+--------+------------------+
+//	| level u32 | top u32 | split u64 | entries u64 | rng u64 | stash u32 | chunks u32 |
+//	+-----------+---------+-----------+-------------+---------+-----------+------------+
+//	| stash × (hash u64, location u64) | chunks × 8192 × u64 slots | crc32c u32 of all |
+//	+----------------------------------+---------------------------+-------------------+
+//
+// count and (id, size, slot) are the manifest's segments, their sizes
+// when the checkpoint was taken, and the slots the index's locations name
+// them by. It is only a cache: Open ignores (and
+// removes) a checkpoint that does not match the log, and reads the log.
+const (
+	idxMagic   = "CKSTIDX\n"
+	idxVersion = 1
+	idxName    = "INDEX"
+)
+
+// checkpoint is what an INDEX file holds besides the index.
+type checkpoint struct {
+	seed, nextSeq uint64
+	live          int64
+	ids, sizes    []uint64
+	slots         []uint64
+}
+
+// encodeIndex writes the checkpoint of ix to w.
+func encodeIndex(w io.Writer, c checkpoint, ix *index) error {
+	crc := crc32.New(castagnoli)
+	bw := bufio.NewWriterSize(io.MultiWriter(w, crc), 1<<20)
+	var b []byte
+	b = append(b, idxMagic...)
+	b = binary.LittleEndian.AppendUint32(b, idxVersion)
+	b = binary.LittleEndian.AppendUint32(b, uint32(len(c.ids)))
+	b = binary.LittleEndian.AppendUint64(b, c.seed)
+	b = binary.LittleEndian.AppendUint64(b, c.nextSeq)
+	b = binary.LittleEndian.AppendUint64(b, uint64(c.live))
+	for i := range c.ids {
+		b = binary.LittleEndian.AppendUint64(b, c.ids[i])
+		b = binary.LittleEndian.AppendUint64(b, c.sizes[i])
+		b = binary.LittleEndian.AppendUint64(b, c.slots[i])
+	}
+	b = binary.LittleEndian.AppendUint32(b, uint32(ix.level))
+	b = binary.LittleEndian.AppendUint32(b, uint32(ix.top))
+	b = binary.LittleEndian.AppendUint64(b, ix.split)
+	b = binary.LittleEndian.AppendUint64(b, ix.count)
+	b = binary.LittleEndian.AppendUint64(b, ix.rng)
+	b = binary.LittleEndian.AppendUint32(b, uint32(len(ix.stash)))
+	b = binary.LittleEndian.AppendUint32(b, uint32(len(ix.chunks)))
+	for _, e := range ix.stash {
+		b = binary.LittleEndian.AppendUint64(b, e.x)
+		b = binary.LittleEndian.AppendUint64(b, e.loc)
+	}
+	bw.Write(b)
+	buf := make([]byte, 0, chunkWords*8)
+	for _, c := range ix.chunks {
+		buf = buf[:0]
+		for _, v := range c {
+			buf = binary.LittleEndian.AppendUint64(buf, v)
+		}
+		bw.Write(buf)
+	}
+	if err := bw.Flush(); err != nil {
+		return err
+	}
+	_, err := w.Write(binary.LittleEndian.AppendUint32(nil, crc.Sum32()))
+	return err
+}
+
+// decodeIndex decodes an INDEX file. Any inconsistency is an error: the
+// caller then reads the log instead.
+func decodeIndex(b []byte, seed uint64) (checkpoint, *index, error) {
+	var c checkpoint
+	bad := func(why string) (checkpoint, *index, error) { return c, nil, errors.New("index checkpoint: " + why) }
+	if len(b) < 44 || string(b[:8]) != idxMagic {
+		return bad("not a checkpoint")
+	}
+	if binary.LittleEndian.Uint32(b[len(b)-4:]) != crc32.Checksum(b[:len(b)-4], castagnoli) {
+		return bad("checksum mismatch")
+	}
+	b = b[:len(b)-4]
+	if binary.LittleEndian.Uint32(b[8:]) != idxVersion {
+		return bad("unknown version")
+	}
+	n := int(binary.LittleEndian.Uint32(b[12:]))
+	c.seed = binary.LittleEndian.Uint64(b[16:])
+	c.nextSeq = binary.LittleEndian.Uint64(b[24:])
+	c.live = int64(binary.LittleEndian.Uint64(b[32:]))
+	if c.seed != seed || n > maxSegments {
+		return bad("does not match the store")
+	}
+	p := 40
+	if len(b) < p+24*n+40 {
+		return bad("cut short")
+	}
+	used := map[uint64]bool{}
+	for range n {
+		c.ids = append(c.ids, binary.LittleEndian.Uint64(b[p:]))
+		c.sizes = append(c.sizes, binary.LittleEndian.Uint64(b[p+8:]))
+		slot := binary.LittleEndian.Uint64(b[p+16:])
+		if slot >= maxSegments || used[slot] {
+			return bad("bad segment slot")
+		}
+		used[slot] = true
+		c.slots = append(c.slots, slot)
+		p += 24
+	}
+	ix := &index{
+		level: uint(binary.LittleEndian.Uint32(b[p:])),
+		top:   uint(binary.LittleEndian.Uint32(b[p+4:])),
+		split: binary.LittleEndian.Uint64(b[p+8:]),
+		count: binary.LittleEndian.Uint64(b[p+16:]),
+		rng:   binary.LittleEndian.Uint64(b[p+24:]) | 1,
+	}
+	nStash := int(binary.LittleEndian.Uint32(b[p+32:]))
+	nChunks := uint64(binary.LittleEndian.Uint32(b[p+36:]))
+	p += 40
+	if ix.top > 64 || ix.level > 40 || ix.top < dispBits || nStash > maxStash ||
+		uint64(len(b)-p) != uint64(nStash)*16+nChunks*chunkWords*8 {
+		return bad("geometry does not match its length")
+	}
+	for range nStash {
+		ix.stash = append(ix.stash, stashEntry{binary.LittleEndian.Uint64(b[p:]), binary.LittleEndian.Uint64(b[p+8:])})
+		p += 16
+	}
+	ix.chunks = make([][]uint64, nChunks)
+	for i := range ix.chunks {
+		c := make([]uint64, chunkWords)
+		for k := range c {
+			c[k] = binary.LittleEndian.Uint64(b[p:])
+			p += 8
+		}
+		ix.chunks[i] = c
+	}
+	ix.disp = newIndex(seed).disp
+	ix.setMask()
+	if err := ix.check(); err != nil {
+		return bad(err.Error())
+	}
+	return c, ix, nil
 }

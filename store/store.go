@@ -248,10 +248,12 @@ func (s *Store) find(x uint64, key []byte) (ref slotRef, rec record, found bool,
 		if r.kind == kindDelete {
 			return ref, rec, false, &CorruptError{File: sg.path, Offset: pos, Detail: "index points at a tombstone"}
 		}
+		// The checksum is checked for every candidate: a damaged key
+		// must not pass for another key.
+		if !verify(b, r.size) {
+			return ref, rec, false, &CorruptError{File: sg.path, Offset: pos, Detail: "record checksum mismatch"}
+		}
 		if bytes.Equal(r.key, key) {
-			if !verify(b, r.size) {
-				return ref, rec, false, &CorruptError{File: sg.path, Offset: pos, Detail: "record checksum mismatch"}
-			}
 			return c[i], r, true, nil
 		}
 	}
@@ -858,6 +860,9 @@ func (s *Store) Close() error {
 	}
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
+	if err == nil && s.failed.Load() == nil {
+		s.writeCheckpoint()
+	}
 	s.mu.Lock()
 	s.mu.closed = true
 	for _, sg := range s.mu.order {
