@@ -159,6 +159,7 @@ type Store struct {
 	live     int64  // bytes of live records
 	logBytes int64  // bytes of all segments, with buf
 	written  uint64 // bytes written to segment files since Open (wmu)
+	closing  bool   // Close has begun (wmu)
 
 	// Group commit (SyncAlways) and the syncs of the other policies.
 	smu     sync.Mutex
@@ -781,7 +782,7 @@ func (s *Store) writeManifest(order []*segment) error {
 // configured ratio. Call it with wmu held.
 func (s *Store) afterWrite() {
 	r := s.opt.autoRatio
-	if r <= 0 || s.logBytes < s.opt.autoMin || float64(s.logBytes-s.live) <= r*float64(s.logBytes) {
+	if r <= 0 || s.closing || s.logBytes < s.opt.autoMin || float64(s.logBytes-s.live) <= r*float64(s.logBytes) {
 		return
 	}
 	if !s.compacting.CompareAndSwap(false, true) {
@@ -843,6 +844,9 @@ func (s *Store) Close() error {
 	if !first {
 		return nil
 	}
+	s.wmu.Lock()
+	s.closing = true // no more background compactions start
+	s.wmu.Unlock()
 	close(s.stop)
 	s.bg.Wait()
 	s.compactMu.Lock()
