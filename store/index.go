@@ -49,9 +49,10 @@ import (
 //
 // # Inserts
 //
-// An insert takes a free slot of its two buckets, or else moves entries
-// along the shortest path to a free slot that a breadth-first search of
-// maxSearch buckets finds, or else does a random walk of up to maxKicks
+// An insert takes a slot of the emptier of its two buckets, or else moves
+// one of their entries to a split bucket (which holds half as many as an
+// unsplit one), or else moves entries along the shortest path to a free
+// slot that a breadth-first search of maxSearch buckets finds, or else does a random walk of up to maxKicks
 // moves; the entry the walk leaves without a slot goes to a small stash
 // that lookups check too (it stays empty in practice below maxLoad: an
 // insert into a growing table first finds no room at a load of about
