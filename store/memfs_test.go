@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 )
 
 // MemFS is an in-memory file system for tests that models what a crash
@@ -28,7 +29,15 @@ type MemFS struct {
 	syncErr error
 	writes  int64 // WriteAt calls, for crash points
 	crashAt int64 // when > 0, the WriteAt call that panics with errCrash
+	syncs   int64 // file syncs done
+	delay   time.Duration
 }
+
+// SetSyncDelay makes every file sync take d, as a disk's would.
+func (m *MemFS) SetSyncDelay(d time.Duration) { m.mu.Lock(); m.delay = d; m.mu.Unlock() }
+
+// Syncs returns the number of file syncs done.
+func (m *MemFS) Syncs() int64 { m.mu.Lock(); defer m.mu.Unlock(); return m.syncs }
 
 type nsOp struct {
 	op       byte // 'c' create, 'r' rename, 'd' remove
@@ -287,10 +296,15 @@ func (h *memHandle) WriteAt(p []byte, off int64) (int, error) {
 
 func (h *memHandle) Sync() error {
 	h.fs.mu.Lock()
+	d := h.fs.delay
+	h.fs.mu.Unlock()
+	time.Sleep(d)
+	h.fs.mu.Lock()
 	defer h.fs.mu.Unlock()
 	if h.fs.syncErr != nil {
 		return h.fs.syncErr
 	}
+	h.fs.syncs++
 	h.f.synced = len(h.f.data)
 	return nil
 }
