@@ -35,8 +35,8 @@ func ours(name string) bool {
 // file: about 9 bytes per key) and the records written after it, if any.
 // After a crash, or when the checkpoint does not match the log, it reads
 // the whole log, verifying every record's checksum, and rebuilds the
-// index: about the time of reading the log plus 1 µs per record
-// (docs/store.md has figures). A torn record at the end of the last
+// index: about the time of reading the log plus 1 to 4 µs per record on
+// a 2-core VM (docs/store.md has figures). A torn record at the end of the last
 // segment (a write cut short by a crash) is cut off. Any other damage
 // found returns an error wrapping ErrCorrupt (a *CorruptError naming the
 // file and offset) and opens nothing: no record
