@@ -178,6 +178,9 @@ func TestCrashChild(t *testing.T) {
 		}()
 	}
 	say("ready")
+	if mode == "hold" {
+		select {} // keep the store open until killed
+	}
 	for i := 0; ; i++ {
 		k := fmt.Sprintf("k%d", rng.IntN(500))
 		if rng.IntN(5) == 0 {
@@ -301,3 +304,37 @@ func (m *ackModel) apply(t *testing.T, l string) {
 }
 
 var _ = rand.N[int]
+
+// TestLockedByAnotherProcess: while a child process has the store open,
+// Open in this one fails with ErrLocked; once the child is gone, it works.
+func TestLockedByAnotherProcess(t *testing.T) {
+	if os.Getenv(crashChildEnv) != "" {
+		t.Skip("in the child")
+	}
+	dir := t.TempDir()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestCrashChild$", "-test.v=false")
+	cmd.Env = append(os.Environ(), crashChildEnv+"="+dir+",hold", crashChildEnv+"_SEED=1")
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(stdout)
+	if !sc.Scan() || sc.Text() != "ready" {
+		cmd.Process.Kill()
+		t.Fatalf("child: %q", sc.Text())
+	}
+	_, err = store.Open(dir)
+	cmd.Process.Signal(syscall.SIGKILL)
+	cmd.Wait()
+	if !errors.Is(err, store.ErrLocked) {
+		t.Fatalf("Open while another process has the store: %v", err)
+	}
+	s, err := store.Open(dir)
+	if err != nil {
+		t.Fatalf("Open after the other process died: %v", err)
+	}
+	s.Close()
+}
