@@ -3,6 +3,7 @@ module github.com/dedupkit/cuckoo
 go 1.24
 
 require (
+	github.com/restic/chunker v0.4.0
 	github.com/zeebo/xxh3 v1.1.0
 	golang.org/x/term v0.29.0
 )

@@ -42,6 +42,7 @@ func commands() []*command {
 		infoCommand(),
 		planCommand(),
 		benchCommand(),
+		storeCommand(),
 		versionCommand(),
 	}
 }

@@ -1,0 +1,146 @@
+package exactdedup_test
+
+import (
+	"bytes"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/dedupkit/cuckoo/cmd/cuckoo/internal/exactdedup"
+	"github.com/dedupkit/cuckoo/internal/testseed"
+	"github.com/dedupkit/cuckoo/internal/urlgen"
+)
+
+// awkProgram is awk '!seen[$0]++' with the CR rule: a line's trailing CR
+// is not part of its key.
+const awkProgram = `{ k = $0; sub(/\r$/, "", k) } !seen[k]++`
+
+func awk(t *testing.T, input []byte) []byte {
+	t.Helper()
+	path, err := exec.LookPath("awk")
+	if err != nil {
+		t.Skip("awk not installed (apt-get install -y mawk)")
+	}
+	cmd := exec.Command(path, awkProgram)
+	cmd.Stdin = bytes.NewReader(input)
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func run(t *testing.T, input []byte, cfg exactdedup.Config) ([]byte, exactdedup.Stats) {
+	t.Helper()
+	var out bytes.Buffer
+	d, err := exactdedup.New(&out, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Run(bytes.NewReader(input)); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	st := d.Stats()
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return out.Bytes(), st
+}
+
+// goLines is every line of the .go files under $(go env GOROOT)/src (of
+// a few packages with -short), twice, the second time with CRLF ends.
+func goLines(t *testing.T) []byte {
+	root := filepath.Join(runtime.GOROOT(), "src")
+	if testing.Short() {
+		root = filepath.Join(root, "net", "http")
+	}
+	var b bytes.Buffer
+	filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && strings.HasSuffix(p, ".go") {
+			data, _ := os.ReadFile(p)
+			if !bytes.Contains(data, []byte{0}) && !bytes.Contains(data, []byte{'\r'}) {
+				b.Write(data)
+			}
+		}
+		return nil
+	})
+	if b.Len() == 0 {
+		t.Skip("no Go source tree")
+	}
+	crlf := bytes.ReplaceAll(b.Bytes(), []byte("\n"), []byte("\r\n"))
+	return append(b.Bytes(), crlf...)
+}
+
+// nearMisses is lines that differ from each other by one byte, a blank,
+// a case or a trailing CR.
+func nearMisses() []byte {
+	var b bytes.Buffer
+	for i := range 3000 {
+		for _, l := range []string{
+			fmt.Sprintf("line %d", i), fmt.Sprintf("line %d ", i), fmt.Sprintf("Line %d", i),
+			fmt.Sprintf("line %d\r", i), fmt.Sprintf("line  %d", i), fmt.Sprintf("%d", i), fmt.Sprintf("%d\t", i),
+			"", " ", "\r",
+		} {
+			b.WriteString(l + "\n")
+		}
+	}
+	b.WriteString("no newline at the end")
+	return b.Bytes()
+}
+
+func TestMatchesAwk(t *testing.T) {
+	g := urlgen.New(testseed.Seed(t), 0.3)
+	var urls bytes.Buffer
+	var line []byte
+	for range 200_000 {
+		line, _ = g.Append(line[:0])
+		urls.Write(line)
+	}
+	for name, input := range map[string][]byte{
+		"go-source":   goLines(t),
+		"near-misses": nearMisses(),
+		"urls":        urls.Bytes(),
+		"empty":       nil,
+	} {
+		t.Run("input="+name, func(t *testing.T) {
+			want := awk(t, input)
+			got, st := run(t, input, exactdedup.Config{TempDir: t.TempDir()})
+			if !bytes.Equal(got, want) {
+				t.Fatalf("output differs from awk's: %d bytes, awk %d", len(got), len(want))
+			}
+			t.Logf("%d lines in, %d out; index %d bytes", st.LinesIn, st.LinesOut, st.Store.IndexBytes)
+		})
+	}
+}
+
+// TestLongLines: lines longer than the store's keys are deduped exactly.
+func TestLongLines(t *testing.T) {
+	long := strings.Repeat("x", 2<<20)
+	input := []byte(long + "\n" + long + "y\n" + long + "\n" + "short\n" + long + "y\n")
+	got, _ := run(t, input, exactdedup.Config{TempDir: t.TempDir()})
+	if want := long + "\n" + long + "y\n" + "short\n"; string(got) != want {
+		t.Fatalf("got %d bytes, want %d", len(got), len(want))
+	}
+}
+
+// TestKeptDir: with a kept store, a second run sees the first one's lines.
+func TestKeptDir(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "seen")
+	run(t, []byte("a\nb\n"), exactdedup.Config{Dir: dir})
+	got, _ := run(t, []byte("b\nc\na\nd\n"), exactdedup.Config{Dir: dir})
+	if string(got) != "c\nd\n" {
+		t.Fatalf("second run printed %q", got)
+	}
+	dups, _ := run(t, []byte("a\ne\n"), exactdedup.Config{Dir: dir, Duplicates: true})
+	if string(dups) != "a\n" {
+		t.Fatalf("--duplicates printed %q", dups)
+	}
+}

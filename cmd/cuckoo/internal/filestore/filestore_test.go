@@ -1,0 +1,147 @@
+package filestore_test
+
+import (
+	"bytes"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"runtime"
+	"testing"
+
+	"github.com/dedupkit/cuckoo/cmd/cuckoo/internal/filestore"
+	"github.com/dedupkit/cuckoo/internal/testseed"
+	"github.com/dedupkit/cuckoo/store"
+)
+
+// goFiles returns the regular files under $(go env GOROOT)/src: all of
+// them, or with -short those of a few packages.
+func goFiles(t *testing.T) []string {
+	root := filepath.Join(runtime.GOROOT(), "src")
+	if testing.Short() {
+		root = filepath.Join(root, "net")
+	}
+	var names []string
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.Type().IsRegular() {
+			names = append(names, p)
+		}
+		return nil
+	})
+	if err != nil || len(names) == 0 {
+		t.Skipf("no Go source tree at %s: %v", root, err)
+	}
+	return names
+}
+
+// TestRoundTripGoSource imports Go's source tree (one package tree with
+// -short), exports every file and compares it byte for byte, then imports
+// it again: the second import adds almost nothing.
+func TestRoundTripGoSource(t *testing.T) {
+	names := goFiles(t)
+	s, err := store.Open(t.TempDir(), store.WithSync(store.SyncNever))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	fst, err := filestore.New(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var total int64
+	for _, n := range names {
+		f, err := os.Open(n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st, err := fst.Import(n, f)
+		f.Close()
+		if err != nil {
+			t.Fatalf("import %s: %v", n, err)
+		}
+		total += st.Bytes
+	}
+	first := s.Stats().LogBytes
+	var buf bytes.Buffer
+	for _, n := range names {
+		want, err := os.ReadFile(n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		buf.Reset()
+		if err := fst.Export(n, &buf); err != nil {
+			t.Fatalf("export %s: %v", n, err)
+		}
+		if !bytes.Equal(buf.Bytes(), want) {
+			t.Fatalf("%s: exported %d bytes differ from the file's %d", n, buf.Len(), len(want))
+		}
+	}
+	changed := 0
+	for _, n := range names {
+		f, _ := os.Open(n)
+		st, err := fst.Import(n, f)
+		f.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !st.Unchanged || st.NewChunks != 0 {
+			changed++
+		}
+	}
+	second := s.Stats().LogBytes - first
+	stats, err := fst.Stats()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%d files, %d bytes; log %d bytes; second import added %d bytes; %d chunks of %d bytes, dedup ratio %.3f",
+		len(names), total, first, second, stats.Chunks, stats.ChunkBytes, stats.DedupRatio())
+	if changed != 0 || second > first/1000 {
+		t.Fatalf("second import changed %d files and added %d bytes", changed, second)
+	}
+	if stats.Files != len(names) || stats.FileBytes != uint64(total) {
+		t.Fatalf("stats: %+v, want %d files of %d bytes", stats, len(names), total)
+	}
+	seen := 0
+	fst.List(func(name string, size uint64) bool { seen++; return true })
+	if seen != len(names) {
+		t.Fatalf("List: %d files", seen)
+	}
+}
+
+// TestShiftedContent: a file with bytes inserted near its start shares
+// most chunks with the original.
+func TestShiftedContent(t *testing.T) {
+	s, err := store.Open(t.TempDir(), store.WithSync(store.SyncNever))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	fst, err := filestore.New(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := testseed.Rand(t)
+	data := make([]byte, 1<<20)
+	for i := range data {
+		data[i] = byte(rng.Uint32())
+	}
+	a, err := fst.Import("a", bytes.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	shifted := append([]byte("inserted bytes"), data...)
+	b, err := fst.Import("b", bytes.NewReader(shifted))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("original: %d chunks; shifted copy: %d chunks, %d new", a.Chunks, b.Chunks, b.NewChunks)
+	if b.NewChunks > 2 {
+		t.Fatalf("shifted copy added %d chunks of %d", b.NewChunks, b.Chunks)
+	}
+	var out bytes.Buffer
+	if err := fst.Export("b", &out); err != nil || !bytes.Equal(out.Bytes(), shifted) {
+		t.Fatalf("export: %v", err)
+	}
+}

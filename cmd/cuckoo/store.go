@@ -1,0 +1,389 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/dedupkit/cuckoo/cmd/cuckoo/internal/dedup"
+	"github.com/dedupkit/cuckoo/cmd/cuckoo/internal/exactdedup"
+	"github.com/dedupkit/cuckoo/cmd/cuckoo/internal/filestore"
+	"github.com/dedupkit/cuckoo/cmd/cuckoo/internal/units"
+	"github.com/dedupkit/cuckoo/store"
+)
+
+const storeHelp = `Usage: cuckoo store put DIR KEY [VALUE]     (VALUE omitted: standard input)
+       cuckoo store get|has|del DIR KEY
+       cuckoo store stats|compact|check|list DIR
+       cuckoo store import DIR FILE-OR-DIRECTORY...
+       cuckoo store export DIR NAME [-o FILE]
+
+An exact key-value store in the directory DIR (created by the first put or
+import): an append-only log on disk and, in RAM, a cuckoo hash table of
+about 9 bytes per key. Where a filter says "probably", a store says yes or
+no (see docs/store.md).
+
+  put      set KEY to VALUE
+  get      print the value of KEY (exit status 1 when absent)
+  has      print present or absent (exit status 0 or 1)
+  del      delete KEY (exit status 1 when it was absent)
+  stats    keys, RAM and disk use; files, chunks and the dedup ratio
+  compact  rewrite the live records, reclaiming overwritten and deleted ones
+  check    read the whole log and verify every record's checksum
+  import   store files (directories: every regular file under them) as
+           content-defined chunks, each distinct chunk once, under the path
+           given; importing again adds only what changed
+  export   write a file imported under NAME, checking every chunk's SHA-256
+  list     the imported files, with their sizes
+
+Examples:
+  cuckoo store put seen.d https://example.com/ "first seen 2026-11-23"
+  cuckoo store get seen.d https://example.com/
+  cuckoo store import src.d $(go env GOROOT)/src
+  cuckoo store export src.d $(go env GOROOT)/src/fmt/print.go > print.go
+  cuckoo store stats src.d
+`
+
+type storeFlags struct {
+	sync   string
+	output string
+	quiet  bool
+}
+
+func (f *storeFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&f.sync, "sync", "everysec", "when writes are synced: `always`, everysec or never (close always syncs)")
+	fs.StringVar(&f.output, "o", "", "export: write to `file` (atomically) instead of standard output")
+	fs.BoolVar(&f.quiet, "quiet", false, "import: no summary")
+	fs.BoolVar(&f.quiet, "q", false, "the same as --quiet")
+}
+
+func storeCommand() *command {
+	return newCommand("store", "an exact key-value store on disk; import and export files", storeHelp,
+		(*storeFlags).register, runStore)
+}
+
+// storeArgs is how many positional arguments each subcommand takes after
+// DIR: at least min, at most max (−1: any).
+var storeArgs = map[string][2]int{
+	"put": {1, 2}, "get": {1, 1}, "has": {1, 1}, "del": {1, 1},
+	"stats": {0, 0}, "compact": {0, 0}, "check": {0, 0}, "list": {0, 0},
+	"import": {1, -1}, "export": {1, 1},
+}
+
+func runStore(e *env, f *storeFlags, pos []string) error {
+	const remedy = "see 'cuckoo store --help'"
+	if len(pos) < 2 {
+		return usageErr(remedy, "give a subcommand and a store directory")
+	}
+	sub, dir, args := pos[0], pos[1], pos[2:]
+	n, ok := storeArgs[sub]
+	if !ok {
+		return usageErr(remedy, "unknown store subcommand %q", sub)
+	}
+	if len(args) < n[0] || n[1] >= 0 && len(args) > n[1] {
+		return usageErr(remedy, "wrong number of arguments for store %s", sub)
+	}
+	var policy store.SyncPolicy
+	switch f.sync {
+	case "always":
+		policy = store.SyncAlways
+	case "everysec":
+		policy = store.SyncEverySecond
+	case "never":
+		policy = store.SyncNever
+	default:
+		return usageErr(remedy, "bad --sync value %q: give always, everysec or never", f.sync)
+	}
+	if sub != "put" && sub != "import" {
+		if _, err := os.Stat(dir); err != nil {
+			return fileErr(dir, err, "create it with 'cuckoo store put' or 'cuckoo store import'")
+		}
+	}
+	s, err := store.Open(dir, store.WithSync(policy))
+	if err != nil {
+		return storeErr(dir, err)
+	}
+	err = storeSub(e, f, s, sub, dir, args)
+	if cerr := s.Close(); err == nil && cerr != nil {
+		err = storeErr(dir, cerr)
+	}
+	return err
+}
+
+func storeSub(e *env, f *storeFlags, s *store.Store, sub, dir string, args []string) error {
+	out := newBufWriter(e.stdout)
+	defer out.Flush()
+	switch sub {
+	case "put":
+		var value []byte
+		if len(args) == 2 {
+			value = []byte(args[1])
+		} else {
+			var err error
+			if value, err = io.ReadAll(io.LimitReader(e.stdin, store.MaxValueSize+1)); err != nil {
+				return dataErr(remedyRead, "reading the value from standard input: %v", err)
+			}
+		}
+		if err := s.Put([]byte(args[0]), value); err != nil {
+			return storeErr(dir, err)
+		}
+	case "get":
+		v, err := s.Get([]byte(args[0]))
+		if errors.Is(err, store.ErrNotFound) {
+			return &cliError{code: exitAbsent, msg: fmt.Sprintf("%q: no such key", args[0]), remedy: "'cuckoo store has' tests for a key"}
+		}
+		if err != nil {
+			return storeErr(dir, err)
+		}
+		out.Write(v)
+	case "has":
+		ok, err := s.Has([]byte(args[0]))
+		if err != nil {
+			return storeErr(dir, err)
+		}
+		if !ok {
+			fmt.Fprintln(out, "absent")
+			return exitCode(exitAbsent)
+		}
+		fmt.Fprintln(out, "present")
+	case "del":
+		ok, err := s.Delete([]byte(args[0]))
+		if err != nil {
+			return storeErr(dir, err)
+		}
+		if !ok {
+			return exitCode(exitAbsent)
+		}
+	case "stats":
+		return storeStats(out, s, dir)
+	case "compact":
+		before := s.Stats()
+		start := time.Now()
+		if err := s.Compact(); err != nil {
+			return storeErr(dir, err)
+		}
+		after := s.Stats()
+		fmt.Fprintf(out, "compacted %s: log %s -> %s in %.2f s\n", dir, units.Bytes(before.LogBytes), units.Bytes(after.LogBytes), time.Since(start).Seconds())
+	case "check":
+		if err := s.Verify(); err != nil {
+			return storeErr(dir, err)
+		}
+		st := s.Stats()
+		fmt.Fprintf(out, "%s: ok: every record's checksum verified; %s keys, log %s\n", dir, units.Count(st.Keys), units.Bytes(st.LogBytes))
+	case "list":
+		fst, err := filestore.New(s)
+		if err != nil {
+			return storeErr(dir, err)
+		}
+		if err := fst.List(func(name string, size uint64) bool {
+			fmt.Fprintf(out, "%d\t%s\n", size, name)
+			return true
+		}); err != nil {
+			return storeErr(dir, err)
+		}
+	case "import":
+		return storeImport(e, out, f, s, dir, args)
+	case "export":
+		fst, err := filestore.New(s)
+		if err != nil {
+			return storeErr(dir, err)
+		}
+		if f.output != "" {
+			return e.writeFile(f.output, func(w io.Writer) error { return fst.Export(args[0], w) })
+		}
+		if err := fst.Export(args[0], out); err != nil {
+			if errors.Is(err, filestore.ErrNoFile) {
+				return dataErr("'cuckoo store list "+dir+"' lists the files", "%s holds no file %q", dir, args[0])
+			}
+			return storeErr(dir, err)
+		}
+	}
+	return nil
+}
+
+func storeStats(w io.Writer, s *store.Store, dir string) error {
+	st := s.Stats()
+	perKey := 0.0
+	if st.Keys > 0 {
+		perKey = float64(st.IndexBytes) / float64(st.Keys)
+	}
+	fmt.Fprintf(w, "keys:       %s\n", units.Count(st.Keys))
+	fmt.Fprintf(w, "index:      %s in RAM (%.2f bytes per key, %.1f %% of slots used)\n", units.Bytes(st.IndexBytes), perKey, 100*st.IndexLoad)
+	fmt.Fprintf(w, "log:        %s in %d segment files, %s live (%.1f %% garbage)\n", units.Bytes(st.LogBytes), st.Segments,
+		units.Bytes(st.LiveBytes), 100*(1-float64(st.LiveBytes)/max(1, float64(st.LogBytes))))
+	fst, err := filestore.New(s)
+	if err != nil {
+		return storeErr(dir, err)
+	}
+	fstat, err := fst.Stats()
+	if err != nil {
+		return storeErr(dir, err)
+	}
+	if fstat.Files > 0 {
+		fmt.Fprintf(w, "files:      %s, %s\n", units.Count(uint64(fstat.Files)), units.Bytes(fstat.FileBytes))
+		fmt.Fprintf(w, "chunks:     %s distinct, %s\n", units.Count(uint64(fstat.Chunks)), units.Bytes(fstat.ChunkBytes))
+		fmt.Fprintf(w, "dedup:      %.3f (file bytes / chunk bytes)\n", fstat.DedupRatio())
+	}
+	return nil
+}
+
+func storeImport(e *env, out io.Writer, f *storeFlags, s *store.Store, dir string, args []string) error {
+	fst, err := filestore.New(s)
+	if err != nil {
+		return storeErr(dir, err)
+	}
+	var files, unchanged int
+	var bytesIn, newBytes, grew int64
+	importOne := func(path string) error {
+		r, err := os.Open(path)
+		if err != nil {
+			return fileErr(path, err, "check the name")
+		}
+		defer r.Close()
+		st, err := fst.Import(path, r)
+		if err != nil {
+			return dataErr("nothing of this file was recorded; the files before it were", "importing %s: %v", path, err)
+		}
+		files++
+		bytesIn += st.Bytes
+		newBytes += st.NewBytes
+		grew += st.StoreBytes
+		if st.Unchanged {
+			unchanged++
+		}
+		return nil
+	}
+	for _, a := range args {
+		fi, err := os.Stat(a)
+		if err != nil {
+			return fileErr(a, err, "check the name")
+		}
+		if !fi.IsDir() {
+			if err := importOne(a); err != nil {
+				return err
+			}
+			continue
+		}
+		err = filepath.WalkDir(a, func(p string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return fileErr(p, err, remedyRead)
+			}
+			if d.Type().IsRegular() {
+				return importOne(p)
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+	}
+	if !f.quiet {
+		fmt.Fprintf(out, "imported %s files, %s (%s unchanged); new chunk data %s; the store grew by %s\n",
+			units.Count(uint64(files)), units.Bytes(uint64(bytesIn)), units.Count(uint64(unchanged)), units.Bytes(uint64(newBytes)), units.Bytes(uint64(grew)))
+	}
+	return nil
+}
+
+// storeErr explains an error of the store package.
+func storeErr(dir string, err error) error {
+	var ce *store.CorruptError
+	switch {
+	case errors.Is(err, store.ErrLocked):
+		return dataErr("wait for the other process to close it", "%s is open in another process", dir)
+	case errors.Is(err, store.ErrNotStore):
+		return dataErr("give an empty or new directory", "%s holds other files and no store", dir)
+	case errors.As(err, &ce):
+		return dataErr("restore the store from a backup", "%s is damaged: %s at offset %d: %s", dir, ce.File, ce.Offset, ce.Detail)
+	case errors.Is(err, store.ErrTooLarge):
+		return dataErr(fmt.Sprintf("keys hold up to %d bytes, values %d", store.MaxKeySize, store.MaxValueSize), "%v", err)
+	}
+	return dataErr(remedyWrite, "%s: %v", dir, unwrap(err))
+}
+
+// exactFlags are the flags of 'cuckoo dedup --exact'.
+type exactFlags struct {
+	exact bool
+	dir   string
+}
+
+func (f *exactFlags) register(fs *flag.FlagSet) {
+	fs.BoolVar(&f.exact, "exact", false, "exact: no line dropped wrongly, at any size; seen lines go to a store in a temporary directory (about 9 bytes of RAM per distinct line)")
+	fs.StringVar(&f.dir, "exact-dir", "", "--exact, keeping the seen lines in the store `dir` (created if needed): its lines count as seen in later runs")
+}
+
+func (f *exactFlags) on() bool { return f.exact || f.dir != "" }
+
+// runExactDedup is 'cuckoo dedup --exact'.
+func runExactDedup(e *env, f *dedupFlags, keyer *dedup.KeyExtractor, ins []input) error {
+	const remedy = "--exact keeps its own exact seen-set; drop the filter flags (use --exact-dir to keep it)"
+	if f.filter.anySet() || f.save != "" || f.load != "" || f.state != "" {
+		return usageErr(remedy, "--exact takes none of --capacity, --fpr, --grow, --bloom, --save, --load, --state")
+	}
+	out := e.stdout
+	var outFile *outputFile
+	var err error
+	if f.output != "" {
+		if outFile, err = e.createOutput(f.output); err != nil {
+			return err
+		}
+		out = outFile
+	}
+	bar := e.startBar("dedup", totalSize(ins), f.quiet, f.output == "" && !f.count)
+	d, err := exactdedup.New(out, exactdedup.Config{Dir: f.exact.dir, Key: keyer, Duplicates: f.duplicates, CountOnly: f.count, OnRead: bar.AddChunk})
+	if err != nil {
+		outFile.abort()
+		return storeErr(f.exact.dir, err)
+	}
+	start := time.Now()
+	runErr := func() error {
+		for i := range ins {
+			r, closeIn, err := ins[i].open(e)
+			if err != nil {
+				return err
+			}
+			err = d.Run(r)
+			closeIn()
+			if errors.Is(err, exactdedup.ErrOutput) {
+				return dataErr(remedyWrite, "writing the output: %v", cause(err))
+			}
+			if err != nil {
+				return dataErr("check the input and the free space of the store's disk", "%s: %v", ins[i].name, unwrap(err))
+			}
+		}
+		return nil
+	}()
+	flushErr := d.Flush()
+	e.stopBar()
+	st := d.Stats()
+	closeErr := d.Close()
+	if runErr == nil && flushErr != nil {
+		runErr = dataErr(remedyWrite, "writing the output: %v", cause(flushErr))
+	}
+	if runErr == nil && closeErr != nil {
+		runErr = storeErr(f.exact.dir, closeErr)
+	}
+	if runErr != nil {
+		outFile.abort()
+		return runErr
+	}
+	if f.count {
+		fmt.Fprintln(out, st.LinesIn-st.Distinct)
+	}
+	if err := outFile.commit(); err != nil {
+		return err
+	}
+	if f.stats {
+		secs := max(time.Since(start).Seconds(), 1e-9)
+		fmt.Fprintf(e.stderr, "cuckoo dedup: %s lines in (%s), %s out, %s dropped as repeats (exact)\n",
+			units.Count(st.LinesIn), units.Bytes(st.BytesIn), units.Count(st.LinesOut), units.Count(st.LinesIn-st.Distinct))
+		fmt.Fprintf(e.stderr, "cuckoo dedup: store index %s (%.2f bytes per distinct line), log %s\n",
+			units.Bytes(st.Store.IndexBytes), float64(st.Store.IndexBytes)/max(1, float64(st.Store.Keys)), units.Bytes(st.Store.LogBytes))
+		fmt.Fprintf(e.stderr, "cuckoo dedup: %.2f s, %s lines/s\n", secs, units.SI(float64(st.LinesIn)/secs))
+	}
+	return nil
+}

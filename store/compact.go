@@ -1,0 +1,406 @@
+package store
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+)
+
+// errStopped ends a compaction that Close interrupted.
+var errStopped = errors.New("store: compaction stopped by Close")
+
+// Compact rewrites the live records into a new segment and removes the
+// old segments, reclaiming the space of overwritten and deleted records.
+// Reads and writes go on meanwhile: writes go to a new segment started
+// when Compact begins, and reads are held only while the index is pointed
+// at the new segment, a few thousand entries at a time.
+//
+// It is atomic under a crash at any point: the new segment becomes the
+// log only when a new manifest naming it is renamed into place, so a
+// crash leaves either the old log or the new one, each complete; Open
+// removes the files of the other. A failed Compact (a full disk) leaves
+// the store as it was. Compact needs free space for the live records.
+// The order of Range is kept. A Store compacts itself when garbage
+// passes a ratio (WithAutoCompact).
+func (s *Store) Compact() error {
+	s.compacting.Store(true)
+	defer s.compacting.Store(false)
+	return s.compact()
+}
+
+func (s *Store) compact() error {
+	s.compactMu.Lock()
+	defer s.compactMu.Unlock()
+
+	// Seal the active segment: what the compaction reads stops changing.
+	s.wmu.Lock()
+	if err := s.writable(); err != nil {
+		s.wmu.Unlock()
+		return err
+	}
+	if s.active().size+int64(len(s.mu.buf)) > segHeaderSize {
+		if err := s.rotate(); err != nil {
+			s.wmu.Unlock()
+			return err
+		}
+	}
+	old := append([]*segment(nil), s.mu.order[:len(s.mu.order)-1]...)
+	if len(old) == 0 {
+		s.wmu.Unlock()
+		return nil
+	}
+	s.wmu.Unlock()
+	isOld := map[uint64]bool{}
+	for _, sg := range old {
+		isOld[sg.slot] = true
+	}
+
+	// Copy, in log order, each live key at the place of its first Put,
+	// with its value now.
+	w := &segWriter{s: s}
+	for _, sg := range old {
+		sc := newScanner(sg, segHeaderSize, sg.size)
+		for {
+			if err := s.stopped(); err != nil {
+				w.abandon()
+				return err
+			}
+			pos := sc.pos
+			_, r, err := sc.next()
+			if err == errEnd {
+				break
+			}
+			if err != nil {
+				w.abandon()
+				return &CorruptError{File: sg.path, Offset: pos, Detail: err.Error()}
+			}
+			if r.kind != kindPut {
+				continue
+			}
+			if err := s.copyLive(w, r, location(sg.slot, pos)); err != nil {
+				w.abandon()
+				return err
+			}
+		}
+	}
+	if err := w.finish(); err != nil {
+		w.abandon()
+		return err
+	}
+
+	// Switch: the manifest rename is the commit point.
+	s.wmu.Lock()
+	order := append([]*segment(nil), w.outs...)
+	for _, sg := range s.mu.order {
+		if !isOld[sg.slot] {
+			order = append(order, sg)
+		}
+	}
+	if err := s.writeManifest(order); err != nil {
+		s.wmu.Unlock()
+		w.abandon()
+		return err
+	}
+	s.mu.Lock()
+	s.mu.order = order
+	s.mu.Unlock()
+	for _, out := range w.outs {
+		s.logBytes += out.size - segHeaderSize // newSegment counted the header
+	}
+	s.wmu.Unlock()
+
+	// Point the index at the copies, a batch at a time.
+	for _, out := range w.outs {
+		if err := s.remap(out, isOld); err != nil {
+			return s.fail(err)
+		}
+	}
+
+	s.wmu.Lock()
+	s.mu.Lock()
+	for _, sg := range old {
+		s.mu.segs[sg.slot] = nil
+		sg.data = nil
+	}
+	s.mu.Unlock()
+	for _, sg := range old {
+		s.logBytes -= sg.size
+		sg.f.Close()
+		s.fs.Remove(sg.path)
+	}
+	s.wmu.Unlock()
+	s.fs.SyncDir(s.dir)
+	s.compactions.Add(1)
+	return nil
+}
+
+// stopped returns errStopped once Close has begun.
+func (s *Store) stopped() error {
+	select {
+	case <-s.stop:
+		return errStopped
+	default:
+		return nil
+	}
+}
+
+// copyLive copies key r.key to w if the record at loc is the first Put
+// of its live incarnation, with the live value.
+func (s *Store) copyLive(w *segWriter, r record, loc uint64) error {
+	x := s.hash(r.key)
+	s.mu.RLock()
+	_, live, found, err := s.find(x, r.key)
+	if err == nil && found && live.seq == r.seq {
+		w.add(r.key, live.value, r.seq)
+	}
+	s.mu.RUnlock()
+	if err != nil {
+		return err
+	}
+	return w.flushIfFull()
+}
+
+// remap points every index entry at an old segment to its copy in out,
+// holding readers off a batch of records at a time.
+func (s *Store) remap(out *segment, isOld map[uint64]bool) error {
+	const batch = 4096
+	sc := newScanner(out, segHeaderSize, out.size)
+	for done := false; !done; {
+		s.wmu.Lock()
+		s.mu.Lock()
+		for range batch {
+			pos := sc.pos
+			_, r, err := sc.next()
+			if err == errEnd {
+				done = true
+				break
+			}
+			if err != nil {
+				s.mu.Unlock()
+				s.wmu.Unlock()
+				return &CorruptError{File: out.path, Offset: pos, Detail: err.Error()}
+			}
+			var c [maxCandidates]slotRef
+			n := s.mu.ix.candidates(s.hash(r.key), &c)
+			for i := range n {
+				if !isOld[c[i].loc>>32] {
+					continue
+				}
+				b, _, _, err := s.recordBytes(c[i].loc)
+				if err != nil {
+					continue
+				}
+				if or, err := parseRecord(b); err == nil && bytes.Equal(or.key, r.key) {
+					s.mu.ix.setLoc(c[i], location(out.slot, pos))
+					break
+				}
+			}
+		}
+		s.mu.Unlock()
+		s.wmu.Unlock()
+	}
+	return nil
+}
+
+// segWriter writes a compaction's output through a buffer, into as
+// many segments as the segment size asks. The segments take slots at once
+// (so a rotation meanwhile takes others), and join the log only with the
+// manifest that lists them.
+type segWriter struct {
+	s    *Store
+	outs []*segment
+	buf  []byte
+}
+
+func (w *segWriter) add(key, value []byte, seq uint64) {
+	w.buf = appendRecord(w.buf, kindPut, seq, key, value)
+}
+
+func (w *segWriter) flushIfFull() error {
+	if len(w.buf) < 1<<20 {
+		return nil
+	}
+	return w.flush()
+}
+
+func (w *segWriter) flush() error {
+	if len(w.buf) == 0 {
+		return nil
+	}
+	s := w.s
+	if n := len(w.outs); n == 0 || w.outs[n-1].size+int64(len(w.buf)) > s.opt.segmentSize && w.outs[n-1].size > segHeaderSize {
+		if n > 0 {
+			if err := w.outs[n-1].f.Sync(); err != nil {
+				return fmt.Errorf("store: syncing %s: %w", w.outs[n-1].path, err)
+			}
+		}
+		s.wmu.Lock()
+		sg, err := s.newSegment()
+		if err == nil {
+			s.mu.Lock()
+			s.mu.segs[sg.slot] = sg
+			s.mu.Unlock()
+		}
+		s.wmu.Unlock()
+		if err != nil {
+			return err
+		}
+		w.outs = append(w.outs, sg)
+	}
+	sg := w.outs[len(w.outs)-1]
+	if _, err := sg.f.WriteAt(w.buf, sg.size); err != nil {
+		return fmt.Errorf("store: writing %s: %w", sg.path, err)
+	}
+	sg.size += int64(len(w.buf))
+	w.buf = w.buf[:0]
+	return nil
+}
+
+// finish writes and syncs the output; a compaction that copied nothing
+// still writes one (empty) segment.
+func (w *segWriter) finish() error {
+	if len(w.outs) == 0 {
+		s := w.s
+		s.wmu.Lock()
+		sg, err := s.newSegment()
+		if err == nil {
+			s.mu.Lock()
+			s.mu.segs[sg.slot] = sg
+			s.mu.Unlock()
+		}
+		s.wmu.Unlock()
+		if err != nil {
+			return err
+		}
+		w.outs = append(w.outs, sg)
+	}
+	if err := w.flush(); err != nil {
+		return err
+	}
+	sg := w.outs[len(w.outs)-1]
+	if err := sg.f.Sync(); err != nil {
+		return fmt.Errorf("store: syncing %s: %w", sg.path, err)
+	}
+	return nil
+}
+
+// abandon removes the output of a compaction that did not commit.
+func (w *segWriter) abandon() {
+	s := w.s
+	s.wmu.Lock()
+	s.mu.Lock()
+	for _, sg := range w.outs {
+		s.mu.segs[sg.slot] = nil
+	}
+	s.mu.Unlock()
+	for _, sg := range w.outs {
+		s.dropSegment(sg)
+	}
+	s.wmu.Unlock()
+	w.outs = nil
+}
+
+// Range calls fn for each key and its value, in the order the keys were
+// first put: a Put of a present key keeps its place, and a key deleted
+// and put again takes a new one at the end (as a Python dict orders its
+// keys). It stops when fn returns false. key and value are valid only
+// during the call. fn may read and write the store, but not call Compact
+// or Range; keys written during Range may or may not be visited, and a
+// key deleted and put again during Range may be visited twice. Range
+// reads the whole log, and holds off compactions until it returns.
+func (s *Store) Range(fn func(key, value []byte) bool) error {
+	s.compactMu.Lock()
+	defer s.compactMu.Unlock()
+	s.wmu.Lock()
+	if s.mu.closed {
+		s.wmu.Unlock()
+		return ErrClosed
+	}
+	if err := s.flush(); err != nil {
+		s.wmu.Unlock()
+		return err
+	}
+	type span struct {
+		sg  *segment
+		end int64
+	}
+	var spans []span
+	for _, sg := range s.mu.order {
+		spans = append(spans, span{sg, sg.size})
+	}
+	s.wmu.Unlock()
+	var key, value []byte
+	for _, sp := range spans {
+		sc := newScanner(sp.sg, segHeaderSize, sp.end)
+		for {
+			pos := sc.pos
+			_, r, err := sc.next()
+			if err == errEnd {
+				break
+			}
+			if err != nil {
+				return &CorruptError{File: sp.sg.path, Offset: pos, Detail: err.Error()}
+			}
+			if r.kind != kindPut {
+				continue
+			}
+			x := s.hash(r.key)
+			s.mu.RLock()
+			if s.mu.closed {
+				s.mu.RUnlock()
+				return ErrClosed
+			}
+			_, live, found, err := s.find(x, r.key)
+			ok := err == nil && found && live.seq == r.seq
+			if ok {
+				key = append(key[:0], r.key...)
+				value = append(value[:0], live.value...)
+			}
+			s.mu.RUnlock()
+			if err != nil {
+				return err
+			}
+			if ok && !fn(key, value) {
+				return nil
+			}
+		}
+	}
+	return nil
+}
+
+// Verify reads the whole log and checks every record's checksum, as Open
+// does, for a store that has been open a long time. It returns a
+// *CorruptError (wrapping ErrCorrupt) for the first damaged record.
+func (s *Store) Verify() error {
+	s.compactMu.Lock()
+	defer s.compactMu.Unlock()
+	s.wmu.Lock()
+	if s.mu.closed {
+		s.wmu.Unlock()
+		return ErrClosed
+	}
+	if err := s.flush(); err != nil {
+		s.wmu.Unlock()
+		return err
+	}
+	order := append([]*segment(nil), s.mu.order...)
+	ends := make([]int64, len(order))
+	for i, sg := range order {
+		ends[i] = sg.size
+	}
+	s.wmu.Unlock()
+	for i, sg := range order {
+		sc := newScanner(sg, segHeaderSize, ends[i])
+		for {
+			pos := sc.pos
+			_, _, err := sc.next()
+			if err == errEnd {
+				break
+			}
+			if err != nil {
+				return &CorruptError{File: sg.path, Offset: pos, Detail: err.Error()}
+			}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,78 @@
+// Package store is an exact key-value store: an append-only log of
+// records on disk and, in RAM, a cuckoo hash table that holds for each
+// key a short tag and the location of its record. A filter answers
+// "certainly not" or "probably yes"; a Store answers exactly: the tags
+// pick candidates, and the key in the log decides.
+//
+//	s, err := store.Open("data/seen")          // creates the directory
+//	err = s.Put([]byte("https://a.example/"), []byte("visited 2026-11-23"))
+//	v, err := s.Get([]byte("https://a.example/")) // or store.ErrNotFound
+//	err = s.Close()
+//
+// # When to use it
+//
+// Use a Store when a filter's false positives are not acceptable and the
+// keys do not fit in RAM as a Go map would hold them: a crawler's set of
+// seen URLs that must never skip a new page, exact dedup of files far
+// larger than memory (cuckoo dedup --exact), content-addressed chunks
+// (cuckoo store import). Keys and values stay on disk (the operating
+// system's page cache may hold them; the log is mapped for reading); the
+// index takes about 9 bytes of RAM per key, whatever the key's length.
+// Use the filters of the parent package when "probably" is enough: they
+// take 1 to 3 bytes per key and no disk. Use an LSM tree (pebble) or a
+// B-tree (bbolt) when you need ordered keys, range scans or transactions,
+// which a Store does not have.
+//
+// # Costs
+//
+//   - Get of a present key: two probes of the index (two cache lines) and
+//     one read of the log, whose checksum it checks. Get of an absent
+//     key: two probes, and a read of the log in fewer than 0.1 % of
+//     lookups (a tag of at least 15 bits must match by chance).
+//   - Put and Delete: a lookup, then an append to a 1 MiB buffer
+//     (SyncEverySecond, SyncNever) or a write and a shared sync
+//     (SyncAlways). Overwrites and deletes leave garbage in the log,
+//     reclaimed by Compact, automatically once more than half the log
+//     (DefaultCompactRatio) is garbage and it holds 64 MiB.
+//   - RAM: 8 bytes per index slot, at most 90 % of slots used, so about
+//     8.9 bytes per key (at most 8.97 measured from 10^6 to 10^7 keys);
+//     the index grows one bucket at a time, holding readers off for one
+//     bucket's split (a few hundred ns), and its rare rebuilds (at about
+//     2.4·10^5 and 6·10^7 keys) are built beside it while readers go on.
+//   - Disk: a record is the key, the value and 11 to 20 bytes
+//     (checksum, sizes, kind, sequence number).
+//   - Open after a Close reads the index checkpoint Close wrote and the
+//     records after it; after a crash it reads the whole log and rebuilds
+//     the index (docs/store.md has the figures for 10^7 keys). Damage
+//     that Open does not read is reported by Get, by Verify and by
+//     'cuckoo store check'.
+//
+// # Durability
+//
+// Every record carries a CRC-32C. SyncPolicy says what a crash can lose;
+// the default, SyncEverySecond, loses at most about the last second of
+// writes, SyncAlways nothing that was acknowledged (concurrent writers
+// share each sync). After a crash Open cuts a torn last record; damage
+// anywhere else is reported as ErrCorrupt with the file and offset, and
+// nothing is dropped silently. Compaction is atomic: a crash at any point
+// leaves the old log or the new one. One process at a time may open a
+// directory (a lock file, flock).
+//
+// # Limits
+//
+// Keys up to MaxKeySize (1 MiB), values up to MaxValueSize (64 MiB);
+// ErrTooLarge beyond. The log is at most 256 segment files (256 GiB at
+// the default segment size of 1 GiB; WithSegmentSize up to 3 GiB).
+//
+// # Concurrency
+//
+// A Store is safe for concurrent use: any number of goroutines may read
+// while others write. Writes are serialized; reads run in parallel and
+// are held off only for the moment a write changes the index.
+//
+// # Files
+//
+// The directory holds LOCK, MANIFEST (the list of segment files, replaced
+// atomically), the segments, NNNNNNNNNNNNNNNN.log, and INDEX, the index
+// checkpoint of the last Close. log.go draws the formats.
+package store

@@ -1,0 +1,53 @@
+package store
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Errors a Store returns. Compare with errors.Is: most are wrapped with
+// the details (a file name, an offset, the key's length).
+var (
+	// ErrNotFound is returned by Get when the key is absent.
+	ErrNotFound = errors.New("store: key not found")
+	// ErrClosed is returned by every method called after Close.
+	ErrClosed = errors.New("store: closed")
+	// ErrCorrupt is wrapped by the errors of Open, Get and Verify that
+	// find a damaged log or manifest: a *CorruptError names the file and
+	// the offset. Open returns it for damage before the log's tail (a
+	// torn tail is cut, not reported), and opens nothing.
+	ErrCorrupt = errors.New("store: corrupt")
+	// ErrTooLarge is returned by Put and PutIfAbsent for a key longer
+	// than MaxKeySize or a value longer than MaxValueSize, and when the
+	// log would need more than its 256 segments; nothing is written.
+	ErrTooLarge = errors.New("store: too large")
+	// ErrLocked is returned by Open when another process (or another
+	// Store in this one) has the directory open.
+	ErrLocked = errors.New("store: directory is in use by another process")
+	// ErrNotStore is returned by Open for an existing directory that
+	// holds files but no store.
+	ErrNotStore = errors.New("store: directory holds other files and no store")
+	// ErrFailed is wrapped by the errors of every write after a sync of
+	// the log failed: what the operating system kept is unknown, so the
+	// Store takes no more writes; reads go on. Close and Open again to
+	// continue from what is on disk.
+	ErrFailed = errors.New("store: a sync of the log failed; reopen the store")
+)
+
+// errLockHeld is what fsys.Lock returns for a lock held elsewhere.
+var errLockHeld = errors.New("lock held")
+
+// CorruptError describes damage found in a store file. It wraps
+// ErrCorrupt.
+type CorruptError struct {
+	File   string // the file's path
+	Offset int64  // where the damage starts
+	Detail string // what is wrong
+}
+
+func (e *CorruptError) Error() string {
+	return fmt.Sprintf("store: corrupt: %s at offset %d: %s", e.File, e.Offset, e.Detail)
+}
+
+// Unwrap returns ErrCorrupt.
+func (e *CorruptError) Unwrap() error { return ErrCorrupt }

@@ -1,0 +1,55 @@
+package store
+
+// WithFS makes a Store work in fs instead of the operating system's file
+// system.
+func WithFS(fs *MemFS) Option { return func(o *options) { o.fs = fs } }
+
+// WithBufferSize sets the write buffer's size.
+func WithBufferSize(n int) Option { return func(o *options) { o.bufSize = n } }
+
+// SetLogReadHook sets a function called on every read of a record by a
+// lookup (nil: none). Set it only while no Store is in use.
+func SetLogReadHook(fn func()) { logReadHook = fn }
+
+// CheckIndex verifies the index's structure and that every entry is where
+// its key's hash puts it, reading each key from the log.
+func (s *Store) CheckIndex() error {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	ix := s.mu.ix
+	if err := ix.check(); err != nil {
+		return err
+	}
+	n := ix.buckets()
+	for j := uint64(0); j < n; j++ {
+		for _, v := range ix.bucket(j) {
+			if v == 0 {
+				continue
+			}
+			x, err := s.hashAt(v >> locShift)
+			if err != nil {
+				return err
+			}
+			if v&whichBit != 0 {
+				x = ix.alt(x)
+			}
+			if ix.addr(x) != j || ix.tag(j, x, v&whichBit) != v&tagMask {
+				return errIndexPlacement
+			}
+		}
+	}
+	return nil
+}
+
+var errIndexPlacement = errorString("store: an index entry is not where its key's hash puts it")
+
+type errorString string
+
+func (e errorString) Error() string { return string(e) }
+
+// IndexGeometry returns the index's level, split pointer and top.
+func (s *Store) IndexGeometry() (level uint, split uint64, top uint) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.mu.ix.level, s.mu.ix.split, s.mu.ix.top
+}

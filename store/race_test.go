@@ -1,0 +1,137 @@
+package store_test
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/dedupkit/cuckoo/store"
+)
+
+// TestConcurrent runs readers during writes that grow the index, during
+// deletes and overwrites, and during compactions (run with -race). Keys
+// written before the readers start and never changed must always read
+// back; changing keys must read as one of their values or absent.
+func TestConcurrent(t *testing.T) {
+	for _, p := range []store.SyncPolicy{store.SyncNever, store.SyncAlways} {
+		t.Run("sync="+p.String(), func(t *testing.T) {
+			s, err := store.Open(t.TempDir(), store.WithSync(p), store.WithSegmentSize(256<<10), store.WithAutoCompact(0.3, 256<<10))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			const stable = 2000
+			for i := range stable {
+				s.Put([]byte(fmt.Sprint("stable", i)), []byte(fmt.Sprint("value", i)))
+			}
+			n := 30000
+			if p == store.SyncAlways {
+				n = 200
+			}
+			var stop atomic.Bool
+			var wg sync.WaitGroup
+			errs := make(chan error, 16)
+			for r := range 3 {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for i := r; !stop.Load(); i += 3 {
+						k := i % stable
+						v, err := s.Get([]byte(fmt.Sprint("stable", k)))
+						if err != nil || string(v) != fmt.Sprint("value", k) {
+							errs <- fmt.Errorf("stable key %d: %q %v", k, v, err)
+							return
+						}
+						v, err = s.Get([]byte(fmt.Sprint("churn", i%500)))
+						if err != nil && !errors.Is(err, store.ErrNotFound) || err == nil && !bytes.HasPrefix(v, []byte("c")) {
+							errs <- fmt.Errorf("churning key: %q %v", v, err)
+							return
+						}
+					}
+				}()
+			}
+			wg.Add(1)
+			go func() { // a second writer, and compactions
+				defer wg.Done()
+				for i := 0; !stop.Load(); i++ {
+					if i%5000 == 0 {
+						if err := s.Compact(); err != nil {
+							errs <- err
+							return
+						}
+					}
+					s.Delete([]byte(fmt.Sprint("churn", i%500)))
+				}
+			}()
+			for i := range n {
+				if err := s.Put([]byte(fmt.Sprint("grow", i)), []byte("g")); err != nil {
+					t.Fatal(err)
+				}
+				if err := s.Put([]byte(fmt.Sprint("churn", i%500)), []byte(fmt.Sprint("c", i))); err != nil {
+					t.Fatal(err)
+				}
+			}
+			stop.Store(true)
+			wg.Wait()
+			close(errs)
+			for err := range errs {
+				t.Fatal(err)
+			}
+			for i := range n {
+				if ok, err := s.Has([]byte(fmt.Sprint("grow", i))); !ok || err != nil {
+					t.Fatalf("grow%d lost: %v", i, err)
+				}
+			}
+			if err := s.CheckIndex(); err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("%+v", s.Stats())
+		})
+	}
+}
+
+// TestAbsentKeysReadNoLog counts the log reads of lookups of absent keys
+// (near misses of present ones): at most 0.1 %, at 10^5 keys and at
+// 10^6 (10^5 only with -short).
+func TestAbsentKeysReadNoLog(t *testing.T) {
+	var reads atomic.Int64
+	store.SetLogReadHook(func() { reads.Add(1) })
+	defer store.SetLogReadHook(nil)
+	s, err := store.Open(t.TempDir(), store.WithSync(store.SyncNever))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	sizes := []int{100_000, 1_000_000}
+	if testing.Short() {
+		sizes = sizes[:1]
+	}
+	i := 0
+	for _, n := range sizes {
+		for ; i < n; i++ {
+			if err := s.Put(fmt.Appendf(nil, "https://example.com/page/%d", i), nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+		const probes = 1_000_000
+		reads.Store(0)
+		for j := range probes {
+			if _, err := s.Get(fmt.Appendf(nil, "https://example.com/page/%d.", j)); !errors.Is(err, store.ErrNotFound) {
+				t.Fatal(err)
+			}
+		}
+		rate := float64(reads.Load()) / probes
+		st := s.Stats()
+		t.Logf("%d keys: %.4f %% of absent lookups read the log; index %.2f bytes per key", n, 100*rate, float64(st.IndexBytes)/float64(st.Keys))
+		if rate > 0.001 {
+			t.Errorf("%d keys: %.4f %% of absent lookups read the log, more than 0.1 %%", n, 100*rate)
+		}
+		reads.Store(0)
+		if _, err := s.Get(fmt.Appendf(nil, "https://example.com/page/%d", n/2)); err != nil || reads.Load() != 1 {
+			t.Errorf("a present key took %d log reads (%v)", reads.Load(), err)
+		}
+	}
+}

@@ -1,0 +1,899 @@
+package store
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/dedupkit/cuckoo/internal/hash"
+	"github.com/dedupkit/cuckoo/internal/invariants"
+)
+
+// SyncPolicy says when the log is synced to stable storage, and so what a
+// crash of the machine can lose. Every policy survives a crash of the
+// process (kill -9) with the records written to the operating system;
+// Close always syncs.
+type SyncPolicy int
+
+const (
+	// SyncEverySecond, the default, buffers records in memory and writes
+	// and syncs them once a second (and whenever 1 MiB is buffered): a
+	// crash of the process or the machine loses at most the writes of the
+	// last second, plus those of a sync in progress. Writes go at memory
+	// speed, as with Redis's "appendfsync everysec", which made the same
+	// choice for the same reason: a sync costs milliseconds on most
+	// disks, so syncing every write makes every write that slow.
+	SyncEverySecond SyncPolicy = iota
+	// SyncAlways writes each record to the operating system before the
+	// write returns, and returns only once the record is synced. Writers
+	// that overlap share one sync (group commit), so many goroutines
+	// writing at once pay far less than one sync each. A write that
+	// returned nil survives kill -9 and power loss.
+	SyncAlways
+	// SyncNever buffers records and writes them when 1 MiB is buffered,
+	// on Sync and on Close, and never syncs but on Sync and Close: the
+	// operating system writes them back when it chooses. A crash of the
+	// process loses the buffered records; a crash of the machine may
+	// lose anything since the last Sync.
+	SyncNever
+)
+
+func (p SyncPolicy) String() string {
+	switch p {
+	case SyncEverySecond:
+		return "everysec"
+	case SyncAlways:
+		return "always"
+	case SyncNever:
+		return "never"
+	}
+	return fmt.Sprintf("SyncPolicy(%d)", int(p))
+}
+
+// An Option configures Open.
+type Option func(*options)
+
+type options struct {
+	sync        SyncPolicy
+	segmentSize int64
+	autoRatio   float64
+	autoMin     int64
+	seed        uint64
+	seedSet     bool
+	fs          fsys
+	bufSize     int
+}
+
+// Defaults of the options.
+const (
+	// DefaultSegmentSize is the size past which the log starts a new
+	// segment file.
+	DefaultSegmentSize = 1 << 30
+	// DefaultCompactRatio is the share of the log's bytes held by
+	// overwritten and deleted records, and tombstones, past which a
+	// Store compacts itself in the background.
+	DefaultCompactRatio = 0.5
+	// DefaultCompactMin is the least log size at which a Store compacts
+	// itself.
+	DefaultCompactMin = 64 << 20
+
+	maxSegmentSize = 3 << 30 // a segment's offsets take 32 bits, with room for a last record
+	minSegmentSize = 4 << 10
+	bufferSize     = 1 << 20
+)
+
+func defaults() options {
+	return options{
+		sync:        SyncEverySecond,
+		segmentSize: DefaultSegmentSize,
+		autoRatio:   DefaultCompactRatio,
+		autoMin:     DefaultCompactMin,
+		fs:          osFS{},
+		bufSize:     bufferSize,
+	}
+}
+
+// WithSync sets the sync policy (default SyncEverySecond).
+func WithSync(p SyncPolicy) Option { return func(o *options) { o.sync = p } }
+
+// WithSegmentSize sets the size in bytes past which the log starts a new
+// segment file (default 1 GiB; clamped to 4 KiB … 3 GiB). A store has at
+// most 256 segments, so this bounds the log: 256 GiB at the default.
+func WithSegmentSize(n int64) Option {
+	return func(o *options) { o.segmentSize = min(max(n, minSegmentSize), maxSegmentSize) }
+}
+
+// WithAutoCompact sets when the Store compacts itself: once the log
+// holds at least minBytes and more than ratio of it is garbage
+// (overwritten and deleted records, tombstones). ratio 0 turns automatic
+// compaction off. Default DefaultCompactRatio, DefaultCompactMin.
+func WithAutoCompact(ratio float64, minBytes int64) Option {
+	return func(o *options) { o.autoRatio, o.autoMin = ratio, minBytes }
+}
+
+// WithSeed sets the hash seed of a new store (default: random). An
+// existing store keeps the seed it was created with.
+func WithSeed(seed uint64) Option { return func(o *options) { o.seed, o.seedSet = seed, true } }
+
+// Store is an exact key-value store: an append-only log on disk and a
+// cuckoo hash table in RAM of a tag and a log location per key. See the
+// package documentation.
+//
+// A Store is safe for use by any number of goroutines: reads run in
+// parallel with each other and with writes; writes are serialized.
+//
+// Invariants:
+//   - every live key has exactly one index entry, at the location of its
+//     last Put record; every entry is such a location.
+//   - the log, replayed in order, gives the keys and values the index
+//     and Get give (up to the records a crash may lose, see SyncPolicy).
+//   - live counts the bytes of the records the index points at.
+type Store struct {
+	dir  string
+	fs   fsys
+	opt  options
+	lock io.Closer
+	seed uint64
+
+	// wmu serializes writers. Writers change the fields below under mu
+	// too, so a holder of wmu may read them without mu.
+	wmu     sync.Mutex
+	scratch []byte // the record being written
+
+	mu struct {
+		sync.RWMutex
+		ix     *index
+		segs   [maxSegments]*segment // by slot, the top 8 bits of a location
+		order  []*segment            // in log order; the last is the active one
+		buf    []byte                // records of the active segment past its size
+		closed bool
+	}
+	nextSeq  uint64 // the seq of the next new key
+	nextID   uint64 // the id of the next segment file
+	live     int64  // bytes of live records
+	logBytes int64  // bytes of all segments, with buf
+	written  uint64 // bytes written to segment files since Open (wmu)
+	closing  bool   // Close has begun (wmu)
+
+	// Group commit (SyncAlways) and the syncs of the other policies.
+	smu     sync.Mutex
+	scond   *sync.Cond
+	syncing bool
+	synced  uint64 // written, as of the last completed sync (smu)
+	failed  atomic.Pointer[error]
+
+	compactMu   sync.Mutex // one compaction, Range or Verify at a time
+	closeOnce   sync.Once
+	compacting  atomic.Bool
+	compactions atomic.Uint64
+	stop        chan struct{}
+	bg          sync.WaitGroup
+	autoErr     atomic.Pointer[error]
+}
+
+// segment is one log file.
+type segment struct {
+	id   uint64
+	slot uint64
+	path string
+	f    file
+	data []byte // the file mapped, or nil
+	size int64  // bytes in the file; the active segment's grows (under mu)
+}
+
+// logReadHook, when set (by tests), is called on every read of a record
+// by a lookup.
+var logReadHook func()
+
+func (s *Store) hash(key []byte) uint64 { return hash.Sum64(key, s.seed) }
+
+func location(slot uint64, pos int64) uint64 { return slot<<32 | uint64(pos) }
+
+// recordBytes returns the bytes of the log from location loc on: at
+// least the whole record there, if it is intact. It reads the mapping or
+// the write buffer without copying, or else reads the record into a new
+// slice. Call it with mu held (read or write), or with wmu.
+func (s *Store) recordBytes(loc uint64) ([]byte, *segment, int64, error) {
+	sg := s.mu.segs[loc>>32]
+	pos := int64(loc & (1<<32 - 1))
+	if sg == nil || pos < segHeaderSize {
+		return nil, sg, pos, fmt.Errorf("store: index points at a missing record (segment slot %d, offset %d)", loc>>32, pos)
+	}
+	if logReadHook != nil {
+		logReadHook()
+	}
+	if pos >= sg.size {
+		return s.mu.buf[pos-sg.size:], sg, pos, nil
+	}
+	if sg.data != nil {
+		return sg.data[pos:sg.size], sg, pos, nil
+	}
+	var head [recPrefix]byte
+	if _, err := sg.f.ReadAt(head[:], pos); err != nil {
+		return nil, sg, pos, err
+	}
+	n := int64(recPrefix) + int64(uint32le(head[4:]))
+	n = min(n, sg.size-pos, recPrefix+maxRecord)
+	b := make([]byte, n)
+	if _, err := sg.f.ReadAt(b, pos); err != nil {
+		return nil, sg, pos, err
+	}
+	return b, sg, pos, nil
+}
+
+func uint32le(b []byte) uint32 {
+	return uint32(b[0]) | uint32(b[1])<<8 | uint32(b[2])<<16 | uint32(b[3])<<24
+}
+
+// find looks key (of hash x) up: its slot, and its record (pointing into
+// the log's bytes, valid while the lock is held), or found = false. Call
+// it with mu held, or with wmu.
+func (s *Store) find(x uint64, key []byte) (ref slotRef, rec record, found bool, err error) {
+	var c [maxCandidates]slotRef
+	n := s.mu.ix.candidates(x, &c)
+	for i := range n {
+		b, sg, pos, err := s.recordBytes(c[i].loc)
+		if err != nil {
+			return ref, rec, false, err
+		}
+		r, err := parseRecord(b)
+		if err != nil {
+			return ref, rec, false, &CorruptError{File: sg.path, Offset: pos, Detail: err.Error()}
+		}
+		if r.kind == kindDelete {
+			return ref, rec, false, &CorruptError{File: sg.path, Offset: pos, Detail: "index points at a tombstone"}
+		}
+		// The checksum is checked for every candidate: a damaged key
+		// must not pass for another key.
+		if !verify(b, r.size) {
+			return ref, rec, false, &CorruptError{File: sg.path, Offset: pos, Detail: "record checksum mismatch"}
+		}
+		if bytes.Equal(r.key, key) {
+			return c[i], r, true, nil
+		}
+	}
+	return ref, rec, false, nil
+}
+
+// Get returns a copy of the value of key, or ErrNotFound. It reads the
+// log only for the index entries whose tag matches key: one read for a
+// present key, almost never one for an absent key. It checks the
+// record's checksum (ErrCorrupt when it is wrong). Cost: O(1) probes, one
+// allocation, the size of the value.
+func (s *Store) Get(key []byte) ([]byte, error) {
+	x := s.hash(key)
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.mu.closed {
+		return nil, ErrClosed
+	}
+	_, r, found, err := s.find(x, key)
+	if err != nil {
+		return nil, err
+	}
+	if !found {
+		return nil, ErrNotFound
+	}
+	return append(make([]byte, 0, len(r.value)), r.value...), nil
+}
+
+// Has reports whether key is present. It costs what Get does, without
+// the copy of the value.
+func (s *Store) Has(key []byte) (bool, error) {
+	x := s.hash(key)
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.mu.closed {
+		return false, ErrClosed
+	}
+	_, _, found, err := s.find(x, key)
+	return found, err
+}
+
+// Len returns the number of keys.
+func (s *Store) Len() uint64 {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.mu.ix.count
+}
+
+// Put sets the value of key, inserting it or overwriting its value. Keys
+// are up to MaxKeySize bytes (the empty key is a key), values up to
+// MaxValueSize (ErrTooLarge beyond). With SyncAlways, Put returns once
+// the record is synced; see SyncPolicy for the others. A Put that
+// returns an error has changed nothing (but see ErrFailed). Readers may
+// see the new value before Put returns.
+func (s *Store) Put(key, value []byte) error {
+	_, err := s.put(key, value, false)
+	return err
+}
+
+// PutIfAbsent sets the value of key only if key is absent, and reports
+// whether it did. It is atomic: of concurrent PutIfAbsent calls for one
+// absent key, exactly one stores its value.
+func (s *Store) PutIfAbsent(key, value []byte) (stored bool, err error) {
+	return s.put(key, value, true)
+}
+
+func (s *Store) put(key, value []byte, ifAbsent bool) (bool, error) {
+	if len(key) > MaxKeySize {
+		return false, fmt.Errorf("%w: key of %d bytes (at most %d)", ErrTooLarge, len(key), MaxKeySize)
+	}
+	if len(value) > MaxValueSize {
+		return false, fmt.Errorf("%w: value of %d bytes (at most %d)", ErrTooLarge, len(value), MaxValueSize)
+	}
+	x := s.hash(key)
+	s.wmu.Lock()
+	if err := s.writable(); err != nil {
+		s.wmu.Unlock()
+		return false, err
+	}
+	ref, old, found, err := s.find(x, key)
+	if err != nil || found && ifAbsent {
+		s.wmu.Unlock()
+		return false, err
+	}
+	kind, seq := byte(kindPut), s.nextSeq
+	if found {
+		kind, seq = kindPutOver, old.seq
+	}
+	oldSize := old.size
+	if !found {
+		if err := s.prepareInsert(); err != nil {
+			s.wmu.Unlock()
+			return false, err
+		}
+	}
+	s.scratch = appendRecord(s.scratch[:0], kind, seq, key, value)
+	target, err := s.append(s.scratch, func(loc uint64) error {
+		if found {
+			s.mu.ix.setLoc(ref, loc)
+			s.live -= int64(oldSize)
+		} else {
+			if err := s.insertLocked(x, loc); err != nil {
+				return err
+			}
+			s.nextSeq++
+		}
+		s.live += int64(len(s.scratch))
+		return nil
+	})
+	if cap(s.scratch) > 4*bufferSize {
+		s.scratch = nil
+	}
+	s.afterWrite()
+	s.wmu.Unlock()
+	if err != nil {
+		return false, err
+	}
+	return true, s.commit(target)
+}
+
+// Delete removes key and reports whether it was present. It appends a
+// tombstone, which a compaction drops with the records it hides.
+func (s *Store) Delete(key []byte) (deleted bool, err error) {
+	if len(key) > MaxKeySize {
+		return false, nil
+	}
+	x := s.hash(key)
+	s.wmu.Lock()
+	if err := s.writable(); err != nil {
+		s.wmu.Unlock()
+		return false, err
+	}
+	ref, old, found, err := s.find(x, key)
+	if err != nil || !found {
+		s.wmu.Unlock()
+		return false, err
+	}
+	oldSize := old.size
+	s.scratch = appendRecord(s.scratch[:0], kindDelete, 0, key, nil)
+	target, err := s.append(s.scratch, func(uint64) error {
+		s.mu.ix.remove(ref)
+		s.live -= int64(oldSize)
+		return nil
+	})
+	s.afterWrite()
+	s.wmu.Unlock()
+	if err != nil {
+		return false, err
+	}
+	return true, s.commit(target)
+}
+
+// writable returns why the store takes no writes, if it does not. Call
+// it with wmu held.
+func (s *Store) writable() error {
+	if s.mu.closed {
+		return ErrClosed
+	}
+	if p := s.failed.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+// fail makes err the store's sticky write error.
+func (s *Store) fail(err error) error {
+	e := fmt.Errorf("%w: %w", ErrFailed, err)
+	s.failed.CompareAndSwap(nil, &e)
+	return *s.failed.Load()
+}
+
+// prepareInsert makes room for one index entry with only wmu held: a
+// refresh that the next split needs (readers go on meanwhile), and the
+// chunk it needs, allocated outside mu.
+func (s *Store) prepareInsert() error {
+	ix := s.mu.ix
+	if !ix.full() {
+		return nil
+	}
+	if ix.splitNeedsRefresh() {
+		nx, err := ix.rebuilt(ix.disp, s.hashAt)
+		if err != nil {
+			return err
+		}
+		s.mu.Lock()
+		s.mu.ix = nx
+		s.mu.Unlock()
+		ix = nx
+	}
+	if ix.splitNeedsChunk() {
+		c := make([]uint64, chunkWords)
+		s.mu.Lock()
+		ix.addChunk(c)
+		s.mu.Unlock()
+	}
+	return nil
+}
+
+// hashAt returns the hash of the key of the record at loc.
+func (s *Store) hashAt(loc uint64) (uint64, error) {
+	b, sg, pos, err := s.recordBytes(loc)
+	if err != nil {
+		return 0, err
+	}
+	r, err := parseRecord(b)
+	if err != nil {
+		return 0, &CorruptError{File: sg.path, Offset: pos, Detail: err.Error()}
+	}
+	return s.hash(r.key), nil
+}
+
+// insertLocked adds an index entry, splitting buckets as needed. Call it
+// with wmu and mu held.
+func (s *Store) insertLocked(x, loc uint64) error {
+	if s.mu.ix.full() {
+		if err := s.splitLocked(); err != nil {
+			return err
+		}
+	}
+	for full := s.mu.ix.add(x, loc); full; full = len(s.mu.ix.stash) >= maxStash {
+		if err := s.splitLocked(); err != nil {
+			return err
+		}
+	}
+	if invariants.Enabled && s.mu.ix.count%4096 == 0 {
+		if err := s.mu.ix.check(); err != nil {
+			panic(err)
+		}
+	}
+	return nil
+}
+
+// splitLocked splits a bucket of the index, refreshing it first if the
+// split needs it (which holds readers off for the refresh: prepareInsert
+// does it beforehand, without, in all but rare cases). Call it with wmu
+// and mu held.
+func (s *Store) splitLocked() error {
+	ix := s.mu.ix
+	if ix.splitNeedsRefresh() {
+		nx, err := ix.rebuilt(ix.disp, s.hashAt)
+		if err != nil {
+			return err
+		}
+		s.mu.ix, ix = nx, nx
+	}
+	ix.splitBucket()
+	return nil
+}
+
+// append writes rec (one record) to the log and applies change, with mu
+// held, at the record's location; change returning an error leaves the
+// log as it was. It returns the count of bytes written the record needs
+// synced (commit). Call it with wmu held.
+func (s *Store) append(rec []byte, change func(loc uint64) error) (uint64, error) {
+	if err := s.maybeRotate(len(rec)); err != nil {
+		return 0, err
+	}
+	sg := s.active()
+	direct := s.opt.sync == SyncAlways || len(rec) > s.opt.bufSize/2
+	if direct || len(s.mu.buf)+len(rec) > s.opt.bufSize {
+		if err := s.flush(); err != nil {
+			return 0, err
+		}
+	}
+	loc := location(sg.slot, sg.size+int64(len(s.mu.buf)))
+	if direct {
+		if err := s.writeAt(sg, rec); err != nil {
+			return 0, err
+		}
+		s.mu.Lock()
+		err := change(loc)
+		if err == nil {
+			sg.size += int64(len(rec))
+		}
+		s.mu.Unlock()
+		if err != nil {
+			s.undoWrite(sg, len(rec))
+			return 0, err
+		}
+		s.logBytes += int64(len(rec))
+		return s.written, nil
+	}
+	s.mu.Lock()
+	err := change(loc)
+	if err == nil {
+		s.mu.buf = append(s.mu.buf, rec...)
+		s.logBytes += int64(len(rec))
+	}
+	s.mu.Unlock()
+	return 0, err
+}
+
+// writeAt writes b at the end of segment sg's file (past its size). On a
+// failed write it cuts what was written, so the file is as it was.
+func (s *Store) writeAt(sg *segment, b []byte) error {
+	_, err := sg.f.WriteAt(b, sg.size)
+	if err != nil {
+		if terr := sg.f.Truncate(sg.size); terr != nil {
+			return s.fail(fmt.Errorf("writing %s: %w (and cutting the partial write: %v)", sg.path, err, terr))
+		}
+		return fmt.Errorf("store: writing %s: %w", sg.path, err)
+	}
+	s.written += uint64(len(b))
+	return nil
+}
+
+// undoWrite cuts the last n bytes written to sg past its size.
+func (s *Store) undoWrite(sg *segment, n int) {
+	if err := sg.f.Truncate(sg.size); err != nil {
+		s.fail(fmt.Errorf("cutting %s: %w", sg.path, err))
+	}
+	s.written -= uint64(n)
+}
+
+// flush writes the buffered records. On an error the buffer is kept (its
+// writes were acknowledged) and the file is as it was. Call it with wmu
+// held.
+func (s *Store) flush() error {
+	if len(s.mu.buf) == 0 {
+		return nil
+	}
+	sg := s.active()
+	if err := s.writeAt(sg, s.mu.buf); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	sg.size += int64(len(s.mu.buf))
+	s.mu.buf = s.mu.buf[:0]
+	if cap(s.mu.buf) > 2*s.opt.bufSize {
+		s.mu.buf = nil
+	}
+	s.mu.Unlock()
+	return nil
+}
+
+func (s *Store) active() *segment { return s.mu.order[len(s.mu.order)-1] }
+
+// commit waits until the first target bytes written are synced, when the
+// policy says so. Overlapping callers share one sync: the first to find
+// none in progress syncs everything written so far for all of them.
+func (s *Store) commit(target uint64) error {
+	if s.opt.sync != SyncAlways {
+		return nil
+	}
+	return s.syncTo(target)
+}
+
+// syncTo syncs the active segment until at least target bytes written
+// are synced. Call it without wmu.
+func (s *Store) syncTo(target uint64) error {
+	s.smu.Lock()
+	defer s.smu.Unlock()
+	for s.synced < target {
+		if p := s.failed.Load(); p != nil {
+			return *p
+		}
+		if s.syncing {
+			s.scond.Wait()
+			continue
+		}
+		s.syncing = true
+		s.smu.Unlock()
+		s.wmu.Lock()
+		f, upto := s.active().f, s.written
+		s.wmu.Unlock()
+		err := f.Sync()
+		s.smu.Lock()
+		s.syncing = false
+		s.scond.Broadcast()
+		if err != nil {
+			return s.fail(fmt.Errorf("syncing the log: %w", err))
+		}
+		s.synced = max(s.synced, upto)
+	}
+	return nil
+}
+
+// Sync writes the buffered records and syncs the log, whatever the
+// policy: every write that returned before Sync was called then survives
+// a crash.
+func (s *Store) Sync() error {
+	s.wmu.Lock()
+	if err := s.writable(); err != nil {
+		s.wmu.Unlock()
+		return err
+	}
+	err := s.flush()
+	target := s.written
+	s.wmu.Unlock()
+	if err != nil {
+		return err
+	}
+	return s.syncTo(target)
+}
+
+// maybeRotate starts a new segment when a record of n bytes would take
+// the active one past the segment size. Call it with wmu held.
+func (s *Store) maybeRotate(n int) error {
+	sg := s.active()
+	end := sg.size + int64(len(s.mu.buf))
+	if end+int64(n) <= s.opt.segmentSize || end == segHeaderSize {
+		return nil
+	}
+	return s.rotate()
+}
+
+// rotate seals the active segment (written and synced) and starts a new
+// one, listed in the manifest before any record goes in it. Call it with
+// wmu held.
+func (s *Store) rotate() error {
+	if err := s.flush(); err != nil {
+		return err
+	}
+	old := s.active()
+	if err := old.f.Sync(); err != nil {
+		return s.fail(fmt.Errorf("syncing %s: %w", old.path, err))
+	}
+	s.smu.Lock()
+	s.synced = max(s.synced, s.written)
+	s.smu.Unlock()
+	sg, err := s.newSegment()
+	if err != nil {
+		return err
+	}
+	order := append(append([]*segment(nil), s.mu.order...), sg)
+	if err := s.writeManifest(order); err != nil {
+		s.dropSegment(sg)
+		return err
+	}
+	s.mu.Lock()
+	s.mu.segs[sg.slot] = sg
+	s.mu.order = order
+	s.mu.Unlock()
+	return nil
+}
+
+// newSegment creates the next segment file, with its header synced, in a
+// free slot (not yet registered).
+func (s *Store) newSegment() (*segment, error) {
+	slot := -1
+	for i, sg := range s.mu.segs {
+		if sg == nil {
+			slot = i
+			break
+		}
+	}
+	if slot < 0 {
+		return nil, fmt.Errorf("%w: the log has %d segments; compact it or use a larger segment size", ErrTooLarge, maxSegments)
+	}
+	id := s.nextID
+	s.nextID++
+	path := filepath.Join(s.dir, segName(id))
+	f, err := s.fs.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("store: creating %s: %w", path, err)
+	}
+	sg := &segment{id: id, slot: uint64(slot), path: path, f: f}
+	if _, err := f.WriteAt(appendSegHeader(nil, id, s.seed), 0); err != nil {
+		s.dropSegment(sg)
+		return nil, fmt.Errorf("store: writing %s: %w", path, err)
+	}
+	if err := f.Sync(); err != nil {
+		s.dropSegment(sg)
+		return nil, fmt.Errorf("store: syncing %s: %w", path, err)
+	}
+	sg.size = segHeaderSize
+	sg.data = f.Map(s.mapSize())
+	s.logBytes += segHeaderSize
+	return sg, nil
+}
+
+// dropSegment closes and removes a segment file that is in no manifest.
+func (s *Store) dropSegment(sg *segment) {
+	sg.f.Close()
+	s.fs.Remove(sg.path)
+	if sg.size >= segHeaderSize {
+		s.logBytes -= segHeaderSize // what newSegment counted
+	}
+}
+
+// mapSize is how much of a segment file is mapped: the most it can hold.
+func (s *Store) mapSize() int {
+	n := s.opt.segmentSize + recPrefix + maxRecord
+	if n > math.MaxInt {
+		return 0
+	}
+	return int(n)
+}
+
+func segName(id uint64) string { return fmt.Sprintf("%016x.log", id) }
+
+// writeManifest replaces the manifest with one that lists order:
+// written to a temporary file, synced, renamed, and the directory synced.
+func (s *Store) writeManifest(order []*segment) error {
+	m := manifest{seed: s.seed, nextID: s.nextID}
+	for _, sg := range order {
+		m.ids = append(m.ids, sg.id)
+	}
+	tmp := filepath.Join(s.dir, manifestName+".tmp")
+	f, err := s.fs.Create(tmp)
+	if err != nil {
+		return fmt.Errorf("store: writing the manifest: %w", err)
+	}
+	_, err = f.WriteAt(m.encode(), 0)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = s.fs.Rename(tmp, filepath.Join(s.dir, manifestName))
+	}
+	if err != nil {
+		s.fs.Remove(tmp)
+		return fmt.Errorf("store: writing the manifest: %w", err)
+	}
+	if err := s.fs.SyncDir(s.dir); err != nil {
+		return s.fail(fmt.Errorf("syncing %s: %w", s.dir, err))
+	}
+	return nil
+}
+
+// afterWrite starts a background compaction when the garbage passes the
+// configured ratio. Call it with wmu held.
+func (s *Store) afterWrite() {
+	r := s.opt.autoRatio
+	if r <= 0 || s.closing || s.logBytes < s.opt.autoMin || float64(s.logBytes-s.live) <= r*float64(s.logBytes) {
+		return
+	}
+	if !s.compacting.CompareAndSwap(false, true) {
+		return
+	}
+	s.bg.Add(1)
+	go func() {
+		defer s.bg.Done()
+		defer s.compacting.Store(false)
+		if err := s.compact(); err != nil && !errors.Is(err, ErrClosed) && !errors.Is(err, errStopped) {
+			s.autoErr.Store(&err)
+		}
+	}()
+}
+
+// Stats describes a Store at one moment.
+type Stats struct {
+	Keys        uint64  // live keys: Len
+	IndexBytes  uint64  // RAM held by the index
+	IndexLoad   float64 // share of the index's slots in use
+	LogBytes    uint64  // bytes of the log: every segment file, with buffered records
+	LiveBytes   uint64  // bytes of the records of live keys
+	Segments    int     // segment files
+	Compactions uint64  // compactions completed since Open
+	// AutoCompactError is the error of the last automatic compaction
+	// that failed, if any (it is retried at a later write).
+	AutoCompactError error
+}
+
+// Stats returns the store's counts. Its cost is O(1).
+func (s *Store) Stats() Stats {
+	s.mu.RLock()
+	ix := s.mu.ix
+	st := Stats{
+		Keys:        ix.count,
+		IndexBytes:  ix.bytes(),
+		IndexLoad:   float64(ix.count) / float64(ix.buckets()*slotsPerBucket),
+		Segments:    len(s.mu.order),
+		Compactions: s.compactions.Load(),
+	}
+	s.mu.RUnlock()
+	s.wmu.Lock()
+	st.LogBytes, st.LiveBytes = uint64(s.logBytes), uint64(s.live)
+	s.wmu.Unlock()
+	if p := s.autoErr.Load(); p != nil {
+		st.AutoCompactError = *p
+	}
+	return st
+}
+
+// Close writes and syncs what is buffered, stops a compaction in
+// progress (which then leaves the log as it was), and releases the
+// directory. Later calls of any method return ErrClosed; Close itself
+// returns nil when called again. Its error says the buffered records
+// could not all be written or synced.
+func (s *Store) Close() error {
+	first := false
+	s.closeOnce.Do(func() { first = true })
+	if !first {
+		return nil
+	}
+	s.wmu.Lock()
+	s.closing = true // no more background compactions start
+	s.wmu.Unlock()
+	close(s.stop)
+	s.bg.Wait()
+	s.compactMu.Lock()
+	defer s.compactMu.Unlock()
+	s.wmu.Lock()
+	err := s.flush()
+	target := s.written
+	s.wmu.Unlock()
+	if err == nil {
+		if p := s.failed.Load(); p != nil {
+			err = *p
+		} else {
+			err = s.syncTo(target)
+		}
+	}
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	if err == nil && s.failed.Load() == nil {
+		s.writeCheckpoint()
+	}
+	s.mu.Lock()
+	s.mu.closed = true
+	for _, sg := range s.mu.order {
+		if cerr := sg.f.Close(); err == nil && cerr != nil {
+			err = fmt.Errorf("store: closing %s: %w", sg.path, cerr)
+		}
+		sg.data = nil
+	}
+	s.mu.buf = nil
+	s.mu.Unlock()
+	if cerr := s.lock.Close(); err == nil && cerr != nil {
+		err = cerr
+	}
+	return err
+}
+
+// syncLoop writes and syncs the log once a second (SyncEverySecond).
+func (s *Store) syncLoop() {
+	defer s.bg.Done()
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-t.C:
+			s.Sync()
+		}
+	}
+}
