@@ -34,6 +34,7 @@ func commands() []*command {
 		infoCommand(),
 		planCommand(),
 		benchCommand(),
+		serveCommand(),
 		versionCommand(),
 	}
 }

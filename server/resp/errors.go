@@ -14,6 +14,15 @@ var (
 	ErrOutputLimit = errors.New("resp: output buffer limit exceeded")
 )
 
+// The errors of a request past Limits.MaxArray or Limits.MaxBulk. They
+// read as Redis's errors for malformed lengths, and are distinct values so
+// that a server can word them as Redis does for clients not yet
+// authenticated.
+var (
+	ErrArrayTooLong = &ProtocolError{"invalid multibulk length"}
+	ErrBulkTooLong  = &ProtocolError{"invalid bulk length"}
+)
+
 // ProtocolError is a malformed or oversized request. Reason is the text
 // Redis sends after "ERR Protocol error: ", such as "invalid bulk length".
 type ProtocolError struct {

@@ -96,6 +96,15 @@ func (r *Reader) SetLimits(lim Limits) {
 	r.lim = lim
 }
 
+// Reset discards all state and makes the Reader read from rd, keeping its
+// buffer and limits.
+func (r *Reader) Reset(rd io.Reader) {
+	r.rd = rd
+	r.r, r.w, r.argc, r.pos, r.need = 0, 0, 0, 0, 0
+	r.offs = r.offs[:0]
+	r.err = nil
+}
+
 // Buffered returns the number of bytes read from the stream and not yet
 // returned as commands.
 func (r *Reader) Buffered() int { return r.w - r.r }
@@ -206,8 +215,11 @@ func (r *Reader) arrayHeader() (bool, error) {
 		return false, errInvalidMultibulk
 	}
 	n, ok := parseLen(r.buf[r.r+1 : nl-1])
-	if !ok || n > int64(r.lim.MaxArray) {
+	if !ok {
 		return false, errInvalidMultibulk
+	}
+	if n > int64(r.lim.MaxArray) {
+		return false, ErrArrayTooLong
 	}
 	if n <= 0 {
 		r.r = nl + 1
@@ -240,8 +252,11 @@ func (r *Reader) bulks() (bool, error) {
 			return false, errInvalidBulk
 		}
 		n, ok := parseLen(r.buf[p+1 : nl-1])
-		if !ok || n < 0 || n > int64(r.lim.MaxBulk) {
+		if !ok || n < 0 {
 			return false, errInvalidBulk
+		}
+		if n > int64(r.lim.MaxBulk) {
+			return false, ErrBulkTooLong
 		}
 		start := nl + 1
 		end := start + int(n)
@@ -304,7 +319,7 @@ func (r *Reader) inline() ([][]byte, bool, error) {
 		return nil, false, err
 	}
 	if len(args) > r.lim.MaxArray {
-		return nil, false, errInvalidMultibulk
+		return nil, false, ErrArrayTooLong
 	}
 	r.args = args
 	return args, true, nil

@@ -1,0 +1,228 @@
+package server
+
+// Every command is parsed, then run. Its parse function turns the
+// arguments into a typed request and does all the validation; its run
+// method may assume a valid request, and nothing touches the key space
+// until parsing has succeeded. The table below lists each command with
+// Redis's arity convention (n: exactly n arguments with the name; -n: at
+// least n), its flags and its key positions, which COMMAND reports.
+
+import (
+	"errors"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/dedupkit/cuckoo/server/resp"
+)
+
+type cmdFlags uint16
+
+const (
+	flagWrite    cmdFlags = 1 << iota // changes data: logged, refused when the log has failed
+	flagReadonly                      // reads data only
+	flagAdmin                         // server administration
+	flagDenyOOM                       // may add memory: refused past MaxMemory
+	flagNoAuth                        // allowed before AUTH
+	flagFast                          // O(1) or O(items)
+	flagModule                        // a RedisBloom command: arity errors name it as sent
+)
+
+// request is a parsed command.
+type request interface {
+	run(c *call)
+}
+
+// command is an entry of the command table.
+type command struct {
+	name                    string // lower case
+	arity                   int
+	flags                   cmdFlags
+	firstKey, lastKey, step int
+	summary                 string // for COMMAND DOCS
+	group                   string
+	exec                    func(c *call)
+}
+
+// handle builds a command's exec from its parse function.
+func handle[R request](parse func(args [][]byte) (R, error)) func(c *call) {
+	return func(c *call) {
+		r, err := parse(c.args)
+		if err != nil {
+			c.fail(err)
+			return
+		}
+		r.run(c)
+	}
+}
+
+// errArity is returned by parse functions for a wrong number of
+// arguments; call.fail words it as Redis does.
+var errArity = errors.New("wrong number of arguments")
+
+// call is one command being run.
+type call struct {
+	s      *Server
+	cl     *client // nil during recovery
+	w      *resp.Writer
+	args   [][]byte
+	cmd    *command
+	replay bool  // replaying the log: nothing is logged
+	logOff int64 // the log offset after this command's records
+}
+
+// fail writes the reply for err.
+func (c *call) fail(err error) {
+	if errors.Is(err, errArity) {
+		name := c.cmd.name
+		if c.cmd.flags&flagModule != 0 {
+			name = string(c.args[0])
+		}
+		err = arityError{name}
+	}
+	c.w.Error(replyText(err))
+}
+
+// log appends a record of args tagged epoch to the log. The caller holds
+// the locks that order it among the key's writes (keyspace.go).
+func (c *call) log(epoch uint64, args [][]byte) {
+	if c.replay {
+		return
+	}
+	if !c.s.ks.dirty.Load() {
+		c.s.ks.dirty.Store(true)
+	}
+	if c.s.aof != nil {
+		c.logOff = c.s.aof.append(epoch, args)
+	}
+}
+
+var commandTable = buildTable()
+
+func buildTable() map[string]*command {
+	cmds := slices.Concat(cfCommands, bfCommands, keyCommands, serverCommands)
+	m := make(map[string]*command, len(cmds))
+	for _, c := range cmds {
+		if m[c.name] != nil || c.name != strings.ToLower(c.name) {
+			panic("server: bad command table entry " + c.name)
+		}
+		m[c.name] = c
+	}
+	return m
+}
+
+// lookupCommand finds a command by name, in any case, without allocating.
+func lookupCommand(name []byte) *command {
+	var buf [32]byte
+	if len(name) > len(buf) {
+		return nil
+	}
+	for i, ch := range name {
+		if 'A' <= ch && ch <= 'Z' {
+			ch += 'a' - 'A'
+		}
+		buf[i] = ch
+	}
+	return commandTable[string(buf[:len(name)])]
+}
+
+func (cmd *command) arityOK(n int) bool {
+	if cmd.arity >= 0 {
+		return n == cmd.arity
+	}
+	return n >= -cmd.arity
+}
+
+// exec runs one command for a client, or for recovery when cl is nil.
+func (s *Server) exec(c *call, cl *client, w *resp.Writer, args [][]byte) {
+	*c = call{s: s, cl: cl, w: w, args: args, replay: cl == nil}
+	cmd := lookupCommand(args[0])
+	if cmd == nil {
+		w.Error(string(unknownCommand(args)))
+		return
+	}
+	c.cmd = cmd
+	if !cmd.arityOK(len(args)) {
+		c.fail(errArity)
+		return
+	}
+	if cl != nil {
+		if s.cfg.Password != "" && !cl.authed && cmd.flags&flagNoAuth == 0 {
+			w.Error(string(errNoAuth))
+			return
+		}
+		if cmd.flags&flagWrite != 0 && s.aof != nil && s.aof.failed.Load() {
+			w.Error(string(misconf(s.aof.err())))
+			return
+		}
+		if cmd.flags&flagDenyOOM != 0 && s.overMemory(0) {
+			w.Error(string(errOOM))
+			return
+		}
+	}
+	cmd.exec(c)
+}
+
+// overMemory reports whether MaxMemory is set and the filters' memory,
+// with extra more bytes, is past it.
+func (s *Server) overMemory(extra int64) bool {
+	return s.cfg.MaxMemory > 0 && s.ks.used.Load()+extra > s.cfg.MaxMemory
+}
+
+// Argument parsing shared by the commands.
+
+// parseInt parses a decimal int64 as Redis does (no spaces, no '+').
+func parseInt(b []byte) (int64, bool) {
+	if len(b) == 0 || b[0] == '+' || len(b) > 20 {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(string(b), 10, 64)
+	return n, err == nil
+}
+
+// parseUint parses a decimal uint64.
+func parseUint(b []byte) (uint64, bool) {
+	if len(b) == 0 || b[0] == '+' || len(b) > 20 {
+		return 0, false
+	}
+	n, err := strconv.ParseUint(string(b), 10, 64)
+	return n, err == nil
+}
+
+// parseFloat parses a finite float64.
+func parseFloat(b []byte) (float64, bool) {
+	if len(b) == 0 || len(b) > 64 {
+		return 0, false
+	}
+	f, err := strconv.ParseFloat(string(b), 64)
+	return f, err == nil && f == f && f-f == 0
+}
+
+// is reports whether arg equals word (upper case) in any case.
+func is(arg []byte, word string) bool {
+	if len(arg) != len(word) {
+		return false
+	}
+	for i := range arg {
+		ch := arg[i]
+		if 'a' <= ch && ch <= 'z' {
+			ch -= 'a' - 'A'
+		}
+		if ch != word[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// lowerFirst returns the lower-cased first byte of arg, or 0.
+func lowerFirst(arg []byte) byte {
+	if len(arg) == 0 {
+		return 0
+	}
+	ch := arg[0]
+	if 'A' <= ch && ch <= 'Z' {
+		ch += 'a' - 'A'
+	}
+	return ch
+}
