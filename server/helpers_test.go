@@ -313,3 +313,13 @@ func (m *runtimeMem) read() {
 	runtime.ReadMemStats(&ms)
 	m.total = ms.TotalAlloc
 }
+
+func splitLines(s string) []string { return strings.Split(strings.TrimSuffix(s, "\n"), "\n") }
+
+func unquote(s string) string {
+	u, err := strconv.Unquote(strings.TrimSpace(s))
+	if err != nil {
+		return s
+	}
+	return u
+}
