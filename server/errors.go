@@ -26,6 +26,10 @@ var (
 	// Close.
 	ErrClosed = errors.New("server: closed")
 
+	// ErrDirInUse is wrapped by the error New returns when another server
+	// holds the data directory's lock.
+	ErrDirInUse = errors.New("server: data directory in use by another cuckoo server")
+
 	// ErrDataDir is wrapped by the error New returns when the data
 	// directory cannot be used: unreadable, locked by another server, or
 	// holding files it refuses to load (a damaged snapshot, or a log

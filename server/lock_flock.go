@@ -19,7 +19,7 @@ func lockDir(path string) (*os.File, error) {
 	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
 		f.Close()
 		if errors.Is(err, syscall.EWOULDBLOCK) {
-			return nil, errors.New("in use by another cuckoo server (its LOCK file is locked)")
+			return nil, ErrDirInUse
 		}
 		return nil, err
 	}

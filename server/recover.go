@@ -89,7 +89,9 @@ func (s *Server) recover() error {
 		}
 		s.aof = a
 	}
-	s.logf("loaded %d keys from the snapshot and %d log records in %v; %d keys", keys, records, time.Since(start).Round(time.Millisecond), s.ks.count.Load())
+	if keys > 0 || records > 0 {
+		s.logf("loaded %d keys from the snapshot and %d log records in %v: %d keys", keys, records, time.Since(start).Round(time.Millisecond), s.ks.count.Load())
+	}
 	if !s.cfg.AppendOnly && len(replay) > 0 {
 		// The log holds writes the snapshot lacks: keep them in a new
 		// snapshot before the log files go.

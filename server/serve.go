@@ -194,6 +194,9 @@ func (s *Server) openDir() error {
 		return fmt.Errorf("%w %s: %v", ErrDataDir, dir, err)
 	}
 	lock, err := lockDir(filepath.Join(dir, "LOCK"))
+	if errors.Is(err, ErrDirInUse) {
+		return fmt.Errorf("%w %s: %w", ErrDataDir, dir, err)
+	}
 	if err != nil {
 		return fmt.Errorf("%w %s: %v", ErrDataDir, dir, err)
 	}

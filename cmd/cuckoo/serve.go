@@ -106,19 +106,22 @@ func runServe(e *env, f *serveFlags, pos []string) error {
 	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
 	defer signal.Stop(sig)
 
+	if err := checkProtected(cfg); err != nil {
+		return err
+	}
 	srv, err := server.New(cfg)
 	if err != nil {
+		if errors.Is(err, server.ErrDirInUse) {
+			return dataErr("stop the other server, or give another --dir", "%v", err)
+		}
 		if errors.Is(err, server.ErrDataDir) {
 			return dataErr("see docs/server.md, Recovery", "%v", err)
 		}
 		return dataErr("check --dir", "%v", err)
 	}
-	ln, err := listen(srv, cfg)
+	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
 		srv.Close()
-		if errors.Is(err, server.ErrProtectedMode) {
-			return usageErr("set --requirepass, or --protected-mode no", "refusing to listen on %s without a password", cfg.Addr)
-		}
 		return dataErr("choose another --port or --bind", "%v", err)
 	}
 	data := "nothing is saved (no --dir)"
@@ -151,18 +154,21 @@ func runServe(e *env, f *serveFlags, pos []string) error {
 	return nil
 }
 
-// listen opens the listener, with protected mode checked first.
-func listen(srv *server.Server, cfg server.Config) (net.Listener, error) {
+// checkProtected refuses, before anything is loaded, a non-loopback
+// address without a password in protected mode (the server checks it
+// again when it serves).
+func checkProtected(cfg server.Config) error {
 	host, _, err := net.SplitHostPort(cfg.Addr)
 	if err != nil {
-		return nil, err
+		return usageErr("check --bind and --port", "bad address %q", cfg.Addr)
 	}
-	if cfg.ProtectedMode && cfg.Password == "" && host != "localhost" {
-		if ip := net.ParseIP(host); ip == nil || !ip.IsLoopback() {
-			return nil, server.ErrProtectedMode
-		}
+	if !cfg.ProtectedMode || cfg.Password != "" || host == "localhost" {
+		return nil
 	}
-	return net.Listen("tcp", cfg.Addr)
+	if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
+		return nil
+	}
+	return usageErr("set --requirepass, or --protected-mode no", "refusing to listen on %s without a password", cfg.Addr)
 }
 
 // serverConfig builds the server's configuration from the config file and
