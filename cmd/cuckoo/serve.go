@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -46,6 +47,7 @@ type serveFlags struct {
 	port           int
 	dir            string
 	requirePass    string
+	requirePassEnv string
 	protectedMode  string
 	appendOnly     string
 	appendFsync    string
@@ -57,6 +59,7 @@ type serveFlags struct {
 	outputLimit    string
 	maxBulk        string
 	timeout        time.Duration
+	threads        int
 	repair         bool
 
 	fs *flag.FlagSet // the flags as parsed, for --config
@@ -69,6 +72,7 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&f.port, "port", 6379, "listen on this TCP `port` (0: any free port)")
 	fs.StringVar(&f.dir, "dir", "cuckoo-data", "keep the data in this `directory`")
 	fs.StringVar(&f.requirePass, "requirepass", "", "require this `password` (AUTH or HELLO AUTH)")
+	fs.StringVar(&f.requirePassEnv, "requirepass-env", "", "require the password in this environment `variable`, when set")
 	fs.StringVar(&f.protectedMode, "protected-mode", "yes", "refuse a non-loopback --bind without a password: yes or no")
 	fs.StringVar(&f.appendOnly, "appendonly", "yes", "log every write to the append-only log: yes or no (snapshots only)")
 	fs.StringVar(&f.appendFsync, "appendfsync", "everysec", "fsync the log: always, everysec or no")
@@ -80,6 +84,7 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.outputLimit, "client-output-buffer-limit", "256mb", "disconnect a client whose pending replies pass this `size`")
 	fs.StringVar(&f.maxBulk, "proto-max-bulk-len", "512mb", "largest request argument, a `size`")
 	fs.DurationVar(&f.timeout, "timeout", 0, "close connections idle this long (0: never)")
+	fs.IntVar(&f.threads, "threads", 0, "run Go code on at most `n` threads at once (GOMAXPROCS; 0: one per CPU)")
 	fs.BoolVar(&f.repair, "repair", false, "start from a damaged log by cutting it before the damage")
 }
 
@@ -108,6 +113,12 @@ func runServe(e *env, f *serveFlags, pos []string) error {
 
 	if err := checkProtected(cfg); err != nil {
 		return err
+	}
+	if f.threads < 0 {
+		return usageErr("give 0 (one per CPU) or a positive number", "bad --threads %d", f.threads)
+	}
+	if f.threads > 0 {
+		runtime.GOMAXPROCS(f.threads)
 	}
 	srv, err := server.New(cfg)
 	if err != nil {
@@ -183,6 +194,9 @@ func (f *serveFlags) serverConfig() (server.Config, error) {
 	cfg.Addr = net.JoinHostPort(f.bind, strconv.Itoa(f.port))
 	cfg.Dir = f.dir
 	cfg.Password = f.requirePass
+	if cfg.Password == "" && f.requirePassEnv != "" {
+		cfg.Password = os.Getenv(f.requirePassEnv)
+	}
 	cfg.SaveInterval = f.saveInterval
 	cfg.MaxClients = f.maxClients
 	cfg.IdleTimeout = f.timeout

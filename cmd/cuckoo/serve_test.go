@@ -70,6 +70,10 @@ func TestServeConfigFile(t *testing.T) {
 	if cfg.Password != "s3cret" || cfg.Addr != "127.0.0.1:7002" || cfg.Fsync != server.FsyncAlways || cfg.MaxMemory != 1<<20 {
 		t.Fatalf("config file: %+v", cfg)
 	}
+	t.Setenv("TEST_CUCKOO_PASSWORD", "from-env")
+	if cfg, err := parseServe(t, "--requirepass-env", "TEST_CUCKOO_PASSWORD"); err != nil || cfg.Password != "from-env" {
+		t.Fatalf("--requirepass-env: %q, %v", cfg.Password, err)
+	}
 	os.WriteFile(path, []byte("colour blue\n"), 0o600)
 	if _, err := parseServe(t, "--config", path); err == nil || !strings.Contains(err.Error(), `unknown setting "colour"`) {
 		t.Fatalf("an unknown setting: %v", err)

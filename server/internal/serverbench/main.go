@@ -160,9 +160,9 @@ func main() {
 		check(os.MkdirAll(dir, 0o755))
 		return start(name, port, append([]string{"redis-server", "--port", strconv.Itoa(port), "--dir", dir, "--logfile", filepath.Join(dir, "log")}, extra...)...)
 	}
-	newCuckoo := func(name string) *server {
+	newCuckoo := func(name string, extra ...string) *server {
 		port := freePort()
-		return start(name, port, cuckoo, "serve", "--port", strconv.Itoa(port), "--dir", filepath.Join(tmp, name), "--save-on-shutdown", "no")
+		return start(name, port, append([]string{cuckoo, "serve", "--port", strconv.Itoa(port), "--dir", filepath.Join(tmp, name), "--save-on-shutdown", "no"}, extra...)...)
 	}
 	if !*skipTput {
 		throughput(newRedis, newCuckoo)
@@ -198,11 +198,12 @@ func (t test) redis0() string {
 	return t.redis[0]
 }
 
-func throughput(newRedis func(string, ...string) *server, newCuckoo func(string) *server) {
+func throughput(newRedis func(string, ...string) *server, newCuckoo func(string, ...string) *server) {
 	servers := []*server{
 		newRedis("redis-default"),
 		newRedis("redis-aof", "--appendonly", "yes", "--appendfsync", "everysec"),
 		newCuckoo("cuckoo"),
+		newCuckoo("cuckoo-1thread", "--threads", "1"),
 	}
 	defer func() {
 		for _, s := range servers {
@@ -245,12 +246,12 @@ func throughput(newRedis func(string, ...string) *server, newCuckoo func(string)
 	}
 	fmt.Printf("Throughput, requests per second, median of %d interleaved rounds (%d clients, keys from %d random integers; %d requests per unpipelined run, %d with -P 16). Ratio: median over rounds of cuckoo / redis in the same round.\n\n",
 		*rounds, *clients, *keyspace, *requests, *pipelined)
-	fmt.Println("| operation | pipeline | redis-server (defaults) | redis-server (appendonly everysec) | cuckoo serve (defaults) | ratio to redis defaults | ratio to redis appendonly |")
-	fmt.Println("|---|---:|---:|---:|---:|---:|---:|")
+	fmt.Println("| operation | pipeline | redis-server (defaults) | redis-server (appendonly everysec) | cuckoo serve (defaults) | cuckoo serve --threads 1 | ratio, defaults to defaults | ratio, --threads 1 to defaults | ratio, defaults to appendonly |")
+	fmt.Println("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
 	for _, t := range tests {
 		get := func(name string) []float64 { return results[fmt.Sprintf("%s|%s|%d", name, t.name, t.pipeline)] }
-		ours := get("cuckoo")
-		ratio := func(base []float64) string {
+		ours, one := get("cuckoo"), get("cuckoo-1thread")
+		ratio := func(ours, base []float64) string {
 			if len(base) == 0 {
 				return "–"
 			}
@@ -267,15 +268,16 @@ func throughput(newRedis func(string, ...string) *server, newCuckoo func(string)
 			return fmt.Sprintf("%.0f", median(xs))
 		}
 		label := t.cuckoo[0] + " vs " + t.redis0()
-		fmt.Printf("| %s | %d | %s | %s | %s | %s | %s |\n", label, t.pipeline,
-			cell(get("redis-default")), cell(get("redis-aof")), cell(ours), ratio(get("redis-default")), ratio(get("redis-aof")))
+		fmt.Printf("| %s | %d | %s | %s | %s | %s | %s | %s | %s |\n", label, t.pipeline,
+			cell(get("redis-default")), cell(get("redis-aof")), cell(ours), cell(one),
+			ratio(ours, get("redis-default")), ratio(one, get("redis-default")), ratio(ours, get("redis-aof")))
 	}
 	fmt.Println()
 }
 
 // memory adds the same keys to a Redis set and to a cuckoo filter at
 // 0.1 %, pipelined over one connection, and compares INFO memory.
-func memory(newRedis func(string, ...string) *server, newCuckoo func(string) *server) {
+func memory(newRedis func(string, ...string) *server, newCuckoo func(string, ...string) *server) {
 	r := newRedis("redis-mem")
 	c := newCuckoo("cuckoo-mem")
 	defer r.stop()
