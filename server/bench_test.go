@@ -34,6 +34,7 @@ func execServer(tb testing.TB, n int, persist bool) (*Server, *client) {
 		s.exec(&cl.call, cl, cl.w, b)
 	}
 	run("CF.RESERVE", "cf", fmt.Sprint(n))
+	run("BF.RESERVE", "bf", "0.01", fmt.Sprint(n+1))
 	for i := range n / 2 {
 		run("CF.ADD", "cf", fmt.Sprint(i))
 	}
@@ -49,6 +50,8 @@ func TestExecAllocs(t *testing.T) {
 		{[]byte("CF.ADD"), []byte("cf"), []byte("17")},
 		{[]byte("CF.MEXISTS"), []byte("cf"), []byte("1"), []byte("2")},
 		{[]byte("PING")},
+		{[]byte("BF.ADD"), []byte("bf"), []byte("x")},
+		{[]byte("BF.EXISTS"), []byte("bf"), []byte("x")},
 	} {
 		allocs := testing.AllocsPerRun(200, func() {
 			s.exec(&cl.call, cl, cl.w, cmd)

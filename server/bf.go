@@ -178,58 +178,19 @@ func parseBFReserve(args [][]byte) (bfReserve, error) {
 	return r, nil
 }
 
-func (r bfReserve) run(c *call) {
-	ks := c.s.ks
-	switch o := ks.get(r.key); {
-	case o != nil && o.kind != kindBF:
-		c.fail(errWrongType)
-		return
-	case o != nil:
-		c.fail(errItemExists)
-		return
-	}
-	fresh, err := r.p.newObject(c)
-	if err != nil {
-		c.fail(err)
-		return
-	}
-	o, epoch, created, err := ks.create(r.key, fresh)
-	if err != nil {
-		c.fail(err)
-		return
-	}
-	if !created {
-		ks.unlockWrite(o)
-		c.fail(errItemExists)
-		return
-	}
-	c.log(epoch, r.p.reserveArgs(r.key))
-	ks.unlockWrite(o)
-	c.w.OK()
-}
+func (r bfReserve) run(c *call) { reserve(c, r.key, kindBF, &r.p) }
 
-// bfLockOrCreate is cfLockOrCreate for Bloom filters.
-func bfLockOrCreate(c *call, key []byte, create bool, p bfParams) (o *object, epoch uint64, reserve [][]byte, err error) {
-	ks := c.s.ks
-	o, epoch, err = ks.writeLock(key, kindBF)
-	if err != nil || o != nil {
+// bfLockOrCreate is cfLockOrCreate for Bloom filters, created with p.
+func bfLockOrCreate(c *call, key []byte, create bool, p bfParams) (*object, uint64, [][]byte, error) {
+	o, epoch, err := c.s.ks.writeLock(key, kindBF)
+	if err != nil || o != nil || !create {
+		if o == nil && err == nil {
+			err = errNotFound
+		}
 		return o, epoch, nil, err
 	}
-	if !create {
-		return nil, 0, nil, errNotFound
-	}
-	fresh, err := p.newObject(c)
-	if err != nil {
-		return nil, 0, nil, err
-	}
-	o, epoch, created, err := ks.create(key, fresh)
-	if err != nil {
-		return nil, 0, nil, err
-	}
-	if created {
-		reserve = p.reserveArgs(key)
-	}
-	return o, epoch, reserve, nil
+	q := p // only the creation path copies the parameters to the heap
+	return createLocked(c, key, &q)
 }
 
 // bfAddItems adds items to o's filter and writes one reply per item: 1
@@ -254,18 +215,11 @@ func bfAddItems(c *call, o *object, items [][]byte) bool {
 
 // BF.ADD key item, BF.MADD key item...
 
-type bfAdd struct {
-	key   []byte
-	items [][]byte
-	multi bool
-}
+type bfAdd struct{ keyItems }
 
 func parseBFAdd(args [][]byte) (bfAdd, error) {
-	multi := is(args[0], "BF.MADD")
-	if multi && len(args) < 3 || !multi && len(args) != 3 {
-		return bfAdd{}, errArity
-	}
-	return bfAdd{key: args[1], items: args[2:], multi: multi}, nil
+	r, err := parseKeyItems(args, "BF.MADD")
+	return bfAdd{r}, err
 }
 
 func (r bfAdd) run(c *call) {
@@ -389,18 +343,11 @@ func (r bfInsert) run(c *call) {
 // BF.EXISTS key item, BF.MEXISTS key item...: 0 for a missing key or one
 // of another type, as RedisBloom answers.
 
-type bfExists struct {
-	key   []byte
-	items [][]byte
-	multi bool
-}
+type bfExists struct{ keyItems }
 
 func parseBFExists(args [][]byte) (bfExists, error) {
-	multi := is(args[0], "BF.MEXISTS")
-	if multi && len(args) < 3 || !multi && len(args) != 3 {
-		return bfExists{}, errArity
-	}
-	return bfExists{key: args[1], items: args[2:], multi: multi}, nil
+	r, err := parseKeyItems(args, "BF.MEXISTS")
+	return bfExists{r}, err
 }
 
 func (r bfExists) run(c *call) {

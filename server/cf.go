@@ -240,60 +240,23 @@ func parseCFReserve(args [][]byte) (cfReserve, error) {
 	return r, nil
 }
 
-func (r cfReserve) run(c *call) {
-	ks := c.s.ks
-	switch o := ks.get(r.key); {
-	case o != nil && o.kind != kindCF:
-		c.fail(errWrongType)
-		return
-	case o != nil:
-		c.fail(errItemExists)
-		return
-	}
-	fresh, err := r.p.newObject(c)
-	if err != nil {
-		c.fail(err)
-		return
-	}
-	o, epoch, created, err := ks.create(r.key, fresh)
-	if err != nil {
-		c.fail(err)
-		return
-	}
-	if !created {
-		ks.unlockWrite(o)
-		c.fail(errItemExists)
-		return
-	}
-	c.log(epoch, r.p.reserveArgs(r.key))
-	ks.unlockWrite(o)
-	c.w.OK()
-}
+func (r cfReserve) run(c *call) { reserve(c, r.key, kindCF, &r.p) }
 
 // cfLockOrCreate returns key's cuckoo filter locked for writing, creating
-// it with p when it is missing and create is true. When it creates the
-// filter, it returns the CF.RESERVE record to log before the command's own.
-func cfLockOrCreate(c *call, key []byte, create bool, p cfParams) (o *object, epoch uint64, reserve [][]byte, err error) {
-	ks := c.s.ks
-	o, epoch, err = ks.writeLock(key, kindCF)
-	if err != nil || o != nil {
+// a growing one of the given capacity when it is missing and create is
+// true (see createLocked), and failing with errNotFound when it is missing
+// and create is false. The parameters are made only to create, so that
+// the common case allocates nothing.
+func cfLockOrCreate(c *call, key []byte, create bool, capacity uint64) (*object, uint64, [][]byte, error) {
+	o, epoch, err := c.s.ks.writeLock(key, kindCF)
+	if err != nil || o != nil || !create {
+		if o == nil && err == nil {
+			err = errNotFound
+		}
 		return o, epoch, nil, err
 	}
-	if !create {
-		return nil, 0, nil, errNotFound
-	}
-	fresh, err := p.newObject(c)
-	if err != nil {
-		return nil, 0, nil, err
-	}
-	o, epoch, created, err := ks.create(key, fresh)
-	if err != nil {
-		return nil, 0, nil, err
-	}
-	if created {
-		reserve = p.reserveArgs(key)
-	}
-	return o, epoch, reserve, nil
+	p := defaultCFParams(capacity)
+	return createLocked(c, key, &p)
 }
 
 // CF.ADD key item, CF.ADDNX key item
@@ -311,7 +274,7 @@ func parseCFAdd(args [][]byte) (cfAdd, error) {
 }
 
 func (r cfAdd) run(c *call) {
-	o, epoch, reserve, err := cfLockOrCreate(c, r.key, true, defaultCFParams(cfDefaultCapacity))
+	o, epoch, reserve, err := cfLockOrCreate(c, r.key, true, cfDefaultCapacity)
 	if err != nil {
 		c.fail(err)
 		return
@@ -391,7 +354,7 @@ func parseCFInsert(args [][]byte) (cfInsert, error) {
 }
 
 func (r cfInsert) run(c *call) {
-	o, epoch, reserve, err := cfLockOrCreate(c, r.key, !r.noCreate, defaultCFParams(r.capacity))
+	o, epoch, reserve, err := cfLockOrCreate(c, r.key, !r.noCreate, r.capacity)
 	if err != nil {
 		c.fail(err)
 		return
@@ -429,18 +392,13 @@ func (r cfInsert) run(c *call) {
 // key, or one of another type, holds nothing: 0 (as RedisBloom answers).
 
 type cfExists struct {
-	key   []byte
-	items [][]byte
-	multi bool
+	keyItems
 	count bool
 }
 
 func parseCFExists(args [][]byte) (cfExists, error) {
-	multi := is(args[0], "CF.MEXISTS")
-	if multi && len(args) < 3 || !multi && len(args) != 3 {
-		return cfExists{}, errArity
-	}
-	return cfExists{key: args[1], items: args[2:], multi: multi, count: is(args[0], "CF.COUNT")}, nil
+	r, err := parseKeyItems(args, "CF.MEXISTS")
+	return cfExists{r, is(args[0], "CF.COUNT")}, err
 }
 
 func (r cfExists) run(c *call) {

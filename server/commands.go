@@ -171,6 +171,91 @@ func (s *Server) overMemory(extra int64) bool {
 
 // Argument parsing shared by the commands.
 
+// keyItems is a request on one key and one item or, in a command's multi
+// form (CF.MEXISTS, BF.MADD, BF.MEXISTS), one or more items.
+type keyItems struct {
+	key   []byte
+	items [][]byte
+	multi bool
+}
+
+// parseKeyItems parses "cmd key item", or "cmd key item..." when the
+// command is the multi one.
+func parseKeyItems(args [][]byte, multiName string) (keyItems, error) {
+	multi := is(args[0], multiName)
+	if multi && len(args) < 3 || !multi && len(args) != 3 {
+		return keyItems{}, errArity
+	}
+	return keyItems{key: args[1], items: args[2:], multi: multi}, nil
+}
+
+// creator makes a new filter object, and the command that logs its
+// creation: the parameters of CF.RESERVE or BF.RESERVE.
+type creator interface {
+	newObject(c *call) (*object, error)
+	reserveArgs(key []byte) [][]byte
+}
+
+// reserve is the run of CF.RESERVE and BF.RESERVE: it creates key's
+// filter, unless the key exists.
+func reserve(c *call, key []byte, k kind, p creator) {
+	ks := c.s.ks
+	switch o := ks.get(key); {
+	case o != nil && o.kind != k:
+		c.fail(errWrongType)
+		return
+	case o != nil:
+		c.fail(errItemExists)
+		return
+	}
+	fresh, err := p.newObject(c)
+	if err != nil {
+		c.fail(err)
+		return
+	}
+	o, epoch, err := createNew(c, key, fresh)
+	if err != nil {
+		c.fail(err)
+		return
+	}
+	c.log(epoch, p.reserveArgs(key))
+	ks.unlockWrite(o)
+	c.w.OK()
+}
+
+// createNew adds fresh as key's object, locked for writing, or fails
+// with errItemExists (or errWrongType) when the key exists meanwhile.
+func createNew(c *call, key []byte, fresh *object) (*object, uint64, error) {
+	o, epoch, created, err := c.s.ks.create(key, fresh)
+	if err != nil {
+		return nil, 0, err
+	}
+	if !created {
+		c.s.ks.unlockWrite(o)
+		return nil, 0, errItemExists
+	}
+	return o, epoch, nil
+}
+
+// createLocked creates a missing key's filter with p for a command that
+// adds to it, and returns it locked for writing, with the record that logs
+// the creation (to be logged before the command's own), or nil when
+// another client created the key meanwhile.
+func createLocked(c *call, key []byte, p creator) (o *object, epoch uint64, reserve [][]byte, err error) {
+	fresh, err := p.newObject(c)
+	if err != nil {
+		return nil, 0, nil, err
+	}
+	o, epoch, created, err := c.s.ks.create(key, fresh)
+	if err != nil {
+		return nil, 0, nil, err
+	}
+	if created {
+		reserve = p.reserveArgs(key)
+	}
+	return o, epoch, reserve, nil
+}
+
 // parseInt parses a decimal int64 as Redis does (no spaces, no '+').
 func parseInt(b []byte) (int64, bool) {
 	if len(b) == 0 || b[0] == '+' || len(b) > 20 {

@@ -162,14 +162,9 @@ func loadChunk(c *call, key []byte, iter int64, data []byte, k kind) {
 		c.fail(errs.load)
 		return
 	}
-	o, epoch, created, err := ks.create(key, fresh)
+	o, epoch, err := createNew(c, key, fresh)
 	if err != nil {
 		c.fail(err)
-		return
-	}
-	if !created {
-		ks.unlockWrite(o)
-		c.fail(errItemExists)
 		return
 	}
 	// The log keeps the whole dump as one chunk: replaying it recreates

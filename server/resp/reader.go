@@ -354,92 +354,58 @@ func splitInline(line []byte, args [][]byte) ([][]byte, error) {
 		}
 		start := i // the word is written from here, in place
 		o := i
-		inDouble, inSingle := false, false
+		var quote byte // the open quote, or 0
 	word:
 		for {
 			if i == len(line) {
-				if inDouble || inSingle {
+				if quote != 0 {
 					return nil, errUnbalanced
 				}
 				break
 			}
 			c := line[i]
 			switch {
-			case inDouble:
-				switch {
-				case c == '\\' && i+3 < len(line) && line[i+1] == 'x':
-					hi, ok1 := hexVal(line[i+2])
-					lo, ok2 := hexVal(line[i+3])
-					if ok1 && ok2 {
-						line[o] = hi<<4 | lo
-						o++
-						i += 4
-						continue
-					}
-					line[o] = 'x'
-					o++
-					i += 2
-				case c == '\\' && i+1 < len(line):
-					e := line[i+1]
-					switch e {
-					case 'n':
-						e = '\n'
-					case 'r':
-						e = '\r'
-					case 't':
-						e = '\t'
-					case 'b':
-						e = '\b'
-					case 'a':
-						e = '\a'
-					}
-					line[o] = e
-					o++
-					i += 2
-				case c == '"':
-					i++
-					if i < len(line) && !isBlank(line[i]) {
-						return nil, errUnbalanced
-					}
-					break word
-				default:
-					line[o] = c
-					o++
-					i++
+			case quote == 0 && isBlank(c):
+				break word
+			case quote == 0 && (c == '"' || c == '\''):
+				quote = c
+				i++
+				continue
+			case quote != 0 && c == quote:
+				i++
+				if i < len(line) && !isBlank(line[i]) {
+					return nil, errUnbalanced
 				}
-			case inSingle:
-				switch {
-				case c == '\\' && i+1 < len(line) && line[i+1] == '\'':
-					line[o] = '\''
-					o++
-					i += 2
-				case c == '\'':
-					i++
-					if i < len(line) && !isBlank(line[i]) {
-						return nil, errUnbalanced
-					}
-					break word
-				default:
-					line[o] = c
-					o++
-					i++
+				break word
+			case quote == '"' && c == '\\' && i+3 < len(line) && line[i+1] == 'x':
+				hi, ok1 := hexVal(line[i+2])
+				lo, ok2 := hexVal(line[i+3])
+				if ok1 && ok2 {
+					c, i = hi<<4|lo, i+3
+				} else {
+					c, i = 'x', i+1
 				}
-			default:
-				switch {
-				case isBlank(c):
-					break word
-				case c == '"':
-					inDouble = true
-					i++
-				case c == '\'':
-					inSingle = true
-					i++
-				default:
-					line[o] = c
-					o++
-					i++
+			case quote == '"' && c == '\\' && i+1 < len(line):
+				i++
+				c = line[i]
+				switch c {
+				case 'n':
+					c = '\n'
+				case 'r':
+					c = '\r'
+				case 't':
+					c = '\t'
+				case 'b':
+					c = '\b'
+				case 'a':
+					c = '\a'
 				}
+			case quote == '\'' && c == '\\' && i+1 < len(line) && line[i+1] == '\'':
+				c, i = '\'', i+1
 			}
+			line[o] = c
+			o++
+			i++
 		}
 		args = append(args, line[start:o:o])
 	}
