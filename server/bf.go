@@ -41,9 +41,9 @@ var bfCommands = []*command{
 	{name: "bf.card", arity: -1, flags: flagReadonly | flagFast | flagModule, firstKey: 1, lastKey: 1, step: 1,
 		summary: "Returns the number of items added to a Bloom filter", exec: handle(parseBFCard)},
 	{name: "bf.scandump", arity: -1, flags: flagReadonly | flagModule, firstKey: 1, lastKey: 1, step: 1,
-		summary: "Begins or continues a dump of a Bloom filter", exec: handle(parseBFScanDump)},
+		summary: "Begins or continues a dump of a Bloom filter", exec: handle(parseScanDump(kindBF))},
 	{name: "bf.loadchunk", arity: -1, flags: flagWrite | flagDenyOOM | flagModule, firstKey: 1, lastKey: 1, step: 1,
-		summary: "Restores a Bloom filter from a dump", exec: handle(parseBFLoadChunk)},
+		summary: "Restores a Bloom filter from a dump", exec: handle(parseLoadChunk(kindBF))},
 }
 
 // bfParams are the parameters of a new Bloom filter.
@@ -401,13 +401,8 @@ func parseBFInfo(args [][]byte) (bfInfo, error) {
 }
 
 func (r bfInfo) run(c *call) {
-	o, err := c.s.ks.readLock(r.key, kindBF)
-	if err != nil {
-		c.fail(err)
-		return
-	}
+	o := c.readExisting(r.key, kindBF)
 	if o == nil {
-		c.fail(errNotFound)
 		return
 	}
 	v := o.bf
@@ -463,42 +458,3 @@ func (r bfCard) run(c *call) {
 	o.mu.RUnlock()
 	c.w.Int(int64(n))
 }
-
-// BF.SCANDUMP key iterator, BF.LOADCHUNK key iterator data
-
-type bfScanDump struct {
-	key  []byte
-	iter int64
-}
-
-func parseBFScanDump(args [][]byte) (bfScanDump, error) {
-	if len(args) != 3 {
-		return bfScanDump{}, errArity
-	}
-	n, ok := parseInt(args[2])
-	if !ok || n < 0 {
-		return bfScanDump{}, errBFScanDumpIter
-	}
-	return bfScanDump{args[1], n}, nil
-}
-
-func (r bfScanDump) run(c *call) { scanDump(c, r.key, r.iter, kindBF) }
-
-type bfLoadChunk struct {
-	key  []byte
-	iter int64
-	data []byte
-}
-
-func parseBFLoadChunk(args [][]byte) (bfLoadChunk, error) {
-	if len(args) != 4 {
-		return bfLoadChunk{}, errArity
-	}
-	n, ok := parseInt(args[2])
-	if !ok {
-		return bfLoadChunk{}, errBFLoadChunkIter
-	}
-	return bfLoadChunk{args[1], n, args[3]}, nil
-}
-
-func (r bfLoadChunk) run(c *call) { loadChunk(c, r.key, r.iter, r.data, kindBF) }

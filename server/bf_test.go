@@ -55,9 +55,9 @@ func TestParseBFCommands(t *testing.T) {
 		case "BF.INFO":
 			got, err = parseBFInfo(a)
 		case "BF.LOADCHUNK":
-			got, err = parseBFLoadChunk(a)
+			got, err = parseLoadChunk(kindBF)(a)
 		case "BF.SCANDUMP":
-			got, err = parseBFScanDump(a)
+			got, err = parseScanDump(kindBF)(a)
 		}
 		if err != tc.err {
 			t.Errorf("%q: error %v, want %v", tc.in, err, tc.err)

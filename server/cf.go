@@ -47,9 +47,9 @@ var cfCommands = []*command{
 	{name: "cf.info", arity: -1, flags: flagReadonly | flagFast | flagModule, firstKey: 1, lastKey: 1, step: 1,
 		summary: "Returns information about a cuckoo filter", exec: handle(parseCFInfo)},
 	{name: "cf.scandump", arity: -1, flags: flagReadonly | flagModule, firstKey: 1, lastKey: 1, step: 1,
-		summary: "Begins or continues a dump of a cuckoo filter", exec: handle(parseCFScanDump)},
+		summary: "Begins or continues a dump of a cuckoo filter", exec: handle(parseScanDump(kindCF))},
 	{name: "cf.loadchunk", arity: -1, flags: flagWrite | flagDenyOOM | flagModule, firstKey: 1, lastKey: 1, step: 1,
-		summary: "Restores a cuckoo filter from a dump", exec: handle(parseCFLoadChunk)},
+		summary: "Restores a cuckoo filter from a dump", exec: handle(parseLoadChunk(kindCF))},
 }
 
 // cfParams are the parameters of a new cuckoo filter.
@@ -460,13 +460,8 @@ func parseCFInfo(args [][]byte) (cfInfo, error) {
 }
 
 func (r cfInfo) run(c *call) {
-	o, err := c.s.ks.readLock(r.key, kindCF)
-	if err != nil {
-		c.fail(err)
-		return
-	}
+	o := c.readExisting(r.key, kindCF)
 	if o == nil {
-		c.fail(errNotFound)
 		return
 	}
 	v := o.cf
@@ -490,44 +485,3 @@ func (r cfInfo) run(c *call) {
 		c.w.Int(int64(f.val))
 	}
 }
-
-// CF.SCANDUMP key iterator
-
-type cfScanDump struct {
-	key  []byte
-	iter int64
-}
-
-func parseCFScanDump(args [][]byte) (cfScanDump, error) {
-	if len(args) != 3 {
-		return cfScanDump{}, errArity
-	}
-	n, ok := parseInt(args[2])
-	if !ok || n < 0 {
-		return cfScanDump{}, errCFInvalidPosition
-	}
-	return cfScanDump{args[1], n}, nil
-}
-
-func (r cfScanDump) run(c *call) { scanDump(c, r.key, r.iter, kindCF) }
-
-// CF.LOADCHUNK key iterator data
-
-type cfLoadChunk struct {
-	key  []byte
-	iter int64
-	data []byte
-}
-
-func parseCFLoadChunk(args [][]byte) (cfLoadChunk, error) {
-	if len(args) != 4 {
-		return cfLoadChunk{}, errArity
-	}
-	n, ok := parseInt(args[2])
-	if !ok || n == 0 {
-		return cfLoadChunk{}, errCFInvalidPosition
-	}
-	return cfLoadChunk{args[1], n, args[3]}, nil
-}
-
-func (r cfLoadChunk) run(c *call) { loadChunk(c, r.key, r.iter, r.data, kindCF) }

@@ -74,10 +74,10 @@ func TestParseCFCommands(t *testing.T) {
 		{"CF.MEXISTS k a b", cfExists{keyItems: keyItems{key: []byte("k"), items: args("a b"), multi: true}}, nil},
 		{"CF.COUNT k a", cfExists{keyItems: keyItems{key: []byte("k"), items: args("a")}, count: true}, nil},
 		{"CF.MEXISTS k", nil, errArity},
-		{"CF.SCANDUMP k 0", cfScanDump{[]byte("k"), 0}, nil},
+		{"CF.SCANDUMP k 0", scanDumpReq{[]byte("k"), 0, kindCF}, nil},
 		{"CF.SCANDUMP k -1", nil, errCFInvalidPosition},
 		{"CF.LOADCHUNK k 0 d", nil, errCFInvalidPosition},
-		{"CF.LOADCHUNK k 5 d", cfLoadChunk{[]byte("k"), 5, []byte("d")}, nil},
+		{"CF.LOADCHUNK k 5 d", loadChunkReq{[]byte("k"), 5, []byte("d"), kindCF}, nil},
 	} {
 		a := args(tc.in)
 		var got any
@@ -90,9 +90,9 @@ func TestParseCFCommands(t *testing.T) {
 		case "CF.EXISTS", "CF.MEXISTS", "CF.COUNT":
 			got, err = parseCFExists(a)
 		case "CF.SCANDUMP":
-			got, err = parseCFScanDump(a)
+			got, err = parseScanDump(kindCF)(a)
 		case "CF.LOADCHUNK":
-			got, err = parseCFLoadChunk(a)
+			got, err = parseLoadChunk(kindCF)(a)
 		}
 		if err != tc.err {
 			t.Errorf("%q: error %v, want %v", tc.in, err, tc.err)

@@ -83,6 +83,20 @@ func (c *call) fail(err error) {
 	c.w.Error(replyText(err))
 }
 
+// readExisting returns key's filter of kind k locked for reading, or
+// replies "ERR not found" (or WRONGTYPE) and returns nil.
+func (c *call) readExisting(key []byte, k kind) *object {
+	o, err := c.s.ks.readLock(key, k)
+	if err == nil && o == nil {
+		err = errNotFound
+	}
+	if err != nil {
+		c.fail(err)
+		return nil
+	}
+	return o
+}
+
 // log appends a record of args tagged epoch to the log. The caller holds
 // the locks that order it among the key's writes (keyspace.go).
 func (c *call) log(epoch uint64, args [][]byte) {

@@ -38,26 +38,46 @@ type pendingLoad struct {
 	buf   []byte
 }
 
-// dumpErrors are the texts a kind's dump commands answer with.
+// dumpErrors are the texts a kind's dump commands answer with, as
+// RedisBloom words them: for an iterator that is not a number (SCANDUMP,
+// LOADCHUNK), a chunk out of place, a first chunk that is not a header, a
+// dump that does not decode.
 type dumpErrors struct {
-	position, header, load replyError
+	scanIter, loadIter, position, header, load replyError
 }
 
 func dumpErrorsOf(k kind) dumpErrors {
 	if k == kindCF {
-		return dumpErrors{position: errCFInvalidPosition, header: errCFInvalidHeader, load: errCFLoadChunk}
+		return dumpErrors{errCFInvalidPosition, errCFInvalidPosition, errCFInvalidPosition, errCFInvalidHeader, errCFLoadChunk}
 	}
-	return dumpErrors{position: errBFBadOffset, header: errBFBadData, load: errBFBadData}
+	return dumpErrors{errBFScanDumpIter, errBFLoadChunkIter, errBFBadOffset, errBFBadData, errBFBadData}
 }
 
-func scanDump(c *call, key []byte, iter int64, k kind) {
-	o, err := c.s.ks.readLock(key, k)
-	if err != nil {
-		c.fail(err)
-		return
+// SCANDUMP key iterator
+
+type scanDumpReq struct {
+	key  []byte
+	iter int64
+	kind kind
+}
+
+func parseScanDump(k kind) func(args [][]byte) (scanDumpReq, error) {
+	return func(args [][]byte) (scanDumpReq, error) {
+		if len(args) != 3 {
+			return scanDumpReq{}, errArity
+		}
+		n, ok := parseInt(args[2])
+		if !ok || n < 0 {
+			return scanDumpReq{}, dumpErrorsOf(k).scanIter
+		}
+		return scanDumpReq{args[1], n, k}, nil
 	}
+}
+
+func (r scanDumpReq) run(c *call) {
+	key, iter := r.key, r.iter
+	o := c.readExisting(key, r.kind)
 	if o == nil {
-		c.fail(errNotFound)
 		return
 	}
 	o.dumpMu.Lock()
@@ -92,7 +112,30 @@ func scanDump(c *call, key []byte, iter int64, k kind) {
 	c.w.Bulk(chunk)
 }
 
-func loadChunk(c *call, key []byte, iter int64, data []byte, k kind) {
+// LOADCHUNK key iterator data
+
+type loadChunkReq struct {
+	key  []byte
+	iter int64
+	data []byte
+	kind kind
+}
+
+func parseLoadChunk(k kind) func(args [][]byte) (loadChunkReq, error) {
+	return func(args [][]byte) (loadChunkReq, error) {
+		if len(args) != 4 {
+			return loadChunkReq{}, errArity
+		}
+		n, ok := parseInt(args[2])
+		if !ok || k == kindCF && n == 0 {
+			return loadChunkReq{}, dumpErrorsOf(k).loadIter
+		}
+		return loadChunkReq{args[1], n, args[3], k}, nil
+	}
+}
+
+func (r loadChunkReq) run(c *call) {
+	key, iter, data, k := r.key, r.iter, r.data, r.kind
 	s, ks, errs := c.s, c.s.ks, dumpErrorsOf(k)
 	start := iter - 1 - int64(len(data))
 	if iter < 1 || start < 0 {
