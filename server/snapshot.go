@@ -30,6 +30,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"sync"
 	"time"
 
@@ -190,6 +191,9 @@ func (s *Server) snapshotLocked() (err error) {
 	s.save.fileSize.Store(n)
 	s.removeLogsBefore(run.epoch)
 	s.logf("snapshot of %d keys written to %s in %v (%d bytes)", count, path, time.Since(start).Round(time.Millisecond), n)
+	// The copies are garbage now, as large as the filters: give the memory
+	// back at once rather than when the heap next doubles.
+	debug.FreeOSMemory()
 	return nil
 }
 
