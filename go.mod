@@ -3,12 +3,18 @@ module github.com/dedupkit/cuckoo
 go 1.24
 
 require (
+	github.com/redis/go-redis/v9 v9.22.0
 	github.com/restic/chunker v0.4.0
+	github.com/tidwall/redcon v1.6.4
 	github.com/zeebo/xxh3 v1.1.0
 	golang.org/x/term v0.29.0
 )
 
 require (
+	github.com/cespare/xxhash/v2 v2.3.0 // indirect
 	github.com/klauspost/cpuid/v2 v2.2.10 // indirect
+	github.com/tidwall/btree v1.1.0 // indirect
+	github.com/tidwall/match v1.1.1 // indirect
+	go.uber.org/atomic v1.11.0 // indirect
 	golang.org/x/sys v0.30.0 // indirect
 )

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/dedupkit/cuckoo/cmd/cuckoo/internal/atomicfile"
+	"github.com/dedupkit/cuckoo/internal/atomicfile"
 	"github.com/dedupkit/cuckoo/cmd/cuckoo/internal/progress"
 )
 

@@ -43,6 +43,7 @@ func commands() []*command {
 		planCommand(),
 		benchCommand(),
 		storeCommand(),
+		serveCommand(),
 		versionCommand(),
 	}
 }

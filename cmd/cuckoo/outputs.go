@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 	"sort"
 
-	"github.com/dedupkit/cuckoo/cmd/cuckoo/internal/atomicfile"
+	"github.com/dedupkit/cuckoo/internal/atomicfile"
 )
 
 // Every file a command writes is replaced atomically (package atomicfile),

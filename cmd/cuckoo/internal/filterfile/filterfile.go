@@ -21,7 +21,7 @@ import (
 
 	"github.com/dedupkit/cuckoo"
 	"github.com/dedupkit/cuckoo/bloom"
-	"github.com/dedupkit/cuckoo/cmd/cuckoo/internal/atomicfile"
+	"github.com/dedupkit/cuckoo/internal/atomicfile"
 )
 
 var (

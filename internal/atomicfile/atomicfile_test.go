@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dedupkit/cuckoo/cmd/cuckoo/internal/atomicfile"
+	"github.com/dedupkit/cuckoo/internal/atomicfile"
 )
 
 // entries returns the names in dir, to check that no temporary file is

@@ -1,0 +1,318 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"os"
+	"os/signal"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/dedupkit/cuckoo/server"
+)
+
+const serveHelp = `Usage: cuckoo serve [flags]
+
+Serve the filters to any Redis client: RedisBloom's CF.* (cuckoo) and BF.*
+(Bloom) commands over RESP2 and RESP3, so redis-cli, go-redis, redis-py,
+Jedis and redis-benchmark work unchanged. Data persists in --dir: an
+append-only log of every write (fsynced as --appendfsync says) and periodic
+snapshots; a restart loads both. SIGINT or SIGTERM stops it gracefully:
+commands received are answered, the log is flushed, a snapshot is taken.
+
+It listens on 127.0.0.1 unless --bind says otherwise, and refuses another
+address without --requirepass unless --protected-mode no. A file given to
+--config holds the same settings as "name value" lines (requirepass
+secret), so a password need not appear in the process list; flags win.
+
+Examples:
+  cuckoo serve &
+  redis-cli CF.ADD seen https://a.com/
+  cuckoo serve --port 6380 --dir /var/lib/cuckoo --appendfsync always
+  cuckoo serve --bind 0.0.0.0 --config /etc/cuckoo/serve.conf
+
+docs/server.md has the command table, the limits, and how to operate it.
+`
+
+type serveFlags struct {
+	config         string
+	bind           string
+	port           int
+	dir            string
+	requirePass    string
+	requirePassEnv string
+	protectedMode  string
+	appendOnly     string
+	appendFsync    string
+	saveInterval   time.Duration
+	saveOnShutdown string
+	maxClients     int
+	maxMemory      string
+	maxFilterSize  string
+	outputLimit    string
+	maxBulk        string
+	timeout        time.Duration
+	threads        int
+	repair         bool
+
+	fs *flag.FlagSet // the flags as parsed, for --config
+}
+
+func (f *serveFlags) register(fs *flag.FlagSet) {
+	f.fs = fs
+	fs.StringVar(&f.config, "config", "", "read settings from `file` (name value lines; flags win)")
+	fs.StringVar(&f.bind, "bind", "127.0.0.1", "listen on this `address`")
+	fs.IntVar(&f.port, "port", 6379, "listen on this TCP `port` (0: any free port)")
+	fs.StringVar(&f.dir, "dir", "cuckoo-data", "keep the data in this `directory`")
+	fs.StringVar(&f.requirePass, "requirepass", "", "require this `password` (AUTH or HELLO AUTH)")
+	fs.StringVar(&f.requirePassEnv, "requirepass-env", "", "require the password in this environment `variable`, when set")
+	fs.StringVar(&f.protectedMode, "protected-mode", "yes", "refuse a non-loopback --bind without a password: yes or no")
+	fs.StringVar(&f.appendOnly, "appendonly", "yes", "log every write to the append-only log: yes or no (snapshots only)")
+	fs.StringVar(&f.appendFsync, "appendfsync", "everysec", "fsync the log: always, everysec or no")
+	fs.DurationVar(&f.saveInterval, "save-interval", 5*time.Minute, "take a snapshot this often when there were writes (0: never)")
+	fs.StringVar(&f.saveOnShutdown, "save-on-shutdown", "yes", "take a snapshot when stopping: yes or no")
+	fs.IntVar(&f.maxClients, "maxclients", server.DefaultMaxClients, "serve at most this many connections")
+	fs.StringVar(&f.maxMemory, "maxmemory", "0", "refuse writes that add memory past this `size` of filters (0: no limit)")
+	fs.StringVar(&f.maxFilterSize, "max-filter-size", "16gb", "largest `size` one CF.RESERVE or BF.RESERVE may ask for")
+	fs.StringVar(&f.outputLimit, "client-output-buffer-limit", "256mb", "disconnect a client whose pending replies pass this `size`")
+	fs.StringVar(&f.maxBulk, "proto-max-bulk-len", "512mb", "largest request argument, a `size`")
+	fs.DurationVar(&f.timeout, "timeout", 0, "close connections idle this long (0: never)")
+	fs.IntVar(&f.threads, "threads", 0, "run Go code on at most `n` threads at once (GOMAXPROCS; 0: one per CPU)")
+	fs.BoolVar(&f.repair, "repair", false, "start from a damaged log by cutting it before the damage")
+}
+
+func serveCommand() *command {
+	return newCommand("serve", "serve the filters over the Redis protocol (RedisBloom's CF.* and BF.*)", serveHelp,
+		(*serveFlags).register, runServe)
+}
+
+func runServe(e *env, f *serveFlags, pos []string) error {
+	if err := noArgs("serve", pos); err != nil {
+		return err
+	}
+	cfg, err := f.serverConfig()
+	if err != nil {
+		return err
+	}
+	cfg.Logf = func(format string, args ...any) {
+		fmt.Fprintf(e.stderr, "cuckoo serve: "+format+"\n", args...)
+	}
+	// The server stops gracefully on SIGINT and SIGTERM, instead of the
+	// immediate exit the other commands make.
+	signal.Reset(os.Interrupt, syscall.SIGTERM)
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sig)
+
+	if err := checkProtected(cfg); err != nil {
+		return err
+	}
+	if f.threads < 0 {
+		return usageErr("give 0 (one per CPU) or a positive number", "bad --threads %d", f.threads)
+	}
+	if f.threads > 0 {
+		runtime.GOMAXPROCS(f.threads)
+	}
+	srv, err := server.New(cfg)
+	if err != nil {
+		if errors.Is(err, server.ErrDirInUse) {
+			return dataErr("stop the other server, or give another --dir", "%v", err)
+		}
+		if errors.Is(err, server.ErrDataDir) {
+			return dataErr("see docs/server.md, Recovery", "%v", err)
+		}
+		return dataErr("check --dir", "%v", err)
+	}
+	ln, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		srv.Close()
+		return dataErr("choose another --port or --bind", "%v", err)
+	}
+	data := "nothing is saved (no --dir)"
+	if cfg.Dir != "" {
+		data = "data in " + cfg.Dir
+		if cfg.AppendOnly {
+			data += " (append-only log, fsync " + cfg.Fsync.String() + ")"
+		} else {
+			data += " (snapshots only)"
+		}
+	}
+	fmt.Fprintf(e.stdout, "cuckoo serve: listening on %s, %s\n", ln.Addr(), data)
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	select {
+	case s := <-sig:
+		fmt.Fprintf(e.stderr, "cuckoo serve: %v: stopping\n", s)
+	case <-srv.Done():
+	case err := <-served:
+		if !errors.Is(err, server.ErrClosed) {
+			srv.Close()
+			return dataErr("", "serving: %v", err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(ctx); err != nil {
+		return dataErr("the append-only log has every acknowledged write; see docs/server.md, Recovery", "stopping: %v", err)
+	}
+	return nil
+}
+
+// checkProtected refuses, before anything is loaded, a non-loopback
+// address without a password in protected mode (the server checks it
+// again when it serves).
+func checkProtected(cfg server.Config) error {
+	host, _, err := net.SplitHostPort(cfg.Addr)
+	if err != nil {
+		return usageErr("check --bind and --port", "bad address %q", cfg.Addr)
+	}
+	if !cfg.ProtectedMode || cfg.Password != "" || host == "localhost" {
+		return nil
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
+		return nil
+	}
+	return usageErr("set --requirepass, or --protected-mode no", "refusing to listen on %s without a password", cfg.Addr)
+}
+
+// serverConfig builds the server's configuration from the config file and
+// the flags given.
+func (f *serveFlags) serverConfig() (server.Config, error) {
+	if f.config != "" {
+		if err := f.readConfig(f.config); err != nil {
+			return server.Config{}, err
+		}
+	}
+	cfg := server.DefaultConfig()
+	cfg.Addr = net.JoinHostPort(f.bind, strconv.Itoa(f.port))
+	cfg.Dir = f.dir
+	cfg.Password = f.requirePass
+	if cfg.Password == "" && f.requirePassEnv != "" {
+		cfg.Password = os.Getenv(f.requirePassEnv)
+	}
+	cfg.SaveInterval = f.saveInterval
+	cfg.MaxClients = f.maxClients
+	cfg.IdleTimeout = f.timeout
+	cfg.Repair = f.repair
+	var err error
+	bools := []struct {
+		name, val string
+		dst       *bool
+	}{
+		{"protected-mode", f.protectedMode, &cfg.ProtectedMode},
+		{"appendonly", f.appendOnly, &cfg.AppendOnly},
+		{"save-on-shutdown", f.saveOnShutdown, &cfg.SaveOnShutdown},
+	}
+	for _, b := range bools {
+		if *b.dst, err = parseYesNo(b.name, b.val); err != nil {
+			return cfg, err
+		}
+	}
+	if cfg.Fsync, err = server.ParseFsyncPolicy(f.appendFsync); err != nil {
+		return cfg, usageErr("give always, everysec or no", "bad --appendfsync %q", f.appendFsync)
+	}
+	sizes := []struct {
+		name, val string
+		dst       *int64
+	}{
+		{"maxmemory", f.maxMemory, &cfg.MaxMemory},
+		{"max-filter-size", f.maxFilterSize, &cfg.MaxFilterBytes},
+	}
+	for _, s := range sizes {
+		if *s.dst, err = parseSize(s.name, s.val); err != nil {
+			return cfg, err
+		}
+	}
+	out, err := parseSize("client-output-buffer-limit", f.outputLimit)
+	if err != nil {
+		return cfg, err
+	}
+	bulk, err := parseSize("proto-max-bulk-len", f.maxBulk)
+	if err != nil {
+		return cfg, err
+	}
+	if bulk > 1<<30 {
+		return cfg, usageErr("give at most 1gb", "bad --proto-max-bulk-len %q", f.maxBulk)
+	}
+	cfg.MaxOutputBuffer = int(out)
+	cfg.Limits.MaxBulk = int(bulk)
+	if cfg.MaxClients <= 0 {
+		return cfg, usageErr("give a positive number", "bad --maxclients %d", cfg.MaxClients)
+	}
+	return cfg, nil
+}
+
+func parseYesNo(name, v string) (bool, error) {
+	switch strings.ToLower(v) {
+	case "yes":
+		return true, nil
+	case "no":
+		return false, nil
+	}
+	return false, usageErr("give yes or no", "bad --%s %q", name, v)
+}
+
+// parseSize parses a byte size as Redis's configuration does: 1000, 1k
+// (1000), 1kb (1024), 1m, 1mb, 1g, 1gb.
+func parseSize(name, v string) (int64, error) {
+	s := strings.ToLower(strings.TrimSpace(v))
+	mult := int64(1)
+	for _, u := range []struct {
+		suffix string
+		mult   int64
+	}{{"kb", 1 << 10}, {"mb", 1 << 20}, {"gb", 1 << 30}, {"k", 1e3}, {"m", 1e6}, {"g", 1e9}, {"b", 1}} {
+		if strings.HasSuffix(s, u.suffix) {
+			s, mult = strings.TrimSuffix(s, u.suffix), u.mult
+			break
+		}
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || n < 0 || n > (1<<62)/mult {
+		return 0, usageErr("give a size such as 100mb or 2gb", "bad --%s %q", name, v)
+	}
+	return n * mult, nil
+}
+
+// readConfig applies the settings of a config file to the flags the
+// command line did not set.
+func (f *serveFlags) readConfig(path string) error {
+	file, err := os.Open(path)
+	if err != nil {
+		return fileErr(path, err, "check --config")
+	}
+	defer file.Close()
+	onCommandLine := map[string]bool{}
+	f.fs.Visit(func(fl *flag.Flag) { onCommandLine[fl.Name] = true })
+	sc := bufio.NewScanner(file)
+	line := 0
+	for sc.Scan() {
+		line++
+		text := strings.TrimSpace(sc.Text())
+		if text == "" || strings.HasPrefix(text, "#") {
+			continue
+		}
+		name, value, _ := strings.Cut(text, " ")
+		name = strings.ToLower(name)
+		value = strings.Trim(strings.TrimSpace(value), `"`)
+		if name == "config" || f.fs.Lookup(name) == nil {
+			return usageErr("see 'cuckoo serve --help' for the settings", "%s:%d: unknown setting %q", path, line, name)
+		}
+		if onCommandLine[name] {
+			continue // the command line wins
+		}
+		if err := f.fs.Set(name, value); err != nil {
+			return usageErr("see 'cuckoo serve --help'", "%s:%d: bad %s %q", path, line, name, value)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return fileErr(path, err, "check --config")
+	}
+	return nil
+}

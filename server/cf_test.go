@@ -1,0 +1,215 @@
+package server
+
+import (
+	"fmt"
+	"math"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/dedupkit/cuckoo"
+)
+
+func args(s string) [][]byte {
+	var out [][]byte
+	for _, f := range strings.Fields(s) {
+		out = append(out, []byte(f))
+	}
+	return out
+}
+
+func TestParseCFReserve(t *testing.T) {
+	def := defaultCFParams(0)
+	with := func(f func(p *cfParams)) cfParams { p := def; f(&p); return p }
+	for _, tc := range []struct {
+		in   string
+		want cfParams
+		err  error
+	}{
+		{"CF.RESERVE k 100", with(func(p *cfParams) { p.capacity = 100 }), nil},
+		{"cf.reserve k 100 bucketsize 2 maxiterations 20 expansion 0", with(func(p *cfParams) {
+			p.capacity, p.bucketSize, p.maxIter, p.expansion = 100, 2, 20, 0
+		}), nil},
+		{"CF.RESERVE k 100 FPR 0.001 SEED 42", with(func(p *cfParams) { p.capacity, p.fpr, p.seed, p.seeded = 100, 0.001, 42, true }), nil},
+		{"CF.RESERVE k 100 FINGERPRINT 12", with(func(p *cfParams) { p.capacity, p.fingerprint = 100, 12 }), nil},
+		{"CF.RESERVE k 100 EXPANSION 32768", with(func(p *cfParams) { p.capacity, p.expansion = 100, 32768 }), nil},
+		{"CF.RESERVE k", cfParams{}, errArity},
+		{"CF.RESERVE k 100 EXPANSION", cfParams{}, errArity},
+		{"CF.RESERVE k 1e3", cfParams{}, errCFBadCapacity},
+		{"CF.RESERVE k 7", cfParams{}, errCFCapacityMin},
+		{"CF.RESERVE k 4 BUCKETSIZE 2", with(func(p *cfParams) { p.capacity, p.bucketSize = 4, 2 }), nil},
+		{"CF.RESERVE k 100 BUCKETSIZE 16", cfParams{}, errCFBucketSupported},
+		{"CF.RESERVE k 100 FPR 0", cfParams{}, errCFFPRRange},
+		{"CF.RESERVE k 100 FPR nan", cfParams{}, errCFParseFPR},
+		{"CF.RESERVE k 100 FINGERPRINT 12 FPR 0.1", cfParams{}, errCFFPRAndFP},
+		{"CF.RESERVE k 100 SEED 18446744073709551616", cfParams{}, errCFParseSeed},
+		{"CF.RESERVE k 100 EXTRA 1", cfParams{}, errUnknownArgument},
+	} {
+		r, err := parseCFReserve(args(tc.in))
+		if err != tc.err {
+			t.Errorf("%q: error %v, want %v", tc.in, err, tc.err)
+			continue
+		}
+		if err == nil && (!reflect.DeepEqual(r.p, tc.want) || string(r.key) != "k") {
+			t.Errorf("%q: %+v, want %+v", tc.in, r.p, tc.want)
+		}
+	}
+}
+
+func TestParseCFCommands(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want any
+		err  error
+	}{
+		{"CF.ADD k x", cfAdd{key: []byte("k"), item: []byte("x")}, nil},
+		{"cf.addnx k x", cfAdd{key: []byte("k"), item: []byte("x"), nx: true}, nil},
+		{"CF.ADD k", nil, errArity},
+		{"CF.INSERT k ITEMS a b", cfInsert{key: []byte("k"), capacity: cfDefaultCapacity, items: args("a b")}, nil},
+		{"CF.INSERTNX k CAP 50 NOCREATE ITEMS a", cfInsert{key: []byte("k"), capacity: 50, noCreate: true, nx: true, items: args("a")}, nil},
+		{"CF.INSERT k ITEMS", nil, errArity},
+		{"CF.INSERT k CAPACITY 50", nil, errArity},
+		{"CF.INSERT k X ITEMS a", nil, errUnknownArgument},
+		{"CF.EXISTS k a", cfExists{keyItems: keyItems{key: []byte("k"), items: args("a")}}, nil},
+		{"CF.MEXISTS k a b", cfExists{keyItems: keyItems{key: []byte("k"), items: args("a b"), multi: true}}, nil},
+		{"CF.COUNT k a", cfExists{keyItems: keyItems{key: []byte("k"), items: args("a")}, count: true}, nil},
+		{"CF.MEXISTS k", nil, errArity},
+		{"CF.SCANDUMP k 0", scanDumpReq{[]byte("k"), 0, kindCF}, nil},
+		{"CF.SCANDUMP k -1", nil, errCFInvalidPosition},
+		{"CF.LOADCHUNK k 0 d", nil, errCFInvalidPosition},
+		{"CF.LOADCHUNK k 5 d", loadChunkReq{[]byte("k"), 5, []byte("d"), kindCF}, nil},
+	} {
+		a := args(tc.in)
+		var got any
+		var err error
+		switch cmd := strings.ToUpper(string(a[0])); cmd {
+		case "CF.ADD", "CF.ADDNX":
+			got, err = parseCFAdd(a)
+		case "CF.INSERT", "CF.INSERTNX":
+			got, err = parseCFInsert(a)
+		case "CF.EXISTS", "CF.MEXISTS", "CF.COUNT":
+			got, err = parseCFExists(a)
+		case "CF.SCANDUMP":
+			got, err = parseScanDump(kindCF)(a)
+		case "CF.LOADCHUNK":
+			got, err = parseLoadChunk(kindCF)(a)
+		}
+		if err != tc.err {
+			t.Errorf("%q: error %v, want %v", tc.in, err, tc.err)
+			continue
+		}
+		if err == nil && !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("%q: %+v, want %+v", tc.in, got, tc.want)
+		}
+	}
+}
+
+// TestCFReserveLogged: the log records a creation with every parameter
+// and the seed, so that a replay builds the same filter.
+func TestCFReserveLogged(t *testing.T) {
+	p := cfParams{capacity: 100, bucketSize: 2, maxIter: 20, expansion: 0, fpr: 0.001, seed: 9, seeded: true}
+	got := string(joinArgs(p.reserveArgs([]byte("k"))))
+	want := "CF.RESERVE k 100 BUCKETSIZE 2 MAXITERATIONS 20 EXPANSION 0 FPR 0.001 SEED 9"
+	if got != want {
+		t.Fatalf("%q, want %q", got, want)
+	}
+	r, err := parseCFReserve(args(got))
+	if err != nil || !reflect.DeepEqual(r.p, p) {
+		t.Fatalf("the logged command parses to %+v, %v", r.p, err)
+	}
+}
+
+func joinArgs(a [][]byte) []byte {
+	var b []byte
+	for i, x := range a {
+		if i > 0 {
+			b = append(b, ' ')
+		}
+		b = append(b, x...)
+	}
+	return b
+}
+
+// TestCFInfoReply pins CF.INFO's exact bytes: RedisBloom 2.4's flat array
+// of 8 pairs, in RESP2 and RESP3 alike, with this filter's own figures.
+func TestCFInfoReply(t *testing.T) {
+	_, addr := startServer(t, testConfig(t))
+	c := dial(t, addr)
+	c.do("CF.RESERVE", "k", "1000", "EXPANSION", "0", "MAXITERATIONS", "300", "SEED", "5")
+	c.do("CF.ADD", "k", "a")
+	c.do("CF.ADD", "k", "b")
+	c.do("CF.DEL", "k", "a")
+	f, _ := cuckoo.New(1000, cuckoo.WithMaxKicks(300), cuckoo.WithSeed(5))
+	f.Add([]byte("b"))
+	want := fmt.Sprintf("*16\r\n+Size\r\n:%d\r\n+Number of buckets\r\n:%d\r\n+Number of filters\r\n:1\r\n"+
+		"+Number of items inserted\r\n:1\r\n+Number of items deleted\r\n:1\r\n+Bucket size\r\n:4\r\n"+
+		"+Expansion rate\r\n:0\r\n+Max iterations\r\n:300\r\n", f.SizeInBytes(), f.NumBuckets())
+	if got := c.do("CF.INFO", "k"); got != want {
+		t.Fatalf("RESP2: %q\nwant %q", got, want)
+	}
+	c.do("HELLO", "3")
+	if got := c.do("CF.INFO", "k"); got != want {
+		t.Fatalf("RESP3: %q\nwant %q", got, want)
+	}
+}
+
+// TestDuplicatesUnlimited: 10,000 copies of one item are all counted and
+// all deletable, in a fixed and in a growing filter (RedisBloom stops at
+// 125 in a filter of capacity 1000).
+func TestDuplicatesUnlimited(t *testing.T) {
+	_, addr := startServer(t, testConfig(t))
+	c := dial(t, addr)
+	c.do("CF.RESERVE", "fixed", "1000", "EXPANSION", "0")
+	c.do("CF.RESERVE", "growing", "1000")
+	const n = 10_000
+	for _, k := range []string{"fixed", "growing"} {
+		for range n {
+			if got := c.do("CF.ADD", k, "hot"); got != ":1\r\n" {
+				t.Fatalf("%s: %q", k, got)
+			}
+		}
+		if got := c.do("CF.COUNT", k, "hot"); got != fmt.Sprintf(":%d\r\n", n) {
+			t.Fatalf("%s: CF.COUNT %q", k, got)
+		}
+		for i := range n {
+			if got := c.do("CF.DEL", k, "hot"); got != ":1\r\n" {
+				t.Fatalf("%s: delete %d: %q", k, i, got)
+			}
+		}
+		if got := c.do("CF.EXISTS", k, "hot"); got != ":0\r\n" {
+			t.Fatalf("%s: after deleting every copy: %q", k, got)
+		}
+	}
+}
+
+// TestCuckooRate: a cuckoo filter filled to its capacity keeps the rate
+// asked with FPR, measured over 200,000 absent items (bound: the rate plus
+// 5σ of the binomial count).
+func TestCuckooRate(t *testing.T) {
+	_, addr := startServer(t, testConfig(t))
+	c := dial(t, addr)
+	const n, probes, rate = 50_000, 200_000, 0.001
+	c.do("CF.RESERVE", "k", fmt.Sprint(n), "FPR", fmt.Sprint(rate), "EXPANSION", "0")
+	for i := 0; i < n; i += 1000 {
+		a := []string{"CF.INSERT", "k", "ITEMS"}
+		for j := range 1000 {
+			a = append(a, fmt.Sprint("in", i+j))
+		}
+		if got := c.do(a...); strings.Contains(got, ":-1") {
+			t.Fatal("the filter refused an item below its capacity")
+		}
+	}
+	fp := 0
+	for i := 0; i < probes; i += 1000 {
+		a := []string{"CF.MEXISTS", "k"}
+		for j := range 1000 {
+			a = append(a, fmt.Sprint("out", i+j))
+		}
+		fp += strings.Count(c.do(a...), ":1\r\n")
+	}
+	bound := rate*probes + 5*math.Sqrt(rate*(1-rate)*probes)
+	t.Logf("%d false positives in %d probes (bound %.0f)", fp, probes, bound)
+	if float64(fp) > bound {
+		t.Fatalf("%d false positives in %d probes, more than %.0f", fp, probes, bound)
+	}
+}

@@ -1,0 +1,327 @@
+package server
+
+// Every command is parsed, then run. Its parse function turns the
+// arguments into a typed request and does all the validation; its run
+// method may assume a valid request, and nothing touches the key space
+// until parsing has succeeded. The table below lists each command with
+// Redis's arity convention (n: exactly n arguments with the name; -n: at
+// least n), its flags and its key positions, which COMMAND reports.
+
+import (
+	"errors"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/dedupkit/cuckoo/server/resp"
+)
+
+type cmdFlags uint16
+
+const (
+	flagWrite    cmdFlags = 1 << iota // changes data: logged, refused when the log has failed
+	flagReadonly                      // reads data only
+	flagAdmin                         // server administration
+	flagDenyOOM                       // may add memory: refused past MaxMemory
+	flagNoAuth                        // allowed before AUTH
+	flagFast                          // O(1) or O(items)
+	flagModule                        // a RedisBloom command: arity errors name it as sent
+)
+
+// request is a parsed command.
+type request interface {
+	run(c *call)
+}
+
+// command is an entry of the command table.
+type command struct {
+	name                    string // lower case
+	arity                   int
+	flags                   cmdFlags
+	firstKey, lastKey, step int
+	summary                 string // for COMMAND DOCS
+	group                   string
+	exec                    func(c *call)
+}
+
+// handle builds a command's exec from its parse function.
+func handle[R request](parse func(args [][]byte) (R, error)) func(c *call) {
+	return func(c *call) {
+		r, err := parse(c.args)
+		if err != nil {
+			c.fail(err)
+			return
+		}
+		r.run(c)
+	}
+}
+
+// errArity is returned by parse functions for a wrong number of
+// arguments; call.fail words it as Redis does.
+var errArity = errors.New("wrong number of arguments")
+
+// call is one command being run.
+type call struct {
+	s      *Server
+	cl     *client // nil during recovery
+	w      *resp.Writer
+	args   [][]byte
+	cmd    *command
+	replay bool  // replaying the log: nothing is logged
+	logOff int64 // the log offset after this command's records
+}
+
+// fail writes the reply for err.
+func (c *call) fail(err error) {
+	if errors.Is(err, errArity) {
+		name := c.cmd.name
+		if c.cmd.flags&flagModule != 0 {
+			name = string(c.args[0])
+		}
+		err = arityError{name}
+	}
+	c.w.Error(replyText(err))
+}
+
+// readExisting returns key's filter of kind k locked for reading, or
+// replies "ERR not found" (or WRONGTYPE) and returns nil.
+func (c *call) readExisting(key []byte, k kind) *object {
+	o, err := c.s.ks.readLock(key, k)
+	if err == nil && o == nil {
+		err = errNotFound
+	}
+	if err != nil {
+		c.fail(err)
+		return nil
+	}
+	return o
+}
+
+// log appends a record of args tagged epoch to the log. The caller holds
+// the locks that order it among the key's writes (keyspace.go).
+func (c *call) log(epoch uint64, args [][]byte) {
+	if c.replay {
+		return
+	}
+	if !c.s.ks.dirty.Load() {
+		c.s.ks.dirty.Store(true)
+	}
+	if c.s.aof != nil {
+		c.logOff = c.s.aof.append(epoch, args)
+	}
+}
+
+var commandTable = buildTable()
+
+func buildTable() map[string]*command {
+	cmds := slices.Concat(cfCommands, bfCommands, keyCommands, serverCommands)
+	m := make(map[string]*command, len(cmds))
+	for _, c := range cmds {
+		if m[c.name] != nil || c.name != strings.ToLower(c.name) {
+			panic("server: bad command table entry " + c.name)
+		}
+		m[c.name] = c
+	}
+	return m
+}
+
+// lookupCommand finds a command by name, in any case, without allocating.
+func lookupCommand(name []byte) *command {
+	var buf [32]byte
+	if len(name) > len(buf) {
+		return nil
+	}
+	for i, ch := range name {
+		if 'A' <= ch && ch <= 'Z' {
+			ch += 'a' - 'A'
+		}
+		buf[i] = ch
+	}
+	return commandTable[string(buf[:len(name)])]
+}
+
+func (cmd *command) arityOK(n int) bool {
+	if cmd.arity >= 0 {
+		return n == cmd.arity
+	}
+	return n >= -cmd.arity
+}
+
+// exec runs one command for a client, or for recovery when cl is nil.
+func (s *Server) exec(c *call, cl *client, w *resp.Writer, args [][]byte) {
+	*c = call{s: s, cl: cl, w: w, args: args, replay: cl == nil}
+	cmd := lookupCommand(args[0])
+	if cmd == nil {
+		w.Error(string(unknownCommand(args)))
+		return
+	}
+	c.cmd = cmd
+	if !cmd.arityOK(len(args)) {
+		c.fail(errArity)
+		return
+	}
+	if cl != nil {
+		if s.cfg.Password != "" && !cl.authed && cmd.flags&flagNoAuth == 0 {
+			w.Error(string(errNoAuth))
+			return
+		}
+		if cmd.flags&flagWrite != 0 && s.aof != nil && s.aof.failed.Load() {
+			w.Error(string(misconf(s.aof.err())))
+			return
+		}
+		if cmd.flags&flagDenyOOM != 0 && s.overMemory(0) {
+			w.Error(string(errOOM))
+			return
+		}
+	}
+	cmd.exec(c)
+}
+
+// overMemory reports whether MaxMemory is set and the filters' memory,
+// with extra more bytes, is past it.
+func (s *Server) overMemory(extra int64) bool {
+	return s.cfg.MaxMemory > 0 && s.ks.used.Load()+extra > s.cfg.MaxMemory
+}
+
+// Argument parsing shared by the commands.
+
+// keyItems is a request on one key and one item or, in a command's multi
+// form (CF.MEXISTS, BF.MADD, BF.MEXISTS), one or more items.
+type keyItems struct {
+	key   []byte
+	items [][]byte
+	multi bool
+}
+
+// parseKeyItems parses "cmd key item", or "cmd key item..." when the
+// command is the multi one.
+func parseKeyItems(args [][]byte, multiName string) (keyItems, error) {
+	multi := is(args[0], multiName)
+	if multi && len(args) < 3 || !multi && len(args) != 3 {
+		return keyItems{}, errArity
+	}
+	return keyItems{key: args[1], items: args[2:], multi: multi}, nil
+}
+
+// creator makes a new filter object, and the command that logs its
+// creation: the parameters of CF.RESERVE or BF.RESERVE.
+type creator interface {
+	newObject(c *call) (*object, error)
+	reserveArgs(key []byte) [][]byte
+}
+
+// reserve is the run of CF.RESERVE and BF.RESERVE: it creates key's
+// filter, unless the key exists.
+func reserve(c *call, key []byte, k kind, p creator) {
+	ks := c.s.ks
+	switch o := ks.get(key); {
+	case o != nil && o.kind != k:
+		c.fail(errWrongType)
+		return
+	case o != nil:
+		c.fail(errItemExists)
+		return
+	}
+	fresh, err := p.newObject(c)
+	if err != nil {
+		c.fail(err)
+		return
+	}
+	o, epoch, err := createNew(c, key, fresh)
+	if err != nil {
+		c.fail(err)
+		return
+	}
+	c.log(epoch, p.reserveArgs(key))
+	ks.unlockWrite(o)
+	c.w.OK()
+}
+
+// createNew adds fresh as key's object, locked for writing, or fails
+// with errItemExists (or errWrongType) when the key exists meanwhile.
+func createNew(c *call, key []byte, fresh *object) (*object, uint64, error) {
+	o, epoch, created, err := c.s.ks.create(key, fresh)
+	if err != nil {
+		return nil, 0, err
+	}
+	if !created {
+		c.s.ks.unlockWrite(o)
+		return nil, 0, errItemExists
+	}
+	return o, epoch, nil
+}
+
+// createLocked creates a missing key's filter with p for a command that
+// adds to it, and returns it locked for writing, with the record that logs
+// the creation (to be logged before the command's own), or nil when
+// another client created the key meanwhile.
+func createLocked(c *call, key []byte, p creator) (o *object, epoch uint64, reserve [][]byte, err error) {
+	fresh, err := p.newObject(c)
+	if err != nil {
+		return nil, 0, nil, err
+	}
+	o, epoch, created, err := c.s.ks.create(key, fresh)
+	if err != nil {
+		return nil, 0, nil, err
+	}
+	if created {
+		reserve = p.reserveArgs(key)
+	}
+	return o, epoch, reserve, nil
+}
+
+// parseInt parses a decimal int64 as Redis does (no spaces, no '+').
+func parseInt(b []byte) (int64, bool) {
+	if len(b) == 0 || b[0] == '+' || len(b) > 20 {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(string(b), 10, 64)
+	return n, err == nil
+}
+
+// parseUint parses a decimal uint64.
+func parseUint(b []byte) (uint64, bool) {
+	if len(b) == 0 || b[0] == '+' || len(b) > 20 {
+		return 0, false
+	}
+	n, err := strconv.ParseUint(string(b), 10, 64)
+	return n, err == nil
+}
+
+// parseFloat parses a finite float64.
+func parseFloat(b []byte) (float64, bool) {
+	if len(b) == 0 || len(b) > 64 {
+		return 0, false
+	}
+	f, err := strconv.ParseFloat(string(b), 64)
+	return f, err == nil && f == f && f-f == 0
+}
+
+// is reports whether arg equals word (upper case) in any case.
+func is(arg []byte, word string) bool {
+	if len(arg) != len(word) {
+		return false
+	}
+	for i := range arg {
+		ch := arg[i]
+		if 'a' <= ch && ch <= 'z' {
+			ch -= 'a' - 'A'
+		}
+		if ch != word[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// lowerFirst returns the lower-cased first byte of arg, or 0.
+func lowerFirst(arg []byte) byte {
+	if len(arg) == 0 {
+		return 0
+	}
+	ch := arg[0]
+	if 'A' <= ch && ch <= 'Z' {
+		ch += 'a' - 'A'
+	}
+	return ch
+}

@@ -1,0 +1,385 @@
+package server
+
+// A key's value is a cuckoo filter (CF.* commands) or a Bloom filter (BF.*
+// commands). Both persist in one encoding, used by snapshots and by
+// CF.SCANDUMP / BF.SCANDUMP, so a dump is exactly what a snapshot stores:
+//
+//	+--------+---------+------+-------+-------------+-----------+-----------+---------+--------+
+//	| "CKOB" | version | kind | flags | total bytes | expansion | deletes   | filter  | CRC-32C|
+//	| 4 B    | 1 B     | 1 B  | 2 B   | u64         | u64       | u64       | n B     | u32    |
+//	+--------+---------+------+-------+-------------+-----------+-----------+---------+--------+
+//
+// All integers are little-endian. version is 1; kind is 1 (cuckoo) or 2
+// (Bloom); flags bit 0 is set for a growing filter (cuckoo.Scalable or
+// bloom.Scalable) and clear for a fixed one (cuckoo.Filter, bloom.Filter);
+// the other bits are zero. total bytes is the length of the whole encoding,
+// checksum included, so that a reader of the first chunk of a dump knows
+// how much is to come. expansion is the EXPANSION the filter was created
+// with, as CF.INFO and BF.INFO report it; deletes is CF.INFO's "Number of
+// items deleted" (0 for Bloom). The filter is the library's own encoding
+// (MarshalBinary), with its own checksum; the CRC-32C closes the whole.
+// These constants are frozen: a snapshot written by this version is read
+// by every later one.
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+	"sync/atomic"
+
+	"github.com/dedupkit/cuckoo"
+	"github.com/dedupkit/cuckoo/bloom"
+	"github.com/dedupkit/cuckoo/internal/codec"
+)
+
+const (
+	objMagic      = "CKOB" // frozen
+	objVersion    = 1      // frozen
+	objHeaderSize = 4 + 1 + 1 + 2 + 8 + 8 + 8
+	objFlagGrow   = 1 // frozen
+)
+
+// kind is the type of a key's value. The values are frozen: they are the
+// kind byte of the object encoding.
+type kind uint8
+
+const (
+	kindCF kind = 1
+	kindBF kind = 2
+)
+
+// typeName returns the name TYPE answers, RedisBloom's module type names.
+func (k kind) typeName() string {
+	if k == kindCF {
+		return "MBbloomCF"
+	}
+	return "MBbloom--"
+}
+
+// object is the value of one key.
+//
+// Invariants:
+//   - kind never changes, and exactly one of cf and bf is set, as kind says.
+//   - while the object is in the key space, name is its key; once removed
+//     (DEL, RENAME's overwritten target, FLUSHALL) dead is true and it is
+//     never changed again.
+//   - a write holds mu for writing from before it changes the filter until
+//     after its log record is appended, so the log orders each key's writes
+//     as they ran (see keyspace.go).
+type object struct {
+	mu   sync.RWMutex
+	kind kind
+	cf   *cfValue
+	bf   *bfValue
+
+	// name, dead and size are guarded by mu (written under the write
+	// lock).
+	name string
+	dead bool
+	size int64 // SizeInBytes when last accounted in keyspace.used
+	// dump is the encoding CF.SCANDUMP/BF.SCANDUMP serves chunks of,
+	// taken when a dump starts (iterator 0).
+	dumpMu sync.Mutex
+	dump   []byte
+
+	// snapEpoch is the latest snapshot epoch that already holds this
+	// object's state (or that began after the object was created). It is
+	// written under mu for writing, or under mu for reading by the one
+	// snapshot scan; see keyspace.snapshotCopy.
+	snapEpoch atomic.Uint64
+}
+
+// cfValue is a cuckoo filter: fixed (EXPANSION 0) or growing.
+//
+// Invariants: exactly one of f and s is set.
+type cfValue struct {
+	f         *cuckoo.Filter
+	s         *cuckoo.Scalable
+	expansion uint64 // as given to CF.RESERVE (0: fixed)
+	deletes   uint64 // successful CF.DELs, for CF.INFO
+}
+
+func (v *cfValue) add(item []byte) error {
+	if v.f != nil {
+		return v.f.Add(item)
+	}
+	return v.s.Add(item)
+}
+
+func (v *cfValue) addUnique(item []byte) (bool, error) {
+	if v.f != nil {
+		return v.f.AddUnique(item)
+	}
+	return v.s.AddUnique(item)
+}
+
+func (v *cfValue) contains(item []byte) bool {
+	if v.f != nil {
+		return v.f.Contains(item)
+	}
+	return v.s.Contains(item)
+}
+
+func (v *cfValue) count(item []byte) uint64 {
+	if v.f != nil {
+		return v.f.Count(item)
+	}
+	return v.s.Count(item)
+}
+
+func (v *cfValue) del(item []byte) bool {
+	var ok bool
+	if v.f != nil {
+		ok = v.f.Delete(item)
+	} else {
+		ok = v.s.Delete(item)
+	}
+	if ok {
+		v.deletes++
+	}
+	return ok
+}
+
+func (v *cfValue) len() uint64 {
+	if v.f != nil {
+		return v.f.Len()
+	}
+	return v.s.Len()
+}
+
+func (v *cfValue) sizeInBytes() uint64 {
+	if v.f != nil {
+		return v.f.SizeInBytes()
+	}
+	return v.s.SizeInBytes()
+}
+
+func (v *cfValue) tables() int {
+	if v.f != nil {
+		return 1
+	}
+	return v.s.NumTables()
+}
+
+func (v *cfValue) bucketSize() int {
+	if v.f != nil {
+		return v.f.BucketSize()
+	}
+	return v.s.BucketSize()
+}
+
+func (v *cfValue) maxKicks() int {
+	if v.f != nil {
+		return v.f.MaxKicks()
+	}
+	return v.s.MaxKicks()
+}
+
+// buckets returns CF.INFO's "Number of buckets": the table's buckets for a
+// fixed filter; for a growing one, which does not expose its bucket
+// counts, the buckets its capacity fills at one item per slot.
+func (v *cfValue) buckets() uint64 {
+	if v.f != nil {
+		return v.f.NumBuckets()
+	}
+	b := uint64(v.s.BucketSize())
+	return (v.s.Capacity() + b - 1) / b
+}
+
+// writer returns the filter as the io.WriterTo of its encoding, and the
+// encoding's length.
+func (v *cfValue) writer() (io.WriterTo, int64) {
+	if v.f != nil {
+		return v.f, v.f.EncodedSize()
+	}
+	return v.s, v.s.EncodedSize()
+}
+
+// bfValue is a Bloom filter: fixed (NONSCALING) or growing.
+//
+// Invariants: exactly one of f and s is set.
+type bfValue struct {
+	f         *bloom.Filter
+	s         *bloom.Scalable
+	expansion uint64 // as given to BF.RESERVE (0 for NONSCALING)
+}
+
+// addIfAbsent adds item and reports whether it was absent. A fixed filter
+// holding its capacity refuses new items (errBloomFull), as RedisBloom's
+// NONSCALING filters do, so that its false-positive rate stays the one it
+// was built for.
+func (v *bfValue) addIfAbsent(item []byte) (bool, error) {
+	if v.f != nil {
+		if v.f.Len() >= v.f.Capacity() {
+			if v.f.Contains(item) {
+				return false, nil
+			}
+			return false, errBloomFull
+		}
+		return v.f.AddIfAbsent(item), nil
+	}
+	return v.s.AddIfAbsent(item), nil
+}
+
+func (v *bfValue) contains(item []byte) bool {
+	if v.f != nil {
+		return v.f.Contains(item)
+	}
+	return v.s.Contains(item)
+}
+
+func (v *bfValue) len() uint64 {
+	if v.f != nil {
+		return v.f.Len()
+	}
+	return v.s.Len()
+}
+
+func (v *bfValue) capacity() uint64 {
+	if v.f != nil {
+		return v.f.Capacity()
+	}
+	return v.s.Capacity()
+}
+
+func (v *bfValue) layers() int {
+	if v.f != nil {
+		return 1
+	}
+	return v.s.Layers()
+}
+
+func (v *bfValue) sizeInBytes() uint64 {
+	if v.f != nil {
+		return v.f.SizeInBytes()
+	}
+	return v.s.SizeInBytes()
+}
+
+func (v *bfValue) writer() (io.WriterTo, int64) {
+	if v.f != nil {
+		return v.f, v.f.EncodedSize()
+	}
+	return v.s, v.s.EncodedSize()
+}
+
+func (o *object) sizeInBytes() int64 {
+	if o.cf != nil {
+		return int64(o.cf.sizeInBytes())
+	}
+	return int64(o.bf.sizeInBytes())
+}
+
+// encode returns the object encoding of o, in one allocation of its exact
+// size. The caller holds o.mu (for reading at least).
+func (o *object) encode() ([]byte, error) {
+	var (
+		filter    io.WriterTo
+		n         int64
+		flags     uint16
+		expansion uint64
+		deletes   uint64
+	)
+	if o.cf != nil {
+		filter, n = o.cf.writer()
+		expansion, deletes = o.cf.expansion, o.cf.deletes
+		if o.cf.s != nil {
+			flags |= objFlagGrow
+		}
+	} else {
+		filter, n = o.bf.writer()
+		expansion = o.bf.expansion
+		if o.bf.s != nil {
+			flags |= objFlagGrow
+		}
+	}
+	total := objHeaderSize + n + 4
+	buf := bytes.NewBuffer(make([]byte, 0, total))
+	var h [objHeaderSize]byte
+	copy(h[:], objMagic)
+	h[4] = objVersion
+	h[5] = byte(o.kind)
+	binary.LittleEndian.PutUint16(h[6:], flags)
+	binary.LittleEndian.PutUint64(h[8:], uint64(total))
+	binary.LittleEndian.PutUint64(h[16:], expansion)
+	binary.LittleEndian.PutUint64(h[24:], deletes)
+	buf.Write(h[:])
+	if _, err := filter.WriteTo(buf); err != nil {
+		return nil, err
+	}
+	if int64(buf.Len()) != objHeaderSize+n {
+		return nil, fmt.Errorf("server: filter wrote %d bytes, announced %d", buf.Len()-objHeaderSize, n)
+	}
+	p := buf.Bytes()
+	return binary.LittleEndian.AppendUint32(p, codec.Checksum(p)), nil
+}
+
+// errObjectCorrupt is wrapped by every error of decodeObject.
+var errObjectCorrupt = errors.New("server: corrupt filter encoding")
+
+// encodedLength returns the total length an object encoding announces in
+// its header, which must be at least 16 bytes of it.
+func encodedLength(head []byte) (uint64, error) {
+	if len(head) < 16 || string(head[:4]) != objMagic {
+		return 0, fmt.Errorf("%w: no object header", errObjectCorrupt)
+	}
+	return binary.LittleEndian.Uint64(head[8:16]), nil
+}
+
+// decodeObject decodes an object encoding of the given kind (0: any).
+func decodeObject(p []byte, want kind) (*object, error) {
+	if len(p) < objHeaderSize+4 {
+		return nil, fmt.Errorf("%w: %d bytes", errObjectCorrupt, len(p))
+	}
+	le := binary.LittleEndian
+	version, k, flags := p[4], kind(p[5]), le.Uint16(p[6:])
+	total, expansion, deletes := le.Uint64(p[8:]), le.Uint64(p[16:]), le.Uint64(p[24:])
+	switch {
+	case string(p[:4]) != objMagic:
+		return nil, fmt.Errorf("%w: bad magic", errObjectCorrupt)
+	case version != objVersion:
+		return nil, fmt.Errorf("%w: unknown version %d", errObjectCorrupt, version)
+	case k != kindCF && k != kindBF || want != 0 && k != want:
+		return nil, fmt.Errorf("%w: kind %d", errObjectCorrupt, k)
+	case flags&^objFlagGrow != 0:
+		return nil, fmt.Errorf("%w: unknown flags %#x", errObjectCorrupt, flags)
+	case total != uint64(len(p)):
+		return nil, fmt.Errorf("%w: length %d in header, %d given", errObjectCorrupt, total, len(p))
+	}
+	filter := p[objHeaderSize : len(p)-4]
+	if codec.Checksum(p[:len(p)-4]) != le.Uint32(p[len(p)-4:]) {
+		return nil, fmt.Errorf("%w: %v", errObjectCorrupt, codec.ErrChecksum)
+	}
+	o := &object{kind: k}
+	grow := flags&objFlagGrow != 0
+	var err error
+	if k == kindCF {
+		v := &cfValue{expansion: expansion, deletes: deletes}
+		if grow {
+			v.s = new(cuckoo.Scalable)
+			err = v.s.UnmarshalBinary(filter)
+		} else {
+			v.f = new(cuckoo.Filter)
+			err = v.f.UnmarshalBinary(filter)
+		}
+		o.cf = v
+	} else {
+		v := &bfValue{expansion: expansion}
+		if grow {
+			v.s = new(bloom.Scalable)
+			err = v.s.UnmarshalBinary(filter)
+		} else {
+			v.f = new(bloom.Filter)
+			err = v.f.UnmarshalBinary(filter)
+		}
+		o.bf = v
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", errObjectCorrupt, err)
+	}
+	o.size = o.sizeInBytes()
+	return o, nil
+}

@@ -1,0 +1,337 @@
+package server
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/dedupkit/cuckoo/internal/testseed"
+)
+
+// state returns every key with its type and its whole dump: two servers
+// hold equal filters exactly when their states are equal.
+func state(t *testing.T, c *conn) map[string]string {
+	t.Helper()
+	keys := render(c.do("KEYS", "*"))
+	st := map[string]string{}
+	for _, line := range strings.Split(strings.TrimSpace(keys), "\n") {
+		if line == "(empty array)" || line == "" {
+			continue
+		}
+		_, q, _ := strings.Cut(line, ") ")
+		key := strings.Trim(q, `"`)
+		typ := strings.TrimSpace(c.do("TYPE", key))
+		cmd := "CF.SCANDUMP"
+		if typ == "+MBbloom--" {
+			cmd = "BF.SCANDUMP"
+		}
+		_, chunks := scanDumpAll(t, c, cmd, key)
+		st[key] = typ + " " + strings.Join(chunks, "")
+	}
+	return st
+}
+
+func sameState(t *testing.T, what string, got, want map[string]string) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Fatalf("%s: %d keys, want %d", what, len(got), len(want))
+	}
+	for k, v := range want {
+		if got[k] != v {
+			t.Fatalf("%s: key %q differs", what, k)
+		}
+	}
+}
+
+// writeLoad runs a random mix of writes on a few keys.
+func writeLoad(t *testing.T, c *conn, rng *rand.Rand, n int) {
+	t.Helper()
+	keys := []string{"a", "b", "c", "d"}
+	for i := range n {
+		k := keys[rng.IntN(len(keys))]
+		item := fmt.Sprint("item", rng.IntN(300))
+		switch r := rng.IntN(100); {
+		case r < 45:
+			c.do("CF.ADD", "cf:"+k, item)
+		case r < 55:
+			c.do("CF.ADDNX", "cf:"+k, item)
+		case r < 65:
+			c.do("CF.DEL", "cf:"+k, item)
+		case r < 72:
+			c.do("CF.INSERT", "cf:"+k, "ITEMS", item, item+"x")
+		case r < 85:
+			c.do("BF.ADD", "bf:"+k, item)
+		case r < 88:
+			c.do("BF.MADD", "bf:"+k, item, item+"y")
+		case r < 90:
+			c.do("DEL", "cf:"+k)
+		case r < 92:
+			c.do("RENAME", "cf:"+k, "cf:"+keys[rng.IntN(len(keys))])
+		case r < 93:
+			c.do("CF.RESERVE", fmt.Sprint("fixed", i), "100", "EXPANSION", "0")
+		case r < 94:
+			c.do("BF.RESERVE", fmt.Sprint("fixedbf", i), "0.01", "50", "NONSCALING")
+		case r < 95 && n > 1000:
+			c.do("FLUSHALL")
+		default:
+			c.do("CF.ADD", "cf:"+k, item)
+		}
+	}
+}
+
+// TestRestartRecovers: after random writes, a restart from the log alone,
+// then from a snapshot plus the log, gives back the exact same filters.
+func TestRestartRecovers(t *testing.T) {
+	rng := testseed.Rand(t)
+	for _, fsync := range []FsyncPolicy{FsyncEverySec, FsyncAlways, FsyncNo} {
+		t.Run("appendfsync="+fsync.String(), func(t *testing.T) {
+			cfg := testConfig(t)
+			cfg.Fsync = fsync
+			s, addr := startServer(t, cfg)
+			c := dial(t, addr)
+			writeLoad(t, c, rng, 800)
+			want := state(t, c)
+			s.Close() // no snapshot: the log alone
+			s, addr = startServer(t, cfg)
+			c = dial(t, addr)
+			sameState(t, "log only", state(t, c), want)
+
+			writeLoad(t, c, rng, 400)
+			if got := c.do("SAVE"); got != "+OK\r\n" {
+				t.Fatal(got)
+			}
+			writeLoad(t, c, rng, 400)
+			want = state(t, c)
+			s.Close()
+			s, addr = startServer(t, cfg)
+			c = dial(t, addr)
+			sameState(t, "snapshot and log", state(t, c), want)
+
+			stopServer(t, s) // a graceful stop takes no snapshot in this config
+			cfg.SaveOnShutdown = true
+			s, addr = startServer(t, cfg)
+			stopServer(t, s)
+			_, addr = startServer(t, cfg)
+			sameState(t, "snapshot on shutdown", state(t, dial(t, addr)), want)
+		})
+	}
+}
+
+// TestSnapshotDuringWrites takes snapshots while clients write, then
+// restarts: whatever the timing, the state comes back exactly (every write
+// is in the snapshot or replayed after it, never both, never neither).
+func TestSnapshotDuringWrites(t *testing.T) {
+	seed := testseed.Seed(t)
+	cfg := testConfig(t)
+	s, addr := startServer(t, cfg)
+	var wg sync.WaitGroup
+	for w := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			writeLoad(t, dial(t, addr), testseed.New(seed+uint64(w)), 700)
+		}()
+	}
+	admin := dial(t, addr)
+	saves := 0
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	for loop := true; loop; {
+		select {
+		case <-done:
+			loop = false
+		default:
+			if got := admin.do("BGSAVE"); got == "+Background saving started\r\n" {
+				saves++
+			}
+			waitFor(t, "the snapshot", func() bool { return !s.save.running.Load() })
+		}
+	}
+	if saves < 2 {
+		t.Logf("only %d snapshots overlapped the writes", saves)
+	}
+	want := state(t, admin)
+	s.Close()
+	_, addr = startServer(t, cfg)
+	sameState(t, "after snapshots during writes", state(t, dial(t, addr)), want)
+}
+
+// logPath returns the newest log file of dir.
+func logPath(t *testing.T, dir string) string {
+	epochs, err := logFiles(dir)
+	if err != nil || len(epochs) == 0 {
+		t.Fatalf("no log in %s: %v", dir, err)
+	}
+	return filepath.Join(dir, logName(epochs[len(epochs)-1]))
+}
+
+// TestTornTail: a log that ends inside a record (a crash during a write)
+// loses only that record, is cut, and is reported.
+func TestTornTail(t *testing.T) {
+	for _, tail := range []string{"half", "header", "zeros", "bad-checksum"} {
+		t.Run("tail="+tail, func(t *testing.T) {
+			cfg := testConfig(t)
+			var log logSink
+			cfg.Logf = log.logf
+			s, addr := startServer(t, cfg)
+			c := dial(t, addr)
+			for i := range 50 {
+				c.do("CF.ADD", "k", fmt.Sprint(i))
+			}
+			want := state(t, c)
+			s.Close()
+			path := logPath(t, cfg.Dir)
+			before, _ := os.ReadFile(path)
+			rec := encodeRecordForTest(1, "CF.ADD", "k", "lost")
+			var extra []byte
+			switch tail {
+			case "half":
+				extra = rec[:len(rec)/2]
+			case "header":
+				extra = rec[:5]
+			case "zeros":
+				extra = make([]byte, 300)
+			case "bad-checksum":
+				extra = append([]byte(nil), rec...)
+				extra[len(extra)-3] ^= 1
+			}
+			os.WriteFile(path, append(before, extra...), 0o640)
+			_, addr = startServer(t, cfg)
+			sameState(t, "after a torn tail", state(t, dial(t, addr)), want)
+			after, _ := os.ReadFile(path)
+			if len(after) < len(before) || string(after[:len(before)]) != string(before) {
+				t.Fatal("the good records were changed")
+			}
+			if !strings.Contains(log.String(), "cut the torn last record") {
+				t.Fatalf("the cut was not reported; log:\n%s", log.String())
+			}
+		})
+	}
+}
+
+// encodeRecordForTest returns a log record as the server writes it.
+func encodeRecordForTest(epoch uint64, args ...string) []byte {
+	a := &aof{}
+	bargs := make([][]byte, len(args))
+	for i, s := range args {
+		bargs[i] = []byte(s)
+	}
+	a.append(epoch, bargs)
+	return a.mu.buf
+}
+
+// TestDamagedLog: damage before the end stops the server from starting,
+// with a message naming the file, the offset and --repair; with Repair it
+// starts from the records before the damage.
+func TestDamagedLog(t *testing.T) {
+	cfg := testConfig(t)
+	s, addr := startServer(t, cfg)
+	c := dial(t, addr)
+	for i := range 100 {
+		c.do("CF.ADD", "k", fmt.Sprint(i))
+	}
+	s.Close()
+	path := logPath(t, cfg.Dir)
+	data, _ := os.ReadFile(path)
+	// Damage the record of item 60 (record 0 creates the filter).
+	var offsets []int64
+	readLog(path, 1<<20, func(off int64, _ uint64, _ [][]byte) error { offsets = append(offsets, off); return nil })
+	damaged := append([]byte(nil), data...)
+	damaged[offsets[61]+12] ^= 0xff
+	os.WriteFile(path, damaged, 0o640)
+
+	_, err := New(cfg)
+	if !errors.Is(err, ErrDataDir) {
+		t.Fatalf("New on a damaged log: %v, want ErrDataDir", err)
+	}
+	for _, want := range []string{logName(0), fmt.Sprintf("byte %d", offsets[61]), "checksum", "--repair"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("the error %q does not say %q", err, want)
+		}
+	}
+	cfg.Repair = true
+	_, addr = startServer(t, cfg)
+	c = dial(t, addr)
+	for i := range 60 {
+		if c.do("CF.EXISTS", "k", fmt.Sprint(i)) != ":1\r\n" {
+			t.Fatalf("item %d of the intact prefix is lost", i)
+		}
+	}
+	if got := c.do("CF.INFO", "k"); !strings.Contains(got, "Number of items inserted\r\n:60\r\n") {
+		t.Fatalf("after repair: %q", got)
+	}
+}
+
+// TestDamagedSnapshot: a damaged snapshot stops the server from starting.
+func TestDamagedSnapshot(t *testing.T) {
+	cfg := testConfig(t)
+	s, addr := startServer(t, cfg)
+	c := dial(t, addr)
+	for i := range 100 {
+		c.do("BF.ADD", "b", fmt.Sprint(i))
+	}
+	c.do("SAVE")
+	s.Close()
+	path := filepath.Join(cfg.Dir, snapName)
+	data, _ := os.ReadFile(path)
+	for _, cut := range []int{len(data) / 2, len(data) - 1} {
+		damaged := append([]byte(nil), data...)
+		damaged[cut] ^= 0x10
+		os.WriteFile(path, damaged, 0o640)
+		_, err := New(cfg)
+		if !errors.Is(err, ErrDataDir) || !strings.Contains(err.Error(), snapName) {
+			t.Fatalf("damage at byte %d: %v", cut, err)
+		}
+	}
+	os.WriteFile(path, data[:len(data)-10], 0o640)
+	if _, err := New(cfg); !errors.Is(err, ErrDataDir) {
+		t.Fatalf("a truncated snapshot: %v", err)
+	}
+	os.WriteFile(path, data, 0o640)
+	_, addr = startServer(t, cfg)
+	if got := dial(t, addr).do("BF.CARD", "b"); got != ":100\r\n" {
+		t.Fatalf("the intact snapshot: %q", got)
+	}
+}
+
+// TestSnapshotsOnly: with the log off, a snapshot keeps the data; a
+// restart from a directory with logs folds them into a snapshot.
+func TestSnapshotsOnly(t *testing.T) {
+	cfg := testConfig(t)
+	s, addr := startServer(t, cfg)
+	c := dial(t, addr)
+	c.do("CF.ADD", "logged", "x")
+	s.Close()
+	cfg.AppendOnly = false
+	s, addr = startServer(t, cfg)
+	c = dial(t, addr)
+	if got := c.do("CF.EXISTS", "logged", "x"); got != ":1\r\n" {
+		t.Fatalf("a logged write after turning the log off: %q", got)
+	}
+	if epochs, _ := logFiles(cfg.Dir); len(epochs) != 0 {
+		t.Fatalf("log files %v left after folding them into a snapshot", epochs)
+	}
+	c.do("CF.ADD", "saved", "x")
+	c.do("SAVE")
+	c.do("CF.ADD", "unsaved", "x")
+	s.Close()
+	_, addr = startServer(t, cfg)
+	c = dial(t, addr)
+	if c.do("CF.EXISTS", "saved", "x") != ":1\r\n" || c.do("EXISTS", "unsaved") != ":0\r\n" {
+		t.Fatal("snapshots only: the state is not the last snapshot's")
+	}
+}
+
+// TestDirLocked: two servers cannot share a data directory.
+func TestDirLocked(t *testing.T) {
+	cfg := testConfig(t)
+	startServer(t, cfg)
+	if _, err := New(cfg); !errors.Is(err, ErrDataDir) || !strings.Contains(err.Error(), "another") {
+		t.Fatalf("a second server on the directory: %v", err)
+	}
+}

@@ -1,0 +1,137 @@
+package server
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/dedupkit/cuckoo/server/resp"
+)
+
+// recover loads the data directory: the snapshot, then the records of the
+// log files of its epoch and later, and opens the log for appending.
+func (s *Server) recover() error {
+	dir, start := s.cfg.Dir, time.Now()
+	snapEpoch, when, snapSize, err := loadSnapshot(filepath.Join(dir, snapName), s.ks, ^uint64(0))
+	if err != nil {
+		return fmt.Errorf("%w %s: %s: %v; move the file aside to start without it (its keys would be lost)", ErrDataDir, dir, snapName, err)
+	}
+	if !when.IsZero() {
+		s.save.last.Store(when.Unix())
+		s.save.fileSize.Store(snapSize)
+	}
+	s.ks.epoch.Store(snapEpoch)
+	keys := s.ks.count.Load()
+
+	epochs, err := logFiles(dir)
+	if err != nil {
+		return fmt.Errorf("%w %s: %v", ErrDataDir, dir, err)
+	}
+	var replay []uint64
+	for _, e := range epochs {
+		if e >= snapEpoch {
+			replay = append(replay, e)
+		}
+	}
+	maxRecord := int64(s.recordLimit())
+	records := 0
+	var c call
+	w := resp.NewWriter(&s.replayOut, 0)
+	for i, e := range replay {
+		path := filepath.Join(dir, logName(e))
+		last := i == len(replay)-1
+		end, err := readLog(path, maxRecord, func(off int64, epoch uint64, args [][]byte) error {
+			if epoch < snapEpoch {
+				return nil // in the snapshot already
+			}
+			records++
+			return s.replay(&c, w, args)
+		})
+		if err == nil {
+			continue
+		}
+		size := fileSize(path)
+		var damage *logDamage
+		switch {
+		case errors.Is(err, errTorn) && last:
+			if terr := truncateLog(path, end); terr != nil {
+				return fmt.Errorf("%w %s: cutting the torn end of %s: %v", ErrDataDir, dir, logName(e), terr)
+			}
+			s.logf("cut the torn last record of %s: %d bytes at byte %d (a write the crash interrupted, never acknowledged)", logName(e), size-end, end)
+		case s.cfg.Repair && (errors.As(err, &damage) || errors.Is(err, errTorn)):
+			if terr := truncateLog(path, end); terr != nil {
+				return fmt.Errorf("%w %s: repairing %s: %v", ErrDataDir, dir, logName(e), terr)
+			}
+			for _, later := range replay[i+1:] {
+				os.Remove(filepath.Join(dir, logName(later)))
+			}
+			s.logf("repair: %v; cut %s at byte %d, dropping %d bytes and %d later log files", err, logName(e), end, size-end, len(replay)-i-1)
+			replay = replay[:i+1]
+		default:
+			if errors.Is(err, errTorn) {
+				err = &logDamage{logName(e), end, "a torn record, and later log files after it"}
+			}
+			return fmt.Errorf("%w %s: %v; start with --repair to keep the log up to that point (what follows it is lost)", ErrDataDir, dir, err)
+		}
+		break
+	}
+	current := snapEpoch
+	if len(replay) > 0 {
+		current = max(current, replay[len(replay)-1])
+	}
+	s.ks.epoch.Store(current)
+	if s.cfg.AppendOnly {
+		a, err := openAOF(dir, current, s.cfg.Fsync)
+		if err != nil {
+			return fmt.Errorf("%w %s: %v", ErrDataDir, dir, err)
+		}
+		s.aof = a
+	}
+	if keys > 0 || records > 0 {
+		s.logf("loaded %d keys from the snapshot and %d log records in %v: %d keys", keys, records, time.Since(start).Round(time.Millisecond), s.ks.count.Load())
+	}
+	if !s.cfg.AppendOnly && len(replay) > 0 {
+		// The log holds writes the snapshot lacks: keep them in a new
+		// snapshot before the log files go.
+		if err := s.snapshot(); err != nil {
+			return fmt.Errorf("%w %s: saving the replayed log in a snapshot: %v", ErrDataDir, dir, err)
+		}
+	}
+	return nil
+}
+
+// recordLimit is the largest log record the limits let a client write.
+func (s *Server) recordLimit() int {
+	lim := s.cfg.Limits.MaxCommand
+	if lim <= 0 {
+		lim = resp.DefaultLimits.MaxCommand
+	}
+	return lim + 64 // the epoch and headers a command's record adds
+}
+
+// replay runs one logged command during recovery. A logged command
+// succeeded when it ran, and the filters are deterministic, so an error
+// now means the log and the data disagree.
+func (s *Server) replay(c *call, w *resp.Writer, args [][]byte) error {
+	cmd := lookupCommand(args[0])
+	if cmd == nil || cmd.flags&flagWrite == 0 {
+		return fmt.Errorf("%q is not a write command", args[0])
+	}
+	s.replayOut.Reset()
+	s.exec(c, nil, w, args)
+	w.Flush()
+	if out := s.replayOut.Bytes(); len(out) > 0 && out[0] == '-' {
+		return fmt.Errorf("replaying %s failed: %s", args[0], out[1:len(out)-2])
+	}
+	return nil
+}
+
+func fileSize(path string) int64 {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return 0
+	}
+	return fi.Size()
+}

@@ -1,0 +1,82 @@
+package resp_test
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"testing"
+
+	"github.com/dedupkit/cuckoo/server/resp"
+	"github.com/tidwall/redcon"
+)
+
+// pipeline returns n CF.ADD commands as a client pipelines them.
+func pipeline(n int) []byte {
+	var b bytes.Buffer
+	for i := range n {
+		item := fmt.Sprintf("key:%012d", i)
+		fmt.Fprintf(&b, "*3\r\n$6\r\nCF.ADD\r\n$2\r\ncf\r\n$%d\r\n%s\r\n", len(item), item)
+	}
+	return b.Bytes()
+}
+
+// BenchmarkReader reads pipelines of CF.ADD commands with this package's
+// Reader and with redcon's (which has no limits and copies each command):
+// the reason the server reads requests with its own Reader.
+func BenchmarkReader(b *testing.B) {
+	for _, n := range []int{1, 16} {
+		data := pipeline(n)
+		src := bytes.NewReader(data)
+		b.Run(fmt.Sprintf("impl=resp/pipeline=%d", n), func(b *testing.B) {
+			b.ReportAllocs()
+			b.SetBytes(int64(len(data)))
+			rd := resp.NewReader(src, resp.Limits{})
+			for b.Loop() {
+				src.Reset(data)
+				for range n {
+					if _, err := rd.ReadCommand(); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+		})
+		b.Run(fmt.Sprintf("impl=redcon/pipeline=%d", n), func(b *testing.B) {
+			b.ReportAllocs()
+			b.SetBytes(int64(len(data)))
+			rd := redcon.NewReader(src)
+			for b.Loop() {
+				src.Reset(data)
+				for range n {
+					if _, err := rd.ReadCommand(); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkWriter writes 16 integer replies and flushes them, with this
+// package's Writer and with redcon's.
+func BenchmarkWriter(b *testing.B) {
+	b.Run("impl=resp", func(b *testing.B) {
+		b.ReportAllocs()
+		w := resp.NewWriter(io.Discard, 0)
+		for b.Loop() {
+			for i := range 16 {
+				w.Int(int64(i & 1))
+			}
+			w.Flush()
+		}
+	})
+	b.Run("impl=redcon", func(b *testing.B) {
+		b.ReportAllocs()
+		w := redcon.NewWriter(io.Discard)
+		for b.Loop() {
+			for i := range 16 {
+				w.WriteInt(i & 1)
+			}
+			w.Flush()
+		}
+	})
+}

@@ -1,0 +1,404 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/dedupkit/cuckoo/server/resp"
+)
+
+// Config configures a Server. DefaultConfig returns the defaults of
+// `cuckoo serve`; in a Config built by hand, zero limits take those
+// defaults, and the zero values of the other fields mean what their
+// comments say.
+type Config struct {
+	// Addr is the TCP address ListenAndServe listens on.
+	Addr string
+	// Dir is the data directory (created if missing). Empty: nothing is
+	// persisted and nothing is loaded.
+	Dir string
+	// AppendOnly turns on the append-only log in Dir; without it only the
+	// snapshots persist data, and a crash loses the writes since the last.
+	AppendOnly bool
+	// Fsync is when the log is fsynced.
+	Fsync FsyncPolicy
+	// SaveInterval is how often a snapshot is taken when there were writes
+	// since the last one; 0: only by SAVE, BGSAVE, the log's growth and
+	// shutdown.
+	SaveInterval time.Duration
+	// RewriteMinSize: a snapshot is also taken when the current log file
+	// is larger than this and larger than the last snapshot file, so that
+	// rewriting costs no more than the log it saves (Redis's
+	// auto-aof-rewrite-min-size). 0: 64 MiB; negative: never.
+	RewriteMinSize int64
+	// SaveOnShutdown takes a snapshot on Shutdown, so that the next start
+	// replays no log.
+	SaveOnShutdown bool
+	// Repair lets New start from a log damaged before its end: the log is
+	// cut before the first bad record, and what followed is dropped.
+	Repair bool
+
+	// Password, when set, must be given with AUTH or HELLO before any
+	// other command.
+	Password string
+	// ProtectedMode refuses to serve on a non-loopback address without a
+	// Password.
+	ProtectedMode bool
+
+	// MaxClients bounds the connections served at once (0: 10,000).
+	MaxClients int
+	// MaxMemory bounds the filters' memory, in bytes: past it, commands
+	// that may add memory get Redis's OOM error, and so does creating a
+	// filter that would pass it. 0: no bound.
+	MaxMemory int64
+	// MaxFilterBytes bounds the memory one CF.RESERVE or BF.RESERVE may
+	// ask for, and the size of a dump CF.LOADCHUNK or BF.LOADCHUNK
+	// accepts (0: 16 GiB).
+	MaxFilterBytes int64
+	// MaxOutputBuffer bounds the replies waiting to be sent to one client,
+	// in bytes; a client past it is disconnected (0: 256 MiB).
+	MaxOutputBuffer int
+	// IdleTimeout closes a connection idle for that long (0: never).
+	IdleTimeout time.Duration
+	// Limits bound each request (zero fields: resp.DefaultLimits).
+	Limits resp.Limits
+
+	// Logf, when set, receives the server's log lines (recovery, snapshots,
+	// errors), without a trailing newline.
+	Logf func(format string, args ...any)
+}
+
+// Defaults of the limits.
+const (
+	DefaultMaxClients      = 10_000
+	DefaultRewriteMinSize  = 64 << 20
+	DefaultMaxFilterBytes  = 16 << 30
+	DefaultMaxOutputBuffer = 256 << 20
+)
+
+// DefaultConfig returns the configuration of `cuckoo serve` with no flags:
+// 127.0.0.1:6379, data in ./cuckoo-data with the append-only log fsynced
+// every second, a snapshot every 5 minutes when there were writes and on
+// shutdown, protected mode on.
+func DefaultConfig() Config {
+	return Config{
+		Addr:           "127.0.0.1:6379",
+		Dir:            "cuckoo-data",
+		AppendOnly:     true,
+		Fsync:          FsyncEverySec,
+		SaveInterval:   5 * time.Minute,
+		SaveOnShutdown: true,
+		ProtectedMode:  true,
+	}
+}
+
+// Server serves the filters over RESP. Create one with New, serve with
+// Serve or ListenAndServe, stop with Shutdown. All its methods are safe for
+// concurrent use.
+type Server struct {
+	cfg     Config
+	ks      *keyspace
+	aof     *aof // nil without an append-only log
+	lock    *os.File
+	started time.Time
+	logf    func(format string, args ...any)
+
+	nextClientID atomic.Int64
+	numClients   atomic.Int64
+	totalConns   atomic.Int64
+	totalCmds    atomic.Int64
+
+	mu struct {
+		sync.Mutex
+		listeners map[net.Listener]struct{}
+		clients   map[*client]struct{}
+		loads     map[string]*pendingLoad // CF/BF.LOADCHUNK in progress
+	}
+	closing  atomic.Bool
+	conns    sync.WaitGroup
+	shutdown struct {
+		once sync.Once
+		done chan struct{}
+		err  error
+	}
+
+	save struct {
+		sync.Mutex // held while a snapshot is taken
+		running    atomic.Bool
+		last       atomic.Int64 // unix seconds of the last good snapshot
+		lastOK     atomic.Bool
+		count      atomic.Int64
+		fileSize   atomic.Int64 // bytes of the last snapshot file
+	}
+
+	stopBG chan struct{}
+	bg     sync.WaitGroup
+
+	replayOut bytes.Buffer // recovery's replies
+}
+
+// New returns a Server configured by cfg, with the data of cfg.Dir loaded:
+// the newest snapshot, then the log records written after it. A torn last
+// log record is cut off (and logged); any other damage makes New fail with
+// an error wrapping ErrDataDir that says where, unless cfg.Repair is set.
+// The data directory is locked against a second server until Shutdown or
+// Close.
+func New(cfg Config) (*Server, error) {
+	if cfg.MaxClients <= 0 {
+		cfg.MaxClients = DefaultMaxClients
+	}
+	if cfg.RewriteMinSize == 0 {
+		cfg.RewriteMinSize = DefaultRewriteMinSize
+	}
+	if cfg.MaxFilterBytes <= 0 {
+		cfg.MaxFilterBytes = DefaultMaxFilterBytes
+	}
+	if cfg.MaxOutputBuffer <= 0 {
+		cfg.MaxOutputBuffer = DefaultMaxOutputBuffer
+	}
+	s := &Server{cfg: cfg, ks: newKeyspace(), started: time.Now(), stopBG: make(chan struct{})}
+	s.logf = cfg.Logf
+	if s.logf == nil {
+		s.logf = func(string, ...any) {}
+	}
+	s.mu.listeners = make(map[net.Listener]struct{})
+	s.mu.clients = make(map[*client]struct{})
+	s.mu.loads = make(map[string]*pendingLoad)
+	s.shutdown.done = make(chan struct{})
+	s.save.lastOK.Store(true)
+	if cfg.Dir != "" {
+		if err := s.openDir(); err != nil {
+			if s.lock != nil {
+				s.lock.Close()
+			}
+			return nil, err
+		}
+	}
+	s.bg.Add(1)
+	go s.background()
+	return s, nil
+}
+
+// openDir locks the data directory and loads it.
+func (s *Server) openDir() error {
+	dir := s.cfg.Dir
+	if err := os.MkdirAll(dir, 0o750); err != nil {
+		return fmt.Errorf("%w %s: %v", ErrDataDir, dir, err)
+	}
+	lock, err := lockDir(filepath.Join(dir, "LOCK"))
+	if errors.Is(err, ErrDirInUse) {
+		return fmt.Errorf("%w %s: %w", ErrDataDir, dir, err)
+	}
+	if err != nil {
+		return fmt.Errorf("%w %s: %v", ErrDataDir, dir, err)
+	}
+	s.lock = lock
+	return s.recover()
+}
+
+// Addr returns the address of the first listener being served, or nil.
+func (s *Server) Addr() net.Addr {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for ln := range s.mu.listeners {
+		return ln.Addr()
+	}
+	return nil
+}
+
+// ListenAndServe listens on cfg.Addr and serves until Shutdown, after
+// which it returns ErrClosed.
+func (s *Server) ListenAndServe() error {
+	if err := s.checkProtected(s.cfg.Addr); err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", s.cfg.Addr)
+	if err != nil {
+		return err
+	}
+	return s.Serve(ln)
+}
+
+// checkProtected applies protected mode to a listening address.
+func (s *Server) checkProtected(addr string) error {
+	if !s.cfg.ProtectedMode || s.cfg.Password != "" {
+		return nil
+	}
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return err
+	}
+	if host == "localhost" {
+		return nil
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
+		return nil
+	}
+	return fmt.Errorf("%w: %s", ErrProtectedMode, addr)
+}
+
+// Serve accepts connections on ln, one goroutine each, until Shutdown;
+// it closes ln and returns ErrClosed then, or the accept error that
+// stopped it.
+func (s *Server) Serve(ln net.Listener) error {
+	if err := s.checkProtected(ln.Addr().String()); err != nil {
+		ln.Close()
+		return err
+	}
+	s.mu.Lock()
+	if s.closing.Load() {
+		s.mu.Unlock()
+		ln.Close()
+		return ErrClosed
+	}
+	s.mu.listeners[ln] = struct{}{}
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		delete(s.mu.listeners, ln)
+		s.mu.Unlock()
+		ln.Close()
+	}()
+	var delay time.Duration
+	for {
+		nc, err := ln.Accept()
+		if err != nil {
+			if s.closing.Load() {
+				return ErrClosed
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() || errors.Is(err, os.ErrDeadlineExceeded) {
+				return err
+			}
+			// Out of file descriptors and the like: wait and go on.
+			delay = min(max(2*delay, 5*time.Millisecond), time.Second)
+			s.logf("accept: %v; retrying in %v", err, delay)
+			time.Sleep(delay)
+			continue
+		}
+		delay = 0
+		s.conns.Add(1)
+		go s.serveConn(nc)
+	}
+}
+
+// Shutdown stops the server gracefully: it stops accepting connections,
+// lets each connection finish the commands it has received, closes them,
+// flushes and fsyncs the log, takes a snapshot if cfg.SaveOnShutdown, and
+// unlocks the data directory. If ctx ends first, the connections still open
+// are closed at once and the rest goes on. It returns the first error of
+// the log or the snapshot; later calls wait for the first and return its
+// result.
+func (s *Server) Shutdown(ctx context.Context) error {
+	return s.stop(ctx, s.cfg.SaveOnShutdown)
+}
+
+// Close stops the server at once: connections are closed without
+// finishing their commands, the log is flushed, no snapshot is taken.
+func (s *Server) Close() error {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	return s.stop(ctx, false)
+}
+
+// Done returns a channel closed when the server has shut down, after
+// Shutdown, Close or a client's SHUTDOWN command.
+func (s *Server) Done() <-chan struct{} { return s.shutdown.done }
+
+func (s *Server) stop(ctx context.Context, save bool) error {
+	s.shutdown.once.Do(func() {
+		s.shutdown.err = s.doStop(ctx, save)
+		close(s.shutdown.done)
+	})
+	<-s.shutdown.done
+	return s.shutdown.err
+}
+
+func (s *Server) doStop(ctx context.Context, save bool) error {
+	s.mu.Lock()
+	s.closing.Store(true)
+	for ln := range s.mu.listeners {
+		ln.Close()
+	}
+	// Wake the connections waiting for requests; those running commands
+	// finish what they have read first (conn.go).
+	for c := range s.mu.clients {
+		c.nc.SetReadDeadline(time.Now())
+	}
+	s.mu.Unlock()
+
+	waited := make(chan struct{})
+	go func() { s.conns.Wait(); close(waited) }()
+	select {
+	case <-waited:
+	case <-ctx.Done():
+		s.mu.Lock()
+		for c := range s.mu.clients {
+			c.nc.Close()
+		}
+		s.mu.Unlock()
+		<-waited
+	}
+	close(s.stopBG)
+	s.bg.Wait()
+
+	var err error
+	if save && s.cfg.Dir != "" {
+		if serr := s.snapshot(); serr != nil {
+			err = serr
+			s.logf("snapshot on shutdown: %v", serr)
+		}
+	}
+	if s.aof != nil {
+		if cerr := s.aof.close(); cerr != nil && err == nil {
+			err = cerr
+		}
+	}
+	if s.lock != nil {
+		s.lock.Close()
+	}
+	return err
+}
+
+// background takes the periodic snapshots, fsyncs the log every second
+// under FsyncEverySec, and starts a snapshot when the log has grown.
+func (s *Server) background() {
+	defer s.bg.Done()
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	lastSave := time.Now()
+	for {
+		select {
+		case <-s.stopBG:
+			return
+		case now := <-tick.C:
+			if s.aof != nil && s.cfg.Fsync == FsyncEverySec {
+				if err := s.aof.sync(); err != nil {
+					s.logf("append-only log: %v", err)
+				}
+			}
+			if s.cfg.Dir == "" || s.save.running.Load() {
+				continue
+			}
+			due := s.cfg.SaveInterval > 0 && now.Sub(lastSave) >= s.cfg.SaveInterval && s.ks.dirty.Load()
+			if s.aof != nil && s.cfg.RewriteMinSize > 0 {
+				size := s.aof.size()
+				if size > s.cfg.RewriteMinSize && size > s.save.fileSize.Load() {
+					due = true
+				}
+			}
+			if due {
+				lastSave = now
+				s.bgSnapshot()
+			}
+		}
+	}
+}

@@ -1,0 +1,790 @@
+package server
+
+// The connection and server commands: what redis-cli, redis-benchmark and
+// the client libraries send around the data commands.
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"fmt"
+	"net"
+	"os"
+	"runtime"
+	"runtime/debug"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// redisVersion is the Redis version whose commands and replies this server
+// follows, as INFO and HELLO report it to clients that check.
+const redisVersion = "7.0.0"
+
+var serverCommands = []*command{
+	{name: "ping", arity: -1, flags: flagFast, group: "connection", summary: "Returns PONG, or the message", exec: handle(parsePing)},
+	{name: "echo", arity: 2, flags: flagFast, group: "connection", summary: "Returns the message", exec: handle(parseEcho)},
+	{name: "hello", arity: -1, flags: flagNoAuth | flagFast, group: "connection",
+		summary: "Handshakes: protocol version, authentication, client name", exec: handle(parseHello)},
+	{name: "auth", arity: -2, flags: flagNoAuth | flagFast, group: "connection", summary: "Authenticates the connection", exec: handle(parseAuth)},
+	{name: "select", arity: 2, flags: flagFast, group: "connection", summary: "Selects database 0, the only one", exec: handle(parseSelect)},
+	{name: "quit", arity: -1, flags: flagNoAuth | flagFast, group: "connection", summary: "Closes the connection", exec: handle(parseQuit)},
+	{name: "command", arity: -1, group: "server", summary: "Describes the commands", exec: handle(parseCommand)},
+	{name: "client", arity: -2, group: "connection", summary: "Names and describes connections", exec: handle(parseClient)},
+	{name: "info", arity: -1, group: "server", summary: "Returns information and statistics about the server", exec: handle(parseInfo)},
+	{name: "config", arity: -2, flags: flagAdmin, group: "server", summary: "Returns configuration parameters (GET only)", exec: handle(parseConfig)},
+	{name: "save", arity: 1, flags: flagAdmin, group: "server", summary: "Takes a snapshot and waits for it", exec: handle(parseSave)},
+	{name: "bgsave", arity: -1, flags: flagAdmin, group: "server", summary: "Takes a snapshot in the background", exec: handle(parseSave)},
+	{name: "bgrewriteaof", arity: 1, flags: flagAdmin, group: "server",
+		summary: "Compacts the append-only log into a snapshot, in the background", exec: handle(parseSave)},
+	{name: "lastsave", arity: 1, flags: flagFast, group: "server", summary: "Returns the time of the last snapshot", exec: handle(parseLastSave)},
+	{name: "shutdown", arity: -1, flags: flagAdmin, group: "server", summary: "Stops the server", exec: handle(parseShutdown)},
+}
+
+// PING [message]
+
+type pingReq struct{ msg []byte }
+
+func parsePing(args [][]byte) (pingReq, error) {
+	switch len(args) {
+	case 1:
+		return pingReq{}, nil
+	case 2:
+		return pingReq{args[1]}, nil
+	}
+	return pingReq{}, errArity
+}
+
+func (r pingReq) run(c *call) {
+	if r.msg == nil {
+		c.w.Simple("PONG")
+		return
+	}
+	c.w.Bulk(r.msg)
+}
+
+// ECHO message
+
+type echoReq struct{ msg []byte }
+
+func parseEcho(args [][]byte) (echoReq, error) { return echoReq{args[1]}, nil }
+
+func (r echoReq) run(c *call) { c.w.Bulk(r.msg) }
+
+// passwordOK compares in constant time (the digests hide the length).
+func (s *Server) passwordOK(user, pass []byte) bool {
+	want := sha256.Sum256([]byte(s.cfg.Password))
+	got := sha256.Sum256(pass)
+	eq := subtle.ConstantTimeCompare(want[:], got[:]) == 1
+	return eq && (user == nil || string(user) == "default")
+}
+
+// HELLO [protover [AUTH username password] [SETNAME clientname]]
+
+type helloReq struct {
+	proto      int // 0: unchanged
+	user, pass []byte
+	auth       bool
+	name       []byte
+}
+
+func parseHello(args [][]byte) (helloReq, error) {
+	var r helloReq
+	if len(args) == 1 {
+		return r, nil
+	}
+	n, ok := parseInt(args[1])
+	if !ok {
+		return r, replyError("ERR Protocol version is not an integer or out of range")
+	}
+	if n < 2 || n > 3 {
+		return r, errNoProto
+	}
+	r.proto = int(n)
+	for i := 2; i < len(args); i++ {
+		switch {
+		case is(args[i], "AUTH") && i+2 < len(args):
+			r.auth, r.user, r.pass = true, args[i+1], args[i+2]
+			i += 2
+		case is(args[i], "SETNAME") && i+1 < len(args):
+			r.name = args[i+1]
+			if !validClientName(r.name) {
+				return r, errClientName
+			}
+			i++
+		default:
+			return r, replyError(fmt.Sprintf("ERR Syntax error in HELLO option '%.128s'", args[i]))
+		}
+	}
+	return r, nil
+}
+
+func (r helloReq) run(c *call) {
+	cl := c.cl
+	if cl == nil {
+		return
+	}
+	if r.auth {
+		if !c.s.passwordOK(r.user, r.pass) && (c.s.cfg.Password != "" || string(r.user) != "default") {
+			c.fail(errWrongPass)
+			return
+		}
+		cl.setAuthed()
+	} else if !cl.authed {
+		c.fail(errHelloNoAuth)
+		return
+	}
+	if r.name != nil {
+		cl.mu.Lock()
+		cl.mu.name = string(r.name)
+		cl.mu.Unlock()
+	}
+	if r.proto != 0 {
+		c.w.SetProtocol(r.proto)
+	}
+	c.w.Map(7)
+	c.w.BulkString("server")
+	c.w.BulkString("cuckoo")
+	c.w.BulkString("version")
+	c.w.BulkString(redisVersion)
+	c.w.BulkString("proto")
+	c.w.Int(int64(c.w.Protocol()))
+	c.w.BulkString("id")
+	c.w.Int(cl.id)
+	c.w.BulkString("mode")
+	c.w.BulkString("standalone")
+	c.w.BulkString("role")
+	c.w.BulkString("master")
+	c.w.BulkString("modules")
+	c.w.Array(0)
+}
+
+// AUTH [username] password
+
+type authReq struct{ user, pass []byte }
+
+func parseAuth(args [][]byte) (authReq, error) {
+	switch len(args) {
+	case 2:
+		return authReq{pass: args[1]}, nil
+	case 3:
+		return authReq{user: args[1], pass: args[2]}, nil
+	}
+	return authReq{}, errSyntax
+}
+
+func (r authReq) run(c *call) {
+	if c.cl == nil {
+		return
+	}
+	if c.s.cfg.Password == "" {
+		if r.user == nil {
+			c.fail(errNoPassword)
+			return
+		}
+		if string(r.user) != "default" {
+			c.fail(errWrongPass)
+			return
+		}
+	} else if !c.s.passwordOK(r.user, r.pass) {
+		c.fail(errWrongPass)
+		return
+	}
+	c.cl.setAuthed()
+	c.w.OK()
+}
+
+// SELECT index: only database 0 exists.
+
+type selectReq struct{ db int64 }
+
+func parseSelect(args [][]byte) (selectReq, error) {
+	n, ok := parseInt(args[1])
+	if !ok {
+		return selectReq{}, errNotInteger
+	}
+	if n != 0 {
+		return selectReq{}, errDBIndex
+	}
+	return selectReq{n}, nil
+}
+
+func (selectReq) run(c *call) { c.w.OK() }
+
+// QUIT
+
+type quitReq struct{}
+
+func parseQuit([][]byte) (quitReq, error) { return quitReq{}, nil }
+
+func (quitReq) run(c *call) {
+	c.w.OK()
+	if c.cl != nil {
+		c.cl.quit = true
+	}
+}
+
+// COMMAND [COUNT | LIST | INFO name... | DOCS name...]
+
+type commandReq struct {
+	sub   string
+	names [][]byte
+}
+
+func parseCommand(args [][]byte) (commandReq, error) {
+	if len(args) == 1 {
+		return commandReq{}, nil
+	}
+	for _, sub := range []string{"COUNT", "LIST", "INFO", "DOCS"} {
+		if is(args[1], sub) {
+			if (sub == "COUNT" || sub == "LIST") && len(args) > 2 {
+				return commandReq{}, replyError(fmt.Sprintf("ERR wrong number of arguments for 'command|%s' command", strings.ToLower(sub)))
+			}
+			return commandReq{sub: sub, names: args[2:]}, nil
+		}
+	}
+	return commandReq{}, unknownSubcommand(args[1], "COMMAND")
+}
+
+// sortedCommands returns the command table sorted by name.
+func sortedCommands() []*command {
+	cmds := make([]*command, 0, len(commandTable))
+	for _, cmd := range commandTable {
+		cmds = append(cmds, cmd)
+	}
+	slices.SortFunc(cmds, func(a, b *command) int { return strings.Compare(a.name, b.name) })
+	return cmds
+}
+
+func (r commandReq) run(c *call) {
+	switch r.sub {
+	case "COUNT":
+		c.w.Int(int64(len(commandTable)))
+	case "LIST":
+		cmds := sortedCommands()
+		c.w.Array(len(cmds))
+		for _, cmd := range cmds {
+			c.w.BulkString(cmd.name)
+		}
+	case "INFO":
+		cmds := sortedCommands()
+		if len(r.names) > 0 {
+			cmds = cmds[:0]
+			for _, n := range r.names {
+				cmds = append(cmds, lookupCommand(n))
+			}
+		}
+		c.w.Array(len(cmds))
+		for _, cmd := range cmds {
+			writeCommandInfo(c, cmd)
+		}
+	case "DOCS":
+		cmds := sortedCommands()
+		if len(r.names) > 0 {
+			cmds = cmds[:0]
+			for _, n := range r.names {
+				if cmd := lookupCommand(n); cmd != nil {
+					cmds = append(cmds, cmd)
+				}
+			}
+		}
+		c.w.Map(len(cmds))
+		for _, cmd := range cmds {
+			c.w.BulkString(cmd.name)
+			group := cmd.group
+			if group == "" {
+				group = "module"
+			}
+			c.w.Map(3)
+			c.w.BulkString("summary")
+			c.w.BulkString(cmd.summary)
+			c.w.BulkString("since")
+			c.w.BulkString("1.0.0")
+			c.w.BulkString("group")
+			c.w.BulkString(group)
+		}
+	default:
+		cmds := sortedCommands()
+		c.w.Array(len(cmds))
+		for _, cmd := range cmds {
+			writeCommandInfo(c, cmd)
+		}
+	}
+}
+
+// writeCommandInfo writes a command's entry in Redis 7's COMMAND format:
+// name, arity, flags, first key, last key, step, ACL categories, tips, key
+// specifications, subcommands. A nil command is a null.
+func writeCommandInfo(c *call, cmd *command) {
+	if cmd == nil {
+		c.w.Null()
+		return
+	}
+	var flags []string
+	for _, f := range []struct {
+		bit  cmdFlags
+		name string
+	}{{flagWrite, "write"}, {flagReadonly, "readonly"}, {flagDenyOOM, "denyoom"}, {flagModule, "module"},
+		{flagAdmin, "admin"}, {flagNoAuth, "no_auth"}, {flagFast, "fast"}} {
+		if cmd.flags&f.bit != 0 {
+			flags = append(flags, f.name)
+		}
+	}
+	c.w.Array(10)
+	c.w.BulkString(cmd.name)
+	c.w.Int(int64(cmd.arity))
+	c.w.Set(len(flags))
+	for _, f := range flags {
+		c.w.Simple(f)
+	}
+	c.w.Int(int64(cmd.firstKey))
+	c.w.Int(int64(cmd.lastKey))
+	c.w.Int(int64(cmd.step))
+	c.w.Set(0)
+	c.w.Set(0)
+	c.w.Array(0)
+	c.w.Array(0)
+}
+
+// CLIENT ID | GETNAME | SETNAME name | SETINFO LIB-NAME|LIB-VER value |
+// LIST | INFO | HELP
+
+type clientReq struct {
+	sub  string
+	args [][]byte
+}
+
+func validClientName(name []byte) bool {
+	for _, ch := range name {
+		if ch < '!' || ch > '~' {
+			return false
+		}
+	}
+	return true
+}
+
+func parseClient(args [][]byte) (clientReq, error) {
+	for _, sub := range []struct {
+		name  string
+		nargs int
+	}{{"ID", 0}, {"GETNAME", 0}, {"SETNAME", 1}, {"SETINFO", 2}, {"LIST", 0}, {"INFO", 0}, {"HELP", 0}} {
+		if !is(args[1], sub.name) {
+			continue
+		}
+		if len(args)-2 != sub.nargs {
+			return clientReq{}, replyError(fmt.Sprintf("ERR wrong number of arguments for 'client|%s' command", strings.ToLower(sub.name)))
+		}
+		r := clientReq{sub: sub.name, args: args[2:]}
+		switch sub.name {
+		case "SETNAME":
+			if !validClientName(args[2]) {
+				return r, errClientName
+			}
+		case "SETINFO":
+			if !is(args[2], "LIB-NAME") && !is(args[2], "LIB-VER") {
+				return r, replyError(fmt.Sprintf("ERR Unrecognized option '%.128s'", args[2]))
+			}
+			if !validClientName(args[3]) {
+				return r, replyError(fmt.Sprintf("ERR %s cannot contain spaces, newlines or special characters.", strings.ToLower(string(args[2]))))
+			}
+		}
+		return r, nil
+	}
+	return clientReq{}, unknownSubcommand(args[1], "CLIENT")
+}
+
+func (r clientReq) run(c *call) {
+	cl := c.cl
+	if cl == nil {
+		return
+	}
+	switch r.sub {
+	case "ID":
+		c.w.Int(cl.id)
+	case "GETNAME":
+		cl.mu.Lock()
+		name := cl.mu.name
+		cl.mu.Unlock()
+		if name == "" {
+			c.w.Null()
+			return
+		}
+		c.w.BulkString(name)
+	case "SETNAME":
+		cl.mu.Lock()
+		cl.mu.name = string(r.args[0])
+		cl.mu.Unlock()
+		c.w.OK()
+	case "SETINFO":
+		cl.mu.Lock()
+		if is(r.args[0], "LIB-NAME") {
+			cl.mu.libName = string(r.args[1])
+		} else {
+			cl.mu.libVer = string(r.args[1])
+		}
+		cl.mu.Unlock()
+		c.w.OK()
+	case "INFO":
+		c.w.Verbatim(cl.describe() + "\n")
+	case "LIST":
+		c.s.mu.Lock()
+		clients := make([]*client, 0, len(c.s.mu.clients))
+		for other := range c.s.mu.clients {
+			clients = append(clients, other)
+		}
+		c.s.mu.Unlock()
+		slices.SortFunc(clients, func(a, b *client) int { return int(a.id - b.id) })
+		var b strings.Builder
+		for _, other := range clients {
+			b.WriteString(other.describe())
+			b.WriteByte('\n')
+		}
+		c.w.Verbatim(b.String())
+	case "HELP":
+		lines := []string{
+			"CLIENT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+			"GETNAME", "    Return the name of the current connection.",
+			"ID", "    Return the ID of the current connection.",
+			"INFO", "    Return information about the current client connection.",
+			"LIST", "    Return information about client connections.",
+			"SETINFO <option> <value>", "    Set client meta attr. Options are: LIB-NAME, LIB-VER.",
+			"SETNAME <name>", "    Assign the name <name> to the current connection.",
+		}
+		c.w.Array(len(lines))
+		for _, l := range lines {
+			c.w.Simple(l)
+		}
+	}
+}
+
+// describe returns the client's line in CLIENT LIST.
+func (cl *client) describe() string {
+	cl.mu.Lock()
+	name, lib, ver := cl.mu.name, cl.mu.libName, cl.mu.libVer
+	cl.mu.Unlock()
+	now := time.Now()
+	idle := now.Sub(time.Unix(0, cl.lastCmd.Load()))
+	return fmt.Sprintf("id=%d addr=%s name=%s age=%d idle=%d db=0 resp=%d lib-name=%s lib-ver=%s",
+		cl.id, cl.addr, name, int64(now.Sub(cl.created).Seconds()), int64(idle.Seconds()), cl.w.Protocol(), lib, ver)
+}
+
+// INFO [section ...]
+
+type infoReq struct{ sections []string }
+
+var infoSections = []string{"server", "clients", "memory", "persistence", "stats", "keyspace"}
+
+func parseInfo(args [][]byte) (infoReq, error) {
+	var r infoReq
+	for _, a := range args[1:] {
+		s := strings.ToLower(string(a))
+		if s == "all" || s == "everything" || s == "default" {
+			return infoReq{}, nil
+		}
+		r.sections = append(r.sections, s)
+	}
+	return r, nil
+}
+
+func (r infoReq) run(c *call) {
+	want := r.sections
+	if len(want) == 0 {
+		want = infoSections
+	}
+	var b strings.Builder
+	for _, sec := range infoSections {
+		if !slices.Contains(want, sec) {
+			continue
+		}
+		if b.Len() > 0 {
+			b.WriteString("\r\n")
+		}
+		c.s.writeInfo(&b, sec)
+	}
+	c.w.Verbatim(b.String())
+}
+
+func (s *Server) writeInfo(b *strings.Builder, section string) {
+	line := func(k string, v any) { fmt.Fprintf(b, "%s:%v\r\n", k, v) }
+	switch section {
+	case "server":
+		b.WriteString("# Server\r\n")
+		line("redis_version", redisVersion)
+		line("cuckoo_version", moduleVersion())
+		line("redis_mode", "standalone")
+		line("os", runtime.GOOS+" "+runtime.GOARCH)
+		line("arch_bits", strconv.IntSize)
+		line("go_version", runtime.Version())
+		line("process_id", os.Getpid())
+		if addr := s.Addr(); addr != nil {
+			if _, port, err := net.SplitHostPort(addr.String()); err == nil {
+				line("tcp_port", port)
+			}
+		}
+		up := time.Since(s.started)
+		line("uptime_in_seconds", int64(up.Seconds()))
+		line("uptime_in_days", int64(up.Hours()/24))
+	case "clients":
+		b.WriteString("# Clients\r\n")
+		line("connected_clients", s.numClients.Load())
+		line("maxclients", s.cfg.MaxClients)
+	case "memory":
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		b.WriteString("# Memory\r\n")
+		line("used_memory", ms.HeapAlloc)
+		line("used_memory_human", humanBytes(int64(ms.HeapAlloc)))
+		if rss := residentBytes(); rss > 0 {
+			line("used_memory_rss", rss)
+			line("used_memory_rss_human", humanBytes(rss))
+		}
+		line("used_memory_dataset", s.ks.used.Load())
+		line("used_memory_dataset_human", humanBytes(s.ks.used.Load()))
+		line("maxmemory", s.cfg.MaxMemory)
+		line("maxmemory_human", humanBytes(s.cfg.MaxMemory))
+		line("maxmemory_policy", "noeviction")
+	case "persistence":
+		b.WriteString("# Persistence\r\n")
+		line("loading", 0)
+		line("rdb_changes_since_last_save", boolInt(s.ks.dirty.Load()))
+		line("rdb_bgsave_in_progress", boolInt(s.save.running.Load()))
+		line("rdb_last_save_time", s.save.last.Load())
+		line("rdb_last_bgsave_status", okErr(s.save.lastOK.Load()))
+		line("rdb_saves", s.save.count.Load())
+		line("aof_enabled", boolInt(s.aof != nil))
+		if s.aof != nil {
+			line("aof_last_write_status", okErr(!s.aof.failed.Load()))
+			line("aof_current_size", s.aof.size())
+			line("aof_fsync", s.cfg.Fsync)
+		}
+	case "stats":
+		b.WriteString("# Stats\r\n")
+		line("total_connections_received", s.totalConns.Load())
+		var n int64
+		s.mu.Lock()
+		for cl := range s.mu.clients {
+			n += cl.cmds.Load()
+		}
+		s.mu.Unlock()
+		line("total_commands_processed", s.totalCmds.Load()+n)
+	case "keyspace":
+		b.WriteString("# Keyspace\r\n")
+		if n := s.ks.count.Load(); n > 0 {
+			line("db0", fmt.Sprintf("keys=%d,expires=0,avg_ttl=0", n))
+		}
+	}
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+func okErr(ok bool) string {
+	if ok {
+		return "ok"
+	}
+	return "err"
+}
+
+func humanBytes(n int64) string {
+	switch {
+	case n >= 1<<30:
+		return fmt.Sprintf("%.2fG", float64(n)/(1<<30))
+	case n >= 1<<20:
+		return fmt.Sprintf("%.2fM", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.2fK", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%dB", n)
+}
+
+// residentBytes returns the process's resident memory, or 0 when the
+// system does not tell (it reads /proc/self/statm).
+func residentBytes() int64 {
+	b, err := os.ReadFile("/proc/self/statm")
+	if err != nil {
+		return 0
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 2 {
+		return 0
+	}
+	pages, err := strconv.ParseInt(f[1], 10, 64)
+	if err != nil {
+		return 0
+	}
+	return pages * int64(os.Getpagesize())
+}
+
+// moduleVersion returns the version of the module this binary was built
+// from, as the Go toolchain recorded it.
+func moduleVersion() string {
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		for _, dep := range bi.Deps {
+			if dep.Path == "github.com/dedupkit/cuckoo" {
+				return dep.Version
+			}
+		}
+		return bi.Main.Version
+	}
+	return "(unknown)"
+}
+
+// CONFIG GET parameter...: a read-only view of the configuration.
+
+type configReq struct{ patterns [][]byte }
+
+func parseConfig(args [][]byte) (configReq, error) {
+	if !is(args[1], "GET") {
+		return configReq{}, unknownSubcommand(args[1], "CONFIG")
+	}
+	if len(args) < 3 {
+		return configReq{}, replyError("ERR wrong number of arguments for 'config|get' command")
+	}
+	return configReq{args[2:]}, nil
+}
+
+func (r configReq) run(c *call) {
+	s := c.s
+	save := ""
+	if s.cfg.SaveInterval > 0 {
+		save = fmt.Sprintf("%d 1", int64(s.cfg.SaveInterval.Seconds()))
+	}
+	host, port := "", ""
+	if addr := s.Addr(); addr != nil {
+		host, port, _ = net.SplitHostPort(addr.String())
+	}
+	params := [][2]string{
+		{"bind", host},
+		{"port", port},
+		{"dir", s.cfg.Dir},
+		{"appendonly", yesNo(s.aof != nil)},
+		{"appendfsync", s.cfg.Fsync.String()},
+		{"save", save},
+		{"maxmemory", strconv.FormatInt(s.cfg.MaxMemory, 10)},
+		{"maxmemory-policy", "noeviction"},
+		{"maxclients", strconv.Itoa(s.cfg.MaxClients)},
+		{"timeout", strconv.FormatInt(int64(s.cfg.IdleTimeout.Seconds()), 10)},
+		{"protected-mode", yesNo(s.cfg.ProtectedMode)},
+		{"databases", "1"},
+	}
+	var out [][2]string
+	for _, p := range params {
+		for _, pat := range r.patterns {
+			if globMatch([]byte(strings.ToLower(string(pat))), []byte(p[0])) {
+				out = append(out, p)
+				break
+			}
+		}
+	}
+	c.w.Map(len(out))
+	for _, p := range out {
+		c.w.BulkString(p[0])
+		c.w.BulkString(p[1])
+	}
+}
+
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
+}
+
+// SAVE, BGSAVE [SCHEDULE], BGREWRITEAOF
+
+type saveReq struct {
+	background bool
+	aof        bool
+}
+
+func parseSave(args [][]byte) (saveReq, error) {
+	r := saveReq{background: !is(args[0], "SAVE"), aof: is(args[0], "BGREWRITEAOF")}
+	if len(args) > 2 || len(args) == 2 && !is(args[1], "SCHEDULE") {
+		return r, errSyntax
+	}
+	return r, nil
+}
+
+func (r saveReq) run(c *call) {
+	s := c.s
+	if s.cfg.Dir == "" {
+		c.fail(replyError("ERR persistence is off: the server has no data directory"))
+		return
+	}
+	if !r.background {
+		if s.save.running.Load() {
+			c.fail(errSaveRunning)
+			return
+		}
+		if err := s.snapshot(); err != nil {
+			c.fail(replyError("ERR " + err.Error()))
+			return
+		}
+		c.w.OK()
+		return
+	}
+	if !s.bgSnapshot() {
+		if r.aof {
+			c.fail(replyError("ERR Background append only file rewriting already in progress"))
+			return
+		}
+		c.fail(errSaveRunning)
+		return
+	}
+	if r.aof {
+		c.w.Simple("Background append only file rewriting started")
+		return
+	}
+	c.w.Simple("Background saving started")
+}
+
+// LASTSAVE
+
+type lastSaveReq struct{}
+
+func parseLastSave([][]byte) (lastSaveReq, error) { return lastSaveReq{}, nil }
+
+func (lastSaveReq) run(c *call) { c.w.Int(c.s.save.last.Load()) }
+
+// SHUTDOWN [NOSAVE | SAVE]: the server stops as Shutdown does; the
+// connection closes without a reply, as in Redis.
+
+type shutdownReq struct{ save, nosave bool }
+
+func parseShutdown(args [][]byte) (shutdownReq, error) {
+	var r shutdownReq
+	for _, a := range args[1:] {
+		switch {
+		case is(a, "SAVE"):
+			r.save = true
+		case is(a, "NOSAVE"):
+			r.nosave = true
+		case is(a, "NOW"), is(a, "FORCE"):
+		default:
+			return r, errSyntax
+		}
+	}
+	if r.save && r.nosave {
+		return r, errSyntax
+	}
+	return r, nil
+}
+
+func (r shutdownReq) run(c *call) {
+	if c.cl == nil {
+		return
+	}
+	s := c.s
+	save := (s.cfg.SaveOnShutdown || r.save) && !r.nosave && s.cfg.Dir != ""
+	c.cl.quit = true
+	go func() {
+		if err := s.stop(context.Background(), save); err != nil {
+			s.logf("shutdown: %v", err)
+		}
+	}()
+}
