@@ -29,22 +29,30 @@ type located struct {
 // by shard, keys of a shard in input order.
 func (f *Filter) group(keys [][]byte) ([]located, []int32) {
 	loc := make([]located, len(keys))
-	counts := make([]int32, f.m.shards+1)
 	for i, k := range keys {
 		s, i1, i2, fp := f.g.locateKey(k)
 		loc[i] = located{s, i1, i2, fp}
-		counts[s+1]++
 	}
-	for s := 1; s <= f.m.shards; s++ {
+	return loc, orderByShard(loc, f.m.shards)
+}
+
+// orderByShard returns the indexes of loc ordered by shard (a stable
+// counting sort: keys of a shard stay in input order).
+func orderByShard(loc []located, shards int) []int32 {
+	counts := make([]int32, shards+1)
+	for i := range loc {
+		counts[loc[i].shard+1]++
+	}
+	for s := 1; s <= shards; s++ {
 		counts[s] += counts[s-1]
 	}
-	order := make([]int32, len(keys))
+	order := make([]int32, len(loc))
 	for i := range loc {
 		s := loc[i].shard
 		order[counts[s]] = int32(i)
 		counts[s]++
 	}
-	return loc, order
+	return order
 }
 
 // chunks calls fn for each run of at most n indexes of order that share a

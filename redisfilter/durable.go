@@ -47,6 +47,11 @@ func (f *Filter) sendDurable(ctx context.Context, cmds []redis.Cmder) error {
 			pipe.Process(ctx, wait)
 			pipe.Exec(ctx)
 			if err := firstTransportErr(group); err != nil {
+				// A master that does not answer may have been replaced:
+				// the next write asks the cluster again.
+				if cc, ok := f.rdb.(*redis.ClusterClient); ok {
+					cc.ReloadState(ctx)
+				}
 				return err
 			}
 			for _, cmd := range group {

@@ -221,8 +221,7 @@ func cmpUint(a, b uint64) int {
 // counted) for the filter's keys together: its shards and its metadata.
 // One command per key, pipelined.
 func (f *Filter) MemoryUsage(ctx context.Context) (uint64, error) {
-	keys := append([]string{metaKey(cuckooPrefix, f.name)}, f.tables...)
-	return memoryUsage(ctx, f.rdb, append(keys, f.counters...))
+	return memoryUsage(ctx, f.rdb, f.Keys())
 }
 
 // memoryUsage sums MEMORY USAGE over keys.

@@ -184,6 +184,16 @@ func (f *Filter) MaxKicks() int { return f.m.kicks }
 // Seed returns the hash seed.
 func (f *Filter) Seed() uint64 { return f.m.seed }
 
+// Keys returns the Redis keys of the filter: its metadata, then each
+// shard's table and hash (for ACL rules, monitoring or MIGRATE).
+func (f *Filter) Keys() []string {
+	k := []string{metaKey(cuckooPrefix, f.name)}
+	for s := range f.tables {
+		k = append(k, f.tables[s], f.counters[s])
+	}
+	return k
+}
+
 // TableBytes returns the bytes of the shards' tables together: the
 // library filter's table, without its duplicate counters.
 func (f *Filter) TableBytes() uint64 { return f.g.shardBytes * uint64(f.m.shards) }
