@@ -168,7 +168,7 @@ func (b *Bloom) locate(key []byte, offs []int64) (int, []int64) {
 		y := hash.Mix64(x)
 		x += golden
 		for range min(n, 7) {
-			p := y & 511 // word (y>>6)&7, bit y&63
+			p := y & 511                              // word (y>>6)&7, bit y&63
 			byteStart := base + p>>6*64 + (p&63)>>3*8 // in bits
 			offs = append(offs, int64(byteStart+7-p&7))
 			y >>= 9
