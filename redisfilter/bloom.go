@@ -146,12 +146,12 @@ func bloomSize(capacity uint64, fpr float64) (k int, blocks uint64, err error) {
 	return lib.HashCount(), blocks, nil
 }
 
-// bloomShards is the default shard count of a Bloom filter: as for cuckoo
-// filters, one shard up to 65,536 keys, else at least 16 of at most 2^20
-// keys.
+// bloomShards is the default shard count of a Bloom filter of blocks
+// blocks for capacity keys, chosen as a cuckoo filter's (see WithShards).
 func bloomShards(capacity, blocks uint64) int {
-	s := max(1, min(defaultMinShards, capacity/minKeysPerShard), (capacity+maxKeysPerShard-1)/maxKeysPerShard)
-	return int(min(s, blocks, 1<<16))
+	return fitShards(min(leastShards(capacity), blocks), func(s uint64) (uint64, bool) {
+		return stringAlloc((blocks + s - 1) / s * 64), s <= blocks
+	})
 }
 
 // locate returns a key's shard and the Redis bit offsets (BITFIELD

@@ -2,6 +2,7 @@ package redisfilter_test
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"os"
 	"strconv"
@@ -24,7 +25,18 @@ var shared struct {
 }
 
 func TestMain(m *testing.M) {
+	flag.Parse()
+	if _, _, err := redistest.Binaries(); err != nil {
+		// The examples need a server and cannot skip: run the tests
+		// (which skip, saying how to install one) and the fuzz seeds only.
+		fmt.Fprintf(os.Stderr, "redisfilter: no redis-server; the tests skip and the examples do not run: install it with '%s'\n", redistest.Install)
+		flag.Set("test.run", "^(Test|Fuzz)")
+	}
 	code := m.Run()
+	if exampleServer.s != nil {
+		exampleServer.s.Stop()
+		os.RemoveAll(exampleServer.dir)
+	}
 	shared.mu.Lock()
 	if shared.single != nil {
 		shared.single.Stop()

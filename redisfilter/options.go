@@ -87,8 +87,9 @@ func WithSeed(seed uint64) Option {
 // The default gives a filter of up to 65,536 keys one shard, a larger one
 // at least 16 shards (so a cluster's masters share it) of at most 2^20
 // keys each (under about 2.5 MiB at 16-bit fingerprints), choosing among
-// nearby counts the one whose shards best fill the allocator's size
-// classes.
+// the counts up to about twice that the one whose shards best fill the
+// allocator's size classes (which are a quarter of a power of two apart,
+// so a shard just past one wastes up to a fifth of its memory).
 func WithShards(n int) Option {
 	return func(c *config) error {
 		if n < 1 || n > cuckoo.MaxSegments {
@@ -153,33 +154,58 @@ func (c *config) cuckooPlan(capacity uint64) (cuckoo.Plan, error) {
 
 // Sharding defaults (see WithShards).
 const (
-	maxKeysPerShard   = 1 << 20
-	minKeysPerShard   = 1 << 16
-	defaultMinShards  = 16
-	maxShardBytes     = 512 << 20 // Redis's largest string
-	shardOverhead     = 200       // bytes of Redis bookkeeping per shard, about
-	largestTriedRange = 4         // try counts up to a quarter above the least
+	maxKeysPerShard  = 1 << 20
+	minKeysPerShard  = 1 << 16
+	defaultMinShards = 16
+	maxShardBytes    = 512 << 20 // Redis's largest string
+	shardOverhead    = 200       // bytes of Redis bookkeeping per shard, about
 )
 
 // defaultShards picks the shard count of a filter of capacity keys.
 func (c *config) defaultShards(capacity uint64) (int, error) {
-	least := max(1, min(defaultMinShards, capacity/minKeysPerShard), (capacity+maxKeysPerShard-1)/maxKeysPerShard)
-	least = min(least, cuckoo.MaxSegments)
-	best, bestCost := 0, uint64(math.MaxUint64)
-	for s := least; s <= min(least+least/largestTriedRange+1, cuckoo.MaxSegments); s++ {
+	var perr error
+	s := fitShards(leastShards(capacity), func(s uint64) (uint64, bool) {
 		p, err := cuckoo.NewPlan(capacity, c.cuckooOptions(int(s))...)
 		if err != nil {
+			perr = err
+			return 0, false
+		}
+		return stringAlloc(planShardBytes(&p)), true
+	})
+	if s == 0 {
+		return 0, fmt.Errorf("%w: %w", ErrInvalidParameter, perr)
+	}
+	return s, nil
+}
+
+// leastShards is the fewest shards the default gives capacity keys: one
+// up to minKeysPerShard keys, else at least defaultMinShards (or one per
+// minKeysPerShard keys, if fewer) and one per maxKeysPerShard keys.
+func leastShards(capacity uint64) uint64 {
+	s := max(1, min(defaultMinShards, capacity/minKeysPerShard), (capacity+maxKeysPerShard-1)/maxKeysPerShard)
+	return min(s, cuckoo.MaxSegments)
+}
+
+// fitShards returns the shard count from least to 2·least+4 whose shards
+// take the least memory in all, each shard's string taking alloc(s)
+// (false: s shards are not possible), plus shardOverhead; 0 if none is
+// possible. Allocators round a string up to a size class (a quarter of a
+// power of two apart), so nearby counts differ by up to 25 %.
+func fitShards(least uint64, alloc func(s uint64) (uint64, bool)) int {
+	best, bestCost := 0, uint64(math.MaxUint64)
+	for s := least; s <= min(2*least+4, cuckoo.MaxSegments); s++ {
+		a, ok := alloc(s)
+		if !ok {
 			if best == 0 {
-				return 0, fmt.Errorf("%w: %w", ErrInvalidParameter, err)
+				continue
 			}
 			break
 		}
-		cost := s * (stringAlloc(planShardBytes(&p)) + shardOverhead)
-		if cost < bestCost {
+		if cost := s * (a + shardOverhead); cost < bestCost {
 			best, bestCost = int(s), cost
 		}
 	}
-	return best, nil
+	return best
 }
 
 // stringAlloc is the memory a Redis string of n bytes takes: its header
