@@ -61,6 +61,7 @@ type dedupFlags struct {
 	state      string
 	output     string
 	quiet      bool
+	redis      redisFlags // --redis, --name: the seen-set is a filter in Redis (redisdedup.go)
 }
 
 func (f *dedupFlags) register(fs *flag.FlagSet) {
@@ -76,6 +77,7 @@ func (f *dedupFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.output, "o", "", "write to `file` (atomically; it may be an input) instead of standard output")
 	fs.BoolVar(&f.quiet, "quiet", false, "no progress bar")
 	fs.BoolVar(&f.quiet, "q", false, "the same as --quiet")
+	f.redis.register(fs)
 }
 
 func dedupCommand() *command {
@@ -104,6 +106,9 @@ func runDedup(e *env, f *dedupFlags, names []string) error {
 	ins, err := openInputs(e, "dedup", names)
 	if err != nil {
 		return err
+	}
+	if f.redis.url != "" {
+		return runRedisDedup(e, f, keyer, ins)
 	}
 
 	load, save := f.load, f.save

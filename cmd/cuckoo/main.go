@@ -35,6 +35,8 @@ func commands() []*command {
 		planCommand(),
 		benchCommand(),
 		versionCommand(),
+		pushCommand(),
+		pullCommand(),
 	}
 }
 

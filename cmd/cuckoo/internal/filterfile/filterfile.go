@@ -180,6 +180,7 @@ type Spec struct {
 	SemiSorted      bool    // cuckoo only: semi-sorted buckets (one bit less per key)
 	Seed            uint64
 	SeedSet         bool // use Seed instead of a random seed
+	Segments        int  // fixed-size cuckoo only: table segments (cuckoo.WithSegments); 0: one
 }
 
 // DefaultBloomFPR is the target rate of a new Bloom filter whose Spec
@@ -250,6 +251,9 @@ func cuckooOptions(s Spec) []cuckoo.Option {
 	}
 	if s.SeedSet {
 		opts = append(opts, cuckoo.WithSeed(s.Seed))
+	}
+	if s.Segments != 0 {
+		opts = append(opts, cuckoo.WithSegments(s.Segments))
 	}
 	return opts
 }
