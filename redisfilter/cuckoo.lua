@@ -24,6 +24,7 @@ local function shard(keys, args)
 	g.kicks = tonumber(args[5])
 	g.B = g.b * g.f
 	g.pf = 2 ^ g.f
+	g.raw, g.pend = {}, {}
 	-- nb[r]: the bytes a slot spans when it starts at bit r of a byte.
 	g.nb = {}
 	for r = 0, 7 do
@@ -113,20 +114,71 @@ local function fill(bk, r, k)
 	return k
 end
 
--- read returns buckets i and j (j optional), read with one BITFIELD_RO.
-local function read(g, i, j)
-	local cmd = { 'BITFIELD_RO', g.T }
-	local a = addfields(g, cmd, i)
-	local b
-	if j then
-		b = addfields(g, cmd, j)
+-- A call reads the table as it was when the call began (g.raw: bucket
+-- bytes read from Redis, cached) overlaid with the bytes the call has
+-- changed (g.pend: byte offset → value), and writes g.pend back with one
+-- BITFIELD at its end (flush). So a call of many keys costs two table
+-- commands (its buckets read at once, its changes written at once), plus
+-- one read per bucket a displacement reaches.
+
+-- fetch reads the buckets of list that are not cached, with one
+-- BITFIELD_RO per 64 of them.
+local function fetch(g, list)
+	local cmd, want = { 'BITFIELD_RO', g.T }, {}
+	local function run()
+		if #want == 0 then
+			return
+		end
+		local r = redis.call(unpack(cmd))
+		local k = 1
+		for _, bk in ipairs(want) do
+			k = fill(bk, r, k)
+			g.raw[bk.i] = bk
+		end
+		cmd, want = { 'BITFIELD_RO', g.T }, {}
 	end
-	local r = redis.call(unpack(cmd))
-	local k = fill(a, r, 1)
-	if b then
-		fill(b, r, k)
+	for _, i in ipairs(list) do
+		if not g.raw[i] then
+			g.raw[i] = false -- asked for
+			want[#want + 1] = addfields(g, cmd, i)
+			if #want == 64 then
+				run()
+			end
+		end
 	end
-	return a, b
+	run()
+end
+
+-- read returns bucket i as it is now.
+local function read(g, i)
+	if not g.raw[i] then
+		fetch(g, { i })
+	end
+	local raw = g.raw[i]
+	local by, pend, lo = {}, g.pend, raw.lo - 1
+	for q = 1, raw.n do
+		by[q] = pend[lo + q] or raw.by[q]
+	end
+	return { i = i, lo = raw.lo, sh = raw.sh, n = raw.n, by = by }
+end
+
+-- flush writes the changed bytes to Redis.
+local function flush(g)
+	local cmd = { 'BITFIELD', g.T }
+	for off, v in pairs(g.pend) do
+		cmd[#cmd + 1] = 'SET'
+		cmd[#cmd + 1] = 'u8'
+		cmd[#cmd + 1] = off * 8
+		cmd[#cmd + 1] = v
+		if #cmd >= 2000 then
+			redis.call(unpack(cmd))
+			cmd = { 'BITFIELD', g.T }
+		end
+	end
+	if #cmd > 2 then
+		redis.call(unpack(cmd))
+	end
+	g.pend = {}
 end
 
 -- get returns slot j (from 0) of bucket bk.
@@ -152,9 +204,9 @@ local function slots(g, bk)
 	return v
 end
 
--- put writes x into slot j (from 0) of bucket bk, in Redis and in bk, and
--- returns what was there. bk must be as Redis holds it: no write since it
--- was read, but by put on bk itself.
+-- put writes x into slot j (from 0) of bucket bk, in bk and in g.pend,
+-- and returns what was there. bk must be current: read since the last put
+-- on another bucket object.
 local function put(g, bk, j, x)
 	local o = bk.sh + j * g.f
 	local r = o % 8
@@ -168,12 +220,13 @@ local function put(g, bk, j, x)
 	local sc = pow2[r]
 	local old = ((v - v % sc) / sc) % g.pf
 	v = v + (x - old) * sc
+	local base = bk.lo - 1
 	for q = k + 1, k + n do
 		local c = v % 256
 		by[q] = c
+		g.pend[base + q] = c
 		v = (v - c) / 256
 	end
-	redis.call('SETRANGE', g.T, bk.lo + k, string.char(unpack(by, k + 1, k + n)))
 	return old
 end
 
@@ -321,9 +374,8 @@ end
 -- add inserts one copy of fp (first bucket i1) and returns 1, or 0 when
 -- no room can be made (the shard is then as it was). With unique it
 -- returns 2, adding nothing, when fp is in either bucket already.
-local function add(g, i1, fp, unique)
-	local i2 = alt(g, i1, fp)
-	local bk1, bk2 = read(g, i1, i2)
+local function add(g, i1, i2, fp, unique)
+	local bk1, bk2 = read(g, i1), read(g, i2)
 	local v1, v2 = slots(g, bk1), slots(g, bk2)
 	local copies, e1, e2 = 0, nil, nil
 	for j = 1, g.b do
@@ -364,8 +416,7 @@ end
 -- del removes one copy of fp (first bucket i1) and returns 1, or 0 when
 -- there is none. Counted copies go first: the two slot copies stay while
 -- any counted copy remains.
-local function del(g, i1, fp)
-	local i2 = alt(g, i1, fp)
+local function del(g, i1, i2, fp)
 	local field = pair(i1, i2, fp)
 	local c = redis.call('HGET', g.C, field)
 	if c then
@@ -376,8 +427,8 @@ local function del(g, i1, fp)
 		end
 		return 1
 	end
-	local bk1, bk2 = read(g, i1, i2)
-	for _, bk in ipairs({ bk1, bk2 }) do
+	for _, i in ipairs({ i1, i2 }) do
+		local bk = read(g, i)
 		local j = first(slots(g, bk), fp)
 		if j then
 			put(g, bk, j - 1, 0)
@@ -385,6 +436,21 @@ local function del(g, i1, fp)
 		end
 	end
 	return 0
+end
+
+-- pairs2 reads the (first bucket, fingerprint) pairs of args from index
+-- k on, computes each other bucket, and fetches all their buckets at once.
+local function pairs2(g, args, k)
+	local i1, i2, fp, all = {}, {}, {}, {}
+	for a = k, #args - 1, 2 do
+		local n = #i1 + 1
+		i1[n], fp[n] = tonumber(args[a]), tonumber(args[a + 1])
+		i2[n] = alt(g, i1[n], fp[n])
+		all[#all + 1] = i1[n]
+		all[#all + 1] = i2[n]
+	end
+	fetch(g, all)
+	return i1, i2, fp
 end
 
 -- ckf1_add: ARGV = id, b, f, buckets, kicks, unique (0 or 1), then pairs
@@ -397,14 +463,16 @@ redis.register_function('ckf1_add', function(keys, args)
 	end
 	local g = shard(keys, args)
 	local unique = args[6] == '1'
+	local i1, i2, fp = pairs2(g, args, 7)
 	local out, added = {}, 0
-	for k = 7, #args - 1, 2 do
-		local r = add(g, tonumber(args[k]), tonumber(args[k + 1]), unique)
-		out[#out + 1] = r
+	for k = 1, #i1 do
+		local r = add(g, i1[k], i2[k], fp[k], unique)
+		out[k] = r
 		if r == 1 then
 			added = added + 1
 		end
 	end
+	flush(g)
 	if added > 0 then
 		redis.call('HINCRBY', g.C, 'n', added)
 	end
@@ -419,12 +487,14 @@ redis.register_function('ckf1_del', function(keys, args)
 		return err
 	end
 	local g = shard(keys, args)
+	local i1, i2, fp = pairs2(g, args, 6)
 	local out, removed = {}, 0
-	for k = 6, #args - 1, 2 do
-		local r = del(g, tonumber(args[k]), tonumber(args[k + 1]))
-		out[#out + 1] = r
+	for k = 1, #i1 do
+		local r = del(g, i1[k], i2[k], fp[k])
+		out[k] = r
 		removed = removed + r
 	end
+	flush(g)
 	if removed > 0 then
 		redis.call('HINCRBY', g.C, 'n', -removed)
 	end
@@ -445,9 +515,9 @@ redis.register_function {
 		local i1, fp = tonumber(args[6]), tonumber(args[7])
 		local i2 = alt(g, i1, fp)
 		local n = 0
-		local bk1, bk2 = read(g, i1, i2)
-		for _, bk in ipairs({ bk1, bk2 }) do
-			for _, x in ipairs(slots(g, bk)) do
+		fetch(g, { i1, i2 })
+		for _, i in ipairs({ i1, i2 }) do
+			for _, x in ipairs(slots(g, read(g, i))) do
 				if x == fp then
 					n = n + 1
 				end
