@@ -24,7 +24,7 @@ local function shard(keys, args)
 	g.kicks = tonumber(args[5])
 	g.B = g.b * g.f
 	g.pf = 2 ^ g.f
-	g.raw, g.pend = {}, {}
+	g.by, g.raw, g.sl, g.lo, g.sh, g.n, g.dirty = {}, {}, {}, {}, {}, {}, {}
 	-- nb[r]: the bytes a slot spans when it starts at bit r of a byte.
 	g.nb = {}
 	for r = 0, 7 do
@@ -70,59 +70,38 @@ local function alt(g, i, fp)
 	return j
 end
 
--- A bucket as read: {i, lo (its first byte), sh (its first bit in that
--- byte), by (its bytes, from 1)}. addfields appends to a BITFIELD_RO
--- command the fields that read bucket i's bytes, at most 6 a field, and
--- returns the bucket with its bytes to come.
-local function addfields(g, cmd, i)
-	local p = i * g.B
-	local sh = p % 8
-	local lo = (p - sh) / 8
-	local e = sh + g.B + 7
-	local n = (e - e % 8) / 8
-	for off = 0, n - 1, 6 do
-		local c = n - off
-		if c > 6 then
-			c = 6
+-- A call works on slots, not bytes. It reads each bucket it needs once
+-- (g.by[i]: the bytes that hold bucket i as the call found them, from
+-- byte g.lo[i], the bucket starting at bit g.sh[i] of the first; g.raw[i]:
+-- its slots then), changes slots in its own copy (g.sl[i]; g.dirty lists
+-- the buckets copied), and at its end writes the bytes of the slots that
+-- differ from what it read with one BITFIELD (flush). So a call of many
+-- keys costs two table commands in all (its keys' buckets read at once,
+-- its changes written at once) plus one read per bucket a displacement
+-- reaches, and its Lua work is a decode of each bucket read and an encode
+-- of each slot changed.
+
+-- decode returns the b slots (from 1) of a bucket whose first bit is bit
+-- sh of by[1].
+local function decode(g, by, sh)
+	local v = {}
+	for j = 0, g.b - 1 do
+		local o = sh + j * g.f
+		local r = o % 8
+		local k = (o - r) / 8
+		local x = 0
+		for q = k + g.nb[r], k + 1, -1 do
+			x = x * 256 + by[q]
 		end
-		cmd[#cmd + 1] = 'GET'
-		cmd[#cmd + 1] = utype[c]
-		cmd[#cmd + 1] = (lo + off) * 8
+		v[j + 1] = ((x - x % pow2[r]) / pow2[r]) % g.pf
 	end
-	return { i = i, lo = lo, sh = sh, n = n }
+	return v
 end
 
--- fill takes a bucket's bytes from the replies r, from index k (BITFIELD
--- reads most significant bit first: a field of c bytes is their
--- big-endian value), and returns the next index.
-local function fill(bk, r, k)
-	local by = {}
-	for off = 0, bk.n - 1, 6 do
-		local c = bk.n - off
-		if c > 6 then
-			c = 6
-		end
-		local v = r[k]
-		k = k + 1
-		for q = off + c, off + 1, -1 do
-			local x = v % 256
-			by[q] = x
-			v = (v - x) / 256
-		end
-	end
-	bk.by = by
-	return k
-end
-
--- A call reads the table as it was when the call began (g.raw: bucket
--- bytes read from Redis, cached) overlaid with the bytes the call has
--- changed (g.pend: byte offset → value), and writes g.pend back with one
--- BITFIELD at its end (flush). So a call of many keys costs two table
--- commands (its buckets read at once, its changes written at once), plus
--- one read per bucket a displacement reaches.
-
--- fetch reads the buckets of list that are not cached, with one
--- BITFIELD_RO per 64 of them.
+-- fetch reads the buckets of list not read yet, with one BITFIELD_RO per
+-- 64 of them. Each bucket's bytes are read in fields of at most 6 bytes
+-- (every value exact in a double); BITFIELD reads most significant bit
+-- first, so a field of c bytes is their big-endian value.
 local function fetch(g, list)
 	local cmd, want = { 'BITFIELD_RO', g.T }, {}
 	local function run()
@@ -131,16 +110,45 @@ local function fetch(g, list)
 		end
 		local r = redis.call(unpack(cmd))
 		local k = 1
-		for _, bk in ipairs(want) do
-			k = fill(bk, r, k)
-			g.raw[bk.i] = bk
+		for _, i in ipairs(want) do
+			local n, by = g.n[i], {}
+			for off = 0, n - 1, 6 do
+				local c = n - off
+				if c > 6 then
+					c = 6
+				end
+				local v = r[k]
+				k = k + 1
+				for q = off + c, off + 1, -1 do
+					local x = v % 256
+					by[q] = x
+					v = (v - x) / 256
+				end
+			end
+			g.by[i] = by
+			g.raw[i] = decode(g, by, g.sh[i])
+			g.sl[i] = g.raw[i]
 		end
 		cmd, want = { 'BITFIELD_RO', g.T }, {}
 	end
 	for _, i in ipairs(list) do
-		if not g.raw[i] then
-			g.raw[i] = false -- asked for
-			want[#want + 1] = addfields(g, cmd, i)
+		if not g.n[i] then
+			local p = i * g.B
+			local sh = p % 8
+			local lo = (p - sh) / 8
+			local e = sh + g.B + 7
+			local n = (e - e % 8) / 8
+			g.lo[i], g.sh[i], g.n[i] = lo, sh, n
+			for off = 0, n - 1, 6 do
+				local c = n - off
+				if c > 6 then
+					c = 6
+				end
+				cmd[#cmd + 1] = 'GET'
+				cmd[#cmd + 1] = utype[c]
+				cmd[#cmd + 1] = (lo + off) * 8
+			end
+			want[#want + 1] = i
 			if #want == 64 then
 				run()
 			end
@@ -149,27 +157,74 @@ local function fetch(g, list)
 	run()
 end
 
--- read returns bucket i as it is now.
-local function read(g, i)
-	if not g.raw[i] then
+-- bucket returns the slots of bucket i as they are now (a table the
+-- caller must not change: use set).
+local function bucket(g, i)
+	if not g.n[i] then
 		fetch(g, { i })
 	end
-	local raw = g.raw[i]
-	local by, pend, lo = {}, g.pend, raw.lo - 1
-	for q = 1, raw.n do
-		by[q] = pend[lo + q] or raw.by[q]
-	end
-	return { i = i, lo = raw.lo, sh = raw.sh, n = raw.n, by = by }
+	return g.sl[i]
 end
 
--- flush writes the changed bytes to Redis.
+-- set writes x into slot j (from 1) of bucket i, which must have been
+-- read, and returns what was there.
+local function set(g, i, j, x)
+	local v = g.sl[i]
+	if v == g.raw[i] then
+		local c = {}
+		for q = 1, g.b do
+			c[q] = v[q]
+		end
+		g.sl[i] = c
+		v = c
+		g.dirty[#g.dirty + 1] = i
+	end
+	local old = v[j]
+	v[j] = x
+	return old
+end
+
+-- flush writes the bytes of every slot that differs from what the call
+-- read. Bytes shared with a neighbouring bucket start from what was read
+-- and take each bucket's changes in turn, so each keeps the other's bits.
 local function flush(g)
+	local bytes, touched = {}, {}
+	for _, i in ipairs(g.dirty) do
+		local lo, by = g.lo[i] - 1, g.by[i]
+		for q = 1, #by do
+			if bytes[lo + q] == nil then
+				bytes[lo + q] = by[q]
+			end
+		end
+	end
+	for _, i in ipairs(g.dirty) do
+		local raw, now, sh = g.raw[i], g.sl[i], g.sh[i]
+		for j = 1, g.b do
+			if raw[j] ~= now[j] then
+				local o = sh + (j - 1) * g.f
+				local r = o % 8
+				local base = g.lo[i] + (o - r) / 8
+				local n = g.nb[r]
+				local v = 0
+				for q = n - 1, 0, -1 do
+					v = v * 256 + bytes[base + q]
+				end
+				v = v + (now[j] - raw[j]) * pow2[r]
+				for q = 0, n - 1 do
+					local c = v % 256
+					bytes[base + q] = c
+					touched[base + q] = true
+					v = (v - c) / 256
+				end
+			end
+		end
+	end
 	local cmd = { 'BITFIELD', g.T }
-	for off, v in pairs(g.pend) do
+	for off in pairs(touched) do
 		cmd[#cmd + 1] = 'SET'
 		cmd[#cmd + 1] = 'u8'
 		cmd[#cmd + 1] = off * 8
-		cmd[#cmd + 1] = v
+		cmd[#cmd + 1] = bytes[off]
 		if #cmd >= 2000 then
 			redis.call(unpack(cmd))
 			cmd = { 'BITFIELD', g.T }
@@ -178,56 +233,6 @@ local function flush(g)
 	if #cmd > 2 then
 		redis.call(unpack(cmd))
 	end
-	g.pend = {}
-end
-
--- get returns slot j (from 0) of bucket bk.
-local function get(g, bk, j)
-	local o = bk.sh + j * g.f
-	local r = o % 8
-	local k = (o - r) / 8
-	local by = bk.by
-	local x = 0
-	for q = k + g.nb[r], k + 1, -1 do
-		x = x * 256 + by[q]
-	end
-	x = (x - x % pow2[r]) / pow2[r]
-	return x % g.pf
-end
-
--- slots returns the b fingerprints of bucket bk (0: empty).
-local function slots(g, bk)
-	local v = {}
-	for j = 0, g.b - 1 do
-		v[j + 1] = get(g, bk, j)
-	end
-	return v
-end
-
--- put writes x into slot j (from 0) of bucket bk, in bk and in g.pend,
--- and returns what was there. bk must be current: read since the last put
--- on another bucket object.
-local function put(g, bk, j, x)
-	local o = bk.sh + j * g.f
-	local r = o % 8
-	local k = (o - r) / 8
-	local n = g.nb[r]
-	local by = bk.by
-	local v = 0
-	for q = k + n, k + 1, -1 do
-		v = v * 256 + by[q]
-	end
-	local sc = pow2[r]
-	local old = ((v - v % sc) / sc) % g.pf
-	v = v + (x - old) * sc
-	local base = bk.lo - 1
-	for q = k + 1, k + n do
-		local c = v % 256
-		by[q] = c
-		g.pend[base + q] = c
-		v = (v - c) / 256
-	end
-	return old
 end
 
 -- first returns the first slot (from 1) of v holding x, or nil.
@@ -271,24 +276,23 @@ local function walk(g, i1, i2, fp)
 	end
 	local cur = fp
 	local pb, ps, pp = {}, {}, {}
-	local bk = read(g, i)
 	for n = 1, g.kicks do
-		local j = rand() % g.b
-		local victim = put(g, bk, j, cur)
+		local j = rand() % g.b + 1
+		bucket(g, i)
+		local victim = set(g, i, j, cur)
 		pb[n], ps[n], pp[n] = i, j, cur
 		cur = victim
 		i = alt(g, i, cur)
-		bk = read(g, i)
-		local e = first(slots(g, bk), 0)
+		local e = first(bucket(g, i), 0)
 		if e then
-			put(g, bk, e - 1, cur)
+			set(g, i, e, cur)
 			return true
 		end
 	end
 	-- INVARIANT: going backwards, cur is the fingerprint step n displaced,
 	-- and slot (pb[n], ps[n]) holds pp[n], as step n left it.
 	for n = #pb, 1, -1 do
-		put(g, read(g, pb[n]), ps[n], cur)
+		set(g, pb[n], ps[n], cur)
 		cur = pp[n]
 	end
 	return false
@@ -296,16 +300,17 @@ end
 
 -- search makes room for fp, whose buckets i1 and i2 are full, by a
 -- breadth-first search for the shortest chain of moves that ends in an
--- empty slot, over at most min(2·kicks, 256) slots. It moves nothing until
--- it has found the chain, then moves it hole first (the last fingerprint
--- into the empty slot, then the one before into the slot just freed, ...),
--- so every fingerprint is in one of its buckets at every moment.
+-- empty slot, over at most min(2·kicks, 256) slots, reading each level's
+-- buckets at once. It moves nothing until it has found the chain, then
+-- moves it hole first (the last fingerprint into the empty slot, then the
+-- one before into the slot just freed, ...), so every fingerprint is in
+-- one of its buckets at every moment.
 local function search(g, i1, i2, fp)
 	local budget = math.min(2 * g.kicks, 256)
 	local qb, qf, qp, qa = {}, {}, {}, {} -- bucket, fingerprint, parent, alt
 	local n = 0
 	for _, i in ipairs({ i1, i2 }) do
-		local v = slots(g, read(g, i))
+		local v = bucket(g, i)
 		for j = 1, g.b do
 			n = n + 1
 			qb[n], qf[n], qp[n] = i, v[j], 0
@@ -323,20 +328,24 @@ local function search(g, i1, i2, fp)
 	local lo = 1
 	while lo <= n do
 		local hi = n
-		local qv = {}
+		-- Locate the level's other buckets and read them all at once.
+		local list = {}
 		for k = lo, hi do
 			local a = alt(g, qb[k], qf[k])
-			qa[k] = a
 			if onchain(k, a) then
 				-- Moving into a bucket the chain uses would undo the chain.
 				qa[k] = qb[k]
 			else
-				local bk = read(g, a)
-				local v = slots(g, bk)
-				qv[k] = v
-				local e = first(v, 0)
+				qa[k] = a
+				list[#list + 1] = a
+			end
+		end
+		fetch(g, list)
+		for k = lo, hi do
+			if qa[k] ~= qb[k] then
+				local e = first(bucket(g, qa[k]), 0)
 				if e then
-					put(g, bk, e - 1, qf[k])
+					set(g, qa[k], e, qf[k])
 					local j = k
 					while true do
 						local parent = qp[j]
@@ -344,8 +353,7 @@ local function search(g, i1, i2, fp)
 						if parent > 0 then
 							into = qf[parent]
 						end
-						local cb = read(g, qb[j])
-						put(g, cb, first(slots(g, cb), qf[j]) - 1, into)
+						set(g, qb[j], first(bucket(g, qb[j]), qf[j]), into)
 						if parent == 0 then
 							return true
 						end
@@ -356,7 +364,7 @@ local function search(g, i1, i2, fp)
 		end
 		for k = lo, hi do
 			if qa[k] ~= qb[k] then
-				local v = qv[k]
+				local v = bucket(g, qa[k])
 				for j = 1, g.b do
 					if n >= budget then
 						break
@@ -371,12 +379,11 @@ local function search(g, i1, i2, fp)
 	return false
 end
 
--- add inserts one copy of fp (first bucket i1) and returns 1, or 0 when
+-- add inserts one copy of fp (buckets i1 and i2) and returns 1, or 0 when
 -- no room can be made (the shard is then as it was). With unique it
 -- returns 2, adding nothing, when fp is in either bucket already.
 local function add(g, i1, i2, fp, unique)
-	local bk1, bk2 = read(g, i1), read(g, i2)
-	local v1, v2 = slots(g, bk1), slots(g, bk2)
+	local v1, v2 = bucket(g, i1), bucket(g, i2)
 	local copies, e1, e2 = 0, nil, nil
 	for j = 1, g.b do
 		if v1[j] == fp then
@@ -400,20 +407,20 @@ local function add(g, i1, i2, fp, unique)
 		return 1
 	end
 	if e1 then
-		put(g, bk1, e1 - 1, fp)
+		set(g, i1, e1, fp)
 		return 1
 	end
 	if e2 then
-		put(g, bk2, e2 - 1, fp)
+		set(g, i2, e2, fp)
 		return 1
 	end
-	if walk(g, i1, i2, fp) or search(g, i1, i2, fp) then
+	if search(g, i1, i2, fp) or walk(g, i1, i2, fp) then
 		return 1
 	end
 	return 0
 end
 
--- del removes one copy of fp (first bucket i1) and returns 1, or 0 when
+-- del removes one copy of fp (buckets i1 and i2) and returns 1, or 0 when
 -- there is none. Counted copies go first: the two slot copies stay while
 -- any counted copy remains.
 local function del(g, i1, i2, fp)
@@ -428,10 +435,9 @@ local function del(g, i1, i2, fp)
 		return 1
 	end
 	for _, i in ipairs({ i1, i2 }) do
-		local bk = read(g, i)
-		local j = first(slots(g, bk), fp)
+		local j = first(bucket(g, i), fp)
 		if j then
-			put(g, bk, j - 1, 0)
+			set(g, i, j, 0)
 			return 1
 		end
 	end
@@ -517,7 +523,7 @@ redis.register_function {
 		local n = 0
 		fetch(g, { i1, i2 })
 		for _, i in ipairs({ i1, i2 }) do
-			for _, x in ipairs(slots(g, read(g, i))) do
+			for _, x in ipairs(bucket(g, i)) do
 				if x == fp then
 					n = n + 1
 				end
