@@ -133,7 +133,7 @@ func (f *Filter) containsRound(ctx context.Context, keys [][]byte, found []bool)
 
 // AddBatch adds every key, as Add does, and sets errs[i] to key i's
 // result: nil, or ErrFull. It groups the keys by shard and calls the
-// insert function once per 128 keys of a shard, in pipelines (one per
+// insert function once per 32 keys of a shard, in pipelines (one per
 // node of a cluster, in parallel); keys of one shard are added in their
 // order in keys. The return value is a failure of the transport (or of a
 // Durable filter's WAIT): the keys whose errs[i] is then neither nil nor
