@@ -231,8 +231,12 @@ func (f *Filter) AddUnique(ctx context.Context, key []byte) (added bool, err err
 
 func (f *Filter) addOne(ctx context.Context, key []byte, unique bool) (int64, error) {
 	s, i1, _, fp := f.g.locateKey(key)
-	args := append(f.header(3), boolArg(unique), i1, fp)
-	cmd := f.fcall(ctx, "ckf1_add", s, args)
+	return f.callOne(ctx, "ckf1_add", s, append(f.header(3), boolArg(unique), i1, fp))
+}
+
+// callOne calls function fn of shard s for one key and returns its code.
+func (f *Filter) callOne(ctx context.Context, fn string, s int, args []any) (int64, error) {
+	cmd := f.fcall(ctx, fn, s, args)
 	if err := f.run(ctx, []redis.Cmder{cmd}); err != nil {
 		return 0, err
 	}
@@ -241,7 +245,7 @@ func (f *Filter) addOne(ctx context.Context, key []byte, unique bool) (int64, er
 		return 0, replyErr(err)
 	}
 	if len(codes) != 1 {
-		return 0, fmt.Errorf("%w: ckf1_add replied %v", ErrCorrupt, codes)
+		return 0, fmt.Errorf("%w: %s replied %v", ErrCorrupt, fn, codes)
 	}
 	return codes[0], nil
 }
@@ -285,15 +289,8 @@ func (f *Filter) Contains(ctx context.Context, key []byte) (bool, error) {
 // then reads as absent. One function call on the key's shard.
 func (f *Filter) Delete(ctx context.Context, key []byte) (bool, error) {
 	s, i1, _, fp := f.g.locateKey(key)
-	cmd := f.fcall(ctx, "ckf1_del", s, append(f.header(2), i1, fp))
-	if err := f.run(ctx, []redis.Cmder{cmd}); err != nil {
-		return false, err
-	}
-	codes, err := cmd.Int64Slice()
-	if err != nil {
-		return false, replyErr(err)
-	}
-	return len(codes) == 1 && codes[0] == 1, nil
+	code, err := f.callOne(ctx, "ckf1_del", s, append(f.header(2), i1, fp))
+	return code == 1, err
 }
 
 // Count returns how many copies of key's fingerprint its two buckets and
