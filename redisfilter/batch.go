@@ -18,6 +18,11 @@ const (
 	roundKeys   = 1 << 15
 	lookupChunk = 128
 	writeChunk  = 32
+	// writeRound is the keys one pipeline of writes carries: go-redis
+	// gives a pipeline's replies one read deadline (ReadTimeout, 3 s by
+	// default), and writes to a nearly full filter run at a few thousand
+	// keys a second on a busy server.
+	writeRound = 1 << 12
 )
 
 // located is a key's place: its shard, buckets and fingerprint.
@@ -134,8 +139,8 @@ func (f *Filter) containsRound(ctx context.Context, keys [][]byte, found []bool)
 // AddBatch adds every key, as Add does, and sets errs[i] to key i's
 // result: nil, or ErrFull. It groups the keys by shard and calls the
 // insert function once per 32 keys of a shard, in pipelines (one per
-// node of a cluster, in parallel); keys of one shard are added in their
-// order in keys. The return value is a failure of the transport (or of a
+// node of a cluster, in parallel) of up to 4,096 keys; keys of one shard
+// are added in their order in keys. The return value is a failure of the transport (or of a
 // Durable filter's WAIT): the keys whose errs[i] is then neither nil nor
 // ErrFull may or may not have been added. errs must be at least as long
 // as keys.
@@ -184,8 +189,8 @@ func (f *Filter) DeleteBatch(ctx context.Context, keys [][]byte, deleted []bool)
 func (f *Filter) writeBatch(ctx context.Context, fn string, unique int, keys [][]byte,
 	done func(i int, code int64), fail func(i int, err error)) error {
 	var retErr error
-	for lo := 0; lo < len(keys); lo += roundKeys {
-		hi := min(lo+roundKeys, len(keys))
+	for lo := 0; lo < len(keys); lo += writeRound {
+		hi := min(lo+writeRound, len(keys))
 		loc, order := f.group(keys[lo:hi])
 		var cmds []redis.Cmder
 		var groups [][]int32
