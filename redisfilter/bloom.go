@@ -40,7 +40,8 @@ const bloomSampleKeys = 1 << 20
 // if it does not exist, sized as the library's bloom.New(capacity, fpr)
 // (or a few blocks larger): its false-positive rate with capacity keys in
 // is at most fpr. If a filter of that name exists with the same parameters
-// (the seed compared only with [WithSeed]) NewBloom opens it; with others
+// (the seed and shard count compared only when given) NewBloom opens it;
+// with others
 // it returns an error wrapping [ErrMismatch]. It takes [WithShards] and
 // [WithSeed]; the cuckoo options are refused.
 func NewBloom(ctx context.Context, rdb redis.UniversalClient, name string, capacity uint64, fpr float64, opts ...Option) (*Bloom, error) {
@@ -96,7 +97,7 @@ func NewBloom(ctx context.Context, rdb redis.UniversalClient, name string, capac
 		}
 		b = newBloom(rdb, name, m)
 	}
-	if d := m.diff(&want, c.seedSet); d != "" {
+	if d := m.diff(&want, c.seedSet, c.shards != 0); d != "" {
 		return nil, fmt.Errorf("%w: Bloom filter %q has %s", ErrMismatch, name, d)
 	}
 	return b, nil

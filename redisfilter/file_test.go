@@ -219,6 +219,9 @@ func TestNewOpenDrop(t *testing.T) {
 			t.Fatalf("New with other parameters: %v, want ErrMismatch", err)
 		}
 	}
+	if h, err := redisfilter.New(ctx, rdb, name, 5000, redisfilter.WithFingerprintBits(12), redisfilter.WithShards(f.Shards())); err != nil || h.Seed() != f.Seed() {
+		t.Fatalf("New with the filter's own shard count: %v", err)
+	}
 	if _, err := redisfilter.New(ctx, rdb, name, 6000, redisfilter.WithFingerprintBits(12)); !errors.Is(err, redisfilter.ErrMismatch) {
 		t.Fatalf("New with another capacity: %v", err)
 	} else {

@@ -36,9 +36,10 @@ type Filter struct {
 // it does not exist, sized like the library's [cuckoo.New](capacity,
 // opts...) for a table of as many segments as it has shards: it holds
 // capacity distinct keys. If a filter of that name exists with the same
-// parameters (the seed is compared only when [WithSeed] is given), New
-// opens it; with other parameters it returns an error wrapping
-// [ErrMismatch] that lists them, changing nothing.
+// parameters (the seed compared only when [WithSeed] is given, the shard
+// count only when [WithShards] is), New opens it; with other parameters
+// it returns an error wrapping [ErrMismatch] that lists them, changing
+// nothing.
 //
 // New loads the package's Redis Functions library (ckf1) into every
 // master that lacks it. It needs Redis 7.0 or later (or Valkey 7.2 or
@@ -78,7 +79,7 @@ func New(ctx context.Context, rdb redis.UniversalClient, name string, capacity u
 		if m, err = parseMeta(old, "cuckoo"); err != nil {
 			return nil, err
 		}
-		if d := m.diff(&want, c.seedSet); d != "" {
+		if d := m.diff(&want, c.seedSet, c.shards != 0); d != "" {
 			return nil, fmt.Errorf("%w: filter %q has %s", ErrMismatch, name, d)
 		}
 	}

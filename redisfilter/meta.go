@@ -155,10 +155,13 @@ func (m *meta) checkShape() error {
 	return nil
 }
 
-// diff lists the parameters in which m and want differ (ignoring the seed
-// unless seedSet, the id and the state), for ErrMismatch.
-func (m *meta) diff(want *meta, seedSet bool) string {
-	a, b := m.params(seedSet), want.params(seedSet)
+// diff lists the parameters in which m and want differ, for ErrMismatch:
+// not the id and the state, the seed only if seedSet, and the shard count
+// (and so the table's size) only if shardsSet: a filter made with the
+// default count matches a request that leaves the count to the default,
+// whatever count the default gives today.
+func (m *meta) diff(want *meta, seedSet, shardsSet bool) string {
+	a, b := m.params(seedSet, shardsSet), want.params(seedSet, shardsSet)
 	var d []string
 	for k, v := range b {
 		if a[k] != v {
@@ -169,20 +172,26 @@ func (m *meta) diff(want *meta, seedSet bool) string {
 	return strings.Join(d, ", ")
 }
 
-func (m *meta) params(seed bool) map[string]string {
+func (m *meta) params(seed, shards bool) map[string]string {
 	p := map[string]string{
-		"shards":   strconv.Itoa(m.shards),
 		"capacity": strconv.FormatUint(m.capacity, 10),
+	}
+	if shards {
+		p["shards"] = strconv.Itoa(m.shards)
 	}
 	if m.kind == "cuckoo" {
 		p["bucket size"] = strconv.Itoa(m.b)
 		p["fingerprint bits"] = strconv.Itoa(m.f)
-		p["buckets"] = strconv.FormatUint(m.buckets, 10)
 		p["max kicks"] = strconv.Itoa(m.kicks)
+		if shards {
+			p["buckets"] = strconv.FormatUint(m.buckets, 10)
+		}
 	} else {
 		p["k"] = strconv.Itoa(m.k)
-		p["blocks"] = strconv.FormatUint(m.blocks, 10)
 		p["rate"] = strconv.FormatFloat(m.fpr, 'g', -1, 64)
+		if shards {
+			p["blocks"] = strconv.FormatUint(m.blocks, 10)
+		}
 	}
 	if seed {
 		p["seed"] = strconv.FormatUint(m.seed, 10)
