@@ -336,3 +336,48 @@ func shardsOpt(n int) redisfilter.Option {
 	}
 	return redisfilter.WithShards(n)
 }
+
+// TestShardsOnEveryMaster creates a filter of the default shard count on
+// the 3-master cluster and checks that every master holds shards, within
+// one of an equal share, and that each shard's two keys share a slot.
+func TestShardsOnEveryMaster(t *testing.T) {
+	if testing.Short() {
+		t.Skip("cluster in -short mode")
+	}
+	ctx := ctxOf(t)
+	c := sharedCluster(t)
+	f, err := redisfilter.New(ctx, clusterClient(t), uniqueName(t), 1_000_000, redisfilter.WithFalsePositiveRate(0.001))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Drop(ctx)
+	perMaster := map[string]int{}
+	k := f.Keys()
+	for s := range f.Shards() {
+		var slots [2]int
+		for j := range 2 {
+			text, err := c.Servers[0].Do("CLUSTER", "KEYSLOT", k[1+2*s+j])
+			if err != nil {
+				t.Fatal(err)
+			}
+			fmt.Sscan(text, &slots[j])
+		}
+		if slots[0] != slots[1] {
+			t.Fatalf("shard %d: table in slot %d, hash in slot %d", s, slots[0], slots[1])
+		}
+		m, err := c.MasterOf(slots[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		perMaster[m.Addr]++
+	}
+	t.Logf("%d shards: %v", f.Shards(), perMaster)
+	if len(perMaster) != 3 {
+		t.Fatalf("shards on %d masters of 3: %v", len(perMaster), perMaster)
+	}
+	for addr, n := range perMaster {
+		if n < f.Shards()/3-1 || n > (f.Shards()+2)/3+1 {
+			t.Fatalf("master %s holds %d of %d shards", addr, n, f.Shards())
+		}
+	}
+}
