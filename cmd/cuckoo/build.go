@@ -44,6 +44,8 @@ type buildFlags struct {
 	unique bool
 	stats  bool
 	quiet  bool
+
+	segments int // --segments: the table in N segments, the shards of 'cuckoo push'
 }
 
 func (f *buildFlags) register(fs *flag.FlagSet) {
@@ -55,6 +57,7 @@ func (f *buildFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&f.stats, "stats", false, "print keys, size and false-positive rate on standard error")
 	fs.BoolVar(&f.quiet, "quiet", false, "no progress bar")
 	fs.BoolVar(&f.quiet, "q", false, "the same as --quiet")
+	fs.IntVar(&f.segments, "segments", 0, "split the cuckoo filter's table into `N` segments, the shards of 'cuckoo push' (see docs/redis.md)")
 }
 
 func buildCommand() *command {
@@ -77,6 +80,9 @@ func runBuild(e *env, f *buildFlags, names []string) error {
 	spec, known, err := f.filter.spec(e, "build", ins)
 	if err != nil {
 		return err
+	}
+	if spec.Segments = f.segments; f.segments != 0 && spec.Kind != filterfile.Cuckoo {
+		return usageErr("give --capacity N, and drop --grow and --bloom", "--segments needs a fixed-size cuckoo filter, not a %s", spec.Kind.Description())
 	}
 	start := time.Now()
 	var filter *filterfile.Filter

@@ -62,6 +62,7 @@ type dedupFlags struct {
 	output     string
 	quiet      bool
 	exact      exactFlags
+	redis      redisFlags // --redis, --name: the seen-set is a filter in Redis (redisdedup.go)
 }
 
 func (f *dedupFlags) register(fs *flag.FlagSet) {
@@ -78,6 +79,7 @@ func (f *dedupFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&f.quiet, "quiet", false, "no progress bar")
 	fs.BoolVar(&f.quiet, "q", false, "the same as --quiet")
 	f.exact.register(fs)
+	f.redis.register(fs)
 }
 
 func dedupCommand() *command {
@@ -165,6 +167,9 @@ func runDedup(e *env, f *dedupFlags, names []string) error {
 	}
 	if f.exact.on() {
 		return runExactDedup(e, f, keyer, ins)
+	}
+	if f.redis.url != "" {
+		return runRedisDedup(e, f, keyer, ins)
 	}
 	seen, err := openSeen(e, f, ins)
 	if err != nil {

@@ -45,6 +45,8 @@ func commands() []*command {
 		storeCommand(),
 		serveCommand(),
 		versionCommand(),
+		pushCommand(),
+		pullCommand(),
 	}
 }
 

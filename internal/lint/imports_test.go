@@ -17,7 +17,7 @@ const module = "github.com/dedupkit/cuckoo"
 // import (by prefix, relative to the module root; "" is the root package).
 // Imports point down the layer list and never up:
 //
-//	cmd → server → store → cuckoo (root), bloom → internal
+//	cmd → server → store, redisfilter → cuckoo (root), bloom → internal
 //
 // cmd/cuckoo/internal holds the command's own packages, which may use the
 // filters; internal/ is shared by everyone and imports nothing above it.
@@ -37,6 +37,10 @@ func allowed(pkg, imp string) bool {
 	case under(pkg, "store"):
 		return imp == "" || under(imp, "bloom") || under(imp, "internal") || under(imp, "store")
 	case under(imp, "store"):
+		return false
+	case under(pkg, "redisfilter"):
+		return imp == "" || under(imp, "bloom") || under(imp, "internal") || under(imp, "redisfilter")
+	case under(imp, "redisfilter"):
 		return false
 	case pkg == "" || under(pkg, "bloom"):
 		return under(imp, "internal")
@@ -116,6 +120,11 @@ func TestAllowed(t *testing.T) {
 		{"server", "store", true},
 		{"", "cmd/cuckoo/internal/dedup", false},
 		{"examples/dedup", "", true},
+		{"redisfilter", "", true},
+		{"redisfilter", "internal/addr", true},
+		{"redisfilter", "store", false},
+		{"", "redisfilter", false},
+		{"cmd/cuckoo", "redisfilter", true},
 	} {
 		if got := allowed(tc.pkg, tc.imp); got != tc.ok {
 			t.Errorf("allowed(%q, %q) = %v, want %v", tc.pkg, tc.imp, got, tc.ok)

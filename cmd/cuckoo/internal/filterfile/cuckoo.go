@@ -94,6 +94,9 @@ func cuckooOptions(s Spec) []cuckoo.Option {
 	if s.SeedSet {
 		opts = append(opts, cuckoo.WithSeed(s.Seed))
 	}
+	if s.Segments != 0 {
+		opts = append(opts, cuckoo.WithSegments(s.Segments))
+	}
 	return opts
 }
 

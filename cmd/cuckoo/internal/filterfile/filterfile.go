@@ -95,6 +95,7 @@ type Spec struct {
 	SemiSorted      bool    // cuckoo only: semi-sorted buckets (one bit less per key)
 	Seed            uint64
 	SeedSet         bool // use Seed instead of a random seed
+	Segments        int  // fixed-size cuckoo only: table segments (cuckoo.WithSegments); 0: one
 }
 
 // New builds an empty filter. Parameter errors wrap the filter package's

@@ -1,0 +1,99 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/dedupkit/cuckoo/redisfilter"
+	"github.com/redis/go-redis/v9"
+)
+
+// redisFlags name a filter in Redis: the server (or cluster) and the
+// filter's name. Commands that talk to Redis (push, pull, dedup --redis)
+// share them.
+type redisFlags struct {
+	url     string
+	name    string
+	cluster bool
+}
+
+func (f *redisFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&f.url, "redis", "", "the Redis server: a `URL` (redis://[user:password@]host:port[/db], rediss:// for TLS) or host:port; several host:port, comma-separated, for a cluster")
+	fs.StringVar(&f.name, "name", "", "the filter's `name` in Redis")
+	fs.BoolVar(&f.cluster, "cluster", false, "the server is a node of a Redis Cluster (implied by several addresses)")
+}
+
+// remedyRedis is the remedy of errors reaching Redis.
+const remedyRedis = "check --redis and that the server is up"
+
+// connect returns a client of the server the flags name, after a PING.
+func (f *redisFlags) connect(ctx context.Context, cmd string) (redis.UniversalClient, error) {
+	remedy := "see 'cuckoo " + cmd + " --help'"
+	if f.url == "" {
+		return nil, usageErr(remedy, "no --redis URL")
+	}
+	if f.name == "" {
+		return nil, usageErr(remedy, "no --name: name the filter in Redis")
+	}
+	var rdb redis.UniversalClient
+	switch {
+	case strings.HasPrefix(f.url, "redis://") || strings.HasPrefix(f.url, "rediss://"):
+		if f.cluster {
+			opt, err := redis.ParseClusterURL(f.url)
+			if err != nil {
+				return nil, usageErr(remedy, "bad --redis %q: %v", f.url, err)
+			}
+			rdb = redis.NewClusterClient(opt)
+		} else {
+			opt, err := redis.ParseURL(f.url)
+			if err != nil {
+				return nil, usageErr(remedy, "bad --redis %q: %v", f.url, err)
+			}
+			rdb = redis.NewClient(opt)
+		}
+	default:
+		addrs := strings.Split(f.url, ",")
+		for _, a := range addrs {
+			if !strings.Contains(a, ":") {
+				return nil, usageErr(remedy, "bad --redis %q: want a URL or host:port", f.url)
+			}
+		}
+		rdb = redis.NewUniversalClient(&redis.UniversalOptions{Addrs: addrs, IsClusterMode: f.cluster})
+	}
+	// The client logs dial failures itself; the command reports errors
+	// its own way, one line.
+	redis.SetLogger(quietLogger{})
+	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := rdb.Ping(pctx).Err(); err != nil {
+		rdb.Close()
+		return nil, dataErr(remedyRedis, "cannot reach Redis at %s: %v", f.url, err)
+	}
+	return rdb, nil
+}
+
+// quietLogger drops go-redis's log lines.
+type quietLogger struct{}
+
+func (quietLogger) Printf(context.Context, string, ...any) {}
+
+// redisErr explains an error of package redisfilter for cmd.
+func redisErr(f *redisFlags, err error) error {
+	switch {
+	case errors.Is(err, redisfilter.ErrNotFound):
+		return dataErr("create it with 'cuckoo push' or 'cuckoo dedup --redis ... --capacity N'", "no filter %q in Redis at %s", f.name, f.url)
+	case errors.Is(err, redisfilter.ErrExists):
+		return dataErr("give --replace to replace it, or another --name", "a filter %q exists in Redis at %s", f.name, f.url)
+	case errors.Is(err, redisfilter.ErrMismatch):
+		return usageErr("use the filter's own parameters, or another --name", "%v", err)
+	case errors.Is(err, redisfilter.ErrFull):
+		return &cliError{code: exitFull, msg: fmt.Sprintf("the filter %q in Redis is full", f.name), remedy: "push a larger one, or use another --name"}
+	case errors.Is(err, redisfilter.ErrUnsupported), errors.Is(err, redisfilter.ErrBusy), errors.Is(err, redisfilter.ErrCorrupt):
+		return dataErr("nothing was changed", "%v", err)
+	}
+	return dataErr(remedyRedis, "Redis at %s: %v", f.url, err)
+}

@@ -1,0 +1,167 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/dedupkit/cuckoo/cmd/cuckoo/internal/dedup"
+	"github.com/dedupkit/cuckoo/cmd/cuckoo/internal/filterfile"
+	"github.com/dedupkit/cuckoo/cmd/cuckoo/internal/units"
+	"github.com/dedupkit/cuckoo/redisfilter"
+)
+
+// redisDedupBatch is the most lines sent to Redis at once: one pipeline
+// of test-and-insert calls, grouped by shard.
+const redisDedupBatch = 8192
+
+// runRedisDedup is 'cuckoo dedup --redis URL --name N': the seen-set is
+// the shared cuckoo filter N in Redis, so several processes (on several
+// machines) dedup one stream: each line is printed by the one process
+// whose atomic test-and-insert added its key. With --capacity the filter
+// is created if missing (with --fpr, --seed, --bucket-size and
+// --fingerprint-bits); without, it must exist.
+func runRedisDedup(e *env, f *dedupFlags, keyer *dedup.KeyExtractor, ins []input) error {
+	const remedy = "see 'cuckoo dedup --help'"
+	if f.save != "" || f.load != "" || f.state != "" || f.output != "" {
+		return usageErr(remedy, "with --redis the seen-set lives in Redis: --save, --load, --state and -o do not apply (redirect the output instead)")
+	}
+	ff := &f.filter
+	if ff.grow || ff.semi || ff.bloom.kind != 0 {
+		return usageErr(remedy, "--grow, --semi-sorted and --bloom do not apply to a filter in Redis")
+	}
+	ctx := context.Background()
+	rdb, err := f.redis.connect(ctx, "dedup")
+	if err != nil {
+		return err
+	}
+	defer rdb.Close()
+	var seen *redisfilter.Filter
+	if ff.capacity.set {
+		opts := []redisfilter.Option{}
+		switch {
+		case ff.fingerprint != 0:
+			opts = append(opts, redisfilter.WithFingerprintBits(int(ff.fingerprint)))
+		case ff.fpr.set:
+			opts = append(opts, redisfilter.WithFalsePositiveRate(ff.fpr.p))
+		default:
+			opts = append(opts, redisfilter.WithFalsePositiveRate(filterfile.DefaultRate))
+		}
+		if ff.bucketSize != 0 {
+			opts = append(opts, redisfilter.WithBucketSize(int(ff.bucketSize)))
+		}
+		if ff.seed.set {
+			opts = append(opts, redisfilter.WithSeed(ff.seed.n))
+		}
+		seen, err = redisfilter.New(ctx, rdb, f.redis.name, ff.capacity.n, opts...)
+	} else {
+		if ff.anySet() {
+			return usageErr("give --capacity N too, to create the filter", "--fpr, --seed, --bucket-size and --fingerprint-bits describe a new filter")
+		}
+		seen, err = redisfilter.Open(ctx, rdb, f.redis.name)
+	}
+	if err != nil {
+		if errors.Is(err, redisfilter.ErrNotFound) {
+			return dataErr("give --capacity N to create it", "no filter %q in Redis at %s", f.redis.name, f.redis.url)
+		}
+		return redisErr(&f.redis, err)
+	}
+
+	out := newBufWriter(e.stdout)
+	kr := dedup.NewKeyReader(keyer, 0)
+	var (
+		arena             []byte
+		lineEnds, keyEnds []int
+		keys              [][]byte
+		added             []bool
+		errs              []error
+		linesIn, dropped  uint64
+		written           uint64
+		start             = time.Now()
+	)
+	var lines, keyBuf [dedup.MaxBatch][]byte
+	flush := func() error {
+		n := len(lineEnds)
+		if n == 0 {
+			return nil
+		}
+		// The arena holds each line, then its key.
+		keys = keys[:0]
+		for i := range n {
+			keys = append(keys, arena[lineEnds[i]:keyEnds[i]])
+		}
+		added, errs = added[:n], errs[:n]
+		if err := seen.AddUniqueBatch(ctx, keys, added, errs); err != nil {
+			return redisErr(&f.redis, err)
+		}
+		lineStart := 0
+		for i := range n {
+			line := arena[lineStart:lineEnds[i]]
+			lineStart = keyEnds[i]
+			if errs[i] != nil {
+				return redisErr(&f.redis, errs[i])
+			}
+			if !added[i] {
+				dropped++
+			}
+			if added[i] == f.duplicates || f.count {
+				continue
+			}
+			written++
+			out.Write(line)
+			if len(line) == 0 || line[len(line)-1] != '\n' {
+				out.WriteByte('\n')
+			}
+		}
+		arena, lineEnds, keyEnds = arena[:0], lineEnds[:0], keyEnds[:0]
+		return nil
+	}
+	added, errs = make([]bool, redisDedupBatch), make([]error, redisDedupBatch)
+	for i := range ins {
+		r, closeIn, err := ins[i].open(e)
+		if err != nil {
+			return err
+		}
+		kr.Reset(r)
+		for {
+			n := kr.NextBatch(lines[:], keyBuf[:])
+			if n == 0 {
+				break
+			}
+			linesIn += uint64(n)
+			for j := range n {
+				arena = append(arena, lines[j]...)
+				lineEnds = append(lineEnds, len(arena))
+				arena = append(arena, keyBuf[j]...)
+				keyEnds = append(keyEnds, len(arena))
+			}
+			if len(lineEnds) >= redisDedupBatch-dedup.MaxBatch {
+				if err := flush(); err != nil {
+					closeIn()
+					return err
+				}
+			}
+		}
+		err = kr.Err()
+		closeIn()
+		if err != nil {
+			return dataErr("lines before it were processed", "reading %s: %v", ins[i].name, unwrap(err))
+		}
+	}
+	if err := flush(); err != nil {
+		return err
+	}
+	if f.count {
+		fmt.Fprintln(out, dropped)
+	}
+	if err := out.Flush(); err != nil {
+		return dataErr(remedyWrite, "writing the output: %v", cause(err))
+	}
+	if f.stats {
+		secs := max(time.Since(start).Seconds(), 1e-9)
+		fmt.Fprintf(e.stderr, "cuckoo dedup: %s lines in, %s out, %s dropped as seen (by this or another process); filter %q in Redis, %d shards; %.2f s, %s lines/s\n",
+			units.Count(linesIn), units.Count(written), units.Count(dropped), f.redis.name, seen.Shards(), secs, units.SI(float64(linesIn)/secs))
+	}
+	return nil
+}

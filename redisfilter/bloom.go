@@ -1,0 +1,344 @@
+package redisfilter
+
+import (
+	"context"
+	"fmt"
+	"math/bits"
+
+	"github.com/dedupkit/cuckoo/bloom"
+	"github.com/dedupkit/cuckoo/internal/hash"
+	"github.com/redis/go-redis/v9"
+)
+
+// Bloom is a blocked Bloom filter kept in Redis: the layout of the
+// library's [bloom.New], each key's k bits in one 512-bit block, so an add
+// is one BITFIELD SET and a lookup one BITFIELD_RO on one shard, with no
+// script (Bloom filters work on any Redis from 6.0, and Valkey). The
+// blocks are split into shards as a cuckoo filter's buckets are; each
+// shard's string holds its blocks as the library's table holds them
+// (little-endian 64-bit words), so the bytes mean the same thing in both.
+//
+// A Bloom is safe for concurrent use, and any number of clients may add
+// and look up at once: setting bits commutes. Keys cannot be deleted.
+type Bloom struct {
+	rdb    redis.UniversalClient
+	name   string
+	m      meta
+	perSh  uint64 // blocks per shard
+	shards []string
+}
+
+// golden is γ, the odd constant that steps the library's position stream
+// (bloom's blocked layout, docs/format.md "Bloom filters / Hashing").
+const golden = 0x9e3779b97f4a7c15
+
+// bloomSampleKeys is the capacity of the library filter NewBloom reads
+// the keys per block from, for larger capacities.
+const bloomSampleKeys = 1 << 20
+
+// NewBloom returns the Bloom filter called name in rdb, creating it empty
+// if it does not exist, sized as the library's bloom.New(capacity, fpr)
+// (or a few blocks larger): its false-positive rate with capacity keys in
+// is at most fpr. If a filter of that name exists with the same parameters
+// (the seed and shard count compared only when given) NewBloom opens it;
+// with others
+// it returns an error wrapping [ErrMismatch]. It takes [WithShards] and
+// [WithSeed]; the cuckoo options are refused.
+func NewBloom(ctx context.Context, rdb redis.UniversalClient, name string, capacity uint64, fpr float64, opts ...Option) (*Bloom, error) {
+	c, err := resolve(opts)
+	if err != nil {
+		return nil, err
+	}
+	if c.cuckooOK {
+		return nil, fmt.Errorf("%w: bucket size, fingerprint bits, max kicks and WithFalsePositiveRate are cuckoo filter options (NewBloom takes the rate as an argument)", ErrInvalidParameter)
+	}
+	k, blocks, err := bloomSize(capacity, fpr)
+	if err != nil {
+		return nil, err
+	}
+	shards := c.shards
+	if shards == 0 {
+		shards = bloomShards(capacity, blocks)
+	}
+	blocks = (blocks + uint64(shards) - 1) / uint64(shards) * uint64(shards)
+	if blocks/uint64(shards)*64 > maxShardBytes {
+		return nil, fmt.Errorf("%w: shards of %d bytes, above Redis's 512 MiB strings: give more shards", ErrInvalidParameter, blocks/uint64(shards)*64)
+	}
+	want := meta{kind: "bloom", k: k, blocks: blocks, shards: shards, seed: c.seed, capacity: capacity, fpr: fpr,
+		id: newID(), state: stateReady}
+	key := metaKey(bloomPrefix, name)
+	m := want
+	if old, err := rdb.Get(ctx, key).Result(); err == nil {
+		if m, err = parseMeta(old, "bloom"); err != nil {
+			return nil, err
+		}
+	} else if err != redis.Nil {
+		return nil, err
+	}
+	b := newBloom(rdb, name, m)
+	if m.id == want.id {
+		// A new filter: make the shards (idempotently: writing 0 into the
+		// last bit creates a missing string of the right size and changes
+		// no existing one), then claim the name.
+		if err := b.eachShard(ctx, func(s int) redis.Cmder {
+			return redis.NewIntSliceCmd(ctx, "bitfield", b.shards[s], "incrby", "u1", b.perSh*512-1, 0)
+		}); err != nil {
+			return nil, err
+		}
+		old, err := claimMeta(ctx, rdb, key, want.encode())
+		if err != nil {
+			return nil, err
+		}
+		if old == "" {
+			return b, nil
+		}
+		if m, err = parseMeta(old, "bloom"); err != nil {
+			return nil, err
+		}
+		b = newBloom(rdb, name, m)
+	}
+	if d := m.diff(&want, c.seedSet, c.shards != 0); d != "" {
+		return nil, fmt.Errorf("%w: Bloom filter %q has %s", ErrMismatch, name, d)
+	}
+	return b, nil
+}
+
+// OpenBloom returns the existing Bloom filter called name, or an error
+// wrapping [ErrNotFound].
+func OpenBloom(ctx context.Context, rdb redis.UniversalClient, name string) (*Bloom, error) {
+	m, err := readMeta(ctx, rdb, bloomPrefix, "bloom", name)
+	if err != nil {
+		return nil, err
+	}
+	return newBloom(rdb, name, m), nil
+}
+
+func newBloom(rdb redis.UniversalClient, name string, m meta) *Bloom {
+	b := &Bloom{rdb: rdb, name: name, m: m, perSh: m.blocks / uint64(m.shards)}
+	for s := range m.shards {
+		b.shards = append(b.shards, shardKey(bloomPrefix, "", name, s, m.shards))
+	}
+	return b
+}
+
+// bloomSize returns the library's bits per key and block count for
+// capacity keys at rate fpr. bloom has no sizing call that allocates
+// nothing, so the block count comes from a library filter: of capacity
+// keys up to 2^20, else of 2^20 keys scaled up (rounded up, so the
+// filter is never smaller than the library's).
+func bloomSize(capacity uint64, fpr float64) (k int, blocks uint64, err error) {
+	sample := min(capacity, bloomSampleKeys)
+	lib, err := bloom.New(sample, fpr, bloom.WithSeed(0))
+	if err != nil {
+		return 0, 0, fmt.Errorf("%w: %w", ErrInvalidParameter, err)
+	}
+	blocks = lib.SizeInBytes() / 64
+	if capacity > sample {
+		hi, lo := bits.Mul64(capacity, blocks)
+		q, r := bits.Div64(hi, lo, sample)
+		if hi >= sample {
+			return 0, 0, fmt.Errorf("%w: capacity %d", ErrInvalidParameter, capacity)
+		}
+		blocks = q
+		if r != 0 {
+			blocks++
+		}
+	}
+	return lib.HashCount(), blocks, nil
+}
+
+// bloomShards is the default shard count of a Bloom filter of blocks
+// blocks for capacity keys, chosen as a cuckoo filter's (see WithShards).
+func bloomShards(capacity, blocks uint64) int {
+	return fitShards(min(leastShards(capacity), blocks), func(s uint64) (uint64, bool) {
+		return stringAlloc((blocks + s - 1) / s * 64), s <= blocks
+	})
+}
+
+// locate returns a key's shard and the Redis bit offsets (BITFIELD
+// numbers bits most significant first) of its k bits: bit p of its block
+// is bit p%64 of the block's word p/64, the word stored little-endian.
+func (b *Bloom) locate(key []byte, offs []int64) (int, []int64) {
+	h := hash.Sum64(key, b.m.seed)
+	j, _ := bits.Mul64(h, b.m.blocks)
+	s := j / b.perSh
+	base := (j - s*b.perSh) * 512
+	offs = offs[:0]
+	x, n := h, b.m.k
+	for n > 0 {
+		y := hash.Mix64(x)
+		x += golden
+		for range min(n, 7) {
+			p := y & 511                              // word (y>>6)&7, bit y&63
+			byteStart := base + p>>6*64 + (p&63)>>3*8 // in bits
+			offs = append(offs, int64(byteStart+7-p&7))
+			y >>= 9
+		}
+		n -= 7
+	}
+	return int(s), offs
+}
+
+// Add adds key: one BITFIELD on its shard, setting its k bits.
+func (b *Bloom) Add(ctx context.Context, key []byte) error {
+	var buf [64]int64
+	s, offs := b.locate(key, buf[:0])
+	args := make([]any, 0, 2+4*len(offs))
+	args = append(args, "bitfield", b.shards[s])
+	for _, o := range offs {
+		args = append(args, "set", "u1", o, 1)
+	}
+	return b.rdb.Process(ctx, redis.NewIntSliceCmd(ctx, args...))
+}
+
+// Contains reports whether key may be in the filter: always true for a
+// key added, true with the false-positive rate for others. One
+// BITFIELD_RO.
+func (b *Bloom) Contains(ctx context.Context, key []byte) (bool, error) {
+	var buf [64]int64
+	s, offs := b.locate(key, buf[:0])
+	args := make([]any, 0, 2+3*len(offs))
+	args = append(args, "bitfield_ro", b.shards[s])
+	for _, o := range offs {
+		args = append(args, "get", "u1", o)
+	}
+	cmd := redis.NewIntSliceCmd(ctx, args...)
+	cmd.SetFirstKeyPos(1)
+	if err := b.rdb.Process(ctx, cmd); err != nil {
+		return false, err
+	}
+	for _, v := range cmd.Val() {
+		if v == 0 {
+			return false, nil
+		}
+	}
+	return true, nil
+}
+
+// AddBatch adds every key: one BITFIELD per 128 keys of a shard, in
+// pipelines (one per node of a cluster) of up to 32,768 keys. After an
+// error some keys may have been added.
+func (b *Bloom) AddBatch(ctx context.Context, keys [][]byte) error {
+	return b.batch(ctx, keys, true, nil)
+}
+
+// ContainsBatch sets found[i] to Contains(keys[i]): one BITFIELD_RO per
+// 128 keys of a shard, in pipelines. found must be at least as long as
+// keys.
+func (b *Bloom) ContainsBatch(ctx context.Context, keys [][]byte, found []bool) error {
+	if len(found) < len(keys) {
+		return fmt.Errorf("%w: %d results for %d keys", ErrInvalidParameter, len(found), len(keys))
+	}
+	return b.batch(ctx, keys, false, found)
+}
+
+func (b *Bloom) batch(ctx context.Context, keys [][]byte, add bool, found []bool) error {
+	var buf [64]int64
+	for lo := 0; lo < len(keys); lo += roundKeys {
+		hi := min(lo+roundKeys, len(keys))
+		loc := make([]located, hi-lo)
+		offs := make([][]int64, hi-lo)
+		for i, k := range keys[lo:hi] {
+			s, o := b.locate(k, buf[:0])
+			loc[i].shard = s
+			offs[i] = append([]int64(nil), o...)
+		}
+		order := orderByShard(loc, b.m.shards)
+		var cmds []redis.Cmder
+		var groups [][]int32
+		chunks(loc, order, lookupChunk, func(s int, idx []int32) {
+			args := make([]any, 0, 2+4*b.m.k*len(idx))
+			if add {
+				args = append(args, "bitfield", b.shards[s])
+			} else {
+				args = append(args, "bitfield_ro", b.shards[s])
+			}
+			for _, i := range idx {
+				for _, o := range offs[i] {
+					if add {
+						args = append(args, "set", "u1", o, 1)
+					} else {
+						args = append(args, "get", "u1", o)
+					}
+				}
+			}
+			cmd := redis.NewIntSliceCmd(ctx, args...)
+			cmd.SetFirstKeyPos(1)
+			cmds = append(cmds, cmd)
+			groups = append(groups, idx)
+		})
+		pipe := b.rdb.Pipeline()
+		for _, c := range cmds {
+			pipe.Process(ctx, c)
+		}
+		pipe.Exec(ctx)
+		for c, cmd := range cmds {
+			vals, err := cmd.(*redis.IntSliceCmd).Result()
+			if err != nil {
+				return err
+			}
+			if add {
+				continue
+			}
+			for _, i := range groups[c] {
+				all := true
+				for range offs[i] {
+					all = all && vals[0] == 1
+					vals = vals[1:]
+				}
+				found[lo+int(i)] = all
+			}
+		}
+	}
+	return nil
+}
+
+// eachShard sends one command per shard, in pipelines.
+func (b *Bloom) eachShard(ctx context.Context, mk func(s int) redis.Cmder) error {
+	for lo := 0; lo < len(b.shards); lo += shardBatch {
+		pipe := b.rdb.Pipeline()
+		var cmds []redis.Cmder
+		for s := lo; s < min(lo+shardBatch, len(b.shards)); s++ {
+			c := mk(s)
+			pipe.Process(ctx, c)
+			cmds = append(cmds, c)
+		}
+		pipe.Exec(ctx)
+		for _, c := range cmds {
+			if err := c.Err(); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// Name returns the filter's name.
+func (b *Bloom) Name() string { return b.name }
+
+// HashCount returns k, the bits set per key.
+func (b *Bloom) HashCount() int { return b.m.k }
+
+// Shards returns the number of shards.
+func (b *Bloom) Shards() int { return b.m.shards }
+
+// SizeInBytes returns the bytes of the shards' blocks together.
+func (b *Bloom) SizeInBytes() uint64 { return b.m.blocks * 64 }
+
+// Keys returns the Redis keys of the filter: its metadata, then its
+// shards.
+func (b *Bloom) Keys() []string { return append([]string{metaKey(bloomPrefix, b.name)}, b.shards...) }
+
+// MemoryUsage returns what Redis reports (MEMORY USAGE) for the filter's
+// keys together.
+func (b *Bloom) MemoryUsage(ctx context.Context) (uint64, error) {
+	return memoryUsage(ctx, b.rdb, b.Keys())
+}
+
+// Drop deletes the filter: its metadata, then its shards.
+func (b *Bloom) Drop(ctx context.Context) error {
+	if err := b.rdb.Del(ctx, metaKey(bloomPrefix, b.name)).Err(); err != nil {
+		return err
+	}
+	return b.eachShard(ctx, func(s int) redis.Cmder { return redis.NewIntCmd(ctx, "del", b.shards[s]) })
+}

@@ -1,0 +1,79 @@
+// Package redisfilter keeps the module's cuckoo and Bloom filters in stock
+// Redis (7.0 or later) or Valkey, standalone or Redis Cluster, with no
+// module: one filter shared by any number of processes on any number of
+// hosts, larger than one machine's memory if need be, and spread over a
+// cluster's masters. It is driven through go-redis's UniversalClient, so
+// one code path serves a single server, Sentinel and Cluster.
+//
+// # When to use it
+//
+// Use the in-process filters of package cuckoo when one process owns the
+// filter: they answer in nanoseconds. Use this package when many processes
+// (a crawler fleet, dedup workers on several machines) must see one set,
+// or when the filter should outlive them with Redis's persistence and
+// replication: an operation here costs a network round trip, and batches
+// ([Filter.ContainsBatch], [Filter.AddBatch]) amortize it over thousands
+// of keys. docs/redis.md compares it with 'cuckoo serve'.
+//
+// # How a filter is stored
+//
+// A cuckoo filter of S shards is exactly the table of a library
+// [cuckoo.Filter] built with [cuckoo.WithSegments](S): shard s is one
+// Redis string holding segment s's buckets (the file format's bytes,
+// docs/format.md), beside a small hash with the shard's item count and its
+// duplicate counters. A key's two buckets always lie in one shard, chosen
+// by its hash. The client hashes keys (the library's seeded XXH3, the seed
+// kept in the filter's metadata key) and sends Redis only bucket indexes
+// and fingerprints:
+//
+//   - inserts and deletes run as Redis Functions (a Lua library, ckf1,
+//     loaded with FUNCTION LOAD on first use), so each is atomic on its
+//     shard: the function searches for room and moves fingerprints, and an
+//     insert that finds none changes nothing;
+//   - lookups run no script: one BITFIELD_RO reads both buckets, and the
+//     client compares the fingerprints.
+//
+// Shard keys carry hash tags chosen so that the shards sit at equal
+// distances around the 16,384 slots of Redis Cluster: a cluster whose
+// masters hold equal slot ranges holds equal shares of the shards.
+// Cluster does placement, failover and resharding; this package only
+// picks the shard. [Push] and [Filter.Snapshot] move a filter between a
+// file (or a library filter) and Redis without changing a bit.
+//
+// # Choosing parameters
+//
+// The parameters are the library's ([cuckoo.New]): capacity, the
+// false-positive rate (or the fingerprint width) and the bucket size, and
+// New sizes the table as the library does, so a filter of capacity n
+// holds n keys and its measured false-positive rate is the library's
+// (tests check both), and MEMORY USAGE over its keys is within 10 % of
+// the library filter's size (tested from 10^5 keys on). At 0.1 % a key
+// costs 14 to 16 bits in Redis (13-bit fingerprints at 95 % load, plus
+// the shards' overhead and the allocator's rounding), against some 65
+// bytes per 16-byte member of a Redis set.
+//
+// The shard count ([WithShards]) trades spread against overhead: the
+// default gives filters of up to 65,536 keys one shard and larger ones at
+// least 16 (enough for the masters of a cluster to share them) of at most
+// 2^20 keys each, and picks the count whose strings fill the allocator's
+// size classes best. Give more shards to spread a filter over more than
+// about 8 masters: each master should hold a few.
+//
+// # Consistency
+//
+// Each operation on a shard is atomic and the shard's operations are
+// serialized by Redis; operations on different shards are independent.
+// AddUnique is an atomic test-and-insert, so of several clients adding the
+// same key at once exactly one sees added = true. A write acknowledged by
+// the master is as durable as Redis makes it: with appendonly yes and
+// appendfsync always it survives a restart of the server; [Filter.Durable]
+// waits for replicas (WAIT) so that it survives a failover. Len and
+// Snapshot read the shards one after another: with writers running, they
+// see each shard at a slightly different moment.
+//
+// # Concurrency
+//
+// A [Filter] or [Bloom] is a handle: safe for concurrent use by any
+// number of goroutines, and any number of handles in any number of
+// processes may work on one filter at once.
+package redisfilter

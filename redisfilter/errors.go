@@ -1,0 +1,40 @@
+package redisfilter
+
+import "errors"
+
+var (
+	// ErrFull is returned by Add (and reported per key by AddBatch) when no
+	// room can be made for a key in its shard; the shard is then exactly as
+	// it was.
+	ErrFull = errors.New("redisfilter: filter is full")
+	// ErrNotFound is returned by Open when no filter of that name exists,
+	// and by the operations of a Filter whose filter was dropped (or
+	// dropped and created again) since it was opened.
+	ErrNotFound = errors.New("redisfilter: no such filter")
+	// ErrMismatch is returned by New when a filter of that name exists
+	// with other parameters; nothing is changed.
+	ErrMismatch = errors.New("redisfilter: a filter of that name exists with other parameters")
+	// ErrExists is returned by Push when a filter of that name exists and
+	// replacing it was not asked for; nothing is changed.
+	ErrExists = errors.New("redisfilter: a filter of that name exists")
+	// ErrBusy is returned by New and Open while a filter of that name is
+	// being pushed (or a push of it was interrupted: push it again).
+	ErrBusy = errors.New("redisfilter: the filter is being pushed")
+	// ErrUnsupported is returned when the server lacks what a filter needs
+	// (Redis Functions, from Redis 7.0) or a filter file has a shape the
+	// Redis filters do not take (semi-sorted buckets, a growing table).
+	ErrUnsupported = errors.New("redisfilter: not supported")
+	// ErrNotReplicated is returned by the writes of a [Filter.Durable]
+	// filter when fewer replicas than asked acknowledged a write within the
+	// timeout. The write was applied on the master: it is there unless the
+	// master fails before its replicas receive it.
+	ErrNotReplicated = errors.New("redisfilter: write not acknowledged by enough replicas")
+	// ErrCorrupt is returned when a filter's keys in Redis do not hold what
+	// this package wrote (metadata it cannot parse, a shard of the wrong
+	// size or with counters that break the filter's invariants).
+	ErrCorrupt = errors.New("redisfilter: filter data in Redis is damaged")
+	// ErrInvalidParameter is wrapped by the errors of New and NewBloom for
+	// out-of-range parameters, and of the batch calls for slices of the
+	// wrong length.
+	ErrInvalidParameter = errors.New("redisfilter: invalid parameter")
+)

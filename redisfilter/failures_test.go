@@ -1,0 +1,346 @@
+package redisfilter_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/dedupkit/cuckoo/internal/redistest"
+	"github.com/dedupkit/cuckoo/redisfilter"
+	"github.com/redis/go-redis/v9"
+)
+
+// TestRestartWithAOF kills a server with appendonly yes and appendfsync
+// always in the middle of its life (SIGKILL, as a crash) and restarts it:
+// every acknowledged key, duplicate count and the item count are back,
+// and so are the functions.
+func TestRestartWithAOF(t *testing.T) {
+	ctx := ctxOf(t)
+	s := redistest.NewServer(t, redistest.Config{AOF: true})
+	rdb := clientOf(t, s)
+	name := uniqueName(t)
+	f, err := redisfilter.New(ctx, rdb, name, 50000, redisfilter.WithFalsePositiveRate(0.001), redisfilter.WithShards(4))
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := keys("aof", 30000)
+	errs := make([]error, len(in))
+	if err := f.AddBatch(ctx, in, errs); err != nil {
+		t.Fatal(err)
+	}
+	for range 7 {
+		if err := f.Add(ctx, []byte("dup")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	// The library came back from the AOF: FCALL works before any New or
+	// Open could load it again.
+	if _, err := rdb.FCall(ctx, "ckf1_add", []string{"x", "y"}, "no such id").Result(); err == nil || !strings.Contains(err.Error(), "CKFGONE") {
+		t.Fatalf("FCALL after restart: %v, want the function's own error", err)
+	}
+	g, err := redisfilter.Open(ctx, rdb, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := make([]bool, len(in))
+	if err := g.ContainsBatch(ctx, in, found); err != nil {
+		t.Fatal(err)
+	}
+	for i, ok := range found {
+		if !ok {
+			t.Fatalf("%s lost in the restart", in[i])
+		}
+	}
+	if n, _ := g.Count(ctx, []byte("dup")); n != 7 {
+		t.Fatalf("dup counts %d after the restart, want 7", n)
+	}
+	if n, _ := g.Len(ctx); n != 30007 {
+		t.Fatalf("Len = %d after the restart, want 30007", n)
+	}
+}
+
+// TestFailover inserts keys through a Durable(1) filter into a cluster of
+// 3 masters with a replica each, kills the master of the most shards in
+// the middle, and restarts it once its replica has taken over: every key
+// whose Add returned nil (WAIT 1 acknowledged it) is found afterwards.
+func TestFailover(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a 6-node cluster in -short mode")
+	}
+	ctx := ctxOf(t)
+	c := redistest.NewCluster(t, 3, 1, redistest.Config{NodeTimeout: time.Second})
+	rdb := clusterClientOf(t, c)
+	f, err := redisfilter.New(ctx, rdb, uniqueName(t), 100000, redisfilter.WithFalsePositiveRate(0.001), redisfilter.WithShards(6))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := f.Durable(1, time.Second)
+	var (
+		mu       sync.Mutex
+		acked    [][]byte
+		refused  atomic.Int64
+		stop     atomic.Bool
+		inserted sync.WaitGroup
+	)
+	for w := range 2 {
+		inserted.Add(1)
+		go func() {
+			defer inserted.Done()
+			for i := 0; !stop.Load(); i++ {
+				k := key(fmt.Sprintf("fo%d-", w), i)
+				if err := d.Add(ctx, k); err != nil {
+					refused.Add(1)
+					time.Sleep(5 * time.Millisecond)
+					continue
+				}
+				mu.Lock()
+				acked = append(acked, k)
+				mu.Unlock()
+			}
+		}()
+	}
+	count := func() int { mu.Lock(); defer mu.Unlock(); return len(acked) }
+	for count() < 500 {
+		time.Sleep(20 * time.Millisecond)
+	}
+	victim, err := c.MasterOf(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("killing master %s after %d acknowledged keys", victim.Addr, count())
+	victim.Kill()
+	before := count()
+	// Wait for the replica to take over slot 0, and the survivors to
+	// report the cluster healthy again.
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		if m, err := c.MasterOf(0); err == nil && m != nil && m != victim {
+			t.Logf("%s took over after %d more keys", m.Addr, count()-before)
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no replica took over within 30 s")
+		}
+	}
+	if err := c.WaitHealthy(30 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if err := victim.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.WaitHealthy(30 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	for count() < before+500 {
+		time.Sleep(20 * time.Millisecond)
+	}
+	stop.Store(true)
+	inserted.Wait()
+	t.Logf("%d keys acknowledged, %d writes refused during the failover", count(), refused.Load())
+	if refused.Load() == 0 {
+		t.Log("no write was refused: the failover went unnoticed by the writers")
+	}
+	check := clusterClientOf(t, c)
+	g, err := redisfilter.Open(ctx, check, f.Name())
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := make([]bool, len(acked))
+	if err := g.ContainsBatch(ctx, acked, found); err != nil {
+		t.Fatal(err)
+	}
+	for i, ok := range found {
+		if !ok {
+			t.Fatalf("%s was acknowledged after WAIT 1 and is lost", acked[i])
+		}
+	}
+}
+
+// TestNoFunctions runs against a server whose FUNCTION and FCALL commands
+// are renamed away, which answers them as Redis 6 does ("unknown
+// command"): New fails with ErrUnsupported naming the version needed,
+// while Bloom filters, which need no functions, work.
+func TestNoFunctions(t *testing.T) {
+	ctx := ctxOf(t)
+	s := redistest.NewServer(t, redistest.Config{Directives: []string{
+		`rename-command FUNCTION ""`, `rename-command FCALL ""`, `rename-command FCALL_RO ""`,
+	}})
+	rdb := clientOf(t, s)
+	_, err := redisfilter.New(ctx, rdb, uniqueName(t), 1000)
+	if !errors.Is(err, redisfilter.ErrUnsupported) || !strings.Contains(err.Error(), "Redis 7.0 or later") {
+		t.Fatalf("New without functions: %v", err)
+	}
+	t.Log(err)
+	b, err := redisfilter.NewBloom(ctx, rdb, uniqueName(t), 1000, 0.01)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Add(ctx, []byte("k")); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := b.Contains(ctx, []byte("k")); err != nil || !ok {
+		t.Fatal(ok, err)
+	}
+}
+
+// redirects counts the MOVED and ASK replies the nodes of a cluster
+// client receive (go-redis follows them; this hook sees each attempt).
+type redirects struct{ moved, ask atomic.Int64 }
+
+func (r *redirects) hook(c *redis.Client) {
+	c.AddHook(redirectHook{r})
+}
+
+type redirectHook struct{ r *redirects }
+
+func (h redirectHook) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h redirectHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		err := next(ctx, cmd)
+		h.note(cmd.Err())
+		return err
+	}
+}
+func (h redirectHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		err := next(ctx, cmds)
+		for _, c := range cmds {
+			h.note(c.Err())
+		}
+		return err
+	}
+}
+
+func (h redirectHook) note(err error) {
+	if err == nil {
+		return
+	}
+	if _, ok := redis.IsMovedError(err); ok {
+		h.r.moved.Add(1)
+	}
+	if _, ok := redis.IsAskError(err); ok {
+		h.r.ask.Add(1)
+	}
+}
+
+// TestResharding moves the slot of one shard from its master to another
+// by hand, as redis-cli --cluster reshard does, with operations in
+// between: while the shard's keys sit on the new master but the slot is
+// still the old one's, the old master answers ASK; once the slot is
+// reassigned, it answers MOVED. go-redis follows both; every key stays
+// found and new keys go in.
+func TestResharding(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a cluster of its own in -short mode")
+	}
+	ctx := ctxOf(t)
+	c := redistest.NewCluster(t, 3, 0, redistest.Config{})
+	red := &redirects{}
+	rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: c.Addrs(), Protocol: 2})
+	rdb.OnNewNode(red.hook)
+	t.Cleanup(func() { rdb.Close() })
+	f, err := redisfilter.New(ctx, rdb, uniqueName(t), 30000, redisfilter.WithShards(3))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var in [][]byte
+	addAll := func(prefix string) {
+		t.Helper()
+		more := keys(prefix, 3000)
+		errs := make([]error, len(more))
+		if err := f.AddBatch(ctx, more, errs); err != nil {
+			t.Fatal(err)
+		}
+		for i, err := range errs {
+			if err != nil {
+				t.Fatalf("%s: %v", more[i], err)
+			}
+		}
+		in = append(in, more...)
+		for _, k := range more[:50] {
+			if err := f.Add(ctx, k); err != nil {
+				t.Fatal(err)
+			}
+			if ok, err := f.Delete(ctx, k); err != nil || !ok {
+				t.Fatal(ok, err)
+			}
+			if n, err := f.Count(ctx, k); err != nil || n < 1 {
+				t.Fatal(n, err)
+			}
+		}
+	}
+	checkAll := func(stage string) {
+		t.Helper()
+		found := make([]bool, len(in))
+		if err := f.ContainsBatch(ctx, in, found); err != nil {
+			t.Fatalf("%s: %v", stage, err)
+		}
+		for i, ok := range found {
+			if !ok {
+				t.Fatalf("%s: %s lost", stage, in[i])
+			}
+		}
+		for _, k := range in[:100] {
+			if ok, err := f.Contains(ctx, k); err != nil || !ok {
+				t.Fatalf("%s: Contains(%s) = %v, %v", stage, k, ok, err)
+			}
+		}
+	}
+	addAll("before")
+	keysOf := f.Keys() // meta, then table and hash of each shard
+	table, hash := keysOf[1], keysOf[2]
+	slotText, err := c.Servers[0].Do("CLUSTER", "KEYSLOT", table)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var slot int
+	fmt.Sscan(slotText, &slot)
+	src, err := c.MasterOf(slot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nodes, _ := c.Nodes()
+	var srcID, dstID string
+	var dst *redistest.Server
+	for _, n := range nodes {
+		switch {
+		case n.Addr == src.Addr:
+			srcID = n.ID
+		case n.Master && dst == nil:
+			dst, dstID = c.Server(n.Addr), n.ID
+		}
+	}
+	do := func(s *redistest.Server, args ...string) {
+		t.Helper()
+		if _, err := s.Do(args...); err != nil {
+			t.Fatalf("%s %v: %v", s.Addr, args, err)
+		}
+	}
+	do(dst, "CLUSTER", "SETSLOT", fmt.Sprint(slot), "IMPORTING", srcID)
+	do(src, "CLUSTER", "SETSLOT", fmt.Sprint(slot), "MIGRATING", dstID)
+	do(src, "MIGRATE", "127.0.0.1", fmt.Sprint(dst.Port), "", "0", "5000", "KEYS", table, hash)
+	checkAll("keys migrated, slot migrating")
+	addAll("asking")
+	for _, n := range nodes {
+		if n.Master {
+			do(c.Server(n.Addr), "CLUSTER", "SETSLOT", fmt.Sprint(slot), "NODE", dstID)
+		}
+	}
+	checkAll("slot moved")
+	addAll("moved")
+	checkAll("after")
+	t.Logf("redirects followed: %d ASK, %d MOVED", red.ask.Load(), red.moved.Load())
+	if red.ask.Load() == 0 || red.moved.Load() == 0 {
+		t.Fatalf("the test saw %d ASK and %d MOVED replies; it must see both", red.ask.Load(), red.moved.Load())
+	}
+}

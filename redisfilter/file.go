@@ -1,0 +1,246 @@
+package redisfilter
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+
+	"github.com/dedupkit/cuckoo"
+	"github.com/dedupkit/cuckoo/internal/codec"
+	"github.com/redis/go-redis/v9"
+)
+
+// The shards of a filter are the segments of a library filter's table, so
+// a filter file (docs/format.md, format 1) converts to shards and back
+// without touching a bucket. The layout of the file's fixed header:
+const (
+	hdrMagic    = 0  // "CKOO"
+	hdrVersion  = 4  // uint16 = 1
+	hdrKind     = 6  // 1 = Filter
+	hdrFlags    = 7  // bit 0 semi-sorted, bit 1 growing table
+	hdrSlots    = 8  // b
+	hdrBits     = 9  // f
+	hdrHash     = 10 // 1 = XXH3-64
+	hdrKicks    = 12 // uint32
+	hdrSeed     = 16
+	hdrCapacity = 24
+	hdrBuckets  = 32
+	hdrItems    = 40
+	hdrWords    = 48
+	hdrCounters = 56
+	hdrSegments = 64 // uint32
+	hdrSize     = 72
+)
+
+// Push uploads a library filter into Redis as the cuckoo filter called
+// name, with the same parameters, seed and table: every lookup, count and
+// later insert gives the same answer there as in src. src must be a plain
+// (not semi-sorted) [cuckoo.Filter]; build it with
+// [cuckoo.WithSegments](n) to get n shards (a filter of one segment
+// becomes one shard, whose whole load one master serves).
+//
+// If a filter of that name exists, Push returns an error wrapping
+// [ErrExists], unless replace is set: then it drops it first. While the
+// upload runs, New and Open of the name return [ErrBusy]. Push sends each
+// shard in one function call.
+func Push(ctx context.Context, rdb redis.UniversalClient, name string, src *cuckoo.Filter, replace bool) (*Filter, error) {
+	if src.SemiSorted() {
+		return nil, fmt.Errorf("%w: a semi-sorted filter (build it without semi-sorting to push it)", ErrUnsupported)
+	}
+	enc, err := src.MarshalBinary()
+	if err != nil {
+		return nil, err
+	}
+	le := binary.LittleEndian
+	m := meta{
+		kind: "cuckoo", b: int(enc[hdrSlots]), f: int(enc[hdrBits]), buckets: le.Uint64(enc[hdrBuckets:]),
+		shards: int(le.Uint32(enc[hdrSegments:])), seed: le.Uint64(enc[hdrSeed:]), kicks: int(le.Uint32(enc[hdrKicks:])),
+		capacity: le.Uint64(enc[hdrCapacity:]), id: newID(), state: statePushing,
+	}
+	if string(enc[:4]) != "CKOO" || le.Uint16(enc[hdrVersion:]) != 1 || enc[hdrKind] != 1 || enc[hdrFlags] != 0 || enc[hdrHash] != 1 {
+		return nil, fmt.Errorf("%w: a filter encoding of a layout Push does not know (%x)", ErrUnsupported, enc[:12])
+	}
+	if err := ensureFunctions(ctx, rdb); err != nil {
+		return nil, err
+	}
+	key := metaKey(cuckooPrefix, name)
+	for {
+		old, err := claimMeta(ctx, rdb, key, m.encode())
+		if err != nil {
+			return nil, err
+		}
+		if old == "" {
+			break
+		}
+		if !replace {
+			return nil, fmt.Errorf("%w: %q", ErrExists, name)
+		}
+		if err := dropAny(ctx, rdb, name, old); err != nil {
+			return nil, err
+		}
+	}
+	f := newFilter(rdb, name, m)
+	words := le.Uint64(enc[hdrWords:])
+	table := enc[hdrSize : hdrSize+8*words]
+	counters := make([][]any, m.shards)
+	dups := enc[hdrSize+8*words : len(enc)-4]
+	for len(dups) >= 16 {
+		k, copies := le.Uint64(dups), le.Uint64(dups[8:])
+		dups = dups[16:]
+		i, fp := k>>32, k&0xffffffff
+		s := i / f.g.perShard
+		lo := i - s*f.g.perShard
+		counters[s] = append(counters[s], counterField(lo, f.g.alt(lo, fp), fp), strconv.FormatUint(copies, 10))
+	}
+	err = f.eachShard(ctx, func(s int) redis.Cmder {
+		part := table[uint64(s)*f.g.shardBytes : uint64(s+1)*f.g.shardBytes]
+		n := f.g.occupied(part)
+		for k := 1; k < len(counters[s]); k += 2 {
+			c, _ := strconv.ParseUint(counters[s][k].(string), 10, 64)
+			n += c
+		}
+		args := append([]any{f.m.id, part, n}, counters[s]...)
+		return f.fcall(ctx, "ckf1_put", s, args)
+	}, func(s int, c redis.Cmder) error { return c.Err() })
+	if err != nil {
+		return nil, err
+	}
+	f.m.state = stateReady
+	if err := rdb.SetArgs(ctx, key, f.m.encode(), redis.SetArgs{Mode: "XX"}).Err(); err != nil {
+		return nil, err
+	}
+	return f, nil
+}
+
+// dropAny drops the cuckoo filter whose metadata is old, whatever its
+// state.
+func dropAny(ctx context.Context, rdb redis.UniversalClient, name, old string) error {
+	m, err := parseMeta(old, "cuckoo")
+	if err != nil {
+		// Metadata we cannot read: remove just that key.
+		return rdb.Del(ctx, metaKey(cuckooPrefix, name)).Err()
+	}
+	return newFilter(rdb, name, m).Drop(ctx)
+}
+
+// Snapshot returns a library filter holding the filter's current state:
+// the same parameters, seed and table, so it answers every lookup and
+// count as the Redis filter does, and its encoding (MarshalBinary) is the
+// filter file of the shards. Each shard is read atomically (one read-only
+// function call); with concurrent writers the shards are read at slightly
+// different moments. The result is checked by the library's decoder: a
+// shard whose contents break a filter invariant gives an error wrapping
+// [ErrCorrupt]. It holds the whole table in memory, twice while decoding.
+func (f *Filter) Snapshot(ctx context.Context) (*cuckoo.Filter, error) {
+	g := &f.g
+	words := g.shardBytes / 8 * g.shards
+	type counter struct{ key, copies uint64 }
+	var dups []counter
+	enc := make([]byte, hdrSize, hdrSize+8*words+4)
+	var items uint64
+	err := f.eachShard(ctx, func(s int) redis.Cmder {
+		cmd := redis.NewSliceCmd(ctx, "fcall_ro", "ckf1_dump", 2, f.tables[s], f.counters[s], f.m.id)
+		cmd.SetFirstKeyPos(3)
+		return cmd
+	}, func(s int, c redis.Cmder) error {
+		v, err := c.(*redis.SliceCmd).Result()
+		if err != nil {
+			return err
+		}
+		table, ok := v[0].(string)
+		fields, ok2 := v[1].([]any)
+		if !ok || !ok2 || uint64(len(table)) != g.shardBytes || len(fields)%2 != 0 {
+			return fmt.Errorf("%w: shard %d of %q: a table of %d bytes (want %d)", ErrCorrupt, s, f.name, len(table), g.shardBytes)
+		}
+		enc = append(enc, table...)
+		for k := 0; k < len(fields); k += 2 {
+			name, _ := fields[k].(string)
+			val, _ := fields[k+1].(string)
+			if name == "id" {
+				continue
+			}
+			n, err := strconv.ParseUint(val, 10, 64)
+			if err != nil {
+				return fmt.Errorf("%w: shard %d field %q = %q", ErrCorrupt, s, name, val)
+			}
+			switch name {
+			case "n":
+				items += n
+			default:
+				lo, fp, ok := parseCounterField(name)
+				if !ok || lo >= g.perShard || fp == 0 || fp > g.fpMax {
+					return fmt.Errorf("%w: shard %d counter %q", ErrCorrupt, s, name)
+				}
+				dups = append(dups, counter{(uint64(s)*g.perShard+lo)<<32 | fp, n})
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	slices.SortFunc(dups, func(a, b counter) int { return cmpUint(a.key, b.key) })
+	le := binary.LittleEndian
+	for _, d := range dups {
+		enc = le.AppendUint64(enc, d.key)
+		enc = le.AppendUint64(enc, d.copies)
+	}
+	copy(enc[hdrMagic:], "CKOO")
+	le.PutUint16(enc[hdrVersion:], 1)
+	enc[hdrKind], enc[hdrSlots], enc[hdrBits], enc[hdrHash] = 1, byte(g.b), byte(g.f), 1
+	le.PutUint32(enc[hdrKicks:], uint32(f.m.kicks))
+	le.PutUint64(enc[hdrSeed:], g.seed)
+	le.PutUint64(enc[hdrCapacity:], f.m.capacity)
+	le.PutUint64(enc[hdrBuckets:], g.buckets)
+	le.PutUint64(enc[hdrItems:], items)
+	le.PutUint64(enc[hdrWords:], words)
+	le.PutUint64(enc[hdrCounters:], uint64(len(dups)))
+	le.PutUint32(enc[hdrSegments:], uint32(g.shards))
+	enc = le.AppendUint32(enc, codec.Checksum(enc))
+	var out cuckoo.Filter
+	if err := out.UnmarshalBinary(enc); err != nil {
+		return nil, fmt.Errorf("%w: %q does not decode as a filter: %w", ErrCorrupt, f.name, err)
+	}
+	return &out, nil
+}
+
+func cmpUint(a, b uint64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// MemoryUsage returns what Redis reports (MEMORY USAGE, every element
+// counted) for the filter's keys together: its shards and its metadata.
+// One command per key, pipelined.
+func (f *Filter) MemoryUsage(ctx context.Context) (uint64, error) {
+	return memoryUsage(ctx, f.rdb, f.Keys())
+}
+
+// memoryUsage sums MEMORY USAGE over keys.
+func memoryUsage(ctx context.Context, rdb redis.UniversalClient, keys []string) (uint64, error) {
+	var total uint64
+	for lo := 0; lo < len(keys); lo += shardBatch {
+		pipe := rdb.Pipeline()
+		var cmds []*redis.IntCmd
+		for _, k := range keys[lo:min(lo+shardBatch, len(keys))] {
+			cmds = append(cmds, pipe.MemoryUsage(ctx, k, 0))
+		}
+		pipe.Exec(ctx)
+		for _, c := range cmds {
+			n, err := c.Result()
+			if err != nil && !errors.Is(err, redis.Nil) {
+				return 0, err
+			}
+			total += uint64(n)
+		}
+	}
+	return total, nil
+}

@@ -1,0 +1,361 @@
+package redisfilter
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/dedupkit/cuckoo"
+	"github.com/redis/go-redis/v9"
+)
+
+// Filter is a cuckoo filter kept in Redis: a handle on the shards and
+// metadata of one named filter, holding no keys itself. Every operation is
+// one round trip (a batch: one per node, pipelined); an insert or delete
+// runs as a Redis Function on its shard, atomically, so any number of
+// Filters in any number of processes may use one filter at once.
+//
+// A Filter is safe for concurrent use by multiple goroutines. Its methods
+// return the client's errors (connection, timeout, context) as they come;
+// after such an error on a write the write may or may not have happened.
+type Filter struct {
+	rdb      redis.UniversalClient
+	name     string
+	m        meta
+	g        geometry
+	tables   []string // shard s's table key
+	counters []string // shard s's hash key
+
+	// Durable: replicas to wait for after each write, and how long.
+	wait        int
+	waitTimeout time.Duration
+}
+
+// New returns the cuckoo filter called name in rdb, creating it empty if
+// it does not exist, sized like the library's [cuckoo.New](capacity,
+// opts...) for a table of as many segments as it has shards: it holds
+// capacity distinct keys. If a filter of that name exists with the same
+// parameters (the seed compared only when [WithSeed] is given, the shard
+// count only when [WithShards] is), New opens it; with other parameters
+// it returns an error wrapping [ErrMismatch] that lists them, changing
+// nothing.
+//
+// New loads the package's Redis Functions library (ckf1) into every
+// master that lacks it. It needs Redis 7.0 or later (or Valkey 7.2 or
+// later); an older server gets an error wrapping [ErrUnsupported] that
+// names the version needed. Its cost: a few round trips, plus one
+// function call per shard when it creates the filter.
+func New(ctx context.Context, rdb redis.UniversalClient, name string, capacity uint64, opts ...Option) (*Filter, error) {
+	c, err := resolve(opts)
+	if err != nil {
+		return nil, err
+	}
+	p, err := c.cuckooPlan(capacity)
+	if err != nil {
+		return nil, err
+	}
+	if sb := planShardBytes(&p); sb > maxShardBytes {
+		return nil, fmt.Errorf("%w: shards of %d bytes, above Redis's 512 MiB strings: give WithShards %d or more", ErrInvalidParameter, sb, (sb*uint64(p.Segments)+maxShardBytes-1)/maxShardBytes)
+	}
+	kicks := c.kicks
+	if kicks == 0 {
+		kicks = cuckoo.DefaultMaxKicks
+	}
+	want := meta{
+		kind: "cuckoo", b: p.BucketSize, f: p.FingerprintBits, buckets: p.NumBuckets, shards: p.Segments,
+		seed: c.seed, kicks: kicks, capacity: capacity, id: newID(), state: stateCreating,
+	}
+	if err := ensureFunctions(ctx, rdb); err != nil {
+		return nil, err
+	}
+	key := metaKey(cuckooPrefix, name)
+	old, err := claimMeta(ctx, rdb, key, want.encode())
+	if err != nil {
+		return nil, err
+	}
+	m := want
+	if old != "" {
+		if m, err = parseMeta(old, "cuckoo"); err != nil {
+			return nil, err
+		}
+		if d := m.diff(&want, c.seedSet, c.shards != 0); d != "" {
+			return nil, fmt.Errorf("%w: filter %q has %s", ErrMismatch, name, d)
+		}
+	}
+	return open(ctx, rdb, name, m)
+}
+
+// Open returns the existing cuckoo filter called name, or an error
+// wrapping [ErrNotFound]. Like New, it loads the Functions library where
+// it is missing.
+func Open(ctx context.Context, rdb redis.UniversalClient, name string) (*Filter, error) {
+	m, err := readMeta(ctx, rdb, cuckooPrefix, "cuckoo", name)
+	if err != nil {
+		return nil, err
+	}
+	if err := ensureFunctions(ctx, rdb); err != nil {
+		return nil, err
+	}
+	return open(ctx, rdb, name, m)
+}
+
+// open returns the Filter of metadata m, finishing its creation if New
+// was interrupted (or is still at it) before it was ready.
+func open(ctx context.Context, rdb redis.UniversalClient, name string, m meta) (*Filter, error) {
+	switch m.state {
+	case statePushing:
+		return nil, fmt.Errorf("%w: %q (if no push is running, push it again)", ErrBusy, name)
+	}
+	f := newFilter(rdb, name, m)
+	if m.state == stateCreating {
+		if err := f.create(ctx); err != nil {
+			return nil, err
+		}
+		f.m.state = stateReady
+		if err := rdb.SetArgs(ctx, metaKey(cuckooPrefix, name), f.m.encode(), redis.SetArgs{Mode: "XX"}).Err(); err != nil {
+			return nil, err
+		}
+	}
+	return f, nil
+}
+
+func newFilter(rdb redis.UniversalClient, name string, m meta) *Filter {
+	f := &Filter{rdb: rdb, name: name, m: m, g: newGeometry(&m)}
+	for s := range m.shards {
+		f.tables = append(f.tables, shardKey(cuckooPrefix, "t", name, s, m.shards))
+		f.counters = append(f.counters, shardKey(cuckooPrefix, "c", name, s, m.shards))
+	}
+	return f
+}
+
+// create makes every shard that is not yet a shard of this filter an
+// empty one.
+func (f *Filter) create(ctx context.Context) error {
+	return f.eachShard(ctx, func(s int) redis.Cmder {
+		return f.fcall(ctx, "ckf1_create", s, []any{f.m.id, f.g.shardBytes})
+	}, func(s int, c redis.Cmder) error { return c.Err() })
+}
+
+// shardBatch is the most shards one pipeline of eachShard addresses.
+const shardBatch = 1024
+
+// eachShard sends one command per shard, made by mk, in pipelines of
+// shardBatch, and gives each reply to check.
+func (f *Filter) eachShard(ctx context.Context, mk func(s int) redis.Cmder, check func(s int, c redis.Cmder) error) error {
+	for lo := 0; lo < f.m.shards; lo += shardBatch {
+		hi := min(lo+shardBatch, f.m.shards)
+		cmds := make([]redis.Cmder, 0, hi-lo)
+		for s := lo; s < hi; s++ {
+			cmds = append(cmds, mk(s))
+		}
+		if err := f.run(ctx, cmds); err != nil {
+			return err
+		}
+		for s := lo; s < hi; s++ {
+			if err := check(s, cmds[s-lo]); err != nil {
+				return replyErr(err)
+			}
+		}
+	}
+	return nil
+}
+
+// Name returns the filter's name.
+func (f *Filter) Name() string { return f.name }
+
+// Capacity returns the number of distinct keys the filter was sized for.
+func (f *Filter) Capacity() uint64 { return f.m.capacity }
+
+// Shards returns the number of shards.
+func (f *Filter) Shards() int { return f.m.shards }
+
+// BucketSize returns the slots per bucket.
+func (f *Filter) BucketSize() int { return f.m.b }
+
+// FingerprintBits returns the fingerprint width.
+func (f *Filter) FingerprintBits() int { return f.m.f }
+
+// NumBuckets returns the buckets of the whole table (all shards).
+func (f *Filter) NumBuckets() uint64 { return f.m.buckets }
+
+// MaxKicks returns the most fingerprints one insert may displace.
+func (f *Filter) MaxKicks() int { return f.m.kicks }
+
+// Seed returns the hash seed.
+func (f *Filter) Seed() uint64 { return f.m.seed }
+
+// Keys returns the Redis keys of the filter: its metadata, then each
+// shard's table and hash (for ACL rules, monitoring or MIGRATE).
+func (f *Filter) Keys() []string {
+	k := []string{metaKey(cuckooPrefix, f.name)}
+	for s := range f.tables {
+		k = append(k, f.tables[s], f.counters[s])
+	}
+	return k
+}
+
+// TableBytes returns the bytes of the shards' tables together: the
+// library filter's table, without its duplicate counters.
+func (f *Filter) TableBytes() uint64 { return f.g.shardBytes * uint64(f.m.shards) }
+
+// Add inserts one copy of key, as the library's [cuckoo.Filter.Add]: a
+// multiset insert, copies beyond the second of a fingerprint in its bucket
+// pair counted in the shard's hash, so a key added n times counts n and
+// takes two slots. It returns [ErrFull] when its shard has no room (the
+// shard is then exactly as it was). One function call on the key's shard.
+func (f *Filter) Add(ctx context.Context, key []byte) error {
+	r, err := f.addOne(ctx, key, false)
+	if err != nil {
+		return err
+	}
+	if r == 0 {
+		return ErrFull
+	}
+	return nil
+}
+
+// AddUnique adds key unless the filter reports it already, and says
+// whether it did; the test and the insert are one atomic step on the
+// key's shard, so of several clients adding one key at once exactly one
+// gets true. A false positive makes it skip a key never added.
+func (f *Filter) AddUnique(ctx context.Context, key []byte) (added bool, err error) {
+	r, err := f.addOne(ctx, key, true)
+	if err != nil {
+		return false, err
+	}
+	if r == 0 {
+		return false, ErrFull
+	}
+	return r == 1, nil
+}
+
+func (f *Filter) addOne(ctx context.Context, key []byte, unique bool) (int64, error) {
+	s, i1, _, fp := f.g.locateKey(key)
+	return f.callOne(ctx, "ckf1_add", s, append(f.header(3), boolArg(unique), i1, fp))
+}
+
+// callOne calls function fn of shard s for one key and returns its code.
+func (f *Filter) callOne(ctx context.Context, fn string, s int, args []any) (int64, error) {
+	cmd := f.fcall(ctx, fn, s, args)
+	if err := f.run(ctx, []redis.Cmder{cmd}); err != nil {
+		return 0, err
+	}
+	codes, err := cmd.Int64Slice()
+	if err != nil {
+		return 0, replyErr(err)
+	}
+	if len(codes) != 1 {
+		return 0, fmt.Errorf("%w: %s replied %v", ErrCorrupt, fn, codes)
+	}
+	return codes[0], nil
+}
+
+func boolArg(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// Contains reports whether key may be in the filter: always true for a
+// key added and not deleted, true with the filter's false-positive rate
+// for any other. It reads the key's two buckets with one BITFIELD_RO (no
+// script), so it may be served by a replica when the client reads from
+// replicas. A dropped filter reports every key absent.
+func (f *Filter) Contains(ctx context.Context, key []byte) (bool, error) {
+	s, i1, i2, fp := f.g.locateKey(key)
+	args := make([]any, 0, 2+3*(f.g.fields(i1)+f.g.fields(i2)))
+	args = append(args, "bitfield_ro", f.tables[s])
+	args = f.g.appendFields(args, i1)
+	args = f.g.appendFields(args, i2)
+	cmd := redis.NewIntSliceCmd(ctx, args...)
+	cmd.SetFirstKeyPos(1)
+	if err := f.rdb.Process(ctx, cmd); err != nil {
+		return false, err
+	}
+	var buf [40]byte
+	bb, sh, rest := f.g.bucketBytes(buf[:], cmd.Val(), i1)
+	if f.g.has(bb, sh, fp) {
+		return true, nil
+	}
+	bb, sh, _ = f.g.bucketBytes(buf[:], rest, i2)
+	return f.g.has(bb, sh, fp), nil
+}
+
+// Delete removes one copy of key and reports whether there was one, as
+// [cuckoo.Filter.Delete]: counted copies first, then a slot. Delete only
+// keys you added: deleting a key never added removes the fingerprint of
+// another key that shares it (with the false-positive probability), which
+// then reads as absent. One function call on the key's shard.
+func (f *Filter) Delete(ctx context.Context, key []byte) (bool, error) {
+	s, i1, _, fp := f.g.locateKey(key)
+	code, err := f.callOne(ctx, "ckf1_del", s, append(f.header(2), i1, fp))
+	return code == 1, err
+}
+
+// Count returns how many copies of key's fingerprint its two buckets and
+// its duplicate counter hold: the times key was added and not deleted,
+// plus copies of colliding keys (so never less than the true count). One
+// read-only function call, atomic on the shard.
+func (f *Filter) Count(ctx context.Context, key []byte) (uint64, error) {
+	s, i1, _, fp := f.g.locateKey(key)
+	args := append([]any{"fcall_ro", "ckf1_count", 2, f.tables[s], f.counters[s]}, f.header(2)...)
+	cmd := redis.NewCmd(ctx, append(args, i1, fp)...)
+	cmd.SetFirstKeyPos(3)
+	if err := f.run(ctx, []redis.Cmder{cmd}); err != nil {
+		return 0, err
+	}
+	v, err := cmd.Slice()
+	if err != nil {
+		return 0, replyErr(err)
+	}
+	if len(v) != 2 {
+		return 0, fmt.Errorf("%w: ckf1_count replied %v", ErrCorrupt, v)
+	}
+	slots, ok1 := v[0].(int64)
+	extra, err2 := strconv.ParseUint(fmt.Sprint(v[1]), 10, 64)
+	if !ok1 || err2 != nil || slots < 0 || slots > 2 {
+		return 0, fmt.Errorf("%w: ckf1_count replied %v", ErrCorrupt, v)
+	}
+	return uint64(slots) + extra, nil
+}
+
+// Len returns the items in the filter, copies included: the sum of the
+// shards' counts, each read atomically (so with concurrent writers, a sum
+// of counts taken at slightly different moments). One HMGET per shard,
+// pipelined.
+func (f *Filter) Len(ctx context.Context) (uint64, error) {
+	var total uint64
+	err := f.eachShard(ctx, func(s int) redis.Cmder {
+		return redis.NewSliceCmd(ctx, "hmget", f.counters[s], "id", "n")
+	}, func(s int, c redis.Cmder) error {
+		v, err := c.(*redis.SliceCmd).Result()
+		if err != nil {
+			return err
+		}
+		if v[0] != f.m.id {
+			return fmt.Errorf("%w: shard %d of %q", ErrNotFound, s, f.name)
+		}
+		n, err := strconv.ParseUint(fmt.Sprint(v[1]), 10, 64)
+		if err != nil {
+			return fmt.Errorf("%w: shard %d count %v", ErrCorrupt, s, v[1])
+		}
+		total += n
+		return nil
+	})
+	return total, err
+}
+
+// Drop deletes the filter: its metadata first (so New and Open no longer
+// find it), then its shards. Filters opened before fail their writes with
+// [ErrNotFound] and report every key absent. Do not Drop a filter while
+// another client is creating it with New.
+func (f *Filter) Drop(ctx context.Context) error {
+	if err := f.rdb.Del(ctx, metaKey(cuckooPrefix, f.name)).Err(); err != nil {
+		return err
+	}
+	return f.eachShard(ctx, func(s int) redis.Cmder {
+		return redis.NewIntCmd(ctx, "del", f.tables[s], f.counters[s])
+	}, func(s int, c redis.Cmder) error { return c.Err() })
+}

@@ -1,0 +1,176 @@
+package redisfilter
+
+import (
+	"context"
+	_ "embed"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// luaLibrary is the Redis Functions library that updates cuckoo shards,
+// loaded with FUNCTION LOAD into every master.
+//
+//go:embed cuckoo.lua
+var luaLibrary string
+
+// libraryName is the library's name (its first line says it too).
+const libraryName = "ckf1"
+
+// ensureFunctions loads the library into every master that lacks it (or
+// holds other code under its name). Servers without Redis Functions get
+// an error wrapping ErrUnsupported that names the version needed.
+func ensureFunctions(ctx context.Context, rdb redis.UniversalClient) error {
+	load := func(ctx context.Context, c redis.Cmdable) error {
+		libs, err := c.FunctionList(ctx, redis.FunctionListQuery{LibraryNamePattern: libraryName, WithCode: true}).Result()
+		if err != nil {
+			return noFunctions(ctx, c, err)
+		}
+		for _, l := range libs {
+			if l.Name == libraryName && l.Code == luaLibrary {
+				return nil
+			}
+		}
+		if err := c.FunctionLoadReplace(ctx, luaLibrary).Err(); err != nil {
+			return noFunctions(ctx, c, err)
+		}
+		return nil
+	}
+	switch c := rdb.(type) {
+	case *redis.ClusterClient:
+		return c.ForEachMaster(ctx, func(ctx context.Context, n *redis.Client) error { return load(ctx, n) })
+	case *redis.Ring:
+		return fmt.Errorf("%w: a redis.Ring client (use a ClusterClient, or a Client per filter)", ErrUnsupported)
+	default:
+		return load(ctx, rdb)
+	}
+}
+
+// noFunctions explains err when the server does not know FUNCTION.
+func noFunctions(ctx context.Context, c redis.Cmdable, err error) error {
+	if !isUnknownCommand(err) {
+		return err
+	}
+	version := "an unknown version"
+	if info, ierr := c.Info(ctx, "server").Result(); ierr == nil {
+		for _, l := range strings.Split(info, "\n") {
+			if v, ok := strings.CutPrefix(strings.TrimSpace(l), "redis_version:"); ok {
+				version = "version " + v
+			}
+		}
+	}
+	return fmt.Errorf("%w: the server (%s) has no Redis Functions (FUNCTION: %v); redisfilter's cuckoo filters need Redis 7.0 or later, or Valkey 7.2 or later", ErrUnsupported, version, err)
+}
+
+func isUnknownCommand(err error) bool {
+	var re redis.Error
+	return errors.As(err, &re) && strings.Contains(err.Error(), "unknown command")
+}
+
+// fcall returns an FCALL of fn on shard s's two keys with args (after the
+// keys), routed by its first key.
+func (f *Filter) fcall(ctx context.Context, fn string, s int, args []any) *redis.Cmd {
+	a := make([]any, 0, 5+len(args))
+	a = append(a, "fcall", fn, 2, f.tables[s], f.counters[s])
+	a = append(a, args...)
+	cmd := redis.NewCmd(ctx, a...)
+	cmd.SetFirstKeyPos(3)
+	return cmd
+}
+
+// header returns the arguments every table function takes first.
+func (f *Filter) header(extra int) []any {
+	a := make([]any, 0, 5+extra)
+	return append(a, f.m.id, f.g.b, f.g.f, f.g.perShard, f.m.kicks)
+}
+
+// run sends cmds in one pipeline (one per node of a cluster), loading
+// the functions and resending the commands a node refused for want of
+// them. It returns the first transport error; errors replied by Redis are
+// left in their commands.
+func (f *Filter) run(ctx context.Context, cmds []redis.Cmder) error {
+	for attempt := 0; ; attempt++ {
+		if err := f.send(ctx, cmds); err != nil {
+			return err
+		}
+		var missing []redis.Cmder
+		for _, c := range cmds {
+			if err := c.Err(); err != nil && strings.Contains(err.Error(), "Function not found") {
+				missing = append(missing, c)
+			}
+		}
+		if len(missing) == 0 || attempt == 1 {
+			return nil
+		}
+		// A node the library never reached: a master added to the
+		// cluster, or a server restarted without its data.
+		if err := ensureFunctions(ctx, f.rdb); err != nil {
+			return err
+		}
+		for _, c := range missing {
+			c.SetErr(nil)
+		}
+		cmds = missing
+	}
+}
+
+// send sends cmds in one pipeline. With Durable, writes go to the
+// shards' masters with a WAIT after them (see durable.go).
+func (f *Filter) send(ctx context.Context, cmds []redis.Cmder) error {
+	if len(cmds) == 1 && f.wait == 0 {
+		err := f.rdb.Process(ctx, cmds[0])
+		return transportErr(err)
+	}
+	if f.wait > 0 && isWrite(cmds) {
+		return f.sendDurable(ctx, cmds)
+	}
+	pipe := f.rdb.Pipeline()
+	for _, c := range cmds {
+		pipe.Process(ctx, c)
+	}
+	pipe.Exec(ctx)
+	return firstTransportErr(cmds)
+}
+
+// transportErr returns err unless it is an error replied by Redis (those
+// stay in their commands).
+func transportErr(err error) error {
+	var re redis.Error
+	if err == nil || errors.Is(err, redis.Nil) || errors.As(err, &re) {
+		return nil
+	}
+	return err
+}
+
+// firstTransportErr returns the first error of cmds that Redis did not
+// reply (a connection or a context error).
+func firstTransportErr(cmds []redis.Cmder) error {
+	for _, c := range cmds {
+		if err := transportErr(c.Err()); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func isWrite(cmds []redis.Cmder) bool {
+	for _, c := range cmds {
+		if c.Name() == "fcall" {
+			return true
+		}
+	}
+	return false
+}
+
+// replyErr maps an error Redis replied to a function call.
+func replyErr(err error) error {
+	if err == nil {
+		return nil
+	}
+	if strings.HasPrefix(err.Error(), "CKFGONE") {
+		return fmt.Errorf("%w: %v", ErrNotFound, err)
+	}
+	return err
+}

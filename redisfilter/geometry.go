@@ -1,0 +1,171 @@
+package redisfilter
+
+import (
+	"encoding/binary"
+	"strconv"
+	"strings"
+
+	"github.com/dedupkit/cuckoo/internal/addr"
+	"github.com/dedupkit/cuckoo/internal/hash"
+)
+
+// geometry is the layout of a cuckoo filter's shards: each is segment s of
+// the library's segmented table (docs/format.md), its bytes the segment's
+// little-endian words, so bit k of the shard's string is bit k%8 of byte
+// k/8. Bucket i of a shard is the b·f-bit field starting at bit i·b·f.
+type geometry struct {
+	b, f       uint64 // slots per bucket, bits per fingerprint
+	bucketBits uint64 // b·f
+	buckets    uint64 // buckets of the whole table
+	shards     uint64
+	perShard   uint64 // buckets of one shard
+	shardBytes uint64 // bytes of one shard's string: its words·8
+	fpMax      uint64 // 2^f − 1
+	seed       uint64
+}
+
+func newGeometry(m *meta) geometry {
+	g := geometry{
+		b: uint64(m.b), f: uint64(m.f), buckets: m.buckets, shards: uint64(m.shards), seed: m.seed,
+	}
+	g.bucketBits = g.b * g.f
+	g.perShard = g.buckets / g.shards
+	// The table's words, split evenly: a segment of a multiple of 64
+	// buckets is a whole number of words, and a single shard holds the
+	// last partial word too.
+	words := (g.buckets*g.bucketBits + 63) / 64
+	g.shardBytes = words / g.shards * 8
+	g.fpMax = 1<<g.f - 1
+	return g
+}
+
+// locate returns the shard of a key's hash, its first bucket counted
+// from the shard's first bucket, its fingerprint and its other bucket.
+func (g *geometry) locate(h uint64) (shard int, i1, i2, fp uint64) {
+	s := addr.Segment(h, g.shards)
+	i1 = addr.Bucket(h, g.buckets) - s*g.perShard
+	fp = addr.Fingerprint(h, g.fpMax)
+	return int(s), i1, addr.Alt(i1, fp, g.perShard), fp
+}
+
+func (g *geometry) locateKey(key []byte) (shard int, i1, i2, fp uint64) {
+	return g.locate(hash.Sum64(key, g.seed))
+}
+
+// alt returns the other bucket of fp in bucket i of a shard.
+func (g *geometry) alt(i, fp uint64) uint64 { return addr.Alt(i, fp, g.perShard) }
+
+// occupied returns the non-empty slots of a shard's table.
+func (g *geometry) occupied(table []byte) uint64 {
+	var n uint64
+	for i := range g.perShard {
+		lo, c, sh := g.span(i)
+		for j := range g.b {
+			if g.slot(table[lo:lo+c], sh, j) != 0 {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// span returns the bytes that hold bucket i: the first, how many, and the
+// bucket's first bit within the first.
+func (g *geometry) span(i uint64) (lo, n uint64, shift uint) {
+	p := i * g.bucketBits
+	lo, shift = p/8, uint(p%8)
+	n = (uint64(shift) + g.bucketBits + 7) / 8
+	return lo, n, shift
+}
+
+// fieldTypes names the BITFIELD types that read n whole bytes (n = 1..8):
+// unsigned up to 7 bytes; 8 bytes are read signed (BITFIELD has no u64)
+// and reinterpreted.
+var fieldTypes = [9]string{"", "u8", "u16", "u24", "u32", "u40", "u48", "u56", "i64"}
+
+// appendFields appends to args the BITFIELD_RO GET fields that read the
+// bytes of bucket i: one per 8 bytes, each at a byte-aligned offset.
+func (g *geometry) appendFields(args []any, i uint64) []any {
+	lo, n, _ := g.span(i)
+	for off := uint64(0); off < n; off += 8 {
+		c := min(n-off, 8)
+		args = append(args, "GET", fieldTypes[c], int64(8*(lo+off)))
+	}
+	return args
+}
+
+// fields returns the number of GET fields appendFields appends for
+// bucket i.
+func (g *geometry) fields(i uint64) int {
+	_, n, _ := g.span(i)
+	return int((n + 7) / 8)
+}
+
+// bucketBytes turns the replies to bucket i's fields (the front of vals)
+// back into the bucket's bytes, which it writes to dst (at least 40 bytes
+// long), and returns them with the bucket's first bit and the replies
+// left. BITFIELD reads a field most significant bit first: a field of c
+// bytes is their big-endian value.
+func (g *geometry) bucketBytes(dst []byte, vals []int64, i uint64) ([]byte, uint, []int64) {
+	_, n, shift := g.span(i)
+	var be [8]byte
+	for off := uint64(0); off < n; off += 8 {
+		c := min(n-off, 8)
+		binary.BigEndian.PutUint64(be[:], uint64(vals[0])<<(64-8*c))
+		copy(dst[off:off+c], be[:c])
+		vals = vals[1:]
+	}
+	return dst[:n], shift, vals
+}
+
+// slot returns slot j of a bucket whose bytes are bb and whose first bit
+// is bit shift of bb[0]. A slot spans at most 5 bytes (7 + 32 bits).
+func (g *geometry) slot(bb []byte, shift uint, j uint64) uint64 {
+	o := uint64(shift) + j*g.f
+	k, r := o/8, o%8
+	var w uint64
+	for q := min(k+(r+g.f+7)/8, uint64(len(bb))); q > k; q-- {
+		w = w<<8 | uint64(bb[q-1])
+	}
+	return w >> r & g.fpMax
+}
+
+// has reports whether a bucket holds fp.
+func (g *geometry) has(bb []byte, shift uint, fp uint64) bool {
+	for j := range g.b {
+		if g.slot(bb, shift, j) == fp {
+			return true
+		}
+	}
+	return false
+}
+
+// count returns how many slots of a bucket hold fp.
+func (g *geometry) count(bb []byte, shift uint, fp uint64) uint64 {
+	var n uint64
+	for j := range g.b {
+		if g.slot(bb, shift, j) == fp {
+			n++
+		}
+	}
+	return n
+}
+
+// counterField names the duplicate counter of fp in the pair of buckets
+// i1, i2 (local to the shard), as the Lua side does.
+func counterField(i1, i2, fp uint64) string {
+	b := strconv.AppendUint(make([]byte, 0, 24), min(i1, i2), 10)
+	b = append(b, ':')
+	return string(strconv.AppendUint(b, fp, 10))
+}
+
+// parseCounterField is the inverse of counterField.
+func parseCounterField(s string) (bucket, fp uint64, ok bool) {
+	a, b, found := strings.Cut(s, ":")
+	if !found {
+		return 0, 0, false
+	}
+	bucket, err1 := strconv.ParseUint(a, 10, 64)
+	fp, err2 := strconv.ParseUint(b, 10, 64)
+	return bucket, fp, err1 == nil && err2 == nil
+}

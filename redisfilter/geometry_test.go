@@ -1,0 +1,161 @@
+package redisfilter
+
+import (
+	"encoding/binary"
+	"testing"
+
+	"github.com/dedupkit/cuckoo"
+	"github.com/dedupkit/cuckoo/internal/testseed"
+)
+
+// bitfieldGet is what Redis's BITFIELD GET replies for a field of type
+// typ at bit offset off of the string s: the bits read most significant
+// first (bit 0 of the string is the top bit of its first byte), zeros past
+// its end, signed when typ is iN.
+func bitfieldGet(s []byte, typ string, off int64) int64 {
+	width := 0
+	for _, c := range typ[1:] {
+		width = width*10 + int(c-'0')
+	}
+	var v uint64
+	for k := range int64(width) {
+		bit := off + k
+		var b uint64
+		if byteIdx := bit / 8; byteIdx < int64(len(s)) {
+			b = uint64(s[byteIdx]>>(7-bit%8)) & 1
+		}
+		v = v<<1 | b
+	}
+	if typ[0] == 'i' && width < 64 && v>>(width-1) == 1 {
+		v |= ^uint64(0) << width
+	}
+	return int64(v)
+}
+
+// refSlot reads slot j of bucket i straight from the bits: bit k of the
+// shard is bit k%8 of byte k/8 (the format's little-endian words).
+func refSlot(g *geometry, s []byte, i, j uint64) uint64 {
+	var v uint64
+	start := i*g.bucketBits + j*g.f
+	for k := range g.f {
+		bit := start + k
+		v |= uint64(s[bit/8]>>(bit%8)&1) << k
+	}
+	return v
+}
+
+// checkCodec compares the lookup path's decoding of bucket i (fields,
+// replies as BITFIELD gives them, bytes, slots) with refSlot.
+func checkCodec(t *testing.T, g *geometry, shard []byte, i uint64) {
+	t.Helper()
+	args := g.appendFields(nil, i)
+	if len(args) != 3*g.fields(i) {
+		t.Fatalf("bucket %d: %d args for %d fields", i, len(args), g.fields(i))
+	}
+	var vals []int64
+	for k := 0; k < len(args); k += 3 {
+		off := args[k+2].(int64)
+		if off%8 != 0 {
+			t.Fatalf("field at bit %d: not byte-aligned", off)
+		}
+		vals = append(vals, bitfieldGet(shard, args[k+1].(string), off))
+	}
+	var buf [40]byte
+	bb, sh, rest := g.bucketBytes(buf[:], vals, i)
+	if len(rest) != 0 {
+		t.Fatalf("bucket %d: %d replies left over", i, len(rest))
+	}
+	for j := range g.b {
+		if got, want := g.slot(bb, sh, j), refSlot(g, shard, i, j); got != want {
+			t.Fatalf("b=%d f=%d bucket %d slot %d: decoded %#x, bits say %#x", g.b, g.f, i, j, got, want)
+		}
+	}
+}
+
+func testGeometry(b, f, perShard uint64) geometry {
+	m := meta{kind: "cuckoo", b: int(b), f: int(f), buckets: perShard * 3, shards: 3}
+	return newGeometry(&m)
+}
+
+// FuzzBucketCodec decodes random shard bytes, for every shape, through the
+// BITFIELD fields and checks each slot against the bits.
+func FuzzBucketCodec(f *testing.F) {
+	f.Add(uint8(4), uint8(16), uint16(3), []byte("0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"))
+	f.Add(uint8(8), uint8(32), uint16(1), []byte{0xff, 0, 0xff, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9})
+	f.Add(uint8(2), uint8(13), uint16(63), []byte{0x80, 0x01})
+	f.Fuzz(func(t *testing.T, bsel, fbits uint8, bucket uint16, data []byte) {
+		b := []uint64{2, 4, 8}[int(bsel)%3]
+		fb := 4 + uint64(fbits)%29
+		g := testGeometry(b, fb, 64)
+		shard := make([]byte, g.shardBytes)
+		copy(shard, data)
+		checkCodec(t, &g, shard, uint64(bucket)%g.perShard)
+	})
+}
+
+// TestBucketCodecAllShapes runs the codec check over every bucket of
+// random shards of every shape.
+func TestBucketCodecAllShapes(t *testing.T) {
+	rng := testseed.Rand(t)
+	for _, b := range []uint64{2, 4, 8} {
+		for fb := uint64(4); fb <= 32; fb++ {
+			g := testGeometry(b, fb, 128)
+			shard := make([]byte, g.shardBytes)
+			for i := range shard {
+				shard[i] = byte(rng.Uint32())
+			}
+			for i := range g.perShard {
+				checkCodec(t, &g, shard, i)
+			}
+		}
+	}
+}
+
+// TestLocateMatchesLibrary checks the whole lookup path against the
+// library on the library's own table: for filters built with segments, the
+// shard bytes taken from the encoding, the key's shard, buckets and
+// fingerprint from locate, and the slots from the codec give Contains and
+// Count exactly as the library does, for keys added and keys not.
+func TestLocateMatchesLibrary(t *testing.T) {
+	rng := testseed.Rand(t)
+	for _, s := range []struct{ b, f, segments int }{{4, 16, 5}, {2, 12, 1}, {8, 7, 3}, {4, 13, 2}} {
+		lib, err := cuckoo.New(30000, cuckoo.WithBucketSize(s.b), cuckoo.WithFingerprintBits(s.f),
+			cuckoo.WithSegments(s.segments), cuckoo.WithSeed(rng.Uint64()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range 25000 {
+			lib.AddUint64(uint64(i))
+		}
+		enc, _ := lib.MarshalBinary()
+		m := meta{kind: "cuckoo", b: s.b, f: s.f, buckets: lib.NumBuckets(), shards: s.segments, seed: lib.Seed()}
+		g := newGeometry(&m)
+		le := binary.LittleEndian
+		words := le.Uint64(enc[hdrWords:])
+		if words*8 != g.shardBytes*g.shards {
+			t.Fatalf("file has %d words, shards %d bytes", words, g.shardBytes*g.shards)
+		}
+		table := enc[hdrSize : hdrSize+8*words]
+		var key [8]byte
+		for i := range 60000 {
+			k := uint64(i) // the keys added, then others
+			if i >= 25000 {
+				k = rng.Uint64() | 1<<63
+			}
+			le.PutUint64(key[:], k)
+			shard, i1, i2, fp := g.locateKey(key[:])
+			part := table[uint64(shard)*g.shardBytes : uint64(shard+1)*g.shardBytes]
+			var n uint64
+			for _, bi := range []uint64{i1, i2} {
+				lo, c, sh := g.span(bi)
+				n += g.count(part[lo:lo+c], sh, fp)
+			}
+			if (n > 0) != lib.Contains(key[:]) {
+				t.Fatalf("key %x: %d slot copies, library Contains %v", key, n, lib.Contains(key[:]))
+			}
+			if n > lib.Count(key[:]) {
+				t.Fatalf("key %x: %d slot copies, library Count %d", key, n, lib.Count(key[:]))
+			}
+		}
+	}
+}

@@ -1,0 +1,279 @@
+// Command redisbench measures redisfilter against the exact set people
+// keep in Redis today, on servers it starts itself (a single node and a
+// 3-master cluster, redis-server on loopback): for n keys, AddBatch and
+// ContainsBatch of a cuckoo filter at the given rate against SADD and
+// SISMEMBER pipelined in batches of the same size (32,768 keys, the
+// filter's pipeline round) into a set split into as many keys as the
+// filter has shards, and the memory per key of each (MEMORY USAGE).
+// Rounds interleave the two (odd rounds run the set first); it prints the
+// medians as a markdown table.
+//
+//	go run ./redisfilter/internal/redisbench -n 1000000 -rounds 3
+//
+// A benchmark, not a test: run it near the end of a change, on a quiet
+// machine, with nice.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/signal"
+	"runtime"
+	"sort"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/dedupkit/cuckoo/internal/hash"
+	"github.com/dedupkit/cuckoo/internal/redistest"
+	"github.com/dedupkit/cuckoo/redisfilter"
+	"github.com/redis/go-redis/v9"
+)
+
+const batch = 1 << 15 // keys per set pipeline: the filter's round
+
+func main() {
+	n := flag.Int("n", 1_000_000, "keys")
+	rounds := flag.Int("rounds", 3, "interleaved rounds")
+	fpr := flag.Float64("fpr", 0.001, "the filter's false-positive rate")
+	only := flag.String("only", "", "single or cluster (default both)")
+	flag.Parse()
+
+	dir, err := os.MkdirTemp("", "redisbench-")
+	check(err)
+	defer os.RemoveAll(dir)
+	cleanup = append(cleanup, func() { os.RemoveAll(dir) })
+	ctx := context.Background()
+	rng := rand.New(rand.NewPCG(1, 2))
+	present, absent := randKeys(rng, *n), randKeys(rng, *n)
+
+	type topology struct {
+		name string
+		rdb  redis.UniversalClient
+		stop func()
+	}
+	var tops []topology
+	// An interrupt stops the servers before exiting.
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		<-sig
+		check(fmt.Errorf("interrupted"))
+	}()
+	if *only != "cluster" {
+		os.MkdirAll(dir+"/single", 0o755)
+		s, err := redistest.Start(redistest.Config{Dir: dir + "/single"})
+		check(err)
+		tops = append(tops, topology{"single node", redis.NewClient(&redis.Options{Addr: s.Addr, Protocol: 2}), func() { s.Stop() }})
+		cleanup = append(cleanup, func() { s.Stop() })
+	}
+	if *only != "single" {
+		c, err := redistest.StartCluster(dir+"/cluster", 3, 0, redistest.Config{})
+		check(err)
+		tops = append(tops, topology{"3-master cluster", redis.NewClusterClient(&redis.ClusterOptions{Addrs: c.Addrs(), Protocol: 2}), c.Stop})
+		cleanup = append(cleanup, c.Stop)
+	}
+	version := "?"
+	if info, err := tops[0].rdb.Info(ctx, "server").Result(); err == nil {
+		for _, l := range strings.Split(info, "\n") {
+			if v, ok := strings.CutPrefix(strings.TrimSpace(l), "redis_version:"); ok {
+				version = v
+			}
+		}
+	}
+	fmt.Printf("redisbench: %d keys (16 random hex characters), rate %g, %d rounds, Redis %s, %s, GOMAXPROCS %d, %s\n\n",
+		*n, *fpr, *rounds, version, runtime.Version(), runtime.GOMAXPROCS(0), time.Now().UTC().Format("2006-01-02"))
+
+	for _, t := range tops {
+		res := map[string][]float64{}
+		var shards int
+		for r := range *rounds {
+			f, err := redisfilter.New(ctx, t.rdb, fmt.Sprintf("bench-%d", r), uint64(*n), redisfilter.WithFalsePositiveRate(*fpr))
+			check(err)
+			shards = f.Shards()
+			set := setOf(t.rdb, shards)
+			errs := make([]error, *n)
+			found := make([]bool, *n)
+
+			// Odd rounds run the set first: whichever runs first after the
+			// adds pays for the machine's caches and the client's garbage.
+			fp := 0
+			steps := [][2]func(){
+				{func() {
+					res["add filter"] = append(res["add filter"], rate(*n, func() { check(f.AddBatch(ctx, present, errs)) }))
+					for _, e := range errs {
+						check(e)
+					}
+				}, func() { res["add set"] = append(res["add set"], rate(*n, func() { set.add(ctx, present) })) }},
+				{func() {
+					res["hit filter"] = append(res["hit filter"], rate(*n, func() { check(f.ContainsBatch(ctx, present, found)) }))
+					for _, ok := range found {
+						if !ok {
+							check(fmt.Errorf("a false negative"))
+						}
+					}
+				}, func() { res["hit set"] = append(res["hit set"], rate(*n, func() { set.contains(ctx, present) })) }},
+				{func() {
+					res["miss filter"] = append(res["miss filter"], rate(*n, func() { check(f.ContainsBatch(ctx, absent, found)) }))
+					for _, ok := range found {
+						if ok {
+							fp++
+						}
+					}
+				}, func() { res["miss set"] = append(res["miss set"], rate(*n, func() { set.contains(ctx, absent) })) }},
+			}
+			for _, st := range steps {
+				if r%2 == 0 {
+					st[0]()
+					st[1]()
+				} else {
+					st[1]()
+					st[0]()
+				}
+			}
+			mem, err := f.MemoryUsage(ctx)
+			check(err)
+			res["mem filter"] = append(res["mem filter"], float64(mem)/float64(*n))
+			res["mem set"] = append(res["mem set"], float64(set.memory(ctx))/float64(*n))
+			res["fpr"] = append(res["fpr"], float64(fp)/float64(*n))
+			check(f.Drop(ctx))
+			set.drop(ctx)
+			fmt.Fprintf(os.Stderr, "%s round %d done\n", t.name, r+1)
+		}
+		m := func(k string) float64 { return median(res[k]) }
+		fmt.Printf("### %s (%d filter shards, %d set keys)\n\n", t.name, shards, shards)
+		fmt.Printf("| operation, %d keys | cuckoo filter in Redis | set (SADD/SISMEMBER pipelined) | filter / set |\n", *n)
+		fmt.Printf("|---|---:|---:|---:|\n")
+		for _, op := range []struct{ label, key string }{
+			{"add (AddBatch / SADD), keys/s", "add"},
+			{"lookup of present keys (ContainsBatch / SISMEMBER), keys/s", "hit"},
+			{"lookup of absent keys, keys/s", "miss"},
+		} {
+			a, b := m(op.key+" filter"), m(op.key+" set")
+			fmt.Printf("| %s | %s | %s | %.2f× |\n", op.label, si(a), si(b), a/b)
+		}
+		fmt.Printf("| memory per key (MEMORY USAGE), bytes | %.2f | %.2f | 1/%.1f |\n", m("mem filter"), m("mem set"), m("mem set")/m("mem filter"))
+		fmt.Printf("| false-positive rate measured | %.4f %% | 0 | |\n\n", 100*m("fpr"))
+		fmt.Printf("Rounds (keys/s): add %s / %s; hit %s / %s; miss %s / %s\n\n",
+			list(res["add filter"]), list(res["add set"]), list(res["hit filter"]), list(res["hit set"]), list(res["miss filter"]), list(res["miss set"]))
+		t.rdb.Close()
+		t.stop()
+	}
+}
+
+// set is the exact set, split into keys as the filter is into shards.
+type set struct {
+	rdb  redis.UniversalClient
+	keys []string
+}
+
+func setOf(rdb redis.UniversalClient, n int) *set {
+	s := &set{rdb: rdb}
+	for i := range n {
+		s.keys = append(s.keys, fmt.Sprintf("bench-set:{%d}", i))
+	}
+	return s
+}
+
+func (s *set) key(member []byte) string {
+	return s.keys[hash.Sum64(member, 0)%uint64(len(s.keys))]
+}
+
+func (s *set) add(ctx context.Context, members [][]byte) {
+	s.each(ctx, members, func(p redis.Pipeliner, key string, m []byte) { p.SAdd(ctx, key, m) })
+}
+
+func (s *set) contains(ctx context.Context, members [][]byte) {
+	s.each(ctx, members, func(p redis.Pipeliner, key string, m []byte) { p.SIsMember(ctx, key, m) })
+}
+
+// each sends one command per member, made by cmd, in pipelines of batch.
+func (s *set) each(ctx context.Context, members [][]byte, cmd func(p redis.Pipeliner, key string, m []byte)) {
+	for lo := 0; lo < len(members); lo += batch {
+		pipe := s.rdb.Pipeline()
+		for _, m := range members[lo:min(lo+batch, len(members))] {
+			cmd(pipe, s.key(m), m)
+		}
+		_, err := pipe.Exec(ctx)
+		check(err)
+	}
+}
+
+func (s *set) memory(ctx context.Context) uint64 {
+	var total uint64
+	for _, k := range s.keys {
+		n, err := s.rdb.MemoryUsage(ctx, k, 0).Result()
+		check(err)
+		total += uint64(n)
+	}
+	return total
+}
+
+func (s *set) drop(ctx context.Context) {
+	for _, k := range s.keys {
+		s.rdb.Del(ctx, k)
+	}
+}
+
+func randKeys(rng *rand.Rand, n int) [][]byte {
+	const hex = "0123456789abcdef"
+	keys := make([][]byte, n)
+	for i := range keys {
+		k := make([]byte, 16)
+		for j := range k {
+			k[j] = hex[rng.IntN(16)]
+		}
+		keys[i] = k
+	}
+	return keys
+}
+
+func rate(n int, fn func()) float64 {
+	start := time.Now()
+	fn()
+	return float64(n) / time.Since(start).Seconds()
+}
+
+func median(v []float64) float64 {
+	s := append([]float64(nil), v...)
+	sort.Float64s(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+func si(v float64) string {
+	switch {
+	case v >= 1e6:
+		return fmt.Sprintf("%.2fM", v/1e6)
+	case v >= 1e3:
+		return fmt.Sprintf("%.0fk", v/1e3)
+	}
+	return fmt.Sprintf("%.0f", v)
+}
+
+func list(v []float64) string {
+	var s []string
+	for _, x := range v {
+		s = append(s, si(x))
+	}
+	return strings.Join(s, " ")
+}
+
+// cleanup stops the servers started so far (stopping twice is harmless).
+var cleanup []func()
+
+// check ends the program on an error, stopping the servers first.
+func check(err error) {
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "redisbench:", err)
+		for _, c := range cleanup {
+			c()
+		}
+		os.Exit(1)
+	}
+}

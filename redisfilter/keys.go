@@ -1,0 +1,111 @@
+package redisfilter
+
+import (
+	"strconv"
+	"sync"
+)
+
+// Key names. A filter named N lives in:
+//
+//	ckf:m:N                 cuckoo filter metadata (a string, see meta.go)
+//	ckf:{TAG}:t:S:N         shard S's table (a string of packed buckets)
+//	ckf:{TAG}:c:S:N         shard S's hash: id, n and duplicate counters
+//	ckb:m:N                 Bloom filter metadata
+//	ckb:{TAG}:S:N           Bloom shard S's blocks
+//
+// TAG is a hash tag chosen for the slot the shard should live in (see
+// shardSlot), so a shard's keys share a slot and the shards spread over
+// the slots evenly. Every part before N has a fixed form, so distinct
+// (kind, shard, name) triples give distinct keys whatever N holds. Frozen:
+// the names are how an existing filter is found.
+const (
+	cuckooPrefix = "ckf:"
+	bloomPrefix  = "ckb:"
+)
+
+func metaKey(prefix, name string) string { return prefix + "m:" + name }
+
+// shardKey returns the key of shard s of n of filter name, of the given
+// kind ("t", "c", or "" for a Bloom shard).
+func shardKey(prefix, kind, name string, s, n int) string {
+	b := make([]byte, 0, len(prefix)+len(name)+24)
+	b = append(b, prefix...)
+	b = append(b, '{')
+	b = append(b, slotTag(shardSlot(name, s, n))...)
+	b = append(b, '}', ':')
+	if kind != "" {
+		b = append(b, kind...)
+		b = append(b, ':')
+	}
+	b = strconv.AppendInt(b, int64(s), 10)
+	b = append(b, ':')
+	b = append(b, name...)
+	return string(b)
+}
+
+// numSlots is the number of hash slots of Redis Cluster.
+const numSlots = 16384
+
+// shardSlot is the slot of shard s of a filter of n shards named name:
+// the shards sit at equal distances around the 16384 slots, from an
+// origin that the name chooses, so that each master of a cluster whose
+// masters serve equal ranges of slots holds an equal share of the shards
+// (within one), and different filters start at different masters.
+func shardSlot(name string, s, n int) int {
+	origin := int(crc16([]byte(name)) % numSlots)
+	return (origin + s*numSlots/n + numSlots/(2*n)) % numSlots
+}
+
+// slotTag returns the shortest decimal string (the first in 0, 1, 2, ...)
+// whose CRC16 puts a key tagged with it in slot.
+func slotTag(slot int) string {
+	tagsOnce.Do(buildTags)
+	return strconv.FormatUint(uint64(tags[slot]), 10)
+}
+
+var (
+	tagsOnce sync.Once
+	tags     [numSlots]uint32
+)
+
+func buildTags() {
+	found := 0
+	var seen [numSlots]bool
+	var buf [12]byte
+	for i := uint32(0); found < numSlots; i++ {
+		s := crc16(strconv.AppendUint(buf[:0], uint64(i), 10)) % numSlots
+		if !seen[s] {
+			seen[s], tags[s] = true, i
+			found++
+		}
+	}
+}
+
+// crc16 is CRC-16/XMODEM (polynomial 0x1021, initial 0, no reflection),
+// which Redis Cluster uses to map a key to a slot: slot = crc16(key) mod
+// 16384, key being the hash tag if the key has one.
+func crc16(p []byte) uint16 {
+	crc16Once.Do(func() {
+		for i := range crc16Table {
+			c := uint16(i) << 8
+			for range 8 {
+				if c&0x8000 != 0 {
+					c = c<<1 ^ 0x1021
+				} else {
+					c <<= 1
+				}
+			}
+			crc16Table[i] = c
+		}
+	})
+	var c uint16
+	for _, b := range p {
+		c = c<<8 ^ crc16Table[byte(c>>8)^b]
+	}
+	return c
+}
+
+var (
+	crc16Once  sync.Once
+	crc16Table [256]uint16
+)

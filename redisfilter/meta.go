@@ -1,0 +1,237 @@
+package redisfilter
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// A filter's metadata is one string key of space-separated name=value
+// fields, readable with GET:
+//
+//	format=1 kind=cuckoo hash=xxh3 b=4 f=13 buckets=1179648 shards=16
+//	seed=42 kicks=500 capacity=1000000 id=9f86d081884c7d65 state=ready
+//
+//	format=1 kind=bloom hash=xxh3 k=10 blocks=20480 shards=16 seed=42
+//	capacity=1000000 fpr=0.001 id=... state=ready
+//
+// state is creating (New claimed the name and is making the shards: any
+// New or Open of the same parameters finishes the job), pushing (Push is
+// uploading shards) or ready. id is drawn at random when the name is
+// claimed; every cuckoo shard records it, and every write checks it, so a
+// client of a filter that was dropped and created again fails instead of
+// writing into the new one. Frozen: format=1 names this layout.
+type meta struct {
+	kind     string // "cuckoo" or "bloom"
+	b, f     int    // cuckoo: slots per bucket, fingerprint bits
+	buckets  uint64 // cuckoo: buckets of the whole table (all shards)
+	k        int    // bloom: bits per key
+	blocks   uint64 // bloom: 512-bit blocks of the whole table
+	shards   int
+	seed     uint64
+	kicks    int // cuckoo
+	capacity uint64
+	fpr      float64 // bloom: the target rate
+	id       string
+	state    string
+}
+
+const (
+	stateCreating = "creating"
+	statePushing  = "pushing"
+	stateReady    = "ready"
+)
+
+func (m *meta) encode() string {
+	var b strings.Builder
+	field := func(name string, v any) { fmt.Fprintf(&b, " %s=%v", name, v) }
+	b.WriteString("format=1")
+	field("kind", m.kind)
+	field("hash", "xxh3")
+	if m.kind == "cuckoo" {
+		field("b", m.b)
+		field("f", m.f)
+		field("buckets", m.buckets)
+		field("shards", m.shards)
+		field("seed", m.seed)
+		field("kicks", m.kicks)
+		field("capacity", m.capacity)
+	} else {
+		field("k", m.k)
+		field("blocks", m.blocks)
+		field("shards", m.shards)
+		field("seed", m.seed)
+		field("capacity", m.capacity)
+		field("fpr", strconv.FormatFloat(m.fpr, 'g', -1, 64))
+	}
+	field("id", m.id)
+	field("state", m.state)
+	return b.String()
+}
+
+// parseMeta decodes metadata of the given kind; errors wrap ErrCorrupt.
+func parseMeta(s, kind string) (meta, error) {
+	fields := map[string]string{}
+	for _, kv := range strings.Fields(s) {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok {
+			return meta{}, fmt.Errorf("%w: metadata field %q", ErrCorrupt, kv)
+		}
+		fields[k] = v
+	}
+	if fields["format"] != "1" {
+		return meta{}, fmt.Errorf("%w: metadata format %q (this version reads 1)", ErrCorrupt, fields["format"])
+	}
+	if fields["kind"] != kind {
+		return meta{}, fmt.Errorf("%w: metadata of a %q filter where a %s filter belongs", ErrCorrupt, fields["kind"], kind)
+	}
+	if fields["hash"] != "xxh3" {
+		return meta{}, fmt.Errorf("%w: hash %q", ErrCorrupt, fields["hash"])
+	}
+	var errs []error
+	num := func(name string, lo, hi uint64) uint64 {
+		v, err := strconv.ParseUint(fields[name], 10, 64)
+		if err != nil || v < lo || v > hi {
+			errs = append(errs, fmt.Errorf("%s=%q", name, fields[name]))
+		}
+		return v
+	}
+	m := meta{kind: kind, id: fields["id"], state: fields["state"]}
+	m.shards = int(num("shards", 1, 1<<16))
+	m.seed = num("seed", 0, 1<<64-1)
+	m.capacity = num("capacity", 1, 1<<62)
+	if kind == "cuckoo" {
+		m.b = int(num("b", 2, 8))
+		m.f = int(num("f", 4, 32))
+		m.buckets = num("buckets", 2, 1<<32)
+		m.kicks = int(num("kicks", 1, 1<<20))
+	} else {
+		m.k = int(num("k", 1, 64))
+		m.blocks = num("blocks", 1, 1<<37)
+		p, err := strconv.ParseFloat(fields["fpr"], 64)
+		if err != nil || !(p > 0 && p < 1) {
+			errs = append(errs, fmt.Errorf("fpr=%q", fields["fpr"]))
+		}
+		m.fpr = p
+	}
+	if len(m.id) == 0 || len(m.id) > 64 {
+		errs = append(errs, fmt.Errorf("id=%q", m.id))
+	}
+	switch m.state {
+	case stateCreating, statePushing, stateReady:
+	default:
+		errs = append(errs, fmt.Errorf("state=%q", m.state))
+	}
+	if len(errs) == 0 {
+		errs = append(errs, m.checkShape())
+	}
+	if err := errors.Join(errs...); err != nil {
+		return meta{}, fmt.Errorf("%w: metadata %q: %v", ErrCorrupt, s, err)
+	}
+	return m, nil
+}
+
+// checkShape checks the table's geometry against the shard count.
+func (m *meta) checkShape() error {
+	switch {
+	case m.kind == "cuckoo" && m.b != 2 && m.b != 4 && m.b != 8:
+		return fmt.Errorf("bucket size %d", m.b)
+	case m.kind == "cuckoo" && m.buckets%2 != 0:
+		return fmt.Errorf("odd bucket count %d", m.buckets)
+	case m.kind == "cuckoo" && m.shards > 1 && m.buckets%(uint64(m.shards)*64) != 0:
+		return fmt.Errorf("%d buckets do not split into %d shards of whole 64-bucket groups", m.buckets, m.shards)
+	case m.kind == "cuckoo" && m.capacity > m.buckets*uint64(m.b):
+		return fmt.Errorf("capacity %d above %d slots", m.capacity, m.buckets*uint64(m.b))
+	case m.kind == "bloom" && m.blocks%uint64(m.shards) != 0:
+		return fmt.Errorf("%d blocks do not split into %d shards", m.blocks, m.shards)
+	}
+	return nil
+}
+
+// diff lists the parameters in which m and want differ, for ErrMismatch:
+// not the id and the state, the seed only if seedSet, and the shard count
+// (and so the table's size) only if shardsSet: a filter made with the
+// default count matches a request that leaves the count to the default,
+// whatever count the default gives today.
+func (m *meta) diff(want *meta, seedSet, shardsSet bool) string {
+	a, b := m.params(seedSet, shardsSet), want.params(seedSet, shardsSet)
+	var d []string
+	for k, v := range b {
+		if a[k] != v {
+			d = append(d, fmt.Sprintf("%s %s (asked %s)", k, a[k], v))
+		}
+	}
+	sort.Strings(d)
+	return strings.Join(d, ", ")
+}
+
+func (m *meta) params(seed, shards bool) map[string]string {
+	p := map[string]string{
+		"capacity": strconv.FormatUint(m.capacity, 10),
+	}
+	if shards {
+		p["shards"] = strconv.Itoa(m.shards)
+	}
+	if m.kind == "cuckoo" {
+		p["bucket size"] = strconv.Itoa(m.b)
+		p["fingerprint bits"] = strconv.Itoa(m.f)
+		p["max kicks"] = strconv.Itoa(m.kicks)
+		if shards {
+			p["buckets"] = strconv.FormatUint(m.buckets, 10)
+		}
+	} else {
+		p["k"] = strconv.Itoa(m.k)
+		p["rate"] = strconv.FormatFloat(m.fpr, 'g', -1, 64)
+		if shards {
+			p["blocks"] = strconv.FormatUint(m.blocks, 10)
+		}
+	}
+	if seed {
+		p["seed"] = strconv.FormatUint(m.seed, 10)
+	}
+	return p
+}
+
+// newID returns a random instance id.
+func newID() string {
+	var b [8]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// claimMeta sets the metadata key to value unless it exists, and returns
+// the existing value ("" when it set it).
+func claimMeta(ctx context.Context, rdb redis.UniversalClient, key, value string) (string, error) {
+	old, err := rdb.SetArgs(ctx, key, value, redis.SetArgs{Mode: "NX", Get: true}).Result()
+	if errors.Is(err, redis.Nil) {
+		return "", nil
+	}
+	if err != nil && strings.Contains(err.Error(), "syntax error") {
+		// Servers before 7.0 refuse NX with GET: two steps.
+		ok, err := rdb.SetNX(ctx, key, value, 0).Result()
+		if err != nil || ok {
+			return "", err
+		}
+		return rdb.Get(ctx, key).Result()
+	}
+	return old, err
+}
+
+// readMeta returns the metadata of a filter, or ErrNotFound.
+func readMeta(ctx context.Context, rdb redis.UniversalClient, prefix, kind, name string) (meta, error) {
+	s, err := rdb.Get(ctx, metaKey(prefix, name)).Result()
+	if errors.Is(err, redis.Nil) {
+		return meta{}, fmt.Errorf("%w: %q", ErrNotFound, name)
+	}
+	if err != nil {
+		return meta{}, err
+	}
+	return parseMeta(s, kind)
+}

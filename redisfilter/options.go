@@ -1,0 +1,244 @@
+package redisfilter
+
+import (
+	"fmt"
+	"math"
+	"math/bits"
+	"math/rand/v2"
+
+	"github.com/dedupkit/cuckoo"
+)
+
+// An Option sets a parameter of a new filter ([New], [NewBloom]).
+type Option func(*config) error
+
+type config struct {
+	fpr      float64 // cuckoo: 0 not set
+	fpBits   int     // 0: not set
+	slots    int     // 0: not set
+	kicks    int     // 0: not set
+	shards   int     // 0: default
+	seed     uint64
+	seedSet  bool
+	cuckooOK bool // an option only cuckoo filters take was given
+}
+
+// WithFalsePositiveRate chooses the smallest fingerprint width whose
+// expected false-positive rate with the filter at its capacity is at most
+// p, as [cuckoo.WithFalsePositiveRate] does. It cannot be combined with
+// [WithFingerprintBits]. Cuckoo filters only: [NewBloom] takes its rate
+// as an argument.
+func WithFalsePositiveRate(p float64) Option {
+	return func(c *config) error {
+		if !(p > 0 && p < 1) {
+			return fmt.Errorf("%w: false-positive rate %v outside (0, 1)", ErrInvalidParameter, p)
+		}
+		c.fpr, c.cuckooOK = p, true
+		return nil
+	}
+}
+
+// WithFingerprintBits sets the fingerprint width, 4 to 32 bits (default
+// 16), as [cuckoo.WithFingerprintBits] does. Cuckoo filters only.
+func WithFingerprintBits(bits int) Option {
+	return func(c *config) error {
+		c.fpBits, c.cuckooOK = bits, true
+		return nil
+	}
+}
+
+// WithBucketSize sets the slots per bucket, 2, 4 (the default) or 8, as
+// [cuckoo.WithBucketSize] does. Cuckoo filters only.
+func WithBucketSize(slots int) Option {
+	return func(c *config) error {
+		c.slots, c.cuckooOK = slots, true
+		return nil
+	}
+}
+
+// WithMaxKicks bounds the fingerprints one insert may displace before it
+// gives up with [ErrFull] (default 500), as [cuckoo.WithMaxKicks] does.
+// Cuckoo filters only.
+func WithMaxKicks(n int) Option {
+	return func(c *config) error {
+		c.kicks, c.cuckooOK = n, true
+		return nil
+	}
+}
+
+// WithSeed sets the hash seed (default: random). Two filters of the same
+// parameters and seed put the same keys in the same places; a pushed
+// filter file keeps its own seed.
+func WithSeed(seed uint64) Option {
+	return func(c *config) error {
+		c.seed, c.seedSet = seed, true
+		return nil
+	}
+}
+
+// WithShards sets the number of shards, the Redis keys the table is split
+// into (1 to 65536). Each shard is served by the master of its hash slot,
+// and one shard's operations run one at a time, so more shards spread the
+// load over more masters; each shard also costs about 200 bytes of Redis
+// overhead, and a cuckoo shard is sized for its share of the keys plus a
+// margin for chance (under 1 % of the memory for shards of 10^5 keys or
+// more, more for small ones).
+//
+// The default gives a filter of up to 65,536 keys one shard, a larger one
+// at least 16 shards (so a cluster's masters share it) of at most 2^20
+// keys each (under about 2.5 MiB at 16-bit fingerprints), choosing among
+// the counts up to about twice that the one whose shards best fill the
+// allocator's size classes (which are a quarter of a power of two apart,
+// so a shard just past one wastes up to a fifth of its memory).
+func WithShards(n int) Option {
+	return func(c *config) error {
+		if n < 1 || n > cuckoo.MaxSegments {
+			return fmt.Errorf("%w: shards %d outside [1, %d]", ErrInvalidParameter, n, cuckoo.MaxSegments)
+		}
+		c.shards = n
+		return nil
+	}
+}
+
+func resolve(opts []Option) (config, error) {
+	var c config
+	for _, o := range opts {
+		if o == nil {
+			continue
+		}
+		if err := o(&c); err != nil {
+			return c, err
+		}
+	}
+	if !c.seedSet {
+		c.seed = rand.Uint64()
+	}
+	return c, nil
+}
+
+// cuckooOptions returns the library options of c, for planning the table
+// of shards segments.
+func (c *config) cuckooOptions(shards int) []cuckoo.Option {
+	o := []cuckoo.Option{cuckoo.WithSegments(shards)}
+	if c.fpr != 0 {
+		o = append(o, cuckoo.WithFalsePositiveRate(c.fpr))
+	}
+	if c.fpBits != 0 {
+		o = append(o, cuckoo.WithFingerprintBits(c.fpBits))
+	}
+	if c.slots != 0 {
+		o = append(o, cuckoo.WithBucketSize(c.slots))
+	}
+	if c.kicks != 0 {
+		o = append(o, cuckoo.WithMaxKicks(c.kicks))
+	}
+	return o
+}
+
+// cuckooPlan returns the plan of a filter of capacity keys: the library's
+// own plan for a table of that many segments.
+func (c *config) cuckooPlan(capacity uint64) (cuckoo.Plan, error) {
+	shards := c.shards
+	if shards == 0 {
+		var err error
+		if shards, err = c.defaultShards(capacity); err != nil {
+			return cuckoo.Plan{}, err
+		}
+	}
+	p, err := cuckoo.NewPlan(capacity, c.cuckooOptions(shards)...)
+	if err != nil {
+		return p, fmt.Errorf("%w: %w", ErrInvalidParameter, err)
+	}
+	return p, nil
+}
+
+// Sharding defaults (see WithShards).
+const (
+	maxKeysPerShard  = 1 << 20
+	minKeysPerShard  = 1 << 16
+	defaultMinShards = 16
+	maxShardBytes    = 512 << 20 // Redis's largest string
+	shardOverhead    = 200       // bytes of Redis bookkeeping per shard, about
+)
+
+// defaultShards picks the shard count of a filter of capacity keys.
+func (c *config) defaultShards(capacity uint64) (int, error) {
+	var perr error
+	s := fitShards(leastShards(capacity), func(s uint64) (uint64, bool) {
+		p, err := cuckoo.NewPlan(capacity, c.cuckooOptions(int(s))...)
+		if err != nil {
+			perr = err
+			return 0, false
+		}
+		return stringAlloc(planShardBytes(&p)), true
+	})
+	if s == 0 {
+		return 0, fmt.Errorf("%w: %w", ErrInvalidParameter, perr)
+	}
+	return s, nil
+}
+
+// leastShards is the fewest shards the default gives capacity keys: one
+// up to minKeysPerShard keys, else at least defaultMinShards (or one per
+// minKeysPerShard keys, if fewer) and one per maxKeysPerShard keys.
+func leastShards(capacity uint64) uint64 {
+	s := max(1, min(defaultMinShards, capacity/minKeysPerShard), (capacity+maxKeysPerShard-1)/maxKeysPerShard)
+	return min(s, cuckoo.MaxSegments)
+}
+
+// fitShards returns the shard count from least to 2·least+4 whose shards
+// take the least memory in all, each shard's string taking alloc(s)
+// (false: s shards are not possible), plus shardOverhead; 0 if none is
+// possible. Allocators round a string up to a size class (a quarter of a
+// power of two apart), so nearby counts differ by up to 25 %.
+func fitShards(least uint64, alloc func(s uint64) (uint64, bool)) int {
+	best, bestCost := 0, uint64(math.MaxUint64)
+	for s := least; s <= min(2*least+4, cuckoo.MaxSegments); s++ {
+		a, ok := alloc(s)
+		if !ok {
+			if best == 0 {
+				continue
+			}
+			break
+		}
+		if cost := s * (a + shardOverhead); cost < bestCost {
+			best, bestCost = int(s), cost
+		}
+	}
+	return best
+}
+
+// stringAlloc is the memory a Redis string of n bytes takes: its header
+// (3, 5, 9 or 17 bytes by length), the bytes and a terminating 0, rounded
+// up to jemalloc's size class.
+func stringAlloc(n uint64) uint64 {
+	hdr := uint64(17)
+	switch {
+	case n < 1<<8:
+		hdr = 3
+	case n < 1<<16:
+		hdr = 5
+	case n < 1<<32:
+		hdr = 9
+	}
+	return sizeClass(hdr + n + 1)
+}
+
+// sizeClass rounds n up to jemalloc's size classes: multiples of 16 up to
+// 128, then four classes per doubling.
+func sizeClass(n uint64) uint64 {
+	if n <= 8 {
+		return 8
+	}
+	if n <= 128 {
+		return (n + 15) &^ 15
+	}
+	step := uint64(1) << (bits.Len64(n-1) - 3)
+	return (n + step - 1) / step * step
+}
+
+// planShardBytes returns the bytes of one shard of a plan's table.
+func planShardBytes(p *cuckoo.Plan) uint64 {
+	words := (p.NumBuckets*uint64(p.BucketSize*p.FingerprintBits) + 63) / 64
+	return words / uint64(p.Segments) * 8
+}

@@ -1,0 +1,229 @@
+package redisfilter_test
+
+import (
+	"math"
+	"testing"
+
+	"github.com/dedupkit/cuckoo"
+	"github.com/dedupkit/cuckoo/bloom"
+	"github.com/dedupkit/cuckoo/internal/testseed"
+	"github.com/dedupkit/cuckoo/redisfilter"
+	"github.com/redis/go-redis/v9"
+)
+
+// rates returns the fractions of keys never added that Redis (found) and
+// the library (contains) report present.
+func rates(absent [][]byte, found []bool, contains func([]byte) bool) (got, lib float64) {
+	var fp, libFP int
+	for i, k := range absent {
+		if found[i] {
+			fp++
+		}
+		if contains(k) {
+			libFP++
+		}
+	}
+	return float64(fp) / float64(len(absent)), float64(libFP) / float64(len(absent))
+}
+
+// relErr is |a−b|/b.
+func relErr(a, b float64) float64 { return math.Abs(a-b) / b }
+
+// TestFalsePositiveRate fills a filter to its capacity and probes keys
+// never added: the rate measured must be within 10 % of the library's
+// filter of the same parameters, filled and probed with the same keys.
+// With 8-bit fingerprints the rate is about 3 %: 400,000 probes see about
+// 12,000 false positives, so each measured rate has a standard deviation
+// of 0.9 % of itself and the 10 % bound is 7 standard deviations of the
+// difference.
+func TestFalsePositiveRate(t *testing.T) {
+	if testing.Short() {
+		t.Skip("statistical test in -short mode")
+	}
+	ctx := ctxOf(t)
+	rdb := singleClient(t)
+	rng := testseed.Rand(t)
+	const n, probes = 100000, 400000
+	for _, s := range []struct{ b, f, shards int }{{4, 8, 4}, {2, 8, 1}} {
+		seed := rng.Uint64()
+		f, err := redisfilter.New(ctx, rdb, uniqueName(t), n, redisfilter.WithBucketSize(s.b), redisfilter.WithFingerprintBits(s.f),
+			redisfilter.WithShards(s.shards), redisfilter.WithSeed(seed))
+		if err != nil {
+			t.Fatal(err)
+		}
+		lib, err := cuckoo.New(n, cuckoo.WithBucketSize(s.b), cuckoo.WithFingerprintBits(s.f), cuckoo.WithSeed(seed))
+		if err != nil {
+			t.Fatal(err)
+		}
+		in := keys("in", n)
+		errs := make([]error, n)
+		if err := f.AddBatch(ctx, in, errs); err != nil {
+			t.Fatal(err)
+		}
+		for i, k := range in {
+			if errs[i] != nil {
+				t.Fatal(errs[i])
+			}
+			if err := lib.Add(k); err != nil {
+				t.Fatal(err)
+			}
+		}
+		out := keys("out", probes)
+		found := make([]bool, probes)
+		if err := f.ContainsBatch(ctx, out, found); err != nil {
+			t.Fatal(err)
+		}
+		r, lr := rates(out, found, lib.Contains)
+		t.Logf("b=%d f=%d shards=%d: rate %.4f %%, library %.4f %% (expected at its load %.4f %%)", s.b, s.f, f.Shards(), 100*r, 100*lr, 100*lib.FalsePositiveRate())
+		if relErr(r, lr) > 0.10 {
+			t.Fatalf("rate %.5f is not within 10 %% of the library's %.5f", r, lr)
+		}
+		f.Drop(ctx)
+	}
+}
+
+// TestMemoryUsage compares MEMORY USAGE summed over a filter's keys with
+// the library's SizeInBytes for the same capacity and rate, with the
+// default shard count: within 10 % (from 10^5 keys on: a smaller filter
+// is one string, which the allocator may round up by up to 25 %).
+func TestMemoryUsage(t *testing.T) {
+	topologies(t, func(t *testing.T, rdb redis.UniversalClient) {
+		ctx := ctxOf(t)
+		for _, c := range []struct {
+			n      uint64
+			p      float64
+			shards int
+		}{{1000000, 0.001, 0}, {300000, 0.0001, 0}, {1000000, 0.01, 0}, {4000000, 0.01, 0}, {150000, 0.001, 0}} {
+			f, err := redisfilter.New(ctx, rdb, uniqueName(t), c.n, redisfilter.WithFalsePositiveRate(c.p), shardsOpt(c.shards))
+			if err != nil {
+				t.Fatal(err)
+			}
+			lib, _ := cuckoo.New(c.n, cuckoo.WithFalsePositiveRate(c.p))
+			used, err := f.MemoryUsage(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("capacity %d at %g, %d shards: MEMORY USAGE %d bytes, library %d bytes (%+.1f %%)",
+				c.n, c.p, f.Shards(), used, lib.SizeInBytes(), 100*(float64(used)/float64(lib.SizeInBytes())-1))
+			if relErr(float64(used), float64(lib.SizeInBytes())) > 0.10 {
+				t.Fatalf("memory %d is not within 10 %% of the library's %d", used, lib.SizeInBytes())
+			}
+			f.Drop(ctx)
+		}
+	})
+}
+
+// TestBloomMatchesLibrary adds the same keys with the same seed to a
+// one-shard Redis Bloom filter and to the library's blocked filter: the
+// shard's bytes are the library's table, bit for bit, and both answer
+// every lookup alike.
+func TestBloomMatchesLibrary(t *testing.T) {
+	ctx := ctxOf(t)
+	rdb := singleClient(t)
+	rng := testseed.Rand(t)
+	for _, p := range []float64{0.01, 0.0001, 1e-7} {
+		seed := rng.Uint64()
+		b, err := redisfilter.NewBloom(ctx, rdb, uniqueName(t), 20000, p, redisfilter.WithShards(1), redisfilter.WithSeed(seed))
+		if err != nil {
+			t.Fatal(err)
+		}
+		lib, _ := bloom.New(20000, p, bloom.WithSeed(seed))
+		in := keys("b", 20000)
+		if err := b.AddBatch(ctx, in[:10000]); err != nil {
+			t.Fatal(err)
+		}
+		for _, k := range in[10000:15000] {
+			if err := b.Add(ctx, k); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, k := range in[:15000] {
+			lib.Add(k)
+		}
+		if b.HashCount() != lib.HashCount() || b.SizeInBytes() != lib.SizeInBytes() {
+			t.Fatalf("p=%g: k=%d, %d bytes; library k=%d, %d bytes", p, b.HashCount(), b.SizeInBytes(), lib.HashCount(), lib.SizeInBytes())
+		}
+		enc, _ := lib.MarshalBinary()
+		table := enc[56 : 56+lib.SizeInBytes()]
+		shard, err := rdb.Get(ctx, b.Keys()[1]).Bytes()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(shard) != string(table) {
+			t.Fatalf("p=%g: the shard's bytes differ from the library's table", p)
+		}
+		found := make([]bool, len(in))
+		if err := b.ContainsBatch(ctx, in, found); err != nil {
+			t.Fatal(err)
+		}
+		for i, k := range in {
+			if found[i] != lib.Contains(k) {
+				t.Fatalf("p=%g: %s: Redis %v, library %v", p, k, found[i], lib.Contains(k))
+			}
+			if i%100 == 0 {
+				if ok, _ := b.Contains(ctx, k); ok != found[i] {
+					t.Fatalf("Contains and ContainsBatch differ on %s", k)
+				}
+			}
+		}
+		b.Drop(ctx)
+	}
+}
+
+// TestBloomSharded: a sharded Bloom filter (on the cluster too) finds
+// every key added, its rate is within 10 % of the library's for the same
+// capacity and rate, and its memory within 10 % of the library's.
+func TestBloomSharded(t *testing.T) {
+	topologies(t, func(t *testing.T, rdb redis.UniversalClient) {
+		ctx := ctxOf(t)
+		const n, probes = 200000, 200000
+		name := uniqueName(t)
+		b, err := redisfilter.NewBloom(ctx, rdb, name, n, 0.01)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer b.Drop(ctx)
+		if again, err := redisfilter.NewBloom(ctx, rdb, name, n, 0.01); err != nil || again.Shards() != b.Shards() {
+			t.Fatal("NewBloom of the same parameters did not open the filter", err)
+		}
+		if _, err := redisfilter.NewBloom(ctx, rdb, name, n, 0.02); err == nil {
+			t.Fatal("NewBloom of another rate opened the filter")
+		}
+		if _, err := redisfilter.NewBloom(ctx, rdb, name, n, 0.01, redisfilter.WithFingerprintBits(8)); err == nil {
+			t.Fatal("NewBloom took a cuckoo option")
+		}
+		lib, _ := bloom.New(n, 0.01)
+		in := keys("in", n)
+		if err := b.AddBatch(ctx, in); err != nil {
+			t.Fatal(err)
+		}
+		for _, k := range in {
+			lib.Add(k)
+		}
+		found := make([]bool, n)
+		if err := b.ContainsBatch(ctx, in, found); err != nil {
+			t.Fatal(err)
+		}
+		for i, ok := range found {
+			if !ok {
+				t.Fatalf("%s lost", in[i])
+			}
+		}
+		out := keys("out", probes)
+		if err := b.ContainsBatch(ctx, out, found); err != nil {
+			t.Fatal(err)
+		}
+		r, lr := rates(out, found, lib.Contains)
+		used, err := b.MemoryUsage(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("%d shards: rate %.3f %%, library %.3f %%; MEMORY USAGE %d, library %d", b.Shards(), 100*r, 100*lr, used, lib.SizeInBytes())
+		if relErr(r, lr) > 0.10 {
+			t.Fatalf("rate %.5f is not within 10 %% of the library's %.5f", r, lr)
+		}
+		if relErr(float64(used), float64(lib.SizeInBytes())) > 0.10 {
+			t.Fatalf("memory %d is not within 10 %% of the library's %d", used, lib.SizeInBytes())
+		}
+	})
+}
