@@ -6,9 +6,12 @@
 // It is for crawler URL dedup, guards that keep lookups of absent keys away
 // from a database, event-stream dedup and blacklists: anywhere a "probably
 // yes / certainly no" answer in a few bytes per key beats an exact set of
-// the keys themselves. For a filter without deletes at false-positive rates
-// above about 3 %, or with lock-free concurrent inserts, the bloom package
-// is smaller or simpler.
+// the keys themselves. For an exact answer use package store of this
+// module (a key-value store with a cuckoo index in RAM over a log on disk);
+// for a filter without deletes at false-positive rates above about 3 %, or
+// with lock-free concurrent inserts, the bloom package is smaller or
+// simpler; to share one filter between processes, cuckoo serve (package
+// server) or a filter in Redis (package redisfilter).
 //
 // # Guarantees
 //

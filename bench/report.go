@@ -27,8 +27,18 @@ func writeOutputs(r *results, paths outputs) error {
 	if err := os.MkdirAll(filepath.Dir(paths.md), 0o755); err != nil {
 		return err
 	}
+	// The sections other tools' runs wrote by hand (the store, the server,
+	// Redis) follow keptMarker and are carried over unchanged.
+	if old, err := os.ReadFile(paths.md); err == nil {
+		if i := strings.Index(string(old), keptMarker); i >= 0 {
+			md += "\n" + string(old[i:])
+		}
+	}
 	return os.WriteFile(paths.md, []byte(md), 0o644)
 }
+
+// keptMarker starts the part of the report that a regeneration keeps.
+const keptMarker = "<!-- Sections below are written by hand from other benchmarks; -report and the runs of this module keep them. -->"
 
 // rowOrder returns the row names of r in table order.
 func rowOrder(r *results) []string {
