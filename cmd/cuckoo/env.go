@@ -8,8 +8,8 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/dedupkit/cuckoo/internal/atomicfile"
 	"github.com/dedupkit/cuckoo/cmd/cuckoo/internal/progress"
+	"github.com/dedupkit/cuckoo/internal/atomicfile"
 )
 
 // env is what a command talks to: its streams, whether they are
