@@ -114,7 +114,7 @@ import (
 //   - a slot that straddles two words is filled only by a holder of its
 //     stripe's lock; a slot in one word only by claim.
 type ctable struct {
-	// Every operation reads the fields from f to frozen; the padding
+	// Every operation reads the fields from t to frozen; the padding
 	// before and after them keeps their cache lines inside the struct
 	// wherever the allocator puts it (see cacheLine).
 	_        [cacheLine - 8]byte
@@ -278,11 +278,7 @@ func (c *ctable) endExclusive() {
 }
 
 // window is table.window with atomic loads.
-func (c *ctable) window(p uint64) uint64 {
-	w := c.t.words[p>>6 : p>>6+2 : p>>6+2]
-	s := p & 63
-	return atomic.LoadUint64(&w[0])>>s | atomic.LoadUint64(&w[1])<<(64-s)
-}
+func (c *ctable) window(p uint64) uint64 { return atomicLoadWindow(c.t.words, p) }
 
 // buckets returns the first 64 bits of buckets i and j: the whole buckets
 // when a bucket takes one window, with one load each when buckets never
@@ -298,9 +294,6 @@ func (c *ctable) buckets(i, j uint64) (x, y uint64) {
 // word atomically loads the word holding bit p of the table.
 func (c *ctable) word(p uint64) uint64 { return atomic.LoadUint64(&c.t.words[p>>6]) }
 
-// lanesZero flags the zero lanes of x (see zeroLanes).
-func lanesZero(x, rest, high uint64) uint64 { return ^((x & rest) + rest | x | rest) & high }
-
 // match returns, for window w of bucket i, the high bit of every lane
 // holding fp.
 func (c *ctable) match(i, w, fp uint64) uint64 {
@@ -309,7 +302,7 @@ func (c *ctable) match(i, w, fp uint64) uint64 {
 	if w == t.windows-1 {
 		low, rest, high = t.lastLow, t.lastRest, t.lastHigh
 	}
-	return lanesZero(c.window(i*t.bucketBits+w*t.windowBits)^fp*low, rest, high)
+	return zeroLanes(c.window(i*t.bucketBits+w*t.windowBits)^fp*low, rest, high)
 }
 
 // countIn returns how many slots of bucket i hold fp (0: empty slots).
@@ -351,7 +344,7 @@ func (c *ctable) has2(i, j, fp uint64) bool {
 			x, y = c.window(p), c.window(q)
 		}
 		rep := fp * t.laneLow
-		return lanesZero(x^rep, t.laneRest, t.laneHigh)|lanesZero(y^rep, t.laneRest, t.laneHigh) != 0
+		return zeroLanes(x^rep, t.laneRest, t.laneHigh)|zeroLanes(y^rep, t.laneRest, t.laneHigh) != 0
 	}
 	for w := uint64(0); w < t.windows; w++ {
 		if c.match(i, w, fp)|c.match(j, w, fp) != 0 {
@@ -590,12 +583,12 @@ func (c *ctable) probe(i1, i2, fp uint64) (copies, e1, e2 uint64) {
 	if t.windows == 1 {
 		w1, w2 := c.buckets(i1, i2)
 		rep := fp * t.laneLow
-		copies = uint64(bits.OnesCount64(lanesZero(w1^rep, t.laneRest, t.laneHigh)) +
-			bits.OnesCount64(lanesZero(w2^rep, t.laneRest, t.laneHigh)))
-		if z := lanesZero(w1, t.laneRest, t.laneHigh); z != 0 {
+		copies = uint64(bits.OnesCount64(zeroLanes(w1^rep, t.laneRest, t.laneHigh)) +
+			bits.OnesCount64(zeroLanes(w2^rep, t.laneRest, t.laneHigh)))
+		if z := zeroLanes(w1, t.laneRest, t.laneHigh); z != 0 {
 			e1 = uint64(bits.TrailingZeros64(z)) * t.laneRecip >> 16
 		}
-		if z := lanesZero(w2, t.laneRest, t.laneHigh); z != 0 {
+		if z := zeroLanes(w2, t.laneRest, t.laneHigh); z != 0 {
 			e2 = uint64(bits.TrailingZeros64(z)) * t.laneRecip >> 16
 		}
 		return copies, e1, e2
@@ -832,6 +825,7 @@ func (c *ctable) snapshotBuffer() []uint64 {
 func (c *ctable) snapshotLocked(words []uint64) (*Filter, counters) {
 	f := &Filter{}
 	t := tableLayout(c.t.numBuckets, c.t.slots, c.t.fpBits, false)
+	t.segment(c.t.segments)
 	copy(words, c.t.words)
 	t.words = words
 	f.init(t, c.seed, c.capacity, c.maxKicks)

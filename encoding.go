@@ -283,6 +283,17 @@ func decodeFilter(d *codec.Decoder) (*Filter, error) {
 	if e.flags&flagGrowing != 0 {
 		return nil, bad("the table of a growing Scalable, not a Filter")
 	}
+	// The capacity guarantee needs at least the buckets New plans for the
+	// capacity and shape. More are fine: a Scalable's tables round their
+	// bucket counts up, and each loads as a Filter.
+	t := &e.t
+	m, ok := bucketsFor(e.capacity, t.slots, t.fpBits)
+	if t.segments > 1 {
+		m, ok = segmentedBuckets(e.capacity, t.segments, t.slots, t.fpBits)
+	}
+	if !ok || t.numBuckets < m {
+		return nil, bad("%d buckets for capacity %d, fewer than the %d New plans", t.numBuckets, e.capacity, m)
+	}
 	return filterFrom(e)
 }
 
@@ -384,6 +395,9 @@ func decodeTableEncoding(d *codec.Decoder) (*tableEncoding, error) {
 	}
 	t.words = words
 	t.segment(segments)
+	if used := numBuckets * t.bucketBits; used%64 != 0 && words[used/64]>>(used%64) != 0 {
+		return nil, bad("bits past the last bucket are set")
+	}
 	if semi {
 		// Every bucket must be canonical: a code naming a multiset (the
 		// lookup table has no entry for others) and sorted pairs, so that

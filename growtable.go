@@ -281,6 +281,12 @@ func (g *growTable) pairKey(h uint64) uint64 {
 	return pairKey(i1, i2, fp)
 }
 
+// crowdedPast reports whether the table holds more than growLoad of its
+// slots, which an insert never leaves (it splits first: crowded).
+func (g *growTable) crowdedPast() bool {
+	return growLoadDen*g.occupied > growLoadNum*g.t.numBuckets*g.t.slots
+}
+
 // crowded reports whether the table should split before taking another
 // fingerprint.
 func (g *growTable) crowded() bool {

@@ -27,7 +27,8 @@ import (
 // rates of the tables add up (a union bound). The promise is a bound B on
 // the whole chain's rate at every size: the p of WithFalsePositiveRate, or,
 // when the fingerprint width f is given instead, twice the rate New gives
-// f at its target load. Generation 0 gets half of it: its width is the
+// f at its target load (or, for f within a few bits of 32, the smallest
+// bound the later generations can keep). Generation 0 gets half of it: its width is the
 // given f, or the smallest whose rate at the target load is at most B/2.
 // The bounds of the tables may add up to budgetShare × B: the rest is a
 // margin, because a measured rate varies around its expectation (by ±5σ,
@@ -44,9 +45,16 @@ import (
 // whose bound fits in that share. Rounding to whole bits leaves some of
 // each share unspent, and it flows on to the later (larger) generations,
 // which so get the narrower fingerprints where they matter most for
-// memory. Past the horizon each generation takes half of what is left,
-// one more bit each time, so the rate stays below 2ε at every size, not
-// only up to the horizon.
+// memory. Past the horizon the generations go in windows of the horizon's
+// length: each window spreads half of what is left evenly over its
+// generations, one more bit per window (per growthHorizon-fold growth), so
+// the rate stays within its bound past the horizon too. No share leaves
+// less than the later generations need at 32 bits each up to the one that
+// takes the tables to maxChainKeys keys (a rule that binds only for the
+// smallest bounds); a generation whose share even 32 bits cannot meet
+// takes 32 bits. newGrowth refuses a bound the schedule cannot keep
+// with fingerprints of at most 32 bits until the tables hold maxChainKeys
+// in all, and raises one derived from a given width to what it can keep.
 //
 // Spreading the budget evenly is what minimises the average width over
 // the growth: a share of 1/H of the budget costs log2(H) bits more than
@@ -59,7 +67,8 @@ const (
 	// growthHorizon is the growth, relative to the initial capacity, up to
 	// which the false-positive budget is spread evenly.
 	growthHorizon = 1000
-	// budgetShare is the part of 2ε the tables' bounds may add up to.
+	// budgetShare is the part of the bound B the tables' bounds may add up
+	// to.
 	budgetShare = 15.0 / 16
 	// DefaultGrowth is the capacity ratio of successive tables of a
 	// growing filter.
@@ -67,6 +76,10 @@ const (
 	// MinGrowth and MaxGrowth bound WithGrowth.
 	MinGrowth = 1.25
 	MaxGrowth = 16.0
+	// maxChainKeys is how many keys in all a growing filter's tables must
+	// reach before their fingerprints may need more than 32 bits to keep
+	// the bound (2^36: about 6.9·10^10 keys, over 100 GB of tables).
+	maxChainKeys = 1 << 36
 	// maxGenerations bounds the generation number of a table. A chain
 	// reaches the largest table size (2^32 buckets) within about 110
 	// generations even at the slowest growth from capacity 1, so this is
@@ -101,6 +114,7 @@ type growth struct {
 	factor  float64 // capacity ratio of successive generations
 	bound   float64 // B: the chain's rate stays at most B
 	horizon uint32  // generations after 0 that reach growthHorizon × initial
+	last    uint32  // the generation whose tables, with the earlier ones, reach maxChainKeys
 }
 
 // growReserve is R, the reserve bits of a table growing in place
@@ -119,7 +133,8 @@ func (g *growth) reserveOf(f uint64) uint64 {
 // newGrowth checks the parameters of a growing filter and derives the
 // rest: the bound B is the rate WithFalsePositiveRate gave, with a first
 // width that meets half of it, or twice the rate of the given width at its
-// target load.
+// target load, raised if need be to what the later, wider generations can
+// keep (widenBound).
 func newGrowth(initial uint64, c config) (growth, error) {
 	if c.segments > 1 {
 		return growth{}, fmt.Errorf("%w: a growing filter takes no segments", ErrInvalidParameter)
@@ -144,6 +159,11 @@ func newGrowth(initial uint64, c config) (growth, error) {
 		}
 		g.f0 = uint64(f)
 	}
+	if c.fpr == 0 {
+		if err := g.widenBound(); err != nil {
+			return growth{}, err
+		}
+	}
 	if err := g.check(); err != nil {
 		return growth{}, err
 	}
@@ -153,6 +173,19 @@ func newGrowth(initial uint64, c config) (growth, error) {
 // check validates the parameters (as given by options or read from a file)
 // and sets the horizon.
 func (g *growth) check() error {
+	if err := g.checkShape(); err != nil {
+		return err
+	}
+	if !g.boundKept() {
+		return fmt.Errorf("%w: false-positive bound %v is too small for a growing filter of %d-slot buckets: before its tables hold 2^36 keys they would need fingerprints of more than %d bits (give a larger rate or initial capacity, or use a fixed-size filter)",
+			ErrInvalidParameter, g.bound, g.slots, MaxFingerprintBits)
+	}
+	return nil
+}
+
+// checkShape validates the parameters but for whether the bound can be kept,
+// and sets the horizon.
+func (g *growth) checkShape() error {
 	switch {
 	case g.slots != 2 && g.slots != 4 && g.slots != 8:
 		return fmt.Errorf("%w: bucket size %d", ErrInvalidParameter, g.slots)
@@ -177,6 +210,45 @@ func (g *growth) check() error {
 		total += float64(c)
 		g.horizon++
 	}
+	// The last generation counts the capacities as generations of at
+	// least 9 bits clip them (below 9 bits they clip lower: more keys).
+	keys, c := g.initial, g.initial
+	g.last = 0
+	for keys < maxChainKeys && g.last+1 < maxGenerations {
+		c = min(nextCapacity(c, g.factor), maxCapacity(g.slots, MaxFingerprintBits))
+		keys += c
+		g.last++
+	}
+	return nil
+}
+
+// boundKept reports whether the schedule keeps the bound, with
+// fingerprints of at most 32 bits, until the tables hold maxChainKeys: the
+// bounds of generations 0 to last add up to no more than the budget. It
+// needs checkShape run.
+func (g *growth) boundKept() bool {
+	it := g.generations()
+	for it.cur.k < g.last {
+		it.next()
+	}
+	return it.spent <= it.budget
+}
+
+// widenBound raises a bound derived from a given width, when that width
+// leaves the later generations too little room to widen within 32 bits, to
+// the smallest bound they can keep on a grid of 1 % steps. (Whole-bit
+// widths make keeping the bound not monotone in it: a scan, not a
+// bisection.)
+func (g *growth) widenBound() error {
+	if err := g.checkShape(); err != nil {
+		return err
+	}
+	for base, k := g.bound, 0; !g.boundKept(); k++ {
+		g.bound = base * math.Pow(1.01, float64(k+1))
+		if g.bound >= 1 {
+			return fmt.Errorf("%w: a growing filter of %d-slot buckets cannot start at %d-bit fingerprints", ErrInvalidParameter, g.slots, g.f0)
+		}
+	}
 	return nil
 }
 
@@ -192,9 +264,11 @@ func nextCapacity(c uint64, factor float64) uint64 {
 }
 
 // maxCapacity is the largest capacity a table of the shape can be planned
-// for (2^32 buckets at the target load).
+// for: 2^32 buckets at the target load, less room for what bucketsFor and
+// shape add (the small-table margin, under 10^-5 of a table this large,
+// and rounding up to a multiple of 2^(R+1) buckets).
 func maxCapacity(slots, fpBits uint64) uint64 {
-	return uint64(float64(maxBuckets-2) * float64(slots) * targetLoad(slots, fpBits))
+	return uint64(float64(maxBuckets-64) * float64(slots) * targetLoad(slots, fpBits) * (1 - 1e-5))
 }
 
 // limitLoad is the fraction of its slots a table of a growing filter may
@@ -229,6 +303,7 @@ type generations struct {
 	cur    generation
 	spent  float64 // Σ bound over generations 0..cur.k
 	budget float64
+	window float64 // past the horizon: the share of each generation of the current window
 }
 
 func (g *growth) generations() *generations {
@@ -241,7 +316,7 @@ func (g *growth) generations() *generations {
 // shape completes the generation of capacity c and width f.
 func (g *growth) shape(k uint32, c, f uint64) generation {
 	c = min(c, maxCapacity(g.slots, f))
-	m, _ := bucketsFor(c, g.slots, f) // c <= maxCapacity: always fits
+	m, _ := bucketsFor(c, g.slots, f) // c <= maxCapacity: always fits (TestMaxCapacityFits)
 	if r := g.reserveOf(f); r > 0 {
 		// A multiple of 2^(R+1): the growing table's halvings stay even.
 		// maxBuckets is one too, so m stays within it.
@@ -264,10 +339,19 @@ func (it *generations) next() generation {
 	k := it.cur.k + 1
 	remaining := it.budget - it.spent
 	var share float64
-	if k <= g.horizon {
+	switch {
+	case k <= g.horizon:
 		share = (remaining - it.budget/32) / float64(g.horizon-k+1)
-	} else {
-		share = remaining / 2
+	default:
+		if (k-g.horizon-1)%g.horizon == 0 {
+			// A window starts: half of what is left, spread over it.
+			it.window = remaining / 2 / float64(g.horizon)
+		}
+		share = it.window
+	}
+	if k < g.last {
+		// Leave enough for 32-bit tables up to the last generation.
+		share = min(share, remaining-float64(g.last-k)*rateBound(g.slots, MaxFingerprintBits))
 	}
 	f := g.f0
 	for f < MaxFingerprintBits && rateBound(g.slots, f) > share {

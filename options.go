@@ -75,7 +75,9 @@ func WithBucketSize(slots int) Option {
 // WithFalsePositiveRate chooses the smallest fingerprint width whose
 // expected false-positive rate with the filter at its capacity is at most p.
 // p must be in (0, 1) and at least the rate of 32-bit fingerprints (about
-// 2e-9 with 4-slot buckets). It cannot be combined with
+// 2e-9 with 4-slot buckets); a growing filter of 4-slot buckets needs at
+// least 1e-7 from an initial capacity of 100 up at the default growth
+// (see [NewScalable]). It cannot be combined with
 // [WithFingerprintBits].
 func WithFalsePositiveRate(p float64) Option {
 	return func(c *config) error {
@@ -130,7 +132,8 @@ func WithSemiSorting() Option {
 // WithSegments splits the table of [New] into n segments of equal size,
 // each holding the two buckets of every key it holds: a key's segment is
 // fixed by its hash, and moves never leave it. A segmented filter behaves
-// like any other (same rate, same speed for lookups); each segment is
+// like any other (the same rate; lookups take the general path, not the
+// one the common unsegmented shapes have); each segment is
 // sized for its share of the capacity plus room for the chance variation
 // of that share, so it takes a little more memory (under 1 % for segments
 // of 10^5 keys or more). Its use is to keep one filter in n pieces that

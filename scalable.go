@@ -29,9 +29,15 @@ const DefaultScalableCapacity = 1024
 // bound: the filter's rate stays at or below it at every size
 // ([Scalable.TargetFalsePositiveRate] returns it); the tables' own bounds
 // add up to at most 15/16 of it, and the rate measured over a growth of
-// 1000× stays below 0.9 of it (TestIssue16ScalableRateIsABound). Given
+// 1000× stays below it (TestIssue16ScalableRateIsABound). The bound holds
+// while the tables hold up to 2^36 (6.9·10^10) keys in all; NewScalable
+// refuses a rate too small to keep that far with fingerprints of at most 32
+// bits (with 4-slot buckets and the default growth, 1e-7 is kept from an
+// initial capacity of 100 up; slower growth makes more tables, which need
+// a larger rate). Given
 // [WithFingerprintBits] instead, the first table has that width and the
-// bound is twice the rate [New] gives it at capacity.
+// bound is twice the rate [New] gives it at capacity, or, for a width within
+// a few bits of 32, the smallest bound the wider later tables can keep.
 //
 // # Memory
 //
@@ -553,7 +559,7 @@ func (s *Scalable) LoadFactor() float64 {
 
 // FalsePositiveRate returns the expected probability that Contains reports
 // a key never added, at the tables' current loads: 1 − Π(1 − rate of each
-// table). It stays below twice the configured rate (see the type's doc).
+// table). It stays at or below TargetFalsePositiveRate (see the type's doc).
 func (s *Scalable) FalsePositiveRate() float64 {
 	miss := 1.0
 	for _, lv := range s.levels {
@@ -575,7 +581,8 @@ func (lv *level) falsePositiveRate() float64 {
 // TargetFalsePositiveRate returns the bound the filter's false-positive
 // rate stays at or below as it grows: the rate [WithFalsePositiveRate]
 // gave, or, when [WithFingerprintBits] gave the first table's width
-// instead, twice the rate [New] gives that width at capacity.
+// instead, twice the rate [New] gives that width at capacity (raised, for a
+// width within a few bits of 32, to what the later tables can keep).
 func (s *Scalable) TargetFalsePositiveRate() float64 { return s.g.bound }
 
 // SizeInBytes returns the memory the filter holds: every table with its

@@ -305,8 +305,11 @@ func decodeLevel(d *codec.Decoder, s *Scalable, gen generation, newest bool) (*l
 		}
 		g.t = e.t
 		g.occupied = g.t.occupiedSlots()
-		if g.occupied != e.count {
+		switch {
+		case g.occupied != e.count:
 			return nil, bad("growing table: %d items, %d slots occupied", e.count, g.occupied)
+		case g.crowdedPast():
+			return nil, bad("growing table: %d of %d slots occupied, past its load", g.occupied, g.t.numBuckets*g.t.slots)
 		}
 		if j, ok := g.check(); !ok {
 			return nil, bad("growing table: bucket %d holds a tag that does not belong there", j)

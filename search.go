@@ -43,12 +43,29 @@ type searchTarget struct {
 	shared *ctable    // a Concurrent's table, or nil
 }
 
-// slotValue returns the value in slot sl of bucket b (0: empty).
-func (s searchTarget) slotValue(b, sl uint64) uint64 {
-	if s.shared != nil {
-		return s.shared.slotAt(b, sl)
+// bucketValues reads bucket b's values (0: empty) into out[:slots]: a
+// plain bucket of one window with one read, and a Concurrent's with atomic
+// loads.
+func (s searchTarget) bucketValues(b uint64, out *[8]uint64) {
+	t := s.t
+	switch {
+	case s.shared != nil:
+		for sl := range t.slots {
+			out[sl&7] = s.shared.slotAt(b, sl)
+		}
+	case t.semi:
+		v := t.semiRead(b)
+		copy(out[:4], v[:])
+	case t.windows == 1:
+		w := t.window(b * t.bucketBits)
+		for sl := range t.slots {
+			out[sl&7] = w >> (sl * t.fpBits) & t.fpMask
+		}
+	default:
+		for sl := range t.slots {
+			out[sl&7] = t.plainGet(b, sl)
+		}
 	}
-	return s.t.slot(b, sl)
 }
 
 // other returns the other bucket of value v in bucket b, and v there.
@@ -89,9 +106,11 @@ func (s searchTarget) prefetch(lines []uint64) {
 func searchRoom(s searchTarget, q []searchNode, lines []uint64, i1, i2 uint64, budget int) (_ []searchNode, _ []uint64, end int, ok bool) {
 	t := s.t
 	q = q[:0]
+	var vals [8]uint64
 	for _, b := range [2]uint64{i1, i2} {
-		for sl := uint64(0); sl < t.slots; sl++ {
-			q = append(q, searchNode{bucket: uint32(b), tag: uint32(s.slotValue(b, sl)), parent: -1})
+		s.bucketValues(b, &vals)
+		for _, v := range vals[:t.slots&15] {
+			q = append(q, searchNode{bucket: uint32(b), tag: uint32(v), parent: -1})
 		}
 	}
 	for lo := 0; lo < len(q); {
@@ -117,10 +136,14 @@ func searchRoom(s searchTarget, q []searchNode, lines []uint64, i1, i2 uint64, b
 				return q, lines, k, true
 			}
 		}
-		for k := lo; k < hi; k++ {
+		for k := lo; k < hi && len(q) < budget; k++ {
 			alt := q[k].alt
-			for sl := uint64(0); sl < t.slots && alt != q[k].bucket && len(q) < budget; sl++ {
-				q = append(q, searchNode{bucket: alt, tag: uint32(s.slotValue(uint64(alt), sl)), parent: int32(k)})
+			if alt == q[k].bucket {
+				continue
+			}
+			s.bucketValues(uint64(alt), &vals)
+			for _, v := range vals[:min(t.slots, uint64(budget-len(q)))&15] {
+				q = append(q, searchNode{bucket: alt, tag: uint32(v), parent: int32(k)})
 			}
 		}
 		lo = hi
@@ -139,8 +162,9 @@ func onChain(q []searchNode, k int, b uint32) bool {
 	return false
 }
 
-// placeChain performs the chain ending at node end of a table no other
-// goroutine uses, hole first, and puts the key's value into the slot the
+// placeChain performs the chain ending at node end (>= 0: a table no other
+// goroutine uses has no empty slot in the key's full buckets, so its chains
+// have a node) of a table no other goroutine uses, hole first, and puts the key's value into the slot the
 // chain freed: v1 when that slot is in the key's first bucket (the first
 // b nodes of q are its slots), v2 in its second.
 func placeChain(t *table, q []searchNode, end int, v1, v2 uint64) {
@@ -160,15 +184,3 @@ func placeChain(t *table, q []searchNode, end int, v1, v2 uint64) {
 		j = int(parent)
 	}
 }
-
-// plainSearch searches a plain or semi-sorted table no other goroutine
-// writes: a Filter's, or a Scalable's full tables.
-type plainSearch struct{ t *table }
-
-func (s plainSearch) table() *table                 { return s.t }
-func (s plainSearch) slotValue(b, sl uint64) uint64 { return s.t.slot(b, sl) }
-func (s plainSearch) other(b, fp uint64) (uint64, uint64) {
-	return s.t.altIndex(b, fp), fp
-}
-func (s plainSearch) hasRoom(b uint64) bool   { return s.t.copies(b, 0) != 0 }
-func (s plainSearch) prefetch(lines []uint64) { prefetch(s.t.words, lines) }
