@@ -29,12 +29,17 @@ and needs two deletes ('cuckoo delete'). --unique adds a line only when the
 filter does not already report it, for set semantics and a smaller filter
 on repetitive input.
 
+--segments N splits a fixed-size cuckoo filter's table into N segments,
+which 'cuckoo push' stores as N Redis keys, so that a cluster's masters
+share the filter (see docs/redis.md).
+
 Examples:
   cuckoo build -o seen.ckoo urls.txt
   cuckoo build -o seen.ckoo --fpr 1e-6 --capacity 50M part-*.txt
   zcat urls.gz | cuckoo build -o seen.ckoo
   cuckoo build -o emails.ckoo --field 3 --delimiter , users.csv
   cuckoo build -o seen.bloom --bloom=classic --fpr 0.01 urls.txt
+  cuckoo build --segments 16 --capacity 1M -o seen.ckoo keys.txt
 `
 
 type buildFlags struct {
@@ -57,7 +62,7 @@ func (f *buildFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&f.stats, "stats", false, "print keys, size and false-positive rate on standard error")
 	fs.BoolVar(&f.quiet, "quiet", false, "no progress bar")
 	fs.BoolVar(&f.quiet, "q", false, "the same as --quiet")
-	fs.IntVar(&f.segments, "segments", 0, "split the cuckoo filter's table into `N` segments, the shards of 'cuckoo push' (see docs/redis.md)")
+	fs.IntVar(&f.segments, "segments", 0, "split the fixed-size cuckoo filter's table into `N` segments (1 to 65536), the shards of 'cuckoo push' (see docs/redis.md)")
 }
 
 func buildCommand() *command {

@@ -34,6 +34,14 @@ makes it a plain cuckoo filter of fixed size instead (slightly faster; past N
 distinct lines dedup stops with exit status 4). --save, --load and --state
 carry the seen lines across runs.
 
+--exact drops only lines seen before, with no false positives at any size:
+the seen lines go to a store on disk (about 9 bytes of RAM per distinct
+line), in a temporary directory; --exact-dir DIR keeps that store, so its
+lines count as seen in later runs. --redis URL --name NAME makes the
+seen-set the cuckoo filter NAME in Redis, shared by every run that names
+it, on any machine: --capacity N creates it if missing ('cuckoo push'
+uploads one); when it is full, dedup stops with exit status 4.
+
 Examples:
   cuckoo dedup urls.txt > unique.txt
   cat *.log | cuckoo dedup --stats > unique.log
@@ -44,6 +52,9 @@ Examples:
   cuckoo dedup --state seen.ckoo today.txt > new-today.txt   # yesterday's lines stay seen
   cuckoo dedup -o urls.txt urls.txt                 # in place, atomically
   cuckoo dedup --fpr 1e-7 urls.txt                  # exact for all practical purposes
+  cuckoo dedup --exact urls.txt > unique.txt        # exact: the same as awk '!seen[$0]++'
+  cuckoo dedup --exact-dir seen-urls.d monday.txt > new-monday.txt
+  cuckoo dedup --redis $REDIS --name crawler:seen --capacity 10M --fpr 1e-6 monday.txt
 
 --key takes a field spec as cut -f does: 2, 1,3, 2-4, 3-. Fields are split
 on runs of blanks (as awk does) unless --delimiter is given; --csv honours

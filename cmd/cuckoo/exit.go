@@ -10,21 +10,25 @@ import (
 // them, so they never change meaning.
 const (
 	exitOK          = 0   // success
-	exitAbsent      = 1   // query --key: a key is absent
+	exitAbsent      = 1   // a key is absent: query --key, store get, store has, store del
 	exitUsage       = 2   // bad command line: unknown command or flag, bad value, missing argument
-	exitData        = 3   // a file is missing, unreadable, damaged, or cannot be written
-	exitFull        = 4   // a fixed-capacity filter is full
-	exitInterrupted = 130 // interrupted by Ctrl-C (SIGINT); 143 for SIGTERM
+	exitData        = 3   // a file, store, Redis server or port is missing, unreadable, damaged, busy, or cannot be written
+	exitFull        = 4   // a fixed-capacity filter (or dedup --redis's filter in Redis) is full
+	exitInterrupted = 130 // interrupted by Ctrl-C (SIGINT); 143 for SIGTERM; serve stops gracefully and exits 0
 )
 
 const exitStatusHelp = `Exit status:
   0    success
-  1    query --key: a key is absent
+  1    a key is absent: query --key, store get, store has, store del
   2    usage error: unknown command or flag, bad flag value, missing argument
-  3    data or I/O error: missing or unreadable file, damaged filter file,
-       write failure; a file being written is left as it was
-  4    a fixed-capacity filter is full; a file being written is left as it was
-  130  interrupted (Ctrl-C); a file being written is left as it was`
+  3    data or I/O error: missing or unreadable file, damaged filter file or
+       store, store open in another process, write failure, Redis
+       unreachable or refusing, serve's data directory busy or damaged or
+       its port taken; a file being written is left as it was
+  4    a fixed-capacity filter is full (dedup --redis: the filter in
+       Redis); a file being written is left as it was
+  130  interrupted (Ctrl-C; 143: SIGTERM); a file being written is left as
+       it was; serve instead stops gracefully and exits 0`
 
 // cliError is an error with its exit status and the remedy to print
 // after it: "cuckoo <cmd>: <problem>; <remedy>".

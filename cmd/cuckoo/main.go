@@ -12,7 +12,10 @@
 //
 // Where things are: main.go lists the commands and runs one; each command
 // is in its own file (dedup.go, build.go, query.go, edit.go for add and
-// delete, info.go, plan.go, bench.go, version.go). What they share:
+// delete, info.go, plan.go, bench.go, store.go, serve.go, push.go for push
+// and pull, version.go); dedup's other seen-sets are in store.go (--exact)
+// and redisdedup.go (--redis), and redis.go holds the Redis flags. What
+// they share:
 // exit.go (exit statuses, errors and their messages), command.go and
 // flags.go (declaring and parsing flags), inputs.go (input files), keys.go
 // (keys from lines, adding and deleting them), filters.go (the flags of a
@@ -44,13 +47,14 @@ func commands() []*command {
 		benchCommand(),
 		storeCommand(),
 		serveCommand(),
-		versionCommand(),
 		pushCommand(),
 		pullCommand(),
+		versionCommand(),
 	}
 }
 
-const mainHelp = `cuckoo — dedup big files and build, query and size cuckoo and Bloom filters.
+const mainHelp = `cuckoo — dedup big files and build, query and size cuckoo and Bloom filters;
+keep exact key-value stores; serve and share filters over the Redis protocol.
 
 Usage:
   cuckoo <command> [flags] [arguments]
@@ -65,6 +69,9 @@ Examples:
   cuckoo build -o seen.ckoo urls.txt
   cuckoo query seen.ckoo --key https://example.com/ && echo seen
   cuckoo plan --items 1e9 --fpr 0.001
+  cuckoo dedup --exact urls.txt > unique.txt
+  cuckoo store put seen.d https://example.com/ "first seen 2026-11-23"
+  cuckoo serve --port 6380 --dir filters
 
 Flags are accepted with one or two dashes (-fpr or --fpr), before or after
 the arguments; '--' ends the flags. Counts accept 1000000, 1_000_000, 1M

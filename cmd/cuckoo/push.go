@@ -112,7 +112,7 @@ type pullFlags struct {
 func (f *pullFlags) register(fs *flag.FlagSet) {
 	f.redis.register(fs)
 	fs.StringVar(&f.output, "o", "", "write the filter to `file` (required)")
-	fs.StringVar(&f.output, "output", "", "the same as -o")
+	fs.StringVar(&f.output, "output", "", "the same as -o `file`")
 }
 
 func pullCommand() *command {

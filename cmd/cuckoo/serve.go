@@ -24,8 +24,9 @@ Serve the filters to any Redis client: RedisBloom's CF.* (cuckoo) and BF.*
 (Bloom) commands over RESP2 and RESP3, so redis-cli, go-redis, redis-py,
 Jedis and redis-benchmark work unchanged. Data persists in --dir: an
 append-only log of every write (fsynced as --appendfsync says) and periodic
-snapshots; a restart loads both. SIGINT or SIGTERM stops it gracefully:
-commands received are answered, the log is flushed, a snapshot is taken.
+snapshots; a restart loads both. SIGINT, SIGTERM or SHUTDOWN stops it
+gracefully: commands received are answered, the log is flushed, a snapshot
+is taken, and it exits with status 0.
 
 It listens on 127.0.0.1 unless --bind says otherwise, and refuses another
 address without --requirepass unless --protected-mode no. A file given to
@@ -35,8 +36,8 @@ secret), so a password need not appear in the process list; flags win.
 Examples:
   cuckoo serve &
   redis-cli CF.ADD seen https://a.com/
-  cuckoo serve --port 6380 --dir /var/lib/cuckoo --appendfsync always
-  cuckoo serve --bind 0.0.0.0 --config /etc/cuckoo/serve.conf
+  cuckoo serve --port 6380 --dir filters --appendfsync always
+  cuckoo serve --config serve.conf --port 6380 --dir filters
 
 docs/server.md has the command table, the limits, and how to operate it.
 `
@@ -73,12 +74,12 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.dir, "dir", "cuckoo-data", "keep the data in this `directory`")
 	fs.StringVar(&f.requirePass, "requirepass", "", "require this `password` (AUTH or HELLO AUTH)")
 	fs.StringVar(&f.requirePassEnv, "requirepass-env", "", "require the password in this environment `variable`, when set")
-	fs.StringVar(&f.protectedMode, "protected-mode", "yes", "refuse a non-loopback --bind without a password: yes or no")
-	fs.StringVar(&f.appendOnly, "appendonly", "yes", "log every write to the append-only log: yes or no (snapshots only)")
-	fs.StringVar(&f.appendFsync, "appendfsync", "everysec", "fsync the log: always, everysec or no")
+	fs.StringVar(&f.protectedMode, "protected-mode", "yes", "whether to refuse a non-loopback --bind without a password (`yes|no`)")
+	fs.StringVar(&f.appendOnly, "appendonly", "yes", "whether to log every write to the append-only log (`yes|no`; no: snapshots only)")
+	fs.StringVar(&f.appendFsync, "appendfsync", "everysec", "when to fsync the log: the `policy` always, everysec or no")
 	fs.DurationVar(&f.saveInterval, "save-interval", 5*time.Minute, "take a snapshot this often when there were writes (0: never)")
-	fs.StringVar(&f.saveOnShutdown, "save-on-shutdown", "yes", "take a snapshot when stopping: yes or no")
-	fs.IntVar(&f.maxClients, "maxclients", server.DefaultMaxClients, "serve at most this many connections")
+	fs.StringVar(&f.saveOnShutdown, "save-on-shutdown", "yes", "whether to take a snapshot when stopping (`yes|no`)")
+	fs.IntVar(&f.maxClients, "maxclients", server.DefaultMaxClients, "serve at most `n` connections")
 	fs.StringVar(&f.maxMemory, "maxmemory", "0", "refuse writes that add memory past this `size` of filters (0: no limit)")
 	fs.StringVar(&f.maxFilterSize, "max-filter-size", "16gb", "largest `size` one CF.RESERVE or BF.RESERVE may ask for")
 	fs.StringVar(&f.outputLimit, "client-output-buffer-limit", "256mb", "disconnect a client whose pending replies pass this `size`")

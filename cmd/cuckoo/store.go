@@ -31,7 +31,7 @@ no (see docs/store.md).
   put      set KEY to VALUE
   get      print the value of KEY (exit status 1 when absent)
   has      print present or absent (exit status 0 or 1)
-  del      delete KEY (exit status 1 when it was absent)
+  del      delete KEY (exit status 1, silently, when it was absent)
   stats    keys, RAM and disk use; files, chunks and the dedup ratio
   compact  rewrite the live records, reclaiming overwritten and deleted ones
   check    read the whole log and verify every record's checksum
@@ -44,9 +44,15 @@ no (see docs/store.md).
 Examples:
   cuckoo store put seen.d https://example.com/ "first seen 2026-11-23"
   cuckoo store get seen.d https://example.com/
+  cuckoo store has seen.d https://example.org/ || echo "not seen"
   cuckoo store import src.d $(go env GOROOT)/src
   cuckoo store export src.d $(go env GOROOT)/src/fmt/print.go > print.go
   cuckoo store stats src.d
+
+One process has a store open at a time: a second one fails at once (exit
+status 3). Exit status 3 also means a missing, damaged or unwritable store,
+a key or value over the limits (1 MiB, 64 MiB), or an export of a name not
+imported.
 `
 
 type storeFlags struct {
@@ -56,7 +62,7 @@ type storeFlags struct {
 }
 
 func (f *storeFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&f.sync, "sync", "everysec", "when writes are synced: `always`, everysec or never (close always syncs)")
+	fs.StringVar(&f.sync, "sync", "everysec", "when writes are synced: the `policy` always, everysec or never (the store is synced when the command ends)")
 	fs.StringVar(&f.output, "o", "", "export: write to `file` (atomically) instead of standard output")
 	fs.BoolVar(&f.quiet, "quiet", false, "import: no summary")
 	fs.BoolVar(&f.quiet, "q", false, "the same as --quiet")
