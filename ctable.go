@@ -692,13 +692,6 @@ func (c *ctable) count(i1, fp, i2 uint64) uint64 {
 	return c.countIn(i1, fp) + c.countIn(i2, fp) + home.dups[pk] + home.over[pk]
 }
 
-// scratch is the working memory of a displacement search, pooled so that
-// inserts allocate nothing once warm.
-type scratch struct {
-	q     []searchNode // as in Filter.searchPath
-	lines []uint64     // word indexes a level prefetches
-}
-
 var scratchPool = sync.Pool{New: func() any {
 	// Room for a typical search, so that a new scratch (the race detector
 	// makes the pool drop some) does not grow step by step.
@@ -711,9 +704,7 @@ var scratchPool = sync.Pool{New: func() any {
 // false when there is no such chain; true when it freed a slot, or when
 // another writer got in the way and the insert should simply look again.
 func (c *ctable) makeRoom(i1, i2 uint64, sc *scratch) bool {
-	q, lines, end, ok := searchRoom(searchTarget{t: &c.t, shared: c}, sc.q, sc.lines, i1, i2, 4*c.maxKicks)
-	sc.lines = lines[:0]
-	sc.q = q[:0]
+	q, end, ok := sc.room(searchTarget{t: &c.t, shared: c}, i1, i2, 4*c.maxKicks)
 	if ok {
 		c.shift(q, end)
 	}

@@ -42,11 +42,11 @@ type Filter struct {
 	seed     uint64
 	capacity uint64
 	maxKicks int
-	count    uint64       // items, copies included
-	occupied uint64       // non-empty slots
-	dups     counters     // copies beyond maxSlotCopies
-	path     []kickStep   // scratch of one insert's random walk
-	search   []searchNode // scratch of one insert's breadth-first search
+	count    uint64     // items, copies included
+	occupied uint64     // non-empty slots
+	dups     counters   // copies beyond maxSlotCopies
+	path     []kickStep // scratch of one insert's random walk
+	search   scratch    // of one insert's breadth-first search
 }
 
 // kickStep is one move of the random walk: placed went into slot of
@@ -414,14 +414,10 @@ func (f *Filter) kick(i1, i2, fp, h uint64) bool {
 // that is less). It moves nothing unless it finds a chain, and then moves
 // the chain hole first with fp going into the freed slot.
 func (f *Filter) searchPath(i1, i2, fp uint64) bool {
-	if f.search == nil {
-		f.search = make([]searchNode, 0, searchBudget)
-	}
-	var lineBuf [searchBudget]uint64 // on the stack: no memory held between inserts
-	q, _, end, ok := searchRoom(searchTarget{t: &f.t}, f.search, lineBuf[:0], i1, i2, min(2*f.maxKicks, searchBudget))
-	f.search = q[:0]
+	s := searchTarget{t: &f.t}
+	q, end, ok := f.search.room(s, i1, i2, min(2*f.maxKicks, searchBudget))
 	if ok {
-		placeChain(&f.t, q, end, fp, fp)
+		placeChain(s, q, end, fp, fp)
 	}
 	return ok
 }
@@ -458,7 +454,7 @@ func (f *Filter) SizeInBytes() uint64 {
 	const fixed = 256 // the struct and slice headers, rounded up
 	const perDup = 32 // a map entry of two words, with the map's overhead
 	return uint64(len(f.t.words))*8 + uint64(len(f.dups))*perDup +
-		uint64(cap(f.path))*12 + uint64(cap(f.search))*searchNodeBytes + fixed
+		uint64(cap(f.path))*12 + f.search.bytes() + fixed
 }
 
 // FingerprintBits returns the fingerprint width f in bits.

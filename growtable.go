@@ -95,9 +95,9 @@ type growTable struct {
 	level   uint64 // ℓ: the tags hold q >> ℓ
 	split   uint64 // s
 
-	t        table        // m_ℓ + s buckets of f+R−ℓ bit tags
-	occupied uint64       // non-empty slots of t
-	queue    []searchNode // scratch of insert's search
+	t        table   // m_ℓ + s buckets of f+R−ℓ bit tags
+	occupied uint64  // non-empty slots of t
+	search   scratch // of insert's search
 }
 
 // growLoad (growLoadNum/growLoadDen) is the load past which a growing
@@ -316,11 +316,10 @@ func (g *growTable) place(h uint64, maxKicks int) bool {
 	case e1 > 0:
 		return t.insert(j1, tag1)
 	}
-	var lineBuf [growSearch]uint64 // on the stack
-	q, _, end, ok := searchRoom(searchTarget{t: t, grow: g}, g.queue, lineBuf[:0], j1, j2, min(2*maxKicks, growSearch))
-	g.queue = q[:0]
+	s := searchTarget{t: t, grow: g}
+	q, end, ok := g.search.room(s, j1, j2, min(2*maxKicks, growSearch))
 	if ok {
-		placeChain(t, q, end, tag1, tag2)
+		placeChain(s, q, end, tag1, tag2)
 	}
 	return ok
 }

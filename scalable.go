@@ -421,7 +421,7 @@ func (s *Scalable) addGrowing(lv *level, h uint64) bool {
 // needs a displacement there.
 func (s *Scalable) grow() *level {
 	last := s.levels[len(s.levels)-1]
-	last.f.path, last.f.search = nil, nil
+	last.f.path, last.f.search = nil, scratch{}
 	if last.gen+1 >= maxGenerations {
 		// Unreachable in practice: the tables reach 2^32 buckets long before.
 		panic("cuckoo: Scalable has grown past the generation limit")
@@ -595,7 +595,7 @@ func (s *Scalable) SizeInBytes() uint64 {
 		n += uint64(len(lv.over))*perOver + 64
 		if g := lv.grow; g != nil {
 			// The words allocated ahead of the splits, and the search queue.
-			n += uint64(cap(g.t.words))*8 + uint64(cap(g.queue))*searchNodeBytes
+			n += uint64(cap(g.t.words))*8 + g.search.bytes()
 		} else {
 			n += lv.f.SizeInBytes()
 		}

@@ -20,17 +20,38 @@ package cuckoo
 // (ctable.shift).
 
 // searchNode is a value reached by the search: moving tag from bucket to
-// its other bucket alt, where it becomes altTag (the same value, but for a
-// growing table's tags), would free its slot. parent is the node whose
-// value would move into that slot (-1: a slot of the key's own buckets).
-// Bucket indexes and values fit 32 bits (see table).
+// its other bucket alt (where a growing table's tag changes: searchTarget.
+// other gives it) would free its slot. parent is the node whose value would
+// move into that slot (-1: a slot of the key's own buckets). Bucket indexes
+// and values fit 32 bits (see table).
 type searchNode struct {
-	bucket, tag, alt, altTag uint32
-	parent                   int32
+	bucket, tag, alt uint32
+	parent           int32
 }
 
 // searchNodeBytes is the memory a searchNode takes.
-const searchNodeBytes = 20
+const searchNodeBytes = 16
+
+// scratch is the working memory of a search, kept by its table between
+// inserts (a Concurrent's is pooled) so that inserts allocate nothing once
+// warm.
+type scratch struct {
+	q     []searchNode // the search's queue
+	lines []uint64     // word indexes a level prefetches
+}
+
+// bytes is the memory the scratch holds.
+func (sc *scratch) bytes() uint64 {
+	return uint64(cap(sc.q))*searchNodeBytes + uint64(cap(sc.lines))*8
+}
+
+// room runs searchRoom in the scratch's memory, which it keeps, and
+// returns the queue (valid until the next search) with the chain's end.
+func (sc *scratch) room(s searchTarget, i1, i2 uint64, budget int) (q []searchNode, end int, ok bool) {
+	q, sc.lines, end, ok = searchRoom(s, sc.q, sc.lines, i1, i2, budget)
+	sc.q, sc.lines = q[:0], sc.lines[:0]
+	return q, end, ok
+}
 
 // searchTarget is the table a search runs in, with what its kind changes:
 // a growing table's values are tags whose other bucket its geometry gives
@@ -57,7 +78,12 @@ func (s searchTarget) bucketValues(b uint64, out *[8]uint64) {
 		v := t.semiRead(b)
 		copy(out[:4], v[:])
 	case t.windows == 1:
-		w := t.window(b * t.bucketBits)
+		var w uint64
+		if t.aligned {
+			w = t.alignedBucket(b)
+		} else {
+			w = t.window(b * t.bucketBits)
+		}
 		for sl := range t.slots {
 			out[sl&7] = w >> (sl * t.fpBits) & t.fpMask
 		}
@@ -76,13 +102,32 @@ func (s searchTarget) other(b, v uint64) (alt, altV uint64) {
 	return s.t.altIndex(b, v), v
 }
 
+// moved returns node n's value as it is in its other bucket.
+func (s searchTarget) moved(n *searchNode) uint64 {
+	if s.grow != nil {
+		_, v := s.grow.other(uint64(n.bucket), uint64(n.tag))
+		return v
+	}
+	return uint64(n.tag)
+}
+
 // hasRoom reports whether bucket b has an empty slot.
 func (s searchTarget) hasRoom(b uint64) bool {
-	if s.shared != nil {
+	t := s.t
+	switch {
+	case s.shared != nil:
 		_, ok := s.shared.findIn(b, 0)
 		return ok
+	case t.windows == 1 && !t.semi:
+		var w uint64
+		if t.aligned {
+			w = t.alignedBucket(b)
+		} else {
+			w = t.window(b * t.bucketBits)
+		}
+		return zeroLanes(w, t.laneRest, t.laneHigh) != 0
 	}
-	return s.t.copies(b, 0) != 0
+	return t.copies(b, 0) != 0
 }
 
 // prefetch asks for the table words at the given indexes.
@@ -118,8 +163,8 @@ func searchRoom(s searchTarget, q []searchNode, lines []uint64, i1, i2 uint64, b
 		lines = lines[:0]
 		for k := lo; k < hi; k++ {
 			n := &q[k]
-			alt, altV := s.other(uint64(n.bucket), uint64(n.tag))
-			n.alt, n.altTag = uint32(alt), uint32(altV)
+			alt, _ := s.other(uint64(n.bucket), uint64(n.tag))
+			n.alt = uint32(alt)
 			lines = append(lines, alt*t.bucketBits>>6)
 		}
 		s.prefetch(lines)
@@ -162,18 +207,19 @@ func onChain(q []searchNode, k int, b uint32) bool {
 	return false
 }
 
-// placeChain performs the chain ending at node end (>= 0: a table no other
-// goroutine uses has no empty slot in the key's full buckets, so its chains
-// have a node) of a table no other goroutine uses, hole first, and puts the key's value into the slot the
+// placeChain performs the chain ending at node end of a table no other
+// goroutine uses, hole first, and puts the key's value into the slot the
 // chain freed: v1 when that slot is in the key's first bucket (the first
-// b nodes of q are its slots), v2 in its second.
-func placeChain(t *table, q []searchNode, end int, v1, v2 uint64) {
-	t.insert(uint64(q[end].alt), uint64(q[end].altTag))
+// b nodes of q are its slots), v2 in its second. end is >= 0: such a
+// table's search starts from full buckets, so its chains have a node.
+func placeChain(s searchTarget, q []searchNode, end int, v1, v2 uint64) {
+	t := s.t
+	t.insert(uint64(q[end].alt), s.moved(&q[end]))
 	for j := end; ; {
 		in, parent := v1, q[j].parent
 		switch {
 		case parent >= 0:
-			in = uint64(q[parent].altTag)
+			in = s.moved(&q[parent])
 		case uint64(j) >= t.slots:
 			in = v2
 		}
