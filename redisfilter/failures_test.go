@@ -24,7 +24,7 @@ func TestRestartWithAOF(t *testing.T) {
 	s := redistest.NewServer(t, redistest.Config{AOF: true})
 	rdb := clientOf(t, s)
 	name := uniqueName(t)
-	f, err := redisfilter.New(ctx, rdb, name, 50000, redisfilter.WithFalsePositiveRate(0.001), redisfilter.WithShards(4))
+	f, err := redisfilter.New(ctx, rdb, name, 50000, redisfilter.WithFalsePositiveRate(0.001), redisfilter.WithShards(4), redisfilter.WithSeed(0x5eed))
 	if err != nil {
 		t.Fatal(err)
 	}

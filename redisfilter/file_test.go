@@ -129,7 +129,10 @@ func TestPushThenPull(t *testing.T) {
 func TestPullThenPush(t *testing.T) {
 	topologies(t, func(t *testing.T, rdb redis.UniversalClient) {
 		ctx := ctxOf(t)
-		f, err := redisfilter.New(ctx, rdb, uniqueName(t), 20000, redisfilter.WithFalsePositiveRate(0.001), redisfilter.WithShards(3))
+		// A fixed seed: Count may exceed the true count when another key
+		// shares "hot"'s fingerprint in one of its buckets, and with a
+		// random seed that happens in about one run in a thousand.
+		f, err := redisfilter.New(ctx, rdb, uniqueName(t), 20000, redisfilter.WithFalsePositiveRate(0.001), redisfilter.WithShards(3), redisfilter.WithSeed(0x5eed))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -154,8 +157,12 @@ func TestPullThenPush(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if lib.Segments() != 3 || lib.Count([]byte("hot")) != 50 {
-			t.Fatalf("snapshot: %d segments, hot counts %d", lib.Segments(), lib.Count([]byte("hot")))
+		inRedis, err := f.Count(ctx, []byte("hot"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if lib.Segments() != 3 || lib.Count([]byte("hot")) != inRedis || inRedis < 50 {
+			t.Fatalf("snapshot: %d segments, hot counts %d (%d in Redis, 50 added)", lib.Segments(), lib.Count([]byte("hot")), inRedis)
 		}
 		sameAnswers(t, f, lib, 20000)
 		file, _ := lib.MarshalBinary()

@@ -47,7 +47,7 @@ func TestGoRedis(t *testing.T) {
 			if err != nil || !ex[0] || !ex[1] {
 				t.Fatalf("CFMExists: %v, %v", ex, err)
 			}
-			if n, err := rdb.CFCount(ctx, "cf", "url3").Result(); err != nil || n != 1 {
+			if n, err := rdb.CFCount(ctx, "cf", "url3").Result(); err != nil || n < 1 || n > 2 { // 2 when another item shares url3's fingerprint in its buckets
 				t.Fatalf("CFCount: %v, %v", n, err)
 			}
 			if ok, err := rdb.CFDel(ctx, "cf", "url3").Result(); err != nil || !ok {
