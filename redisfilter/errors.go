@@ -18,7 +18,8 @@ var (
 	// replacing it was not asked for; nothing is changed.
 	ErrExists = errors.New("redisfilter: a filter of that name exists")
 	// ErrBusy is returned by New and Open while a filter of that name is
-	// being pushed (or a push of it was interrupted: push it again).
+	// being pushed (or a push of it was interrupted: push it again, with
+	// replace set).
 	ErrBusy = errors.New("redisfilter: the filter is being pushed")
 	// ErrUnsupported is returned when the server lacks what a filter needs
 	// (Redis Functions, from Redis 7.0) or a filter file has a shape the

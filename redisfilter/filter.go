@@ -105,7 +105,7 @@ func Open(ctx context.Context, rdb redis.UniversalClient, name string) (*Filter,
 func open(ctx context.Context, rdb redis.UniversalClient, name string, m meta) (*Filter, error) {
 	switch m.state {
 	case statePushing:
-		return nil, fmt.Errorf("%w: %q (if no push is running, push it again)", ErrBusy, name)
+		return nil, fmt.Errorf("%w: %q (if no push is running, push it again with replace)", ErrBusy, name)
 	}
 	f := newFilter(rdb, name, m)
 	if m.state == stateCreating {

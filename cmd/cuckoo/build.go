@@ -3,10 +3,12 @@ package main
 import (
 	"errors"
 	"flag"
+	"fmt"
 	"io"
 	"time"
 
 	"github.com/dedupkit/cuckoo/cmd/cuckoo/internal/filterfile"
+	"github.com/dedupkit/cuckoo/cmd/cuckoo/internal/units"
 )
 
 const buildHelp = `Usage: cuckoo build -o FILE [flags] [KEYS-FILE...]
@@ -89,6 +91,7 @@ func runBuild(e *env, f *buildFlags, names []string) error {
 	if spec.Segments = f.segments; f.segments != 0 && spec.Kind != filterfile.Cuckoo {
 		return usageErr("give --capacity N, and drop --grow and --bloom", "--segments needs a fixed-size cuckoo filter, not a %s", spec.Kind.Description())
 	}
+	warnSegmentCost(e, spec)
 	start := time.Now()
 	var filter *filterfile.Filter
 	var lines uint64
@@ -123,4 +126,28 @@ func runBuild(e *env, f *buildFlags, names []string) error {
 		printFilterSummary(e.stderr, "build", f.output, filter, lines, time.Since(start))
 	}
 	return nil
+}
+
+// warnSegmentCost warns on standard error when the segments asked for
+// make the table more than twice the size of one unsegmented table of the
+// same capacity: each segment is sized for its share of the keys plus
+// that share's chance variation, which dominates when shares are small.
+func warnSegmentCost(e *env, spec filterfile.Spec) {
+	if spec.Segments <= 1 {
+		return
+	}
+	seg, err := filterfile.CuckooPlan(spec)
+	if err != nil {
+		return // New reports it
+	}
+	one := spec
+	one.Segments = 0
+	flat, err := filterfile.CuckooPlan(one)
+	if err != nil || seg.TableBytes <= 2*flat.TableBytes {
+		return
+	}
+	fmt.Fprintf(e.stderr, "cuckoo build: warning: %d segments of about %s each take %s, %.0f× one table of the same capacity (%s): "+
+		"each segment is sized for its share of keys and that share's chance variation; fewer segments, or a larger --capacity, cost less per key\n",
+		spec.Segments, units.Counted(spec.Capacity/uint64(spec.Segments), "key"), units.Bytes(seg.TableBytes),
+		float64(seg.TableBytes)/float64(flat.TableBytes), units.Bytes(flat.TableBytes))
 }

@@ -172,6 +172,12 @@ func runDedup(e *env, f *dedupFlags, names []string) error {
 	if sameTarget(f.output, f.save) || sameTarget(f.output, f.state) {
 		return usageErr(remedy, "-o and --save (or --state) name the same file %s; give two", f.output)
 	}
+	if f.redis.url == "" && (f.redis.name != "" || f.redis.cluster) {
+		return usageErr(remedy, "--name and --cluster name a filter in Redis; give --redis URL too")
+	}
+	if f.exact.on() && f.redis.url != "" {
+		return usageErr(remedy, "--exact keeps its own seen-set and --redis shares a filter in Redis; give one")
+	}
 	ins, err := openInputs(e, "dedup", names)
 	if err != nil {
 		return err

@@ -31,6 +31,7 @@ type env struct {
 	written []string                    // files replaced by this run, as given
 	locks   map[string]*atomicfile.Lock // held from before a read until the write, by canonical path
 	bar     *progress.Bar
+	stops   map[*func() string]bool // what atInterrupt registered
 }
 
 // stickyWriter passes writes on and remembers the first error, so that a
@@ -53,10 +54,16 @@ func (s *stickyWriter) Write(p []byte) (int, error) {
 }
 
 // checkOutput returns err, unless a write to standard output failed and
-// err is nil or that failure, passed on (by an encoder): then it returns
-// the failure, explained.
+// err is nil, that failure passed on (by an encoder), or a bare exit
+// status (a key absent): then it returns the failure, explained, so that
+// a lost answer exits 3 and never looks like an answer.
 func (e *env) checkOutput(err error) error {
-	if s, ok := e.stdout.(*stickyWriter); ok && s.err != nil && (err == nil || errors.Is(err, s.err)) {
+	s, ok := e.stdout.(*stickyWriter)
+	if !ok || s.err == nil {
+		return err
+	}
+	var ce *cliError
+	if err == nil || errors.Is(err, s.err) || errors.As(err, &ce) && ce.msg == "" {
 		return outputErr(s.err)
 	}
 	return err
@@ -82,11 +89,43 @@ func (e *env) stopBar() {
 	b.Finish()
 }
 
-// interrupt is called on Ctrl-C, from the signal goroutine: it erases the
-// bar, drops every write in progress (their targets stay as they were),
-// releases the locks, and returns the message to print, which names the
-// files this run replaced and those it leaves unchanged.
+// atInterrupt registers stop, to be run by interrupt before the process
+// exits, until the returned function is called. stop runs on the signal
+// goroutine while the command goes on: it takes the command's own lock,
+// leaves what the command keeps (a store, the output already decided)
+// consistent, and returns what to add to the message ("" for nothing).
+func (e *env) atInterrupt(stop func() string) (remove func()) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.stops == nil {
+		e.stops = map[*func() string]bool{}
+	}
+	e.stops[&stop] = true
+	return func() {
+		e.mu.Lock()
+		delete(e.stops, &stop)
+		e.mu.Unlock()
+	}
+}
+
+// interrupt is called on Ctrl-C, from the signal goroutine: it runs what
+// atInterrupt registered, erases the bar, drops every write in progress
+// (their targets stay as they were), releases the locks, and returns the
+// message to print, which names the files this run replaced and those it
+// leaves unchanged.
 func (e *env) interrupt() string {
+	e.mu.Lock()
+	var stops []func() string
+	for stop := range e.stops {
+		stops = append(stops, *stop)
+	}
+	e.mu.Unlock()
+	var notes []string
+	for _, stop := range stops {
+		if note := stop(); note != "" {
+			notes = append(notes, note)
+		}
+	}
 	e.stopBar()
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -109,6 +148,9 @@ func (e *env) interrupt() string {
 	if len(unchanged) > 0 {
 		sort.Strings(unchanged)
 		msg += "; " + strings.Join(unchanged, ", ") + " left unchanged"
+	}
+	for _, note := range notes {
+		msg += "; " + note
 	}
 	return msg
 }

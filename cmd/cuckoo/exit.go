@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"syscall"
 )
 
 // Exit statuses. They are part of the command's interface: scripts test
@@ -17,6 +18,12 @@ const (
 	exitInterrupted = 130 // interrupted by Ctrl-C (SIGINT); 143 for SIGTERM; serve stops gracefully and exits 0
 )
 
+// exitBrokenPipe is the status of a command whose standard output was
+// closed by its reader (| head): 128 + SIGPIPE, as the shell reports a
+// process the signal killed. The command stops quietly, as other Unix
+// tools do, after cleaning up what it would clean up on an interrupt.
+const exitBrokenPipe = 128 + int(syscall.SIGPIPE)
+
 const exitStatusHelp = `Exit status:
   0    success
   1    a key is absent: query --key, store get, store has, store del
@@ -28,7 +35,8 @@ const exitStatusHelp = `Exit status:
   4    a fixed-capacity filter is full (dedup --redis: the filter in
        Redis); a file being written is left as it was
   130  interrupted (Ctrl-C; 143: SIGTERM); a file being written is left as
-       it was; serve instead stops gracefully and exits 0`
+       it was; serve instead stops gracefully and exits 0; 141, quietly:
+       the reader of the output went away (| head)`
 
 // cliError is an error with its exit status and the remedy to print
 // after it: "cuckoo <cmd>: <problem>; <remedy>".

@@ -116,7 +116,13 @@ func TestIssue16WriteErrors(t *testing.T) {
 	e := newEnv(t)
 	e.write("in.txt", "a\nb\na\n")
 	e.run("", "build", "-o", "f.ckoo", "in.txt").want(t, exitOK, "build")
+	e.run("", "store", "put", "s.d", "k", "v").want(t, exitOK, "store")
 	for _, args := range [][]string{
+		// An answer that cannot be written exits 3, also where the answer
+		// alone would exit 1 (an absent key).
+		{"query", "f.ckoo", "--key", "zzz"}, {"query", "f.ckoo", "--key", "a"}, {"store", "has", "s.d", "nope"},
+		{"store", "has", "s.d", "k"}, {"store", "get", "s.d", "k"}, {"store", "stats", "s.d"},
+		{"dedup", "--exact", "in.txt"}, {"dedup", "--exact-dir", "x.d", "in.txt"},
 		{"dedup", "--count", "in.txt"}, {"dedup", "in.txt"}, {"info", "f.ckoo"}, {"info", "--json", "f.ckoo"},
 		{"plan", "--items", "1000"}, {"plan", "--items", "1000", "--json"}, {"bench", "--items", "1000"},
 		{"bench", "--items", "1000", "--json"}, {"version"}, {"--help"}, {"help", "dedup"}, {"dedup", "--help"},

@@ -106,6 +106,11 @@ func main() {
 	// until its rename) and exit at once, even while blocked in a read.
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+	// With SIGPIPE notified (and ignored here), a write to a closed pipe
+	// fails with EPIPE instead of killing the process, so the command
+	// stops the way it stops on any write error, cleaning up (a temporary
+	// store, a kept store's unwritten lines), and report exits quietly.
+	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
 	go func() {
 		s := <-sig
 		fmt.Fprintf(os.Stderr, "cuckoo %s: %s\n", e.cmd, e.interrupt())
@@ -175,6 +180,9 @@ func lookup(name string) *command {
 func report(e *env, cmd string, err error) int {
 	if err == nil {
 		return exitOK
+	}
+	if s, ok := e.stdout.(*stickyWriter); ok && errors.Is(s.err, syscall.EPIPE) {
+		return exitBrokenPipe
 	}
 	var ce *cliError
 	if !errors.As(err, &ce) {

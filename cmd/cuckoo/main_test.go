@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -214,6 +215,10 @@ func TestUsageErrors(t *testing.T) {
 		{"flag-needs-value", "dedup", []string{"dedup", "--fpr"}, "--fpr"},
 		{"stdin-twice", "dedup", []string{"dedup", "-", "-"}, "twice"},
 		{"fixed-bloom-from-stdin", "build", []string{"build", "-o", "f", "--bloom"}, "--bloom=scalable"},
+		{"name-without-redis", "dedup", []string{"dedup", "--name", "seen", "in.txt"}, "--redis"},
+		{"cluster-without-redis", "dedup", []string{"dedup", "--cluster", "in.txt"}, "--redis"},
+		{"exact-and-redis", "dedup", []string{"dedup", "--exact", "--redis", "localhost:1", "--name", "n", "in.txt"}, "give one"},
+		{"exact-dir-and-redis", "dedup", []string{"dedup", "--exact-dir", "d", "--redis", "localhost:1", "--name", "n", "in.txt"}, "give one"},
 	} {
 		t.Run("case="+c.name, func(t *testing.T) {
 			r := e.run("", c.args...)
@@ -638,5 +643,28 @@ func waitExit(t *testing.T, cmd *exec.Cmd) int {
 		cmd.Process.Kill()
 		t.Fatal("the command did not exit after the interrupt")
 		return -1
+	}
+}
+
+// TestBuildWarnsOfCostlySegments: many segments of few keys each cost far
+// more than one table, and build says so on standard error (the file is
+// still written); a reasonable split is silent, and info shows the count.
+func TestBuildWarnsOfCostlySegments(t *testing.T) {
+	e := newEnv(t)
+	e.write("keys.txt", "a\nb\nc\n")
+	r := e.run("", "build", "--segments", "1000", "--capacity", "1000", "-o", "many.ckoo", "keys.txt")
+	r.want(t, exitOK, "build")
+	if !strings.Contains(r.stderr, "warning: 1000 segments of about 1 key each take") {
+		t.Fatalf("no warning: stderr %q", r.stderr)
+	}
+	r = e.run("", "build", "--segments", "16", "--capacity", "1M", "-o", "few.ckoo", "keys.txt")
+	r.want(t, exitOK, "build")
+	if r.stderr != "" {
+		t.Fatalf("stderr %q", r.stderr)
+	}
+	r = e.run("", "info", "few.ckoo")
+	r.want(t, exitOK, "info")
+	if !regexp.MustCompile(`(?m)^segments +16$`).MatchString(r.stdout) {
+		t.Fatalf("info does not give the segments:\n%s", r.stdout)
 	}
 }

@@ -92,7 +92,9 @@ func redisErr(f *redisFlags, err error) error {
 		return usageErr("use the filter's own parameters, or another --name", "%v", err)
 	case errors.Is(err, redisfilter.ErrFull):
 		return &cliError{code: exitFull, msg: fmt.Sprintf("the filter %q in Redis is full", f.name), remedy: "push a larger one, or use another --name"}
-	case errors.Is(err, redisfilter.ErrUnsupported), errors.Is(err, redisfilter.ErrBusy), errors.Is(err, redisfilter.ErrCorrupt):
+	case errors.Is(err, redisfilter.ErrBusy):
+		return dataErr("if no push is running, one was interrupted: rerun it with 'cuckoo push --replace'", "the filter %q in Redis is being pushed", f.name)
+	case errors.Is(err, redisfilter.ErrUnsupported), errors.Is(err, redisfilter.ErrCorrupt):
 		return dataErr("nothing was changed", "%v", err)
 	}
 	return dataErr(remedyRedis, "Redis at %s: %v", f.url, err)

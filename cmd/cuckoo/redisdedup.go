@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/dedupkit/cuckoo/cmd/cuckoo/internal/dedup"
@@ -74,18 +75,40 @@ func runRedisDedup(e *env, f *dedupFlags, keyer *dedup.KeyExtractor, ins []input
 		arena             []byte
 		lineEnds, keyEnds []int
 		keys              [][]byte
-		added             []bool
-		errs              []error
+		added             = make([]bool, redisDedupBatch)
+		errs              = make([]error, redisDedupBatch)
 		linesIn, dropped  uint64
 		written           uint64
 		start             = time.Now()
+
+		// mu is held while a batch is sent and its lines written, so that
+		// an interrupt finds every line Redis recorded for this run in the
+		// output buffer, and writes it.
+		mu      sync.Mutex
+		stopped bool
 	)
+	defer e.atInterrupt(func() string {
+		mu.Lock()
+		defer mu.Unlock()
+		stopped = true
+		out.Flush()
+		return ""
+	})()
 	var lines, keyBuf [dedup.MaxBatch][]byte
-	flush := func() error {
+	// send tests and inserts the batch's keys in Redis and writes the
+	// lines the flags ask for. A key Redis could not take (a full filter)
+	// fails the run after the lines of the batch that Redis took are
+	// written; if Redis fails or the output cannot be written, the keys
+	// of the batch may be recorded in Redis without their lines written,
+	// and the error says which lines.
+	send := func() error {
+		mu.Lock()
+		defer mu.Unlock()
 		n := len(lineEnds)
-		if n == 0 {
+		if n == 0 || stopped {
 			return nil
 		}
+		firstLine := linesIn - uint64(n) + 1
 		// The arena holds each line, then its key.
 		keys = keys[:0]
 		for i := range n {
@@ -93,14 +116,21 @@ func runRedisDedup(e *env, f *dedupFlags, keyer *dedup.KeyExtractor, ins []input
 		}
 		added, errs = added[:n], errs[:n]
 		if err := seen.AddUniqueBatch(ctx, keys, added, errs); err != nil {
-			return redisErr(&f.redis, err)
+			return batchErr(redisErr(&f.redis, err), firstLine, linesIn)
 		}
+		var refused error // the first key Redis did not take
 		lineStart := 0
 		for i := range n {
 			line := arena[lineStart:lineEnds[i]]
 			lineStart = keyEnds[i]
 			if errs[i] != nil {
-				return redisErr(&f.redis, errs[i])
+				if refused == nil {
+					refused = redisErr(&f.redis, errs[i])
+					if ce, ok := refused.(*cliError); ok && ce.code == exitFull {
+						ce.msg = fmt.Sprintf("the filter %q in Redis is full: line %d was not recorded (the lines Redis took are written)", f.redis.name, firstLine+uint64(i))
+					}
+				}
+				continue
 			}
 			if !added[i] {
 				dropped++
@@ -115,48 +145,58 @@ func runRedisDedup(e *env, f *dedupFlags, keyer *dedup.KeyExtractor, ins []input
 			}
 		}
 		arena, lineEnds, keyEnds = arena[:0], lineEnds[:0], keyEnds[:0]
-		return nil
-	}
-	added, errs = make([]bool, redisDedupBatch), make([]error, redisDedupBatch)
-	for i := range ins {
-		r, closeIn, err := ins[i].open(e)
-		if err != nil {
-			return err
+		// bufio.Writer keeps its first error: a failed write shows here.
+		if _, err := out.Write(nil); err != nil {
+			return batchErr(dataErr(remedyWrite, "writing the output: %v", cause(err)), firstLine, linesIn)
 		}
-		kr.Reset(r)
-		for {
-			n := kr.NextBatch(lines[:], keyBuf[:])
-			if n == 0 {
-				break
+		return refused
+	}
+	runErr := func() error {
+		for i := range ins {
+			r, closeIn, err := ins[i].open(e)
+			if err != nil {
+				return err
 			}
-			linesIn += uint64(n)
-			for j := range n {
-				arena = append(arena, lines[j]...)
-				lineEnds = append(lineEnds, len(arena))
-				arena = append(arena, keyBuf[j]...)
-				keyEnds = append(keyEnds, len(arena))
-			}
-			if len(lineEnds) >= redisDedupBatch-dedup.MaxBatch {
-				if err := flush(); err != nil {
-					closeIn()
-					return err
+			kr.Reset(r)
+			for {
+				n := kr.NextBatch(lines[:], keyBuf[:])
+				if n == 0 {
+					break
+				}
+				linesIn += uint64(n)
+				for j := range n {
+					arena = append(arena, lines[j]...)
+					lineEnds = append(lineEnds, len(arena))
+					arena = append(arena, keyBuf[j]...)
+					keyEnds = append(keyEnds, len(arena))
+				}
+				if len(lineEnds) >= redisDedupBatch-dedup.MaxBatch {
+					if err := send(); err != nil {
+						closeIn()
+						return err
+					}
 				}
 			}
+			err = kr.Err()
+			closeIn()
+			if err != nil {
+				return dataErr("the lines before it were processed", "reading %s: %v", ins[i].name, unwrap(err))
+			}
 		}
-		err = kr.Err()
-		closeIn()
-		if err != nil {
-			return dataErr("lines before it were processed", "reading %s: %v", ins[i].name, unwrap(err))
-		}
-	}
-	if err := flush(); err != nil {
-		return err
-	}
-	if f.count {
+		return send()
+	}()
+	if runErr == nil && f.count {
 		fmt.Fprintln(out, dropped)
 	}
-	if err := out.Flush(); err != nil {
-		return dataErr(remedyWrite, "writing the output: %v", cause(err))
+	// The lines of every batch Redis took are written, whatever failed.
+	mu.Lock()
+	flushErr := out.Flush()
+	mu.Unlock()
+	if runErr != nil {
+		return runErr
+	}
+	if flushErr != nil {
+		return dataErr(remedyWrite, "writing the output: %v", cause(flushErr))
 	}
 	if f.stats {
 		secs := max(time.Since(start).Seconds(), 1e-9)
@@ -164,4 +204,17 @@ func runRedisDedup(e *env, f *dedupFlags, keyer *dedup.KeyExtractor, ins []input
 			units.Count(linesIn), units.Count(written), units.Count(dropped), f.redis.name, seen.Shards(), secs, units.SI(float64(linesIn)/secs))
 	}
 	return nil
+}
+
+// batchErr adds to err that the lines first..last of the input (counted
+// over all inputs) may be recorded in Redis as seen without having been
+// written.
+func batchErr(err error, first, last uint64) error {
+	ce, ok := err.(*cliError)
+	if !ok {
+		return err
+	}
+	c := *ce
+	c.remedy = fmt.Sprintf("lines %d to %d may be recorded in Redis but not written; %s", first, last, c.remedy)
+	return &c
 }

@@ -121,20 +121,24 @@ func runServe(e *env, f *serveFlags, pos []string) error {
 	if f.threads > 0 {
 		runtime.GOMAXPROCS(f.threads)
 	}
-	srv, err := server.New(cfg)
-	if err != nil {
-		if errors.Is(err, server.ErrDirInUse) {
-			return dataErr("stop the other server, or give another --dir", "%v", err)
-		}
-		if errors.Is(err, server.ErrDataDir) {
-			return dataErr("see docs/server.md, Recovery", "%v", err)
-		}
-		return dataErr("check --dir", "%v", err)
-	}
+	// The port first: a server that cannot listen touches no directory.
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
-		srv.Close()
 		return dataErr("choose another --port or --bind", "%v", err)
+	}
+	srv, err := server.New(cfg)
+	if err != nil {
+		ln.Close()
+		// The server's errors start with its package name; ours with
+		// "cuckoo serve: ".
+		msg := strings.TrimPrefix(err.Error(), "server: ")
+		switch {
+		case errors.Is(err, server.ErrDirInUse):
+			return dataErr("stop the other server, or give another --dir", "%s is in use by another cuckoo server", cfg.Dir)
+		case errors.Is(err, server.ErrDataDir):
+			return dataErr("see docs/server.md, Recovery", "%s", msg)
+		}
+		return dataErr("check --dir", "%s", msg)
 	}
 	data := "nothing is saved (no --dir)"
 	if cfg.Dir != "" {

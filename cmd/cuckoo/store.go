@@ -220,7 +220,7 @@ func storeStats(w io.Writer, s *store.Store, dir string) error {
 	}
 	fmt.Fprintf(w, "keys:       %s\n", units.Count(st.Keys))
 	fmt.Fprintf(w, "index:      %s in RAM (%.2f bytes per key, %.1f %% of slots used)\n", units.Bytes(st.IndexBytes), perKey, 100*st.IndexLoad)
-	fmt.Fprintf(w, "log:        %s in %d segment files, %s live (%.1f %% garbage)\n", units.Bytes(st.LogBytes), st.Segments,
+	fmt.Fprintf(w, "log:        %s in %s, %s live (%.1f %% garbage)\n", units.Bytes(st.LogBytes), units.Counted(uint64(st.Segments), "segment file"),
 		units.Bytes(st.LiveBytes), 100*(1-float64(st.LiveBytes)/max(1, float64(st.LogBytes))))
 	fst, err := filestore.New(s)
 	if err != nil {
@@ -345,6 +345,15 @@ func runExactDedup(e *env, f *dedupFlags, keyer *dedup.KeyExtractor, ins []input
 		outFile.abort()
 		return storeErr(f.exact.dir, err)
 	}
+	// An interrupt writes the lines decided so far and closes the store,
+	// so that a kept store holds no line that was not printed, and a
+	// temporary one is removed.
+	defer e.atInterrupt(func() string {
+		if err := d.Stop(); err != nil {
+			return fmt.Sprintf("the store of seen lines: %v", err)
+		}
+		return ""
+	})()
 	start := time.Now()
 	runErr := func() error {
 		for i := range ins {

@@ -23,6 +23,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"sync"
 
 	"github.com/dedupkit/cuckoo/cmd/cuckoo/internal/dedup"
 	"github.com/dedupkit/cuckoo/store"
@@ -52,19 +53,28 @@ type Stats struct {
 	Store                                store.Stats
 }
 
-// Deduper removes repeated lines. It is not safe for concurrent use.
+// Deduper removes repeated lines. Its methods are not safe for concurrent
+// use, except Stop, which may be called while Run runs.
 type Deduper struct {
-	cfg   Config
-	s     *store.Store
-	tmp   string
-	kr    *dedup.KeyReader
-	out   *bufio.Writer
-	key   []byte
-	stats Stats
+	cfg Config
+	kr  *dedup.KeyReader
+	key []byte
+
+	// mu is held while a line is recorded and written, so that Stop finds
+	// every line recorded in the store also in the output buffer.
+	mu      sync.Mutex
+	s       *store.Store
+	tmp     string
+	out     *bufio.Writer
+	stats   Stats
+	stopped bool
 }
 
 // ErrOutput wraps the errors of writing the output.
 var ErrOutput = errors.New("exactdedup: writing the output")
+
+// ErrStopped is returned by Run after Stop.
+var ErrStopped = errors.New("exactdedup: stopped")
 
 // New opens the store of seen keys and returns a Deduper writing to out.
 func New(out io.Writer, cfg Config) (*Deduper, error) {
@@ -145,32 +155,70 @@ func (d *Deduper) Run(r io.Reader) error {
 		if !ok {
 			break
 		}
-		d.stats.LinesIn++
-		dup, err := d.seen(k)
-		if err != nil {
-			return fmt.Errorf("line %d: %w", d.kr.Line(), err)
-		}
-		if !dup {
-			d.stats.Distinct++
-		}
-		if dup != d.cfg.Duplicates || d.cfg.CountOnly {
-			continue
-		}
-		d.stats.LinesOut++
-		if _, err := d.out.Write(line); err != nil {
-			return fmt.Errorf("%w: %w", ErrOutput, err)
-		}
-		if line[len(line)-1] != '\n' {
-			if err := d.out.WriteByte('\n'); err != nil {
-				return fmt.Errorf("%w: %w", ErrOutput, err)
-			}
+		if err := d.line(line, k); err != nil {
+			return err
 		}
 	}
 	return d.kr.Err()
 }
 
+// line records one line's key k and writes the line if it is to be
+// printed, under d.mu.
+func (d *Deduper) line(line, k []byte) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.stopped {
+		return ErrStopped
+	}
+	d.stats.LinesIn++
+	dup, err := d.seen(k)
+	if err != nil {
+		return fmt.Errorf("line %d: %w", d.kr.Line(), err)
+	}
+	if !dup {
+		d.stats.Distinct++
+	}
+	if dup != d.cfg.Duplicates || d.cfg.CountOnly {
+		return nil
+	}
+	d.stats.LinesOut++
+	if _, err := d.out.Write(line); err != nil {
+		return fmt.Errorf("%w: %w", ErrOutput, err)
+	}
+	if line[len(line)-1] != '\n' {
+		if err := d.out.WriteByte('\n'); err != nil {
+			return fmt.Errorf("%w: %w", ErrOutput, err)
+		}
+	}
+	return nil
+}
+
+// Stop ends a run from another goroutine (on an interrupt): after the
+// line being recorded, it writes the buffered output, so that every line
+// recorded as seen has been written, and closes the store (a temporary
+// one is removed). Run then returns ErrStopped; Close does nothing more.
+func (d *Deduper) Stop() error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.stopped {
+		return nil
+	}
+	d.stopped = true
+	err := d.flush()
+	if cerr := d.close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
 // Flush writes what is buffered.
 func (d *Deduper) Flush() error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.flush()
+}
+
+func (d *Deduper) flush() error {
 	if err := d.out.Flush(); err != nil {
 		return fmt.Errorf("%w: %w", ErrOutput, err)
 	}
@@ -179,6 +227,8 @@ func (d *Deduper) Flush() error {
 
 // Stats returns the counts so far.
 func (d *Deduper) Stats() Stats {
+	d.mu.Lock()
+	defer d.mu.Unlock()
 	st := d.stats
 	st.Store = d.s.Stats()
 	return st
@@ -186,6 +236,16 @@ func (d *Deduper) Stats() Stats {
 
 // Close closes the store, and removes it if it is temporary.
 func (d *Deduper) Close() error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.stopped {
+		return nil
+	}
+	d.stopped = true
+	return d.close()
+}
+
+func (d *Deduper) close() error {
 	err := d.s.Close()
 	if d.tmp != "" {
 		if rerr := os.RemoveAll(d.tmp); err == nil {

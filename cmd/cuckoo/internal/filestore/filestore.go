@@ -62,30 +62,44 @@ type Store struct {
 	chunk [sha256.Size]byte
 }
 
-// New uses s for files, drawing the chunker's polynomial when s has none.
+// New uses s for files. It reads s and does not write to it: the
+// chunker's polynomial is drawn and recorded by the first Import into a
+// store that has none, so listing or exporting leaves the store as it was.
 func New(s *store.Store) (*Store, error) {
 	fs := &Store{s: s, buf: make([]byte, MaxChunk)}
 	v, err := s.Get(metaKey)
 	switch {
 	case err == nil && len(v) == 8:
 		fs.pol = chunker.Pol(binary.LittleEndian.Uint64(v))
+		if !fs.pol.Irreducible() {
+			return nil, fmt.Errorf("%w: the chunker's polynomial is not irreducible", ErrDamaged)
+		}
 	case err == nil:
 		return nil, fmt.Errorf("%w: chunker record of %d bytes", ErrDamaged, len(v))
-	case errors.Is(err, store.ErrNotFound):
-		if fs.pol, err = chunker.RandomPolynomial(); err != nil {
-			return nil, err
-		}
-		if err := s.Put(metaKey, binary.LittleEndian.AppendUint64(nil, uint64(fs.pol))); err != nil {
-			return nil, err
-		}
-	default:
+	case !errors.Is(err, store.ErrNotFound):
 		return nil, err
 	}
-	if !fs.pol.Irreducible() {
-		return nil, fmt.Errorf("%w: the chunker's polynomial is not irreducible", ErrDamaged)
+	return fs, nil
+}
+
+// chunker returns the chunker, first drawing the polynomial and recording
+// it in the store when the store has none.
+func (fs *Store) chunker() (*chunker.Chunker, error) {
+	if fs.ch != nil {
+		return fs.ch, nil
+	}
+	if fs.pol == 0 {
+		pol, err := chunker.RandomPolynomial()
+		if err != nil {
+			return nil, err
+		}
+		if err := fs.s.Put(metaKey, binary.LittleEndian.AppendUint64(nil, uint64(pol))); err != nil {
+			return nil, err
+		}
+		fs.pol = pol
 	}
 	fs.ch = chunker.NewWithBoundaries(nil, fs.pol, MinChunk, MaxChunk)
-	return fs, nil
+	return fs.ch, nil
 }
 
 // ImportStats counts what an Import did.
@@ -103,12 +117,16 @@ type ImportStats struct {
 func (fs *Store) Import(name string, r io.Reader) (ImportStats, error) {
 	var st ImportStats
 	before := fs.s.Stats().LogBytes
-	fs.ch.ResetWithBoundaries(r, fs.pol, MinChunk, MaxChunk)
-	fs.ch.SetAverageBits(averageBits)
+	ch, err := fs.chunker()
+	if err != nil {
+		return st, err
+	}
+	ch.ResetWithBoundaries(r, fs.pol, MinChunk, MaxChunk)
+	ch.SetAverageBits(averageBits)
 	whole := sha256.New()
 	var digests []byte
 	for {
-		c, err := fs.ch.Next(fs.buf)
+		c, err := ch.Next(fs.buf)
 		if err == io.EOF {
 			break
 		}

@@ -2,6 +2,8 @@ package filestore_test
 
 import (
 	"bytes"
+	"errors"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -143,5 +145,46 @@ func TestShiftedContent(t *testing.T) {
 	var out bytes.Buffer
 	if err := fst.Export("b", &out); err != nil || !bytes.Equal(out.Bytes(), shifted) {
 		t.Fatalf("export: %v", err)
+	}
+}
+
+// TestReadingWritesNothing: New, List, Stats and a failed Export leave a
+// store that holds no files as it was (no chunker record, no log bytes);
+// the first Import records the polynomial, and later opens use it.
+func TestReadingWritesNothing(t *testing.T) {
+	dir := t.TempDir()
+	s, err := store.Open(dir, store.WithSync(store.SyncNever))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	before := s.Stats()
+	fst, err := filestore.New(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := fst.List(func(string, uint64) bool { return true }); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fst.Stats(); err != nil {
+		t.Fatal(err)
+	}
+	if err := fst.Export("absent", io.Discard); !errors.Is(err, filestore.ErrNoFile) {
+		t.Fatalf("Export of an absent file: %v", err)
+	}
+	if st := s.Stats(); st.Keys != 0 || st.LogBytes != before.LogBytes {
+		t.Fatalf("reading an empty store wrote to it: %+v, was %+v", st, before)
+	}
+	content := bytes.Repeat([]byte("the chunker's polynomial is recorded by the first import\n"), 5000)
+	if _, err := fst.Import("a", bytes.NewReader(content)); err != nil {
+		t.Fatal(err)
+	}
+	again, err := filestore.New(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := again.Import("b", bytes.NewReader(content))
+	if err != nil || st.Chunks < 2 || st.NewChunks != 0 {
+		t.Fatalf("the same content under another name, after a reopen: %+v, %v (the polynomial is not kept)", st, err)
 	}
 }

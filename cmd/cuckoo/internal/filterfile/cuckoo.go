@@ -43,6 +43,7 @@ func (c cuckooFilter) facts(add addFact) {
 	add("capacity", "capacity", c.Capacity(), units.Counted(c.Capacity(), "distinct key"))
 	cuckooShape(add, c.LoadFactor(), c.BucketSize(), c.FingerprintBits(), c.SemiSorted(), "")
 	add("buckets", "buckets", c.NumBuckets(), units.Count(c.NumBuckets()))
+	add("segments", "segments", c.Segments(), fmt.Sprint(c.Segments()))
 	add("max_kicks", "max kicks", c.MaxKicks(), fmt.Sprint(c.MaxKicks()))
 	add("fpr", "false positives now", c.FalsePositiveRate(), units.Rate(c.FalsePositiveRate()))
 	if p, err := c.plan(); err == nil {
@@ -74,6 +75,12 @@ func (c cuckooScalable) facts(add addFact) {
 	add("fpr", "false positives now", c.FalsePositiveRate(), units.Rate(c.FalsePositiveRate()))
 	bound := c.TargetFalsePositiveRate()
 	add("fpr_bound", "false positives, bound", bound, units.Rate(bound)+" (at any size)")
+}
+
+// CuckooPlan is cuckoo.NewPlan for the fixed-size cuckoo filter s
+// describes.
+func CuckooPlan(s Spec) (cuckoo.Plan, error) {
+	return cuckoo.NewPlan(s.Capacity, cuckooOptions(s)...)
 }
 
 // cuckooOptions translates a Spec into the cuckoo package's options.

@@ -1,0 +1,198 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/dedupkit/cuckoo/internal/redistest"
+	"github.com/dedupkit/cuckoo/redisfilter"
+	"github.com/dedupkit/cuckoo/store"
+	"github.com/redis/go-redis/v9"
+)
+
+// distinctLines returns n distinct lines, from "line first" on.
+func distinctLines(first, n int) []byte {
+	var b bytes.Buffer
+	for i := range n {
+		fmt.Fprintf(&b, "line %d\n", first+i)
+	}
+	return b.Bytes()
+}
+
+// stopMidway starts the command in dir with its output going to the file
+// out, feeds it distinct lines until some output has come through, sends
+// sig, and returns the exit status and standard error.
+func stopMidway(t *testing.T, dir string, env []string, sig syscall.Signal, args ...string) (int, string) {
+	t.Helper()
+	out, err := os.Create(filepath.Join(dir, "out.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer out.Close()
+	cmd := exec.Command(binary, args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), env...)
+	cmd.Stdout = out
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	stdin, _ := cmd.StdinPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// The output is buffered: lines reach the file in large blocks, so
+	// the command is well into its loop when the first block is there.
+	for i := 0; ; i++ {
+		if _, err := stdin.Write(distinctLines(i*20000, 20000)); err != nil {
+			t.Fatalf("the command stopped early: %v; stderr %q", err, stderr.String())
+		}
+		if st, _ := out.Stat(); st.Size() > 0 && i >= 4 {
+			break
+		}
+	}
+	cmd.Process.Signal(sig)
+	code := waitExit(t, cmd)
+	stdin.Close()
+	return code, stderr.String()
+}
+
+// outputLines returns the lines of dir/out.txt, checking that none comes
+// twice (the input has no repeats).
+func outputLines(t *testing.T, dir string) map[string]bool {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(dir, "out.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := map[string]bool{}
+	for l := range strings.SplitSeq(strings.TrimSuffix(string(data), "\n"), "\n") {
+		if lines[l] {
+			t.Fatalf("%q printed twice", l)
+		}
+		lines[l] = true
+	}
+	if len(lines) < 1000 {
+		t.Fatalf("only %d lines printed before the signal: the test checks little", len(lines))
+	}
+	return lines
+}
+
+// TestExactDirStopKeepsStoreAndOutputInStep interrupts dedup --exact-dir
+// (SIGINT and SIGTERM) mid-stream: the store holds exactly the lines
+// printed, so a later run prints every line the interrupted one did not.
+func TestExactDirStopKeepsStoreAndOutputInStep(t *testing.T) {
+	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
+		t.Run(sig.String(), func(t *testing.T) {
+			dir := t.TempDir()
+			code, stderr := stopMidway(t, dir, nil, sig, "dedup", "--exact-dir", "seen.d")
+			if want := map[syscall.Signal]int{syscall.SIGINT: exitInterrupted, syscall.SIGTERM: 128 + 15}[sig]; code != want {
+				t.Fatalf("exit status %d, want %d; stderr %q", code, want, stderr)
+			}
+			printed := outputLines(t, dir)
+			s, err := store.Open(filepath.Join(dir, "seen.d"))
+			if err != nil {
+				t.Fatalf("the store after the interrupt: %v", err)
+			}
+			defer s.Close()
+			recorded := 0
+			s.Range(func(key, _ []byte) bool {
+				recorded++
+				if line := string(key[1:]); !printed[line] {
+					t.Errorf("%q is recorded as seen but was not printed", line)
+					return false
+				}
+				return true
+			})
+			if recorded != len(printed) {
+				t.Fatalf("%d lines printed, %d recorded", len(printed), recorded)
+			}
+		})
+	}
+}
+
+// TestExactTempDirRemoved: dedup --exact leaves no temporary store after
+// an interrupt or when its reader goes away (| head), which also exits
+// quietly with status 141.
+func TestExactTempDirRemoved(t *testing.T) {
+	dir := t.TempDir()
+	tmp := filepath.Join(dir, "tmp")
+	os.Mkdir(tmp, 0o755)
+	env := []string{"TMPDIR=" + tmp}
+	left := func() []string {
+		names, _ := filepath.Glob(filepath.Join(tmp, "cuckoo-exact-*"))
+		return names
+	}
+	code, stderr := stopMidway(t, dir, env, syscall.SIGINT, "dedup", "--exact")
+	if code != exitInterrupted || len(left()) != 0 {
+		t.Fatalf("after SIGINT: status %d, left %v; stderr %q", code, left(), stderr)
+	}
+
+	for _, args := range [][]string{{"dedup", "--exact"}, {"dedup"}, {"dedup", "--exact-dir", "kept.d"}} {
+		t.Run(strings.Join(args, " "), func(t *testing.T) {
+			cmd := exec.Command(binary, args...)
+			cmd.Dir = dir
+			cmd.Env = append(os.Environ(), env...)
+			cmd.Stdin = bytes.NewReader(distinctLines(0, 300000))
+			stdout, _ := cmd.StdoutPipe()
+			var stderr bytes.Buffer
+			cmd.Stderr = &stderr
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			// | head -1
+			if _, err := bufio.NewReader(stdout).ReadString('\n'); err != nil {
+				t.Fatal(err)
+			}
+			stdout.Close()
+			code := waitExit(t, cmd)
+			if code != exitBrokenPipe || stderr.Len() != 0 || len(left()) != 0 {
+				t.Fatalf("status %d (want %d), stderr %q, left %v", code, exitBrokenPipe, stderr.String(), left())
+			}
+		})
+	}
+}
+
+// TestDedupRedisStopPrintsWhatRedisTook interrupts dedup --redis
+// mid-stream: every line the filter in Redis holds was printed, and every
+// line printed is in the filter.
+func TestDedupRedisStopPrintsWhatRedisTook(t *testing.T) {
+	s := redistest.NewServer(t, redistest.Config{})
+	dir := t.TempDir()
+	code, stderr := stopMidway(t, dir, nil, syscall.SIGINT, "dedup", "--redis", s.Addr, "--name", "seen",
+		"--capacity", "4M", "--fingerprint-bits", "32")
+	if code != exitInterrupted {
+		t.Fatalf("exit status %d; stderr %q", code, stderr)
+	}
+	printed := outputLines(t, dir)
+	ctx := context.Background()
+	rdb := redis.NewClient(&redis.Options{Addr: s.Addr})
+	defer rdb.Close()
+	f, err := redisfilter.Open(ctx, rdb, "seen")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := f.Len(ctx)
+	if err != nil || n != uint64(len(printed)) {
+		t.Fatalf("the filter holds %d keys (%v), %d lines printed", n, err, len(printed))
+	}
+	var keys [][]byte
+	for l := range printed {
+		keys = append(keys, []byte(l))
+	}
+	found := make([]bool, len(keys))
+	if err := f.ContainsBatch(ctx, keys, found); err != nil {
+		t.Fatal(err)
+	}
+	for i, ok := range found {
+		if !ok {
+			t.Fatalf("%q printed but not in the filter", keys[i])
+		}
+	}
+}
