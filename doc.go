@@ -177,6 +177,14 @@
 // time with each level prefetched. docs/benchmarks.md has the figures at
 // 10^8 keys.
 //
+// A loop of one-at-a-time [Filter.ContainsHash] calls
+// keeps more lookups' misses in flight when the call is inlined into it,
+// which Go's inliner does only with a profile: build the program with
+// profile-guided optimisation (a CPU profile of a typical run saved as
+// default.pgo in the main package's directory; go build then uses it), and
+// check with go build -gcflags=-m that the call site reports "inlining call
+// to cuckoo.(*Filter).ContainsHash". docs/benchmarks.md has what it gains.
+//
 // # Persistence
 //
 // [Filter.MarshalBinary] and [Filter.WriteTo] write a versioned,

@@ -122,7 +122,7 @@ func renderMarkdown(r *results, sum map[cell]*summary, charts []chart, notesPath
 func renderGoals(b *strings.Builder, r *results, sum map[cell]*summary) {
 	w := func(format string, args ...any) { fmt.Fprintf(b, format, args...) }
 	w("## Targets\n\n")
-	w("Issue 3's speed and space targets and issue 4's Bloom target, checked against this run. ")
+	w("Issue 21's lookup and insert targets against seiflotfy, issue 3's batch and semi-sorting targets and issue 4's Bloom target, checked against this run. ")
 	w("Ratio = median over repetitions of (our time / the other row's time) for trials of the same repetition (the same pass over the rows: seconds apart at 10^6, a few minutes at 10^8); ")
 	w("ns/op columns are the medians of each row. On this shared machine, ratios within about ±25 %% of a limit are not conclusive (see the spread under Machine).\n\n")
 	results := checkGoals(r, sum)

@@ -5,8 +5,14 @@ import (
 	"math"
 )
 
-// goal is one speed or space target of issues 3 and 4, checked against
-// one run: the median over repetitions of the paired ratio ours/peer.
+// goal is one speed or space target, checked against one run: the median
+// over repetitions of the paired ratio ours/peer. The lookup and insert
+// targets against seiflotfy are issue 21's (which restated issue 3's: its
+// ≤ 0.5× on absent keys was below the memory floor); the batch, semi-sorted
+// and Bloom targets are issues 3 and 4's. Issue 21's targets against the
+// memory floor and the paper's C++ code are not rows of this suite: they
+// are measured by the root package's BenchmarkFilter_ContainsHashFloor and
+// by hand (docs/benchmarks.md, notes).
 type goal struct {
 	what   string // the target, as the issue states it
 	n      uint64
@@ -38,19 +44,21 @@ const (
 
 func goals() []goal {
 	var g []goal
-	for _, ours := range []string{rowOurs16, rowOurs8} {
-		for _, op := range []string{"hit", "miss"} {
-			g = append(g, goal{
-				what: "Contains " + opWord(op) + ", 16-byte keys, 10^6: ≤ 0.5× seiflotfy",
-				n:    1e6, keys: rand16, ours: ours, peer: rowSeiflotfy, op: op, limit: 0.5, atMost: true,
-			})
-		}
+	// limit[op][ours]
+	limits := map[string]map[string]float64{
+		"hit":  {rowOurs16: 0.5, rowOurs8: 0.5},
+		"miss": {rowOurs16: 1.0, rowOurs8: 1.0},
+		"add":  {rowOurs16: 1.0, rowOurs8: 0.8},
 	}
-	for _, ours := range []string{rowOurs16, rowOurs8} {
-		g = append(g, goal{
-			what: "Add to capacity, 16-byte keys, 10^6: ≤ 0.7× seiflotfy",
-			n:    1e6, keys: rand16, ours: ours, peer: rowSeiflotfy, op: "add", limit: 0.7, atMost: true,
-		})
+	for _, op := range []string{"hit", "miss", "add"} {
+		for _, ours := range []string{rowOurs16, rowOurs8} {
+			limit := limits[op][ours]
+			what := fmt.Sprintf("Contains %s, 16-byte keys, 10^6: ≤ %g× seiflotfy", opWord(op), limit)
+			if op == "add" {
+				what = fmt.Sprintf("Add to capacity, 16-byte keys, 10^6: ≤ %g× seiflotfy", limit)
+			}
+			g = append(g, goal{what: what, n: 1e6, keys: rand16, ours: ours, peer: rowSeiflotfy, op: op, limit: limit, atMost: true})
+		}
 	}
 	for _, pair := range [][2]string{{rowBatch16, rowOurs16}, {rowBatch8, rowOurs8}} {
 		for _, op := range []string{"hit", "miss"} {
