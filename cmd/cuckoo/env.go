@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/dedupkit/cuckoo/cmd/cuckoo/internal/progress"
 	"github.com/dedupkit/cuckoo/internal/atomicfile"
@@ -32,6 +33,11 @@ type env struct {
 	locks   map[string]*atomicfile.Lock // held from before a read until the write, by canonical path
 	bar     *progress.Bar
 	stops   map[*func() string]bool // what atInterrupt registered
+
+	// interrupting is set when interrupt starts: the process is about to
+	// exit with the signal's status, and a command that finds its work
+	// stopped under it waits for that (see halt).
+	interrupting atomic.Bool
 }
 
 // stickyWriter passes writes on and remembers the first error, so that a
@@ -108,12 +114,22 @@ func (e *env) atInterrupt(stop func() string) (remove func()) {
 	}
 }
 
+// halt blocks for good if an interrupt is under way, so that the signal
+// goroutine, not a command whose work an atInterrupt function stopped,
+// chooses the exit status; otherwise it returns at once.
+func (e *env) halt() {
+	if e.interrupting.Load() {
+		select {}
+	}
+}
+
 // interrupt is called on Ctrl-C, from the signal goroutine: it runs what
 // atInterrupt registered, erases the bar, drops every write in progress
 // (their targets stay as they were), releases the locks, and returns the
 // message to print, which names the files this run replaced and those it
 // leaves unchanged.
 func (e *env) interrupt() string {
+	e.interrupting.Store(true)
 	e.mu.Lock()
 	var stops []func() string
 	for stop := range e.stops {

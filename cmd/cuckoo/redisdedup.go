@@ -104,8 +104,11 @@ func runRedisDedup(e *env, f *dedupFlags, keyer *dedup.KeyExtractor, ins []input
 	send := func() error {
 		mu.Lock()
 		defer mu.Unlock()
+		if stopped {
+			return errStopped
+		}
 		n := len(lineEnds)
-		if n == 0 || stopped {
+		if n == 0 {
 			return nil
 		}
 		firstLine := linesIn - uint64(n) + 1
@@ -185,6 +188,9 @@ func runRedisDedup(e *env, f *dedupFlags, keyer *dedup.KeyExtractor, ins []input
 		}
 		return send()
 	}()
+	if errors.Is(runErr, errStopped) {
+		e.halt() // an interrupt stopped the run, and exits
+	}
 	if runErr == nil && f.count {
 		fmt.Fprintln(out, dropped)
 	}
@@ -205,6 +211,9 @@ func runRedisDedup(e *env, f *dedupFlags, keyer *dedup.KeyExtractor, ins []input
 	}
 	return nil
 }
+
+// errStopped is what a batch sent after an interrupt returns.
+var errStopped = errors.New("stopped by an interrupt")
 
 // batchErr adds to err that the lines first..last of the input (counted
 // over all inputs) may be recorded in Redis as seen without having been

@@ -363,6 +363,9 @@ func runExactDedup(e *env, f *dedupFlags, keyer *dedup.KeyExtractor, ins []input
 			}
 			err = d.Run(r)
 			closeIn()
+			if errors.Is(err, exactdedup.ErrStopped) {
+				e.halt() // an interrupt stopped the run, and exits
+			}
 			if errors.Is(err, exactdedup.ErrOutput) {
 				return dataErr(remedyWrite, "writing the output: %v", cause(err))
 			}

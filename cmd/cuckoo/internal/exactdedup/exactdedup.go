@@ -225,12 +225,15 @@ func (d *Deduper) flush() error {
 	return nil
 }
 
-// Stats returns the counts so far.
+// Stats returns the counts so far (without the store's, once stopped or
+// closed).
 func (d *Deduper) Stats() Stats {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	st := d.stats
-	st.Store = d.s.Stats()
+	if !d.stopped {
+		st.Store = d.s.Stats()
+	}
 	return st
 }
 
