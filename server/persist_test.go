@@ -272,8 +272,13 @@ func TestDamagedSnapshot(t *testing.T) {
 	cfg := testConfig(t)
 	s, addr := startServer(t, cfg)
 	c := dial(t, addr)
+	// BF.CARD counts the adds that answered 1; a false positive (one of
+	// 100 adds at the default 1 %, in a few runs in a hundred) answers 0.
+	card := 0
 	for i := range 100 {
-		c.do("BF.ADD", "b", fmt.Sprint(i))
+		if c.do("BF.ADD", "b", fmt.Sprint(i)) == ":1\r\n" {
+			card++
+		}
 	}
 	c.do("SAVE")
 	s.Close()
@@ -294,8 +299,8 @@ func TestDamagedSnapshot(t *testing.T) {
 	}
 	os.WriteFile(path, data, 0o640)
 	_, addr = startServer(t, cfg)
-	if got := dial(t, addr).do("BF.CARD", "b"); got != ":100\r\n" {
-		t.Fatalf("the intact snapshot: %q", got)
+	if got := dial(t, addr).do("BF.CARD", "b"); got != fmt.Sprintf(":%d\r\n", card) || card < 90 {
+		t.Fatalf("the intact snapshot: %q, %d added", got, card)
 	}
 }
 
