@@ -235,16 +235,26 @@ func BenchmarkFilter_ContainsHash(b *testing.B) {
 // per key, on absent keys (every lookup probes both buckets). Each
 // iteration looks up batchKeys keys; the ns/key metric is what to compare.
 // Sizes of 10^8 items build a 210 MB filter and take minutes: they run only
-// with CUCKOO_BENCH_HUGE=1 in the environment.
+// with CUCKOO_BENCH_HUGE=1 in the environment; CUCKOO_BENCH_HUGE=1e9 adds
+// 10^9 items (a 2.1 GB table at f = 16, built in several minutes, with
+// huge pages only).
+//
+//	CUCKOO_BENCH_HUGE=1e9 go test -run '^$' -bench 'Filter_Batch/n=1000M' -timeout 1h
 func BenchmarkFilter_Batch(b *testing.B) {
 	sizes := []uint64{1_000_000, 10_000_000}
-	if os.Getenv("CUCKOO_BENCH_HUGE") != "" {
+	if huge := os.Getenv("CUCKOO_BENCH_HUGE"); huge != "" {
 		sizes = append(sizes, 100_000_000)
+		if huge == "1e9" {
+			sizes = append(sizes, 1_000_000_000)
+		}
 	}
 	const batchKeys = 1024
 	for _, n := range sizes {
 		s := benchShape{n, 4, 16, false}
 		for _, thp := range []bool{true, false} {
+			if !thp && n >= 1_000_000_000 {
+				continue // a second 2 GB table to build, for little news
+			}
 			for _, mode := range []string{"single", "batch"} {
 				b.Run(fmt.Sprintf("%v/thp=%v/mode=%s", s, thp, mode), func(b *testing.B) {
 					f := hugeFilter(b, s, thp)

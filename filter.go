@@ -254,21 +254,23 @@ func (f *Filter) ContainsHash(h uint64) bool {
 	if !t.fastLookup {
 		return f.containsHashGeneral(h)
 	}
-	// The common shapes (fastLookup: buckets of 32 or 64 bits, one
-	// segment): both bucket words are loaded before anything is compared,
+	// The common shapes (fastLookup: plain buckets of 8 to 64 bits that
+	// never straddle a word, one segment; 4 × 8 and 4 × 16 among them):
+	// both bucket words are loaded before anything is compared,
 	// with no call, no branch and no bounds check between the hash and the
 	// loads, so that the CPU can keep the cache misses of many lookups in
 	// flight. The test is the classic any-zero-lane one: (x − low) &^ x &
 	// high is non-zero exactly when some lane of x is zero (a borrow only
 	// runs up from a zero lane, so only lanes above a true zero can be
-	// reported falsely), which is all a lookup asks. The bits above a 32-bit
-	// bucket are the next bucket's, outside the high mask.
+	// reported falsely), which is all a lookup asks. The bits above a
+	// bucket of fewer than 64 bits are the next buckets', outside the high
+	// mask.
 	m, low := t.numBuckets, t.laneLow
-	i1 := addr.Bucket(h, m)
 	fp := addr.Fingerprint(h, t.fpMask)
+	i1 := addr.Bucket(h, m)
 	i2 := addr.Alt(i1, fp, m)
-	x := t.alignedBucketFast(i1) ^ fp*low
-	y := t.alignedBucketFast(i2) ^ fp*low
+	x := t.bucketFast(i1) ^ fp*low
+	y := t.bucketFast(i2) ^ fp*low
 	return ((x-low)&^x|(y-low)&^y)&t.laneHigh != 0
 }
 

@@ -2,6 +2,7 @@ package cuckoo
 
 import (
 	"math/bits"
+	"runtime"
 	"unsafe"
 
 	"github.com/dedupkit/cuckoo/internal/addr"
@@ -53,8 +54,9 @@ type table struct {
 	// laneMasks; the last* masks describe the last window of a bucket.
 	windows                     uint64 // windows per bucket
 	aligned                     bool   // windows == 1 and 64%bucketBits == 0: buckets never straddle words
-	fastLookup                  bool   // aligned, plain and one segment: Filter.ContainsHash's inlined path
+	fastLookup                  bool   // see setFastLookup: Filter.ContainsHash's inlined path
 	bucketShift                 uint64 // log2(bucketBits) when aligned: bucket i starts at bit i<<bucketShift
+	bucketBytes                 uint64 // bucketBits/8 when aligned and bucketBits ≥ 8: bucket i starts at byte i*bucketBytes
 	lanes                       uint64 // lanes per window but the last
 	laneLow, laneHigh, laneRest uint64
 	lastLow, lastHigh, lastRest uint64
@@ -98,6 +100,7 @@ func tableLayout(numBuckets, slots, fpBits uint64, semi bool) table {
 	t.aligned = t.windows == 1 && 64%t.bucketBits == 0
 	if t.aligned {
 		t.bucketShift = uint64(bits.TrailingZeros64(t.bucketBits))
+		t.bucketBytes = t.bucketBits / 8
 	}
 	if semi {
 		t.semiLayout()
@@ -106,10 +109,21 @@ func tableLayout(numBuckets, slots, fpBits uint64, semi bool) table {
 	return t
 }
 
-// setFastLookup decides whether lookups take the inlined path.
+// setFastLookup decides whether lookups take the inlined path: plain
+// buckets that never straddle a word, one segment, and a bucket that
+// bucketFast can read: a whole word, or (where unalignedLittleEndian
+// holds) any whole number of bytes.
 func (t *table) setFastLookup() {
-	t.fastLookup = t.aligned && !t.semi && t.segments == 1 && t.numBuckets > 0
+	readable := t.bucketBits == 64 || t.bucketBits >= 8 && unalignedLittleEndian
+	t.fastLookup = t.aligned && readable && !t.semi && t.segments == 1 && t.numBuckets > 0
 }
+
+// unalignedLittleEndian holds on the architectures where an 8-byte load at
+// any byte offset neither faults nor costs much and sees the table's words
+// in their bit order (little-endian): there bucketFast reads a bucket of
+// 8, 16 or 32 bits at its own byte offset.
+const unalignedLittleEndian = runtime.GOARCH == "amd64" || runtime.GOARCH == "arm64" ||
+	runtime.GOARCH == "386" || runtime.GOARCH == "ppc64le"
 
 // newWords returns n zero words for a table, in an allocation that no
 // other object shares a cache line with (see cacheLine: it matters to a
@@ -141,13 +155,15 @@ func (t *table) alignedBucket(i uint64) uint64 {
 	return t.words[p>>6] >> (p & 63)
 }
 
-// alignedBucketFast is alignedBucket without the bounds check: i must be
-// below numBuckets (the table's invariants then put the word in words).
-// It lets the lookup that inlines it read both buckets with no branch.
-func (t *table) alignedBucketFast(i uint64) uint64 {
-	p := i << (t.bucketShift & 63)
-	w := *(*uint64)(unsafe.Add(unsafe.Pointer(unsafe.SliceData(t.words)), p>>6<<3))
-	return w >> (p & 63)
+// bucketFast returns the 64 bits of the table that start at the first byte
+// of bucket i: the bucket in the low bucketBits bits, the next buckets (or
+// the padding word every table ends with) above. It needs fastLookup, and i
+// below numBuckets; it has no bounds check, so that the lookup that inlines
+// it reads both buckets with no branch, and it multiplies by bucketBytes
+// rather than shifting by a variable amount, which on amd64 would tie up
+// the one register such shifts take (CX) in the caller's loop.
+func (t *table) bucketFast(i uint64) uint64 {
+	return *(*uint64)(unsafe.Add(unsafe.Pointer(unsafe.SliceData(t.words)), i*t.bucketBytes))
 }
 
 // holds reports whether bucket i holds fp.
