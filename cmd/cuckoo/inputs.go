@@ -142,3 +142,33 @@ func estimateLines(e *env, ins []input) (uint64, bool, error) {
 	}
 	return lines, true, nil
 }
+
+// readBatches reads the lines of the inputs in turn through kr, a batch at
+// a time into lines and keys (see dedup.KeyReader.NextBatch), and calls fn
+// with each batch's size. It stops at fn's first error and returns it; a
+// read error comes back as the command reports it, naming the input.
+func readBatches(e *env, ins []input, kr *dedup.KeyReader, lines, keys [][]byte, fn func(n int) error) error {
+	for i := range ins {
+		r, closeIn, err := ins[i].open(e)
+		if err != nil {
+			return err
+		}
+		kr.Reset(r)
+		for {
+			n := kr.NextBatch(lines, keys)
+			if n == 0 {
+				break
+			}
+			if err := fn(n); err != nil {
+				closeIn()
+				return err
+			}
+		}
+		err = kr.Err()
+		closeIn()
+		if err != nil {
+			return dataErr(remedyRead+"; the lines before the error were processed", "reading %s: %v", ins[i].name, unwrap(err))
+		}
+	}
+	return nil
+}

@@ -110,49 +110,36 @@ func runQuery(e *env, f *queryFlags, pos []string) error {
 	var lines, keys [batchLines][]byte
 	var found [batchLines]bool
 	var n uint64
-	for i := range ins {
-		r, closeIn, err := ins[i].open(e)
-		if err != nil {
-			return err
-		}
-		kr.Reset(r)
-		for {
-			// A batch at a time: a cuckoo filter prefetches the buckets of
-			// all its keys before it looks them up.
-			m := kr.NextBatch(lines[:], keys[:])
-			if m == 0 {
-				break
+	// A batch at a time: a cuckoo filter prefetches the buckets of all its
+	// keys before it looks them up.
+	err = readBatches(e, ins, kr, lines[:], keys[:], func(m int) error {
+		filter.ContainsBatch(keys[:m], found[:m])
+		for j, line := range lines[:m] {
+			present := found[j]
+			if (f.present || f.absent) && present != f.present {
+				continue
 			}
-			filter.ContainsBatch(keys[:m], found[:m])
-			for j, line := range lines[:m] {
-				present := found[j]
-				if (f.present || f.absent) && present != f.present {
-					continue
+			n++
+			if f.count {
+				continue
+			}
+			var err error
+			if f.present || f.absent {
+				_, err = out.Write(line)
+				if line[len(line)-1] != '\n' {
+					out.WriteByte('\n')
 				}
-				n++
-				if f.count {
-					continue
-				}
-				var err error
-				if f.present || f.absent {
-					_, err = out.Write(line)
-					if line[len(line)-1] != '\n' {
-						out.WriteByte('\n')
-					}
-				} else {
-					err = printAnswer(out, dedup.Content(line), present, false)
-				}
-				if err != nil {
-					closeIn()
-					return dataErr(remedyWrite, "writing the output: %v", cause(err))
-				}
+			} else {
+				err = printAnswer(out, dedup.Content(line), present, false)
+			}
+			if err != nil {
+				return dataErr(remedyWrite, "writing the output: %v", cause(err))
 			}
 		}
-		err = kr.Err()
-		closeIn()
-		if err != nil {
-			return dataErr(remedyRead, "reading %s: %v", ins[i].name, unwrap(err))
-		}
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 	e.stopBar()
 	if f.count {

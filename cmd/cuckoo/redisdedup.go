@@ -154,40 +154,26 @@ func runRedisDedup(e *env, f *dedupFlags, keyer *dedup.KeyExtractor, ins []input
 		}
 		return refused
 	}
-	runErr := func() error {
-		for i := range ins {
-			r, closeIn, err := ins[i].open(e)
-			if err != nil {
-				return err
-			}
-			kr.Reset(r)
-			for {
-				n := kr.NextBatch(lines[:], keyBuf[:])
-				if n == 0 {
-					break
-				}
-				linesIn += uint64(n)
-				for j := range n {
-					arena = append(arena, lines[j]...)
-					lineEnds = append(lineEnds, len(arena))
-					arena = append(arena, keyBuf[j]...)
-					keyEnds = append(keyEnds, len(arena))
-				}
-				if len(lineEnds) >= redisDedupBatch-dedup.MaxBatch {
-					if err := send(); err != nil {
-						closeIn()
-						return err
-					}
-				}
-			}
-			err = kr.Err()
-			closeIn()
-			if err != nil {
-				return dataErr("the lines before it were processed", "reading %s: %v", ins[i].name, unwrap(err))
-			}
+	var sendErr error
+	runErr := readBatches(e, ins, kr, lines[:], keyBuf[:], func(n int) error {
+		linesIn += uint64(n)
+		for j := range n {
+			arena = append(arena, lines[j]...)
+			lineEnds = append(lineEnds, len(arena))
+			arena = append(arena, keyBuf[j]...)
+			keyEnds = append(keyEnds, len(arena))
 		}
-		return send()
-	}()
+		if len(lineEnds) >= redisDedupBatch-dedup.MaxBatch {
+			sendErr = send()
+		}
+		return sendErr
+	})
+	if sendErr == nil {
+		// The last batch, and after a read error the lines read before it.
+		if err := send(); err != nil {
+			runErr = err
+		}
+	}
 	if errors.Is(runErr, errStopped) {
 		e.halt() // an interrupt stopped the run, and exits
 	}
