@@ -193,8 +193,20 @@ func TestServeRefusals(t *testing.T) {
 	startServe(t, e.dir, "--port", "0", "--dir", "d2")
 	r = e.run("", "serve", "--port", "0", "--dir", "d2")
 	r.want(t, exitData, "serve")
-	if !strings.Contains(r.stderr, "in use by another cuckoo server") {
+	if !strings.Contains(r.stderr, "in use by another cuckoo server") || strings.Count(r.stderr, "server:") != 0 {
 		t.Fatalf("a directory in use: %q", r.stderr)
+	}
+	// A port in use: refused before the directory is made.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	_, port, _ := net.SplitHostPort(ln.Addr().String())
+	r = e.run("", "serve", "--port", port, "--dir", "d4")
+	r.want(t, exitData, "serve")
+	if _, err := os.Stat(filepath.Join(e.dir, "d4")); !os.IsNotExist(err) || !strings.Contains(r.stderr, "address already in use") {
+		t.Fatalf("a port in use: stderr %q, the directory: %v", r.stderr, err)
 	}
 	os.MkdirAll(filepath.Join(e.dir, "d3"), 0o755)
 	e.write("d3/appendonly.0.log", "\x20\x00\x00\x00garbage that is not a record, and more of it")
