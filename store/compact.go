@@ -234,18 +234,9 @@ func (w *segWriter) flush() error {
 				return fmt.Errorf("store: syncing %s: %w", w.outs[n-1].path, err)
 			}
 		}
-		s.wmu.Lock()
-		sg, err := s.newSegment()
-		if err == nil {
-			s.mu.Lock()
-			s.mu.segs[sg.slot] = sg
-			s.mu.Unlock()
-		}
-		s.wmu.Unlock()
-		if err != nil {
+		if err := w.addSegment(); err != nil {
 			return err
 		}
-		w.outs = append(w.outs, sg)
 	}
 	sg := w.outs[len(w.outs)-1]
 	if _, err := sg.f.WriteAt(w.buf, sg.size); err != nil {
@@ -256,23 +247,31 @@ func (w *segWriter) flush() error {
 	return nil
 }
 
+// addSegment starts a new output segment and makes it visible to readers.
+func (w *segWriter) addSegment() error {
+	s := w.s
+	s.wmu.Lock()
+	sg, err := s.newSegment()
+	if err == nil {
+		s.mu.Lock()
+		s.mu.segs[sg.slot] = sg
+		s.mu.Unlock()
+	}
+	s.wmu.Unlock()
+	if err != nil {
+		return err
+	}
+	w.outs = append(w.outs, sg)
+	return nil
+}
+
 // finish writes and syncs the output; a compaction that copied nothing
 // still writes one (empty) segment.
 func (w *segWriter) finish() error {
 	if len(w.outs) == 0 {
-		s := w.s
-		s.wmu.Lock()
-		sg, err := s.newSegment()
-		if err == nil {
-			s.mu.Lock()
-			s.mu.segs[sg.slot] = sg
-			s.mu.Unlock()
-		}
-		s.wmu.Unlock()
-		if err != nil {
+		if err := w.addSegment(); err != nil {
 			return err
 		}
-		w.outs = append(w.outs, sg)
 	}
 	if err := w.flush(); err != nil {
 		return err
