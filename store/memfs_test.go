@@ -105,6 +105,25 @@ func (m *MemFS) Crash(rng *rand.Rand) *MemFS {
 	return n
 }
 
+// CrashLosingUnsynced returns what a restart finds after the worst crash
+// Crash models: the durable names, and each file's synced bytes only.
+func (m *MemFS) CrashLosingUnsynced() *MemFS {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	n := NewMemFS()
+	kept := map[*memFile]*memFile{}
+	for name, f := range m.durable {
+		c, ok := kept[f]
+		if !ok {
+			c = &memFile{data: append([]byte(nil), f.data[:f.synced]...), synced: f.synced}
+			kept[f] = c
+		}
+		n.files[name] = c
+		n.durable[name] = c
+	}
+	return n
+}
+
 func applyOp(names map[string]*memFile, op nsOp) {
 	switch op.op {
 	case 'c':

@@ -96,11 +96,17 @@ func TestConcurrent(t *testing.T) {
 // TestAbsentKeysReadNoLog counts the log reads of lookups of absent keys
 // (near misses of present ones): at most 0.1 %, at 10^5 keys and at
 // 10^6 (10^5 only with -short).
+//
+// The seed is fixed: the last check, that a present key takes exactly one
+// log read, fails when another entry in the key's buckets has the same tag
+// and is read first, which with a random seed happened for about 1 present
+// key in 10^4 (measured: 28 of 300,000), so about once in 10^4 runs. With
+// seed 1 the index, and so every count here, is the same on every run.
 func TestAbsentKeysReadNoLog(t *testing.T) {
 	var reads atomic.Int64
 	store.SetLogReadHook(func() { reads.Add(1) })
 	defer store.SetLogReadHook(nil)
-	s, err := store.Open(t.TempDir(), store.WithSync(store.SyncNever))
+	s, err := store.Open(t.TempDir(), store.WithSync(store.SyncNever), store.WithSeed(1))
 	if err != nil {
 		t.Fatal(err)
 	}
