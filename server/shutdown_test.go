@@ -24,12 +24,17 @@ func TestShutdownFinishesCommands(t *testing.T) {
 	for i := range n {
 		req.Write(encode("CF.ADD", "k", fmt.Sprint(i)))
 	}
-	c.send(req.Bytes())
-	time.Sleep(20 * time.Millisecond) // the pipeline is being served
+	go c.nc.Write(req.Bytes()) // 20,000 commands may fill the socket buffers
+	// Shut down once the pipeline is being served: after its first reply.
+	// (A sleep of 20 ms stood here; on a loaded machine the server may not
+	// have read the pipeline by then, and then it owes no reply at all.)
+	c.nc.SetReadDeadline(time.Now().Add(20 * time.Second))
+	if line, err := c.br.ReadString('\n'); err != nil || line != ":1\r\n" {
+		t.Fatalf("first reply %q, %v", line, err)
+	}
+	replies := 1
 	stopped := make(chan error, 1)
 	go func() { stopped <- s.Shutdown(context.Background()) }()
-	replies := 0
-	c.nc.SetReadDeadline(time.Now().Add(20 * time.Second))
 	for {
 		line, err := c.br.ReadString('\n')
 		if err != nil {
