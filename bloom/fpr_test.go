@@ -34,8 +34,15 @@ func probesFor(p float64) uint64 { return uint64(max(1e6, math.Ceil(2000/p))) }
 // under -short and -race, which shrink the capacity to 2·10^5, never the
 // probes or the bounds) above a filter that exactly meets its target.
 // -race skips the 0.01 % target, whose 2·10^7 probes take minutes there.
+//
+// The seeds are fixed (statRand): with random ones the blocked layout at
+// 0.01 % under -short broke a bound in about 1 run in 10^5. Measured over
+// 30 seeds, (measured − FalsePositiveRate)/FalsePositiveRate has a standard
+// deviation of 3.1 %, which puts the 5σ-plus-3 % tolerance (14.2 %) only
+// 4.5σ away (two-sided: 7·10^-6), and 1.15× the target 5.0σ above the mean
+// measured rate (3·10^-7).
 func TestFalsePositiveRate(t *testing.T) {
-	r := testRand(t)
+	r := statRand(t)
 	n := uint64(1_000_000)
 	if testing.Short() || raceEnabled {
 		n = 200_000
