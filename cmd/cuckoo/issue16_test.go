@@ -238,12 +238,13 @@ func TestIssue16ConcurrentUpdatesSerialize(t *testing.T) {
 			if err := first.Start(); err != nil {
 				t.Fatal(err)
 			}
-			// The first run holds the lock once its lock file exists (and
-			// has surely read the file it updates after a while).
-			start := time.Now()
+			// The first run holds the lock once its lock file exists. (This
+			// wait used to give up after a second and start the second run
+			// anyway: on a loaded machine the first may take longer to
+			// start, and then the second ran first and did not wait.)
 			waitFor(t, func() bool {
 				_, err := os.Stat(filepath.Join(e.dir, ".st.ckoo.lock"))
-				return err == nil || time.Since(start) > time.Second
+				return err == nil
 			})
 			second := exec.Command(binary, c.second...)
 			second.Dir = e.dir
@@ -322,19 +323,48 @@ func TestIssue16ProgressOnTerminal(t *testing.T) {
 		t.Fatal(err)
 	}
 	slave.Close()
-	drawn := make(chan string)
+	// Read the terminal until the bar shows, then end the input. (A sleep
+	// of 700 ms stood here: the bar first draws 250 ms after the command
+	// starts, and on a loaded machine starting it can take longer than the
+	// rest of the 700 ms; Finish erases the bar without drawing it.)
+	chunks := make(chan string)
 	go func() {
-		b, _ := io.ReadAll(master) // until the command exits: EIO
-		drawn <- string(b)
+		defer close(chunks)
+		buf := make([]byte, 4096)
+		for {
+			n, err := master.Read(buf)
+			if n > 0 {
+				chunks <- string(buf[:n])
+			}
+			if err != nil { // EIO once the command exits
+				return
+			}
+		}
 	}()
 	io.WriteString(stdin, numbered(1000))
-	time.Sleep(700 * time.Millisecond) // the bar redraws every 250 ms
+	var out strings.Builder
+	timeout := time.After(20 * time.Second)
+wait:
+	for !strings.Contains(out.String(), "lines/s") {
+		select {
+		case c, ok := <-chunks:
+			if !ok {
+				break wait
+			}
+			out.WriteString(c)
+		case <-timeout:
+			break wait
+		}
+	}
 	stdin.Close()
 	if code := waitExit(t, cmd); code != exitOK {
 		t.Fatalf("status %d", code)
 	}
-	if out := <-drawn; !strings.Contains(out, "dedup ") || !strings.Contains(out, "lines/s") {
-		t.Fatalf("no progress on the terminal: %q", out)
+	for c := range chunks {
+		out.WriteString(c)
+	}
+	if !strings.Contains(out.String(), "dedup ") || !strings.Contains(out.String(), "lines/s") {
+		t.Fatalf("no progress on the terminal: %q", out.String())
 	}
 }
 
