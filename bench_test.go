@@ -1,12 +1,15 @@
 package cuckoo_test
 
 import (
+	"encoding/binary"
 	"fmt"
 	"os"
 	"sync"
 	"testing"
+	"unsafe"
 
 	"github.com/dedupkit/cuckoo"
+	"github.com/dedupkit/cuckoo/internal/addr"
 	"github.com/dedupkit/cuckoo/internal/hash"
 )
 
@@ -339,7 +342,12 @@ func hugeFilter(b *testing.B, s benchShape, thp bool) *cuckoo.Filter {
 // machine: a loop that, per key, reads two independent random words of a
 // table of the same size and combines them (floor). The ratio of the two
 // is how far the lookup is from the memory floor at each size; 10^8 keys
-// (about 200 MiB at f = 16) run with CUCKOO_BENCH_HUGE=1.
+// (about 200 MiB at f = 16) run with CUCKOO_BENCH_HUGE=1. A third loop
+// (addressed) reads the two words at the places a lookup reads, computed
+// as ContainsHash computes them (fingerprint, bucket, alternate bucket,
+// byte offset), and compares nothing: between floor and addressed is the
+// cost of the addressing, between addressed and ContainsHash that of the
+// call and the compare.
 //
 //	go test -run '^$' -bench ContainsHashFloor -count 6
 func BenchmarkFilter_ContainsHashFloor(b *testing.B) {
@@ -385,6 +393,31 @@ func BenchmarkFilter_ContainsHashFloor(b *testing.B) {
 				for b.Loop() {
 					h := hs[i&(probes-1)]
 					sink += words[(h>>32)*m>>32] ^ words[uint64(uint32(h))*m>>32]
+					i++
+				}
+				floorSink = sink
+			})
+			b.Run(s.String()+"/impl=addressed", func(b *testing.B) {
+				f := hugeFilter(b, s, true)
+				m, fpMask := f.NumBuckets(), uint64(1)<<bits-1
+				bucketBytes := uint64(4 * bits / 8)
+				table := make([]byte, m*bucketBytes+8)
+				for i := 0; i+8 <= len(table); i += 8 {
+					binary.LittleEndian.PutUint64(table[i:], hash.Mix64(uint64(i)))
+				}
+				base := unsafe.Pointer(unsafe.SliceData(table))
+				hs := make([]uint64, probes)
+				for i := range hs {
+					hs[i] = hash.Mix64(uint64(i) + 1)
+				}
+				var sink uint64
+				i := 0
+				for b.Loop() {
+					h := hs[i&(probes-1)]
+					fp := addr.Fingerprint(h, fpMask)
+					i1 := addr.Bucket(h, m)
+					i2 := addr.Alt(i1, fp, m)
+					sink += *(*uint64)(unsafe.Add(base, i1*bucketBytes)) ^ *(*uint64)(unsafe.Add(base, i2*bucketBytes))
 					i++
 				}
 				floorSink = sink

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -15,9 +16,11 @@ import (
 // else: well under a millisecond below 90 % load, a few milliseconds when
 // a full shard makes its keys search and walk for room).
 const (
-	roundKeys   = 1 << 15
-	lookupChunk = 128
-	writeChunk  = 32
+	roundKeys = 1 << 13
+	// roundsInFlight is how many rounds of reads overlap.
+	roundsInFlight = 3
+	lookupChunk    = 128
+	writeChunk     = 32
 	// writeRound is the keys one pipeline of writes carries: go-redis
 	// gives a pipeline's replies one read deadline (ReadTimeout, 3 s by
 	// default), and writes to a nearly full filter run at a few thousand
@@ -78,20 +81,53 @@ func chunks(loc []located, order []int32, n int, fn func(shard int, idx []int32)
 // ContainsBatch sets found[i] to Contains(keys[i]) for every key. It
 // groups the keys by shard, reads each group's buckets with one
 // BITFIELD_RO per 128 keys, and sends the commands in pipelines (one per
-// node of a cluster, in parallel) of up to 32,768 keys. found must be at
-// least as long as keys. On an error, found holds some results and
-// garbage.
+// node of a cluster, in parallel) of up to 8,192 keys, up to three
+// pipelines in flight at once. found must be at least as long as keys.
+// On an error, found holds some results and garbage.
 func (f *Filter) ContainsBatch(ctx context.Context, keys [][]byte, found []bool) error {
 	if len(found) < len(keys) {
 		return fmt.Errorf("%w: %d results for %d keys", ErrInvalidParameter, len(found), len(keys))
 	}
-	for lo := 0; lo < len(keys); lo += roundKeys {
-		hi := min(lo+roundKeys, len(keys))
-		if err := f.containsRound(ctx, keys[lo:hi], found[lo:hi]); err != nil {
-			return err
-		}
+	return overlapRounds(len(keys), func(lo, hi int) error {
+		return f.containsRound(ctx, keys[lo:hi], found[lo:hi])
+	})
+}
+
+// overlapRounds calls round for each run [lo, hi) of at most roundKeys of
+// n keys, with up to roundsInFlight calls running at once, and returns the
+// first error. Reads use it: while the servers answer one round, the
+// client builds the next and decodes the last, so a single node's server
+// is not left idle between pipelines.
+func overlapRounds(n int, round func(lo, hi int) error) error {
+	if n <= roundKeys {
+		return round(0, n)
 	}
-	return nil
+	var (
+		wg    sync.WaitGroup
+		mu    sync.Mutex
+		first error
+		slots = make(chan struct{}, roundsInFlight)
+	)
+	for lo := 0; lo < n; lo += roundKeys {
+		mu.Lock()
+		failed := first != nil
+		mu.Unlock()
+		if failed {
+			break
+		}
+		slots <- struct{}{}
+		wg.Add(1)
+		go func(lo, hi int) {
+			defer func() { <-slots; wg.Done() }()
+			if err := round(lo, hi); err != nil {
+				mu.Lock()
+				first = cmp(first, err)
+				mu.Unlock()
+			}
+		}(lo, min(lo+roundKeys, n))
+	}
+	wg.Wait()
+	return first
 }
 
 func (f *Filter) containsRound(ctx context.Context, keys [][]byte, found []bool) error {

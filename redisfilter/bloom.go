@@ -216,15 +216,16 @@ func (b *Bloom) Contains(ctx context.Context, key []byte) (bool, error) {
 }
 
 // AddBatch adds every key: one BITFIELD per 128 keys of a shard, in
-// pipelines (one per node of a cluster) of up to 32,768 keys. After an
-// error some keys may have been added.
+// pipelines (one per node of a cluster) of up to 8,192 keys, up to three
+// of them in flight at once. After an error some keys may have been
+// added.
 func (b *Bloom) AddBatch(ctx context.Context, keys [][]byte) error {
 	return b.batch(ctx, keys, true, nil)
 }
 
 // ContainsBatch sets found[i] to Contains(keys[i]): one BITFIELD_RO per
-// 128 keys of a shard, in pipelines. found must be at least as long as
-// keys.
+// 128 keys of a shard, in pipelines as AddBatch's. found must be at least
+// as long as keys.
 func (b *Bloom) ContainsBatch(ctx context.Context, keys [][]byte, found []bool) error {
 	if len(found) < len(keys) {
 		return fmt.Errorf("%w: %d results for %d keys", ErrInvalidParameter, len(found), len(keys))
@@ -233,9 +234,8 @@ func (b *Bloom) ContainsBatch(ctx context.Context, keys [][]byte, found []bool) 
 }
 
 func (b *Bloom) batch(ctx context.Context, keys [][]byte, add bool, found []bool) error {
-	var buf [64]int64
-	for lo := 0; lo < len(keys); lo += roundKeys {
-		hi := min(lo+roundKeys, len(keys))
+	return overlapRounds(len(keys), func(lo, hi int) error {
+		var buf [64]int64
 		loc := make([]located, hi-lo)
 		offs := make([][]int64, hi-lo)
 		for i, k := range keys[lo:hi] {
@@ -289,8 +289,8 @@ func (b *Bloom) batch(ctx context.Context, keys [][]byte, add bool, found []bool
 				found[lo+int(i)] = all
 			}
 		}
-	}
-	return nil
+		return nil
+	})
 }
 
 // eachShard sends one command per shard, in pipelines.

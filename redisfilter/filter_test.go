@@ -384,3 +384,70 @@ func TestShardsOnEveryMaster(t *testing.T) {
 		}
 	}
 }
+
+// TestBatchRounds checks ContainsBatch over more keys than one pipeline
+// round carries, so that several rounds are in flight at once: every
+// key's answer is the snapshot's, and every added key is found. The
+// Bloom filter's ContainsBatch must agree with its Contains.
+func TestBatchRounds(t *testing.T) {
+	topologies(t, func(t *testing.T, rdb redis.UniversalClient) {
+		ctx := ctxOf(t)
+		rng := testseed.Rand(t)
+		const n = 60000
+		in, out := keys("in", n/2), keys("out", n/2)
+		all := append(append([][]byte(nil), in...), out...)
+		f, err := redisfilter.New(ctx, rdb, uniqueName(t), n, redisfilter.WithSeed(rng.Uint64()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { f.Drop(ctx) })
+		errs := make([]error, len(in))
+		if err := f.AddBatch(ctx, in, errs); err != nil {
+			t.Fatal(err)
+		}
+		for i, err := range errs {
+			if err != nil {
+				t.Fatalf("AddBatch: %s: %v", in[i], err)
+			}
+		}
+		lib, err := f.Snapshot(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		found := make([]bool, len(all))
+		if err := f.ContainsBatch(ctx, all, found); err != nil {
+			t.Fatal(err)
+		}
+		for i, k := range all {
+			if i < len(in) && !found[i] {
+				t.Fatalf("ContainsBatch misses %s", k)
+			}
+			if found[i] != lib.Contains(k) {
+				t.Fatalf("%s: ContainsBatch %v, snapshot %v", k, found[i], lib.Contains(k))
+			}
+		}
+
+		b, err := redisfilter.NewBloom(ctx, rdb, uniqueName(t), n, 0.01, redisfilter.WithSeed(rng.Uint64()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { b.Drop(ctx) })
+		if err := b.AddBatch(ctx, in); err != nil {
+			t.Fatal(err)
+		}
+		clear(found)
+		if err := b.ContainsBatch(ctx, all, found); err != nil {
+			t.Fatal(err)
+		}
+		for i, k := range all {
+			if i < len(in) && !found[i] {
+				t.Fatalf("Bloom ContainsBatch misses %s", k)
+			}
+			if i%50 == 0 {
+				if ok, err := b.Contains(ctx, k); err != nil || ok != found[i] {
+					t.Fatalf("%s: Bloom ContainsBatch %v, Contains %v, %v", k, found[i], ok, err)
+				}
+			}
+		}
+	})
+}

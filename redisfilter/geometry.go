@@ -80,8 +80,9 @@ func (g *geometry) span(i uint64) (lo, n uint64, shift uint) {
 
 // fieldTypes names the BITFIELD types that read n whole bytes (n = 1..8):
 // unsigned up to 7 bytes; 8 bytes are read signed (BITFIELD has no u64)
-// and reinterpreted.
-var fieldTypes = [9]string{"", "u8", "u16", "u24", "u32", "u40", "u48", "u56", "i64"}
+// and reinterpreted. They are held as interface values so that appending
+// one to a command's arguments does not allocate.
+var fieldTypes = [9]any{"", "u8", "u16", "u24", "u32", "u40", "u48", "u56", "i64"}
 
 // appendFields appends to args the BITFIELD_RO GET fields that read the
 // bytes of bucket i: one per 8 bytes, each at a byte-aligned offset.

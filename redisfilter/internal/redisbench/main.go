@@ -2,11 +2,12 @@
 // keep in Redis today, on servers it starts itself (a single node and a
 // 3-master cluster, redis-server on loopback): for n keys, AddBatch and
 // ContainsBatch of a cuckoo filter at the given rate against SADD and
-// SISMEMBER pipelined in batches of the same size (32,768 keys, the
-// filter's pipeline round) into a set split into as many keys as the
-// filter has shards, and the memory per key of each (MEMORY USAGE).
-// Rounds interleave the two (odd rounds run the set first); it prints the
-// medians as a markdown table.
+// SISMEMBER pipelined in batches of 32,768 keys, one pipeline after the
+// other, into a set split into as many keys as the filter has shards; the
+// memory per key of each (MEMORY USAGE); and the servers' CPU time per
+// key (INFO cpu, summed over the masters), which is what bounds a server
+// shared by many clients. Rounds interleave the two (odd rounds run the
+// set first); it prints the medians as a markdown table.
 //
 //	go run ./redisfilter/internal/redisbench -n 1000000 -rounds 3
 //
@@ -23,7 +24,9 @@ import (
 	"os/signal"
 	"runtime"
 	"sort"
+	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -33,7 +36,7 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-const batch = 1 << 15 // keys per set pipeline: the filter's round
+const batch = 1 << 15 // keys per set pipeline
 
 func main() {
 	n := flag.Int("n", 1_000_000, "keys")
@@ -103,27 +106,27 @@ func main() {
 			fp := 0
 			steps := [][2]func(){
 				{func() {
-					res["add filter"] = append(res["add filter"], rate(*n, func() { check(f.AddBatch(ctx, present, errs)) }))
+					measure(ctx, t.rdb, res, "add filter", *n, func() { check(f.AddBatch(ctx, present, errs)) })
 					for _, e := range errs {
 						check(e)
 					}
-				}, func() { res["add set"] = append(res["add set"], rate(*n, func() { set.add(ctx, present) })) }},
+				}, func() { measure(ctx, t.rdb, res, "add set", *n, func() { set.add(ctx, present) }) }},
 				{func() {
-					res["hit filter"] = append(res["hit filter"], rate(*n, func() { check(f.ContainsBatch(ctx, present, found)) }))
+					measure(ctx, t.rdb, res, "hit filter", *n, func() { check(f.ContainsBatch(ctx, present, found)) })
 					for _, ok := range found {
 						if !ok {
 							check(fmt.Errorf("a false negative"))
 						}
 					}
-				}, func() { res["hit set"] = append(res["hit set"], rate(*n, func() { set.contains(ctx, present) })) }},
+				}, func() { measure(ctx, t.rdb, res, "hit set", *n, func() { set.contains(ctx, present) }) }},
 				{func() {
-					res["miss filter"] = append(res["miss filter"], rate(*n, func() { check(f.ContainsBatch(ctx, absent, found)) }))
+					measure(ctx, t.rdb, res, "miss filter", *n, func() { check(f.ContainsBatch(ctx, absent, found)) })
 					for _, ok := range found {
 						if ok {
 							fp++
 						}
 					}
-				}, func() { res["miss set"] = append(res["miss set"], rate(*n, func() { set.contains(ctx, absent) })) }},
+				}, func() { measure(ctx, t.rdb, res, "miss set", *n, func() { set.contains(ctx, absent) }) }},
 			}
 			for _, st := range steps {
 				if r%2 == 0 {
@@ -154,6 +157,14 @@ func main() {
 		} {
 			a, b := m(op.key+" filter"), m(op.key+" set")
 			fmt.Printf("| %s | %s | %s | %.2f× |\n", op.label, si(a), si(b), a/b)
+		}
+		for _, op := range []struct{ label, key string }{
+			{"server CPU per key added, µs", "add"},
+			{"server CPU per present key looked up, µs", "hit"},
+			{"server CPU per absent key looked up, µs", "miss"},
+		} {
+			a, b := m(op.key+" filter cpu"), m(op.key+" set cpu")
+			fmt.Printf("| %s | %.3f | %.3f | %.2f× |\n", op.label, a, b, a/b)
 		}
 		fmt.Printf("| memory per key (MEMORY USAGE), bytes | %.2f | %.2f | 1/%.1f |\n", m("mem filter"), m("mem set"), m("mem set")/m("mem filter"))
 		fmt.Printf("| false-positive rate measured | %.4f %% | 0 | |\n\n", 100*m("fpr"))
@@ -231,10 +242,46 @@ func randKeys(rng *rand.Rand, n int) [][]byte {
 	return keys
 }
 
-func rate(n int, fn func()) float64 {
-	start := time.Now()
+// serverCPU returns the CPU seconds (user and system) the servers behind
+// rdb have used, summed over a cluster's masters.
+func serverCPU(ctx context.Context, rdb redis.UniversalClient) float64 {
+	parse := func(info string) float64 {
+		var sec float64
+		for _, l := range strings.Split(info, "\n") {
+			k, v, ok := strings.Cut(strings.TrimSpace(l), ":")
+			if ok && (k == "used_cpu_user" || k == "used_cpu_sys") {
+				x, err := strconv.ParseFloat(v, 64)
+				check(err)
+				sec += x
+			}
+		}
+		return sec
+	}
+	if c, ok := rdb.(*redis.ClusterClient); ok {
+		var mu sync.Mutex
+		var sec float64
+		check(c.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error {
+			info, err := m.Info(ctx, "cpu").Result()
+			mu.Lock()
+			sec += parse(info)
+			mu.Unlock()
+			return err
+		}))
+		return sec
+	}
+	info, err := rdb.Info(ctx, "cpu").Result()
+	check(err)
+	return parse(info)
+}
+
+// measure runs fn, which handles n keys, and appends to res[op] its keys
+// per second and to res[op+" cpu"] the servers' CPU microseconds per key.
+func measure(ctx context.Context, rdb redis.UniversalClient, res map[string][]float64, op string, n int, fn func()) {
+	cpu0, start := serverCPU(ctx, rdb), time.Now()
 	fn()
-	return float64(n) / time.Since(start).Seconds()
+	wall := time.Since(start).Seconds()
+	res[op] = append(res[op], float64(n)/wall)
+	res[op+" cpu"] = append(res[op+" cpu"], 1e6*(serverCPU(ctx, rdb)-cpu0)/float64(n))
 }
 
 func median(v []float64) float64 {
