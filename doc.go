@@ -100,18 +100,18 @@
 // # Speed
 //
 // Nanoseconds per operation with 16-byte random keys, hashing included,
-// medians of 3 runs of the bench module on 2 cores (Intel(R) Xeon(R) Processor),
-// go1.26.8, commit f503313 (docs/benchmarks.md has every row, the peers and
+// medians of 3 runs of the bench module on 2 cores (AMD EPYC),
+// go1.26.8, commit 91021f1 (docs/benchmarks.md has every row, the peers and
 // the method; the table is written by go run . -report results/full.json
 // -doc ../doc.go in bench/):
 //
 //	setting (4-slot buckets)      bits/item  FPR       10^6: add  hit  miss   10^7: add  hit  miss
-//	f=8                             8.59      2.9 %            30   11    10          65   25    22
-//	f=12                           12.70      0.19 %           39   17    15          77   28    27
-//	f=16 (default)                 16.88      0.011 %          49   18    16          82   31    29
-//	f=13 semi-sorted               12.69      0.093 %         131   24    22         238   47    39
-//	f=16, AddHash/ContainsHash     16.88      0.011 %          42   11    10          81   19    20
-//	f=16, AddBatch/ContainsBatch   16.89      0.011 %          46   18    17          67   27    26
+//	f=8                             8.59      2.9 %            42   13    12         140   60    61
+//	f=12                           12.70      0.19 %           55   23    22         163   91   103
+//	f=16 (default)                 16.96      0.012 %          56   14    13         153   62    64
+//	f=13 semi-sorted               12.70      0.092 %         171   33    27         336  118   116
+//	f=16, AddHash/ContainsHash     16.95      0.012 %          51    9     9         162   43    45
+//	f=16, AddBatch/ContainsBatch   16.96      0.012 %          57   16    17          91   23    23
 //
 // "add" fills an empty filter to its capacity, so it includes the
 // displacements of the last, fullest part. A lookup is two bucket reads

@@ -172,11 +172,11 @@ func TestSyncWrappers(t *testing.T) {
 		}
 	})
 	// AddIfAbsent under the lock: exactly one winner per key. The key must
-	// be absent first: "only once" itself was a false positive of the
-	// filter of 8000 keys for about 1 seed in 125 (measured: 24 of 3000
-	// seeds), and then nobody won. Take the first of a few candidates
-	// that the filter reports absent (each is present with probability
-	// under 0.01, so all 20 are with probability under 10^-40).
+	// be absent first: a fixed key is a false positive of the filter of
+	// 8000 keys for about 1 seed in 125, and then nobody wins. Take the
+	// first of a few candidates that the filter reports absent (each is
+	// present with probability under 0.01, so all 20 are with probability
+	// under 10^-40).
 	once := []byte("only once")
 	for i := 0; ss.Contains(once); i++ {
 		if i == 20 {

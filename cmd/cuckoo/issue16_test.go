@@ -238,10 +238,10 @@ func TestIssue16ConcurrentUpdatesSerialize(t *testing.T) {
 			if err := first.Start(); err != nil {
 				t.Fatal(err)
 			}
-			// The first run holds the lock once its lock file exists. (This
-			// wait used to give up after a second and start the second run
-			// anyway: on a loaded machine the first may take longer to
-			// start, and then the second ran first and did not wait.)
+			// The first run holds the lock once its lock file exists. The
+			// wait has no shorter limit than waitFor's: on a loaded machine
+			// the first run may take long to start, and a second run that
+			// started first would not wait.
 			waitFor(t, func() bool {
 				_, err := os.Stat(filepath.Join(e.dir, ".st.ckoo.lock"))
 				return err == nil
