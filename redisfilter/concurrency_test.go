@@ -15,8 +15,17 @@ import (
 // and in batches, some twice), deletes some, and races the others to
 // AddUnique a shared set. Afterwards every acknowledged key that was not
 // deleted is found, the counts add up, and each shared key was added by
-// exactly one goroutine (20-bit fingerprints make a false positive among
-// them, which would leave a shared key with no winner, a 1e-5 event).
+// exactly one goroutine.
+//
+// A shared key whose fingerprint and bucket pair another of the test's
+// keys also has is a false positive for every AddUnique and has no
+// winner. With a random seed that happens in about one run in 1,200: each
+// of the 500 shared keys meets each of the 24,500 other keys in its
+// bucket pair with probability 2/27,648 and in its fingerprint with
+// 1/(2^20−1). Whether it happens depends only on the seed and the keys,
+// not on the order of the writes, so the seed is fixed, one for which no
+// shared key has such a twin (checked with the library filter of the same
+// geometry: each shared key counts 1 there after adding every key).
 func TestConcurrentClients(t *testing.T) {
 	topologies(t, func(t *testing.T, first redis.UniversalClient) {
 		ctx := ctxOf(t)
@@ -29,7 +38,8 @@ func TestConcurrentClients(t *testing.T) {
 			second = clusterClient(t)
 		}
 		name := uniqueName(t)
-		f1, err := redisfilter.New(ctx, first, name, 100000, redisfilter.WithFingerprintBits(20), redisfilter.WithShards(6))
+		f1, err := redisfilter.New(ctx, first, name, 100000, redisfilter.WithFingerprintBits(20), redisfilter.WithShards(6),
+			redisfilter.WithSeed(0xc0c0))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -173,12 +173,19 @@ func TestBloomMatchesLibrary(t *testing.T) {
 // TestBloomSharded: a sharded Bloom filter (on the cluster too) finds
 // every key added, its rate is within 10 % of the library's for the same
 // capacity and rate, and its memory within 10 % of the library's.
+//
+// The seeds are fixed. Each filter sees about 2,000 false positives among
+// the 200,000 probes, a standard deviation of about 45, so the difference
+// of two independent rates has one of about 63 and the 10 % bound (200)
+// is only 3.2 of them: with random seeds the test would fail about one
+// run in 700. With these seeds and keys the rates are fixed numbers
+// within the bound.
 func TestBloomSharded(t *testing.T) {
 	topologies(t, func(t *testing.T, rdb redis.UniversalClient) {
 		ctx := ctxOf(t)
 		const n, probes = 200000, 200000
 		name := uniqueName(t)
-		b, err := redisfilter.NewBloom(ctx, rdb, name, n, 0.01)
+		b, err := redisfilter.NewBloom(ctx, rdb, name, n, 0.01, redisfilter.WithSeed(0xb1005eed))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -192,7 +199,7 @@ func TestBloomSharded(t *testing.T) {
 		if _, err := redisfilter.NewBloom(ctx, rdb, name, n, 0.01, redisfilter.WithFingerprintBits(8)); err == nil {
 			t.Fatal("NewBloom took a cuckoo option")
 		}
-		lib, _ := bloom.New(n, 0.01)
+		lib, _ := bloom.New(n, 0.01, bloom.WithSeed(0x5eedb100))
 		in := keys("in", n)
 		if err := b.AddBatch(ctx, in); err != nil {
 			t.Fatal(err)
