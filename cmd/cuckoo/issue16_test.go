@@ -176,7 +176,8 @@ func TestIssue16KilledRunsLeaveNoLitter(t *testing.T) {
 			t.Fatalf("after kill %d: temporary files %v", i+1, temps)
 		}
 	}
-	e.run("", "dedup", "-o", "out.txt", "in.txt").want(t, exitOK, "dedup")
+	// A fixed seed: see TestDedupInputs.
+	e.run("", "dedup", "--seed", "1", "-o", "out.txt", "in.txt").want(t, exitOK, "dedup")
 	if names := e.files(); len(names) != 2 || string(e.read("out.txt")) != "a\nb\n" {
 		t.Fatalf("after a run that finished: files %v", names)
 	}
@@ -217,9 +218,10 @@ func TestIssue16ConcurrentUpdatesSerialize(t *testing.T) {
 		secondInput  string
 		secondStdout string
 	}{
-		{"dedup-state", []string{"dedup", "--state", "st.ckoo"}, []string{"dedup", "--state", "st.ckoo", "b.txt"},
+		// Seeds for the runs that create a filter (see TestDedupInputs).
+		{"dedup-state", []string{"dedup", "--state", "st.ckoo", "--seed", "1"}, []string{"dedup", "--state", "st.ckoo", "b.txt"},
 			"a1\nshared\n", "b1\nshared\n", "b1\n"},
-		{"dedup-output", []string{"dedup", "-o", "st.ckoo"}, []string{"dedup", "-o", "st.ckoo", "b.txt"},
+		{"dedup-output", []string{"dedup", "-o", "st.ckoo", "--seed", "1"}, []string{"dedup", "-o", "st.ckoo", "--seed", "2", "b.txt"},
 			"a1\nshared\n", "b1\nshared\n", ""},
 		{"add", []string{"add", "st.ckoo"}, []string{"add", "st.ckoo", "b.txt"},
 			"a1\nshared\n", "b1\nshared\n", ""},
@@ -238,14 +240,13 @@ func TestIssue16ConcurrentUpdatesSerialize(t *testing.T) {
 			if err := first.Start(); err != nil {
 				t.Fatal(err)
 			}
-			// The first run holds the lock once its lock file exists. The
-			// wait has no shorter limit than waitFor's: on a loaded machine
-			// the first run may take long to start, and a second run that
-			// started first would not wait.
-			waitFor(t, func() bool {
-				_, err := os.Stat(filepath.Join(e.dir, ".st.ckoo.lock"))
-				return err == nil
-			})
+			// Wait until the first run holds the lock: a flock on its lock
+			// file fails. (The file exists a moment before it is locked,
+			// and a second run started in that moment could take the lock
+			// first and not wait.) The wait has no shorter limit than
+			// waitFor's: on a loaded machine the first run may take long to
+			// start.
+			waitFor(t, func() bool { return lockHeld(filepath.Join(e.dir, ".st.ckoo.lock")) })
 			second := exec.Command(binary, c.second...)
 			second.Dir = e.dir
 			var secondOut bytes.Buffer
