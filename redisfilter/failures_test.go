@@ -71,8 +71,9 @@ func TestRestartWithAOF(t *testing.T) {
 }
 
 // TestFailover inserts keys through a Durable(1) filter into a cluster of
-// 3 masters with a replica each, kills the master of the most shards in
-// the middle, and restarts it once its replica has taken over: every key
+// 3 masters with a replica each, kills the master of slot 0 (a third of
+// the shards) in the middle, and restarts it once its replica has taken
+// over: every key
 // whose Add returned nil (WAIT 1 acknowledged it) is found afterwards.
 func TestFailover(t *testing.T) {
 	if testing.Short() {

@@ -159,7 +159,10 @@ func (s *Server) start() error {
 	return nil
 }
 
-// waitReady polls PING until the server answers PONG (not LOADING).
+// waitReady polls PING until the server answers PONG (not LOADING), and
+// checks that the server answering is the process it started: another
+// process may have taken the port between the probe and the start, and
+// then answers while ours exits.
 func (s *Server) waitReady(timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
 	var err error
@@ -171,7 +174,17 @@ func (s *Server) waitReady(timeout time.Duration) error {
 		}
 		var reply string
 		if reply, err = s.Do("PING"); err == nil && reply == "PONG" {
-			return nil
+			info, err := s.Do("INFO", "server")
+			if err != nil {
+				return err
+			}
+			want := fmt.Sprintf("process_id:%d", s.cmd.Process.Pid)
+			for _, l := range strings.Split(info, "\n") {
+				if strings.TrimSpace(l) == want {
+					return nil
+				}
+			}
+			return fmt.Errorf("another server answers on %s", s.Addr)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
