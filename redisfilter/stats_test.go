@@ -35,7 +35,7 @@ func relErr(a, b float64) float64 { return math.Abs(a-b) / b }
 // With 8-bit fingerprints the rate is about 3 %: 400,000 probes see about
 // 12,000 false positives, so each measured rate has a standard deviation
 // of 0.9 % of itself, 1.3 % for the difference. The one-shard filter is
-// the library's table and leaves the whole 10 % bound to chance (7.7
+// the library's table and leaves the whole 10 % bound to chance (about 8
 // standard deviations); the four shards of the other hold a little more
 // room than the library's one table (each is sized for its share of the
 // keys plus 6 standard deviations), which lowers their rate by about
