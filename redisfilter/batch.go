@@ -95,9 +95,11 @@ func (f *Filter) ContainsBatch(ctx context.Context, keys [][]byte, found []bool)
 
 // overlapRounds calls round for each run [lo, hi) of at most roundKeys of
 // n keys, with up to roundsInFlight calls running at once, and returns the
-// first error. Reads use it: while the servers answer one round, the
-// client builds the next and decodes the last, so a single node's server
-// is not left idle between pipelines.
+// first error. Lookups use it, and the Bloom filter's adds (setting bits
+// commutes): while the servers answer one round, the client builds the
+// next and decodes the last, so a single node's server is not left idle
+// between pipelines. The cuckoo filter's writes do not: their keys of a
+// shard are added in input order.
 func overlapRounds(n int, round func(lo, hi int) error) error {
 	if n <= roundKeys {
 		return round(0, n)
