@@ -195,15 +195,7 @@ func TestDeleteTouchesOnlyItsKey(t *testing.T) {
 		}
 		defer f.Drop(ctx)
 		all := keys("d", 20000)
-		errs := make([]error, len(all))
-		if err := f.AddBatch(ctx, all, errs); err != nil {
-			t.Fatal(err)
-		}
-		for i, err := range errs {
-			if err != nil {
-				t.Fatalf("%s: %v", all[i], err)
-			}
-		}
+		addAll(t, ctx, f, all)
 		gone := all[:10000]
 		deleted := make([]bool, len(gone))
 		if err := f.DeleteBatch(ctx, gone, deleted); err != nil {
@@ -401,15 +393,7 @@ func TestBatchRounds(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { f.Drop(ctx) })
-		errs := make([]error, len(in))
-		if err := f.AddBatch(ctx, in, errs); err != nil {
-			t.Fatal(err)
-		}
-		for i, err := range errs {
-			if err != nil {
-				t.Fatalf("AddBatch: %s: %v", in[i], err)
-			}
-		}
+		addAll(t, ctx, f, in)
 		lib, err := f.Snapshot(ctx)
 		if err != nil {
 			t.Fatal(err)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/dedupkit/cuckoo/internal/redistest"
+	"github.com/dedupkit/cuckoo/redisfilter"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -165,4 +166,19 @@ func keys(prefix string, n int) [][]byte {
 		k[i] = key(prefix, i)
 	}
 	return k
+}
+
+// addAll adds keys with AddBatch and fails the test unless every one was
+// added.
+func addAll(t testing.TB, ctx context.Context, f *redisfilter.Filter, keys [][]byte) {
+	t.Helper()
+	errs := make([]error, len(keys))
+	if err := f.AddBatch(ctx, keys, errs); err != nil {
+		t.Fatal(err)
+	}
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("AddBatch: %s: %v", keys[i], err)
+		}
+	}
 }
