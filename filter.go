@@ -213,12 +213,18 @@ func (f *Filter) AddHash(h uint64) error {
 			f.addDup(pairKey(i1, i2, fp))
 			return nil
 		}
-		// An empty lane's flag is its high bit: the lane starts f-1 bits
-		// below it.
-		if e := zeroLanes(w1, t.laneRest, t.laneHigh); e != 0 {
-			storeBits(t.words, p1+uint64(bits.TrailingZeros64(e))+1-t.fpBits, t.fpMask, fp)
-		} else if e := zeroLanes(w2, t.laneRest, t.laneHigh); e != 0 {
-			storeBits(t.words, p2+uint64(bits.TrailingZeros64(e))+1-t.fpBits, t.fpMask, fp)
+		p := p1
+		e := zeroLanes(w1, t.laneRest, t.laneHigh)
+		if e == 0 {
+			p, e = p2, zeroLanes(w2, t.laneRest, t.laneHigh)
+		}
+		if e != 0 {
+			p += laneStart(e, t.fpBits)
+			if t.aligned {
+				t.words[p>>6] |= fp << (p & 63)
+			} else {
+				storeBits(t.words, p, t.fpMask, fp)
+			}
 		} else if !f.makeRoom(i1, i2, fp, h) {
 			return ErrFull
 		}

@@ -1,5 +1,7 @@
 package cuckoo
 
+import "github.com/dedupkit/cuckoo/internal/addr"
+
 // The breadth-first search for room, shared by every table: when both
 // buckets of a key are full, find the shortest chain of moves that ends in
 // an empty slot, before anything moves. A move takes a value (a
@@ -150,6 +152,18 @@ func (s searchTarget) prefetch(lines []uint64) {
 // with a capacity of budget the search allocates nothing.
 func searchRoom(s searchTarget, q []searchNode, lines []uint64, i1, i2 uint64, budget int) (_ []searchNode, _ []uint64, end int, ok bool) {
 	t := s.t
+	// A plain table of one segment whose buckets never straddle words, that
+	// no other goroutine uses (the common shapes of a Filter), is addressed
+	// and read inline here, with its geometry in local variables: the
+	// calls through searchTarget cost more than the work itself when the
+	// table is in the caches.
+	direct := s.grow == nil && s.shared == nil && t.aligned && t.segments == 1
+	words, m, shift := t.words, t.numBuckets, t.bucketShift&63
+	fpBits, fpMask, rest, high := t.fpBits&63, t.fpMask, t.laneRest, t.laneHigh
+	bucket := func(b uint64) uint64 { // alignedBucket
+		p := b << shift
+		return words[p>>6] >> (p & 63)
+	}
 	q = q[:0]
 	var vals [8]uint64
 	for _, b := range [2]uint64{i1, i2} {
@@ -163,7 +177,12 @@ func searchRoom(s searchTarget, q []searchNode, lines []uint64, i1, i2 uint64, b
 		lines = lines[:0]
 		for k := lo; k < hi; k++ {
 			n := &q[k]
-			alt, _ := s.other(uint64(n.bucket), uint64(n.tag))
+			var alt uint64
+			if direct {
+				alt = addr.Alt(uint64(n.bucket), uint64(n.tag), m)
+			} else {
+				alt, _ = s.other(uint64(n.bucket), uint64(n.tag))
+			}
 			n.alt = uint32(alt)
 			lines = append(lines, alt*t.bucketBits>>6)
 		}
@@ -177,6 +196,10 @@ func searchRoom(s searchTarget, q []searchNode, lines []uint64, i1, i2 uint64, b
 				// Moving into a bucket the chain uses would undo it: not
 				// to be expanded.
 				n.alt = n.bucket
+			case direct:
+				if zeroLanes(bucket(uint64(n.alt)), rest, high) != 0 {
+					return q, lines, k, true
+				}
 			case s.hasRoom(uint64(n.alt)):
 				return q, lines, k, true
 			}
@@ -184,6 +207,14 @@ func searchRoom(s searchTarget, q []searchNode, lines []uint64, i1, i2 uint64, b
 		for k := lo; k < hi && len(q) < budget; k++ {
 			alt := q[k].alt
 			if alt == q[k].bucket {
+				continue
+			}
+			if direct {
+				w := bucket(uint64(alt))
+				for range min(t.slots, uint64(budget-len(q))) {
+					q = append(q, searchNode{bucket: alt, tag: uint32(w & fpMask), parent: int32(k)})
+					w >>= fpBits
+				}
 				continue
 			}
 			s.bucketValues(uint64(alt), &vals)

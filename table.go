@@ -232,6 +232,19 @@ func (t *table) replace(i, old, new uint64) bool {
 		// The SWAR match first: it is cheaper than decoding the bucket.
 		return t.semiMatches(i, old) != 0 && t.semiReplace(i, old, new)
 	}
+	if t.aligned {
+		// The bucket lies in one word: test its lanes for old in one SWAR
+		// step and rewrite the lowest match in place.
+		p := i << (t.bucketShift & 63)
+		w := &t.words[p>>6]
+		z := zeroLanes(*w>>(p&63)^old*t.laneLow, t.laneRest, t.laneHigh)
+		if z == 0 {
+			return false
+		}
+		sh := p&63 + laneStart(z, t.fpBits)
+		*w = *w&^(t.fpMask<<sh) | new<<sh
+		return true
+	}
 	s, ok := t.plainFind(i, old)
 	if ok {
 		t.plainSet(i, s, new)
@@ -307,12 +320,30 @@ func (t *table) plainCopies(i, fp uint64) uint64 {
 
 // plainGet returns the value in slot s of plain bucket i (0 when empty).
 func (t *table) plainGet(i, s uint64) uint64 {
+	if t.aligned {
+		return t.alignedBucket(i) >> (s * t.fpBits & 63) & t.fpMask
+	}
 	return t.window(i*t.bucketBits+s*t.fpBits) & t.fpMask
 }
 
-// plainSet stores v in slot s of plain bucket i.
+// plainSet stores v in slot s of plain bucket i: in one word when buckets
+// never straddle words (one load and one store, where storeBits makes two
+// of each).
 func (t *table) plainSet(i, s, v uint64) {
-	storeBits(t.words, i*t.bucketBits+s*t.fpBits, t.fpMask, v)
+	p := i*t.bucketBits + s*t.fpBits
+	if t.aligned {
+		w := &t.words[p>>6]
+		*w = *w&^(t.fpMask<<(p&63)) | v<<(p&63)
+		return
+	}
+	storeBits(t.words, p, t.fpMask, v)
+}
+
+// laneStart returns the offset in its window of the lowest lane flagged in
+// z (a zeroLanes result) for lanes of f bits: a lane's flag is its high
+// bit, so the lane starts f-1 bits below it.
+func laneStart(z, f uint64) uint64 {
+	return uint64(bits.TrailingZeros64(z)) + 1 - f
 }
 
 // locate splits a key's hash into its first bucket and its fingerprint
