@@ -34,7 +34,7 @@ func ExampleNewScalable() {
 	// repeats found: 50084 of which false: 84
 	// tables: 8
 	// false-positive rate at most 0.10%: true
-	// memory: 19.5 bits per key
+	// memory: 19.1 bits per key
 }
 
 // Save a grown filter and load it back: it goes on growing from where it

@@ -213,11 +213,16 @@ func (f *Filter) AddHash(h uint64) error {
 			f.addDup(pairKey(i1, i2, fp))
 			return nil
 		}
-		p := p1
-		e := zeroLanes(w1, t.laneRest, t.laneHigh)
-		if e == 0 {
-			p, e = p2, zeroLanes(w2, t.laneRest, t.laneHigh)
-		}
+		// The placement rule: fp goes into whichever bucket has more empty
+		// slots, the first on a tie. Two choices keep the buckets' loads
+		// even, so that near capacity fewer inserts find both buckets full,
+		// and their moves are shorter; lookups read both buckets anyway.
+		// The bucket is selected with masks, not a branch, which would
+		// mispredict about half the time.
+		e1, e2 := zeroLanes(w1, t.laneRest, t.laneHigh), zeroLanes(w2, t.laneRest, t.laneHigh)
+		second := -(uint64(bits.OnesCount64(e1)-bits.OnesCount64(e2)) >> 63)
+		p := p1 ^ (p1^p2)&second
+		e := e1 ^ (e1^e2)&second
 		if e != 0 {
 			p += laneStart(e, t.fpBits)
 			if t.aligned {
@@ -233,7 +238,11 @@ func (f *Filter) AddHash(h uint64) error {
 			f.addDup(pairKey(i1, i2, fp))
 			return nil
 		}
-		if !t.insert(i1, fp) && !t.insert(i2, fp) && !f.makeRoom(i1, i2, fp, h) {
+		a, b := i1, i2 // the placement rule, as above
+		if t.copies(i2, 0) > t.copies(i1, 0) {
+			a, b = i2, i1
+		}
+		if !t.insert(a, fp) && !t.insert(b, fp) && !f.makeRoom(i1, i2, fp, h) {
 			return ErrFull
 		}
 	}
@@ -318,7 +327,7 @@ func (f *Filter) DeleteHash(h uint64) bool {
 		}
 		return true
 	}
-	if !f.t.replace(i1, fp, 0) && !f.t.replace(i2, fp, 0) {
+	if !f.t.replaceEither(i1, i2, fp, 0) {
 		return false
 	}
 	f.count--

@@ -252,6 +252,35 @@ func (t *table) replace(i, old, new uint64) bool {
 	return ok
 }
 
+// replaceEither is replace(i, old, new) || replace(j, old, new), with both
+// buckets read before either is tested when each is one window: a
+// fingerprint is in either of its buckets about as often (the placement
+// rule in Filter.AddHash), so testing the first before reading the second
+// would make a second cache miss wait for the first half of the time.
+func (t *table) replaceEither(i, j, old, new uint64) bool {
+	if t.windows != 1 || t.semi {
+		return t.replace(i, old, new) || t.replace(j, old, new)
+	}
+	var p, q, wi, wj uint64
+	if t.aligned {
+		p, q = i<<(t.bucketShift&63), j<<(t.bucketShift&63)
+		wi, wj = t.alignedBucket(i), t.alignedBucket(j)
+	} else {
+		p, q = i*t.bucketBits, j*t.bucketBits
+		wi, wj = t.window(p), t.window(q)
+	}
+	rep := old * t.laneLow
+	z := zeroLanes(wi^rep, t.laneRest, t.laneHigh)
+	if z == 0 {
+		p, z = q, zeroLanes(wj^rep, t.laneRest, t.laneHigh)
+		if z == 0 {
+			return false
+		}
+	}
+	t.setSlotAt(p+laneStart(z, t.fpBits), new)
+	return true
+}
+
 // swap puts v in slot s of bucket i and returns the value it displaced. In
 // a semi-sorted bucket v takes its sorted place, and unswap is how to take
 // it back.
@@ -326,11 +355,15 @@ func (t *table) plainGet(i, s uint64) uint64 {
 	return t.window(i*t.bucketBits+s*t.fpBits) & t.fpMask
 }
 
-// plainSet stores v in slot s of plain bucket i: in one word when buckets
-// never straddle words (one load and one store, where storeBits makes two
-// of each).
+// plainSet stores v in slot s of plain bucket i.
 func (t *table) plainSet(i, s, v uint64) {
-	p := i*t.bucketBits + s*t.fpBits
+	t.setSlotAt(i*t.bucketBits+s*t.fpBits, v)
+}
+
+// setSlotAt stores v in the slot of a plain table that starts at bit p: in
+// one word when buckets never straddle words (one load and one store, where
+// storeBits makes two of each).
+func (t *table) setSlotAt(p, v uint64) {
 	if t.aligned {
 		w := &t.words[p>>6]
 		*w = *w&^(t.fpMask<<(p&63)) | v<<(p&63)
