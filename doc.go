@@ -101,17 +101,17 @@
 //
 // Nanoseconds per operation with 16-byte random keys, hashing included,
 // medians of 3 runs of the bench module on 2 cores (AMD EPYC),
-// go1.26.8, commit 91021f1 (docs/benchmarks.md has every row, the peers and
+// go1.26.8, commit a5ec3ba (docs/benchmarks.md has every row, the peers and
 // the method; the table is written by go run . -report results/full.json
 // -doc ../doc.go in bench/):
 //
 //	setting (4-slot buckets)      bits/item  FPR       10^6: add  hit  miss   10^7: add  hit  miss
-//	f=8                             8.59      2.9 %            42   13    12         140   60    61
-//	f=12                           12.70      0.19 %           55   23    22         163   91   103
-//	f=16 (default)                 16.96      0.012 %          56   14    13         153   62    64
-//	f=13 semi-sorted               12.70      0.092 %         171   33    27         336  118   116
-//	f=16, AddHash/ContainsHash     16.95      0.012 %          51    9     9         162   43    45
-//	f=16, AddBatch/ContainsBatch   16.96      0.012 %          57   16    17          91   23    23
+//	f=8                             8.59      2.9 %            34   13    12         110   54    51
+//	f=12                           12.68      0.19 %           48   24    22         156   86    92
+//	f=16 (default)                 16.95      0.012 %          39   14    13         137   61    70
+//	f=13 semi-sorted               12.69      0.092 %         150   29    28         323  120   114
+//	f=16, AddHash/ContainsHash     16.96      0.012 %          34    8     8         124   44    45
+//	f=16, AddBatch/ContainsBatch   16.96      0.012 %          39   16    16          57   25    24
 //
 // "add" fills an empty filter to its capacity, so it includes the
 // displacements of the last, fullest part. A lookup is two bucket reads
@@ -173,9 +173,10 @@
 // the current one, so the misses of many keys overlap; [Scalable] and
 // [Concurrent] have the same batch methods. Tables of 32 MiB or more also
 // ask Linux for transparent huge pages (madvise), which cuts TLB misses.
-// Inserts search for a free slot breadth-first, a level of buckets at a
-// time with each level prefetched. docs/benchmarks.md has the figures at
-// 10^8 keys.
+// An insert puts a key's fingerprint in the emptier of its two buckets,
+// which keeps bucket loads even, and when both are full searches for a
+// free slot breadth-first, a level of buckets at a time with each level
+// prefetched. docs/benchmarks.md has the figures at 10^8 keys.
 //
 // A loop of one-at-a-time [Filter.ContainsHash] calls
 // keeps more lookups' misses in flight when the call is inlined into it,
