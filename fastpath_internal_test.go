@@ -97,10 +97,11 @@ func FuzzAlignedTwin(f *testing.F) {
 				t.Fatalf("shape %v: tables differ after %s of key %d", sh, op, i)
 			}
 		}
-		// Keys i and i+capacity/2 are added twice: copies in slots and in
-		// the counters.
-		for i := range capacity * 3 / 2 {
-			k := key(i % (capacity + capacity/2 + 1))
+		// 2·capacity adds of 1.25·capacity distinct keys: past capacity
+		// (walks, searches and refusals), and the first keys twice (copies
+		// in slots and in the counters).
+		for i := range capacity * 2 {
+			k := key(i % (capacity + capacity/4 + 1))
 			if e1, e2 := fl.Add(k), twin.Add(k); e1 != e2 {
 				t.Fatalf("shape %v, key %d: Add %v, twin %v", sh, i, e1, e2)
 			}
