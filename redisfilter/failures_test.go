@@ -268,18 +268,10 @@ func TestResharding(t *testing.T) {
 		t.Fatal(err)
 	}
 	var in [][]byte
-	addAll := func(prefix string) {
+	addMore := func(prefix string) {
 		t.Helper()
 		more := keys(prefix, 3000)
-		errs := make([]error, len(more))
-		if err := f.AddBatch(ctx, more, errs); err != nil {
-			t.Fatal(err)
-		}
-		for i, err := range errs {
-			if err != nil {
-				t.Fatalf("%s: %v", more[i], err)
-			}
-		}
+		addAll(t, ctx, f, more)
 		in = append(in, more...)
 		for _, k := range more[:50] {
 			if err := f.Add(ctx, k); err != nil {
@@ -310,7 +302,7 @@ func TestResharding(t *testing.T) {
 			}
 		}
 	}
-	addAll("before")
+	addMore("before")
 	keysOf := f.Keys() // meta, then table and hash of each shard
 	table, hash := keysOf[1], keysOf[2]
 	slotText, err := c.Servers[0].Do("CLUSTER", "KEYSLOT", table)
@@ -347,14 +339,14 @@ func TestResharding(t *testing.T) {
 	do(src, "CLUSTER", "SETSLOT", fmt.Sprint(slot), "MIGRATING", dstID)
 	do(src, "MIGRATE", "127.0.0.1", fmt.Sprint(dst.Port), "", "0", "5000", "KEYS", table, hash)
 	checkAll("keys migrated, slot migrating")
-	addAll("asking")
+	addMore("asking")
 	for _, n := range nodes {
 		if n.Master {
 			do(c.Server(n.Addr), "CLUSTER", "SETSLOT", fmt.Sprint(slot), "NODE", dstID)
 		}
 	}
 	checkAll("slot moved")
-	addAll("moved")
+	addMore("moved")
 	checkAll("after")
 	t.Logf("redirects followed: %d ASK, %d MOVED", red.ask.Load(), red.moved.Load())
 	if red.ask.Load() == 0 || red.moved.Load() == 0 {
