@@ -123,7 +123,7 @@ func NewConcurrent(capacity uint64, opts ...Option) (*Concurrent, error) {
 		ch.tables = []*ctable{ch.newGeneration(g.at(0))}
 	} else {
 		slots := p.NumBuckets * uint64(c.slots)
-		ch.tables = []*ctable{newCtable(generation{capacity: capacity, fpBits: uint64(c.fpBits), numBuckets: p.NumBuckets, limit: slots}, uint64(c.slots), ch)}
+		ch.tables = []*ctable{newCtable(generation{capacity: capacity, fpBits: uint64(p.FingerprintBits), numBuckets: p.NumBuckets, limit: slots}, uint64(c.slots), ch)}
 	}
 	cf := &Concurrent{}
 	cf.publish(ch)

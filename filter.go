@@ -76,7 +76,7 @@ func New(capacity uint64, opts ...Option) (*Filter, error) {
 	if err != nil {
 		return nil, err
 	}
-	t := newTable(p.NumBuckets, uint64(c.slots), uint64(c.fpBits), c.semi)
+	t := newTable(p.NumBuckets, uint64(c.slots), uint64(p.FingerprintBits), c.semi)
 	t.segment(uint64(c.segments))
 	f := &Filter{}
 	f.init(t, c.seed, capacity, c.maxKicks)

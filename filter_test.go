@@ -90,6 +90,42 @@ func TestFalsePositiveRateOption(t *testing.T) {
 	}
 }
 
+// TestReliableCapacity checks the capacities New refuses for 2-slot
+// buckets of 4- and 5-bit fingerprints (tables past them were measured
+// to refuse keys before capacity), and that a rate asked for is met with
+// wider fingerprints there instead.
+func TestReliableCapacity(t *testing.T) {
+	for _, tc := range []struct {
+		bits  int
+		limit uint64
+	}{{4, 1 << 27}, {5, 1 << 28}} {
+		opts := []cuckoo.Option{cuckoo.WithBucketSize(2), cuckoo.WithFingerprintBits(tc.bits)}
+		if _, err := cuckoo.NewPlan(tc.limit, opts...); err != nil {
+			t.Errorf("f=%d, capacity %d: %v", tc.bits, tc.limit, err)
+		}
+		if _, err := cuckoo.NewPlan(tc.limit+1, opts...); !errors.Is(err, cuckoo.ErrInvalidParameter) {
+			t.Errorf("f=%d, capacity %d: err = %v, want ErrInvalidParameter", tc.bits, tc.limit+1, err)
+		}
+	}
+	// 4-slot buckets have no such limit.
+	if _, err := cuckoo.NewPlan(1<<33, cuckoo.WithFingerprintBits(4)); err != nil {
+		t.Error(err)
+	}
+	// 0.09 takes 4-bit fingerprints in 2-slot buckets where they are reliable.
+	for _, tc := range []struct {
+		capacity uint64
+		want     int
+	}{{1 << 27, 4}, {1<<27 + 1, 5}, {1<<28 + 1, 6}} {
+		p, err := cuckoo.NewPlan(tc.capacity, cuckoo.WithBucketSize(2), cuckoo.WithFalsePositiveRate(0.09))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.FingerprintBits != tc.want || p.FalsePositiveRate > 0.09 {
+			t.Errorf("capacity %d at 0.09: %d bits (rate %v), want %d", tc.capacity, p.FingerprintBits, p.FalsePositiveRate, tc.want)
+		}
+	}
+}
+
 // TestMemoryIsPacked checks issue 2's sizing promise: the table is within
 // 10% of capacity × f / 8 bytes for 4-slot buckets with f >= 7 and 8-slot
 // buckets with f >= 5, for capacities that are not powers of two, and
@@ -161,6 +197,39 @@ func TestCapacityFits(t *testing.T) {
 					if f.Len() != n {
 						t.Fatalf("Len = %d, want %d", f.Len(), n)
 					}
+				}
+			}
+		}
+	}
+}
+
+// TestCapacityFitsSpreadOffsets fills to capacity tables whose bucket
+// count New once planned without checking that the alternate-bucket
+// offsets spread (internal/addr.Spread): with the counts of then, each
+// refused keys well before capacity (first failures at 0.84–0.86 of
+// their slots for 5-bit fingerprints, 0.75 for 4-bit ones, where 0.89 and
+// 0.80 are planned).
+func TestCapacityFitsSpreadOffsets(t *testing.T) {
+	cases := []struct {
+		l    layout
+		bits int
+		n    uint64
+	}{
+		{layouts[1], 5, 452_024}, {layouts[1], 5, 513_995}, {layouts[3], 5, 452_024},
+		{layouts[1], 5, 1_633_556}, {layouts[1], 4, 4_257_279},
+	}
+	for _, tc := range cases {
+		if testing.Short() && tc.n > 1_000_000 || raceEnabled {
+			continue
+		}
+		for seed := uint64(1); seed <= 3; seed++ {
+			f, err := cuckoo.New(tc.n, tc.l.opts(tc.bits, cuckoo.WithSeed(seed))...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := uint64(0); i < tc.n; i++ {
+				if err := f.Add(key(1, i)); err != nil {
+					t.Fatalf("%v f=%d n=%d seed=%d: Add #%d: %v (load %.4f)", tc.l, tc.bits, tc.n, seed, i, err, f.LoadFactor())
 				}
 			}
 		}

@@ -3,27 +3,38 @@ package cuckoo
 import (
 	"fmt"
 	"math"
+
+	"github.com/dedupkit/cuckoo/internal/addr"
 )
 
 // targetLoad is the fraction of slots a filter of New(capacity) holds when
-// it holds capacity items. It sits safely below the load at which an insert
-// (a breadth-first search of up to 256 buckets, then a random walk of
-// DefaultMaxKicks moves) first fails, measured for each shape from 10^5 to
-// 8·10^6 items, 2 to 6 seeds each (the minimum is shown). Tables of up to
-// walkFirstBytes try the walk first; at 10^5 and 5·10^5 items (3 seeds
-// each) their first failures lie within 0.015 of the search-first ones.
+// it holds capacity items. It sits below the load at which an insert (a
+// breadth-first search of up to 256 buckets, then a random walk of
+// DefaultMaxKicks moves) first fails in a table whose bucket count spreads
+// the alternate buckets' offsets (plannedBuckets). Measured 2026-11-26
+// with bench/firstfail: the least first-failure load over 24
+// sizes from 10^5 to 1.6·10^7 items and 2 seeds at 6.4·10^7, random keys;
+// for 2-slot buckets of 4 to 6 bits also 1.28·10^8 to 1.02·10^9 items
+// (1 to 3 seeds a size), and 2 × 8, 4 × 5 and 4 × 8 at 1.02·10^9:
 //
 //	first failure      f=4    f=5    f=6    f=7    f=8    f=12   f=16
-//	b=2                0.461  0.563  0.808  0.849  0.861  0.869
-//	b=4                0.880  0.923  0.930  0.947  0.957  0.962  0.962
-//	b=8                0.964  0.968  0.970         0.986  0.989
+//	b=2                0.322  0.518  0.759  0.838  0.849  0.867  0.869
+//	b=4                0.889  0.910  0.937  0.948  0.953  0.961  0.964
+//	b=8                >1     0.993  0.981  0.983  0.987  0.989  0.990
+//	b=4, semi-sorted          0.913        (f=9) 0.960  (f=13) 0.962
 //
-// Fingerprints of fewer than 8 bits give a key's alternate bucket few
-// possible offsets, so the table cannot balance as well and fills less;
-// with 2-slot buckets this gets worse as the table grows, hence the wide
-// margins there. Frozen in effect: changing a value changes the table size
-// New picks, and the growth plan a Scalable encoding is checked against
-// (docs/format-scalable.md).
+// (A load can pass 1: with 15 or 31 fingerprint values, distinct keys
+// often share a bucket pair and a fingerprint, and copies past two are
+// counted beside the table.) Tables of up to walkFirstBytes try the walk
+// first; at 10^5 and 5·10^5 items (3 seeds each) their first failures lie
+// within 0.015 of the search-first ones. Fingerprints of fewer than 8 bits
+// give a key's alternate bucket few possible offsets, so the table cannot
+// balance as well and fills less; with 2-slot buckets this gets worse as
+// the table grows: 4-bit fingerprints failed at 0.322 with 5.12·10^8
+// items, under their target, hence reliableCapacity. Frozen in effect:
+// changing a value changes the table size New picks, the least bucket
+// count a decoded Filter must have, and the growth plan a Scalable
+// encoding is checked against (docs/format-scalable.md).
 func targetLoad(slots, fpBits uint64) float64 {
 	f := min(max(fpBits, 4), 9) - 4
 	switch slots {
@@ -74,6 +85,57 @@ func smallTableMargin(capacity, slots uint64) float64 {
 	return max(floor, 1-c/math.Pow(float64(capacity), 0.75))
 }
 
+// plannedBuckets returns the bucket count New gives a table of capacity
+// items in segments segments (1 for an unsegmented table), and false when
+// it exceeds maxBuckets: the count bucketsFor (or segmentedBuckets) asks
+// for, raised by a few buckets per segment when need be so that the
+// offsets of the alternate buckets spread (spreadBuckets). Decoders check
+// a Filter's count against bucketsFor's alone, and a Scalable's growth
+// plan does not raise its counts: files written before New raised counts
+// hold the counts it planned then.
+func plannedBuckets(capacity, segments, slots, fpBits uint64) (uint64, bool) {
+	if segments <= 1 {
+		m, ok := bucketsFor(capacity, slots, fpBits)
+		if !ok {
+			return 0, false
+		}
+		m = spreadBuckets(m, 2)
+		return m, m <= maxBuckets
+	}
+	m, ok := segmentedBuckets(capacity, segments, slots, fpBits)
+	if !ok {
+		return 0, false
+	}
+	ms := spreadBuckets(m/segments, segmentAlign)
+	return ms * segments, ms <= maxBuckets/segments
+}
+
+// spreadBuckets returns the least count m + k·step, k ≥ 0, whose offsets
+// spread (addr.Spread), for tables of at least minSpreadBuckets buckets;
+// smaller tables keep m, the count their margin was measured at
+// (smallTableMargin). A table whose offsets do not spread fails inserts
+// below the target load: 4-slot buckets of 5-bit fingerprints at 0.84 of
+// their slots, 8-slot buckets of 6-bit ones at 0.944, where tables whose
+// offsets spread hold 0.915 and 0.984 (docs/benchmarks.md, notes).
+// TestSpreadBucketsSteps checks that maxSpreadSteps steps always find a
+// count for both steps used.
+func spreadBuckets(m, step uint64) uint64 {
+	if m < minSpreadBuckets {
+		return m
+	}
+	for k := uint64(0); k < maxSpreadSteps; k++ {
+		if addr.Spread(m + k*step) {
+			return m + k*step
+		}
+	}
+	return m
+}
+
+const (
+	minSpreadBuckets = 1 << 10
+	maxSpreadSteps   = 16
+)
+
 // segmentedBuckets returns the bucket count of a table of n segments that
 // holds capacity items, and false when it exceeds maxBuckets. A segment
 // receives each key with probability 1/n, so its share of capacity keys
@@ -102,6 +164,26 @@ func segmentedBuckets(capacity, n, slots, fpBits uint64) (uint64, bool) {
 func expectedFPR(load float64, slots, fpBits uint64) float64 {
 	q := 1 / (math.Exp2(float64(fpBits)) - 1)
 	return -math.Expm1(2 * float64(slots) * load * math.Log1p(-q))
+}
+
+// reliableCapacity is the most keys New plans a table of the shape for.
+// With 2-slot buckets and fingerprints of 4 or 5 bits, the load at which
+// inserts first fail keeps falling as the table grows (see targetLoad):
+// measured, 4-bit fingerprints held their target load up to 2.56·10^8
+// keys and not at 5.12·10^8; 5-bit ones were 3.5 % above theirs at
+// 1.02·10^9 keys, and 5 % at 2.56·10^8. Beyond these limits New refuses
+// the shape, rather than plan a table that may refuse keys before its
+// capacity.
+func reliableCapacity(slots, fpBits uint64) uint64 {
+	if slots == 2 {
+		switch fpBits {
+		case 4:
+			return 1 << 27
+		case 5:
+			return 1 << 28
+		}
+	}
+	return math.MaxUint64
 }
 
 // fingerprintBitsFor returns the smallest width whose expected rate at the
@@ -146,10 +228,14 @@ func plan(capacity uint64, c config) (Plan, error) {
 		return Plan{}, fmt.Errorf("%w: capacity 0", ErrInvalidParameter)
 	}
 	slots, bits := uint64(c.slots), uint64(c.fpBits)
-	m, ok := bucketsFor(capacity, slots, bits)
-	if c.segments > 1 {
-		m, ok = segmentedBuckets(capacity, uint64(c.segments), slots, bits)
+	for c.fpr != 0 && capacity > reliableCapacity(slots, bits) {
+		bits++ // a wider fingerprint meets the rate asked for too
 	}
+	if limit := reliableCapacity(slots, bits); capacity > limit {
+		return Plan{}, fmt.Errorf("%w: capacity %d: %d-slot buckets of %d-bit fingerprints hold at most %d keys reliably; use wider fingerprints or larger buckets",
+			ErrInvalidParameter, capacity, slots, bits, limit)
+	}
+	m, ok := plannedBuckets(capacity, uint64(c.segments), slots, bits)
 	if !ok {
 		return Plan{}, fmt.Errorf("%w: capacity %d needs more than 2^32 buckets", ErrInvalidParameter, capacity)
 	}
@@ -159,7 +245,7 @@ func plan(capacity uint64, c config) (Plan, error) {
 	return Plan{
 		Capacity:          capacity,
 		BucketSize:        c.slots,
-		FingerprintBits:   c.fpBits,
+		FingerprintBits:   int(bits),
 		SemiSorted:        c.semi,
 		Segments:          c.segments,
 		NumBuckets:        m,
