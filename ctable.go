@@ -466,11 +466,7 @@ func (c *ctable) addFast(i1, fp, i2 uint64) bool {
 	tl.slots.Add(1) // one insert in progress
 	ok := false
 	for !c.frozen.Load() {
-		copies, e1, e2 := c.probe(i1, i2, fp)
-		i, s := i1, e1
-		if s == noSlot {
-			i, s = i2, e2
-		}
+		copies, i, s := c.probe(i1, i2, fp)
 		if copies >= maxSlotCopies || s == noSlot {
 			break
 		}
@@ -529,7 +525,7 @@ func (c *ctable) addLocked(i1, fp, i2 uint64, kind addKind, overflow bool) (addR
 	if c.state == tableDropped || c.state == tableSealed && kind != addCopy {
 		return reroute, true
 	}
-	copies, e1, e2 := c.probe(i1, i2, fp)
+	copies, i, s := c.probe(i1, i2, fp)
 	switch {
 	case kind == addUnique && copies > 0:
 		return present, true
@@ -544,10 +540,6 @@ func (c *ctable) addLocked(i1, fp, i2 uint64, kind addKind, overflow bool) (addR
 		return added, true
 	}
 	if !overflow && c.reserve() {
-		i, s := i1, e1
-		if s == noSlot {
-			i, s = i2, e2
-		}
 		if s == noSlot {
 			c.release()
 			return 0, false
@@ -575,32 +567,36 @@ func (c *ctable) addLocked(i1, fp, i2 uint64, kind addKind, overflow bool) (addR
 const noSlot = ^uint64(0)
 
 // probe reads buckets i1 and i2 for an insert: the copies of fp in both,
-// and the lowest empty slot of each (noSlot: none). The common shapes (a
-// bucket in one window) read each bucket once, both loads issued together.
-func (c *ctable) probe(i1, i2, fp uint64) (copies, e1, e2 uint64) {
+// and where a new copy goes: slot s of bucket i, the lowest empty slot of
+// whichever bucket has more empty slots (i1 on a tie), as Filter.AddHash
+// places it; s is noSlot when both are full. The common shapes (a bucket
+// in one window) read each bucket once, both loads issued together.
+func (c *ctable) probe(i1, i2, fp uint64) (copies, i, s uint64) {
 	t := &c.t
-	e1, e2 = noSlot, noSlot
 	if t.windows == 1 {
 		w1, w2 := c.buckets(i1, i2)
 		rep := fp * t.laneLow
 		copies = uint64(bits.OnesCount64(zeroLanes(w1^rep, t.laneRest, t.laneHigh)) +
 			bits.OnesCount64(zeroLanes(w2^rep, t.laneRest, t.laneHigh)))
-		if z := zeroLanes(w1, t.laneRest, t.laneHigh); z != 0 {
-			e1 = uint64(bits.TrailingZeros64(z)) * t.laneRecip >> 16
+		z1, z2 := zeroLanes(w1, t.laneRest, t.laneHigh), zeroLanes(w2, t.laneRest, t.laneHigh)
+		i, z := i1, z1
+		if bits.OnesCount64(z2) > bits.OnesCount64(z1) {
+			i, z = i2, z2
 		}
-		if z := zeroLanes(w2, t.laneRest, t.laneHigh); z != 0 {
-			e2 = uint64(bits.TrailingZeros64(z)) * t.laneRecip >> 16
+		if z == 0 {
+			return copies, i, noSlot
 		}
-		return copies, e1, e2
+		return copies, i, uint64(bits.TrailingZeros64(z)) * t.laneRecip >> 16
 	}
 	copies = c.countIn(i1, fp) + c.countIn(i2, fp)
-	if s, ok := c.findIn(i1, 0); ok {
-		e1 = s
+	i = i1
+	if c.countIn(i2, 0) > c.countIn(i1, 0) {
+		i = i2
 	}
-	if s, ok := c.findIn(i2, 0); ok {
-		e2 = s
+	if s, ok := c.findIn(i, 0); ok {
+		return copies, i, s
 	}
-	return copies, e1, e2
+	return copies, i, noSlot
 }
 
 // reserve takes one of the slots the limit allows; release gives it back.
