@@ -109,12 +109,11 @@ func NewConcurrent(capacity uint64, opts ...Option) (*Concurrent, error) {
 	if c.segments > 1 {
 		return nil, fmt.Errorf("%w: Concurrent does not support segments", ErrInvalidParameter)
 	}
-	p, err := plan(capacity, c)
-	if err != nil {
-		return nil, err
-	}
 	ch := &cchain{seed: c.seed, maxKicks: c.maxKicks}
 	if c.growth != 0 {
+		if _, err := plan(capacity, c); err != nil {
+			return nil, err
+		}
 		g, err := newGrowth(capacity, c)
 		if err != nil {
 			return nil, err
@@ -122,6 +121,10 @@ func NewConcurrent(capacity uint64, opts ...Option) (*Concurrent, error) {
 		ch.grow = &g
 		ch.tables = []*ctable{ch.newGeneration(g.at(0))}
 	} else {
+		p, err := fixedPlan(capacity, c)
+		if err != nil {
+			return nil, err
+		}
 		slots := p.NumBuckets * uint64(c.slots)
 		ch.tables = []*ctable{newCtable(generation{capacity: capacity, fpBits: uint64(p.FingerprintBits), numBuckets: p.NumBuckets, limit: slots}, uint64(c.slots), ch)}
 	}

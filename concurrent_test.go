@@ -882,3 +882,33 @@ func FuzzConcurrentOperations(f *testing.F) {
 		fuzzOps(t, c, ops, growing)
 	})
 }
+
+// TestConcurrentPlacesAsFilter: one goroutine adding keys to a Concurrent
+// puts each fingerprint where a Filter of the same seed and shape puts it
+// (the emptier of its two buckets), so while no insert has to move
+// fingerprints the two encode to the same bytes.
+func TestConcurrentPlacesAsFilter(t *testing.T) {
+	for _, bits := range []int{8, 16, 20} {
+		const n = 100_000
+		opts := []cuckoo.Option{cuckoo.WithFingerprintBits(bits), cuckoo.WithSeed(9)}
+		f, err := cuckoo.New(n, opts...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := cuckoo.NewConcurrent(n, opts...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := uint64(0); i < n*3/10; i++ {
+			if err := f.Add(key(3, i)); err != nil {
+				t.Fatal(err)
+			}
+			if err := c.Add(key(3, i)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if !bytes.Equal(mustMarshal(t, f), mustMarshal(t, c)) {
+			t.Errorf("f=%d: the Concurrent's table differs from the Filter's", bits)
+		}
+	}
+}

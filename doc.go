@@ -96,7 +96,10 @@
 // always fit. Fingerprints under 8 bits leave a key few places to move to,
 // so those tables are sized emptier; 2-slot buckets of 4- and 5-bit
 // fingerprints fill ever less as they grow, so New refuses them past 2^27
-// and 2^28 keys ([WithFalsePositiveRate] takes wider fingerprints there).
+// and 2^28 keys a table or segment ([WithFalsePositiveRate] takes wider
+// fingerprints there; growing filters take them at any size). New may add
+// a few buckets to the count the load gives ([Plan.LeastBuckets]), so that
+// the table fills evenly; [WithBucketCount] sets the count instead.
 // The rate is measured within a few percent of these figures
 // (TestFalsePositiveRate).
 //

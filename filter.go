@@ -72,7 +72,7 @@ func New(capacity uint64, opts ...Option) (*Filter, error) {
 	if err != nil {
 		return nil, err
 	}
-	p, err := plan(capacity, c)
+	p, err := fixedPlan(capacity, c)
 	if err != nil {
 		return nil, err
 	}

@@ -139,6 +139,9 @@ func newGrowth(initial uint64, c config) (growth, error) {
 	if c.segments > 1 {
 		return growth{}, fmt.Errorf("%w: a growing filter takes no segments", ErrInvalidParameter)
 	}
+	if c.buckets != 0 {
+		return growth{}, fmt.Errorf("%w: a growing filter takes no bucket count", ErrInvalidParameter)
+	}
 	g := growth{
 		slots:   uint64(c.slots),
 		f0:      uint64(c.fpBits),

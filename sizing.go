@@ -18,12 +18,13 @@ import (
 // (1 to 3 seeds a size), and 2 × 8, 4 × 5 and 4 × 8 at 1.02·10^9:
 //
 //	first failure      f=4    f=5    f=6    f=7    f=8    f=12   f=16
-//	b=2                0.322  0.518  0.759  0.838  0.849  0.867  0.869
+//	b=2                0.352* 0.518  0.759  0.838  0.849  0.867  0.869
 //	b=4                0.889  0.910  0.937  0.948  0.953  0.961  0.964
 //	b=8                >1     0.993  0.981  0.983  0.987  0.989  0.990
 //	b=4, semi-sorted          0.913        (f=9) 0.960  (f=13) 0.962
 //
-// (A load can pass 1: with 15 or 31 fingerprint values, distinct keys
+// (*Up to 2.56·10^8 items; 0.322 at 5.12·10^8, past reliableCapacity. A
+// load can pass 1: with 15 or 31 fingerprint values, distinct keys
 // often share a bucket pair and a fingerprint, and copies past two are
 // counted beside the table.) Tables of up to walkFirstBytes try the walk
 // first; at 10^5 and 5·10^5 items (3 seeds each) their first failures lie
@@ -85,29 +86,36 @@ func smallTableMargin(capacity, slots uint64) float64 {
 	return max(floor, 1-c/math.Pow(float64(capacity), 0.75))
 }
 
-// plannedBuckets returns the bucket count New gives a table of capacity
-// items in segments segments (1 for an unsegmented table), and false when
-// it exceeds maxBuckets: the count bucketsFor (or segmentedBuckets) asks
-// for, raised by a few buckets per segment when need be so that the
-// offsets of the alternate buckets spread (spreadBuckets). Decoders check
-// a Filter's count against bucketsFor's alone, and a Scalable's growth
-// plan does not raise its counts: files written before New raised counts
-// hold the counts it planned then.
-func plannedBuckets(capacity, segments, slots, fpBits uint64) (uint64, bool) {
+// leastBuckets returns the least bucket count that holds capacity items
+// in segments segments (1 for an unsegmented table) at the target load:
+// bucketsFor's, or segmentedBuckets', and false when it exceeds
+// maxBuckets. Decoders require a Filter to have at least this many.
+func leastBuckets(capacity, segments, slots, fpBits uint64) (uint64, bool) {
 	if segments <= 1 {
-		m, ok := bucketsFor(capacity, slots, fpBits)
-		if !ok {
-			return 0, false
-		}
-		m = spreadBuckets(m, 2)
-		return m, m <= maxBuckets
+		return bucketsFor(capacity, slots, fpBits)
 	}
-	m, ok := segmentedBuckets(capacity, segments, slots, fpBits)
+	return segmentedBuckets(capacity, segments, slots, fpBits)
+}
+
+// plannedBuckets returns the bucket count New gives a table of capacity
+// items in segments segments: leastBuckets' count m, raised by a few
+// buckets per segment when need be so that the offsets of the alternate
+// buckets spread (spreadBuckets), or m itself when the raised count would
+// pass maxBuckets. A Scalable's growth plan does not raise its counts, and
+// files written before New raised counts hold the least ones.
+func plannedBuckets(capacity, segments, slots, fpBits uint64) (uint64, bool) {
+	m, ok := leastBuckets(capacity, segments, slots, fpBits)
 	if !ok {
 		return 0, false
 	}
-	ms := spreadBuckets(m/segments, segmentAlign)
-	return ms * segments, ms <= maxBuckets/segments
+	n, step := max(segments, 1), uint64(2)
+	if n > 1 {
+		step = segmentAlign
+	}
+	if ms := spreadBuckets(m/n, step); ms <= maxBuckets/n {
+		return ms * n, true
+	}
+	return m, true
 }
 
 // spreadBuckets returns the least count m + k·step, k ≥ 0, whose offsets
@@ -116,7 +124,7 @@ func plannedBuckets(capacity, segments, slots, fpBits uint64) (uint64, bool) {
 // (smallTableMargin). A table whose offsets do not spread fails inserts
 // below the target load: 4-slot buckets of 5-bit fingerprints at 0.84 of
 // their slots, 8-slot buckets of 6-bit ones at 0.944, where tables whose
-// offsets spread hold 0.915 and 0.984 (docs/benchmarks.md, notes).
+// offsets spread held at least 0.910 and 0.981 (targetLoad's table).
 // TestSpreadBucketsSteps checks that maxSpreadSteps steps always find a
 // count for both steps used.
 func spreadBuckets(m, step uint64) uint64 {
@@ -143,9 +151,7 @@ const (
 // 6 keys, for small shares), which a segment exceeds with probability
 // below 10^-9, and rounded up to a multiple of segmentAlign buckets.
 func segmentedBuckets(capacity, n, slots, fpBits uint64) (uint64, bool) {
-	mean := float64(capacity) / float64(n)
-	share := uint64(math.Ceil(mean + 6*math.Sqrt(mean*(1-1/float64(n))) + 6))
-	ms, ok := bucketsFor(min(share, capacity), slots, fpBits)
+	ms, ok := bucketsFor(segmentShare(capacity, n), slots, fpBits)
 	if !ok {
 		return 0, false
 	}
@@ -154,6 +160,17 @@ func segmentedBuckets(capacity, n, slots, fpBits uint64) (uint64, bool) {
 		return 0, false
 	}
 	return ms * n, true
+}
+
+// segmentShare is the share of capacity keys one of n segments is sized
+// for (see segmentedBuckets): capacity itself when n ≤ 1.
+func segmentShare(capacity, n uint64) uint64 {
+	if n <= 1 {
+		return capacity
+	}
+	mean := float64(capacity) / float64(n)
+	share := uint64(math.Ceil(mean + 6*math.Sqrt(mean*(1-1/float64(n))) + 6))
+	return min(share, capacity)
 }
 
 // expectedFPR is the probability that a key never added is reported present
@@ -166,14 +183,15 @@ func expectedFPR(load float64, slots, fpBits uint64) float64 {
 	return -math.Expm1(2 * float64(slots) * load * math.Log1p(-q))
 }
 
-// reliableCapacity is the most keys New plans a table of the shape for.
-// With 2-slot buckets and fingerprints of 4 or 5 bits, the load at which
-// inserts first fail keeps falling as the table grows (see targetLoad):
-// measured, 4-bit fingerprints held their target load up to 2.56·10^8
-// keys and not at 5.12·10^8; 5-bit ones were 3.5 % above theirs at
-// 1.02·10^9 keys, and 5 % at 2.56·10^8. Beyond these limits New refuses
-// the shape, rather than plan a table that may refuse keys before its
-// capacity.
+// reliableCapacity is the most keys New plans one table (or segment) of
+// the shape for. With 2-slot buckets and fingerprints of 4 or 5 bits, the
+// load at which inserts first fail keeps falling as the table grows (see
+// targetLoad): 4-bit fingerprints held their target load up to 2.56·10^8
+// keys and fell below it at 5.12·10^8; 5-bit ones were 5 % above theirs at
+// 2.56·10^8 keys and 3.5 % at 1.02·10^9. The limits are a margin below
+// where the measurements end or the trend reaches the target, not points
+// measured to fail: past them New refuses the shape rather than plan a
+// table that may refuse keys before its capacity.
 func reliableCapacity(slots, fpBits uint64) uint64 {
 	if slots == 2 {
 		switch fpBits {
@@ -198,7 +216,9 @@ func fingerprintBitsFor(p float64, slots uint64) (int, bool) {
 }
 
 // Plan describes the filter New would build for a capacity and options,
-// without allocating it: what a sizing calculator needs.
+// without allocating it: what a sizing calculator needs. NumBuckets is
+// LeastBuckets or a few more: New raises the count when that count's
+// alternate-bucket offsets would not spread (docs/format.md).
 type Plan struct {
 	Capacity        uint64  // keys that always fit
 	BucketSize      int     // slots per bucket
@@ -206,6 +226,7 @@ type Plan struct {
 	SemiSorted      bool    // buckets stored semi-sorted: f-1 bits per slot
 	Segments        int     // segments of the table (WithSegments)
 	NumBuckets      uint64  // buckets in the table
+	LeastBuckets    uint64  // fewest buckets that hold Capacity at the target load; decoders require it
 	TableBytes      uint64  // memory of the table
 	Load            float64 // fraction of slots used when Capacity keys are in
 	BitsPerItem     float64 // table bits per key at capacity
@@ -220,24 +241,46 @@ func NewPlan(capacity uint64, opts ...Option) (Plan, error) {
 	if err != nil {
 		return Plan{}, err
 	}
+	return fixedPlan(capacity, c)
+}
+
+// fixedPlan is plan for a table that must hold capacity keys itself (New,
+// a Concurrent without growth): it also keeps the shape within
+// reliableCapacity, widening a fingerprint the rate option chose, and
+// refusing one given, where a segment's share of capacity passes it.
+// (A growing filter adds a table when one fills, so it needs no limit.)
+func fixedPlan(capacity uint64, c config) (Plan, error) {
+	if c.buckets == 0 && capacity > 0 {
+		share := segmentShare(capacity, uint64(c.segments))
+		for c.fpr != 0 && share > reliableCapacity(uint64(c.slots), uint64(c.fpBits)) {
+			c.fpBits++ // a wider fingerprint meets the rate asked for too
+		}
+		if limit := reliableCapacity(uint64(c.slots), uint64(c.fpBits)); share > limit {
+			return Plan{}, fmt.Errorf("%w: capacity %d: %d-slot buckets of %d-bit fingerprints hold at most %d keys a table (or segment) reliably; use wider fingerprints or larger buckets",
+				ErrInvalidParameter, capacity, c.slots, c.fpBits, limit)
+		}
+	}
 	return plan(capacity, c)
 }
 
+// plan returns the Plan of a table of capacity keys and shape c, with the
+// bucket count WithBucketCount gave or plannedBuckets'.
 func plan(capacity uint64, c config) (Plan, error) {
 	if capacity == 0 {
 		return Plan{}, fmt.Errorf("%w: capacity 0", ErrInvalidParameter)
 	}
-	slots, bits := uint64(c.slots), uint64(c.fpBits)
-	for c.fpr != 0 && capacity > reliableCapacity(slots, bits) {
-		bits++ // a wider fingerprint meets the rate asked for too
-	}
-	if limit := reliableCapacity(slots, bits); capacity > limit {
-		return Plan{}, fmt.Errorf("%w: capacity %d: %d-slot buckets of %d-bit fingerprints hold at most %d keys reliably; use wider fingerprints or larger buckets",
-			ErrInvalidParameter, capacity, slots, bits, limit)
-	}
-	m, ok := plannedBuckets(capacity, uint64(c.segments), slots, bits)
+	slots, bits, segments := uint64(c.slots), uint64(c.fpBits), uint64(c.segments)
+	least, ok := leastBuckets(capacity, segments, slots, bits)
 	if !ok {
 		return Plan{}, fmt.Errorf("%w: capacity %d needs more than 2^32 buckets", ErrInvalidParameter, capacity)
+	}
+	m, _ := plannedBuckets(capacity, segments, slots, bits)
+	if c.buckets != 0 {
+		m = c.buckets
+		if m < least || m > maxBuckets || m%2 != 0 || segments > 1 && m%(segments*segmentAlign) != 0 {
+			return Plan{}, fmt.Errorf("%w: %d buckets for capacity %d: need an even count of at least %d (with segments, a multiple of 64 per segment)",
+				ErrInvalidParameter, m, capacity, least)
+		}
 	}
 	layout := tableLayout(m, slots, bits, c.semi)
 	tableBytes := (layout.payloadWords() + 1) * 8
@@ -249,6 +292,7 @@ func plan(capacity uint64, c config) (Plan, error) {
 		SemiSorted:        c.semi,
 		Segments:          c.segments,
 		NumBuckets:        m,
+		LeastBuckets:      least,
 		TableBytes:        tableBytes,
 		Load:              load,
 		BitsPerItem:       float64(tableBytes*8) / float64(capacity),

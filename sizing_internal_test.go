@@ -73,10 +73,7 @@ func TestPlannedBucketsSpread(t *testing.T) {
 			continue
 		}
 		if !ok {
-			if least/segments+maxSpreadSteps*segmentAlign <= maxBuckets/segments {
-				t.Fatalf("capacity %d, %d segments, b=%d f=%d: no plan, %d buckets would do", capacity, segments, slots, f, least)
-			}
-			continue
+			t.Fatalf("capacity %d, %d segments, b=%d f=%d: no plan, %d buckets would do", capacity, segments, slots, f, least)
 		}
 		step := uint64(2)
 		if segments > 1 {
@@ -86,11 +83,25 @@ func TestPlannedBucketsSpread(t *testing.T) {
 		if m%segments != 0 || ms < leastS || ms > leastS+(maxSpreadSteps-1)*step || (ms-leastS)%step != 0 {
 			t.Fatalf("capacity %d, %d segments, b=%d f=%d: %d buckets a segment, least %d", capacity, segments, slots, f, ms, leastS)
 		}
-		if ms >= minSpreadBuckets && !addr.Spread(ms) {
+		if ms >= minSpreadBuckets && !addr.Spread(ms) && leastS+maxSpreadSteps*step <= maxBuckets/segments {
 			t.Fatalf("capacity %d, %d segments, b=%d f=%d: %d buckets a segment do not spread", capacity, segments, slots, f, ms)
 		}
 		if ms < minSpreadBuckets && ms != leastS {
 			t.Fatalf("capacity %d: a small table's count changed from %d to %d", capacity, leastS, ms)
 		}
+	}
+}
+
+// TestPlannedBucketsAtTheLimit: where no count from the least one up to
+// maxBuckets spreads (2^32 itself does not), New keeps the least count
+// rather than refuse the capacity.
+func TestPlannedBucketsAtTheLimit(t *testing.T) {
+	capacity := uint64(16_149_075_422) // b=4, f=8: the least count is 2^32
+	least, ok := bucketsFor(capacity, 4, 8)
+	if !ok || least != maxBuckets || addr.Spread(maxBuckets) {
+		t.Fatalf("least count %d (%v), want 2^32, which does not spread", least, ok)
+	}
+	if m, ok := plannedBuckets(capacity, 1, 4, 8); !ok || m != maxBuckets {
+		t.Fatalf("planned %d (%v), want 2^32", m, ok)
 	}
 }

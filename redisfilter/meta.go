@@ -183,9 +183,10 @@ func (m *meta) params(seed, shards bool) map[string]string {
 		p["bucket size"] = strconv.Itoa(m.b)
 		p["fingerprint bits"] = strconv.Itoa(m.f)
 		p["max kicks"] = strconv.Itoa(m.kicks)
-		if shards {
-			p["buckets"] = strconv.FormatUint(m.buckets, 10)
-		}
+		// Not the bucket count: the library's plan for the same parameters
+		// may add a few buckets from one version to the next (see
+		// cuckoo.Plan.LeastBuckets), and the stored count is what locates
+		// the keys already in.
 	} else {
 		p["k"] = strconv.Itoa(m.k)
 		p["rate"] = strconv.FormatFloat(m.fpr, 'g', -1, 64)

@@ -110,3 +110,20 @@ func TestShardsSpread(t *testing.T) {
 		}
 	}
 }
+
+// TestDiffIgnoresBucketCount: a cuckoo filter made with the same
+// parameters matches whatever bucket count the library plans for them
+// today (a newer plan may add a few buckets); a parameter that differs
+// still does not match.
+func TestDiffIgnoresBucketCount(t *testing.T) {
+	have := meta{kind: "cuckoo", b: 4, f: 13, buckets: 640, shards: 5, seed: 42, kicks: 500, capacity: 1000}
+	want := have
+	want.buckets = 960
+	if d := have.diff(&want, true, true); d != "" {
+		t.Errorf("bucket counts 640 and 960 differ in %s", d)
+	}
+	want.f = 12
+	if d := have.diff(&want, true, true); !strings.Contains(d, "fingerprint bits") {
+		t.Errorf("fingerprint bits 13 and 12: diff %q", d)
+	}
+}

@@ -62,6 +62,11 @@ type cfParams struct {
 	fingerprint int     // 0: the library's default, or fpr
 	seed        uint64
 	seeded      bool
+	// buckets is the bucket count of a fixed filter (EXPANSION 0), 0
+	// until it is built. The log records it (and the fingerprint width
+	// built, in place of FPR), so that a replay builds the same table
+	// whatever the library would plan today; only a replay may give it.
+	buckets uint64
 }
 
 func defaultCFParams(capacity uint64) cfParams {
@@ -102,10 +107,28 @@ func (p *cfParams) newObject(c *call) (*object, error) {
 	if !p.seeded {
 		p.seed, p.seeded = rand.Uint64(), true
 	}
+	if p.buckets != 0 && !c.replay {
+		return nil, errUnknownArgument
+	}
 	opts := p.options()
-	planOpts := opts
+	planOpts := opts[:len(opts):len(opts)]
 	if p.expansion > 0 {
-		planOpts = opts[:len(opts)-1] // NewPlan sizes the first table
+		planOpts = opts[: len(opts)-1 : len(opts)-1] // NewPlan sizes the first table
+	}
+	switch {
+	case p.expansion > 0:
+		// A growing filter plans its first table at about the least
+		// count, and takes shapes New refuses at this capacity (it adds a
+		// table when one fills).
+		planOpts = append(planOpts, cuckoo.WithBucketCount(leastCFBuckets(p.capacity, planOpts)))
+	case c.replay && p.buckets == 0:
+		// A record written before the log held bucket counts: the count
+		// the library planned then, the least one.
+		p.buckets = leastCFBuckets(p.capacity, planOpts)
+		fallthrough
+	case p.buckets != 0:
+		opts = append(opts, cuckoo.WithBucketCount(p.buckets))
+		planOpts = opts
 	}
 	plan, err := cuckoo.NewPlan(p.capacity, planOpts...)
 	if err != nil {
@@ -120,7 +143,9 @@ func (p *cfParams) newObject(c *call) (*object, error) {
 	}
 	v := &cfValue{expansion: p.expansion}
 	if p.expansion == 0 {
-		v.f, err = cuckoo.New(p.capacity, opts...)
+		if v.f, err = cuckoo.New(p.capacity, opts...); err == nil {
+			p.buckets, p.fingerprint, p.fpr = v.f.NumBuckets(), v.f.FingerprintBits(), 0
+		}
 	} else {
 		v.s, err = cuckoo.NewScalable(p.capacity, opts...)
 	}
@@ -142,7 +167,23 @@ func (p *cfParams) reserveArgs(key []byte) [][]byte {
 	} else if p.fingerprint > 0 {
 		args = append(args, []byte("FINGERPRINT"), strconv.AppendInt(nil, int64(p.fingerprint), 10))
 	}
+	if p.buckets != 0 {
+		args = append(args, []byte("BUCKETS"), strconv.AppendUint(nil, p.buckets, 10))
+	}
 	return append(args, []byte("SEED"), strconv.AppendUint(nil, p.seed, 10))
+}
+
+// leastCFBuckets is the least bucket count of a fixed filter of capacity
+// keys and options opts (cuckoo.Plan.LeastBuckets), or 0 when opts are
+// invalid. A plan given a bucket count applies none of New's other sizing
+// rules, so it reports the count even for a shape New now refuses at
+// this capacity.
+func leastCFBuckets(capacity uint64, opts []cuckoo.Option) uint64 {
+	p, err := cuckoo.NewPlan(capacity, append(opts[:len(opts):len(opts)], cuckoo.WithBucketCount(1<<32))...)
+	if err != nil {
+		return 0
+	}
+	return p.LeastBuckets
 }
 
 // CF.RESERVE key capacity [BUCKETSIZE b] [MAXITERATIONS n] [EXPANSION e]
@@ -221,6 +262,12 @@ func parseCFReserve(args [][]byte) (cfReserve, error) {
 				return r, errCFParseSeed
 			}
 			r.p.seed, r.p.seeded = n, true
+		case is(opt, "BUCKETS"): // the log's, see cfParams.buckets
+			n, ok := parseUint(val)
+			if !ok || n == 0 {
+				return r, errUnknownArgument
+			}
+			r.p.buckets = n
 		default:
 			return r, errUnknownArgument
 		}
