@@ -158,10 +158,11 @@ func WithSegments(n int) Option {
 // as one a program built before New changed how it plans (the server
 // replays old logs so). m must be even, at least [Plan.LeastBuckets] for
 // the capacity and shape, at most 2^32, and with WithSegments(n) a
-// multiple of 64·n. New then applies no other rule to the count: the
-// capacity guarantee is that of the target load, and a count New would
-// not pick may fill less evenly (docs/format.md). Scalable filters and
-// growing Concurrent ones do not take it.
+// multiple of 64·n. New then applies none of its other sizing rules (the
+// spread of the offsets, the size limit of 2-slot buckets of 4- and 5-bit
+// fingerprints): the capacity guarantee is that of the target load, and a
+// count New would not pick may fill less evenly (docs/format.md). Scalable
+// filters and growing Concurrent ones do not take it.
 func WithBucketCount(m uint64) Option {
 	return func(c *config) error {
 		if m < 2 || m > maxBuckets || m%2 != 0 {
