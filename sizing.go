@@ -97,34 +97,29 @@ func leastBuckets(capacity, segments, slots, fpBits uint64) (uint64, bool) {
 	return segmentedBuckets(capacity, segments, slots, fpBits)
 }
 
-// plannedBuckets returns the bucket count New gives a table of capacity
-// items in segments segments: leastBuckets' count m, raised by a few
-// buckets per segment when need be so that the offsets of the alternate
-// buckets spread (spreadBuckets), or m itself when the raised count would
-// pass maxBuckets. A Scalable's growth plan does not raise its counts, and
-// files written before New raised counts hold the least ones.
-func plannedBuckets(capacity, segments, slots, fpBits uint64) (uint64, bool) {
-	m, ok := leastBuckets(capacity, segments, slots, fpBits)
-	if !ok {
-		return 0, false
-	}
+// plannedBuckets returns the bucket count New gives a table whose least
+// count (leastBuckets) is least, in segments segments: least raised by a
+// few buckets per segment when need be so that the offsets of the
+// alternate buckets spread (spreadBuckets), or least itself when the
+// raised count would pass maxBuckets. A Scalable's growth plan does not
+// raise its counts, and files written before New raised counts hold the
+// least ones.
+func plannedBuckets(least, segments uint64) uint64 {
 	n, step := max(segments, 1), uint64(2)
 	if n > 1 {
 		step = segmentAlign
 	}
-	if ms := spreadBuckets(m/n, step); ms <= maxBuckets/n {
-		return ms * n, true
+	if ms := spreadBuckets(least/n, step); ms <= maxBuckets/n {
+		return ms * n
 	}
-	return m, true
+	return least
 }
 
 // spreadBuckets returns the least count m + k·step, k ≥ 0, whose offsets
 // spread (addr.Spread), for tables of at least minSpreadBuckets buckets;
 // smaller tables keep m, the count their margin was measured at
-// (smallTableMargin). A table whose offsets do not spread fails inserts
-// below the target load: 4-slot buckets of 5-bit fingerprints at 0.84 of
-// their slots, 8-slot buckets of 6-bit ones at 0.944, where tables whose
-// offsets spread held at least 0.910 and 0.981 (targetLoad's table).
+// (smallTableMargin). A table whose offsets do not spread can fail
+// inserts well below the target load (bench/notes.md, item 23).
 // TestSpreadBucketsSteps checks that maxSpreadSteps steps always find a
 // count for both steps used.
 func spreadBuckets(m, step uint64) uint64 {
@@ -274,7 +269,7 @@ func plan(capacity uint64, c config) (Plan, error) {
 	if !ok {
 		return Plan{}, fmt.Errorf("%w: capacity %d needs more than 2^32 buckets", ErrInvalidParameter, capacity)
 	}
-	m, _ := plannedBuckets(capacity, segments, slots, bits)
+	m := plannedBuckets(least, segments)
 	if c.buckets != 0 {
 		m = c.buckets
 		if m < least || m > maxBuckets || m%2 != 0 || segments > 1 && m%(segments*segmentAlign) != 0 {

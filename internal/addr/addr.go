@@ -57,14 +57,12 @@ func Alt(i, fp, m uint64) uint64 {
 // offsets, which are the moves a chain of displacements makes, all fall
 // near the multiples of one step: the buckets a crowded region can
 // unload into form a ring, not a plane, and inserts fail far below the
-// usual load (5-bit fingerprints in 4-slot buckets: at 0.84 of the
-// slots instead of 0.92 and more). Spread holds when q·‖q·α‖ ≥ 1/10 for
+// usual load (bench/notes.md, item 23). Spread holds when q·‖q·α‖ ≥ 1/10 for
 // every q from 1 to 16, ‖·‖ being the distance to the nearest integer:
 // true of about half of all m. A step of 2 buckets moves α by 0.618…
 // (the golden ratio's fraction), so a few steps always find such an m.
-// The bound and the range of q are a choice that the measurements support:
-// tables whose counts had min q·‖q·α‖ below 0.03 failed early, those at
-// 0.08 and above did not. The test is exact integer arithmetic, the same
+// The bound and the range of q are a choice the measurements of that note
+// support. The test is exact integer arithmetic, the same
 // on every platform.
 func Spread(m uint64) bool {
 	const one = 1 << 33 // α in units of 2^-33
