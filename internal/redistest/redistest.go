@@ -64,6 +64,9 @@ type Config struct {
 	// AOF turns on the append-only file with appendfsync always, so a
 	// write acknowledged to a client survives a kill of the process.
 	AOF bool
+	// Debug enables the DEBUG command for loopback clients
+	// (enable-debug-command local), which [Server.Sleep] needs.
+	Debug bool
 	// Directives are more configuration lines, such as
 	// "rename-command FUNCTION \"\"".
 	Directives []string
@@ -129,6 +132,9 @@ func (s *Server) configFile() (string, error) {
 		line("cluster-enabled yes")
 		line("cluster-config-file nodes.conf")
 		line("cluster-node-timeout %d", nt.Milliseconds())
+	}
+	if s.cfg.Debug {
+		line("enable-debug-command local")
 	}
 	for _, d := range s.cfg.Directives {
 		line("%s", d)
@@ -196,12 +202,27 @@ func (s *Server) waitReady(timeout time.Duration) error {
 // an error. Arrays are not supported. It is for the harness and for
 // tests' administrative commands; use a real client for anything else.
 func (s *Server) Do(args ...string) (string, error) {
+	return s.do(10*time.Second, args...)
+}
+
+// Sleep stalls the server for d with DEBUG SLEEP, as a fork of a large
+// process, a slow script or a paused machine would: it reads and answers
+// nothing, on any connection, until d has passed, and then runs what
+// arrived meanwhile. Sleep returns when the server answers again. It needs
+// Config.Debug.
+func (s *Server) Sleep(d time.Duration) error {
+	_, err := s.do(d+10*time.Second, "DEBUG", "SLEEP", strconv.FormatFloat(d.Seconds(), 'f', -1, 64))
+	return err
+}
+
+// do is Do with a deadline of timeout for the whole exchange.
+func (s *Server) do(timeout time.Duration, args ...string) (string, error) {
 	c, err := net.DialTimeout("tcp", s.Addr, 2*time.Second)
 	if err != nil {
 		return "", err
 	}
 	defer c.Close()
-	c.SetDeadline(time.Now().Add(10 * time.Second))
+	c.SetDeadline(time.Now().Add(timeout))
 	var req bytes.Buffer
 	fmt.Fprintf(&req, "*%d\r\n", len(args))
 	for _, a := range args {
