@@ -2,7 +2,6 @@ package redisfilter
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 
@@ -78,61 +77,90 @@ func chunks(loc []located, order []int32, n int, fn func(shard int, idx []int32)
 	}
 }
 
-// ContainsBatch sets found[i] to Contains(keys[i]) for every key. It
-// groups the keys by shard, reads each group's buckets with one
-// BITFIELD_RO per 128 keys, and sends the commands in pipelines (one per
-// node of a cluster, in parallel) of up to 8,192 keys, up to three
-// pipelines in flight at once. found must be at least as long as keys.
-// On an error, found holds some results and garbage.
-func (f *Filter) ContainsBatch(ctx context.Context, keys [][]byte, found []bool) error {
-	if len(found) < len(keys) {
-		return fmt.Errorf("%w: %d results for %d keys", ErrInvalidParameter, len(found), len(keys))
+// checkBatch returns an error unless every result slice holds a result
+// for each of n keys.
+func checkBatch(n int, results ...int) error {
+	for _, r := range results {
+		if r < n {
+			return fmt.Errorf("%w: results for %d keys, want %d", ErrInvalidParameter, r, n)
+		}
 	}
-	return overlapRounds(len(keys), func(lo, hi int) error {
-		return f.containsRound(ctx, keys[lo:hi], found[lo:hi])
+	return nil
+}
+
+// markNotSent sets the error of every key from i on to ErrNotSent.
+func markNotSent(errs []error, i int) {
+	for ; i < len(errs); i++ {
+		errs[i] = ErrNotSent
+	}
+}
+
+// ContainsBatch sets found[i] to Contains(keys[i]) and errs[i] to nil
+// for every key it read; a key it could not read gets found[i] = false
+// and the error in errs[i] (no reply within the retry horizon; or
+// [ErrNotSent], for the keys after the batch stopped). It returns the
+// first of those errors. It groups the keys by shard, reads each group's
+// buckets with one BITFIELD_RO per 128 keys, and sends the commands in
+// pipelines (one per node of a cluster, in parallel) of up to 8,192
+// keys, up to three pipelines in flight at once. found and errs must be
+// at least as long as keys.
+func (f *Filter) ContainsBatch(ctx context.Context, keys [][]byte, found []bool, errs []error) error {
+	if err := checkBatch(len(keys), len(found), len(errs)); err != nil {
+		return err
+	}
+	sent, err := overlapRounds(len(keys), func(lo, hi int) (bool, error) {
+		return f.containsRound(ctx, keys[lo:hi], found[lo:hi], errs[lo:hi])
 	})
+	markNotSent(errs[sent:len(keys)], 0)
+	return err
 }
 
 // overlapRounds calls round for each run [lo, hi) of at most roundKeys of
-// n keys, with up to roundsInFlight calls running at once, and returns the
-// first error. Lookups use it, and the Bloom filter's adds (setting bits
-// commutes): while the servers answer one round, the client builds the
-// next and decodes the last, so a single node's server is not left idle
-// between pipelines. The cuckoo filter's writes do not: their keys of a
-// shard are added in input order.
-func overlapRounds(n int, round func(lo, hi int) error) error {
+// n keys, with up to roundsInFlight calls running at once, until one
+// returns stop. It returns the end of the runs it started (the keys from
+// there on were not sent) and the first error a round returned. Lookups
+// use it, and the Bloom filter's adds (setting bits commutes): while the
+// servers answer one round, the client builds the next and decodes the
+// last, so a single node's server is not left idle between pipelines.
+// The cuckoo filter's writes do not: their keys of a shard are added in
+// input order.
+func overlapRounds(n int, round func(lo, hi int) (stop bool, err error)) (sent int, err error) {
 	if n <= roundKeys {
-		return round(0, n)
+		_, err := round(0, n)
+		return n, err
 	}
 	var (
-		wg    sync.WaitGroup
-		mu    sync.Mutex
-		first error
-		slots = make(chan struct{}, roundsInFlight)
+		wg      sync.WaitGroup
+		mu      sync.Mutex
+		first   error
+		stopped bool
+		slots   = make(chan struct{}, roundsInFlight)
 	)
-	for lo := 0; lo < n; lo += roundKeys {
+	lo := 0
+	for ; lo < n; lo += roundKeys {
+		slots <- struct{}{}
 		mu.Lock()
-		failed := first != nil
+		halt := stopped
 		mu.Unlock()
-		if failed {
+		if halt {
+			<-slots
 			break
 		}
-		slots <- struct{}{}
 		wg.Add(1)
 		go func(lo, hi int) {
 			defer func() { <-slots; wg.Done() }()
-			if err := round(lo, hi); err != nil {
-				mu.Lock()
-				first = cmp(first, err)
-				mu.Unlock()
-			}
+			stop, err := round(lo, hi)
+			mu.Lock()
+			first = cmp(first, err)
+			stopped = stopped || stop
+			mu.Unlock()
 		}(lo, min(lo+roundKeys, n))
 	}
 	wg.Wait()
-	return first
+	return min(lo, n), first
 }
 
-func (f *Filter) containsRound(ctx context.Context, keys [][]byte, found []bool) error {
+func (f *Filter) containsRound(ctx context.Context, keys [][]byte, found []bool, errs []error) (stop bool, err error) {
 	loc, order := f.group(keys)
 	var cmds []redis.Cmder
 	var groups [][]int32
@@ -152,15 +180,17 @@ func (f *Filter) containsRound(ctx context.Context, keys [][]byte, found []bool)
 		cmds = append(cmds, cmd)
 		groups = append(groups, idx)
 	})
-	if err := f.send(ctx, cmds); err != nil {
-		return err
-	}
+	cerrs, stop, _ := f.retry.settle(ctx, cmds, reads, func(cmds []redis.Cmder) error { return pipeline(ctx, f.rdb, cmds) })
 	var buf [40]byte
 	for c, cmd := range cmds {
-		vals, err := cmd.(*redis.IntSliceCmd).Result()
-		if err != nil {
-			return err
+		if cerrs[c] != nil {
+			err = cmp(err, cerrs[c])
+			for _, i := range groups[c] {
+				found[i], errs[i] = false, cerrs[c]
+			}
+			continue
 		}
+		vals := cmd.(*redis.IntSliceCmd).Val()
 		for _, i := range groups[c] {
 			l := &loc[i]
 			var bb []byte
@@ -168,107 +198,132 @@ func (f *Filter) containsRound(ctx context.Context, keys [][]byte, found []bool)
 			bb, sh, vals = f.g.bucketBytes(buf[:], vals, l.i1)
 			hit := f.g.has(bb, sh, l.fp)
 			bb, sh, vals = f.g.bucketBytes(buf[:], vals, l.i2)
-			found[i] = hit || f.g.has(bb, sh, l.fp)
+			found[i], errs[i] = hit || f.g.has(bb, sh, l.fp), nil
 		}
 	}
-	return nil
+	return stop, err
 }
 
 // AddBatch adds every key, as Add does, and sets errs[i] to key i's
-// result: nil, or ErrFull. It groups the keys by shard and calls the
-// insert function once per 32 keys of a shard, in pipelines (one per
-// node of a cluster, in parallel) of up to 4,096 keys; keys of one shard
-// are added in their order in keys. The return value is a failure of the transport (or of a
-// Durable filter's WAIT): the keys whose errs[i] is then neither nil nor
-// ErrFull may or may not have been added. errs must be at least as long
-// as keys.
+// result: nil (added), [ErrFull], an error Redis replied (not added), an
+// error wrapping [ErrUnconfirmed] (no reply within the retry horizon:
+// maybe added), or [ErrNotSent] (the batch stopped before it: not added).
+// It returns the first error other than ErrFull, if any. It groups the
+// keys by shard and calls the insert function once per 32 keys of a
+// shard, in pipelines (one per node of a cluster, in parallel) of up to
+// 4,096 keys; keys of one shard are added in their order in keys. Each
+// call runs once however often it is sent; a pipeline is sent until each
+// of its calls has a reply or the retry horizon passes, and then, if
+// some call has none, the batch stops. errs must be at least as long as
+// keys.
 func (f *Filter) AddBatch(ctx context.Context, keys [][]byte, errs []error) error {
-	if len(errs) < len(keys) {
-		return fmt.Errorf("%w: %d results for %d keys", ErrInvalidParameter, len(errs), len(keys))
+	if err := checkBatch(len(keys), len(errs)); err != nil {
+		return err
 	}
-	return f.writeBatch(ctx, "ckf1_add", 0, keys, func(i int, code int64) {
-		errs[i] = nil
+	return f.writeBatch(ctx, fnAdd, 0, keys, nil, errs, func(code int64) (bool, error) {
 		if code == 0 {
-			errs[i] = ErrFull
+			return false, ErrFull
 		}
-	}, func(i int, err error) { errs[i] = err })
+		return true, nil
+	})
 }
 
 // AddUniqueBatch adds each key that the filter does not report already,
 // as AddUnique does (each test-and-insert atomic), and sets added[i] to
-// whether key i was added; errs[i] is nil, or ErrFull. A key that appears
-// twice in keys is added once. Errors as for [Filter.AddBatch]; added and
-// errs must be at least as long as keys.
+// whether key i was added, errs[i] to its error as [Filter.AddBatch]
+// does: added[i] is false with a nil error only for a key the filter held
+// before the batch (or that appears earlier in keys: a key that appears
+// twice is added once). Errors as for AddBatch; added and errs must be at
+// least as long as keys.
 func (f *Filter) AddUniqueBatch(ctx context.Context, keys [][]byte, added []bool, errs []error) error {
-	if len(added) < len(keys) || len(errs) < len(keys) {
-		return fmt.Errorf("%w: %d and %d results for %d keys", ErrInvalidParameter, len(added), len(errs), len(keys))
+	if err := checkBatch(len(keys), len(added), len(errs)); err != nil {
+		return err
 	}
-	return f.writeBatch(ctx, "ckf1_add", 1, keys, func(i int, code int64) {
-		added[i], errs[i] = code == 1, nil
+	return f.writeBatch(ctx, fnAdd, 1, keys, added, errs, func(code int64) (bool, error) {
 		if code == 0 {
-			errs[i] = ErrFull
+			return false, ErrFull
 		}
-	}, func(i int, err error) { added[i], errs[i] = false, err })
+		return code == 1, nil
+	})
 }
 
 // DeleteBatch deletes one copy of every key, as Delete does, and sets
-// deleted[i] to whether key i had one. Errors as for [Filter.AddBatch].
-func (f *Filter) DeleteBatch(ctx context.Context, keys [][]byte, deleted []bool) error {
-	if len(deleted) < len(keys) {
-		return fmt.Errorf("%w: %d results for %d keys", ErrInvalidParameter, len(deleted), len(keys))
+// deleted[i] to whether key i had one, errs[i] to its error as
+// [Filter.AddBatch] does (never ErrFull): deleted[i] is false with a nil
+// error only for a key that had no copy. deleted and errs must be at
+// least as long as keys.
+func (f *Filter) DeleteBatch(ctx context.Context, keys [][]byte, deleted []bool, errs []error) error {
+	if err := checkBatch(len(keys), len(deleted), len(errs)); err != nil {
+		return err
 	}
-	return f.writeBatch(ctx, "ckf1_del", -1, keys, func(i int, code int64) { deleted[i] = code == 1 },
-		func(i int, err error) { deleted[i] = false })
+	return f.writeBatch(ctx, fnDel, -1, keys, deleted, errs, func(code int64) (bool, error) { return code == 1, nil })
 }
 
-// writeBatch calls function fn for keys, in chunks of one shard, and
-// hands each key's reply code to done (or its command's error to fail).
-// unique is the add functions' mode argument; -1 for none.
-func (f *Filter) writeBatch(ctx context.Context, fn string, unique int, keys [][]byte,
-	done func(i int, code int64), fail func(i int, err error)) error {
+// writeBatch calls write function fn for keys, in chunks of one shard and
+// rounds of writeRound keys, and sets each key's out[i] (if out is not
+// nil) and errs[i] from its reply code by result, or to false and the
+// error of its call. unique is the add function's mode argument; -1 for
+// none. A round whose calls do not all settle ends the batch.
+func (f *Filter) writeBatch(ctx context.Context, fn string, unique int, keys [][]byte, out []bool, errs []error,
+	result func(code int64) (bool, error)) error {
 	var retErr error
+	set := func(i int, ok bool, err error) {
+		if out != nil {
+			out[i] = ok
+		}
+		errs[i] = err
+	}
 	for lo := 0; lo < len(keys); lo += writeRound {
+		if err := ctx.Err(); err != nil {
+			for i := lo; i < len(keys); i++ {
+				set(i, false, ErrNotSent)
+			}
+			return cmp(retErr, err)
+		}
 		hi := min(lo+writeRound, len(keys))
 		loc, order := f.group(keys[lo:hi])
 		var cmds []redis.Cmder
 		var groups [][]int32
 		chunks(loc, order, writeChunk, func(s int, idx []int32) {
-			args := f.header(1 + 2*len(idx))
+			args := make([]any, 0, 1+2*len(idx))
 			if unique >= 0 {
 				args = append(args, unique)
 			}
 			for _, i := range idx {
 				args = append(args, loc[i].i1, loc[i].fp)
 			}
-			cmds = append(cmds, f.fcall(ctx, fn, s, args))
+			cmds = append(cmds, f.writeCmd(ctx, fn, s, args))
 			groups = append(groups, idx)
 		})
-		err := f.run(ctx, cmds)
-		if err != nil && !errors.Is(err, ErrNotReplicated) {
-			for c, cmd := range cmds {
-				for _, i := range groups[c] {
-					fail(lo+int(i), cmd.Err())
-				}
-			}
-			return err
-		}
-		retErr = cmp(retErr, err)
+		cerrs, unconfirmed, short := f.retry.settle(ctx, cmds, rememberedWrites, f.sender(ctx))
 		for c, cmd := range cmds {
-			codes, cerr := cmd.(*redis.Cmd).Int64Slice()
-			if cerr == nil && len(codes) != len(groups[c]) {
-				cerr = fmt.Errorf("%w: %s replied %d codes for %d keys", ErrCorrupt, fn, len(codes), len(groups[c]))
-			}
-			if cerr != nil {
-				cerr = replyErr(cerr)
-				for _, i := range groups[c] {
-					fail(lo+int(i), cerr)
+			err := cerrs[c]
+			var codes []int64
+			if err == nil {
+				codes, err = cmd.(*redis.Cmd).Int64Slice()
+				if err == nil && len(codes) != len(groups[c]) {
+					err = fmt.Errorf("%w: %s replied %d codes for %d keys", ErrCorrupt, fn, len(codes), len(groups[c]))
 				}
-				retErr = cmp(retErr, cerr)
+			}
+			if err != nil {
+				err = replyErr(err)
+				retErr = cmp(retErr, err)
+				for _, i := range groups[c] {
+					set(lo+int(i), false, err)
+				}
 				continue
 			}
 			for k, i := range groups[c] {
-				done(lo+int(i), codes[k])
+				ok, err := result(codes[k])
+				set(lo+int(i), ok, err)
 			}
+		}
+		retErr = cmp(retErr, short)
+		if unconfirmed {
+			for i := hi; i < len(keys); i++ {
+				set(i, false, ErrNotSent)
+			}
+			return retErr
 		}
 	}
 	return retErr

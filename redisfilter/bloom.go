@@ -19,13 +19,17 @@ import (
 // (little-endian 64-bit words), so the bytes mean the same thing in both.
 //
 // A Bloom is safe for concurrent use, and any number of clients may add
-// and look up at once: setting bits commutes. Keys cannot be deleted.
+// and look up at once: setting bits commutes. Keys cannot be deleted. An
+// add may run any number of times, so one whose outcome is unknown (no
+// reply) is sent again until the retry horizon ([WithRetryHorizon]), and
+// after it returns an error wrapping [ErrUnconfirmed].
 type Bloom struct {
 	rdb    redis.UniversalClient
 	name   string
 	m      meta
 	perSh  uint64 // blocks per shard
 	shards []string
+	retry  retryPolicy
 }
 
 // golden is γ, the odd constant that steps the library's position stream
@@ -42,8 +46,8 @@ const bloomSampleKeys = 1 << 20
 // is at most fpr. If a filter of that name exists with the same parameters
 // (the seed and shard count compared only when given) NewBloom opens it;
 // with others
-// it returns an error wrapping [ErrMismatch]. It takes [WithShards] and
-// [WithSeed]; the cuckoo options are refused.
+// it returns an error wrapping [ErrMismatch]. It takes [WithShards],
+// [WithSeed] and [WithRetryHorizon]; the cuckoo options are refused.
 func NewBloom(ctx context.Context, rdb redis.UniversalClient, name string, capacity uint64, fpr float64, opts ...Option) (*Bloom, error) {
 	c, err := resolve(opts)
 	if err != nil {
@@ -51,6 +55,10 @@ func NewBloom(ctx context.Context, rdb redis.UniversalClient, name string, capac
 	}
 	if c.cuckooOK {
 		return nil, fmt.Errorf("%w: bucket size, fingerprint bits, max kicks and WithFalsePositiveRate are cuckoo filter options (NewBloom takes the rate as an argument)", ErrInvalidParameter)
+	}
+	retry, err := c.resolveRetry()
+	if err != nil {
+		return nil, err
 	}
 	k, blocks, err := bloomSize(capacity, fpr)
 	if err != nil {
@@ -75,7 +83,7 @@ func NewBloom(ctx context.Context, rdb redis.UniversalClient, name string, capac
 	} else if err != redis.Nil {
 		return nil, err
 	}
-	b := newBloom(rdb, name, m)
+	b := newBloom(rdb, name, m, retry)
 	if m.id == want.id {
 		// A new filter: make the shards (idempotently: writing 0 into the
 		// last bit creates a missing string of the right size and changes
@@ -95,7 +103,7 @@ func NewBloom(ctx context.Context, rdb redis.UniversalClient, name string, capac
 		if m, err = parseMeta(old, "bloom"); err != nil {
 			return nil, err
 		}
-		b = newBloom(rdb, name, m)
+		b = newBloom(rdb, name, m, retry)
 	}
 	if d := m.diff(&want, c.seedSet, c.shards != 0); d != "" {
 		return nil, fmt.Errorf("%w: Bloom filter %q has %s", ErrMismatch, name, d)
@@ -104,17 +112,22 @@ func NewBloom(ctx context.Context, rdb redis.UniversalClient, name string, capac
 }
 
 // OpenBloom returns the existing Bloom filter called name, or an error
-// wrapping [ErrNotFound].
-func OpenBloom(ctx context.Context, rdb redis.UniversalClient, name string) (*Bloom, error) {
+// wrapping [ErrNotFound]. It takes the handle's options only
+// ([WithRetryHorizon]).
+func OpenBloom(ctx context.Context, rdb redis.UniversalClient, name string, opts ...Option) (*Bloom, error) {
+	retry, err := handleOptions(opts)
+	if err != nil {
+		return nil, err
+	}
 	m, err := readMeta(ctx, rdb, bloomPrefix, "bloom", name)
 	if err != nil {
 		return nil, err
 	}
-	return newBloom(rdb, name, m), nil
+	return newBloom(rdb, name, m, retry), nil
 }
 
-func newBloom(rdb redis.UniversalClient, name string, m meta) *Bloom {
-	b := &Bloom{rdb: rdb, name: name, m: m, perSh: m.blocks / uint64(m.shards)}
+func newBloom(rdb redis.UniversalClient, name string, m meta, retry retryPolicy) *Bloom {
+	b := &Bloom{rdb: rdb, name: name, m: m, perSh: m.blocks / uint64(m.shards), retry: retry}
 	for s := range m.shards {
 		b.shards = append(b.shards, shardKey(bloomPrefix, "", name, s, m.shards))
 	}
@@ -179,33 +192,56 @@ func (b *Bloom) locate(key []byte, offs []int64) (int, []int64) {
 	return int(s), offs
 }
 
-// Add adds key: one BITFIELD on its shard, setting its k bits.
+// Add adds key: one BITFIELD on its shard, setting its k bits, sent
+// until it has a reply or the retry horizon passes (then the error wraps
+// [ErrUnconfirmed]).
 func (b *Bloom) Add(ctx context.Context, key []byte) error {
 	var buf [64]int64
 	s, offs := b.locate(key, buf[:0])
-	args := make([]any, 0, 2+4*len(offs))
-	args = append(args, "bitfield", b.shards[s])
-	for _, o := range offs {
-		args = append(args, "set", "u1", o, 1)
+	cmd := redis.NewIntSliceCmd(ctx, b.bitfield(s, true, offs, len(offs))...)
+	errs, _, _ := b.retry.settle(ctx, []redis.Cmder{cmd}, idempotentWrites, b.sender(ctx))
+	return errs[0]
+}
+
+// bitfield returns the arguments of a BITFIELD (add: setting the bits at
+// offs to 1) or BITFIELD_RO (reading them) of shard s, with room for
+// the fields of keys keys.
+func (b *Bloom) bitfield(s int, add bool, offs []int64, keys int) []any {
+	args := make([]any, 0, 2+4*b.m.k*keys)
+	if add {
+		args = append(args, "bitfield", b.shards[s])
+	} else {
+		args = append(args, "bitfield_ro", b.shards[s])
 	}
-	return b.rdb.Process(ctx, redis.NewIntSliceCmd(ctx, args...))
+	return appendBits(args, add, offs)
+}
+
+// appendBits appends the fields that set (add) or read the bits at offs.
+func appendBits(args []any, add bool, offs []int64) []any {
+	for _, o := range offs {
+		if add {
+			args = append(args, "set", "u1", o, 1)
+		} else {
+			args = append(args, "get", "u1", o)
+		}
+	}
+	return args
+}
+
+func (b *Bloom) sender(ctx context.Context) func([]redis.Cmder) error {
+	return func(cmds []redis.Cmder) error { return pipeline(ctx, b.rdb, cmds) }
 }
 
 // Contains reports whether key may be in the filter: always true for a
 // key added, true with the false-positive rate for others. One
-// BITFIELD_RO.
+// BITFIELD_RO, sent again until the retry horizon if no reply comes.
 func (b *Bloom) Contains(ctx context.Context, key []byte) (bool, error) {
 	var buf [64]int64
 	s, offs := b.locate(key, buf[:0])
-	args := make([]any, 0, 2+3*len(offs))
-	args = append(args, "bitfield_ro", b.shards[s])
-	for _, o := range offs {
-		args = append(args, "get", "u1", o)
-	}
-	cmd := redis.NewIntSliceCmd(ctx, args...)
+	cmd := redis.NewIntSliceCmd(ctx, b.bitfield(s, false, offs, 1)...)
 	cmd.SetFirstKeyPos(1)
-	if err := b.rdb.Process(ctx, cmd); err != nil {
-		return false, err
+	if errs, _, _ := b.retry.settle(ctx, []redis.Cmder{cmd}, reads, b.sender(ctx)); errs[0] != nil {
+		return false, errs[0]
 	}
 	for _, v := range cmd.Val() {
 		if v == 0 {
@@ -215,26 +251,39 @@ func (b *Bloom) Contains(ctx context.Context, key []byte) (bool, error) {
 	return true, nil
 }
 
-// AddBatch adds every key: one BITFIELD per 128 keys of a shard, in
-// pipelines (one per node of a cluster) of up to 8,192 keys, up to three
-// of them in flight at once. After an error some keys may have been
-// added.
-func (b *Bloom) AddBatch(ctx context.Context, keys [][]byte) error {
-	return b.batch(ctx, keys, true, nil)
-}
-
-// ContainsBatch sets found[i] to Contains(keys[i]): one BITFIELD_RO per
-// 128 keys of a shard, in pipelines as AddBatch's. found must be at least
-// as long as keys.
-func (b *Bloom) ContainsBatch(ctx context.Context, keys [][]byte, found []bool) error {
-	if len(found) < len(keys) {
-		return fmt.Errorf("%w: %d results for %d keys", ErrInvalidParameter, len(found), len(keys))
+// AddBatch adds every key and sets errs[i] to key i's result: nil
+// (added), an error Redis replied, an error wrapping [ErrUnconfirmed]
+// (no reply within the retry horizon: maybe added) or [ErrNotSent] (the
+// batch stopped before it). It returns the first of those errors. One
+// BITFIELD per 128 keys of a shard, in pipelines (one per node of a
+// cluster) of up to 8,192 keys, up to three of them in flight at once.
+// errs must be at least as long as keys.
+func (b *Bloom) AddBatch(ctx context.Context, keys [][]byte, errs []error) error {
+	if err := checkBatch(len(keys), len(errs)); err != nil {
+		return err
 	}
-	return b.batch(ctx, keys, false, found)
+	return b.batch(ctx, keys, true, nil, errs)
 }
 
-func (b *Bloom) batch(ctx context.Context, keys [][]byte, add bool, found []bool) error {
-	return overlapRounds(len(keys), func(lo, hi int) error {
+// ContainsBatch sets found[i] to Contains(keys[i]) and errs[i] to nil
+// for every key it read; a key it could not read gets found[i] = false
+// and the error in errs[i], as [Filter.ContainsBatch] does. It returns
+// the first of those errors. One BITFIELD_RO per 128 keys of a shard, in
+// pipelines as AddBatch's. found and errs must be at least as long as
+// keys.
+func (b *Bloom) ContainsBatch(ctx context.Context, keys [][]byte, found []bool, errs []error) error {
+	if err := checkBatch(len(keys), len(found), len(errs)); err != nil {
+		return err
+	}
+	return b.batch(ctx, keys, false, found, errs)
+}
+
+func (b *Bloom) batch(ctx context.Context, keys [][]byte, add bool, found []bool, errs []error) error {
+	kind := reads
+	if add {
+		kind = idempotentWrites
+	}
+	sent, err := overlapRounds(len(keys), func(lo, hi int) (bool, error) {
 		var buf [64]int64
 		loc := make([]located, hi-lo)
 		offs := make([][]int64, hi-lo)
@@ -247,40 +296,36 @@ func (b *Bloom) batch(ctx context.Context, keys [][]byte, add bool, found []bool
 		var cmds []redis.Cmder
 		var groups [][]int32
 		chunks(loc, order, lookupChunk, func(s int, idx []int32) {
-			args := make([]any, 0, 2+4*b.m.k*len(idx))
-			if add {
-				args = append(args, "bitfield", b.shards[s])
-			} else {
-				args = append(args, "bitfield_ro", b.shards[s])
-			}
+			args := b.bitfield(s, add, nil, len(idx))
 			for _, i := range idx {
-				for _, o := range offs[i] {
-					if add {
-						args = append(args, "set", "u1", o, 1)
-					} else {
-						args = append(args, "get", "u1", o)
-					}
-				}
+				args = appendBits(args, add, offs[i])
 			}
 			cmd := redis.NewIntSliceCmd(ctx, args...)
-			cmd.SetFirstKeyPos(1)
+			if !add {
+				cmd.SetFirstKeyPos(1)
+			}
 			cmds = append(cmds, cmd)
 			groups = append(groups, idx)
 		})
-		pipe := b.rdb.Pipeline()
-		for _, c := range cmds {
-			pipe.Process(ctx, c)
-		}
-		pipe.Exec(ctx)
+		cerrs, stop, _ := b.retry.settle(ctx, cmds, kind, b.sender(ctx))
+		var err error
 		for c, cmd := range cmds {
-			vals, err := cmd.(*redis.IntSliceCmd).Result()
-			if err != nil {
-				return err
-			}
-			if add {
+			if cerrs[c] != nil {
+				err = cmp(err, cerrs[c])
+				for _, i := range groups[c] {
+					errs[lo+int(i)] = cerrs[c]
+					if !add {
+						found[lo+int(i)] = false
+					}
+				}
 				continue
 			}
+			vals := cmd.(*redis.IntSliceCmd).Val()
 			for _, i := range groups[c] {
+				errs[lo+int(i)] = nil
+				if add {
+					continue
+				}
 				all := true
 				for range offs[i] {
 					all = all && vals[0] == 1
@@ -289,21 +334,23 @@ func (b *Bloom) batch(ctx context.Context, keys [][]byte, add bool, found []bool
 				found[lo+int(i)] = all
 			}
 		}
-		return nil
+		return stop, err
 	})
+	markNotSent(errs[sent:len(keys)], 0)
+	if !add {
+		clear(found[sent:len(keys)])
+	}
+	return err
 }
 
 // eachShard sends one command per shard, in pipelines.
 func (b *Bloom) eachShard(ctx context.Context, mk func(s int) redis.Cmder) error {
 	for lo := 0; lo < len(b.shards); lo += shardBatch {
-		pipe := b.rdb.Pipeline()
 		var cmds []redis.Cmder
 		for s := lo; s < min(lo+shardBatch, len(b.shards)); s++ {
-			c := mk(s)
-			pipe.Process(ctx, c)
-			cmds = append(cmds, c)
+			cmds = append(cmds, mk(s))
 		}
-		pipe.Exec(ctx)
+		pipeline(ctx, b.rdb, cmds)
 		for _, c := range cmds {
 			if err := c.Err(); err != nil {
 				return err

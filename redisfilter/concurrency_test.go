@@ -148,7 +148,7 @@ func TestConcurrentClients(t *testing.T) {
 				}
 				// Every own key still acknowledged is found meanwhile.
 				found := make([]bool, len(acked[w]))
-				if err := f.ContainsBatch(ctx, acked[w], found); err != nil {
+				if err := f.ContainsBatch(ctx, acked[w], found, make([]error, len(found))); err != nil {
 					errc <- err
 					return
 				}
@@ -170,7 +170,7 @@ func TestConcurrentClients(t *testing.T) {
 			all = append(all, acked[w]...)
 		}
 		found := make([]bool, len(all))
-		if err := f2.ContainsBatch(ctx, all, found); err != nil {
+		if err := f2.ContainsBatch(ctx, all, found, make([]error, len(found))); err != nil {
 			t.Fatal(err)
 		}
 		for i, ok := range found {

@@ -1,4 +1,6 @@
-#!lua name=ckf1
+#!lua name=ckf2
+-- revision 1
+--
 -- The write side of package redisfilter's cuckoo filters: one shard of a
 -- filter is a string key T (its table: buckets of b slots of f bits,
 -- packed low bits first, as in docs/format.md) and a hash key C in the same
@@ -11,8 +13,19 @@
 -- number here stays below 2^48, so Lua's doubles hold it exactly; no bit
 -- operation is used.
 --
--- Frozen: the library name says the version. A change of behaviour or of
--- arguments is a new library (ckf2) with new function names.
+-- Writes run once however often a client sends them: each call of
+-- ckf2_add or ckf2_del names a third key R in the shard's slot, unique to
+-- the call (the client's request id is in its name). The call's first run
+-- stores its reply in R for a window the client chooses; a run that finds
+-- R returns that reply and changes nothing. So a call that a client sends
+-- again, because no reply came back in time while the first copy waited
+-- in the server, answers what the first copy did.
+--
+-- Frozen: the library name says the version of the functions' arguments
+-- and replies. A change of either is a new library (ckf3) with new
+-- function names, loaded beside this one, so that clients of both work at
+-- once. A fix that keeps them raises the revision above: a client loads
+-- its library over an older revision, never over a newer one.
 
 -- Arguments common to the table functions: ARGV[1] id, [2] b, [3] f,
 -- [4] buckets of the shard, [5] max kicks; then per-function arguments.
@@ -459,17 +472,65 @@ local function pairs2(g, args, k)
 	return i1, i2, fp
 end
 
--- ckf1_add: ARGV = id, b, f, buckets, kicks, unique (0 or 1), then pairs
--- (first bucket, fingerprint). Returns one code per pair: 1 added, 0 full,
--- 2 present (unique only).
-redis.register_function('ckf1_add', function(keys, args)
+-- A remembered reply packs a call's codes (each 0 to 3) four to a byte,
+-- the first code in the lowest two bits; its length in codes is the
+-- call's number of pairs.
+local function pack(out)
+	local bytes = {}
+	for k = 1, #out, 4 do
+		local v = 0
+		for j = math.min(k + 3, #out), k, -1 do
+			v = v * 4 + out[j]
+		end
+		bytes[#bytes + 1] = string.char(v)
+	end
+	return table.concat(bytes)
+end
+
+local function unpack_codes(s, n)
+	local out = {}
+	for k = 1, n do
+		local v = string.byte(s, math.floor((k - 1) / 4) + 1)
+		out[k] = math.floor(v / 4 ^ ((k - 1) % 4)) % 4
+	end
+	return out
+end
+
+-- replay returns the reply of n codes that an earlier run of this call
+-- stored in R, or nil. It stores it again (same value, same expiry): a
+-- write, so that this run advances the replication offset of its
+-- connection past the first run's changes, and a WAIT after it covers
+-- them.
+local function replay(keys, n)
+	local r = redis.call('GET', keys[3])
+	if not r then
+		return nil
+	end
+	redis.call('SET', keys[3], r, 'KEEPTTL')
+	return unpack_codes(r, n)
+end
+
+-- remember stores a call's reply in R for window milliseconds.
+local function remember(keys, window, out)
+	redis.call('SET', keys[3], pack(out), 'PX', window)
+end
+
+-- ckf2_add: KEYS = T, C, R; ARGV = id, b, f, buckets, kicks, window (ms),
+-- unique (0 or 1), then pairs (first bucket, fingerprint). Returns one
+-- code per pair: 1 added, 0 full, 2 present (unique only).
+redis.register_function('ckf2_add', function(keys, args)
+	local first = 8
+	local done = replay(keys, (#args - first + 1) / 2)
+	if done then
+		return done
+	end
 	local err = stale(keys, args[1])
 	if err then
 		return err
 	end
 	local g = shard(keys, args)
-	local unique = args[6] == '1'
-	local i1, i2, fp = pairs2(g, args, 7)
+	local unique = args[7] == '1'
+	local i1, i2, fp = pairs2(g, args, first)
 	local out, added = {}, 0
 	for k = 1, #i1 do
 		local r = add(g, i1[k], i2[k], fp[k], unique)
@@ -482,18 +543,25 @@ redis.register_function('ckf1_add', function(keys, args)
 	if added > 0 then
 		redis.call('HINCRBY', g.C, 'n', added)
 	end
+	remember(keys, args[6], out)
 	return out
 end)
 
--- ckf1_del: ARGV = id, b, f, buckets, kicks, then pairs (first bucket,
--- fingerprint). Returns 1 (a copy removed) or 0 per pair.
-redis.register_function('ckf1_del', function(keys, args)
+-- ckf2_del: KEYS = T, C, R; ARGV = id, b, f, buckets, kicks, window (ms),
+-- then pairs (first bucket, fingerprint). Returns 1 (a copy removed) or 0
+-- per pair.
+redis.register_function('ckf2_del', function(keys, args)
+	local first = 7
+	local done = replay(keys, (#args - first + 1) / 2)
+	if done then
+		return done
+	end
 	local err = stale(keys, args[1])
 	if err then
 		return err
 	end
 	local g = shard(keys, args)
-	local i1, i2, fp = pairs2(g, args, 6)
+	local i1, i2, fp = pairs2(g, args, first)
 	local out, removed = {}, 0
 	for k = 1, #i1 do
 		local r = del(g, i1[k], i2[k], fp[k])
@@ -504,13 +572,14 @@ redis.register_function('ckf1_del', function(keys, args)
 	if removed > 0 then
 		redis.call('HINCRBY', g.C, 'n', -removed)
 	end
+	remember(keys, args[6], out)
 	return out
 end)
 
--- ckf1_count: ARGV = id, b, f, buckets, kicks, first bucket, fingerprint.
+-- ckf2_count: ARGV = id, b, f, buckets, kicks, first bucket, fingerprint.
 -- Returns {slot copies, counted copies as a decimal string}.
 redis.register_function {
-	function_name = 'ckf1_count',
+	function_name = 'ckf2_count',
 	flags = { 'no-writes' },
 	callback = function(keys, args)
 		local err = stale(keys, args[1])
@@ -533,10 +602,10 @@ redis.register_function {
 	end,
 }
 
--- ckf1_create: ARGV = id, table bytes. Makes the shard an empty one of
+-- ckf2_create: ARGV = id, table bytes. Makes the shard an empty one of
 -- filter id unless it is one already (then it is left alone). Returns 1
 -- when it created the shard, 0 when it was there.
-redis.register_function('ckf1_create', function(keys, args)
+redis.register_function('ckf2_create', function(keys, args)
 	if redis.call('HGET', keys[2], 'id') == args[1] then
 		return 0
 	end
@@ -546,9 +615,9 @@ redis.register_function('ckf1_create', function(keys, args)
 	return 1
 end)
 
--- ckf1_put: ARGV = id, table, items, then (counter field, copies) pairs.
+-- ckf2_put: ARGV = id, table, items, then (counter field, copies) pairs.
 -- Replaces the shard with the one given.
-redis.register_function('ckf1_put', function(keys, args)
+redis.register_function('ckf2_put', function(keys, args)
 	redis.call('DEL', keys[1], keys[2])
 	redis.call('SETRANGE', keys[1], 0, args[2])
 	redis.call('HSET', keys[2], 'id', args[1], 'n', args[3])
@@ -559,9 +628,9 @@ redis.register_function('ckf1_put', function(keys, args)
 	return 1
 end)
 
--- ckf1_dump: ARGV = id. Returns {table, fields and values of the hash}.
+-- ckf2_dump: ARGV = id. Returns {table, fields and values of the hash}.
 redis.register_function {
-	function_name = 'ckf1_dump',
+	function_name = 'ckf2_dump',
 	flags = { 'no-writes' },
 	callback = function(keys, args)
 		local err = stale(keys, args[1])

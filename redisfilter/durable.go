@@ -15,7 +15,10 @@ import (
 // replicas acknowledged within timeout was applied on the master and
 // returns an error wrapping [ErrNotReplicated] (a batch returns it after
 // filling in every key's result). A write acknowledged this way survives
-// the failover of its master to any replica that acknowledged it.
+// the failover of its master to any replica that acknowledged it. A
+// write sent again after no reply came (see [Filter]) and answered from
+// its first run's remembered reply writes that record again, so the
+// WAIT after it covers the first run's changes too.
 //
 // Each write then costs a round trip to its master plus the replication
 // delay; reads are unchanged. replicas ≤ 0 returns f's plain twin.
@@ -29,12 +32,17 @@ func (f *Filter) Durable(replicas int, timeout time.Duration) *Filter {
 // master's commands in one pipeline on one connection followed by WAIT.
 // Commands a master refuses with MOVED or ASK (a slot moved since the
 // cluster's map was read) are sent again, after a fresh map, up to 3
-// times.
+// times. It leaves a reply or an error in every command, and returns the
+// first error that is not a reply of Redis, or else one wrapping
+// ErrNotReplicated when a WAIT fell short or failed.
 func (f *Filter) sendDurable(ctx context.Context, cmds []redis.Cmder) error {
-	var short error
+	var short, first error
 	for attempt := 0; len(cmds) > 0; attempt++ {
 		groups, err := f.byMaster(ctx, cmds)
 		if err != nil {
+			for _, c := range cmds {
+				c.SetErr(err)
+			}
 			return err
 		}
 		var moved []redis.Cmder
@@ -52,17 +60,18 @@ func (f *Filter) sendDurable(ctx context.Context, cmds []redis.Cmder) error {
 				if cc, ok := f.rdb.(*redis.ClusterClient); ok {
 					cc.ReloadState(ctx)
 				}
-				return err
+				first = cmp(first, err)
+				continue
 			}
 			for _, cmd := range group {
 				if isRedirect(cmd.Err()) && attempt < 3 {
 					moved = append(moved, cmd)
 				}
 			}
-			if err := wait.Err(); err != nil {
-				return err
-			}
-			if n := wait.Val(); n < int64(f.wait) && short == nil {
+			switch n, err := wait.Result(); {
+			case err != nil && short == nil:
+				short = fmt.Errorf("%w: WAIT on %s: %v", ErrNotReplicated, c.Options().Addr, err)
+			case err == nil && n < int64(f.wait) && short == nil:
 				short = fmt.Errorf("%w: %d of %d replicas of %s within %v", ErrNotReplicated, n, f.wait, c.Options().Addr, f.waitTimeout)
 			}
 		}
@@ -77,7 +86,7 @@ func (f *Filter) sendDurable(ctx context.Context, cmds []redis.Cmder) error {
 		}
 		cmds = moved
 	}
-	return short
+	return cmp(first, short)
 }
 
 // byMaster groups write commands by the master of their first key.

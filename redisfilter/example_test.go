@@ -79,16 +79,22 @@ func ExampleFilter_AddBatch() {
 
 	keys := [][]byte{[]byte("a"), []byte("b"), []byte("a")}
 	errs := make([]error, len(keys))
-	if err := f.AddBatch(ctx, keys, errs); err != nil {
-		panic(err) // the connection failed
-	}
+	f.AddBatch(ctx, keys, errs) // its error is the first of errs, other than ErrFull
 	for i, err := range errs {
-		if errors.Is(err, redisfilter.ErrFull) {
+		switch {
+		case errors.Is(err, redisfilter.ErrFull):
 			fmt.Println("no room for", string(keys[i]))
+		case errors.Is(err, redisfilter.ErrUnconfirmed):
+			fmt.Println(string(keys[i]), "may or may not be in: Redis did not answer in time")
+		case err != nil:
+			fmt.Println(string(keys[i]), "not added:", err)
 		}
 	}
-	found := make([]bool, 3)
-	f.ContainsBatch(ctx, [][]byte{[]byte("a"), []byte("b"), []byte("c")}, found)
+	probe := [][]byte{[]byte("a"), []byte("b"), []byte("c")}
+	found := make([]bool, len(probe))
+	if err := f.ContainsBatch(ctx, probe, found, make([]error, len(probe))); err != nil {
+		panic(err) // a key could not be read: its found is false, its error says why
+	}
 	count, _ := f.Count(ctx, []byte("a"))
 	fmt.Println(found, "a counted", count, "times")
 	// Output:

@@ -46,7 +46,7 @@ func TestRestartWithAOF(t *testing.T) {
 	}
 	// The library came back from the AOF: FCALL works before any New or
 	// Open could load it again.
-	if _, err := rdb.FCall(ctx, "ckf1_add", []string{"x", "y"}, "no such id").Result(); err == nil || !strings.Contains(err.Error(), "CKFGONE") {
+	if _, err := rdb.FCall(ctx, "ckf2_add", []string{"{x}t", "{x}c", "{x}r"}, "no such id").Result(); err == nil || !strings.Contains(err.Error(), "CKFGONE") {
 		t.Fatalf("FCALL after restart: %v, want the function's own error", err)
 	}
 	g, err := redisfilter.Open(ctx, rdb, name)
@@ -54,7 +54,7 @@ func TestRestartWithAOF(t *testing.T) {
 		t.Fatal(err)
 	}
 	found := make([]bool, len(in))
-	if err := g.ContainsBatch(ctx, in, found); err != nil {
+	if err := g.ContainsBatch(ctx, in, found, make([]error, len(found))); err != nil {
 		t.Fatal(err)
 	}
 	for i, ok := range found {
@@ -166,7 +166,7 @@ func TestFailover(t *testing.T) {
 		t.Fatal(err)
 	}
 	found := make([]bool, len(acked))
-	if err := g.ContainsBatch(ctx, acked, found); err != nil {
+	if err := g.ContainsBatch(ctx, acked, found, make([]error, len(found))); err != nil {
 		t.Fatal(err)
 	}
 	for i, ok := range found {
@@ -244,11 +244,14 @@ func (h redirectHook) note(err error) {
 }
 
 // TestResharding moves the slot of one shard from its master to another
-// by hand, as redis-cli --cluster reshard does, with operations in
+// by hand, as redis-cli --cluster reshard does (every key of the slot:
+// the shard's two and the records of recent writes), with operations in
 // between: while the shard's keys sit on the new master but the slot is
-// still the old one's, the old master answers ASK; once the slot is
-// reassigned, it answers MOVED. go-redis follows both; every key stays
-// found and new keys go in.
+// still the old one's, the old master answers reads with ASK, and writes
+// (which name a new record key, which neither node holds) with TRYAGAIN
+// until the slot has moved: they wait and go on. Once the slot is
+// reassigned, the old master answers MOVED. go-redis follows both; every
+// key stays found and new keys go in.
 func TestResharding(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a cluster of its own in -short mode")
@@ -288,7 +291,7 @@ func TestResharding(t *testing.T) {
 	checkAll := func(stage string) {
 		t.Helper()
 		found := make([]bool, len(in))
-		if err := f.ContainsBatch(ctx, in, found); err != nil {
+		if err := f.ContainsBatch(ctx, in, found, make([]error, len(found))); err != nil {
 			t.Fatalf("%s: %v", stage, err)
 		}
 		for i, ok := range found {
@@ -304,7 +307,7 @@ func TestResharding(t *testing.T) {
 	}
 	addMore("before")
 	keysOf := f.Keys() // meta, then table and hash of each shard
-	table, hash := keysOf[1], keysOf[2]
+	table := keysOf[1]
 	slotText, err := c.Servers[0].Do("CLUSTER", "KEYSLOT", table)
 	if err != nil {
 		t.Fatal(err)
@@ -335,15 +338,45 @@ func TestResharding(t *testing.T) {
 			t.Fatalf("%s %v: %v", s.Addr, args, err)
 		}
 	}
+	srcClient := redis.NewClient(&redis.Options{Addr: src.Addr, Protocol: 2})
+	t.Cleanup(func() { srcClient.Close() })
+	// migrate moves every key of the slot, as redis-cli does.
+	migrate := func() error {
+		keys, err := srcClient.ClusterGetKeysInSlot(ctx, slot, 100000).Result()
+		if err != nil || len(keys) == 0 {
+			return err
+		}
+		args := []any{"migrate", "127.0.0.1", dst.Port, "", 0, 5000, "keys"}
+		for _, k := range keys {
+			args = append(args, k)
+		}
+		return srcClient.Do(ctx, args...).Err()
+	}
 	do(dst, "CLUSTER", "SETSLOT", fmt.Sprint(slot), "IMPORTING", srcID)
 	do(src, "CLUSTER", "SETSLOT", fmt.Sprint(slot), "MIGRATING", dstID)
-	do(src, "MIGRATE", "127.0.0.1", fmt.Sprint(dst.Port), "", "0", "5000", "KEYS", table, hash)
+	if err := migrate(); err != nil {
+		t.Fatal(err)
+	}
+	if slotKeys, _ := srcClient.ClusterCountKeysInSlot(ctx, slot).Result(); slotKeys != 0 {
+		t.Fatalf("%d keys of slot %d left on the source", slotKeys, slot)
+	}
 	checkAll("keys migrated, slot migrating")
-	addMore("asking")
-	for _, n := range nodes {
-		if n.Master {
-			do(c.Server(n.Addr), "CLUSTER", "SETSLOT", fmt.Sprint(slot), "NODE", dstID)
+	// Writes to the shard wait (TRYAGAIN) until the slot has moved:
+	// finish the move while they wait.
+	moved := make(chan error, 1)
+	go func() {
+		time.Sleep(300 * time.Millisecond)
+		err := migrate() // keys a write made meanwhile, if any
+		for _, n := range nodes {
+			if err == nil && n.Master {
+				_, err = c.Server(n.Addr).Do("CLUSTER", "SETSLOT", fmt.Sprint(slot), "NODE", dstID)
+			}
 		}
+		moved <- err
+	}()
+	addMore("asking")
+	if err := <-moved; err != nil {
+		t.Fatal(err)
 	}
 	checkAll("slot moved")
 	addMore("moved")

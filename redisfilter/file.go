@@ -45,8 +45,13 @@ const (
 // If a filter of that name exists, Push returns an error wrapping
 // [ErrExists], unless replace is set: then it drops it first. While the
 // upload runs, New and Open of the name return [ErrBusy]. Push sends each
-// shard in one function call.
-func Push(ctx context.Context, rdb redis.UniversalClient, name string, src *cuckoo.Filter, replace bool) (*Filter, error) {
+// shard in one function call. It takes the handle's options only
+// ([WithRetryWindow], [WithRetryHorizon]), for the Filter it returns.
+func Push(ctx context.Context, rdb redis.UniversalClient, name string, src *cuckoo.Filter, replace bool, opts ...Option) (*Filter, error) {
+	retry, err := handleOptions(opts)
+	if err != nil {
+		return nil, err
+	}
 	if src.SemiSorted() {
 		return nil, fmt.Errorf("%w: a semi-sorted filter (build it without semi-sorting to push it)", ErrUnsupported)
 	}
@@ -82,7 +87,7 @@ func Push(ctx context.Context, rdb redis.UniversalClient, name string, src *cuck
 			return nil, err
 		}
 	}
-	f := newFilter(rdb, name, m)
+	f := newFilter(rdb, name, m, retry)
 	words := le.Uint64(enc[hdrWords:])
 	table := enc[hdrSize : hdrSize+8*words]
 	counters := make([][]any, m.shards)
@@ -103,7 +108,7 @@ func Push(ctx context.Context, rdb redis.UniversalClient, name string, src *cuck
 			n += c
 		}
 		args := append([]any{f.m.id, part, n}, counters[s]...)
-		return f.fcall(ctx, "ckf1_put", s, args)
+		return f.fcall(ctx, fnPut, s, args)
 	}, func(s int, c redis.Cmder) error { return c.Err() })
 	if err != nil {
 		return nil, err
@@ -123,7 +128,7 @@ func dropAny(ctx context.Context, rdb redis.UniversalClient, name, old string) e
 		// Metadata we cannot read: remove just that key.
 		return rdb.Del(ctx, metaKey(cuckooPrefix, name)).Err()
 	}
-	return newFilter(rdb, name, m).Drop(ctx)
+	return newFilter(rdb, name, m, retryPolicy{}).Drop(ctx)
 }
 
 // Snapshot returns a library filter holding the filter's current state:
@@ -142,7 +147,7 @@ func (f *Filter) Snapshot(ctx context.Context) (*cuckoo.Filter, error) {
 	enc := make([]byte, hdrSize, hdrSize+8*words+4)
 	var items uint64
 	err := f.eachShard(ctx, func(s int) redis.Cmder {
-		cmd := redis.NewSliceCmd(ctx, "fcall_ro", "ckf1_dump", 2, f.tables[s], f.counters[s], f.m.id)
+		cmd := redis.NewSliceCmd(ctx, "fcall_ro", fnDump, 2, f.tables[s], f.counters[s], f.m.id)
 		cmd.SetFirstKeyPos(3)
 		return cmd
 	}, func(s int, c redis.Cmder) error {

@@ -47,7 +47,7 @@ func sameAnswers(t *testing.T, f *redisfilter.Filter, lib *cuckoo.Filter, n int)
 	probe := append(keys("p", n), keys("q", n)...)
 	probe = append(probe, []byte("hot"), []byte("warm"), []byte("cold"))
 	found := make([]bool, len(probe))
-	if err := f.ContainsBatch(ctx, probe, found); err != nil {
+	if err := f.ContainsBatch(ctx, probe, found, make([]error, len(found))); err != nil {
 		t.Fatal(err)
 	}
 	for i, k := range probe {

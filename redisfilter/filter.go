@@ -2,6 +2,7 @@ package redisfilter
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -16,9 +17,20 @@ import (
 // runs as a Redis Function on its shard, atomically, so any number of
 // Filters in any number of processes may use one filter at once.
 //
-// A Filter is safe for concurrent use by multiple goroutines. Its methods
-// return the client's errors (connection, timeout, context) as they come;
-// after such an error on a write the write may or may not have happened.
+// Writes run once however often they are sent: each call carries a
+// request id and its shard remembers the reply of the call's first run
+// for the retry window, so a copy sent again (by go-redis, whose reply
+// timed out while the first copy waited in a stalled server, or by this
+// package) answers what the first did and changes nothing. A write whose
+// outcome is unknown (no reply: a timeout, a lost connection, a server
+// loading or failing over) is sent again until the retry horizon; after
+// it, the write's error wraps [ErrUnconfirmed]. So a nil error always
+// comes with the true answer, and an error says what is known: a reply
+// of Redis (the write was not applied), [ErrUnconfirmed] (it may have
+// been), [ErrNotSent] (a batch's key it never sent). See
+// [WithRetryWindow] and [WithRetryHorizon] for the limits.
+//
+// A Filter is safe for concurrent use by multiple goroutines.
 type Filter struct {
 	rdb      redis.UniversalClient
 	name     string
@@ -26,6 +38,9 @@ type Filter struct {
 	g        geometry
 	tables   []string // shard s's table key
 	counters []string // shard s's hash key
+	records  []string // the prefix of shard s's record keys (see recordKey)
+	retry    retryPolicy
+	ids      *idSource // shared by a Filter and its Durable twin
 
 	// Durable: replicas to wait for after each write, and how long.
 	wait        int
@@ -41,13 +56,22 @@ type Filter struct {
 // it returns an error wrapping [ErrMismatch] that lists them, changing
 // nothing.
 //
-// New loads the package's Redis Functions library (ckf1) into every
-// master that lacks it. It needs Redis 7.0 or later (or Valkey 7.2 or
+// New takes the options of the library filter ([WithFalsePositiveRate],
+// [WithFingerprintBits], [WithBucketSize], [WithMaxKicks], [WithSeed])
+// and [WithShards], and the handle's [WithRetryWindow] and
+// [WithRetryHorizon].
+//
+// New loads the package's Redis Functions library (ckf2) into every
+// master that lacks it (or holds an older revision of it). It needs Redis 7.0 or later (or Valkey 7.2 or
 // later); an older server gets an error wrapping [ErrUnsupported] that
 // names the version needed. Its cost: a few round trips, plus one
 // function call per shard when it creates the filter.
 func New(ctx context.Context, rdb redis.UniversalClient, name string, capacity uint64, opts ...Option) (*Filter, error) {
 	c, err := resolve(opts)
+	if err != nil {
+		return nil, err
+	}
+	retry, err := c.resolveRetry()
 	if err != nil {
 		return nil, err
 	}
@@ -83,13 +107,18 @@ func New(ctx context.Context, rdb redis.UniversalClient, name string, capacity u
 			return nil, fmt.Errorf("%w: filter %q has %s", ErrMismatch, name, d)
 		}
 	}
-	return open(ctx, rdb, name, m)
+	return open(ctx, rdb, name, m, retry)
 }
 
 // Open returns the existing cuckoo filter called name, or an error
 // wrapping [ErrNotFound]. Like New, it loads the Functions library where
-// it is missing.
-func Open(ctx context.Context, rdb redis.UniversalClient, name string) (*Filter, error) {
+// it is missing. It takes the handle's options only: [WithRetryWindow]
+// and [WithRetryHorizon].
+func Open(ctx context.Context, rdb redis.UniversalClient, name string, opts ...Option) (*Filter, error) {
+	retry, err := handleOptions(opts)
+	if err != nil {
+		return nil, err
+	}
 	m, err := readMeta(ctx, rdb, cuckooPrefix, "cuckoo", name)
 	if err != nil {
 		return nil, err
@@ -97,17 +126,30 @@ func Open(ctx context.Context, rdb redis.UniversalClient, name string) (*Filter,
 	if err := ensureFunctions(ctx, rdb); err != nil {
 		return nil, err
 	}
-	return open(ctx, rdb, name, m)
+	return open(ctx, rdb, name, m, retry)
+}
+
+// handleOptions resolves the options of Open and OpenBloom, which take
+// only the handle's.
+func handleOptions(opts []Option) (retryPolicy, error) {
+	c, err := resolve(opts)
+	if err != nil {
+		return retryPolicy{}, err
+	}
+	if c.filterOpt || c.cuckooOK {
+		return retryPolicy{}, fmt.Errorf("%w: opening a filter takes only WithRetryWindow and WithRetryHorizon (the filter keeps its own parameters)", ErrInvalidParameter)
+	}
+	return c.resolveRetry()
 }
 
 // open returns the Filter of metadata m, finishing its creation if New
 // was interrupted (or is still at it) before it was ready.
-func open(ctx context.Context, rdb redis.UniversalClient, name string, m meta) (*Filter, error) {
+func open(ctx context.Context, rdb redis.UniversalClient, name string, m meta, retry retryPolicy) (*Filter, error) {
 	switch m.state {
 	case statePushing:
 		return nil, fmt.Errorf("%w: %q (if no push is running, push it again with replace)", ErrBusy, name)
 	}
-	f := newFilter(rdb, name, m)
+	f := newFilter(rdb, name, m, retry)
 	if m.state == stateCreating {
 		if err := f.create(ctx); err != nil {
 			return nil, err
@@ -120,11 +162,12 @@ func open(ctx context.Context, rdb redis.UniversalClient, name string, m meta) (
 	return f, nil
 }
 
-func newFilter(rdb redis.UniversalClient, name string, m meta) *Filter {
-	f := &Filter{rdb: rdb, name: name, m: m, g: newGeometry(&m)}
+func newFilter(rdb redis.UniversalClient, name string, m meta, retry retryPolicy) *Filter {
+	f := &Filter{rdb: rdb, name: name, m: m, g: newGeometry(&m), retry: retry, ids: newIDSource()}
 	for s := range m.shards {
 		f.tables = append(f.tables, shardKey(cuckooPrefix, "t", name, s, m.shards))
 		f.counters = append(f.counters, shardKey(cuckooPrefix, "c", name, s, m.shards))
+		f.records = append(f.records, recordPrefix(name, s, m.shards))
 	}
 	return f
 }
@@ -133,7 +176,7 @@ func newFilter(rdb redis.UniversalClient, name string, m meta) *Filter {
 // empty one.
 func (f *Filter) create(ctx context.Context) error {
 	return f.eachShard(ctx, func(s int) redis.Cmder {
-		return f.fcall(ctx, "ckf1_create", s, []any{f.m.id, f.g.shardBytes})
+		return f.fcall(ctx, fnCreate, s, []any{f.m.id, f.g.shardBytes})
 	}, func(s int, c redis.Cmder) error { return c.Err() })
 }
 
@@ -186,7 +229,10 @@ func (f *Filter) MaxKicks() int { return f.m.kicks }
 func (f *Filter) Seed() uint64 { return f.m.seed }
 
 // Keys returns the Redis keys of the filter: its metadata, then each
-// shard's table and hash (for ACL rules, monitoring or MIGRATE).
+// shard's table and hash (for ACL rules, monitoring or MIGRATE). Not
+// listed: the keys that remember writes' replies for the retry window,
+// named ckf:{TAG}:r:ID:NAME in the slot of their shard (so the pattern
+// ckf:*:NAME matches every key of the filter but its metadata).
 func (f *Filter) Keys() []string {
 	k := []string{metaKey(cuckooPrefix, f.name)}
 	for s := range f.tables {
@@ -203,52 +249,60 @@ func (f *Filter) TableBytes() uint64 { return f.g.shardBytes * uint64(f.m.shards
 // multiset insert, copies beyond the second of a fingerprint in its bucket
 // pair counted in the shard's hash, so a key added n times counts n and
 // takes two slots. It returns [ErrFull] when its shard has no room (the
-// shard is then exactly as it was). One function call on the key's shard.
+// shard is then exactly as it was), or an error wrapping [ErrUnconfirmed]
+// when no reply came within the retry horizon. One function call on the
+// key's shard, run once however often it is sent.
 func (f *Filter) Add(ctx context.Context, key []byte) error {
 	r, err := f.addOne(ctx, key, false)
-	if err != nil {
+	if err != nil && !errors.Is(err, ErrNotReplicated) {
 		return err
 	}
 	if r == 0 {
 		return ErrFull
 	}
-	return nil
+	return err
 }
 
 // AddUnique adds key unless the filter reports it already, and says
 // whether it did; the test and the insert are one atomic step on the
 // key's shard, so of several clients adding one key at once exactly one
-// gets true. A false positive makes it skip a key never added.
+// gets true. A false positive makes it skip a key never added. added is
+// false with a nil error only when the filter held key (or a key of the
+// same fingerprint) before this call: the answer of the call's first
+// run, however often it was sent; an error wrapping [ErrUnconfirmed]
+// means the key may or may not have been added by this call.
 func (f *Filter) AddUnique(ctx context.Context, key []byte) (added bool, err error) {
 	r, err := f.addOne(ctx, key, true)
-	if err != nil {
+	if err != nil && !errors.Is(err, ErrNotReplicated) {
 		return false, err
 	}
 	if r == 0 {
 		return false, ErrFull
 	}
-	return r == 1, nil
+	return r == 1, err
 }
 
 func (f *Filter) addOne(ctx context.Context, key []byte, unique bool) (int64, error) {
 	s, i1, _, fp := f.g.locateKey(key)
-	return f.callOne(ctx, "ckf1_add", s, append(f.header(3), boolArg(unique), i1, fp))
+	return f.callOne(ctx, fnAdd, s, []any{boolArg(unique), i1, fp})
 }
 
-// callOne calls function fn of shard s for one key and returns its code.
+// callOne calls write function fn of shard s for one key, with args
+// after the table's, until it settles, and returns its code.
 func (f *Filter) callOne(ctx context.Context, fn string, s int, args []any) (int64, error) {
-	cmd := f.fcall(ctx, fn, s, args)
-	if err := f.run(ctx, []redis.Cmder{cmd}); err != nil {
-		return 0, err
+	cmd := f.writeCmd(ctx, fn, s, args)
+	errs, _, short := f.retry.settle(ctx, []redis.Cmder{cmd}, rememberedWrites, f.sender(ctx))
+	if errs[0] != nil {
+		return 0, replyErr(errs[0])
 	}
 	codes, err := cmd.Int64Slice()
+	if err == nil && len(codes) != 1 {
+		err = fmt.Errorf("%w: %s replied %v", ErrCorrupt, fn, codes)
+	}
 	if err != nil {
 		return 0, replyErr(err)
 	}
-	if len(codes) != 1 {
-		return 0, fmt.Errorf("%w: %s replied %v", ErrCorrupt, fn, codes)
-	}
-	return codes[0], nil
+	return codes[0], short
 }
 
 func boolArg(b bool) int {
@@ -262,7 +316,8 @@ func boolArg(b bool) int {
 // key added and not deleted, true with the filter's false-positive rate
 // for any other. It reads the key's two buckets with one BITFIELD_RO (no
 // script), so it may be served by a replica when the client reads from
-// replicas. A dropped filter reports every key absent.
+// replicas, sent again until the retry horizon if no reply comes. A
+// dropped filter reports every key absent.
 func (f *Filter) Contains(ctx context.Context, key []byte) (bool, error) {
 	s, i1, i2, fp := f.g.locateKey(key)
 	args := make([]any, 0, 2+3*(f.g.fields(i1)+f.g.fields(i2)))
@@ -271,8 +326,8 @@ func (f *Filter) Contains(ctx context.Context, key []byte) (bool, error) {
 	args = f.g.appendFields(args, i2)
 	cmd := redis.NewIntSliceCmd(ctx, args...)
 	cmd.SetFirstKeyPos(1)
-	if err := f.rdb.Process(ctx, cmd); err != nil {
-		return false, err
+	if errs, _, _ := f.retry.settle(ctx, []redis.Cmder{cmd}, reads, f.sender(ctx)); errs[0] != nil {
+		return false, errs[0]
 	}
 	var buf [40]byte
 	bb, sh, rest := f.g.bucketBytes(buf[:], cmd.Val(), i1)
@@ -287,10 +342,12 @@ func (f *Filter) Contains(ctx context.Context, key []byte) (bool, error) {
 // [cuckoo.Filter.Delete]: counted copies first, then a slot. Delete only
 // keys you added: deleting a key never added removes the fingerprint of
 // another key that shares it (with the false-positive probability), which
-// then reads as absent. One function call on the key's shard.
+// then reads as absent. One function call on the key's shard, run once
+// however often it is sent; an error wrapping [ErrUnconfirmed] means the
+// copy may or may not have been removed.
 func (f *Filter) Delete(ctx context.Context, key []byte) (bool, error) {
 	s, i1, _, fp := f.g.locateKey(key)
-	code, err := f.callOne(ctx, "ckf1_del", s, append(f.header(2), i1, fp))
+	code, err := f.callOne(ctx, fnDel, s, []any{i1, fp})
 	return code == 1, err
 }
 
@@ -300,7 +357,7 @@ func (f *Filter) Delete(ctx context.Context, key []byte) (bool, error) {
 // read-only function call, atomic on the shard.
 func (f *Filter) Count(ctx context.Context, key []byte) (uint64, error) {
 	s, i1, _, fp := f.g.locateKey(key)
-	args := append([]any{"fcall_ro", "ckf1_count", 2, f.tables[s], f.counters[s]}, f.header(2)...)
+	args := append([]any{"fcall_ro", fnCount, 2, f.tables[s], f.counters[s]}, f.header(2)...)
 	cmd := redis.NewCmd(ctx, append(args, i1, fp)...)
 	cmd.SetFirstKeyPos(3)
 	if err := f.run(ctx, []redis.Cmder{cmd}); err != nil {
@@ -311,12 +368,12 @@ func (f *Filter) Count(ctx context.Context, key []byte) (uint64, error) {
 		return 0, replyErr(err)
 	}
 	if len(v) != 2 {
-		return 0, fmt.Errorf("%w: ckf1_count replied %v", ErrCorrupt, v)
+		return 0, fmt.Errorf("%w: %s replied %v", ErrCorrupt, fnCount, v)
 	}
 	slots, ok1 := v[0].(int64)
 	extra, err2 := strconv.ParseUint(fmt.Sprint(v[1]), 10, 64)
 	if !ok1 || err2 != nil || slots < 0 || slots > 2 {
-		return 0, fmt.Errorf("%w: ckf1_count replied %v", ErrCorrupt, v)
+		return 0, fmt.Errorf("%w: %s replied %v", ErrCorrupt, fnCount, v)
 	}
 	return uint64(slots) + extra, nil
 }

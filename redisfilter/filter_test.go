@@ -80,7 +80,7 @@ func TestModel(t *testing.T) {
 				}
 				all := keys("m", universe)
 				found := make([]bool, universe)
-				if err := f.ContainsBatch(ctx, all, found); err != nil {
+				if err := f.ContainsBatch(ctx, all, found, make([]error, len(found))); err != nil {
 					t.Fatal(err)
 				}
 				lib, err := f.Snapshot(ctx)
@@ -172,7 +172,7 @@ func TestDuplicates(t *testing.T) {
 			t.Fatalf("Count = %d after 100 deletes", n)
 		}
 		found := make([]bool, len(others))
-		if err := f.ContainsBatch(ctx, others, found); err != nil {
+		if err := f.ContainsBatch(ctx, others, found, make([]error, len(found))); err != nil {
 			t.Fatal(err)
 		}
 		for i, ok := range found {
@@ -198,7 +198,7 @@ func TestDeleteTouchesOnlyItsKey(t *testing.T) {
 		addAll(t, ctx, f, all)
 		gone := all[:10000]
 		deleted := make([]bool, len(gone))
-		if err := f.DeleteBatch(ctx, gone, deleted); err != nil {
+		if err := f.DeleteBatch(ctx, gone, deleted, make([]error, len(gone))); err != nil {
 			t.Fatal(err)
 		}
 		for i, ok := range deleted {
@@ -207,7 +207,7 @@ func TestDeleteTouchesOnlyItsKey(t *testing.T) {
 			}
 		}
 		found := make([]bool, len(all))
-		if err := f.ContainsBatch(ctx, all, found); err != nil {
+		if err := f.ContainsBatch(ctx, all, found, make([]error, len(found))); err != nil {
 			t.Fatal(err)
 		}
 		stale := 0
@@ -276,7 +276,7 @@ func TestFullChangesNothing(t *testing.T) {
 		}
 		t.Logf("b=%d: %d keys in (capacity 200, %d slots), %d refused", b, len(in), f.NumBuckets()*uint64(b), refused)
 		found := make([]bool, len(in))
-		if err := f.ContainsBatch(ctx, in, found); err != nil {
+		if err := f.ContainsBatch(ctx, in, found, make([]error, len(found))); err != nil {
 			t.Fatal(err)
 		}
 		for i, ok := range found {
@@ -399,7 +399,7 @@ func TestBatchRounds(t *testing.T) {
 			t.Fatal(err)
 		}
 		found := make([]bool, len(all))
-		if err := f.ContainsBatch(ctx, all, found); err != nil {
+		if err := f.ContainsBatch(ctx, all, found, make([]error, len(found))); err != nil {
 			t.Fatal(err)
 		}
 		for i, k := range all {
@@ -416,11 +416,11 @@ func TestBatchRounds(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { b.Drop(ctx) })
-		if err := b.AddBatch(ctx, in); err != nil {
+		if err := b.AddBatch(ctx, in, make([]error, len(in))); err != nil {
 			t.Fatal(err)
 		}
 		clear(found)
-		if err := b.ContainsBatch(ctx, all, found); err != nil {
+		if err := b.ContainsBatch(ctx, all, found, make([]error, len(found))); err != nil {
 			t.Fatal(err)
 		}
 		for i, k := range all {

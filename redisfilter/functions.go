@@ -5,6 +5,7 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/redis/go-redis/v9"
@@ -16,12 +17,42 @@ import (
 //go:embed cuckoo.lua
 var luaLibrary string
 
-// libraryName is the library's name (its first line says it too).
-const libraryName = "ckf1"
+// libraryName is the library's name (its first line says it too), and
+// the prefix of its functions' names. Frozen: see cuckoo.lua.
+const libraryName = "ckf2"
 
-// ensureFunctions loads the library into every master that lacks it (or
-// holds other code under its name). Servers without Redis Functions get
-// an error wrapping ErrUnsupported that names the version needed.
+// The library's functions.
+const (
+	fnAdd    = libraryName + "_add"
+	fnDel    = libraryName + "_del"
+	fnCount  = libraryName + "_count"
+	fnCreate = libraryName + "_create"
+	fnPut    = libraryName + "_put"
+	fnDump   = libraryName + "_dump"
+)
+
+// libraryRevision is the revision of luaLibrary (its second line).
+var libraryRevision = revision(luaLibrary)
+
+// revision returns the revision a library's code states ("-- revision N"
+// on a line of its own), or 0.
+func revision(code string) int {
+	for _, l := range strings.SplitN(code, "\n", 8) {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(l), "-- revision "); ok {
+			if n, err := strconv.Atoi(v); err == nil {
+				return n
+			}
+		}
+	}
+	return 0
+}
+
+// ensureFunctions loads the library into every master that lacks it or
+// holds an older revision of it; a newer revision (loaded by a newer
+// client) stays, as its functions keep the arguments and replies of
+// this one's. Other versions of the library (ckf1) are left alone, for
+// their clients. Servers without Redis Functions get an error wrapping
+// ErrUnsupported that names the version needed.
 func ensureFunctions(ctx context.Context, rdb redis.UniversalClient) error {
 	load := func(ctx context.Context, c redis.Cmdable) error {
 		libs, err := c.FunctionList(ctx, redis.FunctionListQuery{LibraryNamePattern: libraryName, WithCode: true}).Result()
@@ -29,7 +60,7 @@ func ensureFunctions(ctx context.Context, rdb redis.UniversalClient) error {
 			return noFunctions(ctx, c, err)
 		}
 		for _, l := range libs {
-			if l.Name == libraryName && l.Code == luaLibrary {
+			if l.Name == libraryName && revision(l.Code) >= libraryRevision {
 				return nil
 			}
 		}
@@ -80,10 +111,34 @@ func (f *Filter) fcall(ctx context.Context, fn string, s int, args []any) *redis
 	return cmd
 }
 
+// writeCmd returns a call of write function fn (fnAdd, fnDel) on shard
+// s with a new request id: its keys are the shard's two and the call's
+// record, its arguments the table's, the retry window, then args.
+func (f *Filter) writeCmd(ctx context.Context, fn string, s int, args []any) *redis.Cmd {
+	a := make([]any, 0, 12+len(args))
+	a = append(a, "fcall", fn, 3, f.tables[s], f.counters[s], f.recordKey(s))
+	a = append(a, f.m.id, f.g.b, f.g.f, f.g.perShard, f.m.kicks, f.retry.window.Milliseconds())
+	a = append(a, args...)
+	cmd := redis.NewCmd(ctx, a...)
+	cmd.SetFirstKeyPos(3)
+	return cmd
+}
+
+// recordKey returns the key of a new write call's remembered reply in
+// shard s: the shard's record prefix, a new request id and the name.
+func (f *Filter) recordKey(s int) string {
+	return f.records[s] + f.ids.next() + ":" + f.name
+}
+
 // header returns the arguments every table function takes first.
 func (f *Filter) header(extra int) []any {
 	a := make([]any, 0, 5+extra)
 	return append(a, f.m.id, f.g.b, f.g.f, f.g.perShard, f.m.kicks)
+}
+
+// sender returns run bound to ctx, for settle.
+func (f *Filter) sender(ctx context.Context) func([]redis.Cmder) error {
+	return func(cmds []redis.Cmder) error { return f.run(ctx, cmds) }
 }
 
 // run sends cmds in one pipeline (one per node of a cluster), loading
@@ -119,14 +174,20 @@ func (f *Filter) run(ctx context.Context, cmds []redis.Cmder) error {
 // send sends cmds in one pipeline. With Durable, writes go to the
 // shards' masters with a WAIT after them (see durable.go).
 func (f *Filter) send(ctx context.Context, cmds []redis.Cmder) error {
-	if len(cmds) == 1 && f.wait == 0 {
-		err := f.rdb.Process(ctx, cmds[0])
-		return transportErr(err)
-	}
 	if f.wait > 0 && isWrite(cmds) {
 		return f.sendDurable(ctx, cmds)
 	}
-	pipe := f.rdb.Pipeline()
+	return pipeline(ctx, f.rdb, cmds)
+}
+
+// pipeline sends cmds in one pipeline (one per node of a cluster; a
+// single command on its own) and returns the first error that is not a
+// reply of Redis. Each command holds its reply or its error.
+func pipeline(ctx context.Context, rdb redis.UniversalClient, cmds []redis.Cmder) error {
+	if len(cmds) == 1 {
+		return transportErr(rdb.Process(ctx, cmds[0]))
+	}
+	pipe := rdb.Pipeline()
 	for _, c := range cmds {
 		pipe.Process(ctx, c)
 	}

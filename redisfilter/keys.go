@@ -10,14 +10,17 @@ import (
 //	ckf:m:N                 cuckoo filter metadata (a string, see meta.go)
 //	ckf:{TAG}:t:S:N         shard S's table (a string of packed buckets)
 //	ckf:{TAG}:c:S:N         shard S's hash: id, n and duplicate counters
+//	ckf:{TAG}:r:ID:N        the reply of write call ID on a shard of TAG,
+//	                        kept for the retry window (retry.go)
 //	ckb:m:N                 Bloom filter metadata
 //	ckb:{TAG}:S:N           Bloom shard S's blocks
 //
 // TAG is a hash tag chosen for the slot the shard should live in (see
 // shardSlot), so a shard's keys share a slot and the shards spread over
-// the slots evenly. Every part before N has a fixed form, so distinct
-// (kind, shard, name) triples give distinct keys whatever N holds. Frozen:
-// the names are how an existing filter is found.
+// the slots evenly. Every part before N has a fixed form (ID is hex
+// digits), so distinct (kind, shard or ID, name) triples give distinct
+// keys whatever N holds. Frozen: the names are how an existing filter is
+// found.
 const (
 	cuckooPrefix = "ckf:"
 	bloomPrefix  = "ckb:"
@@ -41,6 +44,12 @@ func shardKey(prefix, kind, name string, s, n int) string {
 	b = append(b, ':')
 	b = append(b, name...)
 	return string(b)
+}
+
+// recordPrefix returns the start of the record keys of shard s of n of
+// filter name, to which a call's request id, ':' and the name are added.
+func recordPrefix(name string, s, n int) string {
+	return cuckooPrefix + "{" + slotTag(shardSlot(name, s, n)) + "}:r:"
 }
 
 // numSlots is the number of hash slots of Redis Cluster.

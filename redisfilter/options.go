@@ -5,22 +5,30 @@ import (
 	"math"
 	"math/bits"
 	"math/rand/v2"
+	"time"
 
 	"github.com/dedupkit/cuckoo"
 )
 
-// An Option sets a parameter of a new filter ([New], [NewBloom]).
+// An Option sets a parameter of a new filter ([New], [NewBloom]), or of
+// the handle that New, Open, NewBloom and OpenBloom return: how it
+// retries ([WithRetryWindow], [WithRetryHorizon], the only options Open
+// and OpenBloom take).
 type Option func(*config) error
 
 type config struct {
-	fpr      float64 // cuckoo: 0 not set
-	fpBits   int     // 0: not set
-	slots    int     // 0: not set
-	kicks    int     // 0: not set
-	shards   int     // 0: default
-	seed     uint64
-	seedSet  bool
-	cuckooOK bool // an option only cuckoo filters take was given
+	fpr       float64 // cuckoo: 0 not set
+	fpBits    int     // 0: not set
+	slots     int     // 0: not set
+	kicks     int     // 0: not set
+	shards    int     // 0: default
+	seed      uint64
+	seedSet   bool
+	cuckooOK  bool // an option only cuckoo filters take was given
+	filterOpt bool // an option that describes a new filter was given
+
+	window, horizon time.Duration // 0: default
+	horizonSet      bool
 }
 
 // WithFalsePositiveRate chooses the smallest fingerprint width whose
@@ -34,6 +42,7 @@ func WithFalsePositiveRate(p float64) Option {
 			return fmt.Errorf("%w: false-positive rate %v outside (0, 1)", ErrInvalidParameter, p)
 		}
 		c.fpr, c.cuckooOK = p, true
+		c.filterOpt = true
 		return nil
 	}
 }
@@ -43,6 +52,7 @@ func WithFalsePositiveRate(p float64) Option {
 func WithFingerprintBits(bits int) Option {
 	return func(c *config) error {
 		c.fpBits, c.cuckooOK = bits, true
+		c.filterOpt = true
 		return nil
 	}
 }
@@ -52,6 +62,7 @@ func WithFingerprintBits(bits int) Option {
 func WithBucketSize(slots int) Option {
 	return func(c *config) error {
 		c.slots, c.cuckooOK = slots, true
+		c.filterOpt = true
 		return nil
 	}
 }
@@ -62,6 +73,7 @@ func WithBucketSize(slots int) Option {
 func WithMaxKicks(n int) Option {
 	return func(c *config) error {
 		c.kicks, c.cuckooOK = n, true
+		c.filterOpt = true
 		return nil
 	}
 }
@@ -72,6 +84,7 @@ func WithMaxKicks(n int) Option {
 func WithSeed(seed uint64) Option {
 	return func(c *config) error {
 		c.seed, c.seedSet = seed, true
+		c.filterOpt = true
 		return nil
 	}
 }
@@ -96,6 +109,53 @@ func WithShards(n int) Option {
 			return fmt.Errorf("%w: shards %d outside [1, %d]", ErrInvalidParameter, n, cuckoo.MaxSegments)
 		}
 		c.shards = n
+		c.filterOpt = true
+		return nil
+	}
+}
+
+// WithRetryWindow sets W, how long a shard remembers the reply of each
+// write call (default [DefaultRetryWindow], or twice the retry horizon
+// if that is longer): a copy of the call that runs within W of the first
+// run returns the first run's reply and changes nothing, so a write runs
+// once however often it is sent, by this package or by go-redis's own
+// retries. Each write call keeps one small key in its shard's hash slot
+// for W: about 130 bytes plus the filter's name for a single-key write,
+// 5 bytes per key for batches (docs/redis.md gives the figures). A
+// longer window spends more memory and survives longer stalls: a copy
+// that waits in a stalled server for longer than W runs again (it
+// changes nothing for AddUnique, adds a copy for Add, removes one for
+// Delete). It must be at least twice the retry horizon. A Bloom
+// filter's writes set bits, which any number of runs may do: they keep
+// no record, and only the horizon applies to them.
+func WithRetryWindow(w time.Duration) Option {
+	return func(c *config) error {
+		if w < time.Millisecond {
+			return fmt.Errorf("%w: retry window %v below 1ms", ErrInvalidParameter, w)
+		}
+		c.window = w
+		return nil
+	}
+}
+
+// WithRetryHorizon sets H, how long a write (or lookup) whose outcome is
+// unknown is sent again (default [DefaultRetryHorizon], or half the retry
+// window if that is shorter): no reply came back (a timeout, a closed
+// connection: the server stalled, restarted or failed over), or the
+// server answered that it cannot run it yet (LOADING, BUSY, TRYAGAIN,
+// CLUSTERDOWN, MASTERDOWN, READONLY). go-redis's own retries happen
+// within each send. Past H the call returns an error wrapping
+// [ErrUnconfirmed] (reads: saying no reply came), and a batch stops,
+// marking the keys it did not send with [ErrNotSent]. 0 sends each call
+// once (go-redis may still retry it); the horizon must be at most half
+// the retry window, so that the last send's reply, which may take
+// several of the client's read timeouts, still arrives within it.
+func WithRetryHorizon(h time.Duration) Option {
+	return func(c *config) error {
+		if h < 0 {
+			return fmt.Errorf("%w: retry horizon %v below 0", ErrInvalidParameter, h)
+		}
+		c.horizon, c.horizonSet = h, true
 		return nil
 	}
 }

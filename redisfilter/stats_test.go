@@ -75,7 +75,7 @@ func TestFalsePositiveRate(t *testing.T) {
 		}
 		out := keys("out", probes)
 		found := make([]bool, probes)
-		if err := f.ContainsBatch(ctx, out, found); err != nil {
+		if err := f.ContainsBatch(ctx, out, found, make([]error, len(found))); err != nil {
 			t.Fatal(err)
 		}
 		r, lr := rates(out, found, lib.Contains)
@@ -134,7 +134,7 @@ func TestBloomMatchesLibrary(t *testing.T) {
 		}
 		lib, _ := bloom.New(20000, p, bloom.WithSeed(seed))
 		in := keys("b", 20000)
-		if err := b.AddBatch(ctx, in[:10000]); err != nil {
+		if err := b.AddBatch(ctx, in[:10000], make([]error, len(in[:10000]))); err != nil {
 			t.Fatal(err)
 		}
 		for _, k := range in[10000:15000] {
@@ -158,7 +158,7 @@ func TestBloomMatchesLibrary(t *testing.T) {
 			t.Fatalf("p=%g: the shard's bytes differ from the library's table", p)
 		}
 		found := make([]bool, len(in))
-		if err := b.ContainsBatch(ctx, in, found); err != nil {
+		if err := b.ContainsBatch(ctx, in, found, make([]error, len(found))); err != nil {
 			t.Fatal(err)
 		}
 		for i, k := range in {
@@ -206,14 +206,14 @@ func TestBloomSharded(t *testing.T) {
 		}
 		lib, _ := bloom.New(n, 0.01, bloom.WithSeed(0x5eedb100))
 		in := keys("in", n)
-		if err := b.AddBatch(ctx, in); err != nil {
+		if err := b.AddBatch(ctx, in, make([]error, len(in))); err != nil {
 			t.Fatal(err)
 		}
 		for _, k := range in {
 			lib.Add(k)
 		}
 		found := make([]bool, n)
-		if err := b.ContainsBatch(ctx, in, found); err != nil {
+		if err := b.ContainsBatch(ctx, in, found, make([]error, len(found))); err != nil {
 			t.Fatal(err)
 		}
 		for i, ok := range found {
@@ -222,7 +222,7 @@ func TestBloomSharded(t *testing.T) {
 			}
 		}
 		out := keys("out", probes)
-		if err := b.ContainsBatch(ctx, out, found); err != nil {
+		if err := b.ContainsBatch(ctx, out, found, make([]error, len(found))); err != nil {
 			t.Fatal(err)
 		}
 		r, lr := rates(out, found, lib.Contains)

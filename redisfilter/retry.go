@@ -1,0 +1,203 @@
+package redisfilter
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Retries. A client that gets no reply to a command cannot tell whether
+// the server ran it: the reply may be lost, or the command may wait in
+// the socket of a stalled server that will run it later. go-redis sends
+// such a command (or a whole pipeline) again, by default up to three
+// times, and the copies run one after another when the server wakes. A
+// write whose reply depends on the filter's state (an insert says added,
+// full or present; a delete says whether there was a copy) would then
+// answer the last copy's question: "present", about the key its own first
+// copy added.
+//
+// So every write call carries a request id, unique to the call, and the
+// shard remembers the reply of the call's first run for a window W (the
+// record key R, see cuckoo.lua): a copy that finds it returns the first
+// run's reply and changes nothing. The client sends a call whose outcome
+// is unknown again, with the same id, until a horizon H after its first
+// send, and believes a reply only if it arrived within 0.9·W of the first
+// send. That reply is right: the call's first run (which stored the
+// reply) came after the first send, so the record was still there when
+// the copy that replied ran, at most 0.9·W later. The tenth of W spared
+// covers a server clock that runs fast.
+//
+// After H, or when the context ends, the keys of the call get an error
+// wrapping ErrUnconfirmed: the write may have been applied, or may be yet.
+// A copy that waits in a stalled server longer than W after the first run
+// (a stall longer than W) runs again: it changes nothing for AddUnique
+// (the key is there), adds a copy for Add and removes one for Delete. W
+// bounds that stall, and the memory the records take (docs/redis.md).
+
+// Defaults of WithRetryWindow and WithRetryHorizon.
+const (
+	DefaultRetryWindow  = time.Minute
+	DefaultRetryHorizon = 30 * time.Second
+)
+
+// retryPolicy is how long a handle's calls are remembered and resent.
+type retryPolicy struct {
+	window  time.Duration // W: how long a shard remembers a call's reply
+	horizon time.Duration // H: how long the client resends a call
+}
+
+// trust is how long after a call's first send a reply to it is believed.
+func (p retryPolicy) trust() time.Duration { return p.window - p.window/10 }
+
+// resolveRetry fills in the defaults of c's retry options and checks them.
+func (c *config) resolveRetry() (retryPolicy, error) {
+	p := retryPolicy{window: c.window, horizon: c.horizon}
+	if !c.horizonSet {
+		p.horizon = DefaultRetryHorizon
+		if p.window != 0 {
+			p.horizon = min(p.horizon, p.window/2)
+		}
+	}
+	if p.window == 0 {
+		p.window = max(DefaultRetryWindow, 2*p.horizon)
+	}
+	if p.horizon > p.window/2 {
+		return p, fmt.Errorf("%w: retry horizon %v above half the retry window %v", ErrInvalidParameter, p.horizon, p.window)
+	}
+	return p, nil
+}
+
+// idSource makes request ids: a random prefix, drawn for each handle,
+// and a counter.
+type idSource struct {
+	prefix string
+	n      atomic.Uint64
+}
+
+func newIDSource() *idSource {
+	var b [8]byte
+	rand.Read(b[:])
+	return &idSource{prefix: hex.EncodeToString(b[:])}
+}
+
+// next returns a new request id.
+func (s *idSource) next() string {
+	return s.prefix + strconv.FormatUint(s.n.Add(1), 16)
+}
+
+// sendKind says what settle sends, and so what it may send again.
+type sendKind uint8
+
+const (
+	// reads: no reply past the horizon is an error saying so.
+	reads sendKind = iota
+	// idempotentWrites (the Bloom filter's: setting bits) may run any
+	// number of times; no reply past the horizon is ErrUnconfirmed.
+	idempotentWrites
+	// rememberedWrites are function calls with a request id, run once
+	// however often they are sent; a reply is believed only within
+	// trust() of the first send.
+	rememberedWrites
+)
+
+// settle sends cmds with send and sends again each command whose outcome
+// is unknown (no reply, or a reply saying the server could not run it
+// now: it is loading, busy, failing over, or moving the slot), until each
+// has a reply that can be believed, the horizon has passed or ctx is
+// done. It returns each command's error: nil (its reply is in it), an
+// error Redis replied (the command did not run), or one wrapping
+// ErrUnconfirmed (for reads: one saying that no reply came);
+// unconfirmed is true when there is one of those. short is send's
+// ErrNotReplicated, if it returned one. send must leave in each command
+// its reply, or an error: one Redis replied, or why no reply came.
+func (p retryPolicy) settle(ctx context.Context, cmds []redis.Cmder, kind sendKind, send func([]redis.Cmder) error) (errs []error, unconfirmed bool, short error) {
+	errs = make([]error, len(cmds))
+	pending := make([]int, len(cmds))
+	for i := range pending {
+		pending[i] = i
+	}
+	start := time.Now()
+	backoff := 20 * time.Millisecond
+	batch := make([]redis.Cmder, 0, len(cmds))
+	for {
+		batch = batch[:0]
+		for _, i := range pending {
+			cmds[i].SetErr(nil)
+			batch = append(batch, cmds[i])
+		}
+		if err := send(batch); errors.Is(err, ErrNotReplicated) {
+			short = cmp(short, err)
+		}
+		late := kind == rememberedWrites && time.Since(start) >= p.trust()
+		var again []int
+		var cause error
+		for _, i := range pending {
+			err := cmds[i].Err()
+			switch {
+			case err == nil && !late:
+				errs[i] = nil
+			case err == nil:
+				// Too late to believe: the record may have expired
+				// before this copy ran.
+				cause = fmt.Errorf("the reply came %v after the first send, past 0.9 of the retry window %v", time.Since(start).Round(time.Millisecond), p.window)
+				again = append(again, i)
+			case retryable(err):
+				cause = err
+				again = append(again, i)
+			default:
+				errs[i] = err
+			}
+		}
+		if len(again) == 0 {
+			return errs, false, short
+		}
+		elapsed := time.Since(start)
+		if late || elapsed >= p.horizon || ctx.Err() != nil {
+			if ctx.Err() != nil {
+				cause = ctx.Err()
+			}
+			err := fmt.Errorf("%w after %v: %w", ErrUnconfirmed, elapsed.Round(time.Millisecond), cause)
+			if kind == reads {
+				err = fmt.Errorf("redisfilter: no reply after %v: %w", elapsed.Round(time.Millisecond), cause)
+			}
+			for _, i := range again {
+				errs[i] = err
+			}
+			return errs, true, short
+		}
+		wait := min(backoff, p.horizon-elapsed)
+		backoff = min(2*backoff, time.Second)
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+		case <-t.C:
+		}
+		t.Stop()
+		pending = again
+	}
+}
+
+// retryable reports whether a command that failed with err may be sent
+// again: its outcome is unknown (err is not a reply of Redis: a timeout,
+// a lost connection), or Redis refused to run it for now.
+func retryable(err error) bool {
+	var re redis.Error
+	if !errors.As(err, &re) {
+		return !errors.Is(err, redis.ErrClosed)
+	}
+	msg := err.Error()
+	for _, p := range []string{"LOADING ", "BUSY ", "TRYAGAIN ", "CLUSTERDOWN ", "MASTERDOWN ", "READONLY ", "NOREPLICAS ", "MOVED ", "ASK "} {
+		if strings.HasPrefix(msg, p) {
+			return true
+		}
+	}
+	return false
+}
