@@ -187,7 +187,7 @@ func TestDedupRedisStopPrintsWhatRedisTook(t *testing.T) {
 		keys = append(keys, []byte(l))
 	}
 	found := make([]bool, len(keys))
-	if err := f.ContainsBatch(ctx, keys, found); err != nil {
+	if err := f.ContainsBatch(ctx, keys, found, make([]error, len(keys))); err != nil {
 		t.Fatal(err)
 	}
 	for i, ok := range found {

@@ -112,7 +112,7 @@ func main() {
 					}
 				}, func() { measure(ctx, t.rdb, res, "add set", *n, func() { set.add(ctx, present) }) }},
 				{func() {
-					measure(ctx, t.rdb, res, "hit filter", *n, func() { check(f.ContainsBatch(ctx, present, found)) })
+					measure(ctx, t.rdb, res, "hit filter", *n, func() { check(f.ContainsBatch(ctx, present, found, errs)) })
 					for _, ok := range found {
 						if !ok {
 							check(fmt.Errorf("a false negative"))
@@ -120,7 +120,7 @@ func main() {
 					}
 				}, func() { measure(ctx, t.rdb, res, "hit set", *n, func() { set.contains(ctx, present) }) }},
 				{func() {
-					measure(ctx, t.rdb, res, "miss filter", *n, func() { check(f.ContainsBatch(ctx, absent, found)) })
+					measure(ctx, t.rdb, res, "miss filter", *n, func() { check(f.ContainsBatch(ctx, absent, found, errs)) })
 					for _, ok := range found {
 						if ok {
 							fp++
