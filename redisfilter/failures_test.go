@@ -73,8 +73,12 @@ func TestRestartWithAOF(t *testing.T) {
 // TestFailover inserts keys through a Durable(1) filter into a cluster of
 // 3 masters with a replica each, kills the master of slot 0 (a third of
 // the shards) in the middle, and restarts it once its replica has taken
-// over: every key
-// whose Add returned nil (WAIT 1 acknowledged it) is found afterwards.
+// over. One writer adds keys one at a time with AddUnique, the other in
+// batches of 100 with AddUniqueBatch, every key new, and every result is
+// checked against the filter afterwards: a key reported added with a nil
+// error (WAIT 1 acknowledged it) is there once; none is reported present;
+// a key whose write was unconfirmed is there at most once (the replica
+// may not have received it), one not sent is not there.
 func TestFailover(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a 6-node cluster in -short mode")
@@ -82,46 +86,76 @@ func TestFailover(t *testing.T) {
 	ctx := ctxOf(t)
 	c := redistest.NewCluster(t, 3, 1, redistest.Config{NodeTimeout: time.Second})
 	rdb := clusterClientOf(t, c)
-	f, err := redisfilter.New(ctx, rdb, uniqueName(t), 100000, redisfilter.WithFalsePositiveRate(0.001), redisfilter.WithShards(6))
+	f, err := redisfilter.New(ctx, rdb, uniqueName(t), 100000, redisfilter.WithFingerprintBits(32), redisfilter.WithShards(6),
+		redisfilter.WithSeed(0xfa11))
 	if err != nil {
 		t.Fatal(err)
 	}
 	d := f.Durable(1, time.Second)
 	var (
 		mu       sync.Mutex
-		acked    [][]byte
+		results  = map[string]error{} // nil: added and acknowledged
+		acked    atomic.Int64
 		refused  atomic.Int64
 		stop     atomic.Bool
 		inserted sync.WaitGroup
 	)
-	for w := range 2 {
-		inserted.Add(1)
-		go func() {
-			defer inserted.Done()
-			for i := 0; !stop.Load(); i++ {
-				k := key(fmt.Sprintf("fo%d-", w), i)
-				if err := d.Add(ctx, k); err != nil {
-					refused.Add(1)
-					time.Sleep(5 * time.Millisecond)
-					continue
-				}
-				mu.Lock()
-				acked = append(acked, k)
-				mu.Unlock()
-			}
-		}()
+	// note records key k's outcome; short is the batch's ErrNotReplicated:
+	// its keys were added on the master only.
+	note := func(k []byte, added bool, err, short error) {
+		switch {
+		case err == nil && !added:
+			err = errors.New("reported present, and every key is new")
+		case err == nil && short != nil:
+			err = short
+		}
+		mu.Lock()
+		results[string(k)] = err
+		mu.Unlock()
+		if err == nil {
+			acked.Add(1)
+		} else {
+			refused.Add(1)
+		}
 	}
-	count := func() int { mu.Lock(); defer mu.Unlock(); return len(acked) }
+	inserted.Add(2)
+	go func() {
+		defer inserted.Done()
+		for i := 0; !stop.Load(); i++ {
+			k := key("one-", i)
+			added, err := d.AddUnique(ctx, k)
+			if errors.Is(err, redisfilter.ErrNotReplicated) {
+				note(k, added, nil, err)
+				continue
+			}
+			note(k, added, err, nil)
+		}
+	}()
+	go func() {
+		defer inserted.Done()
+		for n := 0; !stop.Load(); n++ {
+			in := keys(fmt.Sprintf("batch%d-", n), 100)
+			added := make([]bool, len(in))
+			errs := make([]error, len(in))
+			var short error
+			if err := d.AddUniqueBatch(ctx, in, added, errs); errors.Is(err, redisfilter.ErrNotReplicated) {
+				short = err
+			}
+			for i, k := range in {
+				note(k, added[i], errs[i], short)
+			}
+		}
+	}()
 	// waitCount waits for n acknowledged keys. Its limit is generous: it
 	// is there to fail with a message, instead of the whole run's timeout,
 	// if the writers stop getting acknowledgements.
-	waitCount := func(n int) {
+	waitCount := func(n int64) {
 		t.Helper()
-		for deadline := time.Now().Add(2 * time.Minute); count() < n; time.Sleep(20 * time.Millisecond) {
+		for deadline := time.Now().Add(2 * time.Minute); acked.Load() < n; time.Sleep(20 * time.Millisecond) {
 			if time.Now().After(deadline) {
 				stop.Store(true)
 				inserted.Wait()
-				t.Fatalf("%d keys acknowledged after 2 minutes, want %d; %d writes refused", count(), n, refused.Load())
+				t.Fatalf("%d keys acknowledged after 2 minutes, want %d; %d writes refused", acked.Load(), n, refused.Load())
 			}
 		}
 	}
@@ -130,14 +164,14 @@ func TestFailover(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("killing master %s after %d acknowledged keys", victim.Addr, count())
+	t.Logf("killing master %s after %d acknowledged keys", victim.Addr, acked.Load())
 	victim.Kill()
-	before := count()
+	before := acked.Load()
 	// Wait for the replica to take over slot 0, and the survivors to
 	// report the cluster healthy again.
 	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
 		if m, err := c.MasterOf(0); err == nil && m != nil && m != victim {
-			t.Logf("%s took over after %d more keys", m.Addr, count()-before)
+			t.Logf("%s took over after %d more keys", m.Addr, acked.Load()-before)
 			break
 		}
 		if time.Now().After(deadline) {
@@ -156,23 +190,43 @@ func TestFailover(t *testing.T) {
 	waitCount(before + 500)
 	stop.Store(true)
 	inserted.Wait()
-	t.Logf("%d keys acknowledged, %d writes refused during the failover", count(), refused.Load())
-	if refused.Load() == 0 {
-		t.Log("no write was refused: the failover went unnoticed by the writers")
-	}
+	t.Logf("%d keys acknowledged, %d not (or not replicated) during the failover", acked.Load(), refused.Load())
 	check := clusterClientOf(t, c)
 	g, err := redisfilter.Open(ctx, check, f.Name())
 	if err != nil {
 		t.Fatal(err)
 	}
-	found := make([]bool, len(acked))
-	if err := g.ContainsBatch(ctx, acked, found, make([]error, len(found))); err != nil {
+	snap, err := g.Snapshot(ctx)
+	if err != nil {
 		t.Fatal(err)
 	}
-	for i, ok := range found {
-		if !ok {
-			t.Fatalf("%s was acknowledged after WAIT 1 and is lost", acked[i])
+	var wrong []string
+	kinds := map[string]int{}
+	for k, err := range results {
+		n := snap.Count([]byte(k))
+		switch {
+		case err == nil:
+			kinds["acknowledged"]++
+		case errors.Is(err, redisfilter.ErrUnconfirmed):
+			kinds["unconfirmed"]++
+		case errors.Is(err, redisfilter.ErrNotReplicated):
+			kinds["not replicated"]++
+		case errors.Is(err, redisfilter.ErrNotSent):
+			kinds["not sent"]++
+		default:
+			kinds[err.Error()]++
 		}
+		bad := n > 1 || // added twice
+			(err == nil && n == 0) || // acknowledged, and lost
+			(errors.Is(err, redisfilter.ErrNotSent) && n != 0) ||
+			(err != nil && !errors.Is(err, redisfilter.ErrUnconfirmed) && !errors.Is(err, redisfilter.ErrNotReplicated) && !errors.Is(err, redisfilter.ErrNotSent))
+		if bad && len(wrong) < 5 {
+			wrong = append(wrong, fmt.Sprintf("%s: count %d, error %v", k, n, err))
+		}
+	}
+	t.Logf("outcomes: %v", kinds)
+	if len(wrong) > 0 {
+		t.Fatalf("wrong results, for example %q", wrong)
 	}
 }
 

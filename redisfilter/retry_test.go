@@ -68,23 +68,32 @@ func TestStall(t *testing.T) {
 			stall{sleep: 8 * time.Second, horizon: 2 * time.Second})
 	}
 	for _, c := range cases {
-		for _, op := range stallOps {
-			t.Run(fmt.Sprintf("%v/op=%s", c, op), func(t *testing.T) {
-				t.Parallel()
-				runStall(t, c, op)
-			})
-		}
+		t.Run(c.String(), func(t *testing.T) {
+			t.Parallel()
+			runStall(t, c)
+		})
 	}
 }
 
 // outcome is what a write reported for one key.
 type outcome struct {
-	done  bool // the key was written (or its write failed)
 	added bool
 	err   error
 }
 
-func runStall(t *testing.T, c stall, op string) {
+// stream is one stream of writes of TestStall: op's, into a filter of
+// its own.
+type stream struct {
+	op      string
+	f       *redisfilter.Filter
+	mu      sync.Mutex
+	results map[string]outcome
+	sent    atomic.Int64 // writes returned
+}
+
+// runStall runs a stream of each of stallOps, each by 4 goroutines,
+// through one stall of one server.
+func runStall(t *testing.T, c stall) {
 	ctx := ctxOf(t)
 	s := redistest.NewServer(t, redistest.Config{Debug: true})
 	opt := &redis.Options{Addr: s.Addr}
@@ -100,77 +109,89 @@ func runStall(t *testing.T, c stall, op string) {
 	if c.horizon != 0 {
 		opts = append(opts, redisfilter.WithRetryHorizon(c.horizon))
 	}
-	f, err := redisfilter.New(ctx, rdb, "stall", 1<<20, opts...)
-	if err != nil {
-		t.Fatal(err)
-	}
 	const (
 		writers = 4
 		batch   = 200
 	)
 	var (
-		mu       sync.Mutex
-		results  = map[string]outcome{}
-		sent     atomic.Int64
-		stop     atomic.Bool
-		wg       sync.WaitGroup
-		sleeping = make(chan struct{})
+		streams []*stream
+		stop    atomic.Bool
+		wg      sync.WaitGroup
 	)
-	record := func(k []byte, o outcome) {
-		mu.Lock()
-		results[string(k)] = o
-		mu.Unlock()
-	}
-	for w := range writers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for n := 0; !stop.Load(); n++ {
-				prefix := fmt.Sprintf("w%d-%d-", w, n)
-				switch op {
-				case "AddUnique":
-					k := key(prefix, 0)
-					added, err := f.AddUnique(ctx, k)
-					record(k, outcome{true, added, err})
-				case "AddUniqueBatch", "AddBatch":
-					in := keys(prefix, batch)
-					added := make([]bool, len(in))
-					errs := make([]error, len(in))
-					if op == "AddBatch" {
-						f.AddBatch(ctx, in, errs)
-						for i := range added {
-							added[i] = errs[i] == nil
-						}
-					} else {
-						f.AddUniqueBatch(ctx, in, added, errs)
-					}
-					for i, k := range in {
-						record(k, outcome{true, added[i], errs[i]})
-					}
+	for _, op := range stallOps {
+		f, err := redisfilter.New(ctx, rdb, "stall-"+op, 1<<20, opts...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st := &stream{op: op, f: f, results: map[string]outcome{}}
+		streams = append(streams, st)
+		for w := range writers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for n := 0; !stop.Load(); n++ {
+					st.write(ctx, fmt.Sprintf("w%d-%d-", w, n), batch)
 				}
-				sent.Add(1)
-			}
-		}()
+			}()
+		}
 	}
 	// Sleep once the writers are under way, and stop them when the
-	// server has answered them again for a while.
-	for sent.Load() < 2*writers {
-		time.Sleep(time.Millisecond)
+	// server has answered each stream's writers again a few times.
+	progress := func() []int64 {
+		var p []int64
+		for _, st := range streams {
+			p = append(p, st.sent.Load())
+		}
+		return p
 	}
-	go func() {
-		close(sleeping)
-		if err := s.Sleep(c.sleep); err != nil {
-			t.Error(err)
+	waitFor := func(want []int64) {
+		for i, st := range streams {
+			for st.sent.Load() < want[i]+2*writers {
+				time.Sleep(time.Millisecond)
+			}
 		}
-		after := sent.Load()
-		for sent.Load() < after+2*writers {
-			time.Sleep(time.Millisecond)
-		}
-		stop.Store(true)
-	}()
-	<-sleeping
+	}
+	waitFor(make([]int64, len(streams)))
+	if err := s.Sleep(c.sleep); err != nil {
+		t.Error(err)
+	}
+	waitFor(progress())
+	stop.Store(true)
 	wg.Wait()
-	checkOutcomes(t, ctx, f, op, results)
+	for _, st := range streams {
+		checkOutcomes(t, ctx, st.f, st.op, st.results)
+	}
+}
+
+// write writes new keys named after prefix: one, or a batch of n.
+func (st *stream) write(ctx context.Context, prefix string, n int) {
+	defer st.sent.Add(1)
+	if st.op == "AddUnique" {
+		k := key(prefix, 0)
+		added, err := st.f.AddUnique(ctx, k)
+		st.record(k, added, err)
+		return
+	}
+	in := keys(prefix, n)
+	added := make([]bool, len(in))
+	errs := make([]error, len(in))
+	if st.op == "AddBatch" {
+		st.f.AddBatch(ctx, in, errs)
+		for i := range added {
+			added[i] = errs[i] == nil
+		}
+	} else {
+		st.f.AddUniqueBatch(ctx, in, added, errs)
+	}
+	for i, k := range in {
+		st.record(k, added[i], errs[i])
+	}
+}
+
+func (st *stream) record(k []byte, added bool, err error) {
+	st.mu.Lock()
+	st.results[string(k)] = outcome{added, err}
+	st.mu.Unlock()
 }
 
 // checkOutcomes checks what the writes of new, distinct keys reported
@@ -197,7 +218,7 @@ func checkOutcomes(t *testing.T, ctx context.Context, f *redisfilter.Filter, op 
 	if l, err := f.Len(ctx); err != nil || l != total {
 		t.Errorf("Len = %d, %v; the keys' counts sum to %d", l, err, total)
 	}
-	c.report(t, len(results))
+	c.report(t, op, len(results))
 }
 
 // tally counts the outcomes of writes of distinct keys, checked against
@@ -236,11 +257,11 @@ func (c *tally) check(k string, n uint64, err error) {
 	}
 }
 
-func (c *tally) report(t *testing.T, keys int) {
+func (c *tally) report(t *testing.T, what string, keys int) {
 	t.Helper()
-	t.Logf("%d keys: %d added, %d unconfirmed (%d of them in the filter), %d not sent, %d wrong", keys, c.ok, c.unconfirmed, c.unconfirmedIn, c.notSent, c.wrong)
+	t.Logf("%s: %d keys: %d added, %d unconfirmed (%d of them in the filter), %d not sent, %d wrong", what, keys, c.ok, c.unconfirmed, c.unconfirmedIn, c.notSent, c.wrong)
 	if c.wrong > 0 {
-		t.Errorf("%d wrong results, for example %q", c.wrong, c.examples)
+		t.Errorf("%s: %d wrong results, for example %q", what, c.wrong, c.examples)
 	}
 }
 
@@ -248,30 +269,30 @@ func (c *tally) report(t *testing.T, keys int) {
 // always (SIGKILL, as a crash) while an AddBatch runs, and restarts it:
 // every key whose error is nil is in the filter once, and every other key
 // has ErrUnconfirmed (and is there at most once) or ErrNotSent (and is
-// not there). The quick versions add 20,000 keys and kill the server
-// while the batch's first pipeline is out; the long ones
-// (CUCKOO_LONG=1) add 200,000 and kill it 300 ms in. Before the batches
-// marked the keys they did not send, the keys of the rounds after the
-// kill had nil errors and were absent (11,808 of 20,000; 191,808 of
+// not there). Restarted while the batch waits (within the retry
+// horizon), the batch goes on and every key is added; restarted only
+// after the batch gave up, the keys of the round in flight are
+// unconfirmed and the rest not sent. The quick versions add 20,000 keys
+// and kill the server as the batch's first pipeline goes out; the long
+// ones (CUCKOO_LONG=1) add 200,000 and kill it 300 ms in. Before the
+// batches marked the keys they did not send, the keys of the rounds after
+// the kill had nil errors and were absent (11,808 of 20,000; 191,808 of
 // 200,000).
 func TestKillMidBatch(t *testing.T) {
 	type killCase struct {
 		keys    int
-		at      time.Duration // 0: during the second pipeline
-		restart time.Duration // after the kill
+		at      time.Duration // 0: as the first pipeline of the batch goes out
+		restart time.Duration // after the kill; 0: once the batch has returned
 		horizon time.Duration // WithRetryHorizon; 0: the default (30 s)
 	}
 	cases := []killCase{
-		// The batch waits for the server and goes on.
-		{keys: 20000, restart: 1500 * time.Millisecond},
-		// The batch gives up: the round in flight is unconfirmed, the
-		// rest not sent.
-		{keys: 20000, restart: 1500 * time.Millisecond, horizon: 500 * time.Millisecond},
+		{keys: 20000, restart: 500 * time.Millisecond},
+		{keys: 20000, horizon: 300 * time.Millisecond},
 	}
 	if testlong.Enabled() {
 		cases = append(cases,
 			killCase{keys: 200000, at: 300 * time.Millisecond, restart: 3 * time.Second},
-			killCase{keys: 200000, at: 300 * time.Millisecond, restart: 3 * time.Second, horizon: time.Second})
+			killCase{keys: 200000, at: 300 * time.Millisecond, horizon: time.Second})
 	}
 	for _, c := range cases {
 		t.Run(fmt.Sprintf("keys=%d/at=%v/restart=%v/horizon=%v", c.keys, c.at, c.restart, c.horizon), func(t *testing.T) {
@@ -289,19 +310,25 @@ func TestKillMidBatch(t *testing.T) {
 				t.Fatal(err)
 			}
 			var (
-				pipelines atomic.Int64
 				killed    = make(chan struct{})
+				restarted = make(chan struct{})
+				returned  = make(chan struct{})
 				once      sync.Once
 			)
 			kill := func(delay time.Duration) {
 				once.Do(func() {
 					go func() {
-						defer close(killed)
+						defer close(restarted)
 						time.Sleep(delay)
 						if err := s.Kill(); err != nil {
 							t.Error(err)
 						}
-						time.Sleep(c.restart)
+						close(killed)
+						if c.restart == 0 {
+							<-returned
+						} else {
+							time.Sleep(c.restart)
+						}
 						if err := s.Restart(); err != nil {
 							t.Error(err)
 						}
@@ -309,8 +336,8 @@ func TestKillMidBatch(t *testing.T) {
 				})
 			}
 			if c.at == 0 {
-				rdb.AddHook(pipelineHook{func() {
-					if pipelines.Add(1) == 2 {
+				rdb.AddHook(pipelineHook{func(cmds []redis.Cmder) {
+					if cmds[0].Name() == "fcall" {
 						kill(5 * time.Millisecond)
 					}
 				}})
@@ -322,28 +349,40 @@ func TestKillMidBatch(t *testing.T) {
 			start := time.Now()
 			err = f.AddBatch(ctx, in, errs)
 			t.Logf("AddBatch returned after %v: %v", time.Since(start).Round(time.Millisecond), err)
+			close(returned)
 			kill(0)
-			<-killed
-			checkBatchOutcomes(t, ctx, f, in, errs)
+			<-restarted
+			tally := checkBatchOutcomes(t, ctx, f, in, errs)
+			select {
+			case <-killed:
+			default:
+				t.Fatal("the batch ended before the server was killed")
+			}
+			switch {
+			case c.restart != 0 && err != nil:
+				t.Errorf("the server was back within the horizon, and AddBatch returned %v", err)
+			case c.restart == 0 && (tally.unconfirmed == 0 || tally.notSent == 0 || !errors.Is(err, redisfilter.ErrUnconfirmed)):
+				t.Errorf("the server was down until the batch gave up, and AddBatch returned %v with %d keys unconfirmed, %d not sent", err, tally.unconfirmed, tally.notSent)
+			}
 		})
 	}
 }
 
 // pipelineHook calls sent as each pipeline goes out.
-type pipelineHook struct{ sent func() }
+type pipelineHook struct{ sent func([]redis.Cmder) }
 
 func (h pipelineHook) DialHook(next redis.DialHook) redis.DialHook          { return next }
 func (h pipelineHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
 func (h pipelineHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return func(ctx context.Context, cmds []redis.Cmder) error {
-		h.sent()
+		h.sent(cmds)
 		return next(ctx, cmds)
 	}
 }
 
 // checkBatchOutcomes checks an AddBatch of distinct keys against the
 // filter.
-func checkBatchOutcomes(t *testing.T, ctx context.Context, f *redisfilter.Filter, in [][]byte, errs []error) {
+func checkBatchOutcomes(t *testing.T, ctx context.Context, f *redisfilter.Filter, in [][]byte, errs []error) tally {
 	t.Helper()
 	snap, err := f.Snapshot(ctx)
 	if err != nil {
@@ -353,5 +392,6 @@ func checkBatchOutcomes(t *testing.T, ctx context.Context, f *redisfilter.Filter
 	for i, k := range in {
 		c.check(string(k), snap.Count(k), errs[i])
 	}
-	c.report(t, len(in))
+	c.report(t, "AddBatch", len(in))
+	return c
 }
