@@ -91,6 +91,7 @@ func (f *dedupFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&f.quiet, "q", false, "the same as --quiet")
 	f.exact.register(fs)
 	f.redis.register(fs)
+	f.redis.registerWait(fs)
 }
 
 func dedupCommand() *command {
@@ -172,8 +173,8 @@ func runDedup(e *env, f *dedupFlags, names []string) error {
 	if sameTarget(f.output, f.save) || sameTarget(f.output, f.state) {
 		return usageErr(remedy, "-o and --save (or --state) name the same file %s; give two", f.output)
 	}
-	if f.redis.url == "" && (f.redis.name != "" || f.redis.cluster) {
-		return usageErr(remedy, "--name and --cluster name a filter in Redis; give --redis URL too")
+	if f.redis.url == "" && (f.redis.name != "" || f.redis.cluster || f.redis.wait.set) {
+		return usageErr(remedy, "--name, --cluster and --redis-wait are about a filter in Redis; give --redis URL too")
 	}
 	if f.exact.on() && f.redis.url != "" {
 		return usageErr(remedy, "--exact keeps its own seen-set and --redis shares a filter in Redis; give one")

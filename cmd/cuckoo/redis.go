@@ -19,12 +19,38 @@ type redisFlags struct {
 	url     string
 	name    string
 	cluster bool
+	wait    waitValue // --redis-wait (dedup)
+}
+
+// waitValue is --redis-wait: a duration of 0 or more, and whether it was
+// given.
+type waitValue struct {
+	d   time.Duration
+	set bool
+}
+
+func (v *waitValue) String() string { return v.d.String() }
+
+func (v *waitValue) Set(s string) error {
+	d, err := time.ParseDuration(s)
+	if err != nil || d < 0 {
+		return wantError("a duration of 0 or more, such as 30s or 2m")
+	}
+	v.d, v.set = d, true
+	return nil
 }
 
 func (f *redisFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.url, "redis", "", "the Redis server: a `URL` (redis://[user:password@]host:port[/db], rediss:// for TLS) or host:port; several host:port, comma-separated, for a cluster")
 	fs.StringVar(&f.name, "name", "", "the filter's `name` in Redis")
 	fs.BoolVar(&f.cluster, "cluster", false, "the server is a node of a Redis Cluster (implied by several addresses)")
+}
+
+// registerWait registers --redis-wait, for the commands whose writes
+// wait for a stalled server (dedup).
+func (f *redisFlags) registerWait(fs *flag.FlagSet) {
+	f.wait.d = redisfilter.DefaultRetryHorizon
+	fs.Var(&f.wait, "redis-wait", "with --redis: how long a batch waits for a stalled, restarting or failing-over Redis before the run stops (status 3), as a `duration` (30s, 2m)")
 }
 
 // remedyRedis is the remedy of errors reaching Redis.

@@ -291,6 +291,9 @@ func (s *Server) signal(sig syscall.Signal) error {
 	default:
 	}
 	s.cmd.Process.Signal(sig)
+	if sig != syscall.SIGKILL {
+		s.cmd.Process.Signal(syscall.SIGCONT) // a paused process handles SIGTERM only when it runs
+	}
 	select {
 	case <-s.done:
 		return nil
@@ -300,6 +303,15 @@ func (s *Server) signal(sig syscall.Signal) error {
 		return fmt.Errorf("redistest: %s ignored %v", s.Addr, sig)
 	}
 }
+
+// Pause stops the server's process (SIGSTOP) until [Server.Resume]: it
+// answers nothing meanwhile, as a machine paused by its hypervisor or a
+// process stopped by a debugger; connections and what clients send
+// wait in the kernel and are served on Resume.
+func (s *Server) Pause() error { return s.cmd.Process.Signal(syscall.SIGSTOP) }
+
+// Resume continues a paused server (SIGCONT).
+func (s *Server) Resume() error { return s.cmd.Process.Signal(syscall.SIGCONT) }
 
 // Restart starts a stopped or killed server again, on the same port and
 // directory (so it loads its files), and waits until it answers.
