@@ -198,7 +198,8 @@ func (b *Bloom) locate(key []byte, offs []int64) (int, []int64) {
 func (b *Bloom) Add(ctx context.Context, key []byte) error {
 	var buf [64]int64
 	s, offs := b.locate(key, buf[:0])
-	cmd := redis.NewIntSliceCmd(ctx, b.bitfield(s, true, offs, len(offs))...)
+	cmd := redis.NewIntSliceCmd(ctx, b.bitfield(s, true, offs, 1)...)
+	cmd.SetFirstKeyPos(1)
 	errs, _, _ := b.retry.settle(ctx, []redis.Cmder{cmd}, idempotentWrites, b.sender(ctx))
 	return errs[0]
 }
@@ -301,9 +302,7 @@ func (b *Bloom) batch(ctx context.Context, keys [][]byte, add bool, found []bool
 				args = appendBits(args, add, offs[i])
 			}
 			cmd := redis.NewIntSliceCmd(ctx, args...)
-			if !add {
-				cmd.SetFirstKeyPos(1)
-			}
+			cmd.SetFirstKeyPos(1)
 			cmds = append(cmds, cmd)
 			groups = append(groups, idx)
 		})

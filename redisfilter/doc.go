@@ -26,7 +26,7 @@
 // kept in the filter's metadata key) and sends Redis only bucket indexes
 // and fingerprints:
 //
-//   - inserts and deletes run as Redis Functions (a Lua library, ckf1,
+//   - inserts and deletes run as Redis Functions (a Lua library, ckf2,
 //     loaded with FUNCTION LOAD on first use), so each is atomic on its
 //     shard: the function searches for room and moves fingerprints, and an
 //     insert that finds none changes nothing;
@@ -58,6 +58,39 @@
 // 2^20 keys each, and picks the count whose strings fill the allocator's
 // size classes best. Give more shards to spread a filter over more than
 // about 8 masters: each master should hold a few.
+//
+// # Retries: writes run once
+//
+// A client that gets no reply cannot tell whether the server ran the
+// command, and go-redis sends it again (MaxRetries, 3 by default): when a
+// stalled server wakes, every copy runs. So each write call carries a
+// request id, and its shard remembers the reply of the call's first run
+// for the retry window W ([WithRetryWindow], default 60 s): a copy
+// returns that reply and changes nothing. A call whose outcome is
+// unknown (a timeout, a lost connection, a server loading, busy or
+// failing over) is sent again with the same id until the retry horizon
+// H ([WithRetryHorizon], default 30 s, at most W/2), and a reply is
+// believed only within 0.9·W of the first send, while the record of the
+// first run must still be there. So a stall, restart or failover shorter
+// than H only delays a write, and:
+//
+//   - a nil error comes with the true answer: AddUnique's added = false
+//     means the key (or one of the same fingerprint) was there before
+//     the call, never that the call's own first copy added it;
+//   - an error wrapping [ErrUnconfirmed] means the write was sent and no
+//     reply came within H: it may have been applied, once;
+//   - a batch gives every key its own result: a key it did not send
+//     (after a call it could not confirm, or when the context ended) has
+//     [ErrNotSent], a key it could not read has found = false and an
+//     error; never a false or a nil error for a key not answered;
+//   - any other error (ErrFull, an error Redis replied) means the write
+//     was not applied.
+//
+// A record costs about 150 bytes in Redis for the window: per key, 150
+// for single-key writes and about 5 for batches, which send 32 keys per
+// call. A copy that waits in a stalled server longer than W runs again
+// (for Add, a second copy; for Delete, one fewer; for AddUnique,
+// nothing). docs/redis.md has the argument, the figures and the tests.
 //
 // # Consistency
 //
