@@ -295,7 +295,7 @@ func (f *Filter) writeBatch(ctx context.Context, fn string, unique int, keys [][
 			cmds = append(cmds, f.writeCmd(ctx, fn, s, args))
 			groups = append(groups, idx)
 		})
-		cerrs, unconfirmed, short := f.retry.settle(ctx, cmds, rememberedWrites, f.sender(ctx))
+		cerrs, gaveUp, short := f.retry.settle(ctx, cmds, rememberedWrites, f.sender(ctx))
 		for c, cmd := range cmds {
 			err := cerrs[c]
 			var codes []int64
@@ -319,7 +319,7 @@ func (f *Filter) writeBatch(ctx context.Context, fn string, unique int, keys [][
 			}
 		}
 		retErr = cmp(retErr, short)
-		if unconfirmed {
+		if gaveUp {
 			for i := hi; i < len(keys); i++ {
 				set(i, false, ErrNotSent)
 			}

@@ -109,21 +109,25 @@ const (
 )
 
 // settle sends cmds with send and sends again each command whose outcome
-// is unknown (no reply, or a reply saying the server could not run it
-// now: it is loading, busy, failing over, or moving the slot), until each
-// has a reply that can be believed, the horizon has passed or ctx is
-// done. It returns each command's error: nil (its reply is in it), an
-// error Redis replied (the command did not run), or one wrapping
-// ErrUnconfirmed (for reads: one saying that no reply came);
-// unconfirmed is true when there is one of those. short is send's
-// ErrNotReplicated, if it returned one. send must leave in each command
-// its reply, or an error: one Redis replied, or why no reply came.
-func (p retryPolicy) settle(ctx context.Context, cmds []redis.Cmder, kind sendKind, send func([]redis.Cmder) error) (errs []error, unconfirmed bool, short error) {
+// is unknown (no reply), or that the server could not run for now (it is
+// loading, busy, failing over, or moving the slot), until each has a
+// reply that can be believed, the horizon has passed or ctx is done. It
+// returns each command's error: nil (its reply is in it), an error Redis
+// replied (the command did not run), or, for a command that may have run,
+// one wrapping ErrUnconfirmed (for reads: one saying that no reply came).
+// gaveUp is true when some command had no reply in the end. short is
+// send's ErrNotReplicated, if it returned one. send must leave in each
+// command its reply, or an error: one Redis replied, or why no reply
+// came.
+func (p retryPolicy) settle(ctx context.Context, cmds []redis.Cmder, kind sendKind, send func([]redis.Cmder) error) (errs []error, gaveUp bool, short error) {
 	errs = make([]error, len(cmds))
 	pending := make([]int, len(cmds))
 	for i := range pending {
 		pending[i] = i
 	}
+	// maybeRan[i]: a copy of command i was sent and not answered, so it
+	// may have run.
+	maybeRan := make([]bool, len(cmds))
 	start := time.Now()
 	backoff := 20 * time.Millisecond
 	batch := make([]redis.Cmder, 0, len(cmds))
@@ -138,7 +142,6 @@ func (p retryPolicy) settle(ctx context.Context, cmds []redis.Cmder, kind sendKi
 		}
 		late := kind == rememberedWrites && time.Since(start) >= p.trust()
 		var again []int
-		var cause error
 		for _, i := range pending {
 			err := cmds[i].Err()
 			switch {
@@ -147,13 +150,18 @@ func (p retryPolicy) settle(ctx context.Context, cmds []redis.Cmder, kind sendKi
 			case err == nil:
 				// Too late to believe: the record may have expired
 				// before this copy ran.
-				cause = fmt.Errorf("the reply came %v after the first send, past 0.9 of the retry window %v", time.Since(start).Round(time.Millisecond), p.window)
+				errs[i] = fmt.Errorf("the reply came %v after the first send, past 0.9 of the retry window %v", time.Since(start).Round(time.Millisecond), p.window)
+				maybeRan[i] = true
 				again = append(again, i)
-			case retryable(err):
-				cause = err
+			case refusedForNow(err):
+				errs[i] = err
 				again = append(again, i)
+			case isReply(err) || errors.Is(err, redis.ErrClosed):
+				errs[i] = err
 			default:
 				errs[i] = err
+				maybeRan[i] = true
+				again = append(again, i)
 			}
 		}
 		if len(again) == 0 {
@@ -161,15 +169,19 @@ func (p retryPolicy) settle(ctx context.Context, cmds []redis.Cmder, kind sendKi
 		}
 		elapsed := time.Since(start)
 		if late || elapsed >= p.horizon || ctx.Err() != nil {
-			if ctx.Err() != nil {
-				cause = ctx.Err()
-			}
-			err := fmt.Errorf("%w after %v: %w", ErrUnconfirmed, elapsed.Round(time.Millisecond), cause)
-			if kind == reads {
-				err = fmt.Errorf("redisfilter: no reply after %v: %w", elapsed.Round(time.Millisecond), cause)
-			}
 			for _, i := range again {
-				errs[i] = err
+				cause := errs[i]
+				if ctx.Err() != nil {
+					cause = ctx.Err()
+				}
+				switch {
+				case !maybeRan[i] && ctx.Err() == nil:
+					// Every copy was refused: the last refusal says why.
+				case kind == reads:
+					errs[i] = fmt.Errorf("redisfilter: no reply after %v: %w", elapsed.Round(time.Millisecond), cause)
+				default:
+					errs[i] = fmt.Errorf("%w after %v: %w", ErrUnconfirmed, elapsed.Round(time.Millisecond), cause)
+				}
 			}
 			return errs, true, short
 		}
@@ -185,13 +197,17 @@ func (p retryPolicy) settle(ctx context.Context, cmds []redis.Cmder, kind sendKi
 	}
 }
 
-// retryable reports whether a command that failed with err may be sent
-// again: its outcome is unknown (err is not a reply of Redis: a timeout,
-// a lost connection), or Redis refused to run it for now.
-func retryable(err error) bool {
+// isReply reports whether err is an error reply of Redis.
+func isReply(err error) bool {
 	var re redis.Error
-	if !errors.As(err, &re) {
-		return !errors.Is(err, redis.ErrClosed)
+	return errors.As(err, &re)
+}
+
+// refusedForNow reports whether err is a reply of Redis saying that it
+// did not run the command and may run it later.
+func refusedForNow(err error) bool {
+	if !isReply(err) {
+		return false
 	}
 	msg := err.Error()
 	for _, p := range []string{"LOADING ", "BUSY ", "TRYAGAIN ", "CLUSTERDOWN ", "MASTERDOWN ", "READONLY ", "NOREPLICAS ", "MOVED ", "ASK "} {
