@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -224,8 +226,8 @@ func checkOutcomes(t *testing.T, ctx context.Context, f *redisfilter.Filter, op 
 // tally counts the outcomes of writes of distinct keys, checked against
 // the filter's count of each.
 type tally struct {
-	ok, unconfirmed, unconfirmedIn, notSent, wrong int
-	examples                                       []string
+	ok, unconfirmed, unconfirmedIn, notSent, refused, wrong int
+	examples                                                []string
 }
 
 func (c *tally) note(format string, args ...any) {
@@ -251,6 +253,8 @@ func (c *tally) check(k string, n uint64, err error) {
 		c.unconfirmedIn += int(n)
 	case errors.Is(err, redisfilter.ErrNotSent) && n == 0:
 		c.notSent++
+	case errors.As(err, new(redis.Error)) && n == 0:
+		c.refused++ // Redis replied that it did not run it
 	default:
 		c.wrong++
 		c.note("%s counts %d with error %v", k, n, err)
@@ -259,7 +263,7 @@ func (c *tally) check(k string, n uint64, err error) {
 
 func (c *tally) report(t *testing.T, what string, keys int) {
 	t.Helper()
-	t.Logf("%s: %d keys: %d added, %d unconfirmed (%d of them in the filter), %d not sent, %d wrong", what, keys, c.ok, c.unconfirmed, c.unconfirmedIn, c.notSent, c.wrong)
+	t.Logf("%s: %d keys: %d added, %d unconfirmed (%d of them in the filter), %d not sent, %d refused, %d wrong", what, keys, c.ok, c.unconfirmed, c.unconfirmedIn, c.notSent, c.refused, c.wrong)
 	if c.wrong > 0 {
 		t.Errorf("%s: %d wrong results, for example %q", what, c.wrong, c.examples)
 	}
@@ -394,4 +398,87 @@ func checkBatchOutcomes(t *testing.T, ctx context.Context, f *redisfilter.Filter
 	}
 	c.report(t, "AddBatch", len(in))
 	return c
+}
+
+// busyScript runs for ARGV[1] milliseconds, as a slow script on the
+// same server would; other clients get BUSY meanwhile.
+const busyScript = `local t0 = redis.call('TIME')
+while true do
+	local t = redis.call('TIME')
+	if (t[1] - t0[1]) * 1000000 + t[2] - t0[2] > ARGV[1] * 1000 then
+		return 1
+	end
+end`
+
+// TestBusyScript adds keys while a slow script runs on the server, which
+// then answers every other command BUSY: a command refused so has not
+// run, so within the retry horizon the writes wait and go on, and past
+// it they fail with that refusal (not ErrUnconfirmed) and are not
+// applied.
+func TestBusyScript(t *testing.T) {
+	for _, c := range []struct {
+		horizon time.Duration
+		script  time.Duration
+	}{{0, 700 * time.Millisecond}, {200 * time.Millisecond, 1500 * time.Millisecond}} {
+		t.Run(fmt.Sprintf("horizon=%v", c.horizon), func(t *testing.T) {
+			t.Parallel()
+			ctx := ctxOf(t)
+			s := redistest.NewServer(t, redistest.Config{Directives: []string{"busy-reply-threshold 20"}})
+			rdb := clientOf(t, s)
+			opts := []redisfilter.Option{redisfilter.WithFingerprintBits(32), redisfilter.WithSeed(0xb05)}
+			if c.horizon != 0 {
+				opts = append(opts, redisfilter.WithRetryHorizon(c.horizon))
+			}
+			f, err := redisfilter.New(ctx, rdb, "busy", 10000, opts...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			done := make(chan error, 1)
+			go func() {
+				_, err := s.Do("EVAL", busyScript, "0", strconv.Itoa(int(c.script.Milliseconds())))
+				done <- err
+			}()
+			for {
+				if _, err := s.Do("PING"); err != nil && strings.HasPrefix(err.Error(), "BUSY") {
+					break
+				}
+			}
+			in := keys("busy", 100)
+			errs := make([]error, len(in))
+			added, addErr := f.AddUnique(ctx, []byte("one"))
+			batchErr := f.AddBatch(ctx, in, errs)
+			if err := <-done; err != nil {
+				t.Fatal(err)
+			}
+			n, err := f.Count(ctx, []byte("one"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("AddUnique: %v, %v; AddBatch: %v", added, addErr, batchErr)
+			if c.horizon == 0 {
+				if addErr != nil || !added || n != 1 || batchErr != nil {
+					t.Fatalf("within the horizon: AddUnique = %v, %v (count %d), AddBatch: %v", added, addErr, n, batchErr)
+				}
+				return
+			}
+			if addErr == nil || errors.Is(addErr, redisfilter.ErrUnconfirmed) || !strings.HasPrefix(addErr.Error(), "BUSY") || n != 0 {
+				t.Fatalf("past the horizon: AddUnique = %v, %v (count %d); want the BUSY refusal, and the key absent", added, addErr, n)
+			}
+			snap, err := f.Snapshot(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var c tally
+			for i, k := range in {
+				if errs[i] != nil && !errors.Is(errs[i], redisfilter.ErrNotSent) && !strings.HasPrefix(errs[i].Error(), "BUSY") {
+					t.Fatalf("%s: %v, want the BUSY refusal or ErrNotSent", k, errs[i])
+				}
+				c.check(string(k), snap.Count(k), errs[i])
+			}
+			c.report(t, "AddBatch", len(in))
+			if c.refused == 0 {
+				t.Fatal("no key of the batch was refused")
+			}
+		})
+	}
 }
