@@ -52,8 +52,9 @@ var stallOps = []string{"AddUnique", "AddUniqueBatch", "AddBatch"}
 // The quick versions sleep 0.17 s and 1.2 s against a 100 ms read
 // timeout; the long ones (CUCKOO_LONG=1) sleep 5 s and 8 s against
 // go-redis's default options, as the report that found the double runs
-// did. Before request ids, each version but one (a 5 s stall of single
-// AddUniques) found keys added twice or reported present when new.
+// did. Before request ids, the 0.17 s, 5 s and 8 s stalls found wrong
+// results in each stream (2 to 2,000 keys: added twice, or reported
+// present when new).
 func TestStall(t *testing.T) {
 	cases := []stall{
 		// Within go-redis's first retry (after a backoff of 8 to 16 ms):
