@@ -260,20 +260,19 @@ func openFilter(t *testing.T, s *redistest.Server, name string) *redisfilter.Fil
 
 // dedupThroughPause runs dedup --redis on lines, pausing the server
 // (SIGSTOP) once the command's first batch reaches it, and resuming it
-// half a second later, or, with resumeAfterExit, only once the command has
-// exited. The client's read timeout is 100 ms, so that go-redis's own
-// retries give up within the pause too.
+// a second later, or, with resumeAfterExit, only once the command has
+// exited. The command's read timeout is 200 ms, so that go-redis's own
+// retries (4 tries) give up within the pause too.
 func dedupThroughPause(t *testing.T, lines []string, resumeAfterExit bool, flags ...string) (result, *redistest.Server) {
 	t.Helper()
 	s := redistest.NewServer(t, redistest.Config{})
 	e := newEnv(t)
-	url := "redis://" + s.Addr + "?read_timeout=100ms"
 	// 32-bit fingerprints and a fixed seed: none of the inputs' distinct
 	// lines is a false positive of another (checked by the comparisons
 	// with the exact output).
-	e.run("", "dedup", "--redis", url, "--name", "paused", "--capacity", "1M", "--fingerprint-bits", "32", "--seed", "0x5eed").want(t, 0, "dedup")
+	e.run("", "dedup", "--redis", s.Addr, "--name", "paused", "--capacity", "1M", "--fingerprint-bits", "32", "--seed", "0x5eed").want(t, 0, "dedup")
 	f := openFilter(t, s, "paused")
-	args := append([]string{"dedup", "--redis", url, "--name", "paused"}, flags...)
+	args := append([]string{"dedup", "--redis", "redis://" + s.Addr + "?read_timeout=200ms", "--name", "paused"}, flags...)
 	r := startFed(t, e.dir, args...)
 	// The first batch goes to Redis at 8,192 lines less one read (256).
 	const firstBatch = 8192
@@ -300,7 +299,7 @@ func dedupThroughPause(t *testing.T, lines []string, resumeAfterExit bool, flags
 	if resumeAfterExit {
 		<-r.done
 	} else {
-		time.Sleep(500 * time.Millisecond)
+		time.Sleep(time.Second)
 	}
 	if err := s.Resume(); err != nil {
 		t.Fatal(err)
