@@ -510,6 +510,17 @@ local function replay(keys, n)
 	return unpack_codes(r, n)
 end
 
+-- answered returns what a write call whose pairs start at args[first]
+-- replies without running: the reply its first run stored, or an error
+-- if the shard is not filter id's; nil if it must run.
+local function answered(keys, args, first)
+	local done = replay(keys, (#args - first + 1) / 2)
+	if done then
+		return done
+	end
+	return stale(keys, args[1])
+end
+
 -- remember stores a call's reply in R for window milliseconds.
 local function remember(keys, window, out)
 	redis.call('SET', keys[3], pack(out), 'PX', window)
@@ -519,18 +530,13 @@ end
 -- unique (0 or 1), then pairs (first bucket, fingerprint). Returns one
 -- code per pair: 1 added, 0 full, 2 present (unique only).
 redis.register_function('ckf2_add', function(keys, args)
-	local first = 8
-	local done = replay(keys, (#args - first + 1) / 2)
-	if done then
-		return done
-	end
-	local err = stale(keys, args[1])
-	if err then
-		return err
+	local reply = answered(keys, args, 8)
+	if reply then
+		return reply
 	end
 	local g = shard(keys, args)
 	local unique = args[7] == '1'
-	local i1, i2, fp = pairs2(g, args, first)
+	local i1, i2, fp = pairs2(g, args, 8)
 	local out, added = {}, 0
 	for k = 1, #i1 do
 		local r = add(g, i1[k], i2[k], fp[k], unique)
@@ -551,17 +557,12 @@ end)
 -- then pairs (first bucket, fingerprint). Returns 1 (a copy removed) or 0
 -- per pair.
 redis.register_function('ckf2_del', function(keys, args)
-	local first = 7
-	local done = replay(keys, (#args - first + 1) / 2)
-	if done then
-		return done
-	end
-	local err = stale(keys, args[1])
-	if err then
-		return err
+	local reply = answered(keys, args, 7)
+	if reply then
+		return reply
 	end
 	local g = shard(keys, args)
-	local i1, i2, fp = pairs2(g, args, first)
+	local i1, i2, fp = pairs2(g, args, 7)
 	local out, removed = {}, 0
 	for k = 1, #i1 do
 		local r = del(g, i1[k], i2[k], fp[k])
