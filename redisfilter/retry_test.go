@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -503,5 +504,83 @@ func TestBusyScript(t *testing.T) {
 				t.Fatal("no key of the batch was refused")
 			}
 		})
+	}
+}
+
+// TestBatchesMarkEveryKey runs every batch of both filters against a
+// server paused (SIGSTOP) for the whole batch, with a short retry
+// horizon: no key is answered, so every key must have an error (the
+// keys of the rounds in flight a timeout, the others ErrNotSent), and
+// no lookup may report a key absent without one. After the server
+// resumes, the keys DeleteBatch did not send are still there.
+func TestBatchesMarkEveryKey(t *testing.T) {
+	ctx := ctxOf(t)
+	s := redistest.NewServer(t, redistest.Config{})
+	rdb := redis.NewClient(&redis.Options{Addr: s.Addr, ReadTimeout: 50 * time.Millisecond, MaxRetries: 1})
+	t.Cleanup(func() { rdb.Close() })
+	slow := rdb.WithTimeout(3 * time.Second)
+	const n = 25000 // more rounds of every batch than are sent at once
+	in := keys("mark", n)
+	check, err := redisfilter.New(ctx, slow, "mark", 2*n, redisfilter.WithFingerprintBits(32), redisfilter.WithSeed(0x3a4c))
+	if err != nil {
+		t.Fatal(err)
+	}
+	addAll(t, ctx, check, in)
+	horizon := redisfilter.WithRetryHorizon(100 * time.Millisecond)
+	f := openRetrying(t, ctx, rdb, "mark", horizon)
+	if _, err := redisfilter.NewBloom(ctx, slow, "mark", 2*n, 0.01); err != nil {
+		t.Fatal(err)
+	}
+	var b *redisfilter.Bloom
+	for b == nil {
+		b, _ = redisfilter.OpenBloom(ctx, rdb, "mark", horizon)
+	}
+
+	if err := s.Pause(); err != nil {
+		t.Fatal(err)
+	}
+	found := make([]bool, n)
+	deleted := make([]bool, n)
+	errs := make([]error, n)
+	everyKey := func(what string, err error, results []bool) {
+		t.Helper()
+		var sent, notSent int
+		for i := range errs {
+			switch {
+			case errs[i] == nil:
+				t.Fatalf("%s: key %d has a nil error, and the server was paused", what, i)
+			case results != nil && results[i]:
+				t.Fatalf("%s: key %d has a result (%v) and an error", what, i, errs[i])
+			case errors.Is(errs[i], redisfilter.ErrNotSent):
+				notSent++
+			default:
+				sent++
+			}
+		}
+		t.Logf("%s: %v; %d keys sent and unanswered, %d not sent", what, err, sent, notSent)
+		if err == nil || notSent == 0 {
+			t.Fatalf("%s returned %v with %d keys not sent", what, err, notSent)
+		}
+		clear(errs)
+	}
+	everyKey("ContainsBatch", f.ContainsBatch(ctx, in, found, errs), found)
+	everyKey("DeleteBatch", f.DeleteBatch(ctx, in, deleted, errs), deleted)
+	notSent := slices.Clone(errs)
+	everyKey("Bloom.AddBatch", b.AddBatch(ctx, in, errs), nil)
+	everyKey("Bloom.ContainsBatch", b.ContainsBatch(ctx, in, found, errs), found)
+	if err := f.DeleteBatch(ctx, in, deleted, notSent); err == nil {
+		t.Fatal("DeleteBatch succeeded against a paused server")
+	}
+	if err := s.Resume(); err != nil {
+		t.Fatal(err)
+	}
+	snap, err := check.Snapshot(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, k := range in {
+		if errors.Is(notSent[i], redisfilter.ErrNotSent) && snap.Count(k) != 1 {
+			t.Fatalf("%s was not sent to DeleteBatch, and counts %d", k, snap.Count(k))
+		}
 	}
 }
