@@ -2,6 +2,7 @@ package redisfilter
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -13,9 +14,9 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-func testServer(t *testing.T) (*redistest.Server, *redis.Client, context.Context) {
+func testServer(t *testing.T, directives ...string) (*redistest.Server, *redis.Client, context.Context) {
 	t.Helper()
-	s := redistest.NewServer(t, redistest.Config{})
+	s := redistest.NewServer(t, redistest.Config{Directives: directives})
 	rdb := redis.NewClient(&redis.Options{Addr: s.Addr, Protocol: 2})
 	t.Cleanup(func() { rdb.Close() })
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -216,5 +217,61 @@ func TestRecordMemory(t *testing.T) {
 		single, batch, writeChunk, batch/writeChunk, name)
 	if single < 100 || single > 230 || batch/writeChunk < 3 || batch/writeChunk > 7 {
 		t.Fatalf("records cost %.0f bytes (single) and %.1f a key (batches of 32): docs/redis.md says about 150 and 5", single, batch/writeChunk)
+	}
+}
+
+// TestDurableReplay checks that WAIT after a call answered from its
+// record covers the call's first run. A master's replica is paused; a
+// Durable(1) write runs on the master and its WAIT falls short. The same
+// call sent again on another client (another connection, which made no
+// write) is answered from the record, and its WAIT must fall short too.
+// (Redis 7.0 moves a connection's replication offset after any command,
+// a read too; the replay writes the record again so that the property
+// holds on a server that moves it only for the connection's own writes.)
+// Once the replica resumes, it acknowledges.
+func TestDurableReplay(t *testing.T) {
+	master, rdb, ctx := testServer(t, "repl-diskless-sync-delay 0")
+	replica := redistest.NewServer(t, redistest.Config{Directives: []string{"replicaof 127.0.0.1 " + strconv.Itoa(master.Port)}})
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if link, _ := replica.Info("master_link_status"); link == "up" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the replica did not sync")
+		}
+	}
+	f, err := New(ctx, rdb, "durable", 1000, WithSeed(3))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := f.Durable(1, 200*time.Millisecond)
+	_, i1, _, fp := f.g.locateKey([]byte("k"))
+	cmd := d.writeCmd(ctx, fnAdd, 0, []any{1, i1, fp})
+	if err := replica.Pause(); err != nil {
+		t.Fatal(err)
+	}
+	defer replica.Resume()
+	if err := d.run(ctx, []redis.Cmder{cmd}); !errors.Is(err, ErrNotReplicated) {
+		t.Fatalf("the first run with the replica paused: %v, want ErrNotReplicated", err)
+	}
+	first := fmt.Sprint(cmd.Val())
+	other := redis.NewClient(&redis.Options{Addr: master.Addr, Protocol: 2})
+	defer other.Close()
+	g := *d
+	g.rdb = other
+	cmd.SetErr(nil)
+	if err := g.run(ctx, []redis.Cmder{cmd}); !errors.Is(err, ErrNotReplicated) {
+		t.Fatalf("the replay on another connection with the replica paused: %v, want ErrNotReplicated", err)
+	}
+	if got := fmt.Sprint(cmd.Val()); got != first {
+		t.Fatalf("the replay replied %s, the first run %s", got, first)
+	}
+	if err := replica.Resume(); err != nil {
+		t.Fatal(err)
+	}
+	g.waitTimeout = 10 * time.Second
+	cmd.SetErr(nil)
+	if err := g.run(ctx, []redis.Cmder{cmd}); err != nil {
+		t.Fatalf("the replay with the replica running: %v", err)
 	}
 }
