@@ -506,7 +506,7 @@ local function replay(keys, n)
 	if not r then
 		return nil
 	end
-	-- DISABLED
+	redis.call('SET', keys[3], r, 'KEEPTTL')
 	return unpack_codes(r, n)
 end
 
