@@ -44,6 +44,7 @@ func codesOf(t *testing.T, ctx context.Context, f *Filter, cmd *redis.Cmd) []int
 // full, deleted, absent) and changes nothing. Once the retry window has
 // passed, a copy runs again.
 func TestCallRunsOnce(t *testing.T) {
+	t.Parallel()
 	_, rdb, ctx := testServer(t)
 	f, err := New(ctx, rdb, "once", 64, WithShards(1), WithSeed(1), WithFingerprintBits(8), WithBucketSize(2),
 		WithRetryWindow(time.Minute))
@@ -119,6 +120,7 @@ func TestCallRunsOnce(t *testing.T) {
 // and another library (ckf1, for clients of the old version) is left
 // alone.
 func TestLibraryRevisions(t *testing.T) {
+	t.Parallel()
 	_, rdb, ctx := testServer(t)
 	if libraryRevision < 1 {
 		t.Fatalf("cuckoo.lua states revision %d", libraryRevision)
@@ -230,6 +232,7 @@ func TestRecordMemory(t *testing.T) {
 // holds on a server that moves it only for the connection's own writes.)
 // Once the replica resumes, it acknowledges.
 func TestDurableReplay(t *testing.T) {
+	t.Parallel()
 	master, rdb, ctx := testServer(t, "repl-diskless-sync-delay 0")
 	replica := redistest.NewServer(t, redistest.Config{Directives: []string{"replicaof 127.0.0.1 " + strconv.Itoa(master.Port)}})
 	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {

@@ -57,6 +57,7 @@ var stallOps = []string{"AddUnique", "AddUniqueBatch", "AddBatch"}
 // results in each stream (2 to 2,000 keys: added twice, or reported
 // present when new).
 func TestStall(t *testing.T) {
+	t.Parallel()
 	cases := []stall{
 		// Within go-redis's first retry (after a backoff of 8 to 16 ms):
 		// the retry's copy runs after the first.
@@ -307,6 +308,7 @@ func (c *tally) report(t *testing.T, what string, keys int) {
 // the kill had nil errors and were absent (11,808 of 20,000; 191,808 of
 // 200,000).
 func TestKillMidBatch(t *testing.T) {
+	t.Parallel()
 	type killCase struct {
 		keys    int
 		at      time.Duration // 0: as the first pipeline of the batch goes out
@@ -440,6 +442,7 @@ end`
 // it they fail with that refusal (not ErrUnconfirmed) and are not
 // applied.
 func TestBusyScript(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		horizon time.Duration
 		script  time.Duration
@@ -514,6 +517,7 @@ func TestBusyScript(t *testing.T) {
 // no lookup may report a key absent without one. After the server
 // resumes, the keys DeleteBatch did not send are still there.
 func TestBatchesMarkEveryKey(t *testing.T) {
+	t.Parallel()
 	ctx := ctxOf(t)
 	s := redistest.NewServer(t, redistest.Config{})
 	rdb := redis.NewClient(&redis.Options{Addr: s.Addr, ReadTimeout: 50 * time.Millisecond, MaxRetries: 1})
