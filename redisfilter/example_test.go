@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"sync"
+	"time"
 
 	"github.com/dedupkit/cuckoo"
 	"github.com/dedupkit/cuckoo/internal/redistest"
@@ -142,4 +143,36 @@ func ExampleNewBloom() {
 	fmt.Println(x, b.HashCount(), "bits per key,", b.Shards(), "shards")
 	// Output:
 	// true 6 bits per key, 19 shards
+}
+
+// ExampleWithRetryHorizon opens a filter whose writes wait up to 10 s for
+// a stalled or failing-over server (and are remembered for 30 s, so that
+// one sent again runs once), and tells the three outcomes of a write
+// apart.
+func ExampleWithRetryHorizon() {
+	ctx := context.Background()
+	rdb := redis.NewClient(&redis.Options{Addr: exampleAddr()})
+	defer rdb.Close()
+	if _, err := redisfilter.New(ctx, rdb, "example:retry", 1000); err != nil {
+		panic(err)
+	}
+	f, err := redisfilter.Open(ctx, rdb, "example:retry",
+		redisfilter.WithRetryHorizon(10*time.Second), redisfilter.WithRetryWindow(30*time.Second))
+	if err != nil {
+		panic(err)
+	}
+	defer f.Drop(ctx)
+
+	added, err := f.AddUnique(ctx, []byte("order-1234"))
+	switch {
+	case errors.Is(err, redisfilter.ErrUnconfirmed):
+		fmt.Println("unknown: Redis did not answer within 10 s; the key may be in")
+	case err != nil:
+		fmt.Println("not added:", err)
+	case added:
+		fmt.Println("new: process it")
+	default:
+		fmt.Println("seen before: skip it")
+	}
+	// Output: new: process it
 }
