@@ -29,10 +29,11 @@ type flights[V any] struct {
 
 // flight is one call of load.
 type flight[V any] struct {
-	seq  uint64
-	done chan struct{} // closed when val and err are set
-	val  V
-	err  error
+	seq     uint64
+	waiting int           // lookups waiting for it (under flights.mu; for tests)
+	done    chan struct{} // closed when val and err are set
+	val     V
+	err     error
 }
 
 // errLoadPanicked is what the lookups sharing a load get when it panics
@@ -49,17 +50,25 @@ func (fs *flights[V]) do(ctx context.Context, key []byte, load Loader[V]) (val V
 		if f == nil {
 			break
 		}
+		f.waiting++
 		fs.mu.Unlock()
+		var ended error
 		select {
 		case <-f.done:
 		case <-ctx.Done():
-			var zero V
-			return zero, ctx.Err(), true
-		}
-		if f.usableAfter(arrived) {
-			return f.val, f.err, true
+			ended = ctx.Err()
 		}
 		fs.mu.Lock()
+		f.waiting--
+		if ended != nil {
+			fs.mu.Unlock()
+			var zero V
+			return zero, ended, true
+		}
+		if f.usableAfter(arrived) {
+			fs.mu.Unlock()
+			return f.val, f.err, true
+		}
 	}
 	fs.started++
 	f := &flight[V]{seq: fs.started, done: make(chan struct{})}

@@ -127,14 +127,30 @@ func OpenShared(ctx context.Context, rdb redis.UniversalClient, name string) (Se
 	return s, nil
 }
 
-// useGrace records the grace period of a guard using the set.
+// useGrace records the grace period of a guard using the set, for as
+// long as the set has no pointer.
 func (s *sharedSet) useGrace(d time.Duration) {
 	for {
 		old := s.defaultGrace.Load()
-		if int64(d) <= old || s.defaultGrace.CompareAndSwap(old, int64(d)) {
+		if int64(d) <= old {
 			return
 		}
+		if s.defaultGrace.CompareAndSwap(old, int64(d)) {
+			break
+		}
 	}
+	// A view read before has the old period: read the pointer again.
+	if st := s.st.Load(); st != nil && st.raw == "" {
+		s.st.CompareAndSwap(st, nil)
+	}
+}
+
+// noPointerGrace is the grace period while the set has no pointer.
+func (s *sharedSet) noPointerGrace() time.Duration {
+	if d := time.Duration(s.defaultGrace.Load()); d > 0 {
+		return d
+	}
+	return DefaultGrace
 }
 
 // state returns the set's generations, read within the last refresh
@@ -177,6 +193,9 @@ func (s *sharedSet) stateSince(ctx context.Context, since time.Time) (*sharedSta
 	if old != nil && old.raw == raw {
 		c := *old
 		st = &c
+		if raw == "" {
+			st.grace = s.noPointerGrace()
+		}
 	} else if st, err = s.resolve(ctx, raw); err != nil {
 		return nil, err
 	}
@@ -187,10 +206,7 @@ func (s *sharedSet) stateSince(ctx context.Context, since time.Time) (*sharedSta
 
 // resolve opens the generations of the pointer value raw.
 func (s *sharedSet) resolve(ctx context.Context, raw string) (*sharedState, error) {
-	st := &sharedState{raw: raw, grace: time.Duration(s.defaultGrace.Load())}
-	if st.grace <= 0 {
-		st.grace = DefaultGrace
-	}
+	st := &sharedState{raw: raw, grace: s.noPointerGrace()}
 	if raw == "" {
 		st.p = pointer{Format: pointerFormat, Cur: s.name, GraceMS: st.grace.Milliseconds()}
 	} else {
