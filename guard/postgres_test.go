@@ -201,9 +201,6 @@ func TestPostgresConcurrent(t *testing.T) {
 			for i, g := range w.guards {
 				s := g.Stats()
 				t.Logf("guard %d: %+v; measured rate %.4f", i, s, s.FalsePositiveRate())
-				if s.LateAdds != 0 {
-					t.Errorf("%d writes outlasted the grace period", s.LateAdds)
-				}
 			}
 		})
 	}
