@@ -7,6 +7,9 @@
 // package), or initdb and postgres from PATH. When they are missing, New
 // skips the test saying how to install them.
 //
+// Set PGTEST_REQUIRED=1 (CI does) to make New fail the test instead of
+// skipping it.
+//
 // PostgreSQL refuses to run as root. Run as root (a CI container, say),
 // the package runs initdb and postgres as the user named by PGTEST_USER,
 // or as the user postgres, which Debian's package creates; if there is
@@ -246,14 +249,19 @@ func (s *Server) LogTail(n int) string {
 
 // New starts a server for the test and stops it when the test ends. It
 // skips the test when the binaries are missing or no user can run them,
-// saying what to do, and fails it when the server does not start.
+// saying what to do (or fails it, with PGTEST_REQUIRED set), and fails it
+// when the server does not start.
 func New(t testing.TB) *Server {
 	t.Helper()
+	skip := t.Skipf
+	if v := os.Getenv("PGTEST_REQUIRED"); v != "" && v != "0" {
+		skip = t.Fatalf
+	}
 	if _, err := Binaries(); err != nil {
-		t.Skipf("%v", err)
+		skip("%v", err)
 	}
 	if _, err := credential(); err != nil {
-		t.Skipf("%v", err)
+		skip("%v", err)
 	}
 	s, err := Start()
 	if err != nil {
