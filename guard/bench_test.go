@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/dedupkit/cuckoo"
 	"github.com/dedupkit/cuckoo/guard"
@@ -93,6 +94,47 @@ func BenchmarkGetAbsent(b *testing.B) {
 			}
 		})
 	})
+}
+
+// BenchmarkGetAbsentInterleaved times the two of BenchmarkGetAbsent in
+// alternating blocks of 4096 lookups within one run, so that a load on
+// the machine that comes and goes weighs on both alike, and reports
+// their ratio (guard/contains).
+func BenchmarkGetAbsentInterleaved(b *testing.B) {
+	f, absent := localBench(b)
+	g := guard.New(guard.Local(f), noLoad)
+	ctx := context.Background()
+	mask := len(absent) - 1
+	for mask&(mask+1) != 0 {
+		mask >>= 1
+	}
+	const block = 4096
+	var tg, tc time.Duration
+	i, n := 0, 0
+	for b.Loop() {
+		if n%(2*block) < block {
+			t := time.Now()
+			for range block {
+				g.Get(ctx, absent[i&mask])
+				i++
+			}
+			tg += time.Since(t)
+		} else {
+			t := time.Now()
+			for range block {
+				f.Contains(absent[i&mask])
+				i++
+			}
+			tc += time.Since(t)
+		}
+		n += block
+	}
+	if tc > 0 && tg > 0 {
+		half := float64(n / 2)
+		b.ReportMetric(float64(tg.Nanoseconds())/half, "guard-ns/op")
+		b.ReportMetric(float64(tc.Nanoseconds())/half, "contains-ns/op")
+		b.ReportMetric(float64(tg)/float64(tc), "guard/contains")
+	}
 }
 
 // BenchmarkGetManyShared compares a batched lookup of absent keys through

@@ -608,3 +608,18 @@ func TestConcurrentInsertRemoveOneKey(t *testing.T) {
 	// whose write failed (the row existed): at most one per such Insert.
 	t.Logf("copies at the end: %d", f.Count(key))
 }
+
+// TestGetAllocatesNothing: a lookup the filter answers allocates nothing.
+func TestGetAllocatesNothing(t *testing.T) {
+	ctx := context.Background()
+	db := newMemTable(1)
+	_, set := fillTable(t, db, 100, 1000)
+	g := guard.New(set, db.load)
+	key := []byte("absent")
+	if _, err := g.Get(ctx, key); !errors.Is(err, guard.ErrNotFound) {
+		t.Skip("the probe key is a false positive")
+	}
+	if n := testing.AllocsPerRun(1000, func() { g.Get(ctx, key) }); n != 0 {
+		t.Errorf("Get of an absent key allocates %v times", n)
+	}
+}
