@@ -183,6 +183,26 @@ func BenchmarkGetManyShared(b *testing.B) {
 		}
 		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*batch), "ns/key")
 	})
+	// Both in turn within one run, so that the machine's load weighs on
+	// both alike: the ratio is the guard's cost.
+	b.Run(fmt.Sprintf("batch=%d/interleaved", batch), func(b *testing.B) {
+		var tg, tr time.Duration
+		for b.Loop() {
+			t := time.Now()
+			if err := g.GetMany(ctx, keys, vals, errs); err != nil {
+				b.Fatal(err)
+			}
+			tg += time.Since(t)
+			t = time.Now()
+			if err := f.ContainsBatch(ctx, keys, found); err != nil {
+				b.Fatal(err)
+			}
+			tr += time.Since(t)
+		}
+		b.ReportMetric(float64(tg.Nanoseconds())/float64(b.N*batch), "guard-ns/key")
+		b.ReportMetric(float64(tr.Nanoseconds())/float64(b.N*batch), "redisfilter-ns/key")
+		b.ReportMetric(float64(tg)/float64(tr), "guard/redisfilter")
+	})
 	b.Run("batch=1/impl=guard", func(b *testing.B) {
 		i := 0
 		for b.Loop() {
