@@ -63,10 +63,11 @@ type drain struct {
 	done    chan struct{}
 }
 
-// rebuildRun is one Rebuild; err, under Guard.mu, is why a write
-// abandoned it.
+// rebuildRun is one Rebuild. Under Guard.mu: err is why a write
+// abandoned it; swapped, that its fresh set became the current one.
 type rebuildRun struct {
-	err error
+	err     error
+	swapped bool
 }
 
 func newView(cur Set) *view {
@@ -197,9 +198,11 @@ func (g *Guard[V]) Insert(ctx context.Context, key []byte, write func(context.Co
 	if v.next != nil {
 		if err := v.next.Add(ctx, key); err != nil {
 			// The fresh set would lack the key: stop the Rebuild rather
-			// than the write.
+			// than the write, unless it has swapped the set in already.
 			g.count.add(cErrors)
-			g.abandon(v.run, err)
+			if !g.abandon(v.run, err) {
+				return fmt.Errorf("guard: insert: the filter add failed, the write was not run: %w", err)
+			}
 		}
 	}
 	err := write(ctx)
@@ -325,14 +328,17 @@ func (g *Guard[V]) stopDrain() {
 
 // abandon stops the Rebuild run because a write could not add its key to
 // the fresh set: the view goes back to the current set alone, and the
-// Rebuild returns cause.
-func (g *Guard[V]) abandon(run *rebuildRun, cause error) {
+// Rebuild returns cause. It reports whether the fresh set will never be
+// current: false if the Rebuild swapped it in already.
+func (g *Guard[V]) abandon(run *rebuildRun, cause error) bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	v := g.view.Load()
-	if v.run != run || run == nil {
-		return
+	if run.swapped {
+		return false
 	}
-	run.err = cause
-	g.view.Store(newView(v.cur))
+	if v := g.view.Load(); v.run == run {
+		run.err = cause
+		g.view.Store(newView(v.cur))
+	}
+	return true
 }

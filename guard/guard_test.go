@@ -623,3 +623,50 @@ func TestGetAllocatesNothing(t *testing.T) {
 		t.Errorf("Get of an absent key allocates %v times", n)
 	}
 }
+
+// blockingSet is a Set whose Add of one key waits for a signal and then
+// fails.
+type blockingSet struct {
+	guard.Set
+	key     string
+	entered chan struct{}
+	release chan error
+}
+
+func (s *blockingSet) Add(ctx context.Context, key []byte) error {
+	if string(key) == s.key {
+		close(s.entered)
+		return <-s.release
+	}
+	return s.Set.Add(ctx, key)
+}
+
+// TestInsertFreshAddFailsAfterSwap: an Insert whose add to the fresh set
+// fails after the Rebuild swapped that set in must not run its write: the
+// current set would lack the row.
+func TestInsertFreshAddFailsAfterSwap(t *testing.T) {
+	ctx := context.Background()
+	db := newMemTable(1)
+	_, set := fillTable(t, db, 10, 100)
+	g := guard.New(set, db.load)
+	fresh := &blockingSet{Set: guard.Local(newFilter(t, 100)), key: "k", entered: make(chan struct{}), release: make(chan error)}
+	inserted := make(chan error)
+	ran := false
+	scan := func(ctx context.Context, yield func([]byte) error) error {
+		go func() {
+			inserted <- g.Insert(ctx, []byte("k"), func(ctx context.Context) error {
+				ran = true
+				return db.insert(ctx, []byte("k"))
+			})
+		}()
+		<-fresh.entered // the Insert is adding to the fresh set
+		return db.scan(ctx, yield)
+	}
+	if err := g.Rebuild(ctx, guard.Set(fresh), scan); err != nil {
+		t.Fatal(err)
+	}
+	fresh.release <- errSetDown
+	if err := <-inserted; !errors.Is(err, errSetDown) || ran {
+		t.Fatalf("Insert whose add to the swapped-in set failed: %v, write ran %v", err, ran)
+	}
+}

@@ -103,6 +103,7 @@ func (g *Guard[V]) rebuildLocal(ctx context.Context, fresh Set, scan Scan) (err 
 	if v := g.view.Load(); v.run != run {
 		return fmt.Errorf("%w: %w", ErrAbandoned, run.err)
 	}
+	run.swapped = true
 	g.view.Store(newView(fresh))
 	return nil
 }

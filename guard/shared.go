@@ -373,7 +373,9 @@ func (s *sharedSet) delete(ctx context.Context, key []byte, st *sharedState) (bo
 
 // abandonNext takes the fresh generation next out of the set's pointer,
 // because a write could not add its key to it, and reports whether next
-// is no longer the set's fresh generation (so the write may go on).
+// is now no generation of the set (so the write may go on without it):
+// false if a Rebuild swapped it in already, or the pointer cannot be
+// changed.
 func (s *sharedSet) abandonNext(ctx context.Context, next string) bool {
 	for range 10 {
 		st, err := s.stateSince(ctx, time.Now())
@@ -381,7 +383,7 @@ func (s *sharedSet) abandonNext(ctx context.Context, next string) bool {
 			return false
 		}
 		if st.p.Next != next {
-			return true
+			return !st.p.has(next)
 		}
 		np := st.p
 		np.Change++
