@@ -213,6 +213,20 @@ func demo(args []string, out io.Writer) error {
 		fmt.Fprintf(out, "%-14s %12d %10v %10v %10v %12.0f\n", name, queries[i], r.p50.Round(time.Microsecond/10),
 			r.p99.Round(time.Microsecond/10), r.mean.Round(time.Microsecond/10), float64(r.requests)/r.took.Seconds())
 	}
+	// The same lookups in the process, without HTTP: the database query
+	// against the filter alone.
+	var inproc [2]loadResult
+	for i, direct := range []bool{true, false} {
+		sv.direct = direct
+		if inproc[i], err = lookupAbsent(ctx, sv, *n, *workers); err != nil {
+			return err
+		}
+	}
+	for i, name := range []string{"without guard", "with guard"} {
+		r := inproc[i]
+		fmt.Fprintf(out, "%-14s %12s %10v %10v %10v %12.0f   (in the process, no HTTP)\n", name, "", r.p50.Round(time.Microsecond/100),
+			r.p99.Round(time.Microsecond/100), r.mean.Round(time.Microsecond/100), float64(r.requests)/r.took.Seconds())
+	}
 	saved := queries[0] - queries[1]
 	fmt.Fprintf(out, "database queries saved: %d of %d (%.2f %%)\n", saved, queries[0], 100*float64(saved)/float64(queries[0]))
 	blocked, missing := after.Blocked-before.Blocked, after.Missing-before.Missing
