@@ -17,59 +17,19 @@ import (
 // loadResult is what one run of the load generator measured.
 type loadResult struct {
 	requests   int
-	notFound   int
 	took       time.Duration
 	p50, p99   time.Duration
 	mean       time.Duration
-	unexpected int64 // answers other than 404
+	unexpected int64 // answers other than "not found"
 }
 
-// askAbsent asks base for n ids that no user has, from workers
-// goroutines, and measures each request's latency.
-func askAbsent(ctx context.Context, client *http.Client, base string, n, workers int) (loadResult, error) {
-	lat := make([]time.Duration, n)
-	var next atomic.Int64
-	var unexpected atomic.Int64
-	var firstErr error
-	var errOnce sync.Once
-	start := time.Now()
-	var wg sync.WaitGroup
-	for range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				i := int(next.Add(1) - 1)
-				if i >= n || ctx.Err() != nil {
-					return
-				}
-				// Ids like the real ones, from a range no user has.
-				url := fmt.Sprintf("%s/users/u%09d", base, 500_000_000+i)
-				t := time.Now()
-				resp, err := client.Get(url)
-				if err != nil {
-					errOnce.Do(func() { firstErr = err })
-					return
-				}
-				io.Copy(io.Discard, resp.Body)
-				resp.Body.Close()
-				lat[i] = time.Since(t)
-				if resp.StatusCode != http.StatusNotFound {
-					unexpected.Add(1)
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	if firstErr != nil {
-		return loadResult{}, firstErr
-	}
-	return summarize(lat, time.Since(start), unexpected.Load()), nil
-}
+// absentID returns the i-th id that no user has: like the real ones, from
+// a range the table does not use.
+func absentID(dst []byte, i int) []byte { return fmt.Appendf(dst[:0], "u%09d", 500_000_000+i) }
 
-// lookupAbsent looks up n absent ids in the service's process, without
-// HTTP, from workers goroutines, and measures each lookup.
-func lookupAbsent(ctx context.Context, sv *service, n, workers int) (loadResult, error) {
+// measure calls lookup(i, buf) for i in [0, n) from workers goroutines,
+// timing each call; lookup reports whether the answer was "not found".
+func measure(n, workers int, lookup func(i int, buf []byte) (notFound bool, err error)) (loadResult, error) {
 	lat := make([]time.Duration, n)
 	var next, unexpected atomic.Int64
 	var firstErr error
@@ -80,26 +40,20 @@ func lookupAbsent(ctx context.Context, sv *service, n, workers int) (loadResult,
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			var id []byte
+			buf := make([]byte, 0, 64)
 			for {
 				i := int(next.Add(1) - 1)
 				if i >= n {
 					return
 				}
-				id = fmt.Appendf(id[:0], "u%09d", 500_000_000+i)
 				t := time.Now()
-				var err error
-				if sv.direct {
-					_, err = sv.st.load(ctx, id)
-				} else {
-					_, err = sv.g.Get(ctx, id)
-				}
+				notFound, err := lookup(i, buf)
 				lat[i] = time.Since(t)
-				if !errors.Is(err, guard.ErrNotFound) {
-					if err != nil {
-						errOnce.Do(func() { firstErr = err })
-						return
-					}
+				if err != nil {
+					errOnce.Do(func() { firstErr = err })
+					return
+				}
+				if !notFound {
 					unexpected.Add(1)
 				}
 			}
@@ -109,19 +63,44 @@ func lookupAbsent(ctx context.Context, sv *service, n, workers int) (loadResult,
 	if firstErr != nil {
 		return loadResult{}, firstErr
 	}
-	return summarize(lat, time.Since(start), unexpected.Load()), nil
-}
-
-// summarize returns the figures of the latencies lat of a run that took
-// took.
-func summarize(lat []time.Duration, took time.Duration, unexpected int64) loadResult {
-	n := len(lat)
-	r := loadResult{requests: n, took: took, unexpected: unexpected, notFound: n - int(unexpected)}
+	r := loadResult{requests: n, took: time.Since(start), unexpected: unexpected.Load()}
 	var sum time.Duration
 	for _, d := range lat {
 		sum += d
 	}
 	slices.Sort(lat)
 	r.p50, r.p99, r.mean = lat[n/2], lat[n*99/100], sum/time.Duration(n)
-	return r
+	return r, nil
+}
+
+// askAbsent asks the service at base for n ids that no user has, over
+// HTTP, from workers goroutines.
+func askAbsent(client *http.Client, base string, n, workers int) (loadResult, error) {
+	return measure(n, workers, func(i int, buf []byte) (bool, error) {
+		resp, err := client.Get(base + "/users/" + string(absentID(buf, i)))
+		if err != nil {
+			return false, err
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusNotFound, nil
+	})
+}
+
+// lookupAbsent looks up n ids that no user has in the service's process,
+// without HTTP, from workers goroutines.
+func lookupAbsent(ctx context.Context, sv *service, n, workers int) (loadResult, error) {
+	return measure(n, workers, func(i int, buf []byte) (bool, error) {
+		id := absentID(buf, i)
+		var err error
+		if sv.direct {
+			_, err = sv.st.load(ctx, id)
+		} else {
+			_, err = sv.g.Get(ctx, id)
+		}
+		if errors.Is(err, guard.ErrNotFound) {
+			return true, nil
+		}
+		return false, err
+	})
 }

@@ -134,7 +134,7 @@ func loadCmd(args []string, out io.Writer) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	r, err := askAbsent(context.Background(), newClient(*workers), *url, *n, *workers)
+	r, err := askAbsent(newClient(*workers), *url, *n, *workers)
 	if err != nil {
 		return err
 	}
@@ -197,7 +197,7 @@ func demo(args []string, out io.Writer) error {
 		sv.direct = direct
 		q0 := sv.st.queries.Load()
 		before = sv.g.Stats()
-		r, err := askAbsent(ctx, client, base, *n, *workers)
+		r, err := askAbsent(client, base, *n, *workers)
 		if err != nil {
 			return err
 		}

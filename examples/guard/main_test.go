@@ -28,7 +28,7 @@ func TestService(t *testing.T) {
 	}
 	resp.Body.Close()
 	q := sv.st.queries.Load()
-	r, err := askAbsent(context.Background(), srv.Client(), srv.URL, 2000, 4)
+	r, err := askAbsent(srv.Client(), srv.URL, 2000, 4)
 	if err != nil || r.unexpected != 0 {
 		t.Fatalf("absent ids: %+v, %v", r, err)
 	}
