@@ -11,14 +11,14 @@ import (
 // missing from the cache costs the database one query, not one per
 // request (the "thundering herd").
 //
-// A shared answer must not be older than the lookup it answers, or a
-// lookup that begins after an Insert committed could be told "not found"
-// by a load that read the database before the commit. So a lookup takes
-// a row from any load that was running when it arrived (the row existed
-// while the lookup ran; an in-process Remove forgets the key's load, so
-// a lookup after it starts a new one), but takes "not found" only from a
-// load that began after it arrived: the lookups that arrived during a
-// load that finds nothing share the next load. The database still sees
+// A shared "not found" must not be older than the lookup it answers, or
+// a lookup that begins after an Insert committed could be told "not
+// found" by a load that read the database before the commit. So a lookup
+// takes a row from any load that was running when it arrived (a row one
+// load old errs on the safe side; an in-process Remove forgets the key's
+// load, so a lookup after it starts a new one), but takes "not found"
+// only from a load that began after it arrived: the lookups that arrived
+// during a load that finds nothing share the next load. The database still sees
 // at most one load of a key at a time. A load that ended because its
 // caller's context ended is not shared either: the others start another.
 type flights[V any] struct {
