@@ -5,6 +5,7 @@ import (
 	"go/parser"
 	"go/token"
 	"io/fs"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -17,7 +18,7 @@ const module = "github.com/dedupkit/cuckoo"
 // import (by prefix, relative to the module root; "" is the root package).
 // Imports point down the layer list and never up:
 //
-//	cmd → server → store, redisfilter → cuckoo (root), bloom → internal
+//	cmd → server → store, guard → redisfilter → cuckoo (root), bloom → internal
 //
 // cmd/cuckoo/internal holds the command's own packages, which may use the
 // filters; internal/ is shared by everyone and imports nothing above it.
@@ -37,6 +38,10 @@ func allowed(pkg, imp string) bool {
 	case under(pkg, "store"):
 		return imp == "" || under(imp, "bloom") || under(imp, "internal") || under(imp, "store")
 	case under(imp, "store"):
+		return false
+	case under(pkg, "guard"):
+		return imp == "" || under(imp, "bloom") || under(imp, "internal") || under(imp, "redisfilter") || under(imp, "guard")
+	case under(imp, "guard"):
 		return false
 	case under(pkg, "redisfilter"):
 		return imp == "" || under(imp, "bloom") || under(imp, "internal") || under(imp, "redisfilter")
@@ -64,8 +69,12 @@ func TestImportDirection(t *testing.T) {
 		}
 		rel, _ := filepath.Rel(root, path)
 		if d.IsDir() {
-			// bench is a module of its own; testdata holds no packages.
+			// bench and examples/guard are modules of their own; testdata
+			// holds no packages.
 			if rel == "bench" || d.Name() == "testdata" || strings.HasPrefix(d.Name(), ".") && rel != "." {
+				return filepath.SkipDir
+			}
+			if _, err := os.Stat(filepath.Join(path, "go.mod")); err == nil && rel != "." {
 				return filepath.SkipDir
 			}
 			return nil
@@ -125,6 +134,12 @@ func TestAllowed(t *testing.T) {
 		{"redisfilter", "store", false},
 		{"", "redisfilter", false},
 		{"cmd/cuckoo", "redisfilter", true},
+		{"guard", "redisfilter", true},
+		{"guard", "", true},
+		{"guard", "store", false},
+		{"redisfilter", "guard", false},
+		{"", "guard", false},
+		{"cmd/cuckoo", "guard", true},
 	} {
 		if got := allowed(tc.pkg, tc.imp); got != tc.ok {
 			t.Errorf("allowed(%q, %q) = %v, want %v", tc.pkg, tc.imp, got, tc.ok)

@@ -1,0 +1,40 @@
+package guard
+
+import "errors"
+
+var (
+	// ErrNotFound is returned by Get when the row does not exist: at once,
+	// without a call of load, when the filter says the key is absent, or
+	// as load returned it (an error wrapping ErrNotFound). A Loader reports
+	// a missing row with an error wrapping it, and so does a Remove's
+	// write that deleted nothing.
+	ErrNotFound = errors.New("guard: not found")
+
+	// ErrStale is wrapped by the error of an Insert or Remove whose write
+	// succeeded but whose filter update did not: the row is written, and
+	// the filter keeps a fingerprint it should have dropped (Remove: a
+	// load for each later lookup of the key, until a Rebuild) or a newer
+	// generation of a Shared set may lack the key (an Insert whose write
+	// outlasted the grace period; see [WithGrace]). The error also wraps
+	// the set's error. Do not run the write again.
+	ErrStale = errors.New("guard: the row is written but the filter could not be updated")
+
+	// ErrAbandoned is wrapped by the error of a Rebuild that another party
+	// stopped: a write could not add its key to the fresh set (the fresh
+	// set would have lacked it, so it is never swapped in), or, for a
+	// Shared set, another process started a Rebuild of the same set. The
+	// current set stays in place, right.
+	ErrAbandoned = errors.New("guard: rebuild abandoned")
+
+	// ErrNoClient is returned by the operations of a set made by [Shared]
+	// when the guard cannot reach the Redis client of the filter, which it
+	// needs to follow the set's name to the current generation; open the
+	// set with [OpenShared] instead.
+	ErrNoClient = errors.New("guard: no Redis client for the shared set (open it with OpenShared)")
+
+	// ErrInvalidParameter is wrapped by the errors of calls given
+	// arguments they cannot use: a nil fresh set, a fresh set of another
+	// kind than the current one, a generation name already in use, slices
+	// of the wrong length.
+	ErrInvalidParameter = errors.New("guard: invalid parameter")
+)

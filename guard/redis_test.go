@@ -1,0 +1,364 @@
+package guard_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/dedupkit/cuckoo/guard"
+	"github.com/dedupkit/cuckoo/internal/redistest"
+	"github.com/dedupkit/cuckoo/internal/testlong"
+	"github.com/dedupkit/cuckoo/redisfilter"
+	"github.com/redis/go-redis/v9"
+)
+
+// fleet is a Redis server and a client per process of a simulated
+// fleet: each process has its own connection pool, as separate processes
+// would.
+type fleet struct {
+	srv     *redistest.Server
+	clients []redis.UniversalClient
+}
+
+func newFleet(t *testing.T, processes int) *fleet {
+	t.Helper()
+	f := &fleet{srv: redistest.NewServer(t, redistest.Config{})}
+	for range processes {
+		c := redis.NewClient(&redis.Options{Addr: f.srv.Addr})
+		t.Cleanup(func() { c.Close() })
+		f.clients = append(f.clients, c)
+	}
+	return f
+}
+
+// newGeneration creates an empty redisfilter filter for a Shared set.
+func newGeneration(t testing.TB, rdb redis.UniversalClient, name string, capacity uint64) *redisfilter.Filter {
+	t.Helper()
+	f, err := redisfilter.New(context.Background(), rdb, name, capacity, redisfilter.WithFalsePositiveRate(0.01))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+func openShared(t testing.TB, rdb redis.UniversalClient, name string) guard.Set {
+	t.Helper()
+	s, err := guard.OpenShared(context.Background(), rdb, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// testGrace is the grace period of the tests' Shared sets: far above
+// their writes (a millisecond or two, more on a busy machine), short
+// enough for quick Rebuilds.
+const testGrace = 300 * time.Millisecond
+
+// TestRedisSharedRebuild: two processes share a set; a Rebuild from one
+// is seen by the other, writes of the other during the Rebuild reach the
+// fresh generation, the old generation is dropped, and a process that
+// starts afterwards opens the new one.
+func TestRedisSharedRebuild(t *testing.T) {
+	ctx := context.Background()
+	fl := newFleet(t, 3)
+	a, b := fl.clients[0], fl.clients[1]
+	db := newMemTable(1)
+	for i := range 500 {
+		db.rows[string(rowKey(i))] = "x"
+	}
+	first := newGeneration(t, a, "users", 2000)
+	if n, err := guard.Fill(ctx, guard.SharedWithClient(first, a), db.scan); err != nil || n != 500 {
+		t.Fatalf("Fill: %d, %v", n, err)
+	}
+	setA, setB := openShared(t, a, "users"), openShared(t, b, "users")
+	gA := guard.New(setA, db.load, guard.WithGrace(testGrace))
+	gB := guard.New(setB, db.load, guard.WithGrace(testGrace))
+
+	// B inserts while A rebuilds; a row B inserts is found by A at once.
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for i := 500; i < 1200; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			k := rowKey(i)
+			if err := gB.Insert(ctx, k, func(ctx context.Context) error { return db.insert(ctx, k) }); err != nil {
+				t.Errorf("Insert through B: %v", err)
+				return
+			}
+			if _, err := gA.Get(ctx, k); err != nil {
+				t.Errorf("A does not find the row B inserted: %v", err)
+				return
+			}
+			if i%10 == 0 {
+				// A Remove through B.
+				k := rowKey(i - 5)
+				if err := gB.Remove(ctx, k, func(ctx context.Context) error { return db.remove(ctx, k) }); err != nil {
+					t.Errorf("Remove through B: %v", err)
+					return
+				}
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}()
+	fresh := newGeneration(t, a, "users@2", 4000)
+	start := time.Now()
+	if err := gA.Rebuild(ctx, guard.Shared(fresh), db.scan); err != nil {
+		t.Fatal(err)
+	}
+	took := time.Since(start)
+	close(stop)
+	wg.Wait()
+	if took < 2*testGrace {
+		t.Errorf("Rebuild took %v, less than its two grace periods", took)
+	}
+
+	// Both processes now read the fresh generation; the first is gone.
+	for _, s := range []guard.Set{setA, setB} {
+		s.Contains(ctx, []byte("x")) // refreshes B's view if due
+	}
+	time.Sleep(testGrace / 4)
+	if _, err := setB.Contains(ctx, []byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	if cur, next, retired := guard.Generations(setB); cur != "users@2" || next != "" || len(retired) != 0 {
+		t.Errorf("B sees cur %q next %q retired %q, want users@2 alone", cur, next, retired)
+	}
+	if _, err := redisfilter.Open(ctx, a, "users"); !errors.Is(err, redisfilter.ErrNotFound) {
+		t.Errorf("the old generation is still there: %v", err)
+	}
+	setC := openShared(t, fl.clients[2], "users")
+	if cur, _, _ := guard.Generations(setC); cur != "users@2" {
+		t.Errorf("a process started after the Rebuild opens %q", cur)
+	}
+	gC := guard.New(setC, db.load)
+	db.mu.Lock()
+	var rows [][]byte
+	for k := range db.rows {
+		rows = append(rows, []byte(k))
+	}
+	db.mu.Unlock()
+	for _, k := range rows {
+		for _, g := range []*guard.Guard[string]{gA, gB, gC} {
+			if _, err := g.Get(ctx, k); err != nil {
+				t.Fatalf("after the Rebuild, %s: %v", k, err)
+			}
+		}
+	}
+	// A Remove through B reaches the fresh generation.
+	k := rowKey(1)
+	before, _ := fresh.Count(ctx, k)
+	if err := gB.Remove(ctx, k, func(ctx context.Context) error { return db.remove(ctx, k) }); err != nil {
+		t.Fatal(err)
+	}
+	if after, _ := fresh.Count(ctx, k); before == 0 || after != before-1 {
+		t.Errorf("a Remove after the Rebuild: copies in the fresh generation %d → %d", before, after)
+	}
+	t.Logf("rebuild of %d rows took %v; A %+v", len(rows), took, gA.Stats())
+}
+
+// TestRedisSharedFollowsThePointer: Shared(f) of the first generation,
+// in a process that holds it, follows the set's pointer too.
+func TestRedisSharedFollowsThePointer(t *testing.T) {
+	ctx := context.Background()
+	fl := newFleet(t, 2)
+	a, b := fl.clients[0], fl.clients[1]
+	db := newMemTable(1)
+	for _, shared := range []struct {
+		name string
+		set  func(f *redisfilter.Filter, rdb redis.UniversalClient) guard.Set
+	}{
+		{"WithClient", guard.SharedWithClient},
+		{"Shared", func(f *redisfilter.Filter, _ redis.UniversalClient) guard.Set { return guard.Shared(f) }},
+	} {
+		t.Run(shared.name, func(t *testing.T) {
+			name := "s-" + shared.name
+			first := newGeneration(t, a, name, 1000)
+			fB, err := redisfilter.Open(ctx, b, name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			setB := shared.set(fB, b)
+			if _, err := setB.Contains(ctx, []byte("k")); errors.Is(err, guard.ErrNoClient) {
+				t.Skip("redisfilter.Filter shows no Client: Shared(f) cannot follow the pointer (use OpenShared)")
+			}
+			gA := guard.New(shared.set(first, a), db.load, guard.WithGrace(testGrace))
+			gB := guard.New(setB, db.load, guard.WithGrace(testGrace))
+			if err := gA.Rebuild(ctx, guard.Shared(newGeneration(t, a, name+"@2", 1000)), db.scan); err != nil {
+				t.Fatal(err)
+			}
+			k := []byte("after")
+			if err := gA.Insert(ctx, k, func(ctx context.Context) error { return db.insert(ctx, k) }); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := gB.Get(ctx, k); err != nil {
+				t.Fatalf("B, holding the dropped first generation, misses a row: %v", err)
+			}
+		})
+	}
+}
+
+// TestRedisConcurrent runs the workload on two processes sharing one set,
+// with Rebuilds from both, over a table whose writes fail before and
+// after committing.
+func TestRedisConcurrent(t *testing.T) {
+	rebuilds, writes := 1, 300
+	if testlong.Enabled() {
+		rebuilds, writes = 8, 3000
+	}
+	ctx := context.Background()
+	fl := newFleet(t, 2)
+	db := newMemTable(11)
+	db.failBefore, db.failAfter, db.writeDelay = 0.05, 0.05, time.Millisecond
+	for i := range 200 {
+		db.rows[string(rowKey(i))] = "x"
+	}
+	first := newGeneration(t, fl.clients[0], "c", 2000)
+	if _, err := guard.Fill(ctx, guard.SharedWithClient(first, fl.clients[0]), db.scan); err != nil {
+		t.Fatal(err)
+	}
+	w := &workload{db: db, keys: 400, writers: 6, readers: 4, writes: writes, rebuilds: rebuilds, seed: 11}
+	for _, c := range fl.clients {
+		w.guards = append(w.guards, guard.New(openShared(t, c, "c"), w.loader(), guard.WithGrace(testGrace)))
+	}
+	w.rebuild = func(ctx context.Context, round int) error {
+		c := fl.clients[round%2]
+		fresh := newGeneration(t, c, fmt.Sprintf("c@%d", round+1), 2000)
+		return w.guards[round%2].Rebuild(ctx, guard.Shared(fresh), db.scan)
+	}
+	w.run(t)
+	for _, err := range w.rebuildErrs {
+		t.Errorf("Rebuild: %v", err)
+	}
+	if w.checked.Load() < 100 {
+		t.Errorf("only %d lookups checked", w.checked.Load())
+	}
+	w.checkRate(t, 0.01)
+	for i, g := range w.guards {
+		t.Logf("process %d: %+v", i, g.Stats())
+	}
+}
+
+// TestRedisRebuildAbandoned: a process whose write cannot reach the fresh
+// generation gives the Rebuild up rather than fail the write; the
+// Rebuild returns ErrAbandoned, the set stays on its generation, and the
+// fresh one is dropped.
+func TestRedisRebuildAbandoned(t *testing.T) {
+	ctx := context.Background()
+	fl := newFleet(t, 2)
+	a, b := fl.clients[0], fl.clients[1]
+	db := newMemTable(1)
+	newGeneration(t, a, "ab", 1000)
+	setB := openShared(t, b, "ab")
+	gA := guard.New(openShared(t, a, "ab"), db.load, guard.WithGrace(testGrace))
+	gB := guard.New(setB, db.load, guard.WithGrace(testGrace))
+	tiny := newGeneration(t, a, "ab@2", 8) // fills up at once
+	scan := func(ctx context.Context, yield func([]byte) error) error {
+		// While the Rebuild waits out its grace period, B inserts more than
+		// the fresh generation holds.
+		return nil
+	}
+	done := make(chan error)
+	go func() { done <- gA.Rebuild(ctx, guard.Shared(tiny), scan) }()
+	// Wait for the announcement to reach B.
+	for {
+		setB.Contains(ctx, nil)
+		if _, next, _ := guard.Generations(setB); next == "ab@2" {
+			break
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	for i := range 200 {
+		k := rowKey(i)
+		if err := gB.Insert(ctx, k, func(ctx context.Context) error { return db.insert(ctx, k) }); err != nil {
+			t.Fatalf("Insert %d while the fresh generation is full: %v", i, err)
+		}
+	}
+	if err := <-done; !errors.Is(err, guard.ErrAbandoned) {
+		t.Fatalf("Rebuild: %v, want ErrAbandoned", err)
+	}
+	if cur, next, _ := guard.Generations(setB); cur != "ab" || next != "" {
+		t.Errorf("after the given-up Rebuild: cur %q next %q", cur, next)
+	}
+	if _, err := redisfilter.Open(ctx, a, "ab@2"); !errors.Is(err, redisfilter.ErrNotFound) {
+		t.Errorf("the given-up generation is still there: %v", err)
+	}
+	for i := range 200 {
+		if _, err := gA.Get(ctx, rowKey(i)); err != nil {
+			t.Fatalf("row %d: %v", i, err)
+		}
+	}
+}
+
+// TestRedisDown: with Redis gone, Get fails open (or closed, as asked),
+// Insert fails without running its write, Remove runs its write and says
+// the filter is stale.
+func TestRedisDown(t *testing.T) {
+	ctx := context.Background()
+	fl := newFleet(t, 0)
+	// Fail fast once the server is gone, and quietly.
+	rdb := redis.NewClient(&redis.Options{Addr: fl.srv.Addr, DialerRetries: 1, MaxRetries: -1})
+	t.Cleanup(func() { rdb.Close() })
+	redis.SetLogger(quietLogger{})
+	t.Cleanup(func() { redis.SetLogger(stderrLogger{}) })
+	db := newMemTable(1)
+	for i := range 10 {
+		db.rows[string(rowKey(i))] = "x"
+	}
+	first := newGeneration(t, rdb, "down", 1000)
+	if _, err := guard.Fill(ctx, guard.SharedWithClient(first, rdb), db.scan); err != nil {
+		t.Fatal(err)
+	}
+	set := openShared(t, rdb, "down")
+	open := guard.New(set, db.load)
+	closed := guard.New(set, db.load, guard.WithFailClosed())
+	if _, err := open.Get(ctx, rowKey(1)); err != nil {
+		t.Fatal(err)
+	}
+	fl.srv.Kill()
+
+	if _, err := open.Get(ctx, rowKey(1)); err != nil {
+		t.Fatalf("fail open, a row: %v", err)
+	}
+	if _, err := open.Get(ctx, []byte("absent")); !errors.Is(err, guard.ErrNotFound) {
+		t.Fatalf("fail open, an absent key: %v", err)
+	}
+	if s := open.Stats(); s.FailedOpen != 2 || s.Loads != 3 {
+		t.Errorf("fail open: %+v", s)
+	}
+	if _, err := closed.Get(ctx, rowKey(1)); err == nil || errors.Is(err, guard.ErrNotFound) {
+		t.Fatalf("fail closed: %v, want the set's error", err)
+	}
+	ran := false
+	if err := open.Insert(ctx, []byte("new"), func(context.Context) error { ran = true; return nil }); err == nil || ran {
+		t.Fatalf("Insert with Redis down: %v, write ran %v", err, ran)
+	}
+	k := rowKey(2)
+	err := open.Remove(ctx, k, func(ctx context.Context) error { return db.remove(ctx, k) })
+	if !errors.Is(err, guard.ErrStale) {
+		t.Fatalf("Remove with Redis down: %v, want ErrStale", err)
+	}
+	if ok, _ := db.exists(ctx, k); ok {
+		t.Fatal("Remove with Redis down did not run its write")
+	}
+}
+
+type quietLogger struct{}
+
+func (quietLogger) Printf(context.Context, string, ...any) {}
+
+type stderrLogger struct{}
+
+func (stderrLogger) Printf(_ context.Context, format string, args ...any) {
+	log.Printf(format, args...)
+}

@@ -1,0 +1,591 @@
+package guard
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/dedupkit/cuckoo/redisfilter"
+	"github.com/redis/go-redis/v9"
+)
+
+// A Shared set is a name that points to its current generation: a
+// redisfilter filter. The pointer is one Redis string, the set's name
+// with the prefix below, holding a pointer (JSON). Before the first
+// Rebuild there is no pointer and the current generation is the filter
+// named like the set. Frozen: the key and its fields are how every
+// process finds the current generation.
+const pointerPrefix = "ckg:"
+
+func pointerKey(name string) string { return pointerPrefix + name }
+
+// pointer is the value of a set's pointer key.
+type pointer struct {
+	Format int    `json:"format"` // 1
+	Change uint64 `json:"change"` // counts the changes, so every change changes the value
+	// Cur is the generation lookups read.
+	Cur string `json:"cur"`
+	// Next is the generation a Rebuild is filling: writes add to it too.
+	Next string `json:"next,omitempty"`
+	// Retired are former generations kept up to date for the grace period
+	// after their swap, for the processes that have not seen it yet.
+	Retired []retired `json:"retired,omitempty"`
+	// GraceMS is the grace period, in milliseconds, of the last Rebuild.
+	GraceMS int64 `json:"grace_ms"`
+}
+
+type retired struct {
+	Name string `json:"name"`
+	At   int64  `json:"at_ms"` // wall clock (Unix ms) of the swap that retired it
+}
+
+const pointerFormat = 1
+
+// has reports whether name is one of p's generations.
+func (p *pointer) has(name string) bool {
+	if name == p.Cur || name == p.Next {
+		return true
+	}
+	for _, r := range p.Retired {
+		if r.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+// sharedSet is a Set made by Shared or OpenShared.
+type sharedSet struct {
+	name  string
+	rdb   redis.UniversalClient // nil: usable only as a Rebuild's fresh generation
+	first *redisfilter.Filter   // the filter Shared was given; nil from OpenShared
+	// defaultGrace is the grace period, in nanoseconds, before the set has
+	// a pointer: the largest of its guards' (WithGrace).
+	defaultGrace atomic.Int64
+	st           atomic.Pointer[sharedState]
+	refreshMu    sync.Mutex // one read of the pointer at a time
+}
+
+// sharedState is a set's generations as read from Redis at one moment.
+type sharedState struct {
+	raw     string  // the pointer's value; "" when the set has none
+	p       pointer // parsed, or made up from the set's name when raw is ""
+	cur     *redisfilter.Filter
+	next    *redisfilter.Filter   // nil when no Rebuild runs
+	retired []*redisfilter.Filter // those still in Redis
+	sent    time.Time             // when the read of the pointer was sent
+	grace   time.Duration
+}
+
+// Shared returns the set called f.Name() for a fleet of processes: every
+// guard in every process that uses a set of that name sees one filter in
+// Redis, and a Rebuild by any of them swaps in a new generation for all
+// (see [Guard.Rebuild]). f is the set's first generation: before any
+// Rebuild, the set is f; after one, the set's name in Redis points to the
+// current generation and f may be gone, so processes started later open
+// the set with [OpenShared].
+//
+// A Shared set is also what a Rebuild takes as its fresh generation:
+// Shared of a new, empty filter of another name.
+//
+// Each operation costs the filter's round trip (a lookup: one
+// BITFIELD_RO; a write: one function call per generation it reaches),
+// plus one GET of the set's pointer per process every grace period / 8.
+// The set reads the pointer through f's Redis client; until package
+// redisfilter lets it see that client, its operations as a guard's set
+// fail with [ErrNoClient], and [OpenShared] is the way to open it.
+func Shared(f *redisfilter.Filter) Set {
+	if f == nil {
+		panic("guard: Shared of a nil filter")
+	}
+	return &sharedSet{name: f.Name(), first: f, rdb: clientOf(f)}
+}
+
+// clientOf returns the client f was opened with, when package redisfilter
+// shows it (a Client method), else nil.
+func clientOf(f *redisfilter.Filter) redis.UniversalClient {
+	if c, ok := any(f).(interface{ Client() redis.UniversalClient }); ok {
+		return c.Client()
+	}
+	return nil
+}
+
+// OpenShared returns the Shared set called name in rdb: the generation
+// its name points to, or, before any Rebuild, the redisfilter filter
+// called name. It returns an error wrapping [redisfilter.ErrNotFound]
+// when there is neither. See [Shared].
+func OpenShared(ctx context.Context, rdb redis.UniversalClient, name string) (Set, error) {
+	s := &sharedSet{name: name, rdb: rdb}
+	if _, err := s.stateSince(ctx, time.Now()); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// useGrace records the grace period of a guard using the set, for as
+// long as the set has no pointer.
+func (s *sharedSet) useGrace(d time.Duration) {
+	for {
+		old := s.defaultGrace.Load()
+		if int64(d) <= old {
+			return
+		}
+		if s.defaultGrace.CompareAndSwap(old, int64(d)) {
+			break
+		}
+	}
+	// A view read before has the old period: read the pointer again.
+	if st := s.st.Load(); st != nil && st.raw == "" {
+		s.st.CompareAndSwap(st, nil)
+	}
+}
+
+// noPointerGrace is the grace period while the set has no pointer.
+func (s *sharedSet) noPointerGrace() time.Duration {
+	if d := time.Duration(s.defaultGrace.Load()); d > 0 {
+		return d
+	}
+	return DefaultGrace
+}
+
+// state returns the set's generations, read within the last refresh
+// interval (an eighth of the grace period).
+func (s *sharedSet) state(ctx context.Context) (*sharedState, error) {
+	if st := s.st.Load(); st != nil {
+		every := st.grace / 8
+		if time.Since(st.sent) < every {
+			return st, nil
+		}
+		return s.stateSince(ctx, time.Now().Add(-every/2))
+	}
+	return s.stateSince(ctx, time.Now())
+}
+
+// stateSince returns the set's generations from a read of the pointer
+// sent at since or later.
+func (s *sharedSet) stateSince(ctx context.Context, since time.Time) (*sharedState, error) {
+	if st := s.st.Load(); st != nil && !st.sent.Before(since) {
+		return st, nil
+	}
+	if s.rdb == nil {
+		return nil, ErrNoClient
+	}
+	s.refreshMu.Lock()
+	defer s.refreshMu.Unlock()
+	old := s.st.Load()
+	if old != nil && !old.sent.Before(since) {
+		return old, nil
+	}
+	sent := time.Now()
+	raw, err := s.rdb.Get(ctx, pointerKey(s.name)).Result()
+	if errors.Is(err, redis.Nil) {
+		raw, err = "", nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("guard: reading the pointer of %q: %w", s.name, err)
+	}
+	var st *sharedState
+	if old != nil && old.raw == raw {
+		c := *old
+		st = &c
+		if raw == "" {
+			st.grace = s.noPointerGrace()
+		}
+	} else if st, err = s.resolve(ctx, raw); err != nil {
+		return nil, err
+	}
+	st.sent = sent
+	s.st.Store(st)
+	return st, nil
+}
+
+// resolve opens the generations of the pointer value raw.
+func (s *sharedSet) resolve(ctx context.Context, raw string) (*sharedState, error) {
+	st := &sharedState{raw: raw, grace: s.noPointerGrace()}
+	if raw == "" {
+		st.p = pointer{Format: pointerFormat, Cur: s.name, GraceMS: st.grace.Milliseconds()}
+	} else {
+		if err := json.Unmarshal([]byte(raw), &st.p); err != nil || st.p.Format != pointerFormat || st.p.Cur == "" || st.p.GraceMS <= 0 {
+			return nil, fmt.Errorf("guard: the pointer of %q (key %q) holds %q, which this version does not read", s.name, pointerKey(s.name), raw)
+		}
+		st.grace = time.Duration(st.p.GraceMS) * time.Millisecond
+	}
+	open := func(name string) (*redisfilter.Filter, error) {
+		if s.first != nil && s.first.Name() == name {
+			return s.first, nil
+		}
+		return redisfilter.Open(ctx, s.rdb, name)
+	}
+	var err error
+	if st.cur, err = open(st.p.Cur); err != nil {
+		return nil, fmt.Errorf("guard: the current generation %q of %q: %w", st.p.Cur, s.name, err)
+	}
+	if st.p.Next != "" {
+		// A fresh generation that is gone was given up: no Rebuild will
+		// swap it in.
+		if st.next, err = open(st.p.Next); errors.Is(err, redisfilter.ErrNotFound) {
+			st.next = nil
+		} else if err != nil {
+			return nil, fmt.Errorf("guard: the fresh generation %q of %q: %w", st.p.Next, s.name, err)
+		}
+	}
+	for _, r := range st.p.Retired {
+		f, err := open(r.Name)
+		switch {
+		case errors.Is(err, redisfilter.ErrNotFound):
+			// Dropped (only after its grace period): no process reads it.
+		case err != nil:
+			return nil, fmt.Errorf("guard: the retired generation %q of %q: %w", r.Name, s.name, err)
+		default:
+			st.retired = append(st.retired, f)
+		}
+	}
+	return st, nil
+}
+
+// errTooSlow is returned by a lookup whose answer kept coming back later
+// than the grace period after the read of the pointer it relied on.
+var errTooSlow = errors.New("guard: Redis answers more slowly than the grace period allows")
+
+// Contains reports whether key may be in the set's current generation.
+func (s *sharedSet) Contains(ctx context.Context, key []byte) (bool, error) {
+	st, err := s.state(ctx)
+	for range 3 {
+		if err != nil {
+			return false, err
+		}
+		ok, err := st.cur.Contains(ctx, key)
+		if err != nil {
+			return false, err
+		}
+		// A "no" relies on the generation being live when it was read: it
+		// is, if the read was within the grace period of the pointer's.
+		if ok || time.Since(st.sent) < st.grace {
+			return ok, nil
+		}
+		st, err = s.stateSince(ctx, time.Now())
+	}
+	return false, errTooSlow
+}
+
+// Add adds key to every generation a write must reach: the current one,
+// a fresh one being filled, and those retired within the grace period.
+func (s *sharedSet) Add(ctx context.Context, key []byte) error {
+	_, err := s.add(ctx, key)
+	return err
+}
+
+// Delete deletes key from the current generation and the retired ones,
+// and reports whether the current one held it.
+func (s *sharedSet) Delete(ctx context.Context, key []byte) (bool, error) {
+	st, err := s.state(ctx)
+	if err != nil {
+		return false, err
+	}
+	return s.delete(ctx, key, st)
+}
+
+// add is Add; it returns the state whose generations it reached.
+func (s *sharedSet) add(ctx context.Context, key []byte) (*sharedState, error) {
+	st, err := s.state(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err = st.cur.Add(ctx, key); errors.Is(err, redisfilter.ErrNotFound) {
+		// The generation is gone: the view is stale. Read it again.
+		if st, err = s.stateSince(ctx, time.Now()); err != nil {
+			return nil, err
+		}
+		err = st.cur.Add(ctx, key)
+	}
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range st.retired {
+		if err := r.Add(ctx, key); err != nil && !errors.Is(err, redisfilter.ErrNotFound) {
+			return nil, err
+		}
+	}
+	if st.next != nil {
+		if err := st.next.Add(ctx, key); err != nil && !s.abandonNext(ctx, st.p.Next) {
+			return nil, err
+		}
+	}
+	return st, nil
+}
+
+// settle runs after the write of an Insert that added key to the
+// generations of used. A write that finished within the grace period of
+// that read committed before any generation announced since was scanned
+// (a Rebuild waits that long before scanning), so the scan has its row.
+// A longer write may have missed the scan: settle adds key to the
+// generations announced since, and reports that it had to.
+func (s *sharedSet) settle(ctx context.Context, key []byte, used *sharedState) (late bool, err error) {
+	if time.Since(used.sent) < used.grace {
+		return false, nil
+	}
+	st, err := s.stateSince(ctx, time.Now())
+	if err != nil {
+		return true, err
+	}
+	had := func(name string) bool { return used.p.has(name) }
+	if !had(st.p.Cur) {
+		if err := st.cur.Add(ctx, key); err != nil {
+			return true, err
+		}
+	}
+	for _, r := range st.retired {
+		if !had(r.Name()) {
+			if err := r.Add(ctx, key); err != nil && !errors.Is(err, redisfilter.ErrNotFound) {
+				return true, err
+			}
+		}
+	}
+	if st.next != nil && !had(st.p.Next) {
+		if err := st.next.Add(ctx, key); err != nil && !s.abandonNext(ctx, st.p.Next) {
+			return true, err
+		}
+	}
+	return true, nil
+}
+
+// delete deletes key from the generations of st that held every live key
+// when st was read: the current one and the retired ones, not a fresh one
+// (its scan may have missed the key). A generation that is gone is
+// skipped.
+func (s *sharedSet) delete(ctx context.Context, key []byte, st *sharedState) (bool, error) {
+	found, err := st.cur.Delete(ctx, key)
+	if err != nil && !errors.Is(err, redisfilter.ErrNotFound) {
+		return false, err
+	}
+	for _, r := range st.retired {
+		if _, err := r.Delete(ctx, key); err != nil && !errors.Is(err, redisfilter.ErrNotFound) {
+			return found, err
+		}
+	}
+	return found, nil
+}
+
+// abandonNext takes the fresh generation next out of the set's pointer,
+// because a write could not add its key to it, and reports whether next
+// is now no generation of the set (so the write may go on without it):
+// false if a Rebuild swapped it in already, or the pointer cannot be
+// changed.
+func (s *sharedSet) abandonNext(ctx context.Context, next string) bool {
+	for range 10 {
+		st, err := s.stateSince(ctx, time.Now())
+		if err != nil {
+			return false
+		}
+		if st.p.Next != next {
+			return !st.p.has(next)
+		}
+		np := st.p
+		np.Change++
+		np.Next = ""
+		ok, err := s.swapPointer(ctx, st.raw, np)
+		if err != nil {
+			return false
+		}
+		if ok {
+			return true
+		}
+	}
+	return false
+}
+
+// casPointer sets the pointer key to ARGV[2] if it holds ARGV[1] ("" for
+// no key), and returns 1 if it did.
+var casPointer = redis.NewScript(`
+local v = redis.call('GET', KEYS[1])
+if v == false then v = '' end
+if v ~= ARGV[1] then return 0 end
+redis.call('SET', KEYS[1], ARGV[2])
+return 1
+`)
+
+// swapPointer sets the set's pointer to p if it still holds old, reports
+// whether it did, and reads the set's generations again. A call that
+// failed or was retried by the client is checked against the key: it
+// reports true if the key holds p.
+func (s *sharedSet) swapPointer(ctx context.Context, old string, p pointer) (bool, error) {
+	b, err := json.Marshal(p)
+	if err != nil {
+		return false, err
+	}
+	key, val := pointerKey(s.name), string(b)
+	n, err := casPointer.Run(ctx, s.rdb, []string{key}, old, val).Int()
+	if err != nil || n == 0 {
+		now, rerr := s.rdb.Get(ctx, key).Result()
+		if rerr == nil && now == val {
+			n, err = 1, nil
+		} else if err == nil && rerr != nil && !errors.Is(rerr, redis.Nil) {
+			err = rerr
+		}
+	}
+	if err != nil {
+		return false, fmt.Errorf("guard: changing the pointer of %q: %w", s.name, err)
+	}
+	s.stateSince(ctx, time.Now())
+	return n == 1, nil
+}
+
+// sleep waits d, or until ctx ends.
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// rebuildShared is Rebuild of a Shared set: announce fresh in the set's
+// pointer, wait the grace period, scan, swap, wait the grace period, drop
+// the old generation.
+func (g *Guard[V]) rebuildShared(ctx context.Context, cur, fresh *sharedSet, scan Scan) (err error) {
+	if cur.rdb == nil {
+		return ErrNoClient
+	}
+	if fresh.first == nil {
+		return fmt.Errorf("%w: a Rebuild's fresh generation is Shared of a new filter", ErrInvalidParameter)
+	}
+	name := fresh.first.Name()
+	grace := g.cfg.grace
+
+	// Announce: from now on every write reaches fresh too.
+	var wait time.Duration
+	var garbage []string
+	for {
+		st, err := cur.stateSince(ctx, time.Now())
+		if err != nil {
+			return err
+		}
+		if st.p.has(name) {
+			return fmt.Errorf("%w: %q is already a generation of %q", ErrInvalidParameter, name, cur.name)
+		}
+		// Processes may still use the old grace period for a while: wait
+		// the longer of the two.
+		wait = max(grace, st.grace)
+		np := st.p
+		np.Format, np.Change, np.Next, np.GraceMS = pointerFormat, np.Change+1, name, grace.Milliseconds()
+		garbage = garbage[:0]
+		if st.p.Next != "" {
+			// Another Rebuild's, running (it will fail at its swap) or
+			// given up by a process that stopped.
+			garbage = append(garbage, st.p.Next)
+		}
+		// Retired generations whose own Rebuild stopped before dropping
+		// them, long enough ago (by the wall clock; twice the grace period
+		// allows for clock skew).
+		np.Retired = slices.DeleteFunc(slices.Clone(st.p.Retired), func(r retired) bool {
+			if time.Since(time.UnixMilli(r.At)) > 2*wait {
+				garbage = append(garbage, r.Name)
+				return true
+			}
+			return false
+		})
+		ok, err := cur.swapPointer(ctx, st.raw, np)
+		if err != nil {
+			return err
+		}
+		if ok {
+			break
+		}
+	}
+	swapped := false
+	defer func() {
+		if err == nil || swapped {
+			return
+		}
+		// Take fresh out of the pointer, if it is still there, and drop it
+		// once no generation of the set has its name (a swap whose reply
+		// was lost may have made it current).
+		bg := context.WithoutCancel(ctx)
+		if !cur.abandonNext(bg, name) {
+			return
+		}
+		if st, err := cur.stateSince(bg, time.Now()); err == nil && !st.p.has(name) {
+			fresh.first.Drop(bg)
+		}
+	}()
+	for _, n := range garbage {
+		dropGeneration(ctx, cur.rdb, n)
+	}
+
+	// Every write that read the pointer before the announcement has
+	// finished (see WithGrace): the scan sees its row.
+	if err := sleep(ctx, wait); err != nil {
+		return fmt.Errorf("guard: rebuild: %w", err)
+	}
+	if _, err := fill(ctx, fresh.first.Add, g.cfg.workers, scan); err != nil {
+		return fmt.Errorf("guard: rebuild: %w", err)
+	}
+
+	// Swap, unless a write gave fresh up or another Rebuild replaced it.
+	var old *redisfilter.Filter
+	for {
+		st, err := cur.stateSince(ctx, time.Now())
+		if err != nil {
+			return err
+		}
+		if st.p.Next != name {
+			return fmt.Errorf("%w: a write could not add its key to %q, or another Rebuild of %q replaced it", ErrAbandoned, name, cur.name)
+		}
+		np := st.p
+		np.Change++
+		np.Cur, np.Next = name, ""
+		np.Retired = append(slices.Clone(st.p.Retired), retired{Name: st.p.Cur, At: time.Now().UnixMilli()})
+		ok, err := cur.swapPointer(ctx, st.raw, np)
+		if err != nil {
+			return err
+		}
+		if ok {
+			old = st.cur
+			break
+		}
+	}
+	swapped = true
+
+	// Keep the old generation in step while processes that read the
+	// pointer before the swap may still read it, then drop it.
+	if sleep(ctx, wait) != nil {
+		return nil
+	}
+	for {
+		st, err := cur.stateSince(ctx, time.Now())
+		if err != nil {
+			return nil
+		}
+		np := st.p
+		np.Retired = slices.DeleteFunc(slices.Clone(st.p.Retired), func(r retired) bool { return r.Name == old.Name() })
+		if len(np.Retired) == len(st.p.Retired) {
+			break
+		}
+		np.Change++
+		ok, err := cur.swapPointer(ctx, st.raw, np)
+		if err != nil {
+			return nil
+		}
+		if ok {
+			break
+		}
+	}
+	old.Drop(ctx)
+	return nil
+}
+
+// dropGeneration drops the redisfilter filter called name, if it exists.
+// Its keys are garbage: a failure leaves them for the operator.
+func dropGeneration(ctx context.Context, rdb redis.UniversalClient, name string) {
+	if f, err := redisfilter.Open(ctx, rdb, name); err == nil {
+		f.Drop(ctx)
+	}
+}
