@@ -166,7 +166,7 @@ func BenchmarkGetManyShared(b *testing.B) {
 	for i := range keys {
 		keys[i] = fmt.Appendf(nil, "absent:%d", i)
 	}
-	vals, errs, found := make([]string, batch), make([]error, batch), make([]bool, batch)
+	vals, errs, found, ferrs := make([]string, batch), make([]error, batch), make([]bool, batch), make([]error, batch)
 	b.Run(fmt.Sprintf("batch=%d/impl=guard", batch), func(b *testing.B) {
 		for b.Loop() {
 			if err := g.GetMany(ctx, keys, vals, errs); err != nil {
@@ -177,7 +177,7 @@ func BenchmarkGetManyShared(b *testing.B) {
 	})
 	b.Run(fmt.Sprintf("batch=%d/impl=redisfilter", batch), func(b *testing.B) {
 		for b.Loop() {
-			if err := f.ContainsBatch(ctx, keys, found); err != nil {
+			if err := f.ContainsBatch(ctx, keys, found, ferrs); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -194,7 +194,7 @@ func BenchmarkGetManyShared(b *testing.B) {
 			}
 			tg += time.Since(t)
 			t = time.Now()
-			if err := f.ContainsBatch(ctx, keys, found); err != nil {
+			if err := f.ContainsBatch(ctx, keys, found, ferrs); err != nil {
 				b.Fatal(err)
 			}
 			tr += time.Since(t)

@@ -26,12 +26,6 @@ var (
 	// current set stays in place, right.
 	ErrAbandoned = errors.New("guard: rebuild abandoned")
 
-	// ErrNoClient is returned by the operations of a set made by [Shared]
-	// when the guard cannot reach the Redis client of the filter, which it
-	// needs to follow the set's name to the current generation; open the
-	// set with [OpenShared] instead.
-	ErrNoClient = errors.New("guard: no Redis client for the shared set (open it with OpenShared)")
-
 	// ErrInvalidParameter is wrapped by the errors of calls given
 	// arguments they cannot use: a nil fresh set, a fresh set of another
 	// kind than the current one, a generation name already in use, slices

@@ -1,18 +1,5 @@
 package guard
 
-import (
-	"github.com/dedupkit/cuckoo/redisfilter"
-	"github.com/redis/go-redis/v9"
-)
-
-// SharedWithClient is Shared(f) with the Redis client given, for the
-// tests to run while redisfilter does not show a filter's client.
-func SharedWithClient(f *redisfilter.Filter, rdb redis.UniversalClient) Set {
-	s := Shared(f).(*sharedSet)
-	s.rdb = rdb
-	return s
-}
-
 // PointerKey is the Redis key of the pointer of the Shared set name.
 func PointerKey(name string) string { return pointerKey(name) }
 

@@ -85,15 +85,22 @@ func (g *Guard[V]) GetMany(ctx context.Context, keys [][]byte, vals []V, errs []
 }
 
 // containsBatch is the batch lookup of the current generation, with the
-// staleness rule of Contains.
+// staleness rule of Contains. A key the filter did not answer fails the
+// whole batch, so that the failure policy decides for every key.
 func (s *sharedSet) containsBatch(ctx context.Context, keys [][]byte, found []bool) error {
+	errs := make([]error, len(keys))
 	st, err := s.state(ctx)
 	for range 3 {
 		if err != nil {
 			return err
 		}
-		if err := st.cur.ContainsBatch(ctx, keys, found); err != nil {
+		if err := st.cur.ContainsBatch(ctx, keys, found, errs); err != nil {
 			return err
+		}
+		for _, err := range errs {
+			if err != nil {
+				return err
+			}
 		}
 		if time.Since(st.sent) < st.grace {
 			return nil

@@ -175,7 +175,7 @@ func TestPostgresConcurrent(t *testing.T) {
 			case "shared":
 				fl := newFleet(t, 2)
 				first := newGeneration(t, fl.clients[0], "pg", 4000)
-				if _, err := guard.Fill(ctx, guard.SharedWithClient(first, fl.clients[0]), db.scan); err != nil {
+				if _, err := guard.Fill(ctx, guard.Shared(first), db.scan); err != nil {
 					t.Fatal(err)
 				}
 				for _, c := range fl.clients {

@@ -72,7 +72,7 @@ func TestRedisSharedRebuild(t *testing.T) {
 		db.rows[string(rowKey(i))] = "x"
 	}
 	first := newGeneration(t, a, "users", 2000)
-	if n, err := guard.Fill(ctx, guard.SharedWithClient(first, a), db.scan); err != nil || n != 500 {
+	if n, err := guard.Fill(ctx, guard.Shared(first), db.scan); err != nil || n != 500 {
 		t.Fatalf("Fill: %d, %v", n, err)
 	}
 	setA, setB := openShared(t, a, "users"), openShared(t, b, "users")
@@ -174,37 +174,23 @@ func TestRedisSharedFollowsThePointer(t *testing.T) {
 	fl := newFleet(t, 2)
 	a, b := fl.clients[0], fl.clients[1]
 	db := newMemTable(1)
-	for _, shared := range []struct {
-		name string
-		set  func(f *redisfilter.Filter, rdb redis.UniversalClient) guard.Set
-	}{
-		{"WithClient", guard.SharedWithClient},
-		{"Shared", func(f *redisfilter.Filter, _ redis.UniversalClient) guard.Set { return guard.Shared(f) }},
-	} {
-		t.Run(shared.name, func(t *testing.T) {
-			name := "s-" + shared.name
-			first := newGeneration(t, a, name, 1000)
-			fB, err := redisfilter.Open(ctx, b, name)
-			if err != nil {
-				t.Fatal(err)
-			}
-			setB := shared.set(fB, b)
-			if _, err := setB.Contains(ctx, []byte("k")); errors.Is(err, guard.ErrNoClient) {
-				t.Skip("redisfilter.Filter shows no Client: Shared(f) cannot follow the pointer (use OpenShared)")
-			}
-			gA := guard.New(shared.set(first, a), db.load, guard.WithGrace(testGrace))
-			gB := guard.New(setB, db.load, guard.WithGrace(testGrace))
-			if err := gA.Rebuild(ctx, guard.Shared(newGeneration(t, a, name+"@2", 1000)), db.scan); err != nil {
-				t.Fatal(err)
-			}
-			k := []byte("after")
-			if err := gA.Insert(ctx, k, func(ctx context.Context) error { return db.insert(ctx, k) }); err != nil {
-				t.Fatal(err)
-			}
-			if _, err := gB.Get(ctx, k); err != nil {
-				t.Fatalf("B, holding the dropped first generation, misses a row: %v", err)
-			}
-		})
+	name := "s-shared"
+	first := newGeneration(t, a, name, 1000)
+	fB, err := redisfilter.Open(ctx, b, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gA := guard.New(guard.Shared(first), db.load, guard.WithGrace(testGrace))
+	gB := guard.New(guard.Shared(fB), db.load, guard.WithGrace(testGrace))
+	if err := gA.Rebuild(ctx, guard.Shared(newGeneration(t, a, name+"@2", 1000)), db.scan); err != nil {
+		t.Fatal(err)
+	}
+	k := []byte("after")
+	if err := gA.Insert(ctx, k, func(ctx context.Context) error { return db.insert(ctx, k) }); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := gB.Get(ctx, k); err != nil {
+		t.Fatalf("B, holding the dropped first generation, misses a row: %v", err)
 	}
 }
 
@@ -224,7 +210,7 @@ func TestRedisConcurrent(t *testing.T) {
 		db.rows[string(rowKey(i))] = "x"
 	}
 	first := newGeneration(t, fl.clients[0], "c", 2000)
-	if _, err := guard.Fill(ctx, guard.SharedWithClient(first, fl.clients[0]), db.scan); err != nil {
+	if _, err := guard.Fill(ctx, guard.Shared(first), db.scan); err != nil {
 		t.Fatal(err)
 	}
 	w := &workload{db: db, keys: 400, writers: 6, readers: 4, writes: writes, rebuilds: rebuilds, seed: 11}
@@ -316,7 +302,7 @@ func TestRedisDown(t *testing.T) {
 		db.rows[string(rowKey(i))] = "x"
 	}
 	first := newGeneration(t, rdb, "down", 1000)
-	if _, err := guard.Fill(ctx, guard.SharedWithClient(first, rdb), db.scan); err != nil {
+	if _, err := guard.Fill(ctx, guard.Shared(first), db.scan); err != nil {
 		t.Fatal(err)
 	}
 	set := openShared(t, rdb, "down")

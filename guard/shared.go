@@ -96,23 +96,12 @@ type sharedState struct {
 // Each operation costs the filter's round trip (a lookup: one
 // BITFIELD_RO; a write: one function call per generation it reaches),
 // plus one GET of the set's pointer per process every grace period / 8.
-// The set reads the pointer through f's Redis client; until package
-// redisfilter lets it see that client, its operations as a guard's set
-// fail with [ErrNoClient], and [OpenShared] is the way to open it.
+// The set reads the pointer through f's Redis client ([redisfilter.Filter.Client]).
 func Shared(f *redisfilter.Filter) Set {
 	if f == nil {
 		panic("guard: Shared of a nil filter")
 	}
-	return &sharedSet{name: f.Name(), first: f, rdb: clientOf(f)}
-}
-
-// clientOf returns the client f was opened with, when package redisfilter
-// shows it (a Client method), else nil.
-func clientOf(f *redisfilter.Filter) redis.UniversalClient {
-	if c, ok := any(f).(interface{ Client() redis.UniversalClient }); ok {
-		return c.Client()
-	}
-	return nil
+	return &sharedSet{name: f.Name(), first: f, rdb: f.Client()}
 }
 
 // OpenShared returns the Shared set called name in rdb: the generation
@@ -171,9 +160,6 @@ func (s *sharedSet) state(ctx context.Context) (*sharedState, error) {
 func (s *sharedSet) stateSince(ctx context.Context, since time.Time) (*sharedState, error) {
 	if st := s.st.Load(); st != nil && !st.sent.Before(since) {
 		return st, nil
-	}
-	if s.rdb == nil {
-		return nil, ErrNoClient
 	}
 	s.refreshMu.Lock()
 	defer s.refreshMu.Unlock()
@@ -451,9 +437,6 @@ func sleep(ctx context.Context, d time.Duration) error {
 // pointer, wait the grace period, scan, swap, wait the grace period, drop
 // the old generation.
 func (g *Guard[V]) rebuildShared(ctx context.Context, cur, fresh *sharedSet, scan Scan) (err error) {
-	if cur.rdb == nil {
-		return ErrNoClient
-	}
 	if fresh.first == nil {
 		return fmt.Errorf("%w: a Rebuild's fresh generation is Shared of a new filter", ErrInvalidParameter)
 	}

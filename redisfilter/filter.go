@@ -207,6 +207,11 @@ func (f *Filter) eachShard(ctx context.Context, mk func(s int) redis.Cmder, chec
 // Name returns the filter's name.
 func (f *Filter) Name() string { return f.name }
 
+// Client returns the Redis client the filter was opened with, for code
+// that keeps its own keys beside the filter's (package guard keeps the
+// pointer to a filter's current generation).
+func (f *Filter) Client() redis.UniversalClient { return f.rdb }
+
 // Capacity returns the number of distinct keys the filter was sized for.
 func (f *Filter) Capacity() uint64 { return f.m.capacity }
 
