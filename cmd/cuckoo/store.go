@@ -147,25 +147,52 @@ func storeSub(e *env, f *storeFlags, s *store.Store, sub, dir string, args []str
 	if err != nil {
 		return storeErr(dir, err)
 	}
-	// key is the store's key of the KEY argument: in a seen-set of dedup
-	// --exact-dir, that of the line KEY.
-	key := func() ([]byte, error) {
-		if !seenSet {
-			return []byte(args[0]), nil
-		}
-		k, ok := exactdedup.StoreKey([]byte(args[0]))
-		if !ok {
-			return nil, usageErr("", "a line of %d bytes is past what a command line holds", len(args[0]))
-		}
-		return k, nil
-	}
+	// k is the store's key of the KEY argument: in a seen-set of dedup
+	// --exact-dir, that of the line KEY. put's value is args[1], read
+	// from standard input when it was not given.
+	var k []byte
 	switch sub {
 	case "get", "has", "del", "put":
-		k, err := key()
-		if err != nil {
-			return err
+		k = []byte(args[0])
+		if seenSet {
+			var ok bool
+			if k, ok = exactdedup.StoreKey(k); !ok {
+				return usageErr("", "a line of %d bytes is past what a command line holds", len(args[0]))
+			}
 		}
-		return storeKeySub(out, s, sub, dir, k, args)
+	}
+	switch sub {
+	case "put":
+		if err := s.Put(k, []byte(args[1])); err != nil {
+			return storeErr(dir, err)
+		}
+	case "get":
+		v, err := s.Get(k)
+		if errors.Is(err, store.ErrNotFound) {
+			return &cliError{code: exitAbsent, msg: fmt.Sprintf("%q: no such key", args[0]), remedy: "'cuckoo store has' tests for a key"}
+		}
+		if err != nil {
+			return storeErr(dir, err)
+		}
+		out.Write(v)
+	case "has":
+		ok, err := s.Has(k)
+		if err != nil {
+			return storeErr(dir, err)
+		}
+		if !ok {
+			fmt.Fprintln(out, "absent")
+			return exitCode(exitAbsent)
+		}
+		fmt.Fprintln(out, "present")
+	case "del":
+		ok, err := s.Delete(k)
+		if err != nil {
+			return storeErr(dir, err)
+		}
+		if !ok {
+			return exitCode(exitAbsent)
+		}
 	case "stats":
 		return storeStats(out, s, dir, seenSet)
 	case "compact":
@@ -208,45 +235,6 @@ func storeSub(e *env, f *storeFlags, s *store.Store, sub, dir string, args []str
 				return dataErr("'cuckoo store list "+dir+"' lists the files", "%s holds no file %q", dir, args[0])
 			}
 			return storeErr(dir, err)
-		}
-	}
-	return nil
-}
-
-// storeKeySub runs get, has, del and put of the store key k (put's value
-// is args[1], read from standard input when it was not given).
-func storeKeySub(out io.Writer, s *store.Store, sub, dir string, k []byte, args []string) error {
-	switch sub {
-	case "put":
-		if err := s.Put(k, []byte(args[1])); err != nil {
-			return storeErr(dir, err)
-		}
-	case "get":
-		v, err := s.Get(k)
-		if errors.Is(err, store.ErrNotFound) {
-			return &cliError{code: exitAbsent, msg: fmt.Sprintf("%q: no such key", args[0]), remedy: "'cuckoo store has' tests for a key"}
-		}
-		if err != nil {
-			return storeErr(dir, err)
-		}
-		out.Write(v)
-	case "has":
-		ok, err := s.Has(k)
-		if err != nil {
-			return storeErr(dir, err)
-		}
-		if !ok {
-			fmt.Fprintln(out, "absent")
-			return exitCode(exitAbsent)
-		}
-		fmt.Fprintln(out, "present")
-	case "del":
-		ok, err := s.Delete(k)
-		if err != nil {
-			return storeErr(dir, err)
-		}
-		if !ok {
-			return exitCode(exitAbsent)
 		}
 	}
 	return nil
