@@ -94,20 +94,44 @@ func cuts(rng *rand.Rand, seg []byte) []int64 {
 // there: each key with its last value, no deleted key back.
 func openChecked(t *testing.T, fs *store.MemFS, want map[string]string, what string) (corrupt bool) {
 	t.Helper()
+	s := openOrRefused(t, fs, what)
+	if s == nil {
+		return true
+	}
+	defer s.Close()
+	checkAcked(t, s, want, what, false)
+	return false
+}
+
+// openOrRefused opens the store in fs; nil when Open refused it with an
+// error naming the file and wrapping ErrCorrupt (any other error fails
+// the test).
+func openOrRefused(t *testing.T, fs *store.MemFS, what string) *store.Store {
+	t.Helper()
 	s, err := store.Open("db", store.WithFS(fs), store.WithAutoCompact(0, 0))
 	if errors.Is(err, store.ErrCorrupt) {
 		var ce *store.CorruptError
 		if !errors.As(err, &ce) || ce.File == "" {
 			t.Fatalf("%s: %v does not name the file", what, err)
 		}
-		return true
+		return nil
 	}
 	if err != nil {
 		t.Fatalf("%s: Open: %v", what, err)
 	}
-	defer s.Close()
+	return s
+}
+
+// checkAcked compares an opened store with the acknowledged writes: each
+// key reads its last value (or, with reported, ErrCorrupt: damage the
+// store reports), and the count is theirs (no deleted key back).
+func checkAcked(t *testing.T, s *store.Store, want map[string]string, what string, reported bool) {
+	t.Helper()
 	for k, v := range want {
 		got, err := s.Get([]byte(k))
+		if reported && errors.Is(err, store.ErrCorrupt) {
+			continue
+		}
 		if err != nil || string(got) != v {
 			t.Fatalf("%s: opened without an error, but acknowledged %s is %.20q, %v; want %.20q", what, k, got, err, v)
 		}
@@ -115,7 +139,24 @@ func openChecked(t *testing.T, fs *store.MemFS, want map[string]string, what str
 	if n := s.Len(); n != uint64(len(want)) {
 		t.Fatalf("%s: opened without an error with %d keys; %d acknowledged (deleted keys are back)", what, n, len(want))
 	}
-	return false
+}
+
+// cutAndOpen cuts segment seg of base at each of cuts (a copy each time)
+// and opens the store: each time Open refuses it (ErrCorrupt) or has
+// every acknowledged write. It counts both outcomes.
+func cutAndOpen(t *testing.T, base ackedStore, seg string, cuts []int64) (corrupt, opened int) {
+	t.Helper()
+	full := base.fs.ReadFileBytes(seg)
+	for _, c := range cuts {
+		fs := base.fs.Clone()
+		fs.WriteFileBytes(seg, full[:c])
+		if openChecked(t, fs, base.want, fmt.Sprintf("%s cut at %d of %d", seg, c, len(full))) {
+			corrupt++
+		} else {
+			opened++
+		}
+	}
+	return corrupt, opened
 }
 
 // TestTruncateSealedAfterCrash cuts each sealed segment of a store left
@@ -134,16 +175,8 @@ func TestTruncateSealedAfterCrash(t *testing.T) {
 	}
 	corrupt, opened := 0, 0
 	for _, seg := range segs[:len(segs)-1] {
-		full := base.fs.ReadFileBytes(seg)
-		for _, c := range cuts(rng, full) {
-			fs := base.fs.Clone()
-			fs.WriteFileBytes(seg, full[:c])
-			if openChecked(t, fs, base.want, fmt.Sprintf("%s cut at %d of %d", seg, c, len(full))) {
-				corrupt++
-			} else {
-				opened++
-			}
-		}
+		c, o := cutAndOpen(t, base, seg, cuts(rng, base.fs.ReadFileBytes(seg)))
+		corrupt, opened = corrupt+c, opened+o
 	}
 	t.Logf("%d sealed segments; %d cuts refused (ErrCorrupt), %d opened intact", len(segs)-1, corrupt, opened)
 }
@@ -161,15 +194,6 @@ func TestTruncateLastAfterClose(t *testing.T) {
 	segs := segments(base.fs)
 	last := segs[len(segs)-1]
 	full := base.fs.ReadFileBytes(last)
-	corrupt, opened := 0, 0
-	for _, c := range cuts(rng, full) {
-		fs := base.fs.Clone()
-		fs.WriteFileBytes(last, full[:c])
-		if openChecked(t, fs, base.want, fmt.Sprintf("last segment %s cut at %d of %d", last, c, len(full))) {
-			corrupt++
-		} else {
-			opened++
-		}
-	}
+	corrupt, opened := cutAndOpen(t, base, last, cuts(rng, full))
 	t.Logf("last segment of %d bytes; %d cuts refused (ErrCorrupt), %d opened intact", len(full), corrupt, opened)
 }

@@ -246,21 +246,13 @@ func TestIssue27PutClosedStdin(t *testing.T) {
 		t.Skip("needs sh")
 	}
 	e := newEnv(t)
-	cmd := exec.Command("sh", "-c", `exec "$0" store put D k <&-`, binary)
-	cmd.Dir = e.dir
-	out, err := cmd.CombinedOutput()
-	var ee *exec.ExitError
-	if !errors.As(err, &ee) || ee.ExitCode() != exitData || !strings.Contains(string(out), "standard input: it is closed") {
-		t.Fatalf("put with standard input closed: %v: %s", err, out)
+	if r := e.sh(`exec "$0" store put D k <&-`); r.code != exitData || !strings.Contains(r.stderr, "standard input: it is closed") {
+		t.Fatalf("put with standard input closed: %+v", r)
 	}
 	if _, err := os.Stat(filepath.Join(e.dir, "D")); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("put with standard input closed created the store: %v", err)
 	}
-	cmd = exec.Command("sh", "-c", `exec "$0" store put D k </dev/null`, binary)
-	cmd.Dir = e.dir
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("put from /dev/null: %v: %s", err, out)
-	}
+	e.sh(`exec "$0" store put D k </dev/null`).want(t, exitOK, "store")
 	if r := e.run("", "store", "has", "D", "k"); r.stdout != "present\n" {
 		t.Fatalf("after a put from /dev/null: %+v", r)
 	}
@@ -293,22 +285,15 @@ func TestIssue27ImportDiskFull(t *testing.T) {
 	}
 	// 800 blocks: 400 KiB or 800 KiB, as the shell counts them; the files
 	// take 1.6 MiB.
-	cmd := exec.Command("sh", "-c", `ulimit -f 800 && exec "$0" store import D "$1"`, binary, src)
-	cmd.Dir = e.dir
-	var stdout, stderr strings.Builder
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err := cmd.Run()
-	var ee *exec.ExitError
-	if !errors.As(err, &ee) || ee.ExitCode() != exitData {
-		t.Fatalf("import past the file size limit: %v: %s", err, stderr.String())
+	r := e.sh(`ulimit -f 800 && exec "$0" store import D "$1"`, src)
+	r.want(t, exitData, "store")
+	if r.stdout != "" {
+		t.Fatalf("a failed import printed a summary: %q", r.stdout)
 	}
-	if stdout.String() != "" {
-		t.Fatalf("a failed import printed a summary: %q", stdout.String())
+	if !strings.Contains(r.stderr, "stored for certain") && !strings.Contains(r.stderr, "files are stored, up to") {
+		t.Fatalf("a failed import does not say what was kept: %s", r.stderr)
 	}
-	if !strings.Contains(stderr.String(), "stored for certain") && !strings.Contains(stderr.String(), "files are stored, up to") {
-		t.Fatalf("a failed import does not say what was kept: %s", stderr.String())
-	}
-	t.Logf("the failure says: %s", stderr.String())
+	t.Logf("the failure says: %s", r.stderr)
 	exportAll := func() int {
 		list := e.run("", "store", "list", "D")
 		list.want(t, exitOK, "store")
@@ -326,7 +311,7 @@ func TestIssue27ImportDiskFull(t *testing.T) {
 		return n
 	}
 	t.Logf("%d of %d files stored before the failure", exportAll(), len(want))
-	r := e.run("", "store", "import", "D", src)
+	r = e.run("", "store", "import", "D", src)
 	r.want(t, exitOK, "store")
 	if !strings.Contains(r.stdout, "imported 40 files") {
 		t.Fatalf("import again: %s", r.stdout)
@@ -334,4 +319,24 @@ func TestIssue27ImportDiskFull(t *testing.T) {
 	if n := exportAll(); n != len(want) {
 		t.Fatalf("%d files listed after the second import, want %d", n, len(want))
 	}
+}
+
+// sh runs script with sh -c in the test's directory, with the command as
+// $0 and args as $1...: for what a shell sets up (a closed descriptor, a
+// limit) before it execs the command.
+func (e *sandbox) sh(script string, args ...string) result {
+	e.t.Helper()
+	cmd := exec.Command("sh", append([]string{"-c", script, binary}, args...)...)
+	cmd.Dir = e.dir
+	var out, errb strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	code := 0
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		code = ee.ExitCode()
+	} else if err != nil {
+		e.t.Fatal(err)
+	}
+	return result{out.String(), errb.String(), code}
 }
