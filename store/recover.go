@@ -34,21 +34,22 @@ func ours(name string) bool {
 // Open reads the index checkpoint (the INDEX file: about 9 bytes per
 // key), which the Store writes while it runs (WithCheckpoints) and at
 // Close, and replays the records written after it: after a Close, none;
-// after a crash, those written since the last checkpoint, at most about
-// an eighth of the keys' count (docs/store.md has the times). Without a
-// usable checkpoint it reads the whole log, verifying every record's
-// checksum, and rebuilds the index: about the time of reading the log
-// plus 1 to 4 µs per record on a 2-core VM.
+// after a crash, those written since the last checkpoint, with the
+// default schedule at most about keys/16, or 262,144 in a smaller store
+// (docs/store.md has the times). Without a usable checkpoint it reads the
+// whole log, verifying every record's checksum, and rebuilds the index:
+// about the time of reading the log plus 1 to 4 µs per record on a
+// 2-core VM.
 //
-// A torn record at the end of the active segment, written after the last
-// sync and cut short by a crash, is cut off. Every other damage Open
-// sees returns an error wrapping ErrCorrupt (a *CorruptError naming the
-// file and offset) and opens nothing: a damaged record among those it
-// reads, a sealed segment whose length is not the one the manifest
-// recorded when it was sealed, a segment shorter than the checkpoint
-// recorded, a sealed segment whose checksum is wrong when Open reads it
-// whole. No record is ever dropped silently. Damage in records Open does
-// not read is reported by Get and Verify.
+// A torn record at the end of the active segment, past what the
+// checkpoint covers (a write cut short by a crash), is cut off. Every
+// other damage Open sees returns an error wrapping ErrCorrupt (a
+// *CorruptError naming the file and offset) and opens nothing: a damaged
+// record among those it reads, a sealed segment whose length is not the
+// one the manifest recorded when it was sealed, a segment shorter than
+// the checkpoint recorded, a sealed segment whose checksum is wrong when
+// Open reads it whole. No record is ever dropped silently. Damage in
+// records Open does not read is reported by Get and Verify.
 //
 // Files in dir that a Store does not write are left alone; segment files
 // no manifest lists (left by a crash during a rotation or a compaction)
