@@ -44,7 +44,7 @@
 //   - Checkpoints: the index is written to disk in the background once
 //     the records written since the last checkpoint reach keys/16 (and
 //     at least 262,144), after each compaction and at Close: about 9
-//     bytes per key each time, so at most about 140 bytes per record
+//     bytes per key each time, so at most about 145 bytes per record
 //     written (WithCheckpoints trades this against recovery).
 //   - Open reads the last checkpoint and replays the records written
 //     after it: none after a Close; after a crash, at most about keys/16
