@@ -326,17 +326,10 @@ func TestIssue27ImportDiskFull(t *testing.T) {
 // limit) before it execs the command.
 func (e *sandbox) sh(script string, args ...string) result {
 	e.t.Helper()
+	if buildErr != nil {
+		e.t.Fatal(buildErr)
+	}
 	cmd := exec.Command("sh", append([]string{"-c", script, binary}, args...)...)
 	cmd.Dir = e.dir
-	var out, errb strings.Builder
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	code := 0
-	var ee *exec.ExitError
-	if errors.As(err, &ee) {
-		code = ee.ExitCode()
-	} else if err != nil {
-		e.t.Fatal(err)
-	}
-	return result{out.String(), errb.String(), code}
+	return runCmd(e.t, cmd)
 }
