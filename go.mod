@@ -8,6 +8,7 @@ require (
 	github.com/restic/chunker v0.4.0
 	github.com/tidwall/redcon v1.6.4
 	github.com/zeebo/xxh3 v1.1.0
+	golang.org/x/sys v0.30.0
 	golang.org/x/term v0.29.0
 )
 
@@ -21,6 +22,5 @@ require (
 	github.com/tidwall/match v1.1.1 // indirect
 	go.uber.org/atomic v1.11.0 // indirect
 	golang.org/x/sync v0.17.0 // indirect
-	golang.org/x/sys v0.30.0 // indirect
 	golang.org/x/text v0.29.0 // indirect
 )

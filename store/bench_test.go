@@ -63,20 +63,57 @@ func BenchmarkStore_Get(b *testing.B) {
 	}
 }
 
+// BenchmarkStore_Put: new keys into an empty store, with the default
+// index checkpoints and with none, for what checkpoints cost a writer
+// (they run in the background; at -benchtime 3000000x a run passes about
+// a dozen).
 func BenchmarkStore_Put(b *testing.B) {
-	s, err := store.Open(b.TempDir(), store.WithSync(store.SyncNever))
+	for _, ck := range []bool{true, false} {
+		b.Run(fmt.Sprintf("checkpoints=%v", ck), func(b *testing.B) {
+			opts := []store.Option{store.WithSync(store.SyncNever)}
+			if !ck {
+				opts = append(opts, store.WithCheckpoints(0, 0))
+			}
+			s, err := store.Open(b.TempDir(), opts...)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer s.Close()
+			v := make([]byte, 100)
+			var k []byte
+			i := uint64(0)
+			b.ReportAllocs()
+			for b.Loop() {
+				k = benchKey(k, i, false)
+				i++
+				if err := s.Put(k, v); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(s.Stats().Checkpoints), "checkpoints")
+		})
+	}
+}
+
+// BenchmarkStore_Checkpoint: one index checkpoint of a store of 10^6 keys
+// (encode, write, sync, rename); bytes are the index's.
+func BenchmarkStore_Checkpoint(b *testing.B) {
+	s, err := store.Open(b.TempDir(), store.WithSync(store.SyncNever), store.WithCheckpoints(0, 0))
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer s.Close()
 	v := make([]byte, 100)
 	var k []byte
-	i := uint64(0)
-	b.ReportAllocs()
-	for b.Loop() {
+	for i := range uint64(1_000_000) {
 		k = benchKey(k, i, false)
-		i++
 		if err := s.Put(k, v); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.SetBytes(int64(s.Stats().IndexBytes))
+	for b.Loop() {
+		if err := s.Checkpoint(); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dedupkit/cuckoo/internal/testlong"
 	"github.com/dedupkit/cuckoo/internal/testseed"
 	"github.com/dedupkit/cuckoo/store"
 )
@@ -63,19 +64,23 @@ func (m *ackModel) check(t *testing.T, s *store.Store) {
 }
 
 // TestCrashMemFS stops a store at a random write (of a record, a segment,
-// a manifest; in a Put, a Delete or a Compact), keeps what a crash might
-// keep of the unsynced bytes and names, reopens, and checks that every
-// acknowledged write (SyncAlways) is there and the store takes writes.
+// a manifest, an index checkpoint; in a Put, a Delete or a Compact),
+// keeps what a crash might keep of the unsynced bytes and names, reopens,
+// and checks that every acknowledged write (SyncAlways) is there and the
+// store takes writes.
 func TestCrashMemFS(t *testing.T) {
 	rng := testseed.Rand(t)
 	rounds := 300
-	if testing.Short() {
+	switch {
+	case testlong.Enabled():
+		rounds = 3000
+	case testing.Short():
 		rounds = 60
 	}
 	fs := store.NewMemFS()
 	opts := func(fs *store.MemFS) []store.Option {
 		return []store.Option{store.WithFS(fs), store.WithSync(store.SyncAlways), store.WithSegmentSize(8 << 10),
-			store.WithAutoCompact(0, 0)}
+			store.WithAutoCompact(0, 0), store.WithCheckpoints(0.1, 40), store.WithInlineCheckpoints()}
 	}
 	m := &ackModel{vals: map[string]string{}}
 	compacted := 0
@@ -157,7 +162,8 @@ func TestCrashChild(t *testing.T) {
 	dir, mode, _ := strings.Cut(arg, ",")
 	seed, _ := strconv.ParseUint(os.Getenv(crashChildEnv+"_SEED"), 10, 64)
 	rng := testseed.New(seed)
-	s, err := store.Open(dir, store.WithSync(store.SyncAlways), store.WithSegmentSize(64<<10), store.WithAutoCompact(0, 0))
+	s, err := store.Open(dir, store.WithSync(store.SyncAlways), store.WithSegmentSize(64<<10), store.WithAutoCompact(0, 0),
+		store.WithCheckpoints(0.1, 50))
 	if err != nil {
 		fmt.Println("error", err)
 		os.Exit(2)
@@ -203,12 +209,17 @@ func TestCrashChild(t *testing.T) {
 }
 
 // TestCrashKill kills a writing child with SIGKILL 20 times (and 20 times
-// more while it compacts in a loop) and checks every acknowledged write.
+// more while it compacts in a loop; 100 and 100 with CUCKOO_LONG=1) and
+// checks every acknowledged write. The child checkpoints its index every
+// 50 records or so, so kills land before, during and after checkpoints.
 func TestCrashKill(t *testing.T) {
 	if os.Getenv(crashChildEnv) != "" {
 		t.Skip("in the child")
 	}
 	kills := 20
+	if testlong.Enabled() {
+		kills = 100
+	}
 	for _, mode := range []string{"write", "compact"} {
 		t.Run("mode="+mode, func(t *testing.T) {
 			rng := testseed.Rand(t)

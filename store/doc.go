@@ -41,22 +41,30 @@
 //     2.4·10^5 and 6·10^7 keys) are built beside it while readers go on.
 //   - Disk: a record is the key, the value and 11 to 20 bytes
 //     (checksum, sizes, kind, sequence number).
-//   - Open after a Close reads the index checkpoint Close wrote and the
-//     records after it; after a crash it reads the whole log and rebuilds
-//     the index (docs/store.md has the figures for 10^7 keys). Damage
+//   - Checkpoints: the index is written to disk in the background once
+//     the records written since the last checkpoint reach keys/16 (and
+//     at least 262,144), after each compaction and at Close: about 9
+//     bytes per key each time, so at most about 145 bytes per record
+//     written (WithCheckpoints trades this against recovery).
+//   - Open reads the last checkpoint and replays the records written
+//     after it: none after a Close; after a crash, at most about keys/16
+//     (docs/store.md has the figures at 3·10^6 and 10^7 keys). Damage
 //     that Open does not read is reported by Get, by Verify and by
 //     'cuckoo store check'.
 //
 // # Durability
 //
-// Every record carries a CRC-32C. SyncPolicy says what a crash can lose;
-// the default, SyncEverySecond, loses at most about the last second of
-// writes, SyncAlways nothing that was acknowledged (concurrent writers
-// share each sync). After a crash Open cuts a torn last record; damage
-// anywhere else is reported as ErrCorrupt with the file and offset, and
-// nothing is dropped silently. Compaction is atomic: a crash at any point
-// leaves the old log or the new one. One process at a time may open a
-// directory (a lock file, flock).
+// Every record carries a CRC-32C, and the manifest records the length and
+// checksum of every sealed segment (all but the active one). SyncPolicy
+// says what a crash can lose; the default, SyncEverySecond, loses at
+// most about the last second of writes, SyncAlways nothing that was
+// acknowledged (concurrent writers share each sync). After a crash Open
+// cuts a torn last record written after the last checkpoint; a sealed
+// segment of another length than recorded, a segment shorter than the
+// checkpoint recorded, and any damaged record Open reads are ErrCorrupt
+// with the file and offset: nothing is dropped silently. Compaction is
+// atomic: a crash at any point leaves the old log or the new one. One
+// process at a time may open a directory (a lock file, flock).
 //
 // # Limits
 //
@@ -72,7 +80,9 @@
 //
 // # Files
 //
-// The directory holds LOCK, MANIFEST (the list of segment files, replaced
-// atomically), the segments, NNNNNNNNNNNNNNNN.log, and INDEX, the index
-// checkpoint of the last Close. log.go draws the formats.
+// The directory holds LOCK, MANIFEST (the segment files, with the length
+// and checksum of the sealed ones; replaced atomically), the segments,
+// NNNNNNNNNNNNNNNN.log, and INDEX, the last index checkpoint. log.go,
+// manifest.go and checkpoint.go draw the formats; a store written by the
+// first version (format 1) is read and upgraded.
 package store

@@ -24,9 +24,11 @@ var (
 	// ErrLocked is returned by Open when another process (or another
 	// Store in this one) has the directory open.
 	ErrLocked = errors.New("store: directory is in use by another process")
-	// ErrNotStore is returned by Open for an existing directory that
-	// holds files but no store.
-	ErrNotStore = errors.New("store: directory holds other files and no store")
+	// ErrNotStore is wrapped by the error of Open for a path that holds
+	// no store: a file, a directory of other files (Open never creates a
+	// store among them), or, with WithMustExist, a missing or empty
+	// directory. Nothing is created.
+	ErrNotStore = errors.New("store: not a store")
 	// ErrFailed is wrapped by the errors of every write after a sync of
 	// the log failed: what the operating system kept is unknown, so the
 	// Store takes no more writes; reads go on. Close and Open again to

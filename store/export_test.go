@@ -4,6 +4,14 @@ package store
 // system.
 func WithFS(fs *MemFS) Option { return func(o *options) { o.fs = fs } }
 
+// WithInlineCheckpoints makes the write that makes a checkpoint due
+// write it before it returns, in its goroutine, so that a simulated
+// crash (a panic in a write of the MemFS) stops the store there too.
+func WithInlineCheckpoints() Option { return func(o *options) { o.ckInline = true } }
+
+// Checkpoint writes an index checkpoint now.
+func (s *Store) Checkpoint() error { return s.checkpoint() }
+
 // WithBufferSize sets the write buffer's size.
 func WithBufferSize(n int) Option { return func(o *options) { o.bufSize = n } }
 
@@ -52,4 +60,19 @@ func (s *Store) IndexGeometry() (level uint, split uint64, top uint) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	return s.mu.ix.level, s.mu.ix.split, s.mu.ix.top
+}
+
+// RecordEnds returns the offsets in a segment file's bytes at which its
+// intact records end, from the header on.
+func RecordEnds(seg []byte) []int64 {
+	var ends []int64
+	for p := segHeaderSize; p < len(seg); {
+		r, err := decodeRecord(seg[p:])
+		if err != nil {
+			break
+		}
+		p += r.size
+		ends = append(ends, int64(p))
+	}
+	return ends
 }

@@ -12,6 +12,9 @@ import (
 // crash and injects I/O errors (memFS, in memfs_test.go). Names are paths
 // as the Store builds them with filepath.Join.
 type fsys interface {
+	// IsDir reports whether name is a directory; an error wrapping
+	// fs.ErrNotExist when there is nothing of that name.
+	IsDir(name string) (bool, error)
 	MkdirAll(dir string) error
 	// Create creates name, or truncates it, for reading and writing.
 	Create(name string) (file, error)
@@ -49,6 +52,14 @@ type file interface {
 type osFS struct{}
 
 func (osFS) MkdirAll(dir string) error { return os.MkdirAll(dir, 0o755) }
+
+func (osFS) IsDir(name string) (bool, error) {
+	fi, err := os.Stat(name)
+	if err != nil {
+		return false, err
+	}
+	return fi.IsDir(), nil
+}
 
 func (osFS) Create(name string) (file, error) {
 	f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)

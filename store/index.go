@@ -74,6 +74,11 @@ import (
 //   - no key has two entries (the store checks before inserting).
 type index struct {
 	chunks [][]uint64
+	// shared[i] says that chunks[i] is also held by a snapshot being
+	// encoded for a checkpoint: a write copies it first (wbucket), so
+	// the snapshot stays as it was taken. Chunks past len(shared) are
+	// never shared.
+	shared []bool
 	level  uint   // L
 	split  uint64 // s
 	top    uint   // T
@@ -125,14 +130,19 @@ const (
 const maxLocation = 1<<(64-locShift) - 1
 
 func newIndex(seed uint64) *index {
-	ix := &index{level: firstLevel, top: firstLevel + fragBits, rng: seed | 1}
-	ix.disp = new([1 << dispBits]uint64)
-	for m := range ix.disp {
-		ix.disp[m] = hash.Mix64(seed ^ hash.Mix64(uint64(m)+0x9e3779b97f4a7c15))
-	}
+	ix := &index{level: firstLevel, top: firstLevel + fragBits, rng: seed | 1, disp: newDisp(seed)}
 	ix.setMask()
 	ix.chunks = [][]uint64{make([]uint64, chunkWords)}
 	return ix
+}
+
+// newDisp returns the table of D for a store's seed.
+func newDisp(seed uint64) *[1 << dispBits]uint64 {
+	d := new([1 << dispBits]uint64)
+	for m := range d {
+		d[m] = hash.Mix64(seed ^ hash.Mix64(uint64(m)+0x9e3779b97f4a7c15))
+	}
+	return d
 }
 
 func (ix *index) setMask() { ix.dmask = 1<<(ix.top-dispBits) - 1 }
@@ -174,12 +184,44 @@ func (ix *index) tag(j, x, which uint64) uint64 {
 	return which | (x>>k)&(1<<(ix.top-k)-1)
 }
 
-// bucket returns the 4 slots of bucket j.
+// bucket returns the slots of bucket j, to read them.
 func (ix *index) bucket(j uint64) []uint64 {
 	c := ix.chunks[j>>chunkShift]
 	o := (j & (chunkBuckets - 1)) * slotsPerBucket
 	return c[o : o+slotsPerBucket : o+slotsPerBucket]
 }
+
+// wbucket returns the slots of bucket j, to write them: a chunk a
+// snapshot shares is copied first (64 KiB). Every write of a slot goes
+// through it; a slice it returns stays valid for writing until the next
+// snapshot.
+func (ix *index) wbucket(j uint64) []uint64 {
+	if ci := j >> chunkShift; ci < uint64(len(ix.shared)) && ix.shared[ci] {
+		ix.chunks[ci] = append(make([]uint64, 0, chunkWords), ix.chunks[ci]...)
+		ix.shared[ci] = false
+	}
+	return ix.bucket(j)
+}
+
+// snapshot returns an index that shares the chunks of ix, as they are
+// now, for a checkpoint to encode while ix goes on changing: ix copies a
+// shared chunk before it first writes it. It costs O(chunks); unshare
+// ends the sharing.
+func (ix *index) snapshot() *index {
+	sn := *ix
+	sn.chunks = append([][]uint64(nil), ix.chunks...)
+	sn.stash = append([]stashEntry(nil), ix.stash...)
+	sn.shared, sn.queue = nil, nil
+	ix.shared = make([]bool, len(ix.chunks))
+	for i := range ix.shared {
+		ix.shared[i] = true
+	}
+	return &sn
+}
+
+// unshare ends the sharing of a snapshot: the chunks ix did not copy are
+// its own again.
+func (ix *index) unshare() { ix.shared = nil }
 
 // slotRef names one slot and what it held when found.
 type slotRef struct {
@@ -234,7 +276,7 @@ func (ix *index) setLoc(r slotRef, loc uint64) {
 		ix.stash[r.k].loc = loc
 		return
 	}
-	b := ix.bucket(r.j)
+	b := ix.wbucket(r.j)
 	b[r.k] = loc<<locShift | b[r.k]&tagMask
 }
 
@@ -245,7 +287,7 @@ func (ix *index) remove(r slotRef) {
 		ix.stash = append(ix.stash[:r.k], ix.stash[r.k+1:]...)
 		return
 	}
-	ix.bucket(r.j)[r.k] = 0
+	ix.wbucket(r.j)[r.k] = 0
 }
 
 // full reports whether an insert must split a bucket first.
@@ -276,8 +318,10 @@ func (ix *index) splitBucket() {
 	if ix.splitNeedsChunk() {
 		ix.addChunk(make([]uint64, chunkWords))
 	}
-	src := ix.bucket(ix.split)
-	dst := ix.bucket(1<<ix.level + ix.split)
+	// Copying the source's chunk cannot move the image's: when both
+	// are in one chunk, the second call finds it copied.
+	src := ix.wbucket(ix.split)
+	dst := ix.wbucket(1<<ix.level + ix.split)
 	n := 0
 	for k, v := range src {
 		if v == 0 {
@@ -331,7 +375,7 @@ func (ix *index) walk(x, loc uint64) {
 	}
 	ix.count++
 	for range maxKicks {
-		b := ix.bucket(j)
+		b := ix.wbucket(j)
 		k := ix.rnd() % slotsPerBucket
 		b[k], v = v, b[k]
 		j, v = ix.moved(j, v)
@@ -387,12 +431,12 @@ func (ix *index) insert(x, loc uint64) bool {
 	b1, b2 := ix.bucket(p.j1), ix.bucket(p.j2)
 	n1, n2 := emptySlots(b1), emptySlots(b2)
 	if n1 > 0 && n1 >= n2 {
-		b1[free(b1)] = loc<<locShift | p.t1
+		ix.wbucket(p.j1)[free(b1)] = loc<<locShift | p.t1
 		ix.count++
 		return true
 	}
 	if n2 > 0 {
-		b2[free(b2)] = loc<<locShift | p.t2
+		ix.wbucket(p.j2)[free(b2)] = loc<<locShift | p.t2
 		ix.count++
 		return true
 	}
@@ -410,12 +454,12 @@ func (ix *index) insert(x, loc uint64) bool {
 				continue
 			}
 			if db := ix.bucket(dj); free(db) >= 0 {
-				db[free(db)] = nv
+				ix.wbucket(dj)[free(db)] = nv
 				t := p.t1
 				if r == 1 {
 					t = p.t2
 				}
-				b[k] = loc<<locShift | t
+				ix.wbucket(j)[k] = loc<<locShift | t
 				ix.count++
 				return true
 			}
@@ -437,9 +481,9 @@ func (ix *index) insert(x, loc uint64) bool {
 			// Move each entry of the path one step, from the free end.
 			for n := len(q) - 1; q[n].parent >= 0; n = int(q[n].parent) {
 				from := q[q[n].parent].j
-				fb := ix.bucket(from)
+				fb := ix.wbucket(from)
 				dj, nv := ix.moved(from, fb[q[n].slot])
-				db := ix.bucket(dj)
+				db := ix.wbucket(dj) // may copy another chunk, never fb's again
 				db[free(db)] = nv
 				fb[q[n].slot] = 0
 			}
@@ -494,9 +538,8 @@ func emptySlots(b []uint64) int {
 
 // put stores v in a free slot of bucket j, if there is one.
 func (ix *index) put(j, v uint64) bool {
-	b := ix.bucket(j)
-	if k := free(b); k >= 0 {
-		b[k] = v
+	if k := free(ix.bucket(j)); k >= 0 {
+		ix.wbucket(j)[k] = v
 		return true
 	}
 	return false

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"fmt"
 	"testing"
 	"time"
@@ -214,4 +215,54 @@ func BenchmarkIndexInsert(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/1e6, "ns/insert")
+}
+
+// TestIndexSnapshot: a snapshot keeps the index as it was when taken
+// while the index goes on with inserts, moves, splits, removes, changed
+// locations and refreshes, and both decode to what they hold.
+func TestIndexSnapshot(t *testing.T) {
+	rng := testseed.Rand(t)
+	seed := rng.Uint64()
+	f := &fakeIndex{ix: newIndex(seed), seed: seed}
+	next := uint64(1)
+	for ; next < 20_000; next++ {
+		f.insert(next)
+	}
+	encode := func(ix *index) []byte {
+		var b bytes.Buffer
+		if err := encodeIndex(&b, checkpoint{seed: seed, segs: []ckSeg{{size: segHeaderSize}}}, ix); err != nil {
+			t.Fatal(err)
+		}
+		return b.Bytes()
+	}
+	for round := range 5 {
+		live := f.ix
+		snap := live.snapshot()
+		before := encode(snap)
+		for range 5_000 + rng.IntN(40_000) {
+			loc := uint64(rng.IntN(int(next))) + 1
+			x, _ := f.hashAt(loc)
+			var c [maxCandidates]slotRef
+			n := f.ix.candidates(x, &c)
+			switch {
+			case n > 0 && c[0].loc == loc && rng.IntN(2) == 0:
+				f.ix.remove(c[0])
+			case n > 0 && c[0].loc == loc:
+				f.ix.setLoc(c[0], loc|1<<38) // a location no insert uses
+			default:
+				f.insert(next)
+				next++
+			}
+		}
+		if got := encode(snap); !bytes.Equal(got, before) {
+			t.Fatalf("round %d: the snapshot changed while the index did", round)
+		}
+		live.unshare()
+		if _, ix, err := decodeIndex(bytes.NewReader(before), int64(len(before)), seed); err != nil || ix.count != snap.count {
+			t.Fatalf("round %d: the snapshot does not decode: %v", round, err)
+		}
+		if err := f.ix.check(); err != nil {
+			t.Fatal(err)
+		}
+	}
 }

@@ -25,7 +25,8 @@ type MemFS struct {
 	durable map[string]*memFile // the names as of the last SyncDir
 	pending []nsOp              // changes of names since
 	locks   map[string]bool
-	space   int64 // bytes left before writes fail with ENOSPC; < 0: no limit
+	dirs    map[string]bool // made by MkdirAll (kept across crashes)
+	space   int64           // bytes left before writes fail with ENOSPC; < 0: no limit
 	syncErr error
 	writes  int64 // WriteAt calls, for crash points
 	crashAt int64 // when > 0, the WriteAt call that panics with errCrash
@@ -52,7 +53,7 @@ type memFile struct {
 
 // NewMemFS returns an empty MemFS with no space limit.
 func NewMemFS() *MemFS {
-	return &MemFS{files: map[string]*memFile{}, durable: map[string]*memFile{}, locks: map[string]bool{}, space: -1}
+	return &MemFS{files: map[string]*memFile{}, durable: map[string]*memFile{}, locks: map[string]bool{}, dirs: map[string]bool{}, space: -1}
 }
 
 // SetSpace makes writes fail with ENOSPC once n more bytes are written
@@ -84,6 +85,9 @@ func (m *MemFS) Crash(rng *rand.Rand) *MemFS {
 		applyOp(names, op)
 	}
 	n := NewMemFS()
+	for d := range m.dirs {
+		n.dirs[d] = true
+	}
 	kept := map[*memFile]*memFile{}
 	for name, f := range names {
 		c, ok := kept[f]
@@ -105,12 +109,51 @@ func (m *MemFS) Crash(rng *rand.Rand) *MemFS {
 	return n
 }
 
+// ProcessCrash returns what another process finds after this one was
+// killed: every byte written and every name as they are, with what is
+// synced and durable unchanged (a crash of the machine later loses the
+// rest). Locks are released.
+func (m *MemFS) ProcessCrash() *MemFS {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	n := NewMemFS()
+	copies := map[*memFile]*memFile{}
+	cp := func(f *memFile) *memFile {
+		if f == nil {
+			return nil
+		}
+		if c, ok := copies[f]; ok {
+			return c
+		}
+		c := &memFile{data: append([]byte(nil), f.data...), synced: f.synced}
+		copies[f] = c
+		return c
+	}
+	for k, f := range m.files {
+		n.files[k] = cp(f)
+	}
+	for k, f := range m.durable {
+		n.durable[k] = cp(f)
+	}
+	for _, op := range m.pending {
+		op.f = cp(op.f)
+		n.pending = append(n.pending, op)
+	}
+	for d := range m.dirs {
+		n.dirs[d] = true
+	}
+	return n
+}
+
 // CrashLosingUnsynced returns what a restart finds after the worst crash
 // Crash models: the durable names, and each file's synced bytes only.
 func (m *MemFS) CrashLosingUnsynced() *MemFS {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	n := NewMemFS()
+	for d := range m.dirs {
+		n.dirs[d] = true
+	}
 	kept := map[*memFile]*memFile{}
 	for name, f := range m.durable {
 		c, ok := kept[f]
@@ -158,6 +201,20 @@ func (m *MemFS) WriteFileBytes(name string, b []byte) {
 	m.durable[name] = f
 }
 
+// Clone returns a copy of the file system's current files, all durable.
+func (m *MemFS) Clone() *MemFS {
+	c := NewMemFS()
+	for _, n := range m.Names() {
+		c.WriteFileBytes(n, m.ReadFileBytes(n))
+	}
+	m.mu.Lock()
+	for d := range m.dirs {
+		c.dirs[d] = true
+	}
+	m.mu.Unlock()
+	return c
+}
+
 // Names returns the file names, sorted.
 func (m *MemFS) Names() []string {
 	m.mu.Lock()
@@ -170,7 +227,35 @@ func (m *MemFS) Names() []string {
 	return ns
 }
 
-func (m *MemFS) MkdirAll(string) error { return nil }
+func (m *MemFS) MkdirAll(dir string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.files[filepath.Clean(dir)] != nil {
+		return &fs.PathError{Op: "mkdir", Path: dir, Err: syscall.ENOTDIR}
+	}
+	m.dirs[filepath.Clean(dir)] = true
+	return nil
+}
+
+// IsDir reports whether name is a directory: one made by MkdirAll, or
+// one that holds files.
+func (m *MemFS) IsDir(name string) (bool, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	name = filepath.Clean(name)
+	if m.files[name] != nil {
+		return false, nil
+	}
+	if m.dirs[name] {
+		return true, nil
+	}
+	for k := range m.files {
+		if strings.HasPrefix(k, name+"/") {
+			return true, nil
+		}
+	}
+	return false, &fs.PathError{Op: "stat", Path: name, Err: fs.ErrNotExist}
+}
 
 func (m *MemFS) Create(name string) (file, error) {
 	m.mu.Lock()

@@ -3,6 +3,8 @@ package store
 import (
 	"errors"
 	"fmt"
+	"hash/crc32"
+	"io"
 	"io/fs"
 	"math/rand/v2"
 	"path/filepath"
@@ -12,10 +14,7 @@ import (
 	"github.com/dedupkit/cuckoo/internal/invariants"
 )
 
-const (
-	manifestName = "MANIFEST"
-	lockName     = "LOCK"
-)
+const lockName = "LOCK"
 
 // segPattern matches the names of segment files.
 var segPattern = regexp.MustCompile(`^[0-9a-f]{16}\.log$`)
@@ -28,21 +27,36 @@ func ours(name string) bool {
 }
 
 // Open opens the store in dir, creating dir and an empty store if
-// needed. Only one Store, in one process, can have a directory open: a
-// second Open returns ErrLocked until the first is closed.
+// needed (unless WithMustExist). Only one Store, in one process, can
+// have a directory open: a second Open returns ErrLocked until the first
+// is closed.
 //
-// After a Close, Open reads the index checkpoint Close wrote (the INDEX
-// file: about 9 bytes per key) and the records written after it, if any.
-// After a crash, or when the checkpoint does not match the log, it reads
-// the whole log, verifying every record's checksum, and rebuilds the
-// index: about the time of reading the log plus 1 to 4 µs per record on
-// a 2-core VM (docs/store.md has figures). A torn record at the end of the last
-// segment (a write cut short by a crash) is cut off. Any other damage
-// found returns an error wrapping ErrCorrupt (a *CorruptError naming the
-// file and offset) and opens nothing: no record
-// is ever dropped silently. Files in dir that a Store does not write are
-// left alone; segment files no manifest lists (left by a crash during a
-// compaction) are removed.
+// Open reads the index checkpoint (the INDEX file: about 9 bytes per
+// key), which the Store writes while it runs (WithCheckpoints) and at
+// Close, and replays the records written after it: after a Close, none;
+// after a crash, those written since the last checkpoint, with the
+// default schedule at most about keys/16, or 262,144 in a smaller store
+// (docs/store.md has the times). Without a usable checkpoint it reads the
+// whole log, verifying every record's checksum, and rebuilds the index:
+// about the time of reading the log plus 1 to 4 µs per record on a
+// 2-core VM.
+//
+// A torn record at the end of the active segment, past what the
+// checkpoint covers (a write cut short by a crash), is cut off. Every
+// other damage Open sees returns an error wrapping ErrCorrupt (a
+// *CorruptError naming the file and offset) and opens nothing: a damaged
+// record among those it reads, a sealed segment whose length is not the
+// one the manifest recorded when it was sealed, a segment shorter than
+// the checkpoint recorded, a sealed segment whose checksum is wrong when
+// Open reads it whole. No record is ever dropped silently. Damage in
+// records Open does not read is reported by Get and Verify.
+//
+// Files in dir that a Store does not write are left alone; segment files
+// no manifest lists (left by a crash during a rotation or a compaction)
+// are removed. A store written by the first version of this package is
+// read, and its manifest rewritten in the current version (recording
+// the sealed segments as they are then), which the first version does
+// not read.
 func Open(dir string, opts ...Option) (*Store, error) {
 	o := defaults()
 	for _, opt := range opts {
@@ -50,8 +64,8 @@ func Open(dir string, opts ...Option) (*Store, error) {
 	}
 	s := &Store{dir: dir, fs: o.fs, opt: o, stop: make(chan struct{})}
 	s.scond = sync.NewCond(&s.smu)
-	if err := s.fs.MkdirAll(dir); err != nil {
-		return nil, fmt.Errorf("store: creating %s: %w", dir, err)
+	if err := s.prepareDir(); err != nil {
+		return nil, err
 	}
 	lock, err := s.fs.Lock(filepath.Join(dir, lockName))
 	if errors.Is(err, errLockHeld) {
@@ -78,6 +92,46 @@ func Open(dir string, opts ...Option) (*Store, error) {
 	return s, nil
 }
 
+// prepareDir makes sure dir is a directory, creating it when Open may
+// create a store, and, when it may not, that dir holds a manifest.
+func (s *Store) prepareDir() error {
+	isDir, err := s.fs.IsDir(s.dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist) && s.opt.mustExist:
+		return fmt.Errorf("%w: %s does not exist", ErrNotStore, s.dir)
+	case errors.Is(err, fs.ErrNotExist):
+		if err := s.fs.MkdirAll(s.dir); err != nil {
+			return fmt.Errorf("store: creating %s: %w", s.dir, err)
+		}
+		return nil
+	case err != nil:
+		return fmt.Errorf("store: %w", err)
+	case !isDir:
+		return fmt.Errorf("%w: %s is a file, not a directory", ErrNotStore, s.dir)
+	}
+	if !s.opt.mustExist {
+		return nil
+	}
+	names, err := s.fs.List(s.dir)
+	if err != nil {
+		return fmt.Errorf("store: reading %s: %w", s.dir, err)
+	}
+	for _, name := range names {
+		if name == manifestName {
+			return nil
+		}
+	}
+	for _, name := range names {
+		if !ours(name) {
+			return fmt.Errorf("%w: %s holds other files (%s) and no store", ErrNotStore, s.dir, name)
+		}
+	}
+	if len(names) == 0 {
+		return fmt.Errorf("%w: %s is an empty directory", ErrNotStore, s.dir)
+	}
+	return fmt.Errorf("%w: %s holds no manifest", ErrNotStore, s.dir)
+}
+
 // closeFiles closes the segment files after a failed Open.
 func (s *Store) closeFiles() {
 	for _, sg := range s.mu.order {
@@ -85,7 +139,8 @@ func (s *Store) closeFiles() {
 	}
 }
 
-// load reads the manifest and the log, or creates a new store.
+// load reads the manifest, the checkpoint and the log, or creates a new
+// store.
 func (s *Store) load() error {
 	names, err := s.fs.List(s.dir)
 	if err != nil {
@@ -94,6 +149,9 @@ func (s *Store) load() error {
 	mpath := filepath.Join(s.dir, manifestName)
 	raw, err := s.fs.ReadFile(mpath)
 	if errors.Is(err, fs.ErrNotExist) {
+		if s.opt.mustExist {
+			return fmt.Errorf("%w: %s holds no manifest", ErrNotStore, s.dir)
+		}
 		return s.create(names)
 	}
 	if err != nil {
@@ -106,11 +164,12 @@ func (s *Store) load() error {
 	s.seed, s.nextID = m.seed, m.nextID
 	s.mu.ix = newIndex(s.seed)
 	listed := map[string]bool{}
-	for _, id := range m.ids {
-		listed[segName(id)] = true
+	for _, sg := range m.segs {
+		listed[segName(sg.id)] = true
 	}
-	// Segments no manifest lists, and a manifest never renamed, are
-	// what a crash left of a rotation or a compaction.
+	// Segments no manifest lists, and a manifest or checkpoint never
+	// renamed, are what a crash left of a rotation, a compaction or a
+	// checkpoint.
 	for _, name := range names {
 		if name == manifestName+".tmp" || name == idxName+".tmp" || segPattern.MatchString(name) && !listed[name] {
 			if err := s.fs.Remove(filepath.Join(s.dir, name)); err != nil {
@@ -118,11 +177,9 @@ func (s *Store) load() error {
 			}
 		}
 	}
-	if len(m.ids) == 0 {
-		return &CorruptError{File: mpath, Detail: "manifest lists no segment"}
-	}
-	for i, id := range m.ids {
-		path := filepath.Join(s.dir, segName(id))
+	heads := make([][]byte, len(m.segs))
+	for i, ms := range m.segs {
+		path := filepath.Join(s.dir, segName(ms.id))
 		f, err := s.fs.Open(path)
 		if errors.Is(err, fs.ErrNotExist) {
 			return &CorruptError{File: path, Detail: "segment listed in the manifest is missing"}
@@ -130,9 +187,8 @@ func (s *Store) load() error {
 		if err != nil {
 			return fmt.Errorf("store: opening %s: %w", path, err)
 		}
-		sg := &segment{id: id, slot: uint64(i), path: path, f: f}
+		sg := &segment{id: ms.id, slot: uint64(i), path: path, f: f}
 		s.mu.order = append(s.mu.order, sg)
-		s.mu.segs[i] = sg
 		size, err := f.Size()
 		if err != nil {
 			return fmt.Errorf("store: reading %s: %w", path, err)
@@ -144,128 +200,185 @@ func (s *Store) load() error {
 			}
 		}
 		gotID, seed, err := parseSegHeader(head[:min(size, segHeaderSize)])
-		if err == nil && (gotID != id || seed != s.seed) {
+		if err == nil && (gotID != ms.id || seed != s.seed) {
 			err = errors.New("segment header does not match the manifest")
 		}
 		if err != nil {
 			return &CorruptError{File: path, Detail: err.Error()}
 		}
+		sealed := i < len(m.segs)-1
+		if sealed && m.version >= manVersion && size != ms.size {
+			return &CorruptError{File: path, Offset: min(size, ms.size),
+				Detail: fmt.Sprintf("sealed segment is %d bytes; the manifest recorded %d when it was sealed", size, ms.size)}
+		}
+		heads[i] = head
 		sg.size = size
 		sg.data = f.Map(s.mapSize())
 	}
-	// From the checkpoint, if it matches the log, only the records after
-	// it are read; else all of them.
-	from := make([]int64, len(s.mu.order))
-	for i := range from {
-		from[i] = segHeaderSize
+	ck, ix, err := s.readCheckpoint(m)
+	if err != nil {
+		return err
 	}
-	if ck, ix, ok := s.readCheckpoint(); ok {
+	// The replay starts, in each segment, after what the checkpoint
+	// covers, with the checksum of the bytes before.
+	from := make([]int64, len(s.mu.order))
+	crcs := make([]uint32, len(s.mu.order))
+	for i := range from {
+		from[i], crcs[i] = segHeaderSize, crc32.Checksum(heads[i], castagnoli)
+	}
+	if ix != nil {
 		s.mu.ix, s.nextSeq, s.live = ix, ck.nextSeq, ck.live
-		s.mu.segs = [maxSegments]*segment{}
+		s.assignSlots(ck)
+		for i, c := range ck.segs {
+			from[i], crcs[i] = c.size, c.crc
+			if ck.version == idxVersion1 {
+				// The first version recorded no checksums: compute them.
+				if crcs[i], err = s.segmentCRC(s.mu.order[i], c.size); err != nil {
+					return err
+				}
+			}
+		}
+	} else {
 		for i, sg := range s.mu.order {
-			from[i] = int64(ck.sizes[i])
-			sg.slot = ck.slots[i]
-			s.mu.segs[sg.slot] = sg
+			s.mu.segs[i] = sg
 		}
 	}
 	for i, sg := range s.mu.order {
 		last := i == len(s.mu.order)-1
-		end, err := s.replay(sg, from[i], last)
-		if err != nil {
-			return err
+		end, crc := sg.size, crcs[i]
+		if from[i] < sg.size || last {
+			if end, crc, err = s.replay(sg, from[i], crc, last); err != nil {
+				return err
+			}
+		}
+		if !last && m.version >= manVersion && crc != m.segs[i].crc {
+			return &CorruptError{File: sg.path, Offset: segHeaderSize,
+				Detail: "sealed segment's records are intact, but its checksum is not the one the manifest recorded (records were changed, removed or moved)"}
 		}
 		if end < sg.size {
 			// A torn tail: cut it, so new records follow the intact ones.
+			// The cut need not be synced: a crash that undoes it leaves
+			// the same torn tail, cut again.
 			if err := sg.f.Truncate(end); err != nil {
 				return fmt.Errorf("store: cutting the torn tail of %s: %w", sg.path, err)
 			}
-			if err := sg.f.Sync(); err != nil {
-				return fmt.Errorf("store: syncing %s: %w", sg.path, err)
-			}
 			sg.size = end
 		}
+		if last && sg.size > from[i] {
+			// Records past the checkpoint were written by a process that
+			// may not have synced them: counted as written, so that the
+			// first sync (and any checkpoint, which syncs first) syncs
+			// them before anything records their length.
+			s.written = 1
+		}
+		sg.crc = crc
 		s.logBytes += sg.size
+	}
+	if m.version < manVersion {
+		// Record the sealed segments as they are, in the current format.
+		if err := s.writeManifest(s.mu.order); err != nil {
+			return err
+		}
 	}
 	return nil
 }
 
-// readCheckpoint reads the INDEX file, and reports whether it matches the
-// log: the same segments, the sealed ones of the sizes it records, the
-// last at least as long.
-func (s *Store) readCheckpoint() (checkpoint, *index, bool) {
-	raw, err := s.fs.ReadFile(filepath.Join(s.dir, idxName))
+// assignSlots gives the segments the slots the checkpoint ck records,
+// and the segments after those free ones.
+func (s *Store) assignSlots(ck checkpoint) {
+	s.mu.segs = [maxSegments]*segment{}
+	for i, c := range ck.segs {
+		sg := s.mu.order[i]
+		sg.slot = c.slot
+		s.mu.segs[sg.slot] = sg
+	}
+	next := uint64(0)
+	for _, sg := range s.mu.order[len(ck.segs):] {
+		for s.mu.segs[next] != nil {
+			next++
+		}
+		sg.slot = next
+		s.mu.segs[next] = sg
+	}
+}
+
+// segmentCRC returns the CRC-32C of the first n bytes of sg.
+func (s *Store) segmentCRC(sg *segment, n int64) (uint32, error) {
+	if sg.data != nil {
+		return crc32.Checksum(sg.data[:n], castagnoli), nil
+	}
+	crc := uint32(0)
+	buf := make([]byte, 1<<20)
+	for off := int64(0); off < n; {
+		b := buf[:min(int64(len(buf)), n-off)]
+		if _, err := sg.f.ReadAt(b, off); err != nil {
+			return 0, fmt.Errorf("store: reading %s: %w", sg.path, err)
+		}
+		crc = crc32.Update(crc, castagnoli, b)
+		off += int64(len(b))
+	}
+	return crc, nil
+}
+
+// readCheckpoint reads the INDEX file. It returns the checkpoint and its
+// index when they describe a prefix of the log m lists: the same first
+// segments, each at least as long as the checkpoint covers. It returns
+// no index, and no error, when there is no usable checkpoint (none, a
+// damaged one, or one of a log a compaction replaced): Open then reads
+// the whole log. It returns a *CorruptError when the checkpoint is
+// sound but the log has lost what it recorded.
+func (s *Store) readCheckpoint(m manifest) (checkpoint, *index, error) {
+	path := filepath.Join(s.dir, idxName)
+	f, err := s.fs.Open(path)
 	if err != nil {
-		return checkpoint{}, nil, false
+		return checkpoint{}, nil, nil
 	}
-	ck, ix, err := decodeIndex(raw, s.seed)
-	if err != nil || len(ck.ids) != len(s.mu.order) {
-		return ck, nil, false
+	defer f.Close()
+	size, err := f.Size()
+	if err != nil {
+		return checkpoint{}, nil, nil
 	}
-	for i, sg := range s.mu.order {
-		last := i == len(s.mu.order)-1
-		if ck.ids[i] != sg.id || ck.sizes[i] < segHeaderSize || int64(ck.sizes[i]) > sg.size || !last && int64(ck.sizes[i]) != sg.size {
-			return ck, nil, false
+	ck, ix, err := decodeIndex(io.NewSectionReader(f, 0, size), size, s.seed)
+	if err != nil || len(ck.segs) > len(s.mu.order) {
+		return checkpoint{}, nil, nil
+	}
+	for i, c := range ck.segs {
+		if c.id != s.mu.order[i].id {
+			return checkpoint{}, nil, nil
 		}
 	}
-	return ck, ix, true
-}
-
-// writeCheckpoint writes the INDEX file for the log as it is. Call it
-// with wmu held, everything written and synced. It is a cache: on an
-// error, Open reads the log.
-func (s *Store) writeCheckpoint() {
-	ck := checkpoint{seed: s.seed, nextSeq: s.nextSeq, live: s.live}
-	for _, sg := range s.mu.order {
-		ck.ids = append(ck.ids, sg.id)
-		ck.sizes = append(ck.sizes, uint64(sg.size))
-		ck.slots = append(ck.slots, sg.slot)
+	if ck.version == idxVersion1 && len(ck.segs) != len(s.mu.order) {
+		return checkpoint{}, nil, nil
 	}
-	tmp := filepath.Join(s.dir, idxName+".tmp")
-	f, err := s.fs.Create(tmp)
-	if err != nil {
-		return
+	for i, c := range ck.segs {
+		sg := s.mu.order[i]
+		covered := i < len(ck.segs)-1 // sealed when the checkpoint was taken
+		switch {
+		case c.size > sg.size:
+			return ck, nil, &CorruptError{File: sg.path, Offset: sg.size,
+				Detail: fmt.Sprintf("segment is %d bytes; the index checkpoint recorded %d written and synced", sg.size, c.size)}
+		case covered && c.size != sg.size:
+			return ck, nil, &CorruptError{File: sg.path, Offset: c.size,
+				Detail: fmt.Sprintf("sealed segment is %d bytes; the index checkpoint recorded %d", sg.size, c.size)}
+		case covered && m.version >= manVersion && ck.version >= idxVersion && c.crc != m.segs[i].crc:
+			return ck, nil, &CorruptError{File: path, Offset: idxFixed + int64(idxEntry*i),
+				Detail: "the checkpoint and the manifest record different checksums for " + filepath.Base(sg.path)}
+		}
 	}
-	w := &fileWriter{f: f}
-	err = encodeIndex(w, ck, s.mu.ix)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = s.fs.Rename(tmp, filepath.Join(s.dir, idxName))
-	}
-	if err != nil {
-		s.fs.Remove(tmp)
-		return
-	}
-	s.fs.SyncDir(s.dir)
-}
-
-// fileWriter writes a file from its start, in order.
-type fileWriter struct {
-	f   file
-	off int64
-}
-
-func (w *fileWriter) Write(p []byte) (int, error) {
-	n, err := w.f.WriteAt(p, w.off)
-	w.off += int64(n)
-	return n, err
+	return ck, ix, nil
 }
 
 // create makes a new store in a directory that has no manifest: empty,
 // or holding only what a crash during a create left (segments with no
-// record).
+// record, a lock file).
 func (s *Store) create(names []string) error {
 	for _, name := range names {
 		if !ours(name) {
-			return fmt.Errorf("%w: %s holds %s", ErrNotStore, s.dir, name)
+			return fmt.Errorf("%w: %s holds other files (%s) and no store", ErrNotStore, s.dir, name)
 		}
 	}
 	for _, name := range names {
-		if !segPattern.MatchString(name) && name != manifestName+".tmp" {
+		if !segPattern.MatchString(name) && name != manifestName+".tmp" && name != idxName && name != idxName+".tmp" {
 			continue
 		}
 		path := filepath.Join(s.dir, name)
@@ -301,28 +414,32 @@ func (s *Store) create(names []string) error {
 	return s.writeManifest(s.mu.order)
 }
 
-// replay applies the records of sg to the index and returns where its
-// intact records end. In the last segment, damage with no intact record
-// after it is a torn tail, and replay returns its offset; any other
-// damage is a *CorruptError.
-func (s *Store) replay(sg *segment, from int64, last bool) (int64, error) {
+// replay applies the records of sg from offset from on to the index,
+// and returns where its intact records end and the CRC-32C of its bytes
+// up to there, going on from crc, that of the bytes before from. In the
+// last segment, damage with no intact record after it is a torn tail,
+// and replay returns its offset; any other damage is a *CorruptError.
+func (s *Store) replay(sg *segment, from int64, crc uint32, last bool) (int64, uint32, error) {
 	sc := newScanner(sg, from, sg.size)
+	sc.crc = crc
 	for {
 		pos := sc.pos
-		b, r, err := sc.next()
+		_, r, err := sc.next()
 		if err == errEnd {
-			return pos, nil
+			return pos, sc.crc, nil
 		}
 		if err != nil {
 			if last && !sc.intactAfter(pos+1) {
-				return pos, nil
+				return pos, sc.crc, nil
 			}
-			return 0, &CorruptError{File: sg.path, Offset: pos, Detail: err.Error()}
+			return 0, 0, &CorruptError{File: sg.path, Offset: pos, Detail: err.Error()}
 		}
-		_ = b
 		if err := s.apply(r, location(sg.slot, pos)); err != nil {
-			return 0, err
+			return 0, 0, err
 		}
+		s.replayed++
+		s.sinceRecords++
+		s.sinceBytes += int64(r.size)
 	}
 }
 
@@ -364,7 +481,7 @@ type scanner struct {
 	pos, end int64
 	win      []byte // the bytes from winPos, when not mapped
 	winPos   int64
-	err      error
+	crc      uint32 // CRC-32C of the segment's bytes before pos, when started with it
 }
 
 func newScanner(sg *segment, from, end int64) *scanner {
@@ -418,6 +535,7 @@ func (sc *scanner) next() ([]byte, record, error) {
 		return nil, record{}, errors.New("record checksum mismatch")
 	}
 	sc.pos += int64(r.size)
+	sc.crc = crc32.Update(sc.crc, castagnoli, b[:r.size])
 	return b[:r.size], r, nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"io"
 	"math"
 	"path/filepath"
@@ -64,8 +65,12 @@ type options struct {
 	segmentSize int64
 	autoRatio   float64
 	autoMin     int64
+	ckRatio     float64
+	ckMin       uint64
+	ckInline    bool // tests: the writer that makes a checkpoint due writes it
 	seed        uint64
 	seedSet     bool
+	mustExist   bool
 	fs          fsys
 	bufSize     int
 }
@@ -94,6 +99,8 @@ func defaults() options {
 		segmentSize: DefaultSegmentSize,
 		autoRatio:   DefaultCompactRatio,
 		autoMin:     DefaultCompactMin,
+		ckRatio:     DefaultCheckpointRatio,
+		ckMin:       DefaultCheckpointMin,
 		fs:          osFS{},
 		bufSize:     bufferSize,
 	}
@@ -120,6 +127,11 @@ func WithAutoCompact(ratio float64, minBytes int64) Option {
 // WithSeed sets the hash seed of a new store (default: random). An
 // existing store keeps the seed it was created with.
 func WithSeed(seed uint64) Option { return func(o *options) { o.seed, o.seedSet = seed, true } }
+
+// WithMustExist makes Open open an existing store only: where dir does
+// not exist, is not a directory, or holds no store, Open returns an
+// error wrapping ErrNotStore and creates nothing.
+func WithMustExist() Option { return func(o *options) { o.mustExist = true } }
 
 // Store is an exact key-value store: an append-only log on disk and a
 // cuckoo hash table in RAM of a tag and a log location per key. See the
@@ -161,6 +173,16 @@ type Store struct {
 	written  uint64 // bytes written to segment files since Open (wmu)
 	closing  bool   // Close has begun (wmu)
 
+	// Checkpoints (checkpoint.go); under wmu but for ckMu and the atomics.
+	sinceRecords uint64     // records written (or replayed by Open) since the last checkpoint was taken
+	sinceBytes   int64      // their bytes
+	ckRunning    bool       // a background checkpoint is under way
+	remapping    bool       // a compaction switched the manifest and has not yet pointed the index at its copies
+	replayed     uint64     // records Open replayed
+	ckMu         sync.Mutex // one checkpoint written at a time
+	checkpoints  atomic.Uint64
+	ckErr        atomic.Pointer[error]
+
 	// Group commit (SyncAlways) and the syncs of the other policies.
 	smu     sync.Mutex
 	scond   *sync.Cond
@@ -185,6 +207,10 @@ type segment struct {
 	f    file
 	data []byte // the file mapped, or nil
 	size int64  // bytes in the file; the active segment's grows (under mu)
+	// crc is the CRC-32C of the file's first size bytes (header
+	// included): the writer updates it as it writes (wmu); once the
+	// segment is sealed it is the checksum the manifest records.
+	crc uint32
 }
 
 // logReadHook, when set (by tests), is called on every read of a record
@@ -367,8 +393,11 @@ func (s *Store) put(key, value []byte, ifAbsent bool) (bool, error) {
 	if cap(s.scratch) > 4*bufferSize {
 		s.scratch = nil
 	}
-	s.afterWrite()
+	inline := s.afterWrite()
 	s.wmu.Unlock()
+	if inline {
+		s.runCheckpoint()
+	}
 	if err != nil {
 		return false, err
 	}
@@ -399,8 +428,11 @@ func (s *Store) Delete(key []byte) (deleted bool, err error) {
 		s.live -= int64(oldSize)
 		return nil
 	})
-	s.afterWrite()
+	inline := s.afterWrite()
 	s.wmu.Unlock()
+	if inline {
+		s.runCheckpoint()
+	}
 	if err != nil {
 		return false, err
 	}
@@ -521,6 +553,7 @@ func (s *Store) append(rec []byte, change func(loc uint64) error) (uint64, error
 	}
 	loc := location(sg.slot, sg.size+int64(len(s.mu.buf)))
 	if direct {
+		crc := sg.crc
 		if err := s.writeAt(sg, rec); err != nil {
 			return 0, err
 		}
@@ -531,10 +564,12 @@ func (s *Store) append(rec []byte, change func(loc uint64) error) (uint64, error
 		}
 		s.mu.Unlock()
 		if err != nil {
-			s.undoWrite(sg, len(rec))
+			s.undoWrite(sg, len(rec), crc)
 			return 0, err
 		}
 		s.logBytes += int64(len(rec))
+		s.sinceRecords++
+		s.sinceBytes += int64(len(rec))
 		return s.written, nil
 	}
 	s.mu.Lock()
@@ -542,6 +577,8 @@ func (s *Store) append(rec []byte, change func(loc uint64) error) (uint64, error
 	if err == nil {
 		s.mu.buf = append(s.mu.buf, rec...)
 		s.logBytes += int64(len(rec))
+		s.sinceRecords++
+		s.sinceBytes += int64(len(rec))
 	}
 	s.mu.Unlock()
 	return 0, err
@@ -558,15 +595,18 @@ func (s *Store) writeAt(sg *segment, b []byte) error {
 		return fmt.Errorf("store: writing %s: %w", sg.path, err)
 	}
 	s.written += uint64(len(b))
+	sg.crc = crc32.Update(sg.crc, castagnoli, b)
 	return nil
 }
 
-// undoWrite cuts the last n bytes written to sg past its size.
-func (s *Store) undoWrite(sg *segment, n int) {
+// undoWrite cuts the last n bytes written to sg past its size, whose
+// checksum before them was crc.
+func (s *Store) undoWrite(sg *segment, n int, crc uint32) {
 	if err := sg.f.Truncate(sg.size); err != nil {
 		s.fail(fmt.Errorf("cutting %s: %w", sg.path, err))
 	}
 	s.written -= uint64(n)
+	sg.crc = crc
 }
 
 // flush writes the buffered records. On an error the buffer is kept (its
@@ -712,10 +752,12 @@ func (s *Store) newSegment() (*segment, error) {
 		return nil, fmt.Errorf("store: creating %s: %w", path, err)
 	}
 	sg := &segment{id: id, slot: uint64(slot), path: path, f: f}
-	if _, err := f.WriteAt(appendSegHeader(nil, id, s.seed), 0); err != nil {
+	head := appendSegHeader(nil, id, s.seed)
+	if _, err := f.WriteAt(head, 0); err != nil {
 		s.dropSegment(sg)
 		return nil, fmt.Errorf("store: writing %s: %w", path, err)
 	}
+	sg.crc = crc32.Checksum(head, castagnoli)
 	if err := f.Sync(); err != nil {
 		s.dropSegment(sg)
 		return nil, fmt.Errorf("store: syncing %s: %w", path, err)
@@ -746,12 +788,18 @@ func (s *Store) mapSize() int {
 
 func segName(id uint64) string { return fmt.Sprintf("%016x.log", id) }
 
-// writeManifest replaces the manifest with one that lists order:
-// written to a temporary file, synced, renamed, and the directory synced.
+// writeManifest replaces the manifest with one that lists order, every
+// segment but the last sealed, with its size and checksum: written to a
+// temporary file, synced, renamed, and the directory synced. The sealed
+// segments must be synced.
 func (s *Store) writeManifest(order []*segment) error {
 	m := manifest{seed: s.seed, nextID: s.nextID}
-	for _, sg := range order {
-		m.ids = append(m.ids, sg.id)
+	for i, sg := range order {
+		ms := manifestSeg{id: sg.id}
+		if i < len(order)-1 {
+			ms.size, ms.crc = sg.size, sg.crc
+		}
+		m.segs = append(m.segs, ms)
 	}
 	tmp := filepath.Join(s.dir, manifestName+".tmp")
 	f, err := s.fs.Create(tmp)
@@ -778,9 +826,20 @@ func (s *Store) writeManifest(order []*segment) error {
 	return nil
 }
 
-// afterWrite starts a background compaction when the garbage passes the
-// configured ratio. Call it with wmu held.
-func (s *Store) afterWrite() {
+// afterWrite starts a background checkpoint when one is due, and a
+// background compaction when the garbage passes the configured ratio.
+// Call it with wmu held. With inline checkpoints (tests) it returns
+// whether the caller must run the checkpoint once it has released wmu.
+func (s *Store) afterWrite() (inlineCheckpoint bool) {
+	if s.checkpointDue() {
+		s.ckRunning = true
+		s.bg.Add(1)
+		if s.opt.ckInline {
+			inlineCheckpoint = true
+		} else {
+			go s.runCheckpoint()
+		}
+	}
 	r := s.opt.autoRatio
 	if r <= 0 || s.closing || s.logBytes < s.opt.autoMin || float64(s.logBytes-s.live) <= r*float64(s.logBytes) {
 		return
@@ -796,6 +855,7 @@ func (s *Store) afterWrite() {
 			s.autoErr.Store(&err)
 		}
 	}()
+	return inlineCheckpoint
 }
 
 // Stats describes a Store at one moment.
@@ -807,9 +867,21 @@ type Stats struct {
 	LiveBytes   uint64  // bytes of the records of live keys
 	Segments    int     // segment files
 	Compactions uint64  // compactions completed since Open
+	// Replayed is the number of records Open read from the log after
+	// the index checkpoint (every record, when it found none usable).
+	Replayed uint64
+	// Checkpoints is the number of index checkpoints written since Open.
+	Checkpoints uint64
+	// SinceCheckpoint is the number of records written since the last
+	// checkpoint was taken: about what Open would replay after a crash
+	// now.
+	SinceCheckpoint uint64
 	// AutoCompactError is the error of the last automatic compaction
 	// that failed, if any (it is retried at a later write).
 	AutoCompactError error
+	// CheckpointError is the error of the last checkpoint that failed,
+	// if any (a later one is tried once as much again is written).
+	CheckpointError error
 }
 
 // Stats returns the store's counts. Its cost is O(1).
@@ -826,9 +898,14 @@ func (s *Store) Stats() Stats {
 	s.mu.RUnlock()
 	s.wmu.Lock()
 	st.LogBytes, st.LiveBytes = uint64(s.logBytes), uint64(s.live)
+	st.Replayed, st.SinceCheckpoint = s.replayed, s.sinceRecords
 	s.wmu.Unlock()
+	st.Checkpoints = s.checkpoints.Load()
 	if p := s.autoErr.Load(); p != nil {
 		st.AutoCompactError = *p
+	}
+	if p := s.ckErr.Load(); p != nil {
+		st.CheckpointError = *p
 	}
 	return st
 }
@@ -862,11 +939,12 @@ func (s *Store) Close() error {
 			err = s.syncTo(target)
 		}
 	}
+	if err == nil && s.failed.Load() == nil {
+		// The checkpoint is a cache: without it Open replays more.
+		s.checkpoint()
+	}
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
-	if err == nil && s.failed.Load() == nil {
-		s.writeCheckpoint()
-	}
 	s.mu.Lock()
 	s.mu.closed = true
 	for _, sg := range s.mu.order {

@@ -9,6 +9,9 @@
 //
 //	cd bench && go run ./storebench -n 1e7 -reps 3 -out ../docs/store-bench.md
 //
+// With -reopen it measures instead the time and memory of opening a store
+// after a crash and after Close (reopen.go).
+//
 // RAM is the growth of the process's anonymous resident memory (RssAnon:
 // Go heap, pebble's caches and memtables; not the page cache, which holds
 // the files for all three alike). Pebble is compacted over the whole key
@@ -77,6 +80,10 @@ func main() {
 	child := flag.String("child", "", "internal: run one store in this process")
 	seed := flag.Uint64("seed", 1, "key seed")
 	flag.Parse()
+	if *reopenMode {
+		reopenMain(*reps, *dir, *seed)
+		return
+	}
 	if *child != "" {
 		r := runOne(*child, int(*n), *ops, *dir, *seed)
 		json.NewEncoder(os.Stdout).Encode(r)

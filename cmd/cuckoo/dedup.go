@@ -34,10 +34,12 @@ makes it a plain cuckoo filter of fixed size instead (slightly faster; past N
 distinct lines dedup stops with exit status 4). --save, --load and --state
 carry the seen lines across runs.
 
---exact drops only lines seen before, with no false positives at any size:
-the seen lines go to a store on disk (about 9 bytes of RAM per distinct
-line), in a temporary directory; --exact-dir DIR keeps that store, so its
-lines count as seen in later runs. --redis URL --name NAME makes the
+--exact drops only lines seen before, with no false positives at any size
+(lines compared as above: a trailing CR is not part of a line, which awk
+'!seen[$0]++' takes it to be): the seen lines go to a store on disk (about
+9 bytes of RAM per distinct line), in a temporary directory; --exact-dir
+DIR keeps that store, so its lines count as seen in later runs ('cuckoo
+store has DIR LINE' reads it). --redis URL --name NAME makes the
 seen-set the cuckoo filter NAME in Redis, shared by every run that names
 it, on any machine: --capacity N creates it if missing ('cuckoo push'
 uploads one); when it is full, dedup stops with exit status 4.
@@ -52,7 +54,7 @@ Examples:
   cuckoo dedup --state seen.ckoo today.txt > new-today.txt   # yesterday's lines stay seen
   cuckoo dedup -o urls.txt urls.txt                 # in place, atomically
   cuckoo dedup --fpr 1e-7 urls.txt                  # exact for all practical purposes
-  cuckoo dedup --exact urls.txt > unique.txt        # exact: the same as awk '!seen[$0]++'
+  cuckoo dedup --exact urls.txt > unique.txt        # exact: no line dropped wrongly
   cuckoo dedup --exact-dir seen-urls.d monday.txt > new-monday.txt
   cuckoo dedup --redis $REDIS --name crawler:seen --capacity 10M --fpr 1e-6 monday.txt
 

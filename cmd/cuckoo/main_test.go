@@ -69,6 +69,12 @@ func runIn(t *testing.T, dir string, stdin []byte, args ...string) result {
 	cmd := exec.Command(binary, args...)
 	cmd.Dir = dir
 	cmd.Stdin = bytes.NewReader(stdin)
+	return runCmd(t, cmd)
+}
+
+// runCmd runs cmd, set up but for its output, and returns its result.
+func runCmd(t *testing.T, cmd *exec.Cmd) result {
+	t.Helper()
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()

@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/dedupkit/cuckoo/cmd/cuckoo/internal/dedup"
@@ -24,9 +25,11 @@ const storeHelp = `Usage: cuckoo store put DIR KEY [VALUE]     (VALUE omitted: s
        cuckoo store export DIR NAME [-o FILE]
 
 An exact key-value store in the directory DIR (created by the first put or
-import): an append-only log on disk and, in RAM, a cuckoo hash table of
-about 9 bytes per key. Where a filter says "probably", a store says yes or
-no (see docs/store.md).
+import; the other subcommands need a store there): an append-only log on
+disk and, in RAM, a cuckoo hash table of about 9 bytes per key. Where a
+filter says "probably", a store says yes or no (see docs/store.md). In the
+store of 'cuckoo dedup --exact-dir DIR', the keys are the lines seen:
+'has DIR LINE' says whether dedup has seen LINE, 'del DIR LINE' forgets it.
 
   put      set KEY to VALUE
   get      print the value of KEY (exit status 1 when absent)
@@ -37,7 +40,8 @@ no (see docs/store.md).
   check    read the whole log and verify every record's checksum
   import   store files (directories: every regular file under them) as
            content-defined chunks, each distinct chunk once, under the path
-           given; importing again adds only what changed
+           given; importing again adds only what changed. The summary
+           comes once all is synced; a failure says which files were kept
   export   write a file imported under NAME, checking every chunk's SHA-256
   list     the imported files, with their sizes
 
@@ -105,12 +109,27 @@ func runStore(e *env, f *storeFlags, pos []string) error {
 	default:
 		return usageErr(remedy, "bad --sync value %q: give always, everysec or never", f.sync)
 	}
-	if sub != "put" && sub != "import" {
-		if _, err := os.Stat(dir); err != nil {
-			return fileErr(dir, err, "create it with 'cuckoo store put' or 'cuckoo store import'")
+	if sub == "put" && len(args) == 1 {
+		// The value from standard input, read before the store is opened
+		// (or created): a failure leaves no trace.
+		if stdinClosed(e.stdinFile) {
+			return dataErr("give VALUE as an argument, or its bytes on standard input", "reading the value from standard input: it is closed")
 		}
+		value, err := io.ReadAll(io.LimitReader(e.stdin, store.MaxValueSize+1))
+		if err != nil {
+			return dataErr(remedyRead, "reading the value from standard input: %v", err)
+		}
+		args = append(args, string(value))
 	}
-	s, err := store.Open(dir, store.WithSync(policy))
+	opts := []store.Option{store.WithSync(policy)}
+	creates := sub == "put" || sub == "import"
+	if !creates {
+		opts = append(opts, store.WithMustExist())
+	}
+	s, err := store.Open(dir, opts...)
+	if !creates && errors.Is(err, store.ErrNotStore) {
+		return dataErr("a store is made by 'cuckoo store put DIR KEY VALUE' or 'cuckoo store import DIR FILE'", "%s", notStore(err))
+	}
 	if err != nil {
 		return storeErr(dir, err)
 	}
@@ -124,22 +143,31 @@ func runStore(e *env, f *storeFlags, pos []string) error {
 func storeSub(e *env, f *storeFlags, s *store.Store, sub, dir string, args []string) error {
 	out := newBufWriter(e.stdout)
 	defer out.Flush()
+	seenSet, err := exactdedup.IsSeenSet(s)
+	if err != nil {
+		return storeErr(dir, err)
+	}
+	// k is the store's key of the KEY argument: in a seen-set of dedup
+	// --exact-dir, that of the line KEY. put's value is args[1], read
+	// from standard input when it was not given.
+	var k []byte
 	switch sub {
-	case "put":
-		var value []byte
-		if len(args) == 2 {
-			value = []byte(args[1])
-		} else {
-			var err error
-			if value, err = io.ReadAll(io.LimitReader(e.stdin, store.MaxValueSize+1)); err != nil {
-				return dataErr(remedyRead, "reading the value from standard input: %v", err)
+	case "get", "has", "del", "put":
+		k = []byte(args[0])
+		if seenSet {
+			var ok bool
+			if k, ok = exactdedup.StoreKey(k); !ok {
+				return usageErr("", "a line of %d bytes is past what a command line holds", len(args[0]))
 			}
 		}
-		if err := s.Put([]byte(args[0]), value); err != nil {
+	}
+	switch sub {
+	case "put":
+		if err := s.Put(k, []byte(args[1])); err != nil {
 			return storeErr(dir, err)
 		}
 	case "get":
-		v, err := s.Get([]byte(args[0]))
+		v, err := s.Get(k)
 		if errors.Is(err, store.ErrNotFound) {
 			return &cliError{code: exitAbsent, msg: fmt.Sprintf("%q: no such key", args[0]), remedy: "'cuckoo store has' tests for a key"}
 		}
@@ -148,7 +176,7 @@ func storeSub(e *env, f *storeFlags, s *store.Store, sub, dir string, args []str
 		}
 		out.Write(v)
 	case "has":
-		ok, err := s.Has([]byte(args[0]))
+		ok, err := s.Has(k)
 		if err != nil {
 			return storeErr(dir, err)
 		}
@@ -158,7 +186,7 @@ func storeSub(e *env, f *storeFlags, s *store.Store, sub, dir string, args []str
 		}
 		fmt.Fprintln(out, "present")
 	case "del":
-		ok, err := s.Delete([]byte(args[0]))
+		ok, err := s.Delete(k)
 		if err != nil {
 			return storeErr(dir, err)
 		}
@@ -166,7 +194,7 @@ func storeSub(e *env, f *storeFlags, s *store.Store, sub, dir string, args []str
 			return exitCode(exitAbsent)
 		}
 	case "stats":
-		return storeStats(out, s, dir)
+		return storeStats(out, s, dir, seenSet)
 	case "compact":
 		before := s.Stats()
 		start := time.Now()
@@ -212,7 +240,7 @@ func storeSub(e *env, f *storeFlags, s *store.Store, sub, dir string, args []str
 	return nil
 }
 
-func storeStats(w io.Writer, s *store.Store, dir string) error {
+func storeStats(w io.Writer, s *store.Store, dir string, seenSet bool) error {
 	st := s.Stats()
 	perKey := 0.0
 	if st.Keys > 0 {
@@ -222,6 +250,9 @@ func storeStats(w io.Writer, s *store.Store, dir string) error {
 	fmt.Fprintf(w, "index:      %s in RAM (%.2f bytes per key, %.1f %% of slots used)\n", units.Bytes(st.IndexBytes), perKey, 100*st.IndexLoad)
 	fmt.Fprintf(w, "log:        %s in %s, %s live (%.1f %% garbage)\n", units.Bytes(st.LogBytes), units.Counted(uint64(st.Segments), "segment file"),
 		units.Bytes(st.LiveBytes), 100*(1-float64(st.LiveBytes)/max(1, float64(st.LogBytes))))
+	if seenSet {
+		fmt.Fprintf(w, "seen-set:   the lines of 'cuckoo dedup --exact-dir %s' (one more key marks it)\n", dir)
+	}
 	fst, err := filestore.New(s)
 	if err != nil {
 		return storeErr(dir, err)
@@ -238,13 +269,28 @@ func storeStats(w io.Writer, s *store.Store, dir string) error {
 	return nil
 }
 
+// importSyncEvery is how much a store may grow during an import between
+// syncs: what a failure may leave uncertain.
+const importSyncEvery = 64 << 20
+
 func storeImport(e *env, out io.Writer, f *storeFlags, s *store.Store, dir string, args []string) error {
 	fst, err := filestore.New(s)
 	if err != nil {
 		return storeErr(dir, err)
 	}
-	var files, unchanged int
-	var bytesIn, newBytes, grew int64
+	var files, unchanged, kept int
+	var bytesIn, newBytes, grew, unsynced int64
+	var lastKept string
+	// failed explains an error: which files the store keeps for certain
+	// (those before the last sync), and how to finish.
+	failed := func(what string, err error) error {
+		remedy := "no file is stored for certain; run the same import again once that is fixed"
+		if kept > 0 {
+			remedy = fmt.Sprintf("the first %s are stored, up to %s; run the same import again once that is fixed: it adds only what is missing",
+				units.Counted(uint64(kept), "file"), lastKept)
+		}
+		return dataErr(remedy, "%s: %v", what, unwrap(err))
+	}
 	importOne := func(path string) error {
 		r, err := os.Open(path)
 		if err != nil {
@@ -253,14 +299,21 @@ func storeImport(e *env, out io.Writer, f *storeFlags, s *store.Store, dir strin
 		defer r.Close()
 		st, err := fst.Import(path, r)
 		if err != nil {
-			return dataErr("nothing of this file was recorded; the files before it were", "importing %s: %v", path, err)
+			return failed("importing "+path, err)
 		}
 		files++
 		bytesIn += st.Bytes
 		newBytes += st.NewBytes
 		grew += st.StoreBytes
+		unsynced += st.StoreBytes
 		if st.Unchanged {
 			unchanged++
+		}
+		if unsynced >= importSyncEvery {
+			if err := s.Sync(); err != nil {
+				return failed("syncing "+dir, err)
+			}
+			kept, lastKept, unsynced = files, path, 0
 		}
 		return nil
 	}
@@ -288,11 +341,25 @@ func storeImport(e *env, out io.Writer, f *storeFlags, s *store.Store, dir strin
 			return err
 		}
 	}
+	// The summary says the files are stored: only once they are synced.
+	if err := s.Sync(); err != nil {
+		return failed("syncing "+dir, err)
+	}
 	if !f.quiet {
 		fmt.Fprintf(out, "imported %s files, %s (%s unchanged); new chunk data %s; the store grew by %s\n",
 			units.Count(uint64(files)), units.Bytes(uint64(bytesIn)), units.Count(uint64(unchanged)), units.Bytes(uint64(newBytes)), units.Bytes(uint64(grew)))
 	}
 	return nil
+}
+
+// notStore is the message of an error wrapping store.ErrNotStore: what
+// the path is instead.
+func notStore(err error) string {
+	msg := err.Error()
+	if i := strings.Index(msg, store.ErrNotStore.Error()+": "); i >= 0 {
+		msg = msg[i+len(store.ErrNotStore.Error())+2:]
+	}
+	return "not a store: " + msg
 }
 
 // storeErr explains an error of the store package.
@@ -302,7 +369,9 @@ func storeErr(dir string, err error) error {
 	case errors.Is(err, store.ErrLocked):
 		return dataErr("wait for the other process to close it", "%s is open in another process", dir)
 	case errors.Is(err, store.ErrNotStore):
-		return dataErr("give an empty or new directory", "%s holds other files and no store", dir)
+		return dataErr("give a new or empty directory, or a store", "%s", notStore(err))
+	case errors.Is(err, exactdedup.ErrNotSeenSet):
+		return dataErr("give --exact-dir a directory of its own", "%s: %v", dir, err)
 	case errors.As(err, &ce):
 		return dataErr("restore the store from a backup", "%s is damaged: %s at offset %d: %s", dir, ce.File, ce.Offset, ce.Detail)
 	case errors.Is(err, store.ErrTooLarge):

@@ -1,6 +1,9 @@
 package main
 
 import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -125,4 +128,208 @@ func TestDedupExactMatchesAwk(t *testing.T) {
 	if r := e.run("", "dedup", "--exact-dir", "seen.d", "b.txt"); r.stdout != "z\n" {
 		t.Fatalf("second run with --exact-dir: %q", r.stdout)
 	}
+}
+
+// TestIssue27StoreReadsSeenSet: the store of dedup --exact-dir is read by
+// 'cuckoo store' as the seen lines: has, get, del (forget a line), put
+// (add one), stats. A seen-set an older version kept without its mark is
+// marked; a store of other keys is refused by dedup.
+func TestIssue27StoreReadsSeenSet(t *testing.T) {
+	e := newEnv(t)
+	e.run("x\n", "dedup", "--exact-dir", "D").want(t, exitOK, "dedup")
+	if r := e.run("", "store", "has", "D", "x"); r.code != exitOK || r.stdout != "present\n" {
+		t.Fatalf("store has D x after dedup of x: %+v", r)
+	}
+	if r := e.run("", "store", "has", "D", "y"); r.code != exitAbsent || r.stdout != "absent\n" {
+		t.Fatalf("store has D y: %+v", r)
+	}
+	if r := e.run("", "store", "get", "D", "x"); r.code != exitOK || r.stdout != "" {
+		t.Fatalf("store get D x: %+v", r)
+	}
+	if r := e.run("", "store", "stats", "D"); !strings.Contains(r.stdout, "seen-set") {
+		t.Fatalf("stats of a seen-set: %+v", r)
+	}
+	e.run("", "store", "del", "D", "x").want(t, exitOK, "store")
+	e.run("", "store", "put", "D", "z", "").want(t, exitOK, "store")
+	if r := e.run("x\ny\nz\n", "dedup", "--exact-dir", "D"); r.stdout != "x\ny\n" {
+		t.Fatalf("dedup after del x and put z: %q", r.stdout)
+	}
+
+	// A seen-set of an older version: lines behind byte 1, no mark.
+	e.run("", "store", "put", "old", "\x01a", "").want(t, exitOK, "store")
+	if r := e.run("a\nb\n", "dedup", "--exact-dir", "old"); r.stdout != "b\n" {
+		t.Fatalf("dedup on an unmarked seen-set: %q", r.stdout)
+	}
+	if r := e.run("", "store", "has", "old", "b"); r.stdout != "present\n" {
+		t.Fatalf("store has on a seen-set marked by dedup: %+v", r)
+	}
+	// A store of other keys is not a seen-set.
+	e.run("", "store", "put", "kv", "k", "v").want(t, exitOK, "store")
+	r := e.run("k\n", "dedup", "--exact-dir", "kv")
+	r.want(t, exitData, "dedup")
+	if !strings.Contains(r.stderr, "other keys") || r.stdout != "" {
+		t.Fatalf("dedup --exact-dir on a store of other keys: %+v", r)
+	}
+	if r := e.run("", "store", "get", "kv", "k"); r.stdout != "v" {
+		t.Fatalf("the refused store changed: %+v", r)
+	}
+}
+
+// TestIssue27ExactCRRule: --exact compares lines as dedup without it does
+// (a trailing CR is not part of a line), and its help says so rather than
+// "the same as awk".
+func TestIssue27ExactCRRule(t *testing.T) {
+	e := newEnv(t)
+	in := "a\r\nb\na\nb\r\nc"
+	plain := e.run(in, "dedup")
+	exact := e.run(in, "dedup", "--exact")
+	if exact.stdout != "a\r\nb\nc\n" || plain.stdout != exact.stdout {
+		t.Fatalf("dedup printed %q, dedup --exact %q", plain.stdout, exact.stdout)
+	}
+	help := e.run("", "dedup", "--help")
+	if strings.Contains(help.stdout+help.stderr, "same as awk") || !strings.Contains(help.stdout+help.stderr, "trailing CR") {
+		t.Fatalf("dedup --help on --exact and CR:\n%s%s", help.stdout, help.stderr)
+	}
+}
+
+// TestIssue27NoStoreCreated: only put and import create a store; the other
+// subcommands name what the path is instead and leave it as it was.
+func TestIssue27NoStoreCreated(t *testing.T) {
+	e := newEnv(t)
+	e.write("notes.txt", "mine")
+	os.Mkdir(filepath.Join(e.dir, "empty"), 0o755)
+	os.Mkdir(filepath.Join(e.dir, "photos"), 0o755)
+	e.write("photos/cat.jpg", "jpeg")
+	for _, c := range []struct{ dir, says string }{
+		{"notes.txt", "not a store: notes.txt is a file, not a directory"},
+		{"empty", "not a store: empty is an empty directory"},
+		{"missing", "not a store: missing does not exist"},
+		{"photos", "not a store: photos holds other files (cat.jpg) and no store"},
+	} {
+		for _, sub := range [][]string{{"get", "k"}, {"has", "k"}, {"del", "k"}, {"stats"}, {"compact"}, {"check"}, {"list"}, {"export", "f"}} {
+			r := e.run("", append([]string{"store", sub[0], c.dir}, sub[1:]...)...)
+			r.want(t, exitData, "store")
+			if !strings.Contains(r.stderr, c.says) || strings.Contains(r.stderr, "free space") {
+				t.Fatalf("store %s %s: %s", sub[0], c.dir, r.stderr)
+			}
+		}
+	}
+	if got := e.files(); strings.Join(got, " ") != "empty notes.txt photos" {
+		t.Fatalf("files after the commands: %q", got)
+	}
+	if es, _ := os.ReadDir(filepath.Join(e.dir, "empty")); len(es) != 0 {
+		t.Fatalf("the empty directory now holds %d files", len(es))
+	}
+	// put and import name a file plainly too, and create nothing there.
+	for _, args := range [][]string{{"put", "notes.txt", "k", "v"}, {"import", "notes.txt", "photos"}} {
+		r := e.run("", append([]string{"store"}, args...)...)
+		r.want(t, exitData, "store")
+		if !strings.Contains(r.stderr, "not a store: notes.txt is a file, not a directory") {
+			t.Fatalf("store %s: %s", args[0], r.stderr)
+		}
+	}
+	if string(e.read("notes.txt")) != "mine" {
+		t.Fatal("notes.txt changed")
+	}
+	// put into an empty directory makes a store there.
+	e.run("", "store", "put", "empty", "k", "v").want(t, exitOK, "store")
+	if r := e.run("", "store", "get", "empty", "k"); r.stdout != "v" {
+		t.Fatalf("get after put into an empty directory: %+v", r)
+	}
+}
+
+// TestIssue27PutClosedStdin: put without VALUE and with standard input
+// closed fails, as cat does, and creates nothing; from /dev/null it stores
+// the empty value.
+func TestIssue27PutClosedStdin(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("needs sh")
+	}
+	e := newEnv(t)
+	if r := e.sh(`exec "$0" store put D k <&-`); r.code != exitData || !strings.Contains(r.stderr, "standard input: it is closed") {
+		t.Fatalf("put with standard input closed: %+v", r)
+	}
+	if _, err := os.Stat(filepath.Join(e.dir, "D")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("put with standard input closed created the store: %v", err)
+	}
+	e.sh(`exec "$0" store put D k </dev/null`).want(t, exitOK, "store")
+	if r := e.run("", "store", "has", "D", "k"); r.stdout != "present\n" {
+		t.Fatalf("after a put from /dev/null: %+v", r)
+	}
+}
+
+// TestIssue27ImportDiskFull: an import that runs out of room (the file
+// size limit of 'ulimit -f', which makes the kernel refuse the writes as
+// a full disk does) prints no summary and says which files are stored
+// for certain; each file the store lists exports intact, and the same
+// import run again completes the store.
+func TestIssue27ImportDiskFull(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("needs sh")
+	}
+	e := newEnv(t)
+	rng := rand.New(rand.NewPCG(1, 2))
+	src := filepath.Join(e.dir, "src")
+	os.Mkdir(src, 0o755)
+	want := map[string][]byte{}
+	for i := range 40 {
+		b := make([]byte, 20<<10+rng.IntN(40<<10))
+		for j := range b {
+			b[j] = byte(rng.Uint32())
+		}
+		name := filepath.Join(src, fmt.Sprintf("f%02d.bin", i))
+		if err := os.WriteFile(name, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		want[name] = b
+	}
+	// 800 blocks: 400 KiB or 800 KiB, as the shell counts them; the files
+	// take 1.6 MiB.
+	r := e.sh(`ulimit -f 800 && exec "$0" store import D "$1"`, src)
+	r.want(t, exitData, "store")
+	if r.stdout != "" {
+		t.Fatalf("a failed import printed a summary: %q", r.stdout)
+	}
+	if !strings.Contains(r.stderr, "stored for certain") && !strings.Contains(r.stderr, "files are stored, up to") {
+		t.Fatalf("a failed import does not say what was kept: %s", r.stderr)
+	}
+	t.Logf("the failure says: %s", r.stderr)
+	exportAll := func() int {
+		list := e.run("", "store", "list", "D")
+		list.want(t, exitOK, "store")
+		n := 0
+		for _, line := range strings.Split(strings.TrimSpace(list.stdout), "\n") {
+			if line == "" {
+				continue
+			}
+			_, name, _ := strings.Cut(line, "\t")
+			if r := e.run("", "store", "export", "D", name); r.code != exitOK || r.stdout != string(want[name]) {
+				t.Fatalf("export %s after the failure: %d bytes, want %d: %s", name, len(r.stdout), len(want[name]), r.stderr)
+			}
+			n++
+		}
+		return n
+	}
+	t.Logf("%d of %d files stored before the failure", exportAll(), len(want))
+	r = e.run("", "store", "import", "D", src)
+	r.want(t, exitOK, "store")
+	if !strings.Contains(r.stdout, "imported 40 files") {
+		t.Fatalf("import again: %s", r.stdout)
+	}
+	if n := exportAll(); n != len(want) {
+		t.Fatalf("%d files listed after the second import, want %d", n, len(want))
+	}
+}
+
+// sh runs script with sh -c in the test's directory, with the command as
+// $0 and args as $1...: for what a shell sets up (a closed descriptor, a
+// limit) before it execs the command.
+func (e *sandbox) sh(script string, args ...string) result {
+	e.t.Helper()
+	if buildErr != nil {
+		e.t.Fatal(buildErr)
+	}
+	cmd := exec.Command("sh", append([]string{"-c", script, binary}, args...)...)
+	cmd.Dir = e.dir
+	return runCmd(e.t, cmd)
 }

@@ -7,13 +7,23 @@
 // the lines themselves go to the store's log on disk, in a temporary
 // directory or one the caller keeps.
 //
-// Lines are read as package dedup reads them: "a\r\n" and "a\n" are the
-// same line (each printed as read), and a last line without "\n" gets
-// one. So the output is that of
+// Lines are read as package dedup reads them, as cuckoo dedup without
+// --exact does: "a\r\n" and "a\n" are the same line (each printed as
+// read), and a last line without "\n" gets one. So the output is that of
 //
 //	awk '{ k = $0; sub(/\r$/, "", k) } !seen[k]++'
 //
-// which is awk '!seen[$0]++' on input without CR.
+// which is that of awk '!seen[$0]++' on input without CR (awk takes the
+// CR as part of the line).
+//
+// # The seen-set on disk
+//
+// The store's keys are the lines' keys, each behind a byte that keeps
+// them apart from the store's other keys: 1 and the key, or, for a key
+// of store.MaxKeySize bytes or more, 2 and its SHA-256 (the key itself is
+// then the value, and compared). A kept store (Config.Dir) also holds
+// the key "\x00dedup --exact-dir", which marks it as a seen-set, so that
+// 'cuckoo store' reads its keys as lines (IsSeenSet, StoreKey).
 package exactdedup
 
 import (
@@ -70,6 +80,28 @@ type Deduper struct {
 	stopped bool
 }
 
+// seenSetMark is the key that marks a store as a seen-set. Its NUL byte
+// keeps it apart from the lines' keys (which begin with 1 or 2) and from
+// the keys a command line can give.
+var seenSetMark = []byte("\x00dedup --exact-dir")
+
+// ErrNotSeenSet is returned by New for a kept store that holds other keys
+// than lines: one that 'cuckoo store put' or 'import' wrote.
+var ErrNotSeenSet = errors.New("exactdedup: the store holds other keys than seen lines")
+
+// IsSeenSet reports whether s is a seen-set that a Deduper kept.
+func IsSeenSet(s *store.Store) (bool, error) { return s.Has(seenSetMark) }
+
+// StoreKey returns the key under which a seen-set records the line key k,
+// for a key shorter than store.MaxKeySize (ok is false for a longer one,
+// which the seen-set records under its SHA-256).
+func StoreKey(k []byte) (key []byte, ok bool) {
+	if len(k) >= store.MaxKeySize {
+		return nil, false
+	}
+	return append([]byte{1}, k...), true
+}
+
 // ErrOutput wraps the errors of writing the output.
 var ErrOutput = errors.New("exactdedup: writing the output")
 
@@ -87,7 +119,18 @@ func New(out io.Writer, cfg Config) (*Deduper, error) {
 		}
 		d.tmp, dir = tmp, tmp
 	}
-	s, err := store.Open(dir, store.WithSync(store.SyncNever), store.WithAutoCompact(0, 0))
+	opts := []store.Option{store.WithSync(store.SyncNever), store.WithAutoCompact(0, 0)}
+	if d.tmp != "" {
+		// Nothing recovers a temporary store: index checkpoints would
+		// only cost writes.
+		opts = append(opts, store.WithCheckpoints(0, 0))
+	}
+	s, err := store.Open(dir, opts...)
+	if err == nil && d.tmp == "" {
+		if err = markSeenSet(s); err != nil {
+			s.Close()
+		}
+	}
 	if err != nil {
 		if d.tmp != "" {
 			os.RemoveAll(d.tmp)
@@ -104,11 +147,37 @@ func New(out io.Writer, cfg Config) (*Deduper, error) {
 	return d, nil
 }
 
+// markSeenSet marks a kept store as a seen-set: a new one, or one that an
+// earlier version kept without the mark (all its keys are lines' keys).
+// It refuses a store that holds other keys.
+func markSeenSet(s *store.Store) error {
+	if ok, err := IsSeenSet(s); ok || err != nil {
+		return err
+	}
+	if s.Len() > 0 {
+		var other []byte
+		err := s.Range(func(k, _ []byte) bool {
+			if len(k) == 0 || k[0] != 1 && k[0] != 2 {
+				other = append([]byte(nil), k...)
+				return false
+			}
+			return true
+		})
+		if err != nil {
+			return err
+		}
+		if other != nil {
+			return fmt.Errorf("%w (such as %q)", ErrNotSeenSet, other)
+		}
+	}
+	return s.Put(seenSetMark, nil)
+}
+
 // storeKey turns a line's key into the store's key: 1 and the key, or,
 // for a key longer than the store takes, 2 and its SHA-256 (the line
 // itself is then kept as the value and compared).
 func (d *Deduper) storeKey(k []byte) (key []byte, long bool) {
-	if len(k) < store.MaxKeySize {
+	if len(k) < store.MaxKeySize { // StoreKey, without an allocation
 		d.key = append(append(d.key[:0], 1), k...)
 		return d.key, false
 	}

@@ -2,7 +2,9 @@ package exactdedup_test
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -14,6 +16,7 @@ import (
 	"github.com/dedupkit/cuckoo/cmd/cuckoo/internal/exactdedup"
 	"github.com/dedupkit/cuckoo/internal/testseed"
 	"github.com/dedupkit/cuckoo/internal/urlgen"
+	"github.com/dedupkit/cuckoo/store"
 )
 
 // awkProgram is awk '!seen[$0]++' with the CR rule: a line's trailing CR
@@ -142,5 +145,48 @@ func TestKeptDir(t *testing.T) {
 	dups, _ := run(t, []byte("a\ne\n"), exactdedup.Config{Dir: dir, Duplicates: true})
 	if string(dups) != "a\n" {
 		t.Fatalf("--duplicates printed %q", dups)
+	}
+}
+
+// TestSeenSetMark: a kept store is marked as a seen-set, and its keys are
+// the lines' StoreKeys; one an earlier version kept (lines behind byte 1,
+// no mark) is marked and read; a store of other keys is refused and left
+// as it was.
+func TestSeenSetMark(t *testing.T) {
+	base := t.TempDir()
+	dir := filepath.Join(base, "seen")
+	run(t, []byte("a\n"), exactdedup.Config{Dir: dir})
+	s, err := store.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, ok := exactdedup.StoreKey([]byte("a"))
+	if marked, err := exactdedup.IsSeenSet(s); !marked || err != nil || !ok {
+		t.Fatalf("a kept store: seen-set %v, %v", marked, err)
+	}
+	if has, err := s.Has(k); !has || err != nil {
+		t.Fatalf("the line's key: %v %v", has, err)
+	}
+	s.Close()
+
+	old := filepath.Join(base, "old")
+	s, _ = store.Open(old)
+	s.Put(k, nil)
+	s.Close()
+	if got, _ := run(t, []byte("a\nb\n"), exactdedup.Config{Dir: old}); string(got) != "b\n" {
+		t.Fatalf("an unmarked seen-set: printed %q", got)
+	}
+
+	other := filepath.Join(base, "other")
+	s, _ = store.Open(other)
+	s.Put([]byte("k"), []byte("v"))
+	s.Close()
+	if _, err := exactdedup.New(io.Discard, exactdedup.Config{Dir: other}); !errors.Is(err, exactdedup.ErrNotSeenSet) {
+		t.Fatalf("a store of other keys: %v", err)
+	}
+	s, _ = store.Open(other)
+	defer s.Close()
+	if marked, _ := exactdedup.IsSeenSet(s); marked || s.Len() != 1 {
+		t.Fatalf("the refused store changed: marked %v, %d keys", marked, s.Len())
 	}
 }

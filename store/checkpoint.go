@@ -1,0 +1,354 @@
+package store
+
+import (
+	"bufio"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash"
+	"hash/crc32"
+	"io"
+	"path/filepath"
+)
+
+// The INDEX file is a checkpoint of the index, so that Open reads it and
+// replays only the records written after it instead of the whole log.
+// A Store writes one while it runs, whenever enough has been written
+// since the last (see WithCheckpoints), after each compaction, and at
+// Close. Version 2:
+//
+//	+-----------+---------+-------+------+----------+------+----------------------------------------+
+//	| magic     | version | count | seed | next seq | live | count × (id u64, size u64, slot u32,   |
+//	|"CKSTIDX\n"| u32 (2) | u32   | u64  | u64      | u64  |          crc32c u32)                   |
+//	+-----------+---------+-------+------+----------+------+----------------------------------------+
+//	| level u32 | top u32 | split u64 | entries u64 | rng u64 | stash u32 | chunks u32 |
+//	+-----------+---------+-----------+-------------+---------+-----------+------------+
+//	| stash × (hash u64, location u64) | chunks × 8192 × u64 slots | crc32c u32 of all |
+//	+----------------------------------+---------------------------+-------------------+
+//
+// The entries are the first count segments of the log when the
+// checkpoint was taken; the last of them was then possibly the active
+// segment. size is how many of a segment's bytes the checkpoint covers,
+// all of them written and synced before the checkpoint was; crc32c is
+// the CRC-32C of those bytes, header included (so that Open can go on
+// computing the segment's checksum from there); slot is the number the
+// index's locations name the segment by. A segment shorter than its
+// size in a checkpoint has lost synced records: Open reports it.
+//
+// Version 1, written by Close in the first version of the store, has
+// entries of (id u64, size u64, slot u64) for every segment of the log;
+// Open reads it. The formats are frozen.
+const (
+	idxMagic    = "CKSTIDX\n"
+	idxVersion1 = 1
+	idxVersion  = 2
+	idxName     = "INDEX"
+	idxFixed    = 40 // magic to live
+	idxEntry    = 24 // a segment entry, in either version
+	idxGeometry = 40 // level to chunks
+)
+
+// checkpoint is what an INDEX file holds besides the index.
+type checkpoint struct {
+	version       int
+	seed, nextSeq uint64
+	live          int64
+	segs          []ckSeg
+}
+
+// ckSeg is a segment as a checkpoint records it.
+type ckSeg struct {
+	id   uint64
+	size int64
+	slot uint64
+	crc  uint32 // version 2 only
+}
+
+// encodeIndex writes the checkpoint of ix to w, in version 2.
+func encodeIndex(w io.Writer, c checkpoint, ix *index) error {
+	crc := crc32.New(castagnoli)
+	bw := bufio.NewWriterSize(io.MultiWriter(w, crc), 1<<20)
+	var b []byte
+	b = append(b, idxMagic...)
+	b = binary.LittleEndian.AppendUint32(b, idxVersion)
+	b = binary.LittleEndian.AppendUint32(b, uint32(len(c.segs)))
+	b = binary.LittleEndian.AppendUint64(b, c.seed)
+	b = binary.LittleEndian.AppendUint64(b, c.nextSeq)
+	b = binary.LittleEndian.AppendUint64(b, uint64(c.live))
+	for _, sg := range c.segs {
+		b = binary.LittleEndian.AppendUint64(b, sg.id)
+		b = binary.LittleEndian.AppendUint64(b, uint64(sg.size))
+		b = binary.LittleEndian.AppendUint32(b, uint32(sg.slot))
+		b = binary.LittleEndian.AppendUint32(b, sg.crc)
+	}
+	b = binary.LittleEndian.AppendUint32(b, uint32(ix.level))
+	b = binary.LittleEndian.AppendUint32(b, uint32(ix.top))
+	b = binary.LittleEndian.AppendUint64(b, ix.split)
+	b = binary.LittleEndian.AppendUint64(b, ix.count)
+	b = binary.LittleEndian.AppendUint64(b, ix.rng)
+	b = binary.LittleEndian.AppendUint32(b, uint32(len(ix.stash)))
+	b = binary.LittleEndian.AppendUint32(b, uint32(len(ix.chunks)))
+	for _, e := range ix.stash {
+		b = binary.LittleEndian.AppendUint64(b, e.x)
+		b = binary.LittleEndian.AppendUint64(b, e.loc)
+	}
+	bw.Write(b)
+	buf := make([]byte, 0, chunkWords*8)
+	for _, c := range ix.chunks {
+		buf = buf[:0]
+		for _, v := range c {
+			buf = binary.LittleEndian.AppendUint64(buf, v)
+		}
+		bw.Write(buf)
+	}
+	if err := bw.Flush(); err != nil {
+		return err
+	}
+	_, err := w.Write(binary.LittleEndian.AppendUint32(nil, crc.Sum32()))
+	return err
+}
+
+// crcReader reads through a running CRC-32C.
+type crcReader struct {
+	r   io.Reader
+	crc hash.Hash32
+}
+
+func (c *crcReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.crc.Write(p[:n])
+	return n, err
+}
+
+// decodeIndex decodes an INDEX file of either version, of total bytes,
+// read from r. It checks every length against the header and the file's
+// length before it allocates, and allocates the index chunk by chunk as
+// it reads (the file is never held whole in memory). Any inconsistency
+// is an error: the caller then reads the log instead.
+func decodeIndex(r io.Reader, total int64, seed uint64) (checkpoint, *index, error) {
+	var c checkpoint
+	bad := func(why string) (checkpoint, *index, error) { return c, nil, errors.New("index checkpoint: " + why) }
+	cr := &crcReader{r: bufio.NewReaderSize(r, 256<<10), crc: crc32.New(castagnoli)}
+	b := make([]byte, idxFixed)
+	if _, err := io.ReadFull(cr, b); err != nil || string(b[:8]) != idxMagic {
+		return bad("not a checkpoint")
+	}
+	c.version = int(binary.LittleEndian.Uint32(b[8:]))
+	if c.version != idxVersion1 && c.version != idxVersion {
+		return bad(fmt.Sprintf("unknown version %d", c.version))
+	}
+	n := int(binary.LittleEndian.Uint32(b[12:]))
+	c.seed = binary.LittleEndian.Uint64(b[16:])
+	c.nextSeq = binary.LittleEndian.Uint64(b[24:])
+	c.live = int64(binary.LittleEndian.Uint64(b[32:]))
+	if c.seed != seed || n == 0 || n > maxSegments || c.live < 0 {
+		return bad("does not match the store")
+	}
+	if total < int64(idxFixed+idxEntry*n+idxGeometry+4) {
+		return bad("cut short")
+	}
+	b = make([]byte, idxEntry*n+idxGeometry)
+	if _, err := io.ReadFull(cr, b); err != nil {
+		return bad("cut short")
+	}
+	used := map[uint64]bool{}
+	for i := range n {
+		e := b[idxEntry*i:]
+		sg := ckSeg{id: binary.LittleEndian.Uint64(e), size: int64(binary.LittleEndian.Uint64(e[8:]))}
+		if c.version == idxVersion1 {
+			sg.slot = binary.LittleEndian.Uint64(e[16:])
+		} else {
+			sg.slot = uint64(binary.LittleEndian.Uint32(e[16:]))
+			sg.crc = binary.LittleEndian.Uint32(e[20:])
+		}
+		if sg.slot >= maxSegments || used[sg.slot] {
+			return bad("bad segment slot")
+		}
+		if sg.size < segHeaderSize || sg.size > maxSegmentSize+recPrefix+maxRecord {
+			return bad("bad segment size")
+		}
+		used[sg.slot] = true
+		c.segs = append(c.segs, sg)
+	}
+	g := b[idxEntry*n:]
+	ix := &index{
+		level: uint(binary.LittleEndian.Uint32(g)),
+		top:   uint(binary.LittleEndian.Uint32(g[4:])),
+		split: binary.LittleEndian.Uint64(g[8:]),
+		count: binary.LittleEndian.Uint64(g[16:]),
+		rng:   binary.LittleEndian.Uint64(g[24:]) | 1,
+	}
+	nStash := int64(binary.LittleEndian.Uint32(g[32:]))
+	nChunks := int64(binary.LittleEndian.Uint32(g[36:]))
+	rest := total - int64(idxFixed+idxEntry*n+idxGeometry+4)
+	if ix.top > 64 || ix.level > 40 || ix.top < dispBits || nStash > maxStash || nChunks == 0 ||
+		rest != nStash*16+nChunks*chunkWords*8 {
+		return bad("geometry does not match its length")
+	}
+	b = make([]byte, max(16*nStash, chunkWords*8))
+	if _, err := io.ReadFull(cr, b[:16*nStash]); err != nil {
+		return bad("cut short")
+	}
+	for i := range nStash {
+		ix.stash = append(ix.stash, stashEntry{binary.LittleEndian.Uint64(b[16*i:]), binary.LittleEndian.Uint64(b[16*i+8:])})
+	}
+	ix.chunks = make([][]uint64, 0, nChunks)
+	for range nChunks {
+		if _, err := io.ReadFull(cr, b[:chunkWords*8]); err != nil {
+			return bad("cut short")
+		}
+		chunk := make([]uint64, chunkWords)
+		for k := range chunk {
+			chunk[k] = binary.LittleEndian.Uint64(b[8*k:])
+		}
+		ix.chunks = append(ix.chunks, chunk)
+	}
+	want := cr.crc.Sum32()
+	if _, err := io.ReadFull(cr.r, b[:4]); err != nil {
+		return bad("cut short")
+	}
+	if binary.LittleEndian.Uint32(b) != want {
+		return bad("checksum mismatch")
+	}
+	ix.disp = newDisp(seed)
+	ix.setMask()
+	if err := ix.check(); err != nil {
+		return bad(err.Error())
+	}
+	return c, ix, nil
+}
+
+// Checkpoints while a Store runs. A checkpoint is due once the records
+// written since the last one reach the larger of the minimum and the
+// ratio times the keys (options), or once the log has grown by
+// ckBytesFactor times the index's size, and at least ckMinBytes, since
+// (so that large values do not make the tail long to read).
+const (
+	// DefaultCheckpointRatio is the share of the keys that the records
+	// written since the last checkpoint must reach before the next.
+	DefaultCheckpointRatio = 1.0 / 16
+	// DefaultCheckpointMin is the least number of records written
+	// between checkpoints.
+	DefaultCheckpointMin = 1 << 18
+
+	ckBytesFactor = 8
+	ckMinBytes    = 256 << 20
+)
+
+// WithCheckpoints sets when a Store checkpoints its index while it runs:
+// once the records written since the last checkpoint are at least
+// minRecords and at least ratio times the keys (or the log has grown by 8
+// times the index's size, and at least 256 MiB, since). A crash then
+// costs Open the replay of those records at most, instead of the whole
+// log; each checkpoint costs a write of the index (about 9 bytes per
+// key), written in the background while reads and writes go on (a
+// write copies a 64 KiB part of the index it changes while the
+// checkpoint is encoded), and a sync of the log. ratio 0 turns them off: only Close and
+// Compact write one. Default DefaultCheckpointRatio,
+// DefaultCheckpointMin.
+func WithCheckpoints(ratio float64, minRecords int) Option {
+	return func(o *options) { o.ckRatio, o.ckMin = ratio, uint64(max(minRecords, 1)) }
+}
+
+// checkpointDue reports whether a checkpoint should start. Call it with
+// wmu held.
+func (s *Store) checkpointDue() bool {
+	if s.opt.ckRatio <= 0 || s.closing || s.remapping || s.ckRunning {
+		return false
+	}
+	keys := float64(s.mu.ix.count)
+	return s.sinceRecords >= max(s.opt.ckMin, uint64(s.opt.ckRatio*keys)) ||
+		s.sinceBytes >= max(ckMinBytes, ckBytesFactor*int64(s.mu.ix.bytes()))
+}
+
+// runCheckpoint writes the checkpoint afterWrite found due (in the
+// background, but for the inline checkpoints of tests).
+func (s *Store) runCheckpoint() {
+	defer s.bg.Done()
+	err := s.checkpoint()
+	if err != nil && !errors.Is(err, ErrClosed) {
+		s.ckErr.Store(&err)
+	}
+	s.wmu.Lock()
+	s.ckRunning = false
+	s.wmu.Unlock()
+}
+
+// checkpoint writes the INDEX file for the log as it is now. With wmu
+// held, for O(chunks), it takes a snapshot of the index whose chunks the
+// index copies before it writes them; it encodes the snapshot without
+// the lock, so writers and readers go on; then it syncs the log up to
+// what the checkpoint covers, and only then replaces INDEX (written to
+// INDEX.tmp, synced, renamed, the directory synced): a checkpoint never
+// records a byte of the log that is not synced. It does nothing while a
+// compaction has the index point at segments the manifest no longer
+// lists. An error leaves the last checkpoint in place; Open then
+// replays more of the log.
+func (s *Store) checkpoint() error {
+	s.ckMu.Lock()
+	defer s.ckMu.Unlock()
+	s.wmu.Lock()
+	if err := s.writable(); err != nil || s.remapping {
+		s.wmu.Unlock()
+		return err
+	}
+	if err := s.flush(); err != nil {
+		s.wmu.Unlock()
+		return err
+	}
+	ck := checkpoint{seed: s.seed, nextSeq: s.nextSeq, live: s.live}
+	for _, sg := range s.mu.order {
+		ck.segs = append(ck.segs, ckSeg{id: sg.id, size: sg.size, slot: sg.slot, crc: sg.crc})
+	}
+	ix := s.mu.ix
+	snap := ix.snapshot()
+	target := s.written
+	// Counted from now, whether this checkpoint is written or fails (a
+	// full disk is not retried at every write).
+	s.sinceRecords, s.sinceBytes = 0, 0
+	s.wmu.Unlock()
+
+	tmp := filepath.Join(s.dir, idxName+".tmp")
+	f, err := s.fs.Create(tmp)
+	if err == nil {
+		err = encodeIndex(&fileWriter{f: f}, ck, snap)
+	}
+	s.wmu.Lock()
+	ix.unshare()
+	s.wmu.Unlock()
+	if err == nil {
+		err = s.syncTo(target)
+		if err == nil {
+			err = f.Sync()
+		}
+	}
+	if f != nil {
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+	}
+	if err == nil {
+		err = s.fs.Rename(tmp, filepath.Join(s.dir, idxName))
+	}
+	if err != nil {
+		s.fs.Remove(tmp)
+		return fmt.Errorf("store: writing the index checkpoint: %w", err)
+	}
+	if err := s.fs.SyncDir(s.dir); err != nil {
+		return fmt.Errorf("store: writing the index checkpoint: %w", err)
+	}
+	s.checkpoints.Add(1)
+	return nil
+}
+
+// fileWriter writes a file from its start, in order.
+type fileWriter struct {
+	f   file
+	off int64
+}
+
+func (w *fileWriter) Write(p []byte) (int, error) {
+	n, err := w.f.WriteAt(p, w.off)
+	w.off += int64(n)
+	return n, err
+}
