@@ -41,10 +41,11 @@ import (
 // clock.
 //
 // The Window's time never runs backwards: it is the latest time its clock
-// has shown a writer. A clock that goes back (a stepped wall clock, an
-// event that arrives late) holds the Window's time until it catches up,
-// which keeps keys longer, never shorter; [Window.Reset] lets a Window
-// whose clock jumped far ahead by mistake start over.
+// has shown a writer (a new Window has none until its first write). A
+// clock that goes back (a stepped wall clock, an event that arrives late)
+// holds the Window's time until it catches up, which keeps keys longer,
+// never shorter; [Window.Reset] lets a Window whose clock jumped far ahead
+// by mistake start over.
 //
 // # Capacity and memory
 //
@@ -81,7 +82,7 @@ type Window struct {
 	seed      uint64
 	perWindow uint64
 	window    int64 // ns
-	gran      int64 // g: the epoch length in ns, ⌈window/windowEpochs⌉
+	gran      int64 // g: the epoch length in ns, ⌈window/WindowEpochs⌉
 	maxKicks  int
 
 	clock func() time.Time // nil: the default clock
@@ -107,11 +108,12 @@ const (
 	// number of stamp values. Frozen: the encoding records them.
 	windowAgeBits = 4
 	windowStamps  = 1 << windowAgeBits
-	// windowEpochs is the number of epochs a window spans: an entry is
-	// live while its age in epochs is at most windowEpochs, one stamp
+	// WindowEpochs is the number of epochs a Window's window spans: the
+	// granularity is about a WindowEpochs-th of the window. An entry is
+	// live while its age in epochs is at most WindowEpochs, one stamp
 	// value marks the entries that expired in the current epoch, and none
-	// is left over (see Window.advance). Frozen.
-	windowEpochs = windowStamps - 2
+	// is left over (see Window.advance). Frozen: the encoding records it.
+	WindowEpochs = windowStamps - 2
 	// windowSweep is how many buckets each write sweeps: at the pace of a
 	// Window at capacity (n keys a window, about 0.28·n buckets, with the
 	// default shape) the pass of an epoch is done by the end of the epoch.
@@ -200,7 +202,7 @@ func resolveWindow(opts []Option) (config, error) {
 // window is sized for: the keys of 15 epochs at the pace of perWindow per
 // 14, and one more for where the epochs fall.
 func windowLive(perWindow uint64) uint64 {
-	return perWindow + (perWindow+windowEpochs-1)/windowEpochs + 1
+	return perWindow + (perWindow+WindowEpochs-1)/WindowEpochs + 1
 }
 
 // windowBuckets returns the bucket count of a Window: what holds its live
@@ -226,15 +228,17 @@ func windowLeastBuckets(perWindow, slots, fpBits uint64) (uint64, bool) {
 // setWindow sets the window and the epoch length it implies.
 func (w *Window) setWindow(window int64) {
 	w.window = window
-	w.gran = (window + windowEpochs - 1) / windowEpochs
+	w.gran = (window + WindowEpochs - 1) / WindowEpochs
 }
 
-// restart empties the table and sets the epoch from the clock, as a new
-// Window starts.
+// restart empties the table and sets the epoch to the earliest there is,
+// as a new Window starts: the first write sets the Window's time from its
+// clock (which NewWindow does not read: an event clock may have no time
+// yet).
 func (w *Window) restart() {
 	w.t.reset()
 	w.anchor()
-	w.setEpoch(floorDiv(w.nanos(), w.gran))
+	w.setEpoch(floorDiv(-windowLimitNanos, w.gran))
 }
 
 // anchor reads the wall clock for the default clock.
@@ -338,7 +342,7 @@ func (w *Window) advance(e int64) {
 	j := e - w.epoch
 	ref := uint64(w.epoch) & (windowStamps - 1)
 	switch {
-	case j > windowEpochs:
+	case j > WindowEpochs:
 		w.t.reset()
 	case j == 1:
 		// The slots of age 15 are those the epoch's sweep empties.
@@ -567,7 +571,7 @@ func (w *Window) ContainsHash(h uint64) bool {
 // ok is false when the lag is so long that nothing is live.
 func (w *Window) youngAt(ns int64) (ref, c uint64, ok bool) {
 	lag := w.lag(ns)
-	if lag > windowEpochs {
+	if lag > WindowEpochs {
 		return 0, 0, false
 	}
 	return uint64(w.epoch) & (windowStamps - 1), uint64(lag) + 1, true
@@ -677,7 +681,7 @@ func (w *Window) Window() time.Duration { return time.Duration(w.window) }
 // after t + Window() + Granularity(). It is about a fourteenth of the
 // window.
 func (w *Window) Granularity() time.Duration {
-	return time.Duration((windowEpochs+1)*w.gran - w.window)
+	return time.Duration((WindowEpochs+1)*w.gran - w.window)
 }
 
 // LoadFactor returns the fraction of slots that hold a key in the window
@@ -722,9 +726,9 @@ func (w *Window) Seed() uint64 { return w.seed }
 // MaxKicks returns the bound on displacements per insert.
 func (w *Window) MaxKicks() int { return w.maxKicks }
 
-// Reset forgets every key and takes the clock's time as the Window's,
-// even if that is earlier than the Window's time was: it keeps the
-// parameters, the seed, the clock and the memory.
+// Reset forgets every key and the Window's time: the next write sets it
+// from the clock, even if that is earlier than the Window's time was. It
+// keeps the parameters, the seed, the clock and the memory.
 func (w *Window) Reset() {
 	if w.t.numBuckets == 0 {
 		return

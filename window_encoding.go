@@ -85,7 +85,7 @@ func (w *Window) WriteTo(out io.Writer) (int64, error) {
 	enc.Uint8(hashXXH3)
 	enc.Uint8(0)
 	enc.Uint8(windowAgeBits)
-	enc.Uint8(windowEpochs)
+	enc.Uint8(WindowEpochs)
 	enc.Uint16(0)
 	enc.Uint32(uint32(w.maxKicks))
 	enc.Uint32(0)
@@ -169,8 +169,8 @@ func decodeWindow(d *codec.Decoder) (*Window, error) {
 		return nil, bad("bucket size %d", slots)
 	case fpBits < MinFingerprintBits || fpBits > MaxWindowFingerprintBits:
 		return nil, bad("fingerprint bits %d", fpBits)
-	case ageBits != windowAgeBits || epochs != windowEpochs:
-		return nil, bad("%d stamp bits and %d epochs a window, not %d and %d", ageBits, epochs, windowAgeBits, windowEpochs)
+	case ageBits != windowAgeBits || epochs != WindowEpochs:
+		return nil, bad("%d stamp bits and %d epochs a window, not %d and %d", ageBits, epochs, windowAgeBits, WindowEpochs)
 	case reserved16 != 0 || reserved32 != 0:
 		return nil, bad("reserved header bits set")
 	case maxKicks < 1 || maxKicks > MaxMaxKicks:

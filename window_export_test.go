@@ -2,9 +2,6 @@ package cuckoo
 
 // Hooks for the Window's black-box tests.
 
-// WindowEpochs is the number of epochs a Window's window spans.
-const WindowEpochs = windowEpochs
-
 // CheckInvariants returns the first broken invariant, scanning the whole
 // table.
 func (w *Window) CheckInvariants() error {

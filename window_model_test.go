@@ -195,7 +195,7 @@ func (r *windowRun) step(i int, op windowOp, k []byte, arg uint64) {
 	case opReset:
 		w.Reset()
 		m.live = map[uint64]int64{}
-		m.epoch = m.epochOf(*r.now)
+		m.epoch, _ = w.EpochForTest() // no time until the next write
 	case opBatch:
 		// Two keys around k, one of them twice: a batch sees its own
 		// earlier keys.

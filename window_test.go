@@ -483,6 +483,11 @@ func TestWindowParameters(t *testing.T) {
 	if _, err := z.MarshalBinary(); err == nil {
 		t.Fatal("zero Window encoded")
 	}
+	// A new Window has no time until its first write; it encodes so.
+	var fresh cuckoo.Window
+	if err := fresh.UnmarshalBinary(mustMarshal(t, w)); err != nil || fresh.Len() != 0 {
+		t.Fatalf("decoding a new Window: %v", err)
+	}
 	w.AddString("x")
 	if err := z.UnmarshalBinary(mustMarshal(t, w)); err != nil || !z.ContainsString("x") {
 		t.Fatalf("decoding into the zero Window: %v", err)
