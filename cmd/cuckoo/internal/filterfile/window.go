@@ -97,3 +97,26 @@ func (f *Filter) SetWindowClock(now func() time.Time) error {
 	w.clock.now = now
 	return nil
 }
+
+// Touch reports whether key is in a window filter's window and makes it
+// fresh (cuckoo.Window.Touch); a full window's error wraps ErrFull. Other
+// kinds return ErrNotWindow.
+func (f *Filter) Touch(key []byte) (seen bool, err error) {
+	w := f.Window()
+	if w == nil {
+		return false, ErrNotWindow
+	}
+	seen, err = w.Touch(key)
+	return seen, full(err)
+}
+
+// TouchBatch is Touch for every key, in order, at one reading of the
+// clock (cuckoo.Window.TouchBatch).
+func (f *Filter) TouchBatch(keys [][]byte, seen []bool) (processed int, err error) {
+	w := f.Window()
+	if w == nil {
+		return 0, ErrNotWindow
+	}
+	n, err := w.TouchBatch(keys, seen)
+	return n, full(err)
+}
