@@ -265,8 +265,9 @@ func unixNanos(t time.Time) int64 {
 		return windowLimitNanos
 	case s <= -limitSeconds:
 		return -windowLimitNanos
+	default: // |s| < limitSeconds: the sum stays within the limits
+		return s*int64(time.Second) + int64(t.Nanosecond())
 	}
-	return min(max(t.UnixNano(), -windowLimitNanos), windowLimitNanos)
 }
 
 // floorDiv is ⌊a/b⌋ for b > 0.
@@ -563,7 +564,10 @@ func (w *Window) ContainsHash(h uint64) bool {
 	if !ok {
 		return false
 	}
-	return mx&lanesYoung(x, ref, c, t.slotBits, l)|my&lanesYoung(y, ref, c, t.slotBits, l) != 0
+	if mx != 0 && mx&lanesYoung(x, ref, c, t.slotBits, l) != 0 {
+		return true
+	}
+	return my != 0 && my&lanesYoung(y, ref, c, t.slotBits, l) != 0
 }
 
 // youngAt returns what lanesYoung needs to tell the live entries at the
