@@ -389,42 +389,47 @@ func (w *Window) put(h uint64, ns int64, mode putMode) (seen bool, err error) {
 	i1, fp := t.locate(h)
 	i2 := t.altIndex(i1, fp)
 	v := fp<<windowAgeBits | now
-	b, s, live, placed := uint64(0), uint64(0), false, false
 	if t.windows == 1 {
 		// One window a bucket (the default shape among others): both
-		// buckets read once, the live copies and the free slots of both
-		// found from the two reads.
+		// buckets read once, the live copy or the free slots found in the
+		// two reads, the slot written from its offset in them.
 		l := &t.full
 		x, y := t.window(i1, 0), t.window(i2, 0)
 		ex, ey := lanesStamped(x, expired, l), lanesStamped(y, expired, l)
-		if z := lanesHolding(x, fp, l) &^ ex; z != 0 {
-			b, s, live = i1, t.slotAt(0, z), true
-		} else if z := lanesHolding(y, fp, l) &^ ey; z != 0 {
-			b, s, live = i2, t.slotAt(0, z), true
-		} else {
+		b, word, z := i1, x, lanesHolding(x, fp, l)&^ex
+		if z == 0 {
+			b, word, z = i2, y, lanesHolding(y, fp, l)&^ey
+		}
+		switch {
+		case z != 0:
+			seen = true
+			if mode == putRefresh {
+				t.replaceLane(b, word, laneStart(z, t.slotBits), v)
+			}
+		default:
 			// The placement rule of Filter.AddHash: the bucket with more
 			// free slots, the first on a tie.
 			fx, fy := lanesHolding(x, 0, l)|ex, lanesHolding(y, 0, l)|ey
-			if fx|fy != 0 {
-				b, placed = i1, true
-				if bits.OnesCount64(fy) > bits.OnesCount64(fx) {
-					b, fx = i2, fy
+			if fx|fy == 0 {
+				if !t.makeRoom(&w.scratch, i1, i2, v, h, expired, w.maxKicks) {
+					return false, ErrFull
 				}
-				t.take(b, t.slotAt(0, fx), v)
+				break
 			}
+			b, word, z = i1, x, fx
+			if bits.OnesCount64(fy) > bits.OnesCount64(fx) {
+				b, word, z = i2, y, fy
+			}
+			t.replaceLane(b, word, laneStart(z, t.slotBits), v)
 		}
-	} else if b, s, live = t.findLive(i1, i2, fp, expired); !live {
-		placed = t.place(i1, i2, v, expired)
-	}
-	switch {
-	case live:
+	} else if b, s, live := t.findLive(i1, i2, fp, expired); live {
+		seen = true
 		if mode == putRefresh {
 			t.stamps[t.get(b, s)&(windowStamps-1)]--
 			t.set(b, s, v)
 			t.stamps[now]++
 		}
-		seen = true
-	case !placed && !t.makeRoom(&w.scratch, i1, i2, v, h, expired, w.maxKicks):
+	} else if !t.place(i1, i2, v, expired) && !t.makeRoom(&w.scratch, i1, i2, v, h, expired, w.maxKicks) {
 		return false, ErrFull
 	}
 	w.sweepStep(expired)

@@ -226,6 +226,21 @@ func (t *wtable) take(i, j, v uint64) {
 	t.stamps[v&(windowStamps-1)]++
 }
 
+// replaceLane puts v into the slot at bit sh of bucket b's one window,
+// word being that window as read: a slot found free or holding the key,
+// whose old entry (if any) leaves the stamp counts.
+func (t *wtable) replaceLane(b, word, sh, v uint64) {
+	if old := word >> sh & t.slotMask; old != 0 {
+		t.stamps[old&(windowStamps-1)]--
+	}
+	t.stamps[v&(windowStamps-1)]++
+	if t.aligned {
+		t.words[b] = t.words[b]&^(t.slotMask<<sh) | v<<sh
+		return
+	}
+	storeBits(t.words, b*t.bucketBits+sh, t.slotMask, v)
+}
+
 // place puts v into a free slot of bucket i1 or i2, the one with more free
 // slots (the first on a tie: the placement rule of Filter.AddHash), and
 // reports false when neither has one.
