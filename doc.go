@@ -192,6 +192,16 @@
 // check with go build -gcflags=-m that the call site reports "inlining call
 // to cuckoo.(*Filter).ContainsHash". docs/benchmarks.md has what it gains.
 //
+// # Forgetting old keys
+//
+// A [Window] holds the keys added within its window ("seen in the last 24
+// hours") and forgets older ones, in one table whose slots carry a 4-bit
+// age beside the fingerprint: a lookup reads two buckets, as here, and
+// expired slots are free for new keys. [NewWindow] takes the keys a window
+// holds and the window; a key is found for at least the window after it
+// was last added and never more than a fourteenth of it longer
+// ([Window.Granularity]). docs/window.md explains it and measures it.
+//
 // # Persistence
 //
 // [Filter.MarshalBinary] and [Filter.WriteTo] write a versioned,

@@ -266,8 +266,11 @@ func decodePrologue(d *codec.Decoder, kind uint8) (prologue, error) {
 }
 
 func kindName(kind uint8) string {
-	if kind == kindScalable {
+	switch kind {
+	case kindScalable:
 		return "Scalable"
+	case kindWindow:
+		return "Window"
 	}
 	return "Filter"
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"time"
 )
 
 // An Option sets a parameter of a filter at construction.
@@ -17,9 +18,10 @@ type config struct {
 	seed     uint64
 	seedSet  bool
 	semi     bool
-	growth   float64 // Scalable only; 0: not set
-	segments int     // New only; 0: not set
-	buckets  uint64  // New and a Concurrent without growth only; 0: not set
+	growth   float64          // Scalable only; 0: not set
+	segments int              // New only; 0: not set
+	buckets  uint64           // New and a Concurrent without growth only; 0: not set
+	clock    func() time.Time // NewWindow only; nil: the default clock
 }
 
 // Limits of the parameters.
@@ -169,6 +171,23 @@ func WithBucketCount(m uint64) Option {
 			return fmt.Errorf("%w: bucket count %d: need an even count in [2, 2^32]", ErrInvalidParameter, m)
 		}
 		c.buckets = m
+		return nil
+	}
+}
+
+// WithClock sets the clock a [Window] reads its time from, instead of the
+// wall clock: a test's clock, or the time of the events a Window
+// deduplicates (set it before each event). The Window never goes back in
+// time: a reading earlier than one it has seen counts as that one. now must
+// not be nil; it is called on every write and on lookups that find a
+// matching fingerprint, from the goroutine that makes the call. Only
+// NewWindow uses it.
+func WithClock(now func() time.Time) Option {
+	return func(c *config) error {
+		if now == nil {
+			return fmt.Errorf("%w: nil clock", ErrInvalidParameter)
+		}
+		c.clock = now
 		return nil
 	}
 }

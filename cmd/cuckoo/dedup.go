@@ -44,6 +44,18 @@ seen-set the cuckoo filter NAME in Redis, shared by every run that names
 it, on any machine: --capacity N creates it if missing ('cuckoo push'
 uploads one); when it is full, dedup stops with exit status 4.
 
+--window D drops a line only if its key was seen within D before it (90m,
+24h, 7d), and forgets older keys, in a filter of fixed size: every line,
+printed or dropped, counts as seen, so an id that comes every hour under
+--window 24h is printed once. A line's time is when it is read, or with
+--time-field N the time in field N (RFC 3339 or Unix seconds;
+--time-format reads others). That time never goes back: a line older than
+one before it is judged at the latest time seen. A key is forgotten
+between D and D + D/14 after its last line (--stats says exactly).
+--capacity N is the most distinct keys one window holds (default: the
+input's lines, 1,048,576 for a pipe); past it dedup stops with status 4.
+--state carries the window across runs.
+
 Examples:
   cuckoo dedup urls.txt > unique.txt
   cat *.log | cuckoo dedup --stats > unique.log
@@ -57,6 +69,8 @@ Examples:
   cuckoo dedup --exact urls.txt > unique.txt        # exact: no line dropped wrongly
   cuckoo dedup --exact-dir seen-urls.d monday.txt > new-monday.txt
   cuckoo dedup --redis $REDIS --name crawler:seen --capacity 10M --fpr 1e-6 monday.txt
+  cuckoo dedup --window 24h --time-field 1 --key 2 events.log    # time in field 1, id in field 2
+  cuckoo dedup --window 7d --state week.ckoo hourly.txt           # (hourly) lines not seen in 7 days
 
 --key takes a field spec as cut -f does: 2, 1,3, 2-4, 3-. Fields are split
 on runs of blanks (as awk does) unless --delimiter is given; --csv honours
@@ -75,7 +89,8 @@ type dedupFlags struct {
 	output     string
 	quiet      bool
 	exact      exactFlags
-	redis      redisFlags // --redis, --name: the seen-set is a filter in Redis (redisdedup.go)
+	redis      redisFlags  // --redis, --name: the seen-set is a filter in Redis (redisdedup.go)
+	window     windowFlags // --window: the seen-set forgets old keys (dedupwindow.go)
 }
 
 func (f *dedupFlags) register(fs *flag.FlagSet) {
@@ -94,6 +109,7 @@ func (f *dedupFlags) register(fs *flag.FlagSet) {
 	f.exact.register(fs)
 	f.redis.register(fs)
 	f.redis.registerWait(fs)
+	f.window.register(fs)
 }
 
 func dedupCommand() *command {
@@ -129,6 +145,12 @@ func openSeen(e *env, f *dedupFlags, ins []input) (*seenSet, error) {
 		if _, err := os.Stat(f.state); err == nil {
 			s.loaded = f.state
 		}
+	}
+	if handled, err := openWindowSeen(e, f, s, ins); handled {
+		if err != nil {
+			return nil, err
+		}
+		return s, nil
 	}
 	if s.loaded != "" {
 		if f.filter.anySet() {
@@ -177,6 +199,9 @@ func runDedup(e *env, f *dedupFlags, names []string) error {
 	}
 	if f.redis.url == "" && (f.redis.name != "" || f.redis.cluster || f.redis.wait.set) {
 		return usageErr(remedy, "--name, --cluster and --redis-wait are about a filter in Redis; give --redis URL too")
+	}
+	if f.window.window.set && (f.exact.on() || f.redis.url != "") {
+		return usageErr(remedy, "--window keeps its own seen-set, which forgets; --exact and --redis keep others")
 	}
 	if f.exact.on() && f.redis.url != "" {
 		return usageErr(remedy, "--exact keeps its own seen-set and --redis shares a filter in Redis; give one")
@@ -264,6 +289,10 @@ func dedupError(in *input, err error, seen *seenSet, capacitySet bool) error {
 	if errors.Is(err, filterfile.ErrFull) && seen.filter != nil {
 		remedy := fmt.Sprintf("rerun with a larger --capacity (e.g. %d), or without --capacity to let the filter grow", 2*seen.filter.Capacity())
 		switch {
+		case seen.filter.Window() != nil && seen.loaded != "":
+			remedy = "the window in " + seen.loaded + " holds more keys than it was made for; start a new file with a larger --capacity (keys a window)"
+		case seen.filter.Window() != nil:
+			remedy = fmt.Sprintf("rerun with a larger --capacity: the most keys a window holds (e.g. %d)", 2*seen.filter.Capacity())
 		case seen.loaded != "":
 			remedy = "the filter in " + seen.loaded + " has no room left; rebuild it larger with 'cuckoo build --capacity N'"
 		case seen.filter.Kind().IsBloom() && capacitySet:
@@ -298,6 +327,7 @@ func printDedupStats(w io.Writer, st dedup.Stats, seen *filterfile.Filter, elaps
 		}
 		fmt.Fprintf(w, "cuckoo dedup: filter: %s, %s, %s (%.1f bits per key), false-positive rate now %s\n",
 			seen.Kind(), units.Counted(seen.Len(), "key"), units.Bytes(size), bpk, units.Percent(seen.FalsePositiveRate()))
+		windowStats(w, seen)
 	}
 	fmt.Fprintf(w, "cuckoo dedup: expected false positives (new lines dropped wrongly): %.3g\n", st.ExpectedFalsePositives)
 	fmt.Fprintf(w, "cuckoo dedup: %.2f s, %s lines/s, %s/s\n", secs,

@@ -165,7 +165,7 @@ func (d *Deduper) Run(r io.Reader) error {
 		// The filter hashes the whole batch and prefetches its buckets
 		// before it adds the keys one by one, in order: the cache misses
 		// of a big table overlap instead of following one another.
-		done, err := d.seen.AddUniqueBatch(keys[:n], added[:n])
+		done, err := d.addBatch(lines[:n], keys[:n], added[:n])
 		// Lines to write that lie next to each other in the read buffer
 		// (most of them) go out in one Write.
 		var run []byte

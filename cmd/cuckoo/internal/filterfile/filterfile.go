@@ -18,6 +18,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"time"
 
 	"github.com/dedupkit/cuckoo"
 	"github.com/dedupkit/cuckoo/bloom"
@@ -94,8 +95,9 @@ type Spec struct {
 	FingerprintBits int     // cuckoo only; 0: from FPR, else the default
 	SemiSorted      bool    // cuckoo only: semi-sorted buckets (one bit less per key)
 	Seed            uint64
-	SeedSet         bool // use Seed instead of a random seed
-	Segments        int  // fixed-size cuckoo only: table segments (cuckoo.WithSegments); 0: one
+	SeedSet         bool          // use Seed instead of a random seed
+	Segments        int           // fixed-size cuckoo only: table segments (cuckoo.WithSegments); 0: one
+	Window          time.Duration // CuckooWindow only: the window; Capacity is then the keys a window holds
 }
 
 // New builds an empty filter. Parameter errors wrap the filter package's

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/dedupkit/cuckoo"
 	"github.com/dedupkit/cuckoo/bloom"
@@ -18,8 +19,8 @@ func key(i int) []byte { return []byte(fmt.Sprintf("key-%d", i)) }
 // kinds are the kinds this build supports, with a Spec for each.
 func specs() []Spec {
 	var out []Spec
-	for k := Cuckoo; k <= BloomScalable; k++ {
-		out = append(out, Spec{Kind: k, Capacity: 1000, FPR: 0.001, Seed: 7, SeedSet: true})
+	for k := Cuckoo; k <= CuckooWindow; k++ {
+		out = append(out, Spec{Kind: k, Capacity: 1000, FPR: 0.001, Seed: 7, SeedSet: true, Window: time.Hour})
 	}
 	return out
 }
@@ -38,6 +39,7 @@ func TestSniff(t *testing.T) {
 	}{
 		{"cuckoo", hdr("CKOO", 1, 1), Cuckoo, true},
 		{"cuckoo-scalable", hdr("CKOO", 1, 2), CuckooScalable, true},
+		{"cuckoo-window", hdr("CKOO", 1, 3), CuckooWindow, true},
 		{"cuckoo-unknown-kind", hdr("CKOO", 1, 9), 0, false},
 		{"bloom-version-9", hdr("BLMF", 9, 1), BloomBlocked, true},
 		{"bloom-blocked", hdr("BLMF", 1, 1), BloomBlocked, true},
@@ -61,7 +63,7 @@ func TestSniff(t *testing.T) {
 }
 
 func TestKindNames(t *testing.T) {
-	for k := Cuckoo; k <= BloomScalable; k++ {
+	for k := Cuckoo; k <= CuckooWindow; k++ {
 		got, ok := ParseKind(k.String())
 		if !ok || got != k {
 			t.Errorf("ParseKind(%q) = %v, %v", k.String(), got, ok)

@@ -17,6 +17,7 @@ const (
 	BloomClassic                   // bloom.NewClassic: fewest bits
 	BloomCounting                  // bloom.NewCounting: deletes
 	BloomScalable                  // bloom.NewScalable: grows
+	CuckooWindow                   // cuckoo.Window: forgets keys older than its window (window.go)
 )
 
 // kindInfo is what the package knows of a kind: its names, what it can
@@ -47,6 +48,8 @@ var kinds = [...]kindInfo{
 		magic: "BLMF", code: 3, canDelete: true, new: newBloomCounting, empty: emptyBloomCounting},
 	BloomScalable: {name: "bloom-scalable", description: "scalable Bloom filter (grows as needed, no delete)",
 		magic: "BLMF", code: 4, grows: true, new: newBloomScalable, empty: emptyBloomScalable},
+	CuckooWindow: {name: "cuckoo-window", description: "cuckoo filter with a time window (forgets keys older than its window)",
+		magic: "CKOO", code: 3, canDelete: true, cheapRate: true, new: newCuckooWindow, empty: emptyCuckooWindow},
 }
 
 // info returns the kind's entry; ok is false for a value that names no

@@ -1,0 +1,809 @@
+package cuckoo
+
+import (
+	"fmt"
+	"math"
+	"math/bits"
+	"time"
+
+	"github.com/dedupkit/cuckoo/internal/hash"
+	"github.com/dedupkit/cuckoo/internal/invariants"
+)
+
+// Window is a cuckoo filter that forgets: it answers "was this key added
+// within the last window?" ("seen in the last 24 hours", "alerted for this
+// host in the last hour"), and a key older than that reads as absent but
+// for false positives. It holds the keys of one window in one table: a
+// lookup reads the key's two buckets as a [Filter]'s does, and expired
+// entries are free slots that inserts take over. No goroutine runs in the
+// background: a Window reads its clock when it is used.
+//
+// # Ages
+//
+// Time is cut into epochs of g = ⌈window/14⌉ (the granularity) counted
+// from the Unix epoch, and each slot carries beside its fingerprint a 4-bit
+// stamp: the epoch of its key's last Add, modulo 16. An entry is live while
+// the current epoch is at most 14 past its own, so a key is found for at
+// least window after its last Add and never more than window + G after it,
+// where G = 15g − window ([Window.Granularity], about window/14). Between
+// the two it is found or not depending on where the epochs fall.
+//
+// Sixteen stamp values cover 15 live epochs and one expired one; stamps
+// repeat every 16 epochs, so an entry nobody overwrites would look young
+// again 16 epochs after its Add unless it is emptied first. The writers
+// keep this from happening (the proof is in the comment of
+// [Window.advance]): each write empties the expired slots of the next few
+// buckets (a sweep that makes one pass over the table per epoch), and the
+// first write of a new epoch finishes the pass; after an idle spell of more
+// than one epoch it makes a full pass, and after one of more than 15 it
+// clears the table, whose entries have all expired. Readers never write:
+// they compare each stamp with the epoch of the last write and with the
+// clock.
+//
+// The Window's time never runs backwards: it is the latest time its clock
+// has shown a writer (a new Window has none until its first write). A
+// clock that goes back (a stepped wall clock, an event that arrives late)
+// holds the Window's time until it catches up, which keeps keys longer,
+// never shorter; [Window.Reset] lets a Window whose clock jumped far ahead
+// by mistake start over.
+//
+// # Capacity and memory
+//
+// NewWindow(n, window) holds n distinct keys added in any window, added at
+// any steady pace. The live entries at any moment are the keys added in
+// the last 15 epochs, window + g of time, so the table is sized for
+// n·15/14 of them (and never fills with expired ones, which are free). A
+// key added again takes no new slot: its stamp is refreshed. Keys that
+// come in bursts can need more: if n keys come just before the start of an
+// epoch and n more fewer than window + g later, all 2n are live for a
+// while, and Add returns [ErrFull] when no room can be made (give a larger
+// n for such streams). Each slot costs f + 4 bits: at the default 12-bit
+// fingerprints (0.19 % false positives) a Window takes about 18.0 bits a
+// key, 1.43 times a Filter of the same rate and capacity.
+//
+// # Concurrency and the clock
+//
+// Like a [Filter], a Window may be read (Contains, Len, encoding…) by many
+// goroutines at once, but any write (Add, Touch, Delete, Reset, decoding)
+// needs exclusive access. Contains reads the clock only when a fingerprint
+// matches, which for an absent key is about as rare as a false positive;
+// a batch reads it once. The default clock is the wall clock read once an
+// epoch by a writer and advanced in between by the monotonic clock (one
+// read, about half the cost of time.Now): ages are measured in elapsed
+// time, not moved by steps of the wall clock. [WithClock] substitutes
+// another: a test's, or the time of the events being deduplicated.
+//
+// # Zero value
+//
+// The zero Window holds nothing and has no room: Add returns [ErrFull]. It
+// can decode, with the default clock.
+type Window struct {
+	t         wtable
+	seed      uint64
+	perWindow uint64
+	window    int64 // ns
+	gran      int64 // g: the epoch length in ns, ⌈window/WindowEpochs⌉
+	maxKicks  int
+
+	clock func() time.Time // nil: the default clock
+	wall  int64            // the default clock's anchor: Unix ns…
+	mono  time.Time        // …and the same instant, with its monotonic reading
+
+	// epoch is the epoch of the latest write, [start, end) its span in
+	// Unix ns. cursor is the next bucket the sweep of the epoch empties.
+	//
+	// INVARIANT: every non-empty slot holds an entry added (or last
+	// refreshed) in an epoch e with epoch − 15 ≤ e ≤ epoch, so its stamp
+	// gives its age exactly: epoch − e = (epoch − stamp) mod 16.
+	// INVARIANT: in buckets [0, cursor) that age is at most 14.
+	epoch      int64
+	start, end int64
+	cursor     uint64
+
+	scratch wscratch
+}
+
+const (
+	// windowAgeBits is the width of a slot's stamp, and windowStamps the
+	// number of stamp values. Frozen: the encoding records them.
+	windowAgeBits = 4
+	windowStamps  = 1 << windowAgeBits
+	// WindowEpochs is the number of epochs a Window's window spans: the
+	// granularity is about a WindowEpochs-th of the window. An entry is
+	// live while its age in epochs is at most WindowEpochs, one stamp
+	// value marks the entries that expired in the current epoch, and none
+	// is left over (see Window.advance). Frozen: the encoding records it.
+	WindowEpochs = windowStamps - 2
+	// windowSweep is how many buckets each write sweeps: at the pace of a
+	// Window at capacity (n keys a window, about 0.28·n buckets, with the
+	// default shape) the pass of an epoch is done by the end of the epoch.
+	windowSweep = 4
+	// windowLimitNanos bounds the times a Window handles, ±2^62 ns from
+	// the Unix epoch (years 1824 to 2116): times beyond are taken as the
+	// bound, and differences of epochs fit an int64.
+	windowLimitNanos = 1 << 62
+	// DefaultWindowFingerprintBits is the fingerprint width of a Window
+	// made without WithFingerprintBits or WithFalsePositiveRate: with its
+	// 4-bit stamp a slot is 16 bits and a bucket one word, and the rate
+	// about 0.19 %.
+	DefaultWindowFingerprintBits = 12
+	// MaxWindowFingerprintBits is the widest fingerprint of a Window: a
+	// slot and its stamp fit 32 bits.
+	MaxWindowFingerprintBits = 32 - windowAgeBits
+	// MaxWindow is the longest window NewWindow accepts.
+	MaxWindow = time.Duration(windowLimitNanos)
+)
+
+// NewWindow returns an empty Window that holds perWindow distinct keys
+// added within any one window (see the type's documentation for bursts).
+// It takes the options of [New] that describe a table
+// ([WithFalsePositiveRate], [WithFingerprintBits] up to 28, [WithBucketSize],
+// [WithSeed], [WithMaxKicks]) and [WithClock]; without a rate or a width
+// its fingerprints are 12 bits (about 0.19 % false positives). window must
+// be positive and at most [MaxWindow]. It returns an error wrapping
+// [ErrInvalidParameter], and no Window, when a parameter is out of range or
+// the table would need more than 2^32 buckets.
+func NewWindow(perWindow uint64, window time.Duration, opts ...Option) (*Window, error) {
+	c, err := resolveWindow(opts)
+	if err != nil {
+		return nil, err
+	}
+	if window <= 0 || window > MaxWindow {
+		return nil, fmt.Errorf("%w: window %v outside (0, %v]", ErrInvalidParameter, window, MaxWindow)
+	}
+	m, err := windowBuckets(perWindow, uint64(c.slots), uint64(c.fpBits))
+	if err != nil {
+		return nil, err
+	}
+	w := &Window{
+		t:         newWTable(m, uint64(c.slots), uint64(c.fpBits)),
+		seed:      c.seed,
+		perWindow: perWindow,
+		maxKicks:  c.maxKicks,
+		clock:     c.clock,
+	}
+	w.setWindow(int64(window))
+	w.restart()
+	return w, nil
+}
+
+// resolveWindow is resolve for a Window: the options that shape a table,
+// a default fingerprint width of its own, and a refusal of the options a
+// Window has no use for.
+func resolveWindow(opts []Option) (config, error) {
+	var given config
+	for _, o := range opts {
+		if o != nil {
+			if err := o(&given); err != nil {
+				return given, err
+			}
+		}
+	}
+	if given.fpBits == 0 && given.fpr == 0 {
+		opts = append(opts[:len(opts):len(opts)], WithFingerprintBits(DefaultWindowFingerprintBits))
+	}
+	c, err := resolve(opts)
+	switch {
+	case err != nil:
+		return c, err
+	case c.slots != 2 && c.slots != 4 && c.slots != 8:
+		return c, fmt.Errorf("%w: a Window's buckets have 2, 4 or 8 slots, not %d", ErrInvalidParameter, c.slots)
+	case c.fpBits > MaxWindowFingerprintBits:
+		return c, fmt.Errorf("%w: a Window's fingerprints have at most %d bits (a rate of about %.1e), not %d",
+			ErrInvalidParameter, MaxWindowFingerprintBits,
+			expectedFPR(targetLoad(uint64(c.slots), MaxWindowFingerprintBits), uint64(c.slots), MaxWindowFingerprintBits), c.fpBits)
+	case c.semi, c.segments > 1, c.buckets != 0, c.growth != 0:
+		return c, fmt.Errorf("%w: a Window takes no semi-sorting, segments, bucket count or growth", ErrInvalidParameter)
+	}
+	return c, nil
+}
+
+// windowLive is the number of live entries a Window of perWindow keys a
+// window is sized for: the keys of 15 epochs at the pace of perWindow per
+// 14, and one more for where the epochs fall.
+func windowLive(perWindow uint64) uint64 {
+	return perWindow + (perWindow+WindowEpochs-1)/WindowEpochs + 1
+}
+
+// windowBuckets returns the bucket count of a Window: what holds its live
+// entries at the target load, raised so that the alternate offsets spread,
+// as New plans a Filter's.
+func windowBuckets(perWindow, slots, fpBits uint64) (uint64, error) {
+	least, ok := windowLeastBuckets(perWindow, slots, fpBits)
+	if !ok {
+		return 0, fmt.Errorf("%w: %d keys a window: capacity 0, or more than 2^32 buckets", ErrInvalidParameter, perWindow)
+	}
+	return plannedBuckets(least, 1), nil
+}
+
+// windowLeastBuckets is the least bucket count of a Window; decoders
+// require it.
+func windowLeastBuckets(perWindow, slots, fpBits uint64) (uint64, bool) {
+	if perWindow == 0 || perWindow > math.MaxUint64/2 {
+		return 0, false
+	}
+	return bucketsFor(windowLive(perWindow), slots, fpBits)
+}
+
+// setWindow sets the window and the epoch length it implies.
+func (w *Window) setWindow(window int64) {
+	w.window = window
+	w.gran = (window + WindowEpochs - 1) / WindowEpochs
+}
+
+// restart empties the table and sets the epoch to the earliest there is,
+// as a new Window starts: the first write sets the Window's time from its
+// clock (which NewWindow does not read: an event clock may have no time
+// yet).
+func (w *Window) restart() {
+	w.t.reset()
+	w.anchor()
+	w.setEpoch(floorDiv(-windowLimitNanos, w.gran))
+}
+
+// anchor reads the wall clock for the default clock.
+func (w *Window) anchor() {
+	if w.clock == nil {
+		now := time.Now()
+		w.wall, w.mono = unixNanos(now), now
+	}
+}
+
+// nanos returns the clock's time in Unix ns, within ±windowLimitNanos.
+func (w *Window) nanos() int64 {
+	if w.clock != nil {
+		return unixNanos(w.clock())
+	}
+	return min(w.wall+int64(time.Since(w.mono)), windowLimitNanos)
+}
+
+// unixNanos returns t in Unix ns, within ±windowLimitNanos.
+func unixNanos(t time.Time) int64 {
+	const limitSeconds = windowLimitNanos / int64(time.Second)
+	switch s := t.Unix(); {
+	case s >= limitSeconds:
+		return windowLimitNanos
+	case s <= -limitSeconds:
+		return -windowLimitNanos
+	default: // |s| < limitSeconds: the sum stays within the limits
+		return s*int64(time.Second) + int64(t.Nanosecond())
+	}
+}
+
+// floorDiv is ⌊a/b⌋ for b > 0.
+func floorDiv(a, b int64) int64 {
+	q := a / b
+	if a%b != 0 && a < 0 {
+		q--
+	}
+	return q
+}
+
+func (w *Window) setEpoch(e int64) {
+	w.epoch, w.cursor = e, 0
+	w.start, w.end = e*w.gran, (e+1)*w.gran
+}
+
+// lag returns how many epochs the clock's time ns is past the epoch of the
+// latest write (0 when it is not past it: the Window's time never runs
+// backwards).
+func (w *Window) lag(ns int64) int64 {
+	if ns < w.end {
+		return 0
+	}
+	return floorDiv(ns, w.gran) - w.epoch
+}
+
+// stamps returns the stamp of the current epoch and the one of the
+// entries that expired in it.
+func (w *Window) stamps() (now, expired uint64) {
+	return uint64(w.epoch) & (windowStamps - 1), uint64(w.epoch+1) & (windowStamps - 1)
+}
+
+// advanceTo brings the Window's epoch to the one of the clock's time ns,
+// if that is later: what every write does first. With the default clock
+// it rereads the wall clock when an epoch ends.
+func (w *Window) advanceTo(ns int64) {
+	if ns < w.end {
+		return
+	}
+	if w.clock == nil {
+		w.anchor()
+		if ns = w.wall; ns < w.end {
+			return
+		}
+	}
+	w.advance(floorDiv(ns, w.gran))
+}
+
+// advance moves the epoch on to e > w.epoch, emptying the slots whose
+// stamps would otherwise be misread.
+//
+// Why stamps never come back to life. Write E for the epoch before, E' = e,
+// j = E' − E, and d = (E − stamp) mod 16 for a slot's age under E. By the
+// invariants of the Window, every non-empty slot's true age under E is d,
+// d ≤ 15, and d ≤ 14 in buckets below the cursor. Under E' its true age
+// is d + j, which its stamp gives exactly if d + j ≤ 15. So:
+//   - j = 1: the slots from the cursor on with d = 15 are emptied (those
+//     below it have d ≤ 14 already): the rest of the epoch's pass.
+//   - 2 ≤ j ≤ 14: every slot with d ≥ 16 − j is emptied, in the whole table
+//     (one pass; it happens only after an epoch without writes).
+//   - j ≥ 15: every entry has expired (live means an age of at most 14);
+//     the table is cleared.
+//
+// Afterwards every slot's age is at most 15 under E', and the cursor is 0,
+// so the invariants hold. Between advances, writes stamp E' (age 0), moves
+// carry live entries only (a slot of age 15 is free, so a bucket an insert
+// moves entries out of holds none), and the sweep empties the slots of age
+// 15 below the cursor it advances. A reader at the clock's epoch C ≥ E'
+// (the Window's time is max(C, E')) sees an entry of age d under E' live
+// iff d + (C − E') ≤ 14: exact, so an expired entry is never reported, and
+// a live one always is.
+func (w *Window) advance(e int64) {
+	j := e - w.epoch
+	ref := uint64(w.epoch) & (windowStamps - 1)
+	switch {
+	case j > WindowEpochs:
+		w.t.reset()
+	case j == 1:
+		// The slots of age 15 are those the epoch's sweep empties.
+		for i := w.cursor; i < w.t.numBuckets; i++ {
+			w.t.sweep(i, (ref+1)&(windowStamps-1))
+		}
+	default:
+		w.t.age(0, ref, uint64(windowStamps-j))
+	}
+	w.setEpoch(e)
+}
+
+// sweepStep empties the expired slots of the next windowSweep buckets of
+// the epoch's pass.
+func (w *Window) sweepStep(expired uint64) {
+	if w.cursor >= w.t.numBuckets {
+		return
+	}
+	end := min(w.cursor+windowSweep, w.t.numBuckets)
+	for i := w.cursor; i < end; i++ {
+		w.t.sweep(i, expired)
+	}
+	w.cursor = end
+}
+
+// putMode says what a write does with a key that is in the window.
+type putMode uint8
+
+const (
+	putRefresh putMode = iota // refresh its stamp (Add, Touch)
+	putUnique                 // leave it (AddUnique)
+)
+
+// put writes the key of hash h at the clock's time ns and reports whether
+// it was in the window.
+func (w *Window) put(h uint64, ns int64, mode putMode) (seen bool, err error) {
+	t := &w.t
+	if t.numBuckets == 0 {
+		return false, ErrFull
+	}
+	w.advanceTo(ns)
+	now, expired := w.stamps()
+	i1, fp := t.locate(h)
+	i2 := t.altIndex(i1, fp)
+	v := fp<<windowAgeBits | now
+	if t.windows == 1 {
+		// One window a bucket (the default shape among others): both
+		// buckets read once, the live copy or the free slots found in the
+		// two reads, the slot written from its offset in them.
+		l := &t.full
+		x, y := t.window(i1, 0), t.window(i2, 0)
+		ex, ey := lanesStamped(x, expired, l), lanesStamped(y, expired, l)
+		b, word, z := i1, x, lanesHolding(x, fp, l)&^ex
+		if z == 0 {
+			b, word, z = i2, y, lanesHolding(y, fp, l)&^ey
+		}
+		switch {
+		case z != 0:
+			seen = true
+			if mode == putRefresh {
+				t.replaceLane(b, word, laneStart(z, t.slotBits), v)
+			}
+		default:
+			// The placement rule of Filter.AddHash: the bucket with more
+			// free slots, the first on a tie.
+			fx, fy := lanesHolding(x, 0, l)|ex, lanesHolding(y, 0, l)|ey
+			if fx|fy == 0 {
+				if !t.makeRoom(&w.scratch, i1, i2, v, h, expired, w.maxKicks) {
+					return false, ErrFull
+				}
+				break
+			}
+			b, word, z = i1, x, fx
+			if bits.OnesCount64(fy) > bits.OnesCount64(fx) {
+				b, word, z = i2, y, fy
+			}
+			t.replaceLane(b, word, laneStart(z, t.slotBits), v)
+		}
+	} else if b, s, live := t.findLive(i1, i2, fp, expired); live {
+		seen = true
+		if mode == putRefresh {
+			t.stamps[t.get(b, s)&(windowStamps-1)]--
+			t.set(b, s, v)
+			t.stamps[now]++
+		}
+	} else if !t.place(i1, i2, v, expired) && !t.makeRoom(&w.scratch, i1, i2, v, h, expired, w.maxKicks) {
+		return false, ErrFull
+	}
+	w.sweepStep(expired)
+	if invariants.Enabled {
+		w.checkInvariants()
+	}
+	return seen, nil
+}
+
+// Add adds key to the window, or refreshes its age if it is in the window
+// already: it is then found for at least the window's length from now. A
+// key takes one slot however often it is added.
+//
+// It returns [ErrFull] when no room can be made for a new key (more keys
+// in the window than the Window was made for); the keys in the window are
+// then as they were. Add allocates nothing once the table has needed its
+// longest chain of moves.
+func (w *Window) Add(key []byte) error {
+	_, err := w.put(hash.Sum64(key, w.seed), w.nanos(), putRefresh)
+	return err
+}
+
+// AddString is [Window.Add] for a string key, without allocating.
+func (w *Window) AddString(key string) error {
+	_, err := w.put(hash.Sum64String(key, w.seed), w.nanos(), putRefresh)
+	return err
+}
+
+// AddUint64 is [Window.Add] for an integer key: the same as Add of its 8
+// little-endian bytes.
+func (w *Window) AddUint64(key uint64) error {
+	_, err := w.put(hash.Sum64Uint64(key, w.seed), w.nanos(), putRefresh)
+	return err
+}
+
+// AddHash is [Window.Add] for a caller that already holds a well-mixed
+// 64-bit hash of its key (see [Filter.AddHash]).
+func (w *Window) AddHash(h uint64) error {
+	_, err := w.put(h, w.nanos(), putRefresh)
+	return err
+}
+
+// Touch is [Window.Add] that also reports whether key was in the window
+// (or a false positive said so): "drop this event if its id was seen in
+// the last 24 hours", where every sighting, dropped or not, counts as
+// seen. Use [Window.AddUnique] when a repeat should not extend the key's
+// life ("alert once per host per hour").
+func (w *Window) Touch(key []byte) (seen bool, err error) {
+	return w.put(hash.Sum64(key, w.seed), w.nanos(), putRefresh)
+}
+
+// TouchString is [Window.Touch] for a string key, without allocating.
+func (w *Window) TouchString(key string) (seen bool, err error) {
+	return w.put(hash.Sum64String(key, w.seed), w.nanos(), putRefresh)
+}
+
+// TouchUint64 is [Window.Touch] for an integer key (see [Window.AddUint64]).
+func (w *Window) TouchUint64(key uint64) (seen bool, err error) {
+	return w.put(hash.Sum64Uint64(key, w.seed), w.nanos(), putRefresh)
+}
+
+// TouchHash is [Window.Touch] for a key's 64-bit hash (see [Window.AddHash]).
+func (w *Window) TouchHash(h uint64) (seen bool, err error) {
+	return w.put(h, w.nanos(), putRefresh)
+}
+
+// AddUnique adds key unless it is in the window (Contains reports it), and
+// says whether it did. A key in the window keeps its age: a key that comes
+// back every minute is added again once a window ("alert once per host per
+// hour"). A false positive makes it skip a key that is not in the window.
+func (w *Window) AddUnique(key []byte) (added bool, err error) {
+	seen, err := w.put(hash.Sum64(key, w.seed), w.nanos(), putUnique)
+	return !seen && err == nil, err
+}
+
+// AddUniqueString is [Window.AddUnique] for a string key, without
+// allocating.
+func (w *Window) AddUniqueString(key string) (added bool, err error) {
+	seen, err := w.put(hash.Sum64String(key, w.seed), w.nanos(), putUnique)
+	return !seen && err == nil, err
+}
+
+// AddUniqueUint64 is [Window.AddUnique] for an integer key (see
+// [Window.AddUint64]).
+func (w *Window) AddUniqueUint64(key uint64) (added bool, err error) {
+	seen, err := w.put(hash.Sum64Uint64(key, w.seed), w.nanos(), putUnique)
+	return !seen && err == nil, err
+}
+
+// AddUniqueHash is [Window.AddUnique] for a key's 64-bit hash (see
+// [Window.AddHash]).
+func (w *Window) AddUniqueHash(h uint64) (added bool, err error) {
+	seen, err := w.put(h, w.nanos(), putUnique)
+	return !seen && err == nil, err
+}
+
+// Contains reports whether key was added within the window: always true
+// for a key added (or refreshed) at most the window's length ago, false
+// for one last added more than window + [Window.Granularity] ago but with
+// the false-positive probability, like any key never added. It allocates
+// nothing, writes nothing and may run concurrently with other readers; it
+// reads the clock only when a fingerprint in the key's buckets matches.
+func (w *Window) Contains(key []byte) bool { return w.ContainsHash(hash.Sum64(key, w.seed)) }
+
+// ContainsString is [Window.Contains] for a string key, without allocating.
+func (w *Window) ContainsString(key string) bool {
+	return w.ContainsHash(hash.Sum64String(key, w.seed))
+}
+
+// ContainsUint64 is [Window.Contains] for an integer key (see
+// [Window.AddUint64]).
+func (w *Window) ContainsUint64(key uint64) bool {
+	return w.ContainsHash(hash.Sum64Uint64(key, w.seed))
+}
+
+// ContainsHash is [Window.Contains] for a key's 64-bit hash (see
+// [Window.AddHash]).
+func (w *Window) ContainsHash(h uint64) bool {
+	t := &w.t
+	if t.numBuckets == 0 {
+		return false
+	}
+	i1, fp := t.locate(h)
+	i2 := t.altIndex(i1, fp)
+	if t.windows != 1 {
+		return w.holdsYoung(i1, i2, fp, &lazyClock{})
+	}
+	// One window a bucket (the default shape among others): both read
+	// before either is tested, and the clock only on a match.
+	l := &t.full
+	x, y := t.window(i1, 0), t.window(i2, 0)
+	mx, my := lanesHolding(x, fp, l), lanesHolding(y, fp, l)
+	if mx|my == 0 {
+		return false
+	}
+	ref, c, ok := w.youngAt(w.nanos())
+	if !ok {
+		return false
+	}
+	if mx != 0 && mx&lanesYoung(x, ref, c, t.slotBits, l) != 0 {
+		return true
+	}
+	return my != 0 && my&lanesYoung(y, ref, c, t.slotBits, l) != 0
+}
+
+// youngAt returns what lanesYoung needs to tell the live entries at the
+// clock's time ns: the stamp of the latest write's epoch and 1 + the lag;
+// ok is false when the lag is so long that nothing is live.
+func (w *Window) youngAt(ns int64) (ref, c uint64, ok bool) {
+	lag := w.lag(ns)
+	if lag > WindowEpochs {
+		return 0, 0, false
+	}
+	return uint64(w.epoch) & (windowStamps - 1), uint64(lag) + 1, true
+}
+
+// holdsYoung is ContainsHash for every shape, reading the clock through
+// clk only when a fingerprint matches.
+func (w *Window) holdsYoung(i1, i2, fp uint64, clk *lazyClock) bool {
+	if !w.holdsFP(i1, i2, fp) {
+		return false
+	}
+	ref, c, ok := w.youngAt(clk.nanos(w))
+	return ok && w.t.holdsYoung(i1, i2, fp, ref, c)
+}
+
+// lazyClock reads a Window's clock once, when first asked: a lookup reads
+// it only on a match, a batch once for all its keys.
+type lazyClock struct {
+	ns   int64
+	read bool
+}
+
+func (c *lazyClock) nanos(w *Window) int64 {
+	if !c.read {
+		c.ns, c.read = w.nanos(), true
+	}
+	return c.ns
+}
+
+// holdsFP reports whether bucket i1 or i2 holds fp, of any age.
+func (w *Window) holdsFP(i1, i2, fp uint64) bool {
+	t := &w.t
+	for _, b := range [2]uint64{i1, i2} {
+		for win := range t.windows {
+			if lanesHolding(t.window(b, win), fp, t.lanesOf(win)) != 0 {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// Delete removes key from the window and reports whether it was there. A
+// key shares its slot with any other key of the same buckets and
+// fingerprint (the false-positive collisions), so deleting a key that was
+// never added may remove another one, and deleting one of two colliding
+// keys removes both.
+func (w *Window) Delete(key []byte) bool { return w.DeleteHash(hash.Sum64(key, w.seed)) }
+
+// DeleteString is [Window.Delete] for a string key, without allocating.
+func (w *Window) DeleteString(key string) bool {
+	return w.DeleteHash(hash.Sum64String(key, w.seed))
+}
+
+// DeleteUint64 is [Window.Delete] for an integer key (see
+// [Window.AddUint64]).
+func (w *Window) DeleteUint64(key uint64) bool {
+	return w.DeleteHash(hash.Sum64Uint64(key, w.seed))
+}
+
+// DeleteHash is [Window.Delete] for a key's 64-bit hash (see
+// [Window.AddHash]).
+func (w *Window) DeleteHash(h uint64) bool {
+	t := &w.t
+	if t.numBuckets == 0 {
+		return false
+	}
+	w.advanceTo(w.nanos())
+	_, expired := w.stamps()
+	i1, fp := t.locate(h)
+	ok := t.clearLive(i1, t.altIndex(i1, fp), fp, expired)
+	if invariants.Enabled {
+		w.checkInvariants()
+	}
+	return ok
+}
+
+// Len returns the number of entries in the window now: the distinct keys
+// added within it, less those that share a slot with another (false
+// positives), plus those added up to a granularity before it.
+func (w *Window) Len() uint64 {
+	if w.t.numBuckets == 0 {
+		return 0
+	}
+	ref, c, ok := w.youngAt(w.nanos())
+	if !ok {
+		return 0
+	}
+	var n uint64
+	for v, k := range w.t.stamps {
+		if (ref-uint64(v))&(windowStamps-1)+c < windowStamps {
+			n += k
+		}
+	}
+	return n
+}
+
+// Capacity returns the number of distinct keys a window may hold, as
+// NewWindow was given.
+func (w *Window) Capacity() uint64 { return w.perWindow }
+
+// Window returns the window's length.
+func (w *Window) Window() time.Duration { return time.Duration(w.window) }
+
+// Granularity returns how much longer than the window a key may be found:
+// a key added at time t is found until at least t + Window() and never
+// after t + Window() + Granularity(). It is about a fourteenth of the
+// window.
+func (w *Window) Granularity() time.Duration {
+	return time.Duration((WindowEpochs+1)*w.gran - w.window)
+}
+
+// LoadFactor returns the fraction of slots that hold a key in the window
+// now.
+func (w *Window) LoadFactor() float64 {
+	if w.t.numBuckets == 0 {
+		return 0
+	}
+	return float64(w.Len()) / float64(w.t.numBuckets*w.t.slots)
+}
+
+// FalsePositiveRate returns the expected probability that Contains reports
+// a key not in the window, at the current load: about 2·b·load/2^f, as for
+// a [Filter] (expired entries do not count).
+func (w *Window) FalsePositiveRate() float64 {
+	if w.t.numBuckets == 0 {
+		return 0
+	}
+	return expectedFPR(w.LoadFactor(), w.t.slots, w.t.fpBits)
+}
+
+// SizeInBytes returns the memory the Window holds: its table, the scratch
+// of its inserts, and the fixed parts.
+func (w *Window) SizeInBytes() uint64 {
+	const fixed = 320 // the struct and slice headers, rounded up
+	return uint64(len(w.t.words))*8 + w.scratch.bytes() + fixed
+}
+
+// FingerprintBits returns the fingerprint width f in bits (each slot holds
+// f + 4 bits with its stamp).
+func (w *Window) FingerprintBits() int { return int(w.t.fpBits) }
+
+// BucketSize returns the number of slots per bucket.
+func (w *Window) BucketSize() int { return int(w.t.slots) }
+
+// NumBuckets returns the number of buckets in the table.
+func (w *Window) NumBuckets() uint64 { return w.t.numBuckets }
+
+// Seed returns the hash seed (see [Filter.Seed]).
+func (w *Window) Seed() uint64 { return w.seed }
+
+// MaxKicks returns the bound on displacements per insert.
+func (w *Window) MaxKicks() int { return w.maxKicks }
+
+// Reset forgets every key and the Window's time: the next write sets it
+// from the clock, even if that is earlier than the Window's time was. It
+// keeps the parameters, the seed, the clock and the memory.
+func (w *Window) Reset() {
+	if w.t.numBuckets == 0 {
+		return
+	}
+	w.restart()
+}
+
+// checkInvariants panics if an invariant is broken (small tables in full).
+func (w *Window) checkInvariants() {
+	if err := w.validate(len(w.t.words) <= 256); err != nil {
+		panic("cuckoo: Window invariant broken: " + err.Error())
+	}
+}
+
+// validate checks the invariants; full adds the O(table) ones. The decoder
+// runs it in full: it must refuse any state the operations cannot reach.
+func (w *Window) validate(full bool) error {
+	t := &w.t
+	if w.cursor > t.numBuckets {
+		return fmt.Errorf("sweep cursor %d past %d buckets", w.cursor, t.numBuckets)
+	}
+	if used := t.numBuckets * t.bucketBits; used%64 != 0 && t.words[used/64]>>(used%64) != 0 {
+		return fmt.Errorf("bits past the last bucket are set")
+	}
+	if t.words[len(t.words)-1] != 0 {
+		return fmt.Errorf("padding word is not zero")
+	}
+	if !full {
+		return nil
+	}
+	_, expired := w.stamps()
+	var stamps [windowStamps]uint64
+	for i := range t.numBuckets {
+		for j := range t.slots {
+			v := t.get(i, j)
+			fp, stamp := v>>windowAgeBits, v&(windowStamps-1)
+			switch {
+			case v == 0:
+				continue
+			case fp == 0:
+				return fmt.Errorf("bucket %d slot %d: an empty slot with stamp %d", i, j, stamp)
+			case i < w.cursor && stamp == expired:
+				return fmt.Errorf("bucket %d slot %d: expired, behind the sweep", i, j)
+			}
+			stamps[stamp]++
+			if stamp == expired {
+				continue
+			}
+			// A key is in one slot: a live copy of fp in its buckets, no
+			// other.
+			alt := t.altIndex(i, fp)
+			n := 0
+			for _, b := range [2]uint64{i, alt} {
+				for k := range t.slots {
+					if u := t.get(b, k); u>>windowAgeBits == fp && u&(windowStamps-1) != expired {
+						n++
+					}
+				}
+			}
+			if n != 1 {
+				return fmt.Errorf("bucket %d slot %d: %d live copies of fingerprint %#x in its buckets", i, j, n, fp)
+			}
+		}
+	}
+	if stamps != t.stamps {
+		return fmt.Errorf("stamp counts %v, recorded %v", stamps, t.stamps)
+	}
+	return nil
+}

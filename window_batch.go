@@ -1,0 +1,164 @@
+package cuckoo
+
+import "github.com/dedupkit/cuckoo/internal/hash"
+
+// The batch methods of a Window work as a Filter's (batch.go): keys are
+// hashed and located a group at a time, the buckets of the next group are
+// prefetched while the current one is worked on, and writes go in order,
+// each key seeing the effect of the keys before it. A batch reads the clock
+// once: its keys are added, and looked up, at one instant.
+
+// wpipeline hands out a Window's keys (or hashes) a group at a time, with
+// the next group staged: hashed, located, its buckets prefetched.
+type wpipeline struct {
+	w      *Window
+	keys   [][]byte // the keys, or nil for hashes
+	hashes []uint64
+	n      int
+	bufs   [2]batch
+	g      int // groups handed out
+}
+
+// pipelineOf returns a pipeline over keys, or over hashes when keys is nil,
+// with its first group staged. The table must not be empty.
+func (w *Window) pipelineOf(keys [][]byte, hashes []uint64) wpipeline {
+	p := wpipeline{w: w, keys: keys, hashes: hashes, n: len(hashes)}
+	if keys != nil {
+		p.n = len(keys)
+	}
+	p.stage(&p.bufs[0], 0)
+	return p
+}
+
+// stage hashes, locates and prefetches the group starting at lo into b.
+func (p *wpipeline) stage(b *batch, lo int) {
+	t := &p.w.t
+	hi := min(lo+batchGroup, p.n)
+	b.n = hi - lo
+	if p.keys != nil {
+		prefetchKeys(p.keys[hi:min(hi+batchGroup, p.n)])
+	}
+	for k := range b.n {
+		k &= batchGroup - 1
+		var h uint64
+		if p.keys != nil {
+			h = hash.Sum64(p.keys[lo+k], p.w.seed)
+		} else {
+			h = p.hashes[lo+k]
+		}
+		i1, fp := t.locate(h)
+		i2 := t.altIndex(i1, fp)
+		b.h[k], b.i1[k], b.i2[k], b.fp[k] = h, i1, i2, fp
+		b.lines[2*k] = i1 * t.bucketBits >> 6
+		b.lines[2*k+1] = i2 * t.bucketBits >> 6
+	}
+	prefetch(t.words, b.lines[:2*b.n])
+}
+
+// next returns the next group and the index of its first key, or false
+// when every key has been handed out.
+func (p *wpipeline) next() (cur *batch, start int, ok bool) {
+	start = p.g * batchGroup
+	if start >= p.n {
+		return nil, 0, false
+	}
+	cur, next := &p.bufs[p.g&1], &p.bufs[(p.g+1)&1]
+	next.n = 0
+	if lo := start + batchGroup; lo < p.n {
+		p.stage(next, lo)
+	}
+	p.g++
+	return cur, start, true
+}
+
+// ContainsBatch sets found[i] to w.Contains(keys[i]) for every key, with
+// one reading of the clock (when a fingerprint matches). It allocates
+// nothing and may run concurrently with other readers. It panics if found
+// is shorter than keys.
+func (w *Window) ContainsBatch(keys [][]byte, found []bool) {
+	if len(found) < len(keys) {
+		panic("cuckoo: Window.ContainsBatch: found is shorter than keys")
+	}
+	w.containsBatch(keys, nil, found[:len(keys)])
+}
+
+// ContainsHashBatch is [Window.ContainsBatch] for keys' 64-bit hashes (see
+// [Window.AddHash]).
+func (w *Window) ContainsHashBatch(hashes []uint64, found []bool) {
+	if len(found) < len(hashes) {
+		panic("cuckoo: Window.ContainsHashBatch: found is shorter than hashes")
+	}
+	w.containsBatch(nil, hashes, found[:len(hashes)])
+}
+
+func (w *Window) containsBatch(keys [][]byte, hashes []uint64, found []bool) {
+	if w.t.numBuckets == 0 || len(found) == 0 {
+		clear(found)
+		return
+	}
+	var clk lazyClock
+	p := w.pipelineOf(keys, hashes)
+	for cur, start, ok := p.next(); ok; cur, start, ok = p.next() {
+		for k := range cur.n {
+			found[start+k] = w.holdsYoung(cur.i1[k], cur.i2[k], cur.fp[k], &clk)
+		}
+	}
+}
+
+// AddBatch adds every key, in order, as Add would, at one reading of the
+// clock. It stops at the first error ([ErrFull]) and returns how many keys
+// it added before it; the key that failed and those after it are not
+// added.
+func (w *Window) AddBatch(keys [][]byte) (added int, err error) {
+	return w.putBatch(keys, nil, putRefresh, false)
+}
+
+// AddUniqueBatch is [Window.AddUnique] for every key, in order, at one
+// reading of the clock: added[i] reports whether keys[i] was added (false
+// when it, or an earlier key of the batch equal to it, was in the window).
+// It returns how many keys it processed, which is len(keys) unless Add
+// failed with [ErrFull] on keys[processed]; entries of added past that are
+// left as they were. It panics if added is shorter than keys.
+func (w *Window) AddUniqueBatch(keys [][]byte, added []bool) (processed int, err error) {
+	if len(added) < len(keys) {
+		panic("cuckoo: Window.AddUniqueBatch: added is shorter than keys")
+	}
+	return w.putBatch(keys, added, putUnique, true)
+}
+
+// TouchBatch is [Window.Touch] for every key, in order, at one reading of
+// the clock: seen[i] reports whether keys[i] was in the window (an earlier
+// key of the batch equal to it counts). It returns how many keys it
+// processed, as [Window.AddUniqueBatch] does. It panics if seen is shorter
+// than keys.
+func (w *Window) TouchBatch(keys [][]byte, seen []bool) (processed int, err error) {
+	if len(seen) < len(keys) {
+		panic("cuckoo: Window.TouchBatch: seen is shorter than keys")
+	}
+	return w.putBatch(keys, seen, putRefresh, false)
+}
+
+// putBatch puts keys in order with mode, recording in out (when not nil)
+// whether each was seen, or added when unique.
+func (w *Window) putBatch(keys [][]byte, out []bool, mode putMode, unique bool) (int, error) {
+	if len(keys) == 0 {
+		return 0, nil
+	}
+	if w.t.numBuckets == 0 {
+		return 0, ErrFull
+	}
+	ns := w.nanos()
+	p := w.pipelineOf(keys, nil)
+	for cur, start, ok := p.next(); ok; cur, start, ok = p.next() {
+		for k, h := range cur.h[:cur.n] {
+			seen, err := w.put(h, ns, mode)
+			if err != nil {
+				return start + k, err
+			}
+			if out != nil {
+				out[start+k] = seen != unique
+			}
+		}
+	}
+	return len(keys), nil
+}

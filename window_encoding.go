@@ -1,0 +1,219 @@
+package cuckoo
+
+import (
+	"bytes"
+	"errors"
+	"io"
+
+	"github.com/dedupkit/cuckoo/internal/codec"
+)
+
+// The encoding of a Window, format version 1. All integers are
+// little-endian; its first 12 bytes are the prologue every encoding of
+// this package shares (encoding.go).
+//
+//	offset  size  field
+//	     0     4  magic "CKOO"
+//	     4     2  format version = 1
+//	     6     1  kind = 3 (Window)
+//	     7     1  flags = 0
+//	     8     1  bucket size b: 2, 4 or 8
+//	     9     1  fingerprint bits f: 4..28
+//	    10     1  hash = 1: XXH3-64 of the key with the seed below
+//	    11     1  reserved = 0
+//	    12     1  stamp bits = 4
+//	    13     1  epochs per window = 14
+//	    14     2  reserved = 0
+//	    16     4  max kicks: 1..MaxMaxKicks
+//	    20     4  reserved = 0
+//	    24     8  seed
+//	    32     8  keys per window (> 0)
+//	    40     8  window in ns: 1..2^62; the epoch length g = ⌈window/14⌉
+//	    48     8  epoch of the latest write (int64): ⌊Unix ns / g⌋, its
+//	              |epoch·g| ≤ 2^62
+//	    56     8  sweep cursor: 0..m
+//	    64     8  number of buckets m (even, 2..2^32)
+//	    72     8  W = number of table words = ceil(m·b·(f+4)/64)
+//	    80    8W  table words: bucket i at bits [i·B, (i+1)·B), B =
+//	              b·(f+4), of the bit string, bit k in word k/64 at bit
+//	              k%64; slot s at bits [s·(f+4), s·(f+4)+f+4) of its
+//	              bucket: the stamp (epoch mod 16) in its low 4 bits, the
+//	              fingerprint above; bits past m·B are zero
+//	     …     4  CRC-32C of every byte before it
+//
+// docs/format.md describes the same layout. The values are frozen: a new
+// layout gets a new version number, and decoders keep reading every
+// version ever written.
+const (
+	kindWindow       = 3
+	windowHeaderSize = 80
+)
+
+// EncodedSize returns the exact number of bytes MarshalBinary and WriteTo
+// produce.
+func (w *Window) EncodedSize() int64 {
+	return windowHeaderSize + 8*int64(w.t.payloadWords()) + checksumSize
+}
+
+// MarshalBinary encodes the Window: parameters, seed, times and table,
+// with a checksum. The same state always gives the same bytes, and they
+// are what WriteTo writes. docs/format.md describes the format.
+func (w *Window) MarshalBinary() ([]byte, error) {
+	var buf bytes.Buffer
+	buf.Grow(int(w.EncodedSize()))
+	if _, err := w.WriteTo(&buf); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// WriteTo writes the encoding of the Window to w and returns the number of
+// bytes written. It only reads the Window, so concurrent readers may go
+// on.
+func (w *Window) WriteTo(out io.Writer) (int64, error) {
+	t := &w.t
+	if t.numBuckets == 0 {
+		return 0, errors.New("cuckoo: the zero Window has no table to encode")
+	}
+	enc := codec.NewEncoder(out, w.EncodedSize())
+	enc.Bytes([]byte(magic))
+	enc.Uint16(formatVersion)
+	enc.Uint8(kindWindow)
+	enc.Uint8(0)
+	enc.Uint8(uint8(t.slots))
+	enc.Uint8(uint8(t.fpBits))
+	enc.Uint8(hashXXH3)
+	enc.Uint8(0)
+	enc.Uint8(windowAgeBits)
+	enc.Uint8(WindowEpochs)
+	enc.Uint16(0)
+	enc.Uint32(uint32(w.maxKicks))
+	enc.Uint32(0)
+	enc.Uint64(w.seed)
+	enc.Uint64(w.perWindow)
+	enc.Uint64(uint64(w.window))
+	enc.Uint64(uint64(w.epoch))
+	enc.Uint64(w.cursor)
+	enc.Uint64(t.numBuckets)
+	words := t.words[:len(t.words)-1]
+	enc.Uint64(uint64(len(words)))
+	enc.Words(words)
+	return enc.Finish()
+}
+
+// UnmarshalBinary replaces the Window's state with the one encoded in data
+// by MarshalBinary or WriteTo; the Window keeps its clock (the default
+// clock for the zero Window). Its time is then the later of the encoded
+// one and its clock's: entries that expired meanwhile read as absent.
+// Damaged, truncated or foreign data gives an error wrapping [ErrCorrupt]
+// and leaves the Window unchanged. A header that claims more than data
+// holds is rejected before anything is allocated.
+func (w *Window) UnmarshalBinary(data []byte) error {
+	d := codec.NewBytesDecoder(data)
+	g, err := decodeWindow(d)
+	if err == nil {
+		err = d.ExpectEnd()
+	}
+	if err != nil {
+		return corrupt(err)
+	}
+	w.adopt(g)
+	return nil
+}
+
+// ReadFrom replaces the Window's state with one read from r, as written by
+// WriteTo, and returns the number of bytes read; it reads exactly the
+// encoding. Otherwise it is [Window.UnmarshalBinary].
+func (w *Window) ReadFrom(r io.Reader) (int64, error) {
+	d := codec.NewDecoder(r)
+	g, err := decodeWindow(d)
+	if err != nil {
+		return d.Read(), corrupt(err)
+	}
+	w.adopt(g)
+	return d.Read(), nil
+}
+
+// adopt takes a decoded state, keeping w's clock.
+func (w *Window) adopt(g *Window) {
+	g.clock = w.clock
+	*w = *g
+	w.anchor()
+}
+
+// decodeWindow reads one encoded Window and checks it completely:
+// checksum, parameter ranges, table size, and every invariant the
+// operations keep.
+func decodeWindow(d *codec.Decoder) (*Window, error) {
+	p, err := decodePrologue(d, kindWindow)
+	if err != nil {
+		return nil, err
+	}
+	ageBits, epochs, reserved16 := d.Uint8(), d.Uint8(), d.Uint16()
+	maxKicks, reserved32 := uint64(d.Uint32()), d.Uint32()
+	seed := d.Uint64()
+	perWindow := d.Uint64()
+	window := int64(d.Uint64())
+	epoch := int64(d.Uint64())
+	cursor := d.Uint64()
+	numBuckets := d.Uint64()
+	nWords := d.Uint64()
+	if err := d.Err(); err != nil {
+		return nil, err
+	}
+	slots, fpBits := p.slots, p.fpBits
+	switch {
+	case p.flags != 0:
+		return nil, bad("unknown flags %#x", p.flags)
+	case slots != 2 && slots != 4 && slots != 8:
+		return nil, bad("bucket size %d", slots)
+	case fpBits < MinFingerprintBits || fpBits > MaxWindowFingerprintBits:
+		return nil, bad("fingerprint bits %d", fpBits)
+	case ageBits != windowAgeBits || epochs != WindowEpochs:
+		return nil, bad("%d stamp bits and %d epochs a window, not %d and %d", ageBits, epochs, windowAgeBits, WindowEpochs)
+	case reserved16 != 0 || reserved32 != 0:
+		return nil, bad("reserved header bits set")
+	case maxKicks < 1 || maxKicks > MaxMaxKicks:
+		return nil, bad("max kicks %d", maxKicks)
+	case window < 1 || window > windowLimitNanos:
+		return nil, bad("window of %d ns", window)
+	case numBuckets < 2 || numBuckets > maxBuckets || numBuckets%2 != 0:
+		return nil, bad("bucket count %d", numBuckets)
+	case cursor > numBuckets:
+		return nil, bad("sweep cursor %d past %d buckets", cursor, numBuckets)
+	}
+	if least, ok := windowLeastBuckets(perWindow, slots, fpBits); !ok || numBuckets < least {
+		return nil, bad("%d buckets for %d keys a window, fewer than NewWindow plans", numBuckets, perWindow)
+	}
+	w := &Window{perWindow: perWindow, seed: seed, maxKicks: int(maxKicks)}
+	w.setWindow(window)
+	if limit := windowLimitNanos / w.gran; epoch > limit || epoch < -limit-1 {
+		return nil, bad("epoch %d out of range", epoch)
+	}
+	t := wtableLayout(numBuckets, slots, fpBits)
+	if nWords != t.payloadWords() {
+		return nil, bad("table of %d words, want %d", nWords, t.payloadWords())
+	}
+	// The table is the one large allocation: WordsGrow checks its length
+	// against the input (or grows it with the data of a stream).
+	words := d.WordsGrow(nWords, 1, nWords)
+	if err := d.VerifyChecksum(); err != nil {
+		return nil, err
+	}
+	t.words = words
+	w.t = t
+	w.setEpoch(epoch)
+	w.cursor = cursor
+	// The stamp counts, then every invariant against them.
+	for i := range numBuckets {
+		for j := range slots {
+			if v := t.get(i, j); v != 0 {
+				w.t.stamps[v&(windowStamps-1)]++
+			}
+		}
+	}
+	if err := w.validate(true); err != nil {
+		return nil, bad("%v", err)
+	}
+	return w, nil
+}

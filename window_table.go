@@ -1,0 +1,514 @@
+package cuckoo
+
+import (
+	"math/bits"
+
+	"github.com/dedupkit/cuckoo/internal/addr"
+	"github.com/dedupkit/cuckoo/internal/hash"
+)
+
+// wtable is the table of a Window: numBuckets buckets of b slots packed
+// back to back as in the engine's table (bucket i at bits [i·B, (i+1)·B) of
+// the bit string in words, B = b·s, no padding), each slot s = f + 4 bits:
+// its stamp in the low 4 bits, its fingerprint in the f bits above.
+//
+//	bit 0        4             4+f = s
+//	| stamp      | fingerprint |          one slot
+//
+// A slot holding 0 is empty (a fingerprint is never 0, and an empty slot's
+// stamp is 0 too). A bucket is read as windows of 64 bits that hold whole
+// slots, lanes slots each (the last window the rest), so that one SWAR step
+// compares a fingerprint with the upper bits of every lane of a window and
+// tests the stamps in their low bits: with the default shape (b = 4,
+// f = 12) a bucket is one 16-bit lane per slot, one word in all.
+//
+// What a stamp means (live, expired) depends on the Window's epoch; the
+// table only stores and compares them (window.go explains the ages).
+//
+// Invariants:
+//   - numBuckets is even and in [2, 2^32]; len(words) ==
+//     ceil(numBuckets·B/64) + 1, the last word padding that stays zero;
+//     every bit past numBuckets·B is zero.
+//   - an empty slot is all zero; stamps[v] is the number of non-empty
+//     slots whose stamp is v.
+type wtable struct {
+	words      []uint64
+	numBuckets uint64
+	slots      uint64 // b: 2, 4 or 8
+	fpBits     uint64 // f
+	fpMask     uint64 // 1<<f - 1
+	slotBits   uint64 // s = f + windowAgeBits, 8..32
+	slotMask   uint64 // 1<<s - 1
+	bucketBits uint64 // B = b·s
+	windows    uint64 // windows per bucket
+	lanes      uint64 // slots per window but the last
+	windowBits uint64 // lanes·s
+	aligned    bool   // B == 64: bucket i is words[i]
+	laneRecip  uint64 // ceil(2^16/s): divides a bit index within a window by s
+	full, last laneSet
+	stamps     [windowStamps]uint64 // non-empty slots by stamp
+}
+
+// laneSet holds the masks of a window of lanes of s bits from bit 0.
+type laneSet struct {
+	low, high, rest uint64 // laneMasks
+	stamp           uint64 // the stamp bits of every lane: 15·low
+	fp              uint64 // the fingerprint bits of every lane
+	guard           uint64 // the lowest fingerprint bit of every lane: 16·low
+}
+
+func newLaneSet(lanes, s uint64) laneSet {
+	low, high, rest := laneMasks(lanes, s)
+	return laneSet{low: low, high: high, rest: rest,
+		stamp: (windowStamps - 1) * low, fp: (high | rest) &^ ((windowStamps - 1) * low), guard: windowStamps * low}
+}
+
+// wtableLayout returns the geometry of a table, without its words.
+func wtableLayout(numBuckets, slots, fpBits uint64) wtable {
+	s := fpBits + windowAgeBits
+	t := wtable{
+		numBuckets: numBuckets,
+		slots:      slots,
+		fpBits:     fpBits,
+		fpMask:     1<<fpBits - 1,
+		slotBits:   s,
+		slotMask:   1<<s - 1,
+		bucketBits: slots * s,
+		lanes:      min(slots, 64/s),
+		laneRecip:  (1<<16 + s - 1) / s,
+	}
+	t.windows = (slots + t.lanes - 1) / t.lanes
+	t.windowBits = t.lanes * s
+	t.aligned = t.bucketBits == 64
+	t.full = newLaneSet(t.lanes, s)
+	t.last = newLaneSet(slots-(t.windows-1)*t.lanes, s)
+	return t
+}
+
+func newWTable(numBuckets, slots, fpBits uint64) wtable {
+	t := wtableLayout(numBuckets, slots, fpBits)
+	t.words = newWords(t.payloadWords() + 1)
+	adviseHugePages(t.words)
+	return t
+}
+
+// payloadWords is the number of words the buckets take, padding excluded.
+func (t *wtable) payloadWords() uint64 { return (t.numBuckets*t.bucketBits + 63) / 64 }
+
+// locate returns a hash's first bucket and fingerprint (as a Filter's).
+func (t *wtable) locate(h uint64) (bucket, fp uint64) {
+	return addr.Bucket(h, t.numBuckets), addr.Fingerprint(h, t.fpMask)
+}
+
+// altIndex returns the other bucket of fingerprint fp in bucket i.
+func (t *wtable) altIndex(i, fp uint64) uint64 { return addr.Alt(i, fp, t.numBuckets) }
+
+// window returns window w of bucket i in its low bits (the bits above its
+// lanes belong to the next window or bucket).
+func (t *wtable) window(i, w uint64) uint64 {
+	if t.aligned {
+		return t.words[i]
+	}
+	return loadWindow(t.words, i*t.bucketBits+w*t.windowBits)
+}
+
+// lanesOf returns the masks of window w.
+func (t *wtable) lanesOf(w uint64) *laneSet {
+	if w == t.windows-1 {
+		return &t.last
+	}
+	return &t.full
+}
+
+// slotAt returns the slot index of the lowest lane flagged in z (a
+// zeroLanes result: a lane's flag is its high bit) of window w.
+func (t *wtable) slotAt(w, z uint64) uint64 {
+	return w*t.lanes + uint64(bits.TrailingZeros64(z))*t.laneRecip>>16
+}
+
+// get returns the value of slot j of bucket i.
+func (t *wtable) get(i, j uint64) uint64 {
+	return loadWindow(t.words, i*t.bucketBits+j*t.slotBits) & t.slotMask
+}
+
+// set stores v in slot j of bucket i.
+func (t *wtable) set(i, j, v uint64) {
+	p := i*t.bucketBits + j*t.slotBits
+	if t.aligned {
+		w := &t.words[p>>6]
+		*w = *w&^(t.slotMask<<(p&63)) | v<<(p&63)
+		return
+	}
+	storeBits(t.words, p, t.slotMask, v)
+}
+
+// The SWAR tests on a window x of lanes described by l. Each returns the
+// high bit of every lane that passes: they combine with & and |, lane by
+// lane, because zeroLanes is exact lane by lane.
+
+// lanesHolding flags the lanes whose fingerprint is fp (fp 0: empty lanes).
+func lanesHolding(x, fp uint64, l *laneSet) uint64 {
+	return zeroLanes((x^fp<<windowAgeBits*l.low)&l.fp, l.rest, l.high)
+}
+
+// lanesStamped flags the lanes whose stamp is v (empty lanes have stamp 0).
+func lanesStamped(x, v uint64, l *laneSet) uint64 {
+	return zeroLanes((x^v*l.low)&l.stamp, l.rest, l.high)
+}
+
+// lanesYoung flags the lanes whose age (ref − stamp) mod 16 is below
+// 16 − c, for 1 ≤ c ≤ 15: each lane computes (16 + ref − stamp) mod 16
+// with its guard bit lent to the subtraction, so that no borrow leaves
+// the lane, then adds c and reads the carry into the guard bit; s is the
+// lane width (the flag moves from bit 4 to the lane's high bit).
+func lanesYoung(x, ref, c, s uint64, l *laneSet) uint64 {
+	age := ((ref*l.low | l.guard) - x&l.stamp) & l.stamp
+	return (^(age + c*l.low) & l.guard) << (s - windowAgeBits - 1)
+}
+
+// freeLanes flags the lanes an insert may take at stamp expired (see
+// Window: the stamp of the slots that expired at the current epoch):
+// empty ones, and those holding an expired entry.
+func freeLanes(x, expired uint64, l *laneSet) uint64 {
+	return lanesHolding(x, 0, l) | lanesStamped(x, expired, l)
+}
+
+// findLive returns the bucket and slot of a copy of fp not stamped expired
+// in bucket i or j.
+func (t *wtable) findLive(i, j, fp, expired uint64) (bucket, slot uint64, ok bool) {
+	for _, b := range [2]uint64{i, j} {
+		for w := range t.windows {
+			l := t.lanesOf(w)
+			x := t.window(b, w)
+			if z := lanesHolding(x, fp, l) &^ lanesStamped(x, expired, l); z != 0 {
+				return b, t.slotAt(w, z), true
+			}
+		}
+	}
+	return 0, 0, false
+}
+
+// holdsYoung reports whether bucket i or j holds fp in a lane whose age
+// from stamp ref is below 16 − c (lanesYoung).
+func (t *wtable) holdsYoung(i, j, fp, ref, c uint64) bool {
+	for _, b := range [2]uint64{i, j} {
+		for w := range t.windows {
+			l := t.lanesOf(w)
+			x := t.window(b, w)
+			if lanesHolding(x, fp, l)&lanesYoung(x, ref, c, t.slotBits, l) != 0 {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// free returns how many slots of bucket i an insert may take at stamp
+// expired, and the lowest of them.
+func (t *wtable) free(i, expired uint64) (n int, slot uint64) {
+	for w := t.windows; w > 0; w-- {
+		z := freeLanes(t.window(i, w-1), expired, t.lanesOf(w-1))
+		if z != 0 {
+			n += bits.OnesCount64(z)
+			slot = t.slotAt(w-1, z)
+		}
+	}
+	return n, slot
+}
+
+// take puts v into slot j of bucket i, a free slot, forgetting the expired
+// entry it may hold.
+func (t *wtable) take(i, j, v uint64) {
+	if old := t.get(i, j); old != 0 {
+		t.stamps[old&(windowStamps-1)]--
+	}
+	t.set(i, j, v)
+	t.stamps[v&(windowStamps-1)]++
+}
+
+// replaceLane puts v into the slot at bit sh of bucket b's one window,
+// word being that window as read: a slot found free or holding the key,
+// whose old entry (if any) leaves the stamp counts.
+func (t *wtable) replaceLane(b, word, sh, v uint64) {
+	if old := word >> sh & t.slotMask; old != 0 {
+		t.stamps[old&(windowStamps-1)]--
+	}
+	t.stamps[v&(windowStamps-1)]++
+	if t.aligned {
+		t.words[b] = t.words[b]&^(t.slotMask<<sh) | v<<sh
+		return
+	}
+	storeBits(t.words, b*t.bucketBits+sh, t.slotMask, v)
+}
+
+// place puts v into a free slot of bucket i1 or i2, the one with more free
+// slots (the first on a tie: the placement rule of Filter.AddHash), and
+// reports false when neither has one.
+func (t *wtable) place(i1, i2, v, expired uint64) bool {
+	n1, s1 := t.free(i1, expired)
+	n2, s2 := t.free(i2, expired)
+	switch {
+	case n1 == 0 && n2 == 0:
+		return false
+	case n2 > n1:
+		t.take(i2, s2, v)
+	default:
+		t.take(i1, s1, v)
+	}
+	return true
+}
+
+// sweep empties the slots of bucket i stamped expired and returns how many
+// it emptied.
+func (t *wtable) sweep(i, expired uint64) uint64 {
+	var n uint64
+	for w := range t.windows {
+		l := t.lanesOf(w)
+		x := t.window(i, w)
+		z := lanesStamped(x, expired, l) &^ lanesHolding(x, 0, l)
+		if z == 0 {
+			continue
+		}
+		n += uint64(bits.OnesCount64(z))
+		if t.aligned {
+			// Every flagged lane cleared at once: each flag, moved to its
+			// lane's low bit and multiplied by the slot mask, covers its lane.
+			t.words[i] &^= z >> (t.slotBits - 1) * t.slotMask
+			continue
+		}
+		for ; z != 0; z &= z - 1 {
+			t.set(i, t.slotAt(w, z), 0)
+		}
+	}
+	t.stamps[expired] -= n
+	return n
+}
+
+// age empties every non-empty slot of buckets [from, numBuckets) whose
+// age (ref − stamp) mod 16 is at least least: the pass a Window makes when
+// its epoch moves on (window.go). It visits slot by slot; it runs at most
+// once an epoch.
+func (t *wtable) age(from, ref, least uint64) {
+	for i := from; i < t.numBuckets; i++ {
+		for j := range t.slots {
+			v := t.get(i, j)
+			if v != 0 && (ref-v)&(windowStamps-1) >= least {
+				t.set(i, j, 0)
+				t.stamps[v&(windowStamps-1)]--
+			}
+		}
+	}
+}
+
+// clearLive empties every copy of fp not stamped expired in buckets i and
+// j, and reports whether there was one.
+func (t *wtable) clearLive(i, j, fp, expired uint64) bool {
+	found := false
+	for {
+		b, s, ok := t.findLive(i, j, fp, expired)
+		if !ok {
+			return found
+		}
+		t.stamps[t.get(b, s)&(windowStamps-1)]--
+		t.set(b, s, 0)
+		found = true
+	}
+}
+
+func (t *wtable) reset() {
+	clear(t.words)
+	t.stamps = [windowStamps]uint64{}
+}
+
+// wnode is a slot reached by the search for room: moving its entry v
+// from bucket to its other bucket alt would free it. parent is the node
+// whose entry would move into it (-1: a slot of the key's own buckets).
+type wnode struct {
+	bucket, alt, v uint32
+	parent         int32
+	slot           uint8
+}
+
+// wstep is one move of the random walk: placed went into slot of bucket.
+type wstep struct {
+	bucket uint32
+	slot   uint8
+	placed uint64
+}
+
+// wscratch is the working memory of a table's inserts, kept between them.
+type wscratch struct {
+	q     []wnode
+	lines []uint64
+	path  []wstep
+}
+
+func (sc *wscratch) bytes() uint64 {
+	return uint64(cap(sc.q))*20 + uint64(cap(sc.lines))*8 + uint64(cap(sc.path))*16
+}
+
+// values reads the entries of bucket i into out[:slots]: a bucket of one
+// window with one read.
+func (t *wtable) values(i uint64, out *[8]uint64) {
+	if t.windows == 1 {
+		x := t.window(i, 0)
+		for j := range t.slots {
+			out[j&7] = x >> (j * t.slotBits) & t.slotMask
+		}
+		return
+	}
+	for j := range t.slots {
+		out[j&7] = t.get(i, j)
+	}
+}
+
+// hasFree reports whether bucket i has a slot an insert may take.
+func (t *wtable) hasFree(i, expired uint64) bool {
+	if t.windows == 1 {
+		return freeLanes(t.window(i, 0), expired, &t.full) != 0
+	}
+	n, _ := t.free(i, expired)
+	return n > 0
+}
+
+// makeRoom puts v (a stamped fingerprint) into bucket i1 or i2, both
+// without a free slot, by moving other entries: first by the breadth-first
+// search for the shortest chain of moves that ends in a free slot, then by
+// a random walk. It reports false, with the table as it was, when neither
+// finds room. Only live entries move: a bucket without a free slot holds
+// no expired one.
+func (t *wtable) makeRoom(sc *wscratch, i1, i2, v, h, expired uint64, maxKicks int) bool {
+	return t.searchPath(sc, i1, i2, v, expired, min(2*maxKicks, searchBudget)) ||
+		t.walk(sc, i1, i2, v, h, expired, maxKicks)
+}
+
+// searchPath is the breadth-first search of search.go over a Window's
+// table, where a slot is free when empty or expired: it explores up to
+// budget slots a level at a time, prefetching each level's buckets, moves
+// nothing unless it finds a chain, and moves the chain hole first.
+func (t *wtable) searchPath(sc *wscratch, i1, i2, v, expired uint64, budget int) bool {
+	q := sc.q[:0]
+	var vals [8]uint64
+	for _, b := range [2]uint64{i1, i2} {
+		t.values(b, &vals)
+		for j := range t.slots {
+			q = append(q, wnode{bucket: uint32(b), v: uint32(vals[j&7]), parent: -1, slot: uint8(j)})
+		}
+	}
+	end := -1
+search:
+	for lo := 0; lo < len(q); {
+		hi := len(q)
+		sc.lines = sc.lines[:0]
+		for k := lo; k < hi; k++ {
+			n := &q[k]
+			alt := t.altIndex(uint64(n.bucket), uint64(n.v)>>windowAgeBits)
+			n.alt = uint32(alt)
+			sc.lines = append(sc.lines, alt*t.bucketBits>>6)
+		}
+		prefetch(t.words, sc.lines)
+		for k := lo; k < hi; k++ {
+			n := &q[k]
+			switch {
+			case wOnChain(q, k, n.alt):
+				n.alt = n.bucket // not to be expanded: the move would undo the chain
+			case t.hasFree(uint64(n.alt), expired):
+				end = k
+				break search
+			}
+		}
+		for k := lo; k < hi && len(q) < budget; k++ {
+			alt := q[k].alt
+			if alt == q[k].bucket {
+				continue
+			}
+			t.values(uint64(alt), &vals)
+			for j := range min(t.slots, uint64(budget-len(q))) {
+				q = append(q, wnode{bucket: alt, v: uint32(vals[j&7]), parent: int32(k), slot: uint8(j)})
+			}
+		}
+		lo = hi
+	}
+	sc.q = q[:0]
+	if end < 0 {
+		return false
+	}
+	// The chain, hole first: the last entry to its free slot, then each
+	// parent's entry into the slot its child left, then v. Entries that
+	// move keep their counts; the expired entry the first move overwrites
+	// (if any) loses its own, and v gains one.
+	n := q[end]
+	_, s := t.free(uint64(n.alt), expired)
+	if old := t.get(uint64(n.alt), s); old != 0 {
+		t.stamps[old&(windowStamps-1)]--
+	}
+	t.set(uint64(n.alt), s, uint64(n.v))
+	for k := end; ; {
+		in, parent := v, q[k].parent
+		if parent >= 0 {
+			in = uint64(q[parent].v)
+		}
+		t.set(uint64(q[k].bucket), uint64(q[k].slot), in)
+		if parent < 0 {
+			t.stamps[v&(windowStamps-1)]++
+			return true
+		}
+		k = int(parent)
+	}
+}
+
+// wOnChain reports whether bucket b is on the chain from node k back to the
+// key's buckets.
+func wOnChain(q []wnode, k int, b uint32) bool {
+	for ; k >= 0; k = int(q[k].parent) {
+		if q[k].bucket == b {
+			return true
+		}
+	}
+	return false
+}
+
+// walk is the random walk of Filter.kick over a Window's table: it puts v
+// in a random slot of one of its buckets, carries the entry it displaced
+// to that entry's other bucket, and so on until a carried entry finds a
+// free slot, or undoes every move after maxKicks of them. Its random
+// choices come from the key's hash h, so the table after an insert depends
+// only on the table before and the key.
+func (t *wtable) walk(sc *wscratch, i1, i2, v, h, expired uint64, maxKicks int) bool {
+	rng := hash.Mix64(h) | 1
+	next := func() uint64 { // xorshift64*
+		rng ^= rng >> 12
+		rng ^= rng << 25
+		rng ^= rng >> 27
+		return rng * 0x2545f4914f6cdd1d
+	}
+	i := i1
+	if next()&1 != 0 {
+		i = i2
+	}
+	cur := v
+	sc.path = sc.path[:0]
+	for range maxKicks {
+		s := next() >> 32 % t.slots
+		victim := t.get(i, s)
+		t.set(i, s, cur)
+		sc.path = append(sc.path, wstep{bucket: uint32(i), slot: uint8(s), placed: cur})
+		cur = victim
+		i = t.altIndex(i, cur>>windowAgeBits)
+		if n, s := t.free(i, expired); n > 0 {
+			t.take(i, s, cur)
+			// cur was counted where it came from; v is new.
+			t.stamps[cur&(windowStamps-1)]--
+			t.stamps[v&(windowStamps-1)]++
+			return true
+		}
+	}
+	// INVARIANT: walking the path backwards, cur is the entry that step k
+	// displaced, and bucket k is as step k left it.
+	for k := len(sc.path) - 1; k >= 0; k-- {
+		st := sc.path[k]
+		t.set(uint64(st.bucket), uint64(st.slot), cur)
+		cur = st.placed
+	}
+	return false
+}
