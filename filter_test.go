@@ -20,9 +20,9 @@ func TestNewRejectsInvalidParameters(t *testing.T) {
 		opts     []cuckoo.Option
 	}{
 		{"capacity=0", 0, nil},
-		{"bucket=3", 100, []cuckoo.Option{cuckoo.WithBucketSize(3)}},
+		{"bucket=-1", 100, []cuckoo.Option{cuckoo.WithBucketSize(-1)}},
 		{"bucket=0", 100, []cuckoo.Option{cuckoo.WithBucketSize(0)}},
-		{"bucket=16", 100, []cuckoo.Option{cuckoo.WithBucketSize(16)}},
+		{"bucket=256", 100, []cuckoo.Option{cuckoo.WithBucketSize(256)}},
 		{"bits=0", 100, []cuckoo.Option{cuckoo.WithFingerprintBits(0)}},
 		{"bits=3", 100, []cuckoo.Option{cuckoo.WithFingerprintBits(3)}},
 		{"bits=33", 100, []cuckoo.Option{cuckoo.WithFingerprintBits(33)}},

@@ -12,7 +12,7 @@ import (
 // allocate beyond the input's size; whatever decodes must re-encode to the
 // very same bytes and pass the invariant check.
 func FuzzDecode(f *testing.F) {
-	for _, shape := range []struct{ b, bits int }{{4, 12}, {2, 7}, {8, 32}, {4, 16}} {
+	for _, shape := range []struct{ b, bits int }{{4, 12}, {2, 7}, {8, 32}, {4, 16}, {1, 16}, {3, 12}, {16, 8}, {255, 5}} {
 		data := mustMarshal(f, sample(f, shape.b, shape.bits))
 		f.Add(data)
 		f.Add(data[:len(data)/2])
