@@ -71,6 +71,12 @@ type Config struct {
 	// Limits bound each request (zero fields: resp.DefaultLimits).
 	Limits resp.Limits
 
+	// Filters are the parameters of the filters the commands create
+	// without being given them, Redis 8's bf-* and cf-* settings, which
+	// CONFIG SET changes while the server runs. The zero value takes
+	// DefaultFilterSettings; New refuses a value out of range.
+	Filters FilterSettings
+
 	// Logf, when set, receives the server's log lines (recovery, snapshots,
 	// errors), without a trailing newline.
 	Logf func(format string, args ...any)
@@ -97,6 +103,7 @@ func DefaultConfig() Config {
 		SaveInterval:   5 * time.Minute,
 		SaveOnShutdown: true,
 		ProtectedMode:  true,
+		Filters:        DefaultFilterSettings(),
 	}
 }
 
@@ -105,6 +112,7 @@ func DefaultConfig() Config {
 // concurrent use.
 type Server struct {
 	cfg     Config
+	filters atomic.Pointer[FilterSettings] // cfg.Filters, then CONFIG SET's; never changed in place
 	ks      *keyspace
 	aof     *aof // nil without an append-only log
 	lock    *os.File
@@ -164,7 +172,16 @@ func New(cfg Config) (*Server, error) {
 	if cfg.MaxOutputBuffer <= 0 {
 		cfg.MaxOutputBuffer = DefaultMaxOutputBuffer
 	}
+	if cfg.Filters == (FilterSettings{}) {
+		cfg.Filters = DefaultFilterSettings()
+	}
+	filters, err := cfg.Filters.normalized()
+	if err != nil {
+		return nil, err
+	}
+	cfg.Filters = filters
 	s := &Server{cfg: cfg, ks: newKeyspace(), started: time.Now(), stopBG: make(chan struct{})}
+	s.filters.Store(&filters)
 	s.logf = cfg.Logf
 	if s.logf == nil {
 		s.logf = func(string, ...any) {}
