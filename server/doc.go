@@ -35,11 +35,16 @@
 //
 // # Concurrency
 //
-// One goroutine serves each connection. The key space is split into
-// shards, and each key has its own lock, so commands on different keys run
-// in parallel and never wait for each other; a write holds its key's lock
-// until its log record is appended, which keeps the log in the order the
-// writes ran. All methods of Server are safe for concurrent use.
+// On Linux, event loops serve the connections, one per GOMAXPROCS (the
+// --threads of `cuckoo serve`), as Redis's event loop does: a loop waits
+// for the connections that have data, reads each once, runs the commands
+// that arrived, makes their log records durable with one write for all of
+// them, and sends the replies. Elsewhere one goroutine serves each
+// connection. The key space is split into shards, and each key has its
+// own lock, so commands on different keys run in parallel and never wait
+// for each other; a write holds its key's lock until its log record is
+// appended, which keeps the log in the order the writes ran. All methods
+// of Server are safe for concurrent use.
 //
 // # Persistence
 //

@@ -150,6 +150,11 @@ type Server struct {
 	stopBG chan struct{}
 	bg     sync.WaitGroup
 
+	// The event loops (loop_linux.go), started by the first Serve and
+	// stopped once every connection has ended.
+	loopsOnce sync.Once
+	loops     []*loop
+
 	replayOut bytes.Buffer // recovery's replies
 }
 
@@ -278,6 +283,7 @@ func (s *Server) Serve(ln net.Listener) error {
 	}
 	s.mu.listeners[ln] = struct{}{}
 	s.mu.Unlock()
+	s.loopsOnce.Do(s.startLoops)
 	defer func() {
 		s.mu.Lock()
 		delete(s.mu.listeners, ln)
@@ -348,9 +354,13 @@ func (s *Server) doStop(ctx context.Context, save bool) error {
 	// Wake the connections waiting for requests; those running commands
 	// finish what they have read first (conn.go).
 	for c := range s.mu.clients {
-		c.nc.SetReadDeadline(time.Now())
+		c.wake(false)
 	}
 	s.mu.Unlock()
+	// A Serve starting now gets no loops: its listener is closed, and
+	// s.loops is settled for the reads below.
+	s.loopsOnce.Do(func() {})
+	s.wakeLoops(false)
 
 	waited := make(chan struct{})
 	go func() { s.conns.Wait(); close(waited) }()
@@ -359,11 +369,13 @@ func (s *Server) doStop(ctx context.Context, save bool) error {
 	case <-ctx.Done():
 		s.mu.Lock()
 		for c := range s.mu.clients {
-			c.nc.Close()
+			c.wake(true)
 		}
 		s.mu.Unlock()
+		s.wakeLoops(true)
 		<-waited
 	}
+	s.stopLoops()
 	close(s.stopBG)
 	s.bg.Wait()
 
