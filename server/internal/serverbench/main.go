@@ -389,6 +389,8 @@ func perCore(newRedis func(string, ...string) *server, newCuckooOf func(string, 
 	tests := []test{
 		{"add", 1, []string{"SADD", "set", "__rand_int__"}, []string{"CF.ADD", "cf", "__rand_int__"}},
 		{"exists", 1, []string{"SISMEMBER", "set", "__rand_int__"}, []string{"CF.EXISTS", "cf", "__rand_int__"}},
+		{"add", 16, []string{"SADD", "set", "__rand_int__"}, []string{"CF.ADD", "cf", "__rand_int__"}},
+		{"exists", 16, []string{"SISMEMBER", "set", "__rand_int__"}, []string{"CF.EXISTS", "cf", "__rand_int__"}},
 	}
 	type result struct{ rps, cpu []float64 } // cpu: µs per request
 	results := map[string]*result{}
@@ -404,40 +406,44 @@ func perCore(newRedis func(string, ...string) *server, newCuckooOf func(string, 
 				if strings.HasPrefix(s.name, "cuckoo") {
 					argv = t.cuckoo
 				}
+				n := *requests
+				if t.pipeline > 1 {
+					n = *pipelined
+				}
 				before := s.cpuTime()
-				rps := s.bench(*requests, 1, argv...)
-				cpu := float64((s.cpuTime() - before).Microseconds()) / float64(*requests)
-				key := s.name + "|" + t.name
+				rps := s.bench(n, t.pipeline, argv...)
+				cpu := float64((s.cpuTime() - before).Microseconds()) / float64(n)
+				key := fmt.Sprintf("%s|%s|%d", s.name, t.name, t.pipeline)
 				if results[key] == nil {
 					results[key] = &result{}
 				}
 				results[key].rps = append(results[key].rps, rps)
 				results[key].cpu = append(results[key].cpu, cpu)
-				fmt.Fprintf(os.Stderr, "round %d %-16s %-28s %9.0f/s %6.2f µs CPU/request\n", round+1, s.name, strings.Join(argv, " "), rps, cpu)
+				fmt.Fprintf(os.Stderr, "round %d %-16s %-28s -P %-2d %9.0f/s %6.2f µs CPU/request\n", round+1, s.name, strings.Join(argv, " "), t.pipeline, rps, cpu)
 			}
 		}
 	}
-	fmt.Printf("Per core, unpipelined: every server pinned to CPU 0 (taskset -c 0; cuckoo serve --threads 1), redis-benchmark on CPU 1 (-c %d -P 1, %d requests, keys from %d random integers), %d interleaved rounds, medians. CPU: the server process's user+system time per request (/proc, 10 ms ticks). Ratios: median over rounds of cuckoo / redis in the same round (throughput: higher is faster; CPU: redis / cuckoo, higher is cheaper).\n\n",
-		*clients, *requests, *keyspace, *rounds)
+	fmt.Printf("Per core: every server pinned to CPU 0 (taskset -c 0; cuckoo serve --threads 1), redis-benchmark on CPU 1 (-c %d, %d requests unpipelined, %d with -P 16, keys from %d random integers), %d interleaved rounds, medians. CPU: the server process's user+system time per request (/proc, 10 ms ticks). Ratios: median over rounds of cuckoo / redis in the same round (throughput: higher is faster; CPU: redis / cuckoo, higher is cheaper).\n\n",
+		*clients, *requests, *pipelined, *keyspace, *rounds)
 	names := []string{"cuckoo"}
 	if *baseline != "" {
 		names = append(names, "cuckoo-baseline")
 	}
-	fmt.Print("| operation | redis-server req/s | redis CPU µs/req |")
+	fmt.Print("| operation | pipeline | redis-server req/s | redis CPU µs/req |")
 	for _, n := range names {
 		fmt.Printf(" %s req/s | %s CPU µs/req | throughput ratio | CPU ratio |", n, n)
 	}
 	fmt.Println()
-	fmt.Print("|---|---:|---:|")
+	fmt.Print("|---|---:|---:|---:|")
 	for range names {
 		fmt.Print("---:|---:|---:|---:|")
 	}
 	fmt.Println()
 	for _, t := range tests {
-		r := results["redis|"+t.name]
-		fmt.Printf("| %s vs %s | %.0f | %.2f |", t.cuckoo[0], t.redis[0], median(r.rps), median(r.cpu))
+		r := results[fmt.Sprintf("redis|%s|%d", t.name, t.pipeline)]
+		fmt.Printf("| %s vs %s | %d | %.0f | %.2f |", t.cuckoo[0], t.redis[0], t.pipeline, median(r.rps), median(r.cpu))
 		for _, n := range names {
-			c := results[n+"|"+t.name]
+			c := results[fmt.Sprintf("%s|%s|%d", n, t.name, t.pipeline)]
 			var tr, cr []float64
 			for i := range c.rps {
 				tr = append(tr, c.rps[i]/r.rps[i])
