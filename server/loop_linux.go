@@ -130,21 +130,7 @@ func (lc *loopConn) flushPending() {
 // epoll_wait would hold its P in a system call, and the runtime's monitor
 // thread, which takes such Ps back, would wake every 20 µs.
 
-func rawRead(fd int, p []byte) (int, syscall.Errno) {
-	if len(p) == 0 {
-		return 0, 0
-	}
-	n, _, errno := syscall.RawSyscall(syscall.SYS_READ, uintptr(fd), uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)))
-	return int(n), errno
-}
-
-func rawWrite(fd int, p []byte) (int, syscall.Errno) {
-	if len(p) == 0 {
-		return 0, 0
-	}
-	n, _, errno := syscall.RawSyscall(syscall.SYS_WRITE, uintptr(fd), uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)))
-	return int(n), errno
-}
+// (rawRead and rawWrite are in rawio_linux.go.)
 
 // pollNow returns the events ready now, without waiting.
 func (l *loop) pollNow() int {
