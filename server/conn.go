@@ -75,6 +75,13 @@ func (s *Server) serveConn(nc net.Conn) {
 		authed:  s.cfg.Password == "",
 	}
 	c.lastCmd.Store(c.created.UnixNano())
+	// Every field is set before the client is registered, where other
+	// connections (CLIENT LIST) and Shutdown see it.
+	onLoop := s.toLoop(c)
+	if !onLoop {
+		c.rd = resp.NewReader(nc, c.limits())
+		c.w = resp.NewWriter(nc, s.cfg.MaxOutputBuffer)
+	}
 	s.mu.Lock()
 	if s.closing.Load() {
 		s.mu.Unlock()
@@ -83,11 +90,10 @@ func (s *Server) serveConn(nc net.Conn) {
 	}
 	s.mu.clients[c] = struct{}{}
 	s.mu.Unlock()
-	if s.serveOnLoop(c) {
+	if onLoop {
+		c.addToLoop()
 		return
 	}
-	c.rd = resp.NewReader(nc, c.limits())
-	c.w = resp.NewWriter(nc, s.cfg.MaxOutputBuffer)
 	c.serveGoroutine()
 	c.closed()
 }
@@ -113,6 +119,7 @@ func (c *client) closed() {
 	if c.nc != nil {
 		c.nc.Close()
 	}
+	c.closeLoopConn()
 	s.numClients.Add(-1)
 	s.conns.Done()
 }

@@ -247,12 +247,13 @@ func (s *Server) wakeLoops(force bool) {
 // poke wakes the loop.
 func (l *loop) poke() { syscall.Write(l.wake[1], []byte{0}) }
 
-// serveOnLoop hands the client's connection to an event loop, and
-// reports false when none serves it: no loops, or a connection without a
-// file descriptor (the caller serves it on a goroutine then). The loop
-// works on a duplicate of the descriptor, and the original is closed, so
-// that Go's network poller no longer watches it.
-func (s *Server) serveOnLoop(c *client) bool {
+// toLoop gives the client's connection to an event loop, before the
+// client is registered, and reports false when none takes it: no loops,
+// or a connection without a file descriptor (a goroutine serves it
+// then). The loop works on a duplicate of the descriptor, and the
+// original is closed, so that Go's network poller no longer watches it;
+// add then hands the client to the loop.
+func (s *Server) toLoop(c *client) bool {
 	if len(s.loops) == 0 {
 		return false
 	}
@@ -281,11 +282,25 @@ func (s *Server) serveOnLoop(c *client) bool {
 	c.lc = &loopConn{l: l, fd: fd}
 	c.rd = resp.NewReader(c.lc, c.limits())
 	c.w = resp.NewWriter(c.lc, s.cfg.MaxOutputBuffer)
+	return true
+}
+
+// addToLoop hands a registered client to its loop.
+func (c *client) addToLoop() {
+	l := c.lc.l
 	l.inbox.Lock()
 	l.inbox.add = append(l.inbox.add, c)
 	l.inbox.Unlock()
 	l.poke()
-	return true
+}
+
+// closeLoopConn closes the descriptor of a client no loop serves: one the
+// loop never took (the server was stopping, or epoll refused it).
+func (c *client) closeLoopConn() {
+	if c.lc != nil && c.lc.fd >= 0 {
+		syscall.Close(c.lc.fd)
+		c.lc.fd = -1
+	}
 }
 
 // run serves the loop's connections until stopLoops.
@@ -374,8 +389,7 @@ func (l *loop) takeInbox() bool {
 		ev := syscall.EpollEvent{Events: syscall.EPOLLIN | syscall.EPOLLRDHUP, Fd: int32(c.lc.fd)}
 		if err := syscall.EpollCtl(l.epfd, syscall.EPOLL_CTL_ADD, c.lc.fd, &ev); err != nil {
 			l.s.logf("event loop: adding client %d: %v", c.id, err)
-			syscall.Close(c.lc.fd)
-			c.closed()
+			c.closed() // closes the descriptor
 			continue
 		}
 		l.conns[c.lc.fd] = c
@@ -495,5 +509,6 @@ func (l *loop) close(c *client) {
 	delete(l.conns, c.lc.fd)
 	syscall.EpollCtl(l.epfd, syscall.EPOLL_CTL_DEL, c.lc.fd, nil)
 	syscall.Close(c.lc.fd)
+	c.lc.fd = -1
 	c.closed()
 }

@@ -17,6 +17,6 @@ type loop struct{}
 func (s *Server) startLoops()          {}
 func (s *Server) stopLoops()           {}
 func (s *Server) wakeLoops(force bool) {}
-func (s *Server) serveOnLoop(*client) bool {
-	return false
-}
+func (s *Server) toLoop(*client) bool  { return false }
+func (c *client) addToLoop()           {}
+func (c *client) closeLoopConn()       {}
