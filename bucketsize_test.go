@@ -220,31 +220,12 @@ func TestBucketCapacityHolds(t *testing.T) {
 	if testlong.Enabled() {
 		seeds = 20_000
 	}
-	for _, c := range []struct{ b, f int }{{1, 16}, {1, 32}, {3, 6}, {3, 16}, {5, 16}, {6, 8}, {7, 16}, {9, 16}, {16, 8}, {64, 16}, {255, 16}} {
-		for _, n := range []uint64{1, 2, 3, 7, 100, 1000} {
-			if testing.Short() && n == 1000 && c.b < 9 {
-				continue
-			}
-			failed := 0
-			for seed := range seeds {
-				f, err := cuckoo.New(n, cuckoo.WithBucketSize(c.b), cuckoo.WithFingerprintBits(c.f), cuckoo.WithSeed(seed))
-				if err != nil {
-					t.Fatal(err)
-				}
-				for k := range n {
-					if err := f.AddUint64(k); err != nil {
-						if failed++; failed <= 3 {
-							t.Errorf("b=%d f=%d n=%d seed=%d: key %d refused: %v", c.b, c.f, n, seed, k, err)
-						}
-						break
-					}
-				}
-			}
-			if failed > 0 {
-				t.Errorf("b=%d f=%d n=%d: %d of %d filters refused one of their first n keys", c.b, c.f, n, failed, seeds)
-			}
-		}
+	shapes := []struct{ b, f int }{{1, 16}, {1, 32}, {3, 6}, {3, 16}, {5, 16}, {6, 8}, {7, 16}, {9, 16}, {16, 8}, {64, 16}, {255, 16}}
+	ns := []uint64{1, 2, 3, 7, 100, 1000}
+	if testing.Short() {
+		ns = ns[:5]
 	}
+	checkCapacityHolds(t, shapes, ns, seeds)
 }
 
 // TestGoldenOddBuckets decodes the committed encodings of filters of odd
@@ -266,23 +247,9 @@ func TestGoldenOddBuckets(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var g cuckoo.Filter
-		if err := g.UnmarshalBinary(data); err != nil {
-			t.Fatalf("%s: %v", tc.file, err)
-		}
+		g := checkGoldenFilter(t, tc.file, data)
 		if g.BucketSize() != tc.b || g.FingerprintBits() != tc.bits {
 			t.Fatalf("%s: %d × %d", tc.file, g.BucketSize(), g.FingerprintBits())
-		}
-		for i := uint64(0); i < 150; i++ {
-			if !g.Contains(key(0, i)) {
-				t.Fatalf("%s: key %d missing", tc.file, i)
-			}
-		}
-		if g.CountString("hot") < 10 || g.Len() != 170 {
-			t.Fatalf("%s: hot count %d, len %d", tc.file, g.CountString("hot"), g.Len())
-		}
-		if !bytes.Equal(mustMarshal(t, &g), data) {
-			t.Fatalf("%s: decoding and re-encoding changed the bytes", tc.file)
 		}
 	}
 	// A Scalable of 3-slot buckets, encoded by format version 1.
@@ -329,37 +296,6 @@ func FuzzBucketSize(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		m := model{}
-		for step, op := range ops {
-			k := uint64(op & 0x1f)
-			switch op >> 6 {
-			case 0, 1:
-				if err := fl.Add(key(0, k)); err == nil {
-					m[k]++
-				} else if !errors.Is(err, cuckoo.ErrFull) {
-					t.Fatal(err)
-				}
-			case 2:
-				if m[k] > 0 {
-					if !fl.Delete(key(0, k)) {
-						t.Fatalf("step %d: Delete of a present key failed", step)
-					}
-					if m[k]--; m[k] == 0 {
-						delete(m, k)
-					}
-				}
-			case 3:
-				added, err := fl.AddUnique(key(0, k))
-				if added {
-					m[k]++
-				} else if err != nil && !errors.Is(err, cuckoo.ErrFull) {
-					t.Fatal(err)
-				}
-			}
-			m.check(t, fl, step)
-		}
-		if err := fl.CheckInvariants(); err != nil {
-			t.Fatal(err)
-		}
+		applyOps(t, fl, ops)
 	})
 }

@@ -189,11 +189,9 @@ func parseBFReserve(args [][]byte, fs *FilterSettings) (bfReserve, error) {
 		return r, errBFErrorRateMin
 	}
 	if seed != nil {
-		n, ok := parseUint(seed)
-		if !ok {
+		if r.p.seed, r.p.seeded = parseUint(seed); !r.p.seeded {
 			return r, errCFParseSeed
 		}
-		r.p.seed, r.p.seeded = n, true
 	}
 	if r.p.nonScaling {
 		r.p.expansion = 0

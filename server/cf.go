@@ -277,32 +277,23 @@ func parseCFReserve(args [][]byte, fs *FilterSettings) (cfReserve, error) {
 		}
 	}
 	if maxIter != nil {
-		n, ok := parseInt(maxIter)
-		if !ok {
-			return r, errCFParseMaxIter
-		}
-		if n < 1 || n > cfMaxIterations {
-			return r, errCFMaxIterRange
+		n, err := rangedInt(maxIter, 1, cfMaxIterations, errCFParseMaxIter, errCFMaxIterRange)
+		if err != nil {
+			return r, err
 		}
 		r.p.maxIter = int(n)
 	}
 	if bucketSize != nil {
-		n, ok := parseInt(bucketSize)
-		if !ok {
-			return r, errCFParseBucket
-		}
-		if n < 1 || n > cuckoo.MaxBucketSize {
-			return r, errCFBucketRange
+		n, err := rangedInt(bucketSize, 1, cuckoo.MaxBucketSize, errCFParseBucket, errCFBucketRange)
+		if err != nil {
+			return r, err
 		}
 		r.p.bucketSize = int(n)
 	}
 	if expansion != nil {
-		n, ok := parseInt(expansion)
-		if !ok {
-			return r, errCFParseExpansion
-		}
-		if n < 0 || n > cfMaxExpansion {
-			return r, errCFExpansionRange
+		n, err := rangedInt(expansion, 0, cfMaxExpansion, errCFParseExpansion, errCFExpansionRange)
+		if err != nil {
+			return r, err
 		}
 		r.p.expansion = uint64(n)
 	}
@@ -351,11 +342,9 @@ func parseCFReserve(args [][]byte, fs *FilterSettings) (cfReserve, error) {
 		return r, optErr
 	}
 	if seed != nil {
-		n, ok := parseUint(seed)
-		if !ok {
+		if r.p.seed, r.p.seeded = parseUint(seed); !r.p.seeded {
 			return r, errCFParseSeed
 		}
-		r.p.seed, r.p.seeded = n, true
 	}
 	if buckets != nil {
 		n, ok := parseUint(buckets)

@@ -312,6 +312,19 @@ func parseInt(b []byte) (int64, bool) {
 	return n, err == nil
 }
 
+// rangedInt parses an integer option in [lo, hi], and returns parseErr
+// for one that is not an integer, rangeErr for one out of range.
+func rangedInt(b []byte, lo, hi int64, parseErr, rangeErr error) (int64, error) {
+	n, ok := parseInt(b)
+	switch {
+	case !ok:
+		return 0, parseErr
+	case n < lo || n > hi:
+		return 0, rangeErr
+	}
+	return n, nil
+}
+
 // parseUint parses a decimal uint64.
 func parseUint(b []byte) (uint64, bool) {
 	if len(b) == 0 || b[0] == '+' || len(b) > 20 {

@@ -29,6 +29,24 @@ func must(t *testing.T, err error) {
 	}
 }
 
+// scanDump runs a SCANDUMP through go-redis from iterator 0 to the end
+// and returns the chunks.
+func scanDump(t *testing.T, next func(iter int64) *redis.ScanDumpCmd) []redis.ScanDump {
+	t.Helper()
+	var chunks []redis.ScanDump
+	for iter := int64(0); ; {
+		sd, err := next(iter).Result()
+		if err != nil && !errors.Is(err, redis.Nil) {
+			t.Fatal(err)
+		}
+		if sd.Iter == 0 {
+			return chunks
+		}
+		chunks = append(chunks, sd)
+		iter = sd.Iter
+	}
+}
+
 // TestGoRedisCuckoo drives the CF.* commands through go-redis's typed
 // probabilistic API, in RESP2 and RESP3: every method parses its reply
 // into the type it documents (bool for the yes/no commands, []bool for
@@ -119,18 +137,7 @@ func TestGoRedisCuckoo(t *testing.T) {
 
 			// A dump loads back into a filter with the same CF.INFO, Size
 			// included.
-			var chunks []redis.ScanDump
-			for iter := int64(0); ; {
-				sd, err := rdb.CFScanDump(ctx, "cf", iter).Result()
-				if err != nil && !errors.Is(err, redis.Nil) {
-					t.Fatal(err)
-				}
-				if sd.Iter == 0 {
-					break
-				}
-				chunks = append(chunks, sd)
-				iter = sd.Iter
-			}
+			chunks := scanDump(t, func(iter int64) *redis.ScanDumpCmd { return rdb.CFScanDump(ctx, "cf", iter) })
 			must(t, rdb.Del(ctx, "cf").Err())
 			for _, c := range chunks {
 				must(t, rdb.CFLoadChunk(ctx, "cf", c.Iter, c.Data).Err())
@@ -224,18 +231,7 @@ func TestGoRedisBloom(t *testing.T) {
 				}
 			}
 
-			var chunks []redis.ScanDump
-			for iter := int64(0); ; {
-				sd, err := rdb.BFScanDump(ctx, "bf", iter).Result()
-				if err != nil && !errors.Is(err, redis.Nil) {
-					t.Fatal(err)
-				}
-				if sd.Iter == 0 {
-					break
-				}
-				chunks = append(chunks, sd)
-				iter = sd.Iter
-			}
+			chunks := scanDump(t, func(iter int64) *redis.ScanDumpCmd { return rdb.BFScanDump(ctx, "bf", iter) })
 			must(t, rdb.Del(ctx, "bf").Err())
 			for _, c := range chunks {
 				must(t, rdb.BFLoadChunk(ctx, "bf", c.Iter, c.Data).Err())

@@ -226,6 +226,37 @@ func (t test) redis0() string {
 	return t.redis[0]
 }
 
+// comparedTests are the operations both servers run: CF.ADD against
+// SADD and CF.EXISTS against SISMEMBER, unpipelined and with -P 16.
+var comparedTests = []test{
+	{"add", 1, []string{"SADD", "set", "__rand_int__"}, []string{"CF.ADD", "cf", "__rand_int__"}},
+	{"exists", 1, []string{"SISMEMBER", "set", "__rand_int__"}, []string{"CF.EXISTS", "cf", "__rand_int__"}},
+	{"add", 16, []string{"SADD", "set", "__rand_int__"}, []string{"CF.ADD", "cf", "__rand_int__"}},
+	{"exists", 16, []string{"SISMEMBER", "set", "__rand_int__"}, []string{"CF.EXISTS", "cf", "__rand_int__"}},
+}
+
+// reset empties the server, and reserves a cuckoo server's filter.
+func (s *server) reset() {
+	s.cli("FLUSHALL")
+	if strings.HasPrefix(s.name, "cuckoo") {
+		s.cli("CF.RESERVE", "cf", "2000000")
+	}
+}
+
+// argv returns the server's command line of test t.
+func (s *server) argv(t test) []string {
+	if strings.HasPrefix(s.name, "cuckoo") {
+		return t.cuckoo
+	}
+	return t.redis
+}
+
+func stopAll(servers []*server) {
+	for _, s := range servers {
+		s.stop()
+	}
+}
+
 func throughput(newRedis func(string, ...string) *server, newCuckoo func(string, ...string) *server) {
 	servers := []*server{
 		newRedis("redis-default"),
@@ -233,31 +264,16 @@ func throughput(newRedis func(string, ...string) *server, newCuckoo func(string,
 		newCuckoo("cuckoo"),
 		newCuckoo("cuckoo-1thread", "--threads", "1"),
 	}
-	defer func() {
-		for _, s := range servers {
-			s.stop()
-		}
-	}()
-	tests := []test{
-		{"add", 1, []string{"SADD", "set", "__rand_int__"}, []string{"CF.ADD", "cf", "__rand_int__"}},
-		{"exists", 1, []string{"SISMEMBER", "set", "__rand_int__"}, []string{"CF.EXISTS", "cf", "__rand_int__"}},
-		{"add", 16, []string{"SADD", "set", "__rand_int__"}, []string{"CF.ADD", "cf", "__rand_int__"}},
-		{"exists", 16, []string{"SISMEMBER", "set", "__rand_int__"}, []string{"CF.EXISTS", "cf", "__rand_int__"}},
-		{"add, filter created by CF.ADD; a quarter of the requests", 16, nil, []string{"CF.ADD", "auto", "__rand_int__"}},
-	}
+	defer stopAll(servers)
+	tests := append(comparedTests[:len(comparedTests):len(comparedTests)],
+		test{"add, filter created by CF.ADD; a quarter of the requests", 16, nil, []string{"CF.ADD", "auto", "__rand_int__"}})
 	results := map[string][]float64{} // server/test -> rps per round
 	for round := range *rounds {
 		for i := range servers {
 			s := servers[(i+round)%len(servers)] // a different server first each round
-			s.cli("FLUSHALL")
-			if strings.HasPrefix(s.name, "cuckoo") {
-				s.cli("CF.RESERVE", "cf", "2000000")
-			}
+			s.reset()
 			for _, t := range tests {
-				argv := t.redis
-				if strings.HasPrefix(s.name, "cuckoo") {
-					argv = t.cuckoo
-				}
+				argv := s.argv(t)
 				if argv == nil {
 					continue
 				}
@@ -381,31 +397,16 @@ func perCore(newRedis func(string, ...string) *server, newCuckooOf func(string, 
 	if *baseline != "" {
 		servers = append(servers, newCuckooOf(*baseline, "cuckoo-baseline", "--threads", "1"))
 	}
-	defer func() {
-		for _, s := range servers {
-			s.stop()
-		}
-	}()
-	tests := []test{
-		{"add", 1, []string{"SADD", "set", "__rand_int__"}, []string{"CF.ADD", "cf", "__rand_int__"}},
-		{"exists", 1, []string{"SISMEMBER", "set", "__rand_int__"}, []string{"CF.EXISTS", "cf", "__rand_int__"}},
-		{"add", 16, []string{"SADD", "set", "__rand_int__"}, []string{"CF.ADD", "cf", "__rand_int__"}},
-		{"exists", 16, []string{"SISMEMBER", "set", "__rand_int__"}, []string{"CF.EXISTS", "cf", "__rand_int__"}},
-	}
+	defer stopAll(servers)
+	tests := comparedTests
 	type result struct{ rps, cpu []float64 } // cpu: µs per request
 	results := map[string]*result{}
 	for round := range *rounds {
 		for i := range servers {
 			s := servers[(i+round)%len(servers)]
-			s.cli("FLUSHALL")
-			if strings.HasPrefix(s.name, "cuckoo") {
-				s.cli("CF.RESERVE", "cf", "2000000")
-			}
+			s.reset()
 			for _, t := range tests {
-				argv := t.redis
-				if strings.HasPrefix(s.name, "cuckoo") {
-					argv = t.cuckoo
-				}
+				argv := s.argv(t)
 				n := *requests
 				if t.pipeline > 1 {
 					n = *pipelined
