@@ -567,7 +567,7 @@ func TestConcurrentInvalid(t *testing.T) {
 	for _, opts := range [][]cuckoo.Option{
 		{cuckoo.WithSemiSorting()},
 		{cuckoo.WithGrowth(0.5)},
-		{cuckoo.WithBucketSize(5)},
+		{cuckoo.WithBucketSize(256)},
 	} {
 		if c, err := cuckoo.NewConcurrent(100, opts...); !errors.Is(err, cuckoo.ErrInvalidParameter) || c != nil {
 			t.Errorf("NewConcurrent = %v, %v", c, err)

@@ -19,7 +19,7 @@ import (
 //	     7     1  flags: bit 0 = semi-sorted buckets (b = 4); bit 1 = the
 //	              table of a Scalable growing in place (only inside a
 //	              Scalable's encoding); others 0
-//	     8     1  bucket size b: 2, 4 or 8
+//	     8     1  bucket size b: 1 to 255
 //	     9     1  fingerprint bits f: 4..32 (a growing table: its tag bits)
 //	    10     1  hash = 1: XXH3-64 of the key with the seed below
 //	    11     1  reserved = 0
@@ -347,9 +347,9 @@ func decodeTableEncoding(d *codec.Decoder) (*tableEncoding, error) {
 		return nil, err
 	}
 	switch {
-	case slots != 2 && slots != 4 && slots != 8:
+	case !validBucketSize(slots):
 		return nil, bad("bucket size %d", slots)
-	case fpBits < MinFingerprintBits || fpBits > MaxFingerprintBits:
+	case fpBits < MinFingerprintBits || fpBits > MaxFingerprintBits || validBucketSize(slots) && fpBits < minFingerprintBits(slots):
 		return nil, bad("fingerprint bits %d", fpBits)
 	case reserved != 0:
 		return nil, bad("reserved header bits set")

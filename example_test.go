@@ -54,11 +54,11 @@ func ExampleNewPlan() {
 }
 
 func ExampleNew_invalid() {
-	_, err := cuckoo.New(1000, cuckoo.WithBucketSize(3))
+	_, err := cuckoo.New(1000, cuckoo.WithBucketSize(300))
 	fmt.Println(err)
 	fmt.Println(errors.Is(err, cuckoo.ErrInvalidParameter))
 	// Output:
-	// cuckoo: invalid parameter: bucket size 3 (want 2, 4 or 8)
+	// cuckoo: invalid parameter: bucket size 300 outside [1, 255]
 	// true
 }
 

@@ -406,7 +406,7 @@ func (f *Filter) kick(i1, i2, fp, h uint64) bool {
 	// never need a long walk do not pay for maxKicks steps of it.
 	f.path = f.path[:0]
 	for n := 0; n < f.maxKicks; n++ {
-		s := next() >> 32 & (f.t.slots - 1)
+		s := kickSlot(next(), f.t.slots)
 		victim := f.t.swap(i, s, cur)
 		f.path = append(f.path, kickStep{uint32(i), uint32(cur), uint8(s)})
 		cur = victim
@@ -423,6 +423,17 @@ func (f *Filter) kick(i1, i2, fp, h uint64) bool {
 		cur = uint64(st.placed)
 	}
 	return false
+}
+
+// kickSlot returns the slot a walk's move takes, drawn from the random
+// word r, for buckets of slots slots: the low bits of r's upper half for a
+// power of two (the choice filters have always made), its upper bits
+// scaled onto [0, slots) for any other size.
+func kickSlot(r, slots uint64) uint64 {
+	if slots&(slots-1) == 0 {
+		return r >> 32 & (slots - 1)
+	}
+	return (r >> 32) * slots >> 32
 }
 
 // searchPath makes room for fp, whose buckets i1 and i2 are both full, by

@@ -20,9 +20,9 @@ func TestNewRejectsInvalidParameters(t *testing.T) {
 		opts     []cuckoo.Option
 	}{
 		{"capacity=0", 0, nil},
-		{"bucket=3", 100, []cuckoo.Option{cuckoo.WithBucketSize(3)}},
+		{"bucket=-1", 100, []cuckoo.Option{cuckoo.WithBucketSize(-1)}},
 		{"bucket=0", 100, []cuckoo.Option{cuckoo.WithBucketSize(0)}},
-		{"bucket=16", 100, []cuckoo.Option{cuckoo.WithBucketSize(16)}},
+		{"bucket=256", 100, []cuckoo.Option{cuckoo.WithBucketSize(256)}},
 		{"bits=0", 100, []cuckoo.Option{cuckoo.WithFingerprintBits(0)}},
 		{"bits=3", 100, []cuckoo.Option{cuckoo.WithFingerprintBits(3)}},
 		{"bits=33", 100, []cuckoo.Option{cuckoo.WithFingerprintBits(33)}},
@@ -763,8 +763,15 @@ func TestIssue16CapacityHolds(t *testing.T) {
 	if testing.Short() || raceEnabled {
 		seeds = 2_000
 	}
-	for _, c := range []struct{ b, f int }{{2, 6}, {2, 12}, {2, 16}, {4, 8}, {4, 16}, {8, 8}, {8, 16}} {
-		for _, n := range []uint64{1, 2, 3, 7, 100, 1000} {
+	checkCapacityHolds(t, []struct{ b, f int }{{2, 6}, {2, 12}, {2, 16}, {4, 8}, {4, 16}, {8, 8}, {8, 16}}, []uint64{1, 2, 3, 7, 100, 1000}, seeds)
+}
+
+// checkCapacityHolds fills New(n) filters of each shape with n keys, for
+// seeds seeds, and fails when one refuses a key.
+func checkCapacityHolds(t *testing.T, shapes []struct{ b, f int }, ns []uint64, seeds uint64) {
+	t.Helper()
+	for _, c := range shapes {
+		for _, n := range ns {
 			failed := 0
 			for seed := range seeds {
 				f, err := cuckoo.New(n, cuckoo.WithBucketSize(c.b), cuckoo.WithFingerprintBits(c.f), cuckoo.WithSeed(seed))

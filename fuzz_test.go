@@ -12,7 +12,7 @@ import (
 // allocate beyond the input's size; whatever decodes must re-encode to the
 // very same bytes and pass the invariant check.
 func FuzzDecode(f *testing.F) {
-	for _, shape := range []struct{ b, bits int }{{4, 12}, {2, 7}, {8, 32}, {4, 16}} {
+	for _, shape := range []struct{ b, bits int }{{4, 12}, {2, 7}, {8, 32}, {4, 16}, {1, 16}, {3, 12}, {16, 8}, {255, 5}} {
 		data := mustMarshal(f, sample(f, shape.b, shape.bits))
 		f.Add(data)
 		f.Add(data[:len(data)/2])
@@ -66,38 +66,46 @@ func FuzzOperations(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		m := model{}
-		for step, op := range ops {
-			k := uint64(op & 0x1f)
-			switch op >> 6 {
-			case 0, 1:
-				err := fl.Add(key(0, k))
-				if err == nil {
-					m[k]++
-				} else if !errors.Is(err, cuckoo.ErrFull) {
-					t.Fatal(err)
+		applyOps(t, fl, ops)
+	})
+}
+
+// applyOps interprets ops as operations on fl, checks them against a model
+// multiset after each one, and checks fl's invariants at the end: a byte's
+// top two bits choose Add (0, 1), Delete of a present key (2) or
+// AddUnique (3), its low five bits the key.
+func applyOps(t *testing.T, fl *cuckoo.Filter, ops []byte) {
+	m := model{}
+	for step, op := range ops {
+		k := uint64(op & 0x1f)
+		switch op >> 6 {
+		case 0, 1:
+			err := fl.Add(key(0, k))
+			if err == nil {
+				m[k]++
+			} else if !errors.Is(err, cuckoo.ErrFull) {
+				t.Fatal(err)
+			}
+		case 2:
+			if m[k] > 0 {
+				if !fl.Delete(key(0, k)) {
+					t.Fatalf("step %d: Delete of a present key failed", step)
 				}
-			case 2:
-				if m[k] > 0 {
-					if !fl.Delete(key(0, k)) {
-						t.Fatalf("step %d: Delete of a present key failed", step)
-					}
-					if m[k]--; m[k] == 0 {
-						delete(m, k)
-					}
-				}
-			case 3:
-				added, err := fl.AddUnique(key(0, k))
-				if added {
-					m[k]++
-				} else if err != nil && !errors.Is(err, cuckoo.ErrFull) {
-					t.Fatal(err)
+				if m[k]--; m[k] == 0 {
+					delete(m, k)
 				}
 			}
-			m.check(t, fl, step)
+		case 3:
+			added, err := fl.AddUnique(key(0, k))
+			if added {
+				m[k]++
+			} else if err != nil && !errors.Is(err, cuckoo.ErrFull) {
+				t.Fatal(err)
+			}
 		}
-		if err := fl.CheckInvariants(); err != nil {
-			t.Fatal(err)
-		}
-	})
+		m.check(t, fl, step)
+	}
+	if err := fl.CheckInvariants(); err != nil {
+		t.Fatal(err)
+	}
 }

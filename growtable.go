@@ -354,7 +354,11 @@ func (g *growTable) splitPair() (full bool) {
 	t := &g.t
 	ml := g.base << g.level
 	g.growWords(t.numBuckets + 2)
-	var tags [8]uint64
+	var small [8]uint64
+	tags := small[:]
+	if t.slots > uint64(len(small)) {
+		tags = make([]uint64, t.slots)
+	}
 	for k := uint64(0); k < 2; k++ {
 		src := g.split + k
 		dst := t.numBuckets

@@ -190,9 +190,9 @@ func (g *growth) check() error {
 // and sets the horizon.
 func (g *growth) checkShape() error {
 	switch {
-	case g.slots != 2 && g.slots != 4 && g.slots != 8:
+	case !validBucketSize(g.slots):
 		return fmt.Errorf("%w: bucket size %d", ErrInvalidParameter, g.slots)
-	case g.f0 < MinFingerprintBits || g.f0 > MaxFingerprintBits:
+	case g.f0 < minFingerprintBits(g.slots) || g.f0 > MaxFingerprintBits:
 		return fmt.Errorf("%w: fingerprint bits %d", ErrInvalidParameter, g.f0)
 	case g.semi && g.slots != 4:
 		return fmt.Errorf("%w: semi-sorting needs 4-slot buckets", ErrInvalidParameter)

@@ -33,6 +33,9 @@ const (
 	// full load, 16.8 bits per item.
 	DefaultFingerprintBits = 16
 	DefaultBucketSize      = 4
+	// MaxBucketSize is the largest bucket size WithBucketSize accepts
+	// (RedisBloom's bound; the encodings keep it in one byte).
+	MaxBucketSize = 255
 	// DefaultMaxKicks bounds the displacement chain of one insert.
 	DefaultMaxKicks = 500
 	// MaxMaxKicks is the largest value WithMaxKicks accepts.
@@ -61,19 +64,32 @@ func WithFingerprintBits(bits int) Option {
 	}
 }
 
-// WithBucketSize sets the number of slots per bucket: 2, 4 (the default) or
-// 8. Larger buckets fill to a higher load (about 0.84, 0.95, 0.98 of the
-// slots) but compare more fingerprints per lookup, so each needs one more
-// fingerprint bit than the last for the same false-positive rate.
+// WithBucketSize sets the number of slots per bucket, from 1 to
+// [MaxBucketSize]; 4 is the default. Larger buckets fill to a higher load
+// (about 0.84, 0.95, 0.98 of the slots for 2, 4, 8) but compare more
+// fingerprints per lookup, so each doubling needs one more fingerprint bit
+// for the same false-positive rate. Buckets of 2, 4 and 8 slots have the
+// fast paths (one or two words read and compared at once for the common
+// widths); other sizes, which RedisBloom users may ask for, take the
+// general path, which reads a bucket in 64-bit windows and is slower, the
+// more so the larger the bucket. [New] plans 3-slot buckets at 0.92 of
+// their slots (with fingerprints of 9 bits or more), 5 to 7 at 0.96 to
+// 0.97, 9 to 255 at 0.97 (sizing.go has the measured loads); 1-slot
+// buckets fill only 0.40 of their slots, take fingerprints of 16 bits or
+// more, and hold at most 2^26 keys a table (a growing filter any number).
 func WithBucketSize(slots int) Option {
 	return func(c *config) error {
-		if slots != 2 && slots != 4 && slots != 8 {
-			return fmt.Errorf("%w: bucket size %d (want 2, 4 or 8)", ErrInvalidParameter, slots)
+		if slots < 1 || !validBucketSize(uint64(slots)) {
+			return fmt.Errorf("%w: bucket size %d outside [1, %d]", ErrInvalidParameter, slots, MaxBucketSize)
 		}
 		c.slots = slots
 		return nil
 	}
 }
+
+// validBucketSize reports whether b is a bucket size a filter may have:
+// the check of WithBucketSize and of every decoder.
+func validBucketSize(b uint64) bool { return b >= 1 && b <= MaxBucketSize }
 
 // WithFalsePositiveRate chooses the smallest fingerprint width whose
 // expected false-positive rate with the filter at its capacity is at most p.
@@ -221,6 +237,9 @@ func resolve(opts []Option) (config, error) {
 	}
 	if c.fpBits == 0 {
 		c.fpBits = DefaultFingerprintBits
+	}
+	if least := minFingerprintBits(uint64(c.slots)); uint64(c.fpBits) < least {
+		return c, fmt.Errorf("%w: %d-bit fingerprints in 1-slot buckets: they need %d bits or more (narrower ones fill a fraction of the slots)", ErrInvalidParameter, c.fpBits, least)
 	}
 	if c.maxKicks == 0 {
 		c.maxKicks = DefaultMaxKicks

@@ -406,6 +406,15 @@ func (s *Scalable) addNew(h uint64) {
 func (s *Scalable) addGrowing(lv *level, h uint64) bool {
 	g := lv.grow
 	for {
+		if g.occupied >= lv.limit {
+			// The generation's bound holds while its table grows too:
+			// 1-slot buckets, which fill less than the growing table's
+			// load, reach it before the table has its full size. The
+			// table takes that size at once, and the caller a new one.
+			g.growToFull()
+			lv.finishGrowing(s.seed, s.maxKicks)
+			return false
+		}
 		if !g.crowded() && g.insert(h, s.maxKicks) {
 			return true
 		}

@@ -21,7 +21,7 @@ import (
 //	     4     2  format version = 1
 //	     6     1  kind = 2 (Scalable)
 //	     7     1  flags: bit 0 = semi-sorted buckets (b = 4); others 0
-//	     8     1  bucket size b: 2, 4 or 8
+//	     8     1  bucket size b: 1 to 255
 //	     9     1  fingerprint bits f0 of generation 0: 4..32
 //	    10     1  hash = 1: XXH3-64 of the key with the seed below
 //	    11     1  reserved = 0

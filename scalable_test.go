@@ -395,7 +395,7 @@ func TestScalableInvalid(t *testing.T) {
 		{10, []cuckoo.Option{cuckoo.WithGrowth(1.1)}},
 		{10, []cuckoo.Option{cuckoo.WithGrowth(17)}},
 		{10, []cuckoo.Option{cuckoo.WithGrowth(math.NaN())}},
-		{10, []cuckoo.Option{cuckoo.WithBucketSize(3)}},
+		{10, []cuckoo.Option{cuckoo.WithBucketSize(256)}},
 		{10, []cuckoo.Option{cuckoo.WithFalsePositiveRate(2)}},
 		{1 << 40, nil},
 	} {

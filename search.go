@@ -66,19 +66,23 @@ type searchTarget struct {
 	shared *ctable    // a Concurrent's table, or nil
 }
 
-// bucketValues reads bucket b's values (0: empty) into out[:slots]: a
-// plain bucket of one window with one read, and a Concurrent's with atomic
+// appendBucket appends to q a node for each of the first n values of
+// bucket b (0: an empty slot), in slot order, with the given parent: a
+// plain bucket of one window read once, and a Concurrent's with atomic
 // loads.
-func (s searchTarget) bucketValues(b uint64, out *[8]uint64) {
+func (s searchTarget) appendBucket(q []searchNode, b, n uint64, parent int32) []searchNode {
 	t := s.t
+	node := func(v uint64) searchNode { return searchNode{bucket: uint32(b), tag: uint32(v), parent: parent} }
 	switch {
 	case s.shared != nil:
-		for sl := range t.slots {
-			out[sl&7] = s.shared.slotAt(b, sl)
+		for sl := range n {
+			q = append(q, node(s.shared.slotAt(b, sl)))
 		}
 	case t.semi:
 		v := t.semiRead(b)
-		copy(out[:4], v[:])
+		for _, x := range v[:n] {
+			q = append(q, node(x))
+		}
 	case t.windows == 1:
 		var w uint64
 		if t.aligned {
@@ -86,14 +90,15 @@ func (s searchTarget) bucketValues(b uint64, out *[8]uint64) {
 		} else {
 			w = t.window(b * t.bucketBits)
 		}
-		for sl := range t.slots {
-			out[sl&7] = w >> (sl * t.fpBits) & t.fpMask
+		for sl := range n {
+			q = append(q, node(w>>(sl*t.fpBits)&t.fpMask))
 		}
 	default:
-		for sl := range t.slots {
-			out[sl&7] = t.plainGet(b, sl)
+		for sl := range n {
+			q = append(q, node(t.plainGet(b, sl)))
 		}
 	}
+	return q
 }
 
 // other returns the other bucket of value v in bucket b, and v there.
@@ -164,14 +169,8 @@ func searchRoom(s searchTarget, q []searchNode, lines []uint64, i1, i2 uint64, b
 		p := b << shift
 		return words[p>>6] >> (p & 63)
 	}
-	q = q[:0]
-	var vals [8]uint64
-	for _, b := range [2]uint64{i1, i2} {
-		s.bucketValues(b, &vals)
-		for _, v := range vals[:t.slots&15] {
-			q = append(q, searchNode{bucket: uint32(b), tag: uint32(v), parent: -1})
-		}
-	}
+	q = s.appendBucket(q[:0], i1, t.slots, -1)
+	q = s.appendBucket(q, i2, t.slots, -1)
 	for lo := 0; lo < len(q); {
 		hi := len(q)
 		lines = lines[:0]
@@ -217,10 +216,7 @@ func searchRoom(s searchTarget, q []searchNode, lines []uint64, i1, i2 uint64, b
 				}
 				continue
 			}
-			s.bucketValues(uint64(alt), &vals)
-			for _, v := range vals[:min(t.slots, uint64(budget-len(q)))&15] {
-				q = append(q, searchNode{bucket: alt, tag: uint32(v), parent: int32(k)})
-			}
+			q = s.appendBucket(q, uint64(alt), min(t.slots, uint64(budget-len(q))), int32(k))
 		}
 		lo = hi
 	}

@@ -26,7 +26,29 @@ import (
 // (*Up to 2.56·10^8 items; 0.322 at 5.12·10^8, past reliableCapacity. A
 // load can pass 1: with 15 or 31 fingerprint values, distinct keys
 // often share a bucket pair and a fingerprint, and copies past two are
-// counted beside the table.) Tables of up to walkFirstBytes try the walk
+// counted beside the table.)
+//
+// The other bucket sizes, which RedisBloom takes (1 to 255), measured
+// 2026-11-26 with bench/firstfail the same way: 1, 2 or 3 seeds at each
+// of 10^5, 10^6, 3·10^6 and 10^7 items, and one at 3·10^7 for the
+// shapes that fill less as they grow (b = 1, 3, 5, 6, 7 and 9); 1- and
+// 3-slot buckets also at 2·10^6 to 6·10^7, and 1-slot ones over 600 seeds
+// at 10^5 and 40 at 10^6, for they vary from seed to seed much more than
+// the others:
+//
+//	first failure      f=4    f=5    f=6    f=7    f=8    f=9+
+//	b=1 (f=16+)                                           0.423
+//	b=3                0.781* 0.851* 0.904  0.919  0.927  0.934
+//	b=5                0.961  0.942  0.957  0.963  0.971  0.974
+//	b=6                >1     0.963  0.973  0.978  0.979  0.980
+//	b=7                >1     0.987  0.978  0.982  0.985  0.987
+//	b=9 … 255          >1     >1     0.990  0.989  0.991  0.992
+//
+// (*Falling as the table grows: 0.873 and 0.897 at 10^5 items, hence
+// reliableCapacity.) 1-slot buckets fill about half their slots (0.488
+// at 3·10^7 items, one seed) but a few seeds in a hundred stop near 0.42,
+// and narrower fingerprints than 16 bits stop anywhere from 0.02 to 0.45
+// (minOneSlotBits). Tables of up to walkFirstBytes try the walk
 // first; at 10^5 and 5·10^5 items (3 seeds each) their first failures lie
 // within 0.015 of the search-first ones. Fingerprints of fewer than 8 bits
 // give a key's alternate bucket few possible offsets, so the table cannot
@@ -39,13 +61,24 @@ import (
 func targetLoad(slots, fpBits uint64) float64 {
 	f := min(max(fpBits, 4), 9) - 4
 	switch slots {
+	case 1:
+		return 0.40 // f ≥ 16 only: minOneSlotBits
 	case 2:
 		return [...]float64{0.33, 0.50, 0.74, 0.82, 0.84, 0.85}[f]
+	case 3:
+		return [...]float64{0.74, 0.82, 0.88, 0.90, 0.91, 0.92}[f]
+	case 4:
+		return [...]float64{0.80, 0.89, 0.88, 0.92, 0.94, 0.95}[f]
+	case 5:
+		return [...]float64{0.92, 0.92, 0.94, 0.94, 0.95, 0.96}[f]
+	case 6:
+		return [...]float64{0.94, 0.94, 0.95, 0.96, 0.96, 0.96}[f]
+	case 7:
+		return [...]float64{0.96, 0.96, 0.96, 0.96, 0.97, 0.97}[f]
 	case 8:
 		return [...]float64{0.88, 0.94, 0.95, 0.96, 0.97, 0.97}[f]
-	default:
-		return [...]float64{0.80, 0.89, 0.88, 0.92, 0.94, 0.95}[f]
 	}
+	return 0.97 // 9 to 255 slots
 }
 
 // bucketsFor returns the even bucket count that holds capacity items at the
@@ -74,10 +107,15 @@ func bucketsFor(capacity, slots, fpBits uint64) (uint64, bool) {
 }
 
 // smallTableMargin is the factor of the target load for a table of
-// capacity items (see bucketsFor).
+// capacity items (see bucketsFor). 1-slot buckets need by far the widest
+// margin: the least first failures of 3,000 seeds lie at 0.34 of the
+// slots for 1,000 and 3,000 items, and 3 keys sharing one bucket pair
+// fill it, so tiny tables are made 20 times their keys.
 func smallTableMargin(capacity, slots uint64) float64 {
 	c, floor := 4.5, 0.35
 	switch slots {
+	case 1:
+		c, floor = 300, 0.05
 	case 2:
 		c, floor = 13, 0.25
 	case 8:
@@ -183,26 +221,46 @@ func expectedFPR(load float64, slots, fpBits uint64) float64 {
 // load at which inserts first fail keeps falling as the table grows (see
 // targetLoad): 4-bit fingerprints held their target load up to 2.56·10^8
 // keys and fell below it at 5.12·10^8; 5-bit ones were 5 % above theirs at
-// 2.56·10^8 keys and 3.5 % at 1.02·10^9. The limits are a margin below
+// 2.56·10^8 keys and 3.5 % at 1.02·10^9. 3-slot buckets of 4 and 5 bits
+// fall too (0.87 to 0.78, 0.90 to 0.85, from 10^5 to 3·10^7 keys), and
+// 1-slot buckets were measured up to 6·10^7 keys only. The limits are a margin below
 // where the measurements end or the trend reaches the target, not points
 // measured to fail: past them New refuses the shape rather than plan a
 // table that may refuse keys before its capacity.
 func reliableCapacity(slots, fpBits uint64) uint64 {
-	if slots == 2 {
-		switch fpBits {
-		case 4:
-			return 1 << 27
-		case 5:
-			return 1 << 28
-		}
+	switch {
+	case slots == 2 && fpBits == 4:
+		return 1 << 27
+	case slots == 2 && fpBits == 5:
+		return 1 << 28
+	case slots == 1:
+		return 1 << 26
+	case slots == 3 && fpBits <= 5:
+		return 1 << 25
 	}
 	return math.MaxUint64
+}
+
+// minOneSlotBits is the narrowest fingerprint 1-slot buckets take: with
+// fewer bits a key's alternate bucket has so few possible offsets that the
+// table fills 2 to 40 % of its slots before an insert fails, erratically
+// from one size to the next, against about half of them from 16 bits on
+// (see targetLoad).
+const minOneSlotBits = 16
+
+// minFingerprintBits returns the narrowest fingerprint buckets of slots
+// slots take.
+func minFingerprintBits(slots uint64) uint64 {
+	if slots == 1 {
+		return minOneSlotBits
+	}
+	return MinFingerprintBits
 }
 
 // fingerprintBitsFor returns the smallest width whose expected rate at the
 // target load is at most p.
 func fingerprintBitsFor(p float64, slots uint64) (int, bool) {
-	for f := uint64(MinFingerprintBits); f <= MaxFingerprintBits; f++ {
+	for f := minFingerprintBits(slots); f <= MaxFingerprintBits; f++ {
 		if expectedFPR(targetLoad(slots, f), slots, f) <= p {
 			return int(f), true
 		}
@@ -247,7 +305,7 @@ func NewPlan(capacity uint64, opts ...Option) (Plan, error) {
 func fixedPlan(capacity uint64, c config) (Plan, error) {
 	if c.buckets == 0 && capacity > 0 {
 		share := segmentShare(capacity, uint64(c.segments))
-		for c.fpr != 0 && share > reliableCapacity(uint64(c.slots), uint64(c.fpBits)) {
+		for c.fpr != 0 && share > reliableCapacity(uint64(c.slots), uint64(c.fpBits)) && c.fpBits < MaxFingerprintBits {
 			c.fpBits++ // a wider fingerprint meets the rate asked for too
 		}
 		if limit := reliableCapacity(uint64(c.slots), uint64(c.fpBits)); share > limit {

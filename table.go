@@ -42,7 +42,7 @@ type table struct {
 	words      []uint64
 	numBuckets uint64
 	fpBits     uint64 // f, 4..32
-	slots      uint64 // b: 2, 4 or 8
+	slots      uint64 // b: 1 to MaxBucketSize
 	bucketBits uint64 // b*f, or 4f-4 semi-sorted
 	fpMask     uint64 // 1<<f - 1
 	// A table of several segments (WithSegments) keeps the two buckets of

@@ -206,7 +206,7 @@ func (a *aof) writeLocked() error {
 	b, f, end := a.mu.buf, a.mu.file, a.mu.end
 	a.mu.buf, a.spare = a.spare[:0], nil
 	a.mu.Unlock()
-	n, err := f.Write(b)
+	n, err := writeLog(f, b)
 	a.mu.Lock()
 	a.mu.size += int64(n)
 	if err != nil {

@@ -93,7 +93,8 @@ func BenchmarkObjectEncode(b *testing.B) {
 	for _, n := range []int{1_000_000, 10_000_000} {
 		b.Run(fmt.Sprintf("n=%dM", n/1_000_000), func(b *testing.B) {
 			s, _ := execServer(b, 0, false)
-			p := defaultCFParams(uint64(n))
+			fs := DefaultFilterSettings()
+			p := defaultCFParams(&fs, uint64(n))
 			p.expansion = 0
 			o, err := p.newObject(&call{s: s})
 			if err != nil {

@@ -14,24 +14,19 @@ import (
 	"github.com/dedupkit/cuckoo/bloom"
 )
 
-// Defaults of a Bloom filter created by BF.ADD, BF.MADD or BF.INSERT on a
-// missing key: RedisBloom's bf-error-rate, bf-initial-size and
-// bf-expansion-factor.
-const (
-	bfDefaultErrorRate = 0.01
-	bfDefaultCapacity  = 100
-	bfDefaultExpansion = 2
-)
+// bfMaxExpansion is RedisBloom's bound on a Bloom filter's EXPANSION,
+// which this server keeps.
+const bfMaxExpansion = 32768
 
 var bfCommands = []*command{
 	{name: "bf.reserve", arity: -1, flags: flagWrite | flagDenyOOM | flagModule, firstKey: 1, lastKey: 1, step: 1,
-		summary: "Creates a new Bloom filter", exec: handle(parseBFReserve)},
+		summary: "Creates a new Bloom filter", exec: handleSettings(parseBFReserve)},
 	{name: "bf.add", arity: -1, flags: flagWrite | flagDenyOOM | flagFast | flagModule, firstKey: 1, lastKey: 1, step: 1,
 		summary: "Adds an item to a Bloom filter", exec: handle(parseBFAdd)},
 	{name: "bf.madd", arity: -1, flags: flagWrite | flagDenyOOM | flagFast | flagModule, firstKey: 1, lastKey: 1, step: 1,
 		summary: "Adds one or more items to a Bloom filter", exec: handle(parseBFAdd)},
 	{name: "bf.insert", arity: -1, flags: flagWrite | flagDenyOOM | flagModule, firstKey: 1, lastKey: 1, step: 1,
-		summary: "Adds one or more items to a Bloom filter, creating it if needed", exec: handle(parseBFInsert)},
+		summary: "Adds one or more items to a Bloom filter, creating it if needed", exec: handleSettings(parseBFInsert)},
 	{name: "bf.exists", arity: -1, flags: flagReadonly | flagFast | flagModule, firstKey: 1, lastKey: 1, step: 1,
 		summary: "Checks whether an item may exist in a Bloom filter", exec: handle(parseBFExists)},
 	{name: "bf.mexists", arity: -1, flags: flagReadonly | flagFast | flagModule, firstKey: 1, lastKey: 1, step: 1,
@@ -56,8 +51,16 @@ type bfParams struct {
 	seeded     bool
 }
 
-func defaultBFParams() bfParams {
-	return bfParams{errorRate: bfDefaultErrorRate, capacity: bfDefaultCapacity, expansion: bfDefaultExpansion}
+// defaultBFParams returns the parameters the settings give a Bloom
+// filter: bf-error-rate, bf-initial-size and bf-expansion-factor (0:
+// NONSCALING).
+func defaultBFParams(fs *FilterSettings) bfParams {
+	return bfParams{
+		errorRate:  fs.BFErrorRate,
+		capacity:   uint64(fs.BFInitialSize),
+		expansion:  uint64(fs.BFExpansionFactor),
+		nonScaling: fs.BFExpansionFactor == 0,
+	}
 }
 
 // estimatedBytes is the memory of the first layer, with room for the
@@ -111,17 +114,21 @@ func (p *bfParams) reserveArgs(key []byte) [][]byte {
 }
 
 // BF.RESERVE key error_rate capacity [EXPANSION e] [NONSCALING] [SEED s]
+//
+// The checks run in RedisBloom 8's order: the rate, the capacity, then
+// EXPANSION (0 means NONSCALING, as bf-expansion-factor 0 does); then this
+// server's own: unknown options, SEED.
 
 type bfReserve struct {
 	key []byte
 	p   bfParams
 }
 
-func parseBFReserve(args [][]byte) (bfReserve, error) {
+func parseBFReserve(args [][]byte, fs *FilterSettings) (bfReserve, error) {
 	if len(args) < 4 || len(args) > 9 {
 		return bfReserve{}, errArity
 	}
-	r := bfReserve{key: args[1], p: defaultBFParams()}
+	r := bfReserve{key: args[1], p: defaultBFParams(fs)}
 	rate, ok := parseFloat(args[2])
 	if !ok {
 		return r, errBFBadErrorRate
@@ -129,18 +136,16 @@ func parseBFReserve(args [][]byte) (bfReserve, error) {
 	if rate <= 0 || rate >= 1 {
 		return r, errBFErrorRateRange
 	}
-	if rate < bloom.MinFalsePositiveRate {
-		return r, errBFErrorRateMin
-	}
 	capacity, ok := parseInt(args[3])
 	if !ok {
 		return r, errBFBadCapacity
 	}
-	if capacity <= 0 {
-		return r, errBFCapacityRange
+	if capacity < 1 || capacity > bloom.MaxCapacity {
+		return r, bfCapacityRange(bloom.MaxCapacity)
 	}
-	r.p.errorRate, r.p.capacity = rate, uint64(capacity)
-	expansionGiven := false
+	r.p.errorRate, r.p.capacity = min(rate, bfErrorRateCap), uint64(capacity)
+	var expansion, seed []byte
+	unknown := false
 	for i := 4; i < len(args); i++ {
 		switch {
 		case is(args[i], "NONSCALING"):
@@ -150,29 +155,45 @@ func parseBFReserve(args [][]byte) (bfReserve, error) {
 				return r, errBFNoExpansion
 			}
 			i++
-			n, ok := parseInt(args[i])
-			if !ok || n < 1 {
-				return r, errBFBadExpansion
+			if expansion == nil {
+				expansion = args[i]
 			}
-			r.p.expansion, expansionGiven = uint64(n), true
-		case is(args[i], "SEED"):
-			if i+1 == len(args) {
-				return r, errArity
-			}
+		case is(args[i], "SEED") && i+1 < len(args):
 			i++
-			n, ok := parseUint(args[i])
-			if !ok {
-				return r, errCFParseSeed
+			if seed == nil {
+				seed = args[i]
 			}
-			r.p.seed, r.p.seeded = n, true
 		default:
-			return r, errUnknownArgument
+			unknown = true
+		}
+	}
+	if expansion != nil {
+		n, ok := parseInt(expansion)
+		if !ok {
+			return r, errBFBadExpansion
+		}
+		if n == 0 {
+			r.p.nonScaling = true
+		} else if r.p.nonScaling {
+			return r, errBFNonScalingExpand
+		}
+		if n < 0 || n > bfMaxExpansion {
+			return r, errBFExpansionRange
+		}
+		r.p.expansion = uint64(n)
+	}
+	if unknown {
+		return r, errUnknownArgument
+	}
+	if rate < bloom.MinFalsePositiveRate {
+		return r, errBFErrorRateMin
+	}
+	if seed != nil {
+		if r.p.seed, r.p.seeded = parseUint(seed); !r.p.seeded {
+			return r, errCFParseSeed
 		}
 	}
 	if r.p.nonScaling {
-		if expansionGiven {
-			return r, errBFNonScalingExpand
-		}
 		r.p.expansion = 0
 	}
 	return r, nil
@@ -193,24 +214,66 @@ func bfLockOrCreate(c *call, key []byte, create bool, p bfParams) (*object, uint
 	return createLocked(c, key, &q)
 }
 
-// bfAddItems adds items to o's filter and writes one reply per item: 1
-// added, 0 already present (or a false positive), or the error of a full
-// NONSCALING filter. It reports whether any item was added.
-func bfAddItems(c *call, o *object, items [][]byte) bool {
+// bfAddItems adds items to o's filter and writes one reply per item: true
+// (1 in RESP2) added, false (0) already present or a false positive. A
+// NONSCALING filter holding its capacity refuses a new item with an
+// error, which ends the command, as in RedisBloom: the items after it
+// are not added, and the multi commands' array holds the replies up to
+// the error. It reports whether any item was added.
+func bfAddItems(c *call, o *object, items [][]byte, multi bool) bool {
+	if o.bf.f != nil && multi {
+		return bfAddItemsFixed(c, o, items)
+	}
+	if multi {
+		c.w.Array(len(items))
+	}
 	changed := false
 	for _, item := range items {
 		added, err := o.bf.addIfAbsent(item)
-		switch {
-		case err != nil:
+		if err != nil {
 			c.fail(err)
-		case added:
-			changed = true
-			c.w.Int(1)
-		default:
-			c.w.Int(0)
+			break
+		}
+		changed = changed || added
+		c.w.Bool(added)
+	}
+	return changed
+}
+
+// bfAddItemsFixed is bfAddItems for a multi command on a fixed filter,
+// the one kind that can refuse an item: the array's length is known once
+// the items are tried, so the outcomes wait in a buffer (on the stack for
+// up to 64 items).
+func bfAddItemsFixed(c *call, o *object, items [][]byte) bool {
+	const refused = -1
+	var buf [64]int8
+	outcomes := buf[:0]
+	changed := false
+	for _, item := range items {
+		added, err := o.bf.addIfAbsent(item)
+		if err != nil {
+			outcomes = append(outcomes, refused)
+			break
+		}
+		changed = changed || added
+		outcomes = append(outcomes, boolInt8(added))
+	}
+	c.w.Array(len(outcomes))
+	for _, v := range outcomes {
+		if v == refused {
+			c.fail(errBloomFull)
+		} else {
+			c.w.Bool(v == 1)
 		}
 	}
 	return changed
+}
+
+func boolInt8(b bool) int8 {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // BF.ADD key item, BF.MADD key item...
@@ -223,7 +286,7 @@ func parseBFAdd(args [][]byte) (bfAdd, error) {
 }
 
 func (r bfAdd) run(c *call) {
-	o, epoch, reserve, err := bfLockOrCreate(c, r.key, true, defaultBFParams())
+	o, epoch, reserve, err := bfLockOrCreate(c, r.key, true, defaultBFParams(c.settings()))
 	if err != nil {
 		c.fail(err)
 		return
@@ -232,10 +295,7 @@ func (r bfAdd) run(c *call) {
 	if reserve != nil {
 		c.log(epoch, reserve)
 	}
-	if r.multi {
-		c.w.Array(len(r.items))
-	}
-	if bfAddItems(c, o, r.items) {
+	if bfAddItems(c, o, r.items, r.multi) {
 		c.log(epoch, c.args)
 	}
 }
@@ -251,12 +311,11 @@ type bfInsert struct {
 	items    [][]byte
 }
 
-func parseBFInsert(args [][]byte) (bfInsert, error) {
+func parseBFInsert(args [][]byte, fs *FilterSettings) (bfInsert, error) {
 	if len(args) < 4 {
 		return bfInsert{}, errArity
 	}
-	r := bfInsert{key: args[1], p: defaultBFParams()}
-	capacity, expansion := int64(r.p.capacity), int64(r.p.expansion)
+	r := bfInsert{key: args[1], p: defaultBFParams(fs)}
 	i := 2
 	for i < len(args) && r.items == nil {
 		arg := args[i]
@@ -274,16 +333,19 @@ func parseBFInsert(args [][]byte) (bfInsert, error) {
 			}
 			if len(arg) > 1 && lowerFirst(arg[1:]) == 'r' {
 				f, ok := parseFloat(args[i])
-				if !ok {
+				if !ok || f <= 0 || f >= 1 {
 					return r, errBFInsertErrorRate
 				}
-				r.p.errorRate = f
+				if f < bloom.MinFalsePositiveRate {
+					return r, errBFErrorRateMin
+				}
+				r.p.errorRate = min(f, bfErrorRateCap)
 			} else {
 				n, ok := parseInt(args[i])
-				if !ok {
+				if !ok || n < 0 || n > bfMaxExpansion {
 					return r, errBFInsertExpansion
 				}
-				expansion = n
+				r.p.expansion = uint64(n)
 			}
 			i++
 		case 'c':
@@ -292,10 +354,10 @@ func parseBFInsert(args [][]byte) (bfInsert, error) {
 				return r, errArity
 			}
 			n, ok := parseInt(args[i])
-			if !ok {
+			if !ok || n < 1 || n > bloom.MaxCapacity {
 				return r, errBFInsertCapacity
 			}
-			capacity = n
+			r.p.capacity = uint64(n)
 			i++
 		case 'n':
 			if len(arg) > 2 && lowerFirst(arg[2:]) == 'c' {
@@ -311,13 +373,9 @@ func parseBFInsert(args [][]byte) (bfInsert, error) {
 	if r.items == nil {
 		return r, errArity
 	}
-	if r.p.errorRate <= 0 || r.p.errorRate >= 1 || capacity < 1 || expansion < 1 {
-		return r, errBFBadArgument
+	if r.p.expansion == 0 {
+		r.p.nonScaling = true
 	}
-	if r.p.errorRate < bloom.MinFalsePositiveRate {
-		return r, errBFErrorRateMin
-	}
-	r.p.capacity, r.p.expansion = uint64(capacity), uint64(expansion)
 	if r.p.nonScaling {
 		r.p.expansion = 0
 	}
@@ -334,14 +392,14 @@ func (r bfInsert) run(c *call) {
 	if reserve != nil {
 		c.log(epoch, reserve)
 	}
-	c.w.Array(len(r.items))
-	if bfAddItems(c, o, r.items) {
+	if bfAddItems(c, o, r.items, true) {
 		c.log(epoch, c.args)
 	}
 }
 
-// BF.EXISTS key item, BF.MEXISTS key item...: 0 for a missing key or one
-// of another type, as RedisBloom answers.
+// BF.EXISTS key item, BF.MEXISTS key item...: booleans in RESP3, integers
+// in RESP2; false (0) for a missing key or one of another type, as
+// RedisBloom answers.
 
 type bfExists struct{ keyItems }
 
@@ -356,11 +414,7 @@ func (r bfExists) run(c *call) {
 		c.w.Array(len(r.items))
 	}
 	for _, item := range r.items {
-		var n int64
-		if o != nil && o.bf.contains(item) {
-			n = 1
-		}
-		c.w.Int(n)
+		c.w.Bool(o != nil && o.bf.contains(item))
 	}
 	if o != nil {
 		o.mu.RUnlock()
@@ -422,15 +476,31 @@ func (r bfInfo) run(c *call) {
 		c.w.Int(vals[arg])
 	}
 	if r.field != "" {
-		c.w.Array(1)
+		// RESP3: a map of the one field; RESP2: an array of its value.
+		if c.w.Protocol() == 3 {
+			c.w.Map(1)
+			c.w.Simple(bfInfoName(r.field))
+		} else {
+			c.w.Array(1)
+		}
 		value(r.field)
 		return
 	}
-	c.w.Array(2 * len(bfInfoFields))
+	c.w.Map(len(bfInfoFields))
 	for _, f := range bfInfoFields {
 		c.w.Simple(f.name)
 		value(f.arg)
 	}
+}
+
+// bfInfoName returns the name BF.INFO gives the field of argument arg.
+func bfInfoName(arg string) string {
+	for _, f := range bfInfoFields {
+		if f.arg == arg {
+			return f.name
+		}
+	}
+	return arg
 }
 
 // BF.CARD key: 0 for a missing key.

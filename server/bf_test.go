@@ -9,7 +9,8 @@ import (
 )
 
 func TestParseBFCommands(t *testing.T) {
-	def := defaultBFParams()
+	fs := DefaultFilterSettings()
+	def := defaultBFParams(&fs)
 	with := func(f func(p *bfParams)) bfParams { p := def; f(&p); return p }
 	for _, tc := range []struct {
 		in   string
@@ -24,9 +25,15 @@ func TestParseBFCommands(t *testing.T) {
 		{"BF.RESERVE k 0.01", nil, errArity},
 		{"BF.RESERVE k x 100", nil, errBFBadErrorRate},
 		{"BF.RESERVE k 1.5 100", nil, errBFErrorRateRange},
-		{"BF.RESERVE k 0.01 -3", nil, errBFCapacityRange},
-		{"BF.RESERVE k 0.01 100 EXPANSION 0", nil, errBFBadExpansion},
+		{"BF.RESERVE k 0.5 100", bfReserve{[]byte("k"), with(func(p *bfParams) { p.errorRate = 0.25 })}, nil},
+		{"BF.RESERVE k 0.01 -3", nil, bfCapacityRange(1 << 40)},
+		{"BF.RESERVE k 0.01 1099511627777", nil, bfCapacityRange(1 << 40)},
+		{"BF.RESERVE k 0.01 100 EXPANSION 0", bfReserve{[]byte("k"), with(func(p *bfParams) { p.nonScaling, p.expansion = true, 0 })}, nil},
+		{"BF.RESERVE k 0.01 100 EXPANSION x", nil, errBFBadExpansion},
+		{"BF.RESERVE k 0.01 100 EXPANSION -1", nil, errBFExpansionRange},
+		{"BF.RESERVE k 0.01 100 EXPANSION 32769", nil, errBFExpansionRange},
 		{"BF.RESERVE k 0.01 100 NONSCALING EXPANSION 2", nil, errBFNonScalingExpand},
+		{"BF.RESERVE k 0.01 100 EXPANSION 2 COLOR", nil, errUnknownArgument},
 		{"BF.ADD k x", bfAdd{keyItems{key: []byte("k"), items: args("x")}}, nil},
 		{"BF.MADD k x y", bfAdd{keyItems{key: []byte("k"), items: args("x y"), multi: true}}, nil},
 		{"BF.ADD k x y", nil, errArity},
@@ -34,7 +41,11 @@ func TestParseBFCommands(t *testing.T) {
 			p: with(func(p *bfParams) { p.capacity, p.errorRate, p.expansion = 10, 0.1, 3 })}, nil},
 		{"BF.INSERT k NONSCALING ITEMS a b", bfInsert{key: []byte("k"), items: args("a b"),
 			p: with(func(p *bfParams) { p.nonScaling, p.expansion = true, 0 })}, nil},
-		{"BF.INSERT k EXPANSION 0 ITEMS a", nil, errBFBadArgument},
+		{"BF.INSERT k EXPANSION 0 ITEMS a", bfInsert{key: []byte("k"), items: args("a"),
+			p: with(func(p *bfParams) { p.nonScaling, p.expansion = true, 0 })}, nil},
+		{"BF.INSERT k EXPANSION -1 ITEMS a", nil, errBFInsertExpansion},
+		{"BF.INSERT k ERROR 1 ITEMS a", nil, errBFInsertErrorRate},
+		{"BF.INSERT k CAPACITY 0 ITEMS a", nil, errBFInsertCapacity},
 		{"BF.INSERT k ERROR 1e-20 ITEMS a", nil, errBFErrorRateMin},
 		{"BF.INFO k", bfInfo{key: []byte("k")}, nil},
 		{"BF.INFO k items", bfInfo{key: []byte("k"), field: "ITEMS"}, nil},
@@ -47,11 +58,11 @@ func TestParseBFCommands(t *testing.T) {
 		var err error
 		switch strings.ToUpper(string(a[0])) {
 		case "BF.RESERVE":
-			got, err = parseBFReserve(a)
+			got, err = parseBFReserve(a, &fs)
 		case "BF.ADD", "BF.MADD":
 			got, err = parseBFAdd(a)
 		case "BF.INSERT":
-			got, err = parseBFInsert(a)
+			got, err = parseBFInsert(a, &fs)
 		case "BF.INFO":
 			got, err = parseBFInfo(a)
 		case "BF.LOADCHUNK":
@@ -69,8 +80,10 @@ func TestParseBFCommands(t *testing.T) {
 	}
 }
 
-// TestBFInfoReply pins BF.INFO's exact bytes, RESP2 and RESP3: a flat
-// array of 5 pairs, the expansion a null for a NONSCALING filter.
+// TestBFInfoReply pins BF.INFO's exact bytes: a flat array of 5 pairs in
+// RESP2 and a map in RESP3, a single field an array of its value in RESP2
+// and a map of one pair in RESP3, the expansion a null for a NONSCALING
+// filter.
 func TestBFInfoReply(t *testing.T) {
 	s, addr := startServer(t, testConfig(t))
 	c := dial(t, addr)
@@ -82,13 +95,19 @@ func TestBFInfoReply(t *testing.T) {
 	for _, proto := range []string{"2", "3"} {
 		c.do("HELLO", proto)
 		null := map[string]string{"2": "$-1", "3": "_"}[proto]
-		want := fmt.Sprintf("*10\r\n+Capacity\r\n:500\r\n+Size\r\n:%d\r\n+Number of filters\r\n:1\r\n"+
-			"+Number of items inserted\r\n:2\r\n+Expansion rate\r\n%s\r\n", size, null)
+		head := map[string]string{"2": "*10", "3": "%5"}[proto]
+		want := fmt.Sprintf("%s\r\n+Capacity\r\n:500\r\n+Size\r\n:%d\r\n+Number of filters\r\n:1\r\n"+
+			"+Number of items inserted\r\n:2\r\n+Expansion rate\r\n%s\r\n", head, size, null)
 		if got := c.do("BF.INFO", "fixed"); got != want {
 			t.Fatalf("RESP%s: %q\nwant %q", proto, got, want)
 		}
-		if got := c.do("BF.INFO", "fixed", "EXPANSION"); got != "*1\r\n"+null+"\r\n" {
+		one := map[string]string{"2": "*1\r\n", "3": "%1\r\n+Expansion rate\r\n"}[proto]
+		if got := c.do("BF.INFO", "fixed", "EXPANSION"); got != one+null+"\r\n" {
 			t.Fatalf("RESP%s: BF.INFO EXPANSION %q", proto, got)
+		}
+		one = map[string]string{"2": "*1\r\n", "3": "%1\r\n+Number of items inserted\r\n"}[proto]
+		if got := c.do("BF.INFO", "fixed", "items"); got != one+":2\r\n" {
+			t.Fatalf("RESP%s: BF.INFO items %q", proto, got)
 		}
 	}
 }

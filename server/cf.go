@@ -15,27 +15,23 @@ import (
 	"github.com/dedupkit/cuckoo"
 )
 
-// Defaults of a cuckoo filter created by CF.RESERVE without options, and by
-// CF.ADD or CF.INSERT on a missing key.
+// RedisBloom's bounds on CF.RESERVE's options, which this server keeps.
 const (
-	cfDefaultCapacity  = 1024 // as RedisBloom's cf-initial-size
-	cfDefaultExpansion = 2
-	cfMaxIterations    = 65535 // RedisBloom's bound on MAXITERATIONS
-	cfMaxBucketSize    = 255   // RedisBloom's bound on BUCKETSIZE
-	cfMaxExpansion     = 32768 // RedisBloom's bound on EXPANSION
+	cfMaxIterations = 65535
+	cfMaxExpansion  = 32768
 )
 
 var cfCommands = []*command{
 	{name: "cf.reserve", arity: -1, flags: flagWrite | flagDenyOOM | flagModule, firstKey: 1, lastKey: 1, step: 1,
-		summary: "Creates a new cuckoo filter", exec: handle(parseCFReserve)},
+		summary: "Creates a new cuckoo filter", exec: handleSettings(parseCFReserve)},
 	{name: "cf.add", arity: -1, flags: flagWrite | flagDenyOOM | flagFast | flagModule, firstKey: 1, lastKey: 1, step: 1,
 		summary: "Adds an item to a cuckoo filter", exec: handle(parseCFAdd)},
 	{name: "cf.addnx", arity: -1, flags: flagWrite | flagDenyOOM | flagFast | flagModule, firstKey: 1, lastKey: 1, step: 1,
 		summary: "Adds an item to a cuckoo filter if the item does not exist", exec: handle(parseCFAdd)},
 	{name: "cf.insert", arity: -1, flags: flagWrite | flagDenyOOM | flagModule, firstKey: 1, lastKey: 1, step: 1,
-		summary: "Adds one or more items to a cuckoo filter, creating it if needed", exec: handle(parseCFInsert)},
+		summary: "Adds one or more items to a cuckoo filter, creating it if needed", exec: handleSettings(parseCFInsert)},
 	{name: "cf.insertnx", arity: -1, flags: flagWrite | flagDenyOOM | flagModule, firstKey: 1, lastKey: 1, step: 1,
-		summary: "Adds one or more items that do not exist to a cuckoo filter", exec: handle(parseCFInsert)},
+		summary: "Adds one or more items that do not exist to a cuckoo filter", exec: handleSettings(parseCFInsert)},
 	{name: "cf.exists", arity: -1, flags: flagReadonly | flagFast | flagModule, firstKey: 1, lastKey: 1, step: 1,
 		summary: "Checks whether an item may exist in a cuckoo filter", exec: handle(parseCFExists)},
 	{name: "cf.mexists", arity: -1, flags: flagReadonly | flagFast | flagModule, firstKey: 1, lastKey: 1, step: 1,
@@ -69,12 +65,14 @@ type cfParams struct {
 	buckets uint64
 }
 
-func defaultCFParams(capacity uint64) cfParams {
+// defaultCFParams returns the parameters of a cuckoo filter of capacity
+// items that the settings give.
+func defaultCFParams(fs *FilterSettings, capacity uint64) cfParams {
 	return cfParams{
 		capacity:   capacity,
-		bucketSize: cuckoo.DefaultBucketSize,
-		maxIter:    cuckoo.DefaultMaxKicks,
-		expansion:  cfDefaultExpansion,
+		bucketSize: int(fs.CFBucketSize),
+		maxIter:    int(fs.CFMaxIterations),
+		expansion:  uint64(fs.CFExpansionFactor),
 	}
 }
 
@@ -132,6 +130,9 @@ func (p *cfParams) newObject(c *call) (*object, error) {
 	}
 	plan, err := cuckoo.NewPlan(p.capacity, planOpts...)
 	if err != nil {
+		if most := cfMostCapacity(p); most > 0 && p.capacity > most {
+			return nil, cfCapacityRange(most)
+		}
 		return nil, errCFCreate
 	}
 	// Recovery recreates what was accepted, whatever the limits are now.
@@ -186,105 +187,199 @@ func leastCFBuckets(capacity uint64, opts []cuckoo.Option) uint64 {
 	return p.LeastBuckets
 }
 
+// shapeOptions returns the options of p's shape: bucket size, and
+// fingerprint width or rate.
+func (p *cfParams) shapeOptions() []cuckoo.Option {
+	opts := []cuckoo.Option{cuckoo.WithBucketSize(p.bucketSize)}
+	if p.fpr > 0 {
+		opts = append(opts, cuckoo.WithFalsePositiveRate(p.fpr))
+	} else if p.fingerprint > 0 {
+		opts = append(opts, cuckoo.WithFingerprintBits(p.fingerprint))
+	}
+	return opts
+}
+
+// plannable reports whether a fixed filter of p's capacity and shape can
+// be planned.
+func (p *cfParams) plannable() bool {
+	_, err := cuckoo.NewPlan(p.capacity, p.shapeOptions()...)
+	return err == nil
+}
+
+// cfMostCapacity returns the largest capacity a cuckoo filter of p's shape
+// (bucket size, and fingerprint width or rate) can be planned for: the
+// upper bound of the range CF.RESERVE and CF.INSERT name when refusing a
+// capacity. The table's bucket count bounds it (2^32, as the library's
+// addressing needs), and so, for narrow fingerprints, the sizes at which
+// they were measured to fill reliably.
+func cfMostCapacity(p *cfParams) uint64 {
+	opts := p.shapeOptions()
+	lo, hi := uint64(0), uint64(1)<<42 // NewPlan(lo) succeeds or lo == 0; NewPlan(hi) fails
+	for hi-lo > 1 {
+		mid := lo + (hi-lo)/2
+		if _, err := cuckoo.NewPlan(mid, opts...); err == nil {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	return lo
+}
+
 // CF.RESERVE key capacity [BUCKETSIZE b] [MAXITERATIONS n] [EXPANSION e]
 // [FPR p] [FINGERPRINT f] [SEED s]
+//
+// The options RedisBloom knows are checked in its order (MAXITERATIONS,
+// BUCKETSIZE, EXPANSION, then the capacity against the bucket size),
+// whatever their order in the command, and the first of a repeated option
+// counts, as in RedisBloom; then this server's own options.
 
 type cfReserve struct {
 	key []byte
 	p   cfParams
 }
 
-func parseCFReserve(args [][]byte) (cfReserve, error) {
+func parseCFReserve(args [][]byte, fs *FilterSettings) (cfReserve, error) {
 	if len(args) < 3 || len(args)%2 == 0 {
 		return cfReserve{}, errArity
 	}
-	r := cfReserve{key: args[1]}
+	r := cfReserve{key: args[1], p: defaultCFParams(fs, 0)}
 	capacity, ok := parseInt(args[2])
 	if !ok {
 		return r, errCFBadCapacity
 	}
-	r.p = defaultCFParams(0)
-	fpGiven := false
+	var maxIter, bucketSize, expansion, fpr, fingerprint, seed, buckets []byte
+	unknown := false
+	first := func(dst *[]byte, v []byte) {
+		if *dst == nil {
+			*dst = v
+		}
+	}
 	for i := 3; i < len(args); i += 2 {
 		opt, val := args[i], args[i+1]
 		switch {
 		case is(opt, "MAXITERATIONS"):
-			n, ok := parseInt(val)
-			if !ok {
-				return r, errCFParseMaxIter
-			}
-			if n <= 0 || n > cfMaxIterations {
-				return r, errCFMaxIterRange
-			}
-			r.p.maxIter = int(n)
+			first(&maxIter, val)
 		case is(opt, "BUCKETSIZE"):
-			n, ok := parseInt(val)
-			if !ok {
-				return r, errCFParseBucket
-			}
-			if n <= 0 || n > cfMaxBucketSize {
-				return r, errCFBucketRange
-			}
-			if n != 2 && n != 4 && n != 8 {
-				return r, errCFBucketSupported
-			}
-			r.p.bucketSize = int(n)
+			first(&bucketSize, val)
 		case is(opt, "EXPANSION"):
-			n, ok := parseInt(val)
-			if !ok {
-				return r, errCFParseExpansion
-			}
-			if n < 0 || n > cfMaxExpansion {
-				return r, errCFExpansionRange
-			}
-			r.p.expansion = uint64(n)
+			first(&expansion, val)
 		case is(opt, "FPR"):
-			f, ok := parseFloat(val)
-			if !ok {
-				return r, errCFParseFPR
-			}
-			if f <= 0 || f >= 1 {
-				return r, errCFFPRRange
-			}
-			r.p.fpr = f
+			first(&fpr, val)
 		case is(opt, "FINGERPRINT"):
-			n, ok := parseInt(val)
-			if !ok {
-				return r, errCFParseFingerprint
-			}
-			if n < cuckoo.MinFingerprintBits || n > cuckoo.MaxFingerprintBits {
-				return r, errCFFingerprintRange
-			}
-			r.p.fingerprint, fpGiven = int(n), true
+			first(&fingerprint, val)
 		case is(opt, "SEED"):
-			n, ok := parseUint(val)
-			if !ok {
-				return r, errCFParseSeed
-			}
-			r.p.seed, r.p.seeded = n, true
+			first(&seed, val)
 		case is(opt, "BUCKETS"): // the log's, see cfParams.buckets
-			n, ok := parseUint(val)
-			if !ok || n == 0 {
-				return r, errUnknownArgument
-			}
-			r.p.buckets = n
+			first(&buckets, val)
 		default:
-			return r, errUnknownArgument
+			unknown = true
 		}
 	}
-	if fpGiven && r.p.fpr > 0 {
-		return r, errCFFPRAndFP
+	if maxIter != nil {
+		n, err := rangedInt(maxIter, 1, cfMaxIterations, errCFParseMaxIter, errCFMaxIterRange)
+		if err != nil {
+			return r, err
+		}
+		r.p.maxIter = int(n)
+	}
+	if bucketSize != nil {
+		n, err := rangedInt(bucketSize, 1, cuckoo.MaxBucketSize, errCFParseBucket, errCFBucketRange)
+		if err != nil {
+			return r, err
+		}
+		r.p.bucketSize = int(n)
+	}
+	if expansion != nil {
+		n, err := rangedInt(expansion, 0, cfMaxExpansion, errCFParseExpansion, errCFExpansionRange)
+		if err != nil {
+			return r, err
+		}
+		r.p.expansion = uint64(n)
+	}
+	// This server's options: their errors come after RedisBloom's.
+	var optErr error
+	if fpr != nil {
+		f, ok := parseFloat(fpr)
+		switch {
+		case !ok:
+			optErr = errCFParseFPR
+		case f <= 0 || f >= 1:
+			optErr = errCFFPRRange
+		default:
+			r.p.fpr = f
+		}
+	}
+	if fingerprint != nil {
+		n, ok := parseInt(fingerprint)
+		switch {
+		case optErr != nil:
+		case !ok:
+			optErr = errCFParseFingerprint
+		case n < cuckoo.MinFingerprintBits || n > cuckoo.MaxFingerprintBits:
+			optErr = errCFFingerprintRange
+		case fpr != nil:
+			optErr = errCFFPRAndFP
+		case r.p.bucketSize == 1 && n < 16:
+			optErr = errCFOneSlotBits
+		default:
+			r.p.fingerprint = int(n)
+		}
 	}
 	if capacity < 2*int64(r.p.bucketSize) {
-		return r, errCFCapacityMin
+		most := cfMostCapacity(&r.p)
+		if most == 0 { // a rate no fingerprint reaches: the default width's bound
+			q := r.p
+			q.fpr = 0
+			most = cfMostCapacity(&q)
+		}
+		return r, cfCapacityRange(most)
 	}
-	r.p.capacity = uint64(capacity)
-	if r.p.fpr > 0 {
-		if _, err := cuckoo.NewPlan(r.p.capacity, cuckoo.WithBucketSize(r.p.bucketSize), cuckoo.WithFalsePositiveRate(r.p.fpr)); err != nil {
-			return r, errCFFPRRange
+	if unknown {
+		return r, errUnknownArgument
+	}
+	if optErr != nil {
+		return r, optErr
+	}
+	if seed != nil {
+		if r.p.seed, r.p.seeded = parseUint(seed); !r.p.seeded {
+			return r, errCFParseSeed
 		}
 	}
-	return r, nil
+	if buckets != nil {
+		n, ok := parseUint(buckets)
+		if !ok || n == 0 {
+			return r, errUnknownArgument
+		}
+		r.p.buckets = n
+	}
+	r.p.capacity = uint64(capacity)
+	return r, r.p.check()
+}
+
+// check reports why a filter of p's capacity and shape cannot be built:
+// a capacity past what the shape allows, or a rate below what 32-bit
+// fingerprints reach. A creation from the log (with a bucket count) is not
+// checked: it was accepted when it ran.
+func (p *cfParams) check() error {
+	if p.buckets != 0 {
+		return nil
+	}
+	opts := p.shapeOptions()
+	if p.expansion > 0 {
+		// A growing filter plans its first table as newObject does.
+		opts = append(opts, cuckoo.WithBucketCount(leastCFBuckets(p.capacity, opts)))
+	}
+	if _, err := cuckoo.NewPlan(p.capacity, opts...); err != nil {
+		if most := cfMostCapacity(p); most > 0 && p.capacity > most {
+			return cfCapacityRange(most)
+		}
+		if p.fpr > 0 {
+			return errCFFPRRange
+		}
+		return errCFCreate
+	}
+	return nil
 }
 
 func (r cfReserve) run(c *call) { reserve(c, r.key, kindCF, &r.p) }
@@ -295,15 +390,38 @@ func (r cfReserve) run(c *call) { reserve(c, r.key, kindCF, &r.p) }
 // and create is false. The parameters are made only to create, so that
 // the common case allocates nothing.
 func cfLockOrCreate(c *call, key []byte, create bool, capacity uint64) (*object, uint64, [][]byte, error) {
+	fs := c.settings()
 	o, epoch, err := c.s.ks.writeLock(key, kindCF)
-	if err != nil || o != nil || !create {
-		if o == nil && err == nil {
-			err = errNotFound
+	switch {
+	case err != nil:
+		return nil, 0, nil, err
+	case o == nil && !create:
+		return nil, 0, nil, errNotFound
+	case o == nil:
+		if capacity == 0 {
+			capacity = uint64(fs.CFInitialSize)
 		}
-		return o, epoch, nil, err
+		p := defaultCFParams(fs, capacity)
+		var reserve [][]byte
+		if o, epoch, reserve, err = createLocked(c, key, &p); err != nil {
+			return nil, 0, nil, err
+		}
+		if reserve != nil && int64(o.cf.tables()) >= fs.CFMaxExpansions {
+			// cf-max-expansions 1: the new filter stays, as in RedisBloom.
+			c.log(epoch, reserve)
+			reserve = nil
+		}
+		if reserve != nil {
+			return o, epoch, reserve, nil
+		}
 	}
-	p := defaultCFParams(capacity)
-	return createLocked(c, key, &p)
+	// RedisBloom refuses inserts into a filter of cf-max-expansions
+	// tables, whatever room they have. A replay adds what was accepted.
+	if !c.replay && int64(o.cf.tables()) >= fs.CFMaxExpansions {
+		c.s.ks.unlockWrite(o)
+		return nil, 0, nil, errCFMaxExpansions
+	}
+	return o, epoch, nil, nil
 }
 
 // CF.ADD key item, CF.ADDNX key item
@@ -321,7 +439,7 @@ func parseCFAdd(args [][]byte) (cfAdd, error) {
 }
 
 func (r cfAdd) run(c *call) {
-	o, epoch, reserve, err := cfLockOrCreate(c, r.key, true, cfDefaultCapacity)
+	o, epoch, reserve, err := cfLockOrCreate(c, r.key, true, 0)
 	if err != nil {
 		c.fail(err)
 		return
@@ -342,28 +460,29 @@ func (r cfAdd) run(c *call) {
 	}
 	if added {
 		c.log(epoch, c.args)
-		c.w.Int(1)
-		return
 	}
-	c.w.Int(0)
+	c.w.Bool(added)
 }
 
 // CF.INSERT key [CAPACITY c] [NOCREATE] ITEMS item..., and CF.INSERTNX.
-// Options are recognised by their first letter, as RedisBloom does.
+// Options are recognised by their first letter, as RedisBloom does. An
+// item a fixed filter has no room for answers -1 (false in RESP3 from
+// CF.INSERT, whose other answers are booleans there too; CF.INSERTNX
+// answers integers in both protocols, as RedisBloom does).
 
 type cfInsert struct {
 	key      []byte
-	capacity uint64
+	capacity uint64 // 0: cf-initial-size
 	noCreate bool
 	nx       bool
 	items    [][]byte
 }
 
-func parseCFInsert(args [][]byte) (cfInsert, error) {
+func parseCFInsert(args [][]byte, fs *FilterSettings) (cfInsert, error) {
 	if len(args) < 4 {
 		return cfInsert{}, errArity
 	}
-	r := cfInsert{key: args[1], capacity: cfDefaultCapacity, nx: len(args[0]) == len("CF.INSERTNX")}
+	r := cfInsert{key: args[1], nx: len(args[0]) == len("CF.INSERTNX")}
 	i := 2
 	for i < len(args) && r.items == nil {
 		switch lowerFirst(args[i]) {
@@ -376,8 +495,8 @@ func parseCFInsert(args [][]byte) (cfInsert, error) {
 			if !ok {
 				return r, errCFBadCapacity
 			}
-			if n < 2*cuckoo.DefaultBucketSize {
-				return r, errCFCapacityMin
+			if p := defaultCFParams(fs, uint64(n)); n < 2*fs.CFBucketSize || !p.plannable() {
+				return r, cfInsertCapacityRange(cfMostCapacity(&p))
 			}
 			r.capacity = uint64(n)
 			i++
@@ -420,11 +539,15 @@ func (r cfInsert) run(c *call) {
 		} else {
 			err = o.cf.add(item)
 		}
+		changed = changed || added && err == nil
 		switch {
+		case !r.nx && err == nil:
+			c.w.Bool(true)
+		case !r.nx && c.w.Protocol() == 3:
+			c.w.Bool(false)
 		case err != nil:
 			c.w.Int(-1)
 		case added:
-			changed = true
 			c.w.Int(1)
 		default:
 			c.w.Int(0)
@@ -436,7 +559,8 @@ func (r cfInsert) run(c *call) {
 }
 
 // CF.EXISTS key item, CF.MEXISTS key item..., CF.COUNT key item. A missing
-// key, or one of another type, holds nothing: 0 (as RedisBloom answers).
+// key, or one of another type, holds nothing: 0, or false in RESP3 (as
+// RedisBloom answers). CF.COUNT answers an integer in both protocols.
 
 type cfExists struct {
 	keyItems
@@ -454,15 +578,14 @@ func (r cfExists) run(c *call) {
 		c.w.Array(len(r.items))
 	}
 	for _, item := range r.items {
-		var n int64
 		switch {
-		case o == nil:
+		case r.count && o == nil:
+			c.w.Int(0)
 		case r.count:
-			n = int64(o.cf.count(item))
-		case o.cf.contains(item):
-			n = 1
+			c.w.Int(int64(o.cf.count(item)))
+		default:
+			c.w.Bool(o != nil && o.cf.contains(item))
 		}
-		c.w.Int(n)
 	}
 	if o != nil {
 		o.mu.RUnlock()
@@ -487,12 +610,11 @@ func (r cfDel) run(c *call) {
 		return
 	}
 	defer c.s.ks.unlockWrite(o)
-	if o.cf.del(r.item) {
+	deleted := o.cf.del(r.item)
+	if deleted {
 		c.log(epoch, c.args)
-		c.w.Int(1)
-		return
 	}
-	c.w.Int(0)
+	c.w.Bool(deleted)
 }
 
 // CF.INFO key
@@ -516,7 +638,7 @@ func (r cfInfo) run(c *call) {
 		name string
 		val  uint64
 	}{
-		{"Size", v.sizeInBytes()},
+		{"Size", v.infoSize()},
 		{"Number of buckets", v.buckets()},
 		{"Number of filters", uint64(v.tables())},
 		{"Number of items inserted", v.len()},
@@ -526,7 +648,7 @@ func (r cfInfo) run(c *call) {
 		{"Max iterations", uint64(v.maxKicks())},
 	}
 	o.mu.RUnlock()
-	c.w.Array(2 * len(fields))
+	c.w.Map(len(fields))
 	for _, f := range fields {
 		c.w.Simple(f.name)
 		c.w.Int(int64(f.val))

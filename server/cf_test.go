@@ -18,8 +18,17 @@ func args(s string) [][]byte {
 	return out
 }
 
+// mostDefault is the largest capacity of a cuckoo filter of the default
+// shape.
+var mostDefault = func() uint64 {
+	fs := DefaultFilterSettings()
+	p := defaultCFParams(&fs, 0)
+	return cfMostCapacity(&p)
+}()
+
 func TestParseCFReserve(t *testing.T) {
-	def := defaultCFParams(0)
+	fs := DefaultFilterSettings()
+	def := defaultCFParams(&fs, 0)
 	with := func(f func(p *cfParams)) cfParams { p := def; f(&p); return p }
 	for _, tc := range []struct {
 		in   string
@@ -36,16 +45,29 @@ func TestParseCFReserve(t *testing.T) {
 		{"CF.RESERVE k", cfParams{}, errArity},
 		{"CF.RESERVE k 100 EXPANSION", cfParams{}, errArity},
 		{"CF.RESERVE k 1e3", cfParams{}, errCFBadCapacity},
-		{"CF.RESERVE k 7", cfParams{}, errCFCapacityMin},
+		{"CF.RESERVE k 7", cfParams{}, cfCapacityRange(mostDefault)},
 		{"CF.RESERVE k 4 BUCKETSIZE 2", with(func(p *cfParams) { p.capacity, p.bucketSize = 4, 2 }), nil},
-		{"CF.RESERVE k 100 BUCKETSIZE 16", cfParams{}, errCFBucketSupported},
+		{"CF.RESERVE k 100 BUCKETSIZE 16", with(func(p *cfParams) { p.capacity, p.bucketSize = 100, 16 }), nil},
+		{"CF.RESERVE k 100 BUCKETSIZE 1", with(func(p *cfParams) { p.capacity, p.bucketSize = 100, 1 }), nil},
+		{"CF.RESERVE k 510 BUCKETSIZE 255", with(func(p *cfParams) { p.capacity, p.bucketSize = 510, 255 }), nil},
+		{"CF.RESERVE k 100 BUCKETSIZE 0", cfParams{}, errCFBucketRange},
+		{"CF.RESERVE k 100 BUCKETSIZE 256", cfParams{}, errCFBucketRange},
+		{"CF.RESERVE k 100 MAXITERATIONS 0", cfParams{}, errCFMaxIterRange},
+		{"CF.RESERVE k 100 EXPANSION 32769", cfParams{}, errCFExpansionRange},
+		// RedisBloom's order of checks, whatever the order of the options;
+		// the first of a repeated option counts.
+		{"CF.RESERVE k 100 EXPANSION x MAXITERATIONS 0", cfParams{}, errCFMaxIterRange},
+		{"CF.RESERVE k 1 BUCKETSIZE x", cfParams{}, errCFParseBucket},
+		{"CF.RESERVE k 100 MAXITERATIONS 7 MAXITERATIONS 0", with(func(p *cfParams) { p.capacity, p.maxIter = 100, 7 }), nil},
+		{"CF.RESERVE k 3 COLOR blue", cfParams{}, cfCapacityRange(mostDefault)},
+		{"CF.RESERVE k 20000000000", cfParams{}, cfCapacityRange(mostDefault)},
 		{"CF.RESERVE k 100 FPR 0", cfParams{}, errCFFPRRange},
 		{"CF.RESERVE k 100 FPR nan", cfParams{}, errCFParseFPR},
 		{"CF.RESERVE k 100 FINGERPRINT 12 FPR 0.1", cfParams{}, errCFFPRAndFP},
 		{"CF.RESERVE k 100 SEED 18446744073709551616", cfParams{}, errCFParseSeed},
 		{"CF.RESERVE k 100 EXTRA 1", cfParams{}, errUnknownArgument},
 	} {
-		r, err := parseCFReserve(args(tc.in))
+		r, err := parseCFReserve(args(tc.in), &fs)
 		if err != tc.err {
 			t.Errorf("%q: error %v, want %v", tc.in, err, tc.err)
 			continue
@@ -57,6 +79,7 @@ func TestParseCFReserve(t *testing.T) {
 }
 
 func TestParseCFCommands(t *testing.T) {
+	fs := DefaultFilterSettings()
 	for _, tc := range []struct {
 		in   string
 		want any
@@ -65,7 +88,8 @@ func TestParseCFCommands(t *testing.T) {
 		{"CF.ADD k x", cfAdd{key: []byte("k"), item: []byte("x")}, nil},
 		{"cf.addnx k x", cfAdd{key: []byte("k"), item: []byte("x"), nx: true}, nil},
 		{"CF.ADD k", nil, errArity},
-		{"CF.INSERT k ITEMS a b", cfInsert{key: []byte("k"), capacity: cfDefaultCapacity, items: args("a b")}, nil},
+		{"CF.INSERT k ITEMS a b", cfInsert{key: []byte("k"), items: args("a b")}, nil},
+		{"CF.INSERT k CAPACITY 7 ITEMS a", nil, cfInsertCapacityRange(mostDefault)},
 		{"CF.INSERTNX k CAP 50 NOCREATE ITEMS a", cfInsert{key: []byte("k"), capacity: 50, noCreate: true, nx: true, items: args("a")}, nil},
 		{"CF.INSERT k ITEMS", nil, errArity},
 		{"CF.INSERT k CAPACITY 50", nil, errArity},
@@ -86,7 +110,7 @@ func TestParseCFCommands(t *testing.T) {
 		case "CF.ADD", "CF.ADDNX":
 			got, err = parseCFAdd(a)
 		case "CF.INSERT", "CF.INSERTNX":
-			got, err = parseCFInsert(a)
+			got, err = parseCFInsert(a, &fs)
 		case "CF.EXISTS", "CF.MEXISTS", "CF.COUNT":
 			got, err = parseCFExists(a)
 		case "CF.SCANDUMP":
@@ -113,7 +137,8 @@ func TestCFReserveLogged(t *testing.T) {
 	if got != want {
 		t.Fatalf("%q, want %q", got, want)
 	}
-	r, err := parseCFReserve(args(got))
+	fs := DefaultFilterSettings()
+	r, err := parseCFReserve(args(got), &fs)
 	if err != nil || !reflect.DeepEqual(r.p, p) {
 		t.Fatalf("the logged command parses to %+v, %v", r.p, err)
 	}
@@ -130,8 +155,9 @@ func joinArgs(a [][]byte) []byte {
 	return b
 }
 
-// TestCFInfoReply pins CF.INFO's exact bytes: RedisBloom 2.4's flat array
-// of 8 pairs, in RESP2 and RESP3 alike, with this filter's own figures.
+// TestCFInfoReply pins CF.INFO's exact bytes: RedisBloom 8's 8 fields, a
+// flat array in RESP2 and a map in RESP3, with this filter's own figures
+// (Size: the bytes of its encoding).
 func TestCFInfoReply(t *testing.T) {
 	_, addr := startServer(t, testConfig(t))
 	c := dial(t, addr)
@@ -141,15 +167,15 @@ func TestCFInfoReply(t *testing.T) {
 	c.do("CF.DEL", "k", "a")
 	f, _ := cuckoo.New(1000, cuckoo.WithMaxKicks(300), cuckoo.WithSeed(5))
 	f.Add([]byte("b"))
-	want := fmt.Sprintf("*16\r\n+Size\r\n:%d\r\n+Number of buckets\r\n:%d\r\n+Number of filters\r\n:1\r\n"+
+	fields := fmt.Sprintf("+Size\r\n:%d\r\n+Number of buckets\r\n:%d\r\n+Number of filters\r\n:1\r\n"+
 		"+Number of items inserted\r\n:1\r\n+Number of items deleted\r\n:1\r\n+Bucket size\r\n:4\r\n"+
-		"+Expansion rate\r\n:0\r\n+Max iterations\r\n:300\r\n", f.SizeInBytes(), f.NumBuckets())
-	if got := c.do("CF.INFO", "k"); got != want {
-		t.Fatalf("RESP2: %q\nwant %q", got, want)
+		"+Expansion rate\r\n:0\r\n+Max iterations\r\n:300\r\n", f.EncodedSize(), f.NumBuckets())
+	if got := c.do("CF.INFO", "k"); got != "*16\r\n"+fields {
+		t.Fatalf("RESP2: %q\nwant %q", got, "*16\r\n"+fields)
 	}
 	c.do("HELLO", "3")
-	if got := c.do("CF.INFO", "k"); got != want {
-		t.Fatalf("RESP3: %q\nwant %q", got, want)
+	if got := c.do("CF.INFO", "k"); got != "%8\r\n"+fields {
+		t.Fatalf("RESP3: %q\nwant %q", got, "%8\r\n"+fields)
 	}
 }
 

@@ -9,6 +9,7 @@ package server
 
 import (
 	"errors"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -25,7 +26,7 @@ const (
 	flagDenyOOM                       // may add memory: refused past MaxMemory
 	flagNoAuth                        // allowed before AUTH
 	flagFast                          // O(1) or O(items)
-	flagModule                        // a RedisBloom command: arity errors name it as sent
+	flagModule                        // a RedisBloom command (COMMAND lists the flag)
 )
 
 // request is a parsed command.
@@ -56,6 +57,32 @@ func handle[R request](parse func(args [][]byte) (R, error)) func(c *call) {
 	}
 }
 
+// handleSettings is handle for the commands whose parse function takes
+// the filter settings in force: the defaults of their options, and the
+// bounds some of them check against.
+func handleSettings[R request](parse func(args [][]byte, fs *FilterSettings) (R, error)) func(c *call) {
+	return func(c *call) {
+		r, err := parse(c.args, c.settings())
+		if err != nil {
+			c.fail(err)
+			return
+		}
+		r.run(c)
+	}
+}
+
+// replaySettings are the settings a replay runs with. A logged creation
+// spells out every parameter of its filter, so the settings make nothing
+// during a replay; but a logged command was accepted under the settings of
+// its time, which CONFIG SET may have changed since (it is not logged):
+// these admit every argument a server accepts (the smallest bucket size,
+// the most expansions).
+var replaySettings = func() FilterSettings {
+	fs := DefaultFilterSettings()
+	fs.CFBucketSize, fs.CFMaxExpansions = 1, math.MaxInt64
+	return fs
+}()
+
 // errArity is returned by parse functions for a wrong number of
 // arguments; call.fail words it as Redis does.
 var errArity = errors.New("wrong number of arguments")
@@ -71,14 +98,20 @@ type call struct {
 	logOff int64 // the log offset after this command's records
 }
 
-// fail writes the reply for err.
+// settings returns the filter settings the command runs with.
+func (c *call) settings() *FilterSettings {
+	if c.replay {
+		return &replaySettings
+	}
+	return c.s.filters.Load()
+}
+
+// fail writes the reply for err. A wrong number of arguments names the
+// command as the table does, in lower case, as Redis 8 does for every
+// command, RedisBloom's included.
 func (c *call) fail(err error) {
 	if errors.Is(err, errArity) {
-		name := c.cmd.name
-		if c.cmd.flags&flagModule != 0 {
-			name = string(c.args[0])
-		}
-		err = arityError{name}
+		err = arityError{c.cmd.name}
 	}
 	c.w.Error(replyText(err))
 }
@@ -277,6 +310,19 @@ func parseInt(b []byte) (int64, bool) {
 	}
 	n, err := strconv.ParseInt(string(b), 10, 64)
 	return n, err == nil
+}
+
+// rangedInt parses an integer option in [lo, hi], and returns parseErr
+// for one that is not an integer, rangeErr for one out of range.
+func rangedInt(b []byte, lo, hi int64, parseErr, rangeErr error) (int64, error) {
+	n, ok := parseInt(b)
+	switch {
+	case !ok:
+		return 0, parseErr
+	case n < lo || n > hi:
+		return 0, rangeErr
+	}
+	return n, nil
 }
 
 // parseUint parses a decimal uint64.

@@ -9,6 +9,14 @@ import (
 	"github.com/dedupkit/cuckoo/server/resp"
 )
 
+// A connection is served in one of two ways. On Linux an event loop
+// (loop_linux.go) serves many: it waits for the connections that have
+// data, reads each once, runs what arrived, makes the batch's log records
+// durable with one write, and sends each connection its replies, as Redis
+// does. Elsewhere, and for a listener whose connections have no file
+// descriptor, a goroutine serves each connection (serveGoroutine). Both
+// run commands with the same code (runBuffered, finishBatch).
+
 // unauthLimits are the request limits of a client that has not yet given
 // the password, as in Redis: enough for AUTH and HELLO, no more.
 var unauthLimits = resp.Limits{MaxBulk: 16 << 10, MaxArray: 10, MaxInline: 16 << 10, MaxCommand: 64 << 10}
@@ -21,7 +29,8 @@ const flushThreshold = 64 << 10
 // client is one connection.
 type client struct {
 	s       *Server
-	nc      net.Conn
+	nc      net.Conn // nil when an event loop serves the connection
+	lc      *loopConn
 	id      int64
 	addr    string
 	created time.Time
@@ -45,17 +54,18 @@ type client struct {
 	}
 }
 
+// serveConn serves a new connection until it ends. The caller has
+// counted it in s.conns; whoever serves it marks it done.
 func (s *Server) serveConn(nc net.Conn) {
-	defer s.conns.Done()
 	s.totalConns.Add(1)
 	if s.numClients.Add(1) > int64(s.cfg.MaxClients) {
 		s.numClients.Add(-1)
 		nc.SetWriteDeadline(time.Now().Add(time.Second))
 		nc.Write([]byte("-" + string(errMaxClients) + "\r\n"))
 		nc.Close()
+		s.conns.Done()
 		return
 	}
-	defer s.numClients.Add(-1)
 	c := &client{
 		s:       s,
 		nc:      nc,
@@ -64,36 +74,83 @@ func (s *Server) serveConn(nc net.Conn) {
 		created: time.Now(),
 		authed:  s.cfg.Password == "",
 	}
-	lim := s.cfg.Limits
-	if !c.authed {
-		lim = unauthLimits
-	}
-	c.rd = resp.NewReader(nc, lim)
-	c.w = resp.NewWriter(nc, s.cfg.MaxOutputBuffer)
 	c.lastCmd.Store(c.created.UnixNano())
-
+	// Every field is set before the client is registered, where other
+	// connections (CLIENT LIST) and Shutdown see it.
+	onLoop := s.toLoop(c)
+	if !onLoop {
+		c.rd = resp.NewReader(nc, c.limits())
+		c.w = resp.NewWriter(nc, s.cfg.MaxOutputBuffer)
+	}
 	s.mu.Lock()
 	if s.closing.Load() {
 		s.mu.Unlock()
-		nc.Close()
+		c.closed()
 		return
 	}
 	s.mu.clients[c] = struct{}{}
 	s.mu.Unlock()
-	defer func() {
-		s.mu.Lock()
-		delete(s.mu.clients, c)
-		s.totalCmds.Add(c.cmds.Load())
-		s.mu.Unlock()
-		nc.Close()
-	}()
-	c.loop()
+	if onLoop {
+		c.addToLoop()
+		return
+	}
+	c.serveGoroutine()
+	c.closed()
 }
 
-// loop reads and runs commands until the connection ends. Commands that
-// arrived together (a pipeline) run one after the other, and their replies
-// go back in one write, after their log records are durable.
-func (c *client) loop() {
+// limits returns the request limits the client has now.
+func (c *client) limits() resp.Limits {
+	if !c.authed {
+		return unauthLimits
+	}
+	return c.s.cfg.Limits
+}
+
+// closed unregisters a client whose connection has ended, and closes the
+// connection.
+func (c *client) closed() {
+	s := c.s
+	s.mu.Lock()
+	if _, ok := s.mu.clients[c]; ok {
+		delete(s.mu.clients, c)
+		s.totalCmds.Add(c.cmds.Load())
+	}
+	s.mu.Unlock()
+	if c.nc != nil {
+		c.nc.Close()
+	}
+	c.closeLoopConn()
+	s.numClients.Add(-1)
+	s.conns.Done()
+}
+
+// serveGoroutine reads and runs commands until the connection ends.
+// Commands that arrived together (a pipeline) run one after the other, and
+// their replies go back in one write, after their log records are durable.
+func (c *client) serveGoroutine() {
+	s := c.s
+	for {
+		if !c.runBuffered() || !c.finishBatch() {
+			return
+		}
+		if s.cfg.IdleTimeout > 0 {
+			c.nc.SetReadDeadline(time.Now().Add(s.cfg.IdleTimeout))
+		}
+		// Shutdown sets closing, then a past read deadline: checking
+		// closing after our deadline is set means Fill cannot block.
+		if s.closing.Load() {
+			return
+		}
+		if c.rd.Fill() != nil {
+			return
+		}
+	}
+}
+
+// runBuffered runs the commands whose bytes have arrived, and reports
+// false when the connection must close: after a QUIT, a malformed request
+// or a failed write, whose replies it has sent.
+func (c *client) runBuffered() bool {
 	s := c.s
 	for {
 		args, err := c.rd.Next()
@@ -104,24 +161,10 @@ func (c *client) loop() {
 				c.w.Error(protocolReply(err, c.authed))
 				c.w.Flush()
 			}
-			return
+			return false
 		}
 		if args == nil {
-			if !c.finishBatch() {
-				return
-			}
-			if s.cfg.IdleTimeout > 0 {
-				c.nc.SetReadDeadline(time.Now().Add(s.cfg.IdleTimeout))
-			}
-			// Shutdown sets closing, then a past read deadline: checking
-			// closing after our deadline is set means Fill cannot block.
-			if s.closing.Load() {
-				return
-			}
-			if c.rd.Fill() != nil {
-				return
-			}
-			continue
+			return true
 		}
 		s.exec(&c.call, c, c.w, args)
 		c.cmds.Add(1)
@@ -130,10 +173,10 @@ func (c *client) loop() {
 		}
 		if c.quit || c.w.Err() != nil {
 			c.finishBatch()
-			return
+			return false
 		}
 		if c.w.Buffered() >= flushThreshold && !c.finishBatch() {
-			return
+			return false
 		}
 	}
 }
@@ -143,20 +186,43 @@ func (c *client) loop() {
 // false when the connection must close: a client is never told a write
 // succeeded that the log could not keep.
 func (c *client) finishBatch() bool {
-	s := c.s
 	c.lastCmd.Store(time.Now().UnixNano())
-	if c.logOff > c.flushed {
-		if err := s.aof.flush(c.logOff, s.cfg.Fsync == FsyncAlways); err != nil {
+	if !c.logDurable(c.logOff) {
+		return false
+	}
+	return c.w.Flush() == nil
+}
+
+// logDurable makes the log durable up to off, as the fsync policy says,
+// for this client's replies (another client may have done it already),
+// and reports false when it could not.
+func (c *client) logDurable(off int64) bool {
+	s := c.s
+	if off > c.flushed {
+		if err := s.aof.flush(off, s.cfg.Fsync == FsyncAlways); err != nil {
 			s.logf("append-only log: %v; closing the connection of client %d without its replies", err, c.id)
 			return false
 		}
-		c.flushed = c.logOff
+		c.flushed = off
 	}
-	return c.w.Flush() == nil
+	return true
 }
 
 // setAuthed marks the client authenticated and lifts its request limits.
 func (c *client) setAuthed() {
 	c.authed = true
 	c.rd.SetLimits(c.s.cfg.Limits)
+}
+
+// wake makes a client waiting for requests see that the server is
+// stopping; force closes its connection at once.
+func (c *client) wake(force bool) {
+	switch {
+	case c.nc == nil:
+		// Its event loop is woken once for all its clients.
+	case force:
+		c.nc.Close()
+	default:
+		c.nc.SetReadDeadline(time.Now())
+	}
 }

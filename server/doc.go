@@ -1,8 +1,9 @@
 // Package server is `cuckoo serve`: the filters of this module behind the
 // Redis protocol, so that many processes, on many hosts and in any
 // language, share one filter through any Redis client. It speaks RESP2 and
-// RESP3 and answers RedisBloom's CF.* (cuckoo) and BF.* (Bloom) commands
-// with RedisBloom 2.4's reply shapes and error texts, plus the generic
+// RESP3 and answers the CF.* (cuckoo) and BF.* (Bloom) commands as Redis 8
+// does (RedisBloom 8: booleans and maps in RESP3, Redis 8's error texts
+// and its bf-* and cf-* settings, FilterSettings), plus the generic
 // commands clients and tools send (PING, HELLO, AUTH, INFO, SCAN, DEL…);
 // docs/commands.md lists them all, with every difference.
 //
@@ -19,9 +20,11 @@
 // takes 13.7 bits per item (17 MB); with EXPANSION 0 it refuses items past
 // its capacity ("Filter is full"), without it it grows, each new table
 // twice the last, its rate staying below twice the one asked for. A filter
-// created by CF.ADD on a missing key starts at 1024 items and grows to
-// whatever it is given, probing every table on each lookup: reserve when
-// you know the size. Choose BF.* for a filter that never deletes at rates
+// created by CF.ADD on a missing key starts at cf-initial-size (1024)
+// items and grows to whatever it is given, probing every table on each
+// lookup: reserve when you know the size. BUCKETSIZE takes any size from 1
+// to 255, as Redis 8 does; 2, 4 (the default) and 8 are the fast ones.
+// Choose BF.* for a filter that never deletes at rates
 // of a few percent or more, where a Bloom filter is smaller.
 //
 // For the server itself, DefaultConfig is the configuration of `cuckoo
@@ -32,11 +35,16 @@
 //
 // # Concurrency
 //
-// One goroutine serves each connection. The key space is split into
-// shards, and each key has its own lock, so commands on different keys run
-// in parallel and never wait for each other; a write holds its key's lock
-// until its log record is appended, which keeps the log in the order the
-// writes ran. All methods of Server are safe for concurrent use.
+// On Linux, event loops serve the connections, one per GOMAXPROCS (the
+// --threads of `cuckoo serve`), as Redis's event loop does: a loop waits
+// for the connections that have data, reads each once, runs the commands
+// that arrived, makes their log records durable with one write for all of
+// them, and sends the replies. Elsewhere one goroutine serves each
+// connection. The key space is split into shards, and each key has its
+// own lock, so commands on different keys run in parallel and never wait
+// for each other; a write holds its key's lock until its log record is
+// appended, which keeps the log in the order the writes ran. All methods
+// of Server are safe for concurrent use.
 //
 // # Persistence
 //

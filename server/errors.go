@@ -1,8 +1,8 @@
 package server
 
 // Every error a client can receive is written here, in one place, with the
-// exact text Redis 7 or RedisBloom 2.4 sends for the same condition (the
-// tests pin each one). A reply error's first word is its code: ERR,
+// exact text Redis or RedisBloom 8 sends for the same condition (the tests
+// pin each one). A reply error's first word is its code: ERR,
 // WRONGTYPE, NOAUTH, OOM…; RedisBloom sends some errors without a code
 // ("Bad capacity"), and so do we where it does.
 
@@ -61,7 +61,10 @@ const (
 	errClientName    replyError = "ERR Client names cannot contain spaces, newlines or special characters."
 )
 
-// Replies shared with RedisBloom 2.4.
+// Replies shared with RedisBloom 8 (Redis 8's built-in probabilistic
+// commands). Where RedisBloom's text names a bound this server does not
+// share (a capacity of 2^30), the functions below word it the same way
+// with this server's bound.
 const (
 	errNotFound        replyError = "ERR not found"
 	errItemExists      replyError = "ERR item exists"
@@ -69,33 +72,32 @@ const (
 	errNoMemoryFilter  replyError = "ERR Insufficient memory to create filter"
 
 	errCFBadCapacity     replyError = "Bad capacity"
-	errCFCapacityMin     replyError = "Capacity must be at least (BucketSize * 2)"
 	errCFParseMaxIter    replyError = "Couldn't parse MAXITERATIONS"
-	errCFMaxIterRange    replyError = "MAXITERATIONS: value must be an integer between 1 and 65535, inclusive."
+	errCFMaxIterRange    replyError = "MAXITERATIONS: value must be in the range [1, 65535]"
 	errCFParseBucket     replyError = "Couldn't parse BUCKETSIZE"
-	errCFBucketRange     replyError = "BUCKETSIZE: value must be an integer between 1 and 255, inclusive."
+	errCFBucketRange     replyError = "BUCKETSIZE: value must be in the range [1, 255]"
 	errCFParseExpansion  replyError = "Couldn't parse EXPANSION"
-	errCFExpansionRange  replyError = "EXPANSION: value must be an integer between 0 and 32768, inclusive."
+	errCFExpansionRange  replyError = "EXPANSION: value must be in the range [0, 32768]"
 	errCFCreate          replyError = "ERR Could not create filter"
 	errCFFull            replyError = "Filter is full"
+	errCFMaxExpansions   replyError = "Maximum expansions reached"
 	errCFDelNotFound     replyError = "Not found"
 	errCFInvalidPosition replyError = "Invalid position"
 	errCFInvalidHeader   replyError = "Invalid header"
 	errCFLoadChunk       replyError = "Couldn't load chunk!"
 
 	errBFBadErrorRate     replyError = "ERR bad error rate"
-	errBFErrorRateRange   replyError = "ERR (0 < error rate range < 1) "
+	errBFErrorRateRange   replyError = "ERR error rate must be in the range (0.000000, 1.000000)"
 	errBFBadCapacity      replyError = "ERR bad capacity"
-	errBFCapacityRange    replyError = "ERR (capacity should be larger than 0)"
 	errBFNoExpansion      replyError = "ERR no expansion"
 	errBFNonScalingExpand replyError = "Nonscaling filters cannot expand"
 	errBFBadExpansion     replyError = "ERR bad expansion"
+	errBFExpansionRange   replyError = "ERR expansion must be in the range [0, 32768]"
 	errBFCreate           replyError = "ERR could not create filter"
 	errBloomFull          replyError = "ERR non scaling filter is full"
 	errBFInsertErrorRate  replyError = "Bad error rate"
 	errBFInsertExpansion  replyError = "Bad expansion"
 	errBFInsertCapacity   replyError = "Bad capacity"
-	errBFBadArgument      replyError = "Bad argument received"
 	errBFScanDumpIter     replyError = "Second argument must be numeric"
 	errBFLoadChunkIter    replyError = "ERR Second argument must be numeric"
 	errBFBadData          replyError = "ERR received bad data"
@@ -103,15 +105,32 @@ const (
 	errBFInfoField        replyError = "Invalid information value"
 )
 
+// cfCapacityRange is CF.RESERVE's reply to a capacity outside [2b, most],
+// b the bucket size, most the largest capacity of the filter's shape.
+func cfCapacityRange(most uint64) replyError {
+	return replyError(fmt.Sprintf("Capacity must be in the range [2 * BUCKETSIZE, %d]", most))
+}
+
+// cfInsertCapacityRange is CF.INSERT's reply to a CAPACITY outside
+// [2 · cf-bucket-size, most].
+func cfInsertCapacityRange(most uint64) replyError {
+	return replyError(fmt.Sprintf("Capacity must be in the range [cf-bucket-size * 2, %d]", most))
+}
+
+// bfCapacityRange is BF.RESERVE's reply to a capacity outside [1, most].
+func bfCapacityRange(most uint64) replyError {
+	return replyError(fmt.Sprintf("ERR capacity must be in the range [1, %d]", most))
+}
+
 // Replies for this server's own options and limits, where neither Redis
 // nor RedisBloom has one.
 const (
-	errCFBucketSupported  replyError = "BUCKETSIZE: value must be 2, 4 or 8"
 	errCFParseFPR         replyError = "Couldn't parse FPR"
 	errCFFPRRange         replyError = "FPR: value must be in (0, 1), and at least the rate of 32-bit fingerprints"
 	errCFParseFingerprint replyError = "Couldn't parse FINGERPRINT"
-	errCFFingerprintRange replyError = "FINGERPRINT: value must be an integer between 4 and 32, inclusive."
+	errCFFingerprintRange replyError = "FINGERPRINT: value must be in the range [4, 32]"
 	errCFFPRAndFP         replyError = "FPR and FINGERPRINT cannot be combined"
+	errCFOneSlotBits      replyError = "FINGERPRINT: 1-slot buckets need at least 16 bits"
 	errCFParseSeed        replyError = "Couldn't parse SEED"
 	errBFErrorRateMin     replyError = "ERR error rate must be at least 1e-15"
 	errLoadTooLarge       replyError = "ERR dump larger than the server accepts"

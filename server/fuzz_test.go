@@ -10,15 +10,21 @@ import (
 // objectSeeds returns object encodings of each kind, for the fuzz seeds.
 func objectSeeds(t testing.TB) [][]byte {
 	var seeds [][]byte
+	fs := DefaultFilterSettings()
 	for _, mk := range []func(c *call) (*object, error){
 		func(c *call) (*object, error) {
-			p := defaultCFParams(20)
+			p := defaultCFParams(&fs, 20)
 			p.expansion = 0
 			return p.newObject(c)
 		},
-		func(c *call) (*object, error) { p := defaultCFParams(20); return p.newObject(c) },
-		func(c *call) (*object, error) { p := defaultBFParams(); return p.newObject(c) },
-		func(c *call) (*object, error) { p := defaultBFParams(); p.nonScaling = true; return p.newObject(c) },
+		func(c *call) (*object, error) { p := defaultCFParams(&fs, 20); return p.newObject(c) },
+		func(c *call) (*object, error) {
+			p := defaultCFParams(&fs, 20)
+			p.bucketSize, p.expansion = 3, 0
+			return p.newObject(c)
+		},
+		func(c *call) (*object, error) { p := defaultBFParams(&fs); return p.newObject(c) },
+		func(c *call) (*object, error) { p := defaultBFParams(&fs); p.nonScaling = true; return p.newObject(c) },
 	} {
 		c := &call{s: &Server{cfg: Config{MaxFilterBytes: 1 << 30}, ks: newKeyspace()}}
 		o, err := mk(c)

@@ -233,8 +233,37 @@ func TestFilterSizeLimits(t *testing.T) {
 	cfg = testConfig(t)
 	cfg.MaxFilterBytes = 1 << 62
 	_, addr = startServer(t, cfg)
-	if got := dial(t, addr).do("BF.RESERVE", "k", "0.5", fmt.Sprint(uint64(1)<<41)); got != "-ERR could not create filter\r\n" {
+	if got := dial(t, addr).do("BF.RESERVE", "k", "0.5", fmt.Sprint(uint64(1)<<41)); got != "-ERR capacity must be in the range [1, 1099511627776]\r\n" {
 		t.Errorf("a Bloom filter past the library's capacity: %q", got)
+	}
+}
+
+// TestIssue27CapacityTexts: a capacity past what a cuckoo filter's table
+// can address gets Redis 8's range text with this server's bound, and one
+// the table can address but --max-filter-size (16 GiB by default) does not
+// admit gets Redis 8's out-of-memory text, as docs/server.md says.
+func TestIssue27CapacityTexts(t *testing.T) {
+	_, addr := startServer(t, testConfig(t))
+	c := dial(t, addr)
+	for _, tc := range []struct {
+		cmd  []string
+		want string
+	}{
+		{[]string{"CF.RESERVE", "k", "20000000000"}, fmt.Sprintf("-Capacity must be in the range [2 * BUCKETSIZE, %d]\r\n", mostDefault)},
+		{[]string{"CF.RESERVE", "k", "20000000000", "EXPANSION", "0"}, fmt.Sprintf("-Capacity must be in the range [2 * BUCKETSIZE, %d]\r\n", mostDefault)},
+		{[]string{"CF.RESERVE", "k", "10000000000"}, "-ERR Insufficient memory to create filter\r\n"},
+		{[]string{"CF.RESERVE", "k", "10000000000", "EXPANSION", "0"}, "-ERR Insufficient memory to create filter\r\n"},
+		{[]string{"CF.INSERT", "k", "CAPACITY", "20000000000", "ITEMS", "x"}, fmt.Sprintf("-Capacity must be in the range [cf-bucket-size * 2, %d]\r\n", mostDefault)},
+		{[]string{"CF.INSERT", "k", "CAPACITY", "10000000000", "ITEMS", "x"}, "-ERR Insufficient memory to create filter\r\n"},
+		{[]string{"CF.RESERVE", "k", "0"}, fmt.Sprintf("-Capacity must be in the range [2 * BUCKETSIZE, %d]\r\n", mostDefault)},
+		{[]string{"EXISTS", "k"}, ":0\r\n"},
+	} {
+		if got := c.do(tc.cmd...); got != tc.want {
+			t.Errorf("%q: %q, want %q", tc.cmd, got, tc.want)
+		}
+	}
+	if mostDefault < 16_000_000_000 || mostDefault > 17_000_000_000 {
+		t.Errorf("the largest capacity of 4-slot buckets of 16 bits is %d, not about 2^32 · 4 · 0.95", mostDefault)
 	}
 }
 
@@ -290,5 +319,25 @@ func TestProtectedMode(t *testing.T) {
 			t.Errorf("%s password=%q protected=%v: %v", tc.addr, tc.pass, tc.protected, err)
 		}
 		s.Close()
+	}
+}
+
+// TestCreateErrors: parameters that pass the commands' checks but that
+// the libraries refuse get RedisBloom's creation errors, and nothing is
+// allocated. (The commands' checks leave little room for these: a Bloom
+// filter whose table would pass the library's 1 TiB, a cuckoo filter
+// whose parameters a replay gives.)
+func TestCreateErrors(t *testing.T) {
+	c := &call{s: &Server{cfg: Config{MaxFilterBytes: 1 << 62}, ks: newKeyspace()}}
+	fs := DefaultFilterSettings()
+	cf := defaultCFParams(&fs, 100)
+	cf.bucketSize = 300
+	if _, err := cf.newObject(c); err != errCFCreate || err.Error() != "ERR Could not create filter" {
+		t.Errorf("a cuckoo filter of 300-slot buckets: %v", err)
+	}
+	bf := defaultBFParams(&fs)
+	bf.capacity, bf.errorRate = 1<<40, 1e-15
+	if _, err := bf.newObject(c); err != errBFCreate || err.Error() != "ERR could not create filter" {
+		t.Errorf("a Bloom filter of 10 TB: %v", err)
 	}
 }

@@ -157,6 +157,16 @@ func (v *cfValue) sizeInBytes() uint64 {
 	return v.s.SizeInBytes()
 }
 
+// infoSize returns CF.INFO's Size: the length of the filter's encoding,
+// its tables and counters, which depends only on what the filter holds.
+// (SizeInBytes, which maxmemory counts, includes the memory inserts keep
+// between calls, which depends on their history: a dump loaded back, a
+// restart or a replay would report another figure.)
+func (v *cfValue) infoSize() uint64 {
+	_, n := v.writer()
+	return uint64(n)
+}
+
 func (v *cfValue) tables() int {
 	if v.f != nil {
 		return 1

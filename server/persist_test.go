@@ -3,6 +3,7 @@ package server
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -338,5 +339,78 @@ func TestDirLocked(t *testing.T) {
 	startServer(t, cfg)
 	if _, err := New(cfg); !errors.Is(err, ErrDataDir) || !strings.Contains(err.Error(), "another") {
 		t.Fatalf("a second server on the directory: %v", err)
+	}
+}
+
+// TestInfoDescribesFilter: CF.INFO and BF.INFO describe what a filter
+// holds, not how it got there: the same replies, Size included, after a
+// dump is loaded into another key, after a restart that replays the log,
+// and after one that loads a snapshot.
+func TestInfoDescribesFilter(t *testing.T) {
+	cfg := testConfig(t)
+	s, addr := startServer(t, cfg)
+	c := dial(t, addr)
+	c.do("CF.RESERVE", "fixed", "5000", "EXPANSION", "0", "BUCKETSIZE", "3")
+	c.do("CF.RESERVE", "wide", "5000", "BUCKETSIZE", "16")
+	c.do("BF.RESERVE", "bloom", "0.01", "500")
+	// The inserts past capacity make the growing filters add tables and
+	// keep search scratch, and the deletes free slots again.
+	for i := range 20_000 {
+		item := fmt.Sprint("item", i%7000)
+		for _, k := range []string{"auto", "wide"} {
+			c.do("CF.ADD", k, item)
+		}
+		if i < 4000 {
+			c.do("CF.ADD", "fixed", item)
+		}
+		c.do("BF.ADD", "bloom", item)
+		if i%5 == 0 {
+			c.do("CF.DEL", "auto", item)
+		}
+	}
+	infos := func(c *conn) map[string]string {
+		m := map[string]string{}
+		for _, k := range []string{"fixed", "auto", "wide"} {
+			m[k] = c.do("CF.INFO", k)
+		}
+		m["bloom"] = c.do("BF.INFO", "bloom")
+		return m
+	}
+	want := infos(c)
+	if strings.Contains(want["auto"], "+Number of filters\r\n:1\r\n") {
+		t.Fatalf("the filter CF.ADD made did not grow: %q", want["auto"])
+	}
+	for k, info := range want {
+		dump, load, inf := "CF.SCANDUMP", "CF.LOADCHUNK", "CF.INFO"
+		if k == "bloom" {
+			dump, load, inf = "BF.SCANDUMP", "BF.LOADCHUNK", "BF.INFO"
+		}
+		iters, chunks := scanDumpAll(t, c, dump, k)
+		for i := range chunks {
+			if got := c.do(load, k+"-copy", iters[i], chunks[i]); got != "+OK\r\n" {
+				t.Fatalf("%s %s chunk %d: %q", load, k, i, got)
+			}
+		}
+		if got := c.do(inf, k+"-copy"); got != info {
+			t.Errorf("%s of %s after a dump and load: %q\nwant %q", inf, k, got, info)
+		}
+		c.do("DEL", k+"-copy")
+	}
+
+	// A restart that replays the whole log, then one from a snapshot.
+	stopServer(t, s)
+	s, addr = startServer(t, cfg)
+	c = dial(t, addr)
+	if got := infos(c); !maps.Equal(got, want) {
+		t.Errorf("after replaying the log: %q\nwant %q", got, want)
+	}
+	if got := c.do("SAVE"); got != "+OK\r\n" {
+		t.Fatal(got)
+	}
+	stopServer(t, s)
+	_, addr = startServer(t, cfg)
+	c = dial(t, addr)
+	if got := infos(c); !maps.Equal(got, want) {
+		t.Errorf("after loading a snapshot: %q\nwant %q", got, want)
 	}
 }

@@ -45,7 +45,7 @@ func TestRedisCLI(t *testing.T) {
 		{[]string{"CF.ADD", "seen", "https://a.com/"}, "1\n"},
 		{[]string{"CF.EXISTS", "seen", "https://a.com/"}, "1\n"},
 		{[]string{"CF.EXISTS", "seen", "https://b.com/"}, "0\n"},
-		{[]string{"-3", "CF.MEXISTS", "seen", "https://a.com/", "x"}, "1\n0\n"}, // after HELLO 3
+		{[]string{"-3", "CF.MEXISTS", "seen", "https://a.com/", "x"}, "(true)\n(false)\n"}, // after HELLO 3: booleans
 		{[]string{"BF.ADD", "bloom", "x"}, "1\n"},
 		{[]string{"--scan", "--pattern", "s*"}, "seen\n"},
 		{[]string{"TYPE", "bloom"}, "MBbloom--\n"},

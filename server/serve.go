@@ -71,6 +71,12 @@ type Config struct {
 	// Limits bound each request (zero fields: resp.DefaultLimits).
 	Limits resp.Limits
 
+	// Filters are the parameters of the filters the commands create
+	// without being given them, Redis 8's bf-* and cf-* settings, which
+	// CONFIG SET changes while the server runs. The zero value takes
+	// DefaultFilterSettings; New refuses a value out of range.
+	Filters FilterSettings
+
 	// Logf, when set, receives the server's log lines (recovery, snapshots,
 	// errors), without a trailing newline.
 	Logf func(format string, args ...any)
@@ -97,6 +103,7 @@ func DefaultConfig() Config {
 		SaveInterval:   5 * time.Minute,
 		SaveOnShutdown: true,
 		ProtectedMode:  true,
+		Filters:        DefaultFilterSettings(),
 	}
 }
 
@@ -105,6 +112,7 @@ func DefaultConfig() Config {
 // concurrent use.
 type Server struct {
 	cfg     Config
+	filters atomic.Pointer[FilterSettings] // cfg.Filters, then CONFIG SET's; never changed in place
 	ks      *keyspace
 	aof     *aof // nil without an append-only log
 	lock    *os.File
@@ -142,6 +150,11 @@ type Server struct {
 	stopBG chan struct{}
 	bg     sync.WaitGroup
 
+	// The event loops (loop_linux.go), started by the first Serve and
+	// stopped once every connection has ended.
+	loopsOnce sync.Once
+	loops     []*loop
+
 	replayOut bytes.Buffer // recovery's replies
 }
 
@@ -164,7 +177,16 @@ func New(cfg Config) (*Server, error) {
 	if cfg.MaxOutputBuffer <= 0 {
 		cfg.MaxOutputBuffer = DefaultMaxOutputBuffer
 	}
+	if cfg.Filters == (FilterSettings{}) {
+		cfg.Filters = DefaultFilterSettings()
+	}
+	filters, err := cfg.Filters.normalized()
+	if err != nil {
+		return nil, err
+	}
+	cfg.Filters = filters
 	s := &Server{cfg: cfg, ks: newKeyspace(), started: time.Now(), stopBG: make(chan struct{})}
+	s.filters.Store(&filters)
 	s.logf = cfg.Logf
 	if s.logf == nil {
 		s.logf = func(string, ...any) {}
@@ -261,6 +283,7 @@ func (s *Server) Serve(ln net.Listener) error {
 	}
 	s.mu.listeners[ln] = struct{}{}
 	s.mu.Unlock()
+	s.loopsOnce.Do(s.startLoops)
 	defer func() {
 		s.mu.Lock()
 		delete(s.mu.listeners, ln)
@@ -331,9 +354,13 @@ func (s *Server) doStop(ctx context.Context, save bool) error {
 	// Wake the connections waiting for requests; those running commands
 	// finish what they have read first (conn.go).
 	for c := range s.mu.clients {
-		c.nc.SetReadDeadline(time.Now())
+		c.wake(false)
 	}
 	s.mu.Unlock()
+	// A Serve starting now gets no loops: its listener is closed, and
+	// s.loops is settled for the reads below.
+	s.loopsOnce.Do(func() {})
+	s.wakeLoops(false)
 
 	waited := make(chan struct{})
 	go func() { s.conns.Wait(); close(waited) }()
@@ -342,11 +369,13 @@ func (s *Server) doStop(ctx context.Context, save bool) error {
 	case <-ctx.Done():
 		s.mu.Lock()
 		for c := range s.mu.clients {
-			c.nc.Close()
+			c.wake(true)
 		}
 		s.mu.Unlock()
+		s.wakeLoops(true)
 		<-waited
 	}
+	s.stopLoops()
 	close(s.stopBG)
 	s.bg.Wait()
 

@@ -19,8 +19,9 @@ import (
 )
 
 // redisVersion is the Redis version whose commands and replies this server
-// follows, as INFO and HELLO report it to clients that check.
-const redisVersion = "7.0.0"
+// follows (with the probabilistic commands built in, as RedisBloom 8), as
+// INFO and HELLO report it to clients that check.
+const redisVersion = "8.0.0"
 
 var serverCommands = []*command{
 	{name: "ping", arity: -1, flags: flagFast, group: "connection", summary: "Returns PONG, or the message", exec: handle(parsePing)},
@@ -33,7 +34,7 @@ var serverCommands = []*command{
 	{name: "command", arity: -1, group: "server", summary: "Describes the commands", exec: handle(parseCommand)},
 	{name: "client", arity: -2, group: "connection", summary: "Names and describes connections", exec: handle(parseClient)},
 	{name: "info", arity: -1, group: "server", summary: "Returns information and statistics about the server", exec: handle(parseInfo)},
-	{name: "config", arity: -2, flags: flagAdmin, group: "server", summary: "Returns configuration parameters (GET only)", exec: handle(parseConfig)},
+	{name: "config", arity: -2, flags: flagAdmin, group: "server", summary: "Returns configuration parameters, and sets the filter settings", exec: handle(parseConfig)},
 	{name: "save", arity: 1, flags: flagAdmin, group: "server", summary: "Takes a snapshot and waits for it", exec: handle(parseSave)},
 	{name: "bgsave", arity: -1, flags: flagAdmin, group: "server", summary: "Takes a snapshot in the background", exec: handle(parseSave)},
 	{name: "bgrewriteaof", arity: 1, flags: flagAdmin, group: "server",
@@ -634,21 +635,64 @@ func moduleVersion() string {
 	return "(unknown)"
 }
 
-// CONFIG GET parameter...: a read-only view of the configuration.
+// CONFIG GET pattern... | CONFIG SET parameter value [parameter value ...]:
+// the configuration, of which the filter settings (Redis 8's bf-* and cf-*
+// names, settings.go) can be changed while the server runs; the rest is
+// fixed at start ("can't set immutable config").
 
-type configReq struct{ patterns [][]byte }
-
-func parseConfig(args [][]byte) (configReq, error) {
-	if !is(args[1], "GET") {
-		return configReq{}, unknownSubcommand(args[1], "CONFIG")
-	}
-	if len(args) < 3 {
-		return configReq{}, replyError("ERR wrong number of arguments for 'config|get' command")
-	}
-	return configReq{args[2:]}, nil
+type configReq struct {
+	set  bool
+	args [][]byte // GET: the patterns; SET: name, value pairs
 }
 
+func parseConfig(args [][]byte) (configReq, error) {
+	switch {
+	case is(args[1], "GET"):
+		if len(args) < 3 {
+			return configReq{}, replyError("ERR wrong number of arguments for 'config|get' command")
+		}
+		return configReq{args: args[2:]}, nil
+	case is(args[1], "SET"):
+		if len(args) < 4 {
+			return configReq{}, replyError("ERR wrong number of arguments for 'config|set' command")
+		}
+		if len(args)%2 != 0 {
+			return configReq{}, errSyntax
+		}
+		r := configReq{set: true, args: args[2:]}
+		seen := map[string]bool{}
+		for i := 0; i < len(r.args); i += 2 {
+			name := strings.ToLower(string(r.args[i]))
+			switch {
+			case lookupSetting(name) == nil && !slices.Contains(fixedConfigNames, name):
+				return r, replyError(fmt.Sprintf("ERR Unknown option or number of arguments for CONFIG SET - '%.128s'", r.args[i]))
+			case seen[name]:
+				return r, configSetError(name, "duplicate parameter")
+			case lookupSetting(name) == nil:
+				return r, configSetError(name, "can't set immutable config")
+			}
+			seen[name] = true
+		}
+		return r, nil
+	}
+	return configReq{}, unknownSubcommand(args[1], "CONFIG")
+}
+
+// configSetError is Redis's reply to a CONFIG SET it refuses.
+func configSetError(name, why string) replyError {
+	return replyError(fmt.Sprintf("ERR CONFIG SET failed (possibly related to argument '%s') - %s", name, why))
+}
+
+// fixedConfigNames are the parameters CONFIG GET shows and CONFIG SET
+// refuses to change.
+var fixedConfigNames = []string{"bind", "port", "dir", "appendonly", "appendfsync", "save", "maxmemory",
+	"maxmemory-policy", "maxclients", "timeout", "protected-mode", "databases"}
+
 func (r configReq) run(c *call) {
+	if r.set {
+		r.runSet(c)
+		return
+	}
 	s := c.s
 	save := ""
 	if s.cfg.SaveInterval > 0 {
@@ -672,9 +716,14 @@ func (r configReq) run(c *call) {
 		{"protected-mode", yesNo(s.cfg.ProtectedMode)},
 		{"databases", "1"},
 	}
+	fs := s.filters.Load()
+	for _, name := range FilterSettingNames() {
+		v, _ := fs.Get(name)
+		params = append(params, [2]string{name, v})
+	}
 	var out [][2]string
 	for _, p := range params {
-		for _, pat := range r.patterns {
+		for _, pat := range r.args {
 			if globMatch([]byte(strings.ToLower(string(pat))), []byte(p[0])) {
 				out = append(out, p)
 				break
@@ -685,6 +734,27 @@ func (r configReq) run(c *call) {
 	for _, p := range out {
 		c.w.BulkString(p[0])
 		c.w.BulkString(p[1])
+	}
+}
+
+// runSet applies the settings of a CONFIG SET all at once, or none of
+// them: a CONFIG SET running at the same time on another connection
+// either sees all of them or applies its own first.
+func (r configReq) runSet(c *call) {
+	for {
+		old := c.s.filters.Load()
+		next := *old
+		for i := 0; i < len(r.args); i += 2 {
+			name := strings.ToLower(string(r.args[i]))
+			if err := next.Set(name, string(r.args[i+1])); err != nil {
+				c.fail(configSetError(name, err.Error()))
+				return
+			}
+		}
+		if c.s.filters.CompareAndSwap(old, &next) {
+			c.w.OK()
+			return
+		}
 	}
 }
 

@@ -7,13 +7,13 @@ import (
 )
 
 // TestHelloReply pins HELLO's exact bytes: a map in RESP3, a flat array
-// in RESP2, as Redis 7 answers.
+// in RESP2, as Redis answers.
 func TestHelloReply(t *testing.T) {
 	_, addr := startServer(t, testConfig(t))
 	c := dial(t, addr)
 	id := strings.TrimSpace(strings.TrimPrefix(c.do("CLIENT", "ID"), ":"))
 	fields := func(proto string) string {
-		return "$6\r\nserver\r\n$6\r\ncuckoo\r\n$7\r\nversion\r\n$5\r\n7.0.0\r\n$5\r\nproto\r\n:" + proto +
+		return "$6\r\nserver\r\n$6\r\ncuckoo\r\n$7\r\nversion\r\n$5\r\n8.0.0\r\n$5\r\nproto\r\n:" + proto +
 			"\r\n$2\r\nid\r\n:" + id + "\r\n$4\r\nmode\r\n$10\r\nstandalone\r\n$4\r\nrole\r\n$6\r\nmaster\r\n$7\r\nmodules\r\n*0\r\n"
 	}
 	if got := c.do("HELLO", "3"); got != "%7\r\n"+fields("3") {
@@ -34,7 +34,7 @@ func TestInfo(t *testing.T) {
 	c := dial(t, addr)
 	c.do("CF.ADD", "k", "x")
 	info := c.do("INFO")
-	for _, want := range []string{"# Server\r\n", "redis_version:7.0.0\r\n", "# Clients\r\n", "connected_clients:1\r\n",
+	for _, want := range []string{"# Server\r\n", "redis_version:8.0.0\r\n", "# Clients\r\n", "connected_clients:1\r\n",
 		"# Memory\r\n", "used_memory:", "used_memory_dataset:", "maxmemory:0\r\n", "# Persistence\r\n",
 		"aof_enabled:1\r\n", "rdb_bgsave_in_progress:0\r\n", "# Stats\r\n", "total_commands_processed:",
 		"# Keyspace\r\n", "db0:keys=1,expires=0,avg_ttl=0\r\n"} {

@@ -40,7 +40,7 @@ func (f *filterFlags) register(fs *flag.FlagSet, growDefault bool) {
 		fs.BoolVar(&f.grow, "grow", false, "a cuckoo filter that grows as keys are added (--capacity is then its initial size)")
 	}
 	fs.Var(&f.seed, "seed", "hash `seed`, decimal or 0x-hexadecimal as info prints it, for reproducible files and runs (default random)")
-	fs.Var(&f.bucketSize, "bucket-size", "cuckoo filter slots per bucket `b`: 2, 4 or 8 (default 4)")
+	fs.Var(&f.bucketSize, "bucket-size", "cuckoo filter slots per bucket `b`, 1..255: 2, 4 and 8 are the fast ones (default 4)")
 	fs.Var(&f.fingerprint, "fingerprint-bits", "cuckoo filter fingerprint `bits`, 4..32 (default: from --fpr)")
 	fs.BoolVar(&f.semi, "semi-sorted", false, "cuckoo filter with semi-sorted 4-slot buckets: one bit less per key, slower")
 	fs.Var(&f.bloom, "bloom", "make a Bloom filter instead: --bloom or --bloom=`kind` (blocked, classic, counting, scalable)")

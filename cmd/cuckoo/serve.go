@@ -28,6 +28,10 @@ snapshots; a restart loads both. SIGINT, SIGTERM or SHUTDOWN stops it
 gracefully: commands received are answered, the log is flushed, a snapshot
 is taken, and it exits with status 0.
 
+The flags named as Redis 8's settings (--cf-bucket-size, --bf-error-rate,
+…) give the parameters of the filters the commands create without being
+given them; CONFIG SET changes them while the server runs.
+
 It listens on 127.0.0.1 unless --bind says otherwise, and refuses another
 address without --requirepass unless --protected-mode no. A file given to
 --config holds the same settings as "name value" lines (requirepass
@@ -62,6 +66,9 @@ type serveFlags struct {
 	timeout        time.Duration
 	threads        int
 	repair         bool
+	// filters are the bf-* and cf-* settings (server.FilterSettings), each
+	// a flag of its Redis 8 name, set as CONFIG SET sets it.
+	filters server.FilterSettings
 
 	fs *flag.FlagSet // the flags as parsed, for --config
 }
@@ -87,7 +94,39 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&f.timeout, "timeout", 0, "close connections idle this long (0: never)")
 	fs.IntVar(&f.threads, "threads", 0, "run Go code on at most `n` threads at once (GOMAXPROCS; 0: one per CPU)")
 	fs.BoolVar(&f.repair, "repair", false, "start from a damaged log by cutting it before the damage")
+	f.filters = server.DefaultFilterSettings()
+	for _, name := range server.FilterSettingNames() {
+		fs.Var(filterSetting{&f.filters, name}, name, filterSettingUsage[name])
+	}
 }
+
+// filterSettingUsage is the help of each bf-* and cf-* flag.
+var filterSettingUsage = map[string]string{
+	"bf-error-rate":       "the `rate` of the Bloom filters BF.ADD, BF.MADD and BF.INSERT create, in (0, 1)",
+	"bf-initial-size":     "the `capacity` of the Bloom filters BF.ADD, BF.MADD and BF.INSERT create",
+	"bf-expansion-factor": "the growth `factor` of Bloom filters without EXPANSION (0: NONSCALING)",
+	"cf-bucket-size":      "the bucket `size` of cuckoo filters without BUCKETSIZE, 1..255 (RedisBloom: 2)",
+	"cf-initial-size":     "the `capacity` of the cuckoo filters CF.ADD, CF.ADDNX, CF.INSERT and CF.INSERTNX create",
+	"cf-max-iterations":   "the moves `n` one insert may make in cuckoo filters without MAXITERATIONS (RedisBloom: 20)",
+	"cf-expansion-factor": "the growth `factor` of cuckoo filters without EXPANSION (0: fixed; RedisBloom: 1)",
+	"cf-max-expansions":   "refuse inserts into a growing cuckoo filter of `n` tables",
+}
+
+// filterSetting is the flag of one bf-* or cf-* setting.
+type filterSetting struct {
+	s    *server.FilterSettings
+	name string
+}
+
+func (v filterSetting) String() string {
+	if v.s == nil {
+		return ""
+	}
+	val, _ := v.s.Get(v.name)
+	return val
+}
+
+func (v filterSetting) Set(val string) error { return v.s.Set(v.name, val) }
 
 func serveCommand() *command {
 	return newCommand("serve", "serve the filters over the Redis protocol (RedisBloom's CF.* and BF.*)", serveHelp,
@@ -206,6 +245,7 @@ func (f *serveFlags) serverConfig() (server.Config, error) {
 	cfg.MaxClients = f.maxClients
 	cfg.IdleTimeout = f.timeout
 	cfg.Repair = f.repair
+	cfg.Filters = f.filters
 	var err error
 	bools := []struct {
 		name, val string

@@ -57,6 +57,34 @@ func TestServeDefaults(t *testing.T) {
 	}
 }
 
+// TestServeFilterSettings: the bf-* and cf-* flags and config lines set
+// the server's filter settings, checked as CONFIG SET checks them.
+func TestServeFilterSettings(t *testing.T) {
+	cfg, err := parseServe(t)
+	if err != nil || cfg.Filters != server.DefaultFilterSettings() {
+		t.Fatalf("defaults: %+v, %v", cfg.Filters, err)
+	}
+	cfg, err = parseServe(t, "--cf-bucket-size", "2", "--cf-expansion-factor", "1", "--cf-max-iterations", "20",
+		"--bf-error-rate", "0.001", "--bf-initial-size", "1000", "--bf-expansion-factor", "0", "--cf-initial-size", "4096", "--cf-max-expansions", "8")
+	want := server.FilterSettings{BFErrorRate: 0.001, BFInitialSize: 1000, BFExpansionFactor: 0, CFBucketSize: 2,
+		CFInitialSize: 4096, CFMaxIterations: 20, CFExpansionFactor: 1, CFMaxExpansions: 8}
+	if err != nil || cfg.Filters != want {
+		t.Fatalf("flags: %+v, %v", cfg.Filters, err)
+	}
+	path := filepath.Join(t.TempDir(), "serve.conf")
+	os.WriteFile(path, []byte("cf-bucket-size 8\ncf-max-iterations 100\n"), 0o600)
+	cfg, err = parseServe(t, "--config", path, "--cf-max-iterations", "50")
+	if err != nil || cfg.Filters.CFBucketSize != 8 || cfg.Filters.CFMaxIterations != 50 {
+		t.Fatalf("config file: %+v, %v", cfg.Filters, err)
+	}
+	for _, bad := range [][]string{{"--cf-bucket-size", "0"}, {"--cf-bucket-size", "256"}, {"--bf-error-rate", "1"},
+		{"--cf-max-iterations", "x"}, {"--cf-initial-size", "6"}, {"--cf-expansion-factor", "32769"}} {
+		if _, err := parseServe(t, bad...); err == nil || !strings.Contains(err.Error(), "must be in the range") && !strings.Contains(err.Error(), "Invalid value") {
+			t.Errorf("%q: %v", bad, err)
+		}
+	}
+}
+
 // TestServeConfigFile: a config file sets what the flags do not; the
 // command line wins; unknown settings are refused.
 func TestServeConfigFile(t *testing.T) {

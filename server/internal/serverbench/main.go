@@ -39,6 +39,8 @@ var (
 	clients   = flag.Int("c", 50, "clients")
 	memKeys   = flag.Int("mem", 10_000_000, "keys of the memory comparison (0: skip it)")
 	skipTput  = flag.Bool("skip-throughput", false, "run only the memory comparison")
+	pin       = flag.Bool("pin", false, "per core: every server on CPU 0 (cuckoo with --threads 1), redis-benchmark on CPU 1 (taskset), unpipelined; server CPU per request from /proc")
+	baseline  = flag.String("baseline", "", "with -pin, also measure this cuckoo `binary` (an earlier build) in the same rounds")
 )
 
 // server is a server under test.
@@ -46,6 +48,19 @@ type server struct {
 	name string
 	cmd  *exec.Cmd
 	port int
+}
+
+// cpuTime returns the CPU time the server's process has used (user and
+// system), from /proc: what a request costs a server however busy the
+// rest of the machine is.
+func (s *server) cpuTime() time.Duration {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", s.cmd.Process.Pid))
+	check(err)
+	// The fields after the command name (which is in parentheses).
+	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+2:]))
+	utime, _ := strconv.ParseInt(f[11], 10, 64)
+	stime, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(utime+stime) * time.Second / 100 // USER_HZ
 }
 
 func freePort() int {
@@ -112,7 +127,11 @@ func (s *server) info(section, field string) int64 {
 func (s *server) bench(n, pipeline int, command ...string) float64 {
 	args := []string{"-p", strconv.Itoa(s.port), "-c", strconv.Itoa(*clients), "-n", strconv.Itoa(n),
 		"-r", strconv.Itoa(*keyspace), "-P", strconv.Itoa(pipeline), "--csv"}
-	out, err := exec.Command("redis-benchmark", append(args, command...)...).Output()
+	argv := append([]string{"redis-benchmark"}, append(args, command...)...)
+	if *pin {
+		argv = append([]string{"taskset", "-c", "1"}, argv...)
+	}
+	out, err := exec.Command(argv[0], argv[1:]...).Output()
 	check(err)
 	rows, err := csv.NewReader(strings.NewReader(string(out))).ReadAll()
 	check(err)
@@ -153,17 +172,27 @@ func main() {
 		time.Now().UTC().Format("2006-01-02 15:04 UTC"), runtime.NumCPU(), cpuModel(), strings.Join(strings.Fields(string(load))[:3], " "), version)
 	fmt.Printf("Command: nice go run ./server/internal/serverbench %s\n\n", strings.Join(os.Args[1:], " "))
 
+	pinned := func(argv []string) []string {
+		if *pin {
+			return append([]string{"taskset", "-c", "0"}, argv...)
+		}
+		return argv
+	}
 	newRedis := func(name string, extra ...string) *server {
 		port := freePort()
 		dir := filepath.Join(tmp, name)
 		check(os.MkdirAll(dir, 0o755))
-		return start(name, port, append([]string{"redis-server", "--port", strconv.Itoa(port), "--dir", dir, "--logfile", filepath.Join(dir, "log")}, extra...)...)
+		return start(name, port, pinned(append([]string{"redis-server", "--port", strconv.Itoa(port), "--dir", dir, "--logfile", filepath.Join(dir, "log")}, extra...))...)
 	}
-	newCuckoo := func(name string, extra ...string) *server {
+	newCuckooOf := func(bin, name string, extra ...string) *server {
 		port := freePort()
-		return start(name, port, append([]string{cuckoo, "serve", "--port", strconv.Itoa(port), "--dir", filepath.Join(tmp, name), "--save-on-shutdown", "no"}, extra...)...)
+		return start(name, port, pinned(append([]string{bin, "serve", "--port", strconv.Itoa(port), "--dir", filepath.Join(tmp, name), "--save-on-shutdown", "no"}, extra...))...)
 	}
-	if !*skipTput {
+	newCuckoo := func(name string, extra ...string) *server { return newCuckooOf(cuckoo, name, extra...) }
+	switch {
+	case *pin:
+		perCore(newRedis, newCuckooOf, cuckoo)
+	case !*skipTput:
 		throughput(newRedis, newCuckoo)
 	}
 	if *memKeys > 0 {
@@ -197,6 +226,37 @@ func (t test) redis0() string {
 	return t.redis[0]
 }
 
+// comparedTests are the operations both servers run: CF.ADD against
+// SADD and CF.EXISTS against SISMEMBER, unpipelined and with -P 16.
+var comparedTests = []test{
+	{"add", 1, []string{"SADD", "set", "__rand_int__"}, []string{"CF.ADD", "cf", "__rand_int__"}},
+	{"exists", 1, []string{"SISMEMBER", "set", "__rand_int__"}, []string{"CF.EXISTS", "cf", "__rand_int__"}},
+	{"add", 16, []string{"SADD", "set", "__rand_int__"}, []string{"CF.ADD", "cf", "__rand_int__"}},
+	{"exists", 16, []string{"SISMEMBER", "set", "__rand_int__"}, []string{"CF.EXISTS", "cf", "__rand_int__"}},
+}
+
+// reset empties the server, and reserves a cuckoo server's filter.
+func (s *server) reset() {
+	s.cli("FLUSHALL")
+	if strings.HasPrefix(s.name, "cuckoo") {
+		s.cli("CF.RESERVE", "cf", "2000000")
+	}
+}
+
+// argv returns the server's command line of test t.
+func (s *server) argv(t test) []string {
+	if strings.HasPrefix(s.name, "cuckoo") {
+		return t.cuckoo
+	}
+	return t.redis
+}
+
+func stopAll(servers []*server) {
+	for _, s := range servers {
+		s.stop()
+	}
+}
+
 func throughput(newRedis func(string, ...string) *server, newCuckoo func(string, ...string) *server) {
 	servers := []*server{
 		newRedis("redis-default"),
@@ -204,31 +264,16 @@ func throughput(newRedis func(string, ...string) *server, newCuckoo func(string,
 		newCuckoo("cuckoo"),
 		newCuckoo("cuckoo-1thread", "--threads", "1"),
 	}
-	defer func() {
-		for _, s := range servers {
-			s.stop()
-		}
-	}()
-	tests := []test{
-		{"add", 1, []string{"SADD", "set", "__rand_int__"}, []string{"CF.ADD", "cf", "__rand_int__"}},
-		{"exists", 1, []string{"SISMEMBER", "set", "__rand_int__"}, []string{"CF.EXISTS", "cf", "__rand_int__"}},
-		{"add", 16, []string{"SADD", "set", "__rand_int__"}, []string{"CF.ADD", "cf", "__rand_int__"}},
-		{"exists", 16, []string{"SISMEMBER", "set", "__rand_int__"}, []string{"CF.EXISTS", "cf", "__rand_int__"}},
-		{"add, filter created by CF.ADD; a quarter of the requests", 16, nil, []string{"CF.ADD", "auto", "__rand_int__"}},
-	}
+	defer stopAll(servers)
+	tests := append(comparedTests[:len(comparedTests):len(comparedTests)],
+		test{"add, filter created by CF.ADD; a quarter of the requests", 16, nil, []string{"CF.ADD", "auto", "__rand_int__"}})
 	results := map[string][]float64{} // server/test -> rps per round
 	for round := range *rounds {
 		for i := range servers {
 			s := servers[(i+round)%len(servers)] // a different server first each round
-			s.cli("FLUSHALL")
-			if strings.HasPrefix(s.name, "cuckoo") {
-				s.cli("CF.RESERVE", "cf", "2000000")
-			}
+			s.reset()
 			for _, t := range tests {
-				argv := t.redis
-				if strings.HasPrefix(s.name, "cuckoo") {
-					argv = t.cuckoo
-				}
+				argv := s.argv(t)
 				if argv == nil {
 					continue
 				}
@@ -338,4 +383,81 @@ func load(s *server, cf bool) {
 	}
 	check(w.Flush())
 	check(<-done)
+}
+
+// perCore compares the servers on one core each: redis-server (its
+// defaults: one thread) and cuckoo serve --threads 1 (its defaults
+// otherwise: the append-only log, fsynced every second), each pinned to
+// CPU 0 while redis-benchmark runs on CPU 1, unpipelined, in interleaved
+// rounds. Besides the requests per second it reports the CPU time the
+// server's process spent per request, which a shared machine disturbs
+// less than the throughput.
+func perCore(newRedis func(string, ...string) *server, newCuckooOf func(string, string, ...string) *server, cuckoo string) {
+	servers := []*server{newRedis("redis"), newCuckooOf(cuckoo, "cuckoo", "--threads", "1")}
+	if *baseline != "" {
+		servers = append(servers, newCuckooOf(*baseline, "cuckoo-baseline", "--threads", "1"))
+	}
+	defer stopAll(servers)
+	tests := comparedTests
+	type result struct{ rps, cpu []float64 } // cpu: µs per request
+	results := map[string]*result{}
+	for round := range *rounds {
+		for i := range servers {
+			s := servers[(i+round)%len(servers)]
+			s.reset()
+			for _, t := range tests {
+				argv := s.argv(t)
+				n := *requests
+				if t.pipeline > 1 {
+					n = *pipelined
+				}
+				before := s.cpuTime()
+				rps := s.bench(n, t.pipeline, argv...)
+				cpu := float64((s.cpuTime() - before).Microseconds()) / float64(n)
+				key := fmt.Sprintf("%s|%s|%d", s.name, t.name, t.pipeline)
+				if results[key] == nil {
+					results[key] = &result{}
+				}
+				results[key].rps = append(results[key].rps, rps)
+				results[key].cpu = append(results[key].cpu, cpu)
+				fmt.Fprintf(os.Stderr, "round %d %-16s %-28s -P %-2d %9.0f/s %6.2f µs CPU/request\n", round+1, s.name, strings.Join(argv, " "), t.pipeline, rps, cpu)
+			}
+		}
+	}
+	fmt.Printf("Per core: every server pinned to CPU 0 (taskset -c 0; cuckoo serve --threads 1), redis-benchmark on CPU 1 (-c %d, %d requests unpipelined, %d with -P 16, keys from %d random integers), %d interleaved rounds, medians. CPU: the server process's user+system time per request (/proc, 10 ms ticks). Ratios: median over rounds of cuckoo / redis in the same round (throughput: higher is faster; CPU: redis / cuckoo, higher is cheaper).\n\n",
+		*clients, *requests, *pipelined, *keyspace, *rounds)
+	names := []string{"cuckoo"}
+	if *baseline != "" {
+		names = append(names, "cuckoo-baseline")
+	}
+	fmt.Print("| operation | pipeline | redis-server req/s | redis CPU µs/req |")
+	for _, n := range names {
+		fmt.Printf(" %s req/s | %s CPU µs/req | throughput ratio | CPU ratio |", n, n)
+	}
+	fmt.Println()
+	fmt.Print("|---|---:|---:|---:|")
+	for range names {
+		fmt.Print("---:|---:|---:|---:|")
+	}
+	fmt.Println()
+	for _, t := range tests {
+		r := results[fmt.Sprintf("redis|%s|%d", t.name, t.pipeline)]
+		fmt.Printf("| %s vs %s | %d | %.0f | %.2f |", t.cuckoo[0], t.redis[0], t.pipeline, median(r.rps), median(r.cpu))
+		for _, n := range names {
+			c := results[fmt.Sprintf("%s|%s|%d", n, t.name, t.pipeline)]
+			var tr, cr []float64
+			for i := range c.rps {
+				tr = append(tr, c.rps[i]/r.rps[i])
+				cr = append(cr, r.cpu[i]/c.cpu[i])
+			}
+			fmt.Printf(" %.0f | %.2f | %.2f (%s) | %.2f (%s) |", median(c.rps), median(c.cpu), median(tr), spread(tr), median(cr), spread(cr))
+		}
+		fmt.Println()
+	}
+	fmt.Println()
+}
+
+// spread returns the smallest and largest of xs, as "a–b".
+func spread(xs []float64) string {
+	return fmt.Sprintf("%.2f–%.2f", slices.Min(xs), slices.Max(xs))
 }

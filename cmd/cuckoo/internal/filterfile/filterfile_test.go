@@ -285,7 +285,7 @@ func TestContainsBatch(t *testing.T) {
 func TestNewErrors(t *testing.T) {
 	for _, s := range []Spec{
 		{Kind: Cuckoo, Capacity: 0},
-		{Kind: Cuckoo, Capacity: 10, BucketSize: 3},
+		{Kind: Cuckoo, Capacity: 10, BucketSize: 300},
 		{Kind: BloomBlocked, Capacity: 10, FPR: 0.01, BucketSize: 4},
 		{Kind: BloomClassic, Capacity: 0, FPR: 0.01},
 		{Kind: Kind(99), Capacity: 10},

@@ -69,7 +69,7 @@ func TestKeysDistinct(t *testing.T) {
 }
 
 func TestBadFilter(t *testing.T) {
-	_, err := Run(Config{Items: 10, FPR: 0.01, Filters: []Filter{{"bad", filterfile.Spec{Kind: filterfile.Cuckoo, Capacity: 10, BucketSize: 3}}}})
+	_, err := Run(Config{Items: 10, FPR: 0.01, Filters: []Filter{{"bad", filterfile.Spec{Kind: filterfile.Cuckoo, Capacity: 10, BucketSize: 300}}}})
 	if err == nil {
 		t.Fatal("a bad spec was measured")
 	}
