@@ -11,6 +11,7 @@ package server
 import (
 	"math/rand/v2"
 	"strconv"
+	"time"
 
 	"github.com/dedupkit/cuckoo"
 )
@@ -63,6 +64,7 @@ type cfParams struct {
 	// built, in place of FPR), so that a replay builds the same table
 	// whatever the library would plan today; only a replay may give it.
 	buckets uint64
+	window  time.Duration // WINDOW: a window filter (window.go); 0: none
 }
 
 // defaultCFParams returns the parameters of a cuckoo filter of capacity
@@ -101,6 +103,9 @@ func (p *cfParams) options() []cuckoo.Option {
 // newObject builds the filter, after checking its size against the
 // limits. It draws the seed when none was given.
 func (p *cfParams) newObject(c *call) (*object, error) {
+	if p.window > 0 {
+		return p.newWindowObject(c)
+	}
 	s := c.s
 	if !p.seeded {
 		p.seed, p.seeded = rand.Uint64(), true
@@ -171,6 +176,7 @@ func (p *cfParams) reserveArgs(key []byte) [][]byte {
 	if p.buckets != 0 {
 		args = append(args, []byte("BUCKETS"), strconv.AppendUint(nil, p.buckets, 10))
 	}
+	args = append(args, p.windowReserveArgs()...)
 	return append(args, []byte("SEED"), strconv.AppendUint(nil, p.seed, 10))
 }
 
@@ -248,7 +254,7 @@ func parseCFReserve(args [][]byte, fs *FilterSettings) (cfReserve, error) {
 	if !ok {
 		return r, errCFBadCapacity
 	}
-	var maxIter, bucketSize, expansion, fpr, fingerprint, seed, buckets []byte
+	var maxIter, bucketSize, expansion, fpr, fingerprint, seed, buckets, window []byte
 	unknown := false
 	first := func(dst *[]byte, v []byte) {
 		if *dst == nil {
@@ -270,6 +276,8 @@ func parseCFReserve(args [][]byte, fs *FilterSettings) (cfReserve, error) {
 			first(&fingerprint, val)
 		case is(opt, "SEED"):
 			first(&seed, val)
+		case is(opt, "WINDOW"): // an extension: window.go
+			first(&window, val)
 		case is(opt, "BUCKETS"): // the log's, see cfParams.buckets
 			first(&buckets, val)
 		default:
@@ -325,6 +333,12 @@ func parseCFReserve(args [][]byte, fs *FilterSettings) (cfReserve, error) {
 		default:
 			r.p.fingerprint = int(n)
 		}
+	}
+	if window != nil && optErr == nil {
+		optErr = r.p.parseWindowOption(window)
+	}
+	if err := r.p.checkWindow(args); err != nil {
+		return r, err
 	}
 	if capacity < 2*int64(r.p.bucketSize) {
 		most := cfMostCapacity(&r.p)
@@ -440,7 +454,13 @@ func parseCFAdd(args [][]byte) (cfAdd, error) {
 
 func (r cfAdd) run(c *call) {
 	o, epoch, reserve, err := cfLockOrCreate(c, r.key, true, 0)
+	if err == nil {
+		err = windowWrite(c, o, r.key, epoch)
+	}
 	if err != nil {
+		if o != nil {
+			c.s.ks.unlockWrite(o)
+		}
 		c.fail(err)
 		return
 	}
@@ -521,7 +541,13 @@ func parseCFInsert(args [][]byte, fs *FilterSettings) (cfInsert, error) {
 
 func (r cfInsert) run(c *call) {
 	o, epoch, reserve, err := cfLockOrCreate(c, r.key, !r.noCreate, r.capacity)
+	if err == nil {
+		err = windowWrite(c, o, r.key, epoch)
+	}
 	if err != nil {
+		if o != nil {
+			c.s.ks.unlockWrite(o)
+		}
 		c.fail(err)
 		return
 	}
@@ -610,6 +636,10 @@ func (r cfDel) run(c *call) {
 		return
 	}
 	defer c.s.ks.unlockWrite(o)
+	if err := windowWrite(c, o, r.key, epoch); err != nil {
+		c.fail(err)
+		return
+	}
 	deleted := o.cf.del(r.item)
 	if deleted {
 		c.log(epoch, c.args)
@@ -647,10 +677,24 @@ func (r cfInfo) run(c *call) {
 		{"Expansion rate", v.expansion},
 		{"Max iterations", uint64(v.maxKicks())},
 	}
+	var window [2]uint64 // an extension: a window filter's (window.go)
+	if v.win != nil {
+		window = v.win.info()
+	}
 	o.mu.RUnlock()
-	c.w.Map(len(fields))
+	n := len(fields)
+	if v.win != nil {
+		n += 2
+	}
+	c.w.Map(n)
 	for _, f := range fields {
 		c.w.Simple(f.name)
 		c.w.Int(int64(f.val))
+	}
+	if v.win != nil {
+		c.w.Simple("Window")
+		c.w.Int(int64(window[0]))
+		c.w.Simple("Granularity")
+		c.w.Int(int64(window[1]))
 	}
 }

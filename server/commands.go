@@ -147,7 +147,7 @@ func (c *call) log(epoch uint64, args [][]byte) {
 var commandTable = buildTable()
 
 func buildTable() map[string]*command {
-	cmds := slices.Concat(cfCommands, bfCommands, keyCommands, serverCommands)
+	cmds := slices.Concat(cfCommands, windowCommands, bfCommands, keyCommands, serverCommands)
 	m := make(map[string]*command, len(cmds))
 	for _, c := range cmds {
 		if m[c.name] != nil || c.name != strings.ToLower(c.name) {

@@ -12,7 +12,8 @@ package server
 // All integers are little-endian. version is 1; kind is 1 (cuckoo) or 2
 // (Bloom); flags bit 0 is set for a growing filter (cuckoo.Scalable or
 // bloom.Scalable) and clear for a fixed one (cuckoo.Filter, bloom.Filter);
-// the other bits are zero. total bytes is the length of the whole encoding,
+// bit 1 alone marks a window filter (cuckoo.Window, window.go); the other
+// bits are zero. total bytes is the length of the whole encoding,
 // checksum included, so that a reader of the first chunk of a dump knows
 // how much is to come. expansion is the EXPANSION the filter was created
 // with, as CF.INFO and BF.INFO report it; deletes is CF.INFO's "Number of
@@ -92,17 +93,22 @@ type object struct {
 	snapEpoch atomic.Uint64
 }
 
-// cfValue is a cuckoo filter: fixed (EXPANSION 0) or growing.
+// cfValue is a cuckoo filter: fixed (EXPANSION 0), growing, or a window
+// filter (WINDOW: window.go).
 //
-// Invariants: exactly one of f and s is set.
+// Invariants: exactly one of f, s and win is set.
 type cfValue struct {
 	f         *cuckoo.Filter
 	s         *cuckoo.Scalable
+	win       *windowValue
 	expansion uint64 // as given to CF.RESERVE (0: fixed)
 	deletes   uint64 // successful CF.DELs, for CF.INFO
 }
 
 func (v *cfValue) add(item []byte) error {
+	if v.win != nil {
+		return v.win.add(item)
+	}
 	if v.f != nil {
 		return v.f.Add(item)
 	}
@@ -110,6 +116,9 @@ func (v *cfValue) add(item []byte) error {
 }
 
 func (v *cfValue) addUnique(item []byte) (bool, error) {
+	if v.win != nil {
+		return v.win.addUnique(item)
+	}
 	if v.f != nil {
 		return v.f.AddUnique(item)
 	}
@@ -117,6 +126,9 @@ func (v *cfValue) addUnique(item []byte) (bool, error) {
 }
 
 func (v *cfValue) contains(item []byte) bool {
+	if v.win != nil {
+		return v.win.w.Contains(item)
+	}
 	if v.f != nil {
 		return v.f.Contains(item)
 	}
@@ -124,6 +136,9 @@ func (v *cfValue) contains(item []byte) bool {
 }
 
 func (v *cfValue) count(item []byte) uint64 {
+	if v.win != nil {
+		return v.win.count(item)
+	}
 	if v.f != nil {
 		return v.f.Count(item)
 	}
@@ -132,7 +147,9 @@ func (v *cfValue) count(item []byte) uint64 {
 
 func (v *cfValue) del(item []byte) bool {
 	var ok bool
-	if v.f != nil {
+	if v.win != nil {
+		ok = v.win.del(item)
+	} else if v.f != nil {
 		ok = v.f.Delete(item)
 	} else {
 		ok = v.s.Delete(item)
@@ -144,6 +161,9 @@ func (v *cfValue) del(item []byte) bool {
 }
 
 func (v *cfValue) len() uint64 {
+	if v.win != nil {
+		return v.win.w.Len()
+	}
 	if v.f != nil {
 		return v.f.Len()
 	}
@@ -151,6 +171,9 @@ func (v *cfValue) len() uint64 {
 }
 
 func (v *cfValue) sizeInBytes() uint64 {
+	if v.win != nil {
+		return v.win.w.SizeInBytes()
+	}
 	if v.f != nil {
 		return v.f.SizeInBytes()
 	}
@@ -168,13 +191,16 @@ func (v *cfValue) infoSize() uint64 {
 }
 
 func (v *cfValue) tables() int {
-	if v.f != nil {
+	if v.f != nil || v.win != nil {
 		return 1
 	}
 	return v.s.NumTables()
 }
 
 func (v *cfValue) bucketSize() int {
+	if v.win != nil {
+		return v.win.w.BucketSize()
+	}
 	if v.f != nil {
 		return v.f.BucketSize()
 	}
@@ -182,6 +208,9 @@ func (v *cfValue) bucketSize() int {
 }
 
 func (v *cfValue) maxKicks() int {
+	if v.win != nil {
+		return v.win.w.MaxKicks()
+	}
 	if v.f != nil {
 		return v.f.MaxKicks()
 	}
@@ -195,6 +224,9 @@ func (v *cfValue) buckets() uint64 {
 	if v.f != nil {
 		return v.f.NumBuckets()
 	}
+	if v.win != nil {
+		return v.win.w.NumBuckets()
+	}
 	b := uint64(v.s.BucketSize())
 	return (v.s.Capacity() + b - 1) / b
 }
@@ -202,6 +234,9 @@ func (v *cfValue) buckets() uint64 {
 // writer returns the filter as the io.WriterTo of its encoding, and the
 // encoding's length.
 func (v *cfValue) writer() (io.WriterTo, int64) {
+	if v.win != nil {
+		return v.win.w, v.win.w.EncodedSize()
+	}
 	if v.f != nil {
 		return v.f, v.f.EncodedSize()
 	}
@@ -299,6 +334,9 @@ func (o *object) encode() ([]byte, error) {
 		if o.cf.s != nil {
 			flags |= objFlagGrow
 		}
+		if o.cf.win != nil {
+			flags |= objFlagWindow
+		}
 	} else {
 		filter, n = o.bf.writer()
 		expansion = o.bf.expansion
@@ -354,7 +392,7 @@ func decodeObject(p []byte, want kind) (*object, error) {
 		return nil, fmt.Errorf("%w: unknown version %d", errObjectCorrupt, version)
 	case k != kindCF && k != kindBF || want != 0 && k != want:
 		return nil, fmt.Errorf("%w: kind %d", errObjectCorrupt, k)
-	case flags&^objFlagGrow != 0:
+	case flags&^objFlagGrow != 0 && (k != kindCF || flags != objFlagWindow):
 		return nil, fmt.Errorf("%w: unknown flags %#x", errObjectCorrupt, flags)
 	case total != uint64(len(p)):
 		return nil, fmt.Errorf("%w: length %d in header, %d given", errObjectCorrupt, total, len(p))
@@ -368,7 +406,9 @@ func decodeObject(p []byte, want kind) (*object, error) {
 	var err error
 	if k == kindCF {
 		v := &cfValue{expansion: expansion, deletes: deletes}
-		if grow {
+		if flags == objFlagWindow {
+			v.win, err = decodeWindowValue(filter)
+		} else if grow {
 			v.s = new(cuckoo.Scalable)
 			err = v.s.UnmarshalBinary(filter)
 		} else {
