@@ -194,6 +194,24 @@ func TestPushRefusesSemiSorted(t *testing.T) {
 	}
 }
 
+// TestOnlyFastBucketSizes: the library builds any bucket size, the Redis
+// side records and walks 2, 4 and 8 slots only; New and Push say so.
+func TestOnlyFastBucketSizes(t *testing.T) {
+	ctx := ctxOf(t)
+	for _, b := range []int{1, 3, 5, 16} {
+		if _, err := redisfilter.New(ctx, singleClient(t), uniqueName(t), 1000, redisfilter.WithBucketSize(b)); !errors.Is(err, redisfilter.ErrInvalidParameter) {
+			t.Errorf("New with %d-slot buckets: %v, want ErrInvalidParameter", b, err)
+		}
+		lib, err := cuckoo.New(1000, cuckoo.WithBucketSize(b), cuckoo.WithFingerprintBits(16))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := redisfilter.Push(ctx, singleClient(t), uniqueName(t), lib, false); !errors.Is(err, redisfilter.ErrUnsupported) {
+			t.Errorf("Push of %d-slot buckets: %v, want ErrUnsupported", b, err)
+		}
+	}
+}
+
 // TestNewOpenDrop checks the life cycle: Open of an absent name, New of an
 // existing name with the same and with other parameters, Drop.
 func TestNewOpenDrop(t *testing.T) {

@@ -58,9 +58,14 @@ func WithFingerprintBits(bits int) Option {
 }
 
 // WithBucketSize sets the slots per bucket, 2, 4 (the default) or 8, as
-// [cuckoo.WithBucketSize] does. Cuckoo filters only.
+// [cuckoo.WithBucketSize] does; the library's other sizes are refused with
+// [ErrInvalidParameter], since a filter's metadata records only these.
+// Cuckoo filters only.
 func WithBucketSize(slots int) Option {
 	return func(c *config) error {
+		if slots != 2 && slots != 4 && slots != 8 {
+			return fmt.Errorf("%w: bucket size %d (want 2, 4 or 8)", ErrInvalidParameter, slots)
+		}
 		c.slots, c.cuckooOK = slots, true
 		c.filterOpt = true
 		return nil
