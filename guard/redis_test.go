@@ -288,8 +288,20 @@ func TestRedisRebuildAbandoned(t *testing.T) {
 
 // TestRedisDown: with Redis gone, Get fails open (or closed, as asked),
 // Insert fails without running its write, Remove runs its write and says
-// the filter is stale.
+// the filter is stale. Two ways for Redis to go: long enough before the
+// lookups that each reads the set's pointer again and fails at once
+// (pointer=stale), and just before them, so that the first lookup relies
+// on the pointer it read and waits out redisfilter's retry horizon (30 s
+// by default) before it fails (pointer=fresh, a long check).
 func TestRedisDown(t *testing.T) {
+	t.Run("pointer=stale", func(t *testing.T) { testRedisDown(t, true) })
+	t.Run("pointer=fresh", func(t *testing.T) {
+		testlong.Skip(t)
+		testRedisDown(t, false)
+	})
+}
+
+func testRedisDown(t *testing.T, stale bool) {
 	ctx := context.Background()
 	fl := newFleet(t, 0)
 	// Fail fast once the server is gone, and quietly.
@@ -306,12 +318,21 @@ func TestRedisDown(t *testing.T) {
 		t.Fatal(err)
 	}
 	set := openShared(t, rdb, "down")
-	open := guard.New(set, db.load)
-	closed := guard.New(set, db.load, guard.WithFailClosed())
+	var opts []guard.Option
+	if stale {
+		// A short grace period: the set reads its pointer again before
+		// a lookup once an eighth of it has passed since the last read.
+		opts = append(opts, guard.WithGrace(testGrace))
+	}
+	open := guard.New(set, db.load, opts...)
+	closed := guard.New(set, db.load, append(opts, guard.WithFailClosed())...)
 	if _, err := open.Get(ctx, rowKey(1)); err != nil {
 		t.Fatal(err)
 	}
 	fl.srv.Kill()
+	if stale {
+		time.Sleep(testGrace) // well past the refresh interval, testGrace/8
+	}
 
 	if _, err := open.Get(ctx, rowKey(1)); err != nil {
 		t.Fatalf("fail open, a row: %v", err)
