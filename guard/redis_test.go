@@ -18,7 +18,7 @@ import (
 
 // fleet is a Redis server and a client per process of a simulated
 // fleet: each process has its own connection pool, as separate processes
-// would.
+// would, and generous timeouts (redistest.ClientTimeout).
 type fleet struct {
 	srv     *redistest.Server
 	clients []redis.UniversalClient
@@ -28,7 +28,8 @@ func newFleet(t *testing.T, processes int) *fleet {
 	t.Helper()
 	f := &fleet{srv: redistest.NewServer(t, redistest.Config{})}
 	for range processes {
-		c := redis.NewClient(&redis.Options{Addr: f.srv.Addr})
+		c := redis.NewClient(&redis.Options{Addr: f.srv.Addr, DialTimeout: redistest.ClientTimeout,
+			ReadTimeout: redistest.ClientTimeout, WriteTimeout: redistest.ClientTimeout})
 		t.Cleanup(func() { c.Close() })
 		f.clients = append(f.clients, c)
 	}
@@ -304,8 +305,10 @@ func TestRedisDown(t *testing.T) {
 func testRedisDown(t *testing.T, stale bool) {
 	ctx := context.Background()
 	fl := newFleet(t, 0)
-	// Fail fast once the server is gone, and quietly.
-	rdb := redis.NewClient(&redis.Options{Addr: fl.srv.Addr, DialerRetries: 1, MaxRetries: -1})
+	// Fail fast once the server is gone (connections refused), and
+	// quietly; until then, generous timeouts.
+	rdb := redis.NewClient(&redis.Options{Addr: fl.srv.Addr, DialerRetries: 1, MaxRetries: -1, DialTimeout: redistest.ClientTimeout,
+		ReadTimeout: redistest.ClientTimeout, WriteTimeout: redistest.ClientTimeout})
 	t.Cleanup(func() { rdb.Close() })
 	redis.SetLogger(quietLogger{})
 	t.Cleanup(func() { redis.SetLogger(stderrLogger{}) })
