@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"runtime"
 	"strconv"
 	"sync"
 	"testing"
@@ -27,6 +28,14 @@ var shared struct {
 
 func TestMain(m *testing.M) {
 	flag.Parse()
+	// Most parallel tests here wait on servers (a stall, a restart, a
+	// pause, a replica's sync) more than they compute: run more of them at
+	// once than go test's default (GOMAXPROCS), unless -parallel is given.
+	parallelSet := false
+	flag.Visit(func(f *flag.Flag) { parallelSet = parallelSet || f.Name == "test.parallel" })
+	if !parallelSet {
+		flag.Set("test.parallel", strconv.Itoa(max(6, 2*runtime.GOMAXPROCS(0))))
+	}
 	if _, _, err := redistest.Binaries(); err != nil {
 		// The examples need a server and cannot skip: run the tests
 		// (which skip, saying how to install one) and the fuzz seeds only.
