@@ -214,7 +214,7 @@ func TestRedisConcurrent(t *testing.T) {
 	if _, err := guard.Fill(ctx, guard.Shared(first), db.scan); err != nil {
 		t.Fatal(err)
 	}
-	w := &workload{db: db, keys: 400, writers: 6, readers: 4, writes: writes, rebuilds: rebuilds, seed: 11}
+	w := &workload{db: db, keys: 400, writers: 6, readers: 4, writes: writes, rebuilds: rebuilds, seed: 11, minChecked: 100}
 	for _, c := range fl.clients {
 		w.guards = append(w.guards, guard.New(openShared(t, c, "c"), w.loader(), guard.WithGrace(testGrace)))
 	}
