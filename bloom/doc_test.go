@@ -13,7 +13,7 @@ import (
 // TestDocSizingTable checks the table of bits per key in doc.go against the
 // constructors, so that it cannot go stale (sizing_gen.go regenerates it).
 // The 1000× column of NewScalable, which needs 10^6 adds per row, is
-// checked only without -short and -race.
+// checked with CUCKOO_LONG=1 (and then neither with -short nor -race).
 func TestDocSizingTable(t *testing.T) {
 	src, err := os.ReadFile("doc.go")
 	if err != nil {
@@ -59,7 +59,7 @@ func TestDocSizingTable(t *testing.T) {
 				t.Errorf("doc.go row %g: column %d says %s, the constructors give %s: run go run sizing_gen.go", p, i+2, f[i+2], w)
 			}
 		}
-		if testing.Short() || raceEnabled {
+		if !full() {
 			continue
 		}
 		g, _ := bloom.NewScalable(1000, p, bloom.WithSeed(1))

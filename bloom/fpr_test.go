@@ -31,8 +31,9 @@ func probesFor(p float64) uint64 { return uint64(max(1e6, math.Ceil(2000/p))) }
 // rate varies around its expectation; for the blocked layout at 0.01 %,
 // where a block's contribution varies most, that is about 2.5/√blocks:
 // 1.2 % at 10^6 keys, 2.7 % at 2·10^5. The bound 1.15× thus sits 6σ (4.3σ
-// under -short and -race, which shrink the capacity to 2·10^5, never the
-// probes or the bounds) above a filter that exactly meets its target.
+// at 2·10^5, the capacity unless CUCKOO_LONG=1, and always under -short
+// and -race; they never shrink the probes or the bounds) above a filter
+// that exactly meets its target.
 // -race skips the 0.01 % target, whose 2·10^7 probes take minutes there.
 //
 // The seeds are fixed (statRand): with random ones the blocked layout at
@@ -43,9 +44,9 @@ func probesFor(p float64) uint64 { return uint64(max(1e6, math.Ceil(2000/p))) }
 // measured rate (3·10^-7).
 func TestFalsePositiveRate(t *testing.T) {
 	r := statRand(t)
-	n := uint64(1_000_000)
-	if testing.Short() || raceEnabled {
-		n = 200_000
+	n := uint64(200_000)
+	if full() {
+		n = 1_000_000
 	}
 	for _, kind := range kinds {
 		for _, p := range []float64{0.1, 0.01, 0.001, 0.0001} {
@@ -87,10 +88,10 @@ func TestFalsePositiveRate(t *testing.T) {
 
 // TestFalsePositiveRateSmall checks the bound at small capacities, where
 // rounding to whole blocks or words and the variance of few keys matter: the
-// mean rate over many independent filters (fresh seeds) is at most 1.15× the
-// target, probed with at least 2000/p keys in all.
+// mean rate over many independent filters (a seed each, from statRand) is
+// at most 1.15× the target, probed with at least 2000/p keys in all.
 func TestFalsePositiveRateSmall(t *testing.T) {
-	r := testRand(t)
+	r := statRand(t)
 	const p = 0.01
 	for _, kind := range kinds {
 		for _, c := range []uint64{1, 2, 7, 64, 100, 1000} {

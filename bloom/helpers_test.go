@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/dedupkit/cuckoo/bloom"
+	"github.com/dedupkit/cuckoo/internal/testlong"
 	"github.com/dedupkit/cuckoo/internal/testseed"
 )
 
@@ -14,19 +15,20 @@ import (
 // that a failure can be replayed with -seed.
 func testRand(t testing.TB) *rand.Rand { return testseed.Rand(t) }
 
-// statRand returns the generator of the statistical tests whose bounds
-// chance breaks more often than once in 10^6 runs: seeded with a constant
-// (the bounds were checked with it in every mode CI runs), so that their
-// outcome is the same on every run, unless -seed gives another seed to
-// explore with.
+// statRand returns the generator of the statistical tests, whose bounds
+// chance could break: seeded with a constant (the bounds were checked with
+// it in every mode CI runs), so that their outcome is the same on every
+// run, unless -seed gives another seed to explore with.
 func statRand(t testing.TB) *rand.Rand {
 	t.Helper()
-	if s, ok := testseed.Given(); ok {
-		t.Logf("seed %d from -seed", s)
-		return testseed.New(s)
-	}
-	return testseed.New(1)
+	return testseed.New(testseed.Fixed(t, 1))
 }
+
+// full reports whether the statistical tests run at full size: with
+// CUCKOO_LONG=1, and then neither with -short nor under the race detector
+// (ten times slower). Otherwise they shrink the filters or the trials,
+// never their bounds.
+func full() bool { return testlong.Enabled() && !testing.Short() && !raceEnabled }
 
 // keyBuf holds one 16-byte key; at returns key i of a family in it without
 // allocating. Family 0 holds the keys tests add; others are never added.

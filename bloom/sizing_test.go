@@ -6,6 +6,8 @@ import (
 	"math/bits"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/dedupkit/cuckoo/internal/testlong"
 )
 
 // poisson draws from Poisson(λ) by multiplying uniforms (λ ≤ 700).
@@ -35,12 +37,13 @@ func meanSD(xs []float64) (float64, float64) {
 // of a 512-bit block, and an absent key is a false positive when its k
 // uniform bits are all set, which given the block's X set bits happens with
 // probability exactly (X/512)^k. The model must lie within 5 standard
-// errors of the simulated mean.
+// errors of the simulated mean, over 40,000 simulated blocks (200,000 with
+// CUCKOO_LONG=1).
 func TestBlockedModelMonteCarlo(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
-	trials := 200_000
-	if testing.Short() {
-		trials = 40_000
+	trials := 40_000
+	if testlong.Enabled() && !testing.Short() {
+		trials = 200_000
 	}
 	for _, p := range []float64{0.1, 0.01, 1e-4} {
 		s := blockedSizing(p)
@@ -77,6 +80,7 @@ func TestBlockedModelMonteCarlo(t *testing.T) {
 // rate (it is an upper bound) by more than 5 standard errors, nor above it
 // by more than the stated slack: 25 % for a single word, 5 % beyond (so the
 // sizing over-provisions tiny filters a little, and larger ones not at all).
+// A quarter of the trials run unless CUCKOO_LONG=1.
 func TestClassicModelMonteCarlo(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
 	for _, tc := range []struct {
@@ -85,7 +89,7 @@ func TestClassicModelMonteCarlo(t *testing.T) {
 	}{{64, 6, 4, 100_000, 0.25}, {640, 66, 7, 40_000, 0.05}, {4096, 420, 7, 8_000, 0.05}} {
 		t.Run(fmt.Sprintf("m=%d/n=%d/k=%d", tc.m, tc.n, tc.k), func(t *testing.T) {
 			trials := tc.trials
-			if testing.Short() {
+			if !testlong.Enabled() || testing.Short() {
 				trials /= 4
 			}
 			rates := make([]float64, trials)

@@ -547,7 +547,7 @@ func TestConcurrentLocal(t *testing.T) {
 			db := newMemTable(7)
 			db.failBefore, db.failAfter, db.liveScan = 0.05, 0.05, live
 			_, set := fillTable(t, db, 200, 1000)
-			w := &workload{db: db, keys: 400, writers: 8, readers: 4, writes: 1500, rebuilds: 30, seed: 7}
+			w := &workload{db: db, keys: 400, writers: 8, readers: 4, writes: 1500, rebuilds: 30, seed: 7, minChecked: 1000}
 			if testing.Short() {
 				w.writes, w.rebuilds = 500, 10
 			}

@@ -160,7 +160,7 @@ func TestPostgresConcurrent(t *testing.T) {
 			ctx := context.Background()
 			db := newPGTable(t, 1000)
 			db.paginate = tc.paginate
-			w := &workload{db: db, keys: 1500, writers: 12, readers: 6, writes: 400, rebuilds: 6, seed: 31}
+			w := &workload{db: db, keys: 1500, writers: 12, readers: 6, writes: 400, rebuilds: 6, seed: 31, minChecked: 500}
 			switch tc.set {
 			case "local":
 				f := newFilter(t, 4000)

@@ -18,7 +18,7 @@ import (
 
 // fleet is a Redis server and a client per process of a simulated
 // fleet: each process has its own connection pool, as separate processes
-// would.
+// would, and generous timeouts (redistest.ClientTimeout).
 type fleet struct {
 	srv     *redistest.Server
 	clients []redis.UniversalClient
@@ -28,7 +28,8 @@ func newFleet(t *testing.T, processes int) *fleet {
 	t.Helper()
 	f := &fleet{srv: redistest.NewServer(t, redistest.Config{})}
 	for range processes {
-		c := redis.NewClient(&redis.Options{Addr: f.srv.Addr})
+		c := redis.NewClient(&redis.Options{Addr: f.srv.Addr, DialTimeout: redistest.ClientTimeout,
+			ReadTimeout: redistest.ClientTimeout, WriteTimeout: redistest.ClientTimeout})
 		t.Cleanup(func() { c.Close() })
 		f.clients = append(f.clients, c)
 	}
@@ -213,7 +214,7 @@ func TestRedisConcurrent(t *testing.T) {
 	if _, err := guard.Fill(ctx, guard.Shared(first), db.scan); err != nil {
 		t.Fatal(err)
 	}
-	w := &workload{db: db, keys: 400, writers: 6, readers: 4, writes: writes, rebuilds: rebuilds, seed: 11}
+	w := &workload{db: db, keys: 400, writers: 6, readers: 4, writes: writes, rebuilds: rebuilds, seed: 11, minChecked: 100}
 	for _, c := range fl.clients {
 		w.guards = append(w.guards, guard.New(openShared(t, c, "c"), w.loader(), guard.WithGrace(testGrace)))
 	}
@@ -288,12 +289,26 @@ func TestRedisRebuildAbandoned(t *testing.T) {
 
 // TestRedisDown: with Redis gone, Get fails open (or closed, as asked),
 // Insert fails without running its write, Remove runs its write and says
-// the filter is stale.
+// the filter is stale. Two ways for Redis to go: long enough before the
+// lookups that each reads the set's pointer again and fails at once
+// (pointer=stale), and just before them, so that the first lookup relies
+// on the pointer it read and waits out redisfilter's retry horizon (30 s
+// by default) before it fails (pointer=fresh, a long check).
 func TestRedisDown(t *testing.T) {
+	t.Run("pointer=stale", func(t *testing.T) { testRedisDown(t, true) })
+	t.Run("pointer=fresh", func(t *testing.T) {
+		testlong.Skip(t)
+		testRedisDown(t, false)
+	})
+}
+
+func testRedisDown(t *testing.T, stale bool) {
 	ctx := context.Background()
 	fl := newFleet(t, 0)
-	// Fail fast once the server is gone, and quietly.
-	rdb := redis.NewClient(&redis.Options{Addr: fl.srv.Addr, DialerRetries: 1, MaxRetries: -1})
+	// Fail fast once the server is gone (connections refused), and
+	// quietly; until then, generous timeouts.
+	rdb := redis.NewClient(&redis.Options{Addr: fl.srv.Addr, DialerRetries: 1, MaxRetries: -1, DialTimeout: redistest.ClientTimeout,
+		ReadTimeout: redistest.ClientTimeout, WriteTimeout: redistest.ClientTimeout})
 	t.Cleanup(func() { rdb.Close() })
 	redis.SetLogger(quietLogger{})
 	t.Cleanup(func() { redis.SetLogger(stderrLogger{}) })
@@ -306,12 +321,21 @@ func TestRedisDown(t *testing.T) {
 		t.Fatal(err)
 	}
 	set := openShared(t, rdb, "down")
-	open := guard.New(set, db.load)
-	closed := guard.New(set, db.load, guard.WithFailClosed())
+	var opts []guard.Option
+	if stale {
+		// A short grace period: the set reads its pointer again before
+		// a lookup once an eighth of it has passed since the last read.
+		opts = append(opts, guard.WithGrace(testGrace))
+	}
+	open := guard.New(set, db.load, opts...)
+	closed := guard.New(set, db.load, append(opts, guard.WithFailClosed())...)
 	if _, err := open.Get(ctx, rowKey(1)); err != nil {
 		t.Fatal(err)
 	}
 	fl.srv.Kill()
+	if stale {
+		time.Sleep(testGrace) // well past the refresh interval, testGrace/8
+	}
 
 	if _, err := open.Get(ctx, rowKey(1)); err != nil {
 		t.Fatalf("fail open, a row: %v", err)

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/dedupkit/cuckoo/guard"
 )
@@ -30,6 +31,11 @@ type workload struct {
 	rebuild  func(ctx context.Context, round int) error
 	rebuilds int
 	seed     uint64
+	// minChecked: the writers go on past writes until the readers have
+	// checked this many lookups of rows that existed throughout (or for 2
+	// minutes at most), so that how much the lookups overlap the writes
+	// does not depend on how busy the machine is.
+	minChecked int64
 
 	mu      sync.Mutex
 	present []int8 // 1 the row exists, 0 it does not, -1 not known yet
@@ -78,13 +84,18 @@ func (w *workload) run(t *testing.T) {
 	stop := func() bool { return writersDone.Load() && (w.rebuild == nil || rebuildsDone.Load()) }
 	var wg, writers sync.WaitGroup
 	var written atomic.Int64
+	deadline := time.Now().Add(2 * time.Minute)
+	more := func(n int) bool {
+		return n < w.writes || w.rebuild != nil && !rebuildsDone.Load() ||
+			w.checked.Load() < w.minChecked && time.Now().Before(deadline)
+	}
 	for i := range w.writers {
 		writers.Add(1)
 		go func() {
 			defer writers.Done()
 			rng := rand.New(rand.NewPCG(w.seed, uint64(i)))
 			g := w.guards[i%len(w.guards)]
-			for n := 0; n < w.writes || w.rebuild != nil && !rebuildsDone.Load(); n++ {
+			for n := 0; more(n); n++ {
 				w.write(t, g, rng)
 				written.Add(1)
 			}

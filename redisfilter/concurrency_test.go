@@ -6,14 +6,15 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/dedupkit/cuckoo/internal/testlong"
 	"github.com/dedupkit/cuckoo/redisfilter"
 	"github.com/redis/go-redis/v9"
 )
 
 // TestConcurrentClients runs 8 goroutines on each of 2 clients (their own
-// connection pools) against one filter: each adds its own keys (singly
-// and in batches, some twice), deletes some, and races the others to
-// AddUnique a shared set. Afterwards every acknowledged key that was not
+// connection pools) against one filter: each adds its own keys, 600 (1500
+// with CUCKOO_LONG=1; singly and in batches, some twice), deletes some,
+// and races the others to AddUnique a shared set. Afterwards every acknowledged key that was not
 // deleted is found, the counts add up, and each shared key was added by
 // exactly one goroutine.
 //
@@ -25,7 +26,8 @@ import (
 // 1/(2^20−1). Whether it happens depends only on the seed and the keys,
 // not on the order of the writes, so the seed is fixed, one for which no
 // shared key has such a twin (checked with the library filter of the same
-// geometry: each shared key counts 1 there after adding every key).
+// geometry: each shared key counts 1 there after adding every key; the
+// quick version's keys are a subset of the long one's).
 func TestConcurrentClients(t *testing.T) {
 	topologies(t, func(t *testing.T, first redis.UniversalClient) {
 		ctx := ctxOf(t)
@@ -48,7 +50,11 @@ func TestConcurrentClients(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		const workers, perWorker, shared = 16, 1500, 500
+		const workers, shared = 16, 500
+		perWorker := 600
+		if testlong.Enabled() {
+			perWorker = 1500
+		}
 		sharedKeys := keys("shared", shared)
 		var winners [shared]atomic.Int32
 		acked := make([][][]byte, workers)   // keys acknowledged, still in

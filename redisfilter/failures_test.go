@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/dedupkit/cuckoo/internal/redistest"
+	"github.com/dedupkit/cuckoo/internal/testlong"
 	"github.com/dedupkit/cuckoo/redisfilter"
 	"github.com/redis/go-redis/v9"
 )
@@ -20,6 +22,7 @@ import (
 // every acknowledged key, duplicate count and the item count are back,
 // and so are the functions.
 func TestRestartWithAOF(t *testing.T) {
+	t.Parallel()
 	ctx := ctxOf(t)
 	s := redistest.NewServer(t, redistest.Config{AOF: true})
 	rdb := clientOf(t, s)
@@ -70,70 +73,37 @@ func TestRestartWithAOF(t *testing.T) {
 	}
 }
 
-// TestFailover inserts keys through a Durable(1) filter into a cluster of
-// 3 masters with a replica each, kills the master of slot 0 (a third of
-// the shards) in the middle, and restarts it once its replica has taken
-// over. One writer adds keys one at a time with AddUnique, the other in
-// batches of 100 with AddUniqueBatch, every key new, and every result is
-// checked against the filter afterwards: a key reported added with a nil
-// error (WAIT 1 acknowledged it) is there once; none is reported present;
-// a key whose write was unconfirmed is there at most once (the replica
-// may not have received it), one not sent is not there.
-func TestFailover(t *testing.T) {
-	if testing.Short() {
-		t.Skip("a 6-node cluster in -short mode")
-	}
-	ctx := ctxOf(t)
-	c := redistest.NewCluster(t, 3, 1, redistest.Config{NodeTimeout: time.Second})
-	rdb := clusterClientOf(t, c)
-	f, err := redisfilter.New(ctx, rdb, uniqueName(t), 100000, redisfilter.WithFingerprintBits(32), redisfilter.WithShards(6),
-		redisfilter.WithSeed(0xfa11))
-	if err != nil {
-		t.Fatal(err)
-	}
-	d := f.Durable(1, time.Second)
-	var (
-		mu       sync.Mutex
-		results  = map[string]error{} // nil: added and acknowledged
-		acked    atomic.Int64
-		refused  atomic.Int64
-		stop     atomic.Bool
-		inserted sync.WaitGroup
-	)
-	// note records key k's outcome; short is the batch's ErrNotReplicated:
-	// its keys were added on the master only.
-	note := func(k []byte, added bool, err, short error) {
-		switch {
-		case err == nil && !added:
-			err = errors.New("reported present, and every key is new")
-		case err == nil && short != nil:
-			err = short
-		}
-		mu.Lock()
-		results[string(k)] = err
-		mu.Unlock()
-		if err == nil {
-			acked.Add(1)
-		} else {
-			refused.Add(1)
-		}
-	}
-	inserted.Add(2)
+// durableWriters are the writers of TestFailover and TestReplicaLoss:
+// through a Durable filter, one adds keys one at a time with AddUnique, the
+// other in batches of 100 with AddUniqueBatch, every key new, and each
+// key's outcome is kept to be checked against the filter afterwards.
+type durableWriters struct {
+	mu      sync.Mutex
+	results map[string]error // nil: added and acknowledged
+	acked   atomic.Int64
+	refused atomic.Int64
+	stop    atomic.Bool
+	wg      sync.WaitGroup
+}
+
+func startDurableWriters(ctx context.Context, d *redisfilter.Filter) *durableWriters {
+	w := &durableWriters{results: map[string]error{}}
+	w.wg.Add(2)
 	go func() {
-		defer inserted.Done()
-		for i := 0; !stop.Load(); i++ {
+		defer w.wg.Done()
+		for i := 0; !w.stop.Load(); i++ {
 			k := key("one-", i)
 			added, err := d.AddUnique(ctx, k)
 			if errors.Is(err, redisfilter.ErrNotReplicated) {
-				note(k, added, nil, err)
+				w.note(k, added, nil, err)
 				continue
 			}
-			note(k, added, err, nil)
+			w.note(k, added, err, nil)
 		}
 	}()
 	go func() {
-		defer inserted.Done()
-		for n := 0; !stop.Load(); n++ {
+		defer w.wg.Done()
+		for n := 0; !w.stop.Load(); n++ {
 			in := keys(fmt.Sprintf("batch%d-", n), 100)
 			added := make([]bool, len(in))
 			errs := make([]error, len(in))
@@ -142,67 +112,73 @@ func TestFailover(t *testing.T) {
 				short = err
 			}
 			for i, k := range in {
-				note(k, added[i], errs[i], short)
+				w.note(k, added[i], errs[i], short)
 			}
 		}
 	}()
-	// waitCount waits for n acknowledged keys. Its limit is generous: it
-	// is there to fail with a message, instead of the whole run's timeout,
-	// if the writers stop getting acknowledgements.
-	waitCount := func(n int64) {
-		t.Helper()
-		for deadline := time.Now().Add(2 * time.Minute); acked.Load() < n; time.Sleep(20 * time.Millisecond) {
-			if time.Now().After(deadline) {
-				stop.Store(true)
-				inserted.Wait()
-				t.Fatalf("%d keys acknowledged after 2 minutes, want %d; %d writes refused", acked.Load(), n, refused.Load())
-			}
-		}
+	return w
+}
+
+// note records key k's outcome; short is the batch's ErrNotReplicated:
+// its keys were added on the master only.
+func (w *durableWriters) note(k []byte, added bool, err, short error) {
+	switch {
+	case err == nil && !added:
+		err = errors.New("reported present, and every key is new")
+	case err == nil && short != nil:
+		err = short
 	}
-	waitCount(500)
-	victim, err := c.MasterOf(0)
-	if err != nil {
-		t.Fatal(err)
+	w.mu.Lock()
+	w.results[string(k)] = err
+	w.mu.Unlock()
+	if err == nil {
+		w.acked.Add(1)
+	} else {
+		w.refused.Add(1)
 	}
-	t.Logf("killing master %s after %d acknowledged keys", victim.Addr, acked.Load())
-	victim.Kill()
-	before := acked.Load()
-	// Wait for the replica to take over slot 0, and the survivors to
-	// report the cluster healthy again.
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
-		if m, err := c.MasterOf(0); err == nil && m != nil && m != victim {
-			t.Logf("%s took over after %d more keys", m.Addr, acked.Load()-before)
-			break
-		}
+}
+
+// waitFor waits until done reports true, or fails the test after a
+// generous limit: it is there to fail with a message, instead of the whole
+// run's timeout, if the writers stop making progress.
+func (w *durableWriters) waitFor(t *testing.T, what string, done func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(2 * time.Minute); !done(); time.Sleep(20 * time.Millisecond) {
 		if time.Now().After(deadline) {
-			t.Fatal("no replica took over within 30 s")
+			w.halt()
+			t.Fatalf("not %s after 2 minutes: %d writes acknowledged, %d not", what, w.acked.Load(), w.refused.Load())
 		}
 	}
-	if err := c.WaitHealthy(30 * time.Second); err != nil {
-		t.Fatal(err)
-	}
-	if err := victim.Restart(); err != nil {
-		t.Fatal(err)
-	}
-	if err := c.WaitHealthy(30 * time.Second); err != nil {
-		t.Fatal(err)
-	}
-	waitCount(before + 500)
-	stop.Store(true)
-	inserted.Wait()
-	t.Logf("%d keys acknowledged, %d not (or not replicated) during the failover", acked.Load(), refused.Load())
-	check := clusterClientOf(t, c)
-	g, err := redisfilter.Open(ctx, check, f.Name())
-	if err != nil {
-		t.Fatal(err)
-	}
-	snap, err := g.Snapshot(ctx)
+}
+
+// waitAcked waits for n acknowledged keys.
+func (w *durableWriters) waitAcked(t *testing.T, n int64) {
+	t.Helper()
+	w.waitFor(t, fmt.Sprintf("%d keys acknowledged", n), func() bool { return w.acked.Load() >= n })
+}
+
+func (w *durableWriters) halt() {
+	w.stop.Store(true)
+	w.wg.Wait()
+}
+
+// check stops the writers and checks every key's outcome against the
+// filter f (opened on a client of its own): a key reported added with a
+// nil error (WAIT acknowledged it) is there once; none is reported
+// present; a key whose write was unconfirmed or not replicated is there
+// at most once (the replica may not have received it), one not sent is
+// not there. It returns how many keys had each outcome.
+func (w *durableWriters) check(t *testing.T, ctx context.Context, f *redisfilter.Filter) map[string]int {
+	t.Helper()
+	w.halt()
+	t.Logf("%d keys acknowledged, %d not (or not replicated)", w.acked.Load(), w.refused.Load())
+	snap, err := f.Snapshot(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var wrong []string
 	kinds := map[string]int{}
-	for k, err := range results {
+	for k, err := range w.results {
 		n := snap.Count([]byte(k))
 		switch {
 		case err == nil:
@@ -228,6 +204,101 @@ func TestFailover(t *testing.T) {
 	if len(wrong) > 0 {
 		t.Fatalf("wrong results, for example %q", wrong)
 	}
+	return kinds
+}
+
+// TestFailover runs the durableWriters with Durable(1) against a cluster
+// of 3 masters with a replica each, kills the master of slot 0 (a third
+// of the shards) in the middle, and restarts it once its replica has
+// taken over; then it checks every result (durableWriters.check). A long
+// check (CUCKOO_LONG=1): six servers and a failover take 15 s.
+// TestReplicaLoss is its quick version.
+func TestFailover(t *testing.T) {
+	testlong.Skip(t)
+	if testing.Short() {
+		t.Skip("a 6-node cluster in -short mode")
+	}
+	t.Parallel()
+	ctx := ctxOf(t)
+	c := redistest.NewCluster(t, 3, 1, redistest.Config{NodeTimeout: time.Second})
+	rdb := clusterClientOf(t, c)
+	f, err := redisfilter.New(ctx, rdb, uniqueName(t), 100000, redisfilter.WithFingerprintBits(32), redisfilter.WithShards(6),
+		redisfilter.WithSeed(0xfa11))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := startDurableWriters(ctx, f.Durable(1, time.Second))
+	w.waitAcked(t, 500)
+	victim, err := c.MasterOf(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("killing master %s after %d acknowledged keys", victim.Addr, w.acked.Load())
+	victim.Kill()
+	before := w.acked.Load()
+	// Wait for the replica to take over slot 0, and the survivors to
+	// report the cluster healthy again.
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		if m, err := c.MasterOf(0); err == nil && m != nil && m != victim {
+			t.Logf("%s took over after %d more keys", m.Addr, w.acked.Load()-before)
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no replica took over within 30 s")
+		}
+	}
+	if err := c.WaitHealthy(30 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if err := victim.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.WaitHealthy(30 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	w.waitAcked(t, before+500)
+	g, err := redisfilter.Open(ctx, clusterClientOf(t, c), f.Name())
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.check(t, ctx, g)
+}
+
+// TestReplicaLoss is TestFailover's quick version, on one master and its
+// replica: the durableWriters run with Durable(1), the replica is killed
+// (the writes are then applied on the master only, and say so with
+// ErrNotReplicated) and restarted (it syncs again, and the writes are
+// acknowledged again); every result is checked (durableWriters.check).
+func TestReplicaLoss(t *testing.T) {
+	t.Parallel()
+	ctx := ctxOf(t)
+	master := redistest.NewServer(t, redistest.Config{Directives: []string{"repl-diskless-sync-delay 0"}})
+	replica := redistest.NewServer(t, redistest.Config{Directives: []string{"replicaof 127.0.0.1 " + strconv.Itoa(master.Port)}})
+	synced := func() bool {
+		link, _ := replica.Info("master_link_status")
+		return link == "up"
+	}
+	rdb := clientOf(t, master)
+	f, err := redisfilter.New(ctx, rdb, uniqueName(t), 100000, redisfilter.WithFingerprintBits(32), redisfilter.WithShards(4),
+		redisfilter.WithSeed(0x5ca1e))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := startDurableWriters(ctx, f.Durable(1, 200*time.Millisecond))
+	w.waitFor(t, "the replica in sync", synced)
+	w.waitAcked(t, 300)
+	replica.Kill()
+	t.Logf("replica killed after %d acknowledged keys", w.acked.Load())
+	refused := w.refused.Load()
+	w.waitFor(t, "a write refused", func() bool { return w.refused.Load() > refused })
+	if err := replica.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	w.waitFor(t, "the replica in sync again", synced)
+	w.waitAcked(t, w.acked.Load()+300)
+	if kinds := w.check(t, ctx, f); kinds["not replicated"] == 0 {
+		t.Fatal("no write said it was not replicated while the replica was down")
+	}
 }
 
 // TestNoFunctions runs against a server whose FUNCTION and FCALL commands
@@ -235,6 +306,7 @@ func TestFailover(t *testing.T) {
 // command"): New fails with ErrUnsupported naming the version needed,
 // while Bloom filters, which need no functions, work.
 func TestNoFunctions(t *testing.T) {
+	t.Parallel()
 	ctx := ctxOf(t)
 	s := redistest.NewServer(t, redistest.Config{Directives: []string{
 		`rename-command FUNCTION ""`, `rename-command FCALL ""`, `rename-command FCALL_RO ""`,
@@ -307,13 +379,15 @@ func (h redirectHook) note(err error) {
 // reassigned, the old master answers MOVED. go-redis follows both; every
 // key stays found and new keys go in.
 func TestResharding(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("a cluster of its own in -short mode")
 	}
 	ctx := ctxOf(t)
 	c := redistest.NewCluster(t, 3, 0, redistest.Config{})
 	red := &redirects{}
-	rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: c.Addrs(), Protocol: 2})
+	rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: c.Addrs(), Protocol: 2, DialTimeout: redistest.ClientTimeout,
+		ReadTimeout: redistest.ClientTimeout, WriteTimeout: redistest.ClientTimeout})
 	rdb.OnNewNode(red.hook)
 	t.Cleanup(func() { rdb.Close() })
 	// A fixed name (the cluster is the test's own): the metadata key must
@@ -392,8 +466,7 @@ func TestResharding(t *testing.T) {
 			t.Fatalf("%s %v: %v", s.Addr, args, err)
 		}
 	}
-	srcClient := redis.NewClient(&redis.Options{Addr: src.Addr, Protocol: 2})
-	t.Cleanup(func() { srcClient.Close() })
+	srcClient := clientOf(t, src)
 	// migrate moves every key of the slot, as redis-cli does.
 	migrate := func() error {
 		keys, err := srcClient.ClusterGetKeysInSlot(ctx, slot, 100000).Result()

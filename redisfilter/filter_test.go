@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/dedupkit/cuckoo/internal/testlong"
 	"github.com/dedupkit/cuckoo/internal/testseed"
 	"github.com/dedupkit/cuckoo/redisfilter"
 	"github.com/redis/go-redis/v9"
@@ -15,13 +16,21 @@ import (
 // to a Go map of counts, and checks after each step that the filter finds
 // every key the map holds, counts at least the map's count, and holds as
 // many items; at the end, that the filter's snapshot is a valid library
-// filter answering every lookup and count exactly as Redis does.
+// filter answering every lookup and count exactly as Redis does. The
+// shapes run in parallel, each with a generator of its own, for 1200 steps
+// (3000 with CUCKOO_LONG=1).
 func TestModel(t *testing.T) {
 	topologies(t, func(t *testing.T, rdb redis.UniversalClient) {
 		ctx := ctxOf(t)
-		rng := testseed.Rand(t)
-		for _, shape := range []struct{ b, f, shards int }{{4, 16, 4}, {2, 12, 2}, {8, 7, 1}, {4, 13, 3}} {
+		seed := testseed.Seed(t)
+		steps := 1200
+		if testlong.Enabled() {
+			steps = 3000
+		}
+		for i, shape := range []struct{ b, f, shards int }{{4, 16, 4}, {2, 12, 2}, {8, 7, 1}, {4, 13, 3}} {
 			t.Run(fmt.Sprintf("b=%d/f=%d/shards=%d", shape.b, shape.f, shape.shards), func(t *testing.T) {
+				t.Parallel()
+				rng := testseed.New(seed + uint64(i))
 				const universe = 600
 				f, err := redisfilter.New(ctx, rdb, uniqueName(t), 2000, redisfilter.WithBucketSize(shape.b),
 					redisfilter.WithFingerprintBits(shape.f), redisfilter.WithShards(shape.shards), redisfilter.WithSeed(rng.Uint64()))
@@ -31,7 +40,7 @@ func TestModel(t *testing.T) {
 				t.Cleanup(func() { f.Drop(ctx) })
 				model := map[int]uint64{}
 				var total uint64
-				for step := range 3000 {
+				for step := range steps {
 					k := rng.IntN(universe)
 					kb := key("m", k)
 					switch op := rng.IntN(10); {
@@ -185,11 +194,12 @@ func TestDuplicates(t *testing.T) {
 
 // TestDeleteTouchesOnlyItsKey deletes half of the keys: the other half is
 // all found, and the deleted half is found only at about the
-// false-positive rate.
+// false-positive rate (the seed is fixed).
 func TestDeleteTouchesOnlyItsKey(t *testing.T) {
 	topologies(t, func(t *testing.T, rdb redis.UniversalClient) {
 		ctx := ctxOf(t)
-		f, err := redisfilter.New(ctx, rdb, uniqueName(t), 20000, redisfilter.WithFingerprintBits(16), redisfilter.WithShards(4))
+		f, err := redisfilter.New(ctx, rdb, uniqueName(t), 20000, redisfilter.WithFingerprintBits(16), redisfilter.WithShards(4),
+			redisfilter.WithSeed(testseed.Fixed(t, 0xde1)))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -231,12 +241,15 @@ func TestDeleteTouchesOnlyItsKey(t *testing.T) {
 }
 
 // TestFullChangesNothing fills a small filter past its capacity: every
-// refused insert leaves the shard bit for bit as it was, and every key
-// accepted is found.
+// refused insert leaves the shard bit for bit as it was, every key
+// accepted is found, and the filter took at least its capacity. The seeds
+// are fixed: how many keys a table takes before it is full depends on
+// them.
 func TestFullChangesNothing(t *testing.T) {
+	t.Parallel()
 	ctx := ctxOf(t)
 	rdb := singleClient(t)
-	rng := testseed.Rand(t)
+	rng := testseed.New(testseed.Fixed(t, 0xf011))
 	for _, b := range []int{2, 4, 8} {
 		f, err := redisfilter.New(ctx, rdb, uniqueName(t), 200, redisfilter.WithBucketSize(b), redisfilter.WithFingerprintBits(12),
 			redisfilter.WithShards(1), redisfilter.WithMaxKicks(50), redisfilter.WithSeed(rng.Uint64()))
@@ -292,17 +305,24 @@ func TestFullChangesNothing(t *testing.T) {
 }
 
 // TestCapacity fills filters of several shapes with exactly their capacity
-// of distinct keys: none is refused (New sizes like the library's New).
+// of distinct keys, 10,000 (30,000 with CUCKOO_LONG=1, 5,000 with
+// -short): none is refused (New sizes like the library's New). The seed is
+// fixed: whether a table fills to its capacity depends on it.
 func TestCapacity(t *testing.T) {
+	t.Parallel()
 	ctx := ctxOf(t)
 	rdb := singleClient(t)
-	n := 30000
-	if testing.Short() {
+	n := 10000
+	switch {
+	case testing.Short():
 		n = 5000
+	case testlong.Enabled():
+		n = 30000
 	}
+	seed := testseed.Fixed(t, 0xca9)
 	for _, s := range []struct{ b, f, shards int }{{2, 12, 4}, {4, 8, 2}, {4, 16, 8}, {8, 12, 1}, {4, 13, 0}} {
 		f, err := redisfilter.New(ctx, rdb, uniqueName(t), uint64(n), redisfilter.WithBucketSize(s.b),
-			redisfilter.WithFingerprintBits(s.f), shardsOpt(s.shards))
+			redisfilter.WithFingerprintBits(s.f), shardsOpt(s.shards), redisfilter.WithSeed(seed))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -336,6 +356,7 @@ func shardsOpt(n int) redisfilter.Option {
 // the 3-master cluster and checks that every master holds shards, within
 // one of an equal share, and that each shard's two keys share a slot.
 func TestShardsOnEveryMaster(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("cluster in -short mode")
 	}
@@ -380,14 +401,22 @@ func TestShardsOnEveryMaster(t *testing.T) {
 // TestBatchRounds checks ContainsBatch over more keys than one pipeline
 // round carries, so that several rounds are in flight at once: every
 // key's answer is the snapshot's, and every added key is found. The
-// Bloom filter's ContainsBatch must agree with its Contains.
+// Bloom filter's ContainsBatch must agree with its Contains. One key in
+// five was added, spread over every round.
 func TestBatchRounds(t *testing.T) {
 	topologies(t, func(t *testing.T, rdb redis.UniversalClient) {
 		ctx := ctxOf(t)
 		rng := testseed.Rand(t)
-		const n = 60000
-		in, out := keys("in", n/2), keys("out", n/2)
-		all := append(append([][]byte(nil), in...), out...)
+		const n = 50000
+		in, out := keys("in", n/5), keys("out", n-n/5)
+		var all [][]byte
+		for i, k := range out {
+			if i%4 == 0 {
+				all = append(all, in[i/4])
+			}
+			all = append(all, k)
+		}
+		added := func(i int) bool { return i%5 == 0 }
 		f, err := redisfilter.New(ctx, rdb, uniqueName(t), n, redisfilter.WithSeed(rng.Uint64()))
 		if err != nil {
 			t.Fatal(err)
@@ -403,7 +432,7 @@ func TestBatchRounds(t *testing.T) {
 			t.Fatal(err)
 		}
 		for i, k := range all {
-			if i < len(in) && !found[i] {
+			if added(i) && !found[i] {
 				t.Fatalf("ContainsBatch misses %s", k)
 			}
 			if found[i] != lib.Contains(k) {
@@ -424,7 +453,7 @@ func TestBatchRounds(t *testing.T) {
 			t.Fatal(err)
 		}
 		for i, k := range all {
-			if i < len(in) && !found[i] {
+			if added(i) && !found[i] {
 				t.Fatalf("Bloom ContainsBatch misses %s", k)
 			}
 			if i%50 == 0 {

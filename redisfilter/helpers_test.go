@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"runtime"
 	"strconv"
 	"sync"
 	"testing"
@@ -27,6 +28,14 @@ var shared struct {
 
 func TestMain(m *testing.M) {
 	flag.Parse()
+	// Most parallel tests here wait on servers (a stall, a restart, a
+	// pause, a replica's sync) more than they compute: run more of them at
+	// once than go test's default (GOMAXPROCS), unless -parallel is given.
+	parallelSet := false
+	flag.Visit(func(f *flag.Flag) { parallelSet = parallelSet || f.Name == "test.parallel" })
+	if !parallelSet {
+		flag.Set("test.parallel", strconv.Itoa(max(6, 2*runtime.GOMAXPROCS(0))))
+	}
 	if _, _, err := redistest.Binaries(); err != nil {
 		// The examples need a server and cannot skip: run the tests
 		// (which skip, saying how to install one) and the fuzz seeds only.
@@ -110,8 +119,11 @@ func singleClient(t testing.TB) *redis.Client {
 	return clientOf(t, singleServer(t))
 }
 
+// clientOf returns a client of s, with generous timeouts
+// (redistest.ClientTimeout), closed at the end of the test.
 func clientOf(t testing.TB, s *redistest.Server) *redis.Client {
-	c := redis.NewClient(&redis.Options{Addr: s.Addr, Protocol: 2})
+	c := redis.NewClient(&redis.Options{Addr: s.Addr, Protocol: 2, DialTimeout: redistest.ClientTimeout,
+		ReadTimeout: redistest.ClientTimeout, WriteTimeout: redistest.ClientTimeout})
 	t.Cleanup(func() { c.Close() })
 	return c
 }
@@ -121,19 +133,27 @@ func clusterClient(t testing.TB) *redis.ClusterClient {
 	return clusterClientOf(t, sharedCluster(t))
 }
 
+// clusterClientOf returns a client of c, with generous timeouts
+// (redistest.ClientTimeout), closed at the end of the test.
 func clusterClientOf(t testing.TB, c *redistest.Cluster) *redis.ClusterClient {
-	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: c.Addrs(), Protocol: 2})
+	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: c.Addrs(), Protocol: 2, DialTimeout: redistest.ClientTimeout,
+		ReadTimeout: redistest.ClientTimeout, WriteTimeout: redistest.ClientTimeout})
 	t.Cleanup(func() { cc.Close() })
 	return cc
 }
 
-// topologies runs fn against a single node and against the cluster.
+// topologies runs fn against a single node and against the cluster, in
+// parallel.
 func topologies(t *testing.T, fn func(t *testing.T, rdb redis.UniversalClient)) {
-	t.Run("single", func(t *testing.T) { fn(t, singleClient(t)) })
+	t.Run("single", func(t *testing.T) {
+		t.Parallel()
+		fn(t, singleClient(t))
+	})
 	t.Run("cluster", func(t *testing.T) {
 		if testing.Short() {
 			t.Skip("cluster in -short mode")
 		}
+		t.Parallel()
 		fn(t, clusterClient(t))
 	})
 }

@@ -17,7 +17,8 @@ import (
 func testServer(t *testing.T, directives ...string) (*redistest.Server, *redis.Client, context.Context) {
 	t.Helper()
 	s := redistest.NewServer(t, redistest.Config{Directives: directives})
-	rdb := redis.NewClient(&redis.Options{Addr: s.Addr, Protocol: 2})
+	rdb := redis.NewClient(&redis.Options{Addr: s.Addr, Protocol: 2, DialTimeout: redistest.ClientTimeout,
+		ReadTimeout: redistest.ClientTimeout, WriteTimeout: redistest.ClientTimeout})
 	t.Cleanup(func() { rdb.Close() })
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	t.Cleanup(cancel)
@@ -258,7 +259,8 @@ func TestDurableReplay(t *testing.T) {
 		t.Fatalf("the first run with the replica paused: %v, want ErrNotReplicated", err)
 	}
 	first := fmt.Sprint(cmd.Val())
-	other := redis.NewClient(&redis.Options{Addr: master.Addr, Protocol: 2})
+	other := redis.NewClient(&redis.Options{Addr: master.Addr, Protocol: 2, DialTimeout: redistest.ClientTimeout,
+		ReadTimeout: redistest.ClientTimeout, WriteTimeout: redistest.ClientTimeout})
 	defer other.Close()
 	g := *d
 	g.rdb = other

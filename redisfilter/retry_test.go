@@ -91,7 +91,7 @@ type outcome struct {
 type stream struct {
 	op      string
 	f       *redisfilter.Filter // on the client with the stall's read timeout
-	check   *redisfilter.Filter // on a client with the default timeouts
+	check   *redisfilter.Filter // on a client with generous timeouts
 	mu      sync.Mutex
 	results map[string]outcome
 	sent    atomic.Int64 // writes returned
@@ -109,9 +109,9 @@ func runStall(t *testing.T, c stall) {
 	rdb := redis.NewClient(opt)
 	t.Cleanup(func() { rdb.Close() })
 	// The filters are made and checked through a twin of the client with
-	// go-redis's default timeouts, so that a busy machine does not fail
-	// the test's own setup.
-	slow := rdb.WithTimeout(3 * time.Second)
+	// generous timeouts, so that a busy machine does not fail the test's
+	// own setup.
+	slow := rdb.WithTimeout(redistest.ClientTimeout)
 	// 32-bit fingerprints and a fixed seed: no two of the keys collide
 	// (checked by the counts below, which would find a pair), so a key
 	// reported present was added by its own call.
@@ -523,7 +523,7 @@ func TestBatchesMarkEveryKey(t *testing.T) {
 	s := redistest.NewServer(t, redistest.Config{})
 	rdb := redis.NewClient(&redis.Options{Addr: s.Addr, ReadTimeout: 50 * time.Millisecond, MaxRetries: 1})
 	t.Cleanup(func() { rdb.Close() })
-	slow := rdb.WithTimeout(3 * time.Second)
+	slow := rdb.WithTimeout(redistest.ClientTimeout)
 	const n = 25000 // more rounds of every batch than are sent at once
 	in := keys("mark", n)
 	check, err := redisfilter.New(ctx, slow, "mark", 2*n, redisfilter.WithFingerprintBits(32), redisfilter.WithSeed(0x3a4c))

@@ -208,7 +208,7 @@ func TestCrashChild(t *testing.T) {
 	}
 }
 
-// TestCrashKill kills a writing child with SIGKILL 20 times (and 20 times
+// TestCrashKill kills a writing child with SIGKILL 6 times (and 6 times
 // more while it compacts in a loop; 100 and 100 with CUCKOO_LONG=1) and
 // checks every acknowledged write. The child checkpoints its index every
 // 50 records or so, so kills land before, during and after checkpoints.
@@ -216,12 +216,13 @@ func TestCrashKill(t *testing.T) {
 	if os.Getenv(crashChildEnv) != "" {
 		t.Skip("in the child")
 	}
-	kills := 20
+	kills := 6
 	if testlong.Enabled() {
 		kills = 100
 	}
 	for _, mode := range []string{"write", "compact"} {
 		t.Run("mode="+mode, func(t *testing.T) {
+			t.Parallel()
 			rng := testseed.Rand(t)
 			dir := t.TempDir()
 			m := &ackModel{vals: map[string]string{}}

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/dedupkit/cuckoo/internal/testlong"
 	"github.com/dedupkit/cuckoo/store"
 )
 
@@ -15,9 +16,12 @@ import (
 // deletes and overwrites, and during compactions (run with -race). Keys
 // written before the readers start and never changed must always read
 // back; changing keys must read as one of their values or absent.
+// Every write under SyncAlways waits for an fsync: it writes 50 keys (200
+// with CUCKOO_LONG=1), SyncNever 30,000.
 func TestConcurrent(t *testing.T) {
 	for _, p := range []store.SyncPolicy{store.SyncNever, store.SyncAlways} {
 		t.Run("sync="+p.String(), func(t *testing.T) {
+			t.Parallel()
 			s, err := store.Open(t.TempDir(), store.WithSync(p), store.WithSegmentSize(256<<10), store.WithAutoCompact(0.3, 256<<10))
 			if err != nil {
 				t.Fatal(err)
@@ -29,7 +33,10 @@ func TestConcurrent(t *testing.T) {
 			}
 			n := 30000
 			if p == store.SyncAlways {
-				n = 200
+				n = 50
+				if testlong.Enabled() {
+					n = 200
+				}
 			}
 			var stop atomic.Bool
 			var wg sync.WaitGroup
@@ -94,8 +101,8 @@ func TestConcurrent(t *testing.T) {
 }
 
 // TestAbsentKeysReadNoLog counts the log reads of lookups of absent keys
-// (near misses of present ones): at most 0.1 %, at 10^5 keys and at
-// 10^6 (10^5 only with -short).
+// (near misses of present ones): at most 0.1 %, at 10^5 keys, and at
+// 10^6 too with CUCKOO_LONG=1.
 //
 // The seed is fixed: the last check, that a present key takes exactly one
 // log read, fails when another entry in the key's buckets has the same tag
@@ -111,9 +118,9 @@ func TestAbsentKeysReadNoLog(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	sizes := []int{100_000, 1_000_000}
-	if testing.Short() {
-		sizes = sizes[:1]
+	sizes := []int{100_000}
+	if testlong.Enabled() {
+		sizes = append(sizes, 1_000_000)
 	}
 	i := 0
 	for _, n := range sizes {

@@ -17,6 +17,7 @@ import (
 	"testing"
 
 	"github.com/dedupkit/cuckoo"
+	"github.com/dedupkit/cuckoo/internal/testlong"
 	"github.com/dedupkit/cuckoo/internal/testseed"
 	"github.com/dedupkit/cuckoo/internal/urlgen"
 )
@@ -24,17 +25,17 @@ import (
 // exactSeed is the seed of the tests that expect awk's output exactly at
 // --fpr 1e-7: fixed (unless -seed is given), because with a random one a
 // false positive among their 140,000 to 280,000 distinct lines would fail
-// about one run in 50. TestDedupFalsePositivesExplained is the randomized
-// check of the same promise.
+// about one run in 50. TestDedupFalsePositivesExplained checks the same
+// promise where false positives are many (and -seed N explores others).
 func exactSeed(t *testing.T) uint64 { return fixedSeed(t, 1) }
 
-// fixedSeed is seed, or the -seed flag when it is given; it is logged.
+// fixedSeed is the seed of a test of a probabilistic answer: seed, or the
+// -seed flag (below 10^6, as testSeed) when it is given; it is logged.
 func fixedSeed(t *testing.T, seed uint64) uint64 {
 	if _, ok := testseed.Given(); ok {
 		return testSeed(t)
 	}
-	t.Logf("seed %d", seed)
-	return seed
+	return testseed.Fixed(t, seed)
 }
 
 // testSeed is the seed of a randomized end-to-end test, below 10^6 so
@@ -101,6 +102,7 @@ func expectedFalsePositives(t *testing.T, stderr string) float64 {
 
 // TestDedupExactAtLowRate: at --fpr 1e-7 the output equals awk's.
 func TestDedupExactAtLowRate(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	seed := exactSeed(t)
 	urls(e, "urls.txt", 200_000, seed)
@@ -115,6 +117,7 @@ func TestDedupExactAtLowRate(t *testing.T) {
 // with, from standard input (size unknown): the filter grows, the output
 // still equals awk's at a low rate, and the saved seen-set says it grew.
 func TestDedupGrows(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	seed := exactSeed(t)
 	n := 400_000 // about 280,000 distinct lines: more than the 262,144 a filter starts with
@@ -142,6 +145,7 @@ func TestDedupGrows(t *testing.T) {
 // and "10000" among them, are different keys for every seed (a hash that
 // cancelled the length dropped the second line for every seed).
 func TestDedupLengthNearMisses(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	seed := exactSeed(t)
 	if r := e.run("1000\n10000\n", "dedup"); r.stdout != "1000\n10000\n" {
@@ -172,15 +176,22 @@ func TestDedupLengthNearMisses(t *testing.T) {
 // rate bounded by 10^-7, some seeds do drop a line: the seed is fixed, to
 // one that does not, so that the test is deterministic (-seed N tries
 // another; TestDedupFalsePositivesExplained checks that drops are false
-// positives and as many as expected).
+// positives and as many as expected). The 10^7 lines are a long check
+// (CUCKOO_LONG=1); the quick version runs seq 1 1000000, which still
+// grows the filter (it starts at 262,144 keys) twice.
 func TestDedupSeq10M(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
-		t.Skip("10^7 lines: run without -short")
+		t.Skip("10^6 lines: run without -short")
+	}
+	n := 1_000_000
+	if testlong.Enabled() {
+		n = 10_000_000
 	}
 	e := newEnv(t)
 	seed := fixedSeed(t, 4)
 	var in bytes.Buffer
-	for i := 1; i <= 10_000_000; i++ {
+	for i := 1; i <= n; i++ {
 		in.WriteString(strconv.Itoa(i))
 		in.WriteByte('\n')
 	}
@@ -188,10 +199,10 @@ func TestDedupSeq10M(t *testing.T) {
 	r := runIn(t, e.dir, in.Bytes(), "dedup", "--fpr", "1e-7", "--seed", fmt.Sprint(seed), "--stats")
 	r.want(t, exitOK, "dedup")
 	if r.stdout != in.String() {
-		t.Fatalf("the output differs from seq 1 10000000: %d of %d lines", strings.Count(r.stdout, "\n"), 10_000_000)
+		t.Fatalf("the output differs from seq 1 %d: %d of %d lines", n, strings.Count(r.stdout, "\n"), n)
 	}
 	if x := expectedFalsePositives(t, r.stderr); !(x < 1) {
-		t.Fatalf("--stats expects %g false positives at --fpr 1e-7 over 10^7 lines, want below 1", x)
+		t.Fatalf("--stats expects %g false positives at --fpr 1e-7 over %d lines, want below 1", x, n)
 	}
 	t.Log(r.stderr)
 }
@@ -210,13 +221,24 @@ func TestDedupSeq10M(t *testing.T) {
 // probability below 1e-10 (Poisson), and the same line dropped by chance
 // by all three seeds one far smaller still; a hash that cannot tell two
 // lines apart drops the second for every seed.
+//
+// The whole tree is a long check (CUCKOO_LONG=1); the quick version reads
+// the first 16 MB of it, in the walk's order.
 func TestDedupGoSourceTree(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
-		t.Skip("90 MB of Go source: run without -short")
+		t.Skip("16 MB of Go source: run without -short")
+	}
+	limit := 16 << 20
+	if testlong.Enabled() {
+		limit = math.MaxInt
 	}
 	root := filepath.Join(runtime.GOROOT(), "src")
 	var in bytes.Buffer
 	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if in.Len() >= limit {
+			return fs.SkipAll
+		}
 		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") {
 			return err
 		}
@@ -272,11 +294,12 @@ func TestDedupGoSourceTree(t *testing.T) {
 // a filter grown 100-fold reports an expected rate at most --fpr, gives
 // --fpr as its bound, and measures at most --fpr (plus 5σ) over 400,000
 // keys never added. For the cuckoo filter this holds once the library
-// sizes a growing filter's tables for its target.
+// sizes a growing filter's tables for its target. The seed is fixed.
 func TestGrowingFilterRateBound(t *testing.T) {
+	t.Parallel()
 	const n, absent, p = 100_000, 400_000, 0.01
 	e := newEnv(t)
-	seed := testSeed(t)
+	seed := fixedSeed(t, 3)
 	var keys, probes bytes.Buffer
 	for i := range n {
 		fmt.Fprintf(&keys, "key-%d\n", i)
@@ -320,10 +343,12 @@ func TestGrowingFilterRateBound(t *testing.T) {
 // from it is explained by a false positive, which the test proves by
 // replaying the run on a filter with the same seed and parameters (a
 // filter's state depends only on its parameters, seed and the keys added
-// in order). Their number is within 5σ of what --stats expects.
+// in order). Their number is within 5σ of what --stats expects. The seed
+// is fixed (-seed N explores others).
 func TestDedupFalsePositivesExplained(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
-	seed := testSeed(t)
+	seed := fixedSeed(t, 2)
 	lines := urls(e, "urls.txt", 100_000, seed)
 	const capacity, fpr = 100_000, 0.005
 	r := e.run("", "dedup", "--stats", "--capacity", fmt.Sprint(capacity), "--fpr", fmt.Sprint(fpr), "--seed", fmt.Sprint(seed), "urls.txt")
@@ -370,6 +395,7 @@ func TestDedupFalsePositivesExplained(t *testing.T) {
 // reads its input: the exit status is 130, the files it was to replace
 // are byte-identical, and no temporary file is left.
 func TestInterruptLeavesFilesIntact(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		name string
 		args []string
@@ -429,6 +455,7 @@ func TestInterruptLeavesFilesIntact(t *testing.T) {
 // with status 3, the previous file is byte-identical, and the temporary
 // file is gone.
 func TestFailedWriteLeavesFileIntact(t *testing.T) {
+	t.Parallel()
 	if _, err := exec.LookPath("sh"); err != nil {
 		t.Skip("no sh for ulimit")
 	}
@@ -465,6 +492,7 @@ func TestFailedWriteLeavesFileIntact(t *testing.T) {
 
 // TestWriteErrorNoDiskSpace writes to /dev/full, which fails every write.
 func TestWriteErrorNoDiskSpace(t *testing.T) {
+	t.Parallel()
 	f, err := os.OpenFile("/dev/full", os.O_WRONLY, 0)
 	if err != nil {
 		t.Skip("no /dev/full here")
@@ -485,6 +513,7 @@ func TestWriteErrorNoDiskSpace(t *testing.T) {
 }
 
 func TestPermissionsKept(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.write("keys.txt", "a\n")
 	e.run("", "build", "-o", "f.ckoo", "keys.txt").want(t, exitOK, "build")

@@ -39,6 +39,7 @@ var fullMessage = regexp.MustCompile(`^cuckoo (dedup|build|add): the filter is f
 // message, and changes no file (it used to take every key, its rate rising
 // to 100 %).
 func TestIssue16BloomFixedCapacity(t *testing.T) {
+	t.Parallel()
 	for _, kind := range []string{"cuckoo", "blocked", "classic", "counting"} {
 		t.Run("kind="+kind, func(t *testing.T) {
 			e := newEnv(t)
@@ -80,6 +81,7 @@ func TestIssue16BloomFixedCapacity(t *testing.T) {
 // (here by the library; the command refuses to) gets a warning from every
 // command that loads it; one at its capacity does not.
 func TestIssue16OverfilledFileWarns(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	for _, c := range []struct {
 		name string
@@ -108,6 +110,7 @@ func TestIssue16OverfilledFileWarns(t *testing.T) {
 // TestIssue16WriteErrors: every command whose output cannot be written
 // (/dev/full: no space left) exits with status 3 and one line saying so.
 func TestIssue16WriteErrors(t *testing.T) {
+	t.Parallel()
 	full, err := os.OpenFile("/dev/full", os.O_WRONLY, 0)
 	if err != nil {
 		t.Skip("no /dev/full here")
@@ -153,6 +156,7 @@ func TestIssue16WriteErrors(t *testing.T) {
 // temporary file, reused by the next run on the same target, and the next
 // run to finish leaves none (20 kills used to leave 20 files).
 func TestIssue16KilledRunsLeaveNoLitter(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.write("in.txt", "a\nb\n")
 	chunk := bytes.Repeat([]byte("a line of input that is never the same\n"), 1<<12)
@@ -210,6 +214,7 @@ func waitFor(t *testing.T, cond func() bool) {
 // has written, so no update is lost (two dedup --state runs used to keep
 // only the last one's lines; two adds, only one key).
 func TestIssue16ConcurrentUpdatesSerialize(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		name         string
 		first        []string
@@ -311,6 +316,7 @@ func TestIssue16ConcurrentUpdatesSerialize(t *testing.T) {
 // standard output /dev/null, dedup draws its progress (it used to take
 // /dev/null for the terminal and stay silent).
 func TestIssue16ProgressOnTerminal(t *testing.T) {
+	t.Parallel()
 	master, slave := ptytest.OpenOrSkip(t)
 	null, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
 	if err != nil {
@@ -372,6 +378,7 @@ wait:
 // TestIssue16Seeds: --seed takes the hexadecimal form info prints, and a
 // file rebuilt with it is the same file.
 func TestIssue16Seeds(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.write("keys.txt", numbered(100))
 	e.run("", "build", "-o", "a.ckoo", "--seed", "12345", "keys.txt").want(t, exitOK, "build")
@@ -398,6 +405,7 @@ func TestIssue16Seeds(t *testing.T) {
 // TestIssue16Messages: errors name what the user typed, and counts of one
 // are singular.
 func TestIssue16Messages(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.write("one.txt", "a\n")
 	for _, c := range []struct {

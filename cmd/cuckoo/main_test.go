@@ -149,6 +149,7 @@ func (r result) want(t *testing.T, code int, cmd string) {
 }
 
 func TestHelp(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	r := e.run("", "--help")
 	r.want(t, exitOK, "")
@@ -182,6 +183,7 @@ func TestHelp(t *testing.T) {
 }
 
 func TestVersion(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	for _, args := range [][]string{{"version"}, {"--version"}} {
 		r := e.run("", args...)
@@ -194,6 +196,7 @@ func TestVersion(t *testing.T) {
 }
 
 func TestUsageErrors(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.write("in.txt", "a\n")
 	for _, c := range []struct {
@@ -248,6 +251,7 @@ func TestUsageErrors(t *testing.T) {
 // random seeds this test and its neighbours would fail together about one
 // run in 4,000. With the seeds given their output is fixed.
 func TestDedupInputs(t *testing.T) {
+	t.Parallel()
 	huge := strings.Repeat("0123456789", 600_000) // 6 MB, one line
 	for _, c := range []struct {
 		name, in, want string
@@ -304,6 +308,7 @@ func trunc(s string) string {
 // TestDedupSeveralFiles checks that the files share one seen-set, in
 // order, and that "-" is standard input among them.
 func TestDedupSeveralFiles(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.write("a.txt", "1\n2\n")
 	e.write("b.txt", "2\n3")
@@ -315,6 +320,7 @@ func TestDedupSeveralFiles(t *testing.T) {
 }
 
 func TestDedupStats(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.write("in.txt", "a\nb\na\n")
 	r := e.run("", "dedup", "--stats", "--seed", "1", "in.txt")
@@ -327,6 +333,7 @@ func TestDedupStats(t *testing.T) {
 }
 
 func TestDedupOutputInPlace(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.write("urls.txt", "a\nb\na\nc\n")
 	e.run("", "dedup", "--seed", "1", "-o", "urls.txt", "urls.txt").want(t, exitOK, "dedup")
@@ -339,6 +346,7 @@ func TestDedupOutputInPlace(t *testing.T) {
 }
 
 func TestMissingAndBadFiles(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.write("keys.txt", "a\n")
 	e.write("junk.bin", "this is not a filter file at all")
@@ -375,6 +383,7 @@ func TestMissingAndBadFiles(t *testing.T) {
 // TestDamagedFilterFile flips bytes of a filter file: every command that
 // reads it reports it damaged (status 3), and add leaves it as it was.
 func TestDamagedFilterFile(t *testing.T) {
+	t.Parallel()
 	for _, kind := range []string{"cuckoo", "bloom"} {
 		t.Run("kind="+kind, func(t *testing.T) {
 			e := newEnv(t)
@@ -413,6 +422,7 @@ func TestDamagedFilterFile(t *testing.T) {
 
 // TestBuildQueryAddDelete walks a filter file through its life.
 func TestBuildQueryAddDelete(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.write("keys.txt", "apple\nbanana\ncherry\n")
 	e.write("probe.txt", "apple\ndurian\ncherry\n")
@@ -479,6 +489,7 @@ func TestBuildQueryAddDelete(t *testing.T) {
 // TestBuildGrow builds a growing filter with room for 10 keys and adds
 // thousands: it grows instead of filling up, and keeps every key.
 func TestBuildGrow(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.write("few.txt", "a\nb\n")
 	e.run("", "build", "-o", "g.ckoo", "--grow", "--capacity", "10", "few.txt").want(t, exitOK, "build")
@@ -505,6 +516,7 @@ func TestBuildGrow(t *testing.T) {
 }
 
 func TestBloomFiles(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.write("keys.txt", "a\nb\nc\n")
 	for _, kind := range []string{"blocked", "classic", "counting", "scalable"} {
@@ -534,6 +546,7 @@ func TestBloomFiles(t *testing.T) {
 // TestSaveLoad carries the seen-set across runs: yesterday's lines stay
 // seen today.
 func TestSaveLoad(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.write("day1.txt", "a\nb\na\n")
 	e.write("day2.txt", "b\nc\na\nd\n")
@@ -567,6 +580,7 @@ func TestSaveLoad(t *testing.T) {
 // TestFullFixedFilter fills a filter sized too small with --capacity:
 // status 4, one line naming the remedy, and no file written or changed.
 func TestFullFixedFilter(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	var in strings.Builder
 	for i := range 5000 {
@@ -606,6 +620,7 @@ func TestFullFixedFilter(t *testing.T) {
 }
 
 func TestPlan(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	r := e.run("", "plan", "--items", "10M", "--fpr", "0.0001", "--svg", "plan.svg")
 	r.want(t, exitOK, "plan")
@@ -626,6 +641,7 @@ func TestPlan(t *testing.T) {
 }
 
 func TestBench(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	r := e.run("", "bench", "--items", "2000", "--svg", "bench.svg")
 	r.want(t, exitOK, "bench")
@@ -669,6 +685,7 @@ func waitExit(t *testing.T, cmd *exec.Cmd) int {
 // more than one table, and build says so on standard error (the file is
 // still written); a reasonable split is silent, and info shows the count.
 func TestBuildWarnsOfCostlySegments(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.write("keys.txt", "a\nb\nc\n")
 	r := e.run("", "build", "--segments", "1000", "--capacity", "1000", "-o", "many.ckoo", "keys.txt")

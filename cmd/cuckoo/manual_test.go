@@ -316,8 +316,12 @@ func TestManualDocumentsEveryCommand(t *testing.T) {
 // tests of each command do not: a full filter in Redis (4), a store
 // another process has open (3), an --exact-dir that is not a store (3).
 func TestExitStatusCases(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
-	e.write("keys.txt", numbered(2000))
+	// Several times the capacity (100) of the filter in Redis below, and
+	// no more: each key sent once it is full costs Redis a search for room
+	// that fails.
+	e.write("keys.txt", numbered(400))
 	e.write("abc.txt", "a\nb\na\n")
 
 	held := filepath.Join(e.dir, "held.d")
@@ -344,7 +348,7 @@ func TestExitStatusCases(t *testing.T) {
 	}
 
 	srv := redistest.NewServer(t, redistest.Config{})
-	r = e.run("", "dedup", "--redis", srv.Addr, "--name", "small", "--capacity", "100", "keys.txt")
+	r = e.run("", "dedup", "--redis", redisURL(srv), "--name", "small", "--capacity", "100", "keys.txt")
 	r.want(t, exitFull, "dedup")
 	if !strings.Contains(r.stderr, "in Redis is full") {
 		t.Fatalf("a full filter in Redis: %q", r.stderr)

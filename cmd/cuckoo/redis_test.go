@@ -53,29 +53,46 @@ func runtimeGOROOT(t *testing.T) string {
 	return strings.TrimSpace(string(out))
 }
 
+// redisURL is the --redis URL of s for the tests: with generous timeouts
+// (redistest.ClientTimeout), where the command's are go-redis's defaults
+// (3 s to read), which a busy machine may exceed. The tests of timeouts
+// give their own; TestPushPull gives host:port too, the other form.
+func redisURL(s *redistest.Server) string {
+	d := redistest.ClientTimeout.String()
+	return "redis://" + s.Addr + "?dial_timeout=" + d + "&read_timeout=" + d + "&write_timeout=" + d
+}
+
+// testClient returns a client of s with generous timeouts, for the tests'
+// own checks.
+func testClient(s *redistest.Server) *redis.Client {
+	d := redistest.ClientTimeout
+	return redis.NewClient(&redis.Options{Addr: s.Addr, DialTimeout: d, ReadTimeout: d, WriteTimeout: d})
+}
+
 // TestPushPull builds a segmented filter file from Go's source lines,
 // pushes it into a real Redis server, pulls it back (the same bytes),
 // and checks the errors of the Redis commands.
 func TestPushPull(t *testing.T) {
+	t.Parallel()
 	s := redistest.NewServer(t, redistest.Config{})
 	e := newEnv(t)
 	lines := goSourceLines(t, 40000)
 	e.write("keys.txt", strings.Join(lines, "\n")+"\n")
 	e.run("", "build", "--segments", "4", "--capacity", "50000", "--seed", "7", "-o", "a.ckoo", "keys.txt").want(t, 0, "build")
-	e.run("", "push", "a.ckoo", "--redis", s.Addr, "--name", "src").want(t, 0, "push")
-	e.run("", "pull", "--redis", "redis://"+s.Addr, "--name", "src", "-o", "b.ckoo").want(t, 0, "pull")
+	e.run("", "push", "a.ckoo", "--redis", redisURL(s), "--name", "src").want(t, 0, "push")
+	e.run("", "pull", "--redis", redisURL(s), "--name", "src", "-o", "b.ckoo").want(t, 0, "pull")
 	if !bytes.Equal(e.read("a.ckoo"), e.read("b.ckoo")) {
 		t.Fatal("the pulled file differs from the pushed one")
 	}
 	e.run("", "query", "b.ckoo", "--key", lines[0]).want(t, 0, "query")
-	e.run("", "push", "a.ckoo", "--redis", s.Addr, "--name", "src").want(t, 3, "push")
-	e.run("", "push", "a.ckoo", "--redis", s.Addr, "--name", "src", "--replace").want(t, 0, "push")
+	e.run("", "push", "a.ckoo", "--redis", redisURL(s), "--name", "src").want(t, 3, "push")
+	e.run("", "push", "a.ckoo", "--redis", redisURL(s), "--name", "src", "--replace").want(t, 0, "push")
 	e.run("", "pull", "--redis", s.Addr, "--name", "nothing", "-o", "c.ckoo").want(t, 3, "pull")
-	e.run("", "pull", "--redis", s.Addr, "--name", "src").want(t, 2, "pull")
+	e.run("", "pull", "--redis", redisURL(s), "--name", "src").want(t, 2, "pull")
 	e.run("", "push", "a.ckoo", "--name", "src").want(t, 2, "push")
 	e.run("", "build", "--segments", "4", "--grow", "-o", "g.ckoo", "keys.txt").want(t, 2, "build")
 	e.run("", "build", "--bloom", "--capacity", "50000", "-o", "bl.ckoo", "keys.txt").want(t, 0, "build")
-	e.run("", "push", "bl.ckoo", "--redis", s.Addr, "--name", "bl").want(t, 2, "push")
+	e.run("", "push", "bl.ckoo", "--redis", redisURL(s), "--name", "bl").want(t, 2, "push")
 	e.run("", "push", "a.ckoo", "--redis", "127.0.0.1:1", "--name", "x").want(t, 3, "push")
 	if names := e.files(); len(names) != 4 {
 		t.Fatalf("files left: %v", names)
@@ -96,13 +113,14 @@ func TestPushPull(t *testing.T) {
 // adds a line first, and with this seed and the net/http sources of Go
 // 1.26 it does not.
 func TestDedupRedis(t *testing.T) {
+	t.Parallel()
 	s := redistest.NewServer(t, redistest.Config{})
 	e := newEnv(t)
 	lines := goSourceLines(t, 60000)
 	half := len(lines) / 2
 	e.write("a.txt", strings.Join(lines[:half], "\n")+"\n")
 	e.write("b.txt", strings.Join(lines[half:], "\n")+"\n")
-	args := []string{"dedup", "--redis", s.Addr, "--name", "shared", "--capacity", "1M", "--fingerprint-bits", "32", "--seed", "0xded0"}
+	args := []string{"dedup", "--redis", redisURL(s), "--name", "shared", "--capacity", "1M", "--fingerprint-bits", "32", "--seed", "0xded0"}
 	var out [2]result
 	var wg sync.WaitGroup
 	for i, in := range []string{"a.txt", "b.txt"} {
@@ -148,14 +166,14 @@ func TestDedupRedis(t *testing.T) {
 		}
 	}
 	// A third run sees everything: --count counts every line as a repeat.
-	r := e.run("", "dedup", "--redis", s.Addr, "--name", "shared", "--count", "a.txt")
+	r := e.run("", "dedup", "--redis", redisURL(s), "--name", "shared", "--count", "a.txt")
 	r.want(t, 0, "dedup")
 	if strings.TrimSpace(r.stdout) != strconv.Itoa(half) {
 		t.Fatalf("--count printed %q, want %d", r.stdout, half)
 	}
-	e.run("", "dedup", "--redis", s.Addr, "--name", "absent", "a.txt").want(t, 3, "dedup")
-	e.run("", "dedup", "--redis", s.Addr, "--name", "shared", "--capacity", "5", "a.txt").want(t, 2, "dedup")
-	e.run("", "dedup", "--redis", s.Addr, "--name", "shared", "--save", "x.ckoo", "a.txt").want(t, 2, "dedup")
+	e.run("", "dedup", "--redis", redisURL(s), "--name", "absent", "a.txt").want(t, 3, "dedup")
+	e.run("", "dedup", "--redis", redisURL(s), "--name", "shared", "--capacity", "5", "a.txt").want(t, 2, "dedup")
+	e.run("", "dedup", "--redis", redisURL(s), "--name", "shared", "--save", "x.ckoo", "a.txt").want(t, 2, "dedup")
 }
 
 func isSubsequence(sub, of []string) bool {
@@ -249,7 +267,7 @@ func (r *feeding) wait() result {
 // openFilter opens the filter name in s with a client of its own.
 func openFilter(t *testing.T, s *redistest.Server, name string) *redisfilter.Filter {
 	t.Helper()
-	rdb := redis.NewClient(&redis.Options{Addr: s.Addr})
+	rdb := testClient(s)
 	t.Cleanup(func() { rdb.Close() })
 	f, err := redisfilter.Open(context.Background(), rdb, name)
 	if err != nil {
@@ -270,7 +288,7 @@ func dedupThroughPause(t *testing.T, lines []string, resumeAfterExit bool, flags
 	// 32-bit fingerprints and a fixed seed: none of the inputs' distinct
 	// lines is a false positive of another (checked by the comparisons
 	// with the exact output).
-	e.run("", "dedup", "--redis", s.Addr, "--name", "paused", "--capacity", "1M", "--fingerprint-bits", "32", "--seed", "0x5eed").want(t, 0, "dedup")
+	e.run("", "dedup", "--redis", redisURL(s), "--name", "paused", "--capacity", "1M", "--fingerprint-bits", "32", "--seed", "0x5eed").want(t, 0, "dedup")
 	f := openFilter(t, s, "paused")
 	args := append([]string{"dedup", "--redis", "redis://" + s.Addr + "?read_timeout=200ms", "--name", "paused"}, flags...)
 	r := startFed(t, e.dir, args...)
@@ -316,6 +334,7 @@ func dedupThroughPause(t *testing.T, lines []string, resumeAfterExit bool, flags
 // sent again answered "present" for lines their first copy added, which
 // were then missing from the output.
 func TestDedupRedisStall(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		name  string
 		lines []string
@@ -341,6 +360,7 @@ func TestDedupRedisStall(t *testing.T) {
 // resumes, every line recorded in Redis is printed or in that file, and
 // no line not sent is recorded.
 func TestDedupRedisOutage(t *testing.T) {
+	t.Parallel()
 	lines := seqLines(1, 12000)
 	r, s := dedupThroughPause(t, lines, true, "--redis-wait", "300ms")
 	r.want(t, 3, "dedup")
@@ -396,6 +416,7 @@ func TestDedupRedisOutage(t *testing.T) {
 // dedup prints all 5,000 of them (the report: 3,616, exit 0). A long
 // check (CUCKOO_LONG=1): it takes 7 s.
 func TestIssue27(t *testing.T) {
+	t.Parallel()
 	testlong.Skip(t)
 	s := redistest.NewServer(t, redistest.Config{Debug: true})
 	e := newEnv(t)

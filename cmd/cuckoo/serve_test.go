@@ -31,6 +31,7 @@ func parseServe(t *testing.T, args ...string) (server.Config, error) {
 // TestServeDefaults: with no flags, serve listens on 127.0.0.1:6379 and
 // keeps its data in ./cuckoo-data with the log fsynced every second.
 func TestServeDefaults(t *testing.T) {
+	t.Parallel()
 	cfg, err := parseServe(t)
 	if err != nil {
 		t.Fatal(err)
@@ -137,6 +138,7 @@ var listenLine = regexp.MustCompile(`^cuckoo serve: listening on (127\.0\.0\.1:\
 // answers redis clients, stops gracefully on SIGTERM (snapshot taken,
 // exit status 0), and a restart has the data.
 func TestServeRun(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	cmd, line, stderr := startServe(t, dir, "--port", "0", "--dir", "data")
 	m := listenLine.FindStringSubmatch(line)
@@ -191,6 +193,7 @@ func TestServeRun(t *testing.T) {
 // TestServeNoFlags: with no flags at all, serve listens on
 // 127.0.0.1:6379 with its data in ./cuckoo-data.
 func TestServeNoFlags(t *testing.T) {
+	t.Parallel()
 	if ln, err := net.Listen("tcp", "127.0.0.1:6379"); err != nil {
 		t.Skipf("port 6379 is in use here (%v): TestServeDefaults checks the defaults", err)
 	} else {
@@ -214,6 +217,7 @@ func TestServeNoFlags(t *testing.T) {
 // directory in use, and a damaged log each stop serve with one line and
 // the exit status of their kind.
 func TestServeRefusals(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	r := e.run("", "serve", "--bind", "0.0.0.0", "--port", "0", "--dir", "d1")
 	r.want(t, exitUsage, "serve")

@@ -15,22 +15,28 @@ import (
 	"github.com/dedupkit/cuckoo/internal/redistest"
 	"github.com/dedupkit/cuckoo/redisfilter"
 	"github.com/dedupkit/cuckoo/store"
-	"github.com/redis/go-redis/v9"
 )
 
 // distinctLines returns n distinct lines, from "line first" on.
-func distinctLines(first, n int) []byte {
+func distinctLines(first, n int) []byte { return paddedLines(first, n, 0) }
+
+// paddedLines returns n distinct lines, from "line first" on, each
+// followed by pad bytes of padding.
+func paddedLines(first, n, pad int) []byte {
 	var b bytes.Buffer
+	padding := strings.Repeat(".", pad)
 	for i := range n {
-		fmt.Fprintf(&b, "line %d\n", first+i)
+		fmt.Fprintf(&b, "line %d%s\n", first+i, padding)
 	}
 	return b.Bytes()
 }
 
 // stopMidway starts the command in dir with its output going to the file
-// out, feeds it distinct lines until some output has come through, sends
-// sig, and returns the exit status and standard error.
-func stopMidway(t *testing.T, dir string, env []string, sig syscall.Signal, args ...string) (int, string) {
+// out, feeds it distinct lines, each followed by pad bytes of padding, in
+// chunks of about 240 KB (20,000 lines unpadded), until some output has
+// come through and at least 5 chunks went in, sends sig, and returns the
+// exit status and standard error.
+func stopMidway(t *testing.T, dir string, env []string, sig syscall.Signal, pad int, args ...string) (int, string) {
 	t.Helper()
 	out, err := os.Create(filepath.Join(dir, "out.txt"))
 	if err != nil {
@@ -47,10 +53,12 @@ func stopMidway(t *testing.T, dir string, env []string, sig syscall.Signal, args
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	// The output is buffered: lines reach the file in large blocks, so
-	// the command is well into its loop when the first block is there.
+	// The output is buffered: lines reach the file in large blocks (of a
+	// MiB), so the command is well into its loop when the first block is
+	// there.
+	chunk := 240000 / (12 + pad)
 	for i := 0; ; i++ {
-		if _, err := stdin.Write(distinctLines(i*20000, 20000)); err != nil {
+		if _, err := stdin.Write(paddedLines(i*chunk, chunk, pad)); err != nil {
 			t.Fatalf("the command stopped early: %v; stderr %q", err, stderr.String())
 		}
 		if st, _ := out.Stat(); st.Size() > 0 && i >= 4 {
@@ -88,10 +96,11 @@ func outputLines(t *testing.T, dir string) map[string]bool {
 // (SIGINT and SIGTERM) mid-stream: the store holds exactly the lines
 // printed, so a later run prints every line the interrupted one did not.
 func TestExactDirStopKeepsStoreAndOutputInStep(t *testing.T) {
+	t.Parallel()
 	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
 		t.Run(sig.String(), func(t *testing.T) {
 			dir := t.TempDir()
-			code, stderr := stopMidway(t, dir, nil, sig, "dedup", "--exact-dir", "seen.d")
+			code, stderr := stopMidway(t, dir, nil, sig, 0, "dedup", "--exact-dir", "seen.d")
 			if want := map[syscall.Signal]int{syscall.SIGINT: exitInterrupted, syscall.SIGTERM: 128 + 15}[sig]; code != want {
 				t.Fatalf("exit status %d, want %d; stderr %q", code, want, stderr)
 			}
@@ -124,6 +133,7 @@ func TestExactDirStopKeepsStoreAndOutputInStep(t *testing.T) {
 // an interrupt or when its reader goes away (| head), which also exits
 // quietly with status 141.
 func TestExactTempDirRemoved(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	tmp := filepath.Join(dir, "tmp")
 	os.Mkdir(tmp, 0o755)
@@ -132,7 +142,7 @@ func TestExactTempDirRemoved(t *testing.T) {
 		names, _ := filepath.Glob(filepath.Join(tmp, "cuckoo-exact-*"))
 		return names
 	}
-	code, stderr := stopMidway(t, dir, env, syscall.SIGINT, "dedup", "--exact")
+	code, stderr := stopMidway(t, dir, env, syscall.SIGINT, 0, "dedup", "--exact")
 	if code != exitInterrupted || len(left()) != 0 {
 		t.Fatalf("after SIGINT: status %d, left %v; stderr %q", code, left(), stderr)
 	}
@@ -164,18 +174,21 @@ func TestExactTempDirRemoved(t *testing.T) {
 
 // TestDedupRedisStopPrintsWhatRedisTook interrupts dedup --redis
 // mid-stream: every line the filter in Redis holds was printed, and every
-// line printed is in the filter.
+// line printed is in the filter. (Redis takes a few tens of thousands of
+// new lines a second: the lines are long, so that a MiB of output, the
+// first to reach the file, is about 8,000 of them.)
 func TestDedupRedisStopPrintsWhatRedisTook(t *testing.T) {
+	t.Parallel()
 	s := redistest.NewServer(t, redistest.Config{})
 	dir := t.TempDir()
-	code, stderr := stopMidway(t, dir, nil, syscall.SIGINT, "dedup", "--redis", s.Addr, "--name", "seen",
+	code, stderr := stopMidway(t, dir, nil, syscall.SIGINT, 120, "dedup", "--redis", redisURL(s), "--name", "seen",
 		"--capacity", "4M", "--fingerprint-bits", "32")
 	if code != exitInterrupted {
 		t.Fatalf("exit status %d; stderr %q", code, stderr)
 	}
 	printed := outputLines(t, dir)
 	ctx := context.Background()
-	rdb := redis.NewClient(&redis.Options{Addr: s.Addr})
+	rdb := testClient(s)
 	defer rdb.Close()
 	f, err := redisfilter.Open(ctx, rdb, "seen")
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 )
 
 func TestStoreCommands(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.run("", "store", "put", "db", "k", "v1").want(t, exitOK, "store")
 	e.run("from stdin", "store", "put", "db", "k2").want(t, exitOK, "store")
@@ -64,6 +65,7 @@ func TestStoreCommands(t *testing.T) {
 }
 
 func TestStoreImportExport(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	src := filepath.Join(runtime.GOROOT(), "src", "strings")
 	if _, err := os.Stat(src); err != nil {
@@ -100,6 +102,7 @@ func TestStoreImportExport(t *testing.T) {
 // TestDedupExactMatchesAwk: dedup --exact prints what awk '!seen[$0]++'
 // prints, with the CR rule.
 func TestDedupExactMatchesAwk(t *testing.T) {
+	t.Parallel()
 	awk, err := exec.LookPath("awk")
 	if err != nil {
 		t.Skip("awk not installed (apt-get install -y mawk)")
@@ -135,6 +138,7 @@ func TestDedupExactMatchesAwk(t *testing.T) {
 // (add one), stats. A seen-set an older version kept without its mark is
 // marked; a store of other keys is refused by dedup.
 func TestIssue27StoreReadsSeenSet(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.run("x\n", "dedup", "--exact-dir", "D").want(t, exitOK, "dedup")
 	if r := e.run("", "store", "has", "D", "x"); r.code != exitOK || r.stdout != "present\n" {
@@ -179,6 +183,7 @@ func TestIssue27StoreReadsSeenSet(t *testing.T) {
 // (a trailing CR is not part of a line), and its help says so rather than
 // "the same as awk".
 func TestIssue27ExactCRRule(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	in := "a\r\nb\na\nb\r\nc"
 	plain := e.run(in, "dedup")
@@ -195,6 +200,7 @@ func TestIssue27ExactCRRule(t *testing.T) {
 // TestIssue27NoStoreCreated: only put and import create a store; the other
 // subcommands name what the path is instead and leave it as it was.
 func TestIssue27NoStoreCreated(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.write("notes.txt", "mine")
 	os.Mkdir(filepath.Join(e.dir, "empty"), 0o755)
@@ -242,6 +248,7 @@ func TestIssue27NoStoreCreated(t *testing.T) {
 // closed fails, as cat does, and creates nothing; from /dev/null it stores
 // the empty value.
 func TestIssue27PutClosedStdin(t *testing.T) {
+	t.Parallel()
 	if runtime.GOOS == "windows" {
 		t.Skip("needs sh")
 	}
@@ -264,6 +271,7 @@ func TestIssue27PutClosedStdin(t *testing.T) {
 // for certain; each file the store lists exports intact, and the same
 // import run again completes the store.
 func TestIssue27ImportDiskFull(t *testing.T) {
+	t.Parallel()
 	if runtime.GOOS == "windows" {
 		t.Skip("needs sh")
 	}

@@ -32,6 +32,13 @@ var ErrNoServer = errors.New("redistest: redis-server and redis-cli not found; i
 // Install is the command that installs the binaries on Debian and Ubuntu.
 const Install = "apt-get install -y redis-server redis-tools"
 
+// ClientTimeout is the dial, read and write timeout of the Redis clients
+// of tests whose subject is not a timeout: far beyond any reply of a
+// local server, however busy the machine (a loaded CI runner, -race), where
+// go-redis's defaults (5 s to dial, 3 s to read) are not. Tests about
+// timeouts set their own.
+const ClientTimeout = 30 * time.Second
+
 // Binaries returns the paths of the server and the command-line client,
 // or ErrNoServer.
 func Binaries() (server, cli string, err error) {

@@ -1,7 +1,9 @@
 // Package testseed gives the module's randomized tests their seed: drawn
 // from the clock, logged, and replayable with the test binary's -seed flag
-// (go test -run TestX -seed N). Only tests import it; importing it
-// registers the -seed flag.
+// (go test -run TestX -seed N). Tests of a probabilistic answer (a rate
+// within a tolerance) take a fixed seed instead ([Fixed]), which -seed
+// also replaces. Only tests import it; importing it registers the -seed
+// flag.
 package testseed
 
 import (
@@ -36,3 +38,18 @@ func Rand(t testing.TB) *rand.Rand {
 
 // New returns the generator of seed s, the one Rand returns for it.
 func New(s uint64) *rand.Rand { return rand.New(rand.NewPCG(s, s^0x9e3779b97f4a7c15)) }
+
+// Fixed returns the -seed flag when it is given, or else seed, and logs
+// it. Tests whose assertion holds only with high probability (a measured
+// rate within a tolerance, a filter that fits its capacity) use it, so
+// that their outcome is the same on every run, checked with seed, while
+// -seed still explores others.
+func Fixed(t testing.TB, seed uint64) uint64 {
+	t.Helper()
+	if s, ok := Given(); ok {
+		t.Logf("seed %d from -seed", s)
+		return s
+	}
+	t.Logf("fixed seed %d (another with -seed N)", seed)
+	return seed
+}

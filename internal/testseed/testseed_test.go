@@ -20,3 +20,16 @@ func TestRandIsReplayable(t *testing.T) {
 		t.Fatal("clock seed is 0")
 	}
 }
+
+func TestFixed(t *testing.T) {
+	old := *seedFlag
+	defer func() { *seedFlag = old }()
+	*seedFlag = 0
+	if s := Fixed(t, 7); s != 7 {
+		t.Fatalf("Fixed(7) without -seed = %d", s)
+	}
+	*seedFlag = 12345
+	if s := Fixed(t, 7); s != 12345 {
+		t.Fatalf("Fixed(7) with -seed 12345 = %d", s)
+	}
+}
