@@ -76,6 +76,8 @@ func (s searchTarget) bucketValues(b uint64, out *[8]uint64) {
 		for sl := range t.slots {
 			out[sl&7] = s.shared.slotAt(b, sl)
 		}
+	case s.grow != nil && s.grow.rd.loads != 0:
+		s.grow.rd.values(b, out)
 	case t.semi:
 		v := t.semiRead(b)
 		copy(out[:4], v[:])
@@ -120,6 +122,8 @@ func (s searchTarget) hasRoom(b uint64) bool {
 	case s.shared != nil:
 		_, ok := s.shared.findIn(b, 0)
 		return ok
+	case s.grow != nil:
+		return s.grow.rd.empties(b) != 0
 	case t.windows == 1 && !t.semi:
 		var w uint64
 		if t.aligned {
