@@ -1,5 +1,7 @@
 package cuckoo
 
+import "github.com/dedupkit/cuckoo/internal/invariants"
+
 // Batch operations of a Scalable. They hash a chunk of keys at once (with
 // the key bytes of the next group prefetched while a group is hashed), then
 // work table by table with the Filter's pipeline (batch.go), so that the
@@ -38,17 +40,19 @@ func (s *Scalable) ContainsHashBatch(hashes []uint64, found []bool) {
 func (s *Scalable) containsChunk(hs []uint64, found []bool) {
 	var p chainProbe
 	p.start(hs, found)
-	for i := len(s.levels) - 1; i >= 0; i-- {
+	if n := len(s.levels); n > len(s.probe) {
+		// The newest table, growing in place.
+		rest, res, _ := p.next()
+		s.levels[n-1].grow.containsBatch(rest, res)
+		p.record(found)
+	}
+	for i := len(s.probe) - 1; i >= 0; i-- {
 		rest, res, ok := p.next()
 		if !ok {
 			return
 		}
-		if lv := s.levels[i]; lv.grow != nil {
-			lv.grow.containsBatch(rest, res)
-		} else {
-			lv.f.ContainsHashBatch(rest, res)
-		}
-		p.record()
+		s.probe[i].containsBatch(rest, res)
+		p.record(found)
 	}
 }
 
@@ -87,6 +91,10 @@ func (s *Scalable) addBatch(keys [][]byte, unique []bool) {
 	for lo := 0; lo < len(keys); lo += batchChunk {
 		hi := min(lo+batchChunk, len(keys))
 		hashes := hashKeys(keys[lo:hi], s.seed, &hs)
+		if unique != nil {
+			s.addUniqueChunk(hashes, unique[lo:hi])
+			continue
+		}
 		if s.levels[len(s.levels)-1].grow != nil {
 			// A growing table locates its buckets its own way: prefetch
 			// the next group's while adding the current one's, asking
@@ -119,4 +127,40 @@ func (s *Scalable) addBatch(keys [][]byte, unique []bool) {
 			}
 		}
 	}
+}
+
+// addUniqueChunk is addUniqueHash for each of hs (at most batchChunk), in
+// order, recording in added which it added. It first asks every table
+// about the whole chunk with the batch lookup (containsChunk), whose
+// misses overlap; then, key by key, only the tables that may have gained
+// fingerprints since (the newest at the start and any added after it:
+// AddUnique puts fingerprints nowhere else), so each key sees the keys
+// before it as in a loop of single calls.
+func (s *Scalable) addUniqueChunk(hs []uint64, added []bool) {
+	var before [batchChunk]bool
+	known := before[:len(hs)]
+	s.containsChunk(hs, known)
+	first := len(s.levels) - 1
+	for k, h := range hs {
+		if known[k] || s.reportsFrom(first, h) {
+			added[k] = false
+			continue
+		}
+		s.addNew(h)
+		if invariants.Enabled {
+			s.checkInvariants()
+		}
+		added[k] = true
+	}
+}
+
+// reportsFrom reports whether any of the tables from levels[first] on
+// reports h.
+func (s *Scalable) reportsFrom(first int, h uint64) bool {
+	for _, lv := range s.levels[first:] {
+		if lv.contains(h) {
+			return true
+		}
+	}
+	return false
 }
