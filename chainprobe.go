@@ -38,7 +38,13 @@ type chainLevel struct {
 	lastLanes                   uint64 // the bits of the second window's lanes: fp·lastLow = fp·low & lastLanes
 	loads                       uint64 // 2: two loads; 1: one load; 0: t.holdsEither
 	t                           *table
+	large                       bool // the table takes largeTableBytes or more
 }
+
+// largeTableBytes is the size from which a batch lookup prefetches a
+// table's buckets: tables smaller than a core's L2 cache stay in the
+// caches between lookups.
+const largeTableBytes = 1 << 20
 
 // anyZero returns nonzero when some lane of x (of the lanes low and high
 // describe) is zero: (x − low) &^ x & high is the classic test, which may
@@ -53,7 +59,7 @@ func chainLevelOf(t *table) chainLevel {
 		words: unsafe.Pointer(unsafe.SliceData(t.words)),
 		m:     t.numBuckets, fpMax: t.fpMask, bb: t.bucketBits, wb: t.windowBits & 63,
 		low: t.laneLow, rest: t.laneRest, high: t.laneHigh,
-		t: t,
+		t: t, large: uint64(len(t.words))*8 >= largeTableBytes,
 	}
 	if t.windows == 2 {
 		c.lastLow, c.lastRest, c.lastHigh = t.lastLow, t.lastRest, t.lastHigh

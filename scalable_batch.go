@@ -36,23 +36,36 @@ func (s *Scalable) ContainsHashBatch(hashes []uint64, found []bool) {
 	}
 }
 
-// containsChunk is ContainsHashBatch for at most batchChunk hashes.
+// containsChunk is ContainsHashBatch for at most batchChunk hashes. Key
+// by key, each with ContainsHash's one loop over the tables (which costs
+// fewer instructions than probing the chunk table by table, and stops at
+// the table that reports a present key), and with the buckets of the
+// next group of keys in the large tables prefetched meanwhile: the small
+// ones are in the caches.
 func (s *Scalable) containsChunk(hs []uint64, found []bool) {
-	var p chainProbe
-	p.start(hs, found)
-	if n := len(s.levels); n > len(s.probe) {
-		// The newest table, growing in place.
-		rest, res, _ := p.next()
-		s.levels[n-1].grow.containsBatch(rest, res)
-		p.record(found)
-	}
-	for i := len(s.probe) - 1; i >= 0; i-- {
-		rest, res, ok := p.next()
-		if !ok {
-			return
+	s.prefetchLarge(hs[:min(batchGroup, len(hs))])
+	for lo := 0; lo < len(hs); lo += batchGroup {
+		hi := min(lo+batchGroup, len(hs))
+		if hi < len(hs) {
+			s.prefetchLarge(hs[hi:min(hi+batchGroup, len(hs))])
 		}
-		s.probe[i].containsBatch(rest, res)
-		p.record(found)
+		for k := lo; k < hi; k++ {
+			found[k] = s.ContainsHash(hs[k])
+		}
+	}
+}
+
+// prefetchLarge prefetches the buckets of up to batchGroup hashes in the
+// growing table and in the plain tables of largeTableBytes or more.
+func (s *Scalable) prefetchLarge(hs []uint64) {
+	hs = hs[:min(len(hs), batchGroup)]
+	if n := len(s.levels); n > len(s.probe) {
+		var js, tags [2 * batchGroup]uint64
+		s.levels[n-1].grow.stage(hs, &js, &tags)
+	}
+	for i := len(s.probe) - 1; i >= 0 && s.probe[i].large; i-- {
+		var g chainGroup
+		s.probe[i].stage(hs, &g)
 	}
 }
 
