@@ -3,13 +3,14 @@ package cuckoo
 import "github.com/dedupkit/cuckoo/internal/invariants"
 
 // Batch operations of a Scalable. They hash a chunk of keys at once (with
-// the key bytes of the next group prefetched while a group is hashed), then
-// work table by table with the Filter's pipeline (batch.go), so that the
-// cache misses of many keys overlap in every table.
+// the key bytes of the next group prefetched while a group is hashed),
+// then look the keys up (or add them) one by one, with the buckets of the
+// next group of keys in the large tables prefetched meanwhile (batch.go
+// explains the pipeline), so that the cache misses of many keys overlap.
 
-// ContainsBatch sets found[i] to s.Contains(keys[i]) for every key. It
-// probes the tables newest first, each with [Filter.ContainsHashBatch]'s
-// pipeline for the keys no newer table reported, so in tables larger than
+// ContainsBatch sets found[i] to s.Contains(keys[i]) for every key, the
+// buckets of the next keys in the tables larger than a core's L2 cache
+// prefetched while it probes the current ones, so in tables larger than
 // the CPU caches it is faster per key than Contains in a loop. It
 // allocates nothing and may run concurrently with other readers. It panics
 // if found is shorter than keys.
