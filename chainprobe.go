@@ -261,3 +261,29 @@ func (c *chainLevel) values(i uint64, out *[8]uint64) {
 		out[s&7] = w1 >> ((s - t.lanes) * f & 63) & mask
 	}
 }
+
+// replace puts new in place of one copy of old in bucket i (old 0: an
+// empty slot), and reports false when the bucket holds no old: table.replace
+// with the bucket read as the lookups read it.
+func (c *chainLevel) replace(i, old, new uint64) bool {
+	if c.loads == 0 {
+		return c.t.replace(i, old, new)
+	}
+	var w0, w1 uint64
+	if c.loads == 2 {
+		w0, w1 = c.read(i)
+	} else {
+		w0 = c.read1(i)
+	}
+	f := c.t.fpBits
+	p := i * c.bb
+	if z := zeroLanes(w0^old*c.low, c.rest, c.high); z != 0 {
+		p += laneStart(z, f)
+	} else if z := zeroLanes(w1^old*c.lastLow, c.lastRest, c.lastHigh); z != 0 {
+		p += c.t.windowBits + laneStart(z, f)
+	} else {
+		return false
+	}
+	c.t.setSlotAt(p, new)
+	return true
+}

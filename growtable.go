@@ -308,9 +308,9 @@ func (g *growTable) place(h uint64, maxKicks int) bool {
 	e1, e2 := g.rd.empties(j1), g.rd.empties(j2)
 	switch {
 	case e2 > e1:
-		return t.insert(j2, tag2)
+		return g.rd.replace(j2, 0, tag2)
 	case e1 > 0:
-		return t.insert(j1, tag1)
+		return g.rd.replace(j1, 0, tag1)
 	}
 	s := searchTarget{t: t, grow: g}
 	q, end, ok := g.search.room(s, j1, j2, min(2*maxKicks, growSearch))
@@ -334,9 +334,8 @@ func (g *growTable) other(j, tag uint64) (alt, altTag uint64) {
 // remove deletes one slot copy of h's fingerprint and reports whether
 // there was one.
 func (g *growTable) remove(h uint64) bool {
-	t := &g.t
 	j1, tag1, j2, tag2 := g.where(h)
-	if t.replace(j1, tag1, 0) || t.replace(j2, tag2, 0) {
+	if g.rd.replace(j1, tag1, 0) || g.rd.replace(j2, tag2, 0) {
 		g.occupied--
 		return true
 	}
@@ -360,8 +359,8 @@ func (g *growTable) splitPair() (full bool) {
 		}
 		for _, tag := range tags[:t.slots] {
 			if tag != 0 && tag>>g.fpBits&1 != 0 {
-				t.replace(src, tag, 0)
-				t.insert(dst, tag)
+				g.rd.replace(src, tag, 0)
+				g.rd.replace(dst, 0, tag)
 			}
 		}
 	}

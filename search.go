@@ -136,6 +136,15 @@ func (s searchTarget) hasRoom(b uint64) bool {
 	return t.copies(b, 0) != 0
 }
 
+// replace puts new in place of one copy of old in bucket b (table.replace;
+// a growing table's with the reads of its lookups).
+func (s searchTarget) replace(b, old, new uint64) bool {
+	if s.grow != nil {
+		return s.grow.rd.replace(b, old, new)
+	}
+	return s.t.replace(b, old, new)
+}
+
 // prefetch asks for the table words at the given indexes.
 func (s searchTarget) prefetch(lines []uint64) {
 	if s.shared != nil {
@@ -249,7 +258,7 @@ func onChain(q []searchNode, k int, b uint32) bool {
 // table's search starts from full buckets, so its chains have a node.
 func placeChain(s searchTarget, q []searchNode, end int, v1, v2 uint64) {
 	t := s.t
-	t.insert(uint64(q[end].alt), s.moved(&q[end]))
+	s.replace(uint64(q[end].alt), 0, s.moved(&q[end]))
 	for j := end; ; {
 		in, parent := v1, q[j].parent
 		switch {
@@ -258,7 +267,7 @@ func placeChain(s searchTarget, q []searchNode, end int, v1, v2 uint64) {
 		case uint64(j) >= t.slots:
 			in = v2
 		}
-		t.replace(uint64(q[j].bucket), uint64(q[j].tag), in)
+		s.replace(uint64(q[j].bucket), uint64(q[j].tag), in)
 		if parent < 0 {
 			return
 		}
