@@ -2,12 +2,13 @@
 // 1000-fold (from n/1000 to n keys) against a cuckoo.Filter sized for n,
 // both at the same false-positive rate, in one process. It prints the
 // medians of interleaved repetitions and the medians of the
-// per-repetition ratios Scalable ÷ Filter, as markdown; then the bits per
-// key of Scalables grown 1000-fold, averaged over the growth path, with
-// the highest rate measured at any doubling on the way.
+// per-repetition ratios Scalable ÷ Filter, as markdown. (The memory
+// averaged over a growth, which the papers report, is the root package's
+// TestScalableGrowth and TestIssue16ScalableRateIsABound with
+// -growth.full: they count the tables alone, as the papers do.)
 //
 //	cd bench && go run ./growth                      # 10^6 and 10^7 keys at 1e-4, 3 repetitions
-//	cd bench && go run ./growth -sizes 1e6 -reps 5 -path=false
+//	cd bench && go run ./growth -sizes 1e6 -reps 5
 //
 // Each repetition builds both filters (timing Add over the n keys, growth
 // included for the Scalable), measures the live heap they hold, then
@@ -25,7 +26,6 @@ import (
 	"flag"
 	"fmt"
 	"log"
-	"math"
 	"math/rand/v2"
 	"os"
 	"runtime"
@@ -47,8 +47,6 @@ func main() {
 	batch := flag.Int("batch", 1024, "keys per ContainsBatch call")
 	growthFactor := flag.Float64("growth", 1000, "growth of the Scalable: it starts at n/growth")
 	step := flag.Float64("step", 0, "the Scalable's WithGrowth factor (0: the default)")
-	path := flag.Bool("path", true, "also print the memory averaged over the growth path")
-	pathInitial := flag.Float64("path-initial", 1e4, "initial capacity of the growth-path Scalables")
 	seed := flag.Uint64("seed", 1, "seed of the keys and the filters")
 	flag.Parse()
 
@@ -65,9 +63,6 @@ func main() {
 			log.Fatalf("bad size %q", s)
 		}
 		runSize(uint64(v), *rate, *reps, uint64(*probes), *batch, *growthFactor, *seed, opts)
-	}
-	if *path {
-		growthPath(uint64(*pathInitial), *seed, opts)
 	}
 }
 
@@ -249,63 +244,6 @@ func liveHeap() uint64 {
 	var m runtime.MemStats
 	runtime.ReadMemStats(&m)
 	return m.HeapAlloc
-}
-
-// growthPath prints, for Scalables grown 1000-fold from initial keys, the
-// bits per key of their tables (SizeInBytes) averaged over sizes evenly
-// spaced on a log scale (32 per doubling, as the papers average theirs),
-// the bits per key at 1000×, and the highest false-positive rate measured
-// at any doubling (200/p absent keys at each).
-func growthPath(initial, seed uint64, opts []cuckoo.Option) {
-	fmt.Printf("Bits per key of a Scalable grown 1000× from %d keys, averaged over the growth path:\n\n", initial)
-	fmt.Printf("| built with | bound | mean over the growth | at 1000× | tables at 1000× | highest rate measured at a doubling |\n|---|---:|---:|---:|---:|---:|\n")
-	configs := []struct {
-		name string
-		opt  cuckoo.Option
-	}{
-		{"WithFalsePositiveRate(0.01)", cuckoo.WithFalsePositiveRate(0.01)},
-		{"WithFalsePositiveRate(0.001)", cuckoo.WithFalsePositiveRate(0.001)},
-		{"WithFalsePositiveRate(0.0001)", cuckoo.WithFalsePositiveRate(0.0001)},
-		{"WithFingerprintBits(8)", cuckoo.WithFingerprintBits(8)},
-		{"WithFingerprintBits(12)", cuckoo.WithFingerprintBits(12)},
-		{"WithFingerprintBits(16)", cuckoo.WithFingerprintBits(16)},
-	}
-	for _, c := range configs {
-		s, err := cuckoo.NewScalable(initial, append([]cuckoo.Option{c.opt, cuckoo.WithSeed(seed)}, opts...)...)
-		if err != nil {
-			log.Fatal(err)
-		}
-		p := s.TargetFalsePositiveRate()
-		var k [16]byte
-		var sum, worst float64
-		var samples, j int
-		next := 2 * initial
-		for n := uint64(0); n < 1000*initial; n++ {
-			binary.LittleEndian.PutUint64(k[:], n)
-			s.Add(k[:])
-			for float64(n+1) >= float64(initial)*math.Exp2(float64(j)/32) {
-				sum += float64(s.SizeInBytes()*8) / float64(n+1)
-				samples++
-				j++
-			}
-			if n+1 == next || n+1 == 1000*initial {
-				probes := uint64(200 / p)
-				fp := 0
-				for i := range probes {
-					binary.LittleEndian.PutUint64(k[:], 1<<63|n<<24|i)
-					if s.Contains(k[:]) {
-						fp++
-					}
-				}
-				worst = max(worst, float64(fp)/float64(probes))
-				next *= 2
-			}
-		}
-		n := 1000 * initial
-		fmt.Printf("| %s | %.3g %% | %.2f | %.2f | %d | %.4g %% |\n", c.name, 100*p, sum/float64(samples),
-			float64(s.SizeInBytes()*8)/float64(n), s.NumTables(), 100*worst)
-	}
-	fmt.Println()
 }
 
 func human(n uint64) string {
