@@ -235,20 +235,19 @@ func hashKeys(keys [][]byte, seed uint64, hs *[batchChunk]uint64) []uint64 {
 // chainProbe looks hashes up in a chain of tables probed newest first, as
 // a Scalable's or a Concurrent's batch lookups do: each table is asked
 // only about the hashes no newer table reported. Its buffers take about
-// 3 KiB, on the caller's stack.
+// 3 KiB, on the caller's stack. (The answers' slice is passed to record,
+// not kept, so that it does not escape.)
 type chainProbe struct {
-	rest  [batchChunk]uint64 // hashes no table has reported yet
-	at    [batchChunk]uint16 // their indexes in the caller's hashes
-	res   [batchChunk]bool
-	n     int
-	found []bool
+	rest [batchChunk]uint64 // hashes no table has reported yet
+	at   [batchChunk]uint16 // their indexes in the caller's hashes
+	res  [batchChunk]bool
+	n    int
 }
 
 // start begins a lookup of hs (at most batchChunk), whose answers go to
 // found, cleared.
 func (p *chainProbe) start(hs []uint64, found []bool) {
 	clear(found)
-	p.found = found
 	p.n = copy(p.rest[:], hs)
 	for k := range p.n {
 		p.at[k] = uint16(k)
@@ -261,13 +260,14 @@ func (p *chainProbe) next() (hs []uint64, res []bool, ok bool) {
 	return p.rest[:p.n], p.res[:p.n], p.n > 0
 }
 
-// record takes a table's answers: the hashes it reported are found, the
-// others move to the front of rest.
-func (p *chainProbe) record() {
+// record takes a table's answers: the hashes it reported are found (set
+// in found, the slice start was given), the others move to the front of
+// rest.
+func (p *chainProbe) record(found []bool) {
 	m := 0
 	for k := range p.n {
 		if p.res[k] {
-			p.found[p.at[k]] = true
+			found[p.at[k]] = true
 			continue
 		}
 		p.rest[m], p.at[m] = p.rest[k], p.at[k]

@@ -54,7 +54,7 @@ func (ch *cchain) containsChunk(hs []uint64, found []bool) {
 			return
 		}
 		ch.tables[i].hasBatch(rest, res)
-		p.record()
+		p.record(found)
 	}
 }
 

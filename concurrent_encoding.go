@@ -56,6 +56,7 @@ func (c *Concurrent) snapshot() (*Filter, *Scalable, error) {
 		s.extra += lv.nOver
 		s.levels = append(s.levels, lv)
 	}
+	s.reprobe()
 	// A delete may have emptied the oldest tables between dropLeading and
 	// the locks: the encoding holds no empty oldest table.
 	s.dropEmpty()

@@ -346,6 +346,17 @@ func (c *ctable) has2(i, j, fp uint64) bool {
 		rep := fp * t.laneLow
 		return zeroLanes(x^rep, t.laneRest, t.laneHigh)|zeroLanes(y^rep, t.laneRest, t.laneHigh) != 0
 	}
+	if t.windows == 2 {
+		// Buckets of two windows (the wider tables of a growing chain):
+		// all four windows read before any is compared, as in the
+		// one-window shapes, so the loads of both buckets overlap.
+		p, q := i*t.bucketBits, j*t.bucketBits
+		a0, b0 := c.window(p), c.window(q)
+		a1, b1 := c.window(p+t.windowBits), c.window(q+t.windowBits)
+		r0, r1 := fp*t.laneLow, fp*t.lastLow
+		return zeroLanes(a0^r0, t.laneRest, t.laneHigh)|zeroLanes(b0^r0, t.laneRest, t.laneHigh)|
+			zeroLanes(a1^r1, t.lastRest, t.lastHigh)|zeroLanes(b1^r1, t.lastRest, t.lastHigh) != 0
+	}
 	for w := uint64(0); w < t.windows; w++ {
 		if c.match(i, w, fp)|c.match(j, w, fp) != 0 {
 			return true

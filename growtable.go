@@ -95,10 +95,14 @@ type growTable struct {
 	level   uint64 // ℓ: the tags hold q >> ℓ
 	split   uint64 // s
 
-	t        table   // m_ℓ + s buckets of f+R−ℓ bit tags
-	occupied uint64  // non-empty slots of t
-	search   scratch // of insert's search
+	t        table      // m_ℓ + s buckets of f+R−ℓ bit tags
+	occupied uint64     // non-empty slots of t
+	search   scratch    // of insert's search
+	rd       chainLevel // how t's buckets are read (refresh keeps it t's)
 }
+
+// refresh makes rd read t, after t's words or shape changed.
+func (g *growTable) refresh() { g.rd = chainLevelOf(&g.t) }
 
 // growLoad (growLoadNum/growLoadDen) is the load past which a growing
 // table splits a pair of buckets before an insert; an insert whose search
@@ -125,6 +129,7 @@ func reserveBits(r, f uint64) uint64 {
 func newGrowTable(final, slots, fpBits, r uint64, semi bool) *growTable {
 	g := growGeometry(final, fpBits, r)
 	g.t = newTable(g.base, slots, g.tagBits(), semi)
+	g.refresh()
 	return g
 }
 
@@ -204,19 +209,14 @@ func (g *growTable) finalOf(j, stored uint64) uint64 {
 
 // contains reports whether t holds h's fingerprint.
 func (g *growTable) contains(h uint64) bool {
-	t := &g.t
 	j1, tag1, j2, tag2 := g.where(h)
-	if t.semi {
-		return t.holds(j1, tag1) || t.holds(j2, tag2)
-	}
-	return t.holdsEither(j1, tag1, j2, tag2)
+	return g.rd.holds(j1, tag1, j2, tag2)
 }
 
 // containsBatch sets found[k] to contains(hs[k]), a group of batchGroup
 // keys at a time: the next group's buckets are located and prefetched
 // before the current group is probed (batch.go), so their misses overlap.
 func (g *growTable) containsBatch(hs []uint64, found []bool) {
-	t := &g.t
 	var js, tags [2][2 * batchGroup]uint64 // two groups: staged, and probed
 	found = found[:len(hs)]
 	n := min(batchGroup, len(hs))
@@ -229,11 +229,7 @@ func (g *growTable) containsBatch(hs []uint64, found []bool) {
 		}
 		j, tag := &js[cur], &tags[cur]
 		for k := range n {
-			if t.semi {
-				found[lo+k] = t.holds(j[2*k], tag[2*k]) || t.holds(j[2*k+1], tag[2*k+1])
-			} else {
-				found[lo+k] = t.holdsEither(j[2*k], tag[2*k], j[2*k+1], tag[2*k+1])
-			}
+			found[lo+k] = g.rd.holds(j[2*k], tag[2*k], j[2*k+1], tag[2*k+1])
 		}
 		lo, n = next, nextN
 	}
@@ -309,12 +305,12 @@ func (g *growTable) place(h uint64, maxKicks int) bool {
 	t := &g.t
 	j1, tag1, j2, tag2 := g.where(h)
 	// The emptier bucket first: two choices keep the buckets' loads even.
-	e1, e2 := t.copies(j1, 0), t.copies(j2, 0)
+	e1, e2 := g.rd.empties(j1), g.rd.empties(j2)
 	switch {
 	case e2 > e1:
-		return t.insert(j2, tag2)
+		return g.rd.replace(j2, 0, tag2)
 	case e1 > 0:
-		return t.insert(j1, tag1)
+		return g.rd.replace(j1, 0, tag1)
 	}
 	s := searchTarget{t: t, grow: g}
 	q, end, ok := g.search.room(s, j1, j2, min(2*maxKicks, growSearch))
@@ -338,9 +334,8 @@ func (g *growTable) other(j, tag uint64) (alt, altTag uint64) {
 // remove deletes one slot copy of h's fingerprint and reports whether
 // there was one.
 func (g *growTable) remove(h uint64) bool {
-	t := &g.t
 	j1, tag1, j2, tag2 := g.where(h)
-	if t.replace(j1, tag1, 0) || t.replace(j2, tag2, 0) {
+	if g.rd.replace(j1, tag1, 0) || g.rd.replace(j2, tag2, 0) {
 		g.occupied--
 		return true
 	}
@@ -368,8 +363,8 @@ func (g *growTable) splitPair() (full bool) {
 		}
 		for _, tag := range tags[:t.slots] {
 			if tag != 0 && tag>>g.fpBits&1 != 0 {
-				t.replace(src, tag, 0)
-				t.insert(dst, tag)
+				g.rd.replace(src, tag, 0)
+				g.rd.replace(dst, 0, tag)
 			}
 		}
 	}
@@ -393,12 +388,13 @@ func (g *growTable) growWords(n uint64) {
 	t := &g.t
 	need := (n*t.bucketBits+63)/64 + 1
 	if need <= uint64(cap(t.words)) {
-		t.words = t.words[:need]
+		t.words = t.words[:need] // the same words: rd reads them still
 		return
 	}
 	words := g.newWords(need, t.bucketBits)
 	copy(words, t.words)
 	t.words = words
+	g.refresh()
 }
 
 // newWords returns need words for a growing table of bucketBits-bit
@@ -439,6 +435,7 @@ func (g *growTable) repack(drop uint64) {
 		}
 	}
 	*t = p
+	g.refresh()
 }
 
 // growFrom returns the geometry of a growing table of numBuckets buckets

@@ -59,17 +59,30 @@ const DefaultScalableCapacity = 1024
 //
 // Contains probes the tables newest (largest) first, so a present key is
 // found after about two tables; an absent key probes all of them: 10
-// tables at 1000 times the initial capacity with growth 2. Add probes the
-// tables too (see Duplicates), as a lookup does. The batch methods
+// tables at 1000 times the initial capacity with growth 2. The tables are
+// probed in one loop over a small array of their geometry, each bucket
+// read with one or two loads and compared with no branch, so that the
+// CPU keeps the loads of several tables in flight (chainprobe.go); still,
+// each table costs about what a Filter's lookup costs, and an absent key
+// pays for every table (docs/benchmarks.md has the figures). A larger
+// [WithGrowth] makes fewer tables for the same growth, at some memory: 6
+// tables instead of 10 at 1000× with growth 4, for 2 to 4 % more bits per
+// key averaged over the growth. Add probes the tables too (see
+// Duplicates), as a lookup does. The batch methods
 // ([Scalable.ContainsBatch], [Scalable.AddUniqueBatch] and the others)
-// probe each table for a chunk of keys at once with a Filter's pipeline,
-// which pays in tables larger than the CPU caches (docs/benchmarks.md has
-// the figures). Keeping the tables apart is what lets them be added
-// without the keys; the InfiniFilter and Aleph designs probe one table
-// instead, but give every slot a variable-length fingerprint (no
-// word-at-a-time compare), rebuild the whole table at each doubling, and
-// pay the doubling in memory. The growing table borrows their idea of
-// address bits kept in the slots, only until it is grown.
+// probe each table for a chunk of keys at once, the buckets of the next
+// keys prefetched while the current ones are compared, which pays in
+// tables larger than the CPU caches.
+//
+// Keeping the tables apart is what lets them be added without the keys at
+// the memory above. A single table that doubles in place (the InfiniFilter
+// and Aleph designs) probes one table, but its tags lose a bit at each
+// doubling, so every slot needs a marker of its tag's length, and a table
+// that grows two buckets at a time cannot fill as a whole one does (its
+// unsplit buckets take twice the keys): measured here, about 1.4 times a
+// Filter's memory against this chain's 1.25, and more work per insert
+// (bench/notes.md, item 25). The growing table borrows their idea of address bits kept in
+// the slots, only until it is grown.
 //
 // # Duplicates and deletes
 //
@@ -112,7 +125,11 @@ const DefaultScalableCapacity = 1024
 //     sum.
 //   - with more than one table, the oldest holds at least one item.
 type Scalable struct {
-	levels   []*level
+	levels []*level
+	// probe holds the plain tables of levels (all but a newest one that
+	// grows in place), oldest first, as lookups read them (chainprobe.go);
+	// reprobe rebuilds it whenever levels changes.
+	probe    []chainLevel
 	g        growth
 	seed     uint64
 	maxKicks int
@@ -214,7 +231,18 @@ func NewScalable(initialCapacity uint64, opts ...Option) (*Scalable, error) {
 	}
 	s := &Scalable{g: g, seed: c.seed, maxKicks: c.maxKicks}
 	s.levels = []*level{s.newLevel(g.at(0))}
+	s.reprobe()
 	return s, nil
+}
+
+// reprobe rebuilds probe from levels.
+func (s *Scalable) reprobe() {
+	s.probe = s.probe[:0]
+	for _, lv := range s.levels {
+		if lv.grow == nil {
+			s.probe = append(s.probe, chainLevelOf(&lv.f.t))
+		}
+	}
 }
 
 // newLevel returns an empty table of generation gen: growing in place
@@ -351,10 +379,11 @@ func (s *Scalable) AddHash(h uint64) error {
 // invariants): no older table reported the key when its first copy went
 // in, and older tables never gain fingerprints they did not hold.
 func (s *Scalable) home(h uint64) int {
-	for i, lv := range s.levels {
-		if lv.contains(h) {
-			return i
-		}
+	if i := chainFirst(s.probe, h); i >= 0 {
+		return i // the plain tables are the first of levels
+	}
+	if n := len(s.levels); n > len(s.probe) && s.levels[n-1].contains(h) {
+		return n - 1
 	}
 	return -1
 }
@@ -420,6 +449,7 @@ func (s *Scalable) addGrowing(lv *level, h uint64) bool {
 		}
 		if g.splitPair() {
 			lv.finishGrowing(s.seed, s.maxKicks)
+			s.reprobe()
 			return lv.f.occupied < lv.limit && lv.f.AddHash(h) == nil
 		}
 	}
@@ -437,6 +467,7 @@ func (s *Scalable) grow() *level {
 	}
 	lv := s.newLevel(s.g.at(last.gen + 1))
 	s.levels = append(s.levels, lv)
+	s.reprobe()
 	return lv
 }
 
@@ -444,15 +475,13 @@ func (s *Scalable) grow() *level {
 //
 // Tables are probed newest (largest) first: the newest holds about half
 // the keys, the one before a quarter, and so on. An absent key probes all
-// of them; the CPU overlaps their independent loads by itself, so
-// prefetching them explicitly first gains nothing.
+// of them, in one loop (chainHas) that lets the CPU overlap their
+// independent loads.
 func (s *Scalable) ContainsHash(h uint64) bool {
-	for i := len(s.levels) - 1; i >= 0; i-- {
-		if s.levels[i].contains(h) {
-			return true
-		}
+	if n := len(s.levels); n > len(s.probe) && s.levels[n-1].contains(h) {
+		return true
 	}
-	return false
+	return chainHas(s.probe, h)
 }
 
 // DeleteHash is [Scalable.Delete] for a key's 64-bit hash.
@@ -506,6 +535,7 @@ func (s *Scalable) dropEmpty() {
 	}
 	if n > 0 {
 		s.levels = slices.Delete(s.levels, 0, n)
+		s.reprobe()
 	}
 }
 
@@ -650,6 +680,7 @@ func (s *Scalable) Reset() {
 		s.levels = []*level{s.newLevel(s.g.at(0))}
 	}
 	s.extra = 0
+	s.reprobe()
 }
 
 // checkInvariants panics if a structural invariant is broken. It walks
@@ -676,6 +707,19 @@ func (s *Scalable) checkInvariants() {
 func (s *Scalable) validate() error {
 	if len(s.levels) == 0 {
 		return errors.New("no table")
+	}
+	k := 0
+	for _, lv := range s.levels {
+		if lv.grow != nil {
+			continue
+		}
+		if k >= len(s.probe) || s.probe[k] != chainLevelOf(&lv.f.t) {
+			return fmt.Errorf("the probe of table %d is not the table's", k)
+		}
+		k++
+	}
+	if k != len(s.probe) {
+		return errors.New("probes for tables that are not there")
 	}
 	var extra uint64
 	for i, lv := range s.levels {

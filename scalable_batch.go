@@ -1,13 +1,16 @@
 package cuckoo
 
-// Batch operations of a Scalable. They hash a chunk of keys at once (with
-// the key bytes of the next group prefetched while a group is hashed), then
-// work table by table with the Filter's pipeline (batch.go), so that the
-// cache misses of many keys overlap in every table.
+import "github.com/dedupkit/cuckoo/internal/invariants"
 
-// ContainsBatch sets found[i] to s.Contains(keys[i]) for every key. It
-// probes the tables newest first, each with [Filter.ContainsHashBatch]'s
-// pipeline for the keys no newer table reported, so in tables larger than
+// Batch operations of a Scalable. They hash a chunk of keys at once (with
+// the key bytes of the next group prefetched while a group is hashed),
+// then look the keys up (or add them) one by one, with the buckets of the
+// next group of keys in the large tables prefetched meanwhile (batch.go
+// explains the pipeline), so that the cache misses of many keys overlap.
+
+// ContainsBatch sets found[i] to s.Contains(keys[i]) for every key, the
+// buckets of the next keys in the tables larger than a core's L2 cache
+// prefetched while it probes the current ones, so in tables larger than
 // the CPU caches it is faster per key than Contains in a loop. It
 // allocates nothing and may run concurrently with other readers. It panics
 // if found is shorter than keys.
@@ -34,21 +37,36 @@ func (s *Scalable) ContainsHashBatch(hashes []uint64, found []bool) {
 	}
 }
 
-// containsChunk is ContainsHashBatch for at most batchChunk hashes.
+// containsChunk is ContainsHashBatch for at most batchChunk hashes. Key
+// by key, each with ContainsHash's one loop over the tables (which costs
+// fewer instructions than probing the chunk table by table, and stops at
+// the table that reports a present key), and with the buckets of the
+// next group of keys in the large tables prefetched meanwhile: the small
+// ones are in the caches.
 func (s *Scalable) containsChunk(hs []uint64, found []bool) {
-	var p chainProbe
-	p.start(hs, found)
-	for i := len(s.levels) - 1; i >= 0; i-- {
-		rest, res, ok := p.next()
-		if !ok {
-			return
+	s.prefetchLarge(hs[:min(batchGroup, len(hs))])
+	for lo := 0; lo < len(hs); lo += batchGroup {
+		hi := min(lo+batchGroup, len(hs))
+		if hi < len(hs) {
+			s.prefetchLarge(hs[hi:min(hi+batchGroup, len(hs))])
 		}
-		if lv := s.levels[i]; lv.grow != nil {
-			lv.grow.containsBatch(rest, res)
-		} else {
-			lv.f.ContainsHashBatch(rest, res)
+		for k := lo; k < hi; k++ {
+			found[k] = s.ContainsHash(hs[k])
 		}
-		p.record()
+	}
+}
+
+// prefetchLarge prefetches the buckets of up to batchGroup hashes in the
+// growing table and in the plain tables of largeTableBytes or more.
+func (s *Scalable) prefetchLarge(hs []uint64) {
+	hs = hs[:min(len(hs), batchGroup)]
+	if n := len(s.levels); n > len(s.probe) {
+		var js, tags [2 * batchGroup]uint64
+		s.levels[n-1].grow.stage(hs, &js, &tags)
+	}
+	for i := len(s.probe) - 1; i >= 0 && s.probe[i].large; i-- {
+		var g chainGroup
+		s.probe[i].stage(hs, &g)
 	}
 }
 
@@ -87,6 +105,10 @@ func (s *Scalable) addBatch(keys [][]byte, unique []bool) {
 	for lo := 0; lo < len(keys); lo += batchChunk {
 		hi := min(lo+batchChunk, len(keys))
 		hashes := hashKeys(keys[lo:hi], s.seed, &hs)
+		if unique != nil {
+			s.addUniqueChunk(hashes, unique[lo:hi])
+			continue
+		}
 		if s.levels[len(s.levels)-1].grow != nil {
 			// A growing table locates its buckets its own way: prefetch
 			// the next group's while adding the current one's, asking
@@ -119,4 +141,40 @@ func (s *Scalable) addBatch(keys [][]byte, unique []bool) {
 			}
 		}
 	}
+}
+
+// addUniqueChunk is addUniqueHash for each of hs (at most batchChunk), in
+// order, recording in added which it added. It first asks every table
+// about the whole chunk with the batch lookup (containsChunk), whose
+// misses overlap; then, key by key, only the tables that may have gained
+// fingerprints since (the newest at the start and any added after it:
+// AddUnique puts fingerprints nowhere else), so each key sees the keys
+// before it as in a loop of single calls.
+func (s *Scalable) addUniqueChunk(hs []uint64, added []bool) {
+	var before [batchChunk]bool
+	known := before[:len(hs)]
+	s.containsChunk(hs, known)
+	first := len(s.levels) - 1
+	for k, h := range hs {
+		if known[k] || s.reportsFrom(first, h) {
+			added[k] = false
+			continue
+		}
+		s.addNew(h)
+		if invariants.Enabled {
+			s.checkInvariants()
+		}
+		added[k] = true
+	}
+}
+
+// reportsFrom reports whether any of the tables from levels[first] on
+// reports h.
+func (s *Scalable) reportsFrom(first int, h uint64) bool {
+	for _, lv := range s.levels[first:] {
+		if lv.contains(h) {
+			return true
+		}
+	}
+	return false
 }

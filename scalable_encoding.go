@@ -248,6 +248,7 @@ func decodeScalable(d *codec.Decoder) (*Scalable, error) {
 	if err := d.VerifyChecksum(); err != nil {
 		return nil, err
 	}
+	s.reprobe()
 	if err := s.validate(); err != nil {
 		return nil, bad("%v", err)
 	}
@@ -304,6 +305,7 @@ func decodeLevel(d *codec.Decoder, s *Scalable, gen generation, newest bool) (*l
 			return nil, bad("growing table with duplicate counters")
 		}
 		g.t = e.t
+		g.refresh()
 		g.occupied = g.t.occupiedSlots()
 		switch {
 		case g.occupied != e.count:

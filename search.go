@@ -78,6 +78,12 @@ func (s searchTarget) appendBucket(q []searchNode, b, n uint64, parent int32) []
 		for sl := range n {
 			q = append(q, node(s.shared.slotAt(b, sl)))
 		}
+	case s.grow != nil && s.grow.rd.loads != 0 && n <= 8:
+		var v [8]uint64
+		s.grow.rd.values(b, &v)
+		for _, x := range v[:n] {
+			q = append(q, node(x))
+		}
 	case t.semi:
 		v := t.semiRead(b)
 		for _, x := range v[:n] {
@@ -125,6 +131,8 @@ func (s searchTarget) hasRoom(b uint64) bool {
 	case s.shared != nil:
 		_, ok := s.shared.findIn(b, 0)
 		return ok
+	case s.grow != nil:
+		return s.grow.rd.empties(b) != 0
 	case t.windows == 1 && !t.semi:
 		var w uint64
 		if t.aligned {
@@ -135,6 +143,15 @@ func (s searchTarget) hasRoom(b uint64) bool {
 		return zeroLanes(w, t.laneRest, t.laneHigh) != 0
 	}
 	return t.copies(b, 0) != 0
+}
+
+// replace puts new in place of one copy of old in bucket b (table.replace;
+// a growing table's with the reads of its lookups).
+func (s searchTarget) replace(b, old, new uint64) bool {
+	if s.grow != nil {
+		return s.grow.rd.replace(b, old, new)
+	}
+	return s.t.replace(b, old, new)
 }
 
 // prefetch asks for the table words at the given indexes.
@@ -241,7 +258,7 @@ func onChain(q []searchNode, k int, b uint32) bool {
 // table's search starts from full buckets, so its chains have a node.
 func placeChain(s searchTarget, q []searchNode, end int, v1, v2 uint64) {
 	t := s.t
-	t.insert(uint64(q[end].alt), s.moved(&q[end]))
+	s.replace(uint64(q[end].alt), 0, s.moved(&q[end]))
 	for j := end; ; {
 		in, parent := v1, q[j].parent
 		switch {
@@ -250,7 +267,7 @@ func placeChain(s searchTarget, q []searchNode, end int, v1, v2 uint64) {
 		case uint64(j) >= t.slots:
 			in = v2
 		}
-		t.replace(uint64(q[j].bucket), uint64(q[j].tag), in)
+		s.replace(uint64(q[j].bucket), uint64(q[j].tag), in)
 		if parent < 0 {
 			return
 		}

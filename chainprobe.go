@@ -1,0 +1,296 @@
+package cuckoo
+
+import (
+	"math/bits"
+	"unsafe"
+
+	"github.com/dedupkit/cuckoo/internal/addr"
+)
+
+// A lookup in a chain of tables (a Scalable's) probes every table for an
+// absent key, so what a table costs to probe is multiplied by their number
+// (ten after a growth of 1000×). chainLevel holds what a probe of one plain
+// table reads, so that a lookup is one loop over a small array (it stays in
+// L1), the tables' geometry in registers as the loop goes, with no call per
+// table, no bounds check, and each bucket read with one or two loads: the
+// loads of all the tables are independent, and the CPU keeps many of them
+// in flight while the loop runs on.
+//
+// A bucket of at most 120 bits lies within the 16 bytes from the byte it
+// starts in; two 8-byte loads there and a shift give its bits from bit 0
+// (chainLevel.read). A table's words end with a padding word (table.go),
+// which holds the last bucket's 16 bytes when buckets are 64 bits or more;
+// smaller buckets of at most 57 bits are read with one load, which the
+// padding word also covers. Other shapes (57 to 63 bits, more than 120,
+// semi-sorted) take the table's general probe.
+
+// chainLevel is one plain table of a chain, as its lookups see it.
+type chainLevel struct {
+	words unsafe.Pointer // &t.words[0]
+	m     uint64         // buckets
+	fpMax uint64         // 2^f − 1
+	bb    uint64         // bits per bucket
+	wb    uint64         // bits of the first window, lanes·f, mod 64 (a one-window bucket's second window is never compared)
+	// The lanes of a bucket's first window, and of its second (0 when a
+	// bucket is one window: the second then never matches).
+	low, rest, high             uint64
+	lastLow, lastRest, lastHigh uint64
+	lastLanes                   uint64 // the bits of the second window's lanes: fp·lastLow = fp·low & lastLanes
+	loads                       uint64 // 2: two loads; 1: one load; 0: t.holdsEither
+	t                           *table
+	large                       bool // the table takes largeTableBytes or more
+}
+
+// largeTableBytes is the size from which a batch lookup prefetches a
+// table's buckets: tables smaller than a core's L2 cache stay in the
+// caches between lookups.
+const largeTableBytes = 1 << 20
+
+// anyZero returns nonzero when some lane of x (of the lanes low and high
+// describe) is zero: (x − low) &^ x & high is the classic test, which may
+// also flag lanes above a zero one (a borrow runs up from it), never
+// when no lane is zero; bits above the lanes do not matter. Three
+// operations where zeroLanes, exact lane by lane, takes six.
+func anyZero(x, low, high uint64) uint64 { return (x - low) &^ x & high }
+
+// chainLevelOf returns the probe of plain table t.
+func chainLevelOf(t *table) chainLevel {
+	c := chainLevel{
+		words: unsafe.Pointer(unsafe.SliceData(t.words)),
+		m:     t.numBuckets, fpMax: t.fpMask, bb: t.bucketBits, wb: t.windowBits & 63,
+		low: t.laneLow, rest: t.laneRest, high: t.laneHigh,
+		t: t, large: uint64(len(t.words))*8 >= largeTableBytes,
+	}
+	if t.windows == 2 {
+		c.lastLow, c.lastRest, c.lastHigh = t.lastLow, t.lastRest, t.lastHigh
+		c.lastLanes = c.lastHigh | c.lastRest
+	}
+	switch {
+	case t.semi || t.segments != 1 || t.windows > 2 || !unalignedLittleEndian || !fastSlots(t.slots):
+	case t.bucketBits >= 64 && t.bucketBits <= 120:
+		c.loads = 2
+	case t.bucketBits <= 57:
+		c.loads = 1
+	}
+	return c
+}
+
+// fastSlots reports whether buckets of the given slots are laid out as
+// the lane masks of the one- and two-load reads assume: 1, 2, 4 or 8
+// slots. Other sizes are read through the table's general path.
+func fastSlots(slots uint64) bool {
+	return slots == 1 || slots == 2 || slots == 4 || slots == 8
+}
+
+// read returns the bits of bucket i from bit 0: the first 64 in w0, the
+// bits of its second window from bit 0 in w1 (both with the next
+// buckets' bits above, which the lane masks leave out). It needs loads = 2.
+func (c *chainLevel) read(i uint64) (w0, w1 uint64) {
+	p := i * c.bb
+	at := unsafe.Add(c.words, p>>3)
+	sh := p & 7
+	lo, hi := *(*uint64)(at), *(*uint64)(unsafe.Add(at, 8))
+	// Two steps for the high word, so that sh = 0 shifts it out.
+	lo = lo>>sh | hi<<(63-sh)<<1
+	hi >>= sh
+	wb := c.wb & 63
+	return lo, lo>>wb | hi<<((64-wb)&63)
+}
+
+// read1 returns the bits of bucket i from bit 0 (a bucket of at most 57
+// bits: loads = 1).
+func (c *chainLevel) read1(i uint64) uint64 {
+	p := i * c.bb
+	return *(*uint64)(unsafe.Add(c.words, p>>3)) >> (p & 7)
+}
+
+// has reports whether the table holds h's fingerprint in one of its
+// buckets.
+func (c *chainLevel) has(h uint64) bool {
+	fp := addr.Fingerprint(h, c.fpMax)
+	i1 := addr.Bucket(h, c.m)
+	return c.holds(i1, fp, addr.Alt(i1, fp, c.m), fp)
+}
+
+// holds reports whether bucket i1 holds f1 or bucket i2 holds f2 (the two
+// differ in a growing table, whose tags carry bucket bits). Both buckets
+// are read before either is compared.
+func (c *chainLevel) holds(i1, f1, i2, f2 uint64) bool {
+	switch c.loads {
+	case 2:
+		a0, a1 := c.read(i1)
+		b0, b1 := c.read(i2)
+		return zeroLanes(a0^f1*c.low, c.rest, c.high)|zeroLanes(a1^f1*c.lastLow, c.lastRest, c.lastHigh)|
+			zeroLanes(b0^f2*c.low, c.rest, c.high)|zeroLanes(b1^f2*c.lastLow, c.lastRest, c.lastHigh) != 0
+	case 1:
+		a, b := c.read1(i1), c.read1(i2)
+		return zeroLanes(a^f1*c.low, c.rest, c.high)|zeroLanes(b^f2*c.low, c.rest, c.high) != 0
+	}
+	return c.t.holdsEither(i1, f1, i2, f2)
+}
+
+// empties returns the empty slots of bucket i.
+func (c *chainLevel) empties(i uint64) uint64 {
+	switch c.loads {
+	case 2:
+		w0, w1 := c.read(i)
+		return uint64(bits.OnesCount64(zeroLanes(w0, c.rest, c.high)) + bits.OnesCount64(zeroLanes(w1, c.lastRest, c.lastHigh)))
+	case 1:
+		return uint64(bits.OnesCount64(zeroLanes(c.read1(i), c.rest, c.high)))
+	}
+	return c.t.copies(i, 0)
+}
+
+// chainHas reports whether any table of cs holds h's fingerprint,
+// probing them from the last (the newest of a Scalable's, which holds the
+// most keys) and stopping at the first that does. Each table's buckets
+// are loaded before anything is compared, and the loop's exit is
+// predicted not taken for an absent key, so the CPU issues the loads of
+// the next tables while it compares.
+func chainHas(cs []chainLevel, h uint64) bool {
+	for k := len(cs) - 1; k >= 0; k-- {
+		c := &cs[k]
+		fp := addr.Fingerprint(h, c.fpMax)
+		i1 := addr.Bucket(h, c.m)
+		i2 := addr.Alt(i1, fp, c.m)
+		if c.loads != 2 {
+			if c.holds(i1, fp, i2, fp) {
+				return true
+			}
+			continue
+		}
+		// holds, inline: the shape of the chain's wider tables.
+		a0, a1 := c.read(i1)
+		b0, b1 := c.read(i2)
+		r0 := fp * c.low
+		r1 := r0 & c.lastLanes
+		if anyZero(a0^r0, c.low, c.high)|anyZero(a1^r1, c.lastLow, c.lastHigh)|
+			anyZero(b0^r0, c.low, c.high)|anyZero(b1^r1, c.lastLow, c.lastHigh) != 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// chainFirst returns the index of the first table of cs that holds h's
+// fingerprint, or -1 (chainHas's loop, from the first table).
+func chainFirst(cs []chainLevel, h uint64) int {
+	for k := range cs {
+		c := &cs[k]
+		fp := addr.Fingerprint(h, c.fpMax)
+		i1 := addr.Bucket(h, c.m)
+		i2 := addr.Alt(i1, fp, c.m)
+		if c.loads != 2 {
+			if c.holds(i1, fp, i2, fp) {
+				return k
+			}
+			continue
+		}
+		a0, a1 := c.read(i1)
+		b0, b1 := c.read(i2)
+		r0 := fp * c.low
+		r1 := r0 & c.lastLanes
+		if anyZero(a0^r0, c.low, c.high)|anyZero(a1^r1, c.lastLow, c.lastHigh)|
+			anyZero(b0^r0, c.low, c.high)|anyZero(b1^r1, c.lastLow, c.lastHigh) != 0 {
+			return k
+		}
+	}
+	return -1
+}
+
+// containsBatch sets found[k] to has(hs[k]), a group of batchGroup keys at
+// a time: the next group's buckets are located and prefetched before the
+// current group is probed (batch.go), so that their misses overlap.
+func (c *chainLevel) containsBatch(hs []uint64, found []bool) {
+	var staged [2]chainGroup // two groups: staged, and probed
+	found = found[:len(hs)]
+	n := min(batchGroup, len(hs))
+	c.stage(hs[:n], &staged[0])
+	for lo, cur := 0, 0; lo < len(hs); cur ^= 1 {
+		next, nextN := lo+n, 0
+		if next < len(hs) {
+			nextN = min(batchGroup, len(hs)-next)
+			c.stage(hs[next:next+nextN], &staged[cur^1])
+		}
+		g := &staged[cur]
+		if c.loads == 2 {
+			for k := range n {
+				a0, a1 := c.read(g.i1[k])
+				b0, b1 := c.read(g.i2[k])
+				r0 := g.fp[k] * c.low
+				r1 := r0 & c.lastLanes
+				found[lo+k] = anyZero(a0^r0, c.low, c.high)|anyZero(a1^r1, c.lastLow, c.lastHigh)|
+					anyZero(b0^r0, c.low, c.high)|anyZero(b1^r1, c.lastLow, c.lastHigh) != 0
+			}
+		} else {
+			for k := range n {
+				found[lo+k] = c.holds(g.i1[k], g.fp[k], g.i2[k], g.fp[k])
+			}
+		}
+		lo, n = next, nextN
+	}
+}
+
+// chainGroup is a group of keys located in one table.
+type chainGroup struct {
+	i1, i2, fp [batchGroup]uint64
+}
+
+// stage locates up to batchGroup hashes into g and prefetches the first
+// line of each of their buckets.
+func (c *chainLevel) stage(hs []uint64, g *chainGroup) {
+	var lines [2 * batchGroup]uint64
+	hs = hs[:min(len(hs), batchGroup)]
+	for k, h := range hs {
+		fp := addr.Fingerprint(h, c.fpMax)
+		i1 := addr.Bucket(h, c.m)
+		i2 := addr.Alt(i1, fp, c.m)
+		g.i1[k], g.i2[k], g.fp[k] = i1, i2, fp
+		lines[2*k], lines[2*k+1] = i1*c.bb>>6, i2*c.bb>>6
+	}
+	prefetch(c.t.words, lines[:2*len(hs)])
+}
+
+// values reads bucket i's values (0: empty) into out[:slots] (loads ≥ 1).
+func (c *chainLevel) values(i uint64, out *[8]uint64) {
+	t := c.t
+	f, mask := t.fpBits&63, t.fpMask
+	var w0, w1 uint64
+	if c.loads == 2 {
+		w0, w1 = c.read(i)
+	} else {
+		w0 = c.read1(i)
+	}
+	for s := uint64(0); s < t.lanes; s++ {
+		out[s&7] = w0 >> (s * f & 63) & mask
+	}
+	for s := t.lanes; s < t.slots; s++ {
+		out[s&7] = w1 >> ((s - t.lanes) * f & 63) & mask
+	}
+}
+
+// replace puts new in place of one copy of old in bucket i (old 0: an
+// empty slot), and reports false when the bucket holds no old: table.replace
+// with the bucket read as the lookups read it.
+func (c *chainLevel) replace(i, old, new uint64) bool {
+	if c.loads == 0 {
+		return c.t.replace(i, old, new)
+	}
+	var w0, w1 uint64
+	if c.loads == 2 {
+		w0, w1 = c.read(i)
+	} else {
+		w0 = c.read1(i)
+	}
+	f := c.t.fpBits
+	p := i * c.bb
+	if z := zeroLanes(w0^old*c.low, c.rest, c.high); z != 0 {
+		p += laneStart(z, f)
+	} else if z := zeroLanes(w1^old*c.lastLow, c.lastRest, c.lastHigh); z != 0 {
+		p += c.t.windowBits + laneStart(z, f)
+	} else {
+		return false
+	}
+	c.t.setSlotAt(p, new)
+	return true
+}

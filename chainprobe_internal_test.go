@@ -1,0 +1,108 @@
+package cuckoo
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+)
+
+// TestChainLevelMatchesTable: the chain loop's reads and compares give
+// the table's answers for every bucket shape, the last bucket of the table
+// included (whose loads reach the padding word), with random values in
+// the slots: holds against holdsEither, empties against copies of 0,
+// values against the slots, and chainHas and chainFirst against the
+// tables' own lookups.
+func TestChainLevelMatchesTable(t *testing.T) {
+	r := rand.New(rand.NewPCG(28, 1))
+	for _, slots := range []uint64{1, 2, 3, 4, 5, 6, 7, 8, 9, 12, 16} {
+		for f := uint64(MinFingerprintBits); f <= MaxFingerprintBits; f++ {
+			for _, semi := range []bool{false, true} {
+				if semi && slots != 4 {
+					continue
+				}
+				t.Run(fmt.Sprintf("b=%d/f=%d/semi=%v", slots, f, semi), func(t *testing.T) {
+					for range 4 {
+						checkChainLevel(t, r, randomTable(r, slots, f, semi))
+					}
+				})
+			}
+		}
+	}
+}
+
+// randomTable returns a small table of the shape with random values in
+// about three quarters of its slots.
+func randomTable(r *rand.Rand, slots, f uint64, semi bool) *table {
+	m := 2 + 2*r.Uint64N(40)
+	tb := newTable(m, slots, f, semi)
+	mask := uint64(1)<<f - 1
+	for i := range m {
+		for range slots {
+			if r.IntN(4) != 0 {
+				tb.insert(i, 1+r.Uint64N(mask))
+			}
+		}
+	}
+	return &tb
+}
+
+func checkChainLevel(t *testing.T, r *rand.Rand, tb *table) {
+	t.Helper()
+	c := chainLevelOf(tb)
+	m := tb.numBuckets
+	var vals [8]uint64
+	for i := range m {
+		if got, want := c.empties(i), tb.copies(i, 0); got != want {
+			t.Fatalf("bucket %d of %d: %d empty slots, the table says %d", i, m, got, want)
+		}
+		if c.loads != 0 {
+			c.values(i, &vals)
+			for s := range tb.slots {
+				if vals[s] != tb.slot(i, s) {
+					t.Fatalf("bucket %d slot %d: %#x, the table says %#x", i, s, vals[s], tb.slot(i, s))
+				}
+			}
+		}
+		for range 8 {
+			j := r.Uint64N(m)
+			// Values held by the buckets (so that some compares match),
+			// or random ones.
+			f1, f2 := 1+r.Uint64N(tb.fpMask), 1+r.Uint64N(tb.fpMask)
+			if v := tb.slot(i, r.Uint64N(tb.slots)); v != 0 && r.IntN(2) == 0 {
+				f1 = v
+			}
+			if v := tb.slot(j, r.Uint64N(tb.slots)); v != 0 && r.IntN(2) == 0 {
+				f2 = v
+			}
+			if got, want := c.holds(i, f1, j, f2), tb.holdsEither(i, f1, j, f2); got != want {
+				t.Fatalf("buckets %d, %d of %d, values %#x, %#x: holds %v, holdsEither %v (loads %d)", i, j, m, f1, f2, got, want, c.loads)
+			}
+		}
+	}
+	// The loops over a chain of such tables (a Filter's addressing).
+	cs := []chainLevel{c, c}
+	for range 64 {
+		h := r.Uint64()
+		i1, fp := tb.locate(h)
+		want := tb.holdsEither(i1, fp, tb.altIndex(i1, fp), fp)
+		if chainHas(cs, h) != want || (chainFirst(cs, h) == 0) != want || c.has(h) != want {
+			t.Fatalf("hash %#x: chainHas %v, chainFirst %d, has %v; the table says %v", h, chainHas(cs, h), chainFirst(cs, h), c.has(h), want)
+		}
+	}
+}
+
+// FuzzChainLevel compares the chain loop's reads with the table's for
+// tables of any shape and contents the input describes.
+func FuzzChainLevel(f *testing.F) {
+	f.Add(uint8(4), uint8(21), false, uint64(1))
+	f.Add(uint8(8), uint8(9), false, uint64(2))
+	f.Add(uint8(4), uint8(13), true, uint64(3))
+	f.Add(uint8(2), uint8(32), false, uint64(4))
+	f.Fuzz(func(t *testing.T, b, bits uint8, semi bool, seed uint64) {
+		slots := 1 + uint64(b)%16
+		fb := MinFingerprintBits + uint64(bits)%(MaxFingerprintBits-MinFingerprintBits+1)
+		semi = semi && slots == 4
+		r := rand.New(rand.NewPCG(seed, uint64(b)))
+		checkChainLevel(t, r, randomTable(r, slots, fb, semi))
+	})
+}
