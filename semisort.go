@@ -100,11 +100,6 @@ func (t *table) semiLayout() {
 // semiKey orders fingerprints by nibble, then high part.
 func semiKey(fp uint64) uint64 { return (fp&15)<<32 | fp>>4 }
 
-// semiHas reports whether semi-sorted bucket i holds fp.
-func (t *table) semiHas(i, fp uint64) bool {
-	return t.semiMatches(i, fp) != 0
-}
-
 // semiMatches returns a 4-bit mask of the slots of semi-sorted bucket i
 // that hold fp (with fp == 0: the empty slots).
 func (t *table) semiMatches(i, fp uint64) uint64 {

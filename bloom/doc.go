@@ -54,29 +54,10 @@
 //	0.1 %    15.6   14.4         13.7 (13-bit, 0.093 %)
 //	0.01 %   22.0   19.2         17.9 (17-bit, 0.0058 %)
 //
-// Speed hardly decides between them: in a run like the one below, lookups
-// in the cuckoo filter took 16–67 ns and inserts 54–156 ns, against 16–60
-// ns and 53–186 ns for New.
-//
-// Speed: median ns/op of 10 runs in one process, 16-byte keys, on a
-// 2-core Xeon (2.5 GHz, 2 MiB L2 per core) shared with other jobs (this
-// run was quiet; busy periods slow single figures by up to 2×):
-//
-//	                     1 % target              0.01 % target
-//	                   Add    hit   miss        Add    hit   miss
-//	New         1M      53     16     16         78     32     25
-//	            10M     77     30     30        186     60     56
-//	NewClassic  1M      63     18     29        121     42     35
-//	            10M     94     37     53        191     78     80
-//
-// In the same run, a lookup in New took 0.24–0.35× the time of one in
-// github.com/bits-and-blooms/bloom/v3 configured for the same measured
-// rate (hits and misses, 1 % and 0.01 %, 10^6 and 10^7 keys), and one in
-// NewClassic 0.32–0.53×; timing the two alternately in short slices, which
-// cancels the machine's changing load, gives 0.27–0.36× and 0.34–0.53×.
-// Add sets bits with atomic OR (about 20 cycles per word written) and is
-// still as fast as that library's plain stores or faster, except in the
-// classic layout at 10^6 keys (up to 8 % slower).
+// Speed hardly decides between them: lookups and inserts in New take
+// about what the cuckoo filter's take, and New is several times faster
+// than the classic layout of other Go Bloom libraries at the same rate;
+// docs/benchmarks.md ("Bloom filters") has the measured times.
 //
 // # Sizing
 //

@@ -59,20 +59,6 @@ const maxRecord = 1 + 2*binary.MaxVarintLen64 + MaxKeySize + MaxValueSize
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
-// recordSize returns the bytes a record of these lengths takes.
-func recordSize(seq uint64, keyLen, valueLen int) int {
-	return recPrefix + 1 + uvarintLen(uint64(keyLen)) + uvarintLen(seq) + keyLen + valueLen
-}
-
-func uvarintLen(v uint64) int {
-	n := 1
-	for v >= 0x80 {
-		v >>= 7
-		n++
-	}
-	return n
-}
-
 // appendRecord appends the encoding of a record to dst.
 func appendRecord(dst []byte, kind byte, seq uint64, key, value []byte) []byte {
 	start := len(dst)
