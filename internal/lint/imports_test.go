@@ -24,7 +24,7 @@ var layers = map[string]int{
 	"cmd": 0, "examples": 0,
 	"server": 1, "store": 1, "guard": 1,
 	"redisfilter": 2,
-	"": 3, "bloom": 3,
+	"":            3, "bloom": 3,
 	"internal": 4,
 }
 
