@@ -21,11 +21,15 @@ const module = "github.com/dedupkit/cuckoo"
 //
 //	cmd, examples → server, store, guard → redisfilter → cuckoo (root), bloom → internal
 var layers = map[string]int{
-	"cmd": 0, "examples": 0,
-	"server": 1, "store": 1, "guard": 1,
+	"cmd":         0,
+	"examples":    0,
+	"server":      1,
+	"store":       1,
+	"guard":       1,
 	"redisfilter": 2,
-	"":            3, "bloom": 3,
-	"internal": 4,
+	"":            3, // the root package: cuckoo
+	"bloom":       3,
+	"internal":    4,
 }
 
 // unit returns the first element of a module-relative package path.
