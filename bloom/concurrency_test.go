@@ -253,3 +253,51 @@ func TestConcurrentAddRounds(t *testing.T) {
 		})
 	}
 }
+
+// TestSyncCountingForms: the string forms, AddIfAbsent and View of a
+// SyncCounting do what the Counting's own methods do, against a map.
+func TestSyncCountingForms(t *testing.T) {
+	c, err := bloom.NewCounting(10_000, 0.001)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc := bloom.NewSyncCounting(c)
+	added := map[string]bool{}
+	for i := range 2000 {
+		k := fmt.Sprintf("key-%d", i)
+		switch i % 2 {
+		case 0:
+			sc.AddString(k)
+		case 1:
+			if !sc.AddIfAbsent([]byte(k)) && !sc.ContainsString(k) {
+				t.Fatalf("AddIfAbsent(%q) = false for a key the filter does not hold", k)
+			}
+		}
+		added[k] = true
+	}
+	for k := range added {
+		if !sc.ContainsString(k) {
+			t.Fatalf("%q lost", k)
+		}
+	}
+	if sc.AddIfAbsent([]byte("key-7")) {
+		t.Error("AddIfAbsent of a present key = true")
+	}
+	for i := 0; i < 2000; i += 4 {
+		k := fmt.Sprintf("key-%d", i)
+		if !sc.DeleteString(k) {
+			t.Fatalf("DeleteString(%q) = false for an added key", k)
+		}
+		delete(added, k)
+	}
+	for k := range added {
+		if !sc.ContainsString(k) {
+			t.Fatalf("%q lost after deleting others", k)
+		}
+	}
+	var viewed uint64
+	sc.View(func(c *bloom.Counting) { viewed = c.Len() })
+	if viewed != sc.Len() || viewed != uint64(len(added)) {
+		t.Errorf("View saw Len %d, SyncCounting.Len %d, want %d", viewed, sc.Len(), len(added))
+	}
+}

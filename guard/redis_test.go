@@ -372,3 +372,33 @@ type stderrLogger struct{}
 func (stderrLogger) Printf(_ context.Context, format string, args ...any) {
 	log.Printf(format, args...)
 }
+
+// TestRedisRebuildConcurrency: a Rebuild of a Shared set fills the fresh
+// generation with every row of the scan whatever the number of adds in
+// flight, one at a time or many.
+func TestRedisRebuildConcurrency(t *testing.T) {
+	ctx := context.Background()
+	fl := newFleet(t, 1)
+	rdb := fl.clients[0]
+	db := newMemTable(1)
+	for i := range 500 {
+		k := []byte(fmt.Sprintf("row-%d", i))
+		if err := db.insert(ctx, k); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, n := range []int{1, 64} {
+		name := fmt.Sprintf("s-conc-%d", n)
+		g := guard.New(guard.Shared(newGeneration(t, rdb, name, 1000)), db.load,
+			guard.WithGrace(testGrace), guard.WithRebuildConcurrency(n))
+		if err := g.Rebuild(ctx, guard.Shared(newGeneration(t, rdb, name+"@2", 1000)), db.scan); err != nil {
+			t.Fatal(err)
+		}
+		for i := range 500 {
+			k := []byte(fmt.Sprintf("row-%d", i))
+			if _, err := g.Get(ctx, k); err != nil {
+				t.Fatalf("WithRebuildConcurrency(%d): row %q after the Rebuild: %v", n, k, err)
+			}
+		}
+	}
+}
