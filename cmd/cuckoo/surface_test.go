@@ -1,0 +1,93 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+)
+
+// The tests of this file try the command as a newcomer does (issue 30,
+// point 8): the first build and add, a bucket size it does not take.
+
+// lines returns n key lines, "key-<from>" onwards.
+func lines(from, n int) string {
+	var b strings.Builder
+	for i := from; i < from+n; i++ {
+		fmt.Fprintf(&b, "key-%d\n", i)
+	}
+	return b.String()
+}
+
+// TestBuildLeavesHeadroom checks that a filter sized from its input takes
+// 25 % more keys (cuckoo and Bloom), that --headroom changes it, and that
+// a full add says how to get more room.
+func TestBuildLeavesHeadroom(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.write("in.txt", lines(0, 4000))
+	e.write("more.txt", lines(4000, 900)) // 22.5 % more
+	for _, kind := range []string{"", "--bloom", "--bloom=counting"} {
+		t.Run("kind="+kind, func(t *testing.T) {
+			args := []string{"build", "-o", "f", "--seed", "1", "in.txt"}
+			if kind != "" {
+				args = append(args, kind)
+			}
+			e.run("", args...).want(t, exitOK, "build")
+			r := e.run("", "info", "f")
+			r.want(t, exitOK, "info")
+			if !strings.Contains(r.stdout, "capacity                     5,000 ") {
+				t.Fatalf("capacity of a build from 4,000 lines: want 5,000 (25 %% headroom)\n%s", r.stdout)
+			}
+			e.run("", "add", "f", "more.txt").want(t, exitOK, "add")
+		})
+	}
+	e.run("", "build", "-o", "exact", "--bloom", "--headroom", "0", "in.txt").want(t, exitOK, "build")
+	r := e.run("", "add", "exact", "more.txt")
+	r.want(t, exitFull, "add")
+	for _, want := range []string{"exact is unchanged", "--capacity N", "--headroom", "--bloom=scalable"} {
+		if !strings.Contains(r.stderr, want) {
+			t.Errorf("full add: %q does not say %q", r.stderr, want)
+		}
+	}
+	e.run("", "build", "-o", "big", "--headroom", "100%", "in.txt").want(t, exitOK, "build")
+	if r := e.run("", "info", "big"); !strings.Contains(r.stdout, "capacity                     8,000 ") {
+		t.Fatalf("--headroom 100%%: want capacity 8,000\n%s", r.stdout)
+	}
+	for _, args := range [][]string{
+		{"build", "-o", "g", "--headroom", "10", "--capacity", "100", "in.txt"},
+		{"build", "-o", "g", "--headroom", "10", "--grow", "in.txt"},
+		{"build", "-o", "g", "--headroom", "-5", "in.txt"},
+		{"build", "-o", "g", "--headroom", "lots", "in.txt"},
+	} {
+		e.run("", args...).want(t, exitUsage, "build")
+	}
+}
+
+// TestBucketSizeMessages checks that a bucket size a filter does not take
+// is refused with the sizes it does, in the command's words.
+func TestBucketSizeMessages(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.write("in.txt", lines(0, 100))
+	e.run("", "build", "-o", "three.ckoo", "--bucket-size", "3", "in.txt").want(t, exitOK, "build")
+	for _, c := range []struct {
+		cmd  string
+		args []string
+		want string
+	}{
+		{"build", []string{"build", "-o", "f", "--bucket-size", "0", "in.txt"}, "want 1 to 255 slots"},
+		{"build", []string{"build", "-o", "f", "--bucket-size", "256", "in.txt"}, "want 1 to 255 slots"},
+		{"build", []string{"build", "-o", "f", "--bucket-size", "3", "--semi-sorted", "in.txt"}, "a semi-sorted filter has buckets of 4 slots"},
+		{"dedup", []string{"dedup", "--window", "1h", "--bucket-size", "3", "in.txt"}, "a window filter (--window) has buckets of 2, 4 or 8 slots"},
+		{"dedup", []string{"dedup", "--redis", "localhost:1", "--name", "n", "--capacity", "10", "--bucket-size", "3", "in.txt"},
+			"a Redis filter (--redis) has buckets of 2, 4 or 8 slots"},
+		{"push", []string{"push", "--redis", "localhost:1", "--name", "n", "three.ckoo"}, "a Redis filter has buckets of 2, 4 or 8 slots"},
+		{"build", []string{"build", "-o", "f", "--fingerprint-bits", "40", "in.txt"}, "cannot make that filter: fingerprint bits 40"},
+	} {
+		r := e.run("", c.args...)
+		r.want(t, exitUsage, c.cmd)
+		if !strings.Contains(r.stderr, c.want) || strings.Contains(r.stderr, "invalid parameter") {
+			t.Errorf("%v: %q, want it to say %q in the command's words", c.args, r.stderr, c.want)
+		}
+	}
+}
