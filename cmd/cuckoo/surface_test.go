@@ -91,3 +91,46 @@ func TestBucketSizeMessages(t *testing.T) {
 		}
 	}
 }
+
+// TestServeBadValues checks that every serve flag's value out of range is
+// a usage error (status 2) that names the flag, found before anything is
+// opened: no data directory is made.
+func TestServeBadValues(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.write("bad.conf", "port 70000\n")
+	for _, args := range [][]string{
+		{"--port", "99999"},
+		{"--port", "-1"},
+		{"--port", "x"},
+		{"--bind", "a b"},
+		{"--bind", "1.2.3.4.5", "--protected-mode", "no"},
+		{"--save-interval", "-5s"},
+		{"--timeout", "-1s"},
+		{"--max-filter-size", "0"},
+		{"--client-output-buffer-limit", "0"},
+		{"--proto-max-bulk-len", "0"},
+		{"--proto-max-bulk-len", "2gb"},
+		{"--maxmemory", "-1"},
+		{"--maxclients", "0"},
+		{"--threads", "-1"},
+		{"--appendonly", "maybe"},
+		{"--appendfsync", "sometimes"},
+		{"--cf-bucket-size", "0"},
+		{"--bf-error-rate", "2"},
+		{"--config", "bad.conf"},
+	} {
+		r := e.run("", append([]string{"serve", "--dir", "data"}, args...)...)
+		r.want(t, exitUsage, "serve")
+		name := strings.TrimPrefix(args[0], "--")
+		if args[0] == "--config" {
+			name = "port"
+		}
+		if !strings.Contains(r.stderr, name) {
+			t.Errorf("serve %v: %q does not name %s", args, r.stderr, name)
+		}
+	}
+	if names := e.files(); len(names) != 1 {
+		t.Fatalf("a refused serve left files: %v", names)
+	}
+}
