@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/dedupkit/cuckoo/internal/redistest"
 )
 
 // The tests of this file try the command as a newcomer does (issue 30,
@@ -133,4 +135,42 @@ func TestServeBadValues(t *testing.T) {
 	if names := e.files(); len(names) != 1 {
 		t.Fatalf("a refused serve left files: %v", names)
 	}
+}
+
+// TestClusterNodeWithoutFlag gives push, pull and dedup one node of a real
+// cluster without --cluster: they say to add it (status 2), both when the
+// node tells it is one (INFO) and when only its MOVED replies do (a user
+// whose ACL denies INFO), and work with --cluster.
+func TestClusterNodeWithoutFlag(t *testing.T) {
+	t.Parallel()
+	c := redistest.NewCluster(t, 3, 0, redistest.Config{})
+	for _, addr := range c.Addrs() {
+		if _, err := c.Server(addr).Do("ACL", "SETUSER", "noinfo", "on", "nopass", "~*", "&*", "+@all", "-info"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e := newEnv(t)
+	e.write("keys.txt", lines(0, 1000))
+	e.run("", "build", "--segments", "16", "--capacity", "2000", "-o", "f.ckoo", "keys.txt").want(t, exitOK, "build")
+	node := c.Addrs()[0]
+	d := redistest.ClientTimeout.String()
+	limited := "redis://noinfo:x@" + node + "?dial_timeout=" + d + "&read_timeout=" + d + "&write_timeout=" + d
+	for _, url := range []string{node, limited} {
+		for _, c := range []struct {
+			cmd  string
+			args []string
+		}{
+			{"push", []string{"push", "f.ckoo", "--redis", url, "--name", "seen"}},
+			{"pull", []string{"pull", "--redis", url, "--name", "seen", "-o", "back.ckoo"}},
+			{"dedup", []string{"dedup", "--redis", url, "--name", "seen", "--capacity", "2000", "keys.txt"}},
+		} {
+			r := e.run("", c.args...)
+			r.want(t, exitUsage, c.cmd)
+			if !strings.Contains(r.stderr, "is a node of a Redis Cluster; add --cluster") {
+				t.Errorf("%v: %q", c.args, r.stderr)
+			}
+		}
+	}
+	e.run("", "push", "f.ckoo", "--redis", node, "--cluster", "--name", "seen").want(t, exitOK, "push")
+	e.run("", "pull", "--redis", limited, "--cluster", "--name", "seen", "-o", "back.ckoo").want(t, exitOK, "pull")
 }
