@@ -2,6 +2,8 @@ package main
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -173,4 +175,68 @@ func TestClusterNodeWithoutFlag(t *testing.T) {
 	}
 	e.run("", "push", "f.ckoo", "--redis", node, "--cluster", "--name", "seen").want(t, exitOK, "push")
 	e.run("", "pull", "--redis", limited, "--cluster", "--name", "seen", "-o", "back.ckoo").want(t, exitOK, "pull")
+}
+
+// TestStoreExportMany imports a tree with modes, a symbolic link and a
+// FIFO, and exports it again in one process: the skipped entries are
+// named, the files come back with their bytes and permission bits, and a
+// NAME that matches nothing writes nothing.
+func TestStoreExportMany(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	files := map[string]os.FileMode{"tree/a.txt": 0o644, "tree/run.sh": 0o755, "tree/sub/private": 0o600, "tree/sub/deep/d.txt": 0o640}
+	for name, mode := range files {
+		os.MkdirAll(filepath.Join(e.dir, filepath.Dir(name)), 0o755)
+		p := e.write(name, "contents of "+name+"\n")
+		if err := os.Chmod(p, mode); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink("a.txt", filepath.Join(e.dir, "tree/link")); err != nil {
+		t.Fatal(err)
+	}
+	if err := mkfifo(filepath.Join(e.dir, "tree/sub/fifo")); err != nil {
+		t.Skipf("no FIFO: %v", err)
+	}
+	r := e.run("", "store", "import", "s.d", "tree")
+	r.want(t, exitOK, "store")
+	for _, want := range []string{"skipped 2 entries", "skipped tree/link (symbolic link)\n", "skipped tree/sub/fifo (FIFO)\n"} {
+		if !strings.Contains(r.stderr, want) {
+			t.Errorf("import: %q does not say %q", r.stderr, want)
+		}
+	}
+	check := func(dir string, names ...string) {
+		t.Helper()
+		for _, name := range names {
+			p := filepath.Join(e.dir, dir, name)
+			b, err := os.ReadFile(p)
+			if err != nil || string(b) != "contents of "+name+"\n" {
+				t.Fatalf("%s: %q, %v", p, b, err)
+			}
+			if fi, _ := os.Stat(p); fi.Mode().Perm() != files[name] {
+				t.Errorf("%s: mode %v, want %v", p, fi.Mode().Perm(), files[name])
+			}
+		}
+	}
+	r = e.run("", "store", "export", "s.d", "--to", "all")
+	r.want(t, exitOK, "store")
+	if r.stdout != "exported 4 files, 108 B, to all\n" {
+		t.Errorf("export --to: %q", r.stdout)
+	}
+	check("all", "tree/a.txt", "tree/run.sh", "tree/sub/private", "tree/sub/deep/d.txt")
+	e.run("", "store", "export", "s.d", "--to", "some", "tree/sub", "tree/run.sh").want(t, exitOK, "store")
+	check("some", "tree/run.sh", "tree/sub/private", "tree/sub/deep/d.txt")
+	if _, err := os.Stat(filepath.Join(e.dir, "some/tree/a.txt")); err == nil {
+		t.Error("export of tree/sub and tree/run.sh wrote tree/a.txt")
+	}
+	e.run("", "store", "export", "s.d", "tree/run.sh", "-o", "run.sh").want(t, exitOK, "store")
+	if fi, _ := os.Stat(filepath.Join(e.dir, "run.sh")); fi.Mode().Perm() != 0o755 {
+		t.Errorf("export -o: mode %v", fi.Mode().Perm())
+	}
+	e.run("", "store", "export", "s.d", "--to", "none", "tree/sub", "tree/nope").want(t, exitData, "store")
+	if _, err := os.Stat(filepath.Join(e.dir, "none")); err == nil {
+		t.Error("an export with a NAME that matches nothing wrote files")
+	}
+	e.run("", "store", "export", "s.d", "tree/a.txt", "tree/run.sh").want(t, exitUsage, "store")
+	e.run("", "store", "export", "s.d", "--to", "x", "-o", "y", "tree/a.txt").want(t, exitUsage, "store")
 }
