@@ -120,19 +120,12 @@ func (f *filterFlags) spec(e *env, cmd string, ins []input) (spec filterfile.Spe
 // the filters that take fewer.
 type bucketValue int
 
-func (v *bucketValue) String() string {
-	if v == nil || *v == 0 {
-		return ""
-	}
-	return strconv.Itoa(int(*v))
-}
+func (v *bucketValue) String() string { return (*intValue)(v).String() }
 
 func (v *bucketValue) Set(s string) error {
-	n, err := strconv.Atoi(strings.TrimSpace(s))
-	if err != nil || n < 1 || n > cuckoo.MaxBucketSize {
+	if err := (*intValue)(v).Set(s); err != nil || *v < 1 || *v > cuckoo.MaxBucketSize {
 		return wantError(fmt.Sprintf("want 1 to %d slots (2, 4 and 8 are the fast ones; a window or Redis filter takes 2, 4 or 8, a semi-sorted one 4)", cuckoo.MaxBucketSize))
 	}
-	*v = bucketValue(n)
 	return nil
 }
 
