@@ -474,7 +474,7 @@ func storeImport(e *env, out io.Writer, f *storeFlags, s *store.Store, dir strin
 		if len(skipped) == 1 {
 			what = "1 entry that is not a regular file or a directory"
 		}
-		fmt.Fprintf(e.stderr, "cuckoo store import: skipped %s (name a file itself to import what it reads):\n", what)
+		fmt.Fprintf(e.stderr, "cuckoo store import: skipped %s (a symbolic link given itself is followed):\n", what)
 		for _, s := range skipped {
 			fmt.Fprintf(e.stderr, "cuckoo store import: skipped %s\n", s)
 		}

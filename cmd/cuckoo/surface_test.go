@@ -60,11 +60,14 @@ func TestBuildLeavesHeadroom(t *testing.T) {
 	for _, args := range [][]string{
 		{"build", "-o", "g", "--headroom", "10", "--capacity", "100", "in.txt"},
 		{"build", "-o", "g", "--headroom", "10", "--grow", "in.txt"},
+		{"build", "-o", "g", "--headroom", "10", "--bloom=scalable", "in.txt"},
 		{"build", "-o", "g", "--headroom", "-5", "in.txt"},
 		{"build", "-o", "g", "--headroom", "lots", "in.txt"},
 	} {
 		e.run("", args...).want(t, exitUsage, "build")
 	}
+	// Standard input through a pipe: its size is unknown.
+	e.run(lines(0, 10), "build", "-o", "g", "--headroom", "10").want(t, exitUsage, "build")
 }
 
 // TestBucketSizeMessages checks that a bucket size a filter does not take
@@ -238,5 +241,22 @@ func TestStoreExportMany(t *testing.T) {
 		t.Error("an export with a NAME that matches nothing wrote files")
 	}
 	e.run("", "store", "export", "s.d", "tree/a.txt", "tree/run.sh").want(t, exitUsage, "store")
+
+	// Names as given to import: a symbolic link named itself is followed;
+	// a name with ".." or a leading "/" is written inside --to.
+	abs := filepath.Join(e.dir, "tree/run.sh")
+	e.run("", "store", "import", "s2.d", "tree/link", "tree/../tree/a.txt", abs).want(t, exitOK, "store")
+	e.run("", "store", "export", "s2.d", "--to", "out", "tree/link", "tree/../tree/a.txt", abs).want(t, exitOK, "store")
+	for _, p := range []string{"out/tree/link", "out/tree/a.txt", filepath.Join("out", abs)} {
+		if b, err := os.ReadFile(filepath.Join(e.dir, p)); err != nil || !strings.HasPrefix(string(b), "contents of tree/") {
+			t.Errorf("%s: %q, %v", p, b, err)
+		}
+	}
+	e.run("", "store", "import", "s2.d", "tree/a.txt").want(t, exitOK, "store")
+	r = e.run("", "store", "export", "s2.d", "--to", "clash")
+	r.want(t, exitUsage, "store")
+	if !strings.Contains(r.stderr, "would both be written to") {
+		t.Errorf("two names, one path: %q", r.stderr)
+	}
 	e.run("", "store", "export", "s.d", "--to", "x", "-o", "y", "tree/a.txt").want(t, exitUsage, "store")
 }
