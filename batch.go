@@ -143,7 +143,7 @@ func (f *Filter) addBatch(keys [][]byte, unique []bool) (int, error) {
 		if len(keys) == 0 {
 			return 0, nil
 		}
-		return 0, ErrFull
+		return 0, errZeroFilter
 	}
 	p := f.pipelineOf(keys, nil)
 	for cur, start, ok := p.next(); ok; cur, start, ok = p.next() {

@@ -65,8 +65,10 @@ import (
 //
 // # Zero value
 //
-// The zero Concurrent holds nothing and has no room: Add returns
-// [ErrFull]. It can decode.
+// The zero Concurrent is empty and has no table, like the zero [Filter]:
+// lookups report nothing present, Delete nothing deleted, and every insert
+// returns an error wrapping [ErrUninitialized] (create filters with
+// [NewConcurrent]). It can decode.
 type Concurrent struct {
 	// Every lookup reads st. With 56 bytes before it and 64 after, the
 	// cache line that holds it lies inside the struct wherever an 8-byte
@@ -213,7 +215,7 @@ func (c *Concurrent) addKey(k key) error {
 	for {
 		ch := c.st.Load()
 		if ch == nil {
-			return ErrFull
+			return errZeroConcurrent
 		}
 		if ok, err := c.add(ch, k.hash(ch.seed)); ok {
 			return err
@@ -269,7 +271,7 @@ func (c *Concurrent) addUniqueKey(k key) (bool, error) {
 	for {
 		ch := c.st.Load()
 		if ch == nil {
-			return false, ErrFull
+			return false, errZeroConcurrent
 		}
 		if ok, a, err := c.addUnique(ch, k.hash(ch.seed)); ok {
 			return a, err

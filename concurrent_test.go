@@ -554,7 +554,7 @@ func TestConcurrentZeroValue(t *testing.T) {
 	if c.Contains([]byte("a")) || c.Len() != 0 || c.Delete([]byte("a")) || c.Count([]byte("a")) != 0 || c.LoadFactor() != 0 {
 		t.Fatal("zero Concurrent is not empty")
 	}
-	if err := c.Add([]byte("a")); !errors.Is(err, cuckoo.ErrFull) {
+	if err := c.Add([]byte("a")); !errors.Is(err, cuckoo.ErrUninitialized) {
 		t.Fatalf("Add = %v", err)
 	}
 	if _, err := c.MarshalBinary(); err == nil {

@@ -1,6 +1,9 @@
 package cuckoo
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+)
 
 var (
 	// ErrFull is returned by Add (and its variants) when the key's two buckets
@@ -19,4 +22,20 @@ var (
 	// parameter out of range (capacity 0, bucket size 3, 33 fingerprint
 	// bits, a rate outside (0, 1), conflicting options).
 	ErrInvalidParameter = errors.New("cuckoo: invalid parameter")
+
+	// ErrUninitialized is wrapped by the error every insert (Add, AddUnique,
+	// Touch and their variants) returns on the zero value of a fixed-size
+	// filter ([Filter], [Concurrent], [Window]): it has no table, and its
+	// size is not known until a constructor or a decoder gives it one. The
+	// zero value is otherwise an empty filter: lookups report nothing
+	// present and Delete nothing deleted. (The zero [Scalable], which grows,
+	// needs no size and takes keys.)
+	ErrUninitialized = errors.New("cuckoo: filter not initialized")
+)
+
+// The errors of an insert on each zero value, naming what makes one.
+var (
+	errZeroFilter     = fmt.Errorf("%w: the zero Filter has no table; create it with New, or decode into it", ErrUninitialized)
+	errZeroConcurrent = fmt.Errorf("%w: the zero Concurrent has no table; create it with NewConcurrent, or decode into it", ErrUninitialized)
+	errZeroWindow     = fmt.Errorf("%w: the zero Window has no table; create it with NewWindow, or decode into it", ErrUninitialized)
 )

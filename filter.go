@@ -27,8 +27,11 @@ import (
 //
 // # Zero value
 //
-// The zero Filter holds nothing and has no room: Add returns [ErrFull].
-// It can decode ([Filter.UnmarshalBinary], [Filter.ReadFrom]).
+// The zero Filter is empty and has no table, like a nil map: Contains
+// reports false, Count and Len 0, Delete false, and every insert returns an
+// error wrapping [ErrUninitialized] and changes nothing (its size is not
+// known: create filters with [New]). It can decode
+// ([Filter.UnmarshalBinary], [Filter.ReadFrom]).
 //
 // Invariants:
 //   - count == (non-empty slots) + Σ dups.
@@ -190,7 +193,10 @@ func (f *Filter) CountUint64(key uint64) uint64 { return f.CountHash(hash.Sum64U
 // and keys added by hash are found only by hash.
 func (f *Filter) AddHash(h uint64) error {
 	t := &f.t
-	if t.numBuckets == 0 || f.count >= maxItems {
+	if t.numBuckets == 0 {
+		return errZeroFilter
+	}
+	if f.count >= maxItems {
 		return ErrFull
 	}
 	i1, fp := f.locate(h)

@@ -616,7 +616,7 @@ func TestReset(t *testing.T) {
 
 func TestZeroFilter(t *testing.T) {
 	var f cuckoo.Filter
-	if err := f.Add([]byte("x")); !errors.Is(err, cuckoo.ErrFull) {
+	if err := f.Add([]byte("x")); !errors.Is(err, cuckoo.ErrUninitialized) {
 		t.Fatalf("Add on the zero Filter: %v", err)
 	}
 	if f.Contains([]byte("x")) || f.Delete([]byte("x")) || f.Count([]byte("x")) != 0 || f.Len() != 0 ||

@@ -75,8 +75,10 @@ import (
 //
 // # Zero value
 //
-// The zero Window holds nothing and has no room: Add returns [ErrFull]. It
-// can decode, with the default clock.
+// The zero Window is empty and has no table, like the zero [Filter]:
+// lookups report nothing present, Delete nothing deleted, and every insert
+// or Touch returns an error wrapping [ErrUninitialized] (create windows
+// with [NewWindow]). It can decode, with the default clock.
 type Window struct {
 	t         wtable
 	seed      uint64
@@ -382,7 +384,7 @@ const (
 func (w *Window) put(h uint64, ns int64, mode putMode) (seen bool, err error) {
 	t := &w.t
 	if t.numBuckets == 0 {
-		return false, ErrFull
+		return false, errZeroWindow
 	}
 	w.advanceTo(ns)
 	now, expired := w.stamps()

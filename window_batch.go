@@ -145,7 +145,7 @@ func (w *Window) putBatch(keys [][]byte, out []bool, mode putMode, unique bool) 
 		return 0, nil
 	}
 	if w.t.numBuckets == 0 {
-		return 0, ErrFull
+		return 0, errZeroWindow
 	}
 	ns := w.nanos()
 	p := w.pipelineOf(keys, nil)

@@ -469,15 +469,15 @@ func TestWindowParameters(t *testing.T) {
 	if w2, _ := cuckoo.NewWindow(1000, time.Hour, cuckoo.WithFalsePositiveRate(0.001)); w2.FingerprintBits() != 13 {
 		t.Fatalf("rate 0.001: %d-bit fingerprints, want 13", w2.FingerprintBits())
 	}
-	// The zero Window: empty, full, decodable.
+	// The zero Window: empty, uninitialized, decodable.
 	var z cuckoo.Window
 	if z.Contains([]byte("a")) || z.Len() != 0 || z.Delete([]byte("a")) || z.LoadFactor() != 0 || z.FalsePositiveRate() != 0 {
 		t.Fatal("zero Window is not empty")
 	}
-	if err := z.Add([]byte("a")); !errors.Is(err, cuckoo.ErrFull) {
+	if err := z.Add([]byte("a")); !errors.Is(err, cuckoo.ErrUninitialized) {
 		t.Fatalf("zero Window Add = %v", err)
 	}
-	if n, err := z.AddBatch([][]byte{[]byte("a")}); n != 0 || !errors.Is(err, cuckoo.ErrFull) {
+	if n, err := z.AddBatch([][]byte{[]byte("a")}); n != 0 || !errors.Is(err, cuckoo.ErrUninitialized) {
 		t.Fatalf("zero Window AddBatch = %d, %v", n, err)
 	}
 	if _, err := z.MarshalBinary(); err == nil {

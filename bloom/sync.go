@@ -9,6 +9,10 @@ import (
 // at once: each method takes a read-write mutex, shared for lookups and
 // exclusive for changes, so concurrent Contains calls proceed in parallel
 // while Add and Delete take turns. Use View and Update for anything else.
+//
+// The zero SyncCounting behaves as one that wraps the zero [Counting]:
+// lookups report nothing present, Add panics, and Update can decode into
+// it.
 type SyncCounting struct {
 	mu struct {
 		sync.RWMutex
@@ -27,14 +31,14 @@ func NewSyncCounting(c *Counting) *SyncCounting {
 // Add is [Counting.Add] under the exclusive lock.
 func (s *SyncCounting) Add(key []byte) {
 	s.mu.Lock()
-	s.mu.c.Add(key)
+	s.write().Add(key)
 	s.mu.Unlock()
 }
 
 // AddString is [Counting.AddString] under the exclusive lock.
 func (s *SyncCounting) AddString(key string) {
 	s.mu.Lock()
-	s.mu.c.AddString(key)
+	s.write().AddString(key)
 	s.mu.Unlock()
 }
 
@@ -44,42 +48,42 @@ func (s *SyncCounting) AddString(key string) {
 func (s *SyncCounting) AddIfAbsent(key []byte) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.mu.c.AddIfAbsent(key)
+	return s.write().AddIfAbsent(key)
 }
 
 // Contains is [Counting.Contains] under the shared lock.
 func (s *SyncCounting) Contains(key []byte) bool {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	return s.mu.c.Contains(key)
+	return s.read().Contains(key)
 }
 
 // ContainsString is [Counting.ContainsString] under the shared lock.
 func (s *SyncCounting) ContainsString(key string) bool {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	return s.mu.c.ContainsString(key)
+	return s.read().ContainsString(key)
 }
 
 // Delete is [Counting.Delete] under the exclusive lock.
 func (s *SyncCounting) Delete(key []byte) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.mu.c.Delete(key)
+	return s.write().Delete(key)
 }
 
 // DeleteString is [Counting.DeleteString] under the exclusive lock.
 func (s *SyncCounting) DeleteString(key string) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.mu.c.DeleteString(key)
+	return s.write().DeleteString(key)
 }
 
 // Len is [Counting.Len] under the shared lock.
 func (s *SyncCounting) Len() uint64 {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	return s.mu.c.Len()
+	return s.read().Len()
 }
 
 // WriteTo is [Counting.WriteTo] under the shared lock: a consistent
@@ -87,7 +91,7 @@ func (s *SyncCounting) Len() uint64 {
 func (s *SyncCounting) WriteTo(w io.Writer) (int64, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	return s.mu.c.WriteTo(w)
+	return s.read().WriteTo(w)
 }
 
 // View calls fn with the filter under the shared lock. fn must only read
@@ -95,7 +99,7 @@ func (s *SyncCounting) WriteTo(w io.Writer) (int64, error) {
 func (s *SyncCounting) View(fn func(c *Counting)) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	fn(s.mu.c)
+	fn(s.read())
 }
 
 // Update calls fn with the filter under the exclusive lock, for any change
@@ -104,12 +108,16 @@ func (s *SyncCounting) View(fn func(c *Counting)) {
 func (s *SyncCounting) Update(fn func(c *Counting)) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	fn(s.mu.c)
+	fn(s.write())
 }
 
 // SyncScalable is a [Scalable] filter that any number of goroutines may use
 // at once, with the locking of [SyncCounting]: concurrent Contains calls
 // proceed in parallel while Adds take turns.
+//
+// The zero SyncScalable behaves as one that wraps the zero [Scalable]:
+// lookups report nothing present, Add panics, and Update can decode into
+// it.
 type SyncScalable struct {
 	mu struct {
 		sync.RWMutex
@@ -128,14 +136,14 @@ func NewSyncScalable(s *Scalable) *SyncScalable {
 // Add is [Scalable.Add] under the exclusive lock.
 func (w *SyncScalable) Add(key []byte) {
 	w.mu.Lock()
-	w.mu.s.Add(key)
+	w.write().Add(key)
 	w.mu.Unlock()
 }
 
 // AddString is [Scalable.AddString] under the exclusive lock.
 func (w *SyncScalable) AddString(key string) {
 	w.mu.Lock()
-	w.mu.s.AddString(key)
+	w.write().AddString(key)
 	w.mu.Unlock()
 }
 
@@ -144,7 +152,7 @@ func (w *SyncScalable) AddString(key string) {
 func (w *SyncScalable) AddIfAbsent(key []byte) bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return w.mu.s.AddIfAbsent(key)
+	return w.write().AddIfAbsent(key)
 }
 
 // AddIfAbsentString is [Scalable.AddIfAbsentString] under the exclusive
@@ -152,35 +160,35 @@ func (w *SyncScalable) AddIfAbsent(key []byte) bool {
 func (w *SyncScalable) AddIfAbsentString(key string) bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return w.mu.s.AddIfAbsentString(key)
+	return w.write().AddIfAbsentString(key)
 }
 
 // Contains is [Scalable.Contains] under the shared lock.
 func (w *SyncScalable) Contains(key []byte) bool {
 	w.mu.RLock()
 	defer w.mu.RUnlock()
-	return w.mu.s.Contains(key)
+	return w.read().Contains(key)
 }
 
 // ContainsString is [Scalable.ContainsString] under the shared lock.
 func (w *SyncScalable) ContainsString(key string) bool {
 	w.mu.RLock()
 	defer w.mu.RUnlock()
-	return w.mu.s.ContainsString(key)
+	return w.read().ContainsString(key)
 }
 
 // Len is [Scalable.Len] under the shared lock.
 func (w *SyncScalable) Len() uint64 {
 	w.mu.RLock()
 	defer w.mu.RUnlock()
-	return w.mu.s.Len()
+	return w.read().Len()
 }
 
 // WriteTo is [Scalable.WriteTo] under the shared lock.
 func (w *SyncScalable) WriteTo(wr io.Writer) (int64, error) {
 	w.mu.RLock()
 	defer w.mu.RUnlock()
-	return w.mu.s.WriteTo(wr)
+	return w.read().WriteTo(wr)
 }
 
 // View calls fn with the filter under the shared lock. fn must only read
@@ -188,7 +196,7 @@ func (w *SyncScalable) WriteTo(wr io.Writer) (int64, error) {
 func (w *SyncScalable) View(fn func(s *Scalable)) {
 	w.mu.RLock()
 	defer w.mu.RUnlock()
-	fn(w.mu.s)
+	fn(w.read())
 }
 
 // Update calls fn with the filter under the exclusive lock, for any change
@@ -197,5 +205,5 @@ func (w *SyncScalable) View(fn func(s *Scalable)) {
 func (w *SyncScalable) Update(fn func(s *Scalable)) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	fn(w.mu.s)
+	fn(w.write())
 }

@@ -5,6 +5,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/dedupkit/cuckoo/cmd/cuckoo/internal/filterfile"
@@ -18,9 +21,11 @@ standard input). The file is written atomically: it appears complete or not
 at all, and an existing FILE is replaced only when the build succeeds
 (Ctrl-C or an error leaves it as it was).
 
-By default it builds a cuckoo filter sized from the input files' sizes (it
-rebuilds larger if they hold more lines than estimated); from standard
-input or a pipe, a cuckoo filter that grows as needed. --capacity fixes the
+By default it builds a cuckoo filter sized from the input files' sizes,
+with 25 % headroom for keys added later with 'cuckoo add' (--headroom
+changes it; it rebuilds larger if the files hold more lines than
+estimated); from standard input or a pipe, a cuckoo filter that grows as
+needed. --capacity fixes the
 size; --grow makes a filter that grows (from --capacity, if given), for a
 file that 'cuckoo add' will keep growing. --bloom builds a Bloom filter
 instead (no deletes; 'cuckoo plan' compares them); a fixed-size one needs
@@ -53,6 +58,46 @@ type buildFlags struct {
 	quiet  bool
 
 	segments int // --segments: the table in N segments, the shards of 'cuckoo push'
+
+	headroom headroomValue // --headroom: room beyond the input's lines, in percent
+}
+
+// defaultHeadroom is the room, in percent of the input's lines, that a
+// fixed-size filter sized from its input leaves for later adds.
+const defaultHeadroom = 25
+
+// maxHeadroom bounds --headroom: 100 times the input is more than any
+// growth a fixed filter should plan for (--grow is for that).
+const maxHeadroom = 10000
+
+// headroomValue is --headroom: a percentage, "50%" or "50".
+type headroomValue struct {
+	pct float64
+	set bool
+}
+
+func (h *headroomValue) String() string {
+	if h == nil || !h.set {
+		return ""
+	}
+	return fmt.Sprint(h.pct, "%")
+}
+
+func (h *headroomValue) Set(s string) error {
+	p, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(s), "%"), 64)
+	if err != nil || !(p >= 0 && p <= maxHeadroom) {
+		return wantError(fmt.Sprintf("want a percentage from 0 to %d, like 50%%", maxHeadroom))
+	}
+	h.pct, h.set = p, true
+	return nil
+}
+
+// or returns the percentage given, or def.
+func (h *headroomValue) or(def float64) float64 {
+	if h.set {
+		return h.pct
+	}
+	return def
 }
 
 func (f *buildFlags) register(fs *flag.FlagSet) {
@@ -64,6 +109,7 @@ func (f *buildFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&f.stats, "stats", false, "print keys, size and false-positive rate on standard error")
 	fs.BoolVar(&f.quiet, "quiet", false, "no progress bar")
 	fs.BoolVar(&f.quiet, "q", false, "the same as --quiet")
+	fs.Var(&f.headroom, "headroom", fmt.Sprintf("room for later 'cuckoo add's in a fixed-size filter sized from the input files, in `percent` of their lines (default %d%%)", defaultHeadroom))
 	fs.IntVar(&f.segments, "segments", 0, "split the fixed-size cuckoo filter's table into `N` segments (1 to 65536), the shards of 'cuckoo push' (see docs/redis.md)")
 }
 
@@ -87,6 +133,13 @@ func runBuild(e *env, f *buildFlags, names []string) error {
 	spec, known, err := f.filter.spec(e, "build", ins)
 	if err != nil {
 		return err
+	}
+	if f.headroom.set && (f.filter.capacity.set || !known || spec.Kind.Grows()) {
+		return usageErr("drop --headroom, or --capacity (or --grow)",
+			"--headroom sizes a fixed-size filter from its input files; with --capacity, --grow, --bloom=scalable or standard input it does not apply")
+	}
+	if known && !f.filter.capacity.set && !spec.Kind.Grows() {
+		spec.Capacity = withHeadroom(spec.Capacity, f.headroom.or(defaultHeadroom))
 	}
 	if spec.Segments = f.segments; f.segments != 0 && spec.Kind != filterfile.Cuckoo {
 		return usageErr("give --capacity N, and drop --grow and --bloom", "--segments needs a fixed-size cuckoo filter, not a %s", spec.Kind.Description())
@@ -126,6 +179,11 @@ func runBuild(e *env, f *buildFlags, names []string) error {
 		printFilterSummary(e.stderr, "build", f.output, filter, lines, time.Since(start))
 	}
 	return nil
+}
+
+// withHeadroom returns n with pct percent more, rounded up.
+func withHeadroom(n uint64, pct float64) uint64 {
+	return uint64(math.Ceil(float64(n) * (1 + pct/100)))
 }
 
 // warnSegmentCost warns on standard error when the segments asked for

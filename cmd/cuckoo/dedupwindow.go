@@ -119,7 +119,7 @@ func openWindowSeen(e *env, f *dedupFlags, s *seenSet, ins []input) (handled boo
 			return true, err
 		}
 		if filter, err = filterfile.New(spec); err != nil {
-			return true, usageErr(remedy, "%v", err)
+			return true, paramErr(remedy, err)
 		}
 	}
 	var times *dedup.TimeField
@@ -155,6 +155,9 @@ func windowSpec(e *env, f *dedupFlags, ins []input) (filterfile.Spec, error) {
 	}
 	if ff.fingerprint != 0 {
 		spec.FPR = 0
+	}
+	if err := ff.checkBucketSize("a window filter (--window)", 2, 4, 8); err != nil {
+		return spec, err
 	}
 	switch {
 	case ff.capacity.set && ff.capacity.n == 0:

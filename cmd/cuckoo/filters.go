@@ -6,9 +6,13 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
+	"github.com/dedupkit/cuckoo"
+	"github.com/dedupkit/cuckoo/bloom"
 	"github.com/dedupkit/cuckoo/cmd/cuckoo/internal/filterfile"
 	"github.com/dedupkit/cuckoo/cmd/cuckoo/internal/units"
 )
@@ -18,7 +22,7 @@ type filterFlags struct {
 	fpr         rateValue
 	capacity    countValue
 	seed        seedValue
-	bucketSize  intValue
+	bucketSize  bucketValue
 	fingerprint intValue
 	semi        bool
 	grow        bool
@@ -40,7 +44,7 @@ func (f *filterFlags) register(fs *flag.FlagSet, growDefault bool) {
 		fs.BoolVar(&f.grow, "grow", false, "a cuckoo filter that grows as keys are added (--capacity is then its initial size)")
 	}
 	fs.Var(&f.seed, "seed", "hash `seed`, decimal or 0x-hexadecimal as info prints it, for reproducible files and runs (default random)")
-	fs.Var(&f.bucketSize, "bucket-size", "cuckoo filter slots per bucket `b`, 1..255: 2, 4 and 8 are the fast ones (default 4)")
+	fs.Var(&f.bucketSize, "bucket-size", "cuckoo filter slots per bucket `b`: 1 to 255 in a filter file (2, 4 and 8 are the fast ones), 4 with --semi-sorted, 2, 4 or 8 for --window and --redis (default 4)")
 	fs.Var(&f.fingerprint, "fingerprint-bits", "cuckoo filter fingerprint `bits`, 4..32 (default: from --fpr)")
 	fs.BoolVar(&f.semi, "semi-sorted", false, "cuckoo filter with semi-sorted 4-slot buckets: one bit less per key, slower")
 	fs.Var(&f.bloom, "bloom", "make a Bloom filter instead: --bloom or --bloom=`kind` (blocked, classic, counting, scalable)")
@@ -71,6 +75,11 @@ func (f *filterFlags) spec(e *env, cmd string, ins []input) (spec filterfile.Spe
 				"--bucket-size, --fingerprint-bits, --semi-sorted and --grow are cuckoo filter settings")
 		}
 		spec.Kind = f.bloom.kind
+	}
+	if f.semi {
+		if err := f.checkBucketSize("a semi-sorted filter", 4); err != nil {
+			return spec, false, err
+		}
 	}
 	if grow := f.grow || (f.growDefault && !f.capacity.set); grow && spec.Kind == filterfile.Cuckoo {
 		spec.Kind = filterfile.CuckooScalable
@@ -104,6 +113,49 @@ func (f *filterFlags) spec(e *env, cmd string, ins []input) (spec filterfile.Spe
 		}
 	}
 	return spec, known, nil
+}
+
+// bucketValue is --bucket-size: the slots of a cuckoo filter's buckets, 1
+// to 255, the sizes a filter file takes; checkBucketSize narrows them for
+// the filters that take fewer.
+type bucketValue int
+
+func (v *bucketValue) String() string { return (*intValue)(v).String() }
+
+func (v *bucketValue) Set(s string) error {
+	if err := (*intValue)(v).Set(s); err != nil || *v < 1 || *v > cuckoo.MaxBucketSize {
+		return wantError(fmt.Sprintf("want 1 to %d slots (2, 4 and 8 are the fast ones; a window or Redis filter takes 2, 4 or 8, a semi-sorted one 4)", cuckoo.MaxBucketSize))
+	}
+	return nil
+}
+
+// checkBucketSize refuses a --bucket-size that the filter described by
+// what does not take, naming the sizes it does (allowed).
+func (f *filterFlags) checkBucketSize(what string, allowed ...int) error {
+	if f.bucketSize == 0 || slices.Contains(allowed, int(f.bucketSize)) {
+		return nil
+	}
+	sizes := make([]string, len(allowed))
+	for i, n := range allowed {
+		sizes[i] = strconv.Itoa(n)
+	}
+	list := sizes[0]
+	if len(sizes) > 1 {
+		list = strings.Join(sizes[:len(sizes)-1], ", ") + " or " + sizes[len(sizes)-1]
+	}
+	return usageErr("give --bucket-size "+list+", or leave it out (4)",
+		"--bucket-size %d: %s has buckets of %s slots", int(f.bucketSize), what, list)
+}
+
+// paramErr is the usage error for a filter the library refused to make:
+// err wraps a package's ErrInvalidParameter, whose text ("cuckoo: invalid
+// parameter: ") is the library's prefix, not the user's.
+func paramErr(remedy string, err error) error {
+	msg := err.Error()
+	for _, sentinel := range []error{cuckoo.ErrInvalidParameter, bloom.ErrInvalidParameter} {
+		msg = strings.TrimPrefix(msg, sentinel.Error()+": ")
+	}
+	return usageErr(remedy, "cannot make that filter: %s", msg)
 }
 
 // unknownInitial is the initial capacity of a growing filter for input of
@@ -143,7 +195,7 @@ func (b *bloomValue) Set(s string) error {
 func newFilter(spec filterfile.Spec) (*filterfile.Filter, error) {
 	f, err := filterfile.New(spec)
 	if err != nil {
-		return nil, usageErr("see the command's --help for the ranges", "cannot make that filter: %v", err)
+		return nil, paramErr("see the command's --help for the ranges", err)
 	}
 	return f, nil
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/dedupkit/cuckoo/cmd/cuckoo/internal/dedup"
 	"github.com/dedupkit/cuckoo/cmd/cuckoo/internal/filterfile"
+	"github.com/dedupkit/cuckoo/cmd/cuckoo/internal/units"
 )
 
 // fieldFlags are the flags that pick a key out of each line.
@@ -132,7 +133,13 @@ func keysError(err error, filter *filterfile.Filter, loaded string, capacitySet 
 		remedy := "nothing was written"
 		switch {
 		case loaded != "":
-			remedy = loaded + " is unchanged; rebuild it larger with 'cuckoo build --capacity N'"
+			grow := "--grow"
+			if filter.Kind().IsBloom() {
+				grow = "--bloom=scalable"
+			}
+			remedy = fmt.Sprintf("%s is unchanged; rebuild it with room for the new keys: 'cuckoo build --capacity N' "+
+				"with N at least %s plus the keys to add, a larger --headroom (the default leaves %d %%), or %s for a file that grows",
+				loaded, units.Count(filter.Len()), defaultHeadroom, grow)
 		case capacitySet:
 			remedy = fmt.Sprintf("give a larger --capacity (e.g. %d), or leave it out to size the filter from the input; nothing was written", 2*filter.Capacity())
 		}

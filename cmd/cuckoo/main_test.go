@@ -212,7 +212,7 @@ func TestUsageErrors(t *testing.T) {
 		{"capacity-zero", "build", []string{"build", "-o", "f", "--capacity", "0", "in.txt"}, "--capacity"},
 		{"key-zero", "dedup", []string{"dedup", "--key", "0", "in.txt"}, "--key"},
 		{"key-backwards", "dedup", []string{"dedup", "--key", "3-1", "in.txt"}, "--key"},
-		{"bucket-size", "build", []string{"build", "-o", "f", "--bucket-size", "300", "in.txt"}, "bucket size"},
+		{"bucket-size", "build", []string{"build", "-o", "f", "--bucket-size", "300", "in.txt"}, "--bucket-size"},
 		{"bloom-kind", "build", []string{"build", "-o", "f", "--bloom=nope", "in.txt"}, "--bloom"},
 		{"delimiter-without-key", "dedup", []string{"dedup", "--delimiter", ",", "in.txt"}, "--key"},
 		{"duplicates-and-count", "dedup", []string{"dedup", "--duplicates", "--count", "in.txt"}, "--count"},

@@ -99,6 +99,16 @@ func (f *redisFlags) connect(ctx context.Context, cmd string) (redis.UniversalCl
 		rdb.Close()
 		return nil, dataErr(remedyRedis, "cannot reach Redis at %s: %v", f.url, err)
 	}
+	// A node of a cluster answers PING like a server of its own, and then
+	// MOVED for the keys of the other nodes' slots: told now, rather than
+	// when a command meets such a key. A server that refuses INFO (an ACL)
+	// is not checked here; redisErr recognises the MOVED reply then.
+	if !f.cluster {
+		if info, err := rdb.Info(pctx, "cluster").Result(); err == nil && strings.Contains(info, "cluster_enabled:1") {
+			rdb.Close()
+			return nil, clusterErr(f)
+		}
+	}
 	return rdb, nil
 }
 
@@ -107,9 +117,16 @@ type quietLogger struct{}
 
 func (quietLogger) Printf(context.Context, string, ...any) {}
 
+// clusterErr is the error of a cluster node given without --cluster.
+func clusterErr(f *redisFlags) error {
+	return usageErr("add --cluster", "%s is a node of a Redis Cluster", f.url)
+}
+
 // redisErr explains an error of package redisfilter for cmd.
 func redisErr(f *redisFlags, err error) error {
 	switch {
+	case redisfilter.IsClusterRedirect(err):
+		return clusterErr(f)
 	case errors.Is(err, redisfilter.ErrNotFound):
 		return dataErr("create it with 'cuckoo push' or 'cuckoo dedup --redis ... --capacity N'", "no filter %q in Redis at %s", f.name, f.url)
 	case errors.Is(err, redisfilter.ErrExists):

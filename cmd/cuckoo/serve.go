@@ -6,6 +6,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"math"
 	"net"
 	"os"
 	"os/signal"
@@ -235,6 +236,23 @@ func (f *serveFlags) serverConfig() (server.Config, error) {
 		}
 	}
 	cfg := server.DefaultConfig()
+	// Every value is checked here, before anything is opened, so that a
+	// value out of range is a usage error (status 2), not the failure to
+	// listen or load it would cause (status 3).
+	if f.port < 0 || f.port > 65535 {
+		return cfg, usageErr("give a port from 1 to 65535, or 0 for any free port", "bad --port %d", f.port)
+	}
+	if !validBind(f.bind) {
+		return cfg, usageErr("give an IP address or a host name, such as 127.0.0.1, ::1 or localhost", "bad --bind %q", f.bind)
+	}
+	for _, d := range []struct {
+		name string
+		val  time.Duration
+	}{{"save-interval", f.saveInterval}, {"timeout", f.timeout}} {
+		if d.val < 0 {
+			return cfg, usageErr("give 0 (never) or a positive duration, such as 30s or 5m", "bad --%s %v", d.name, d.val)
+		}
+	}
 	cfg.Addr = net.JoinHostPort(f.bind, strconv.Itoa(f.port))
 	cfg.Dir = f.dir
 	cfg.Password = f.requirePass
@@ -283,6 +301,19 @@ func (f *serveFlags) serverConfig() (server.Config, error) {
 	if err != nil {
 		return cfg, err
 	}
+	// The server reads 0 as its default for these three, not as "no
+	// limit": a 0 given is refused rather than silently replaced.
+	for _, s := range []struct {
+		name, val string
+		n         int64
+	}{{"max-filter-size", f.maxFilterSize, cfg.MaxFilterBytes}, {"client-output-buffer-limit", f.outputLimit, out}, {"proto-max-bulk-len", f.maxBulk, bulk}} {
+		if s.n == 0 {
+			return cfg, usageErr("give a positive size such as 100mb", "bad --%s %q", s.name, s.val)
+		}
+	}
+	if out > math.MaxInt {
+		return cfg, usageErr("give a smaller size", "bad --client-output-buffer-limit %q", f.outputLimit)
+	}
 	if bulk > 1<<30 {
 		return cfg, usageErr("give at most 1gb", "bad --proto-max-bulk-len %q", f.maxBulk)
 	}
@@ -292,6 +323,32 @@ func (f *serveFlags) serverConfig() (server.Config, error) {
 		return cfg, usageErr("give a positive number", "bad --maxclients %d", cfg.MaxClients)
 	}
 	return cfg, nil
+}
+
+// validBind reports whether addr is empty (every address), an IP address
+// or a host name: labels of letters, digits and '-', the last not all
+// digits (1.2.3.4.5 is a mistyped address, not a name). Whether a name
+// resolves, and to an address of this machine, only listening tells
+// (status 3).
+func validBind(addr string) bool {
+	if addr == "" || net.ParseIP(addr) != nil {
+		return true
+	}
+	labels := strings.Split(addr, ".")
+	if len(addr) > 253 || strings.Trim(labels[len(labels)-1], "0123456789") == "" {
+		return false
+	}
+	for _, label := range labels {
+		if label == "" || len(label) > 63 || label[0] == '-' || label[len(label)-1] == '-' {
+			return false
+		}
+		for _, c := range label {
+			if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-') {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 func parseYesNo(name, v string) (bool, error) {

@@ -7,7 +7,9 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -23,6 +25,7 @@ const storeHelp = `Usage: cuckoo store put DIR KEY [VALUE]     (VALUE omitted: s
        cuckoo store stats|compact|check|list DIR
        cuckoo store import DIR FILE-OR-DIRECTORY...
        cuckoo store export DIR NAME [-o FILE]
+       cuckoo store export DIR --to OUT-DIR [NAME...]
 
 An exact key-value store in the directory DIR (created by the first put or
 import; the other subcommands need a store there): an append-only log on
@@ -40,9 +43,15 @@ store of 'cuckoo dedup --exact-dir DIR', the keys are the lines seen:
   check    read the whole log and verify every record's checksum
   import   store files (directories: every regular file under them) as
            content-defined chunks, each distinct chunk once, under the path
-           given; importing again adds only what changed. The summary
-           comes once all is synced; a failure says which files were kept
-  export   write a file imported under NAME, checking every chunk's SHA-256
+           given, with their permission bits; importing again adds only
+           what changed. The summary comes once all is synced; a failure
+           says which files were kept. Entries under a directory that are
+           not regular files (symbolic links, FIFOs, devices, sockets) are
+           skipped and listed on standard error (the exit status stays 0)
+  export   write a file imported under NAME, checking every chunk's SHA-256;
+           -o FILE gets its permission bits. With --to OUT-DIR, write every
+           file named NAME or under NAME/ (all files without a NAME) into
+           OUT-DIR at its name, each with its permission bits, in one process
   list     the imported files, with their sizes
 
 Examples:
@@ -51,24 +60,27 @@ Examples:
   cuckoo store has seen.d https://example.org/ || echo "not seen"
   cuckoo store import src.d $(go env GOROOT)/src
   cuckoo store export src.d $(go env GOROOT)/src/fmt/print.go > print.go
+  cuckoo store export src.d --to restored $(go env GOROOT)/src/net
   cuckoo store stats src.d
 
 One process has a store open at a time: a second one fails at once (exit
 status 3). Exit status 3 also means a missing, damaged or unwritable store,
 a key or value over the limits (1 MiB, 64 MiB), or an export of a name not
-imported.
+imported (with --to, of a NAME no file matches: nothing is written).
 `
 
 type storeFlags struct {
 	sync   string
 	output string
+	to     string
 	quiet  bool
 }
 
 func (f *storeFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.sync, "sync", "everysec", "when writes are synced: the `policy` always, everysec or never (the store is synced when the command ends)")
 	fs.StringVar(&f.output, "o", "", "export: write to `file` (atomically) instead of standard output")
-	fs.BoolVar(&f.quiet, "quiet", false, "import: no summary")
+	fs.StringVar(&f.to, "to", "", "export: write the files named (and those under the names, or all) into `directory`, each atomically")
+	fs.BoolVar(&f.quiet, "quiet", false, "import, export --to: no summary")
 	fs.BoolVar(&f.quiet, "q", false, "the same as --quiet")
 }
 
@@ -82,7 +94,7 @@ func storeCommand() *command {
 var storeArgs = map[string][2]int{
 	"put": {1, 2}, "get": {1, 1}, "has": {1, 1}, "del": {1, 1},
 	"stats": {0, 0}, "compact": {0, 0}, "check": {0, 0}, "list": {0, 0},
-	"import": {1, -1}, "export": {1, 1},
+	"import": {1, -1}, "export": {0, -1},
 }
 
 func runStore(e *env, f *storeFlags, pos []string) error {
@@ -223,19 +235,116 @@ func storeSub(e *env, f *storeFlags, s *store.Store, sub, dir string, args []str
 	case "import":
 		return storeImport(e, out, f, s, dir, args)
 	case "export":
-		fst, err := filestore.New(s)
+		return storeExport(e, out, f, s, dir, args)
+	}
+	return nil
+}
+
+// storeExport is 'store export': one file to standard output or -o, or
+// with --to, the files named or under the names given (all without one)
+// into a directory, each with the permission bits it was imported with.
+func storeExport(e *env, out io.Writer, f *storeFlags, s *store.Store, dir string, names []string) error {
+	fst, err := filestore.New(s)
+	if err != nil {
+		return storeErr(dir, err)
+	}
+	noFile := func(name string) error {
+		return dataErr("'cuckoo store list "+dir+"' lists the files", "%s holds no file %q", dir, name)
+	}
+	if f.to == "" {
+		if len(names) != 1 {
+			return usageErr("give --to DIR to export several files, or those under a directory name",
+				"store export without --to writes one file")
+		}
+		info, err := fst.Info(names[0])
+		if errors.Is(err, filestore.ErrNoFile) {
+			return noFile(names[0])
+		}
 		if err != nil {
 			return storeErr(dir, err)
 		}
-		if f.output != "" {
-			return e.writeFile(f.output, func(w io.Writer) error { return fst.Export(args[0], w) })
-		}
-		if err := fst.Export(args[0], out); err != nil {
-			if errors.Is(err, filestore.ErrNoFile) {
-				return dataErr("'cuckoo store list "+dir+"' lists the files", "%s holds no file %q", dir, args[0])
+		if f.output == "" {
+			if err := fst.Export(names[0], out); err != nil {
+				return storeErr(dir, err)
 			}
+			return nil
+		}
+		if err := e.writeFile(f.output, func(w io.Writer) error { return fst.Export(names[0], w) }); err != nil {
+			return err
+		}
+		return setPerm(f.output, info)
+	}
+	if f.output != "" {
+		return usageErr("see 'cuckoo store --help'", "-o and --to exclude each other")
+	}
+	// The files to write, in the order first imported, each to its path
+	// under --to: its name rooted and cleaned, so that no ".." climbs out.
+	type target struct{ name, path string }
+	var targets []target
+	matched := make([]bool, len(names))
+	byPath := map[string]string{}
+	var clash error
+	err = fst.List(func(name string, size uint64) bool {
+		i := slices.IndexFunc(names, func(p string) bool {
+			return name == p || strings.HasPrefix(name, strings.TrimSuffix(p, "/")+"/")
+		})
+		if i < 0 && len(names) > 0 {
+			return true
+		}
+		if i >= 0 {
+			matched[i] = true
+		}
+		p := filepath.Join(f.to, filepath.FromSlash(path.Clean("/"+name)))
+		if other, ok := byPath[p]; ok {
+			clash = usageErr("export them one at a time with -o", "the files %q and %q would both be written to %s", other, name, p)
+			return false
+		}
+		byPath[p] = name
+		targets = append(targets, target{name, p})
+		return true
+	})
+	if err != nil {
+		return storeErr(dir, err)
+	}
+	if clash != nil {
+		return clash
+	}
+	for i, ok := range matched {
+		if !ok {
+			return dataErr("'cuckoo store list "+dir+"' lists the files", "%s holds no file %q, nor files under it", dir, names[i])
+		}
+	}
+	var bytesOut uint64
+	for n, t := range targets {
+		info, err := fst.Info(t.name)
+		if err != nil {
 			return storeErr(dir, err)
 		}
+		if err := os.MkdirAll(filepath.Dir(t.path), 0o755); err != nil {
+			return dataErr(remedyWrite, "%v (%s written)", err, units.Counted(uint64(n), "file"))
+		}
+		if err := e.writeFile(t.path, func(w io.Writer) error { return fst.Export(t.name, w) }); err != nil {
+			return err
+		}
+		if err := setPerm(t.path, info); err != nil {
+			return err
+		}
+		bytesOut += info.Size
+	}
+	if !f.quiet {
+		fmt.Fprintf(out, "exported %s, %s, to %s\n", units.Counted(uint64(len(targets)), "file"), units.Bytes(bytesOut), f.to)
+	}
+	return nil
+}
+
+// setPerm gives an exported file the permission bits it was imported
+// with; a file imported without them keeps those of its creation.
+func setPerm(path string, info filestore.Info) error {
+	if !info.HasPerm {
+		return nil
+	}
+	if err := os.Chmod(path, info.Perm); err != nil {
+		return dataErr(remedyWrite, "%v", err)
 	}
 	return nil
 }
@@ -291,13 +400,13 @@ func storeImport(e *env, out io.Writer, f *storeFlags, s *store.Store, dir strin
 		}
 		return dataErr(remedy, "%s: %v", what, unwrap(err))
 	}
-	importOne := func(path string) error {
+	importOne := func(path string, mode fs.FileMode) error {
 		r, err := os.Open(path)
 		if err != nil {
 			return fileErr(path, err, "check the name")
 		}
 		defer r.Close()
-		st, err := fst.Import(path, r)
+		st, err := fst.ImportMode(path, mode, r)
 		if err != nil {
 			return failed("importing "+path, err)
 		}
@@ -317,13 +426,17 @@ func storeImport(e *env, out io.Writer, f *storeFlags, s *store.Store, dir strin
 		}
 		return nil
 	}
+	// skipped are the entries under a directory that are neither regular
+	// files nor directories: symbolic links (not followed), FIFOs,
+	// devices, sockets; reported at the end.
+	var skipped []string
 	for _, a := range args {
 		fi, err := os.Stat(a)
 		if err != nil {
 			return fileErr(a, err, "check the name")
 		}
 		if !fi.IsDir() {
-			if err := importOne(a); err != nil {
+			if err := importOne(a, fi.Mode()); err != nil {
 				return err
 			}
 			continue
@@ -332,8 +445,15 @@ func storeImport(e *env, out io.Writer, f *storeFlags, s *store.Store, dir strin
 			if err != nil {
 				return fileErr(p, err, remedyRead)
 			}
-			if d.Type().IsRegular() {
-				return importOne(p)
+			switch {
+			case d.Type().IsRegular():
+				info, err := d.Info()
+				if err != nil {
+					return fileErr(p, err, remedyRead)
+				}
+				return importOne(p, info.Mode())
+			case !d.IsDir():
+				skipped = append(skipped, fmt.Sprintf("%s (%s)", p, entryKind(d.Type())))
 			}
 			return nil
 		})
@@ -349,7 +469,34 @@ func storeImport(e *env, out io.Writer, f *storeFlags, s *store.Store, dir strin
 		fmt.Fprintf(out, "imported %s files, %s (%s unchanged); new chunk data %s; the store grew by %s\n",
 			units.Count(uint64(files)), units.Bytes(uint64(bytesIn)), units.Count(uint64(unchanged)), units.Bytes(uint64(newBytes)), units.Bytes(uint64(grew)))
 	}
+	if len(skipped) > 0 {
+		what := units.Count(uint64(len(skipped))) + " entries that are not regular files or directories"
+		if len(skipped) == 1 {
+			what = "1 entry that is not a regular file or a directory"
+		}
+		fmt.Fprintf(e.stderr, "cuckoo store import: skipped %s (a symbolic link given itself is followed):\n", what)
+		for _, s := range skipped {
+			fmt.Fprintf(e.stderr, "cuckoo store import: skipped %s\n", s)
+		}
+	}
 	return nil
+}
+
+// entryKind names the type of a directory entry that import skips.
+func entryKind(t fs.FileMode) string {
+	switch {
+	case t&fs.ModeSymlink != 0:
+		return "symbolic link"
+	case t&fs.ModeNamedPipe != 0:
+		return "FIFO"
+	case t&fs.ModeCharDevice != 0:
+		return "character device"
+	case t&fs.ModeDevice != 0:
+		return "device"
+	case t&fs.ModeSocket != 0:
+		return "socket"
+	}
+	return "irregular file"
 }
 
 // notStore is the message of an error wrapping store.ErrNotStore: what

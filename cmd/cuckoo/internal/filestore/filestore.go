@@ -14,8 +14,10 @@
 //	                 when the store is first used for files, so chunking is the same
 //	                 for every import into one store
 //	"\x00c" + sha256 a chunk
-//	"\x00f" + name   a file: "CKF1", size (uvarint), SHA-256 of the whole file,
-//	                 chunk count (uvarint), the chunks' SHA-256s
+//	"\x00f" + name   a file: "CKF2", its permission bits (uvarint, 0 to 0o777),
+//	                 then as "CKF1": size (uvarint), SHA-256 of the whole file, chunk
+//	                 count (uvarint), the chunks' SHA-256s; "CKF1" records (written by
+//	                 Import, and by versions that did not keep modes) have no mode
 package filestore
 
 import (
@@ -25,6 +27,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	iofs "io/fs"
 
 	"github.com/dedupkit/cuckoo/store"
 	"github.com/restic/chunker"
@@ -43,6 +46,7 @@ var (
 	chunkPrefix = []byte("\x00c")
 	filePrefix  = []byte("\x00f")
 	fileMagic   = []byte("CKF1")
+	modeMagic   = []byte("CKF2") // a file record with its mode
 )
 
 // ErrNoFile is returned by Export for a name never imported.
@@ -113,8 +117,20 @@ type ImportStats struct {
 }
 
 // Import stores the file read from r under name, replacing a file of that
-// name.
+// name, without a mode (see ImportMode).
 func (fs *Store) Import(name string, r io.Reader) (ImportStats, error) {
+	return fs.importFile(name, -1, r)
+}
+
+// ImportMode is Import recording mode's permission bits (mode.Perm()),
+// which Info returns.
+func (fs *Store) ImportMode(name string, mode iofs.FileMode, r io.Reader) (ImportStats, error) {
+	return fs.importFile(name, int64(mode.Perm()), r)
+}
+
+// importFile is Import with the permission bits perm, or none when perm
+// is negative.
+func (fs *Store) importFile(name string, perm int64, r io.Reader) (ImportStats, error) {
 	var st ImportStats
 	before := fs.s.Stats().LogBytes
 	ch, err := fs.chunker()
@@ -149,6 +165,9 @@ func (fs *Store) Import(name string, r io.Reader) (ImportStats, error) {
 		digests = append(digests, d[:]...)
 	}
 	rec := append([]byte(nil), fileMagic...)
+	if perm >= 0 {
+		rec = binary.AppendUvarint(append(rec[:0], modeMagic...), uint64(perm))
+	}
 	rec = binary.AppendUvarint(rec, uint64(st.Bytes))
 	rec = whole.Sum(rec)
 	rec = binary.AppendUvarint(rec, uint64(st.Chunks))
@@ -169,16 +188,26 @@ func (fs *Store) Import(name string, r io.Reader) (ImportStats, error) {
 // fileRecord is a decoded file record.
 type fileRecord struct {
 	size    uint64
+	perm    iofs.FileMode
+	hasPerm bool
 	sum     []byte
 	digests []byte
 }
 
 func decodeFile(b []byte) (fileRecord, error) {
 	var f fileRecord
-	if !bytes.HasPrefix(b, fileMagic) {
+	switch {
+	case bytes.HasPrefix(b, fileMagic):
+		b = b[len(fileMagic):]
+	case bytes.HasPrefix(b, modeMagic):
+		perm, n := binary.Uvarint(b[len(modeMagic):])
+		if n <= 0 || perm > uint64(iofs.ModePerm) {
+			return f, fmt.Errorf("%w: file record's mode", ErrDamaged)
+		}
+		f.perm, f.hasPerm, b = iofs.FileMode(perm), true, b[len(modeMagic)+n:]
+	default:
 		return f, fmt.Errorf("%w: not a file record", ErrDamaged)
 	}
-	b = b[len(fileMagic):]
 	size, n := binary.Uvarint(b)
 	if n <= 0 || len(b)-n < sha256.Size {
 		return f, fmt.Errorf("%w: file record cut short", ErrDamaged)
@@ -191,6 +220,30 @@ func decodeFile(b []byte) (fileRecord, error) {
 	}
 	f.digests = b[n:]
 	return f, nil
+}
+
+// Info is what a file record says of its file.
+type Info struct {
+	Size    uint64
+	Perm    iofs.FileMode // its permission bits, when HasPerm
+	HasPerm bool          // false for a file imported without a mode
+}
+
+// Info returns what the store holds of the file name, without reading
+// its chunks; ErrNoFile for a name never imported.
+func (fs *Store) Info(name string) (Info, error) {
+	rec, err := fs.s.Get(append(append([]byte(nil), filePrefix...), name...))
+	if errors.Is(err, store.ErrNotFound) {
+		return Info{}, fmt.Errorf("%w: %s", ErrNoFile, name)
+	}
+	if err != nil {
+		return Info{}, err
+	}
+	f, err := decodeFile(rec)
+	if err != nil {
+		return Info{}, err
+	}
+	return Info{Size: f.size, Perm: f.perm, HasPerm: f.hasPerm}, nil
 }
 
 // Export writes the file stored under name to w, checking each chunk's
