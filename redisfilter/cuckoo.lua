@@ -1,5 +1,5 @@
 #!lua name=ckf2
--- revision 1
+-- revision 2
 --
 -- The write side of package redisfilter's cuckoo filters: one shard of a
 -- filter is a string key T (its table: buckets of b slots of f bits,
@@ -397,17 +397,19 @@ end
 -- returns 2, adding nothing, when fp is in either bucket already.
 local function add(g, i1, i2, fp, unique)
 	local v1, v2 = bucket(g, i1), bucket(g, i2)
-	local copies, e1, e2 = 0, nil, nil
+	local copies, e1, e2, n1, n2 = 0, nil, nil, 0, 0
 	for j = 1, g.b do
 		if v1[j] == fp then
 			copies = copies + 1
-		elseif v1[j] == 0 and not e1 then
-			e1 = j
+		elseif v1[j] == 0 then
+			e1 = e1 or j
+			n1 = n1 + 1
 		end
 		if v2[j] == fp then
 			copies = copies + 1
-		elseif v2[j] == 0 and not e2 then
-			e2 = j
+		elseif v2[j] == 0 then
+			e2 = e2 or j
+			n2 = n2 + 1
 		end
 	end
 	if unique and copies > 0 then
@@ -419,12 +421,16 @@ local function add(g, i1, i2, fp, unique)
 		redis.call('HINCRBY', g.C, pair(i1, i2, fp), 1)
 		return 1
 	end
-	if e1 then
-		set(g, i1, e1, fp)
+	-- The engine's placement rule (cuckoo.Filter.AddHash): fp goes into
+	-- the first empty slot of the bucket with more empty slots, i1 on a
+	-- tie, so that a shard and a library filter given the same keys hold
+	-- the same bytes.
+	if n2 > n1 then
+		set(g, i2, e2, fp)
 		return 1
 	end
-	if e2 then
-		set(g, i2, e2, fp)
+	if e1 then
+		set(g, i1, e1, fp)
 		return 1
 	end
 	if search(g, i1, i2, fp) or walk(g, i1, i2, fp) then
