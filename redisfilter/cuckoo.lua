@@ -53,6 +53,9 @@ local pow2 = { [0] = 1, 2, 4, 8, 16, 32, 64, 128 }
 -- exact in a double.
 local utype = { 'u8', 'u16', 'u24', 'u32', 'u40', 'u48' }
 
+-- maxFields bounds the fields of one BITFIELD_RO that fetch sends.
+local maxFields = 1000
+
 -- stale returns an error reply unless the shard belongs to filter id.
 local function stale(keys, id)
 	local got = redis.call('HGET', keys[2], 'id')
@@ -112,7 +115,9 @@ local function decode(g, by, sh)
 end
 
 -- fetch reads the buckets of list not read yet, with one BITFIELD_RO per
--- 64 of them. Each bucket's bytes are read in fields of at most 6 bytes
+-- 64 of them, or fewer when their fields pass maxFields (unpack, which
+-- makes the command's arguments, returns at most a few thousand values,
+-- and a bucket of wide slots needs many fields). Each bucket's bytes are read in fields of at most 6 bytes
 -- (every value exact in a double); BITFIELD reads most significant bit
 -- first, so a field of c bytes is their big-endian value.
 local function fetch(g, list)
@@ -162,7 +167,7 @@ local function fetch(g, list)
 				cmd[#cmd + 1] = (lo + off) * 8
 			end
 			want[#want + 1] = i
-			if #want == 64 then
+			if #want == 64 or #cmd >= maxFields * 3 then
 				run()
 			end
 		end

@@ -113,6 +113,9 @@ func (w *segmentWriter) Write(p []byte) (int, error) {
 // first) and its fingerprint, as f's client computes them.
 func Locate(f *Filter, key []byte) (shard int, i1, i2, fp uint64) { return f.g.locateKey(key) }
 
+// Alt returns the other bucket of fp in bucket i of a shard of f.
+func Alt(f *Filter, i, fp uint64) uint64 { return f.g.alt(i, fp) }
+
 // Slot returns slot j of bucket i of a shard's table bytes.
 func Slot(f *Filter, table []byte, i, j uint64) uint64 {
 	lo, n, sh := f.g.span(i)

@@ -61,7 +61,7 @@ func checkCodec(t *testing.T, g *geometry, shard []byte, i uint64) {
 		}
 		vals = append(vals, bitfieldGet(shard, args[k+1].(string), off))
 	}
-	var buf [40]byte
+	var buf [maxBucketBytes]byte
 	bb, sh, rest := g.bucketBytes(buf[:], vals, i)
 	if len(rest) != 0 {
 		t.Fatalf("bucket %d: %d replies left over", i, len(rest))
@@ -85,7 +85,12 @@ func FuzzBucketCodec(f *testing.F) {
 	f.Add(uint8(8), uint8(32), uint16(1), []byte{0xff, 0, 0xff, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9})
 	f.Add(uint8(2), uint8(13), uint16(63), []byte{0x80, 0x01})
 	f.Fuzz(func(t *testing.T, bsel, fbits uint8, bucket uint16, data []byte) {
-		b := []uint64{2, 4, 8}[int(bsel)%3]
+		// bsel 0, 1 and 2 pick the common sizes (as the seeds were
+		// written), the others any size from 1 to 253.
+		b := uint64(bsel) - 2
+		if bsel < 3 {
+			b = []uint64{2, 4, 8}[bsel]
+		}
 		fb := 4 + uint64(fbits)%29
 		g := testGeometry(b, fb, 64)
 		shard := make([]byte, g.shardBytes)
@@ -98,7 +103,7 @@ func FuzzBucketCodec(f *testing.F) {
 // random shards of every shape.
 func TestBucketCodecAllShapes(t *testing.T) {
 	rng := testseed.Rand(t)
-	for _, b := range []uint64{2, 4, 8} {
+	for _, b := range []uint64{1, 2, 3, 4, 5, 8, 13, 16, cuckoo.MaxBucketSize} {
 		for fb := uint64(4); fb <= 32; fb++ {
 			g := testGeometry(b, fb, 128)
 			shard := make([]byte, g.shardBytes)
