@@ -210,22 +210,22 @@ func TestAnyBucketSize(t *testing.T) {
 		}
 	}
 	for _, s := range []struct{ b, f int }{{1, 16}, {3, 12}, {5, 9}, {16, 20}, {cuckoo.MaxBucketSize, 32}} {
-		f, err := redisfilter.New(ctx, rdb, uniqueName(t), 1000, redisfilter.WithBucketSize(s.b), redisfilter.WithFingerprintBits(s.f))
+		f, err := redisfilter.New(ctx, rdb, uniqueName(t), 500, redisfilter.WithBucketSize(s.b), redisfilter.WithFingerprintBits(s.f))
 		if err != nil {
 			t.Fatalf("New with %d-slot buckets of %d bits: %v", s.b, s.f, err)
 		}
-		addAll(t, ctx, f, keys("any", 1000))
-		if ok, err := f.Contains(ctx, key("any", 999)); !ok || err != nil || f.BucketSize() != s.b {
+		addAll(t, ctx, f, keys("any", 500))
+		if ok, err := f.Contains(ctx, key("any", 499)); !ok || err != nil || f.BucketSize() != s.b {
 			t.Fatalf("b=%d: Contains of a key added: %v, %v", s.b, ok, err)
 		}
 		f.Drop(ctx)
-		lib := libraryFilter(t, 3000, cuckoo.WithBucketSize(s.b), cuckoo.WithFingerprintBits(s.f),
+		lib := libraryFilter(t, 1000, cuckoo.WithBucketSize(s.b), cuckoo.WithFingerprintBits(s.f),
 			cuckoo.WithSegments(2), cuckoo.WithSeed(rng.Uint64()))
 		file, _ := lib.MarshalBinary()
 		if f, err = redisfilter.Push(ctx, rdb, uniqueName(t), lib, false); err != nil {
 			t.Fatalf("Push of %d-slot buckets: %v", s.b, err)
 		}
-		sameAnswers(t, f, lib, 3000)
+		sameAnswers(t, f, lib, 1000)
 		snap, err := f.Snapshot(ctx)
 		if err != nil {
 			t.Fatal(err)

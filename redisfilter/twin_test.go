@@ -60,9 +60,9 @@ func TestLuaMatchesEngine(t *testing.T) {
 	// rounds: steps per slot of a shard.
 	shapes := []shape{{4, 16, 1, 2}, {4, 16, 0, 2}, {3, 12, 0, 2}}
 	if testlong.Enabled() {
-		shapes = append(shapes, shape{2, 12, 0, 2}, shape{2, 12, 1, 8}, shape{8, 8, 1, 4}, shape{8, 16, 0, 6}, shape{4, 9, 0, 8},
-			shape{4, 16, 0, 20}, shape{8, 32, 1, 4}, shape{2, 32, 0, 8}, shape{1, 16, 0, 8}, shape{1, 20, 1, 8},
-			shape{3, 12, 1, 8}, shape{5, 9, 0, 6}, shape{7, 13, 0, 4}, shape{16, 8, 0, 3}, shape{16, 31, 1, 2})
+		shapes = append(shapes, shape{2, 12, 0, 4}, shape{2, 12, 1, 4}, shape{8, 8, 1, 2}, shape{8, 16, 0, 3}, shape{4, 9, 0, 4},
+			shape{4, 16, 0, 8}, shape{8, 32, 1, 2}, shape{2, 32, 0, 4}, shape{1, 16, 0, 4}, shape{1, 20, 1, 4},
+			shape{3, 12, 1, 4}, shape{5, 9, 0, 3}, shape{7, 13, 0, 2}, shape{16, 8, 0, 2}, shape{16, 31, 1, 2})
 	}
 	rdb := singleClient(t)
 	for _, sh := range shapes {
@@ -78,7 +78,8 @@ func TestLuaMatchesEngine(t *testing.T) {
 				opts = append(opts, redisfilter.WithMaxKicks(sh.kicks))
 				libOpts = append(libOpts, cuckoo.WithMaxKicks(sh.kicks))
 			}
-			capacity := uint64(segments * 32)
+			// The least table of that many segments: 64 or so buckets each.
+			const capacity = 1
 			rf, err := redisfilter.New(ctx, rdb, uniqueName(t), capacity, opts...)
 			if err != nil {
 				t.Fatal(err)
@@ -95,6 +96,9 @@ func TestLuaMatchesEngine(t *testing.T) {
 				t.Fatalf("a table of %d bits: the engine would walk first", lib.NumBuckets()*uint64(sh.b*sh.f))
 			}
 			perShard := rf.NumBuckets() / uint64(segments)
+			if perShard > 128 {
+				t.Fatalf("shards of %d buckets: too many to fill in a short sequence", perShard)
+			}
 			slots := int(perShard) * sh.b
 			pool := shardKeys(rf, 2*slots)
 			tw := twin{t: t, rf: rf, lib: lib, live: map[string]int{}}
@@ -108,6 +112,26 @@ func TestLuaMatchesEngine(t *testing.T) {
 			// that may not be): deletes are rare until the first refusal,
 			// then nearly as frequent as inserts, so the shard fills up,
 			// then churns while full.
+			insert := func(k []byte, unique bool) (full bool) {
+				room, found := tw.needsRoom(k)
+				// With max kicks 1 a failed search leaves the walk no
+				// move to try: both sides must refuse alike.
+				walk := room && !found && sh.kicks != 1
+				full, same := tw.add(k, unique, walk)
+				switch {
+				case room && found:
+					searched++
+				case walk:
+					walked++
+					if !same {
+						differed++
+					}
+				}
+				if full {
+					refused++
+				}
+				return full
+			}
 			steps := sh.rounds * slots
 			delFrom := 17
 			for step := range steps {
@@ -118,27 +142,11 @@ func TestLuaMatchesEngine(t *testing.T) {
 				}
 				switch {
 				case op < delFrom:
-					unique := op%5 == 3
 					if op%5 == 4 && len(tw.live) > 0 {
 						k = tw.anyLive(rng.IntN(len(tw.live)))
 					}
-					room, found := tw.needsRoom(k)
-					// With max kicks 1 a failed search leaves the walk no
-					// move to try: both sides must refuse alike.
-					walk := room && !found && sh.kicks != 1
-					full, same := tw.add(k, unique, walk)
-					switch {
-					case room && found:
-						searched++
-					case walk:
-						walked++
-						if !same {
-							differed++
-						}
-					}
-					if full {
+					if insert(k, op%5 == 3) {
 						delFrom = 11
-						refused++
 					}
 				default:
 					if op == 19 && tw.lib.Count(k) != 0 && tw.live[string(k)] == 0 {
@@ -155,6 +163,16 @@ func TestLuaMatchesEngine(t *testing.T) {
 				}
 				if tw.failed {
 					t.Fatalf("step %d", step)
+				}
+			}
+			// Then the shard filled to the brim: keys not held are added
+			// until three are refused.
+			for i, n := 0, refused+3; refused < n && i < len(pool); i++ {
+				if tw.live[string(pool[i])] == 0 {
+					insert(pool[i], false)
+				}
+				if tw.failed {
+					t.Fatalf("filling up, key %d", i)
 				}
 			}
 			tw.checkOtherShards()
@@ -384,12 +402,19 @@ func (w *twin) compare(key []byte, lenient bool) (redis redisfilter.Shard, same 
 	}
 	// Redis may hold key where the engine did not (the walks differ), but
 	// every key the engine holds but key, Redis holds too.
+	var held [][]byte
 	for k := range w.live {
-		if k == string(key) {
-			continue
+		if k != string(key) {
+			held = append(held, []byte(k))
 		}
-		if ok, err := w.rf.Contains(ctx, []byte(k)); err != nil || !ok {
-			w.t.Errorf("Redis: Contains(%q) = %v, %v", k, ok, err)
+	}
+	found := make([]bool, len(held))
+	if err := w.rf.ContainsBatch(ctx, held, found, make([]error, len(held))); err != nil {
+		w.t.Fatal(err)
+	}
+	for i, ok := range found {
+		if !ok {
+			w.t.Errorf("Redis: Contains(%q) = false", held[i])
 			w.failed = true
 		}
 	}
