@@ -181,7 +181,7 @@ func (f *Filter) containsRound(ctx context.Context, keys [][]byte, found []bool,
 		groups = append(groups, idx)
 	})
 	cerrs, stop, _ := f.retry.settle(ctx, cmds, reads, func(cmds []redis.Cmder) error { return pipeline(ctx, f.rdb, cmds) })
-	var buf [40]byte
+	var buf [maxBucketBytes]byte
 	for c, cmd := range cmds {
 		if cerrs[c] != nil {
 			err = cmp(err, cerrs[c])

@@ -1,5 +1,5 @@
 #!lua name=ckf2
--- revision 1
+-- revision 2
 --
 -- The write side of package redisfilter's cuckoo filters: one shard of a
 -- filter is a string key T (its table: buckets of b slots of f bits,
@@ -52,6 +52,9 @@ local pow2 = { [0] = 1, 2, 4, 8, 16, 32, 64, 128 }
 -- BITFIELD types that read c whole bytes, c ≤ 6 so that every value is
 -- exact in a double.
 local utype = { 'u8', 'u16', 'u24', 'u32', 'u40', 'u48' }
+
+-- maxFields bounds the fields of one BITFIELD_RO that fetch sends.
+local maxFields = 1000
 
 -- stale returns an error reply unless the shard belongs to filter id.
 local function stale(keys, id)
@@ -112,7 +115,9 @@ local function decode(g, by, sh)
 end
 
 -- fetch reads the buckets of list not read yet, with one BITFIELD_RO per
--- 64 of them. Each bucket's bytes are read in fields of at most 6 bytes
+-- 64 of them, or fewer when their fields pass maxFields (unpack, which
+-- makes the command's arguments, returns at most a few thousand values,
+-- and a bucket of wide slots needs many fields). Each bucket's bytes are read in fields of at most 6 bytes
 -- (every value exact in a double); BITFIELD reads most significant bit
 -- first, so a field of c bytes is their big-endian value.
 local function fetch(g, list)
@@ -162,7 +167,7 @@ local function fetch(g, list)
 				cmd[#cmd + 1] = (lo + off) * 8
 			end
 			want[#want + 1] = i
-			if #want == 64 then
+			if #want == 64 or #cmd >= maxFields * 3 then
 				run()
 			end
 		end
@@ -397,17 +402,19 @@ end
 -- returns 2, adding nothing, when fp is in either bucket already.
 local function add(g, i1, i2, fp, unique)
 	local v1, v2 = bucket(g, i1), bucket(g, i2)
-	local copies, e1, e2 = 0, nil, nil
+	local copies, e1, e2, n1, n2 = 0, nil, nil, 0, 0
 	for j = 1, g.b do
 		if v1[j] == fp then
 			copies = copies + 1
-		elseif v1[j] == 0 and not e1 then
-			e1 = j
+		elseif v1[j] == 0 then
+			e1 = e1 or j
+			n1 = n1 + 1
 		end
 		if v2[j] == fp then
 			copies = copies + 1
-		elseif v2[j] == 0 and not e2 then
-			e2 = j
+		elseif v2[j] == 0 then
+			e2 = e2 or j
+			n2 = n2 + 1
 		end
 	end
 	if unique and copies > 0 then
@@ -419,12 +426,16 @@ local function add(g, i1, i2, fp, unique)
 		redis.call('HINCRBY', g.C, pair(i1, i2, fp), 1)
 		return 1
 	end
-	if e1 then
-		set(g, i1, e1, fp)
+	-- The engine's placement rule (cuckoo.Filter.AddHash): fp goes into
+	-- the first empty slot of the bucket with more empty slots, i1 on a
+	-- tie, so that a shard and a library filter given the same keys hold
+	-- the same bytes.
+	if n2 > n1 then
+		set(g, i2, e2, fp)
 		return 1
 	end
-	if e2 then
-		set(g, i2, e2, fp)
+	if e1 then
+		set(g, i1, e1, fp)
 		return 1
 	end
 	if search(g, i1, i2, fp) or walk(g, i1, i2, fp) then

@@ -55,9 +55,6 @@ func Push(ctx context.Context, rdb redis.UniversalClient, name string, src *cuck
 	if src.SemiSorted() {
 		return nil, fmt.Errorf("%w: a semi-sorted filter (build it without semi-sorting to push it)", ErrUnsupported)
 	}
-	if b := src.BucketSize(); b != 2 && b != 4 && b != 8 {
-		return nil, fmt.Errorf("%w: a filter of %d-slot buckets (Redis filters take 2, 4 or 8)", ErrUnsupported, b)
-	}
 	enc, err := src.MarshalBinary()
 	if err != nil {
 		return nil, err

@@ -82,7 +82,7 @@ func TestPushThenPull(t *testing.T) {
 	topologies(t, func(t *testing.T, rdb redis.UniversalClient) {
 		ctx := ctxOf(t)
 		rng := testseed.Rand(t)
-		for _, s := range []struct{ b, f, segments int }{{4, 12, 4}, {2, 16, 1}, {8, 9, 2}, {4, 16, 7}} {
+		for _, s := range []struct{ b, f, segments int }{{4, 12, 4}, {2, 16, 1}, {8, 9, 2}, {4, 16, 7}, {3, 11, 2}} {
 			t.Run(fmt.Sprintf("b=%d/f=%d/segments=%d", s.b, s.f, s.segments), func(t *testing.T) {
 				lib := libraryFilter(t, 20000, cuckoo.WithBucketSize(s.b), cuckoo.WithFingerprintBits(s.f),
 					cuckoo.WithSegments(s.segments), cuckoo.WithSeed(rng.Uint64()))
@@ -194,21 +194,46 @@ func TestPushRefusesSemiSorted(t *testing.T) {
 	}
 }
 
-// TestOnlyFastBucketSizes: the library builds any bucket size, the Redis
-// side records and walks 2, 4 and 8 slots only; New and Push say so.
-func TestOnlyFastBucketSizes(t *testing.T) {
+// TestAnyBucketSize: New takes every bucket size the library does (1 to
+// cuckoo.MaxBucketSize) and refuses others; a filter of odd or wide
+// buckets pushed from the library answers as the library does, and comes
+// back bit for bit. (TestLuaMatchesEngine holds the inserts and deletes of
+// odd sizes to the engine.)
+func TestAnyBucketSize(t *testing.T) {
+	t.Parallel()
 	ctx := ctxOf(t)
-	for _, b := range []int{1, 3, 5, 16} {
-		if _, err := redisfilter.New(ctx, singleClient(t), uniqueName(t), 1000, redisfilter.WithBucketSize(b)); !errors.Is(err, redisfilter.ErrInvalidParameter) {
+	rdb := singleClient(t)
+	rng := testseed.Rand(t)
+	for _, b := range []int{0, -1, cuckoo.MaxBucketSize + 1} {
+		if _, err := redisfilter.New(ctx, rdb, uniqueName(t), 1000, redisfilter.WithBucketSize(b)); !errors.Is(err, redisfilter.ErrInvalidParameter) {
 			t.Errorf("New with %d-slot buckets: %v, want ErrInvalidParameter", b, err)
 		}
-		lib, err := cuckoo.New(1000, cuckoo.WithBucketSize(b), cuckoo.WithFingerprintBits(16))
+	}
+	for _, s := range []struct{ b, f int }{{1, 16}, {3, 12}, {5, 9}, {16, 20}, {cuckoo.MaxBucketSize, 32}} {
+		f, err := redisfilter.New(ctx, rdb, uniqueName(t), 500, redisfilter.WithBucketSize(s.b), redisfilter.WithFingerprintBits(s.f))
+		if err != nil {
+			t.Fatalf("New with %d-slot buckets of %d bits: %v", s.b, s.f, err)
+		}
+		addAll(t, ctx, f, keys("any", 500))
+		if ok, err := f.Contains(ctx, key("any", 499)); !ok || err != nil || f.BucketSize() != s.b {
+			t.Fatalf("b=%d: Contains of a key added: %v, %v", s.b, ok, err)
+		}
+		f.Drop(ctx)
+		lib := libraryFilter(t, 1000, cuckoo.WithBucketSize(s.b), cuckoo.WithFingerprintBits(s.f),
+			cuckoo.WithSegments(2), cuckoo.WithSeed(rng.Uint64()))
+		file, _ := lib.MarshalBinary()
+		if f, err = redisfilter.Push(ctx, rdb, uniqueName(t), lib, false); err != nil {
+			t.Fatalf("Push of %d-slot buckets: %v", s.b, err)
+		}
+		sameAnswers(t, f, lib, 1000)
+		snap, err := f.Snapshot(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := redisfilter.Push(ctx, singleClient(t), uniqueName(t), lib, false); !errors.Is(err, redisfilter.ErrUnsupported) {
-			t.Errorf("Push of %d-slot buckets: %v, want ErrUnsupported", b, err)
+		if back, _ := snap.MarshalBinary(); !bytes.Equal(back, file) {
+			t.Fatalf("b=%d: the pulled file differs from the pushed one", s.b)
 		}
+		f.Drop(ctx)
 	}
 }
 

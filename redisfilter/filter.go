@@ -334,7 +334,7 @@ func (f *Filter) Contains(ctx context.Context, key []byte) (bool, error) {
 	if errs, _, _ := f.retry.settle(ctx, []redis.Cmder{cmd}, reads, f.sender(ctx)); errs[0] != nil {
 		return false, errs[0]
 	}
-	var buf [40]byte
+	var buf [maxBucketBytes]byte
 	bb, sh, rest := f.g.bucketBytes(buf[:], cmd.Val(), i1)
 	if f.g.has(bb, sh, fp) {
 		return true, nil

@@ -27,7 +27,7 @@ func TestModel(t *testing.T) {
 		if testlong.Enabled() {
 			steps = 3000
 		}
-		for i, shape := range []struct{ b, f, shards int }{{4, 16, 4}, {2, 12, 2}, {8, 7, 1}, {4, 13, 3}} {
+		for i, shape := range []struct{ b, f, shards int }{{4, 16, 4}, {2, 12, 2}, {8, 7, 1}, {4, 13, 3}, {3, 10, 2}} {
 			t.Run(fmt.Sprintf("b=%d/f=%d/shards=%d", shape.b, shape.f, shape.shards), func(t *testing.T) {
 				t.Parallel()
 				rng := testseed.New(seed + uint64(i))
@@ -250,7 +250,7 @@ func TestFullChangesNothing(t *testing.T) {
 	ctx := ctxOf(t)
 	rdb := singleClient(t)
 	rng := testseed.New(testseed.Fixed(t, 0xf011))
-	for _, b := range []int{2, 4, 8} {
+	for _, b := range []int{2, 4, 8, 3, 5} {
 		f, err := redisfilter.New(ctx, rdb, uniqueName(t), 200, redisfilter.WithBucketSize(b), redisfilter.WithFingerprintBits(12),
 			redisfilter.WithShards(1), redisfilter.WithMaxKicks(50), redisfilter.WithSeed(rng.Uint64()))
 		if err != nil {

@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/dedupkit/cuckoo"
 	"github.com/dedupkit/cuckoo/internal/addr"
 	"github.com/dedupkit/cuckoo/internal/hash"
 )
@@ -102,9 +103,13 @@ func (g *geometry) fields(i uint64) int {
 	return int((n + 7) / 8)
 }
 
+// maxBucketBytes is the most bytes a bucket spans: 7 bits of the byte it
+// starts in, then MaxBucketSize slots of 32 bits.
+const maxBucketBytes = (7 + cuckoo.MaxBucketSize*32 + 7) / 8
+
 // bucketBytes turns the replies to bucket i's fields (the front of vals)
-// back into the bucket's bytes, which it writes to dst (at least 40 bytes
-// long), and returns them with the bucket's first bit and the replies
+// back into the bucket's bytes, which it writes to dst (at least
+// maxBucketBytes long), and returns them with the bucket's first bit and the replies
 // left. BITFIELD reads a field most significant bit first: a field of c
 // bytes is their big-endian value.
 func (g *geometry) bucketBytes(dst []byte, vals []int64, i uint64) ([]byte, uint, []int64) {

@@ -2,6 +2,7 @@ package redisfilter
 
 import (
 	"encoding/binary"
+	"errors"
 	"testing"
 
 	"github.com/dedupkit/cuckoo"
@@ -60,7 +61,7 @@ func checkCodec(t *testing.T, g *geometry, shard []byte, i uint64) {
 		}
 		vals = append(vals, bitfieldGet(shard, args[k+1].(string), off))
 	}
-	var buf [40]byte
+	var buf [maxBucketBytes]byte
 	bb, sh, rest := g.bucketBytes(buf[:], vals, i)
 	if len(rest) != 0 {
 		t.Fatalf("bucket %d: %d replies left over", i, len(rest))
@@ -84,7 +85,12 @@ func FuzzBucketCodec(f *testing.F) {
 	f.Add(uint8(8), uint8(32), uint16(1), []byte{0xff, 0, 0xff, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9})
 	f.Add(uint8(2), uint8(13), uint16(63), []byte{0x80, 0x01})
 	f.Fuzz(func(t *testing.T, bsel, fbits uint8, bucket uint16, data []byte) {
-		b := []uint64{2, 4, 8}[int(bsel)%3]
+		// bsel 0, 1 and 2 pick the common sizes (as the seeds were
+		// written), the others any size from 1 to 253.
+		b := uint64(bsel) - 2
+		if bsel < 3 {
+			b = []uint64{2, 4, 8}[bsel]
+		}
 		fb := 4 + uint64(fbits)%29
 		g := testGeometry(b, fb, 64)
 		shard := make([]byte, g.shardBytes)
@@ -97,7 +103,7 @@ func FuzzBucketCodec(f *testing.F) {
 // random shards of every shape.
 func TestBucketCodecAllShapes(t *testing.T) {
 	rng := testseed.Rand(t)
-	for _, b := range []uint64{2, 4, 8} {
+	for _, b := range []uint64{1, 2, 3, 4, 5, 8, 13, 16, cuckoo.MaxBucketSize} {
 		for fb := uint64(4); fb <= 32; fb++ {
 			g := testGeometry(b, fb, 128)
 			shard := make([]byte, g.shardBytes)
@@ -156,6 +162,56 @@ func TestLocateMatchesLibrary(t *testing.T) {
 			if n > lib.Count(key[:]) {
 				t.Fatalf("key %x: %d slot copies, library Count %d", key, n, lib.Count(key[:]))
 			}
+		}
+	}
+}
+
+// TestLocateMatchesEngine checks locate against the library's own
+// addressing over many shapes, sizes, segment counts and seeds: a hash
+// added twice to an empty library filter puts its fingerprint in its
+// first bucket, then in its other one (the placement rule takes the
+// bucket with more empty slots, the first on a tie), and those must be
+// the slots locate names, counted from the start of the table.
+func TestLocateMatchesEngine(t *testing.T) {
+	rng := testseed.Rand(t)
+	le := binary.LittleEndian
+	for range 150 {
+		b := 1 + rng.IntN(8)
+		fb := 4 + rng.IntN(29)
+		segments := 1 + rng.IntN(6)
+		lib, err := cuckoo.New(uint64(1+rng.IntN(4000)), cuckoo.WithBucketSize(b), cuckoo.WithFingerprintBits(fb),
+			cuckoo.WithSegments(segments), cuckoo.WithSeed(rng.Uint64()))
+		if errors.Is(err, cuckoo.ErrInvalidParameter) && b == 1 {
+			continue // narrow fingerprints in buckets of one slot
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := meta{kind: "cuckoo", b: b, f: fb, buckets: lib.NumBuckets(), shards: segments, seed: lib.Seed()}
+		g := newGeometry(&m)
+		for range 8 {
+			h := rng.Uint64()
+			shard, i1, i2, fp := g.locate(h)
+			if i1 >= g.perShard || i2 >= g.perShard || i1 == i2 || g.alt(i2, fp) != i1 || fp == 0 || fp > g.fpMax {
+				t.Fatalf("b=%d f=%d %d buckets in %d shards, hash %#x: locate gives %d, %d, fp %#x", b, fb, g.buckets, segments, h, i1, i2, fp)
+			}
+			lib.AddHash(h)
+			lib.AddHash(h)
+			enc, _ := lib.MarshalBinary()
+			table := enc[hdrSize : hdrSize+8*le.Uint64(enc[hdrWords:])]
+			want := map[uint64]uint64{uint64(shard)*g.perShard + i1: fp, uint64(shard)*g.perShard + i2: fp}
+			for i := range g.buckets {
+				lo, n, sh := g.span(i)
+				for j := range g.b {
+					v := g.slot(table[lo:lo+n], sh, j)
+					if v != 0 && (want[i] != v || j != 0) || v == 0 && j == 0 && want[i] != 0 {
+						t.Fatalf("b=%d f=%d %d buckets in %d shards, hash %#x: bucket %d slot %d holds %#x; locate gives shard %d, buckets %d and %d, fp %#x",
+							b, fb, g.buckets, segments, h, i, j, v, shard, i1, i2, fp)
+					}
+				}
+			}
+			lib.DeleteHash(h)
+			lib.DeleteHash(h)
 		}
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/dedupkit/cuckoo"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -108,7 +109,7 @@ func parseMeta(s, kind string) (meta, error) {
 	m.seed = num("seed", 0, 1<<64-1)
 	m.capacity = num("capacity", 1, 1<<62)
 	if kind == "cuckoo" {
-		m.b = int(num("b", 2, 8))
+		m.b = int(num("b", 1, cuckoo.MaxBucketSize))
 		m.f = int(num("f", 4, 32))
 		m.buckets = num("buckets", 2, 1<<32)
 		m.kicks = int(num("kicks", 1, 1<<20))
@@ -141,7 +142,7 @@ func parseMeta(s, kind string) (meta, error) {
 // checkShape checks the table's geometry against the shard count.
 func (m *meta) checkShape() error {
 	switch {
-	case m.kind == "cuckoo" && m.b != 2 && m.b != 4 && m.b != 8:
+	case m.kind == "cuckoo" && (m.b < 1 || m.b > cuckoo.MaxBucketSize):
 		return fmt.Errorf("bucket size %d", m.b)
 	case m.kind == "cuckoo" && m.buckets%2 != 0:
 		return fmt.Errorf("odd bucket count %d", m.buckets)

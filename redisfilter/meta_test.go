@@ -42,7 +42,8 @@ func TestParseMetaRejects(t *testing.T) {
 	for _, bad := range []string{
 		strings.Replace(good, "format=1", "format=2", 1),
 		strings.Replace(good, "hash=xxh3", "hash=murmur", 1),
-		strings.Replace(good, "b=4", "b=3", 1),
+		strings.Replace(good, "b=4", "b=0", 1),
+		strings.Replace(good, "b=4", "b=256", 1),
 		strings.Replace(good, "f=13", "f=33", 1),
 		strings.Replace(good, "buckets=640", "buckets=641", 1),
 		strings.Replace(good, "buckets=640", "buckets=600", 1), // not 5 shards of whole 64-bucket groups

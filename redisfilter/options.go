@@ -57,14 +57,15 @@ func WithFingerprintBits(bits int) Option {
 	}
 }
 
-// WithBucketSize sets the slots per bucket, 2, 4 (the default) or 8, as
-// [cuckoo.WithBucketSize] does; the library's other sizes are refused with
-// [ErrInvalidParameter], since a filter's metadata records only these.
+// WithBucketSize sets the slots per bucket, 1 to [cuckoo.MaxBucketSize]
+// (default 4), as [cuckoo.WithBucketSize] does; the library's constraints
+// on the other parameters apply (1-slot buckets need 16-bit fingerprints or
+// wider). The Lua functions and the lookups work on any size alike.
 // Cuckoo filters only.
 func WithBucketSize(slots int) Option {
 	return func(c *config) error {
-		if slots != 2 && slots != 4 && slots != 8 {
-			return fmt.Errorf("%w: bucket size %d (want 2, 4 or 8)", ErrInvalidParameter, slots)
+		if slots < 1 || slots > cuckoo.MaxBucketSize {
+			return fmt.Errorf("%w: bucket size %d (want 1 to %d)", ErrInvalidParameter, slots, cuckoo.MaxBucketSize)
 		}
 		c.slots, c.cuckooOK = slots, true
 		c.filterOpt = true

@@ -1,0 +1,123 @@
+package redisfilter
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"strconv"
+
+	"github.com/dedupkit/cuckoo"
+)
+
+// Shard is one shard's state in the terms of the library's encoding: the
+// table's bytes, the duplicate counters keyed as the encoding keys them
+// (the pair's lower bucket, counted over the whole table, << 32 | fp),
+// and the items, copies included.
+type Shard struct {
+	Table    []byte
+	Counters map[uint64]uint64
+	Items    uint64
+}
+
+// ShardState returns shard s of f as the Lua functions keep it.
+func ShardState(ctx context.Context, f *Filter, s int) (Shard, error) {
+	cmd := f.rdb.FCallRO(ctx, fnDump, []string{f.tables[s], f.counters[s]}, f.m.id)
+	v, err := cmd.Slice()
+	if err != nil {
+		return Shard{}, err
+	}
+	table, _ := v[0].(string)
+	fields, _ := v[1].([]any)
+	sh := Shard{Table: []byte(table), Counters: map[uint64]uint64{}}
+	for k := 0; k+1 < len(fields); k += 2 {
+		name, _ := fields[k].(string)
+		val, _ := fields[k+1].(string)
+		n, err := strconv.ParseUint(val, 10, 64)
+		if name == "id" {
+			continue
+		}
+		if err != nil {
+			return Shard{}, fmt.Errorf("field %q = %q", name, val)
+		}
+		if name == "n" {
+			sh.Items = n
+			continue
+		}
+		lo, fp, ok := parseCounterField(name)
+		if !ok {
+			return Shard{}, fmt.Errorf("field %q", name)
+		}
+		sh.Counters[(uint64(s)*f.g.perShard+lo)<<32|fp] = n
+	}
+	return sh, nil
+}
+
+// PutShard replaces shard s of f with sh (through the Lua functions).
+func PutShard(ctx context.Context, f *Filter, s int, sh Shard) error {
+	args := []any{f.m.id, sh.Table, sh.Items}
+	for k, c := range sh.Counters {
+		i, fp := k>>32-uint64(s)*f.g.perShard, k&0xffffffff
+		args = append(args, counterField(i, f.g.alt(i, fp), fp), c)
+	}
+	cmd := f.fcall(ctx, fnPut, s, args)
+	f.rdb.Process(ctx, cmd)
+	return cmd.Err()
+}
+
+// EngineShard returns segment s of src, a library filter of f's geometry,
+// as ShardState returns a shard: read from src's encoding (WriteTo) as it
+// streams by, keeping only the segment's bytes and the counters. Items are
+// the segment's occupied slots plus its counted copies.
+func EngineShard(f *Filter, src *cuckoo.Filter, s int) (Shard, error) {
+	g := &f.g
+	w := segmentWriter{lo: hdrSize + uint64(s)*g.shardBytes, tableEnd: hdrSize + 8*g.shardBytes/8*g.shards}
+	w.hi = w.lo + g.shardBytes
+	if _, err := src.WriteTo(&w); err != nil {
+		return Shard{}, err
+	}
+	if uint64(len(w.table)) != g.shardBytes || len(w.tail) < 4 || (len(w.tail)-4)%16 != 0 {
+		return Shard{}, fmt.Errorf("encoding of %d table bytes and %d after, not a filter of shards of %d bytes", len(w.table), len(w.tail), g.shardBytes)
+	}
+	sh := Shard{Table: w.table, Counters: map[uint64]uint64{}, Items: g.occupied(w.table)}
+	le := binary.LittleEndian
+	for d := w.tail[:len(w.tail)-4]; len(d) > 0; d = d[16:] {
+		k, c := le.Uint64(d), le.Uint64(d[8:])
+		if (k>>32)/g.perShard == uint64(s) {
+			sh.Counters[k] = c
+			sh.Items += c
+		}
+	}
+	return sh, nil
+}
+
+// segmentWriter keeps the bytes of an encoding in [lo, hi) and those from
+// tableEnd on.
+type segmentWriter struct {
+	off, lo, hi, tableEnd uint64
+	table, tail           []byte
+}
+
+func (w *segmentWriter) Write(p []byte) (int, error) {
+	start, end := w.off, w.off+uint64(len(p))
+	if a, b := max(start, w.lo), min(end, w.hi); a < b {
+		w.table = append(w.table, p[a-start:b-start]...)
+	}
+	if end > w.tableEnd {
+		w.tail = append(w.tail, p[max(start, w.tableEnd)-start:]...)
+	}
+	w.off = end
+	return len(p), nil
+}
+
+// Locate returns key's shard, its two buckets (counted from the shard's
+// first) and its fingerprint, as f's client computes them.
+func Locate(f *Filter, key []byte) (shard int, i1, i2, fp uint64) { return f.g.locateKey(key) }
+
+// Alt returns the other bucket of fp in bucket i of a shard of f.
+func Alt(f *Filter, i, fp uint64) uint64 { return f.g.alt(i, fp) }
+
+// Slot returns slot j of bucket i of a shard's table bytes.
+func Slot(f *Filter, table []byte, i, j uint64) uint64 {
+	lo, n, sh := f.g.span(i)
+	return f.g.slot(table[lo:lo+n], sh, j)
+}
