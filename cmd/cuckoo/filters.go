@@ -44,7 +44,7 @@ func (f *filterFlags) register(fs *flag.FlagSet, growDefault bool) {
 		fs.BoolVar(&f.grow, "grow", false, "a cuckoo filter that grows as keys are added (--capacity is then its initial size)")
 	}
 	fs.Var(&f.seed, "seed", "hash `seed`, decimal or 0x-hexadecimal as info prints it, for reproducible files and runs (default random)")
-	fs.Var(&f.bucketSize, "bucket-size", "cuckoo filter slots per bucket `b`: 1 to 255 in a filter file (2, 4 and 8 are the fast ones), 4 with --semi-sorted, 2, 4 or 8 for --window and --redis (default 4)")
+	fs.Var(&f.bucketSize, "bucket-size", "cuckoo filter slots per bucket `b`: 1 to 255 (2, 4 and 8 are the fast ones), 4 with --semi-sorted, 2, 4 or 8 for --window (default 4)")
 	fs.Var(&f.fingerprint, "fingerprint-bits", "cuckoo filter fingerprint `bits`, 4..32 (default: from --fpr)")
 	fs.BoolVar(&f.semi, "semi-sorted", false, "cuckoo filter with semi-sorted 4-slot buckets: one bit less per key, slower")
 	fs.Var(&f.bloom, "bloom", "make a Bloom filter instead: --bloom or --bloom=`kind` (blocked, classic, counting, scalable)")
@@ -124,7 +124,7 @@ func (v *bucketValue) String() string { return (*intValue)(v).String() }
 
 func (v *bucketValue) Set(s string) error {
 	if err := (*intValue)(v).Set(s); err != nil || *v < 1 || *v > cuckoo.MaxBucketSize {
-		return wantError(fmt.Sprintf("want 1 to %d slots (2, 4 and 8 are the fast ones; a window or Redis filter takes 2, 4 or 8, a semi-sorted one 4)", cuckoo.MaxBucketSize))
+		return wantError(fmt.Sprintf("want 1 to %d slots (2, 4 and 8 are the fast ones; a window filter takes 2, 4 or 8, a semi-sorted one 4)", cuckoo.MaxBucketSize))
 	}
 	return nil
 }

@@ -27,8 +27,8 @@ segments: build it with 'cuckoo build --segments N' so that a cluster's
 masters share it (16 or more for a large filter; see docs/redis.md). A
 file of one segment is one key, served by one master.
 
-Only fixed-size cuckoo filters with plain buckets of 2, 4 or 8 slots can
-be pushed (not --grow, --semi-sorted or --bloom files). An existing filter NAME is left
+Only fixed-size cuckoo filters with plain buckets can be pushed (not
+--grow, --semi-sorted or --bloom files). An existing filter NAME is left
 alone unless --replace is given.
 
 Examples:
@@ -75,9 +75,6 @@ func runPush(e *env, f *pushFlags, args []string) error {
 	}
 	if src.SemiSorted() {
 		return usageErr("build it without --semi-sorted", "%s has semi-sorted buckets, which Redis filters do not take", path)
-	}
-	if b := src.BucketSize(); b != 2 && b != 4 && b != 8 {
-		return usageErr("rebuild it with --bucket-size 2, 4 or 8", "%s has buckets of %d slots; a Redis filter has buckets of 2, 4 or 8 slots", path, b)
 	}
 	ctx := context.Background()
 	rdb, err := f.redis.connect(ctx, "push")

@@ -94,7 +94,14 @@ func TestPushPull(t *testing.T) {
 	e.run("", "build", "--bloom", "--capacity", "50000", "-o", "bl.ckoo", "keys.txt").want(t, 0, "build")
 	e.run("", "push", "bl.ckoo", "--redis", redisURL(s), "--name", "bl").want(t, 2, "push")
 	e.run("", "push", "a.ckoo", "--redis", "127.0.0.1:1", "--name", "x").want(t, 3, "push")
-	if names := e.files(); len(names) != 4 {
+	// Any bucket size a filter file takes goes to Redis and back bit for bit.
+	e.run("", "build", "--segments", "2", "--capacity", "50000", "--bucket-size", "3", "-o", "three.ckoo", "keys.txt").want(t, 0, "build")
+	e.run("", "push", "three.ckoo", "--redis", redisURL(s), "--name", "three").want(t, 0, "push")
+	e.run("", "pull", "--redis", redisURL(s), "--name", "three", "-o", "three-back.ckoo").want(t, 0, "pull")
+	if !bytes.Equal(e.read("three.ckoo"), e.read("three-back.ckoo")) {
+		t.Fatal("the pulled 3-slot file differs from the pushed one")
+	}
+	if names := e.files(); len(names) != 6 {
 		t.Fatalf("files left: %v", names)
 	}
 }

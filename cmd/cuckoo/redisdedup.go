@@ -37,9 +37,6 @@ func runRedisDedup(e *env, f *dedupFlags, keyer *dedup.KeyExtractor, ins []input
 	if ff.grow || ff.semi || ff.bloom.kind != 0 {
 		return usageErr(remedy, "--grow, --semi-sorted and --bloom do not apply to a filter in Redis")
 	}
-	if err := ff.checkBucketSize("a Redis filter (--redis)", 2, 4, 8); err != nil {
-		return err
-	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	rdb, err := f.redis.connect(ctx, "dedup")

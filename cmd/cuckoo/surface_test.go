@@ -76,7 +76,6 @@ func TestBucketSizeMessages(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	e.write("in.txt", lines(0, 100))
-	e.run("", "build", "-o", "three.ckoo", "--bucket-size", "3", "in.txt").want(t, exitOK, "build")
 	for _, c := range []struct {
 		cmd  string
 		args []string
@@ -86,9 +85,6 @@ func TestBucketSizeMessages(t *testing.T) {
 		{"build", []string{"build", "-o", "f", "--bucket-size", "256", "in.txt"}, "want 1 to 255 slots"},
 		{"build", []string{"build", "-o", "f", "--bucket-size", "3", "--semi-sorted", "in.txt"}, "a semi-sorted filter has buckets of 4 slots"},
 		{"dedup", []string{"dedup", "--window", "1h", "--bucket-size", "3", "in.txt"}, "a window filter (--window) has buckets of 2, 4 or 8 slots"},
-		{"dedup", []string{"dedup", "--redis", "localhost:1", "--name", "n", "--capacity", "10", "--bucket-size", "3", "in.txt"},
-			"a Redis filter (--redis) has buckets of 2, 4 or 8 slots"},
-		{"push", []string{"push", "--redis", "localhost:1", "--name", "n", "three.ckoo"}, "a Redis filter has buckets of 2, 4 or 8 slots"},
 		{"build", []string{"build", "-o", "f", "--fingerprint-bits", "40", "in.txt"}, "cannot make that filter: fingerprint bits 40"},
 	} {
 		r := e.run("", c.args...)
