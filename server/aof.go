@@ -40,6 +40,7 @@ import (
 	"sync/atomic"
 
 	"github.com/dedupkit/cuckoo/internal/codec"
+	"github.com/dedupkit/cuckoo/internal/vfs"
 	"github.com/dedupkit/cuckoo/server/resp"
 )
 
@@ -132,7 +133,7 @@ func openAOF(dir string, epoch uint64, policy FsyncPolicy) (*aof, error) {
 		f.Close()
 		return nil, err
 	}
-	if err := syncDir(dir); err != nil {
+	if err := vfs.SyncDir(dir); err != nil {
 		f.Close()
 		return nil, err
 	}
@@ -279,7 +280,7 @@ func (a *aof) rotate(epoch uint64) error {
 	if err != nil {
 		return err
 	}
-	if err := syncDir(a.dir); err != nil {
+	if err := vfs.SyncDir(a.dir); err != nil {
 		f.Close()
 		return err
 	}
@@ -298,18 +299,6 @@ func (a *aof) close() error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if cerr := a.mu.file.Close(); err == nil {
-		err = cerr
-	}
-	return err
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	err = d.Sync()
-	if cerr := d.Close(); err == nil {
 		err = cerr
 	}
 	return err

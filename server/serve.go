@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/dedupkit/cuckoo/internal/vfs"
 	"github.com/dedupkit/cuckoo/server/resp"
 )
 
@@ -215,9 +216,10 @@ func (s *Server) openDir() error {
 	if err := os.MkdirAll(dir, 0o750); err != nil {
 		return fmt.Errorf("%w %s: %v", ErrDataDir, dir, err)
 	}
-	lock, err := lockDir(filepath.Join(dir, "LOCK"))
-	if errors.Is(err, ErrDirInUse) {
-		return fmt.Errorf("%w %s: %w", ErrDataDir, dir, err)
+	// The lock keeps two servers out of one data directory.
+	lock, err := vfs.LockFile(filepath.Join(dir, "LOCK"), 0o640)
+	if errors.Is(err, vfs.ErrLocked) {
+		return fmt.Errorf("%w %s: %w", ErrDataDir, dir, ErrDirInUse)
 	}
 	if err != nil {
 		return fmt.Errorf("%w %s: %v", ErrDataDir, dir, err)

@@ -34,8 +34,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/dedupkit/cuckoo/internal/atomicfile"
 	"github.com/dedupkit/cuckoo/internal/codec"
+	"github.com/dedupkit/cuckoo/internal/vfs"
 )
 
 const (
@@ -125,7 +125,7 @@ func (s *Server) snapshotLocked() (err error) {
 	s.ks.dirty.Store(false)
 
 	path := filepath.Join(s.cfg.Dir, snapName)
-	f, err := atomicfile.Create(path, 0o640, nil)
+	f, err := vfs.Create(path, 0o640, nil)
 	if err != nil {
 		return err
 	}

@@ -9,6 +9,8 @@ import (
 	"hash/crc32"
 	"io"
 	"path/filepath"
+
+	"github.com/dedupkit/cuckoo/internal/vfs"
 )
 
 // The INDEX file is a checkpoint of the index, so that Open reads it and
@@ -308,33 +310,29 @@ func (s *Store) checkpoint() error {
 	s.sinceRecords, s.sinceBytes = 0, 0
 	s.wmu.Unlock()
 
-	tmp := filepath.Join(s.dir, idxName+".tmp")
-	f, err := s.fs.Create(tmp)
-	if err == nil {
-		err = encodeIndex(&fileWriter{f: f}, ck, snap)
-	}
-	s.wmu.Lock()
-	ix.unshare()
-	s.wmu.Unlock()
-	if err == nil {
-		err = s.syncTo(target)
-		if err == nil {
-			err = f.Sync()
+	// The snapshot is shared until it is encoded, or until the file to
+	// encode it to could not be created.
+	shared := true
+	unshare := func() {
+		if shared {
+			shared = false
+			s.wmu.Lock()
+			ix.unshare()
+			s.wmu.Unlock()
 		}
 	}
-	if f != nil {
-		if cerr := f.Close(); err == nil {
-			err = cerr
+	_, err := vfs.Replace(s.fs, filepath.Join(s.dir, idxName), func(f vfs.File) error {
+		err := encodeIndex(&fileWriter{f: f}, ck, snap)
+		unshare()
+		if err != nil {
+			return err
 		}
-	}
-	if err == nil {
-		err = s.fs.Rename(tmp, filepath.Join(s.dir, idxName))
-	}
+		// The log up to the checkpoint is synced before the checkpoint
+		// names it.
+		return s.syncTo(target)
+	})
+	unshare()
 	if err != nil {
-		s.fs.Remove(tmp)
-		return fmt.Errorf("store: writing the index checkpoint: %w", err)
-	}
-	if err := s.fs.SyncDir(s.dir); err != nil {
 		return fmt.Errorf("store: writing the index checkpoint: %w", err)
 	}
 	s.checkpoints.Add(1)
@@ -343,7 +341,7 @@ func (s *Store) checkpoint() error {
 
 // fileWriter writes a file from its start, in order.
 type fileWriter struct {
-	f   file
+	f   vfs.File
 	off int64
 }
 

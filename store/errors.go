@@ -36,9 +36,6 @@ var (
 	ErrFailed = errors.New("store: a sync of the log failed; reopen the store")
 )
 
-// errLockHeld is what fsys.Lock returns for a lock held elsewhere.
-var errLockHeld = errors.New("lock held")
-
 // CorruptError describes damage found in a store file. It wraps
 // ErrCorrupt.
 type CorruptError struct {

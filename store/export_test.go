@@ -1,5 +1,16 @@
 package store
 
+import "github.com/dedupkit/cuckoo/internal/vfs"
+
+// The crash-testing file system the tests run stores in (package vfs).
+type MemFS = vfs.MemFS
+
+// NewMemFS returns an empty MemFS with no space limit.
+func NewMemFS() *MemFS { return vfs.NewMemFS() }
+
+// ErrCrash is the panic value of a write MemFS.CrashAtWrite chose.
+var ErrCrash = vfs.ErrCrash
+
 // WithFS makes a Store work in fs instead of the operating system's file
 // system.
 func WithFS(fs *MemFS) Option { return func(o *options) { o.fs = fs } }

@@ -12,6 +12,7 @@ import (
 	"sync"
 
 	"github.com/dedupkit/cuckoo/internal/invariants"
+	"github.com/dedupkit/cuckoo/internal/vfs"
 )
 
 const lockName = "LOCK"
@@ -68,7 +69,7 @@ func Open(dir string, opts ...Option) (*Store, error) {
 		return nil, err
 	}
 	lock, err := s.fs.Lock(filepath.Join(dir, lockName))
-	if errors.Is(err, errLockHeld) {
+	if errors.Is(err, vfs.ErrLocked) {
 		return nil, fmt.Errorf("%w: %s", ErrLocked, dir)
 	}
 	if err != nil {

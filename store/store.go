@@ -14,6 +14,7 @@ import (
 
 	"github.com/dedupkit/cuckoo/internal/hash"
 	"github.com/dedupkit/cuckoo/internal/invariants"
+	"github.com/dedupkit/cuckoo/internal/vfs"
 )
 
 // SyncPolicy says when the log is synced to stable storage, and so what a
@@ -71,7 +72,7 @@ type options struct {
 	seed        uint64
 	seedSet     bool
 	mustExist   bool
-	fs          fsys
+	fs          vfs.FS
 	bufSize     int
 }
 
@@ -101,7 +102,7 @@ func defaults() options {
 		autoMin:     DefaultCompactMin,
 		ckRatio:     DefaultCheckpointRatio,
 		ckMin:       DefaultCheckpointMin,
-		fs:          osFS{},
+		fs:          vfs.OS{},
 		bufSize:     bufferSize,
 	}
 }
@@ -148,7 +149,7 @@ func WithMustExist() Option { return func(o *options) { o.mustExist = true } }
 //   - live counts the bytes of the records the index points at.
 type Store struct {
 	dir  string
-	fs   fsys
+	fs   vfs.FS
 	opt  options
 	lock io.Closer
 	seed uint64
@@ -204,7 +205,7 @@ type segment struct {
 	id   uint64
 	slot uint64
 	path string
-	f    file
+	f    vfs.File
 	data []byte // the file mapped, or nil
 	size int64  // bytes in the file; the active segment's grows (under mu)
 	// crc is the CRC-32C of the file's first size bytes (header
@@ -801,27 +802,15 @@ func (s *Store) writeManifest(order []*segment) error {
 		}
 		m.segs = append(m.segs, ms)
 	}
-	tmp := filepath.Join(s.dir, manifestName+".tmp")
-	f, err := s.fs.Create(tmp)
-	if err != nil {
-		return fmt.Errorf("store: writing the manifest: %w", err)
-	}
-	_, err = f.WriteAt(m.encode(), 0)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = s.fs.Rename(tmp, filepath.Join(s.dir, manifestName))
-	}
-	if err != nil {
-		s.fs.Remove(tmp)
-		return fmt.Errorf("store: writing the manifest: %w", err)
-	}
-	if err := s.fs.SyncDir(s.dir); err != nil {
+	renamed, err := vfs.Replace(s.fs, filepath.Join(s.dir, manifestName), func(f vfs.File) error {
+		_, err := f.WriteAt(m.encode(), 0)
+		return err
+	})
+	if renamed && err != nil {
 		return s.fail(fmt.Errorf("syncing %s: %w", s.dir, err))
+	}
+	if err != nil {
+		return fmt.Errorf("store: writing the manifest: %w", err)
 	}
 	return nil
 }

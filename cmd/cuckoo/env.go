@@ -10,7 +10,7 @@ import (
 	"sync/atomic"
 
 	"github.com/dedupkit/cuckoo/cmd/cuckoo/internal/progress"
-	"github.com/dedupkit/cuckoo/internal/atomicfile"
+	"github.com/dedupkit/cuckoo/internal/vfs"
 )
 
 // env is what a command talks to: its streams, whether they are
@@ -28,9 +28,9 @@ type env struct {
 	// changes: the files being written, those written, the locks held and
 	// the progress bar.
 	mu      sync.Mutex
-	pending map[*atomicfile.File]string // writes in progress, with the path as given
+	pending map[*vfs.Replacement]string // writes in progress, with the path as given
 	written []string                    // files replaced by this run, as given
-	locks   map[string]*atomicfile.Lock // held from before a read until the write, by canonical path
+	locks   map[string]*vfs.WriterLock  // held from before a read until the write, by canonical path
 	bar     *progress.Bar
 	stops   map[*func() string]bool // what atInterrupt registered
 
@@ -148,7 +148,7 @@ func (e *env) interrupt() string {
 	written := append([]string(nil), e.written...)
 	var unchanged []string
 	for f, path := range e.pending {
-		if errors.Is(f.Abort(), atomicfile.ErrCommitted) {
+		if errors.Is(f.Abort(), vfs.ErrCommitted) {
 			written = append(written, path)
 		} else {
 			unchanged = append(unchanged, path)

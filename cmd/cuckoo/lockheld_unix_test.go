@@ -8,7 +8,7 @@ import (
 )
 
 // lockHeld reports whether another process holds the flock(2) lock on the
-// lock file at path, as internal/atomicfile takes it: the file may exist
+// lock file at path, as internal/vfs takes it: the file may exist
 // a moment before its holder has locked it. The probe takes the lock for
 // an instant when it is free; a writer that tries then waits that instant
 // and goes on.

@@ -7,10 +7,10 @@ import (
 	"path/filepath"
 	"sort"
 
-	"github.com/dedupkit/cuckoo/internal/atomicfile"
+	"github.com/dedupkit/cuckoo/internal/vfs"
 )
 
-// Every file a command writes is replaced atomically (package atomicfile),
+// Every file a command writes is replaced atomically (package internal/vfs),
 // under an advisory lock on it: a command that reads a file it will
 // replace (add, delete, dedup --state) takes the lock before it reads,
 // with lockFiles, so that two runs updating one file take turns instead of
@@ -38,13 +38,13 @@ func (e *env) lockFiles(paths ...string) error {
 		if held {
 			continue
 		}
-		l, err := atomicfile.Acquire(t.path, e.waiting(t.path))
+		l, err := vfs.Acquire(t.path, e.waiting(t.path))
 		if err != nil {
 			return dataErr("check that the directory exists and is writable", "%v", unwrap(err))
 		}
 		e.mu.Lock()
 		if e.locks == nil {
-			e.locks = make(map[string]*atomicfile.Lock)
+			e.locks = make(map[string]*vfs.WriterLock)
 		}
 		e.locks[t.key] = l
 		e.mu.Unlock()
@@ -96,7 +96,7 @@ func (e *env) unlockAllLocked() {
 // it was. A nil *outputFile is valid: commit and abort do nothing.
 type outputFile struct {
 	e    *env
-	f    *atomicfile.File
+	f    *vfs.Replacement
 	path string
 }
 
@@ -106,19 +106,19 @@ func (e *env) createOutput(path string) (*outputFile, error) {
 	e.mu.Lock()
 	l := e.locks[canonical(path)]
 	e.mu.Unlock()
-	var f *atomicfile.File
+	var f *vfs.Replacement
 	var err error
 	if l != nil {
 		f, err = l.Create(0o644)
 	} else {
-		f, err = atomicfile.Create(path, 0o644, e.waiting(path))
+		f, err = vfs.Create(path, 0o644, e.waiting(path))
 	}
 	if err != nil {
 		return nil, dataErr("check that the directory exists and is writable", "cannot write %s: %v", path, unwrap(err))
 	}
 	e.mu.Lock()
 	if e.pending == nil {
-		e.pending = make(map[*atomicfile.File]string)
+		e.pending = make(map[*vfs.Replacement]string)
 	}
 	e.pending[f] = path
 	e.mu.Unlock()

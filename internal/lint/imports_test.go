@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -32,6 +33,13 @@ var layers = map[string]int{
 	"internal":    4,
 }
 
+// only lists the packages that only some units may import, whatever
+// their layers: internal/vfs, the disk layer, is for the packages that
+// write files; the filters do no I/O.
+var only = map[string][]string{
+	"internal/vfs": {"cmd", "server", "store"},
+}
+
 // unit returns the first element of a module-relative package path.
 func unit(pkg string) string {
 	u, _, _ := strings.Cut(pkg, "/")
@@ -41,6 +49,9 @@ func unit(pkg string) string {
 // allowed reports whether package pkg may import imp (both relative to
 // the module root).
 func allowed(pkg, imp string) bool {
+	if users, ok := only[imp]; ok && !slices.Contains(users, unit(pkg)) && !strings.HasPrefix(pkg, imp+"/") {
+		return false
+	}
 	if unit(pkg) == unit(imp) {
 		return true
 	}
@@ -172,6 +183,14 @@ func TestAllowed(t *testing.T) {
 		{"redisfilter", "guard", false},
 		{"", "guard", false},
 		{"cmd/cuckoo", "guard", true},
+		{"store", "internal/vfs", true},
+		{"server", "internal/vfs", true},
+		{"cmd/cuckoo/internal/filterfile", "internal/vfs", true},
+		{"", "internal/vfs", false},
+		{"bloom", "internal/vfs", false},
+		{"redisfilter", "internal/vfs", false},
+		{"guard", "internal/vfs", false},
+		{"internal/codec", "internal/vfs", false},
 	} {
 		if got := allowed(tc.pkg, tc.imp); got != tc.ok {
 			t.Errorf("allowed(%q, %q) = %v, want %v", tc.pkg, tc.imp, got, tc.ok)

@@ -22,7 +22,7 @@ import (
 
 	"github.com/dedupkit/cuckoo"
 	"github.com/dedupkit/cuckoo/bloom"
-	"github.com/dedupkit/cuckoo/internal/atomicfile"
+	"github.com/dedupkit/cuckoo/internal/vfs"
 )
 
 var (
@@ -172,10 +172,10 @@ func Load(path string) (*Filter, error) {
 	return Read(file)
 }
 
-// Save writes the filter to path atomically (see package atomicfile):
+// Save writes the filter to path atomically (see package internal/vfs):
 // after an error or an interruption, the file at path is unchanged.
 func (f *Filter) Save(path string) error {
-	return atomicfile.WriteFile(path, 0o644, nil, func(w io.Writer) error {
+	return vfs.WriteFile(path, 0o644, nil, func(w io.Writer) error {
 		_, err := f.WriteTo(w)
 		return err
 	})

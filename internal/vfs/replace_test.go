@@ -1,4 +1,4 @@
-package atomicfile_test
+package vfs_test
 
 import (
 	"bytes"
@@ -7,12 +7,10 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strconv"
 	"sync"
 	"testing"
-	"time"
 
-	"github.com/dedupkit/cuckoo/internal/atomicfile"
+	"github.com/dedupkit/cuckoo/internal/vfs"
 )
 
 // entries returns the names in dir, to check that no temporary file is
@@ -50,7 +48,7 @@ func TestWriteFileReplaces(t *testing.T) {
 				}
 			}
 			want := bytes.Repeat([]byte("new"), 1<<20) // bigger than the buffer
-			err := atomicfile.WriteFile(path, 0o644, nil, func(w io.Writer) error {
+			err := vfs.WriteFile(path, 0o644, nil, func(w io.Writer) error {
 				_, err := w.Write(want)
 				return err
 			})
@@ -104,7 +102,7 @@ func TestFailedWriteKeepsOldFile(t *testing.T) {
 						panic(r)
 					}
 				}()
-				if err := atomicfile.WriteFile(path, 0o644, nil, c.write); !errors.Is(err, boom) {
+				if err := vfs.WriteFile(path, 0o644, nil, c.write); !errors.Is(err, boom) {
 					t.Fatalf("WriteFile returned %v, want boom", err)
 				}
 			}()
@@ -122,7 +120,7 @@ func TestAbortKeepsOldFile(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "f")
 	os.WriteFile(path, []byte("old"), 0o644)
-	f, err := atomicfile.Create(path, 0o644, nil)
+	f, err := vfs.Create(path, 0o644, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -155,7 +153,7 @@ func TestCreateOverDirectoryFails(t *testing.T) {
 	if err := os.Mkdir(path, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := atomicfile.Create(path, 0o644, nil); err == nil {
+	if _, err := vfs.Create(path, 0o644, nil); err == nil {
 		t.Fatal("Create over a directory succeeded")
 	}
 	if names := entries(t, dir); len(names) != 1 {
@@ -165,7 +163,7 @@ func TestCreateOverDirectoryFails(t *testing.T) {
 
 func TestMissingDirectory(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "no", "such", "dir", "f")
-	err := atomicfile.WriteFile(path, 0o644, nil, func(io.Writer) error { return nil })
+	err := vfs.WriteFile(path, 0o644, nil, func(io.Writer) error { return nil })
 	if !errors.Is(err, fs.ErrNotExist) {
 		t.Fatalf("got %v, want an error wrapping fs.ErrNotExist", err)
 	}
@@ -179,7 +177,7 @@ func TestSymlinkTargetReplaced(t *testing.T) {
 	if err := os.Symlink("real", link); err != nil {
 		t.Skip("no symbolic links here:", err)
 	}
-	err := atomicfile.WriteFile(link, 0o644, nil, func(w io.Writer) error {
+	err := vfs.WriteFile(link, 0o644, nil, func(w io.Writer) error {
 		_, err := io.WriteString(w, "new")
 		return err
 	})
@@ -204,7 +202,7 @@ func TestAbortRacesCommit(t *testing.T) {
 	neu := bytes.Repeat([]byte("n"), 100_000)
 	for i := range 50 {
 		os.WriteFile(path, old, 0o644)
-		f, err := atomicfile.Create(path, 0o644, nil)
+		f, err := vfs.Create(path, 0o644, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -231,7 +229,7 @@ func TestAbortRacesCommit(t *testing.T) {
 // that the target was replaced.
 func TestAbortAfterCommit(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "f")
-	f, err := atomicfile.Create(path, 0o644, nil)
+	f, err := vfs.Create(path, 0o644, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -239,7 +237,7 @@ func TestAbortAfterCommit(t *testing.T) {
 	if err := f.Commit(); err != nil {
 		t.Fatal(err)
 	}
-	if err := f.Abort(); !errors.Is(err, atomicfile.ErrCommitted) {
+	if err := f.Abort(); !errors.Is(err, vfs.ErrCommitted) {
 		t.Fatalf("Abort after Commit: %v, want ErrCommitted", err)
 	}
 	if got := string(mustRead(t, path)); got != "new" {
@@ -256,7 +254,7 @@ func TestLeftoversRemoved(t *testing.T) {
 	os.WriteFile(filepath.Join(dir, ".f.tmp"), bytes.Repeat([]byte("x"), 1000), 0o644)
 	os.WriteFile(filepath.Join(dir, ".f.lock"), nil, 0o644)
 	os.WriteFile(filepath.Join(dir, ".g.tmp"), []byte("another target's"), 0o644)
-	err := atomicfile.WriteFile(path, 0o644, nil, func(w io.Writer) error {
+	err := vfs.WriteFile(path, 0o644, nil, func(w io.Writer) error {
 		_, err := io.WriteString(w, "new")
 		return err
 	})
@@ -265,101 +263,5 @@ func TestLeftoversRemoved(t *testing.T) {
 	}
 	if names := entries(t, dir); len(names) != 2 || names[0] != ".g.tmp" || names[1] != "f" {
 		t.Fatalf("directory holds %v, want .g.tmp and f", names)
-	}
-}
-
-// TestLockSerializes: a second writer of a target waits, told so, until
-// the first unlocks; different targets do not wait for each other. (flock
-// locks belong to open files, so two Locks in one process exclude each
-// other as two processes' do; the command's end-to-end test runs two
-// processes.)
-func TestLockSerializes(t *testing.T) {
-	dir := t.TempDir()
-	path := filepath.Join(dir, "f")
-	first, err := atomicfile.Acquire(path, func() { t.Error("the first Acquire waited") })
-	if err != nil {
-		t.Fatal(err)
-	}
-	other, err := atomicfile.Acquire(filepath.Join(dir, "g"), func() { t.Error("a lock of another target waited") })
-	if err != nil {
-		t.Fatal(err)
-	}
-	other.Unlock()
-	waiting := make(chan struct{})
-	acquired := make(chan *atomicfile.Lock)
-	go func() {
-		l, err := atomicfile.Acquire(path, func() { close(waiting) })
-		if err != nil {
-			t.Error(err)
-		}
-		acquired <- l
-	}()
-	<-waiting
-	select {
-	case <-acquired:
-		t.Fatal("the second Acquire did not wait for the first Unlock")
-	case <-time.After(50 * time.Millisecond):
-	}
-	if err := first.Unlock(); err != nil {
-		t.Fatal(err)
-	}
-	second := <-acquired
-	// The lock file the first removed is made anew for the second.
-	f, err := second.Create(0o644)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.Write([]byte("second"))
-	if err := f.Commit(); err != nil {
-		t.Fatal(err)
-	}
-	if err := second.Unlock(); err != nil {
-		t.Fatal(err)
-	}
-	if names := entries(t, dir); len(names) != 1 {
-		t.Fatalf("directory holds %v", names)
-	}
-}
-
-// TestLockChurn: many goroutines each take the lock, add one to a counter
-// file and commit; the lock file is removed and re-created all along, and
-// no increment is lost. Run it with -race.
-func TestLockChurn(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "counter")
-	os.WriteFile(path, []byte("0"), 0o644)
-	const writers, rounds = 8, 25
-	var wg sync.WaitGroup
-	for range writers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for range rounds {
-				l, err := atomicfile.Acquire(path, nil)
-				if err != nil {
-					t.Error(err)
-					return
-				}
-				b, err := os.ReadFile(path)
-				if err != nil {
-					t.Error(err)
-					return
-				}
-				n, _ := strconv.Atoi(string(b))
-				f, err := l.Create(0o644)
-				if err != nil {
-					t.Error(err)
-					return
-				}
-				f.Write([]byte(strconv.Itoa(n + 1)))
-				if err := f.Commit(); err != nil {
-					t.Error(err)
-				}
-				l.Unlock()
-			}
-		}()
-	}
-	wg.Wait()
-	if got := string(mustRead(t, path)); got != strconv.Itoa(writers*rounds) {
-		t.Fatalf("counter %s after %d increments", got, writers*rounds)
 	}
 }

@@ -1,4 +1,9 @@
-package store
+// Plan 9 has no ENOSPC, which MemFS returns for a full disk: there is no
+// MemFS there, and so no crash tests.
+
+//go:build !plan9
+
+package vfs
 
 import (
 	"errors"
@@ -18,7 +23,9 @@ import (
 // and removals up to the directory's last SyncDir. Crash returns the file
 // system a restarted process would see, keeping in addition a random
 // prefix of what was not synced (possibly torn), as a real disk might.
-// It also injects errors: a full disk (SetSpace) and failing syncs.
+// It also injects errors: a full disk (SetSpace), failing syncs
+// (FailSyncs) and a crash in the middle of a write (CrashAtWrite). It is
+// safe for use by any number of goroutines.
 type MemFS struct {
 	mu      sync.Mutex
 	files   map[string]*memFile // the names now
@@ -68,7 +75,7 @@ func (m *MemFS) FailSyncs(err error) { m.mu.Lock(); m.syncErr = err; m.mu.Unlock
 func (m *MemFS) CrashAtWrite(n int64) { m.mu.Lock(); m.crashAt = m.writes + n; m.mu.Unlock() }
 
 // ErrCrash is the panic value of a write CrashAtWrite chose.
-var ErrCrash = errors.New("memfs: simulated crash")
+var ErrCrash = errors.New("vfs: simulated crash")
 
 // Crash returns what a restart after a crash would find: the durable
 // names plus a random prefix of the later changes of names, each file
@@ -227,6 +234,7 @@ func (m *MemFS) Names() []string {
 	return ns
 }
 
+// MkdirAll records dir as a directory; it fails where a file has that name.
 func (m *MemFS) MkdirAll(dir string) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -257,7 +265,9 @@ func (m *MemFS) IsDir(name string) (bool, error) {
 	return false, &fs.PathError{Op: "stat", Path: name, Err: fs.ErrNotExist}
 }
 
-func (m *MemFS) Create(name string) (file, error) {
+// Create creates or truncates name. The new name is durable after the
+// next SyncDir; its bytes after the file's next Sync.
+func (m *MemFS) Create(name string) (File, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	f := &memFile{}
@@ -267,7 +277,8 @@ func (m *MemFS) Create(name string) (file, error) {
 	return &memHandle{fs: m, f: f}, nil
 }
 
-func (m *MemFS) Open(name string) (file, error) {
+// Open opens an existing file.
+func (m *MemFS) Open(name string) (File, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	f := m.files[name]
@@ -277,6 +288,7 @@ func (m *MemFS) Open(name string) (file, error) {
 	return &memHandle{fs: m, f: f}, nil
 }
 
+// ReadFile returns a copy of a file's bytes.
 func (m *MemFS) ReadFile(name string) ([]byte, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -287,18 +299,21 @@ func (m *MemFS) ReadFile(name string) ([]byte, error) {
 	return append([]byte(nil), f.data...), nil
 }
 
-func (m *MemFS) Rename(o, n string) error {
+// Rename renames oldname to newname, replacing newname; durable after the
+// next SyncDir.
+func (m *MemFS) Rename(oldname, newname string) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.files[o] == nil {
-		return &fs.PathError{Op: "rename", Path: o, Err: fs.ErrNotExist}
+	if m.files[oldname] == nil {
+		return &fs.PathError{Op: "rename", Path: oldname, Err: fs.ErrNotExist}
 	}
-	op := nsOp{op: 'r', from: o, to: n}
+	op := nsOp{op: 'r', from: oldname, to: newname}
 	applyOp(m.files, op)
 	m.pending = append(m.pending, op)
 	return nil
 }
 
+// Remove removes name; durable after the next SyncDir.
 func (m *MemFS) Remove(name string) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -311,6 +326,7 @@ func (m *MemFS) Remove(name string) error {
 	return nil
 }
 
+// List returns the names of the files in dir, sorted.
 func (m *MemFS) List(dir string) ([]string, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -324,6 +340,8 @@ func (m *MemFS) List(dir string) ([]string, error) {
 	return ns, nil
 }
 
+// SyncDir makes every change of names so far durable (for every
+// directory: the store keeps one). It fails as FailSyncs says.
 func (m *MemFS) SyncDir(string) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -337,11 +355,12 @@ func (m *MemFS) SyncDir(string) error {
 	return nil
 }
 
+// Lock takes the lock of name in this MemFS: ErrLocked while it is held.
 func (m *MemFS) Lock(name string) (io.Closer, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.locks[name] {
-		return nil, errLockHeld
+		return nil, ErrLocked
 	}
 	m.locks[name] = true
 	return closerFunc(func() error {
@@ -351,6 +370,12 @@ func (m *MemFS) Lock(name string) (io.Closer, error) {
 		return nil
 	}), nil
 }
+
+// The file systems of this package.
+var (
+	_ FS = OS{}
+	_ FS = (*MemFS)(nil)
+)
 
 type closerFunc func() error
 

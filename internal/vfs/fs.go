@@ -1,4 +1,4 @@
-package store
+package vfs
 
 import (
 	"io"
@@ -7,19 +7,17 @@ import (
 	"sort"
 )
 
-// fsys is the file system a Store works in: the operating system's
-// (osFS), or in tests one that keeps only synced bytes across a simulated
-// crash and injects I/O errors (memFS, in memfs_test.go). Names are paths
-// as the Store builds them with filepath.Join.
-type fsys interface {
+// FS is the file system a store works in: [OS], or in tests a [MemFS].
+// Names are paths as filepath.Join builds them.
+type FS interface {
 	// IsDir reports whether name is a directory; an error wrapping
 	// fs.ErrNotExist when there is nothing of that name.
 	IsDir(name string) (bool, error)
 	MkdirAll(dir string) error
 	// Create creates name, or truncates it, for reading and writing.
-	Create(name string) (file, error)
+	Create(name string) (File, error)
 	// Open opens an existing file for reading and writing.
-	Open(name string) (file, error)
+	Open(name string) (File, error)
 	ReadFile(name string) ([]byte, error)
 	Rename(oldname, newname string) error
 	Remove(name string) error
@@ -28,13 +26,14 @@ type fsys interface {
 	// SyncDir makes the creations, renames and removals in dir durable.
 	SyncDir(dir string) error
 	// Lock takes an exclusive lock on name, created if needed, for as
-	// long as the returned Closer is open; errLockHeld if another
-	// process (or another open Store) holds it.
+	// long as the returned Closer is open; an error wrapping ErrLocked
+	// if another process (or another open file) holds it.
 	Lock(name string) (io.Closer, error)
 }
 
-// file is an open file. The Store writes only at its end, with WriteAt.
-type file interface {
+// File is an open file of an [FS]. Its users write at given offsets,
+// with WriteAt.
+type File interface {
 	io.ReaderAt
 	io.WriterAt
 	Sync() error
@@ -48,12 +47,15 @@ type file interface {
 	Map(max int) []byte
 }
 
-// osFS is the operating system's file system.
-type osFS struct{}
+// OS is the operating system's file system. Files are created with
+// permission bits 0644 and directories with 0755 (before the umask).
+type OS struct{}
 
-func (osFS) MkdirAll(dir string) error { return os.MkdirAll(dir, 0o755) }
+// MkdirAll creates dir and any parents it lacks.
+func (OS) MkdirAll(dir string) error { return os.MkdirAll(dir, 0o755) }
 
-func (osFS) IsDir(name string) (bool, error) {
+// IsDir reports whether name is a directory.
+func (OS) IsDir(name string) (bool, error) {
 	fi, err := os.Stat(name)
 	if err != nil {
 		return false, err
@@ -61,7 +63,8 @@ func (osFS) IsDir(name string) (bool, error) {
 	return fi.IsDir(), nil
 }
 
-func (osFS) Create(name string) (file, error) {
+// Create creates or truncates name for reading and writing.
+func (OS) Create(name string) (File, error) {
 	f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
 		return nil, err
@@ -69,7 +72,8 @@ func (osFS) Create(name string) (file, error) {
 	return &osFile{f: f}, nil
 }
 
-func (osFS) Open(name string) (file, error) {
+// Open opens an existing file for reading and writing.
+func (OS) Open(name string) (File, error) {
 	f, err := os.OpenFile(name, os.O_RDWR, 0)
 	if err != nil {
 		return nil, err
@@ -77,11 +81,17 @@ func (osFS) Open(name string) (file, error) {
 	return &osFile{f: f}, nil
 }
 
-func (osFS) ReadFile(name string) ([]byte, error) { return os.ReadFile(name) }
-func (osFS) Rename(o, n string) error             { return os.Rename(o, n) }
-func (osFS) Remove(name string) error             { return os.Remove(name) }
+// ReadFile returns the contents of name.
+func (OS) ReadFile(name string) ([]byte, error) { return os.ReadFile(name) }
 
-func (osFS) List(dir string) ([]string, error) {
+// Rename renames oldname to newname, replacing newname.
+func (OS) Rename(oldname, newname string) error { return os.Rename(oldname, newname) }
+
+// Remove removes name.
+func (OS) Remove(name string) error { return os.Remove(name) }
+
+// List returns the names in dir, sorted.
+func (OS) List(dir string) ([]string, error) {
 	es, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, err
@@ -94,7 +104,21 @@ func (osFS) List(dir string) ([]string, error) {
 	return names, nil
 }
 
-func (osFS) SyncDir(dir string) error {
+// SyncDir is the function [SyncDir].
+func (OS) SyncDir(dir string) error { return SyncDir(dir) }
+
+// Lock takes the lock of name with [LockFile].
+func (OS) Lock(name string) (io.Closer, error) {
+	f, err := LockFile(filepath.Clean(name), 0o644)
+	if err != nil {
+		return nil, err
+	}
+	return f, nil
+}
+
+// SyncDir flushes a directory's entries to stable storage, so that the
+// creations, renames and removals in it survive a power cut.
+func SyncDir(dir string) error {
 	d, err := os.Open(dir)
 	if err != nil {
 		return err
@@ -106,18 +130,7 @@ func (osFS) SyncDir(dir string) error {
 	return err
 }
 
-func (osFS) Lock(name string) (io.Closer, error) {
-	f, err := os.OpenFile(filepath.Clean(name), os.O_RDWR|os.O_CREATE, 0o644)
-	if err != nil {
-		return nil, err
-	}
-	if err := lockFile(f); err != nil {
-		f.Close()
-		return nil, err
-	}
-	return f, nil
-}
-
+// osFile is a File of OS.
 type osFile struct {
 	f      *os.File
 	mapped []byte

@@ -1,0 +1,132 @@
+package vfs
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strconv"
+)
+
+// ErrLocked is returned by [LockFile] and [FS].Lock when another holder
+// has the lock.
+var ErrLocked = errors.New("vfs: lock held")
+
+// LockFile opens the file at path, creating it with perm (before the
+// umask) if needed, and takes an exclusive flock(2) lock on it without
+// waiting: ErrLocked when another process, or another open file of this
+// one, holds it. The lock lasts until the returned file is closed or the
+// process ends. Where flock(2) does not exist the file is opened but not
+// locked.
+func LockFile(path string, perm fs.FileMode) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, perm)
+	if err != nil {
+		return nil, err
+	}
+	if err := flock(f, false); err != nil {
+		f.Close()
+		if errors.Is(err, errWouldBlock) {
+			return nil, ErrLocked
+		}
+		return nil, err
+	}
+	return f, nil
+}
+
+// WriterLock is the writers' lock of one target file, held by at most one
+// process (and one WriterLock) at a time. It is taken on a lock file
+// ".<name>.lock" beside the target, which each holder removes when it is
+// done, so that nothing accumulates.
+type WriterLock struct {
+	target string   // the file replaced, symbolic links resolved
+	path   string   // the lock file
+	f      *os.File // nil on systems without flock
+}
+
+// Acquire takes the writers' lock of the file at path (which need not
+// exist), waiting while another process holds it; waiting, if not nil,
+// is called once before it waits. When path is a symbolic link, the lock
+// is that of the file it points to. Holding the lock, it removes the
+// temporary file a killed writer of the target may have left. Release it
+// with Unlock. A file system without flock (some network file systems)
+// is written without the lock.
+func Acquire(path string, waiting func()) (*WriterLock, error) {
+	target := path
+	if fi, err := os.Lstat(path); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
+		if t, err := filepath.EvalSymlinks(path); err == nil {
+			target = t
+		}
+	}
+	dir, base := filepath.Split(target)
+	if dir == "" {
+		dir = "."
+	}
+	l := &WriterLock{target: target, path: filepath.Join(dir, "."+base+".lock")}
+	if !flockSupported {
+		return l, nil
+	}
+	for {
+		f, err := os.OpenFile(l.path, os.O_RDWR|os.O_CREATE, 0o644)
+		if err != nil {
+			return nil, fmt.Errorf("cannot lock %s: %w", path, unwrapPath(err))
+		}
+		if err := flock(f, false); errors.Is(err, errWouldBlock) {
+			if waiting != nil {
+				waiting()
+				waiting = nil
+			}
+			err = flock(f, true)
+		} else if err != nil && !noLocks(err) {
+			f.Close()
+			return nil, fmt.Errorf("cannot lock %s: %w", path, err)
+		}
+		// The holder before us removes the lock file when it is done: if
+		// it did while we waited, we hold the lock of a file no longer
+		// there, and must lock the one that is.
+		if fi, err := f.Stat(); err == nil {
+			if now, err := os.Stat(l.path); err == nil && os.SameFile(fi, now) {
+				l.f = f
+				break
+			}
+		}
+		f.Close()
+	}
+	os.Remove(l.tempPath())
+	return l, nil
+}
+
+// tempPath is the name of the temporary file of a writer holding the
+// lock: one name, so that the next holder removes what a killed writer
+// left; where there is no lock, a random one, as two writers may run at
+// once.
+func (l *WriterLock) tempPath() string {
+	dir, base := filepath.Split(l.target)
+	if !flockSupported {
+		base += "-" + strconv.FormatUint(rand.Uint64()&0xffffffffff, 36)
+	}
+	return filepath.Join(dir, "."+base+".tmp")
+}
+
+// Unlock removes the lock file and releases the lock. It is a no-op on a
+// nil WriterLock and after the first call.
+func (l *WriterLock) Unlock() error {
+	if l == nil || l.f == nil {
+		return nil
+	}
+	os.Remove(l.path) // while held: see Acquire
+	err := l.f.Close()
+	l.f = nil
+	return err
+}
+
+// unwrapPath strips the *fs.PathError around err, whose path is a
+// temporary or lock file name the user never chose.
+func unwrapPath(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}
