@@ -398,9 +398,7 @@ func (w *Window) advance(e int64) {
 		w.t.reset()
 	case j == 1:
 		// The slots of age 15 are those the epoch's sweep empties.
-		for i := w.cursor; i < w.t.numBuckets; i++ {
-			w.t.sweep(i, (ref+1)&(windowStamps-1))
-		}
+		w.t.sweepRange(w.cursor, w.t.numBuckets, (ref+1)&(windowStamps-1))
 	default:
 		w.t.age(0, ref, uint64(windowStamps-j))
 	}
@@ -414,9 +412,7 @@ func (w *Window) sweepStep(expired uint64) {
 		return
 	}
 	end := min(w.cursor+windowSweep, w.t.numBuckets)
-	for i := w.cursor; i < end; i++ {
-		w.t.sweep(i, expired)
-	}
+	w.t.sweepRange(w.cursor, end, expired)
 	w.cursor = end
 }
 
@@ -462,7 +458,7 @@ func (w *Window) put(h uint64, ns int64, mode putMode) (seen bool, err error) {
 			// free slots, the first on a tie.
 			fx, fy := lanesHolding(x, 0, l)|ex, lanesHolding(y, 0, l)|ey
 			if fx|fy == 0 {
-				if !t.makeRoom(&w.scratch, i1, i2, v, h, expired, w.maxKicks) {
+				if !t.moveOne(i1, i2, x, y, v, expired) && !t.makeRoom(&w.scratch, i1, i2, v, h, expired, w.maxKicks) {
 					return false, ErrFull
 				}
 				break
@@ -616,14 +612,14 @@ func (w *Window) ContainsHash(h uint64) bool {
 	if mx|my == 0 {
 		return false
 	}
-	ref, c, ok := w.youngAt(w.readNanos())
-	if !ok {
-		return false
+	var ns int64
+	if k := w.coarse; k != nil { // readNanos, inlined
+		ns = w.sinceAnchor(k.read())
+	} else {
+		ns = w.nanos()
 	}
-	if mx != 0 && mx&lanesYoung(x, ref, c, t.slotBits, l) != 0 {
-		return true
-	}
-	return my != 0 && my&lanesYoung(y, ref, c, t.slotBits, l) != 0
+	ref, c, ok := w.youngAt(ns)
+	return ok && mx&lanesYoung(x, ref, c, t.slotBits, l)|my&lanesYoung(y, ref, c, t.slotBits, l) != 0
 }
 
 // youngAt returns what lanesYoung needs to tell the live entries at the
