@@ -612,10 +612,13 @@ func (w *Window) ContainsHash(h uint64) bool {
 	if mx|my == 0 {
 		return false
 	}
-	var ns int64
-	if k := w.coarse; k != nil { // readNanos, inlined
+	var ns int64 // readNanos, inlined
+	switch k := w.coarse; {
+	case k != nil:
 		ns = w.sinceAnchor(k.read())
-	} else {
+	case w.clock != nil:
+		ns = unixNanos(w.clock())
+	default:
 		ns = w.nanos()
 	}
 	ref, c, ok := w.youngAt(ns)
