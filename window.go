@@ -15,8 +15,9 @@ import (
 // host in the last hour"), and a key older than that reads as absent but
 // for false positives. It holds the keys of one window in one table: a
 // lookup reads the key's two buckets as a [Filter]'s does, and expired
-// entries are free slots that inserts take over. No goroutine runs in the
-// background: a Window reads its clock when it is used.
+// entries are free slots that inserts take over. Nothing runs in the
+// background to age keys: a Window reads its clock when it is used (the
+// default clock keeps a goroutine for lookups; see below).
 //
 // # Ages
 //
