@@ -38,8 +38,9 @@ func monoNanos() int64 { return int64(time.Since(monoBase)) }
 
 // coarseClock is the time lookups read: monoNanos as of the latest tick.
 type coarseClock struct {
-	ns   atomic.Int64 // 0 until started
-	tick time.Duration
+	ns     atomic.Int64 // 0 until started
+	tick   time.Duration
+	exited chan struct{} // closed when the ticks end (set by start)
 }
 
 // coarseTick returns the tick of a Window's coarse clock for epochs of gran
@@ -68,14 +69,17 @@ func (c *coarseClock) start() int64 {
 		return c.ns.Load()
 	}
 	stop := make(chan struct{})
+	c.exited = make(chan struct{})
 	runtime.AddCleanup(c, func(stop chan struct{}) { close(stop) }, stop)
-	go tickCoarse(weak.Make(c), c.tick, stop)
+	go tickCoarse(weak.Make(c), c.tick, stop, c.exited)
 	return ns
 }
 
 // tickCoarse stores the time in the clock every tick until the clock is
-// unreachable (stop closed, or the weak pointer cleared).
-func tickCoarse(p weak.Pointer[coarseClock], tick time.Duration, stop <-chan struct{}) {
+// unreachable (stop closed, or the weak pointer cleared), then closes
+// exited.
+func tickCoarse(p weak.Pointer[coarseClock], tick time.Duration, stop <-chan struct{}, exited chan<- struct{}) {
+	defer close(exited)
 	tk := time.NewTicker(tick)
 	defer tk.Stop()
 	for {
