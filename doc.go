@@ -200,8 +200,9 @@
 // age beside the fingerprint: a lookup reads two buckets, as here, and
 // expired slots are free for new keys. [NewWindow] takes the keys a window
 // holds and the window; a key is found for at least the window after it
-// was last added and never more than a fourteenth of it longer
-// ([Window.Granularity]). docs/window.md explains it and measures it.
+// was last added and never more than about a fourteenth of it longer (an
+// eleventh with the default clock: [Window.Granularity]). docs/window.md
+// explains it and measures it.
 //
 // # Persistence
 //

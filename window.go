@@ -15,8 +15,9 @@ import (
 // host in the last hour"), and a key older than that reads as absent but
 // for false positives. It holds the keys of one window in one table: a
 // lookup reads the key's two buckets as a [Filter]'s does, and expired
-// entries are free slots that inserts take over. No goroutine runs in the
-// background: a Window reads its clock when it is used.
+// entries are free slots that inserts take over. Nothing runs in the
+// background to age keys: a Window reads its clock when it is used (the
+// default clock keeps a goroutine for lookups; see below).
 //
 // # Ages
 //
@@ -68,10 +69,15 @@ import (
 // needs exclusive access. Contains reads the clock only when a fingerprint
 // matches, which for an absent key is about as rare as a false positive;
 // a batch reads it once. The default clock is the wall clock read once an
-// epoch by a writer and advanced in between by the monotonic clock (one
-// read, about half the cost of time.Now): ages are measured in elapsed
-// time, not moved by steps of the wall clock. [WithClock] substitutes
-// another: a test's, or the time of the events being deduplicated.
+// epoch by a writer and advanced in between by the monotonic clock: ages
+// are measured in elapsed time, not moved by steps of the wall clock.
+// Writers read the monotonic clock on every call; lookups of a window of
+// 5.6 s or more read a copy of it that a goroutine of the Window refreshes
+// 8 times an epoch (one atomic load: a late time keeps keys longer, never
+// shorter, and [Window.Granularity] counts it). That goroutine starts with
+// the first lookup that reads the clock and ends once the Window is
+// unreachable. [WithClock] substitutes another clock, read exactly by
+// every call: a test's, or the time of the events being deduplicated.
 //
 // # Zero value
 //
@@ -87,9 +93,11 @@ type Window struct {
 	gran      int64 // g: the epoch length in ns, ⌈window/WindowEpochs⌉
 	maxKicks  int
 
-	clock func() time.Time // nil: the default clock
-	wall  int64            // the default clock's anchor: Unix ns…
-	mono  time.Time        // …and the same instant, with its monotonic reading
+	clock  func() time.Time // nil: the default clock (window_clock.go)
+	wall   int64            // the default clock's anchor: Unix ns…
+	monoAt int64            // …and the same instant in monoNanos
+	coarse *coarseClock     // the default clock's for lookups; nil: exact
+	fake   *fakeTime        // tests only: the default clock's source
 
 	// epoch is the epoch of the latest write, [start, end) its span in
 	// Unix ns. cursor is the next bucket the sweep of the epoch empties.
@@ -165,6 +173,7 @@ func NewWindow(perWindow uint64, window time.Duration, opts ...Option) (*Window,
 		clock:     c.clock,
 	}
 	w.setWindow(int64(window))
+	w.setCoarse(nil)
 	w.restart()
 	return w, nil
 }
@@ -243,20 +252,63 @@ func (w *Window) restart() {
 	w.setEpoch(floorDiv(-windowLimitNanos, w.gran))
 }
 
-// anchor reads the wall clock for the default clock.
-func (w *Window) anchor() {
-	if w.clock == nil {
-		now := time.Now()
-		w.wall, w.mono = unixNanos(now), now
+// fakeTime replaces the default clock's sources in tests: wall is the
+// wall clock's time at monotonic time 0, mono the monotonic time.
+type fakeTime struct{ wall, mono int64 }
+
+// setCoarse gives a Window of the default clock the coarse clock of its
+// lookups, keeping old (the one it had) if it ticks as needed.
+func (w *Window) setCoarse(old *coarseClock) {
+	w.coarse = nil
+	if tick := coarseTick(w.gran); w.clock == nil && tick > 0 {
+		if old != nil && old.tick == tick {
+			w.coarse = old
+		} else {
+			w.coarse = &coarseClock{tick: tick}
+		}
 	}
 }
 
-// nanos returns the clock's time in Unix ns, within ±windowLimitNanos.
+// anchor reads the wall clock for the default clock.
+func (w *Window) anchor() {
+	switch {
+	case w.clock != nil:
+	case w.fake != nil:
+		w.wall, w.monoAt = w.fake.wall+w.fake.mono, w.fake.mono
+	default:
+		now := time.Now()
+		w.wall, w.monoAt = unixNanos(now), int64(now.Sub(monoBase))
+	}
+}
+
+// nanos returns the clock's exact time in Unix ns, within
+// ±windowLimitNanos: the time writers read.
 func (w *Window) nanos() int64 {
 	if w.clock != nil {
 		return unixNanos(w.clock())
 	}
-	return min(w.wall+int64(time.Since(w.mono)), windowLimitNanos)
+	mono := monoNanos()
+	if w.fake != nil {
+		mono = w.fake.mono
+	}
+	return w.sinceAnchor(mono)
+}
+
+// sinceAnchor returns the Unix ns of the default clock's monotonic time
+// mono.
+func (w *Window) sinceAnchor(mono int64) int64 {
+	return min(w.wall+(mono-w.monoAt), windowLimitNanos)
+}
+
+// readNanos returns the time lookups read, in Unix ns: the coarse clock's
+// when the Window has one (never later than the exact time, and less than
+// Granularity's allowance for it earlier), else the exact time. Any number
+// of goroutines may call it at once.
+func (w *Window) readNanos() int64 {
+	if w.coarse != nil {
+		return w.sinceAnchor(w.coarse.read())
+	}
+	return w.nanos()
 }
 
 // unixNanos returns t in Unix ns, within ±windowLimitNanos.
@@ -349,9 +401,7 @@ func (w *Window) advance(e int64) {
 		w.t.reset()
 	case j == 1:
 		// The slots of age 15 are those the epoch's sweep empties.
-		for i := w.cursor; i < w.t.numBuckets; i++ {
-			w.t.sweep(i, (ref+1)&(windowStamps-1))
-		}
+		w.t.sweepRange(w.cursor, w.t.numBuckets, (ref+1)&(windowStamps-1))
 	default:
 		w.t.age(0, ref, uint64(windowStamps-j))
 	}
@@ -365,9 +415,7 @@ func (w *Window) sweepStep(expired uint64) {
 		return
 	}
 	end := min(w.cursor+windowSweep, w.t.numBuckets)
-	for i := w.cursor; i < end; i++ {
-		w.t.sweep(i, expired)
-	}
+	w.t.sweepRange(w.cursor, end, expired)
 	w.cursor = end
 }
 
@@ -413,7 +461,7 @@ func (w *Window) put(h uint64, ns int64, mode putMode) (seen bool, err error) {
 			// free slots, the first on a tie.
 			fx, fy := lanesHolding(x, 0, l)|ex, lanesHolding(y, 0, l)|ey
 			if fx|fy == 0 {
-				if !t.makeRoom(&w.scratch, i1, i2, v, h, expired, w.maxKicks) {
+				if !t.moveOne(i1, i2, x, y, v, expired) && !t.makeRoom(&w.scratch, i1, i2, v, h, expired, w.maxKicks) {
 					return false, ErrFull
 				}
 				break
@@ -567,14 +615,17 @@ func (w *Window) ContainsHash(h uint64) bool {
 	if mx|my == 0 {
 		return false
 	}
-	ref, c, ok := w.youngAt(w.nanos())
-	if !ok {
-		return false
+	var ns int64 // readNanos, inlined
+	switch k := w.coarse; {
+	case k != nil:
+		ns = w.sinceAnchor(k.read())
+	case w.clock != nil:
+		ns = unixNanos(w.clock())
+	default:
+		ns = w.nanos()
 	}
-	if mx != 0 && mx&lanesYoung(x, ref, c, t.slotBits, l) != 0 {
-		return true
-	}
-	return my != 0 && my&lanesYoung(y, ref, c, t.slotBits, l) != 0
+	ref, c, ok := w.youngAt(ns)
+	return ok && mx&lanesYoung(x, ref, c, t.slotBits, l)|my&lanesYoung(y, ref, c, t.slotBits, l) != 0
 }
 
 // youngAt returns what lanesYoung needs to tell the live entries at the
@@ -607,7 +658,7 @@ type lazyClock struct {
 
 func (c *lazyClock) nanos(w *Window) int64 {
 	if !c.read {
-		c.ns, c.read = w.nanos(), true
+		c.ns, c.read = w.readNanos(), true
 	}
 	return c.ns
 }
@@ -667,7 +718,7 @@ func (w *Window) Len() uint64 {
 	if w.t.numBuckets == 0 {
 		return 0
 	}
-	ref, c, ok := w.youngAt(w.nanos())
+	ref, c, ok := w.youngAt(w.readNanos())
 	if !ok {
 		return 0
 	}
@@ -690,9 +741,16 @@ func (w *Window) Window() time.Duration { return time.Duration(w.window) }
 // Granularity returns how much longer than the window a key may be found:
 // a key added at time t is found until at least t + Window() and never
 // after t + Window() + Granularity(). It is about a fourteenth of the
-// window.
+// window; with the default clock, and windows of 5.6 s and more, lookups
+// read a clock that ticks 8 times an epoch, and it is a quarter of an
+// epoch more (about 5/56 of the window), provided that clock's goroutine
+// is never a tick late.
 func (w *Window) Granularity() time.Duration {
-	return time.Duration((WindowEpochs+1)*w.gran - w.window)
+	g := time.Duration((WindowEpochs+1)*w.gran - w.window)
+	if w.coarse != nil {
+		g += 2 * w.coarse.tick
+	}
+	return g
 }
 
 // LoadFactor returns the fraction of slots that hold a key in the window

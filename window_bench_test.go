@@ -65,9 +65,10 @@ func fullWindow(b *testing.B, n uint64, clock string) *cuckoo.Window {
 // ratio is window/peer time per operation (memory: bytes); peer-ns and
 // window-ns are each side's median. Lookups: clock=fixed gives the Window
 // a clock that returns a fixed time (as an event clock, or a clock the
-// caller caches, does), which shows the cost of the Window itself;
-// clock=default adds the default clock's reading, which every Contains
-// that finds a fingerprint makes. Inserts, with a clock that moves
+// caller caches, does), which shows the cost of the Window itself and of
+// a call to the caller's clock; clock=default reads the default clock's
+// coarse copy (an atomic load), as every Contains that finds a
+// fingerprint does. Inserts, with a clock that moves
 // window/n per Add: op=add/fill fills both from empty to n keys (the
 // Filter's usual measure); op=add/stream is the Window's steady state, a
 // stream at capacity, against a Filter's fill and against a Filter kept at

@@ -136,8 +136,10 @@ func (w *Window) ReadFrom(r io.Reader) (int64, error) {
 
 // adopt takes a decoded state, keeping w's clock.
 func (w *Window) adopt(g *Window) {
-	g.clock = w.clock
+	old := w.coarse
+	g.clock, g.fake = w.clock, w.fake
 	*w = *g
+	w.setCoarse(old)
 	w.anchor()
 }
 

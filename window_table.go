@@ -284,6 +284,31 @@ func (t *wtable) sweep(i, expired uint64) uint64 {
 	return n
 }
 
+// sweepRange is sweep for buckets [from, to): a one-word bucket (the
+// default shape) at a time, without a call, else bucket by bucket.
+func (t *wtable) sweepRange(from, to, expired uint64) {
+	if !t.aligned {
+		for i := from; i < to; i++ {
+			t.sweep(i, expired)
+		}
+		return
+	}
+	// The masks in locals: the stores into words would make the compiler
+	// reload them from t.
+	l := t.full
+	ex, shift, slot := expired*l.low, t.slotBits-1, t.slotMask
+	words := t.words[from:to:to]
+	var n uint64
+	for k, x := range words {
+		z := zeroLanes((x^ex)&l.stamp, l.rest, l.high) &^ zeroLanes(x&l.fp, l.rest, l.high)
+		if z != 0 {
+			n += uint64(bits.OnesCount64(z))
+			words[k] = x &^ (z >> shift * slot)
+		}
+	}
+	t.stamps[expired] -= n
+}
+
 // age empties every non-empty slot of buckets [from, numBuckets) whose
 // age (ref − stamp) mod 16 is at least least: the pass a Window makes when
 // its epoch moves on (window.go). It visits slot by slot; it runs at most
@@ -380,6 +405,49 @@ func (t *wtable) hasFree(i, expired uint64) bool {
 func (t *wtable) makeRoom(sc *wscratch, i1, i2, v, h, expired uint64, maxKicks int) bool {
 	return t.searchPath(sc, i1, i2, v, expired, min(2*maxKicks, searchBudget)) ||
 		t.walk(sc, i1, i2, v, h, expired, maxKicks)
+}
+
+// moveOne is the first level of searchPath for a table of one window a
+// bucket, from the words x and y of the key's full buckets i1 and i2 as
+// put read them: the first of their entries, in searchPath's order, whose
+// other bucket has a free slot moves into its lowest one, and v takes its
+// place. It makes the move searchPath would make, and reports false,
+// changing nothing, when no entry can move (searchPath then looks deeper).
+// Most of the inserts that find both buckets full end here, at a load
+// like the steady state's, without building the search's queue.
+func (t *wtable) moveOne(i1, i2, x, y, v, expired uint64) bool {
+	var alts, lines [16]uint64
+	n := 2 * t.slots
+	s, fpMask, bb := t.slotBits, t.fpMask, t.bucketBits
+	for k := range t.slots {
+		a1 := t.altIndex(i1, x>>(k*s+windowAgeBits)&fpMask)
+		a2 := t.altIndex(i2, y>>(k*s+windowAgeBits)&fpMask)
+		alts[k&7], alts[(k+t.slots)&15] = a1, a2
+		lines[k&7], lines[(k+t.slots)&15] = a1*bb>>6, a2*bb>>6
+	}
+	prefetch(t.words, lines[:n&15])
+	l := &t.full
+	for k := range n {
+		alt := alts[k&15]
+		z := freeLanes(t.window(alt, 0), expired, l)
+		if z == 0 {
+			continue
+		}
+		b, word, j := i1, x, k
+		if k >= t.slots {
+			b, word, j = i2, y, k-t.slots
+		}
+		e := word >> (j * s) & t.slotMask
+		s := t.slotAt(0, z)
+		if old := t.get(alt, s); old != 0 {
+			t.stamps[old&(windowStamps-1)]--
+		}
+		t.set(alt, s, e)
+		t.set(b, j, v)
+		t.stamps[v&(windowStamps-1)]++
+		return true
+	}
+	return false
 }
 
 // searchPath is the breadth-first search of search.go over a Window's
