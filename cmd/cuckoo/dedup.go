@@ -29,12 +29,13 @@ read), and a last line without a newline gets one.
 The filter grows as needed: it starts with room for the lines the input
 files' sizes call for (counted up to 8 MiB, sampled above), and adds a
 larger table when full, keeping the rate below --fpr however far it grows.
-Standard input or a pipe is read up to 8 MiB ahead (for at most a quarter
-of a second: a slow stream is not held back) and counted: the filter starts
-with room for its lines if it ended there, else for eight times as many
-(at least 262,144, at most 8,388,608: about 20 MiB at the default rate). --capacity N
-makes it a plain cuckoo filter of fixed size instead (slightly faster; past N
-distinct lines dedup stops with exit status 4). --save, --load and --state
+Standard input or a pipe is read up to 8 MiB ahead (for at most a second,
+and only while it keeps coming: a slow stream is not held back) and
+counted: the filter starts with room for its lines if it ended there, else
+for eight times as many (at least 262,144, at most 8,388,608: about 20 MiB
+at the default rate). --capacity N makes it a plain cuckoo filter of fixed
+size instead (slightly faster; past N distinct lines dedup stops with exit
+status 4). --save, --load and --state
 carry the seen lines across runs.
 
 --exact drops only lines seen before, with no false positives at any size
@@ -191,10 +192,11 @@ func openSeen(e *env, f *dedupFlags, ins []input) (*seenSet, error) {
 }
 
 // readAhead opens in, an input of unknown size (a pipe), and reads its
-// start (dedup.ReadAhead: at most 8 MiB, and a quarter of a second, so a
-// slow stream's first lines are not held back), to size the filter from:
-// its lines when that is the whole input, else room for the lines of
-// eight times as much input (dedup.AheadCapacity). A growing filter
+// start (dedup.ReadAhead: at most 8 MiB, for at most a second, and no
+// longer than the input pauses for 0.1 s, so a slow stream's first lines
+// are not held back), to size the filter from: its lines when that is the
+// whole input, else room for the lines of eight times as much input
+// (dedup.AheadCapacity). A growing filter
 // started this large spares a large input the tables a small start adds,
 // each of which every lookup of a new line probes; it keeps its rate
 // below the bound at any size.

@@ -15,8 +15,8 @@ const (
 	// ReadAheadIdle the longest it waits for the next bytes: a stream that
 	// comes slowly (a log being written) is not held back, it is only not
 	// counted.
-	ReadAheadTime = 250 * time.Millisecond
-	ReadAheadIdle = 50 * time.Millisecond
+	ReadAheadTime = time.Second
+	ReadAheadIdle = 100 * time.Millisecond
 )
 
 // Ahead is the start of an input read ahead of its lines, to size a
