@@ -126,17 +126,11 @@ func (s *stallReader) Read(p []byte) (int, error) {
 	case 0:
 		s.stage++
 		return copy(p, s.first), nil // p is large enough in these tests
-	case 1:
-		<-s.release
-		s.stage++
-		n := copy(p, s.rest)
-		s.rest = s.rest[n:]
-		if len(s.rest) == 0 {
+	case 1, 2:
+		if s.stage == 1 {
+			<-s.release
 			s.stage++
-			return n, s.err
 		}
-		return n, nil
-	case 2:
 		n := copy(p, s.rest)
 		s.rest = s.rest[n:]
 		if len(s.rest) == 0 {
