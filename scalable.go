@@ -97,9 +97,11 @@ const DefaultScalableCapacity = 1024
 // released.
 //
 // A table is closed when it first refuses a key, so it has almost no room
-// left: a second copy of a key it holds usually finds no slot there, and is
-// counted beside it (a map entry of about 40 bytes, like the third and
-// later copies of a key in a Filter). Use AddUnique where repeats need not
+// left: a second copy of a key it holds goes into an empty slot of its two
+// buckets if there is one (no fingerprint is moved to make room: that
+// search would fail for most copies), and is otherwise counted beside it
+// (a map entry of about 40 bytes, like the third and later copies of a key
+// in a Filter). Use AddUnique where repeats need not
 // be counted.
 //
 // # Concurrency and zero value
