@@ -97,9 +97,11 @@ const DefaultScalableCapacity = 1024
 // released.
 //
 // A table is closed when it first refuses a key, so it has almost no room
-// left: a second copy of a key it holds usually finds no slot there, and is
-// counted beside it (a map entry of about 40 bytes, like the third and
-// later copies of a key in a Filter). Use AddUnique where repeats need not
+// left: a second copy of a key it holds goes into an empty slot of its two
+// buckets if there is one (no fingerprint is moved to make room: that
+// search would fail for most copies), and is otherwise counted beside it
+// (a map entry of about 40 bytes, like the third and later copies of a key
+// in a Filter). Use AddUnique where repeats need not
 // be counted.
 //
 // # Concurrency and zero value
@@ -391,6 +393,12 @@ func (s *Scalable) home(h uint64) int {
 // addCopy adds a copy of h to lv, which reports h already: to the table's
 // duplicate counters, or to a second slot, or, when the table has no room
 // for that slot, to the level's overflow counters.
+//
+// A table the chain has closed (any but the newest) refused a key once:
+// it is so full that a search for room by moving fingerprints (up to
+// maxKicks moves and a breadth-first search, undone when they fail) would
+// fail for most copies, at the cost of hundreds of moves each. A copy goes
+// there only into an empty slot of its two buckets, else to the counters.
 func (s *Scalable) addCopy(lv *level, h uint64) {
 	pk := lv.pairKeyOf(h)
 	if lv.grow != nil {
@@ -399,14 +407,32 @@ func (s *Scalable) addCopy(lv *level, h uint64) {
 		if lv.grow.slotCopies(h) < maxSlotCopies && s.addGrowing(lv, h) {
 			return
 		}
-	} else if lv.slotCopies(h) >= maxSlotCopies || lv.f.occupied < lv.limit {
-		if lv.f.AddHash(h) == nil {
+	} else if copies := lv.slotCopies(h); copies >= maxSlotCopies || lv.f.occupied < lv.limit {
+		if copies < maxSlotCopies && lv != s.levels[len(s.levels)-1] {
+			if lv.placeCopy(h) {
+				return
+			}
+		} else if lv.f.AddHash(h) == nil {
 			return
 		}
 	}
 	lv.over.add(pk)
 	lv.nOver++
 	s.extra++
+}
+
+// placeCopy puts a slot copy of h into an empty slot of one of its
+// buckets in lv's plain table, moving nothing, and reports whether there
+// was one.
+func (lv *level) placeCopy(h uint64) bool {
+	f := &lv.f
+	i1, fp := f.locate(h)
+	if i2 := f.t.altIndex(i1, fp); !f.t.insert(i1, fp) && !f.t.insert(i2, fp) {
+		return false
+	}
+	f.count++
+	f.occupied++
+	return true
 }
 
 // addNew puts a fingerprint no table holds into the newest table, or into

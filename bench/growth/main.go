@@ -18,7 +18,12 @@
 // of -batch keys. Keys are 16 random bytes (PCG, a pure function of the
 // seed), present and absent from disjoint streams, in one array. Run it
 // on a quiet machine: the figures are times, and other work on the
-// machine changes them (the ratios less than the times).
+// machine changes them (the ratios less than the times). On a machine
+// other jobs share, -clock thread times each phase by the CPU time of the
+// thread that runs it (Linux), which leaves out the time it waits for a
+// core:
+//
+//	cd bench && go run ./growth -clock thread
 package main
 
 import (
@@ -48,7 +53,19 @@ func main() {
 	growthFactor := flag.Float64("growth", 1000, "growth of the Scalable: it starts at n/growth")
 	step := flag.Float64("step", 0, "the Scalable's WithGrowth factor (0: the default)")
 	seed := flag.Uint64("seed", 1, "seed of the keys and the filters")
+	clockName := flag.String("clock", "wall", "what a phase's time is: wall, or thread (the CPU time of the thread that runs it, Linux only: on a machine other jobs share, it leaves out the time the thread waits for a core, but not the GC's background work)")
 	flag.Parse()
+	switch *clockName {
+	case "wall":
+	case "thread":
+		if _, ok := threadCPU(); !ok {
+			log.Fatal("-clock thread: a thread's CPU time is not available on this system")
+		}
+		threadClock = true
+		runtime.LockOSThread()
+	default:
+		log.Fatalf("-clock %q: want wall or thread", *clockName)
+	}
 
 	fmt.Printf("Go %s, %s/%s, %d CPUs, GOMAXPROCS %d, %s\n\n", runtime.Version(), runtime.GOOS, runtime.GOARCH,
 		runtime.NumCPU(), runtime.GOMAXPROCS(0), time.Now().UTC().Format("2006-01-02 15:04 MST"))
@@ -146,7 +163,11 @@ func runSize(n uint64, p float64, reps int, probes uint64, batch int, growth flo
 		}
 	}
 	lookups := float64(uint64(reps) * 2 * probes) // one at a time and in batches
-	fmt.Printf("n = %s, the Scalable grown %g× from %d, rate %g, %d repetitions (%d tables):\n\n", human(n), growth, initial, p, reps, all[1][0].tables)
+	clock := "wall time"
+	if threadClock {
+		clock = "the thread's CPU time"
+	}
+	fmt.Printf("n = %s, the Scalable grown %g× from %d, rate %g, %d repetitions (%d tables), times in %s:\n\n", human(n), growth, initial, p, reps, all[1][0].tables, clock)
 	fmt.Printf("| | Filter | Scalable | Scalable ÷ Filter | goal |\n|---|---:|---:|---:|---|\n")
 	rows := []struct {
 		name string
@@ -179,7 +200,7 @@ func median(v []float64) float64 {
 func measure(build func() subject, present, absent [][]byte, batch int) figures {
 	var fig figures
 	before := liveHeap()
-	start := time.Now()
+	start := now()
 	f := build()
 	for _, k := range present {
 		f.Add(k)
@@ -191,7 +212,7 @@ func measure(build func() subject, present, absent [][]byte, batch int) figures 
 	}
 
 	found := 0
-	start = time.Now()
+	start = now()
 	for _, k := range present {
 		if f.Contains(k) {
 			found++
@@ -201,7 +222,7 @@ func measure(build func() subject, present, absent [][]byte, batch int) figures 
 	if found != len(present) {
 		log.Fatalf("%d of %d present keys found", found, len(present))
 	}
-	start = time.Now()
+	start = now()
 	for _, k := range absent {
 		if f.Contains(k) {
 			fig.falsePositives++
@@ -211,7 +232,7 @@ func measure(build func() subject, present, absent [][]byte, batch int) figures 
 
 	res := make([]bool, batch)
 	batchFound := func(keys [][]byte) (n uint64, ns float64) {
-		start := time.Now()
+		start := now()
 		for lo := 0; lo < len(keys); lo += batch {
 			hi := min(lo+batch, len(keys))
 			f.ContainsBatch(keys[lo:hi], res)
@@ -233,8 +254,21 @@ func measure(build func() subject, present, absent [][]byte, batch int) figures 
 	return fig
 }
 
-func perKey(start time.Time, n int) float64 {
-	return float64(time.Since(start).Nanoseconds()) / float64(n)
+// threadClock makes now the thread's CPU time (-clock thread); main then
+// keeps the measuring goroutine on one thread.
+var threadClock bool
+
+// now returns the clock a phase is timed with, in nanoseconds.
+func now() int64 {
+	if threadClock {
+		ns, _ := threadCPU()
+		return ns
+	}
+	return time.Now().UnixNano()
+}
+
+func perKey(start int64, n int) float64 {
+	return float64(now()-start) / float64(n)
 }
 
 // liveHeap returns the bytes the heap holds after a full collection.

@@ -27,11 +27,15 @@ and hold any bytes; "a\r\n" and "a\n" are the same line (each is printed as
 read), and a last line without a newline gets one.
 
 The filter grows as needed: it starts with room for the lines the input
-files' sizes call for (counted up to 8 MiB, sampled above), or for 262,144
-lines when reading standard input or a pipe, and adds a larger table when
-full, keeping the rate below --fpr however far it grows. --capacity N
-makes it a plain cuckoo filter of fixed size instead (slightly faster; past N
-distinct lines dedup stops with exit status 4). --save, --load and --state
+files' sizes call for (counted up to 8 MiB, sampled above), and adds a
+larger table when full, keeping the rate below --fpr however far it grows.
+Standard input or a pipe is read up to 8 MiB ahead (for at most a second,
+and only while it keeps coming: a slow stream is not held back) and
+counted: the filter starts with room for its lines if it ended there, else
+for eight times as many (at least 262,144, at most 8,388,608: about 20 MiB
+at the default rate). --capacity N makes it a plain cuckoo filter of fixed
+size instead (slightly faster; past N distinct lines dedup stops with exit
+status 4). --save, --load and --state
 carry the seen lines across runs.
 
 --exact drops only lines seen before, with no false positives at any size
@@ -128,6 +132,10 @@ type seenSet struct {
 	filter *filterfile.Filter // set, when it is a filter: for --stats, --save and full filters
 	loaded string             // the file it was loaded from, if any
 	save   string             // the file to save it to after a successful run, if any
+	// ahead is the start of the one input, of unknown size, that a new
+	// filter was sized from (readAheadInput), already open; nil otherwise.
+	ahead      *dedup.Ahead
+	aheadClose func()
 }
 
 // openSeen makes the seen-set the flags ask for. The files it will read
@@ -164,16 +172,60 @@ func openSeen(e *env, f *dedupFlags, ins []input) (*seenSet, error) {
 		s.set, s.filter = filter, filter
 		return s, nil
 	}
-	spec, _, err := f.filter.spec(e, "dedup", ins)
+	spec, known, err := f.filter.spec(e, "dedup", ins)
 	if err != nil {
 		return nil, err
 	}
+	if !known && !f.filter.capacity.set && len(ins) == 1 && spec.Kind.Grows() {
+		if err := s.readAhead(e, &ins[0]); err != nil {
+			return nil, err
+		}
+		spec.Capacity = dedup.AheadCapacity(s.ahead, spec.Capacity)
+	}
 	filter, err := newFilter(spec)
 	if err != nil {
+		s.closeAhead()
 		return nil, err
 	}
 	s.set, s.filter = filter, filter
 	return s, nil
+}
+
+// readAhead opens in, an input of unknown size (a pipe), and reads its
+// start (dedup.ReadAhead: at most 8 MiB, for at most a second, and no
+// longer than the input pauses for 0.1 s, so a slow stream's first lines
+// are not held back), to size the filter from: its lines when that is the
+// whole input, else room for the lines of eight times as much input
+// (dedup.AheadCapacity). A growing filter
+// started this large spares a large input the tables a small start adds,
+// each of which every lookup of a new line probes; it keeps its rate
+// below the bound at any size.
+func (s *seenSet) readAhead(e *env, in *input) error {
+	r, closeIn, err := in.open(e)
+	if err != nil {
+		return err
+	}
+	s.ahead, s.aheadClose = dedup.ReadAhead(r, 0, 0, 0), closeIn
+	return nil
+}
+
+// open opens input i of ins: the one read ahead, if any, gives back its
+// start first.
+func (s *seenSet) open(e *env, ins []input, i int) (io.Reader, func(), error) {
+	if i == 0 && s.ahead != nil {
+		r, closeIn := s.ahead, s.aheadClose
+		s.ahead, s.aheadClose = nil, nil
+		return r, closeIn, nil
+	}
+	return ins[i].open(e)
+}
+
+// closeAhead closes the input read ahead, if it was not handed over.
+func (s *seenSet) closeAhead() {
+	if s.aheadClose != nil {
+		s.aheadClose()
+		s.ahead, s.aheadClose = nil, nil
+	}
 }
 
 func runDedup(e *env, f *dedupFlags, names []string) error {
@@ -220,6 +272,7 @@ func runDedup(e *env, f *dedupFlags, names []string) error {
 	if err != nil {
 		return err
 	}
+	defer seen.closeAhead()
 
 	out := e.stdout
 	var outFile *outputFile
@@ -241,7 +294,7 @@ func runDedup(e *env, f *dedupFlags, names []string) error {
 	start := time.Now()
 	runErr := func() error {
 		for i := range ins {
-			r, closeIn, err := ins[i].open(e)
+			r, closeIn, err := seen.open(e, ins, i)
 			if err != nil {
 				return err
 			}

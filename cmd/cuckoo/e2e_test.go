@@ -114,16 +114,18 @@ func TestDedupExactAtLowRate(t *testing.T) {
 }
 
 // TestDedupGrows reads more distinct lines than a growing filter starts
-// with, from standard input (size unknown): the filter grows, the output
-// still equals awk's at a low rate, and the saved seen-set says it grew.
+// with (--grow from --capacity 65536), from standard input: the filter
+// grows, the output still equals awk's at a low rate, and the saved
+// seen-set says it grew. (A pipe's own start, from its first 8 MiB, is
+// TestDedupPipeLarge's.)
 func TestDedupGrows(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	seed := exactSeed(t)
-	n := 400_000 // about 280,000 distinct lines: more than the 262,144 a filter starts with
+	n := 400_000 // about 280,000 distinct lines: more than the 65,536 the filter starts with
 	urls(e, "urls.txt", n, seed)
 	in := e.read("urls.txt")
-	r := runIn(t, e.dir, in, "dedup", "--fpr", "1e-7", "--seed", fmt.Sprint(seed), "--save", "seen.ckoo")
+	r := runIn(t, e.dir, in, "dedup", "--fpr", "1e-7", "--seed", fmt.Sprint(seed), "--grow", "--capacity", "65536", "--save", "seen.ckoo")
 	r.want(t, exitOK, "dedup")
 	if want := string(awkDedup(in)); r.stdout != want {
 		t.Fatalf("output differs from awk's: %d bytes, want %d", len(r.stdout), len(want))
@@ -177,8 +179,9 @@ func TestDedupLengthNearMisses(t *testing.T) {
 // one that does not, so that the test is deterministic (-seed N tries
 // another; TestDedupFalsePositivesExplained checks that drops are false
 // positives and as many as expected). The 10^7 lines are a long check
-// (CUCKOO_LONG=1); the quick version runs seq 1 1000000, which still
-// grows the filter (it starts at 262,144 keys) twice.
+// (CUCKOO_LONG=1); the quick version runs seq 1 1000000. (From the
+// pipe, 10^7 lines start the filter at 2^23 keys, from the first 8 MiB,
+// and grow it once; 10^6 lines, under 8 MiB, are counted before it starts.)
 func TestDedupSeq10M(t *testing.T) {
 	t.Parallel()
 	if testing.Short() {

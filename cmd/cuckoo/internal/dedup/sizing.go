@@ -70,3 +70,30 @@ func EstimateLines(r io.ReaderAt, size, budget int64) (uint64, error) {
 	}
 	return uint64(est), nil
 }
+
+// Sizing a growing filter for an input of unknown size from its start
+// (ReadAhead).
+const (
+	// aheadFactor is how many times the lines read ahead a growing filter
+	// starts with room for when the input goes on past them: the lines of
+	// 64 MiB of input like its first 8 MiB.
+	aheadFactor = 8
+	// MaxAheadCapacity bounds that start: about 20 MiB of filter at the
+	// default rate, for an input of at least ReadAheadBytes.
+	MaxAheadCapacity = 1 << 23
+)
+
+// AheadCapacity returns the capacity to start a growing filter at for an
+// input of unknown size whose start a holds: its lines when a holds the
+// whole input (as EstimateLines counts a small file); when it goes on,
+// aheadFactor times the lines read ahead, at least floor and at most
+// MaxAheadCapacity (or floor, if larger). A filter that grows keeps its
+// false-positive rate below its bound whatever it starts at: this only
+// spares a large input the tables a small start adds, each of which every
+// lookup of a new key probes.
+func AheadCapacity(a *Ahead, floor uint64) uint64 {
+	if a.Complete() {
+		return max(a.Lines(), 1)
+	}
+	return max(floor, min(aheadFactor*a.Lines(), MaxAheadCapacity))
+}
