@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"time"
 )
 
 // ErrLocked is returned by [LockFile] and [FS].Lock when another holder
@@ -15,17 +16,32 @@ import (
 var ErrLocked = errors.New("vfs: lock held")
 
 // LockFile opens the file at path, creating it with perm (before the
-// umask) if needed, and takes an exclusive flock(2) lock on it without
-// waiting: ErrLocked when another process, or another open file of this
-// one, holds it. The lock lasts until the returned file is closed or the
-// process ends. Where flock(2) does not exist the file is opened but not
-// locked.
+// umask) if needed, and takes an exclusive flock(2) lock on it: ErrLocked
+// when another process, or another open file of this one, holds it. The
+// lock lasts until the returned file is closed or the process ends. Where
+// flock(2) does not exist the file is opened but not locked.
+//
+// A lock belongs to an open file, which a child process shares from its
+// fork until its exec closes the file: a lock its holder has released can
+// stay held for that moment if another goroutine of the holder's process
+// was starting a command (os/exec) as the file was closed. LockFile
+// therefore tries again for up to lockPatience before it reports
+// ErrLocked; a lock someone really holds costs the caller that long.
 func LockFile(path string, perm fs.FileMode) (*os.File, error) {
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, perm)
 	if err != nil {
 		return nil, err
 	}
-	if err := flock(f, false); err != nil {
+	pause := time.Millisecond
+	for deadline := time.Now().Add(lockPatience); ; {
+		err = flock(f, false)
+		if !errors.Is(err, errWouldBlock) || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(pause)
+		pause = min(2*pause, 50*time.Millisecond)
+	}
+	if err != nil {
 		f.Close()
 		if errors.Is(err, errWouldBlock) {
 			return nil, ErrLocked
@@ -34,6 +50,10 @@ func LockFile(path string, perm fs.FileMode) (*os.File, error) {
 	}
 	return f, nil
 }
+
+// lockPatience is how long LockFile tries a lock that is held: far longer
+// than a fork's wait for its exec, even on a loaded machine.
+const lockPatience = time.Second
 
 // WriterLock is the writers' lock of one target file, held by at most one
 // process (and one WriterLock) at a time. It is taken on a lock file

@@ -3,6 +3,7 @@ package vfs_test
 import (
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"sync"
@@ -12,8 +13,7 @@ import (
 	"github.com/dedupkit/cuckoo/internal/vfs"
 )
 
-// TestLockFileExcludes: a second lock of one file fails at once with
-// ErrLocked, through LockFile and through OS.Lock, until the first is
+// TestLockFileExcludes: a second lock of one file fails with ErrLocked, through LockFile and through OS.Lock, until the first is
 // released; then it is taken again.
 func TestLockFileExcludes(t *testing.T) {
 	if !vfs.FlockSupported {
@@ -148,5 +148,44 @@ func TestLockChurn(t *testing.T) {
 	wg.Wait()
 	if got := string(mustRead(t, path)); got != strconv.Itoa(writers*rounds) {
 		t.Fatalf("counter %s after %d increments", got, writers*rounds)
+	}
+}
+
+// TestLockFileOutlastsAChildsCopy: a lock released by its holder while a
+// child process still has the open file (as a child of os/exec does
+// between its fork and its exec) is taken once the child lets go, and a
+// lock the child keeps is ErrLocked after LockFile's patience.
+func TestLockFileOutlastsAChildsCopy(t *testing.T) {
+	if !vfs.FlockSupported {
+		t.Skip("no flock on this system: LockFile does not lock")
+	}
+	sleep, err := exec.LookPath("sleep")
+	if err != nil {
+		t.Skip("no sleep command")
+	}
+	for _, c := range []struct {
+		hold string
+		want error
+	}{{"0.2", nil}, {"5", vfs.ErrLocked}} {
+		path := filepath.Join(t.TempDir(), "LOCK")
+		first, err := vfs.LockFile(path, 0o640)
+		if err != nil {
+			t.Fatal(err)
+		}
+		child := exec.Command(sleep, c.hold)
+		child.ExtraFiles = []*os.File{first} // the child shares the locked open file
+		if err := child.Start(); err != nil {
+			t.Fatal(err)
+		}
+		first.Close() // released here, still held through the child's copy
+		f, err := vfs.LockFile(path, 0o640)
+		if !errors.Is(err, c.want) {
+			t.Errorf("child holding the lock %s s: LockFile: %v, want %v", c.hold, err, c.want)
+		}
+		if f != nil {
+			f.Close()
+		}
+		child.Process.Kill()
+		child.Wait()
 	}
 }
