@@ -198,39 +198,6 @@ func chainFirst(cs []chainLevel, h uint64) int {
 	return -1
 }
 
-// containsBatch sets found[k] to has(hs[k]), a group of batchGroup keys at
-// a time: the next group's buckets are located and prefetched before the
-// current group is probed (batch.go), so that their misses overlap.
-func (c *chainLevel) containsBatch(hs []uint64, found []bool) {
-	var staged [2]chainGroup // two groups: staged, and probed
-	found = found[:len(hs)]
-	n := min(batchGroup, len(hs))
-	c.stage(hs[:n], &staged[0])
-	for lo, cur := 0, 0; lo < len(hs); cur ^= 1 {
-		next, nextN := lo+n, 0
-		if next < len(hs) {
-			nextN = min(batchGroup, len(hs)-next)
-			c.stage(hs[next:next+nextN], &staged[cur^1])
-		}
-		g := &staged[cur]
-		if c.loads == 2 {
-			for k := range n {
-				a0, a1 := c.read(g.i1[k])
-				b0, b1 := c.read(g.i2[k])
-				r0 := g.fp[k] * c.low
-				r1 := r0 & c.lastLanes
-				found[lo+k] = anyZero(a0^r0, c.low, c.high)|anyZero(a1^r1, c.lastLow, c.lastHigh)|
-					anyZero(b0^r0, c.low, c.high)|anyZero(b1^r1, c.lastLow, c.lastHigh) != 0
-			}
-		} else {
-			for k := range n {
-				found[lo+k] = c.holds(g.i1[k], g.fp[k], g.i2[k], g.fp[k])
-			}
-		}
-		lo, n = next, nextN
-	}
-}
-
 // chainGroup is a group of keys located in one table.
 type chainGroup struct {
 	i1, i2, fp [batchGroup]uint64

@@ -213,28 +213,6 @@ func (g *growTable) contains(h uint64) bool {
 	return g.rd.holds(j1, tag1, j2, tag2)
 }
 
-// containsBatch sets found[k] to contains(hs[k]), a group of batchGroup
-// keys at a time: the next group's buckets are located and prefetched
-// before the current group is probed (batch.go), so their misses overlap.
-func (g *growTable) containsBatch(hs []uint64, found []bool) {
-	var js, tags [2][2 * batchGroup]uint64 // two groups: staged, and probed
-	found = found[:len(hs)]
-	n := min(batchGroup, len(hs))
-	g.stage(hs[:n], &js[0], &tags[0])
-	for lo, cur := 0, 0; lo < len(hs); cur ^= 1 {
-		next, nextN := lo+n, 0
-		if next < len(hs) {
-			nextN = min(batchGroup, len(hs)-next)
-			g.stage(hs[next:next+nextN], &js[cur^1], &tags[cur^1])
-		}
-		j, tag := &js[cur], &tags[cur]
-		for k := range n {
-			found[lo+k] = g.rd.holds(j[2*k], tag[2*k], j[2*k+1], tag[2*k+1])
-		}
-		lo, n = next, nextN
-	}
-}
-
 // stage locates up to batchGroup hashes, two buckets and tags each, into
 // js and tags, and prefetches the buckets.
 func (g *growTable) stage(hs []uint64, js, tags *[2 * batchGroup]uint64) {

@@ -1,8 +1,5 @@
 package guard
 
-// PointerKey is the Redis key of the pointer of the Shared set name.
-func PointerKey(name string) string { return pointerKey(name) }
-
 // Generations returns the names of the current, fresh and retired
 // generations of a Shared set, as its process last read them.
 func Generations(set Set) (cur, next string, retired []string) {

@@ -440,11 +440,15 @@ func TestBatchRounds(t *testing.T) {
 			}
 		}
 
-		b, err := redisfilter.NewBloom(ctx, rdb, uniqueName(t), n, 0.01, redisfilter.WithSeed(rng.Uint64()))
+		bloomName := uniqueName(t)
+		b, err := redisfilter.NewBloom(ctx, rdb, bloomName, n, 0.01, redisfilter.WithSeed(rng.Uint64()))
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { b.Drop(ctx) })
+		if b.Name() != bloomName {
+			t.Errorf("Bloom.Name() = %q, want %q", b.Name(), bloomName)
+		}
 		if err := b.AddBatch(ctx, in, make([]error, len(in))); err != nil {
 			t.Fatal(err)
 		}
