@@ -90,6 +90,7 @@ func TestAnyBucketSize(t *testing.T) {
 // capacity is the one expectedFPR gives (FalsePositiveRate), within 5σ,
 // over at least 100/rate probes.
 func TestAnyBucketSizeRate(t *testing.T) {
+	t.Parallel()
 	for _, sh := range []struct{ b, f int }{{1, 16}, {3, 8}, {5, 10}, {16, 12}} {
 		const n = 20_000
 		f, err := cuckoo.New(n, cuckoo.WithBucketSize(sh.b), cuckoo.WithFingerprintBits(sh.f), cuckoo.WithSeed(7))
@@ -120,6 +121,7 @@ func TestAnyBucketSizeRate(t *testing.T) {
 // TestAnyBucketSizeScalable: a Scalable of any bucket size grows past
 // many tables without losing a key, and round-trips.
 func TestAnyBucketSizeScalable(t *testing.T) {
+	t.Parallel()
 	for _, b := range []int{1, 3, 5, 16, 100, 255} {
 		t.Run(fmt.Sprint("b=", b), func(t *testing.T) {
 			s, err := cuckoo.NewScalable(100, cuckoo.WithBucketSize(b), cuckoo.WithSeed(uint64(b)))
@@ -216,6 +218,7 @@ func TestOneSlotNeedsWideFingerprints(t *testing.T) {
 // sizes: New(n) has room for n distinct keys for n from 1 to 1000, for
 // many seeds (20,000 with CUCKOO_LONG=1).
 func TestBucketCapacityHolds(t *testing.T) {
+	t.Parallel()
 	seeds := uint64(300)
 	if testlong.Enabled() {
 		seeds = 20_000

@@ -24,6 +24,7 @@ func regressionKey(i uint64) []byte {
 // delete lands between snapshot's dropLeading and its exclusive sections in
 // most attempts.)
 func TestSnapshotRacesRelease(t *testing.T) {
+	t.Parallel()
 	for attempt := 0; attempt < 12; attempt++ {
 		c, err := NewConcurrent(100_000, WithGrowth(16), WithSeed(uint64(attempt)))
 		if err != nil {
