@@ -91,19 +91,22 @@ func TestAnyBucketSize(t *testing.T) {
 // over at least 100/rate probes.
 func TestAnyBucketSizeRate(t *testing.T) {
 	t.Parallel()
+	// The race detector, which compiles in the invariant checks, takes a
+	// quarter of the keys and probes: the same 5σ bound.
+	scale := float64(size(1, 1, 4))
 	for _, sh := range []struct{ b, f int }{{1, 16}, {3, 8}, {5, 10}, {16, 12}} {
-		const n = 20_000
+		n := uint64(20_000 / scale)
 		f, err := cuckoo.New(n, cuckoo.WithBucketSize(sh.b), cuckoo.WithFingerprintBits(sh.f), cuckoo.WithSeed(7))
 		if err != nil {
 			t.Fatal(err)
 		}
-		for i := range uint64(n) {
+		for i := range n {
 			if err := f.Add(key(0, i)); err != nil {
 				t.Fatal(err)
 			}
 		}
 		p := f.FalsePositiveRate()
-		probes := uint64(max(200_000, 100/p))
+		probes := uint64(max(200_000, 100/p) / scale)
 		fp := 0
 		for i := range probes {
 			if f.Contains(key(1, i)) {
@@ -128,8 +131,8 @@ func TestAnyBucketSizeScalable(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			const n = 30_000
-			for i := range uint64(n) {
+			n := uint64(size(30_000, 30_000, 6_000)) // 6 tables or more from 100 keys
+			for i := range n {
 				if err := s.Add(key(0, i)); err != nil {
 					t.Fatalf("key %d refused: %v", i, err)
 				}
@@ -153,7 +156,7 @@ func TestAnyBucketSizeScalable(t *testing.T) {
 			if err := g.UnmarshalBinary(data); err != nil {
 				t.Fatal(err)
 			}
-			for i := range uint64(n) {
+			for i := range n {
 				if i%3 != 0 && !g.Contains(key(0, i)) {
 					t.Fatalf("key %d lost", i)
 				}

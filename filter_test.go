@@ -361,7 +361,7 @@ func TestOverfillLosesNothing(t *testing.T) {
 	for _, l := range layouts {
 		for _, bits := range []int{6, 12} {
 			t.Run(fmt.Sprintf("%v/f=%d", l, bits), func(t *testing.T) {
-				const n = 3000
+				n := uint64(size(3000, 3000, 1000))
 				f, _ := cuckoo.New(n, l.opts(bits, cuckoo.WithSeed(uint64(l.b*100+bits)))...)
 				var ok []uint64
 				fails := 0
@@ -467,17 +467,15 @@ func TestDuplicatesWithoutLimit(t *testing.T) {
 // sqrt(p(1-p)/N). The measured rate must lie within expected ± 5 sigma, and
 // (issue 2) at most 10% above 2·b·load/(2^f−1). N is chosen so that 5 sigma
 // is under 5% of the rate, which keeps the second bound meaningful. That
-// is a long check (CUCKOO_LONG=1): the quick run, -short and the race
-// detector (which slows lookups tenfold) fill 200,000 keys, probe fewer
-// (5 sigma is then about 35% of the rate) and check the 5-sigma band only.
+// is a long check (CUCKOO_LONG=1): the quick run and -short fill 200,000
+// keys (the race detector, which slows lookups tenfold, 50,000), probe
+// fewer (5 sigma is then about 35% of the rate) and check the 5-sigma band
+// only.
 // The filters' seeds are fixed: the outcome is the same on every run.
 func TestFalsePositiveRate(t *testing.T) {
 	t.Parallel()
 	quick := !longRun()
-	n := uint64(1_000_000)
-	if quick {
-		n = 200_000
-	}
+	n := uint64(sized(1_000_000, 200_000, 200_000, 50_000))
 	for _, l := range layouts {
 		b := l.b
 		for _, bits := range []int{8, 12, 13, 16} {
@@ -498,7 +496,7 @@ func TestFalsePositiveRate(t *testing.T) {
 				if quick {
 					probes = uint64(math.Ceil(200 / expected))
 				}
-				probes = max(probes, 1_000_000)
+				probes = max(probes, uint64(size(1_000_000, 1_000_000, 250_000)))
 				hits := 0
 				for i := uint64(0); i < probes; i++ {
 					if f.Contains(key(1, i)) {
@@ -761,13 +759,14 @@ func TestSemiSortedTarget(t *testing.T) {
 
 // TestIssue16CapacityHolds: New(n) holds n distinct keys, over 20,000
 // seeds for each n of 1, 2, 3, 7, 100 and 1000 and each bucket size in
-// the long checks (CUCKOO_LONG=1), the seeds 0 to 1,999 otherwise. With
+// the long checks (CUCKOO_LONG=1), the seeds 0 to 1,999 otherwise (to 499
+// under the race detector). With
 // 2-slot buckets this failed for 12 of 20,000 filters of 7 keys before
 // small tables were given their margin (the first: seed 198, 12-bit
 // fingerprints).
 func TestIssue16CapacityHolds(t *testing.T) {
 	t.Parallel()
-	seeds := uint64(sized(20_000, 2_000, 2_000, 2_000))
+	seeds := uint64(sized(20_000, 2_000, 2_000, 500))
 	checkCapacityHolds(t, []struct{ b, f int }{{2, 6}, {2, 12}, {2, 16}, {4, 8}, {4, 16}, {8, 8}, {8, 16}}, []uint64{1, 2, 3, 7, 100, 1000}, seeds)
 }
 

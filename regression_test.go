@@ -62,7 +62,7 @@ func TestOverfillSegmentsAndConcurrent(t *testing.T) {
 	t.Parallel()
 	for _, segs := range []int{2, 5} {
 		for _, b := range []int{2, 4, 8} {
-			const n = 3000
+			n := uint64(size(3000, 3000, 1000))
 			f, err := cuckoo.New(n, cuckoo.WithSegments(segs), cuckoo.WithBucketSize(b), cuckoo.WithFingerprintBits(8), cuckoo.WithSeed(uint64(segs*10+b)))
 			if err != nil {
 				t.Fatal(err)
