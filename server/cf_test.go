@@ -193,17 +193,24 @@ func TestDuplicatesUnlimited(t *testing.T) {
 	c.do("CF.RESERVE", "fixed", "1000", "EXPANSION", "0")
 	c.do("CF.RESERVE", "growing", "1000")
 	const n = 10_000
+	repeat := func(args ...string) [][]string {
+		cmds := make([][]string, n)
+		for i := range cmds {
+			cmds[i] = args
+		}
+		return cmds
+	}
 	for _, k := range []string{"fixed", "growing"} {
-		for range n {
-			if got := c.do("CF.ADD", k, "hot"); got != ":1\r\n" {
-				t.Fatalf("%s: %q", k, got)
+		for i, got := range c.pipeline(repeat("CF.ADD", k, "hot")) {
+			if got != ":1\r\n" {
+				t.Fatalf("%s: add %d: %q", k, i, got)
 			}
 		}
 		if got := c.do("CF.COUNT", k, "hot"); got != fmt.Sprintf(":%d\r\n", n) {
 			t.Fatalf("%s: CF.COUNT %q", k, got)
 		}
-		for i := range n {
-			if got := c.do("CF.DEL", k, "hot"); got != ":1\r\n" {
+		for i, got := range c.pipeline(repeat("CF.DEL", k, "hot")) {
+			if got != ":1\r\n" {
 				t.Fatalf("%s: delete %d: %q", k, i, got)
 			}
 		}
