@@ -90,19 +90,23 @@ func TestAnyBucketSize(t *testing.T) {
 // capacity is the one expectedFPR gives (FalsePositiveRate), within 5σ,
 // over at least 100/rate probes.
 func TestAnyBucketSizeRate(t *testing.T) {
+	t.Parallel()
+	// The race detector, which compiles in the invariant checks, takes a
+	// quarter of the keys and probes: the same 5σ bound.
+	scale := float64(size(1, 1, 4))
 	for _, sh := range []struct{ b, f int }{{1, 16}, {3, 8}, {5, 10}, {16, 12}} {
-		const n = 20_000
+		n := uint64(20_000 / scale)
 		f, err := cuckoo.New(n, cuckoo.WithBucketSize(sh.b), cuckoo.WithFingerprintBits(sh.f), cuckoo.WithSeed(7))
 		if err != nil {
 			t.Fatal(err)
 		}
-		for i := range uint64(n) {
+		for i := range n {
 			if err := f.Add(key(0, i)); err != nil {
 				t.Fatal(err)
 			}
 		}
 		p := f.FalsePositiveRate()
-		probes := uint64(max(200_000, 100/p))
+		probes := uint64(max(200_000, 100/p) / scale)
 		fp := 0
 		for i := range probes {
 			if f.Contains(key(1, i)) {
@@ -120,6 +124,7 @@ func TestAnyBucketSizeRate(t *testing.T) {
 // TestAnyBucketSizeScalable: a Scalable of any bucket size grows past
 // many tables without losing a key, and round-trips.
 func TestAnyBucketSizeScalable(t *testing.T) {
+	t.Parallel()
 	for _, b := range []int{1, 3, 5, 16, 100, 255} {
 		t.Run(fmt.Sprint("b=", b), func(t *testing.T) {
 			s, err := cuckoo.NewScalable(100, cuckoo.WithBucketSize(b), cuckoo.WithSeed(uint64(b)))
@@ -216,6 +221,7 @@ func TestOneSlotNeedsWideFingerprints(t *testing.T) {
 // sizes: New(n) has room for n distinct keys for n from 1 to 1000, for
 // many seeds (20,000 with CUCKOO_LONG=1).
 func TestBucketCapacityHolds(t *testing.T) {
+	t.Parallel()
 	seeds := uint64(300)
 	if testlong.Enabled() {
 		seeds = 20_000

@@ -24,10 +24,12 @@ func decodeConcurrent(data []byte) (multiset, error) {
 }
 
 // TestConcurrentModel runs the model test on one goroutine, for a fixed
-// filter (Add may fail; a failure changes nothing) and a growing one.
+// filter (Add may fail; a failure changes nothing) and a growing one:
+// 2,500 steps each in the long checks (CUCKOO_LONG=1), 1,500 otherwise.
 func TestConcurrentModel(t *testing.T) {
+	t.Parallel()
 	r := testRand(t)
-	steps := size(2500, 1000, 300)
+	steps := sized(2500, 1500, 1000, 300)
 	for _, b := range []int{2, 4, 8} {
 		for _, bits := range []int{4, 8, 13, 32} {
 			for _, growing := range []bool{false, true} {
@@ -51,9 +53,11 @@ func TestConcurrentModel(t *testing.T) {
 	}
 }
 
-// TestConcurrentCapacity: NewConcurrent(n) holds n distinct keys, like New.
+// TestConcurrentCapacity: NewConcurrent(n) holds n distinct keys, like New
+// (up to 10^6 keys in the long checks, CUCKOO_LONG=1; 10^5 otherwise).
 func TestConcurrentCapacity(t *testing.T) {
-	sizes := []uint64{1, 7, 100, 1000, uint64(size(1_000_000, 100_000, 10_000))}
+	t.Parallel()
+	sizes := []uint64{1, 7, 100, 1000, uint64(sized(1_000_000, 100_000, 100_000, 10_000))}
 	for _, b := range []int{2, 4, 8} {
 		for _, bits := range []int{4, 8, 12, 16} {
 			for _, n := range sizes {
@@ -74,6 +78,7 @@ func TestConcurrentCapacity(t *testing.T) {
 // TestConcurrentOverfill adds far past capacity: every key whose Add
 // returned nil is still there after many ErrFull.
 func TestConcurrentOverfill(t *testing.T) {
+	t.Parallel()
 	for _, b := range []int{2, 4, 8} {
 		capacity := uint64(size(2000, 2000, 400))
 		c, _ := cuckoo.NewConcurrent(capacity, cuckoo.WithBucketSize(b), cuckoo.WithFingerprintBits(12), cuckoo.WithSeed(9))
@@ -119,6 +124,7 @@ func stressKey(k uint64) []byte { return key(0, k) }
 // and 12-bit ones (slots straddle words, which lock-free inserts leave to
 // the locked path).
 func TestConcurrentStress(t *testing.T) {
+	t.Parallel()
 	for _, shape := range []struct {
 		growing bool
 		bits    int
@@ -249,6 +255,7 @@ func TestConcurrentStress(t *testing.T) {
 // two buckets all the time. A reader that read a key's buckets on either
 // side of a move would report it absent.
 func TestConcurrentReaders(t *testing.T) {
+	t.Parallel()
 	for _, b := range []int{2, 4, 8} {
 		t.Run(fmt.Sprintf("b=%d", b), func(t *testing.T) {
 			const capacity = 4000
@@ -322,6 +329,7 @@ func TestConcurrentReaders(t *testing.T) {
 // must be there, and the counts exact. Half the keys are added by every
 // goroutine at once, so that lock-free inserts of one fingerprint race.
 func TestConcurrentInsertRace(t *testing.T) {
+	t.Parallel()
 	for _, bits := range []int{16, 12, 8} {
 		t.Run(fmt.Sprintf("f=%d", bits), func(t *testing.T) {
 			const workers = 4
@@ -452,6 +460,7 @@ func TestConcurrentAddUniqueOnce(t *testing.T) {
 // TestConcurrentGrowth: goroutines fill a growing filter a hundred-fold; no
 // Add fails, no key is lost, and the tables are the Scalable's.
 func TestConcurrentGrowth(t *testing.T) {
+	t.Parallel()
 	const initial, workers = 1000, 2
 	n := uint64(size(100_000, 100_000, 20_000))
 	c, _ := cuckoo.NewConcurrent(initial, cuckoo.WithFingerprintBits(12), cuckoo.WithGrowth(2), cuckoo.WithSeed(6))
@@ -514,6 +523,8 @@ func TestConcurrentSnapshotFormats(t *testing.T) {
 	if err := f.UnmarshalBinary(data); err != nil {
 		t.Fatal(err)
 	}
+	// The seed is fixed: no other key's fingerprint shares "hot"'s buckets,
+	// so its count is exactly its copies.
 	if f.Len() != c.Len() || f.CountString("hot") != 5 {
 		t.Fatalf("as a Filter: Len %d, Count %d", f.Len(), f.CountString("hot"))
 	}

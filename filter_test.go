@@ -98,6 +98,7 @@ func TestFalsePositiveRateOption(t *testing.T) {
 // asked for is met with wider fingerprints there instead; and that
 // growing filters, which add a table when one fills, take any capacity.
 func TestReliableCapacity(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		bits  int
 		limit uint64
@@ -205,6 +206,7 @@ func TestBucketCount(t *testing.T) {
 // buckets to 0.84 and 0.91 at worst, so those shapes cannot be within 10%;
 // see targetLoad.)
 func TestMemoryIsPacked(t *testing.T) {
+	t.Parallel()
 	for _, l := range layouts {
 		b := l.b
 		for _, bits := range []int{4, 5, 6, 8, 9, 12, 13, 16, 17, 24, 31, 32} {
@@ -234,12 +236,14 @@ func TestMemoryIsPacked(t *testing.T) {
 
 // TestCapacityFits adds exactly capacity distinct keys to filters of many
 // shapes and sizes, boundaries included: none may fail, all must be found.
+// The long checks (CUCKOO_LONG=1) add filters of 1,000,003 keys.
 func TestCapacityFits(t *testing.T) {
+	t.Parallel()
 	sizes := []uint64{1, 2, 3, 5, 7, 8, 9, 15, 16, 17, 100, 1000, 4099}
 	if !raceEnabled {
 		sizes = append(sizes, 65536, 100_001)
 	}
-	if !testing.Short() && !raceEnabled {
+	if longRun() {
 		sizes = append(sizes, 1_000_003)
 	}
 	for _, l := range layouts {
@@ -276,8 +280,10 @@ func TestCapacityFits(t *testing.T) {
 // TestCapacityFitsSpreadOffsets fills to capacity tables whose least
 // bucket count (the count New planned before it checked the offsets, see
 // internal/addr.Spread) does not spread: with that count, seed 2 of the
-// first case stops at load 0.880, below the 0.89 planned.
+// first case stops at load 0.880, below the 0.89 planned. The tables of
+// more than 10^6 keys are filled in the long checks (CUCKOO_LONG=1).
 func TestCapacityFitsSpreadOffsets(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		l    layout
 		bits int
@@ -301,7 +307,7 @@ func TestCapacityFitsSpreadOffsets(t *testing.T) {
 		return
 	}
 	for _, tc := range cases {
-		if testing.Short() && tc.n > 1_000_000 {
+		if !longRun() && tc.n > 1_000_000 {
 			continue
 		}
 		for seed := uint64(1); seed <= 3; seed++ {
@@ -320,13 +326,11 @@ func TestCapacityFitsSpreadOffsets(t *testing.T) {
 
 // TestFirstFailureLoad fills distinct keys until the first ErrFull and
 // checks the load reached: at least 0.80, 0.93 and 0.96 for 2-, 4- and
-// 8-slot buckets (issue 2). Measured here at 10^6 keys: about 0.87, 0.96,
-// 0.989.
+// 8-slot buckets (issue 2). Measured here at 10^6 keys (the long checks,
+// CUCKOO_LONG=1; 10^5 otherwise): about 0.87, 0.96, 0.989.
 func TestFirstFailureLoad(t *testing.T) {
-	n := uint64(1_000_000)
-	if testing.Short() || raceEnabled {
-		n = 100_000
-	}
+	t.Parallel()
+	n := uint64(sized(1_000_000, 100_000, 100_000, 100_000))
 	for _, tc := range []struct {
 		l    layout
 		want float64
@@ -353,10 +357,11 @@ func TestFirstFailureLoad(t *testing.T) {
 // returned nil must still be found, every failed Add must leave the filter
 // byte for byte as it was, and Len must count the successes.
 func TestOverfillLosesNothing(t *testing.T) {
+	t.Parallel()
 	for _, l := range layouts {
 		for _, bits := range []int{6, 12} {
 			t.Run(fmt.Sprintf("%v/f=%d", l, bits), func(t *testing.T) {
-				const n = 3000
+				n := uint64(size(3000, 3000, 1000))
 				f, _ := cuckoo.New(n, l.opts(bits, cuckoo.WithSeed(uint64(l.b*100+bits)))...)
 				var ok []uint64
 				fails := 0
@@ -461,16 +466,16 @@ func TestDuplicatesWithoutLimit(t *testing.T) {
 // Bounds: with N probes and expected rate p the count is binomial, sigma =
 // sqrt(p(1-p)/N). The measured rate must lie within expected ± 5 sigma, and
 // (issue 2) at most 10% above 2·b·load/(2^f−1). N is chosen so that 5 sigma
-// is under 5% of the rate, which keeps the second bound meaningful; short
-// mode probes fewer keys and checks the 5-sigma band only.
+// is under 5% of the rate, which keeps the second bound meaningful. That
+// is a long check (CUCKOO_LONG=1): the quick run and -short fill 200,000
+// keys (the race detector, which slows lookups tenfold, 50,000), probe
+// fewer (5 sigma is then about 35% of the rate) and check the 5-sigma band
+// only.
+// The filters' seeds are fixed: the outcome is the same on every run.
 func TestFalsePositiveRate(t *testing.T) {
-	// -short and the race detector (which slows lookups tenfold) take
-	// fewer keys and probes; the bound stays 5 sigma.
-	quick := testing.Short() || raceEnabled
-	n := uint64(1_000_000)
-	if quick {
-		n = 200_000
-	}
+	t.Parallel()
+	quick := !longRun()
+	n := uint64(sized(1_000_000, 200_000, 200_000, 50_000))
 	for _, l := range layouts {
 		b := l.b
 		for _, bits := range []int{8, 12, 13, 16} {
@@ -491,7 +496,7 @@ func TestFalsePositiveRate(t *testing.T) {
 				if quick {
 					probes = uint64(math.Ceil(200 / expected))
 				}
-				probes = max(probes, 1_000_000)
+				probes = max(probes, uint64(size(1_000_000, 1_000_000, 250_000)))
 				hits := 0
 				for i := uint64(0); i < probes; i++ {
 					if f.Contains(key(1, i)) {
@@ -529,6 +534,8 @@ func TestStringAndHashVariants(t *testing.T) {
 	if !bytes.Equal(a, b) {
 		t.Fatal("AddString and Add build different filters")
 	}
+	// The seeds are fixed, and with them no two of the 500 keys share a
+	// fingerprint and a bucket: each key's count is exactly 1.
 	for i := uint64(0); i < 500; i++ {
 		s := string(key(0, i))
 		if !g.ContainsString(s) || g.CountString(s) != 1 {
@@ -716,12 +723,12 @@ func TestAltIndexIsAnInvolution(t *testing.T) {
 // at most 12.7 bits per item at a measured false-positive rate of at most
 // 0.1 %. A 13-bit semi-sorted filter stores 12 bits per slot at a load of
 // 0.95 (12.63 bits per item) with an expected rate of 0.093 %. The rate is
-// measured over enough absent keys that 5 sigma is 5 % of it.
+// measured over enough absent keys that 5 sigma is 5 % of it: 10^6 keys
+// and 11·10^6 probes in the long checks (CUCKOO_LONG=1); otherwise 10^5
+// keys and 10^6 probes, where 5 sigma is 16 % of it. The seed is fixed.
 func TestSemiSortedTarget(t *testing.T) {
-	n := uint64(1_000_000)
-	if testing.Short() || raceEnabled {
-		n = 100_000
-	}
+	t.Parallel()
+	n := uint64(sized(1_000_000, 100_000, 100_000, 100_000))
 	f, err := cuckoo.New(n, cuckoo.WithFingerprintBits(13), cuckoo.WithSemiSorting(), cuckoo.WithSeed(13))
 	if err != nil {
 		t.Fatal(err)
@@ -732,10 +739,7 @@ func TestSemiSortedTarget(t *testing.T) {
 		}
 	}
 	bitsPerItem := float64(f.TableBytes()*8) / float64(n)
-	probes := uint64(11_000_000)
-	if testing.Short() || raceEnabled {
-		probes = 1_000_000
-	}
+	probes := uint64(sized(11_000_000, 1_000_000, 1_000_000, 1_000_000))
 	hits := 0
 	for i := uint64(0); i < probes; i++ {
 		if f.Contains(key(1, i)) {
@@ -754,15 +758,15 @@ func TestSemiSortedTarget(t *testing.T) {
 }
 
 // TestIssue16CapacityHolds: New(n) holds n distinct keys, over 20,000
-// seeds for each n of 1, 2, 3, 7, 100 and 1000 and each bucket size (2,000
-// seeds with -short). With 2-slot buckets this failed for 12 of 20,000
-// filters of 7 keys before small tables were given their margin (the
-// first: seed 198, 12-bit fingerprints).
+// seeds for each n of 1, 2, 3, 7, 100 and 1000 and each bucket size in
+// the long checks (CUCKOO_LONG=1), the seeds 0 to 1,999 otherwise (to 499
+// under the race detector). With
+// 2-slot buckets this failed for 12 of 20,000 filters of 7 keys before
+// small tables were given their margin (the first: seed 198, 12-bit
+// fingerprints).
 func TestIssue16CapacityHolds(t *testing.T) {
-	seeds := uint64(20_000)
-	if testing.Short() || raceEnabled {
-		seeds = 2_000
-	}
+	t.Parallel()
+	seeds := uint64(sized(20_000, 2_000, 2_000, 500))
 	checkCapacityHolds(t, []struct{ b, f int }{{2, 6}, {2, 12}, {2, 16}, {4, 8}, {4, 16}, {8, 8}, {8, 16}}, []uint64{1, 2, 3, 7, 100, 1000}, seeds)
 }
 

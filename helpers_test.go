@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/dedupkit/cuckoo"
+	"github.com/dedupkit/cuckoo/internal/testlong"
 	"github.com/dedupkit/cuckoo/internal/testseed"
 )
 
@@ -82,6 +83,26 @@ func size(normal, short, race int) int {
 	}
 	return normal
 }
+
+// sized picks the size of a test that has a long version: the long
+// checks' (CUCKOO_LONG=1, internal/testlong), the quick run's (README's
+// `go test ./...`), -short's, or the race detector's. Sizes shrink;
+// bounds never loosen.
+func sized(long, quick, short, race int) int {
+	switch {
+	case raceEnabled:
+		return race
+	case testing.Short():
+		return short
+	case testlong.Enabled():
+		return long
+	}
+	return quick
+}
+
+// longRun reports whether a test runs its long version: when the long
+// checks run (CUCKOO_LONG=1), outside -short and the race detector.
+func longRun() bool { return testlong.Enabled() && !testing.Short() && !raceEnabled }
 
 var update = flag.Bool("update", false, "rewrite the golden files of the current format version and the fuzz seed corpus (review the diff)")
 

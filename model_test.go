@@ -113,12 +113,13 @@ func runModel(t *testing.T, f *cuckoo.Filter, r *rand.Rand, steps int, universe 
 	t.Logf("%d steps, %d keys, %d items, %d full inserts, load %.3f", steps, len(m), m.total(), fulls, f.LoadFactor())
 }
 
+// TestModel runs runModel on filters of every layout and many widths:
+// 20,000 steps each in the long checks (CUCKOO_LONG=1), 4,000 otherwise,
+// 1,000 under the race detector.
 func TestModel(t *testing.T) {
+	t.Parallel()
 	r := testRand(t)
-	steps := 20000
-	if testing.Short() {
-		steps = 4000
-	}
+	steps := sized(20_000, 4_000, 4_000, 1_000)
 	for _, l := range layouts {
 		for _, bits := range []int{4, 8, 12, 16, 19, 32} {
 			t.Run(fmt.Sprintf("%v/f=%d", l, bits), func(t *testing.T) {

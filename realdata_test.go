@@ -81,18 +81,17 @@ func nearMisses(line string, lines map[string]bool, fn func(string)) {
 // lengths collide (as the first hash did for "1000" and "10000", whatever
 // the seed) gives many. Allowed: the Poisson count that chance exceeds with
 // probability below 10^-9 for each seed. Each seed takes every third line
-// of the tree (about 100,000 lines, 10 million near misses; a sixteenth of
-// that with -short).
+// of the tree (about 100,000 lines, 10 million near misses) in the long
+// checks (CUCKOO_LONG=1); a sixteenth of that otherwise (a 64th under the
+// race detector).
 func TestIssue16NearMisses(t *testing.T) {
+	t.Parallel()
 	all := goSourceLines(t, 24)
 	set := make(map[string]bool, len(all))
 	for _, l := range all {
 		set[l] = true
 	}
-	step := 3
-	if testing.Short() || raceEnabled {
-		step = 48
-	}
+	step := sized(3, 48, 48, 192)
 	for s, seed := range []uint64{1, 2, 0x9e3779b97f4a7c15} {
 		var lines []string
 		for i := s; i < len(all); i += step {
@@ -145,8 +144,10 @@ func poissonQuantile(mean, p float64) int {
 // for them at 10^-4, absent decimal numbers are false positives at the
 // filter's own estimate (within 5σ), and deleting a number never deletes
 // another number (the first hash made DeleteString("10000") remove "1000").
+// The keys are "0" to "99999" outside the long checks (CUCKOO_LONG=1).
 func TestIssue16DecimalKeys(t *testing.T) {
-	n := size(1_000_000, 100_000, 20_000)
+	t.Parallel()
+	n := sized(1_000_000, 100_000, 100_000, 20_000)
 	f, err := cuckoo.New(uint64(n), cuckoo.WithFalsePositiveRate(1e-4), cuckoo.WithSeed(16))
 	if err != nil {
 		t.Fatal(err)

@@ -28,6 +28,7 @@ func scalableBatchKeys(n int) [][]byte {
 // AddUnique did; ContainsBatch and ContainsHashBatch answer what Contains
 // and ContainsHash do, for present and absent keys.
 func TestScalableBatchMatchesLoop(t *testing.T) {
+	t.Parallel()
 	keys := scalableBatchKeys(size(20_000, 20_000, 5_000))
 	for _, l := range layouts {
 		t.Run(l.String(), func(t *testing.T) {

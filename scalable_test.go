@@ -18,7 +18,11 @@ import (
 	"github.com/dedupkit/cuckoo"
 )
 
-var fullGrowth = flag.Bool("growth.full", false, "TestScalableGrowth: grow from 10,000 to 10 million keys in every mode (the reported figures)")
+var fullGrowthFlag = flag.Bool("growth.full", false, "TestScalableGrowth and TestIssue16ScalableRateIsABound: grow from 10,000 to 10 million keys in every mode, at every rate (the reported figures; the long checks, CUCKOO_LONG=1, do too)")
+
+// fullGrowth reports whether the growth tests grow from 10,000 to 10
+// million keys: with -growth.full, and in the long checks.
+func fullGrowth() bool { return *fullGrowthFlag || longRun() }
 
 // multiset is what the model tests need of a Scalable or a Concurrent.
 type multiset interface {
@@ -145,9 +149,13 @@ func decodeScalable(data []byte) (multiset, error) {
 	return &s, err
 }
 
+// TestScalableModel runs the model test on growing filters of every
+// layout: 2,500 steps each in the long checks (CUCKOO_LONG=1), 1,500
+// otherwise.
 func TestScalableModel(t *testing.T) {
+	t.Parallel()
 	r := testRand(t)
-	steps := size(2500, 1000, 400)
+	steps := sized(2500, 1500, 1000, 400)
 	for _, l := range layouts {
 		for _, bits := range []int{4, 8, 13, 32} {
 			growths := []float64{2}
@@ -172,6 +180,7 @@ func TestScalableModel(t *testing.T) {
 // TestScalableNeverFull grows a filter a thousand-fold: every Add succeeds,
 // every key stays, and the tables are those of the schedule.
 func TestScalableNeverFull(t *testing.T) {
+	t.Parallel()
 	for _, l := range layouts {
 		t.Run(l.String(), func(t *testing.T) {
 			initial := uint64(size(100, 100, 20))
@@ -219,6 +228,8 @@ func TestScalableDuplicates(t *testing.T) {
 			s.Add(key(0, uint64(i)))
 		}
 	}
+	// The seed is fixed: no other key's fingerprint collides with "hot"'s,
+	// so its count is exactly its copies.
 	if c := s.CountString("hot"); c != copies {
 		t.Fatalf("Count = %d, want %d", c, copies)
 	}
@@ -282,6 +293,7 @@ func TestScalableOverflow(t *testing.T) {
 // one; deleting A must not take B's fingerprint. With 4-bit fingerprints
 // collisions are everywhere. A growing Concurrent keeps the same rule.
 func TestScalableDeleteKeepsOthers(t *testing.T) {
+	t.Parallel()
 	r := testRand(t)
 	for round := 0; round < size(50, 30, 10); round++ {
 		for _, concurrent := range []bool{false, true} {
@@ -437,12 +449,13 @@ func TestScalableAllocs(t *testing.T) {
 // the model (within 5σ of the expected count) and stay at most B; the
 // tables' bounds must add up to at most B; bits per item averaged over the
 // path stay below 1.6 × (log2(1/ε) + 3).
-// Without -growth.full the growth starts
-// at 1,000 keys (at 300 in -short mode, 100 under the race detector): the
-// same growth, smaller sizes, the same bounds.
+// Without -growth.full or CUCKOO_LONG=1 the growth starts at 1,000 keys
+// (at 300 in -short mode, 100 under the race detector): the same growth,
+// smaller sizes, the same bounds.
 func TestScalableGrowth(t *testing.T) {
+	t.Parallel()
 	initial := uint64(size(1000, 300, 100))
-	if *fullGrowth {
+	if fullGrowth() {
 		initial = 10_000
 	}
 	for _, bits := range []int{8, 12, 16} {
@@ -471,9 +484,9 @@ func TestScalableGrowth(t *testing.T) {
 				}
 				expected := s.FalsePositiveRate()
 				// 10,000/expected probes, enough for 5σ to be 5 % of the
-				// expectation, capped for speed (unless -growth.full).
+				// expectation, capped for speed (unless the growth is full).
 				probes := uint64(min(1e4/expected, float64(size(1e6, 5e5, 1e5))))
-				if *fullGrowth {
+				if fullGrowth() {
 					probes = uint64(min(1e4/expected, 2e7))
 				}
 				fps := uint64(0)
@@ -611,6 +624,7 @@ func TestScalableReadFromStream(t *testing.T) {
 // bits all over it: each must fail with ErrCorrupt, never panic, and leave
 // the receiver as it was.
 func TestScalableDamageIsDetected(t *testing.T) {
+	t.Parallel()
 	s := sampleScalable(t, layout{2, false}, 7)
 	data := mustMarshal(t, s)
 	var g cuckoo.Scalable
@@ -1043,19 +1057,22 @@ func BenchmarkScalable_Add(b *testing.B) {
 // 1,000 keys; at every doubling, and at 10×, 100× and 1000×, the measured
 // rate over enough absent keys (50/p: 5σ of an expected rate of 0.87p,
 // what the chain reaches at 1000×, stays below p) must not exceed p, and
-// the tables' bounds add up to at most 15/16 of it.
+// the tables' bounds add up to at most 15/16 of it. The quick run grows
+// the filter of 1 % only; the long checks (CUCKOO_LONG=1) grow both from
+// 10,000 keys, and one of 0.01 % too.
 func TestIssue16ScalableRateIsABound(t *testing.T) {
+	t.Parallel()
 	rates := []float64{0.01, 0.001}
-	if *fullGrowth {
+	if fullGrowth() {
 		rates = append(rates, 0.0001)
 	}
-	if testing.Short() || raceEnabled {
+	if testing.Short() || raceEnabled || !fullGrowth() {
 		rates = rates[:1]
 	}
 	for _, p := range rates {
 		t.Run(fmt.Sprintf("p=%g", p), func(t *testing.T) {
 			initial := uint64(size(1000, 300, 100))
-			if *fullGrowth {
+			if fullGrowth() {
 				initial = 10_000
 			}
 			s, err := cuckoo.NewScalable(initial, cuckoo.WithFalsePositiveRate(p), cuckoo.WithSeed(uint64(1/p)))

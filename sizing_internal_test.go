@@ -12,6 +12,7 @@ import (
 // segmentAlign (a segment) reach a count whose offsets spread. Every
 // start up to 2^22 is tried, then random ones up to 2^32.
 func TestSpreadBucketsSteps(t *testing.T) {
+	t.Parallel()
 	starts := func(yield func(uint64) bool) {
 		for m := uint64(minSpreadBuckets); m < 1<<22; m += 2 {
 			if !yield(m) {

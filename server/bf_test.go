@@ -9,6 +9,7 @@ import (
 )
 
 func TestParseBFCommands(t *testing.T) {
+	parallel(t)
 	fs := DefaultFilterSettings()
 	def := defaultBFParams(&fs)
 	with := func(f func(p *bfParams)) bfParams { p := def; f(&p); return p }
@@ -85,6 +86,7 @@ func TestParseBFCommands(t *testing.T) {
 // and a map of one pair in RESP3, the expansion a null for a NONSCALING
 // filter.
 func TestBFInfoReply(t *testing.T) {
+	parallel(t)
 	s, addr := startServer(t, testConfig(t))
 	c := dial(t, addr)
 	c.do("BF.RESERVE", "fixed", "0.01", "500", "NONSCALING")
@@ -116,6 +118,7 @@ func TestBFInfoReply(t *testing.T) {
 // was made for, measured over 100,000 absent items (bound: the rate plus
 // 5σ of the binomial count).
 func TestBloomRate(t *testing.T) {
+	parallel(t)
 	_, addr := startServer(t, testConfig(t))
 	c := dial(t, addr)
 	const n, probes, rate = 20_000, 100_000, 0.01

@@ -27,6 +27,7 @@ var mostDefault = func() uint64 {
 }()
 
 func TestParseCFReserve(t *testing.T) {
+	parallel(t)
 	fs := DefaultFilterSettings()
 	def := defaultCFParams(&fs, 0)
 	with := func(f func(p *cfParams)) cfParams { p := def; f(&p); return p }
@@ -79,6 +80,7 @@ func TestParseCFReserve(t *testing.T) {
 }
 
 func TestParseCFCommands(t *testing.T) {
+	parallel(t)
 	fs := DefaultFilterSettings()
 	for _, tc := range []struct {
 		in   string
@@ -131,6 +133,7 @@ func TestParseCFCommands(t *testing.T) {
 // TestCFReserveLogged: the log records a creation with every parameter
 // and the seed, so that a replay builds the same filter.
 func TestCFReserveLogged(t *testing.T) {
+	parallel(t)
 	p := cfParams{capacity: 100, bucketSize: 2, maxIter: 20, expansion: 0, fpr: 0.001, seed: 9, seeded: true}
 	got := string(joinArgs(p.reserveArgs([]byte("k"))))
 	want := "CF.RESERVE k 100 BUCKETSIZE 2 MAXITERATIONS 20 EXPANSION 0 FPR 0.001 SEED 9"
@@ -159,6 +162,7 @@ func joinArgs(a [][]byte) []byte {
 // flat array in RESP2 and a map in RESP3, with this filter's own figures
 // (Size: the bytes of its encoding).
 func TestCFInfoReply(t *testing.T) {
+	parallel(t)
 	_, addr := startServer(t, testConfig(t))
 	c := dial(t, addr)
 	c.do("CF.RESERVE", "k", "1000", "EXPANSION", "0", "MAXITERATIONS", "300", "SEED", "5")
@@ -183,22 +187,30 @@ func TestCFInfoReply(t *testing.T) {
 // all deletable, in a fixed and in a growing filter (RedisBloom stops at
 // 125 in a filter of capacity 1000).
 func TestDuplicatesUnlimited(t *testing.T) {
+	parallel(t)
 	_, addr := startServer(t, testConfig(t))
 	c := dial(t, addr)
 	c.do("CF.RESERVE", "fixed", "1000", "EXPANSION", "0")
 	c.do("CF.RESERVE", "growing", "1000")
 	const n = 10_000
+	repeat := func(args ...string) [][]string {
+		cmds := make([][]string, n)
+		for i := range cmds {
+			cmds[i] = args
+		}
+		return cmds
+	}
 	for _, k := range []string{"fixed", "growing"} {
-		for range n {
-			if got := c.do("CF.ADD", k, "hot"); got != ":1\r\n" {
-				t.Fatalf("%s: %q", k, got)
+		for i, got := range c.pipeline(repeat("CF.ADD", k, "hot")) {
+			if got != ":1\r\n" {
+				t.Fatalf("%s: add %d: %q", k, i, got)
 			}
 		}
 		if got := c.do("CF.COUNT", k, "hot"); got != fmt.Sprintf(":%d\r\n", n) {
 			t.Fatalf("%s: CF.COUNT %q", k, got)
 		}
-		for i := range n {
-			if got := c.do("CF.DEL", k, "hot"); got != ":1\r\n" {
+		for i, got := range c.pipeline(repeat("CF.DEL", k, "hot")) {
+			if got != ":1\r\n" {
 				t.Fatalf("%s: delete %d: %q", k, i, got)
 			}
 		}
@@ -212,6 +224,7 @@ func TestDuplicatesUnlimited(t *testing.T) {
 // asked with FPR, measured over 200,000 absent items (bound: the rate plus
 // 5σ of the binomial count).
 func TestCuckooRate(t *testing.T) {
+	parallel(t)
 	_, addr := startServer(t, testConfig(t))
 	c := dial(t, addr)
 	const n, probes, rate = 50_000, 200_000, 0.001

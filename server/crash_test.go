@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dedupkit/cuckoo/internal/testlong"
 	"github.com/dedupkit/cuckoo/internal/testseed"
 )
 
@@ -74,12 +75,14 @@ func startChild(t *testing.T, dir string) (*exec.Cmd, string, *strings.Builder) 
 
 // TestKill9 writes from several clients, kills the server with SIGKILL at
 // a random moment, restarts it on its data, and checks that every write
-// the server acknowledged is there, five times over on one directory. The
+// the server acknowledged is there, three times over on one directory (30
+// in the long checks, CUCKOO_LONG=1). The
 // server fsyncs the log before each reply (appendfsync always); a write
 // handed to the OS before its reply survives the kill of the process
 // whatever the policy, so the test shows that no reply ever precedes the
 // log. Snapshots run all the while, so kills also land during them.
 func TestKill9(t *testing.T) {
+	// Not parallel: it starts processes (see parallel).
 	if testing.Short() {
 		t.Skip("starts and kills a server process five times")
 	}
@@ -87,7 +90,11 @@ func TestKill9(t *testing.T) {
 	dir := t.TempDir()
 	var mu sync.Mutex
 	acked := map[string]bool{}
-	for round := range 5 {
+	rounds := 3
+	if testlong.Enabled() {
+		rounds = 30
+	}
+	for round := range rounds {
 		cmd, addr, stderr := startChild(t, dir)
 		// Everything acknowledged before must have survived.
 		c := dial(t, addr)

@@ -15,6 +15,7 @@ import (
 // pinned: every replyError text must appear in an expected output of the
 // scripts in testdata/script, or in a test file's expectations.
 func TestErrorTextsPinned(t *testing.T) {
+	parallel(t)
 	var corpus strings.Builder
 	for _, pattern := range []string{"testdata/script/*.txt", "*_test.go"} {
 		files, err := filepath.Glob(pattern)

@@ -53,6 +53,7 @@ func scanDump(t *testing.T, next func(iter int64) *redis.ScanDumpCmd) []redis.Sc
 // CF.MEXISTS and CF.INSERT, []int64 for CF.INSERTNX, int64 for CF.COUNT,
 // the CFInfo struct, ScanDump), with the values RedisBloom 8 gives.
 func TestGoRedisCuckoo(t *testing.T) {
+	parallel(t)
 	for _, proto := range []int{2, 3} {
 		t.Run(fmt.Sprint("resp=", proto), func(t *testing.T) {
 			ctx := context.Background()
@@ -157,6 +158,7 @@ func TestGoRedisCuckoo(t *testing.T) {
 // BF.ADD and BF.EXISTS, []bool for BF.MADD, BF.MEXISTS and BF.INSERT, int64
 // for BF.CARD, the BFInfo struct for BF.INFO and each of its fields.
 func TestGoRedisBloom(t *testing.T) {
+	parallel(t)
 	for _, proto := range []int{2, 3} {
 		t.Run(fmt.Sprint("resp=", proto), func(t *testing.T) {
 			ctx := context.Background()
@@ -249,6 +251,7 @@ func TestGoRedisBloom(t *testing.T) {
 // TestGoRedisGeneric: the generic commands a go-redis service sends
 // around the filters.
 func TestGoRedisGeneric(t *testing.T) {
+	parallel(t)
 	for _, proto := range []int{2, 3} {
 		t.Run(fmt.Sprint("resp=", proto), func(t *testing.T) {
 			ctx := context.Background()

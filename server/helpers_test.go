@@ -17,6 +17,32 @@ import (
 	"github.com/dedupkit/cuckoo/server/resp"
 )
 
+// testDeadline bounds the tests' waits for a reply, a close or a
+// condition: far beyond need, even on a busy machine running the tests in
+// parallel, so that it fails a broken test with a message instead of
+// measuring a working one.
+const testDeadline = 30 * time.Second
+
+// inGoroutineRun is set while TestGoroutineConnections runs other tests as
+// its subtests with useLoops off: they must run before it turns it back on,
+// not in parallel after it returns.
+var inGoroutineRun bool
+
+// parallel runs t in parallel with the package's other parallel tests
+// (each starts its own server, on its own port and directory), unless
+// TestGoroutineConnections runs it. Tests that change a package variable
+// (maxDumpChunk, useLoops) or measure the whole process (allocations)
+// stay sequential: Go runs them before the parallel ones. So do tests that
+// start processes (redis-cli, redis-benchmark, the crash test's servers):
+// a child holds copies of the test process's descriptors from its fork to
+// its exec, the lock of another test's data directory among them, and
+// that test's restart would find its directory in use.
+func parallel(t *testing.T) {
+	if !inGoroutineRun {
+		t.Parallel()
+	}
+}
+
 // testConfig is a configuration for tests: data in a temporary directory,
 // no periodic snapshots, no snapshot on shutdown (tests ask for them).
 func testConfig(t testing.TB) Config {
@@ -55,7 +81,7 @@ func startServer(t testing.TB, cfg Config) (*Server, string) {
 // stopServer shuts s down gracefully.
 func stopServer(t testing.TB, s *Server) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testDeadline)
 	defer cancel()
 	if err := s.Shutdown(ctx); err != nil {
 		t.Fatal(err)
@@ -91,7 +117,7 @@ func encode(args ...string) []byte {
 // send writes raw bytes.
 func (c *conn) send(b []byte) {
 	c.t.Helper()
-	c.nc.SetWriteDeadline(time.Now().Add(10 * time.Second))
+	c.nc.SetWriteDeadline(time.Now().Add(testDeadline))
 	if _, err := c.nc.Write(b); err != nil {
 		c.t.Fatal(err)
 	}
@@ -108,8 +134,32 @@ func (c *conn) do(args ...string) string {
 	return raw
 }
 
+// pipeline sends the commands at once, in batches, and returns their
+// replies, raw, in order: what do returns for each, in fewer round trips.
+func (c *conn) pipeline(cmds [][]string) []string {
+	c.t.Helper()
+	replies := make([]string, 0, len(cmds))
+	for len(cmds) > 0 {
+		batch := cmds[:min(len(cmds), 500)]
+		cmds = cmds[len(batch):]
+		var req []byte
+		for _, args := range batch {
+			req = append(req, encode(args...)...)
+		}
+		c.send(req)
+		for _, args := range batch {
+			raw, err := c.reply()
+			if err != nil {
+				c.t.Fatalf("%q: %v", args, err)
+			}
+			replies = append(replies, raw)
+		}
+	}
+	return replies
+}
+
 // reply reads one reply and returns its raw bytes.
-func (c *conn) reply() (string, error) { return c.replyWithin(10 * time.Second) }
+func (c *conn) reply() (string, error) { return c.replyWithin(testDeadline) }
 
 // replyWithin reads one reply, waiting at most d for it.
 func (c *conn) replyWithin(d time.Duration) (string, error) {
@@ -275,10 +325,10 @@ func splitArgs(line string) ([]string, error) {
 	}
 }
 
-// waitFor polls cond until it holds or 10 seconds pass.
+// waitFor polls cond until it holds or testDeadline passes.
 func waitFor(t testing.TB, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(testDeadline)
 	for !cond() {
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out waiting for %s", what)

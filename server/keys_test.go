@@ -7,6 +7,7 @@ import (
 )
 
 func TestGlobMatch(t *testing.T) {
+	parallel(t)
 	for _, tc := range []struct {
 		pattern, s string
 		want       bool
@@ -43,6 +44,7 @@ func TestGlobMatch(t *testing.T) {
 
 // TestScanAll: SCAN returns every key exactly once, whatever COUNT.
 func TestScanAll(t *testing.T) {
+	parallel(t)
 	_, addr := startServer(t, testConfig(t))
 	c := dial(t, addr)
 	const n = 3000

@@ -21,7 +21,7 @@ func alive(t *testing.T, addr string) {
 // readAll reads what the server sends until it closes the connection.
 func readUntilClosed(t *testing.T, c *conn) string {
 	t.Helper()
-	c.nc.SetReadDeadline(time.Now().Add(10 * time.Second))
+	c.nc.SetReadDeadline(time.Now().Add(testDeadline))
 	b, err := io.ReadAll(c.br)
 	if err != nil {
 		t.Fatalf("the server did not close the connection: %v (read %q)", err, b)
@@ -33,6 +33,7 @@ func readUntilClosed(t *testing.T, c *conn) string {
 // protocol error and a closed connection (or just a close, for a frame
 // cut short), and the server goes on serving.
 func TestMalformedRequests(t *testing.T) {
+	parallel(t)
 	_, addr := startServer(t, testConfig(t))
 	for _, tc := range []struct{ in, reply string }{
 		{"*1\r\n$4\r\nPING\r\n*1\r\n$-2\r\n", "+PONG\r\n-ERR Protocol error: invalid bulk length\r\n"},
@@ -86,6 +87,7 @@ func TestHugeLengthHeader(t *testing.T) {
 // TestPipeline100k: 100,000 pipelined commands, sent at once, all get
 // their replies in order.
 func TestPipeline100k(t *testing.T) {
+	parallel(t)
 	_, addr := startServer(t, testConfig(t))
 	c := dial(t, addr)
 	const n = 100_000
@@ -114,6 +116,7 @@ func TestPipeline100k(t *testing.T) {
 // TestMaxClients: a connection past the limit gets Redis's error and is
 // closed; the others go on.
 func TestMaxClients(t *testing.T) {
+	parallel(t)
 	cfg := testConfig(t)
 	cfg.MaxClients = 2
 	s, addr := startServer(t, cfg)
@@ -132,6 +135,7 @@ func TestMaxClients(t *testing.T) {
 // TestOutputLimit: a client whose replies pass the output limit is
 // disconnected.
 func TestOutputLimit(t *testing.T) {
+	parallel(t)
 	cfg := testConfig(t)
 	cfg.MaxOutputBuffer = 1000
 	_, addr := startServer(t, cfg)
@@ -145,6 +149,7 @@ func TestOutputLimit(t *testing.T) {
 
 // TestIdleTimeout: an idle connection is closed after the timeout.
 func TestIdleTimeout(t *testing.T) {
+	parallel(t)
 	cfg := testConfig(t)
 	cfg.IdleTimeout = 100 * time.Millisecond
 	_, addr := startServer(t, cfg)
@@ -160,6 +165,7 @@ func TestIdleTimeout(t *testing.T) {
 // TestMaxMemory: past MaxMemory, commands that may add memory get Redis's
 // OOM error; reads and deletes go on, and freeing memory lifts it.
 func TestMaxMemory(t *testing.T) {
+	parallel(t)
 	cfg := testConfig(t)
 	cfg.MaxMemory = 1 << 20
 	s, addr := startServer(t, cfg)
@@ -213,6 +219,7 @@ func TestMaxMemory(t *testing.T) {
 // RedisBloom's out-of-memory text, one the library cannot build with its
 // creation error.
 func TestFilterSizeLimits(t *testing.T) {
+	parallel(t)
 	cfg := testConfig(t)
 	cfg.MaxFilterBytes = 1 << 20
 	_, addr := startServer(t, cfg)
@@ -243,6 +250,7 @@ func TestFilterSizeLimits(t *testing.T) {
 // the table can address but --max-filter-size (16 GiB by default) does not
 // admit gets Redis 8's out-of-memory text, as docs/server.md says.
 func TestIssue27CapacityTexts(t *testing.T) {
+	parallel(t)
 	_, addr := startServer(t, testConfig(t))
 	c := dial(t, addr)
 	for _, tc := range []struct {
@@ -269,6 +277,7 @@ func TestIssue27CapacityTexts(t *testing.T) {
 
 // TestSaveInProgress: SAVE and BGSAVE during a snapshot get Redis's error.
 func TestSaveInProgress(t *testing.T) {
+	parallel(t)
 	s, addr := startServer(t, testConfig(t))
 	c := dial(t, addr)
 	s.save.Lock()
@@ -295,6 +304,7 @@ func TestSaveInProgress(t *testing.T) {
 // TestProtectedMode: serving a non-loopback address needs a password,
 // unless protected mode is off.
 func TestProtectedMode(t *testing.T) {
+	parallel(t)
 	for _, tc := range []struct {
 		addr      string
 		pass      string
@@ -328,6 +338,7 @@ func TestProtectedMode(t *testing.T) {
 // filter whose table would pass the library's 1 TiB, a cuckoo filter
 // whose parameters a replay gives.)
 func TestCreateErrors(t *testing.T) {
+	parallel(t)
 	c := &call{s: &Server{cfg: Config{MaxFilterBytes: 1 << 62}, ks: newKeyspace()}}
 	fs := DefaultFilterSettings()
 	cf := defaultCFParams(&fs, 100)

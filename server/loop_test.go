@@ -17,8 +17,8 @@ func TestGoroutineConnections(t *testing.T) {
 	if !useLoops {
 		t.Skip("connections are served by goroutines in every test here")
 	}
-	useLoops = false
-	defer func() { useLoops = true }()
+	useLoops, inGoroutineRun = false, true
+	defer func() { useLoops, inGoroutineRun = true, false }()
 	for name, test := range map[string]func(*testing.T){
 		"Scripts": TestScripts, "GoRedisCuckoo": TestGoRedisCuckoo, "MalformedRequests": TestMalformedRequests,
 		"HugeLengthHeader": TestHugeLengthHeader, "Pipeline100k": TestPipeline100k, "MaxClients": TestMaxClients,
@@ -32,6 +32,7 @@ func TestGoroutineConnections(t *testing.T) {
 // TestLoopsServe: with event loops, every connection is served by a loop
 // (none by a goroutine of its own), one loop per GOMAXPROCS.
 func TestLoopsServe(t *testing.T) {
+	parallel(t)
 	if !useLoops || runtime.GOOS != "linux" {
 		t.Skip("no event loops here")
 	}
@@ -56,6 +57,7 @@ func TestLoopsServe(t *testing.T) {
 // every item added (the loops share one log write between the clients of
 // a round: each reply still waits for its own record).
 func TestManyClients(t *testing.T) {
+	parallel(t)
 	cfg := testConfig(t)
 	s, addr := startServer(t, cfg)
 	const clients, rounds, batch = 40, 30, 20
@@ -107,6 +109,7 @@ func TestManyClients(t *testing.T) {
 // loop keeps the rest and sends it when the socket takes more), and gets
 // every one, in order, once it reads.
 func TestSlowReader(t *testing.T) {
+	parallel(t)
 	_, addr := startServer(t, testConfig(t))
 	c := dial(t, addr)
 	const n = 3000

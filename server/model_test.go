@@ -16,6 +16,7 @@ var modelOps = flag.Int("model.ops", 4000, "operations of TestModel")
 // command what a filter promises: no false negatives, counts never below
 // the model's, the key space the model's. Replay with -seed.
 func TestModel(t *testing.T) {
+	parallel(t)
 	rng := testseed.Rand(t)
 	cfg := testConfig(t)
 	s, addr := startServer(t, cfg)

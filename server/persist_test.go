@@ -88,6 +88,7 @@ func writeLoad(t *testing.T, c *conn, rng *rand.Rand, n int) {
 // TestRestartRecovers: after random writes, a restart from the log alone,
 // then from a snapshot plus the log, gives back the exact same filters.
 func TestRestartRecovers(t *testing.T) {
+	parallel(t)
 	rng := testseed.Rand(t)
 	for _, fsync := range []FsyncPolicy{FsyncEverySec, FsyncAlways, FsyncNo} {
 		t.Run("appendfsync="+fsync.String(), func(t *testing.T) {
@@ -127,6 +128,7 @@ func TestRestartRecovers(t *testing.T) {
 // restarts: whatever the timing, the state comes back exactly (every write
 // is in the snapshot or replayed after it, never both, never neither).
 func TestSnapshotDuringWrites(t *testing.T) {
+	parallel(t)
 	seed := testseed.Seed(t)
 	cfg := testConfig(t)
 	s, addr := startServer(t, cfg)
@@ -174,6 +176,7 @@ func logPath(t *testing.T, dir string) string {
 // TestTornTail: a log that ends inside a record (a crash during a write)
 // loses only that record, is cut, and is reported.
 func TestTornTail(t *testing.T) {
+	parallel(t)
 	for _, tail := range []string{"half", "header", "zeros", "bad-checksum"} {
 		t.Run("tail="+tail, func(t *testing.T) {
 			cfg := testConfig(t)
@@ -230,6 +233,7 @@ func encodeRecordForTest(epoch uint64, args ...string) []byte {
 // with a message naming the file, the offset and --repair; with Repair it
 // starts from the records before the damage.
 func TestDamagedLog(t *testing.T) {
+	parallel(t)
 	cfg := testConfig(t)
 	s, addr := startServer(t, cfg)
 	c := dial(t, addr)
@@ -270,6 +274,7 @@ func TestDamagedLog(t *testing.T) {
 
 // TestDamagedSnapshot: a damaged snapshot stops the server from starting.
 func TestDamagedSnapshot(t *testing.T) {
+	parallel(t)
 	cfg := testConfig(t)
 	s, addr := startServer(t, cfg)
 	c := dial(t, addr)
@@ -308,6 +313,7 @@ func TestDamagedSnapshot(t *testing.T) {
 // TestSnapshotsOnly: with the log off, a snapshot keeps the data; a
 // restart from a directory with logs folds them into a snapshot.
 func TestSnapshotsOnly(t *testing.T) {
+	parallel(t)
 	cfg := testConfig(t)
 	s, addr := startServer(t, cfg)
 	c := dial(t, addr)
@@ -335,6 +341,7 @@ func TestSnapshotsOnly(t *testing.T) {
 
 // TestDirLocked: two servers cannot share a data directory.
 func TestDirLocked(t *testing.T) {
+	parallel(t)
 	cfg := testConfig(t)
 	startServer(t, cfg)
 	if _, err := New(cfg); !errors.Is(err, ErrDataDir) || !strings.Contains(err.Error(), "another") {
@@ -347,6 +354,7 @@ func TestDirLocked(t *testing.T) {
 // dump is loaded into another key, after a restart that replays the log,
 // and after one that loads a snapshot.
 func TestInfoDescribesFilter(t *testing.T) {
+	parallel(t)
 	cfg := testConfig(t)
 	s, addr := startServer(t, cfg)
 	c := dial(t, addr)
@@ -355,19 +363,21 @@ func TestInfoDescribesFilter(t *testing.T) {
 	c.do("BF.RESERVE", "bloom", "0.01", "500")
 	// The inserts past capacity make the growing filters add tables and
 	// keep search scratch, and the deletes free slots again.
+	var cmds [][]string
 	for i := range 20_000 {
 		item := fmt.Sprint("item", i%7000)
 		for _, k := range []string{"auto", "wide"} {
-			c.do("CF.ADD", k, item)
+			cmds = append(cmds, []string{"CF.ADD", k, item})
 		}
 		if i < 4000 {
-			c.do("CF.ADD", "fixed", item)
+			cmds = append(cmds, []string{"CF.ADD", "fixed", item})
 		}
-		c.do("BF.ADD", "bloom", item)
+		cmds = append(cmds, []string{"BF.ADD", "bloom", item})
 		if i%5 == 0 {
-			c.do("CF.DEL", "auto", item)
+			cmds = append(cmds, []string{"CF.DEL", "auto", item})
 		}
 	}
+	c.pipeline(cmds)
 	infos := func(c *conn) map[string]string {
 		m := map[string]string{}
 		for _, k := range []string{"fixed", "auto", "wide"} {

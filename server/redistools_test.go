@@ -25,6 +25,7 @@ func hostPort(addr string) (string, string) {
 // arguments, RESP3 (-3), --scan, INFO, and a password. Its output, not
 // being a terminal, is raw: one value a line.
 func TestRedisCLI(t *testing.T) {
+	// Not parallel: it starts processes (see parallel).
 	cli := needTool(t, "redis-cli")
 	cfg := testConfig(t)
 	cfg.Password = "pw"
@@ -74,6 +75,7 @@ func TestRedisCLI(t *testing.T) {
 // CF.EXISTS from 5 clients without an error, and the filter must hold the
 // items it added.
 func TestRedisBenchmark(t *testing.T) {
+	// Not parallel: it starts processes (see parallel).
 	bench := needTool(t, "redis-benchmark")
 	_, addr := startServer(t, testConfig(t))
 	host, port := hostPort(addr)

@@ -15,6 +15,7 @@ import (
 // 452,024 with 4-slot buckets of 5-bit fingerprints is a case where the
 // planned count (127,008) is above the least one (127,006).
 func TestReplayKeepsBucketCounts(t *testing.T) {
+	parallel(t)
 	const reserve = "CF.RESERVE|%s|452024|BUCKETSIZE|4|FINGERPRINT|5|EXPANSION|0|SEED|1"
 	cmd := func(key string) []string { return strings.Split(strings.Replace(reserve, "%s", key, 1), "|") }
 	buckets := func(c *conn, key string) string {

@@ -25,6 +25,7 @@ import (
 // Regenerate the expected outputs with -update, and review the diff: the
 // error texts must stay Redis's and RedisBloom's.
 func TestScripts(t *testing.T) {
+	parallel(t)
 	files, err := filepath.Glob("testdata/script/*.txt")
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no scripts: %v", err)

@@ -9,6 +9,7 @@ import (
 // TestHelloReply pins HELLO's exact bytes: a map in RESP3, a flat array
 // in RESP2, as Redis answers.
 func TestHelloReply(t *testing.T) {
+	parallel(t)
 	_, addr := startServer(t, testConfig(t))
 	c := dial(t, addr)
 	id := strings.TrimSpace(strings.TrimPrefix(c.do("CLIENT", "ID"), ":"))
@@ -30,6 +31,7 @@ func TestHelloReply(t *testing.T) {
 // TestInfo checks that INFO has its sections and the fields tools read,
 // as a bulk string in RESP2 and a verbatim string in RESP3.
 func TestInfo(t *testing.T) {
+	parallel(t)
 	_, addr := startServer(t, testConfig(t))
 	c := dial(t, addr)
 	c.do("CF.ADD", "k", "x")
@@ -58,6 +60,7 @@ func TestInfo(t *testing.T) {
 // command listed with its arity and flags, COUNT the table's size, DOCS a
 // map of them.
 func TestCommandTable(t *testing.T) {
+	parallel(t)
 	_, addr := startServer(t, testConfig(t))
 	c := dial(t, addr)
 	if got := c.do("COMMAND", "COUNT"); got != fmt.Sprintf(":%d\r\n", len(commandTable)) {
@@ -81,6 +84,7 @@ func TestCommandTable(t *testing.T) {
 
 // TestClientList shows the connections with their names and libraries.
 func TestClientList(t *testing.T) {
+	parallel(t)
 	_, addr := startServer(t, testConfig(t))
 	a, b := dial(t, addr), dial(t, addr)
 	a.do("CLIENT", "SETNAME", "alpha")

@@ -11,6 +11,7 @@ import (
 // RESP2 and false in RESP3, CF.INSERTNX -1 in both; and it keeps every
 // item it held.
 func TestFullFilterReplies(t *testing.T) {
+	parallel(t)
 	_, addr := startServer(t, testConfig(t))
 	for _, proto := range []string{"2", "3"} {
 		c := dial(t, addr)
@@ -55,6 +56,7 @@ func TestFullFilterReplies(t *testing.T) {
 // and cf-* settings, with Redis's error texts, and the commands that
 // create filters follow them.
 func TestConfigSettings(t *testing.T) {
+	parallel(t)
 	_, addr := startServer(t, testConfig(t))
 	c := dial(t, addr)
 	want := "*16\r\n$13\r\nbf-error-rate\r\n$4\r\n0.01\r\n$15\r\nbf-initial-size\r\n$3\r\n100\r\n" +
@@ -131,6 +133,7 @@ func TestConfigSettings(t *testing.T) {
 // refuses adds with RedisBloom's text, and a restart replays what was
 // accepted whatever the setting is then.
 func TestMaxExpansions(t *testing.T) {
+	parallel(t)
 	cfg := testConfig(t)
 	s, addr := startServer(t, cfg)
 	c := dial(t, addr)
@@ -170,6 +173,7 @@ func TestMaxExpansions(t *testing.T) {
 // TestNewRefusesBadSettings: New checks Config.Filters as CONFIG SET
 // does.
 func TestNewRefusesBadSettings(t *testing.T) {
+	parallel(t)
 	cfg := testConfig(t)
 	cfg.Filters.CFBucketSize = 300
 	if _, err := New(cfg); err == nil || !strings.Contains(err.Error(), "cf-bucket-size") {

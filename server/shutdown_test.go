@@ -14,6 +14,7 @@ import (
 // TestShutdownFinishesCommands: Shutdown answers the commands a client has
 // sent before it closes the connection, and a restart finds their writes.
 func TestShutdownFinishesCommands(t *testing.T) {
+	parallel(t)
 	cfg := testConfig(t)
 	cfg.SaveOnShutdown = true
 	s, addr := startServer(t, cfg)
@@ -65,6 +66,7 @@ func TestShutdownFinishesCommands(t *testing.T) {
 // TestShutdownCommand: SHUTDOWN stops the server, closing the connection
 // without a reply, as Redis does; Done is closed.
 func TestShutdownCommand(t *testing.T) {
+	parallel(t)
 	cfg := testConfig(t)
 	s, addr := startServer(t, cfg)
 	c := dial(t, addr)
@@ -75,7 +77,7 @@ func TestShutdownCommand(t *testing.T) {
 	}
 	select {
 	case <-s.Done():
-	case <-time.After(10 * time.Second):
+	case <-time.After(testDeadline):
 		t.Fatal("the server did not stop")
 	}
 	if err := s.Serve(newClosedListener()); !errors.Is(err, ErrClosed) {

@@ -9,6 +9,7 @@ import (
 )
 
 func TestParseCFReserveWindow(t *testing.T) {
+	parallel(t)
 	fs := DefaultFilterSettings()
 	for _, tc := range []struct {
 		in     string
@@ -37,13 +38,17 @@ func TestParseCFReserveWindow(t *testing.T) {
 }
 
 // TestWindowCommands runs the CF commands on a window filter: the same
-// replies as on any cuckoo filter, CF.INFO's two more fields, dumps.
+// replies as on any cuckoo filter, CF.INFO's two more fields, dumps. The
+// seed is fixed: with a random one, the 0 replies for absent items (and
+// the 1 of CF.COUNT) would be wrong whenever two of the items share a
+// fingerprint and a bucket pair.
 func TestWindowCommands(t *testing.T) {
+	parallel(t)
 	_, addr := startServer(t, testConfig(t))
 	c := dial(t, addr)
 	for _, step := range []struct{ cmd, want string }{
-		{"CF.RESERVE w 1000 WINDOW 3600", "+OK\r\n"},
-		{"CF.RESERVE w 1000 WINDOW 3600", "-ERR item exists\r\n"},
+		{"CF.RESERVE w 1000 WINDOW 3600 SEED 1", "+OK\r\n"},
+		{"CF.RESERVE w 1000 WINDOW 3600 SEED 1", "-ERR item exists\r\n"},
 		{"TYPE w", "+MBbloomCF\r\n"},
 		{"CF.ADD w a", ":1\r\n"},
 		{"CF.ADD w a", ":1\r\n"}, // refreshes a's age
@@ -91,6 +96,7 @@ func TestWindowCommands(t *testing.T) {
 // they were written, so an item older than the window when the server
 // restarts is gone, not written anew by the replay.
 func TestWindowPersists(t *testing.T) {
+	parallel(t)
 	cfg := testConfig(t)
 	s, addr := startServer(t, cfg)
 	c := dial(t, addr)
@@ -102,6 +108,7 @@ func TestWindowPersists(t *testing.T) {
 	}
 	// A 1-second window forgets within 1 + 1/14 s.
 	time.Sleep(1200 * time.Millisecond)
+	fresh := time.Now()
 	for i := range 100 {
 		c.do("CF.ADD", "w", fmt.Sprint("new", i))
 		c.do("CF.ADDNX", "long", fmt.Sprint("item", i+150))
@@ -110,8 +117,16 @@ func TestWindowPersists(t *testing.T) {
 	check := func(what string, c *conn) {
 		t.Helper()
 		for i := range 100 {
-			if got := c.do("CF.EXISTS", "w", fmt.Sprint("new", i)); got != ":1\r\n" {
+			got := c.do("CF.EXISTS", "w", fmt.Sprint("new", i))
+			// The new items are younger than the window only while less
+			// than a second has passed since the first was written: a
+			// machine so busy that a second has gone by since then lets
+			// them go.
+			if young := time.Since(fresh) < time.Second; got != ":1\r\n" && young {
 				t.Fatalf("%s: new%d: %q", what, i, got)
+			} else if !young {
+				t.Logf("%s: more than a second since the new items were written: their presence is not checked from new%d", what, i)
+				break
 			}
 		}
 		old := 0
