@@ -91,6 +91,7 @@ func TestFalsePositiveRate(t *testing.T) {
 // mean rate over many independent filters (a seed each, from statRand) is
 // at most 1.15× the target, probed with at least 2000/p keys in all.
 func TestFalsePositiveRateSmall(t *testing.T) {
+	skipUnderRace(t)
 	r := statRand(t)
 	const p = 0.01
 	for _, kind := range kinds {

@@ -106,6 +106,7 @@ func TestPlanRateMeasured(t *testing.T) {
 // filter's own estimate; always at most the target. The seeds are fixed
 // (statRand): the false positives among the keys depend on them.
 func TestScalablePlan(t *testing.T) {
+	skipUnderRace(t)
 	r := statRand(t)
 	for _, tc := range []struct {
 		capacity uint64

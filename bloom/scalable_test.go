@@ -19,6 +19,7 @@ import (
 // (ten times slower) the growth stops at 100×. The seeds are fixed
 // (statRand).
 func TestScalableGrowth1000(t *testing.T) {
+	skipUnderRace(t)
 	r := statRand(t)
 	cases := []struct {
 		name string
@@ -43,9 +44,6 @@ func TestScalableGrowth1000(t *testing.T) {
 			layers := f.Layers()
 			next := uint64(c)
 			growth := uint64(1000)
-			if raceEnabled {
-				growth = 100
-			}
 			for i := uint64(0); f.Len() < growth*c; i++ {
 				f.Add(kb.at(0, i))
 				if f.Layers() != layers {
