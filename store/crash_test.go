@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"os/exec"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -185,7 +186,13 @@ func TestCrashChild(t *testing.T) {
 	}
 	say("ready")
 	if mode == "hold" {
-		select {} // keep the store open until killed
+		// Keep the store open until killed, and reachable: a store the
+		// program no longer refers to may be collected, and its lock file
+		// closed by the runtime.
+		for {
+			time.Sleep(time.Hour)
+			runtime.KeepAlive(s)
+		}
 	}
 	for i := 0; ; i++ {
 		k := fmt.Sprintf("k%d", rng.IntN(500))
