@@ -19,12 +19,17 @@ import (
 const never = time.Hour
 
 // randomLines returns n lines of random length (0 to 40 bytes, some
-// bytes '\r' and NUL), the last one without '\n' when open.
+// bytes '\r' and NUL), the last one without '\n' when open (and then of
+// 1 to 40 bytes: an open line of none is no line).
 func randomLines(t *testing.T, n int, open bool) []byte {
 	r := testseed.Rand(t)
 	var b bytes.Buffer
 	for i := range n {
-		for range r.IntN(41) {
+		length := r.IntN(41)
+		if open && i == n-1 {
+			length = 1 + r.IntN(40)
+		}
+		for range length {
 			b.WriteByte("ab\r\x00xyz0123456789"[r.IntN(16)])
 		}
 		if i < n-1 || !open {
