@@ -396,15 +396,9 @@ func (f *Filter) makeRoom(i1, i2, fp, h uint64) bool {
 // depends only on the table before it and the key, so a decoded filter goes
 // on exactly like the one that was encoded.
 func (f *Filter) kick(i1, i2, fp, h uint64) bool {
-	rng := hash.Mix64(h) | 1
-	next := func() uint64 { // xorshift64*
-		rng ^= rng >> 12
-		rng ^= rng << 25
-		rng ^= rng >> 27
-		return rng * 0x2545f4914f6cdd1d
-	}
+	rng := newKickRand(h)
 	i := i1
-	if next()&1 != 0 {
+	if rng.next()&1 != 0 {
 		i = i2
 	}
 	cur := fp
@@ -412,7 +406,7 @@ func (f *Filter) kick(i1, i2, fp, h uint64) bool {
 	// never need a long walk do not pay for maxKicks steps of it.
 	f.path = f.path[:0]
 	for n := 0; n < f.maxKicks; n++ {
-		s := kickSlot(next(), f.t.slots)
+		s := kickSlot(rng.next(), f.t.slots)
 		victim := f.t.swap(i, s, cur)
 		f.path = append(f.path, kickStep{uint32(i), uint32(cur), uint8(s)})
 		cur = victim
@@ -429,6 +423,22 @@ func (f *Filter) kick(i1, i2, fp, h uint64) bool {
 		cur = uint64(st.placed)
 	}
 	return false
+}
+
+// kickRand is the random walk's generator (xorshift64*), seeded from the
+// key's hash so that a walk depends only on the table and the key.
+type kickRand uint64
+
+func newKickRand(h uint64) kickRand { return kickRand(hash.Mix64(h) | 1) }
+
+// next returns the next random word.
+func (r *kickRand) next() uint64 {
+	x := uint64(*r)
+	x ^= x >> 12
+	x ^= x << 25
+	x ^= x >> 27
+	*r = kickRand(x)
+	return x * 0x2545f4914f6cdd1d
 }
 
 // kickSlot returns the slot a walk's move takes, drawn from the random

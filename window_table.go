@@ -4,7 +4,6 @@ import (
 	"math/bits"
 
 	"github.com/dedupkit/cuckoo/internal/addr"
-	"github.com/dedupkit/cuckoo/internal/hash"
 )
 
 // wtable is the table of a Window: numBuckets buckets of b slots packed
@@ -543,21 +542,15 @@ func wOnChain(q []wnode, k int, b uint32) bool {
 // choices come from the key's hash h, so the table after an insert depends
 // only on the table before and the key.
 func (t *wtable) walk(sc *wscratch, i1, i2, v, h, expired uint64, maxKicks int) bool {
-	rng := hash.Mix64(h) | 1
-	next := func() uint64 { // xorshift64*
-		rng ^= rng >> 12
-		rng ^= rng << 25
-		rng ^= rng >> 27
-		return rng * 0x2545f4914f6cdd1d
-	}
+	rng := newKickRand(h)
 	i := i1
-	if next()&1 != 0 {
+	if rng.next()&1 != 0 {
 		i = i2
 	}
 	cur := v
 	sc.path = sc.path[:0]
 	for range maxKicks {
-		s := next() >> 32 % t.slots
+		s := kickSlot(rng.next(), t.slots)
 		victim := t.get(i, s)
 		t.set(i, s, cur)
 		sc.path = append(sc.path, wstep{bucket: uint32(i), slot: uint8(s), placed: cur})
