@@ -443,8 +443,8 @@ func (r *kickRand) next() uint64 {
 
 // kickSlot returns the slot a walk's move takes, drawn from the random
 // word r, for buckets of slots slots: the low bits of r's upper half for a
-// power of two (the choice filters have always made), its upper bits
-// scaled onto [0, slots) for any other size.
+// power of two (so that those tables stay bit for bit what their encoded
+// files hold), its upper bits scaled onto [0, slots) for any other size.
 func kickSlot(r, slots uint64) uint64 {
 	if slots&(slots-1) == 0 {
 		return r >> 32 & (slots - 1)
