@@ -711,10 +711,31 @@ var scratchPool = sync.Pool{New: func() any {
 // false when there is no such chain; true when it freed a slot, or when
 // another writer got in the way and the insert should simply look again.
 func (c *ctable) makeRoom(i1, i2 uint64, sc *scratch) bool {
-	q, end, ok := sc.room(searchTarget{t: &c.t, shared: c}, i1, i2, 4*c.maxKicks)
+	q, end, ok := sc.room(c, i1, i2, 4*c.maxKicks)
 	if ok {
 		c.shift(q, end)
 	}
+	return ok
+}
+
+// A Concurrent's table is the searchKind of its writers' searches, which
+// read it with atomic loads while other writers move its values.
+
+func (c *ctable) shape() (slots, bucketBits uint64) { return c.t.slots, c.t.bucketBits }
+
+func (c *ctable) other(b, v uint64) (alt, altV uint64) { return c.t.altIndex(b, v), v }
+
+func (c *ctable) prefetch(lines []uint64) { prefetchShared(c.t.words, lines) }
+
+func (c *ctable) appendBucket(q []searchNode, b, n uint64, parent int32) []searchNode {
+	for sl := range n {
+		q = append(q, searchNode{bucket: uint32(b), tag: uint32(c.slotAt(b, sl)), parent: parent})
+	}
+	return q
+}
+
+func (c *ctable) hasRoom(b uint64) bool {
+	_, ok := c.findIn(b, 0)
 	return ok
 }
 

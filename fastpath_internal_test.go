@@ -113,7 +113,7 @@ func FuzzAlignedTwin(f *testing.F) {
 				t.Fatalf("shape %v, key %d: Count %d, twin %d", sh, i, c1, c2)
 			}
 		}
-		s1, s2 := searchTarget{t: &fl.t}, searchTarget{t: &twin.t}
+		s1, s2 := &fl.t, &twin.t
 		for i := range min(capacity, 200) {
 			h := fl.hashOf(key(i + 1<<40))
 			i1, fp := fl.locate(h)

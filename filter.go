@@ -458,10 +458,9 @@ func kickSlot(r, slots uint64) uint64 {
 // that is less). It moves nothing unless it finds a chain, and then moves
 // the chain hole first with fp going into the freed slot.
 func (f *Filter) searchPath(i1, i2, fp uint64) bool {
-	s := searchTarget{t: &f.t}
-	q, end, ok := f.search.room(s, i1, i2, min(2*f.maxKicks, searchBudget))
+	q, end, ok := f.search.room(&f.t, i1, i2, min(2*f.maxKicks, searchBudget))
 	if ok {
-		placeChain(s, q, end, fp, fp)
+		placeChain(&f.t, q, end, fp, fp)
 	}
 	return ok
 }

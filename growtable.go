@@ -280,7 +280,6 @@ func (g *growTable) insert(h uint64, maxKicks int) bool {
 }
 
 func (g *growTable) place(h uint64, maxKicks int) bool {
-	t := &g.t
 	j1, tag1, j2, tag2 := g.where(h)
 	// The emptier bucket first: two choices keep the buckets' loads even.
 	e1, e2 := g.rd.empties(j1), g.rd.empties(j2)
@@ -290,13 +289,36 @@ func (g *growTable) place(h uint64, maxKicks int) bool {
 	case e1 > 0:
 		return g.rd.replace(j1, 0, tag1)
 	}
-	s := searchTarget{t: t, grow: g}
-	q, end, ok := g.search.room(s, j1, j2, min(2*maxKicks, growSearch))
+	q, end, ok := g.search.room(g, j1, j2, min(2*maxKicks, growSearch))
 	if ok {
-		placeChain(s, q, end, tag1, tag2)
+		placeChain(g, q, end, tag1, tag2)
 	}
 	return ok
 }
+
+// A growing table is a chainKind whose values are tags: other gives a
+// tag's other bucket and its form there, and its buckets are read and
+// written as its lookups read them.
+
+func (g *growTable) shape() (slots, bucketBits uint64) { return g.t.slots, g.t.bucketBits }
+
+func (g *growTable) prefetch(lines []uint64) { prefetch(g.t.words, lines) }
+
+func (g *growTable) appendBucket(q []searchNode, b, n uint64, parent int32) []searchNode {
+	if g.rd.loads == 0 || n > 8 {
+		return g.t.appendBucket(q, b, n, parent)
+	}
+	var v [8]uint64
+	g.rd.values(b, &v)
+	for _, x := range v[:n] {
+		q = append(q, searchNode{bucket: uint32(b), tag: uint32(x), parent: parent})
+	}
+	return q
+}
+
+func (g *growTable) hasRoom(b uint64) bool { return g.rd.empties(b) != 0 }
+
+func (g *growTable) replace(b, old, new uint64) bool { return g.rd.replace(b, old, new) }
 
 // other returns the other bucket of the tag in bucket j, and its tag
 // there: the tag's other final bucket (from its final bucket, which the

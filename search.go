@@ -22,7 +22,7 @@ import "github.com/dedupkit/cuckoo/internal/addr"
 // (ctable.shift).
 
 // searchNode is a value reached by the search: moving tag from bucket to
-// its other bucket alt (where a growing table's tag changes: searchTarget.
+// its other bucket alt (where a growing table's tag changes: searchKind.
 // other gives it) would free its slot. parent is the node whose value would
 // move into that slot (-1: a slot of the key's own buckets). Bucket indexes
 // and values fit 32 bits (see table).
@@ -49,41 +49,52 @@ func (sc *scratch) bytes() uint64 {
 
 // room runs searchRoom in the scratch's memory, which it keeps, and
 // returns the queue (valid until the next search) with the chain's end.
-func (sc *scratch) room(s searchTarget, i1, i2 uint64, budget int) (q []searchNode, end int, ok bool) {
+func (sc *scratch) room(s searchKind, i1, i2 uint64, budget int) (q []searchNode, end int, ok bool) {
 	q, sc.lines, end, ok = searchRoom(s, sc.q, sc.lines, i1, i2, budget)
 	sc.q, sc.lines = q[:0], sc.lines[:0]
 	return q, end, ok
 }
 
-// searchTarget is the table a search runs in, with what its kind changes:
-// a growing table's values are tags whose other bucket its geometry gives
-// (grow), and a Concurrent's table is read with atomic loads while its
-// slots may change (shared). The kind is fixed for a search, so the
-// branches on it are predicted, and every call is direct.
-type searchTarget struct {
-	t      *table
-	grow   *growTable // a growing table's geometry, or nil
-	shared *ctable    // a Concurrent's table, or nil
+// searchKind is what the search needs of a kind of table: a Filter's
+// table, a growing table (whose values are tags, and whose other bucket
+// its geometry gives), a Concurrent's (read with atomic loads while its
+// slots may change), a Window's (whose free slots include expired ones).
+// The search calls it through an interface: it is the slow path of an
+// insert, and the common shape (a plain table of one segment whose
+// buckets never straddle words) is read inline instead.
+type searchKind interface {
+	// shape returns the slots of a bucket and the bits it takes.
+	shape() (slots, bucketBits uint64)
+	// appendBucket appends to q a node for each of the first n values of
+	// bucket b (0: an empty slot), in slot order, with the given parent.
+	appendBucket(q []searchNode, b, n uint64, parent int32) []searchNode
+	// other returns the other bucket of value v in bucket b, and v there.
+	other(b, v uint64) (alt, altV uint64)
+	// hasRoom reports whether bucket b has a slot an insert may take.
+	hasRoom(b uint64) bool
+	// prefetch asks for the table words at the given indexes.
+	prefetch(lines []uint64)
 }
 
-// appendBucket appends to q a node for each of the first n values of
-// bucket b (0: an empty slot), in slot order, with the given parent: a
-// plain bucket of one window read once, and a Concurrent's with atomic
-// loads.
-func (s searchTarget) appendBucket(q []searchNode, b, n uint64, parent int32) []searchNode {
-	t := s.t
+// chainKind is a searchKind that no other goroutine uses, whose chains
+// placeChain performs.
+type chainKind interface {
+	searchKind
+	// replace puts new in place of one copy of old in bucket b.
+	replace(b, old, new uint64) bool
+}
+
+// A plain table is the searchKind of a Filter.
+
+func (t *table) shape() (slots, bucketBits uint64) { return t.slots, t.bucketBits }
+
+func (t *table) other(b, v uint64) (alt, altV uint64) { return t.altIndex(b, v), v }
+
+func (t *table) prefetch(lines []uint64) { prefetch(t.words, lines) }
+
+func (t *table) appendBucket(q []searchNode, b, n uint64, parent int32) []searchNode {
 	node := func(v uint64) searchNode { return searchNode{bucket: uint32(b), tag: uint32(v), parent: parent} }
 	switch {
-	case s.shared != nil:
-		for sl := range n {
-			q = append(q, node(s.shared.slotAt(b, sl)))
-		}
-	case s.grow != nil && s.grow.rd.loads != 0 && n <= 8:
-		var v [8]uint64
-		s.grow.rd.values(b, &v)
-		for _, x := range v[:n] {
-			q = append(q, node(x))
-		}
 	case t.semi:
 		v := t.semiRead(b)
 		for _, x := range v[:n] {
@@ -107,33 +118,8 @@ func (s searchTarget) appendBucket(q []searchNode, b, n uint64, parent int32) []
 	return q
 }
 
-// other returns the other bucket of value v in bucket b, and v there.
-func (s searchTarget) other(b, v uint64) (alt, altV uint64) {
-	if s.grow != nil {
-		return s.grow.other(b, v)
-	}
-	return s.t.altIndex(b, v), v
-}
-
-// moved returns node n's value as it is in its other bucket.
-func (s searchTarget) moved(n *searchNode) uint64 {
-	if s.grow != nil {
-		_, v := s.grow.other(uint64(n.bucket), uint64(n.tag))
-		return v
-	}
-	return uint64(n.tag)
-}
-
-// hasRoom reports whether bucket b has an empty slot.
-func (s searchTarget) hasRoom(b uint64) bool {
-	t := s.t
-	switch {
-	case s.shared != nil:
-		_, ok := s.shared.findIn(b, 0)
-		return ok
-	case s.grow != nil:
-		return s.grow.rd.empties(b) != 0
-	case t.windows == 1 && !t.semi:
+func (t *table) hasRoom(b uint64) bool {
+	if t.windows == 1 && !t.semi {
 		var w uint64
 		if t.aligned {
 			w = t.alignedBucket(b)
@@ -145,24 +131,6 @@ func (s searchTarget) hasRoom(b uint64) bool {
 	return t.copies(b, 0) != 0
 }
 
-// replace puts new in place of one copy of old in bucket b (table.replace;
-// a growing table's with the reads of its lookups).
-func (s searchTarget) replace(b, old, new uint64) bool {
-	if s.grow != nil {
-		return s.grow.rd.replace(b, old, new)
-	}
-	return s.t.replace(b, old, new)
-}
-
-// prefetch asks for the table words at the given indexes.
-func (s searchTarget) prefetch(lines []uint64) {
-	if s.shared != nil {
-		prefetchShared(s.t.words, lines)
-		return
-	}
-	prefetch(s.t.words, lines)
-}
-
 // searchRoom searches from the key's buckets i1 and i2 for the shortest
 // chain of moves that ends in a bucket with an empty slot, examining up to
 // budget slots. It returns the queue (q's memory, reused), the index of the
@@ -172,22 +140,27 @@ func (s searchTarget) prefetch(lines []uint64) {
 // further room; end is then -1 for a root: the key's bucket has room.
 // lines is scratch for the word indexes of a level, returned as it grew;
 // with a capacity of budget the search allocates nothing.
-func searchRoom(s searchTarget, q []searchNode, lines []uint64, i1, i2 uint64, budget int) (_ []searchNode, _ []uint64, end int, ok bool) {
-	t := s.t
+func searchRoom(s searchKind, q []searchNode, lines []uint64, i1, i2 uint64, budget int) (_ []searchNode, _ []uint64, end int, ok bool) {
 	// A plain table of one segment whose buckets never straddle words, that
 	// no other goroutine uses (the common shapes of a Filter), is addressed
 	// and read inline here, with its geometry in local variables: the
-	// calls through searchTarget cost more than the work itself when the
+	// calls through searchKind cost more than the work itself when the
 	// table is in the caches.
-	direct := s.grow == nil && s.shared == nil && t.aligned && t.segments == 1
-	words, m, shift := t.words, t.numBuckets, t.bucketShift&63
-	fpBits, fpMask, rest, high := t.fpBits&63, t.fpMask, t.laneRest, t.laneHigh
+	slots, bucketBits := s.shape()
+	t, direct := s.(*table)
+	direct = direct && t.aligned && t.segments == 1
+	var words []uint64
+	var m, shift, fpBits, fpMask, rest, high uint64
+	if direct {
+		words, m, shift = t.words, t.numBuckets, t.bucketShift&63
+		fpBits, fpMask, rest, high = t.fpBits&63, t.fpMask, t.laneRest, t.laneHigh
+	}
 	bucket := func(b uint64) uint64 { // alignedBucket
 		p := b << shift
 		return words[p>>6] >> (p & 63)
 	}
-	q = s.appendBucket(q[:0], i1, t.slots, -1)
-	q = s.appendBucket(q, i2, t.slots, -1)
+	q = s.appendBucket(q[:0], i1, slots, -1)
+	q = s.appendBucket(q, i2, slots, -1)
 	for lo := 0; lo < len(q); {
 		hi := len(q)
 		lines = lines[:0]
@@ -200,7 +173,7 @@ func searchRoom(s searchTarget, q []searchNode, lines []uint64, i1, i2 uint64, b
 				alt, _ = s.other(uint64(n.bucket), uint64(n.tag))
 			}
 			n.alt = uint32(alt)
-			lines = append(lines, alt*t.bucketBits>>6)
+			lines = append(lines, alt*bucketBits>>6)
 		}
 		s.prefetch(lines)
 		for k := lo; k < hi; k++ {
@@ -227,13 +200,13 @@ func searchRoom(s searchTarget, q []searchNode, lines []uint64, i1, i2 uint64, b
 			}
 			if direct {
 				w := bucket(uint64(alt))
-				for range min(t.slots, uint64(budget-len(q))) {
+				for range min(slots, uint64(budget-len(q))) {
 					q = append(q, searchNode{bucket: alt, tag: uint32(w & fpMask), parent: int32(k)})
 					w >>= fpBits
 				}
 				continue
 			}
-			q = s.appendBucket(q, uint64(alt), min(t.slots, uint64(budget-len(q))), int32(k))
+			q = s.appendBucket(q, uint64(alt), min(slots, uint64(budget-len(q))), int32(k))
 		}
 		lo = hi
 	}
@@ -256,15 +229,15 @@ func onChain(q []searchNode, k int, b uint32) bool {
 // chain freed: v1 when that slot is in the key's first bucket (the first
 // b nodes of q are its slots), v2 in its second. end is >= 0: such a
 // table's search starts from full buckets, so its chains have a node.
-func placeChain(s searchTarget, q []searchNode, end int, v1, v2 uint64) {
-	t := s.t
-	s.replace(uint64(q[end].alt), 0, s.moved(&q[end]))
+func placeChain(s chainKind, q []searchNode, end int, v1, v2 uint64) {
+	slots, _ := s.shape()
+	s.replace(uint64(q[end].alt), 0, moved(s, &q[end]))
 	for j := end; ; {
 		in, parent := v1, q[j].parent
 		switch {
 		case parent >= 0:
-			in = s.moved(&q[parent])
-		case uint64(j) >= t.slots:
+			in = moved(s, &q[parent])
+		case uint64(j) >= slots:
 			in = v2
 		}
 		s.replace(uint64(q[j].bucket), uint64(q[j].tag), in)
@@ -273,4 +246,10 @@ func placeChain(s searchTarget, q []searchNode, end int, v1, v2 uint64) {
 		}
 		j = int(parent)
 	}
+}
+
+// moved returns node n's value as it is in its other bucket.
+func moved(s searchKind, n *searchNode) uint64 {
+	_, v := s.other(uint64(n.bucket), uint64(n.tag))
+	return v
 }

@@ -344,15 +344,6 @@ func (t *wtable) reset() {
 	t.stamps = [windowStamps]uint64{}
 }
 
-// wnode is a slot reached by the search for room: moving its entry v
-// from bucket to its other bucket alt would free it. parent is the node
-// whose entry would move into it (-1: a slot of the key's own buckets).
-type wnode struct {
-	bucket, alt, v uint32
-	parent         int32
-	slot           uint8
-}
-
 // wstep is one move of the random walk: placed went into slot of bucket.
 type wstep struct {
 	bucket uint32
@@ -362,13 +353,41 @@ type wstep struct {
 
 // wscratch is the working memory of a table's inserts, kept between them.
 type wscratch struct {
-	q     []wnode
-	lines []uint64
-	path  []wstep
+	search scratch // of the search for room
+	kind   wsearch // the table as that search sees it
+	path   []wstep
 }
 
 func (sc *wscratch) bytes() uint64 {
-	return uint64(cap(sc.q))*20 + uint64(cap(sc.lines))*8 + uint64(cap(sc.path))*16
+	return sc.search.bytes() + uint64(cap(sc.path))*16
+}
+
+// wsearch is a Window's table as the search for room sees it: a chainKind
+// whose values are stamped fingerprints (the other bucket comes from the
+// fingerprint alone) and whose free slots are the empty and the expired
+// ones.
+type wsearch struct {
+	t       *wtable
+	expired uint64
+}
+
+func (s *wsearch) shape() (slots, bucketBits uint64) { return s.t.slots, s.t.bucketBits }
+
+func (s *wsearch) other(b, v uint64) (alt, altV uint64) {
+	return s.t.altIndex(b, v>>windowAgeBits), v
+}
+
+func (s *wsearch) hasRoom(b uint64) bool { return s.t.hasFree(b, s.expired) }
+
+func (s *wsearch) prefetch(lines []uint64) { prefetch(s.t.words, lines) }
+
+func (s *wsearch) appendBucket(q []searchNode, b, n uint64, parent int32) []searchNode {
+	var vals [8]uint64
+	s.t.values(b, &vals)
+	for _, v := range vals[:n&15] {
+		q = append(q, searchNode{bucket: uint32(b), tag: uint32(v), parent: parent})
+	}
+	return q
 }
 
 // values reads the entries of bucket i into out[:slots]: a bucket of one
@@ -449,90 +468,40 @@ func (t *wtable) moveOne(i1, i2, x, y, v, expired uint64) bool {
 	return false
 }
 
-// searchPath is the breadth-first search of search.go over a Window's
-// table, where a slot is free when empty or expired: it explores up to
-// budget slots a level at a time, prefetching each level's buckets, moves
-// nothing unless it finds a chain, and moves the chain hole first.
+// searchPath makes room for v by the breadth-first search for room
+// (search.go) over a Window's table, where a slot is free when empty or
+// expired: it explores up to budget slots, moves nothing unless it finds a
+// chain, and moves the chain hole first.
 func (t *wtable) searchPath(sc *wscratch, i1, i2, v, expired uint64, budget int) bool {
-	q := sc.q[:0]
-	var vals [8]uint64
-	for _, b := range [2]uint64{i1, i2} {
-		t.values(b, &vals)
-		for j := range t.slots {
-			q = append(q, wnode{bucket: uint32(b), v: uint32(vals[j&7]), parent: -1, slot: uint8(j)})
-		}
-	}
-	end := -1
-search:
-	for lo := 0; lo < len(q); {
-		hi := len(q)
-		sc.lines = sc.lines[:0]
-		for k := lo; k < hi; k++ {
-			n := &q[k]
-			alt := t.altIndex(uint64(n.bucket), uint64(n.v)>>windowAgeBits)
-			n.alt = uint32(alt)
-			sc.lines = append(sc.lines, alt*t.bucketBits>>6)
-		}
-		prefetch(t.words, sc.lines)
-		for k := lo; k < hi; k++ {
-			n := &q[k]
-			switch {
-			case wOnChain(q, k, n.alt):
-				n.alt = n.bucket // not to be expanded: the move would undo the chain
-			case t.hasFree(uint64(n.alt), expired):
-				end = k
-				break search
-			}
-		}
-		for k := lo; k < hi && len(q) < budget; k++ {
-			alt := q[k].alt
-			if alt == q[k].bucket {
-				continue
-			}
-			t.values(uint64(alt), &vals)
-			for j := range min(t.slots, uint64(budget-len(q))) {
-				q = append(q, wnode{bucket: alt, v: uint32(vals[j&7]), parent: int32(k), slot: uint8(j)})
-			}
-		}
-		lo = hi
-	}
-	sc.q = q[:0]
-	if end < 0 {
+	sc.kind = wsearch{t: t, expired: expired}
+	q, end, ok := sc.search.room(&sc.kind, i1, i2, budget)
+	if !ok {
 		return false
 	}
 	// The chain, hole first: the last entry to its free slot, then each
-	// parent's entry into the slot its child left, then v. Entries that
-	// move keep their counts; the expired entry the first move overwrites
-	// (if any) loses its own, and v gains one.
+	// parent's entry into the slot its child left, then v. Node k holds
+	// slot k%slots of its bucket: the search appends a bucket's slots in
+	// order, a whole bucket at a time but for the last. Entries that move
+	// keep their counts; the expired entry the first move overwrites (if
+	// any) loses its own, and v gains one.
 	n := q[end]
 	_, s := t.free(uint64(n.alt), expired)
 	if old := t.get(uint64(n.alt), s); old != 0 {
 		t.stamps[old&(windowStamps-1)]--
 	}
-	t.set(uint64(n.alt), s, uint64(n.v))
+	t.set(uint64(n.alt), s, uint64(n.tag))
 	for k := end; ; {
 		in, parent := v, q[k].parent
 		if parent >= 0 {
-			in = uint64(q[parent].v)
+			in = uint64(q[parent].tag)
 		}
-		t.set(uint64(q[k].bucket), uint64(q[k].slot), in)
+		t.set(uint64(q[k].bucket), uint64(k)%t.slots, in)
 		if parent < 0 {
 			t.stamps[v&(windowStamps-1)]++
 			return true
 		}
 		k = int(parent)
 	}
-}
-
-// wOnChain reports whether bucket b is on the chain from node k back to the
-// key's buckets.
-func wOnChain(q []wnode, k int, b uint32) bool {
-	for ; k >= 0; k = int(q[k].parent) {
-		if q[k].bucket == b {
-			return true
-		}
-	}
-	return false
 }
 
 // walk is the random walk of Filter.kick over a Window's table: it puts v
