@@ -1,6 +1,7 @@
 package cuckoo
 
 import (
+	"math"
 	"math/bits"
 	"runtime"
 	"sync"
@@ -702,16 +703,18 @@ func (c *ctable) count(i1, fp, i2 uint64) uint64 {
 var scratchPool = sync.Pool{New: func() any {
 	// Room for a typical search, so that a new scratch (the race detector
 	// makes the pool drop some) does not grow step by step.
-	return &scratch{q: make([]searchNode, 0, searchBudget), lines: make([]uint64, 0, searchBudget)}
+	return &scratch{q: make([]searchNode, 0, walkLimit), lines: make([]uint64, 0, walkLimit)}
 }}
 
 // makeRoom searches, without locks, for the shortest chain of moves from
-// bucket i1 or i2 to an empty slot, exploring up to 4*maxKicks slots
-// (search.go), and performs it hole first (see the type's doc). It reports
+// bucket i1 or i2 to an empty slot (search.go), and performs it hole first
+// (see the type's doc). No random walk follows a failed search (see
+// Displacement), so the search takes the walk's kicks too: its budget is
+// roomBudget of 2*maxKicks, without a limit (4*maxKicks slots). It reports
 // false when there is no such chain; true when it freed a slot, or when
 // another writer got in the way and the insert should simply look again.
 func (c *ctable) makeRoom(i1, i2 uint64, sc *scratch) bool {
-	q, end, ok := sc.room(c, i1, i2, 4*c.maxKicks)
+	q, end, ok := sc.room(c, i1, i2, roomBudget(2*c.maxKicks, math.MaxInt))
 	if ok {
 		c.shift(q, end)
 	}

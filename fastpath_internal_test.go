@@ -118,8 +118,8 @@ func FuzzAlignedTwin(f *testing.F) {
 			h := fl.hashOf(key(i + 1<<40))
 			i1, fp := fl.locate(h)
 			i2 := fl.t.altIndex(i1, fp)
-			q1, _, end1, ok1 := searchRoom(s1, nil, nil, i1, i2, searchBudget)
-			q2, _, end2, ok2 := searchRoom(s2, nil, nil, i1, i2, searchBudget)
+			q1, _, end1, ok1 := searchRoom(s1, nil, nil, i1, i2, walkLimit)
+			q2, _, end2, ok2 := searchRoom(s2, nil, nil, i1, i2, walkLimit)
 			if ok1 != ok2 || end1 != end2 || !slices.Equal(q1, q2) {
 				t.Fatalf("shape %v, buckets %d and %d: search found %v at %d (%d nodes), twin %v at %d (%d nodes)",
 					sh, i1, i2, ok1, end1, len(q1), ok2, end2, len(q2))

@@ -60,12 +60,6 @@ type kickStep struct {
 	slot           uint8
 }
 
-// searchBudget bounds the slots one breadth-first search examines: about
-// four levels of 4-slot buckets. At the loads New sizes for, nearly every
-// search ends in the first two; the random walk that follows a failed
-// search handles the rare long paths.
-const searchBudget = 256
-
 // New returns an empty filter that holds at least capacity distinct keys.
 // The default shape is 4-slot buckets with 16-bit fingerprints; opts change
 // it. It returns an error wrapping [ErrInvalidParameter], and no filter,
@@ -454,11 +448,11 @@ func kickSlot(r, slots uint64) uint64 {
 
 // searchPath makes room for fp, whose buckets i1 and i2 are both full, by
 // the breadth-first search for the shortest chain of moves that ends in an
-// empty slot (search.go), exploring up to searchBudget slots (2*maxKicks if
-// that is less). It moves nothing unless it finds a chain, and then moves
+// empty slot (search.go), exploring the slots roomBudget allows a
+// table that a random walk backs up. It moves nothing unless it finds a chain, and then moves
 // the chain hole first with fp going into the freed slot.
 func (f *Filter) searchPath(i1, i2, fp uint64) bool {
-	q, end, ok := f.search.room(&f.t, i1, i2, min(2*f.maxKicks, searchBudget))
+	q, end, ok := f.search.room(&f.t, i1, i2, roomBudget(f.maxKicks, walkLimit))
 	if ok {
 		placeChain(&f.t, q, end, fp, fp)
 	}

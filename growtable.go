@@ -269,7 +269,7 @@ func (g *growTable) crowded() bool {
 
 // insert puts a copy of h's fingerprint in a slot, moving others if both
 // buckets are full, and reports false, with the table unchanged, if a
-// search of growSearch slots (or 2·maxKicks, if less) found no room: the
+// search within roomBudget(maxKicks, growSearch) found no room: the
 // caller then splits, which is cheaper than a longer search.
 func (g *growTable) insert(h uint64, maxKicks int) bool {
 	if g.place(h, maxKicks) {
@@ -289,7 +289,7 @@ func (g *growTable) place(h uint64, maxKicks int) bool {
 	case e1 > 0:
 		return g.rd.replace(j1, 0, tag1)
 	}
-	q, end, ok := g.search.room(g, j1, j2, min(2*maxKicks, growSearch))
+	q, end, ok := g.search.room(g, j1, j2, roomBudget(maxKicks, growSearch))
 	if ok {
 		placeChain(g, q, end, tag1, tag2)
 	}

@@ -21,6 +21,21 @@ import "github.com/dedupkit/cuckoo/internal/addr"
 // table with placeChain, a Concurrent's table with a seqlock move per link
 // (ctable.shift).
 
+// roomBudget is the one rule for how many slots a search for room
+// examines: two for each displacement an insert may make (kicks, the
+// filter's MaxKicks), and no more than the table kind's limit: walkLimit
+// for a table whose failed search a random walk backs up, growSearch for a
+// growing table, which splits a bucket pair instead, and none for a
+// Concurrent's table, whose search is the only attempt and so is given
+// the walk's kicks too (2·MaxKicks).
+func roomBudget(kicks, limit int) int { return min(2*kicks, limit) }
+
+// walkLimit bounds the search of a table that a random walk backs up:
+// about four levels of 4-slot buckets. At the loads New sizes for, nearly
+// every search ends in the first two; the random walk that follows a
+// failed search handles the rare long paths.
+const walkLimit = 256
+
 // searchNode is a value reached by the search: moving tag from bucket to
 // its other bucket alt (where a growing table's tag changes: searchKind.
 // other gives it) would free its slot. parent is the node whose value would

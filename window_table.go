@@ -421,7 +421,7 @@ func (t *wtable) hasFree(i, expired uint64) bool {
 // finds room. Only live entries move: a bucket without a free slot holds
 // no expired one.
 func (t *wtable) makeRoom(sc *wscratch, i1, i2, v, h, expired uint64, maxKicks int) bool {
-	return t.searchPath(sc, i1, i2, v, expired, min(2*maxKicks, searchBudget)) ||
+	return t.searchPath(sc, i1, i2, v, expired, roomBudget(maxKicks, walkLimit)) ||
 		t.walk(sc, i1, i2, v, h, expired, maxKicks)
 }
 
