@@ -703,7 +703,7 @@ func (c *ctable) count(i1, fp, i2 uint64) uint64 {
 var scratchPool = sync.Pool{New: func() any {
 	// Room for a typical search, so that a new scratch (the race detector
 	// makes the pool drop some) does not grow step by step.
-	return &scratch{q: make([]searchNode, 0, walkLimit), lines: make([]uint64, 0, walkLimit)}
+	return newScratch(walkLimit)
 }}
 
 // makeRoom searches, without locks, for the shortest chain of moves from

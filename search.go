@@ -57,6 +57,11 @@ type scratch struct {
 	lines []uint64     // word indexes a level prefetches
 }
 
+// newScratch returns a scratch with room for a search of n slots.
+func newScratch(n int) *scratch {
+	return &scratch{q: make([]searchNode, 0, n), lines: make([]uint64, 0, n)}
+}
+
 // bytes is the memory the scratch holds.
 func (sc *scratch) bytes() uint64 {
 	return uint64(cap(sc.q))*searchNodeBytes + uint64(cap(sc.lines))*8

@@ -1,0 +1,33 @@
+package cuckoo
+
+import "github.com/dedupkit/cuckoo/internal/hash"
+
+// The random walk's generator and its choice of slot, shared by every
+// table kind that walks (a Filter's, a Window's).
+
+// kickRand is the random walk's generator (xorshift64*), seeded from the
+// key's hash so that a walk depends only on the table and the key.
+type kickRand uint64
+
+func newKickRand(h uint64) kickRand { return kickRand(hash.Mix64(h) | 1) }
+
+// next returns the next random word.
+func (r *kickRand) next() uint64 {
+	x := uint64(*r)
+	x ^= x >> 12
+	x ^= x << 25
+	x ^= x >> 27
+	*r = kickRand(x)
+	return x * 0x2545f4914f6cdd1d
+}
+
+// kickSlot returns the slot a walk's move takes, drawn from the random
+// word r, for buckets of slots slots: the low bits of r's upper half for a
+// power of two (so that those tables stay bit for bit what their encoded
+// files hold), its upper bits scaled onto [0, slots) for any other size.
+func kickSlot(r, slots uint64) uint64 {
+	if slots&(slots-1) == 0 {
+		return r >> 32 & (slots - 1)
+	}
+	return (r >> 32) * slots >> 32
+}
