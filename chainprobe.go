@@ -5,6 +5,7 @@ import (
 	"unsafe"
 
 	"github.com/dedupkit/cuckoo/internal/addr"
+	"github.com/dedupkit/cuckoo/internal/table"
 )
 
 // A lookup in a chain of tables (a Scalable's) probes every table for an
@@ -37,7 +38,7 @@ type chainLevel struct {
 	lastLow, lastRest, lastHigh uint64
 	lastLanes                   uint64 // the bits of the second window's lanes: fp·lastLow = fp·low & lastLanes
 	loads                       uint64 // 2: two loads; 1: one load; 0: t.holdsEither
-	t                           *table
+	t                           *table.Table
 	large                       bool // the table takes largeTableBytes or more
 }
 
@@ -54,22 +55,22 @@ const largeTableBytes = 1 << 20
 func anyZero(x, low, high uint64) uint64 { return (x - low) &^ x & high }
 
 // chainLevelOf returns the probe of plain table t.
-func chainLevelOf(t *table) chainLevel {
+func chainLevelOf(t *table.Table) chainLevel {
 	c := chainLevel{
-		words: unsafe.Pointer(unsafe.SliceData(t.words)),
-		m:     t.numBuckets, fpMax: t.fpMask, bb: t.bucketBits, wb: t.windowBits & 63,
-		low: t.laneLow, rest: t.laneRest, high: t.laneHigh,
-		t: t, large: uint64(len(t.words))*8 >= largeTableBytes,
+		words: unsafe.Pointer(unsafe.SliceData(t.Words)),
+		m:     t.NumBuckets, fpMax: t.FPMask, bb: t.BucketBits, wb: t.WindowBits & 63,
+		low: t.LaneLow, rest: t.LaneRest, high: t.LaneHigh,
+		t: t, large: uint64(len(t.Words))*8 >= largeTableBytes,
 	}
-	if t.windows == 2 {
-		c.lastLow, c.lastRest, c.lastHigh = t.lastLow, t.lastRest, t.lastHigh
+	if t.Windows == 2 {
+		c.lastLow, c.lastRest, c.lastHigh = t.LastLow, t.LastRest, t.LastHigh
 		c.lastLanes = c.lastHigh | c.lastRest
 	}
 	switch {
-	case t.semi || t.segments != 1 || t.windows > 2 || !unalignedLittleEndian || !fastSlots(t.slots):
-	case t.bucketBits >= 64 && t.bucketBits <= 120:
+	case t.Semi || t.Segments != 1 || t.Windows > 2 || !table.UnalignedLittleEndian || !fastSlots(t.Slots):
+	case t.BucketBits >= 64 && t.BucketBits <= 120:
 		c.loads = 2
-	case t.bucketBits <= 57:
+	case t.BucketBits <= 57:
 		c.loads = 1
 	}
 	return c
@@ -120,13 +121,13 @@ func (c *chainLevel) holds(i1, f1, i2, f2 uint64) bool {
 	case 2:
 		a0, a1 := c.read(i1)
 		b0, b1 := c.read(i2)
-		return zeroLanes(a0^f1*c.low, c.rest, c.high)|zeroLanes(a1^f1*c.lastLow, c.lastRest, c.lastHigh)|
-			zeroLanes(b0^f2*c.low, c.rest, c.high)|zeroLanes(b1^f2*c.lastLow, c.lastRest, c.lastHigh) != 0
+		return table.ZeroLanes(a0^f1*c.low, c.rest, c.high)|table.ZeroLanes(a1^f1*c.lastLow, c.lastRest, c.lastHigh)|
+			table.ZeroLanes(b0^f2*c.low, c.rest, c.high)|table.ZeroLanes(b1^f2*c.lastLow, c.lastRest, c.lastHigh) != 0
 	case 1:
 		a, b := c.read1(i1), c.read1(i2)
-		return zeroLanes(a^f1*c.low, c.rest, c.high)|zeroLanes(b^f2*c.low, c.rest, c.high) != 0
+		return table.ZeroLanes(a^f1*c.low, c.rest, c.high)|table.ZeroLanes(b^f2*c.low, c.rest, c.high) != 0
 	}
-	return c.t.holdsEither(i1, f1, i2, f2)
+	return c.t.HoldsEither(i1, f1, i2, f2)
 }
 
 // empties returns the empty slots of bucket i.
@@ -134,11 +135,11 @@ func (c *chainLevel) empties(i uint64) uint64 {
 	switch c.loads {
 	case 2:
 		w0, w1 := c.read(i)
-		return uint64(bits.OnesCount64(zeroLanes(w0, c.rest, c.high)) + bits.OnesCount64(zeroLanes(w1, c.lastRest, c.lastHigh)))
+		return uint64(bits.OnesCount64(table.ZeroLanes(w0, c.rest, c.high)) + bits.OnesCount64(table.ZeroLanes(w1, c.lastRest, c.lastHigh)))
 	case 1:
-		return uint64(bits.OnesCount64(zeroLanes(c.read1(i), c.rest, c.high)))
+		return uint64(bits.OnesCount64(table.ZeroLanes(c.read1(i), c.rest, c.high)))
 	}
-	return c.t.copies(i, 0)
+	return c.t.Copies(i, 0)
 }
 
 // chainHas reports whether any table of cs holds h's fingerprint,
@@ -215,24 +216,24 @@ func (c *chainLevel) stage(hs []uint64, g *chainGroup) {
 		g.i1[k], g.i2[k], g.fp[k] = i1, i2, fp
 		lines[2*k], lines[2*k+1] = i1*c.bb>>6, i2*c.bb>>6
 	}
-	prefetch(c.t.words, lines[:2*len(hs)])
+	table.Prefetch(c.t.Words, lines[:2*len(hs)])
 }
 
 // values reads bucket i's values (0: empty) into out[:slots] (loads ≥ 1).
 func (c *chainLevel) values(i uint64, out *[8]uint64) {
 	t := c.t
-	f, mask := t.fpBits&63, t.fpMask
+	f, mask := t.FPBits&63, t.FPMask
 	var w0, w1 uint64
 	if c.loads == 2 {
 		w0, w1 = c.read(i)
 	} else {
 		w0 = c.read1(i)
 	}
-	for s := uint64(0); s < t.lanes; s++ {
+	for s := uint64(0); s < t.Lanes; s++ {
 		out[s&7] = w0 >> (s * f & 63) & mask
 	}
-	for s := t.lanes; s < t.slots; s++ {
-		out[s&7] = w1 >> ((s - t.lanes) * f & 63) & mask
+	for s := t.Lanes; s < t.Slots; s++ {
+		out[s&7] = w1 >> ((s - t.Lanes) * f & 63) & mask
 	}
 }
 
@@ -241,7 +242,7 @@ func (c *chainLevel) values(i uint64, out *[8]uint64) {
 // with the bucket read as the lookups read it.
 func (c *chainLevel) replace(i, old, new uint64) bool {
 	if c.loads == 0 {
-		return c.t.replace(i, old, new)
+		return c.t.Replace(i, old, new)
 	}
 	var w0, w1 uint64
 	if c.loads == 2 {
@@ -249,15 +250,15 @@ func (c *chainLevel) replace(i, old, new uint64) bool {
 	} else {
 		w0 = c.read1(i)
 	}
-	f := c.t.fpBits
+	f := c.t.FPBits
 	p := i * c.bb
-	if z := zeroLanes(w0^old*c.low, c.rest, c.high); z != 0 {
-		p += laneStart(z, f)
-	} else if z := zeroLanes(w1^old*c.lastLow, c.lastRest, c.lastHigh); z != 0 {
-		p += c.t.windowBits + laneStart(z, f)
+	if z := table.ZeroLanes(w0^old*c.low, c.rest, c.high); z != 0 {
+		p += table.LaneStart(z, f)
+	} else if z := table.ZeroLanes(w1^old*c.lastLow, c.lastRest, c.lastHigh); z != 0 {
+		p += c.t.WindowBits + table.LaneStart(z, f)
 	} else {
 		return false
 	}
-	c.t.setSlotAt(p, new)
+	c.t.SetSlotAt(p, new)
 	return true
 }

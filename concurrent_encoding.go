@@ -179,11 +179,11 @@ func decodeChain(d *codec.Decoder, kind byte) (*cchain, error) {
 	if err != nil {
 		return nil, err
 	}
-	if f.t.semi {
+	if f.t.Semi {
 		return nil, errSemiConcurrent
 	}
 	ch := &cchain{seed: f.seed, maxKicks: f.maxKicks}
-	ch.tables = []*ctable{ctableFrom(f, nil, 0, f.t.numBuckets*f.t.slots, tableOpen)}
+	ch.tables = []*ctable{ctableFrom(f, nil, 0, f.t.NumBuckets*f.t.Slots, tableOpen)}
 	return ch, nil
 }
 

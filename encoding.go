@@ -7,6 +7,7 @@ import (
 	"io"
 
 	"github.com/dedupkit/cuckoo/internal/codec"
+	"github.com/dedupkit/cuckoo/internal/table"
 )
 
 // The encoding of a Filter, format version 1. All integers are
@@ -85,13 +86,13 @@ var errPreV1 = fmt.Errorf("%w: written by a version of github.com/dedupkit/cucko
 // grows in place). Encoding and decoding a table go through it, and each
 // filter checks what its own invariants add (decodeFilter, decodeLevel).
 type tableEncoding struct {
-	t        table // with its words
-	flags    uint8 // flagGrowing or 0; flagSemiSort follows t
+	t        table.Table // with its words
+	flags    uint8       // flagGrowing or 0; flagSemiSort follows t
 	seed     uint64
 	capacity uint64
 	maxKicks int
 	count    uint64
-	dups     counters
+	dups     table.Counters
 }
 
 // encoding returns the filter's table encoding.
@@ -101,7 +102,7 @@ func (f *Filter) encoding() tableEncoding {
 
 // size returns the exact number of bytes of the encoding.
 func (e *tableEncoding) size() int64 {
-	w := int64(len(e.t.words))
+	w := int64(len(e.t.Words))
 	if w > 0 {
 		w-- // the padding word is not written
 	}
@@ -116,29 +117,29 @@ func (e *tableEncoding) writeTo(w io.Writer) (int64, error) {
 	enc.Uint16(formatVersion)
 	enc.Uint8(kindFilter)
 	flags := e.flags
-	if t.semi {
+	if t.Semi {
 		flags |= flagSemiSort
 	}
 	enc.Uint8(flags)
-	enc.Uint8(uint8(t.slots))
-	enc.Uint8(uint8(t.fpBits))
+	enc.Uint8(uint8(t.Slots))
+	enc.Uint8(uint8(t.FPBits))
 	enc.Uint8(hashXXH3)
 	enc.Uint8(0)
 	enc.Uint32(uint32(e.maxKicks))
 	enc.Uint64(e.seed)
 	enc.Uint64(e.capacity)
-	enc.Uint64(t.numBuckets)
+	enc.Uint64(t.NumBuckets)
 	enc.Uint64(e.count)
-	words := t.words
+	words := t.Words
 	if len(words) > 0 {
 		words = words[:len(words)-1]
 	}
 	enc.Uint64(uint64(len(words)))
 	enc.Uint64(uint64(len(e.dups)))
-	enc.Uint32(uint32(t.segments))
+	enc.Uint32(uint32(t.Segments))
 	enc.Uint32(0)
 	enc.Words(words)
-	for _, k := range e.dups.sortedKeys() {
+	for _, k := range e.dups.SortedKeys() {
 		enc.Uint64(k)
 		enc.Uint64(e.dups[k])
 	}
@@ -167,7 +168,7 @@ func (f *Filter) MarshalBinary() ([]byte, error) {
 // WriteTo writes the encoding of the filter to w and returns the number of
 // bytes written. It only reads the filter, so concurrent readers may go on.
 func (f *Filter) WriteTo(w io.Writer) (int64, error) {
-	if f.t.numBuckets == 0 {
+	if f.t.NumBuckets == 0 {
 		return 0, errors.New("cuckoo: the zero Filter has no table to encode")
 	}
 	e := f.encoding()
@@ -290,12 +291,12 @@ func decodeFilter(d *codec.Decoder) (*Filter, error) {
 	// capacity and shape. More are fine: a Scalable's tables round their
 	// bucket counts up, and each loads as a Filter.
 	t := &e.t
-	m, ok := bucketsFor(e.capacity, t.slots, t.fpBits)
-	if t.segments > 1 {
-		m, ok = segmentedBuckets(e.capacity, t.segments, t.slots, t.fpBits)
+	m, ok := bucketsFor(e.capacity, t.Slots, t.FPBits)
+	if t.Segments > 1 {
+		m, ok = segmentedBuckets(e.capacity, t.Segments, t.Slots, t.FPBits)
 	}
-	if !ok || t.numBuckets < m {
-		return nil, bad("%d buckets for capacity %d, fewer than the %d New plans", t.numBuckets, e.capacity, m)
+	if !ok || t.NumBuckets < m {
+		return nil, bad("%d buckets for capacity %d, fewer than the %d New plans", t.NumBuckets, e.capacity, m)
 	}
 	return filterFrom(e)
 }
@@ -304,14 +305,14 @@ func decodeFilter(d *codec.Decoder) (*Filter, error) {
 // a Filter's invariants add to it.
 func filterFrom(e *tableEncoding) (*Filter, error) {
 	t := &e.t
-	if e.capacity > t.numBuckets*t.slots {
-		return nil, bad("capacity %d for %d slots", e.capacity, t.numBuckets*t.slots)
+	if e.capacity > t.NumBuckets*t.Slots {
+		return nil, bad("capacity %d for %d slots", e.capacity, t.NumBuckets*t.Slots)
 	}
 	f := &Filter{}
 	f.init(e.t, e.seed, e.capacity, e.maxKicks)
 	f.count = e.count
 	f.dups = e.dups
-	f.occupied = f.t.occupiedSlots()
+	f.occupied = f.t.OccupiedSlots()
 	if err := f.validate(false); err != nil {
 		return nil, bad("%v", err)
 	}
@@ -367,11 +368,11 @@ func decodeTableEncoding(d *codec.Decoder) (*tableEncoding, error) {
 	case semi && slots != 4:
 		return nil, bad("semi-sorted buckets of %d slots", slots)
 	}
-	t := tableLayout(numBuckets, slots, fpBits, semi)
+	t := table.Layout(numBuckets, slots, fpBits, semi)
 	switch {
-	case nWords != t.payloadWords():
-		return nil, bad("table of %d words, want %d", nWords, t.payloadWords())
-	case nDups > numBuckets*slots/maxSlotCopies:
+	case nWords != t.PayloadWords():
+		return nil, bad("table of %d words, want %d", nWords, t.PayloadWords())
+	case nDups > numBuckets*slots/table.MaxSlotCopies:
 		return nil, bad("%d duplicate counters for %d slots", nDups, numBuckets*slots)
 	}
 	// The table is the one large allocation: WordsGrow checks its length
@@ -380,9 +381,9 @@ func decodeTableEncoding(d *codec.Decoder) (*tableEncoding, error) {
 	if !d.Need(nDups*dupEntrySize, nDups*dupEntrySize) {
 		return nil, d.Err()
 	}
-	var dups counters
+	var dups table.Counters
 	if nDups > 0 {
-		dups = make(counters, min(nDups, 1<<16))
+		dups = make(table.Counters, min(nDups, 1<<16))
 	}
 	var prev uint64
 	for n := uint64(0); n < nDups && d.Err() == nil; n++ {
@@ -396,9 +397,9 @@ func decodeTableEncoding(d *codec.Decoder) (*tableEncoding, error) {
 	if err := d.VerifyChecksum(); err != nil {
 		return nil, err
 	}
-	t.words = words
-	t.segment(segments)
-	if used := numBuckets * t.bucketBits; used%64 != 0 && words[used/64]>>(used%64) != 0 {
+	t.Words = words
+	t.Segment(segments)
+	if used := numBuckets * t.BucketBits; used%64 != 0 && words[used/64]>>(used%64) != 0 {
 		return nil, bad("bits past the last bucket are set")
 	}
 	if semi {
@@ -406,7 +407,7 @@ func decodeTableEncoding(d *codec.Decoder) (*tableEncoding, error) {
 		// lookup table has no entry for others) and sorted pairs, so that
 		// the filter behaves and re-encodes like one built by operations.
 		for i := uint64(0); i < numBuckets; i++ {
-			if !t.semiValid(i) {
+			if !t.SemiValid(i) {
 				return nil, bad("semi-sorted bucket %d is not canonical", i)
 			}
 		}

@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"slices"
 	"testing"
+
+	"github.com/dedupkit/cuckoo/internal/table"
 )
 
 // FuzzFastPath compares Filter.ContainsHash's inlined path for the common
@@ -26,10 +28,10 @@ func FuzzFastPath(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if want := sh[0]*sh[1] == 64 || unalignedLittleEndian; fl.t.fastLookup != want {
-			t.Fatalf("shape %v: fastLookup %v", sh, fl.t.fastLookup)
+		if want := sh[0]*sh[1] == 64 || table.UnalignedLittleEndian; fl.t.FastLookup != want {
+			t.Fatalf("shape %v: fastLookup %v", sh, fl.t.FastLookup)
 		}
-		if !fl.t.fastLookup {
+		if !fl.t.FastLookup {
 			return
 		}
 		var buf [8]byte
@@ -41,9 +43,9 @@ func FuzzFastPath(f *testing.F) {
 			binary.LittleEndian.PutUint64(buf[:], i)
 			h := fl.hashOf(append(buf[:], data...))
 			fast := fl.ContainsHash(h)
-			fl.t.fastLookup = false
+			fl.t.FastLookup = false
 			general := fl.ContainsHash(h)
-			fl.t.fastLookup = true
+			fl.t.FastLookup = true
 			if fast != general {
 				t.Fatalf("shape %v, hash %#x: fast path %v, general %v", sh, h, fast, general)
 			}
@@ -83,17 +85,17 @@ func FuzzAlignedTwin(f *testing.F) {
 			return fl
 		}
 		fl, twin := newFilter(), newFilter()
-		if !fl.t.aligned {
+		if !fl.t.Aligned {
 			t.Fatalf("shape %v is not aligned", sh)
 		}
-		twin.t.aligned = false
-		twin.t.setFastLookup()
+		twin.t.Aligned = false
+		twin.t.SetFastLookup()
 		key := func(i uint64) []byte {
 			return append(binary.LittleEndian.AppendUint64(nil, i), data...)
 		}
 		same := func(op string, i uint64) {
 			t.Helper()
-			if !slices.Equal(fl.t.words, twin.t.words) || fl.count != twin.count {
+			if !slices.Equal(fl.t.Words, twin.t.Words) || fl.count != twin.count {
 				t.Fatalf("shape %v: tables differ after %s of key %d", sh, op, i)
 			}
 		}
@@ -117,9 +119,9 @@ func FuzzAlignedTwin(f *testing.F) {
 		for i := range min(capacity, 200) {
 			h := fl.hashOf(key(i + 1<<40))
 			i1, fp := fl.locate(h)
-			i2 := fl.t.altIndex(i1, fp)
-			q1, _, end1, ok1 := searchRoom(s1, nil, nil, i1, i2, walkLimit)
-			q2, _, end2, ok2 := searchRoom(s2, nil, nil, i1, i2, walkLimit)
+			i2 := fl.t.AltIndex(i1, fp)
+			q1, _, end1, ok1 := table.Search(s1, nil, nil, i1, i2, table.WalkLimit)
+			q2, _, end2, ok2 := table.Search(s2, nil, nil, i1, i2, table.WalkLimit)
 			if ok1 != ok2 || end1 != end2 || !slices.Equal(q1, q2) {
 				t.Fatalf("shape %v, buckets %d and %d: search found %v at %d (%d nodes), twin %v at %d (%d nodes)",
 					sh, i1, i2, ok1, end1, len(q1), ok2, end2, len(q2))

@@ -4,6 +4,7 @@ import (
 	"math/bits"
 
 	"github.com/dedupkit/cuckoo/internal/addr"
+	"github.com/dedupkit/cuckoo/internal/table"
 )
 
 // A table that grows in place: the newest table of a Scalable (after the
@@ -95,10 +96,10 @@ type growTable struct {
 	level   uint64 // ℓ: the tags hold q >> ℓ
 	split   uint64 // s
 
-	t        table      // m_ℓ + s buckets of f+R−ℓ bit tags
-	occupied uint64     // non-empty slots of t
-	search   scratch    // of insert's search
-	rd       chainLevel // how t's buckets are read (refresh keeps it t's)
+	t        table.Table   // m_ℓ + s buckets of f+R−ℓ bit tags
+	occupied uint64        // non-empty slots of t
+	search   table.Scratch // of insert's search
+	rd       chainLevel    // how t's buckets are read (refresh keeps it t's)
 }
 
 // refresh makes rd read t, after t's words or shape changed.
@@ -128,7 +129,7 @@ func reserveBits(r, f uint64) uint64 {
 // r > 0.
 func newGrowTable(final, slots, fpBits, r uint64, semi bool) *growTable {
 	g := growGeometry(final, fpBits, r)
-	g.t = newTable(g.base, slots, g.tagBits(), semi)
+	g.t = table.New(g.base, slots, g.tagBits(), semi)
 	g.refresh()
 	return g
 }
@@ -222,23 +223,23 @@ func (g *growTable) stage(hs []uint64, js, tags *[2 * batchGroup]uint64) {
 	for k, h := range hs {
 		j1, tag1, j2, tag2 := g.where(h)
 		js[2*k], tags[2*k], js[2*k+1], tags[2*k+1] = j1, tag1, j2, tag2
-		lines[2*k], lines[2*k+1] = j1*t.bucketBits>>6, j2*t.bucketBits>>6
+		lines[2*k], lines[2*k+1] = j1*t.BucketBits>>6, j2*t.BucketBits>>6
 	}
-	prefetch(t.words, lines[:2*len(hs)])
+	table.Prefetch(t.Words, lines[:2*len(hs)])
 }
 
 // slotCopies returns the number of slots holding h's fingerprint.
 func (g *growTable) slotCopies(h uint64) uint64 {
 	t := &g.t
 	j1, tag1, j2, tag2 := g.where(h)
-	return t.copies(j1, tag1) + t.copies(j2, tag2)
+	return t.Copies(j1, tag1) + t.Copies(j2, tag2)
 }
 
 // holds reports whether final bucket i holds fingerprint fp.
 func (g *growTable) holds(i, fp uint64) bool {
 	t := &g.t
 	q := mulHi(i, g.recip)
-	return t.holds(g.bucketOf(i, q), g.tagOf(q, fp))
+	return t.Holds(g.bucketOf(i, q), g.tagOf(q, fp))
 }
 
 // growToFull splits the rest of the buckets: the table then is the
@@ -252,19 +253,19 @@ func (g *growTable) growToFull() {
 // buckets, as in the plain table the table becomes.
 func (g *growTable) pairKey(h uint64) uint64 {
 	i1, i2, fp := g.finals(h)
-	return pairKey(i1, i2, fp)
+	return table.PairKey(i1, i2, fp)
 }
 
 // crowdedPast reports whether the table holds more than growLoad of its
 // slots, which an insert never leaves (it splits first: crowded).
 func (g *growTable) crowdedPast() bool {
-	return growLoadDen*g.occupied > growLoadNum*g.t.numBuckets*g.t.slots
+	return growLoadDen*g.occupied > growLoadNum*g.t.NumBuckets*g.t.Slots
 }
 
 // crowded reports whether the table should split before taking another
 // fingerprint.
 func (g *growTable) crowded() bool {
-	return growLoadDen*(g.occupied+1) > growLoadNum*g.t.numBuckets*g.t.slots
+	return growLoadDen*(g.occupied+1) > growLoadNum*g.t.NumBuckets*g.t.Slots
 }
 
 // insert puts a copy of h's fingerprint in a slot, moving others if both
@@ -289,9 +290,9 @@ func (g *growTable) place(h uint64, maxKicks int) bool {
 	case e1 > 0:
 		return g.rd.replace(j1, 0, tag1)
 	}
-	q, end, ok := g.search.room(g, j1, j2, roomBudget(maxKicks, growSearch))
+	q, end, ok := g.search.Room(g, j1, j2, table.Budget(maxKicks, growSearch))
 	if ok {
-		placeChain(g, q, end, tag1, tag2)
+		table.PlaceChain(g, q, end, tag1, tag2)
 	}
 	return ok
 }
@@ -300,31 +301,31 @@ func (g *growTable) place(h uint64, maxKicks int) bool {
 // tag's other bucket and its form there, and its buckets are read and
 // written as its lookups read them.
 
-func (g *growTable) shape() (slots, bucketBits uint64) { return g.t.slots, g.t.bucketBits }
+func (g *growTable) Shape() (slots, bucketBits uint64) { return g.t.Slots, g.t.BucketBits }
 
-func (g *growTable) prefetch(lines []uint64) { prefetch(g.t.words, lines) }
+func (g *growTable) Prefetch(lines []uint64) { table.Prefetch(g.t.Words, lines) }
 
-func (g *growTable) appendBucket(q []searchNode, b, n uint64, parent int32) []searchNode {
+func (g *growTable) AppendBucket(q []table.Node, b, n uint64, parent int32) []table.Node {
 	if g.rd.loads == 0 || n > 8 {
-		return g.t.appendBucket(q, b, n, parent)
+		return g.t.AppendBucket(q, b, n, parent)
 	}
 	var v [8]uint64
 	g.rd.values(b, &v)
 	for _, x := range v[:n] {
-		q = append(q, searchNode{bucket: uint32(b), tag: uint32(x), parent: parent})
+		q = append(q, table.Node{Bucket: uint32(b), Tag: uint32(x), Parent: parent})
 	}
 	return q
 }
 
-func (g *growTable) hasRoom(b uint64) bool { return g.rd.empties(b) != 0 }
+func (g *growTable) HasRoom(b uint64) bool { return g.rd.empties(b) != 0 }
 
-func (g *growTable) replace(b, old, new uint64) bool { return g.rd.replace(b, old, new) }
+func (g *growTable) Replace(b, old, new uint64) bool { return g.rd.replace(b, old, new) }
 
-// other returns the other bucket of the tag in bucket j, and its tag
+// Other returns the other bucket of the tag in bucket j, and its tag
 // there: the tag's other final bucket (from its final bucket, which the
 // bucket and the tag's reserve bits give), where that bucket lives now,
 // and the reserve bits of it the tag keeps.
-func (g *growTable) other(j, tag uint64) (alt, altTag uint64) {
+func (g *growTable) Other(j, tag uint64) (alt, altTag uint64) {
 	fp := tag & g.fpRange
 	i := addr.Alt(g.finalOf(j, tag>>g.fpBits), fp, g.final)
 	q := mulHi(i, g.recip)
@@ -348,20 +349,20 @@ func (g *growTable) remove(h uint64) bool {
 func (g *growTable) splitPair() (full bool) {
 	t := &g.t
 	ml := g.base << g.level
-	g.growWords(t.numBuckets + 2)
+	g.growWords(t.NumBuckets + 2)
 	var small [8]uint64
 	tags := small[:]
-	if t.slots > uint64(len(small)) {
-		tags = make([]uint64, t.slots)
+	if t.Slots > uint64(len(small)) {
+		tags = make([]uint64, t.Slots)
 	}
 	for k := uint64(0); k < 2; k++ {
 		src := g.split + k
-		dst := t.numBuckets
-		t.numBuckets++
-		for s := uint64(0); s < t.slots; s++ {
-			tags[s] = t.slot(src, s)
+		dst := t.NumBuckets
+		t.NumBuckets++
+		for s := uint64(0); s < t.Slots; s++ {
+			tags[s] = t.Slot(src, s)
 		}
-		for _, tag := range tags[:t.slots] {
+		for _, tag := range tags[:t.Slots] {
 			if tag != 0 && tag>>g.fpBits&1 != 0 {
 				g.rd.replace(src, tag, 0)
 				g.rd.replace(dst, 0, tag)
@@ -386,14 +387,14 @@ func (g *growTable) splitPair() (full bool) {
 // times over as it grows.
 func (g *growTable) growWords(n uint64) {
 	t := &g.t
-	need := (n*t.bucketBits+63)/64 + 1
-	if need <= uint64(cap(t.words)) {
-		t.words = t.words[:need] // the same words: rd reads them still
+	need := (n*t.BucketBits+63)/64 + 1
+	if need <= uint64(cap(t.Words)) {
+		t.Words = t.Words[:need] // the same words: rd reads them still
 		return
 	}
-	words := g.newWords(need, t.bucketBits)
-	copy(words, t.words)
-	t.words = words
+	words := g.newWords(need, t.BucketBits)
+	copy(words, t.Words)
+	t.Words = words
 	g.refresh()
 }
 
@@ -401,8 +402,8 @@ func (g *growTable) growWords(n uint64) {
 // buckets, with room for an eighth more, up to the words of its full size.
 func (g *growTable) newWords(need, bucketBits uint64) []uint64 {
 	most := (g.final*bucketBits+63)/64 + 1
-	words := padded[uint64](need, min(most, need+need/8)-need)
-	adviseHugePages(words)
+	words := table.Padded[uint64](need, min(most, need+need/8)-need)
+	table.AdviseHugePages(words)
 	return words
 }
 
@@ -413,24 +414,24 @@ func (g *growTable) newWords(need, bucketBits uint64) []uint64 {
 // growWords.
 func (g *growTable) repack(drop uint64) {
 	t := &g.t
-	p := tableLayout(t.numBuckets, t.slots, t.fpBits-drop, t.semi)
-	need := p.payloadWords() + 1
-	if p.fpBits == g.fpBits {
-		p.words = newWords(need)
-		adviseHugePages(p.words)
+	p := table.Layout(t.NumBuckets, t.Slots, t.FPBits-drop, t.Semi)
+	need := p.PayloadWords() + 1
+	if p.FPBits == g.fpBits {
+		p.Words = table.NewWords(need)
+		table.AdviseHugePages(p.Words)
 	} else {
-		p.words = g.newWords(need, p.bucketBits)
+		p.Words = g.newWords(need, p.BucketBits)
 	}
 	shift := g.fpBits + drop
-	for i := uint64(0); i < t.numBuckets; i++ {
-		for s := uint64(0); s < t.slots; s++ {
-			tag := t.slot(i, s)
+	for i := uint64(0); i < t.NumBuckets; i++ {
+		for s := uint64(0); s < t.Slots; s++ {
+			tag := t.Slot(i, s)
 			switch {
 			case tag == 0:
-			case t.semi:
-				p.insert(i, tag>>shift<<g.fpBits|tag&g.fpRange) // canonical order, whatever the slots
+			case t.Semi:
+				p.Insert(i, tag>>shift<<g.fpBits|tag&g.fpRange) // canonical order, whatever the slots
 			default:
-				p.plainSet(i, s, tag>>shift<<g.fpBits|tag&g.fpRange)
+				p.PlainSet(i, s, tag>>shift<<g.fpBits|tag&g.fpRange)
 			}
 		}
 	}
@@ -460,9 +461,9 @@ func growFrom(final, numBuckets, fpBits, r uint64) (*growTable, bool) {
 // the bucket its final bucket lives in (the decoder's check).
 func (g *growTable) check() (bucket uint64, ok bool) {
 	t := &g.t
-	for j := uint64(0); j < t.numBuckets; j++ {
-		for s := uint64(0); s < t.slots; s++ {
-			tag := t.slot(j, s)
+	for j := uint64(0); j < t.NumBuckets; j++ {
+		for s := uint64(0); s < t.Slots; s++ {
+			tag := t.Slot(j, s)
 			if tag == 0 {
 				continue
 			}

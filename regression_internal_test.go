@@ -126,7 +126,7 @@ func TestGrowingTableOverCrowdedRefused(t *testing.T) {
 	g := s.levels[len(s.levels)-1].grow
 	for i := uint64(1 << 20); g.insert(bytesKey(regressionKey(i)).hash(s.seed), s.maxKicks); i++ {
 	}
-	load := float64(g.occupied) / float64(g.t.numBuckets*g.t.slots)
+	load := float64(g.occupied) / float64(g.t.NumBuckets*g.t.Slots)
 	data, _ := s.MarshalBinary()
 	var d Scalable
 	if err := d.UnmarshalBinary(data); err == nil {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/dedupkit/cuckoo/internal/hash"
 	"github.com/dedupkit/cuckoo/internal/invariants"
+	"github.com/dedupkit/cuckoo/internal/table"
 )
 
 // Window is a cuckoo filter that forgets: it answers "was this key added
@@ -454,7 +455,7 @@ func (w *Window) put(h uint64, ns int64, mode putMode) (seen bool, err error) {
 		case z != 0:
 			seen = true
 			if mode == putRefresh {
-				t.replaceLane(b, word, laneStart(z, t.slotBits), v)
+				t.replaceLane(b, word, table.LaneStart(z, t.slotBits), v)
 			}
 		default:
 			// The placement rule of Filter.AddHash: the bucket with more
@@ -470,7 +471,7 @@ func (w *Window) put(h uint64, ns int64, mode putMode) (seen bool, err error) {
 			if bits.OnesCount64(fy) > bits.OnesCount64(fx) {
 				b, word, z = i2, y, fy
 			}
-			t.replaceLane(b, word, laneStart(z, t.slotBits), v)
+			t.replaceLane(b, word, table.LaneStart(z, t.slotBits), v)
 		}
 	} else if b, s, live := t.findLive(i1, i2, fp, expired); live {
 		seen = true

@@ -1,6 +1,10 @@
 package cuckoo
 
-import "github.com/dedupkit/cuckoo/internal/hash"
+import (
+	"github.com/dedupkit/cuckoo/internal/hash"
+
+	"github.com/dedupkit/cuckoo/internal/table"
+)
 
 // The batch methods of a Window work as a Filter's (batch.go): keys are
 // hashed and located a group at a time, the buckets of the next group are
@@ -36,7 +40,7 @@ func (p *wpipeline) stage(b *batch, lo int) {
 	hi := min(lo+batchGroup, p.n)
 	b.n = hi - lo
 	if p.keys != nil {
-		prefetchKeys(p.keys[hi:min(hi+batchGroup, p.n)])
+		table.PrefetchKeys(p.keys[hi:min(hi+batchGroup, p.n)])
 	}
 	for k := range b.n {
 		k &= batchGroup - 1
@@ -52,7 +56,7 @@ func (p *wpipeline) stage(b *batch, lo int) {
 		b.lines[2*k] = i1 * t.bucketBits >> 6
 		b.lines[2*k+1] = i2 * t.bucketBits >> 6
 	}
-	prefetch(t.words, b.lines[:2*b.n])
+	table.Prefetch(t.words, b.lines[:2*b.n])
 }
 
 // next returns the next group and the index of its first key, or false

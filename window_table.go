@@ -4,6 +4,7 @@ import (
 	"math/bits"
 
 	"github.com/dedupkit/cuckoo/internal/addr"
+	"github.com/dedupkit/cuckoo/internal/table"
 )
 
 // wtable is the table of a Window: numBuckets buckets of b slots packed
@@ -57,7 +58,7 @@ type laneSet struct {
 }
 
 func newLaneSet(lanes, s uint64) laneSet {
-	low, high, rest := laneMasks(lanes, s)
+	low, high, rest := table.LaneMasks(lanes, s)
 	return laneSet{low: low, high: high, rest: rest,
 		stamp: (windowStamps - 1) * low, fp: (high | rest) &^ ((windowStamps - 1) * low), guard: windowStamps * low}
 }
@@ -86,8 +87,8 @@ func wtableLayout(numBuckets, slots, fpBits uint64) wtable {
 
 func newWTable(numBuckets, slots, fpBits uint64) wtable {
 	t := wtableLayout(numBuckets, slots, fpBits)
-	t.words = newWords(t.payloadWords() + 1)
-	adviseHugePages(t.words)
+	t.words = table.NewWords(t.payloadWords() + 1)
+	table.AdviseHugePages(t.words)
 	return t
 }
 
@@ -108,7 +109,7 @@ func (t *wtable) window(i, w uint64) uint64 {
 	if t.aligned {
 		return t.words[i]
 	}
-	return loadWindow(t.words, i*t.bucketBits+w*t.windowBits)
+	return table.LoadWindow(t.words, i*t.bucketBits+w*t.windowBits)
 }
 
 // lanesOf returns the masks of window w.
@@ -127,7 +128,7 @@ func (t *wtable) slotAt(w, z uint64) uint64 {
 
 // get returns the value of slot j of bucket i.
 func (t *wtable) get(i, j uint64) uint64 {
-	return loadWindow(t.words, i*t.bucketBits+j*t.slotBits) & t.slotMask
+	return table.LoadWindow(t.words, i*t.bucketBits+j*t.slotBits) & t.slotMask
 }
 
 // set stores v in slot j of bucket i.
@@ -138,7 +139,7 @@ func (t *wtable) set(i, j, v uint64) {
 		*w = *w&^(t.slotMask<<(p&63)) | v<<(p&63)
 		return
 	}
-	storeBits(t.words, p, t.slotMask, v)
+	table.StoreBits(t.words, p, t.slotMask, v)
 }
 
 // The SWAR tests on a window x of lanes described by l. Each returns the
@@ -147,12 +148,12 @@ func (t *wtable) set(i, j, v uint64) {
 
 // lanesHolding flags the lanes whose fingerprint is fp (fp 0: empty lanes).
 func lanesHolding(x, fp uint64, l *laneSet) uint64 {
-	return zeroLanes((x^fp<<windowAgeBits*l.low)&l.fp, l.rest, l.high)
+	return table.ZeroLanes((x^fp<<windowAgeBits*l.low)&l.fp, l.rest, l.high)
 }
 
 // lanesStamped flags the lanes whose stamp is v (empty lanes have stamp 0).
 func lanesStamped(x, v uint64, l *laneSet) uint64 {
-	return zeroLanes((x^v*l.low)&l.stamp, l.rest, l.high)
+	return table.ZeroLanes((x^v*l.low)&l.stamp, l.rest, l.high)
 }
 
 // lanesYoung flags the lanes whose age (ref − stamp) mod 16 is below
@@ -237,7 +238,7 @@ func (t *wtable) replaceLane(b, word, sh, v uint64) {
 		t.words[b] = t.words[b]&^(t.slotMask<<sh) | v<<sh
 		return
 	}
-	storeBits(t.words, b*t.bucketBits+sh, t.slotMask, v)
+	table.StoreBits(t.words, b*t.bucketBits+sh, t.slotMask, v)
 }
 
 // place puts v into a free slot of bucket i1 or i2, the one with more free
@@ -299,7 +300,7 @@ func (t *wtable) sweepRange(from, to, expired uint64) {
 	words := t.words[from:to:to]
 	var n uint64
 	for k, x := range words {
-		z := zeroLanes((x^ex)&l.stamp, l.rest, l.high) &^ zeroLanes(x&l.fp, l.rest, l.high)
+		z := table.ZeroLanes((x^ex)&l.stamp, l.rest, l.high) &^ table.ZeroLanes(x&l.fp, l.rest, l.high)
 		if z != 0 {
 			n += uint64(bits.OnesCount64(z))
 			words[k] = x &^ (z >> shift * slot)
@@ -353,13 +354,13 @@ type wstep struct {
 
 // wscratch is the working memory of a table's inserts, kept between them.
 type wscratch struct {
-	search scratch // of the search for room
-	kind   wsearch // the table as that search sees it
+	search table.Scratch // of the search for room
+	kind   wsearch       // the table as that search sees it
 	path   []wstep
 }
 
 func (sc *wscratch) bytes() uint64 {
-	return sc.search.bytes() + uint64(cap(sc.path))*16
+	return sc.search.Bytes() + uint64(cap(sc.path))*16
 }
 
 // wsearch is a Window's table as the search for room sees it: a chainKind
@@ -371,21 +372,21 @@ type wsearch struct {
 	expired uint64
 }
 
-func (s *wsearch) shape() (slots, bucketBits uint64) { return s.t.slots, s.t.bucketBits }
+func (s *wsearch) Shape() (slots, bucketBits uint64) { return s.t.slots, s.t.bucketBits }
 
-func (s *wsearch) other(b, v uint64) (alt, altV uint64) {
+func (s *wsearch) Other(b, v uint64) (alt, altV uint64) {
 	return s.t.altIndex(b, v>>windowAgeBits), v
 }
 
-func (s *wsearch) hasRoom(b uint64) bool { return s.t.hasFree(b, s.expired) }
+func (s *wsearch) HasRoom(b uint64) bool { return s.t.hasFree(b, s.expired) }
 
-func (s *wsearch) prefetch(lines []uint64) { prefetch(s.t.words, lines) }
+func (s *wsearch) Prefetch(lines []uint64) { table.Prefetch(s.t.words, lines) }
 
-func (s *wsearch) appendBucket(q []searchNode, b, n uint64, parent int32) []searchNode {
+func (s *wsearch) AppendBucket(q []table.Node, b, n uint64, parent int32) []table.Node {
 	var vals [8]uint64
 	s.t.values(b, &vals)
 	for _, v := range vals[:n&15] {
-		q = append(q, searchNode{bucket: uint32(b), tag: uint32(v), parent: parent})
+		q = append(q, table.Node{Bucket: uint32(b), Tag: uint32(v), Parent: parent})
 	}
 	return q
 }
@@ -421,7 +422,7 @@ func (t *wtable) hasFree(i, expired uint64) bool {
 // finds room. Only live entries move: a bucket without a free slot holds
 // no expired one.
 func (t *wtable) makeRoom(sc *wscratch, i1, i2, v, h, expired uint64, maxKicks int) bool {
-	return t.searchPath(sc, i1, i2, v, expired, roomBudget(maxKicks, walkLimit)) ||
+	return t.searchPath(sc, i1, i2, v, expired, table.Budget(maxKicks, table.WalkLimit)) ||
 		t.walk(sc, i1, i2, v, h, expired, maxKicks)
 }
 
@@ -443,7 +444,7 @@ func (t *wtable) moveOne(i1, i2, x, y, v, expired uint64) bool {
 		alts[k&7], alts[(k+t.slots)&15] = a1, a2
 		lines[k&7], lines[(k+t.slots)&15] = a1*bb>>6, a2*bb>>6
 	}
-	prefetch(t.words, lines[:n&15])
+	table.Prefetch(t.words, lines[:n&15])
 	l := &t.full
 	for k := range n {
 		alt := alts[k&15]
@@ -474,7 +475,7 @@ func (t *wtable) moveOne(i1, i2, x, y, v, expired uint64) bool {
 // chain, and moves the chain hole first.
 func (t *wtable) searchPath(sc *wscratch, i1, i2, v, expired uint64, budget int) bool {
 	sc.kind = wsearch{t: t, expired: expired}
-	q, end, ok := sc.search.room(&sc.kind, i1, i2, budget)
+	q, end, ok := sc.search.Room(&sc.kind, i1, i2, budget)
 	if !ok {
 		return false
 	}
@@ -485,17 +486,17 @@ func (t *wtable) searchPath(sc *wscratch, i1, i2, v, expired uint64, budget int)
 	// keep their counts; the expired entry the first move overwrites (if
 	// any) loses its own, and v gains one.
 	n := q[end]
-	_, s := t.free(uint64(n.alt), expired)
-	if old := t.get(uint64(n.alt), s); old != 0 {
+	_, s := t.free(uint64(n.Alt), expired)
+	if old := t.get(uint64(n.Alt), s); old != 0 {
 		t.stamps[old&(windowStamps-1)]--
 	}
-	t.set(uint64(n.alt), s, uint64(n.tag))
+	t.set(uint64(n.Alt), s, uint64(n.Tag))
 	for k := end; ; {
-		in, parent := v, q[k].parent
+		in, parent := v, q[k].Parent
 		if parent >= 0 {
-			in = uint64(q[parent].tag)
+			in = uint64(q[parent].Tag)
 		}
-		t.set(uint64(q[k].bucket), uint64(k)%t.slots, in)
+		t.set(uint64(q[k].Bucket), uint64(k)%t.slots, in)
 		if parent < 0 {
 			t.stamps[v&(windowStamps-1)]++
 			return true
@@ -511,15 +512,15 @@ func (t *wtable) searchPath(sc *wscratch, i1, i2, v, expired uint64, budget int)
 // choices come from the key's hash h, so the table after an insert depends
 // only on the table before and the key.
 func (t *wtable) walk(sc *wscratch, i1, i2, v, h, expired uint64, maxKicks int) bool {
-	rng := newKickRand(h)
+	rng := table.NewKickRand(h)
 	i := i1
-	if rng.next()&1 != 0 {
+	if rng.Next()&1 != 0 {
 		i = i2
 	}
 	cur := v
 	sc.path = sc.path[:0]
 	for range maxKicks {
-		s := kickSlot(rng.next(), t.slots)
+		s := table.KickSlot(rng.Next(), t.slots)
 		victim := t.get(i, s)
 		t.set(i, s, cur)
 		sc.path = append(sc.path, wstep{bucket: uint32(i), slot: uint8(s), placed: cur})

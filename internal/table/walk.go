@@ -1,4 +1,4 @@
-package cuckoo
+package table
 
 import "github.com/dedupkit/cuckoo/internal/hash"
 
@@ -9,10 +9,10 @@ import "github.com/dedupkit/cuckoo/internal/hash"
 // key's hash so that a walk depends only on the table and the key.
 type kickRand uint64
 
-func newKickRand(h uint64) kickRand { return kickRand(hash.Mix64(h) | 1) }
+func NewKickRand(h uint64) kickRand { return kickRand(hash.Mix64(h) | 1) }
 
-// next returns the next random word.
-func (r *kickRand) next() uint64 {
+// Next returns the next random word.
+func (r *kickRand) Next() uint64 {
 	x := uint64(*r)
 	x ^= x >> 12
 	x ^= x << 25
@@ -21,11 +21,11 @@ func (r *kickRand) next() uint64 {
 	return x * 0x2545f4914f6cdd1d
 }
 
-// kickSlot returns the slot a walk's move takes, drawn from the random
+// KickSlot returns the slot a walk's move takes, drawn from the random
 // word r, for buckets of slots slots: the low bits of r's upper half for a
 // power of two (so that those tables stay bit for bit what their encoded
 // files hold), its upper bits scaled onto [0, slots) for any other size.
-func kickSlot(r, slots uint64) uint64 {
+func KickSlot(r, slots uint64) uint64 {
 	if slots&(slots-1) == 0 {
 		return r >> 32 & (slots - 1)
 	}
