@@ -84,18 +84,9 @@ type Concurrent struct {
 	_     [table.CacheLine - 24]byte
 }
 
-// cchain is an immutable view of a Concurrent's tables; a change of the
-// chain publishes a new one. Operations that must retry reload it, and
-// start over when its epoch changed (the state was replaced).
-type cchain struct {
-	_        [table.CacheLine]byte // see cacheLine
-	tables   []*ctable             // oldest first; the last takes new fingerprints
-	seed     uint64
-	maxKicks int
-	grow     *growth // nil: a fixed capacity
-	epoch    uint64
-	_        [table.CacheLine]byte
-}
+// errZeroConcurrent is the error of an insert on the zero Concurrent, naming what makes
+// one.
+var errZeroConcurrent = fmt.Errorf("%w: the zero Concurrent has no table; create it with NewConcurrent, or decode into it", ErrUninitialized)
 
 // NewConcurrent returns an empty concurrent filter that holds at least
 // capacity distinct keys, with the options of [New]; with [WithGrowth] it
@@ -235,18 +226,18 @@ func (c *Concurrent) add(ch *cchain, h uint64) (ok bool, err error) {
 		last := len(ch.tables) - 1
 		t, kind := ch.tables[last], addMulti
 		if i := ch.home(h, last); i >= 0 {
-			t, kind = ch.tables[i], addCopy
+			t, kind = ch.tables[i], addSealed
 		}
 		i1, fp := t.t.Locate(h)
 		switch t.add(i1, fp, t.t.AltIndex(i1, fp), kind) {
-		case added:
+		case addDone:
 			return true, nil
-		case noRoom:
+		case addNoRoom:
 			if ch.grow == nil {
 				return true, ErrFull
 			}
 			c.growFrom(ch)
-		case reroute:
+		case addReroute:
 			c.wait()
 		}
 		if ch, ok = c.next(ch); !ok {
@@ -292,16 +283,16 @@ func (c *Concurrent) addUnique(ch *cchain, h uint64) (ok, inserted bool, err err
 		t := ch.tables[len(ch.tables)-1]
 		i1, fp := t.t.Locate(h)
 		switch t.add(i1, fp, t.t.AltIndex(i1, fp), addUnique) {
-		case added:
+		case addDone:
 			return true, true, nil
-		case present:
+		case addPresent:
 			return true, false, nil
-		case noRoom:
+		case addNoRoom:
 			if ch.grow == nil {
 				return true, false, ErrFull
 			}
 			c.growFrom(ch)
-		case reroute:
+		case addReroute:
 			c.wait()
 		}
 		if ch, ok = c.next(ch); !ok {

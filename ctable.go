@@ -12,6 +12,19 @@ import (
 	"github.com/dedupkit/cuckoo/internal/table"
 )
 
+// cchain is an immutable view of a Concurrent's tables; a change of the
+// chain publishes a new one. Operations that must retry reload it, and
+// start over when its epoch changed (the state was replaced).
+type cchain struct {
+	_        [table.CacheLine]byte // see cacheLine
+	tables   []*ctable             // oldest first; the last takes new fingerprints
+	seed     uint64
+	maxKicks int
+	grow     *schedule // nil: a fixed capacity
+	epoch    uint64
+	_        [table.CacheLine]byte
+}
+
 // ctable is one cuckoo table shared by goroutines: the table of a
 // [Concurrent], or one table of a growing one. Its bucket layout, hashing
 // and duplicate counters are those of a Filter (plain buckets only), so a
@@ -440,23 +453,23 @@ type addKind uint8
 const (
 	addMulti  addKind = iota // one more copy (Add)
 	addUnique                // only if the pair holds no copy (AddUnique)
-	addCopy                  // a copy into a sealed table that holds the fingerprint
+	addSealed                // a copy into a sealed table that holds the fingerprint
 )
 
 // addResult is how an add ended.
 type addResult uint8
 
 const (
-	added   addResult = iota
-	present           // addUnique: the pair holds the fingerprint already
-	noRoom            // the table is full (or at its limit)
-	reroute           // the table was sealed or released, or lost the fingerprint: rescan the chain
+	addDone    addResult = iota
+	addPresent           // addUnique: the pair holds the fingerprint already
+	addNoRoom            // the table is full (or at its limit)
+	addReroute           // the table was sealed or released, or lost the fingerprint: rescan the chain
 )
 
 // add inserts fp for a key whose buckets are i1 and i2.
 func (c *ctable) add(i1, fp, i2 uint64, kind addKind) addResult {
 	if kind == addMulti && !c.growing && c.addFast(i1, fp, i2) {
-		return added
+		return addDone
 	}
 	if r, done := c.addUnderLocks(i1, fp, i2, kind, false); done {
 		return r
@@ -513,7 +526,7 @@ func (c *ctable) addSlow(i1, fp, i2 uint64, kind addKind) addResult {
 	for {
 		if !c.makeRoom(i1, i2, sc) {
 			if !c.growing {
-				return noRoom
+				return addNoRoom
 			}
 			r, _ := c.addUnderLocks(i1, fp, i2, kind, true)
 			return r
@@ -535,22 +548,22 @@ func (c *ctable) addUnderLocks(i1, fp, i2 uint64, kind addKind, overflow bool) (
 // It reports done false when both buckets are full and room must be made.
 // overflow (addCopy only) counts the copy beside the table instead.
 func (c *ctable) addLocked(i1, fp, i2 uint64, kind addKind, overflow bool) (addResult, bool) {
-	if c.state == tableDropped || c.state == tableSealed && kind != addCopy {
-		return reroute, true
+	if c.state == tableDropped || c.state == tableSealed && kind != addSealed {
+		return addReroute, true
 	}
 	copies, i, s := c.probe(i1, i2, fp)
 	switch {
 	case kind == addUnique && copies > 0:
-		return present, true
-	case kind == addCopy && copies == 0:
-		return reroute, true
+		return addPresent, true
+	case kind == addSealed && copies == 0:
+		return addReroute, true
 	}
 	home := c.stripeOf(min(i1, i2))
 	pk := table.PairKey(i1, i2, fp)
 	if copies >= table.MaxSlotCopies {
 		home.dups.Add(pk)
 		c.counted(1, 0)
-		return added, true
+		return addDone, true
 	}
 	if !overflow && c.reserve() {
 		if s == noSlot {
@@ -563,17 +576,17 @@ func (c *ctable) addLocked(i1, fp, i2 uint64, kind addKind, overflow bool) (addR
 			return c.addLocked(i1, fp, i2, kind, overflow)
 		}
 		c.counted(1, 1)
-		return added, true
+		return addDone, true
 	}
 	if copies == 0 || !c.growing {
-		return noRoom, true
+		return addNoRoom, true
 	}
 	// A table of a growing filter with no room for a second slot copy of a
 	// fingerprint it holds: count the copy beside it (see level.over). The
 	// copy must not go to a newer table: a key's copies stay in one table.
 	home.over.Add(pk)
 	c.counted(1, 0)
-	return added, true
+	return addDone, true
 }
 
 // noSlot is probe's "no empty slot".

@@ -56,7 +56,11 @@ const (
 	magic         = "CKOO"
 	formatVersion = 1
 	kindFilter    = 1
-	flagSemiSort  = 1 << 0
+	// The other kinds: a Scalable (scalable_encoding.go), a Window
+	// (window_encoding.go).
+	kindScalable = 2
+	kindWindow   = 3
+	flagSemiSort = 1 << 0
 	// flagGrowing marks the table of a Scalable that is growing in place
 	// (growtable.go): its slots hold tags of up to f+R bits, its buckets are
 	// not a plain table's, so it is not a Filter; the Filter decoder
@@ -69,13 +73,6 @@ const (
 	checksumSize = 4
 	dupEntrySize = 16
 )
-
-// maxItems bounds the items of an encoded filter, copies included:
-// decoders refuse counts above it, so Len and every sum of counters of a
-// decoded filter fit in a uint64 with room for 3·2^62 more Adds (far more
-// than a program can make). Filter.Add refuses to pass it, so every Filter
-// it built can be decoded.
-const maxItems = 1 << 62
 
 // errPreV1 is the error for an encoding written before format version 1
 // was frozen.
@@ -186,7 +183,7 @@ func (f *Filter) UnmarshalBinary(data []byte) error {
 		err = d.ExpectEnd()
 	}
 	if err != nil {
-		return corrupt(err)
+		return asDecodeError(err)
 	}
 	*f = *g
 	return nil
@@ -202,16 +199,16 @@ func (f *Filter) ReadFrom(r io.Reader) (int64, error) {
 	d := codec.NewDecoder(r)
 	g, err := decodeFilter(d)
 	if err != nil {
-		return d.Read(), corrupt(err)
+		return d.Read(), asDecodeError(err)
 	}
 	*f = *g
 	return d.Read(), nil
 }
 
-// corrupt gives a decoding error its final form: errors about the data wrap
+// asDecodeError gives a decoding error its final form: errors about the data wrap
 // ErrCorrupt; a failure of the reader itself (which says nothing about the
 // data) is passed on with context.
-func corrupt(err error) error {
+func asDecodeError(err error) error {
 	switch {
 	case errors.Is(err, ErrCorrupt):
 		return err

@@ -89,7 +89,7 @@ func (s *Scalable) NewestGrowingLevel() int {
 	if !s.NewestGrowing() {
 		return -1
 	}
-	return int(s.levels[len(s.levels)-1].grow.level)
+	return int(s.levels[len(s.levels)-1].grow.depth)
 }
 
 // OverflowCopies returns the copies counted beside full tables.

@@ -61,6 +61,17 @@ type kickStep struct {
 	slot           uint8
 }
 
+// maxItems bounds the items of an encoded filter, copies included:
+// decoders refuse counts above it, so Len and every sum of counters of a
+// decoded filter fit in a uint64 with room for 3·2^62 more Adds (far more
+// than a program can make). Filter.Add refuses to pass it, so every Filter
+// it built can be decoded.
+const maxItems = 1 << 62
+
+// errZeroFilter is the error of an insert on the zero Filter, naming what
+// makes one.
+var errZeroFilter = fmt.Errorf("%w: the zero Filter has no table; create it with New, or decode into it", ErrUninitialized)
+
 // New returns an empty filter that holds at least capacity distinct keys.
 // The default shape is 4-slot buckets with 16-bit fingerprints; opts change
 // it. It returns an error wrapping [ErrInvalidParameter], and no filter,

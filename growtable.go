@@ -93,7 +93,7 @@ type growTable struct {
 	reserve uint64 // R
 	fpBits  uint64 // f: the generation's fingerprint width
 	fpRange uint64 // 2^f − 1
-	level   uint64 // ℓ: the tags hold q >> ℓ
+	depth   uint64 // ℓ: the tags hold q >> ℓ
 	split   uint64 // s
 
 	t        table.Table   // m_ℓ + s buckets of f+R−ℓ bit tags
@@ -148,7 +148,7 @@ func growGeometry(final, fpBits, r uint64) *growTable {
 // tagBits is the width of the table's slots: f plus the reserve bits the
 // tags still hold.
 func (g *growTable) tagBits() uint64 {
-	return g.fpBits + g.reserve - g.level
+	return g.fpBits + g.reserve - g.depth
 }
 
 // mulHi is the high word of a·b: with b = ⌈2^64/m0⌉ and a < 2^32 it is
@@ -175,7 +175,7 @@ func (g *growTable) where(h uint64) (j1, tag1, j2, tag2 uint64) {
 // tagOf is the tag of fingerprint fp whose final bucket has reserve q:
 // the reserve bits its bucket does not tell, above fp.
 func (g *growTable) tagOf(q, fp uint64) uint64 {
-	return q>>g.level<<g.fpBits | fp
+	return q>>g.depth<<g.fpBits | fp
 }
 
 // finals returns h's two buckets in the plain table of the generation, and
@@ -187,8 +187,8 @@ func (g *growTable) finals(h uint64) (i1, i2, fp uint64) {
 
 // bucketOf returns the bucket final bucket i (of reserve q) lives in now.
 func (g *growTable) bucketOf(i, q uint64) uint64 {
-	j := i - g.base*(q&^(1<<g.level-1)) // i mod m_ℓ
-	k := i - g.base*(q&^(2<<g.level-1)) // i mod m_(ℓ+1)
+	j := i - g.base*(q&^(1<<g.depth-1)) // i mod m_ℓ
+	k := i - g.base*(q&^(2<<g.depth-1)) // i mod m_(ℓ+1)
 	// k when j < split, without a branch: which side of the split point a
 	// key falls is a coin flip weighted by how far the splits have gone.
 	// Both are below 2^32, so the difference's sign is the comparison.
@@ -202,10 +202,10 @@ func (g *growTable) bucketOf(i, q uint64) uint64 {
 // the bucket does not tell them all) say which of the blocks of m_ℓ
 // buckets i is in.
 func (g *growTable) finalOf(j, stored uint64) uint64 {
-	if ml := g.base << g.level; j >= ml {
+	if ml := g.base << g.depth; j >= ml {
 		j -= ml
 	}
-	return j + g.base*(stored<<g.level)
+	return j + g.base*(stored<<g.depth)
 }
 
 // contains reports whether t holds h's fingerprint.
@@ -348,7 +348,7 @@ func (g *growTable) remove(h uint64) bool {
 // generation's plain table (its reserve bits dropped).
 func (g *growTable) splitPair() (full bool) {
 	t := &g.t
-	ml := g.base << g.level
+	ml := g.base << g.depth
 	g.growWords(t.NumBuckets + 2)
 	var small [8]uint64
 	tags := small[:]
@@ -371,13 +371,13 @@ func (g *growTable) splitPair() (full bool) {
 	}
 	g.split += 2
 	if g.split == ml {
-		g.level++
+		g.depth++
 		g.split = 0
 		// Every bucket now tells bit ℓ−1 of its tags' reserves: the tags
 		// drop it.
 		g.repack(1)
 	}
-	return g.level == g.reserve
+	return g.depth == g.reserve
 }
 
 // growWords makes room in t's words for n buckets. The slice grows by an
@@ -450,10 +450,10 @@ func growFrom(final, numBuckets, fpBits, r uint64) (*growTable, bool) {
 	if numBuckets < g.base || numBuckets >= final || numBuckets%2 != 0 {
 		return nil, false
 	}
-	for g.base<<(g.level+1) <= numBuckets {
-		g.level++
+	for g.base<<(g.depth+1) <= numBuckets {
+		g.depth++
 	}
-	g.split = numBuckets - g.base<<g.level
+	g.split = numBuckets - g.base<<g.depth
 	return g, true
 }
 
@@ -471,7 +471,7 @@ func (g *growTable) check() (bucket uint64, ok bool) {
 			if tag&g.fpRange == 0 || i >= g.final {
 				return j, false
 			}
-			if q := mulHi(i, g.recip); q>>g.level != tag>>g.fpBits || g.bucketOf(i, q) != j {
+			if q := mulHi(i, g.recip); q>>g.depth != tag>>g.fpBits || g.bucketOf(i, q) != j {
 				return j, false
 			}
 		}

@@ -39,7 +39,7 @@ func TestGrowTableAddresses(t *testing.T) {
 				if j >= tab.NumBuckets {
 					t.Fatalf("m=%d step %d: final %d in bucket %d of %d", tc.final, step, i, j, tab.NumBuckets)
 				}
-				if back := g.finalOf(j, q>>g.level); back != i {
+				if back := g.finalOf(j, q>>g.depth); back != i {
 					t.Fatalf("m=%d step %d: finalOf(bucketOf(%d)) = %d", tc.final, step, i, back)
 				}
 				if step > 0 && j != prev[i] && j != prev[i]+mlBefore {
@@ -47,13 +47,13 @@ func TestGrowTableAddresses(t *testing.T) {
 				}
 				prev[i] = j
 			}
-			mlBefore = g.base << g.level
+			mlBefore = g.base << g.depth
 			if g.splitPair() {
 				break
 			}
-			want := tc.f + r - g.level
+			want := tc.f + r - g.depth
 			if tab.FPBits != want || g.tagBits() != want {
-				t.Fatalf("m=%d f=%d level %d: tags of %d bits (geometry %d), want %d", tc.final, tc.f, g.level, tab.FPBits, g.tagBits(), want)
+				t.Fatalf("m=%d f=%d level %d: tags of %d bits (geometry %d), want %d", tc.final, tc.f, g.depth, tab.FPBits, g.tagBits(), want)
 			}
 			if tab.NumBuckets%2 != 0 || g.split%2 != 0 {
 				t.Fatalf("m=%d: %d buckets, split %d: odd", tc.final, tab.NumBuckets, g.split)
@@ -225,8 +225,8 @@ func TestGrowingEncoding(t *testing.T) {
 	// valid tag of another key (as a fingerprint moved in a Filter is);
 	// one that holds bits saying otherwise is misplaced: one block of m_ℓ
 	// buckets on, say, as the tags hold bit ℓ on.
-	for j := uint64(0); j+badLv.grow.base<<badLv.grow.level < tb.NumBuckets && !moved; j++ {
-		dst := j + badLv.grow.base<<badLv.grow.level
+	for j := uint64(0); j+badLv.grow.base<<badLv.grow.depth < tb.NumBuckets && !moved; j++ {
+		dst := j + badLv.grow.base<<badLv.grow.depth
 		for sl := uint64(0); sl < tb.Slots; sl++ {
 			if tag := tb.Slot(j, sl); tag != 0 && tb.Insert(dst, tag) {
 				tb.Replace(j, tag, 0)

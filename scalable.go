@@ -133,7 +133,7 @@ type Scalable struct {
 	// grows in place), oldest first, as lookups read them (chainprobe.go);
 	// reprobe rebuilds it whenever levels changes.
 	probe    []chainLevel
-	g        growth
+	g        schedule
 	seed     uint64
 	maxKicks int
 	extra    uint64 // Σ level.nOver

@@ -47,7 +47,6 @@ import (
 // describes it for readers in other languages. Frozen, like the Filter's
 // format.
 const (
-	kindScalable       = 2
 	scalableHeaderSize = 64
 	overEntrySize      = 24
 	maxTableEncoding   = 1 << 62
@@ -142,7 +141,7 @@ func (s *Scalable) UnmarshalBinary(data []byte) error {
 		err = d.ExpectEnd()
 	}
 	if err != nil {
-		return corrupt(err)
+		return asDecodeError(err)
 	}
 	*s = *g
 	return nil
@@ -156,7 +155,7 @@ func (s *Scalable) ReadFrom(r io.Reader) (int64, error) {
 	d := codec.NewDecoder(r)
 	g, err := decodeScalable(d)
 	if err != nil {
-		return d.Read(), corrupt(err)
+		return d.Read(), asDecodeError(err)
 	}
 	*s = *g
 	return d.Read(), nil
@@ -173,7 +172,7 @@ func decodeScalable(d *codec.Decoder) (*Scalable, error) {
 	if p.flags&^flagSemiSort != 0 {
 		return nil, bad("unknown flags %#x", p.flags)
 	}
-	g := growth{slots: p.slots, f0: p.fpBits, semi: p.flags&flagSemiSort != 0}
+	g := schedule{slots: p.slots, f0: p.fpBits, semi: p.flags&flagSemiSort != 0}
 	maxKicks := uint64(d.Uint32())
 	seed := d.Uint64()
 	g.initial = d.Uint64()

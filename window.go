@@ -51,6 +51,10 @@ import (
 //
 // # Capacity and memory
 //
+// errZeroWindow is the error of an insert on the zero Window, naming what makes
+// one.
+var errZeroWindow = fmt.Errorf("%w: the zero Window has no table; create it with NewWindow, or decode into it", ErrUninitialized)
+
 // NewWindow(n, window) holds n distinct keys added in any window, added at
 // any steady pace. The live entries at any moment are the keys added in
 // the last 15 epochs, window + g of time, so the table is sized for
@@ -115,10 +119,6 @@ type Window struct {
 }
 
 const (
-	// windowAgeBits is the width of a slot's stamp, and windowStamps the
-	// number of stamp values. Frozen: the encoding records them.
-	windowAgeBits = 4
-	windowStamps  = 1 << windowAgeBits
 	// WindowEpochs is the number of epochs a Window's window spans: the
 	// granularity is about a WindowEpochs-th of the window. An entry is
 	// live while its age in epochs is at most WindowEpochs, one stamp

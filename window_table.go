@@ -7,6 +7,13 @@ import (
 	"github.com/dedupkit/cuckoo/internal/table"
 )
 
+// windowAgeBits is the width of a slot's stamp, and windowStamps the
+// number of stamp values. Frozen: the encoding records them.
+const (
+	windowAgeBits = 4
+	windowStamps  = 1 << windowAgeBits
+)
+
 // wtable is the table of a Window: numBuckets buckets of b slots packed
 // back to back as in the engine's table (bucket i at bits [i·B, (i+1)·B) of
 // the bit string in words, B = b·s, no padding), each slot s = f + 4 bits:
