@@ -172,9 +172,12 @@ func (f *Filter) addBatch(keys [][]byte, unique []bool) (int, error) {
 // the group after it already hashed and its buckets prefetched, and the key
 // bytes of the group after that prefetched: the memory accesses of the next
 // groups overlap the work on this one. (An iterator rather than a
-// callback, so that its buffers stay on the caller's stack.)
+// callback, so that its buffers stay on the caller's stack; for the same
+// reason it calls its filter, a Filter or a Window, directly rather than
+// through an interface.)
 type pipeline struct {
-	f      *Filter
+	f      *Filter // the filter staged for, or nil for w
+	w      *Window
 	keys   [][]byte // the keys, or nil for hashes
 	hashes []uint64
 	n      int
@@ -185,9 +188,15 @@ type pipeline struct {
 // pipelineOf returns a pipeline over keys, or over hashes when keys is
 // nil, with its first group staged. The table must not be empty.
 func (f *Filter) pipelineOf(keys [][]byte, hashes []uint64) pipeline {
-	p := pipeline{f: f, keys: keys, hashes: hashes, n: len(hashes)}
-	if keys != nil {
-		p.n = len(keys)
+	return newPipeline(pipeline{f: f, keys: keys, hashes: hashes})
+}
+
+// newPipeline completes p, whose filter and keys are set, and stages its
+// first group.
+func newPipeline(p pipeline) pipeline {
+	p.n = len(p.hashes)
+	if p.keys != nil {
+		p.n = len(p.keys)
 	}
 	p.stage(&p.bufs[0], 0)
 	return p
@@ -197,12 +206,22 @@ func (f *Filter) pipelineOf(keys [][]byte, hashes []uint64) pipeline {
 // and prefetches the key bytes of the group after it.
 func (p *pipeline) stage(b *batch, lo int) {
 	hi := min(lo+batchGroup, p.n)
-	if p.keys == nil {
-		p.f.stageHashes(b, p.hashes[lo:hi])
-		return
+	var keys [][]byte
+	var hashes []uint64
+	if p.keys != nil {
+		table.PrefetchKeys(p.keys[hi:min(hi+batchGroup, p.n)])
+		keys = p.keys[lo:hi]
+	} else {
+		hashes = p.hashes[lo:hi]
 	}
-	table.PrefetchKeys(p.keys[hi:min(hi+batchGroup, p.n)])
-	p.f.stageKeys(b, p.keys[lo:hi])
+	switch {
+	case p.w != nil:
+		p.w.stage(b, keys, hashes)
+	case keys != nil:
+		p.f.stageKeys(b, keys)
+	default:
+		p.f.stageHashes(b, hashes)
+	}
 }
 
 // next returns the next group and the index of its first key, or false
