@@ -402,11 +402,7 @@ func (f *Filter) makeRoom(i1, i2, fp, h uint64) bool {
 // depends only on the table before it and the key, so a decoded filter goes
 // on exactly like the one that was encoded.
 func (f *Filter) kick(i1, i2, fp, h uint64) bool {
-	rng := table.NewKickRand(h)
-	i := i1
-	if rng.Next()&1 != 0 {
-		i = i2
-	}
+	rng, i := table.NewWalk(h, i1, i2)
 	cur := fp
 	// The path grows as needed and is kept for the next walk: filters that
 	// never need a long walk do not pay for maxKicks steps of it.

@@ -519,11 +519,7 @@ func (t *wtable) searchPath(sc *wscratch, i1, i2, v, expired uint64, budget int)
 // choices come from the key's hash h, so the table after an insert depends
 // only on the table before and the key.
 func (t *wtable) walk(sc *wscratch, i1, i2, v, h, expired uint64, maxKicks int) bool {
-	rng := table.NewKickRand(h)
-	i := i1
-	if rng.Next()&1 != 0 {
-		i = i2
-	}
+	rng, i := table.NewWalk(h, i1, i2)
 	cur := v
 	sc.path = sc.path[:0]
 	for range maxKicks {
