@@ -10,7 +10,7 @@ import (
 // TestPadding checks, for every 8-byte aligned placement of a Concurrent,
 // a cchain and a ctable relative to a cache line, that the lines holding
 // the fields every lookup reads lie inside the struct, and so do the lines
-// of the counters writers change (see cacheLine).
+// of the counters writers change (see table.CacheLine).
 func TestPadding(t *testing.T) {
 	var c Concurrent
 	var ch cchain

@@ -19,7 +19,7 @@ import (
 //
 // A bucket of at most 120 bits lies within the 16 bytes from the byte it
 // starts in; two 8-byte loads there and a shift give its bits from bit 0
-// (chainLevel.read). A table's words end with a padding word (table.go),
+// (chainLevel.read). A table's words end with a padding word (internal/table/table.go),
 // which holds the last bucket's 16 bytes when buckets are 64 bits or more;
 // smaller buckets of at most 57 bits are read with one load, which the
 // padding word also covers. Other shapes (57 to 63 bits, more than 120,
@@ -51,7 +51,7 @@ const largeTableBytes = 1 << 20
 // describe) is zero: (x − low) &^ x & high is the classic test, which may
 // also flag lanes above a zero one (a borrow runs up from it), never
 // when no lane is zero; bits above the lanes do not matter. Three
-// operations where zeroLanes, exact lane by lane, takes six.
+// operations where table.ZeroLanes, exact lane by lane, takes six.
 func anyZero(x, low, high uint64) uint64 { return (x - low) &^ x & high }
 
 // chainLevelOf returns the probe of plain table t.

@@ -30,7 +30,7 @@ import (
 // Lookups scale with the cores: they write nothing shared. Inserts scale
 // less, as every insert makes a cache line dirty that another core may
 // then have to fetch. The struct and the data every lookup reads have
-// cache lines of their own (see cacheLine), so that no other object a
+// cache lines of their own (see table.CacheLine), so that no other object a
 // program writes slows them down. docs/benchmarks.md has the measured
 // scaling (BenchmarkConcurrent_Contains, _Mixed, _Add and _Serial).
 //
@@ -75,7 +75,7 @@ type Concurrent struct {
 	// Every lookup reads st. With 56 bytes before it and 64 after, the
 	// cache line that holds it lies inside the struct wherever an 8-byte
 	// aligned Concurrent is placed: allocated alone, in a caller's struct
-	// or on a stack, it shares that line with nothing (see cacheLine).
+	// or on a stack, it shares that line with nothing (see table.CacheLine).
 	_     [table.CacheLine - 8]byte
 	st    atomic.Pointer[cchain]
 	mu    sync.Mutex // serializes changes of the chain: growth, release, Reset, decoding
@@ -135,7 +135,7 @@ func (ch *cchain) newGeneration(gen generation) *ctable {
 }
 
 // publish makes ch, which no other goroutine has seen yet, the state.
-// Its table list goes into cache lines of its own first (cacheLine):
+// Its table list goes into cache lines of its own first (table.CacheLine):
 // every lookup reads it.
 func (c *Concurrent) publish(ch *cchain) {
 	ch.tables = table.PaddedCopy(ch.tables)

@@ -131,7 +131,7 @@ type cchain struct {
 type ctable struct {
 	// Every operation reads the fields from t to frozen; the padding
 	// before and after them keeps their cache lines inside the struct
-	// wherever the allocator puts it (see cacheLine).
+	// wherever the allocator puts it (see table.CacheLine).
 	_        [table.CacheLine - 8]byte
 	t        table.Table // t.words is accessed atomically
 	seed     uint64
@@ -479,11 +479,11 @@ func (c *ctable) add(i1, fp, i2 uint64, kind addKind) addResult {
 
 // addFast tries to insert fp without a lock, into an empty slot of bucket
 // i1 or i2 that lies in one word (see the type's doc), and reports whether
-// it did. It leaves to the locked path a pair with maxSlotCopies copies of
+// it did. It leaves to the locked path a pair with table.MaxSlotCopies copies of
 // fp already, full buckets, a straddling slot, and a frozen table.
 //
 // Two goroutines adding the same new key at once may both take a slot, so
-// a pair can hold more than maxSlotCopies slot copies. That wastes a slot
+// a pair can hold more than table.MaxSlotCopies slot copies. That wastes a slot
 // and nothing else: later copies go to the duplicate counters all the
 // same, and a delete takes those first.
 func (c *ctable) addFast(i1, fp, i2 uint64) bool {
@@ -721,10 +721,10 @@ var scratchPool = sync.Pool{New: func() any {
 }}
 
 // makeRoom searches, without locks, for the shortest chain of moves from
-// bucket i1 or i2 to an empty slot (search.go), and performs it hole first
+// bucket i1 or i2 to an empty slot (internal/table/search.go), and performs it hole first
 // (see the type's doc). No random walk follows a failed search (see
 // Displacement), so the search takes the walk's kicks too: its budget is
-// roomBudget of 2*maxKicks, without a limit (4*maxKicks slots). It reports
+// table.Budget of 2*maxKicks, without a limit (4*maxKicks slots). It reports
 // false when there is no such chain; true when it freed a slot, or when
 // another writer got in the way and the insert should simply look again.
 func (c *ctable) makeRoom(i1, i2 uint64, sc *table.Scratch) bool {
@@ -735,7 +735,7 @@ func (c *ctable) makeRoom(i1, i2 uint64, sc *table.Scratch) bool {
 	return ok
 }
 
-// A Concurrent's table is the searchKind of its writers' searches, which
+// A Concurrent's table is the table.Kind of its writers' searches, which
 // read it with atomic loads while other writers move its values.
 
 func (c *ctable) Shape() (slots, bucketBits uint64) { return c.t.Slots, c.t.BucketBits }

@@ -37,14 +37,14 @@ import (
 //	    72    8W  table words: bucket i at bits [i*B, (i+1)*B) of the bit
 //	              string, bit k in word k/64 at bit k%64; bits past m*B
 //	              are zero. Plain buckets: slot s at bits [s*f, s*f+f).
-//	              Semi-sorted buckets: see semisort.go.
+//	              Semi-sorted buckets: see internal/table/semisort.go.
 //	     …   16D  counters, by increasing key: key (bucket<<32 | fingerprint,
 //	              bucket the lower of the pair), copies (> 0)
 //	     …     4  CRC-32C of every byte before it
 //
 // A key's hash h = XXH3-64(key, seed) gives its first bucket ⌊(h>>32)·m /
 // 2^32⌋ and its fingerprint ⌊(h mod 2^32)·(2^f−1) / 2^32⌋ + 1; its other
-// bucket is altIndex of those (table.go), within the key's segment of m/S
+// bucket is altIndex of those (internal/table/table.go), within the key's segment of m/S
 // buckets.
 //
 // docs/format.md describes the same layout for readers in other languages.

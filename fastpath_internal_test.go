@@ -19,7 +19,7 @@ func FuzzFastPath(f *testing.F) {
 	f.Add(uint8(7), uint16(2), []byte("bb"))
 	f.Add(uint8(8), uint16(4096), []byte("ccc"))
 	// Buckets of 64 bits, and of 8, 16 and 32, read at their byte offset
-	// where unalignedLittleEndian holds.
+	// where table.UnalignedLittleEndian holds.
 	shapes := [][2]uint64{{4, 8}, {4, 16}, {2, 16}, {2, 32}, {8, 8}, {2, 4}, {4, 4}, {2, 8}, {8, 4}}
 	f.Fuzz(func(t *testing.T, shape uint8, n uint16, data []byte) {
 		sh := shapes[int(shape)%len(shapes)]

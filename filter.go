@@ -37,7 +37,7 @@ import (
 // Invariants:
 //   - count == (non-empty slots) + Σ dups.
 //   - for every (pair, fp) key in dups: the value is > 0 and the pair's two
-//     buckets hold at least maxSlotCopies copies of fp, so Contains (which
+//     buckets hold at least table.MaxSlotCopies copies of fp, so Contains (which
 //     only looks at slots) finds every key whose Count is non-zero.
 //   - a fingerprint stored in bucket i belongs to a key whose buckets are i
 //     and t.altIndex(i, fp): displacement moves it only between these two.
@@ -429,7 +429,7 @@ func (f *Filter) kick(i1, i2, fp, h uint64) bool {
 
 // searchPath makes room for fp, whose buckets i1 and i2 are both full, by
 // the breadth-first search for the shortest chain of moves that ends in an
-// empty slot (search.go), exploring the slots roomBudget allows a
+// empty slot (internal/table/search.go), exploring the slots table.Budget allows a
 // table that a random walk backs up. It moves nothing unless it finds a chain, and then moves
 // the chain hole first with fp going into the freed slot.
 func (f *Filter) searchPath(i1, i2, fp uint64) bool {

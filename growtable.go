@@ -53,7 +53,7 @@ import (
 // bucket, and repack drops the reserve bits left: what remains is, slot
 // for slot, the generation's plain table, and the level goes on as a
 // Filter. The overflow counters of a growing table are keyed by the final
-// buckets (pairKey of finals), so they need no change either.
+// buckets (table.PairKey of finals), so they need no change either.
 //
 // # Reserve
 //
@@ -84,8 +84,8 @@ import (
 //     i = finalOf(j, q>>ℓ) is a final bucket (i < m) whose reserve
 //     ⌊i/m0⌋ shifted right by ℓ is the tag's, and that lives in j
 //     (bucketOf(i, ⌊i/m0⌋) == j). check verifies it, for the decoder.
-//   - copies beyond maxSlotCopies are kept in the level's overflow
-//     counters, keyed by pairKey of the final buckets.
+//   - copies beyond table.MaxSlotCopies are kept in the level's overflow
+//     counters, keyed by table.PairKey of the final buckets.
 type growTable struct {
 	final   uint64 // m: buckets when fully grown
 	base    uint64 // m0 = m >> reserve
@@ -249,7 +249,7 @@ func (g *growTable) growToFull() {
 	}
 }
 
-// pairKey is the key of h's overflow counters: pairKey of its final
+// pairKey is the key of h's overflow counters: table.PairKey of its final
 // buckets, as in the plain table the table becomes.
 func (g *growTable) pairKey(h uint64) uint64 {
 	i1, i2, fp := g.finals(h)
@@ -270,7 +270,7 @@ func (g *growTable) crowded() bool {
 
 // insert puts a copy of h's fingerprint in a slot, moving others if both
 // buckets are full, and reports false, with the table unchanged, if a
-// search within roomBudget(maxKicks, growSearch) found no room: the
+// search within table.Budget(maxKicks, growSearch) found no room: the
 // caller then splits, which is cheaper than a longer search.
 func (g *growTable) insert(h uint64, maxKicks int) bool {
 	if g.place(h, maxKicks) {
@@ -297,7 +297,7 @@ func (g *growTable) place(h uint64, maxKicks int) bool {
 	return ok
 }
 
-// A growing table is a chainKind whose values are tags: other gives a
+// A growing table is a table.ChainKind whose values are tags: other gives a
 // tag's other bucket and its form there, and its buckets are read and
 // written as its lookups read them.
 

@@ -128,7 +128,7 @@ func (t *wtable) lanesOf(w uint64) *laneSet {
 }
 
 // slotAt returns the slot index of the lowest lane flagged in z (a
-// zeroLanes result: a lane's flag is its high bit) of window w.
+// table.ZeroLanes result: a lane's flag is its high bit) of window w.
 func (t *wtable) slotAt(w, z uint64) uint64 {
 	return w*t.lanes + uint64(bits.TrailingZeros64(z))*t.laneRecip>>16
 }
@@ -151,7 +151,7 @@ func (t *wtable) set(i, j, v uint64) {
 
 // The SWAR tests on a window x of lanes described by l. Each returns the
 // high bit of every lane that passes: they combine with & and |, lane by
-// lane, because zeroLanes is exact lane by lane.
+// lane, because table.ZeroLanes is exact lane by lane.
 
 // lanesHolding flags the lanes whose fingerprint is fp (fp 0: empty lanes).
 func lanesHolding(x, fp uint64, l *laneSet) uint64 {
@@ -370,7 +370,7 @@ func (sc *wscratch) bytes() uint64 {
 	return sc.search.Bytes() + uint64(cap(sc.path))*16
 }
 
-// wsearch is a Window's table as the search for room sees it: a chainKind
+// wsearch is a Window's table as the search for room sees it: a table.Kind
 // whose values are stamped fingerprints (the other bucket comes from the
 // fingerprint alone) and whose free slots are the empty and the expired
 // ones.
@@ -477,7 +477,7 @@ func (t *wtable) moveOne(i1, i2, x, y, v, expired uint64) bool {
 }
 
 // searchPath makes room for v by the breadth-first search for room
-// (search.go) over a Window's table, where a slot is free when empty or
+// (internal/table/search.go) over a Window's table, where a slot is free when empty or
 // expired: it explores up to budget slots, moves nothing unless it finds a
 // chain, and moves the chain hole first.
 func (t *wtable) searchPath(sc *wscratch, i1, i2, v, expired uint64, budget int) bool {

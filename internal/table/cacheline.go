@@ -17,7 +17,7 @@ const CacheLine = 64
 
 // Padded returns n zero values of T, with capacity for extra more, in an
 // allocation with at least a cache line of padding on each side of them
-// (see cacheLine).
+// (see CacheLine).
 func Padded[T any](n, extra uint64) []T {
 	pad := uint64((CacheLine + unsafe.Sizeof(*new(T)) - 1) / unsafe.Sizeof(*new(T)))
 	buf := make([]T, pad+n+extra+pad)

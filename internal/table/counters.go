@@ -8,7 +8,7 @@ import "slices"
 // (or anyone else's) overflow. Frozen: the encoding relies on it.
 const MaxSlotCopies = 2
 
-// Counters counts copies kept beside a table, by pair key (pairKey: a
+// Counters counts copies kept beside a table, by pair key (PairKey: a
 // bucket pair and a fingerprint): a Filter's duplicate counters, a growing
 // filter's overflow counters. The zero value is empty and ready.
 //

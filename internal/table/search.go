@@ -18,12 +18,12 @@ import "github.com/dedupkit/cuckoo/internal/addr"
 // in the first or second level.
 //
 // Each table kind applies a found chain its own way: a single-threaded
-// table with placeChain, a Concurrent's table with a seqlock move per link
+// table with PlaceChain, a Concurrent's table with a seqlock move per link
 // (ctable.shift).
 
 // Budget is the one rule for how many slots a search for room
 // examines: two for each displacement an insert may make (kicks, the
-// filter's MaxKicks), and no more than the table kind's limit: walkLimit
+// filter's MaxKicks), and no more than the table kind's limit: WalkLimit
 // for a table whose failed search a random walk backs up, growSearch for a
 // growing table, which splits a bucket pair instead, and none for a
 // Concurrent's table, whose search is the only attempt and so is given
@@ -46,7 +46,7 @@ type Node struct {
 	Parent           int32
 }
 
-// searchNodeBytes is the memory a searchNode takes.
+// NodeBytes is the memory a Node takes.
 const searchNodeBytes = 16
 
 // Scratch is the working memory of a search, kept by its table between
@@ -67,7 +67,7 @@ func (sc *Scratch) Bytes() uint64 {
 	return uint64(cap(sc.q))*searchNodeBytes + uint64(cap(sc.lines))*8
 }
 
-// Room runs searchRoom in the scratch's memory, which it keeps, and
+// Room runs Search in the scratch's memory, which it keeps, and
 // returns the queue (valid until the next search) with the chain's end.
 func (sc *Scratch) Room(s Kind, i1, i2 uint64, budget int) (q []Node, end int, ok bool) {
 	q, sc.lines, end, ok = Search(s, sc.q, sc.lines, i1, i2, budget)
@@ -97,7 +97,7 @@ type Kind interface {
 }
 
 // ChainKind is a Kind that no other goroutine uses, whose chains
-// placeChain performs.
+// PlaceChain performs.
 type ChainKind interface {
 	Kind
 	// Replace puts new in place of one copy of old in bucket b.

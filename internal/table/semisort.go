@@ -83,7 +83,7 @@ func ssRank(n [4]uint64) uint64 {
 		uint64(ssBefore[0][n[3]&15]-ssBefore[0][n[2]&15])
 }
 
-// semiLayout sets up t for semi-sorted buckets of 4 fingerprints of fpBits.
+// semiLayout sets up t for semi-sorted buckets of 4 fingerprints of FPBits.
 func (t *Table) semiLayout() {
 	w := t.FPBits - 4
 	t.Semi = true

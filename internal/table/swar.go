@@ -6,11 +6,11 @@ import "sync/atomic"
 // most 64 bits is read as one 64-bit window of lanes, one lane per slot, and
 // all its slots are compared with a fingerprint in a few instructions.
 // Tables that other goroutines write (a Concurrent's) read their windows
-// with atomic loads: loadWindow and atomicLoadWindow are the same function
+// with atomic loads: LoadWindow and AtomicLoadWindow are the same function
 // apart from that, and TestWindowTwins holds them to it.
 
 // ZeroLanes returns the high bit of every lane of x that is zero, for the
-// lanes described by rest and high (laneMasks). It is exact lane by lane:
+// lanes described by rest and high (LaneMasks). It is exact lane by lane:
 // adding rest to the low bits of a lane never carries out of the lane.
 func ZeroLanes(x, rest, high uint64) uint64 {
 	return ^((x & rest) + rest | x | rest) & high
@@ -40,7 +40,7 @@ func LoadWindow(words []uint64, p uint64) uint64 {
 	return w[0]>>s | w[1]<<1<<(63-s)
 }
 
-// AtomicLoadWindow is loadWindow with atomic loads.
+// AtomicLoadWindow is LoadWindow with atomic loads.
 func AtomicLoadWindow(words []uint64, p uint64) uint64 {
 	w := words[p>>6 : p>>6+2 : p>>6+2]
 	s := p & 63

@@ -5,7 +5,7 @@ import (
 	"testing"
 )
 
-// TestWindowTwins: loadWindow and atomicLoadWindow read the same 64 bits at
+// TestWindowTwins: LoadWindow and AtomicLoadWindow read the same 64 bits at
 // every offset, including word boundaries.
 func TestWindowTwins(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
@@ -28,7 +28,7 @@ func TestWindowTwins(t *testing.T) {
 	}
 }
 
-// TestZeroLanes: zeroLanes flags exactly the zero lanes, for every lane
+// TestZeroLanes: ZeroLanes flags exactly the zero lanes, for every lane
 // width of the tables.
 func TestZeroLanes(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))

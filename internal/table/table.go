@@ -9,10 +9,10 @@ import (
 )
 
 // Table is the bucket array every filter of this package is built on:
-// numBuckets buckets of slots fingerprints of fpBits bits each, packed
+// NumBuckets buckets of slots fingerprints of FPBits bits each, packed
 // back to back in a flat slice of words with no padding between slots or
-// buckets. Slot s of bucket i occupies bits [pos, pos+fpBits) of the bit
-// string, where pos = i*bucketBits + s*fpBits, bit k of the string being
+// buckets. Slot s of bucket i occupies bits [pos, pos+FPBits) of the bit
+// string, where pos = i*BucketBits + s*FPBits, bit k of the string being
 // bit k%64 of words[k/64].
 //
 //	word 0                          word 1
@@ -23,21 +23,22 @@ import (
 // A slot holding 0 is empty; fingerprints are never 0. Semi-sorted tables
 // (semisort.go) pack a bucket of four fingerprints into 4f-4 bits instead.
 //
-// The methods without a prefix (holds, holdsEither, copies, slot, insert,
-// replace, swap, unswap) work on either layout; plain* and semi* methods
-// on one only. A growing table (growtable.go) stores tags, not
-// fingerprints, in the same layout: to the table they are just values.
+// The methods without a prefix (Holds, HoldsEither, Copies, Slot, Insert,
+// Replace, Swap, Unswap) work on either layout; Plain* and semi* methods
+// on one only. A Scalable's growing table (the root package's
+// growtable.go) stores tags, not fingerprints, in the same layout: to the
+// table they are just values.
 //
 // Invariants:
-//   - numBuckets is even and in [2, 2^32]: altIndex has no fixed point
+//   - NumBuckets is even and in [2, 2^32]: AltIndex has no fixed point
 //     and a bucket index fits in 32 bits.
-//   - segments == 1, or numBuckets == segments*segBuckets with segBuckets a
+//   - segments == 1, or NumBuckets == segments*segBuckets with segBuckets a
 //     multiple of 64: every segment starts on a word boundary, and its
 //     bucket count is even.
-//   - len(words) == ceil(numBuckets*bucketBits/64) + 1: the last word is
+//   - len(words) == ceil(NumBuckets*BucketBits/64) + 1: the last word is
 //     padding that is always zero, so a 64-bit window starting at any bit of
 //     the table can be read with two loads and no bounds branch.
-//   - every bit past numBuckets*bucketBits is zero.
+//   - every bit past NumBuckets*BucketBits is zero.
 type Table struct {
 	Words      []uint64
 	NumBuckets uint64
@@ -51,7 +52,7 @@ type Table struct {
 
 	// A plain bucket is read as one or more 64-bit windows of lanes: lanes
 	// lanes of f bits (fewer in the last window), described by the masks of
-	// laneMasks; the last* masks describe the last window of a bucket.
+	// LaneMasks; the last* masks describe the last window of a bucket.
 	Windows                     uint64 // windows per bucket
 	Aligned                     bool   // windows == 1 and 64%bucketBits == 0: buckets never straddle words
 	FastLookup                  bool   // see setFastLookup: Filter.ContainsHash's inlined path
@@ -63,7 +64,7 @@ type Table struct {
 	LaneRecip                   uint64 // ceil(2^16/f): divides a bit index by f
 	WindowBits                  uint64 // lanes*f
 
-	// Semi-sorted buckets (semisort.go): 4 slots, bucketBits = 4f-4, a
+	// Semi-sorted buckets (semisort.go): 4 slots, BucketBits = 4f-4, a
 	// 12-bit nibble code then four high parts of highBits bits, described
 	// by the highLow/highHigh/highRest lane masks.
 	Semi                        bool
@@ -111,7 +112,7 @@ func Layout(numBuckets, slots, fpBits uint64, semi bool) Table {
 
 // SetFastLookup decides whether lookups take the inlined path: plain
 // buckets that never straddle a word, one segment, and a bucket that
-// bucketFast can read: a whole word, or (where unalignedLittleEndian
+// BucketFast can read: a whole word, or (where UnalignedLittleEndian
 // holds) any whole number of bytes.
 func (t *Table) SetFastLookup() {
 	readable := t.BucketBits == 64 || t.BucketBits >= 8 && UnalignedLittleEndian
@@ -120,17 +121,17 @@ func (t *Table) SetFastLookup() {
 
 // UnalignedLittleEndian holds on the architectures where an 8-byte load at
 // any byte offset neither faults nor costs much and sees the table's words
-// in their bit order (little-endian): there bucketFast reads a bucket of
+// in their bit order (little-endian): there BucketFast reads a bucket of
 // 8, 16 or 32 bits at its own byte offset.
 const UnalignedLittleEndian = runtime.GOARCH == "amd64" || runtime.GOARCH == "arm64" ||
 	runtime.GOARCH == "386" || runtime.GOARCH == "ppc64le"
 
 // NewWords returns n zero words for a table, in an allocation that no
-// other object shares a cache line with (see cacheLine: it matters to a
+// other object shares a cache line with (see CacheLine: it matters to a
 // Concurrent, whose lookups read lines that other cores write).
 func NewWords(n uint64) []uint64 { return Padded[uint64](n, 0) }
 
-// Segment splits t into n segments of numBuckets/n buckets (see the
+// Segment splits t into n segments of NumBuckets/n buckets (see the
 // invariants for what n must satisfy).
 func (t *Table) Segment(n uint64) {
 	t.Segments, t.segBuckets = n, t.NumBuckets/n
@@ -147,7 +148,7 @@ func (t *Table) PayloadWords() uint64 {
 func (t *Table) Window(p uint64) uint64 { return LoadWindow(t.Words, p) }
 
 // AlignedBucket returns bucket i of a table whose buckets never straddle a
-// word (bucketBits divides 64) in the low bits of the result: one load, and
+// word (BucketBits divides 64) in the low bits of the result: one load, and
 // a shift instead of a multiplication to find it. The bits above the bucket
 // are the next buckets of the word, or zero.
 func (t *Table) AlignedBucket(i uint64) uint64 {
@@ -156,9 +157,9 @@ func (t *Table) AlignedBucket(i uint64) uint64 {
 }
 
 // BucketFast returns the 64 bits of the table that start at the first byte
-// of bucket i: the bucket in the low bucketBits bits, the next buckets (or
-// the padding word every table ends with) above. It needs fastLookup, and i
-// below numBuckets; it has no bounds check, so that the lookup that inlines
+// of bucket i: the bucket in the low BucketBits bits, the next buckets (or
+// the padding word every table ends with) above. It needs FastLookup, and i
+// below NumBuckets; it has no bounds check, so that the lookup that inlines
 // it reads both buckets with no branch, and it multiplies by bucketBytes
 // rather than shifting by a variable amount, which on amd64 would tie up
 // the one register such shifts take (CX) in the caller's loop.
@@ -362,7 +363,7 @@ func (t *Table) PlainSet(i, s, v uint64) {
 
 // SetSlotAt stores v in the slot of a plain table that starts at bit p: in
 // one word when buckets never straddle words (one load and one store, where
-// storeBits makes two of each).
+// StoreBits makes two of each).
 func (t *Table) SetSlotAt(p, v uint64) {
 	if t.Aligned {
 		w := &t.Words[p>>6]
@@ -373,7 +374,7 @@ func (t *Table) SetSlotAt(p, v uint64) {
 }
 
 // LaneStart returns the offset in its window of the lowest lane flagged in
-// z (a zeroLanes result) for lanes of f bits: a lane's flag is its high
+// z (a ZeroLanes result) for lanes of f bits: a lane's flag is its high
 // bit, so the lane starts f-1 bits below it.
 func LaneStart(z, f uint64) uint64 {
 	return uint64(bits.TrailingZeros64(z)) + 1 - f
@@ -387,7 +388,7 @@ func (t *Table) Locate(h uint64) (bucket, fp uint64) {
 }
 
 // AltIndex returns the other bucket of a fingerprint fp stored in bucket i.
-// It is an involution, altIndex(altIndex(i, fp), fp) == i, and the two
+// It is an involution, AltIndex(AltIndex(i, fp), fp) == i, and the two
 // buckets always differ (see addr.Alt). In a table of several segments
 // (WithSegments) both buckets lie in i's segment.
 func (t *Table) AltIndex(i, fp uint64) uint64 {
@@ -398,7 +399,7 @@ func (t *Table) AltIndex(i, fp uint64) uint64 {
 	return base + addr.Alt(i-base, fp, t.segBuckets)
 }
 
-// PairKey identifies the unordered bucket pair {i, j} (j = altIndex(i, fp))
+// PairKey identifies the unordered bucket pair {i, j} (j = AltIndex(i, fp))
 // together with fp: the key of the duplicate and overflow counters.
 func PairKey(i, j, fp uint64) uint64 {
 	return min(i, j)<<32 | fp
