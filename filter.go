@@ -2,7 +2,6 @@ package cuckoo
 
 import (
 	"fmt"
-	"math/bits"
 
 	"github.com/dedupkit/cuckoo/internal/addr"
 	"github.com/dedupkit/cuckoo/internal/hash"
@@ -49,16 +48,7 @@ type Filter struct {
 	count    uint64         // items, copies included
 	occupied uint64         // non-empty slots
 	dups     table.Counters // copies beyond maxSlotCopies
-	path     []kickStep     // scratch of one insert's random walk
-	search   table.Scratch  // of one insert's breadth-first search
-}
-
-// kickStep is one move of the random walk: placed went into slot of
-// bucket, displacing the fingerprint the walk carried on with. (Bucket
-// indexes and fingerprints fit 32 bits: see table.)
-type kickStep struct {
-	bucket, placed uint32
-	slot           uint8
+	ins      table.Inserts  // the scratch of its inserts
 }
 
 // maxItems bounds the items of an encoded filter, copies included:
@@ -207,56 +197,12 @@ func (f *Filter) AddHash(h uint64) error {
 	}
 	i1, fp := f.locate(h)
 	i2 := t.AltIndex(i1, fp)
-	if t.Windows == 1 && !t.Semi {
-		// The common shapes: read each bucket once, find the copies of fp
-		// and the empty slots of both with four SWAR steps.
-		var p1, p2, w1, w2 uint64
-		if t.Aligned {
-			p1, p2 = i1<<(t.BucketShift&63), i2<<(t.BucketShift&63)
-			w1, w2 = t.AlignedBucket(i1), t.AlignedBucket(i2)
-		} else {
-			p1, p2 = i1*t.BucketBits, i2*t.BucketBits
-			w1, w2 = t.Window(p1), t.Window(p2)
-		}
-		rep := fp * t.LaneLow
-		copies := bits.OnesCount64(table.ZeroLanes(w1^rep, t.LaneRest, t.LaneHigh)) +
-			bits.OnesCount64(table.ZeroLanes(w2^rep, t.LaneRest, t.LaneHigh))
-		if copies >= table.MaxSlotCopies {
-			f.addDup(table.PairKey(i1, i2, fp))
-			return nil
-		}
-		// The placement rule: fp goes into whichever bucket has more empty
-		// slots, the first on a tie. Two choices keep the buckets' loads
-		// even, so that near capacity fewer inserts find both buckets full,
-		// and their moves are shorter; lookups read both buckets anyway.
-		// The bucket is selected with masks, not a branch, which would
-		// mispredict about half the time.
-		e1, e2 := table.ZeroLanes(w1, t.LaneRest, t.LaneHigh), table.ZeroLanes(w2, t.LaneRest, t.LaneHigh)
-		second := -(uint64(bits.OnesCount64(e1)-bits.OnesCount64(e2)) >> 63)
-		p := p1 ^ (p1^p2)&second
-		e := e1 ^ (e1^e2)&second
-		if e != 0 {
-			p += table.LaneStart(e, t.FPBits)
-			if t.Aligned {
-				t.Words[p>>6] |= fp << (p & 63)
-			} else {
-				table.StoreBits(t.Words, p, t.FPMask, fp)
-			}
-		} else if !f.makeRoom(i1, i2, fp, h) {
-			return ErrFull
-		}
-	} else {
-		if t.Copies(i1, fp)+t.Copies(i2, fp) >= table.MaxSlotCopies {
-			f.addDup(table.PairKey(i1, i2, fp))
-			return nil
-		}
-		a, b := i1, i2 // the placement rule, as above
-		if t.Copies(i2, 0) > t.Copies(i1, 0) {
-			a, b = i2, i1
-		}
-		if !t.Insert(a, fp) && !t.Insert(b, fp) && !f.makeRoom(i1, i2, fp, h) {
-			return ErrFull
-		}
+	switch t.Add(&f.ins, i1, i2, fp, h, f.maxKicks) {
+	case table.Full:
+		return ErrFull
+	case table.Crowded:
+		f.addDup(table.PairKey(i1, i2, fp))
+		return nil
 	}
 	f.count++
 	f.occupied++
@@ -365,81 +311,6 @@ func (f *Filter) CountHash(h uint64) uint64 {
 	return n
 }
 
-// walkFirstBytes is the largest table whose inserts try the random walk
-// before the breadth-first search. In a table that fits in a core's L2
-// cache (2 MiB on most current server cores) a walk's moves are cache
-// hits, and at the loads a filter reaches it ends within a few of them,
-// cheaper than the search's first level of eight alternate buckets.
-// Beyond the cache the search, which overlaps its misses, wins
-// (bench/notes.md, item 13). It depends only on the table's shape, so the
-// table after an insert still depends only on the table before and the
-// key. Semi-sorted tables, whose inserts are dominated by decoding and
-// encoding buckets, search first: the walk gains them nothing, and its
-// path buffer would cost them memory.
-const walkFirstBytes = 2 << 20
-
-// makeRoom inserts fp, whose buckets i1 and i2 are both full, by moving
-// other fingerprints: by a random walk (kick) and, if that fails, by a
-// breadth-first search (searchPath), or the other way round for a table
-// larger than walkFirstBytes or semi-sorted. Each leaves the table as it
-// was when it fails.
-func (f *Filter) makeRoom(i1, i2, fp, h uint64) bool {
-	if !f.t.Semi && uint64(len(f.t.Words))*8 <= walkFirstBytes {
-		return f.kick(i1, i2, fp, h) || f.searchPath(i1, i2, fp)
-	}
-	return f.searchPath(i1, i2, fp) || f.kick(i1, i2, fp, h)
-}
-
-// kick makes room for fp, whose buckets i1 and i2 are both full, by a random
-// walk: put fp in a random slot of one bucket, move the fingerprint it
-// displaces to that one's other bucket, and so on, until a displaced
-// fingerprint lands in an empty slot. If none does within maxKicks moves,
-// every move is undone in reverse order, which restores the table bit for
-// bit, and kick reports false.
-//
-// The walk's random choices are drawn from a generator seeded with the key's
-// hash h, not from state kept in the filter: the table after an operation
-// depends only on the table before it and the key, so a decoded filter goes
-// on exactly like the one that was encoded.
-func (f *Filter) kick(i1, i2, fp, h uint64) bool {
-	rng, i := table.NewWalk(h, i1, i2)
-	cur := fp
-	// The path grows as needed and is kept for the next walk: filters that
-	// never need a long walk do not pay for maxKicks steps of it.
-	f.path = f.path[:0]
-	for n := 0; n < f.maxKicks; n++ {
-		s := table.KickSlot(rng.Next(), f.t.Slots)
-		victim := f.t.Swap(i, s, cur)
-		f.path = append(f.path, kickStep{uint32(i), uint32(cur), uint8(s)})
-		cur = victim
-		i = f.t.AltIndex(i, cur)
-		if f.t.Insert(i, cur) {
-			return true
-		}
-	}
-	// INVARIANT: walking the path backwards, cur is the fingerprint that
-	// step k displaced, and bucket k is as step k left it.
-	for k := len(f.path) - 1; k >= 0; k-- {
-		st := f.path[k]
-		f.t.Unswap(uint64(st.bucket), uint64(st.slot), uint64(st.placed), cur)
-		cur = uint64(st.placed)
-	}
-	return false
-}
-
-// searchPath makes room for fp, whose buckets i1 and i2 are both full, by
-// the breadth-first search for the shortest chain of moves that ends in an
-// empty slot (internal/table/search.go), exploring the slots table.Budget allows a
-// table that a random walk backs up. It moves nothing unless it finds a chain, and then moves
-// the chain hole first with fp going into the freed slot.
-func (f *Filter) searchPath(i1, i2, fp uint64) bool {
-	q, end, ok := f.search.Room(&f.t, i1, i2, table.Budget(f.maxKicks, table.WalkLimit))
-	if ok {
-		table.PlaceChain(&f.t, q, end, fp, fp)
-	}
-	return ok
-}
-
 // Len returns the number of items stored, copies included.
 func (f *Filter) Len() uint64 { return f.count }
 
@@ -472,7 +343,7 @@ func (f *Filter) SizeInBytes() uint64 {
 	const fixed = 256 // the struct and slice headers, rounded up
 	const perDup = 32 // a map entry of two words, with the map's overhead
 	return uint64(len(f.t.Words))*8 + uint64(len(f.dups))*perDup +
-		uint64(cap(f.path))*12 + f.search.Bytes() + fixed
+		f.ins.Bytes() + fixed
 }
 
 // FingerprintBits returns the fingerprint width f in bits.

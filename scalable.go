@@ -487,7 +487,7 @@ func (s *Scalable) addGrowing(lv *level, h uint64) bool {
 // needs a displacement there.
 func (s *Scalable) grow() *level {
 	last := s.levels[len(s.levels)-1]
-	last.f.path, last.f.search = nil, table.Scratch{}
+	last.f.ins = table.Inserts{}
 	if last.gen+1 >= maxGenerations {
 		// Unreachable in practice: the tables reach 2^32 buckets long before.
 		panic("cuckoo: Scalable has grown past the generation limit")

@@ -512,7 +512,7 @@ func (t *wtable) searchPath(sc *wscratch, i1, i2, v, expired uint64, budget int)
 	}
 }
 
-// walk is the random walk of Filter.kick over a Window's table: it puts v
+// walk is the random walk of table.Table.kick over a Window's table: it puts v
 // in a random slot of one of its buckets, carries the entry it displaced
 // to that entry's other bucket, and so on until a carried entry finds a
 // free slot, or undoes every move after maxKicks of them. Its random

@@ -256,7 +256,7 @@ func (t *Table) Replace(i, old, new uint64) bool {
 // ReplaceEither is replace(i, old, new) || replace(j, old, new), with both
 // buckets read before either is tested when each is one window: a
 // fingerprint is in either of its buckets about as often (the placement
-// rule in Filter.AddHash), so testing the first before reading the second
+// rule in Add), so testing the first before reading the second
 // would make a second cache miss wait for the first half of the time.
 func (t *Table) ReplaceEither(i, j, old, new uint64) bool {
 	if t.Windows != 1 || t.Semi {
