@@ -19,7 +19,7 @@ import (
 //
 // A bucket of at most 120 bits lies within the 16 bytes from the byte it
 // starts in; two 8-byte loads there and a shift give its bits from bit 0
-// (chainLevel.read). A table's words end with a padding word (internal/table/table.go),
+// (chainLevel.read). A table's words end with a padding word (table.Table),
 // which holds the last bucket's 16 bytes when buckets are 64 bits or more;
 // smaller buckets of at most 57 bits are read with one load, which the
 // padding word also covers. Other shapes (57 to 63 bits, more than 120,

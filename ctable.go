@@ -721,12 +721,13 @@ var scratchPool = sync.Pool{New: func() any {
 }}
 
 // makeRoom searches, without locks, for the shortest chain of moves from
-// bucket i1 or i2 to an empty slot (internal/table/search.go), and performs it hole first
-// (see the type's doc). No random walk follows a failed search (see
-// Displacement), so the search takes the walk's kicks too: its budget is
-// table.Budget of 2*maxKicks, without a limit (4*maxKicks slots). It reports
-// false when there is no such chain; true when it freed a slot, or when
-// another writer got in the way and the insert should simply look again.
+// bucket i1 or i2 to an empty slot (internal/table/search.go), and performs
+// it hole first (see the type's doc). No random walk follows a failed search
+// (see Displacement), so the search takes the walk's kicks too: its budget
+// is table.Budget of 2*maxKicks, without a limit (4*maxKicks slots). It
+// reports false when there is no such chain; true when it freed a slot, or
+// when another writer got in the way and the insert should simply look
+// again.
 func (c *ctable) makeRoom(i1, i2 uint64, sc *table.Scratch) bool {
 	q, end, ok := sc.Room(c, i1, i2, table.Budget(2*c.maxKicks, math.MaxInt))
 	if ok {

@@ -44,7 +44,7 @@ import (
 //
 // A key's hash h = XXH3-64(key, seed) gives its first bucket ⌊(h>>32)·m /
 // 2^32⌋ and its fingerprint ⌊(h mod 2^32)·(2^f−1) / 2^32⌋ + 1; its other
-// bucket is altIndex of those (internal/table/table.go), within the key's segment of m/S
+// bucket is Table.AltIndex of those (internal/table), within the key's segment of m/S
 // buckets.
 //
 // docs/format.md describes the same layout for readers in other languages.

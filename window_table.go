@@ -477,9 +477,9 @@ func (t *wtable) moveOne(i1, i2, x, y, v, expired uint64) bool {
 }
 
 // searchPath makes room for v by the breadth-first search for room
-// (internal/table/search.go) over a Window's table, where a slot is free when empty or
-// expired: it explores up to budget slots, moves nothing unless it finds a
-// chain, and moves the chain hole first.
+// (internal/table/search.go) over a Window's table, where a slot is free
+// when empty or expired: it explores up to budget slots, moves nothing
+// unless it finds a chain, and moves the chain hole first.
 func (t *wtable) searchPath(sc *wscratch, i1, i2, v, expired uint64, budget int) bool {
 	sc.kind = wsearch{t: t, expired: expired}
 	q, end, ok := sc.search.Room(&sc.kind, i1, i2, budget)
