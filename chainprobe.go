@@ -144,39 +144,24 @@ func (c *chainLevel) empties(i uint64) uint64 {
 
 // chainHas reports whether any table of cs holds h's fingerprint,
 // probing them from the last (the newest of a Scalable's, which holds the
-// most keys) and stopping at the first that does. Each table's buckets
-// are loaded before anything is compared, and the loop's exit is
-// predicted not taken for an absent key, so the CPU issues the loads of
-// the next tables while it compares.
-func chainHas(cs []chainLevel, h uint64) bool {
-	for k := len(cs) - 1; k >= 0; k-- {
-		c := &cs[k]
-		fp := addr.Fingerprint(h, c.fpMax)
-		i1 := addr.Bucket(h, c.m)
-		i2 := addr.Alt(i1, fp, c.m)
-		if c.loads != 2 {
-			if c.holds(i1, fp, i2, fp) {
-				return true
-			}
-			continue
-		}
-		// holds, inline: the shape of the chain's wider tables.
-		a0, a1 := c.read(i1)
-		b0, b1 := c.read(i2)
-		r0 := fp * c.low
-		r1 := r0 & c.lastLanes
-		if anyZero(a0^r0, c.low, c.high)|anyZero(a1^r1, c.lastLow, c.lastHigh)|
-			anyZero(b0^r0, c.low, c.high)|anyZero(b1^r1, c.lastLow, c.lastHigh) != 0 {
-			return true
-		}
-	}
-	return false
-}
+// most keys) and stopping at the first that does.
+func chainHas(cs []chainLevel, h uint64) bool { return chainFind(cs, h, true) >= 0 }
 
 // chainFirst returns the index of the first table of cs that holds h's
-// fingerprint, or -1 (chainHas's loop, from the first table).
-func chainFirst(cs []chainLevel, h uint64) int {
-	for k := range cs {
+// fingerprint, or -1.
+func chainFirst(cs []chainLevel, h uint64) int { return chainFind(cs, h, false) }
+
+// chainFind returns the index of a table of cs that holds h's fingerprint,
+// the first such from the last table when newestFirst is set, from the
+// first otherwise, or -1. Each table's buckets are loaded before anything
+// is compared, and the loop's exit is predicted not taken for an absent
+// key, so the CPU issues the loads of the next tables while it compares.
+func chainFind(cs []chainLevel, h uint64, newestFirst bool) int {
+	k, end, step := 0, len(cs), 1
+	if newestFirst {
+		k, end, step = len(cs)-1, -1, -1
+	}
+	for ; k != end; k += step {
 		c := &cs[k]
 		fp := addr.Fingerprint(h, c.fpMax)
 		i1 := addr.Bucket(h, c.m)
@@ -187,6 +172,7 @@ func chainFirst(cs []chainLevel, h uint64) int {
 			}
 			continue
 		}
+		// holds, inline: the shape of the chain's wider tables.
 		a0, a1 := c.read(i1)
 		b0, b1 := c.read(i2)
 		r0 := fp * c.low
