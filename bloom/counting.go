@@ -33,7 +33,7 @@ import (
 //
 // Counting is like a Go map: any number of goroutines may call Contains,
 // ContainsString, Len and the other read-only methods at once, but Add,
-// AddIfAbsent, Delete, Union, Reset and the decoders need exclusive access.
+// AddUnique, Delete, Union, Reset and the decoders need exclusive access.
 // [SyncCounting] wraps a Counting with a read-write mutex for free sharing.
 //
 // The zero Counting is empty and has no table: Contains reports false, Add
@@ -85,9 +85,9 @@ func (f *Counting) Add(key []byte) { f.addHash(hash.Sum64(key, f.seed)) }
 // AddString is [Counting.Add] for a string key, without copying it.
 func (f *Counting) AddString(key string) { f.addHash(hash.Sum64String(key, f.seed)) }
 
-// AddIfAbsent adds key unless Contains reports it present, and reports
+// AddUnique adds key unless Contains reports it present, and reports
 // whether it added it.
-func (f *Counting) AddIfAbsent(key []byte) (added bool) {
+func (f *Counting) AddUnique(key []byte) (added bool) {
 	h := hash.Sum64(key, f.seed)
 	if f.containsHash(h) {
 		return false
@@ -179,7 +179,7 @@ func (f *Counting) deleteHash(h uint64) bool {
 }
 
 // Len returns the number of keys in the filter as counted: Add calls plus
-// AddIfAbsent calls that added, minus Delete calls that returned true.
+// AddUnique calls that added, minus Delete calls that returned true.
 // Copies of one key count separately.
 func (f *Counting) Len() uint64 { return f.count }
 

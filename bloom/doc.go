@@ -124,7 +124,7 @@
 // # Concurrency
 //
 // A [Filter] may be used by any number of goroutines at once: Add,
-// AddIfAbsent, Contains, Union, Clone, the estimators and the encoders need
+// AddUnique, Contains, Union, Clone, the estimators and the encoders need
 // no lock (bits are set with atomic OR and read with atomic loads); only
 // Reset and the decoders need exclusive access. [Counting] and [Scalable]
 // are like Go maps: concurrent lookups are safe, but any change needs

@@ -359,7 +359,7 @@ func TestEncodingLayout(t *testing.T) {
 	check("scalable growth", math.Float64frombits(le.Uint64(enc[32:])), 2.0)
 	check("scalable tightening", math.Float64frombits(le.Uint64(enc[40:])), bloom.DefaultTightening)
 	layers := int(le.Uint32(enc[48:]))
-	check("scalable layers", layers, s.Layers())
+	check("scalable layers", layers, s.NumTables())
 	off, capacity, count := 56, uint64(10), uint64(0)
 	for i := range layers {
 		check(fmt.Sprintf("layer %d capacity", i), le.Uint64(enc[off+8:]), capacity)

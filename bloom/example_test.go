@@ -8,14 +8,14 @@ import (
 	"github.com/dedupkit/cuckoo/bloom"
 )
 
-// A crawler's "seen URL" set: AddIfAbsent tests and adds in one pass.
+// A crawler's "seen URL" set: AddUnique tests and adds in one pass.
 func Example() {
 	seen, err := bloom.New(1_000_000, 0.001, bloom.WithSeed(1))
 	if err != nil {
 		panic(err)
 	}
 	for _, url := range []string{"https://a.example/", "https://b.example/", "https://a.example/"} {
-		if !seen.AddIfAbsentString(url) {
+		if !seen.AddUniqueString(url) {
 			fmt.Println("skip ", url)
 			continue
 		}
@@ -83,7 +83,7 @@ func ExampleNewScalable() {
 	}
 	fmt.Println(f.ContainsString("user-0"), f.ContainsString("user-99999"))
 	fmt.Printf("%d layers, room for %d keys; expected rate below 1 %%: %v\n",
-		f.Layers(), f.Capacity(), f.FalsePositiveRate() < 0.01)
+		f.NumTables(), f.Capacity(), f.FalsePositiveRate() < 0.01)
 	// Output:
 	// true true
 	// 7 layers, room for 127000 keys; expected rate below 1 %: true
@@ -117,7 +117,7 @@ func ExampleNewScalablePlan() {
 	if err != nil {
 		panic(err)
 	}
-	fmt.Printf("%d layers, %.1f bits per key, expected rate %.2f %%\n", p.Layers, p.BitsPerItem, 100*p.FalsePositiveRate)
+	fmt.Printf("%d layers, %.1f bits per key, expected rate %.2f %%\n", p.NumTables, p.BitsPerItem, 100*p.FalsePositiveRate)
 	// Output:
 	// 10 layers, 19.0 bits per key, expected rate 0.86 %
 }

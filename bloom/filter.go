@@ -33,7 +33,7 @@ const (
 //
 // # Concurrency
 //
-// Add, AddString, AddIfAbsent, Contains, ContainsString, Len, Union (as the
+// Add, AddString, AddUnique, Contains, ContainsString, Len, Union (as the
 // receiver or the argument), Clone, EstimatedCount, the encoders and the
 // getters are safe to call from any number of goroutines at once without a
 // lock: bits are set with atomic OR on 64-bit words and read with atomic
@@ -97,15 +97,15 @@ func (f *Filter) Add(key []byte) { f.addHash(hash.Sum64(key, f.seed)) }
 // AddString is [Filter.Add] for a string key, without copying it.
 func (f *Filter) AddString(key string) { f.addHash(hash.Sum64String(key, f.seed)) }
 
-// AddIfAbsent inserts key and reports whether it was absent before, that is
+// AddUnique inserts key and reports whether it was absent before, that is
 // whether Contains would have reported false, in one pass over the key's
 // bits. When several goroutines add the same absent key at once, at least
 // one of them gets true. A false positive (a new key whose bits were all
 // set already) gets false and changes nothing.
-func (f *Filter) AddIfAbsent(key []byte) (added bool) { return f.addHash(hash.Sum64(key, f.seed)) > 0 }
+func (f *Filter) AddUnique(key []byte) (added bool) { return f.addHash(hash.Sum64(key, f.seed)) > 0 }
 
-// AddIfAbsentString is [Filter.AddIfAbsent] for a string key.
-func (f *Filter) AddIfAbsentString(key string) (added bool) {
+// AddUniqueString is [Filter.AddUnique] for a string key.
+func (f *Filter) AddUniqueString(key string) (added bool) {
 	return f.addHash(hash.Sum64String(key, f.seed)) > 0
 }
 
@@ -149,7 +149,7 @@ func (f *Filter) containsHash(h uint64) bool {
 	return classicContains(f.words, f.cells, f.k, h)
 }
 
-// Len returns the number of keys added: the Add and AddIfAbsent calls that
+// Len returns the number of keys added: the Add and AddUnique calls that
 // set at least one bit. Repeated keys are not counted again, and neither are
 // the rare new keys that were false positives when they were added (they
 // change nothing). Under concurrent adds of one key, each caller that set a

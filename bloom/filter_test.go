@@ -98,9 +98,9 @@ func TestNoFalseNegatives(t *testing.T) {
 	}
 }
 
-func TestAddIfAbsentAndLen(t *testing.T) {
+func TestAddUniqueAndLen(t *testing.T) {
 	type adder interface {
-		AddIfAbsent([]byte) bool
+		AddUnique([]byte) bool
 		Contains([]byte) bool
 		Len() uint64
 	}
@@ -114,13 +114,13 @@ func TestAddIfAbsentAndLen(t *testing.T) {
 			// At 1e-6 with a tenth of the capacity used, no false positive
 			// is expected among 1000 keys (probability < 1e-9).
 			for i := range uint64(1000) {
-				if !f.AddIfAbsent(kb.at(0, i)) {
-					t.Fatalf("AddIfAbsent of new key %d = false", i)
+				if !f.AddUnique(kb.at(0, i)) {
+					t.Fatalf("AddUnique of new key %d = false", i)
 				}
 			}
 			for i := range uint64(1000) {
-				if f.AddIfAbsent(kb.at(0, i)) {
-					t.Fatalf("AddIfAbsent of present key %d = true", i)
+				if f.AddUnique(kb.at(0, i)) {
+					t.Fatalf("AddUnique of present key %d = true", i)
 				}
 			}
 			if f.Len() != 1000 {
@@ -153,13 +153,13 @@ func TestStringVariants(t *testing.T) {
 	}
 	b2, _ := bloom.New(1000, 0.01, bloom.WithSeed(7))
 	b2.Add([]byte("pear"))
-	if !b2.ContainsString("pear") || b2.AddIfAbsentString("pear") || !b2.AddIfAbsentString("plum") {
+	if !b2.ContainsString("pear") || b2.AddUniqueString("pear") || !b2.AddUniqueString("plum") {
 		t.Error("string and byte variants disagree")
 	}
 	if !c.DeleteString("apple") || c.ContainsString("apple") {
 		t.Error("DeleteString did not remove the key")
 	}
-	if !s.ContainsString("apple") || s.AddIfAbsentString("apple") {
+	if !s.ContainsString("apple") || s.AddUniqueString("apple") {
 		t.Error("Scalable string variants disagree")
 	}
 }
@@ -259,8 +259,8 @@ func TestResetAndClone(t *testing.T) {
 			if kind.name != "NewScalable" && f.SizeInBytes() != size {
 				t.Errorf("Reset changed the size from %d to %d", size, f.SizeInBytes())
 			}
-			if kind.name == "NewScalable" && f.(*bloom.Scalable).Layers() != 1 {
-				t.Errorf("Reset kept %d layers", f.(*bloom.Scalable).Layers())
+			if kind.name == "NewScalable" && f.(*bloom.Scalable).NumTables() != 1 {
+				t.Errorf("Reset kept %d layers", f.(*bloom.Scalable).NumTables())
 			}
 			if got := measureFPR(f, 0, 5000); got != 0 {
 				t.Errorf("after Reset %g of the old keys are still reported", got)
@@ -367,11 +367,11 @@ func TestGetters(t *testing.T) {
 		t.Errorf("sizes: blocked %d, classic %d, counting %d", b.SizeInBytes(), c.SizeInBytes(), n.SizeInBytes())
 	}
 	s, _ := bloom.NewScalable(1000, 0.01, bloom.WithGrowth(3))
-	if s.Capacity() != 1000 || s.Layers() != 1 {
-		t.Error("Scalable Capacity or Layers")
+	if s.Capacity() != 1000 || s.NumTables() != 1 {
+		t.Error("Scalable Capacity or NumTables")
 	}
 	fill(s, 0, 1500)
-	if s.Capacity() != 4000 || s.Layers() != 2 {
-		t.Errorf("after growth: Capacity %d, Layers %d; want 4000, 2", s.Capacity(), s.Layers())
+	if s.Capacity() != 4000 || s.NumTables() != 2 {
+		t.Errorf("after growth: Capacity %d, NumTables %d; want 4000, 2", s.Capacity(), s.NumTables())
 	}
 }

@@ -19,8 +19,9 @@ type Plan struct {
 	// HashCount is what HashCount reports: k, the bits (or counters) each
 	// key sets; 0 for a Scalable, whose layers differ.
 	HashCount int
-	// Layers is 1, or the number of layers a Scalable needs for Keys keys.
-	Layers int
+	// NumTables is 1, or the number of layers (tables) a Scalable needs for
+	// Keys keys: what its NumTables reports.
+	NumTables int
 	// Bytes is what SizeInBytes reports on the filter holding Keys keys.
 	Bytes uint64
 	// BitsPerItem is Bytes·8 / Keys.
@@ -74,7 +75,7 @@ func tablePlan(capacity uint64, fpr float64, opts []Option, l layout, cellsPerWo
 		return Plan{}, tooLarge(capacity, fpr)
 	}
 	return Plan{
-		Keys: capacity, Capacity: capacity, HashCount: k, Layers: 1,
+		Keys: capacity, Capacity: capacity, HashCount: k, NumTables: 1,
 		Bytes: words * 8, BitsPerItem: float64(words*64) / float64(capacity),
 		FalsePositiveRate: rateWithKeys(l, k, cells, float64(capacity)),
 	}, nil
@@ -110,7 +111,7 @@ func NewScalablePlan(capacity uint64, fpr float64, keys uint64, opts ...Option) 
 		}
 		n := min(left, headroom(lc))
 		left -= n
-		p.Layers++
+		p.NumTables++
 		p.Capacity += lc
 		p.Bytes += words * 8
 		p.FalsePositiveRate += rateWithKeys(l, k, cellsOf(l, words), float64(n))

@@ -44,7 +44,7 @@ func TestPlanMatchesConstructors(t *testing.T) {
 						t.Fatalf("plan: %d bytes, k = %d; the filter: %d bytes, k = %d",
 							plan.Bytes, plan.HashCount, f.SizeInBytes(), f.(hashCount).HashCount())
 					}
-					if plan.Keys != c || plan.Capacity != c || plan.Layers != 1 {
+					if plan.Keys != c || plan.Capacity != c || plan.NumTables != 1 {
 						t.Fatalf("plan %+v for capacity %d", plan, c)
 					}
 					if want := float64(plan.Bytes*8) / float64(c); plan.BitsPerItem != want {
@@ -129,9 +129,9 @@ func TestScalablePlan(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if plan.Layers != f.Layers() || plan.Capacity != f.Capacity() || plan.Bytes != f.SizeInBytes() {
+				if plan.NumTables != f.NumTables() || plan.Capacity != f.Capacity() || plan.Bytes != f.SizeInBytes() {
 					t.Fatalf("plan: %d layers, capacity %d, %d bytes; the filter: %d, %d, %d",
-						plan.Layers, plan.Capacity, plan.Bytes, f.Layers(), f.Capacity(), f.SizeInBytes())
+						plan.NumTables, plan.Capacity, plan.Bytes, f.NumTables(), f.Capacity(), f.SizeInBytes())
 				}
 				if plan.Keys != f.Len() || plan.HashCount != 0 || plan.BitsPerItem != float64(plan.Bytes*8)/float64(plan.Keys) {
 					t.Fatalf("plan %+v", plan)
@@ -194,7 +194,7 @@ func TestPlanHuge(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if plan.Layers != 5 || plan.Capacity < n || plan.FalsePositiveRate > 0.001 {
+	if plan.NumTables != 5 || plan.Capacity < n || plan.FalsePositiveRate > 0.001 {
 		t.Errorf("NewScalablePlan: %+v", plan)
 	}
 }

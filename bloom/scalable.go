@@ -35,7 +35,7 @@ import (
 // # Concurrency
 //
 // Scalable is like a Go map: any number of goroutines may call Contains,
-// ContainsString and the read-only methods at once, but Add, AddIfAbsent,
+// ContainsString and the read-only methods at once, but Add, AddUnique,
 // Reset and the decoders need exclusive access (Add may add a layer).
 // [SyncScalable] wraps a Scalable with a read-write mutex for free sharing.
 //
@@ -171,12 +171,12 @@ func (s *Scalable) Add(key []byte) { s.addHash(hash.Sum64(key, s.seed)) }
 // AddString is [Scalable.Add] for a string key, without copying it.
 func (s *Scalable) AddString(key string) { s.addHash(hash.Sum64String(key, s.seed)) }
 
-// AddIfAbsent inserts key unless Contains reports it present, and reports
+// AddUnique inserts key unless Contains reports it present, and reports
 // whether it inserted it. It is the same operation as Add, with the answer.
-func (s *Scalable) AddIfAbsent(key []byte) (added bool) { return s.addHash(hash.Sum64(key, s.seed)) }
+func (s *Scalable) AddUnique(key []byte) (added bool) { return s.addHash(hash.Sum64(key, s.seed)) }
 
-// AddIfAbsentString is [Scalable.AddIfAbsent] for a string key.
-func (s *Scalable) AddIfAbsentString(key string) (added bool) {
+// AddUniqueString is [Scalable.AddUnique] for a string key.
+func (s *Scalable) AddUniqueString(key string) (added bool) {
 	return s.addHash(hash.Sum64String(key, s.seed))
 }
 
@@ -237,8 +237,8 @@ func (s *Scalable) Capacity() uint64 {
 // kept in the encoding.
 func (s *Scalable) TargetFalsePositiveRate() float64 { return s.fpr }
 
-// Layers returns the number of layers.
-func (s *Scalable) Layers() int { return len(s.layers) }
+// NumTables returns the number of layers (tables).
+func (s *Scalable) NumTables() int { return len(s.layers) }
 
 // Seed returns the hash seed, which all layers share.
 func (s *Scalable) Seed() uint64 { return s.seed }

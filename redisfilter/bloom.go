@@ -44,9 +44,9 @@ const bloomSampleKeys = 1 << 20
 // if it does not exist, sized as the library's bloom.New(capacity, fpr)
 // (or a few blocks larger): its false-positive rate with capacity keys in
 // is at most fpr. If a filter of that name exists with the same parameters
-// (the seed and shard count compared only when given) NewBloom opens it;
+// (the seed and segment count compared only when given) NewBloom opens it;
 // with others
-// it returns an error wrapping [ErrMismatch]. It takes [WithShards],
+// it returns an error wrapping [ErrMismatch]. It takes [WithSegments],
 // [WithSeed] and [WithRetryHorizon]; the cuckoo options are refused.
 func NewBloom(ctx context.Context, rdb redis.UniversalClient, name string, capacity uint64, fpr float64, opts ...Option) (*Bloom, error) {
 	c, err := resolve(opts)
@@ -70,7 +70,7 @@ func NewBloom(ctx context.Context, rdb redis.UniversalClient, name string, capac
 	}
 	blocks = (blocks + uint64(shards) - 1) / uint64(shards) * uint64(shards)
 	if blocks/uint64(shards)*64 > maxShardBytes {
-		return nil, fmt.Errorf("%w: shards of %d bytes, above Redis's 512 MiB strings: give more shards", ErrInvalidParameter, blocks/uint64(shards)*64)
+		return nil, fmt.Errorf("%w: segments of %d bytes, above Redis's 512 MiB strings: give more WithSegments", ErrInvalidParameter, blocks/uint64(shards)*64)
 	}
 	want := meta{kind: "bloom", k: k, blocks: blocks, shards: shards, seed: c.seed, capacity: capacity, fpr: fpr,
 		id: newID(), state: stateReady}
@@ -161,7 +161,7 @@ func bloomSize(capacity uint64, fpr float64) (k int, blocks uint64, err error) {
 }
 
 // bloomShards is the default shard count of a Bloom filter of blocks
-// blocks for capacity keys, chosen as a cuckoo filter's (see WithShards).
+// blocks for capacity keys, chosen as a cuckoo filter's (see WithSegments).
 func bloomShards(capacity, blocks uint64) int {
 	return fitShards(min(leastShards(capacity), blocks), func(s uint64) (uint64, bool) {
 		return stringAlloc((blocks + s - 1) / s * 64), s <= blocks
@@ -365,8 +365,9 @@ func (b *Bloom) Name() string { return b.name }
 // HashCount returns k, the bits set per key.
 func (b *Bloom) HashCount() int { return b.m.k }
 
-// Shards returns the number of shards.
-func (b *Bloom) Shards() int { return b.m.shards }
+// Segments returns the number of segments (Redis strings) the blocks are
+// split into.
+func (b *Bloom) Segments() int { return b.m.shards }
 
 // SizeInBytes returns the bytes of the shards' blocks together.
 func (b *Bloom) SizeInBytes() uint64 { return b.m.blocks * 64 }

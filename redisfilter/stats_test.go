@@ -66,7 +66,7 @@ func TestFalsePositiveRate(t *testing.T) {
 		n := s.n
 		seed := rng.Uint64()
 		f, err := redisfilter.New(ctx, rdb, uniqueName(t), uint64(n), redisfilter.WithBucketSize(s.b), redisfilter.WithFingerprintBits(s.f),
-			redisfilter.WithShards(s.shards), redisfilter.WithSeed(seed))
+			redisfilter.WithSegments(s.shards), redisfilter.WithSeed(seed))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -93,7 +93,7 @@ func TestFalsePositiveRate(t *testing.T) {
 			t.Fatal(err)
 		}
 		r, lr := rates(out, found, lib.Contains)
-		t.Logf("n=%d b=%d f=%d shards=%d: rate %.4f %%, library %.4f %% (expected at its load %.4f %%)", n, s.b, s.f, f.Shards(), 100*r, 100*lr, 100*lib.FalsePositiveRate())
+		t.Logf("n=%d b=%d f=%d shards=%d: rate %.4f %%, library %.4f %% (expected at its load %.4f %%)", n, s.b, s.f, f.Segments(), 100*r, 100*lr, 100*lib.FalsePositiveRate())
 		if relErr(r, lr) > 0.10 {
 			t.Fatalf("rate %.5f is not within 10 %% of the library's %.5f", r, lr)
 		}
@@ -123,7 +123,7 @@ func TestMemoryUsage(t *testing.T) {
 				t.Fatal(err)
 			}
 			t.Logf("capacity %d at %g, %d shards: MEMORY USAGE %d bytes, library %d bytes (%+.1f %%)",
-				c.n, c.p, f.Shards(), used, lib.SizeInBytes(), 100*(float64(used)/float64(lib.SizeInBytes())-1))
+				c.n, c.p, f.Segments(), used, lib.SizeInBytes(), 100*(float64(used)/float64(lib.SizeInBytes())-1))
 			if relErr(float64(used), float64(lib.SizeInBytes())) > 0.10 {
 				t.Fatalf("memory %d is not within 10 %% of the library's %d", used, lib.SizeInBytes())
 			}
@@ -148,7 +148,7 @@ func TestBloomMatchesLibrary(t *testing.T) {
 	}
 	for _, p := range []float64{0.01, 0.0001, 1e-7} {
 		seed := rng.Uint64()
-		b, err := redisfilter.NewBloom(ctx, rdb, uniqueName(t), 20000, p, redisfilter.WithShards(1), redisfilter.WithSeed(seed))
+		b, err := redisfilter.NewBloom(ctx, rdb, uniqueName(t), 20000, p, redisfilter.WithSegments(1), redisfilter.WithSeed(seed))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -220,7 +220,7 @@ func TestBloomSharded(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer b.Drop(ctx)
-		if again, err := redisfilter.NewBloom(ctx, rdb, name, n, 0.01); err != nil || again.Shards() != b.Shards() {
+		if again, err := redisfilter.NewBloom(ctx, rdb, name, n, 0.01); err != nil || again.Segments() != b.Segments() {
 			t.Fatal("NewBloom of the same parameters did not open the filter", err)
 		}
 		if _, err := redisfilter.NewBloom(ctx, rdb, name, n, 0.02); err == nil {
@@ -256,7 +256,7 @@ func TestBloomSharded(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		t.Logf("%d shards: rate %.3f %%, library %.3f %%; MEMORY USAGE %d, library %d", b.Shards(), 100*r, 100*lr, used, lib.SizeInBytes())
+		t.Logf("%d shards: rate %.3f %%, library %.3f %%; MEMORY USAGE %d, library %d", b.Segments(), 100*r, 100*lr, used, lib.SizeInBytes())
 		if relErr(r, lr) > 0.10 {
 			t.Fatalf("rate %.5f is not within 10 %% of the library's %.5f", r, lr)
 		}

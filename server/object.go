@@ -264,9 +264,9 @@ func (v *bfValue) addIfAbsent(item []byte) (bool, error) {
 			}
 			return false, errBloomFull
 		}
-		return v.f.AddIfAbsent(item), nil
+		return v.f.AddUnique(item), nil
 	}
-	return v.s.AddIfAbsent(item), nil
+	return v.s.AddUnique(item), nil
 }
 
 func (v *bfValue) contains(item []byte) bool {
@@ -294,7 +294,7 @@ func (v *bfValue) layers() int {
 	if v.f != nil {
 		return 1
 	}
-	return v.s.Layers()
+	return v.s.NumTables()
 }
 
 func (v *bfValue) sizeInBytes() uint64 {

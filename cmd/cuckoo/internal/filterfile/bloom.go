@@ -36,7 +36,7 @@ func (b bloomFilter) AddUniqueBatch(keys [][]byte, added []bool) (int, error) {
 		return addUniqueEach(b, keys, added) // it may fill up in this batch
 	}
 	for i, k := range keys {
-		added[i] = b.AddIfAbsent(k)
+		added[i] = b.Filter.AddUnique(k)
 	}
 	return len(keys), nil
 }
@@ -73,7 +73,7 @@ func (b bloomCounting) AddUniqueBatch(keys [][]byte, added []bool) (int, error) 
 		return addUniqueEach(b, keys, added) // it may fill up in this batch
 	}
 	for i, k := range keys {
-		added[i] = b.AddIfAbsent(k)
+		added[i] = b.Counting.AddUnique(k)
 	}
 	return len(keys), nil
 }
@@ -101,7 +101,7 @@ func newBloomScalable(s Spec) (impl, error) {
 func emptyBloomScalable() impl { return bloomScalable{new(bloom.Scalable)} }
 
 func (b bloomScalable) Add(key []byte) error               { b.Scalable.Add(key); return nil }
-func (b bloomScalable) AddUnique(key []byte) (bool, error) { return b.AddIfAbsent(key), nil }
+func (b bloomScalable) AddUnique(key []byte) (bool, error) { return b.Scalable.AddUnique(key), nil }
 func (b bloomScalable) Delete([]byte) (bool, error)        { return false, ErrNoDelete }
 func (b bloomScalable) ContainsBatch(keys [][]byte, found []bool) {
 	containsEach(b.Scalable, keys, found)
@@ -112,7 +112,7 @@ func (b bloomScalable) AddUniqueBatch(keys [][]byte, added []bool) (int, error) 
 
 func (b bloomScalable) facts(add addFact) {
 	bloomFacts(add, b.Scalable, b.EstimatedCount(), 0, "false positives, bound")
-	add("layers", "layers", b.Layers(), fmt.Sprint(b.Layers()))
+	add("layers", "layers", b.NumTables(), fmt.Sprint(b.NumTables()))
 }
 
 // bloomOptions translates a Spec into the bloom package's options; the
@@ -132,7 +132,7 @@ func bloomOptions(s Spec) ([]bloom.Option, error) {
 // and bloom.Counting.
 type fixedBloom interface {
 	Add(key []byte)
-	AddIfAbsent(key []byte) bool
+	AddUnique(key []byte) bool
 	Contains(key []byte) bool
 	Len() uint64
 	Capacity() uint64
@@ -152,7 +152,7 @@ func addFixed(f fixedBloom, key []byte) error {
 	return nil
 }
 
-// addUniqueFixed is AddIfAbsent with the capacity of addFixed.
+// addUniqueFixed is AddUnique with the capacity of addFixed.
 func addUniqueFixed(f fixedBloom, key []byte) (bool, error) {
 	if f.Len() >= f.Capacity() {
 		if f.Contains(key) {
@@ -160,7 +160,7 @@ func addUniqueFixed(f fixedBloom, key []byte) (bool, error) {
 		}
 		return false, bloomFull(f)
 	}
-	return f.AddIfAbsent(key), nil
+	return f.AddUnique(key), nil
 }
 
 func bloomFull(f fixedBloom) error {

@@ -183,7 +183,7 @@ func bloomOption(kind filterfile.Kind, items uint64, fpr float64) (Option, error
 		o.Name, o.Lookup = "bloom counting", fmt.Sprintf("k=%d counters (up to %d cache lines)", k, k)
 		o.Note = "4-bit counters: 4× a classic filter"
 	case filterfile.BloomScalable:
-		o.Name, o.Lookup = "bloom scalable, from N/16", fmt.Sprintf("1 cache line per layer (%d layers)", pl.Layers)
+		o.Name, o.Lookup = "bloom scalable, from N/16", fmt.Sprintf("1 cache line per layer (%d layers)", pl.NumTables)
 		o.Note = "grown from a sixteenth of N (memory depends on where N falls between growths); each layer has a tighter rate"
 	}
 	return o, nil
