@@ -12,12 +12,15 @@ var sink bool
 // and path (a Scalable Add allocates only when it adds a layer, which this
 // test avoids by staying under the capacity).
 func TestZeroAllocs(t *testing.T) {
-	b, _ := bloom.New(100_000, 0.01)
-	c, _ := bloom.NewClassic(100_000, 0.01)
-	n, _ := bloom.NewCounting(100_000, 0.01)
-	s, _ := bloom.NewScalable(100_000, 0.01)
-	sc := bloom.NewSyncCounting(func() *bloom.Counting { c, _ := bloom.NewCounting(1000, 0.01); return c }())
-	ss := bloom.NewSyncScalable(func() *bloom.Scalable { s, _ := bloom.NewScalable(100_000, 0.01); return s }())
+	b, _ := bloom.New(100_000, bloom.WithFalsePositiveRate(0.01))
+	c, _ := bloom.NewClassic(100_000, bloom.WithFalsePositiveRate(0.01))
+	n, _ := bloom.NewCounting(100_000, bloom.WithFalsePositiveRate(0.01))
+	s, _ := bloom.NewScalable(100_000, bloom.WithFalsePositiveRate(0.01))
+	sc := bloom.NewSyncCounting(func() *bloom.Counting { c, _ := bloom.NewCounting(1000, bloom.WithFalsePositiveRate(0.01)); return c }())
+	ss := bloom.NewSyncScalable(func() *bloom.Scalable {
+		s, _ := bloom.NewScalable(100_000, bloom.WithFalsePositiveRate(0.01))
+		return s
+	}())
 	var kb keyBuf
 	i := uint64(0)
 	str := "a string key"

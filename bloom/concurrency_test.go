@@ -67,7 +67,7 @@ func TestConcurrentAdd(t *testing.T) {
 // and sparse, so no key is a false positive when added.
 func TestConcurrentAddUnique(t *testing.T) {
 	const goroutines, keys = 4, 20_000
-	f, _ := bloom.New(1_000_000, 1e-6)
+	f, _ := bloom.New(1_000_000, bloom.WithFalsePositiveRate(1e-6))
 	var wins [keys]atomic.Int32
 	var wg sync.WaitGroup
 	for g := range goroutines {
@@ -95,8 +95,8 @@ func TestConcurrentAddUnique(t *testing.T) {
 // TestConcurrentUnionAndEncode runs Union, Clone, MarshalBinary and the
 // estimators concurrently with Adds: all are documented as safe.
 func TestConcurrentUnionAndEncode(t *testing.T) {
-	f, _ := bloom.New(10_000, 0.01, bloom.WithSeed(1))
-	g, _ := bloom.New(10_000, 0.01, bloom.WithSeed(1))
+	f, _ := bloom.New(10_000, bloom.WithFalsePositiveRate(0.01), bloom.WithSeed(1))
+	g, _ := bloom.New(10_000, bloom.WithFalsePositiveRate(0.01), bloom.WithSeed(1))
 	fill(g, 50_000, 55_000)
 	var wg sync.WaitGroup
 	wg.Add(2)
@@ -130,9 +130,9 @@ func TestConcurrentUnionAndEncode(t *testing.T) {
 // keys, deletes half of them (Counting), and all look keys up meanwhile.
 func TestSyncWrappers(t *testing.T) {
 	const goroutines, per = 4, 2000
-	c, _ := bloom.NewCounting(goroutines*per, 0.01)
+	c, _ := bloom.NewCounting(goroutines*per, bloom.WithFalsePositiveRate(0.01))
 	sc := bloom.NewSyncCounting(c)
-	s, _ := bloom.NewScalable(500, 0.01) // grows while shared
+	s, _ := bloom.NewScalable(500, bloom.WithFalsePositiveRate(0.01)) // grows while shared
 	ss := bloom.NewSyncScalable(s)
 	var wg sync.WaitGroup
 	for g := range goroutines {
@@ -257,7 +257,7 @@ func TestConcurrentAddRounds(t *testing.T) {
 // TestSyncCountingForms: the string forms, AddUnique and View of a
 // SyncCounting do what the Counting's own methods do, against a map.
 func TestSyncCountingForms(t *testing.T) {
-	c, err := bloom.NewCounting(10_000, 0.001)
+	c, err := bloom.NewCounting(10_000, bloom.WithFalsePositiveRate(0.001))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -55,17 +55,19 @@ const (
 )
 
 // NewCounting returns an empty counting Bloom filter sized so that, holding
-// capacity keys, its expected false-positive rate is at most fpr, which
-// must lie in [[MinFalsePositiveRate], 1). It is sized like [NewClassic],
+// capacity keys, its expected false-positive rate is at most the target
+// rate ([WithFalsePositiveRate], [DefaultFalsePositiveRate] if not given).
+// It is sized like [NewClassic],
 // with a 4-bit counter in place of each bit. The seed is random unless
 // [WithSeed] is given. It returns an error wrapping [ErrInvalidParameter]
 // for a capacity of 0 or above [MaxCapacity], a rate out of range, a table
 // above 1 TiB (2 GiB on 32-bit CPUs), or a Scalable-only option.
-func NewCounting(capacity uint64, fpr float64, opts ...Option) (*Counting, error) {
-	c, err := resolve(capacity, fpr, false, opts)
+func NewCounting(capacity uint64, opts ...Option) (*Counting, error) {
+	c, err := resolve(capacity, false, opts)
 	if err != nil {
 		return nil, err
 	}
+	fpr := c.fpr
 	k, words, ok := classicSizing(capacity, fpr, countersPer)
 	if !ok {
 		return nil, tooLarge(capacity, fpr)

@@ -70,10 +70,10 @@ func TestConstructorErrors(t *testing.T) {
 			}
 		}
 	}
-	if _, err := bloom.NewScalable(10, 0.01, bloom.WithGrowth(bloom.MinGrowth), bloom.WithTightening(bloom.MinTightening)); err != nil {
+	if _, err := bloom.NewScalable(10, bloom.WithFalsePositiveRate(0.01), bloom.WithGrowth(bloom.MinGrowth), bloom.WithTightening(bloom.MinTightening)); err != nil {
 		t.Error(err)
 	}
-	if _, err := bloom.NewScalable(10, 0.01, bloom.WithGrowth(bloom.MaxGrowth), bloom.WithTightening(bloom.MaxTightening)); err != nil {
+	if _, err := bloom.NewScalable(10, bloom.WithFalsePositiveRate(0.01), bloom.WithGrowth(bloom.MaxGrowth), bloom.WithTightening(bloom.MaxTightening)); err != nil {
 		t.Error(err)
 	}
 }
@@ -104,10 +104,10 @@ func TestAddUniqueAndLen(t *testing.T) {
 		Contains([]byte) bool
 		Len() uint64
 	}
-	b, _ := bloom.New(10_000, 1e-6, bloom.WithSeed(1))
-	c, _ := bloom.NewClassic(10_000, 1e-6, bloom.WithSeed(1))
-	n, _ := bloom.NewCounting(10_000, 1e-6, bloom.WithSeed(1))
-	s, _ := bloom.NewScalable(1_000, 1e-6, bloom.WithSeed(1))
+	b, _ := bloom.New(10_000, bloom.WithFalsePositiveRate(1e-6), bloom.WithSeed(1))
+	c, _ := bloom.NewClassic(10_000, bloom.WithFalsePositiveRate(1e-6), bloom.WithSeed(1))
+	n, _ := bloom.NewCounting(10_000, bloom.WithFalsePositiveRate(1e-6), bloom.WithSeed(1))
+	s, _ := bloom.NewScalable(1_000, bloom.WithFalsePositiveRate(1e-6), bloom.WithSeed(1))
 	for name, f := range map[string]adder{"New": b, "NewClassic": c, "NewCounting": n, "NewScalable": s} {
 		t.Run(name, func(t *testing.T) {
 			var kb keyBuf
@@ -142,16 +142,16 @@ func TestAddUniqueAndLen(t *testing.T) {
 }
 
 func TestStringVariants(t *testing.T) {
-	b, _ := bloom.New(1000, 0.01, bloom.WithSeed(7))
-	c, _ := bloom.NewCounting(1000, 0.01, bloom.WithSeed(7))
-	s, _ := bloom.NewScalable(1000, 0.01, bloom.WithSeed(7))
+	b, _ := bloom.New(1000, bloom.WithFalsePositiveRate(0.01), bloom.WithSeed(7))
+	c, _ := bloom.NewCounting(1000, bloom.WithFalsePositiveRate(0.01), bloom.WithSeed(7))
+	s, _ := bloom.NewScalable(1000, bloom.WithFalsePositiveRate(0.01), bloom.WithSeed(7))
 	b.AddString("apple")
 	c.AddString("apple")
 	s.AddString("apple")
 	if !b.Contains([]byte("apple")) || !c.Contains([]byte("apple")) || !s.Contains([]byte("apple")) {
 		t.Error("AddString and Contains disagree")
 	}
-	b2, _ := bloom.New(1000, 0.01, bloom.WithSeed(7))
+	b2, _ := bloom.New(1000, bloom.WithFalsePositiveRate(0.01), bloom.WithSeed(7))
 	b2.Add([]byte("pear"))
 	if !b2.ContainsString("pear") || b2.AddUniqueString("pear") || !b2.AddUniqueString("plum") {
 		t.Error("string and byte variants disagree")
@@ -222,9 +222,9 @@ func TestUnion(t *testing.T) {
 				"rate":     func() (*bloom.Filter, error) { return mk.new(20_000, 0.001, bloom.WithSeed(5)) },
 				"layout": func() (*bloom.Filter, error) {
 					if mk.name == "New" {
-						return bloom.NewClassic(20_000, 0.01, bloom.WithSeed(5))
+						return bloom.NewClassic(20_000, bloom.WithFalsePositiveRate(0.01), bloom.WithSeed(5))
 					}
-					return bloom.New(20_000, 0.01, bloom.WithSeed(5))
+					return bloom.New(20_000, bloom.WithFalsePositiveRate(0.01), bloom.WithSeed(5))
 				},
 				"zero": func() (*bloom.Filter, error) { return new(bloom.Filter), nil },
 				"nil":  func() (*bloom.Filter, error) { return nil, nil },
@@ -354,9 +354,9 @@ func TestEstimatedCount(t *testing.T) {
 }
 
 func TestGetters(t *testing.T) {
-	b, _ := bloom.New(1000, 0.01)
-	c, _ := bloom.NewClassic(1000, 0.01)
-	n, _ := bloom.NewCounting(1000, 0.01)
+	b, _ := bloom.New(1000, bloom.WithFalsePositiveRate(0.01))
+	c, _ := bloom.NewClassic(1000, bloom.WithFalsePositiveRate(0.01))
+	n, _ := bloom.NewCounting(1000, bloom.WithFalsePositiveRate(0.01))
 	if b.Capacity() != 1000 || c.Capacity() != 1000 || n.Capacity() != 1000 {
 		t.Error("Capacity")
 	}
@@ -366,7 +366,7 @@ func TestGetters(t *testing.T) {
 	if b.SizeInBytes()%64 != 0 || n.SizeInBytes() != 4*c.SizeInBytes() {
 		t.Errorf("sizes: blocked %d, classic %d, counting %d", b.SizeInBytes(), c.SizeInBytes(), n.SizeInBytes())
 	}
-	s, _ := bloom.NewScalable(1000, 0.01, bloom.WithGrowth(3))
+	s, _ := bloom.NewScalable(1000, bloom.WithFalsePositiveRate(0.01), bloom.WithGrowth(3))
 	if s.Capacity() != 1000 || s.NumTables() != 1 {
 		t.Error("Scalable Capacity or NumTables")
 	}

@@ -15,6 +15,13 @@ const (
 	// accepts. Rates must lie in [MinFalsePositiveRate, 1).
 	MinFalsePositiveRate = 1e-15
 
+	// DefaultFalsePositiveRate is the target rate of a constructor given
+	// no [WithFalsePositiveRate]: 0.012 %, the rate of a cuckoo.New filter
+	// with no options (16-bit fingerprints, 4-slot buckets) at its
+	// capacity, so that a filter of either family built with only a
+	// capacity makes about as many false positives.
+	DefaultFalsePositiveRate = 1.2e-4
+
 	// DefaultGrowth is the factor by which each new layer of a [Scalable]
 	// filter is larger than the one before.
 	DefaultGrowth = 2.0
@@ -35,10 +42,26 @@ const (
 type Option func(*config) error
 
 type config struct {
+	fpr        float64 // 0: not set
 	seed       uint64
 	seedSet    bool
 	growth     float64 // 0: not set (Scalable only)
 	tightening float64 // 0: not set (Scalable only)
+}
+
+// WithFalsePositiveRate sets the target false-positive rate p, in
+// [[MinFalsePositiveRate], 1): the filter is sized so that, holding its
+// capacity of distinct keys, its expected rate is at most p (a [Scalable]
+// keeps it at every size). Without it the target is
+// [DefaultFalsePositiveRate]. Every constructor takes it.
+func WithFalsePositiveRate(p float64) Option {
+	return func(c *config) error {
+		if !validRate(p) {
+			return fmt.Errorf("%w: false-positive rate %v outside [%v, 1)", ErrInvalidParameter, p, MinFalsePositiveRate)
+		}
+		c.fpr = p
+		return nil
+	}
 }
 
 // WithSeed sets the hash seed. Filters with the same parameters and seed
@@ -84,15 +107,12 @@ func WithTightening(r float64) Option {
 	}
 }
 
-// resolve applies opts and checks the common parameters. scalable says
-// whether the Scalable-only options are allowed.
-func resolve(capacity uint64, fpr float64, scalable bool, opts []Option) (config, error) {
+// resolve applies opts, checks the common parameters and fills in the
+// defaults. scalable says whether the Scalable-only options are allowed.
+func resolve(capacity uint64, scalable bool, opts []Option) (config, error) {
 	var c config
 	if capacity == 0 || capacity > MaxCapacity {
 		return c, fmt.Errorf("%w: capacity %d outside [1, %d]", ErrInvalidParameter, capacity, uint64(MaxCapacity))
-	}
-	if !validRate(fpr) {
-		return c, fmt.Errorf("%w: false-positive rate %v outside [%v, 1)", ErrInvalidParameter, fpr, MinFalsePositiveRate)
 	}
 	for _, o := range opts {
 		if o == nil {
@@ -104,6 +124,9 @@ func resolve(capacity uint64, fpr float64, scalable bool, opts []Option) (config
 	}
 	if !scalable && (c.growth != 0 || c.tightening != 0) {
 		return c, fmt.Errorf("%w: WithGrowth and WithTightening apply to NewScalable only", ErrInvalidParameter)
+	}
+	if c.fpr == 0 {
+		c.fpr = DefaultFalsePositiveRate
 	}
 	if c.growth == 0 {
 		c.growth = DefaultGrowth

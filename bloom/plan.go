@@ -32,35 +32,37 @@ type Plan struct {
 }
 
 // NewPlan describes the blocked Bloom filter [New] builds for capacity keys
-// at the target rate fpr, holding capacity keys. It takes the options New
+// (at the target rate of [WithFalsePositiveRate]), holding capacity keys. It takes the options New
 // takes and returns the errors New returns, without allocating the table:
 // O(k²) arithmetic for a rate not planned before.
-func NewPlan(capacity uint64, fpr float64, opts ...Option) (Plan, error) {
-	return tablePlan(capacity, fpr, opts, layoutBlocked, 0)
+func NewPlan(capacity uint64, opts ...Option) (Plan, error) {
+	return tablePlan(capacity, opts, layoutBlocked, 0)
 }
 
 // NewClassicPlan describes the classic Bloom filter [NewClassic] builds for
-// capacity keys at the target rate fpr, holding capacity keys, without
-// allocating it. It takes NewClassic's options and returns its errors.
-func NewClassicPlan(capacity uint64, fpr float64, opts ...Option) (Plan, error) {
-	return tablePlan(capacity, fpr, opts, layoutClassic, 64)
+// capacity keys, holding capacity keys, without allocating it. It takes
+// NewClassic's options and returns its errors.
+func NewClassicPlan(capacity uint64, opts ...Option) (Plan, error) {
+	return tablePlan(capacity, opts, layoutClassic, 64)
 }
 
 // NewCountingPlan describes the counting Bloom filter [NewCounting] builds
-// for capacity keys at the target rate fpr, holding capacity keys, without
-// allocating it. It takes NewCounting's options and returns its errors.
-func NewCountingPlan(capacity uint64, fpr float64, opts ...Option) (Plan, error) {
+// for capacity keys, holding capacity keys, without allocating it. It
+// takes NewCounting's options and returns its errors.
+func NewCountingPlan(capacity uint64, opts ...Option) (Plan, error) {
 	// A counter is nonzero exactly when a classic filter's bit would be
 	// set: the classic sizing and model, over counters.
-	return tablePlan(capacity, fpr, opts, layoutClassic, countersPer)
+	return tablePlan(capacity, opts, layoutClassic, countersPer)
 }
 
 // tablePlan is the plan of one table of the layout holding its capacity:
 // blocked, or classic with cellsPerWord bits or counters per word.
-func tablePlan(capacity uint64, fpr float64, opts []Option, l layout, cellsPerWord int) (Plan, error) {
-	if _, err := resolve(capacity, fpr, false, opts); err != nil {
+func tablePlan(capacity uint64, opts []Option, l layout, cellsPerWord int) (Plan, error) {
+	c, err := resolve(capacity, false, opts)
+	if err != nil {
 		return Plan{}, err
 	}
+	fpr := c.fpr
 	var k int
 	var words, cells uint64
 	var ok bool
@@ -82,7 +84,7 @@ func tablePlan(capacity uint64, fpr float64, opts []Option, l layout, cellsPerWo
 }
 
 // NewScalablePlan describes the scalable Bloom filter [NewScalable] builds
-// with the first layer's capacity and the target rate fpr, once it holds
+// with the first layer's capacity (and options), once it holds
 // keys keys (its Len; at high rates a few percent of the new keys offered
 // to a Scalable are false positives, which it does not insert): the layers
 // it needs, their memory, and
@@ -91,17 +93,17 @@ func tablePlan(capacity uint64, fpr float64, opts []Option, l layout, cellsPerWo
 // plus the headroom of 2√c keys it is sized for (see [Scalable]); the
 // newest holds what remains. Near the point where the plan adds a layer, a
 // filter may have one layer more or fewer. It takes NewScalable's options
-// ([WithGrowth], [WithTightening]) and returns its errors, and errors for
+// ([WithFalsePositiveRate], [WithGrowth], [WithTightening]) and returns its errors, and errors for
 // keys of 0 or above [MaxCapacity]; it allocates nothing.
-func NewScalablePlan(capacity uint64, fpr float64, keys uint64, opts ...Option) (Plan, error) {
-	c, err := resolve(capacity, fpr, true, opts)
+func NewScalablePlan(capacity, keys uint64, opts ...Option) (Plan, error) {
+	c, err := resolve(capacity, true, opts)
 	if err != nil {
 		return Plan{}, err
 	}
 	if keys == 0 || keys > MaxCapacity {
 		return Plan{}, fmt.Errorf("%w: keys %d outside [1, %d]", ErrInvalidParameter, keys, uint64(MaxCapacity))
 	}
-	s := &Scalable{capacity: capacity, fpr: fpr, growth: c.growth, tightening: c.tightening}
+	s := &Scalable{capacity: capacity, fpr: c.fpr, growth: c.growth, tightening: c.tightening}
 	p := Plan{Keys: keys}
 	left := keys
 	for i, lc := 0, capacity; left > 0; i, lc = i+1, s.nextCapacity(lc) {

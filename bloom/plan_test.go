@@ -16,9 +16,9 @@ var planners = []struct {
 	plan func(uint64, float64, ...bloom.Option) (bloom.Plan, error)
 	new  func(uint64, float64, ...bloom.Option) (set, error)
 }{
-	{"New", bloom.NewPlan, kinds[0].new},
-	{"NewClassic", bloom.NewClassicPlan, kinds[1].new},
-	{"NewCounting", bloom.NewCountingPlan, kinds[2].new},
+	{"New", rated(bloom.NewPlan), kinds[0].new},
+	{"NewClassic", rated(bloom.NewClassicPlan), kinds[1].new},
+	{"NewCounting", rated(bloom.NewCountingPlan), kinds[2].new},
 }
 
 // hashCount is what every filter type but Scalable reports.
@@ -120,12 +120,12 @@ func TestScalablePlan(t *testing.T) {
 	} {
 		for _, keys := range tc.keys {
 			t.Run(fmt.Sprintf("capacity=%d/fpr=%g/keys=%d", tc.capacity, tc.fpr, keys), func(t *testing.T) {
-				f, err := bloom.NewScalable(tc.capacity, tc.fpr, append(tc.opts, bloom.WithSeed(r.Uint64()))...)
+				f, err := bloom.NewScalable(tc.capacity, append([]bloom.Option{bloom.WithFalsePositiveRate(tc.fpr), bloom.WithSeed(r.Uint64())}, tc.opts...)...)
 				if err != nil {
 					t.Fatal(err)
 				}
 				fill(f, 0, keys)
-				plan, err := bloom.NewScalablePlan(tc.capacity, tc.fpr, f.Len(), tc.opts...)
+				plan, err := bloom.NewScalablePlan(tc.capacity, f.Len(), append(tc.opts[:len(tc.opts):len(tc.opts)], bloom.WithFalsePositiveRate(tc.fpr))...)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -158,7 +158,7 @@ func TestPlanErrors(t *testing.T) {
 		}
 	}
 	for _, tc := range badParameters {
-		if _, err := bloom.NewScalablePlan(tc.capacity, tc.fpr, max(tc.capacity, 1), tc.opts...); !errors.Is(err, bloom.ErrInvalidParameter) {
+		if _, err := bloom.NewScalablePlan(tc.capacity, max(tc.capacity, 1), append(tc.opts[:len(tc.opts):len(tc.opts)], bloom.WithFalsePositiveRate(tc.fpr))...); !errors.Is(err, bloom.ErrInvalidParameter) {
 			t.Errorf("NewScalablePlan/%s: %v, want an error wrapping ErrInvalidParameter", tc.name, err)
 		}
 	}
@@ -172,7 +172,7 @@ func TestPlanErrors(t *testing.T) {
 		{"keys=too-large", 100, bloom.MaxCapacity + 1, 0.01, nil},
 		{"beyond-the-size-limit", bloom.MaxCapacity, bloom.MaxCapacity, 1e-12, nil},
 	} {
-		if _, err := bloom.NewScalablePlan(tc.capacity, tc.fpr, tc.keys, tc.opts...); !errors.Is(err, bloom.ErrInvalidParameter) {
+		if _, err := bloom.NewScalablePlan(tc.capacity, tc.keys, append(tc.opts[:len(tc.opts):len(tc.opts)], bloom.WithFalsePositiveRate(tc.fpr))...); !errors.Is(err, bloom.ErrInvalidParameter) {
 			t.Errorf("NewScalablePlan/%s: %v, want an error wrapping ErrInvalidParameter", tc.name, err)
 		}
 	}
@@ -190,7 +190,7 @@ func TestPlanHuge(t *testing.T) {
 			t.Errorf("%s: %+v", pl.name, plan)
 		}
 	}
-	plan, err := bloom.NewScalablePlan(n/16, 0.001, n)
+	plan, err := bloom.NewScalablePlan(n/16, n, bloom.WithFalsePositiveRate(0.001))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -61,17 +61,18 @@ type Scalable struct {
 }
 
 // NewScalable returns an empty scalable Bloom filter whose first layer
-// holds capacity keys and whose false-positive rate stays at or below fpr,
-// in [[MinFalsePositiveRate], 1), however many keys are added. Options:
+// holds capacity keys and whose false-positive rate stays at or below the
+// target rate ([WithFalsePositiveRate], [DefaultFalsePositiveRate] if not
+// given) however many keys are added. Options: [WithFalsePositiveRate],
 // [WithGrowth], [WithTightening], [WithSeed]. It returns an error wrapping
 // [ErrInvalidParameter] for a capacity of 0 or above [MaxCapacity] or a
 // parameter out of range.
-func NewScalable(capacity uint64, fpr float64, opts ...Option) (*Scalable, error) {
-	c, err := resolve(capacity, fpr, true, opts)
+func NewScalable(capacity uint64, opts ...Option) (*Scalable, error) {
+	c, err := resolve(capacity, true, opts)
 	if err != nil {
 		return nil, err
 	}
-	s := &Scalable{capacity: capacity, fpr: fpr, growth: c.growth, tightening: c.tightening, seed: c.seed}
+	s := &Scalable{capacity: capacity, fpr: c.fpr, growth: c.growth, tightening: c.tightening, seed: c.seed}
 	first, err := s.newLayer(0, capacity)
 	if err != nil {
 		return nil, err

@@ -10,7 +10,7 @@ import (
 // keeps inserting into the last layer instead of panicking, and no key is
 // lost.
 func TestScalableCannotGrow(t *testing.T) {
-	s, err := NewScalable(1000, 0.01, WithSeed(1))
+	s, err := NewScalable(1000, WithFalsePositiveRate(0.01), WithSeed(1))
 	if err != nil {
 		t.Fatal(err)
 	}

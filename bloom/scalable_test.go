@@ -36,7 +36,7 @@ func TestScalableGrowth1000(t *testing.T) {
 		}
 		t.Run(tc.name, func(t *testing.T) {
 			const c = 1000
-			f, err := bloom.NewScalable(c, tc.p, append(tc.opts, bloom.WithSeed(r.Uint64()))...)
+			f, err := bloom.NewScalable(c, append(tc.opts, bloom.WithFalsePositiveRate(tc.p), bloom.WithSeed(r.Uint64()))...)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -92,7 +92,7 @@ func TestScalableGrowth1000(t *testing.T) {
 
 // TestScalableRepeats: repeated keys neither count nor grow the filter.
 func TestScalableRepeats(t *testing.T) {
-	f, _ := bloom.NewScalable(1000, 0.01, bloom.WithSeed(2))
+	f, _ := bloom.NewScalable(1000, bloom.WithFalsePositiveRate(0.01), bloom.WithSeed(2))
 	for range 50 {
 		fill(f, 0, 900)
 	}
@@ -106,10 +106,10 @@ func TestScalableRepeats(t *testing.T) {
 func TestScalableLayerLayout(t *testing.T) {
 	for _, p := range []float64{1e-3, 1e-6} {
 		t.Run(fmt.Sprintf("fpr=%g", p), func(t *testing.T) {
-			f, _ := bloom.NewScalable(10_000, p, bloom.WithSeed(8))
+			f, _ := bloom.NewScalable(10_000, bloom.WithFalsePositiveRate(p), bloom.WithSeed(8))
 			// Layers are sized for their capacity plus 2√capacity keys.
-			b, _ := bloom.New(10_200, p*(1-bloom.DefaultTightening))
-			c, _ := bloom.NewClassic(10_200, p*(1-bloom.DefaultTightening))
+			b, _ := bloom.New(10_200, bloom.WithFalsePositiveRate(p*(1-bloom.DefaultTightening)))
+			c, _ := bloom.NewClassic(10_200, bloom.WithFalsePositiveRate(p*(1-bloom.DefaultTightening)))
 			want := b.SizeInBytes()
 			if 4*b.SizeInBytes() > 5*c.SizeInBytes() {
 				want = c.SizeInBytes()
@@ -132,7 +132,7 @@ func TestScalableHoldsCapacity(t *testing.T) {
 	for _, c := range []uint64{1, 10, 100, 1000, 100_000} {
 		for _, p := range []float64{0.1, 0.001} {
 			for range max(1, 20_000/c) {
-				f, _ := bloom.NewScalable(c, p, bloom.WithSeed(r.Uint64()))
+				f, _ := bloom.NewScalable(c, bloom.WithFalsePositiveRate(p), bloom.WithSeed(r.Uint64()))
 				fill(f, 0, c)
 				if f.NumTables() != 1 {
 					t.Fatalf("capacity %d, rate %g: %d layers after %d keys", c, p, f.NumTables(), c)

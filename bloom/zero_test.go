@@ -20,7 +20,7 @@ func TestZeroSyncWrappers(t *testing.T) {
 			t.Fatal("View of the zero SyncCounting")
 		}
 	})
-	c, err := bloom.NewCounting(100, 0.01)
+	c, err := bloom.NewCounting(100, bloom.WithFalsePositiveRate(0.01))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,7 +42,7 @@ func TestZeroSyncWrappers(t *testing.T) {
 	if ss.Contains(key) || ss.ContainsString("k") || ss.Len() != 0 {
 		t.Fatal("the zero SyncScalable is not empty")
 	}
-	s, err := bloom.NewScalable(100, 0.01)
+	s, err := bloom.NewScalable(100, bloom.WithFalsePositiveRate(0.01))
 	if err != nil {
 		t.Fatal(err)
 	}

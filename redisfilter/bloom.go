@@ -41,20 +41,27 @@ const golden = 0x9e3779b97f4a7c15
 const bloomSampleKeys = 1 << 20
 
 // NewBloom returns the Bloom filter called name in rdb, creating it empty
-// if it does not exist, sized as the library's bloom.New(capacity, fpr)
-// (or a few blocks larger): its false-positive rate with capacity keys in
-// is at most fpr. If a filter of that name exists with the same parameters
+// if it does not exist, sized as the library's [bloom.New](capacity,
+// [bloom.WithFalsePositiveRate](p)) (or a few blocks larger): its
+// false-positive rate with capacity keys in is at most the target p of
+// [WithFalsePositiveRate], [bloom.DefaultFalsePositiveRate] if not given.
+// If a filter of that name exists with the same parameters
 // (the seed and segment count compared only when given) NewBloom opens it;
 // with others
-// it returns an error wrapping [ErrMismatch]. It takes [WithSegments],
-// [WithSeed] and [WithRetryHorizon]; the cuckoo options are refused.
-func NewBloom(ctx context.Context, rdb redis.UniversalClient, name string, capacity uint64, fpr float64, opts ...Option) (*Bloom, error) {
+// it returns an error wrapping [ErrMismatch]. It takes
+// [WithFalsePositiveRate], [WithSegments], [WithSeed] and
+// [WithRetryHorizon]; the cuckoo options are refused.
+func NewBloom(ctx context.Context, rdb redis.UniversalClient, name string, capacity uint64, opts ...Option) (*Bloom, error) {
 	c, err := resolve(opts)
 	if err != nil {
 		return nil, err
 	}
 	if c.cuckooOK {
-		return nil, fmt.Errorf("%w: bucket size, fingerprint bits, max kicks and WithFalsePositiveRate are cuckoo filter options (NewBloom takes the rate as an argument)", ErrInvalidParameter)
+		return nil, fmt.Errorf("%w: bucket size, fingerprint bits and max kicks are cuckoo filter options", ErrInvalidParameter)
+	}
+	fpr := c.fpr
+	if fpr == 0 {
+		fpr = bloom.DefaultFalsePositiveRate
 	}
 	retry, err := c.resolveRetry()
 	if err != nil {
@@ -141,7 +148,7 @@ func newBloom(rdb redis.UniversalClient, name string, m meta, retry retryPolicy)
 // filter is never smaller than the library's).
 func bloomSize(capacity uint64, fpr float64) (k int, blocks uint64, err error) {
 	sample := min(capacity, bloomSampleKeys)
-	lib, err := bloom.New(sample, fpr, bloom.WithSeed(0))
+	lib, err := bloom.New(sample, bloom.WithFalsePositiveRate(fpr), bloom.WithSeed(0))
 	if err != nil {
 		return 0, 0, fmt.Errorf("%w: %w", ErrInvalidParameter, err)
 	}

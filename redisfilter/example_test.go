@@ -133,7 +133,7 @@ func ExampleNewBloom() {
 	ctx := context.Background()
 	rdb := redis.NewClient(&redis.Options{Addr: exampleAddr()})
 	defer rdb.Close()
-	b, err := redisfilter.NewBloom(ctx, rdb, "example:bloom", 1_000_000, 0.01)
+	b, err := redisfilter.NewBloom(ctx, rdb, "example:bloom", 1_000_000, redisfilter.WithFalsePositiveRate(0.01))
 	if err != nil {
 		panic(err)
 	}

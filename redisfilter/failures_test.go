@@ -317,7 +317,7 @@ func TestNoFunctions(t *testing.T) {
 		t.Fatalf("New without functions: %v", err)
 	}
 	t.Log(err)
-	b, err := redisfilter.NewBloom(ctx, rdb, uniqueName(t), 1000, 0.01)
+	b, err := redisfilter.NewBloom(ctx, rdb, uniqueName(t), 1000, redisfilter.WithFalsePositiveRate(0.01))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -441,7 +441,7 @@ func TestBatchRounds(t *testing.T) {
 		}
 
 		bloomName := uniqueName(t)
-		b, err := redisfilter.NewBloom(ctx, rdb, bloomName, n, 0.01, redisfilter.WithSeed(rng.Uint64()))
+		b, err := redisfilter.NewBloom(ctx, rdb, bloomName, n, redisfilter.WithFalsePositiveRate(0.01), redisfilter.WithSeed(rng.Uint64()))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -17,7 +17,7 @@ import (
 type Option func(*config) error
 
 type config struct {
-	fpr       float64 // cuckoo: 0 not set
+	fpr       float64 // 0: not set
 	fpBits    int     // 0: not set
 	slots     int     // 0: not set
 	kicks     int     // 0: not set
@@ -31,17 +31,20 @@ type config struct {
 	horizonSet      bool
 }
 
-// WithFalsePositiveRate chooses the smallest fingerprint width whose
-// expected false-positive rate with the filter at its capacity is at most
-// p, as [cuckoo.WithFalsePositiveRate] does. It cannot be combined with
-// [WithFingerprintBits]. Cuckoo filters only: [NewBloom] takes its rate
-// as an argument.
+// WithFalsePositiveRate sets the target false-positive rate p of a new
+// filter, which holding its capacity of keys has an expected rate of at
+// most p. For [New] it chooses the smallest fingerprint width that meets
+// p, as [cuckoo.WithFalsePositiveRate] does, and cannot be combined with
+// [WithFingerprintBits]; without it New uses the library's default
+// 16-bit fingerprints (about 0.012 %). For [NewBloom] it sizes the bits
+// as [bloom.WithFalsePositiveRate] does, [bloom.DefaultFalsePositiveRate]
+// (the same 0.012 %) without it.
 func WithFalsePositiveRate(p float64) Option {
 	return func(c *config) error {
 		if !(p > 0 && p < 1) {
 			return fmt.Errorf("%w: false-positive rate %v outside (0, 1)", ErrInvalidParameter, p)
 		}
-		c.fpr, c.cuckooOK = p, true
+		c.fpr = p
 		c.filterOpt = true
 		return nil
 	}

@@ -533,7 +533,7 @@ func TestBatchesMarkEveryKey(t *testing.T) {
 	addAll(t, ctx, check, in)
 	horizon := redisfilter.WithRetryHorizon(100 * time.Millisecond)
 	f := openRetrying(t, ctx, rdb, "mark", horizon)
-	if _, err := redisfilter.NewBloom(ctx, slow, "mark", 2*n, 0.01); err != nil {
+	if _, err := redisfilter.NewBloom(ctx, slow, "mark", 2*n, redisfilter.WithFalsePositiveRate(0.01)); err != nil {
 		t.Fatal(err)
 	}
 	var b *redisfilter.Bloom

@@ -148,11 +148,11 @@ func TestBloomMatchesLibrary(t *testing.T) {
 	}
 	for _, p := range []float64{0.01, 0.0001, 1e-7} {
 		seed := rng.Uint64()
-		b, err := redisfilter.NewBloom(ctx, rdb, uniqueName(t), 20000, p, redisfilter.WithSegments(1), redisfilter.WithSeed(seed))
+		b, err := redisfilter.NewBloom(ctx, rdb, uniqueName(t), 20000, redisfilter.WithFalsePositiveRate(p), redisfilter.WithSegments(1), redisfilter.WithSeed(seed))
 		if err != nil {
 			t.Fatal(err)
 		}
-		lib, _ := bloom.New(20000, p, bloom.WithSeed(seed))
+		lib, _ := bloom.New(20000, bloom.WithFalsePositiveRate(p), bloom.WithSeed(seed))
 		in := keys("b", 20000)
 		if err := b.AddBatch(ctx, in[:10000], make([]error, len(in[:10000]))); err != nil {
 			t.Fatal(err)
@@ -215,21 +215,21 @@ func TestBloomSharded(t *testing.T) {
 			n = 200000
 		}
 		name := uniqueName(t)
-		b, err := redisfilter.NewBloom(ctx, rdb, name, n, 0.01, redisfilter.WithSeed(0xb1005eed))
+		b, err := redisfilter.NewBloom(ctx, rdb, name, n, redisfilter.WithFalsePositiveRate(0.01), redisfilter.WithSeed(0xb1005eed))
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer b.Drop(ctx)
-		if again, err := redisfilter.NewBloom(ctx, rdb, name, n, 0.01); err != nil || again.Segments() != b.Segments() {
+		if again, err := redisfilter.NewBloom(ctx, rdb, name, n, redisfilter.WithFalsePositiveRate(0.01)); err != nil || again.Segments() != b.Segments() {
 			t.Fatal("NewBloom of the same parameters did not open the filter", err)
 		}
-		if _, err := redisfilter.NewBloom(ctx, rdb, name, n, 0.02); err == nil {
+		if _, err := redisfilter.NewBloom(ctx, rdb, name, n, redisfilter.WithFalsePositiveRate(0.02)); err == nil {
 			t.Fatal("NewBloom of another rate opened the filter")
 		}
-		if _, err := redisfilter.NewBloom(ctx, rdb, name, n, 0.01, redisfilter.WithFingerprintBits(8)); err == nil {
+		if _, err := redisfilter.NewBloom(ctx, rdb, name, n, redisfilter.WithFalsePositiveRate(0.01), redisfilter.WithFingerprintBits(8)); err == nil {
 			t.Fatal("NewBloom took a cuckoo option")
 		}
-		lib, _ := bloom.New(n, 0.01, bloom.WithSeed(0x5eedb100))
+		lib, _ := bloom.New(n, bloom.WithFalsePositiveRate(0.01), bloom.WithSeed(0x5eedb100))
 		in := keys("in", int(n))
 		if err := b.AddBatch(ctx, in, make([]error, len(in))); err != nil {
 			t.Fatal(err)

@@ -89,10 +89,10 @@ func (p *bfParams) newObject(c *call) (*object, error) {
 	v := &bfValue{expansion: p.expansion}
 	var err error
 	if p.nonScaling {
-		v.f, err = bloom.New(p.capacity, p.errorRate, bloom.WithSeed(p.seed))
+		v.f, err = bloom.New(p.capacity, bloom.WithFalsePositiveRate(p.errorRate), bloom.WithSeed(p.seed))
 	} else {
 		g := growth(p.expansion, bloom.MinGrowth, bloom.MaxGrowth)
-		v.s, err = bloom.NewScalable(p.capacity, p.errorRate, bloom.WithGrowth(g), bloom.WithSeed(p.seed))
+		v.s, err = bloom.NewScalable(p.capacity, bloom.WithFalsePositiveRate(p.errorRate), bloom.WithGrowth(g), bloom.WithSeed(p.seed))
 	}
 	if err != nil {
 		return nil, errBFCreate

@@ -13,12 +13,12 @@ type bloomFilter struct{ *bloom.Filter }
 func newBloomBlocked(s Spec) (impl, error) { return newBloomFilter(s, bloom.New) }
 func newBloomClassic(s Spec) (impl, error) { return newBloomFilter(s, bloom.NewClassic) }
 
-func newBloomFilter(s Spec, mk func(uint64, float64, ...bloom.Option) (*bloom.Filter, error)) (impl, error) {
+func newBloomFilter(s Spec, mk func(uint64, ...bloom.Option) (*bloom.Filter, error)) (impl, error) {
 	opts, err := bloomOptions(s)
 	if err != nil {
 		return nil, err
 	}
-	f, err := mk(s.Capacity, s.FPR, opts...)
+	f, err := mk(s.Capacity, opts...)
 	if err != nil {
 		return nil, err
 	}
@@ -53,7 +53,7 @@ func newBloomCounting(s Spec) (impl, error) {
 	if err != nil {
 		return nil, err
 	}
-	f, err := bloom.NewCounting(s.Capacity, s.FPR, opts...)
+	f, err := bloom.NewCounting(s.Capacity, opts...)
 	if err != nil {
 		return nil, err
 	}
@@ -91,7 +91,7 @@ func newBloomScalable(s Spec) (impl, error) {
 	if err != nil {
 		return nil, err
 	}
-	f, err := bloom.NewScalable(s.Capacity, s.FPR, opts...)
+	f, err := bloom.NewScalable(s.Capacity, opts...)
 	if err != nil {
 		return nil, err
 	}
@@ -122,6 +122,9 @@ func bloomOptions(s Spec) ([]bloom.Option, error) {
 		return nil, fmt.Errorf("%w: bucket size, fingerprint bits and semi-sorting are cuckoo filter parameters", bloom.ErrInvalidParameter)
 	}
 	var opts []bloom.Option
+	if s.FPR != 0 {
+		opts = append(opts, bloom.WithFalsePositiveRate(s.FPR))
+	}
 	if s.SeedSet {
 		opts = append(opts, bloom.WithSeed(s.Seed))
 	}

@@ -154,13 +154,13 @@ func fromCuckooPlan(pl cuckoo.Plan) Option {
 func bloomPlan(kind filterfile.Kind, items uint64, p float64) (bloom.Plan, error) {
 	switch kind {
 	case filterfile.BloomBlocked:
-		return bloom.NewPlan(items, p)
+		return bloom.NewPlan(items, bloom.WithFalsePositiveRate(p))
 	case filterfile.BloomClassic:
-		return bloom.NewClassicPlan(items, p)
+		return bloom.NewClassicPlan(items, bloom.WithFalsePositiveRate(p))
 	case filterfile.BloomCounting:
-		return bloom.NewCountingPlan(items, p)
+		return bloom.NewCountingPlan(items, bloom.WithFalsePositiveRate(p))
 	case filterfile.BloomScalable:
-		return bloom.NewScalablePlan(max(items/16, 1), p, items)
+		return bloom.NewScalablePlan(max(items/16, 1), items, bloom.WithFalsePositiveRate(p))
 	}
 	return bloom.Plan{}, fmt.Errorf("%w: %s is no Bloom filter", ErrParameter, kind)
 }
