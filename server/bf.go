@@ -229,7 +229,7 @@ func bfAddItems(c *call, o *object, items [][]byte, multi bool) bool {
 	}
 	changed := false
 	for _, item := range items {
-		added, err := o.bf.addIfAbsent(item)
+		added, err := o.bf.addUnique(item)
 		if err != nil {
 			c.fail(err)
 			break
@@ -250,7 +250,7 @@ func bfAddItemsFixed(c *call, o *object, items [][]byte) bool {
 	outcomes := buf[:0]
 	changed := false
 	for _, item := range items {
-		added, err := o.bf.addIfAbsent(item)
+		added, err := o.bf.addUnique(item)
 		if err != nil {
 			outcomes = append(outcomes, refused)
 			break
@@ -463,7 +463,7 @@ func (r bfInfo) run(c *call) {
 	vals := map[string]int64{
 		"CAPACITY":  int64(v.capacity()),
 		"SIZE":      int64(v.sizeInBytes()),
-		"FILTERS":   int64(v.layers()),
+		"FILTERS":   int64(v.tables()),
 		"ITEMS":     int64(v.len()),
 		"EXPANSION": int64(v.expansion),
 	}
