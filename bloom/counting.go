@@ -36,8 +36,10 @@ import (
 // AddUnique, Delete, Union, Reset and the decoders need exclusive access.
 // [SyncCounting] wraps a Counting with a read-write mutex for free sharing.
 //
-// The zero Counting is empty and has no table: Contains reports false, Add
-// panics, and UnmarshalBinary or ReadFrom can decode into it.
+// The zero Counting is empty and has no table: Contains reports false,
+// Delete reports false, UnmarshalBinary or ReadFrom can decode into it,
+// and Add and AddUnique panic with a message that names NewCounting, for
+// the reason given on [Filter].
 type Counting struct {
 	words    []uint64 // 16 four-bit counters per word; counter i at bits 4(i%16) of word i/16
 	cells    uint64   // counters: 16·len(words)

@@ -41,8 +41,13 @@ const (
 // reported present by every Contains that starts afterwards. Reset,
 // UnmarshalBinary and ReadFrom need exclusive access.
 //
-// The zero Filter is empty and has no table: Contains reports false, Add
-// panics, and UnmarshalBinary or ReadFrom can decode into it.
+// The zero Filter is empty and has no table: Contains reports false,
+// UnmarshalBinary or ReadFrom can decode into it, and Add and AddUnique
+// panic with a message that names New. A Filter has a fixed size that
+// only its constructor knows, and Add has no error result (it cannot fail
+// on a built filter), so a write to the zero Filter is a programming
+// error, like a write to a nil map; ignoring it would break the promise
+// that an added key is always found.
 //
 // # Invariants
 //
@@ -91,7 +96,7 @@ func cellsOf(l layout, words uint64) uint64 {
 // twice is harmless: the second Add changes nothing. Adding more keys than
 // the capacity raises the false-positive rate beyond the target (see
 // [Filter.FalsePositiveRate]); it never fails. Add panics on the zero
-// Filter.
+// Filter (see [Filter]).
 func (f *Filter) Add(key []byte) { f.addHash(hash.Sum64(key, f.seed)) }
 
 // AddString is [Filter.Add] for a string key, without copying it.

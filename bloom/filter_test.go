@@ -300,6 +300,7 @@ func reset(s set) {
 
 func TestZeroValues(t *testing.T) {
 	zeros := map[string]set{"Filter": new(bloom.Filter), "Counting": new(bloom.Counting), "Scalable": new(bloom.Scalable)}
+	// A zero Scalable's Add sets it up (TestZeroValueWrites).
 	for name, z := range zeros {
 		t.Run(name, func(t *testing.T) {
 			if z.Contains([]byte("x")) || z.Len() != 0 || z.SizeInBytes() != 0 || z.FalsePositiveRate() != 0 || z.EstimatedCount() != 0 {
@@ -307,6 +308,9 @@ func TestZeroValues(t *testing.T) {
 			}
 			if _, err := z.MarshalBinary(); err == nil {
 				t.Error("MarshalBinary of the zero value succeeded")
+			}
+			if name == "Scalable" {
+				return
 			}
 			defer func() {
 				if r := recover(); r == nil {

@@ -116,8 +116,8 @@ func (s *SyncCounting) Update(fn func(c *Counting)) {
 // proceed in parallel while Adds take turns.
 //
 // The zero SyncScalable behaves as one that wraps the zero [Scalable]:
-// lookups report nothing present, Add panics, and Update can decode into
-// it.
+// lookups report nothing present, the first Add sets it up, and Update
+// can decode into it.
 type SyncScalable struct {
 	mu struct {
 		sync.RWMutex
