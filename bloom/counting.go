@@ -92,7 +92,10 @@ func (f *Counting) AddString(key string) { f.addHash(hash.Sum64String(key, f.see
 // AddUnique adds key unless Contains reports it present, and reports
 // whether it added it.
 func (f *Counting) AddUnique(key []byte) (added bool) {
-	h := hash.Sum64(key, f.seed)
+	return f.addUniqueHash(hash.Sum64(key, f.seed))
+}
+
+func (f *Counting) addUniqueHash(h uint64) bool {
 	if f.containsHash(h) {
 		return false
 	}
