@@ -51,6 +51,13 @@ func (s *SyncCounting) AddUnique(key []byte) bool {
 	return s.write().AddUnique(key)
 }
 
+// AddUniqueString is [Counting.AddUniqueString] under the exclusive lock.
+func (s *SyncCounting) AddUniqueString(key string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.write().AddUniqueString(key)
+}
+
 // Contains is [Counting.Contains] under the shared lock.
 func (s *SyncCounting) Contains(key []byte) bool {
 	s.mu.RLock()
