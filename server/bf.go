@@ -286,7 +286,14 @@ func parseBFAdd(args [][]byte) (bfAdd, error) {
 }
 
 func (r bfAdd) run(c *call) {
-	o, epoch, reserve, err := bfLockOrCreate(c, r.key, true, defaultBFParams(c.settings()))
+	bfAddRun(c, r.key, true, defaultBFParams(c.settings()), r.items, r.multi)
+}
+
+// bfAddRun runs BF.ADD, BF.MADD and BF.INSERT: it locks key's filter
+// (creating it with p when create says so and it is missing), adds the
+// items and logs what changed.
+func bfAddRun(c *call, key []byte, create bool, p bfParams, items [][]byte, multi bool) {
+	o, epoch, reserve, err := bfLockOrCreate(c, key, create, p)
 	if err != nil {
 		c.fail(err)
 		return
@@ -295,7 +302,7 @@ func (r bfAdd) run(c *call) {
 	if reserve != nil {
 		c.log(epoch, reserve)
 	}
-	if bfAddItems(c, o, r.items, r.multi) {
+	if bfAddItems(c, o, items, multi) {
 		c.log(epoch, c.args)
 	}
 }
@@ -382,20 +389,7 @@ func parseBFInsert(args [][]byte, fs *FilterSettings) (bfInsert, error) {
 	return r, nil
 }
 
-func (r bfInsert) run(c *call) {
-	o, epoch, reserve, err := bfLockOrCreate(c, r.key, !r.noCreate, r.p)
-	if err != nil {
-		c.fail(err)
-		return
-	}
-	defer c.s.ks.unlockWrite(o)
-	if reserve != nil {
-		c.log(epoch, reserve)
-	}
-	if bfAddItems(c, o, r.items, true) {
-		c.log(epoch, c.args)
-	}
-}
+func (r bfInsert) run(c *call) { bfAddRun(c, r.key, !r.noCreate, r.p, r.items, true) }
 
 // BF.EXISTS key item, BF.MEXISTS key item...: booleans in RESP3, integers
 // in RESP2; false (0) for a missing key or one of another type, as
