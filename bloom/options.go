@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+
+	"github.com/dedupkit/cuckoo/internal/option"
 )
 
 // Limits and defaults of the constructors' parameters.
@@ -82,11 +84,8 @@ func WithSeed(seed uint64) Option {
 // applies to [NewScalable] only.
 func WithGrowth(factor float64) Option {
 	return func(c *config) error {
-		if !(factor >= MinGrowth && factor <= MaxGrowth) {
-			return fmt.Errorf("%w: growth factor %v outside [%v, %v]", ErrInvalidParameter, factor, MinGrowth, MaxGrowth)
-		}
 		c.growth = factor
-		return nil
+		return checkRange("growth factor", factor, MinGrowth, MaxGrowth)
 	}
 }
 
@@ -99,12 +98,19 @@ func WithGrowth(factor float64) Option {
 // 0.5. It applies to [NewScalable] only.
 func WithTightening(r float64) Option {
 	return func(c *config) error {
-		if !(r >= MinTightening && r <= MaxTightening) {
-			return fmt.Errorf("%w: tightening ratio %v outside [%v, %v]", ErrInvalidParameter, r, MinTightening, MaxTightening)
-		}
 		c.tightening = r
-		return nil
+		return checkRange("tightening ratio", r, MinTightening, MaxTightening)
 	}
+}
+
+// checkRange returns an error wrapping ErrInvalidParameter unless v lies
+// in [lo, hi]; a failing option's error stops the constructor, so what it
+// set is never used.
+func checkRange(what string, v, lo, hi float64) error {
+	if !(v >= lo && v <= hi) {
+		return fmt.Errorf("%w: %s %v outside [%v, %v]", ErrInvalidParameter, what, v, lo, hi)
+	}
+	return nil
 }
 
 // resolve applies opts, checks the common parameters and fills in the
@@ -114,13 +120,8 @@ func resolve(capacity uint64, scalable bool, opts []Option) (config, error) {
 	if capacity == 0 || capacity > MaxCapacity {
 		return c, fmt.Errorf("%w: capacity %d outside [1, %d]", ErrInvalidParameter, capacity, uint64(MaxCapacity))
 	}
-	for _, o := range opts {
-		if o == nil {
-			continue
-		}
-		if err := o(&c); err != nil {
-			return c, err
-		}
+	if err := option.Apply(&c, opts); err != nil {
+		return c, err
 	}
 	if !scalable && (c.growth != 0 || c.tightening != 0) {
 		return c, fmt.Errorf("%w: WithGrowth and WithTightening apply to NewScalable only", ErrInvalidParameter)

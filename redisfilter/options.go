@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/dedupkit/cuckoo"
+	"github.com/dedupkit/cuckoo/internal/option"
 )
 
 // An Option sets a parameter of a new filter ([New], [NewBloom]), or of
@@ -172,13 +173,8 @@ func WithRetryHorizon(h time.Duration) Option {
 
 func resolve(opts []Option) (config, error) {
 	var c config
-	for _, o := range opts {
-		if o == nil {
-			continue
-		}
-		if err := o(&c); err != nil {
-			return c, err
-		}
+	if err := option.Apply(&c, opts); err != nil {
+		return c, err
 	}
 	if !c.seedSet {
 		c.seed = rand.Uint64()
