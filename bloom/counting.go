@@ -41,13 +41,8 @@ import (
 // and Add and AddUnique panic with a message that names NewCounting, for
 // the reason given on [Filter].
 type Counting struct {
-	words    []uint64 // 16 four-bit counters per word; counter i at bits 4(i%16) of word i/16
-	cells    uint64   // counters: 16·len(words)
-	k        uint32
-	seed     uint64
-	capacity uint64
-	fpr      float64
-	count    uint64 // Add calls minus Delete calls that returned true
+	table        // 16 four-bit counters per word; counter i at bits 4(i%16) of word i/16; cells = 16·len(words)
+	count uint64 // Add calls minus Delete calls that returned true
 }
 
 const (
@@ -74,7 +69,7 @@ func NewCounting(capacity uint64, opts ...Option) (*Counting, error) {
 	if !ok {
 		return nil, tooLarge(capacity, fpr)
 	}
-	f := &Counting{words: make([]uint64, words), cells: words * countersPer, k: uint32(k), seed: c.seed, capacity: capacity, fpr: fpr}
+	f := &Counting{table: table{words: make([]uint64, words), cells: words * countersPer, k: uint32(k), seed: c.seed, capacity: capacity, fpr: fpr}}
 	if invariants.Enabled {
 		f.checkInvariants()
 	}
@@ -190,23 +185,6 @@ func (f *Counting) deleteHash(h uint64) bool {
 // Copies of one key count separately.
 func (f *Counting) Len() uint64 { return f.count }
 
-// Capacity returns the number of keys the filter was sized for.
-func (f *Counting) Capacity() uint64 { return f.capacity }
-
-// TargetFalsePositiveRate returns the rate the filter was built for: with
-// Capacity distinct keys its expected false-positive rate is at most this.
-// It is kept in the encoding.
-func (f *Counting) TargetFalsePositiveRate() float64 { return f.fpr }
-
-// HashCount returns k, the number of counters each key uses.
-func (f *Counting) HashCount() int { return int(f.k) }
-
-// Seed returns the hash seed (see [Filter.Seed]).
-func (f *Counting) Seed() uint64 { return f.seed }
-
-// SizeInBytes returns the size of the counter array.
-func (f *Counting) SizeInBytes() uint64 { return uint64(len(f.words)) * 8 }
-
 // nonzero returns the number of nonzero counters.
 func (f *Counting) nonzero() uint64 {
 	const low = 0x1111111111111111 // the low bit of every counter
@@ -246,17 +224,11 @@ func (f *Counting) EstimatedCount() uint64 {
 // [ErrIncompatible] and leaves f unchanged. Len becomes the sum of both.
 // O(m/16).
 func (f *Counting) Union(other *Counting) error {
-	switch {
-	case other == nil:
+	if other == nil {
 		return fmt.Errorf("%w: the other filter is nil", ErrIncompatible)
-	case len(f.words) != len(other.words):
-		return fmt.Errorf("%w: %d and %d bytes", ErrIncompatible, len(f.words)*8, len(other.words)*8)
-	case f.k != other.k:
-		return fmt.Errorf("%w: %d and %d hashes per key", ErrIncompatible, f.k, other.k)
-	case f.seed != other.seed:
-		return fmt.Errorf("%w: different seeds", ErrIncompatible)
-	case len(f.words) == 0:
-		return fmt.Errorf("%w: zero filters have no table", ErrIncompatible)
+	}
+	if err := f.table.compatible(&other.table); err != nil {
+		return err
 	}
 	snapshot := other.words
 	if f == other {

@@ -55,19 +55,14 @@ const (
 // one; 1 ≤ k ≤ 64. Bits are only ever set, never cleared, except by Reset
 // and decoding.
 type Filter struct {
-	words    []uint64 // the bit array, flat; a block is 8 consecutive words
-	cells    uint64   // blocks (blocked) or bits (classic) the hash maps onto
-	k        uint32   // bits per key
-	layout   layout
-	seed     uint64
-	capacity uint64
-	fpr      float64       // target rate at capacity
-	count    atomic.Uint64 // keys whose insertion set at least one bit
+	table  // the bit array; a block is 8 consecutive words
+	layout layout
+	count  atomic.Uint64 // keys whose insertion set at least one bit
 }
 
 // newFilter allocates a filter of the given shape.
 func newFilter(l layout, k int, words, capacity uint64, fpr float64, seed uint64) *Filter {
-	f := &Filter{words: make([]uint64, words), k: uint32(k), layout: l, seed: seed, capacity: capacity, fpr: fpr}
+	f := &Filter{table: table{words: make([]uint64, words), k: uint32(k), seed: seed, capacity: capacity, fpr: fpr}, layout: l}
 	f.cells = cellsOf(l, words)
 	if invariants.Enabled {
 		f.checkInvariants()
@@ -161,27 +156,6 @@ func (f *Filter) containsHash(h uint64) bool {
 // bit counts it.
 func (f *Filter) Len() uint64 { return f.count.Load() }
 
-// Capacity returns the number of keys the filter was sized for: up to that
-// many, the false-positive rate stays at or below the target.
-func (f *Filter) Capacity() uint64 { return f.capacity }
-
-// TargetFalsePositiveRate returns the rate the filter was built for: with
-// Capacity distinct keys its expected false-positive rate is at most this.
-// It is kept in the encoding.
-func (f *Filter) TargetFalsePositiveRate() float64 { return f.fpr }
-
-// HashCount returns k, the number of bits each key sets.
-func (f *Filter) HashCount() int { return int(f.k) }
-
-// Seed returns the hash seed. A filter built by the same constructor with
-// the same capacity and rate and [WithSeed](f.Seed()) can be merged with f
-// by Union.
-func (f *Filter) Seed() uint64 { return f.seed }
-
-// SizeInBytes returns the size of the bit array, which is all the memory
-// the filter holds apart from a fixed header of under 100 bytes.
-func (f *Filter) SizeInBytes() uint64 { return uint64(len(f.words)) * 8 }
-
 // FalsePositiveRate returns the expected false-positive rate at the
 // filter's current content: the probability that Contains reports a key
 // that was never added as present. With Capacity distinct keys added it is
@@ -268,16 +242,8 @@ func (f *Filter) compatible(other *Filter) error {
 		return fmt.Errorf("%w: the other filter is nil", ErrIncompatible)
 	case f.layout != other.layout:
 		return fmt.Errorf("%w: %s and %s layouts", ErrIncompatible, f.layout, other.layout)
-	case len(f.words) != len(other.words):
-		return fmt.Errorf("%w: %d and %d bytes", ErrIncompatible, len(f.words)*8, len(other.words)*8)
-	case f.k != other.k:
-		return fmt.Errorf("%w: %d and %d hashes per key", ErrIncompatible, f.k, other.k)
-	case f.seed != other.seed:
-		return fmt.Errorf("%w: different seeds", ErrIncompatible)
-	case len(f.words) == 0:
-		return fmt.Errorf("%w: zero filters have no table", ErrIncompatible)
 	}
-	return nil
+	return f.table.compatible(&other.table)
 }
 
 func (l layout) String() string {
@@ -305,10 +271,8 @@ func (f *Filter) Reset() {
 // memory. It may run concurrently with Add; keys added meanwhile may or may
 // not be in the copy.
 func (f *Filter) Clone() *Filter {
-	c := &Filter{
-		words: make([]uint64, len(f.words)), cells: f.cells, k: f.k, layout: f.layout,
-		seed: f.seed, capacity: f.capacity, fpr: f.fpr,
-	}
+	c := &Filter{table: f.table, layout: f.layout}
+	c.words = make([]uint64, len(f.words))
 	for i := range f.words {
 		c.words[i] = atomic.LoadUint64(&f.words[i])
 	}
