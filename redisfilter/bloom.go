@@ -372,6 +372,14 @@ func (b *Bloom) Name() string { return b.name }
 // HashCount returns k, the bits set per key.
 func (b *Bloom) HashCount() int { return b.m.k }
 
+// Capacity returns the number of keys the filter was sized for: up to that
+// many, its false-positive rate stays at or below its target.
+func (b *Bloom) Capacity() uint64 { return b.m.capacity }
+
+// TargetFalsePositiveRate returns the rate the filter was built for (see
+// [WithFalsePositiveRate]).
+func (b *Bloom) TargetFalsePositiveRate() float64 { return b.m.fpr }
+
 // Segments returns the number of segments (Redis strings) the blocks are
 // split into.
 func (b *Bloom) Segments() int { return b.m.shards }

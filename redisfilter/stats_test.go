@@ -220,7 +220,7 @@ func TestBloomSharded(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer b.Drop(ctx)
-		if again, err := redisfilter.NewBloom(ctx, rdb, name, n, redisfilter.WithFalsePositiveRate(0.01)); err != nil || again.Segments() != b.Segments() {
+		if again, err := redisfilter.NewBloom(ctx, rdb, name, n, redisfilter.WithFalsePositiveRate(0.01)); err != nil || again.Segments() != b.Segments() || again.Capacity() != n || again.TargetFalsePositiveRate() != 0.01 {
 			t.Fatal("NewBloom of the same parameters did not open the filter", err)
 		}
 		if _, err := redisfilter.NewBloom(ctx, rdb, name, n, redisfilter.WithFalsePositiveRate(0.02)); err == nil {
@@ -228,6 +228,11 @@ func TestBloomSharded(t *testing.T) {
 		}
 		if _, err := redisfilter.NewBloom(ctx, rdb, name, n, redisfilter.WithFalsePositiveRate(0.01), redisfilter.WithFingerprintBits(8)); err == nil {
 			t.Fatal("NewBloom took a cuckoo option")
+		}
+		if d, err := redisfilter.NewBloom(ctx, rdb, name+":default", 1000); err != nil || d.TargetFalsePositiveRate() != bloom.DefaultFalsePositiveRate {
+			t.Fatal("NewBloom without a rate does not take the default", err)
+		} else {
+			defer d.Drop(ctx)
 		}
 		lib, _ := bloom.New(n, bloom.WithFalsePositiveRate(0.01), bloom.WithSeed(0x5eedb100))
 		in := keys("in", int(n))
