@@ -45,9 +45,8 @@ const bloomSampleKeys = 1 << 20
 // [bloom.WithFalsePositiveRate](p)) (or a few blocks larger): its
 // false-positive rate with capacity keys in is at most the target p of
 // [WithFalsePositiveRate], [bloom.DefaultFalsePositiveRate] if not given.
-// If a filter of that name exists with the same parameters
-// (the seed and segment count compared only when given) NewBloom opens it;
-// with others
+// If a filter of that name exists with the same parameters (the seed and
+// segment count compared only when given) NewBloom opens it; with others
 // it returns an error wrapping [ErrMismatch]. It takes
 // [WithFalsePositiveRate], [WithSegments], [WithSeed] and
 // [WithRetryHorizon]; the cuckoo options are refused.
@@ -77,7 +76,7 @@ func NewBloom(ctx context.Context, rdb redis.UniversalClient, name string, capac
 	}
 	blocks = (blocks + uint64(shards) - 1) / uint64(shards) * uint64(shards)
 	if blocks/uint64(shards)*64 > maxShardBytes {
-		return nil, fmt.Errorf("%w: segments of %d bytes, above Redis's 512 MiB strings: give more WithSegments", ErrInvalidParameter, blocks/uint64(shards)*64)
+		return nil, fmt.Errorf("%w: segments of %d bytes, above Redis's 512 MiB strings: give WithSegments a larger count", ErrInvalidParameter, blocks/uint64(shards)*64)
 	}
 	want := meta{kind: "bloom", k: k, blocks: blocks, shards: shards, seed: c.seed, capacity: capacity, fpr: fpr,
 		id: newID(), state: stateReady}

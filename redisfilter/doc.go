@@ -19,8 +19,8 @@
 //
 // A cuckoo filter of S segments ([WithSegments]) is exactly the table of
 // a library [cuckoo.Filter] built with [cuckoo.WithSegments](S): segment s
-// is one Redis string (its shard key) holding segment s's buckets (the file format's bytes,
-// docs/format.md), beside a small hash with the shard's item count and its
+// is one Redis string (its shard key) holding segment s's buckets (the
+// file format's bytes, docs/format.md), beside a small hash with the shard's item count and its
 // duplicate counters. A key's two buckets always lie in one shard, chosen
 // by its hash. The client hashes keys (the library's seeded XXH3, the seed
 // kept in the filter's metadata key) and sends Redis only bucket indexes

@@ -49,12 +49,11 @@ type Filter struct {
 
 // New returns the cuckoo filter called name in rdb, creating it empty if
 // it does not exist, sized like the library's [cuckoo.New](capacity,
-// opts...) with the same [WithSegments]: it holds
-// capacity distinct keys. If a filter of that name exists with the same
-// parameters (the seed compared only when [WithSeed] is given, the
-// segment count only when [WithSegments] is), New opens it; with other parameters
-// it returns an error wrapping [ErrMismatch] that lists them, changing
-// nothing.
+// opts...) with the same [WithSegments]: it holds capacity distinct
+// keys. If a filter of that name exists with the same parameters (the
+// seed compared only when [WithSeed] is given, the segment count only
+// when [WithSegments] is), New opens it; with other parameters it returns
+// an error wrapping [ErrMismatch] that lists them, changing nothing.
 //
 // New takes the options of the library filter ([WithFalsePositiveRate],
 // [WithFingerprintBits], [WithBucketSize], [WithMaxKicks], [WithSeed])
