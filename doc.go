@@ -178,7 +178,9 @@
 // [Filter.AddBatch] and [Filter.AddUniqueBatch] run groups of keys through a
 // pipeline that prefetches the buckets of the next group while it probes
 // the current one, so the misses of many keys overlap; [Scalable] and
-// [Concurrent] have the same batch methods. Tables of 32 MiB or more also
+// [Concurrent] have the same batch methods. [Filter.DeleteBatch] and the
+// other hash batches complete the set (docs/api.md), as loops of single
+// calls. Tables of 32 MiB or more also
 // ask Linux for transparent huge pages (madvise), which cuts TLB misses.
 // An insert puts a key's fingerprint in the emptier of its two buckets,
 // which keeps bucket loads even, and when both are full searches for a

@@ -147,12 +147,12 @@ func ExampleFilter_WriteTo() {
 	// true
 }
 
-// Code written against cuckoo.Interface takes a fixed, a growing or a
+// Code written against cuckoo.Set takes a fixed, a growing or a
 // concurrent filter alike.
-func ExampleInterface() {
-	dedup := func(seen cuckoo.Interface, lines []string) (fresh []string) {
+func ExampleSet() {
+	dedup := func(seen cuckoo.Set, lines []string) (fresh []string) {
 		for _, l := range lines {
-			if added, err := seen.AddUniqueString(l); err == nil && added {
+			if added, err := seen.AddUnique([]byte(l)); err == nil && added {
 				fresh = append(fresh, l)
 			}
 		}
@@ -162,7 +162,7 @@ func ExampleInterface() {
 	f, _ := cuckoo.New(100, cuckoo.WithSeed(1))
 	s, _ := cuckoo.NewScalable(10, cuckoo.WithSeed(1))
 	c, _ := cuckoo.NewConcurrent(100, cuckoo.WithSeed(1))
-	for _, seen := range []cuckoo.Interface{f, s, c} {
+	for _, seen := range []cuckoo.Set{f, s, c} {
 		fmt.Println(dedup(seen, lines))
 	}
 	// Output:

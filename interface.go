@@ -5,57 +5,61 @@ import (
 	"io"
 )
 
-// Interface is what [Filter], [Scalable] and [Concurrent] have in common,
-// for code that should work with any of them: a dedup loop that takes a
-// fixed filter in one program and a growing one in another, say. Each
-// method means what it means on each type; their differences are in the
-// types' documentation (a Scalable's Add never returns ErrFull; only a
-// Concurrent may be written by several goroutines at once).
-type Interface interface {
+// The small interfaces below are what code needs that should work with
+// more than one filter type: a dedup loop that takes a fixed filter in one
+// program and a growing one in another, a server that keeps either under
+// a key. Each method means what it means on each type; the differences are
+// in the types' documentation (a Scalable's Add never returns ErrFull;
+// only a Concurrent may be written by several goroutines at once; a
+// Window forgets keys older than its window). docs/api.md lists which
+// type implements which.
+
+// Set is a filter seen as a set of keys: [Filter], [Scalable],
+// [Concurrent] and [Window] implement it.
+type Set interface {
 	Add(key []byte) error
-	AddString(key string) error
-	AddUint64(key uint64) error
-	AddHash(h uint64) error
 	AddUnique(key []byte) (added bool, err error)
-	AddUniqueString(key string) (added bool, err error)
+	Contains(key []byte) bool
+	Delete(key []byte) bool
+	Len() uint64
+}
+
+// Counter is a [Set] that counts the copies of each key, as [Filter],
+// [Scalable] and [Concurrent] do (a [Window] holds a key once).
+type Counter interface {
+	Set
+	Count(key []byte) uint64
+}
+
+// Batcher is the batch form of a [Set]'s calls, which overlaps the memory
+// accesses of many keys (see [Filter.ContainsBatch]): [Filter],
+// [Scalable], [Concurrent] and [Window] implement it.
+type Batcher interface {
 	AddBatch(keys [][]byte) (added int, err error)
 	AddUniqueBatch(keys [][]byte, added []bool) (processed int, err error)
-
-	Contains(key []byte) bool
-	ContainsString(key string) bool
-	ContainsUint64(key uint64) bool
-	ContainsHash(h uint64) bool
 	ContainsBatch(keys [][]byte, found []bool)
-	ContainsHashBatch(hashes []uint64, found []bool)
+	DeleteBatch(keys [][]byte, deleted []bool)
+}
 
-	Delete(key []byte) bool
-	DeleteString(key string) bool
-	DeleteUint64(key uint64) bool
-	DeleteHash(h uint64) bool
-
-	Count(key []byte) uint64
-	CountString(key string) uint64
-	CountUint64(key uint64) uint64
-	CountHash(h uint64) uint64
-
-	Len() uint64
-	Capacity() uint64
-	LoadFactor() float64
-	FalsePositiveRate() float64
-	SizeInBytes() uint64
-	FingerprintBits() int
-	BucketSize() int
-	Seed() uint64
-	Reset()
-
+// Encoder is a filter that writes its encoding (docs/format.md): every
+// filter type implements it, and the type's zero value decodes it with
+// UnmarshalBinary or ReadFrom.
+type Encoder interface {
 	encoding.BinaryMarshaler
-	encoding.BinaryUnmarshaler
 	io.WriterTo
-	io.ReaderFrom
 }
 
 var (
-	_ Interface = (*Filter)(nil)
-	_ Interface = (*Scalable)(nil)
-	_ Interface = (*Concurrent)(nil)
+	_ Counter = (*Filter)(nil)
+	_ Counter = (*Scalable)(nil)
+	_ Counter = (*Concurrent)(nil)
+	_ Set     = (*Window)(nil)
+	_ Batcher = (*Filter)(nil)
+	_ Batcher = (*Scalable)(nil)
+	_ Batcher = (*Concurrent)(nil)
+	_ Batcher = (*Window)(nil)
+	_ Encoder = (*Filter)(nil)
+	_ Encoder = (*Scalable)(nil)
+	_ Encoder = (*Concurrent)(nil)
+	_ Encoder = (*Window)(nil)
 )

@@ -17,14 +17,14 @@ var bloomTargets = []float64{0.01, 0.0001}
 func init() {
 	layouts := []struct {
 		name string
-		new  func(uint64, float64, ...bloom.Option) (*bloom.Filter, error)
+		new  func(uint64, ...bloom.Option) (*bloom.Filter, error)
 	}{{"bloom.New (blocked)", bloom.New}, {"bloom.NewClassic", bloom.NewClassic}}
 	for _, l := range layouts {
 		for _, p := range bloomTargets {
 			register(spec{
 				name: fmt.Sprintf("%s @%s", l.name, targetName(p)), kind: kindBloom, ours: true, target: p,
 				make: func(n, seed uint64) (filter, error) {
-					f, err := l.new(n, p, bloom.WithSeed(seed))
+					f, err := l.new(n, bloom.WithFalsePositiveRate(p), bloom.WithSeed(seed))
 					return &ourBloom{f}, err
 				},
 			})

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 
 	"github.com/cespare/xxhash/v2"
@@ -9,9 +8,7 @@ import (
 )
 
 // This project's cuckoo filter: cuckoo.New with 4-slot buckets and 8-, 12-
-// and 16-bit fingerprints, the pre-hashed API, and the batch API when the
-// package has it (detected at run time, so the row appears as soon as the
-// methods land).
+// and 16-bit fingerprints, the pre-hashed API, and the batch API.
 
 func init() {
 	for _, bits := range []int{8, 12, 16} {
@@ -34,16 +31,14 @@ func init() {
 			return &cuckooHashed{f: f}, err
 		},
 	})
-	if _, ok := any((*cuckoo.Filter)(nil)).(containsBatcher); ok {
-		for _, bits := range []int{8, 16} {
-			register(spec{
-				name: fmt.Sprintf("cuckoo f=%d ContainsBatch/AddBatch", bits), kind: kindCuckoo, ours: true, deletes: true, variant: true,
-				make: func(n, seed uint64) (filter, error) {
-					f, err := newCuckoo(n, seed, bits)
-					return &cuckooBatch{f: f}, err
-				},
-			})
-		}
+	for _, bits := range []int{8, 16} {
+		register(spec{
+			name: fmt.Sprintf("cuckoo f=%d ContainsBatch/AddBatch", bits), kind: kindCuckoo, ours: true, deletes: true, variant: true,
+			make: func(n, seed uint64) (filter, error) {
+				f, err := newCuckoo(n, seed, bits)
+				return &cuckooBatch{f: f}, err
+			},
+		})
 	}
 }
 
@@ -141,67 +136,36 @@ func appendHashes(dst []uint64, keys [][]byte) []uint64 {
 	return dst
 }
 
-// The batch API, as issue 3 specifies it. The adapter looks for it with a
-// type assertion, so this file compiles whether or not the methods exist.
-type (
-	containsBatcher interface {
-		ContainsBatch(keys [][]byte, found []bool)
-	}
-	addBatcherCount interface {
-		AddBatch(keys [][]byte) (int, error)
-	}
-	addBatcherErr interface {
-		AddBatch(keys [][]byte) error
-	}
-)
-
 // batchLen is the number of keys per batch call: what a caller streaming
 // keys would hand over at a time.
 const batchLen = 1024
 
-// cuckooBatch measures ContainsBatch, and AddBatch when the package has it
-// in one of the shapes above (else Add, one key at a time).
+// cuckooBatch measures ContainsBatch and AddBatch (cuckoo.Batcher), in
+// calls of batchLen keys.
 type cuckooBatch struct {
 	f     *cuckoo.Filter
 	found [batchLen]bool
 }
 
 func (a *cuckooBatch) add(keys [][]byte) (failed int) {
-	switch b := any(a.f).(type) {
-	case addBatcherCount:
-		// AddBatch stops at the first refused key: count it, go on after it.
-		for len(keys) > 0 {
-			n := min(len(keys), batchLen)
-			added, err := b.AddBatch(keys[:n])
-			if err != nil && added < n {
-				failed++
-				n = added + 1
-			}
-			keys = keys[n:]
+	// AddBatch stops at the first refused key: count it, go on after it.
+	for len(keys) > 0 {
+		n := min(len(keys), batchLen)
+		added, err := a.f.AddBatch(keys[:n])
+		if err != nil && added < n {
+			failed++
+			n = added + 1
 		}
-		return failed
-	case addBatcherErr:
-		for len(keys) > 0 {
-			n := min(len(keys), batchLen)
-			if err := b.AddBatch(keys[:n]); err != nil {
-				if !errors.Is(err, cuckoo.ErrFull) {
-					return len(keys)
-				}
-				failed++ // the shape does not say how many; at least one
-			}
-			keys = keys[n:]
-		}
-		return failed
+		keys = keys[n:]
 	}
-	return (&cuckooKeys{a.f}).add(keys)
+	return failed
 }
 
 func (a *cuckooBatch) contains(keys [][]byte) (found int) {
-	b := any(a.f).(containsBatcher)
 	for len(keys) > 0 {
 		n := min(len(keys), batchLen)
 		out := a.found[:n]
-		b.ContainsBatch(keys[:n], out)
+		a.f.ContainsBatch(keys[:n], out)
 		for _, ok := range out {
 			if ok {
 				found++

@@ -115,7 +115,7 @@ func BenchmarkCounting(b *testing.B) {
 	for _, p := range rates {
 		f := func() *bloom.Counting {
 			return cached(fmt.Sprint("counting", p), func() *bloom.Counting {
-				f, _ := bloom.NewCounting(n, p)
+				f, _ := bloom.NewCounting(n, bloom.WithFalsePositiveRate(p))
 				fill(f, 0, n)
 				return f
 			})
@@ -151,7 +151,7 @@ func BenchmarkScalable(b *testing.B) {
 			i := uint64(0)
 			for b.Loop() {
 				if i%n == 0 {
-					f, _ = bloom.NewScalable(1000, p) // regrow: allocations are part of growth
+					f, _ = bloom.NewScalable(1000, bloom.WithFalsePositiveRate(p)) // regrow: allocations are part of growth
 				}
 				f.Add(kb.at(0, i))
 				i++
@@ -160,7 +160,7 @@ func BenchmarkScalable(b *testing.B) {
 		for _, hit := range []bool{true, false} {
 			b.Run(fmt.Sprintf("op=Contains/n=1M/fpr=%g/hit=%v", p, hit), func(b *testing.B) {
 				f := cached(fmt.Sprint("scalable", p), func() *bloom.Scalable {
-					f, _ := bloom.NewScalable(1000, p)
+					f, _ := bloom.NewScalable(1000, bloom.WithFalsePositiveRate(p))
 					fill(f, 0, n)
 					return f
 				})

@@ -8,8 +8,8 @@ import (
 )
 
 // New returns an empty blocked Bloom filter sized so that, holding capacity
-// keys, its expected false-positive rate is at most fpr, which must lie in
-// [[MinFalsePositiveRate], 1).
+// keys, its expected false-positive rate is at most the target rate
+// ([WithFalsePositiveRate], [DefaultFalsePositiveRate] if not given).
 //
 // Each key sets k bits inside one 512-bit block (a 64-byte cache line) that
 // its hash selects, so Add and Contains touch one cache line whatever k is:
@@ -24,12 +24,12 @@ import (
 // wrapping [ErrInvalidParameter] for a capacity of 0 or above
 // [MaxCapacity], a rate out of range, a table above 1 TiB (2 GiB on 32-bit
 // CPUs), or a Scalable-only option.
-func New(capacity uint64, fpr float64, opts ...Option) (*Filter, error) {
-	c, err := resolve(capacity, fpr, false, opts)
+func New(capacity uint64, opts ...Option) (*Filter, error) {
+	c, err := resolve(capacity, false, opts)
 	if err != nil {
 		return nil, err
 	}
-	return newBlocked(capacity, fpr, c.seed)
+	return newBlocked(capacity, c.fpr, c.seed)
 }
 
 func newBlocked(capacity uint64, fpr float64, seed uint64) (*Filter, error) {

@@ -8,13 +8,13 @@ import (
 )
 
 // NewClassic returns an empty classic Bloom filter sized so that, holding
-// capacity keys, its expected false-positive rate is at most fpr, which
-// must lie in [[MinFalsePositiveRate], 1).
+// capacity keys, its expected false-positive rate is at most the target
+// rate ([WithFalsePositiveRate], [DefaultFalsePositiveRate] if not given).
 //
 // Each key sets k bits anywhere in an array of m bits. The sizing starts
 // from the textbook optimum m = −n·ln p / ln²2 and k = (m/n)·ln 2, tries
 // the integers around that k, and takes the smallest m (a whole number of
-// 64-bit words) whose exact expected rate meets fpr: the fewest bits of any
+// 64-bit words) whose exact expected rate meets the target: the fewest bits of any
 // layout here. An operation touches up to k cache lines (Contains of an
 // absent key usually stops after one or two), so for large filters [New]
 // is faster.
@@ -23,12 +23,12 @@ import (
 // wrapping [ErrInvalidParameter] for a capacity of 0 or above
 // [MaxCapacity], a rate out of range, a table above 1 TiB (2 GiB on 32-bit
 // CPUs), or a Scalable-only option.
-func NewClassic(capacity uint64, fpr float64, opts ...Option) (*Filter, error) {
-	c, err := resolve(capacity, fpr, false, opts)
+func NewClassic(capacity uint64, opts ...Option) (*Filter, error) {
+	c, err := resolve(capacity, false, opts)
 	if err != nil {
 		return nil, err
 	}
-	return newClassic(capacity, fpr, c.seed)
+	return newClassic(capacity, c.fpr, c.seed)
 }
 
 func newClassic(capacity uint64, fpr float64, seed uint64) (*Filter, error) {

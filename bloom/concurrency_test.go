@@ -34,7 +34,7 @@ func TestConcurrentAdd(t *testing.T) {
 						if i%2 == 0 {
 							f.Add(kb.at(0, i))
 						} else {
-							f.AddIfAbsent(kb.at(0, i))
+							f.AddUnique(kb.at(0, i))
 						}
 					}
 				}()
@@ -62,12 +62,12 @@ func TestConcurrentAdd(t *testing.T) {
 	}
 }
 
-// TestConcurrentAddIfAbsent: of several goroutines adding the same absent
+// TestConcurrentAddUnique: of several goroutines adding the same absent
 // keys at once, at least one gets true for each key. The filter is large
 // and sparse, so no key is a false positive when added.
-func TestConcurrentAddIfAbsent(t *testing.T) {
+func TestConcurrentAddUnique(t *testing.T) {
 	const goroutines, keys = 4, 20_000
-	f, _ := bloom.New(1_000_000, 1e-6)
+	f, _ := bloom.New(1_000_000, bloom.WithFalsePositiveRate(1e-6))
 	var wins [keys]atomic.Int32
 	var wg sync.WaitGroup
 	for g := range goroutines {
@@ -77,7 +77,7 @@ func TestConcurrentAddIfAbsent(t *testing.T) {
 			var kb keyBuf
 			for j := range uint64(keys) {
 				i := (j*7919 + uint64(g)*104729) % keys // each goroutine its own order
-				if f.AddIfAbsent(kb.at(0, i)) {
+				if f.AddUnique(kb.at(0, i)) {
 					wins[i].Add(1)
 				}
 			}
@@ -86,7 +86,7 @@ func TestConcurrentAddIfAbsent(t *testing.T) {
 	wg.Wait()
 	for i := range wins {
 		if wins[i].Load() == 0 {
-			t.Fatalf("key %d: no AddIfAbsent returned true", i)
+			t.Fatalf("key %d: no AddUnique returned true", i)
 		}
 	}
 	requirePresent(t, f, 0, keys)
@@ -95,8 +95,8 @@ func TestConcurrentAddIfAbsent(t *testing.T) {
 // TestConcurrentUnionAndEncode runs Union, Clone, MarshalBinary and the
 // estimators concurrently with Adds: all are documented as safe.
 func TestConcurrentUnionAndEncode(t *testing.T) {
-	f, _ := bloom.New(10_000, 0.01, bloom.WithSeed(1))
-	g, _ := bloom.New(10_000, 0.01, bloom.WithSeed(1))
+	f, _ := bloom.New(10_000, bloom.WithFalsePositiveRate(0.01), bloom.WithSeed(1))
+	g, _ := bloom.New(10_000, bloom.WithFalsePositiveRate(0.01), bloom.WithSeed(1))
 	fill(g, 50_000, 55_000)
 	var wg sync.WaitGroup
 	wg.Add(2)
@@ -130,9 +130,9 @@ func TestConcurrentUnionAndEncode(t *testing.T) {
 // keys, deletes half of them (Counting), and all look keys up meanwhile.
 func TestSyncWrappers(t *testing.T) {
 	const goroutines, per = 4, 2000
-	c, _ := bloom.NewCounting(goroutines*per, 0.01)
+	c, _ := bloom.NewCounting(goroutines*per, bloom.WithFalsePositiveRate(0.01))
 	sc := bloom.NewSyncCounting(c)
-	s, _ := bloom.NewScalable(500, 0.01) // grows while shared
+	s, _ := bloom.NewScalable(500, bloom.WithFalsePositiveRate(0.01)) // grows while shared
 	ss := bloom.NewSyncScalable(s)
 	var wg sync.WaitGroup
 	for g := range goroutines {
@@ -167,11 +167,11 @@ func TestSyncWrappers(t *testing.T) {
 		t.Errorf("Counting Len %d, want %d", sc.Len(), goroutines*per/2)
 	}
 	ss.View(func(s *bloom.Scalable) {
-		if s.Layers() < 2 {
-			t.Errorf("Scalable did not grow: %d layers", s.Layers())
+		if s.NumTables() < 2 {
+			t.Errorf("Scalable did not grow: %d layers", s.NumTables())
 		}
 	})
-	// AddIfAbsent under the lock: exactly one winner per key. The key must
+	// AddUnique under the lock: exactly one winner per key. The key must
 	// be absent first: a fixed key is a false positive of the filter of
 	// 8000 keys for about 1 seed in 125, and then nobody wins. Take the
 	// first of a few candidates that the filter reports absent (each is
@@ -190,7 +190,7 @@ func TestSyncWrappers(t *testing.T) {
 		wg2.Add(1)
 		go func() {
 			defer wg2.Done()
-			if ss.AddIfAbsent(once) {
+			if ss.AddUnique(once) {
 				wins.Add(1)
 			}
 		}()
@@ -254,10 +254,10 @@ func TestConcurrentAddRounds(t *testing.T) {
 	}
 }
 
-// TestSyncCountingForms: the string forms, AddIfAbsent and View of a
+// TestSyncCountingForms: the string forms, AddUnique and View of a
 // SyncCounting do what the Counting's own methods do, against a map.
 func TestSyncCountingForms(t *testing.T) {
-	c, err := bloom.NewCounting(10_000, 0.001)
+	c, err := bloom.NewCounting(10_000, bloom.WithFalsePositiveRate(0.001))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -269,8 +269,8 @@ func TestSyncCountingForms(t *testing.T) {
 		case 0:
 			sc.AddString(k)
 		case 1:
-			if !sc.AddIfAbsent([]byte(k)) && !sc.ContainsString(k) {
-				t.Fatalf("AddIfAbsent(%q) = false for a key the filter does not hold", k)
+			if !sc.AddUnique([]byte(k)) && !sc.ContainsString(k) {
+				t.Fatalf("AddUnique(%q) = false for a key the filter does not hold", k)
 			}
 		}
 		added[k] = true
@@ -280,8 +280,8 @@ func TestSyncCountingForms(t *testing.T) {
 			t.Fatalf("%q lost", k)
 		}
 	}
-	if sc.AddIfAbsent([]byte("key-7")) {
-		t.Error("AddIfAbsent of a present key = true")
+	if sc.AddUnique([]byte("key-7")) {
+		t.Error("AddUnique of a present key = true")
 	}
 	for i := 0; i < 2000; i += 4 {
 		k := fmt.Sprintf("key-%d", i)

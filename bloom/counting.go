@@ -33,19 +33,16 @@ import (
 //
 // Counting is like a Go map: any number of goroutines may call Contains,
 // ContainsString, Len and the other read-only methods at once, but Add,
-// AddIfAbsent, Delete, Union, Reset and the decoders need exclusive access.
+// AddUnique, Delete, Union, Reset and the decoders need exclusive access.
 // [SyncCounting] wraps a Counting with a read-write mutex for free sharing.
 //
-// The zero Counting is empty and has no table: Contains reports false, Add
-// panics, and UnmarshalBinary or ReadFrom can decode into it.
+// The zero Counting is empty and has no table: Contains reports false,
+// Delete reports false, UnmarshalBinary or ReadFrom can decode into it,
+// and Add and AddUnique panic with a message that names NewCounting, for
+// the reason given on [Filter].
 type Counting struct {
-	words    []uint64 // 16 four-bit counters per word; counter i at bits 4(i%16) of word i/16
-	cells    uint64   // counters: 16·len(words)
-	k        uint32
-	seed     uint64
-	capacity uint64
-	fpr      float64
-	count    uint64 // Add calls minus Delete calls that returned true
+	table        // 16 four-bit counters per word; counter i at bits 4(i%16) of word i/16; cells = 16·len(words)
+	count uint64 // Add calls minus Delete calls that returned true
 }
 
 const (
@@ -55,22 +52,24 @@ const (
 )
 
 // NewCounting returns an empty counting Bloom filter sized so that, holding
-// capacity keys, its expected false-positive rate is at most fpr, which
-// must lie in [[MinFalsePositiveRate], 1). It is sized like [NewClassic],
+// capacity keys, its expected false-positive rate is at most the target
+// rate ([WithFalsePositiveRate], [DefaultFalsePositiveRate] if not given).
+// It is sized like [NewClassic],
 // with a 4-bit counter in place of each bit. The seed is random unless
 // [WithSeed] is given. It returns an error wrapping [ErrInvalidParameter]
 // for a capacity of 0 or above [MaxCapacity], a rate out of range, a table
 // above 1 TiB (2 GiB on 32-bit CPUs), or a Scalable-only option.
-func NewCounting(capacity uint64, fpr float64, opts ...Option) (*Counting, error) {
-	c, err := resolve(capacity, fpr, false, opts)
+func NewCounting(capacity uint64, opts ...Option) (*Counting, error) {
+	c, err := resolve(capacity, false, opts)
 	if err != nil {
 		return nil, err
 	}
+	fpr := c.fpr
 	k, words, ok := classicSizing(capacity, fpr, countersPer)
 	if !ok {
 		return nil, tooLarge(capacity, fpr)
 	}
-	f := &Counting{words: make([]uint64, words), cells: words * countersPer, k: uint32(k), seed: c.seed, capacity: capacity, fpr: fpr}
+	f := &Counting{table: table{words: make([]uint64, words), cells: words * countersPer, k: uint32(k), seed: c.seed, capacity: capacity, fpr: fpr}}
 	if invariants.Enabled {
 		f.checkInvariants()
 	}
@@ -85,10 +84,13 @@ func (f *Counting) Add(key []byte) { f.addHash(hash.Sum64(key, f.seed)) }
 // AddString is [Counting.Add] for a string key, without copying it.
 func (f *Counting) AddString(key string) { f.addHash(hash.Sum64String(key, f.seed)) }
 
-// AddIfAbsent adds key unless Contains reports it present, and reports
+// AddUnique adds key unless Contains reports it present, and reports
 // whether it added it.
-func (f *Counting) AddIfAbsent(key []byte) (added bool) {
-	h := hash.Sum64(key, f.seed)
+func (f *Counting) AddUnique(key []byte) (added bool) {
+	return f.addUniqueHash(hash.Sum64(key, f.seed))
+}
+
+func (f *Counting) addUniqueHash(h uint64) bool {
 	if f.containsHash(h) {
 		return false
 	}
@@ -179,26 +181,9 @@ func (f *Counting) deleteHash(h uint64) bool {
 }
 
 // Len returns the number of keys in the filter as counted: Add calls plus
-// AddIfAbsent calls that added, minus Delete calls that returned true.
+// AddUnique calls that added, minus Delete calls that returned true.
 // Copies of one key count separately.
 func (f *Counting) Len() uint64 { return f.count }
-
-// Capacity returns the number of keys the filter was sized for.
-func (f *Counting) Capacity() uint64 { return f.capacity }
-
-// TargetFalsePositiveRate returns the rate the filter was built for: with
-// Capacity distinct keys its expected false-positive rate is at most this.
-// It is kept in the encoding.
-func (f *Counting) TargetFalsePositiveRate() float64 { return f.fpr }
-
-// HashCount returns k, the number of counters each key uses.
-func (f *Counting) HashCount() int { return int(f.k) }
-
-// Seed returns the hash seed (see [Filter.Seed]).
-func (f *Counting) Seed() uint64 { return f.seed }
-
-// SizeInBytes returns the size of the counter array.
-func (f *Counting) SizeInBytes() uint64 { return uint64(len(f.words)) * 8 }
 
 // nonzero returns the number of nonzero counters.
 func (f *Counting) nonzero() uint64 {
@@ -239,17 +224,11 @@ func (f *Counting) EstimatedCount() uint64 {
 // [ErrIncompatible] and leaves f unchanged. Len becomes the sum of both.
 // O(m/16).
 func (f *Counting) Union(other *Counting) error {
-	switch {
-	case other == nil:
+	if other == nil {
 		return fmt.Errorf("%w: the other filter is nil", ErrIncompatible)
-	case len(f.words) != len(other.words):
-		return fmt.Errorf("%w: %d and %d bytes", ErrIncompatible, len(f.words)*8, len(other.words)*8)
-	case f.k != other.k:
-		return fmt.Errorf("%w: %d and %d hashes per key", ErrIncompatible, f.k, other.k)
-	case f.seed != other.seed:
-		return fmt.Errorf("%w: different seeds", ErrIncompatible)
-	case len(f.words) == 0:
-		return fmt.Errorf("%w: zero filters have no table", ErrIncompatible)
+	}
+	if err := f.table.compatible(&other.table); err != nil {
+		return err
 	}
 	snapshot := other.words
 	if f == other {

@@ -25,7 +25,7 @@ func TestCountingModel(t *testing.T) {
 	}
 	// A small filter and a small universe, so that counters are shared,
 	// repeated keys are common, and some counters saturate.
-	f, err := bloom.NewCounting(500, 0.01, bloom.WithSeed(r.Uint64()))
+	f, err := bloom.NewCounting(500, bloom.WithFalsePositiveRate(0.01), bloom.WithSeed(r.Uint64()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,7 +78,7 @@ func TestCountingModel(t *testing.T) {
 // TestCountingDeleteRestores: adding a key n times and deleting it n times
 // restores the filter exactly, when no counter saturates.
 func TestCountingDeleteRestores(t *testing.T) {
-	f, _ := bloom.NewCounting(10_000, 0.01, bloom.WithSeed(9))
+	f, _ := bloom.NewCounting(10_000, bloom.WithFalsePositiveRate(0.01), bloom.WithSeed(9))
 	fill(f, 0, 5000)
 	before, _ := f.MarshalBinary()
 	x := key(3, 1)
@@ -102,7 +102,7 @@ func TestCountingDeleteRestores(t *testing.T) {
 // from there, so no Delete can cause a false negative; the price is that a
 // key added 16 times or more stays present after as many Deletes.
 func TestCountingSaturation(t *testing.T) {
-	f, _ := bloom.NewCounting(1000, 0.01, bloom.WithSeed(11))
+	f, _ := bloom.NewCounting(1000, bloom.WithFalsePositiveRate(0.01), bloom.WithSeed(11))
 	fill(f, 0, 1000)
 	hot := key(5, 0)
 	for range 40 {
@@ -136,8 +136,8 @@ func TestCountingSaturation(t *testing.T) {
 }
 
 func TestCountingUnion(t *testing.T) {
-	a, _ := bloom.NewCounting(10_000, 0.01, bloom.WithSeed(4))
-	b, _ := bloom.NewCounting(10_000, 0.01, bloom.WithSeed(4))
+	a, _ := bloom.NewCounting(10_000, bloom.WithFalsePositiveRate(0.01), bloom.WithSeed(4))
+	b, _ := bloom.NewCounting(10_000, bloom.WithFalsePositiveRate(0.01), bloom.WithSeed(4))
 	fill(a, 0, 3000)
 	fill(b, 3000, 6000)
 	if err := a.Union(b); err != nil {
@@ -157,10 +157,16 @@ func TestCountingUnion(t *testing.T) {
 	requirePresent(t, a, 0, 3000)
 	before, _ := a.MarshalBinary()
 	for name, o := range map[string]func() *bloom.Counting{
-		"seed":     func() *bloom.Counting { c, _ := bloom.NewCounting(10_000, 0.01, bloom.WithSeed(5)); return c },
-		"capacity": func() *bloom.Counting { c, _ := bloom.NewCounting(20_000, 0.01, bloom.WithSeed(4)); return c },
-		"zero":     func() *bloom.Counting { return new(bloom.Counting) },
-		"nil":      func() *bloom.Counting { return nil },
+		"seed": func() *bloom.Counting {
+			c, _ := bloom.NewCounting(10_000, bloom.WithFalsePositiveRate(0.01), bloom.WithSeed(5))
+			return c
+		},
+		"capacity": func() *bloom.Counting {
+			c, _ := bloom.NewCounting(20_000, bloom.WithFalsePositiveRate(0.01), bloom.WithSeed(4))
+			return c
+		},
+		"zero": func() *bloom.Counting { return new(bloom.Counting) },
+		"nil":  func() *bloom.Counting { return nil },
 	} {
 		if err := a.Union(o()); !errors.Is(err, bloom.ErrIncompatible) {
 			t.Errorf("Union with a different %s: %v", name, err)

@@ -2,9 +2,12 @@
 // "certainly absent" or "probably present". A key that was added is always
 // found; a key that was not is reported present with a small probability,
 // the false-positive rate. Every constructor takes a capacity and a target
-// rate, and the rate measured at that capacity meets the target (the tests
-// check it within 15 % over millions of absent keys; it comes out within a
-// few percent of it).
+// rate ([WithFalsePositiveRate]; [DefaultFalsePositiveRate], the rate of
+// a cuckoo filter with default options, when not given), and the rate
+// measured at that capacity meets the target (the tests check it within
+// 15 % over millions of absent keys; it comes out within a few percent of
+// it). The names are those of the cuckoo package (docs/api.md):
+// AddUnique, WithFalsePositiveRate, NumTables.
 //
 // # Which filter
 //
@@ -124,7 +127,7 @@
 // # Concurrency
 //
 // A [Filter] may be used by any number of goroutines at once: Add,
-// AddIfAbsent, Contains, Union, Clone, the estimators and the encoders need
+// AddUnique, Contains, Union, Clone, the estimators and the encoders need
 // no lock (bits are set with atomic OR and read with atomic loads); only
 // Reset and the decoders need exclusive access. [Counting] and [Scalable]
 // are like Go maps: concurrent lookups are safe, but any change needs

@@ -45,10 +45,10 @@ func TestDocSizingTable(t *testing.T) {
 		perKey := func(bytes uint64, keys uint64) string {
 			return fmt.Sprintf("%.2f", float64(bytes*8)/float64(keys))
 		}
-		b, _ := bloom.New(capacity, p, bloom.WithSeed(1))
-		c, _ := bloom.NewClassic(capacity, p, bloom.WithSeed(1))
-		n, _ := bloom.NewCounting(capacity, p, bloom.WithSeed(1))
-		s, _ := bloom.NewScalable(capacity, p, bloom.WithSeed(1))
+		b, _ := bloom.New(capacity, bloom.WithFalsePositiveRate(p), bloom.WithSeed(1))
+		c, _ := bloom.NewClassic(capacity, bloom.WithFalsePositiveRate(p), bloom.WithSeed(1))
+		n, _ := bloom.NewCounting(capacity, bloom.WithFalsePositiveRate(p), bloom.WithSeed(1))
+		s, _ := bloom.NewScalable(capacity, bloom.WithFalsePositiveRate(p), bloom.WithSeed(1))
 		want := []string{
 			perKey(b.SizeInBytes(), capacity), strconv.Itoa(b.HashCount()),
 			perKey(c.SizeInBytes(), capacity), strconv.Itoa(c.HashCount()),
@@ -62,7 +62,7 @@ func TestDocSizingTable(t *testing.T) {
 		if !full() {
 			continue
 		}
-		g, _ := bloom.NewScalable(1000, p, bloom.WithSeed(1))
+		g, _ := bloom.NewScalable(1000, bloom.WithFalsePositiveRate(p), bloom.WithSeed(1))
 		var kb [8]byte
 		for i := uint64(0); g.Len() < 1000*1000; i++ {
 			for j := range kb {

@@ -378,7 +378,7 @@ func decodeFilter(d *codec.Decoder, bytes bool) (*Filter, error) {
 	if err := finishDecode(d, bytes); err != nil {
 		return nil, err
 	}
-	f := &Filter{words: words, k: uint32(h.k), layout: layout(kind), seed: h.seed, capacity: h.capacity, fpr: h.fpr}
+	f := &Filter{table: table{words: words, k: uint32(h.k), seed: h.seed, capacity: h.capacity, fpr: h.fpr}, layout: layout(kind)}
 	f.cells = cellsOf(f.layout, h.words)
 	f.count.Store(h.count)
 	if invariants.Enabled {
@@ -451,8 +451,8 @@ func decodeCounting(d *codec.Decoder, bytes bool) (*Counting, error) {
 	if err := finishDecode(d, bytes); err != nil {
 		return nil, err
 	}
-	f := &Counting{words: words, cells: h.words * countersPer, k: uint32(h.k), seed: h.seed,
-		capacity: h.capacity, fpr: h.fpr, count: h.count}
+	f := &Counting{table: table{words: words, cells: h.words * countersPer, k: uint32(h.k), seed: h.seed,
+		capacity: h.capacity, fpr: h.fpr}, count: h.count}
 	if invariants.Enabled {
 		f.checkInvariants()
 	}
@@ -564,7 +564,7 @@ func decodeScalable(d *codec.Decoder, bytes bool) (*Scalable, error) {
 	}
 	wantCap := s.capacity
 	for i := 0; i < int(n) && d.Err() == nil; i++ {
-		l := &Filter{layout: layout(d.Uint8()), k: uint32(d.Uint8()), seed: s.seed}
+		l := &Filter{layout: layout(d.Uint8()), table: table{k: uint32(d.Uint8()), seed: s.seed}}
 		readReserved(d, 6)
 		l.capacity = d.Uint64()
 		l.fpr = math.Float64frombits(d.Uint64())

@@ -32,10 +32,10 @@ type decoder interface {
 // Scalable one has several layers.
 func samples(t testing.TB) map[string]set {
 	t.Helper()
-	b, err1 := bloom.New(100, 0.01, bloom.WithSeed(1))
-	c, err2 := bloom.NewClassic(100, 0.01, bloom.WithSeed(2))
-	n, err3 := bloom.NewCounting(100, 0.01, bloom.WithSeed(3))
-	s, err4 := bloom.NewScalable(10, 0.01, bloom.WithSeed(4), bloom.WithGrowth(2))
+	b, err1 := bloom.New(100, bloom.WithFalsePositiveRate(0.01), bloom.WithSeed(1))
+	c, err2 := bloom.NewClassic(100, bloom.WithFalsePositiveRate(0.01), bloom.WithSeed(2))
+	n, err3 := bloom.NewCounting(100, bloom.WithFalsePositiveRate(0.01), bloom.WithSeed(3))
+	s, err4 := bloom.NewScalable(10, bloom.WithFalsePositiveRate(0.01), bloom.WithSeed(4), bloom.WithGrowth(2))
 	if err := errors.Join(err1, err2, err3, err4); err != nil {
 		t.Fatal(err)
 	}
@@ -359,7 +359,7 @@ func TestEncodingLayout(t *testing.T) {
 	check("scalable growth", math.Float64frombits(le.Uint64(enc[32:])), 2.0)
 	check("scalable tightening", math.Float64frombits(le.Uint64(enc[40:])), bloom.DefaultTightening)
 	layers := int(le.Uint32(enc[48:]))
-	check("scalable layers", layers, s.Layers())
+	check("scalable layers", layers, s.NumTables())
 	off, capacity, count := 56, uint64(10), uint64(0)
 	for i := range layers {
 		check(fmt.Sprintf("layer %d capacity", i), le.Uint64(enc[off+8:]), capacity)

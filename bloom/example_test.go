@@ -8,14 +8,14 @@ import (
 	"github.com/dedupkit/cuckoo/bloom"
 )
 
-// A crawler's "seen URL" set: AddIfAbsent tests and adds in one pass.
+// A crawler's "seen URL" set: AddUnique tests and adds in one pass.
 func Example() {
-	seen, err := bloom.New(1_000_000, 0.001, bloom.WithSeed(1))
+	seen, err := bloom.New(1_000_000, bloom.WithFalsePositiveRate(0.001), bloom.WithSeed(1))
 	if err != nil {
 		panic(err)
 	}
 	for _, url := range []string{"https://a.example/", "https://b.example/", "https://a.example/"} {
-		if !seen.AddIfAbsentString(url) {
+		if !seen.AddUniqueString(url) {
 			fmt.Println("skip ", url)
 			continue
 		}
@@ -28,7 +28,7 @@ func Example() {
 }
 
 func ExampleNew() {
-	f, err := bloom.New(1_000_000, 0.01, bloom.WithSeed(1))
+	f, err := bloom.New(1_000_000, bloom.WithFalsePositiveRate(0.01), bloom.WithSeed(1))
 	if err != nil {
 		panic(err)
 	}
@@ -41,7 +41,7 @@ func ExampleNew() {
 }
 
 func ExampleNewClassic() {
-	f, err := bloom.NewClassic(1_000_000, 0.01, bloom.WithSeed(1))
+	f, err := bloom.NewClassic(1_000_000, bloom.WithFalsePositiveRate(0.01), bloom.WithSeed(1))
 	if err != nil {
 		panic(err)
 	}
@@ -54,7 +54,7 @@ func ExampleNewClassic() {
 }
 
 func ExampleNewCounting() {
-	f, err := bloom.NewCounting(1000, 0.01, bloom.WithSeed(1))
+	f, err := bloom.NewCounting(1000, bloom.WithFalsePositiveRate(0.01), bloom.WithSeed(1))
 	if err != nil {
 		panic(err)
 	}
@@ -74,7 +74,7 @@ func ExampleNewCounting() {
 }
 
 func ExampleNewScalable() {
-	f, err := bloom.NewScalable(1000, 0.01, bloom.WithSeed(1))
+	f, err := bloom.NewScalable(1000, bloom.WithFalsePositiveRate(0.01), bloom.WithSeed(1))
 	if err != nil {
 		panic(err)
 	}
@@ -83,7 +83,7 @@ func ExampleNewScalable() {
 	}
 	fmt.Println(f.ContainsString("user-0"), f.ContainsString("user-99999"))
 	fmt.Printf("%d layers, room for %d keys; expected rate below 1 %%: %v\n",
-		f.Layers(), f.Capacity(), f.FalsePositiveRate() < 0.01)
+		f.NumTables(), f.Capacity(), f.FalsePositiveRate() < 0.01)
 	// Output:
 	// true true
 	// 7 layers, room for 127000 keys; expected rate below 1 %: true
@@ -93,11 +93,11 @@ func ExampleNewScalable() {
 // is smaller at a rate, and what it costs.
 func ExampleNewPlan() {
 	for _, p := range []float64{0.01, 1e-4} {
-		blocked, err := bloom.NewPlan(1_000_000_000, p)
+		blocked, err := bloom.NewPlan(1_000_000_000, bloom.WithFalsePositiveRate(p))
 		if err != nil {
 			panic(err)
 		}
-		classic, err := bloom.NewClassicPlan(1_000_000_000, p)
+		classic, err := bloom.NewClassicPlan(1_000_000_000, bloom.WithFalsePositiveRate(p))
 		if err != nil {
 			panic(err)
 		}
@@ -113,19 +113,19 @@ func ExampleNewPlan() {
 // What a Scalable started at a thousand keys costs once it holds a
 // million, and the rate it then delivers.
 func ExampleNewScalablePlan() {
-	p, err := bloom.NewScalablePlan(1000, 0.01, 1_000_000)
+	p, err := bloom.NewScalablePlan(1000, 1_000_000, bloom.WithFalsePositiveRate(0.01))
 	if err != nil {
 		panic(err)
 	}
-	fmt.Printf("%d layers, %.1f bits per key, expected rate %.2f %%\n", p.Layers, p.BitsPerItem, 100*p.FalsePositiveRate)
+	fmt.Printf("%d layers, %.1f bits per key, expected rate %.2f %%\n", p.NumTables, p.BitsPerItem, 100*p.FalsePositiveRate)
 	// Output:
 	// 10 layers, 19.0 bits per key, expected rate 0.86 %
 }
 
 // Shards built with the same parameters and seed merge into one filter.
 func ExampleFilter_Union() {
-	a, _ := bloom.New(10_000, 0.01, bloom.WithSeed(7))
-	b, _ := bloom.New(10_000, 0.01, bloom.WithSeed(7))
+	a, _ := bloom.New(10_000, bloom.WithFalsePositiveRate(0.01), bloom.WithSeed(7))
+	b, _ := bloom.New(10_000, bloom.WithFalsePositiveRate(0.01), bloom.WithSeed(7))
 	a.AddString("from shard a")
 	b.AddString("from shard b")
 	if err := a.Union(b); err != nil {
@@ -133,7 +133,7 @@ func ExampleFilter_Union() {
 	}
 	fmt.Println(a.ContainsString("from shard a"), a.ContainsString("from shard b"))
 
-	c, _ := bloom.New(10_000, 0.01) // another, random, seed
+	c, _ := bloom.New(10_000, bloom.WithFalsePositiveRate(0.01)) // another, random, seed
 	fmt.Println(a.Union(c))
 	// Output:
 	// true true
@@ -142,7 +142,7 @@ func ExampleFilter_Union() {
 
 // A filter saved and loaded again answers the same.
 func ExampleFilter_MarshalBinary() {
-	f, _ := bloom.New(1000, 0.01, bloom.WithSeed(1))
+	f, _ := bloom.New(1000, bloom.WithFalsePositiveRate(0.01), bloom.WithSeed(1))
 	f.AddString("kept")
 	data, err := f.MarshalBinary()
 	if err != nil {
@@ -163,7 +163,7 @@ func ExampleFilter_MarshalBinary() {
 
 // Goroutines may add to one Filter at once, without a lock.
 func ExampleFilter_concurrent() {
-	f, _ := bloom.New(100_000, 0.001, bloom.WithSeed(1))
+	f, _ := bloom.New(100_000, bloom.WithFalsePositiveRate(0.001), bloom.WithSeed(1))
 	var wg sync.WaitGroup
 	for w := range 4 {
 		wg.Add(1)
@@ -182,7 +182,7 @@ func ExampleFilter_concurrent() {
 
 // A Counting filter shared between goroutines through its locking wrapper.
 func ExampleSyncCounting() {
-	c, _ := bloom.NewCounting(10_000, 0.01, bloom.WithSeed(1))
+	c, _ := bloom.NewCounting(10_000, bloom.WithFalsePositiveRate(0.01), bloom.WithSeed(1))
 	s := bloom.NewSyncCounting(c)
 	var wg sync.WaitGroup
 	for w := range 4 {

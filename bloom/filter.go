@@ -33,7 +33,7 @@ const (
 //
 // # Concurrency
 //
-// Add, AddString, AddIfAbsent, Contains, ContainsString, Len, Union (as the
+// Add, AddString, AddUnique, Contains, ContainsString, Len, Union (as the
 // receiver or the argument), Clone, EstimatedCount, the encoders and the
 // getters are safe to call from any number of goroutines at once without a
 // lock: bits are set with atomic OR on 64-bit words and read with atomic
@@ -41,8 +41,13 @@ const (
 // reported present by every Contains that starts afterwards. Reset,
 // UnmarshalBinary and ReadFrom need exclusive access.
 //
-// The zero Filter is empty and has no table: Contains reports false, Add
-// panics, and UnmarshalBinary or ReadFrom can decode into it.
+// The zero Filter is empty and has no table: Contains reports false,
+// UnmarshalBinary or ReadFrom can decode into it, and Add and AddUnique
+// panic with a message that names New. A Filter has a fixed size that
+// only its constructor knows, and Add has no error result (it cannot fail
+// on a built filter), so a write to the zero Filter is a programming
+// error, like a write to a nil map; ignoring it would break the promise
+// that an added key is always found.
 //
 // # Invariants
 //
@@ -50,19 +55,14 @@ const (
 // one; 1 ≤ k ≤ 64. Bits are only ever set, never cleared, except by Reset
 // and decoding.
 type Filter struct {
-	words    []uint64 // the bit array, flat; a block is 8 consecutive words
-	cells    uint64   // blocks (blocked) or bits (classic) the hash maps onto
-	k        uint32   // bits per key
-	layout   layout
-	seed     uint64
-	capacity uint64
-	fpr      float64       // target rate at capacity
-	count    atomic.Uint64 // keys whose insertion set at least one bit
+	table  // the bit array; a block is 8 consecutive words
+	layout layout
+	count  atomic.Uint64 // keys whose insertion set at least one bit
 }
 
 // newFilter allocates a filter of the given shape.
 func newFilter(l layout, k int, words, capacity uint64, fpr float64, seed uint64) *Filter {
-	f := &Filter{words: make([]uint64, words), k: uint32(k), layout: l, seed: seed, capacity: capacity, fpr: fpr}
+	f := &Filter{table: table{words: make([]uint64, words), k: uint32(k), seed: seed, capacity: capacity, fpr: fpr}, layout: l}
 	f.cells = cellsOf(l, words)
 	if invariants.Enabled {
 		f.checkInvariants()
@@ -91,21 +91,21 @@ func cellsOf(l layout, words uint64) uint64 {
 // twice is harmless: the second Add changes nothing. Adding more keys than
 // the capacity raises the false-positive rate beyond the target (see
 // [Filter.FalsePositiveRate]); it never fails. Add panics on the zero
-// Filter.
+// Filter (see [Filter]).
 func (f *Filter) Add(key []byte) { f.addHash(hash.Sum64(key, f.seed)) }
 
 // AddString is [Filter.Add] for a string key, without copying it.
 func (f *Filter) AddString(key string) { f.addHash(hash.Sum64String(key, f.seed)) }
 
-// AddIfAbsent inserts key and reports whether it was absent before, that is
+// AddUnique inserts key and reports whether it was absent before, that is
 // whether Contains would have reported false, in one pass over the key's
 // bits. When several goroutines add the same absent key at once, at least
 // one of them gets true. A false positive (a new key whose bits were all
 // set already) gets false and changes nothing.
-func (f *Filter) AddIfAbsent(key []byte) (added bool) { return f.addHash(hash.Sum64(key, f.seed)) > 0 }
+func (f *Filter) AddUnique(key []byte) (added bool) { return f.addHash(hash.Sum64(key, f.seed)) > 0 }
 
-// AddIfAbsentString is [Filter.AddIfAbsent] for a string key.
-func (f *Filter) AddIfAbsentString(key string) (added bool) {
+// AddUniqueString is [Filter.AddUnique] for a string key.
+func (f *Filter) AddUniqueString(key string) (added bool) {
 	return f.addHash(hash.Sum64String(key, f.seed)) > 0
 }
 
@@ -149,33 +149,12 @@ func (f *Filter) containsHash(h uint64) bool {
 	return classicContains(f.words, f.cells, f.k, h)
 }
 
-// Len returns the number of keys added: the Add and AddIfAbsent calls that
+// Len returns the number of keys added: the Add and AddUnique calls that
 // set at least one bit. Repeated keys are not counted again, and neither are
 // the rare new keys that were false positives when they were added (they
 // change nothing). Under concurrent adds of one key, each caller that set a
 // bit counts it.
 func (f *Filter) Len() uint64 { return f.count.Load() }
-
-// Capacity returns the number of keys the filter was sized for: up to that
-// many, the false-positive rate stays at or below the target.
-func (f *Filter) Capacity() uint64 { return f.capacity }
-
-// TargetFalsePositiveRate returns the rate the filter was built for: with
-// Capacity distinct keys its expected false-positive rate is at most this.
-// It is kept in the encoding.
-func (f *Filter) TargetFalsePositiveRate() float64 { return f.fpr }
-
-// HashCount returns k, the number of bits each key sets.
-func (f *Filter) HashCount() int { return int(f.k) }
-
-// Seed returns the hash seed. A filter built by the same constructor with
-// the same capacity and rate and [WithSeed](f.Seed()) can be merged with f
-// by Union.
-func (f *Filter) Seed() uint64 { return f.seed }
-
-// SizeInBytes returns the size of the bit array, which is all the memory
-// the filter holds apart from a fixed header of under 100 bytes.
-func (f *Filter) SizeInBytes() uint64 { return uint64(len(f.words)) * 8 }
 
 // FalsePositiveRate returns the expected false-positive rate at the
 // filter's current content: the probability that Contains reports a key
@@ -263,16 +242,8 @@ func (f *Filter) compatible(other *Filter) error {
 		return fmt.Errorf("%w: the other filter is nil", ErrIncompatible)
 	case f.layout != other.layout:
 		return fmt.Errorf("%w: %s and %s layouts", ErrIncompatible, f.layout, other.layout)
-	case len(f.words) != len(other.words):
-		return fmt.Errorf("%w: %d and %d bytes", ErrIncompatible, len(f.words)*8, len(other.words)*8)
-	case f.k != other.k:
-		return fmt.Errorf("%w: %d and %d hashes per key", ErrIncompatible, f.k, other.k)
-	case f.seed != other.seed:
-		return fmt.Errorf("%w: different seeds", ErrIncompatible)
-	case len(f.words) == 0:
-		return fmt.Errorf("%w: zero filters have no table", ErrIncompatible)
 	}
-	return nil
+	return f.table.compatible(&other.table)
 }
 
 func (l layout) String() string {
@@ -300,10 +271,8 @@ func (f *Filter) Reset() {
 // memory. It may run concurrently with Add; keys added meanwhile may or may
 // not be in the copy.
 func (f *Filter) Clone() *Filter {
-	c := &Filter{
-		words: make([]uint64, len(f.words)), cells: f.cells, k: f.k, layout: f.layout,
-		seed: f.seed, capacity: f.capacity, fpr: f.fpr,
-	}
+	c := &Filter{table: f.table, layout: f.layout}
+	c.words = make([]uint64, len(f.words))
 	for i := range f.words {
 		c.words[i] = atomic.LoadUint64(&f.words[i])
 	}

@@ -72,17 +72,25 @@ var kinds = []struct {
 	name string
 	new  func(capacity uint64, fpr float64, opts ...bloom.Option) (set, error)
 }{
-	{"New", func(c uint64, p float64, o ...bloom.Option) (set, error) { return bloom.New(c, p, o...) }},
-	{"NewClassic", func(c uint64, p float64, o ...bloom.Option) (set, error) { return bloom.NewClassic(c, p, o...) }},
-	{"NewCounting", func(c uint64, p float64, o ...bloom.Option) (set, error) { return bloom.NewCounting(c, p, o...) }},
-	{"NewScalable", func(c uint64, p float64, o ...bloom.Option) (set, error) { return bloom.NewScalable(c, p, o...) }},
+	{"New", func(c uint64, p float64, o ...bloom.Option) (set, error) { return rated(bloom.New)(c, p, o...) }},
+	{"NewClassic", func(c uint64, p float64, o ...bloom.Option) (set, error) { return rated(bloom.NewClassic)(c, p, o...) }},
+	{"NewCounting", func(c uint64, p float64, o ...bloom.Option) (set, error) { return rated(bloom.NewCounting)(c, p, o...) }},
+	{"NewScalable", func(c uint64, p float64, o ...bloom.Option) (set, error) { return rated(bloom.NewScalable)(c, p, o...) }},
+}
+
+// rated turns a constructor (or plan) into one that takes the target rate
+// as an argument, for tables of cases: mk(c, WithFalsePositiveRate(p), o...).
+func rated[T any](mk func(uint64, ...bloom.Option) (T, error)) func(uint64, float64, ...bloom.Option) (T, error) {
+	return func(c uint64, p float64, o ...bloom.Option) (T, error) {
+		return mk(c, append([]bloom.Option{bloom.WithFalsePositiveRate(p)}, o...)...)
+	}
 }
 
 // filterLayouts are the two constructors of Filter.
 var filterLayouts = []struct {
 	name string
 	new  func(uint64, float64, ...bloom.Option) (*bloom.Filter, error)
-}{{"New", bloom.New}, {"NewClassic", bloom.NewClassic}}
+}{{"New", rated(bloom.New)}, {"NewClassic", rated(bloom.NewClassic)}}
 
 // fill adds keys [from, to) of family 0.
 func fill(s set, from, to uint64) {

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+
+	"github.com/dedupkit/cuckoo/internal/option"
 )
 
 // Limits and defaults of the constructors' parameters.
@@ -14,6 +16,13 @@ const (
 	// MinFalsePositiveRate is the smallest target rate a constructor
 	// accepts. Rates must lie in [MinFalsePositiveRate, 1).
 	MinFalsePositiveRate = 1e-15
+
+	// DefaultFalsePositiveRate is the target rate of a constructor given
+	// no [WithFalsePositiveRate]: 0.012 %, the rate of a cuckoo.New filter
+	// with no options (16-bit fingerprints, 4-slot buckets) at its
+	// capacity, so that a filter of either family built with only a
+	// capacity makes about as many false positives.
+	DefaultFalsePositiveRate = 1.2e-4
 
 	// DefaultGrowth is the factor by which each new layer of a [Scalable]
 	// filter is larger than the one before.
@@ -35,10 +44,26 @@ const (
 type Option func(*config) error
 
 type config struct {
+	fpr        float64 // 0: not set
 	seed       uint64
 	seedSet    bool
 	growth     float64 // 0: not set (Scalable only)
 	tightening float64 // 0: not set (Scalable only)
+}
+
+// WithFalsePositiveRate sets the target false-positive rate p, in
+// [[MinFalsePositiveRate], 1): the filter is sized so that, holding its
+// capacity of distinct keys, its expected rate is at most p (a [Scalable]
+// keeps it at every size). Without it the target is
+// [DefaultFalsePositiveRate]. Every constructor takes it.
+func WithFalsePositiveRate(p float64) Option {
+	return func(c *config) error {
+		if !validRate(p) {
+			return fmt.Errorf("%w: false-positive rate %v outside [%v, 1)", ErrInvalidParameter, p, MinFalsePositiveRate)
+		}
+		c.fpr = p
+		return nil
+	}
 }
 
 // WithSeed sets the hash seed. Filters with the same parameters and seed
@@ -59,11 +84,8 @@ func WithSeed(seed uint64) Option {
 // applies to [NewScalable] only.
 func WithGrowth(factor float64) Option {
 	return func(c *config) error {
-		if !(factor >= MinGrowth && factor <= MaxGrowth) {
-			return fmt.Errorf("%w: growth factor %v outside [%v, %v]", ErrInvalidParameter, factor, MinGrowth, MaxGrowth)
-		}
 		c.growth = factor
-		return nil
+		return checkRange("growth factor", factor, MinGrowth, MaxGrowth)
 	}
 }
 
@@ -76,34 +98,36 @@ func WithGrowth(factor float64) Option {
 // 0.5. It applies to [NewScalable] only.
 func WithTightening(r float64) Option {
 	return func(c *config) error {
-		if !(r >= MinTightening && r <= MaxTightening) {
-			return fmt.Errorf("%w: tightening ratio %v outside [%v, %v]", ErrInvalidParameter, r, MinTightening, MaxTightening)
-		}
 		c.tightening = r
-		return nil
+		return checkRange("tightening ratio", r, MinTightening, MaxTightening)
 	}
 }
 
-// resolve applies opts and checks the common parameters. scalable says
-// whether the Scalable-only options are allowed.
-func resolve(capacity uint64, fpr float64, scalable bool, opts []Option) (config, error) {
+// checkRange returns an error wrapping ErrInvalidParameter unless v lies
+// in [lo, hi]; a failing option's error stops the constructor, so what it
+// set is never used.
+func checkRange(what string, v, lo, hi float64) error {
+	if !(v >= lo && v <= hi) {
+		return fmt.Errorf("%w: %s %v outside [%v, %v]", ErrInvalidParameter, what, v, lo, hi)
+	}
+	return nil
+}
+
+// resolve applies opts, checks the common parameters and fills in the
+// defaults. scalable says whether the Scalable-only options are allowed.
+func resolve(capacity uint64, scalable bool, opts []Option) (config, error) {
 	var c config
 	if capacity == 0 || capacity > MaxCapacity {
 		return c, fmt.Errorf("%w: capacity %d outside [1, %d]", ErrInvalidParameter, capacity, uint64(MaxCapacity))
 	}
-	if !validRate(fpr) {
-		return c, fmt.Errorf("%w: false-positive rate %v outside [%v, 1)", ErrInvalidParameter, fpr, MinFalsePositiveRate)
-	}
-	for _, o := range opts {
-		if o == nil {
-			continue
-		}
-		if err := o(&c); err != nil {
-			return c, err
-		}
+	if err := option.Apply(&c, opts); err != nil {
+		return c, err
 	}
 	if !scalable && (c.growth != 0 || c.tightening != 0) {
 		return c, fmt.Errorf("%w: WithGrowth and WithTightening apply to NewScalable only", ErrInvalidParameter)
+	}
+	if c.fpr == 0 {
+		c.fpr = DefaultFalsePositiveRate
 	}
 	if c.growth == 0 {
 		c.growth = DefaultGrowth

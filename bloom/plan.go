@@ -19,8 +19,9 @@ type Plan struct {
 	// HashCount is what HashCount reports: k, the bits (or counters) each
 	// key sets; 0 for a Scalable, whose layers differ.
 	HashCount int
-	// Layers is 1, or the number of layers a Scalable needs for Keys keys.
-	Layers int
+	// NumTables is 1, or the number of layers (tables) a Scalable needs for
+	// Keys keys: what its NumTables reports.
+	NumTables int
 	// Bytes is what SizeInBytes reports on the filter holding Keys keys.
 	Bytes uint64
 	// BitsPerItem is Bytes·8 / Keys.
@@ -31,35 +32,37 @@ type Plan struct {
 }
 
 // NewPlan describes the blocked Bloom filter [New] builds for capacity keys
-// at the target rate fpr, holding capacity keys. It takes the options New
+// (at the target rate of [WithFalsePositiveRate]), holding capacity keys. It takes the options New
 // takes and returns the errors New returns, without allocating the table:
 // O(k²) arithmetic for a rate not planned before.
-func NewPlan(capacity uint64, fpr float64, opts ...Option) (Plan, error) {
-	return tablePlan(capacity, fpr, opts, layoutBlocked, 0)
+func NewPlan(capacity uint64, opts ...Option) (Plan, error) {
+	return tablePlan(capacity, opts, layoutBlocked, 0)
 }
 
 // NewClassicPlan describes the classic Bloom filter [NewClassic] builds for
-// capacity keys at the target rate fpr, holding capacity keys, without
-// allocating it. It takes NewClassic's options and returns its errors.
-func NewClassicPlan(capacity uint64, fpr float64, opts ...Option) (Plan, error) {
-	return tablePlan(capacity, fpr, opts, layoutClassic, 64)
+// capacity keys, holding capacity keys, without allocating it. It takes
+// NewClassic's options and returns its errors.
+func NewClassicPlan(capacity uint64, opts ...Option) (Plan, error) {
+	return tablePlan(capacity, opts, layoutClassic, 64)
 }
 
 // NewCountingPlan describes the counting Bloom filter [NewCounting] builds
-// for capacity keys at the target rate fpr, holding capacity keys, without
-// allocating it. It takes NewCounting's options and returns its errors.
-func NewCountingPlan(capacity uint64, fpr float64, opts ...Option) (Plan, error) {
+// for capacity keys, holding capacity keys, without allocating it. It
+// takes NewCounting's options and returns its errors.
+func NewCountingPlan(capacity uint64, opts ...Option) (Plan, error) {
 	// A counter is nonzero exactly when a classic filter's bit would be
 	// set: the classic sizing and model, over counters.
-	return tablePlan(capacity, fpr, opts, layoutClassic, countersPer)
+	return tablePlan(capacity, opts, layoutClassic, countersPer)
 }
 
 // tablePlan is the plan of one table of the layout holding its capacity:
 // blocked, or classic with cellsPerWord bits or counters per word.
-func tablePlan(capacity uint64, fpr float64, opts []Option, l layout, cellsPerWord int) (Plan, error) {
-	if _, err := resolve(capacity, fpr, false, opts); err != nil {
+func tablePlan(capacity uint64, opts []Option, l layout, cellsPerWord int) (Plan, error) {
+	c, err := resolve(capacity, false, opts)
+	if err != nil {
 		return Plan{}, err
 	}
+	fpr := c.fpr
 	var k int
 	var words, cells uint64
 	var ok bool
@@ -74,14 +77,14 @@ func tablePlan(capacity uint64, fpr float64, opts []Option, l layout, cellsPerWo
 		return Plan{}, tooLarge(capacity, fpr)
 	}
 	return Plan{
-		Keys: capacity, Capacity: capacity, HashCount: k, Layers: 1,
+		Keys: capacity, Capacity: capacity, HashCount: k, NumTables: 1,
 		Bytes: words * 8, BitsPerItem: float64(words*64) / float64(capacity),
 		FalsePositiveRate: rateWithKeys(l, k, cells, float64(capacity)),
 	}, nil
 }
 
 // NewScalablePlan describes the scalable Bloom filter [NewScalable] builds
-// with the first layer's capacity and the target rate fpr, once it holds
+// with the first layer's capacity (and options), once it holds
 // keys keys (its Len; at high rates a few percent of the new keys offered
 // to a Scalable are false positives, which it does not insert): the layers
 // it needs, their memory, and
@@ -90,17 +93,17 @@ func tablePlan(capacity uint64, fpr float64, opts []Option, l layout, cellsPerWo
 // plus the headroom of 2√c keys it is sized for (see [Scalable]); the
 // newest holds what remains. Near the point where the plan adds a layer, a
 // filter may have one layer more or fewer. It takes NewScalable's options
-// ([WithGrowth], [WithTightening]) and returns its errors, and errors for
+// ([WithFalsePositiveRate], [WithGrowth], [WithTightening]) and returns its errors, and errors for
 // keys of 0 or above [MaxCapacity]; it allocates nothing.
-func NewScalablePlan(capacity uint64, fpr float64, keys uint64, opts ...Option) (Plan, error) {
-	c, err := resolve(capacity, fpr, true, opts)
+func NewScalablePlan(capacity, keys uint64, opts ...Option) (Plan, error) {
+	c, err := resolve(capacity, true, opts)
 	if err != nil {
 		return Plan{}, err
 	}
 	if keys == 0 || keys > MaxCapacity {
 		return Plan{}, fmt.Errorf("%w: keys %d outside [1, %d]", ErrInvalidParameter, keys, uint64(MaxCapacity))
 	}
-	s := &Scalable{capacity: capacity, fpr: fpr, growth: c.growth, tightening: c.tightening}
+	s := &Scalable{capacity: capacity, fpr: c.fpr, growth: c.growth, tightening: c.tightening}
 	p := Plan{Keys: keys}
 	left := keys
 	for i, lc := 0, capacity; left > 0; i, lc = i+1, s.nextCapacity(lc) {
@@ -110,7 +113,7 @@ func NewScalablePlan(capacity uint64, fpr float64, keys uint64, opts ...Option) 
 		}
 		n := min(left, headroom(lc))
 		left -= n
-		p.Layers++
+		p.NumTables++
 		p.Capacity += lc
 		p.Bytes += words * 8
 		p.FalsePositiveRate += rateWithKeys(l, k, cellsOf(l, words), float64(n))

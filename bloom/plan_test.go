@@ -16,9 +16,9 @@ var planners = []struct {
 	plan func(uint64, float64, ...bloom.Option) (bloom.Plan, error)
 	new  func(uint64, float64, ...bloom.Option) (set, error)
 }{
-	{"New", bloom.NewPlan, kinds[0].new},
-	{"NewClassic", bloom.NewClassicPlan, kinds[1].new},
-	{"NewCounting", bloom.NewCountingPlan, kinds[2].new},
+	{"New", rated(bloom.NewPlan), kinds[0].new},
+	{"NewClassic", rated(bloom.NewClassicPlan), kinds[1].new},
+	{"NewCounting", rated(bloom.NewCountingPlan), kinds[2].new},
 }
 
 // hashCount is what every filter type but Scalable reports.
@@ -44,7 +44,7 @@ func TestPlanMatchesConstructors(t *testing.T) {
 						t.Fatalf("plan: %d bytes, k = %d; the filter: %d bytes, k = %d",
 							plan.Bytes, plan.HashCount, f.SizeInBytes(), f.(hashCount).HashCount())
 					}
-					if plan.Keys != c || plan.Capacity != c || plan.Layers != 1 {
+					if plan.Keys != c || plan.Capacity != c || plan.NumTables != 1 {
 						t.Fatalf("plan %+v for capacity %d", plan, c)
 					}
 					if want := float64(plan.Bytes*8) / float64(c); plan.BitsPerItem != want {
@@ -120,18 +120,18 @@ func TestScalablePlan(t *testing.T) {
 	} {
 		for _, keys := range tc.keys {
 			t.Run(fmt.Sprintf("capacity=%d/fpr=%g/keys=%d", tc.capacity, tc.fpr, keys), func(t *testing.T) {
-				f, err := bloom.NewScalable(tc.capacity, tc.fpr, append(tc.opts, bloom.WithSeed(r.Uint64()))...)
+				f, err := bloom.NewScalable(tc.capacity, append([]bloom.Option{bloom.WithFalsePositiveRate(tc.fpr), bloom.WithSeed(r.Uint64())}, tc.opts...)...)
 				if err != nil {
 					t.Fatal(err)
 				}
 				fill(f, 0, keys)
-				plan, err := bloom.NewScalablePlan(tc.capacity, tc.fpr, f.Len(), tc.opts...)
+				plan, err := bloom.NewScalablePlan(tc.capacity, f.Len(), append(tc.opts[:len(tc.opts):len(tc.opts)], bloom.WithFalsePositiveRate(tc.fpr))...)
 				if err != nil {
 					t.Fatal(err)
 				}
-				if plan.Layers != f.Layers() || plan.Capacity != f.Capacity() || plan.Bytes != f.SizeInBytes() {
+				if plan.NumTables != f.NumTables() || plan.Capacity != f.Capacity() || plan.Bytes != f.SizeInBytes() {
 					t.Fatalf("plan: %d layers, capacity %d, %d bytes; the filter: %d, %d, %d",
-						plan.Layers, plan.Capacity, plan.Bytes, f.Layers(), f.Capacity(), f.SizeInBytes())
+						plan.NumTables, plan.Capacity, plan.Bytes, f.NumTables(), f.Capacity(), f.SizeInBytes())
 				}
 				if plan.Keys != f.Len() || plan.HashCount != 0 || plan.BitsPerItem != float64(plan.Bytes*8)/float64(plan.Keys) {
 					t.Fatalf("plan %+v", plan)
@@ -158,7 +158,7 @@ func TestPlanErrors(t *testing.T) {
 		}
 	}
 	for _, tc := range badParameters {
-		if _, err := bloom.NewScalablePlan(tc.capacity, tc.fpr, max(tc.capacity, 1), tc.opts...); !errors.Is(err, bloom.ErrInvalidParameter) {
+		if _, err := bloom.NewScalablePlan(tc.capacity, max(tc.capacity, 1), append(tc.opts[:len(tc.opts):len(tc.opts)], bloom.WithFalsePositiveRate(tc.fpr))...); !errors.Is(err, bloom.ErrInvalidParameter) {
 			t.Errorf("NewScalablePlan/%s: %v, want an error wrapping ErrInvalidParameter", tc.name, err)
 		}
 	}
@@ -172,7 +172,7 @@ func TestPlanErrors(t *testing.T) {
 		{"keys=too-large", 100, bloom.MaxCapacity + 1, 0.01, nil},
 		{"beyond-the-size-limit", bloom.MaxCapacity, bloom.MaxCapacity, 1e-12, nil},
 	} {
-		if _, err := bloom.NewScalablePlan(tc.capacity, tc.fpr, tc.keys, tc.opts...); !errors.Is(err, bloom.ErrInvalidParameter) {
+		if _, err := bloom.NewScalablePlan(tc.capacity, tc.keys, append(tc.opts[:len(tc.opts):len(tc.opts)], bloom.WithFalsePositiveRate(tc.fpr))...); !errors.Is(err, bloom.ErrInvalidParameter) {
 			t.Errorf("NewScalablePlan/%s: %v, want an error wrapping ErrInvalidParameter", tc.name, err)
 		}
 	}
@@ -190,11 +190,11 @@ func TestPlanHuge(t *testing.T) {
 			t.Errorf("%s: %+v", pl.name, plan)
 		}
 	}
-	plan, err := bloom.NewScalablePlan(n/16, 0.001, n)
+	plan, err := bloom.NewScalablePlan(n/16, n, bloom.WithFalsePositiveRate(0.001))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if plan.Layers != 5 || plan.Capacity < n || plan.FalsePositiveRate > 0.001 {
+	if plan.NumTables != 5 || plan.Capacity < n || plan.FalsePositiveRate > 0.001 {
 		t.Errorf("NewScalablePlan: %+v", plan)
 	}
 }

@@ -35,12 +35,15 @@ import (
 // # Concurrency
 //
 // Scalable is like a Go map: any number of goroutines may call Contains,
-// ContainsString and the read-only methods at once, but Add, AddIfAbsent,
+// ContainsString and the read-only methods at once, but Add, AddUnique,
 // Reset and the decoders need exclusive access (Add may add a layer).
 // [SyncScalable] wraps a Scalable with a read-write mutex for free sharing.
 //
-// The zero Scalable is empty and has no layer: Contains reports false, Add
-// panics, and UnmarshalBinary or ReadFrom can decode into it.
+// The zero Scalable is ready to use, as a cuckoo.Scalable's is: it is
+// empty, and the first Add or AddUnique sets it up as
+// NewScalable([DefaultScalableCapacity]) would, with the default rate and
+// a random seed. UnmarshalBinary or ReadFrom can decode into it; the
+// encoders return an error until it holds a layer.
 //
 // # Invariants
 //
@@ -61,17 +64,18 @@ type Scalable struct {
 }
 
 // NewScalable returns an empty scalable Bloom filter whose first layer
-// holds capacity keys and whose false-positive rate stays at or below fpr,
-// in [[MinFalsePositiveRate], 1), however many keys are added. Options:
+// holds capacity keys and whose false-positive rate stays at or below the
+// target rate ([WithFalsePositiveRate], [DefaultFalsePositiveRate] if not
+// given) however many keys are added. Options: [WithFalsePositiveRate],
 // [WithGrowth], [WithTightening], [WithSeed]. It returns an error wrapping
 // [ErrInvalidParameter] for a capacity of 0 or above [MaxCapacity] or a
 // parameter out of range.
-func NewScalable(capacity uint64, fpr float64, opts ...Option) (*Scalable, error) {
-	c, err := resolve(capacity, fpr, true, opts)
+func NewScalable(capacity uint64, opts ...Option) (*Scalable, error) {
+	c, err := resolve(capacity, true, opts)
 	if err != nil {
 		return nil, err
 	}
-	s := &Scalable{capacity: capacity, fpr: fpr, growth: c.growth, tightening: c.tightening, seed: c.seed}
+	s := &Scalable{capacity: capacity, fpr: c.fpr, growth: c.growth, tightening: c.tightening, seed: c.seed}
 	first, err := s.newLayer(0, capacity)
 	if err != nil {
 		return nil, err
@@ -82,6 +86,24 @@ func NewScalable(capacity uint64, fpr float64, opts ...Option) (*Scalable, error
 		s.checkInvariants()
 	}
 	return s, nil
+}
+
+// DefaultScalableCapacity is the capacity of the first layer of a zero
+// [Scalable] that is added to without being built by NewScalable, the
+// same as a zero cuckoo.Scalable's.
+const DefaultScalableCapacity = 1024
+
+// setUp makes the zero Scalable the one NewScalable(DefaultScalableCapacity)
+// returns, before a write hashes its key with the seed.
+func (s *Scalable) setUp() {
+	if len(s.layers) != 0 {
+		return
+	}
+	z, err := NewScalable(DefaultScalableCapacity)
+	if err != nil {
+		panic("bloom: default Scalable: " + err.Error())
+	}
+	*s = *z
 }
 
 // layerRate returns the target rate of layer i: p·(1−r)·r^i.
@@ -161,22 +183,32 @@ func (s *Scalable) grow() bool {
 }
 
 // Add inserts key unless Contains reports it present. It allocates nothing,
-// except when the newest layer is full and a new one is made. If that
-// layer would exceed the size limit of a table (1 TiB; 2 GiB on 32-bit
-// CPUs), which only a decoded filter with a huge last layer and growth
-// factor can ask for, keys go on into the last layer and the rate rises
-// above the target instead. Add panics on the zero Scalable.
-func (s *Scalable) Add(key []byte) { s.addHash(hash.Sum64(key, s.seed)) }
+// except when the newest layer is full and a new one is made (or the zero
+// Scalable sets itself up). If that layer would exceed the size limit of a
+// table (1 TiB; 2 GiB on 32-bit CPUs), which only a decoded filter with a
+// huge last layer and growth factor can ask for, keys go on into the last
+// layer and the rate rises above the target instead.
+func (s *Scalable) Add(key []byte) {
+	s.setUp()
+	s.addHash(hash.Sum64(key, s.seed))
+}
 
 // AddString is [Scalable.Add] for a string key, without copying it.
-func (s *Scalable) AddString(key string) { s.addHash(hash.Sum64String(key, s.seed)) }
+func (s *Scalable) AddString(key string) {
+	s.setUp()
+	s.addHash(hash.Sum64String(key, s.seed))
+}
 
-// AddIfAbsent inserts key unless Contains reports it present, and reports
+// AddUnique inserts key unless Contains reports it present, and reports
 // whether it inserted it. It is the same operation as Add, with the answer.
-func (s *Scalable) AddIfAbsent(key []byte) (added bool) { return s.addHash(hash.Sum64(key, s.seed)) }
+func (s *Scalable) AddUnique(key []byte) (added bool) {
+	s.setUp()
+	return s.addHash(hash.Sum64(key, s.seed))
+}
 
-// AddIfAbsentString is [Scalable.AddIfAbsent] for a string key.
-func (s *Scalable) AddIfAbsentString(key string) (added bool) {
+// AddUniqueString is [Scalable.AddUnique] for a string key.
+func (s *Scalable) AddUniqueString(key string) (added bool) {
+	s.setUp()
 	return s.addHash(hash.Sum64String(key, s.seed))
 }
 
@@ -201,9 +233,6 @@ func (s *Scalable) containsHash(h uint64) bool {
 }
 
 func (s *Scalable) addHash(h uint64) bool {
-	if len(s.layers) == 0 {
-		panic("bloom: Add on a zero Scalable; create it with NewScalable")
-	}
 	if s.containsHash(h) {
 		return false
 	}
@@ -237,8 +266,8 @@ func (s *Scalable) Capacity() uint64 {
 // kept in the encoding.
 func (s *Scalable) TargetFalsePositiveRate() float64 { return s.fpr }
 
-// Layers returns the number of layers.
-func (s *Scalable) Layers() int { return len(s.layers) }
+// NumTables returns the number of layers (tables).
+func (s *Scalable) NumTables() int { return len(s.layers) }
 
 // Seed returns the hash seed, which all layers share.
 func (s *Scalable) Seed() uint64 { return s.seed }

@@ -10,7 +10,7 @@ import (
 // keeps inserting into the last layer instead of panicking, and no key is
 // lost.
 func TestScalableCannotGrow(t *testing.T) {
-	s, err := NewScalable(1000, 0.01, WithSeed(1))
+	s, err := NewScalable(1000, WithFalsePositiveRate(0.01), WithSeed(1))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -20,8 +20,8 @@ func TestScalableCannotGrow(t *testing.T) {
 		binary.LittleEndian.PutUint64(key[:], i)
 		s.Add(key[:])
 	}
-	if s.Layers() != 1 || !s.stuck {
-		t.Fatalf("%d layers, stuck %v; want 1 layer, stuck", s.Layers(), s.stuck)
+	if s.NumTables() != 1 || !s.stuck {
+		t.Fatalf("%d layers, stuck %v; want 1 layer, stuck", s.NumTables(), s.stuck)
 	}
 	for i := range uint64(5000) {
 		binary.LittleEndian.PutUint64(key[:], i)

@@ -36,18 +36,18 @@ func TestScalableGrowth1000(t *testing.T) {
 		}
 		t.Run(tc.name, func(t *testing.T) {
 			const c = 1000
-			f, err := bloom.NewScalable(c, tc.p, append(tc.opts, bloom.WithSeed(r.Uint64()))...)
+			f, err := bloom.NewScalable(c, append(tc.opts, bloom.WithFalsePositiveRate(tc.p), bloom.WithSeed(r.Uint64()))...)
 			if err != nil {
 				t.Fatal(err)
 			}
 			var kb keyBuf
-			layers := f.Layers()
+			layers := f.NumTables()
 			next := uint64(c)
 			growth := uint64(1000)
 			for i := uint64(0); f.Len() < growth*c; i++ {
 				f.Add(kb.at(0, i))
-				if f.Layers() != layers {
-					layers = f.Layers()
+				if f.NumTables() != layers {
+					layers = f.NumTables()
 					if e := f.FalsePositiveRate(); e > tc.p {
 						t.Fatalf("%d layers, %d keys: expected rate %.4g exceeds target %g", layers, f.Len(), e, tc.p)
 					}
@@ -56,7 +56,7 @@ func TestScalableGrowth1000(t *testing.T) {
 					probes := uint64(4000 / tc.p)
 					got := measureFPR(f, 1, probes)
 					t.Logf("%5d×: %2d layers, %.2f bits/key, measured %.4g (%.3f× target), expected %.4g",
-						next/c, f.Layers(), float64(f.SizeInBytes()*8)/float64(f.Len()), got, got/tc.p, f.FalsePositiveRate())
+						next/c, f.NumTables(), float64(f.SizeInBytes()*8)/float64(f.Len()), got, got/tc.p, f.FalsePositiveRate())
 					if got > tc.p {
 						t.Errorf("at %d keys the measured rate %.4g exceeds the target %g", next, got, tc.p)
 					}
@@ -79,7 +79,7 @@ func TestScalableGrowth1000(t *testing.T) {
 				g = map[string]float64{"growth=1.5/tightening=0.5/fpr=0.1": 1.5, "growth=4/tightening=0.9/fpr=0.001": 4}[tc.name]
 			}
 			want, sum := float64(c), 0.0
-			for range f.Layers() {
+			for range f.NumTables() {
 				sum += want
 				want = math.Ceil(want * g)
 			}
@@ -92,12 +92,12 @@ func TestScalableGrowth1000(t *testing.T) {
 
 // TestScalableRepeats: repeated keys neither count nor grow the filter.
 func TestScalableRepeats(t *testing.T) {
-	f, _ := bloom.NewScalable(1000, 0.01, bloom.WithSeed(2))
+	f, _ := bloom.NewScalable(1000, bloom.WithFalsePositiveRate(0.01), bloom.WithSeed(2))
 	for range 50 {
 		fill(f, 0, 900)
 	}
-	if f.Layers() != 1 || f.Len() > 900 || f.Len() < 880 {
-		t.Errorf("900 keys added 50 times: %d layers, Len %d", f.Layers(), f.Len())
+	if f.NumTables() != 1 || f.Len() > 900 || f.Len() < 880 {
+		t.Errorf("900 keys added 50 times: %d layers, Len %d", f.NumTables(), f.Len())
 	}
 }
 
@@ -106,10 +106,10 @@ func TestScalableRepeats(t *testing.T) {
 func TestScalableLayerLayout(t *testing.T) {
 	for _, p := range []float64{1e-3, 1e-6} {
 		t.Run(fmt.Sprintf("fpr=%g", p), func(t *testing.T) {
-			f, _ := bloom.NewScalable(10_000, p, bloom.WithSeed(8))
+			f, _ := bloom.NewScalable(10_000, bloom.WithFalsePositiveRate(p), bloom.WithSeed(8))
 			// Layers are sized for their capacity plus 2√capacity keys.
-			b, _ := bloom.New(10_200, p*(1-bloom.DefaultTightening))
-			c, _ := bloom.NewClassic(10_200, p*(1-bloom.DefaultTightening))
+			b, _ := bloom.New(10_200, bloom.WithFalsePositiveRate(p*(1-bloom.DefaultTightening)))
+			c, _ := bloom.NewClassic(10_200, bloom.WithFalsePositiveRate(p*(1-bloom.DefaultTightening)))
 			want := b.SizeInBytes()
 			if 4*b.SizeInBytes() > 5*c.SizeInBytes() {
 				want = c.SizeInBytes()
@@ -132,10 +132,10 @@ func TestScalableHoldsCapacity(t *testing.T) {
 	for _, c := range []uint64{1, 10, 100, 1000, 100_000} {
 		for _, p := range []float64{0.1, 0.001} {
 			for range max(1, 20_000/c) {
-				f, _ := bloom.NewScalable(c, p, bloom.WithSeed(r.Uint64()))
+				f, _ := bloom.NewScalable(c, bloom.WithFalsePositiveRate(p), bloom.WithSeed(r.Uint64()))
 				fill(f, 0, c)
-				if f.Layers() != 1 {
-					t.Fatalf("capacity %d, rate %g: %d layers after %d keys", c, p, f.Layers(), c)
+				if f.NumTables() != 1 {
+					t.Fatalf("capacity %d, rate %g: %d layers after %d keys", c, p, f.NumTables(), c)
 				}
 			}
 		}

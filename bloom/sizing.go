@@ -58,7 +58,13 @@ func classicFPR(k int, n, m float64) float64 {
 	if n <= 0 {
 		return 0
 	}
-	s := -math.Expm1(float64(k) * n * math.Log1p(-1/m))
+	return classicRate(k, m, -math.Expm1(float64(k)*n*math.Log1p(-1/m)))
+}
+
+// classicRate returns Σ_d P(D=d)·s^d: the expected false-positive rate of
+// a classic filter of m cells with k probes per key in which a given cell
+// is set with probability s.
+func classicRate(k int, m, s float64) float64 {
 	pd := distinctDist(k, m)
 	var sum, sd float64 = 0, 1
 	for d := 1; d <= k; d++ {
@@ -314,12 +320,5 @@ func rateAtFill(l layout, k int, cells, x uint64) float64 {
 		return newBlockedModel(k).fpr(keysAtFill(l, k, cells, x) / float64(cells))
 	}
 	m := float64(cells)
-	s := float64(x) / m
-	pd := distinctDist(k, m)
-	var sum, sd float64 = 0, 1
-	for d := 1; d <= k; d++ {
-		sd *= s
-		sum += pd[d] * sd
-	}
-	return sum
+	return classicRate(k, m, float64(x)/m)
 }

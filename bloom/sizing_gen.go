@@ -25,13 +25,13 @@ func main() {
 	fmt.Println("//	rate      New          NewClassic   NewCounting  NewScalable")
 	fmt.Println("//	          bits/key  k  bits/key  k  bits/key     1×     1000×")
 	for _, p := range []float64{0.1, 0.03, 0.01, 1e-3, 1e-4, 1e-5, 1e-6} {
-		b, err := bloom.New(capacity, p, bloom.WithSeed(1))
+		b, err := bloom.New(capacity, bloom.WithFalsePositiveRate(p), bloom.WithSeed(1))
 		check(err)
-		c, err := bloom.NewClassic(capacity, p, bloom.WithSeed(1))
+		c, err := bloom.NewClassic(capacity, bloom.WithFalsePositiveRate(p), bloom.WithSeed(1))
 		check(err)
-		n, err := bloom.NewCounting(capacity, p, bloom.WithSeed(1))
+		n, err := bloom.NewCounting(capacity, bloom.WithFalsePositiveRate(p), bloom.WithSeed(1))
 		check(err)
-		s1, err := bloom.NewScalable(capacity, p, bloom.WithSeed(1))
+		s1, err := bloom.NewScalable(capacity, bloom.WithFalsePositiveRate(p), bloom.WithSeed(1))
 		check(err)
 		fmt.Printf("//	%-8s  %6.2f  %2d  %6.2f  %2d  %6.2f   %6.2f  %6.2f\n", rate(p),
 			perKey(b.SizeInBytes(), capacity), b.HashCount(),
@@ -44,7 +44,7 @@ func main() {
 // grown returns the bits per key of a Scalable filter grown 1000× from a
 // capacity of 1000: holding 10^6 keys, in ten layers.
 func grown(p float64) float64 {
-	s, err := bloom.NewScalable(1000, p, bloom.WithSeed(1))
+	s, err := bloom.NewScalable(1000, bloom.WithFalsePositiveRate(p), bloom.WithSeed(1))
 	check(err)
 	var key [8]byte
 	for i := uint64(0); s.Len() < 1000*1000; i++ {

@@ -42,13 +42,20 @@ func (s *SyncCounting) AddString(key string) {
 	s.mu.Unlock()
 }
 
-// AddIfAbsent is [Counting.AddIfAbsent] under the exclusive lock: the test
+// AddUnique is [Counting.AddUnique] under the exclusive lock: the test
 // and the add are one step, so of several goroutines adding the same
 // absent key exactly one gets true.
-func (s *SyncCounting) AddIfAbsent(key []byte) bool {
+func (s *SyncCounting) AddUnique(key []byte) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.write().AddIfAbsent(key)
+	return s.write().AddUnique(key)
+}
+
+// AddUniqueString is [Counting.AddUniqueString] under the exclusive lock.
+func (s *SyncCounting) AddUniqueString(key string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.write().AddUniqueString(key)
 }
 
 // Contains is [Counting.Contains] under the shared lock.
@@ -116,8 +123,8 @@ func (s *SyncCounting) Update(fn func(c *Counting)) {
 // proceed in parallel while Adds take turns.
 //
 // The zero SyncScalable behaves as one that wraps the zero [Scalable]:
-// lookups report nothing present, Add panics, and Update can decode into
-// it.
+// lookups report nothing present, the first Add sets it up, and Update
+// can decode into it.
 type SyncScalable struct {
 	mu struct {
 		sync.RWMutex
@@ -147,20 +154,20 @@ func (w *SyncScalable) AddString(key string) {
 	w.mu.Unlock()
 }
 
-// AddIfAbsent is [Scalable.AddIfAbsent] under the exclusive lock: of
+// AddUnique is [Scalable.AddUnique] under the exclusive lock: of
 // several goroutines adding the same absent key, exactly one gets true.
-func (w *SyncScalable) AddIfAbsent(key []byte) bool {
+func (w *SyncScalable) AddUnique(key []byte) bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return w.write().AddIfAbsent(key)
+	return w.write().AddUnique(key)
 }
 
-// AddIfAbsentString is [Scalable.AddIfAbsentString] under the exclusive
+// AddUniqueString is [Scalable.AddUniqueString] under the exclusive
 // lock.
-func (w *SyncScalable) AddIfAbsentString(key string) bool {
+func (w *SyncScalable) AddUniqueString(key string) bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return w.write().AddIfAbsentString(key)
+	return w.write().AddUniqueString(key)
 }
 
 // Contains is [Scalable.Contains] under the shared lock.

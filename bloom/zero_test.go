@@ -1,6 +1,7 @@
 package bloom_test
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/dedupkit/cuckoo/bloom"
@@ -20,7 +21,7 @@ func TestZeroSyncWrappers(t *testing.T) {
 			t.Fatal("View of the zero SyncCounting")
 		}
 	})
-	c, err := bloom.NewCounting(100, 0.01)
+	c, err := bloom.NewCounting(100, bloom.WithFalsePositiveRate(0.01))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,7 +43,7 @@ func TestZeroSyncWrappers(t *testing.T) {
 	if ss.Contains(key) || ss.ContainsString("k") || ss.Len() != 0 {
 		t.Fatal("the zero SyncScalable is not empty")
 	}
-	s, err := bloom.NewScalable(100, 0.01)
+	s, err := bloom.NewScalable(100, bloom.WithFalsePositiveRate(0.01))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,5 +58,51 @@ func TestZeroSyncWrappers(t *testing.T) {
 	})
 	if !ss.Contains(key) || ss.Len() != 1 {
 		t.Fatal("the zero SyncScalable lost what Update decoded")
+	}
+}
+
+// TestZeroValueWrites checks the documented zero values: a zero Filter or
+// Counting reads as empty and panics on a write with a message naming its
+// constructor; a zero Scalable (and SyncScalable) sets itself up on the
+// first write, as a zero cuckoo.Scalable does.
+func TestZeroValueWrites(t *testing.T) {
+	key := []byte("k")
+	panics := func(name, want string, fn func()) {
+		t.Helper()
+		defer func() {
+			r := recover()
+			if msg, _ := r.(string); !strings.Contains(msg, want) {
+				t.Errorf("%s: recovered %v, want a panic naming %s", name, r, want)
+			}
+		}()
+		fn()
+	}
+	var f bloom.Filter
+	if f.Contains(key) || f.ContainsString("k") || f.Len() != 0 || f.FalsePositiveRate() != 0 {
+		t.Fatal("the zero Filter is not empty")
+	}
+	panics("Filter.Add", "New", func() { f.Add(key) })
+	panics("Filter.AddUnique", "New", func() { f.AddUnique(key) })
+	var c bloom.Counting
+	if c.Contains(key) || c.Delete(key) || c.Len() != 0 {
+		t.Fatal("the zero Counting is not empty")
+	}
+	panics("Counting.Add", "NewCounting", func() { c.Add(key) })
+	panics("Counting.AddUnique", "NewCounting", func() { c.AddUnique(key) })
+
+	var s bloom.Scalable
+	if s.Contains(key) || s.Len() != 0 || s.NumTables() != 0 {
+		t.Fatal("the zero Scalable is not empty")
+	}
+	if !s.AddUnique(key) || s.AddUnique(key) || !s.Contains(key) || s.Len() != 1 {
+		t.Fatal("the zero Scalable does not add")
+	}
+	if s.NumTables() != 1 || s.Capacity() != bloom.DefaultScalableCapacity || s.TargetFalsePositiveRate() != bloom.DefaultFalsePositiveRate {
+		t.Fatalf("zero Scalable set up with %d tables, capacity %d, rate %v", s.NumTables(), s.Capacity(), s.TargetFalsePositiveRate())
+	}
+	var ss bloom.SyncScalable
+	ss.AddString("k")
+	if !ss.ContainsString("k") || ss.Len() != 1 {
+		t.Fatal("the zero SyncScalable does not add")
 	}
 }

@@ -41,20 +41,26 @@ const golden = 0x9e3779b97f4a7c15
 const bloomSampleKeys = 1 << 20
 
 // NewBloom returns the Bloom filter called name in rdb, creating it empty
-// if it does not exist, sized as the library's bloom.New(capacity, fpr)
-// (or a few blocks larger): its false-positive rate with capacity keys in
-// is at most fpr. If a filter of that name exists with the same parameters
-// (the seed and shard count compared only when given) NewBloom opens it;
-// with others
-// it returns an error wrapping [ErrMismatch]. It takes [WithShards],
-// [WithSeed] and [WithRetryHorizon]; the cuckoo options are refused.
-func NewBloom(ctx context.Context, rdb redis.UniversalClient, name string, capacity uint64, fpr float64, opts ...Option) (*Bloom, error) {
+// if it does not exist, sized as the library's [bloom.New](capacity,
+// [bloom.WithFalsePositiveRate](p)) (or a few blocks larger): its
+// false-positive rate with capacity keys in is at most the target p of
+// [WithFalsePositiveRate], [bloom.DefaultFalsePositiveRate] if not given.
+// If a filter of that name exists with the same parameters (the seed and
+// segment count compared only when given) NewBloom opens it; with others
+// it returns an error wrapping [ErrMismatch]. It takes
+// [WithFalsePositiveRate], [WithSegments], [WithSeed] and
+// [WithRetryHorizon]; the cuckoo options are refused.
+func NewBloom(ctx context.Context, rdb redis.UniversalClient, name string, capacity uint64, opts ...Option) (*Bloom, error) {
 	c, err := resolve(opts)
 	if err != nil {
 		return nil, err
 	}
 	if c.cuckooOK {
-		return nil, fmt.Errorf("%w: bucket size, fingerprint bits, max kicks and WithFalsePositiveRate are cuckoo filter options (NewBloom takes the rate as an argument)", ErrInvalidParameter)
+		return nil, fmt.Errorf("%w: bucket size, fingerprint bits and max kicks are cuckoo filter options", ErrInvalidParameter)
+	}
+	fpr := c.fpr
+	if fpr == 0 {
+		fpr = bloom.DefaultFalsePositiveRate
 	}
 	retry, err := c.resolveRetry()
 	if err != nil {
@@ -70,7 +76,7 @@ func NewBloom(ctx context.Context, rdb redis.UniversalClient, name string, capac
 	}
 	blocks = (blocks + uint64(shards) - 1) / uint64(shards) * uint64(shards)
 	if blocks/uint64(shards)*64 > maxShardBytes {
-		return nil, fmt.Errorf("%w: shards of %d bytes, above Redis's 512 MiB strings: give more shards", ErrInvalidParameter, blocks/uint64(shards)*64)
+		return nil, fmt.Errorf("%w: segments of %d bytes, above Redis's 512 MiB strings: give WithSegments a larger count", ErrInvalidParameter, blocks/uint64(shards)*64)
 	}
 	want := meta{kind: "bloom", k: k, blocks: blocks, shards: shards, seed: c.seed, capacity: capacity, fpr: fpr,
 		id: newID(), state: stateReady}
@@ -141,7 +147,7 @@ func newBloom(rdb redis.UniversalClient, name string, m meta, retry retryPolicy)
 // filter is never smaller than the library's).
 func bloomSize(capacity uint64, fpr float64) (k int, blocks uint64, err error) {
 	sample := min(capacity, bloomSampleKeys)
-	lib, err := bloom.New(sample, fpr, bloom.WithSeed(0))
+	lib, err := bloom.New(sample, bloom.WithFalsePositiveRate(fpr), bloom.WithSeed(0))
 	if err != nil {
 		return 0, 0, fmt.Errorf("%w: %w", ErrInvalidParameter, err)
 	}
@@ -161,7 +167,7 @@ func bloomSize(capacity uint64, fpr float64) (k int, blocks uint64, err error) {
 }
 
 // bloomShards is the default shard count of a Bloom filter of blocks
-// blocks for capacity keys, chosen as a cuckoo filter's (see WithShards).
+// blocks for capacity keys, chosen as a cuckoo filter's (see WithSegments).
 func bloomShards(capacity, blocks uint64) int {
 	return fitShards(min(leastShards(capacity), blocks), func(s uint64) (uint64, bool) {
 		return stringAlloc((blocks + s - 1) / s * 64), s <= blocks
@@ -365,8 +371,17 @@ func (b *Bloom) Name() string { return b.name }
 // HashCount returns k, the bits set per key.
 func (b *Bloom) HashCount() int { return b.m.k }
 
-// Shards returns the number of shards.
-func (b *Bloom) Shards() int { return b.m.shards }
+// Capacity returns the number of keys the filter was sized for: up to that
+// many, its false-positive rate stays at or below its target.
+func (b *Bloom) Capacity() uint64 { return b.m.capacity }
+
+// TargetFalsePositiveRate returns the rate the filter was built for (see
+// [WithFalsePositiveRate]).
+func (b *Bloom) TargetFalsePositiveRate() float64 { return b.m.fpr }
+
+// Segments returns the number of segments (Redis strings) the blocks are
+// split into.
+func (b *Bloom) Segments() int { return b.m.shards }
 
 // SizeInBytes returns the bytes of the shards' blocks together.
 func (b *Bloom) SizeInBytes() uint64 { return b.m.blocks * 64 }

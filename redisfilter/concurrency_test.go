@@ -40,7 +40,7 @@ func TestConcurrentClients(t *testing.T) {
 			second = clusterClient(t)
 		}
 		name := uniqueName(t)
-		f1, err := redisfilter.New(ctx, first, name, 100000, redisfilter.WithFingerprintBits(20), redisfilter.WithShards(6),
+		f1, err := redisfilter.New(ctx, first, name, 100000, redisfilter.WithFingerprintBits(20), redisfilter.WithSegments(6),
 			redisfilter.WithSeed(0xc0c0))
 		if err != nil {
 			t.Fatal(err)

@@ -17,10 +17,10 @@
 //
 // # How a filter is stored
 //
-// A cuckoo filter of S shards is exactly the table of a library
-// [cuckoo.Filter] built with [cuckoo.WithSegments](S): shard s is one
-// Redis string holding segment s's buckets (the file format's bytes,
-// docs/format.md), beside a small hash with the shard's item count and its
+// A cuckoo filter of S segments ([WithSegments]) is exactly the table of
+// a library [cuckoo.Filter] built with [cuckoo.WithSegments](S): segment s
+// is one Redis string (its shard key) holding segment s's buckets (the
+// file format's bytes, docs/format.md), beside a small hash with the shard's item count and its
 // duplicate counters. A key's two buckets always lie in one shard, chosen
 // by its hash. The client hashes keys (the library's seeded XXH3, the seed
 // kept in the filter's metadata key) and sends Redis only bucket indexes
@@ -52,12 +52,12 @@
 // the shards' overhead and the allocator's rounding), against some 65
 // bytes per 16-byte member of a Redis set.
 //
-// The shard count ([WithShards]) trades spread against overhead: the
-// default gives filters of up to 65,536 keys one shard and larger ones at
-// least 16 (enough for the masters of a cluster to share them) of at most
-// 2^20 keys each, and picks the count whose strings fill the allocator's
-// size classes best. Give more shards to spread a filter over more than
-// about 8 masters: each master should hold a few.
+// The segment count ([WithSegments]) trades spread against overhead: the
+// default gives filters of up to 65,536 keys one segment and larger ones
+// at least 16 (enough for the masters of a cluster to share them) of at
+// most 2^20 keys each, and picks the count whose strings fill the
+// allocator's size classes best. Give more segments to spread a filter
+// over more than about 8 masters: each master should hold a few.
 //
 // # Retries: writes run once
 //

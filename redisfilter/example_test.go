@@ -60,12 +60,12 @@ func Example() {
 	}
 	ok, _ := seen.Contains(ctx, []byte("https://b.example/"))
 	n, _ := seen.Len(ctx)
-	fmt.Println("contains b:", ok, "items:", n, "shards:", seen.Shards())
+	fmt.Println("contains b:", ok, "items:", n, "segments:", seen.Segments())
 	// Output:
 	// https://a.example/ new: true
 	// https://b.example/ new: true
 	// https://a.example/ new: false
-	// contains b: true items: 2 shards: 18
+	// contains b: true items: 2 segments: 18
 }
 
 func ExampleFilter_AddBatch() {
@@ -133,16 +133,16 @@ func ExampleNewBloom() {
 	ctx := context.Background()
 	rdb := redis.NewClient(&redis.Options{Addr: exampleAddr()})
 	defer rdb.Close()
-	b, err := redisfilter.NewBloom(ctx, rdb, "example:bloom", 1_000_000, 0.01)
+	b, err := redisfilter.NewBloom(ctx, rdb, "example:bloom", 1_000_000, redisfilter.WithFalsePositiveRate(0.01))
 	if err != nil {
 		panic(err)
 	}
 	defer b.Drop(ctx)
 	b.Add(ctx, []byte("x"))
 	x, _ := b.Contains(ctx, []byte("x"))
-	fmt.Println(x, b.HashCount(), "bits per key,", b.Shards(), "shards")
+	fmt.Println(x, b.HashCount(), "bits per key,", b.Segments(), "segments")
 	// Output:
-	// true 6 bits per key, 19 shards
+	// true 6 bits per key, 19 segments
 }
 
 // ExampleWithRetryHorizon opens a filter whose writes wait up to 10 s for

@@ -27,7 +27,7 @@ func TestRestartWithAOF(t *testing.T) {
 	s := redistest.NewServer(t, redistest.Config{AOF: true})
 	rdb := clientOf(t, s)
 	name := uniqueName(t)
-	f, err := redisfilter.New(ctx, rdb, name, 50000, redisfilter.WithFalsePositiveRate(0.001), redisfilter.WithShards(4), redisfilter.WithSeed(0x5eed))
+	f, err := redisfilter.New(ctx, rdb, name, 50000, redisfilter.WithFalsePositiveRate(0.001), redisfilter.WithSegments(4), redisfilter.WithSeed(0x5eed))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -222,7 +222,7 @@ func TestFailover(t *testing.T) {
 	ctx := ctxOf(t)
 	c := redistest.NewCluster(t, 3, 1, redistest.Config{NodeTimeout: time.Second})
 	rdb := clusterClientOf(t, c)
-	f, err := redisfilter.New(ctx, rdb, uniqueName(t), 100000, redisfilter.WithFingerprintBits(32), redisfilter.WithShards(6),
+	f, err := redisfilter.New(ctx, rdb, uniqueName(t), 100000, redisfilter.WithFingerprintBits(32), redisfilter.WithSegments(6),
 		redisfilter.WithSeed(0xfa11))
 	if err != nil {
 		t.Fatal(err)
@@ -279,7 +279,7 @@ func TestReplicaLoss(t *testing.T) {
 		return link == "up"
 	}
 	rdb := clientOf(t, master)
-	f, err := redisfilter.New(ctx, rdb, uniqueName(t), 100000, redisfilter.WithFingerprintBits(32), redisfilter.WithShards(4),
+	f, err := redisfilter.New(ctx, rdb, uniqueName(t), 100000, redisfilter.WithFingerprintBits(32), redisfilter.WithSegments(4),
 		redisfilter.WithSeed(0x5ca1e))
 	if err != nil {
 		t.Fatal(err)
@@ -317,7 +317,7 @@ func TestNoFunctions(t *testing.T) {
 		t.Fatalf("New without functions: %v", err)
 	}
 	t.Log(err)
-	b, err := redisfilter.NewBloom(ctx, rdb, uniqueName(t), 1000, 0.01)
+	b, err := redisfilter.NewBloom(ctx, rdb, uniqueName(t), 1000, redisfilter.WithFalsePositiveRate(0.01))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -394,7 +394,7 @@ func TestResharding(t *testing.T) {
 	// not share the moved shard's slot, or the source would still hold a
 	// key of the slot and refuse to give it away (SETSLOT NODE), which a
 	// random name does in one run of 16,384. Checked below.
-	f, err := redisfilter.New(ctx, rdb, "resharding", 30000, redisfilter.WithShards(3))
+	f, err := redisfilter.New(ctx, rdb, "resharding", 30000, redisfilter.WithSegments(3))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -93,8 +93,8 @@ func TestPushThenPull(t *testing.T) {
 					t.Fatal(err)
 				}
 				defer f.Drop(ctx)
-				if f.Shards() != s.segments || f.Seed() != lib.Seed() || f.NumBuckets() != lib.NumBuckets() {
-					t.Fatalf("pushed: %d shards, seed %d, %d buckets", f.Shards(), f.Seed(), f.NumBuckets())
+				if f.Segments() != s.segments || f.Seed() != lib.Seed() || f.NumBuckets() != lib.NumBuckets() {
+					t.Fatalf("pushed: %d shards, seed %d, %d buckets", f.Segments(), f.Seed(), f.NumBuckets())
 				}
 				sameAnswers(t, f, lib, 20000)
 				snap, err := f.Snapshot(ctx)
@@ -132,7 +132,7 @@ func TestPullThenPush(t *testing.T) {
 		// A fixed seed: Count may exceed the true count when another key
 		// shares "hot"'s fingerprint in one of its buckets, and with a
 		// random seed that happens in about one run in a thousand.
-		f, err := redisfilter.New(ctx, rdb, uniqueName(t), 20000, redisfilter.WithFalsePositiveRate(0.001), redisfilter.WithShards(3), redisfilter.WithSeed(0x5eed))
+		f, err := redisfilter.New(ctx, rdb, uniqueName(t), 20000, redisfilter.WithFalsePositiveRate(0.001), redisfilter.WithSegments(3), redisfilter.WithSeed(0x5eed))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -262,14 +262,14 @@ func TestNewOpenDrop(t *testing.T) {
 	for _, opts := range [][]redisfilter.Option{
 		{redisfilter.WithFingerprintBits(16)},
 		{redisfilter.WithFingerprintBits(12), redisfilter.WithSeed(f.Seed() + 1)},
-		{redisfilter.WithFingerprintBits(12), redisfilter.WithShards(2)},
+		{redisfilter.WithFingerprintBits(12), redisfilter.WithSegments(2)},
 		{redisfilter.WithFingerprintBits(12), redisfilter.WithBucketSize(8)},
 	} {
 		if _, err := redisfilter.New(ctx, rdb, name, 5000, opts...); !errors.Is(err, redisfilter.ErrMismatch) {
 			t.Fatalf("New with other parameters: %v, want ErrMismatch", err)
 		}
 	}
-	if h, err := redisfilter.New(ctx, rdb, name, 5000, redisfilter.WithFingerprintBits(12), redisfilter.WithShards(f.Shards())); err != nil || h.Seed() != f.Seed() {
+	if h, err := redisfilter.New(ctx, rdb, name, 5000, redisfilter.WithFingerprintBits(12), redisfilter.WithSegments(f.Segments())); err != nil || h.Seed() != f.Seed() {
 		t.Fatalf("New with the filter's own shard count: %v", err)
 	}
 	if _, err := redisfilter.New(ctx, rdb, name, 6000, redisfilter.WithFingerprintBits(12)); !errors.Is(err, redisfilter.ErrMismatch) {

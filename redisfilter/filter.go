@@ -49,16 +49,15 @@ type Filter struct {
 
 // New returns the cuckoo filter called name in rdb, creating it empty if
 // it does not exist, sized like the library's [cuckoo.New](capacity,
-// opts...) for a table of as many segments as it has shards: it holds
-// capacity distinct keys. If a filter of that name exists with the same
-// parameters (the seed compared only when [WithSeed] is given, the shard
-// count only when [WithShards] is), New opens it; with other parameters
-// it returns an error wrapping [ErrMismatch] that lists them, changing
-// nothing.
+// opts...) with the same [WithSegments]: it holds capacity distinct
+// keys. If a filter of that name exists with the same parameters (the
+// seed compared only when [WithSeed] is given, the segment count only
+// when [WithSegments] is), New opens it; with other parameters it returns
+// an error wrapping [ErrMismatch] that lists them, changing nothing.
 //
 // New takes the options of the library filter ([WithFalsePositiveRate],
 // [WithFingerprintBits], [WithBucketSize], [WithMaxKicks], [WithSeed])
-// and [WithShards], and the handle's [WithRetryWindow] and
+// and [WithSegments], and the handle's [WithRetryWindow] and
 // [WithRetryHorizon].
 //
 // New loads the package's Redis Functions library (ckf2) into every
@@ -80,7 +79,7 @@ func New(ctx context.Context, rdb redis.UniversalClient, name string, capacity u
 		return nil, err
 	}
 	if sb := planShardBytes(&p); sb > maxShardBytes {
-		return nil, fmt.Errorf("%w: shards of %d bytes, above Redis's 512 MiB strings: give WithShards %d or more", ErrInvalidParameter, sb, (sb*uint64(p.Segments)+maxShardBytes-1)/maxShardBytes)
+		return nil, fmt.Errorf("%w: segments of %d bytes, above Redis's 512 MiB strings: give WithSegments %d or more", ErrInvalidParameter, sb, (sb*uint64(p.Segments)+maxShardBytes-1)/maxShardBytes)
 	}
 	kicks := c.kicks
 	if kicks == 0 {
@@ -215,8 +214,9 @@ func (f *Filter) Client() redis.UniversalClient { return f.rdb }
 // Capacity returns the number of distinct keys the filter was sized for.
 func (f *Filter) Capacity() uint64 { return f.m.capacity }
 
-// Shards returns the number of shards.
-func (f *Filter) Shards() int { return f.m.shards }
+// Segments returns the number of segments (Redis strings) the table is
+// split into.
+func (f *Filter) Segments() int { return f.m.shards }
 
 // BucketSize returns the slots per bucket.
 func (f *Filter) BucketSize() int { return f.m.b }

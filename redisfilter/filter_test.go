@@ -33,7 +33,7 @@ func TestModel(t *testing.T) {
 				rng := testseed.New(seed + uint64(i))
 				const universe = 600
 				f, err := redisfilter.New(ctx, rdb, uniqueName(t), 2000, redisfilter.WithBucketSize(shape.b),
-					redisfilter.WithFingerprintBits(shape.f), redisfilter.WithShards(shape.shards), redisfilter.WithSeed(rng.Uint64()))
+					redisfilter.WithFingerprintBits(shape.f), redisfilter.WithSegments(shape.shards), redisfilter.WithSeed(rng.Uint64()))
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -198,7 +198,7 @@ func TestDuplicates(t *testing.T) {
 func TestDeleteTouchesOnlyItsKey(t *testing.T) {
 	topologies(t, func(t *testing.T, rdb redis.UniversalClient) {
 		ctx := ctxOf(t)
-		f, err := redisfilter.New(ctx, rdb, uniqueName(t), 20000, redisfilter.WithFingerprintBits(16), redisfilter.WithShards(4),
+		f, err := redisfilter.New(ctx, rdb, uniqueName(t), 20000, redisfilter.WithFingerprintBits(16), redisfilter.WithSegments(4),
 			redisfilter.WithSeed(testseed.Fixed(t, 0xde1)))
 		if err != nil {
 			t.Fatal(err)
@@ -252,7 +252,7 @@ func TestFullChangesNothing(t *testing.T) {
 	rng := testseed.New(testseed.Fixed(t, 0xf011))
 	for _, b := range []int{2, 4, 8, 3, 5} {
 		f, err := redisfilter.New(ctx, rdb, uniqueName(t), 200, redisfilter.WithBucketSize(b), redisfilter.WithFingerprintBits(12),
-			redisfilter.WithShards(1), redisfilter.WithMaxKicks(50), redisfilter.WithSeed(rng.Uint64()))
+			redisfilter.WithSegments(1), redisfilter.WithMaxKicks(50), redisfilter.WithSeed(rng.Uint64()))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -333,14 +333,14 @@ func TestCapacity(t *testing.T) {
 		}
 		for i, err := range errs {
 			if err != nil {
-				t.Fatalf("b=%d f=%d shards=%d: key %d of %d: %v", s.b, s.f, f.Shards(), i, n, err)
+				t.Fatalf("b=%d f=%d shards=%d: key %d of %d: %v", s.b, s.f, f.Segments(), i, n, err)
 			}
 		}
 		lib, err := f.Snapshot(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
-		t.Logf("b=%d f=%d shards=%d: load %.3f at capacity", s.b, s.f, f.Shards(), lib.LoadFactor())
+		t.Logf("b=%d f=%d shards=%d: load %.3f at capacity", s.b, s.f, f.Segments(), lib.LoadFactor())
 		f.Drop(ctx)
 	}
 }
@@ -349,7 +349,7 @@ func shardsOpt(n int) redisfilter.Option {
 	if n == 0 {
 		return nil
 	}
-	return redisfilter.WithShards(n)
+	return redisfilter.WithSegments(n)
 }
 
 // TestShardsOnEveryMaster creates a filter of the default shard count on
@@ -369,7 +369,7 @@ func TestShardsOnEveryMaster(t *testing.T) {
 	defer f.Drop(ctx)
 	perMaster := map[string]int{}
 	k := f.Keys()
-	for s := range f.Shards() {
+	for s := range f.Segments() {
 		var slots [2]int
 		for j := range 2 {
 			text, err := c.Servers[0].Do("CLUSTER", "KEYSLOT", k[1+2*s+j])
@@ -387,13 +387,13 @@ func TestShardsOnEveryMaster(t *testing.T) {
 		}
 		perMaster[m.Addr]++
 	}
-	t.Logf("%d shards: %v", f.Shards(), perMaster)
+	t.Logf("%d shards: %v", f.Segments(), perMaster)
 	if len(perMaster) != 3 {
 		t.Fatalf("shards on %d masters of 3: %v", len(perMaster), perMaster)
 	}
 	for addr, n := range perMaster {
-		if n < f.Shards()/3-1 || n > (f.Shards()+2)/3+1 {
-			t.Fatalf("master %s holds %d of %d shards", addr, n, f.Shards())
+		if n < f.Segments()/3-1 || n > (f.Segments()+2)/3+1 {
+			t.Fatalf("master %s holds %d of %d shards", addr, n, f.Segments())
 		}
 	}
 }
@@ -441,7 +441,7 @@ func TestBatchRounds(t *testing.T) {
 		}
 
 		bloomName := uniqueName(t)
-		b, err := redisfilter.NewBloom(ctx, rdb, bloomName, n, 0.01, redisfilter.WithSeed(rng.Uint64()))
+		b, err := redisfilter.NewBloom(ctx, rdb, bloomName, n, redisfilter.WithFalsePositiveRate(0.01), redisfilter.WithSeed(rng.Uint64()))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/dedupkit/cuckoo"
+	"github.com/dedupkit/cuckoo/internal/option"
 )
 
 // An Option sets a parameter of a new filter ([New], [NewBloom]), or of
@@ -17,7 +18,7 @@ import (
 type Option func(*config) error
 
 type config struct {
-	fpr       float64 // cuckoo: 0 not set
+	fpr       float64 // 0: not set
 	fpBits    int     // 0: not set
 	slots     int     // 0: not set
 	kicks     int     // 0: not set
@@ -31,17 +32,20 @@ type config struct {
 	horizonSet      bool
 }
 
-// WithFalsePositiveRate chooses the smallest fingerprint width whose
-// expected false-positive rate with the filter at its capacity is at most
-// p, as [cuckoo.WithFalsePositiveRate] does. It cannot be combined with
-// [WithFingerprintBits]. Cuckoo filters only: [NewBloom] takes its rate
-// as an argument.
+// WithFalsePositiveRate sets the target false-positive rate p of a new
+// filter, which holding its capacity of keys has an expected rate of at
+// most p. For [New] it chooses the smallest fingerprint width that meets
+// p, as [cuckoo.WithFalsePositiveRate] does, and cannot be combined with
+// [WithFingerprintBits]; without it New uses the library's default
+// 16-bit fingerprints (about 0.012 %). For [NewBloom] it sizes the bits
+// as [bloom.WithFalsePositiveRate] does, [bloom.DefaultFalsePositiveRate]
+// (the same 0.012 %) without it.
 func WithFalsePositiveRate(p float64) Option {
 	return func(c *config) error {
 		if !(p > 0 && p < 1) {
 			return fmt.Errorf("%w: false-positive rate %v outside (0, 1)", ErrInvalidParameter, p)
 		}
-		c.fpr, c.cuckooOK = p, true
+		c.fpr = p
 		c.filterOpt = true
 		return nil
 	}
@@ -95,24 +99,25 @@ func WithSeed(seed uint64) Option {
 	}
 }
 
-// WithShards sets the number of shards, the Redis keys the table is split
-// into (1 to 65536). Each shard is served by the master of its hash slot,
-// and one shard's operations run one at a time, so more shards spread the
-// load over more masters; each shard also costs about 200 bytes of Redis
-// overhead, and a cuckoo shard is sized for its share of the keys plus a
-// margin for chance (under 1 % of the memory for shards of 10^5 keys or
-// more, more for small ones).
+// WithSegments sets the number of segments the table is split into (1 to
+// 65536), as [cuckoo.WithSegments] does for a library filter; each
+// segment is one Redis string (its shard key). Each segment is served by
+// the master of its hash slot, and one segment's operations run one at a
+// time, so more segments spread the load over more masters; each segment
+// also costs about 200 bytes of Redis overhead, and a cuckoo segment is
+// sized for its share of the keys plus a margin for chance (under 1 % of
+// the memory for segments of 10^5 keys or more, more for small ones).
 //
-// The default gives a filter of up to 65,536 keys one shard, a larger one
-// at least 16 shards (so a cluster's masters share it) of at most 2^20
-// keys each (under about 2.5 MiB at 16-bit fingerprints), choosing among
-// the counts up to about twice that the one whose shards best fill the
-// allocator's size classes (which are a quarter of a power of two apart,
-// so a shard just past one wastes up to a fifth of its memory).
-func WithShards(n int) Option {
+// The default gives a filter of up to 65,536 keys one segment, a larger
+// one at least 16 segments (so a cluster's masters share it) of at most
+// 2^20 keys each (under about 2.5 MiB at 16-bit fingerprints), choosing
+// among the counts up to about twice that the one whose segments best
+// fill the allocator's size classes (which are a quarter of a power of two
+// apart, so a segment just past one wastes up to a fifth of its memory).
+func WithSegments(n int) Option {
 	return func(c *config) error {
 		if n < 1 || n > cuckoo.MaxSegments {
-			return fmt.Errorf("%w: shards %d outside [1, %d]", ErrInvalidParameter, n, cuckoo.MaxSegments)
+			return fmt.Errorf("%w: segments %d outside [1, %d]", ErrInvalidParameter, n, cuckoo.MaxSegments)
 		}
 		c.shards = n
 		c.filterOpt = true
@@ -168,13 +173,8 @@ func WithRetryHorizon(h time.Duration) Option {
 
 func resolve(opts []Option) (config, error) {
 	var c config
-	for _, o := range opts {
-		if o == nil {
-			continue
-		}
-		if err := o(&c); err != nil {
-			return c, err
-		}
+	if err := option.Apply(&c, opts); err != nil {
+		return c, err
 	}
 	if !c.seedSet {
 		c.seed = rand.Uint64()
@@ -218,7 +218,7 @@ func (c *config) cuckooPlan(capacity uint64) (cuckoo.Plan, error) {
 	return p, nil
 }
 
-// Sharding defaults (see WithShards).
+// Sharding defaults (see WithSegments).
 const (
 	maxKeysPerShard  = 1 << 20
 	minKeysPerShard  = 1 << 16

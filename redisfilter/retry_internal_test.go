@@ -47,7 +47,7 @@ func codesOf(t *testing.T, ctx context.Context, f *Filter, cmd *redis.Cmd) []int
 func TestCallRunsOnce(t *testing.T) {
 	t.Parallel()
 	_, rdb, ctx := testServer(t)
-	f, err := New(ctx, rdb, "once", 64, WithShards(1), WithSeed(1), WithFingerprintBits(8), WithBucketSize(2),
+	f, err := New(ctx, rdb, "once", 64, WithSegments(1), WithSeed(1), WithFingerprintBits(8), WithBucketSize(2),
 		WithRetryWindow(time.Minute))
 	if err != nil {
 		t.Fatal(err)
@@ -193,7 +193,7 @@ func TestRecordMemory(t *testing.T) {
 		return n
 	}
 	const name = "seen" // the record keys end in the name
-	f, err := New(ctx, rdb, name, 1<<20, WithShards(1), WithRetryWindow(time.Hour), WithRetryHorizon(time.Second))
+	f, err := New(ctx, rdb, name, 1<<20, WithSegments(1), WithRetryWindow(time.Hour), WithRetryHorizon(time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -115,7 +115,7 @@ func runStall(t *testing.T, c stall) {
 	// 32-bit fingerprints and a fixed seed: no two of the keys collide
 	// (checked by the counts below, which would find a pair), so a key
 	// reported present was added by its own call.
-	opts := []redisfilter.Option{redisfilter.WithFingerprintBits(32), redisfilter.WithSeed(0x57a11), redisfilter.WithShards(4)}
+	opts := []redisfilter.Option{redisfilter.WithFingerprintBits(32), redisfilter.WithSeed(0x57a11), redisfilter.WithSegments(4)}
 	var handle []redisfilter.Option
 	if c.horizon != 0 {
 		handle = append(handle, redisfilter.WithRetryHorizon(c.horizon))
@@ -332,7 +332,7 @@ func TestKillMidBatch(t *testing.T) {
 			s := redistest.NewServer(t, redistest.Config{AOF: true})
 			rdb := redis.NewClient(&redis.Options{Addr: s.Addr})
 			t.Cleanup(func() { rdb.Close() })
-			opts := []redisfilter.Option{redisfilter.WithFingerprintBits(32), redisfilter.WithSeed(0xdead), redisfilter.WithShards(8)}
+			opts := []redisfilter.Option{redisfilter.WithFingerprintBits(32), redisfilter.WithSeed(0xdead), redisfilter.WithSegments(8)}
 			if c.horizon != 0 {
 				opts = append(opts, redisfilter.WithRetryHorizon(c.horizon))
 			}
@@ -533,7 +533,7 @@ func TestBatchesMarkEveryKey(t *testing.T) {
 	addAll(t, ctx, check, in)
 	horizon := redisfilter.WithRetryHorizon(100 * time.Millisecond)
 	f := openRetrying(t, ctx, rdb, "mark", horizon)
-	if _, err := redisfilter.NewBloom(ctx, slow, "mark", 2*n, 0.01); err != nil {
+	if _, err := redisfilter.NewBloom(ctx, slow, "mark", 2*n, redisfilter.WithFalsePositiveRate(0.01)); err != nil {
 		t.Fatal(err)
 	}
 	var b *redisfilter.Bloom

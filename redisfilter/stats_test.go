@@ -66,7 +66,7 @@ func TestFalsePositiveRate(t *testing.T) {
 		n := s.n
 		seed := rng.Uint64()
 		f, err := redisfilter.New(ctx, rdb, uniqueName(t), uint64(n), redisfilter.WithBucketSize(s.b), redisfilter.WithFingerprintBits(s.f),
-			redisfilter.WithShards(s.shards), redisfilter.WithSeed(seed))
+			redisfilter.WithSegments(s.shards), redisfilter.WithSeed(seed))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -93,7 +93,7 @@ func TestFalsePositiveRate(t *testing.T) {
 			t.Fatal(err)
 		}
 		r, lr := rates(out, found, lib.Contains)
-		t.Logf("n=%d b=%d f=%d shards=%d: rate %.4f %%, library %.4f %% (expected at its load %.4f %%)", n, s.b, s.f, f.Shards(), 100*r, 100*lr, 100*lib.FalsePositiveRate())
+		t.Logf("n=%d b=%d f=%d shards=%d: rate %.4f %%, library %.4f %% (expected at its load %.4f %%)", n, s.b, s.f, f.Segments(), 100*r, 100*lr, 100*lib.FalsePositiveRate())
 		if relErr(r, lr) > 0.10 {
 			t.Fatalf("rate %.5f is not within 10 %% of the library's %.5f", r, lr)
 		}
@@ -123,7 +123,7 @@ func TestMemoryUsage(t *testing.T) {
 				t.Fatal(err)
 			}
 			t.Logf("capacity %d at %g, %d shards: MEMORY USAGE %d bytes, library %d bytes (%+.1f %%)",
-				c.n, c.p, f.Shards(), used, lib.SizeInBytes(), 100*(float64(used)/float64(lib.SizeInBytes())-1))
+				c.n, c.p, f.Segments(), used, lib.SizeInBytes(), 100*(float64(used)/float64(lib.SizeInBytes())-1))
 			if relErr(float64(used), float64(lib.SizeInBytes())) > 0.10 {
 				t.Fatalf("memory %d is not within 10 %% of the library's %d", used, lib.SizeInBytes())
 			}
@@ -148,11 +148,11 @@ func TestBloomMatchesLibrary(t *testing.T) {
 	}
 	for _, p := range []float64{0.01, 0.0001, 1e-7} {
 		seed := rng.Uint64()
-		b, err := redisfilter.NewBloom(ctx, rdb, uniqueName(t), 20000, p, redisfilter.WithShards(1), redisfilter.WithSeed(seed))
+		b, err := redisfilter.NewBloom(ctx, rdb, uniqueName(t), 20000, redisfilter.WithFalsePositiveRate(p), redisfilter.WithSegments(1), redisfilter.WithSeed(seed))
 		if err != nil {
 			t.Fatal(err)
 		}
-		lib, _ := bloom.New(20000, p, bloom.WithSeed(seed))
+		lib, _ := bloom.New(20000, bloom.WithFalsePositiveRate(p), bloom.WithSeed(seed))
 		in := keys("b", 20000)
 		if err := b.AddBatch(ctx, in[:10000], make([]error, len(in[:10000]))); err != nil {
 			t.Fatal(err)
@@ -215,21 +215,26 @@ func TestBloomSharded(t *testing.T) {
 			n = 200000
 		}
 		name := uniqueName(t)
-		b, err := redisfilter.NewBloom(ctx, rdb, name, n, 0.01, redisfilter.WithSeed(0xb1005eed))
+		b, err := redisfilter.NewBloom(ctx, rdb, name, n, redisfilter.WithFalsePositiveRate(0.01), redisfilter.WithSeed(0xb1005eed))
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer b.Drop(ctx)
-		if again, err := redisfilter.NewBloom(ctx, rdb, name, n, 0.01); err != nil || again.Shards() != b.Shards() {
+		if again, err := redisfilter.NewBloom(ctx, rdb, name, n, redisfilter.WithFalsePositiveRate(0.01)); err != nil || again.Segments() != b.Segments() || again.Capacity() != n || again.TargetFalsePositiveRate() != 0.01 {
 			t.Fatal("NewBloom of the same parameters did not open the filter", err)
 		}
-		if _, err := redisfilter.NewBloom(ctx, rdb, name, n, 0.02); err == nil {
+		if _, err := redisfilter.NewBloom(ctx, rdb, name, n, redisfilter.WithFalsePositiveRate(0.02)); err == nil {
 			t.Fatal("NewBloom of another rate opened the filter")
 		}
-		if _, err := redisfilter.NewBloom(ctx, rdb, name, n, 0.01, redisfilter.WithFingerprintBits(8)); err == nil {
+		if _, err := redisfilter.NewBloom(ctx, rdb, name, n, redisfilter.WithFalsePositiveRate(0.01), redisfilter.WithFingerprintBits(8)); err == nil {
 			t.Fatal("NewBloom took a cuckoo option")
 		}
-		lib, _ := bloom.New(n, 0.01, bloom.WithSeed(0x5eedb100))
+		if d, err := redisfilter.NewBloom(ctx, rdb, name+":default", 1000); err != nil || d.TargetFalsePositiveRate() != bloom.DefaultFalsePositiveRate {
+			t.Fatal("NewBloom without a rate does not take the default", err)
+		} else {
+			defer d.Drop(ctx)
+		}
+		lib, _ := bloom.New(n, bloom.WithFalsePositiveRate(0.01), bloom.WithSeed(0x5eedb100))
 		in := keys("in", int(n))
 		if err := b.AddBatch(ctx, in, make([]error, len(in))); err != nil {
 			t.Fatal(err)
@@ -256,7 +261,7 @@ func TestBloomSharded(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		t.Logf("%d shards: rate %.3f %%, library %.3f %%; MEMORY USAGE %d, library %d", b.Shards(), 100*r, 100*lr, used, lib.SizeInBytes())
+		t.Logf("%d shards: rate %.3f %%, library %.3f %%; MEMORY USAGE %d, library %d", b.Segments(), 100*r, 100*lr, used, lib.SizeInBytes())
 		if relErr(r, lr) > 0.10 {
 			t.Fatalf("rate %.5f is not within 10 %% of the library's %.5f", r, lr)
 		}

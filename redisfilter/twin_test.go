@@ -72,7 +72,7 @@ func TestLuaMatchesEngine(t *testing.T) {
 			rng := testseed.Rand(t)
 			segments := int((engineBits + 64*sh.b*sh.f - 1) / (64 * sh.b * sh.f))
 			opts := []redisfilter.Option{redisfilter.WithBucketSize(sh.b), redisfilter.WithFingerprintBits(sh.f),
-				redisfilter.WithShards(segments), redisfilter.WithSeed(rng.Uint64())}
+				redisfilter.WithSegments(segments), redisfilter.WithSeed(rng.Uint64())}
 			libOpts := []cuckoo.Option{cuckoo.WithBucketSize(sh.b), cuckoo.WithFingerprintBits(sh.f), cuckoo.WithSegments(segments)}
 			if sh.kicks != 0 {
 				opts = append(opts, redisfilter.WithMaxKicks(sh.kicks))
@@ -440,7 +440,7 @@ func (w *twin) equal(a, b redisfilter.Shard) bool {
 func (w *twin) checkOtherShards() {
 	ctx := ctxOf(w.t)
 	empty := make([]byte, len(w.last.Table))
-	for _, s := range []int{1, w.rf.Shards() / 2, w.rf.Shards() - 1} {
+	for _, s := range []int{1, w.rf.Segments() / 2, w.rf.Segments() - 1} {
 		r, err := redisfilter.ShardState(ctx, w.rf, s)
 		if err != nil {
 			w.t.Fatal(err)
@@ -464,7 +464,7 @@ func describe(s redisfilter.Shard) string {
 // slotDiff lists the buckets in which two tables differ, slot by slot.
 func (w *twin) slotDiff(a, b []byte) string {
 	var out []byte
-	for i := range w.rf.NumBuckets() / uint64(w.rf.Shards()) {
+	for i := range w.rf.NumBuckets() / uint64(w.rf.Segments()) {
 		var x, y []uint64
 		for j := range uint64(w.rf.BucketSize()) {
 			x = append(x, redisfilter.Slot(w.rf, a, i, j))

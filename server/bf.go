@@ -89,10 +89,10 @@ func (p *bfParams) newObject(c *call) (*object, error) {
 	v := &bfValue{expansion: p.expansion}
 	var err error
 	if p.nonScaling {
-		v.f, err = bloom.New(p.capacity, p.errorRate, bloom.WithSeed(p.seed))
+		v.f, err = bloom.New(p.capacity, bloom.WithFalsePositiveRate(p.errorRate), bloom.WithSeed(p.seed))
 	} else {
 		g := growth(p.expansion, bloom.MinGrowth, bloom.MaxGrowth)
-		v.s, err = bloom.NewScalable(p.capacity, p.errorRate, bloom.WithGrowth(g), bloom.WithSeed(p.seed))
+		v.s, err = bloom.NewScalable(p.capacity, bloom.WithFalsePositiveRate(p.errorRate), bloom.WithGrowth(g), bloom.WithSeed(p.seed))
 	}
 	if err != nil {
 		return nil, errBFCreate
@@ -229,7 +229,7 @@ func bfAddItems(c *call, o *object, items [][]byte, multi bool) bool {
 	}
 	changed := false
 	for _, item := range items {
-		added, err := o.bf.addIfAbsent(item)
+		added, err := o.bf.addUnique(item)
 		if err != nil {
 			c.fail(err)
 			break
@@ -250,7 +250,7 @@ func bfAddItemsFixed(c *call, o *object, items [][]byte) bool {
 	outcomes := buf[:0]
 	changed := false
 	for _, item := range items {
-		added, err := o.bf.addIfAbsent(item)
+		added, err := o.bf.addUnique(item)
 		if err != nil {
 			outcomes = append(outcomes, refused)
 			break
@@ -286,7 +286,14 @@ func parseBFAdd(args [][]byte) (bfAdd, error) {
 }
 
 func (r bfAdd) run(c *call) {
-	o, epoch, reserve, err := bfLockOrCreate(c, r.key, true, defaultBFParams(c.settings()))
+	bfAddRun(c, r.key, true, defaultBFParams(c.settings()), r.items, r.multi)
+}
+
+// bfAddRun runs BF.ADD, BF.MADD and BF.INSERT: it locks key's filter
+// (creating it with p when create says so and it is missing), adds the
+// items and logs what changed.
+func bfAddRun(c *call, key []byte, create bool, p bfParams, items [][]byte, multi bool) {
+	o, epoch, reserve, err := bfLockOrCreate(c, key, create, p)
 	if err != nil {
 		c.fail(err)
 		return
@@ -295,7 +302,7 @@ func (r bfAdd) run(c *call) {
 	if reserve != nil {
 		c.log(epoch, reserve)
 	}
-	if bfAddItems(c, o, r.items, r.multi) {
+	if bfAddItems(c, o, items, multi) {
 		c.log(epoch, c.args)
 	}
 }
@@ -382,20 +389,7 @@ func parseBFInsert(args [][]byte, fs *FilterSettings) (bfInsert, error) {
 	return r, nil
 }
 
-func (r bfInsert) run(c *call) {
-	o, epoch, reserve, err := bfLockOrCreate(c, r.key, !r.noCreate, r.p)
-	if err != nil {
-		c.fail(err)
-		return
-	}
-	defer c.s.ks.unlockWrite(o)
-	if reserve != nil {
-		c.log(epoch, reserve)
-	}
-	if bfAddItems(c, o, r.items, true) {
-		c.log(epoch, c.args)
-	}
-}
+func (r bfInsert) run(c *call) { bfAddRun(c, r.key, !r.noCreate, r.p, r.items, true) }
 
 // BF.EXISTS key item, BF.MEXISTS key item...: booleans in RESP3, integers
 // in RESP2; false (0) for a missing key or one of another type, as
@@ -463,7 +457,7 @@ func (r bfInfo) run(c *call) {
 	vals := map[string]int64{
 		"CAPACITY":  int64(v.capacity()),
 		"SIZE":      int64(v.sizeInBytes()),
-		"FILTERS":   int64(v.layers()),
+		"FILTERS":   int64(v.tables()),
 		"ITEMS":     int64(v.len()),
 		"EXPANSION": int64(v.expansion),
 	}

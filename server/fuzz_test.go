@@ -35,7 +35,7 @@ func objectSeeds(t testing.TB) [][]byte {
 			o.cf.add([]byte("x"))
 			o.cf.add([]byte("x"))
 		} else {
-			o.bf.addIfAbsent([]byte("x"))
+			o.bf.addUnique([]byte("x"))
 		}
 		enc, err := o.encode()
 		if err != nil {

@@ -105,80 +105,63 @@ type cfValue struct {
 	deletes   uint64 // successful CF.DELs, for CF.INFO
 }
 
-func (v *cfValue) add(item []byte) error {
-	if v.win != nil {
-		return v.win.add(item)
-	}
-	if v.f != nil {
-		return v.f.Add(item)
-	}
-	return v.s.Add(item)
+// cfFilter is what the CF commands need of a cuckoo filter: a
+// cuckoo.Filter, a cuckoo.Scalable, or a window (windowFilter).
+type cfFilter interface {
+	cuckoo.Counter
+	SizeInBytes() uint64
+	BucketSize() int
+	MaxKicks() int
+	EncodedSize() int64
+	io.WriterTo
 }
 
-func (v *cfValue) addUnique(item []byte) (bool, error) {
-	if v.win != nil {
-		return v.win.addUnique(item)
+// filter returns the filter v holds.
+func (v *cfValue) filter() cfFilter {
+	switch {
+	case v.win != nil:
+		return (*windowFilter)(v.win)
+	case v.f != nil:
+		return v.f
 	}
-	if v.f != nil {
-		return v.f.AddUnique(item)
-	}
-	return v.s.AddUnique(item)
+	return v.s
 }
 
-func (v *cfValue) contains(item []byte) bool {
-	if v.win != nil {
-		return v.win.w.Contains(item)
-	}
-	if v.f != nil {
-		return v.f.Contains(item)
-	}
-	return v.s.Contains(item)
-}
-
-func (v *cfValue) count(item []byte) uint64 {
-	if v.win != nil {
-		return v.win.count(item)
-	}
-	if v.f != nil {
-		return v.f.Count(item)
-	}
-	return v.s.Count(item)
-}
+func (v *cfValue) add(item []byte) error               { return v.filter().Add(item) }
+func (v *cfValue) addUnique(item []byte) (bool, error) { return v.filter().AddUnique(item) }
+func (v *cfValue) contains(item []byte) bool           { return v.filter().Contains(item) }
+func (v *cfValue) count(item []byte) uint64            { return v.filter().Count(item) }
+func (v *cfValue) len() uint64                         { return v.filter().Len() }
+func (v *cfValue) sizeInBytes() uint64                 { return v.filter().SizeInBytes() }
+func (v *cfValue) bucketSize() int                     { return v.filter().BucketSize() }
+func (v *cfValue) maxKicks() int                       { return v.filter().MaxKicks() }
+func (v *cfValue) writer() (io.WriterTo, int64)        { f := v.filter(); return f, f.EncodedSize() }
 
 func (v *cfValue) del(item []byte) bool {
-	var ok bool
-	if v.win != nil {
-		ok = v.win.del(item)
-	} else if v.f != nil {
-		ok = v.f.Delete(item)
-	} else {
-		ok = v.s.Delete(item)
-	}
+	ok := v.filter().Delete(item)
 	if ok {
 		v.deletes++
 	}
 	return ok
 }
 
-func (v *cfValue) len() uint64 {
-	if v.win != nil {
-		return v.win.w.Len()
-	}
-	if v.f != nil {
-		return v.f.Len()
-	}
-	return v.s.Len()
-}
+// windowFilter is a window's value as a cfFilter: its writes run at the
+// time windowWrite took (window.go), and Count is 0 or 1, a window
+// holding each item once.
+type windowFilter windowValue
 
-func (v *cfValue) sizeInBytes() uint64 {
-	if v.win != nil {
-		return v.win.w.SizeInBytes()
-	}
-	if v.f != nil {
-		return v.f.SizeInBytes()
-	}
-	return v.s.SizeInBytes()
-}
+func (w *windowFilter) value() *windowValue                  { return (*windowValue)(w) }
+func (w *windowFilter) Add(item []byte) error                { return w.value().add(item) }
+func (w *windowFilter) AddUnique(item []byte) (bool, error)  { return w.value().addUnique(item) }
+func (w *windowFilter) Delete(item []byte) bool              { return w.value().del(item) }
+func (w *windowFilter) Count(item []byte) uint64             { return w.value().count(item) }
+func (w *windowFilter) Contains(item []byte) bool            { return w.w.Contains(item) }
+func (w *windowFilter) Len() uint64                          { return w.w.Len() }
+func (w *windowFilter) SizeInBytes() uint64                  { return w.w.SizeInBytes() }
+func (w *windowFilter) BucketSize() int                      { return w.w.BucketSize() }
+func (w *windowFilter) MaxKicks() int                        { return w.w.MaxKicks() }
+func (w *windowFilter) EncodedSize() int64                   { return w.w.EncodedSize() }
+func (w *windowFilter) WriteTo(out io.Writer) (int64, error) { return w.w.WriteTo(out) }
 
 // infoSize returns CF.INFO's Size: the length of the filter's encoding,
 // its tables and counters, which depends only on what the filter holds.
@@ -197,26 +180,6 @@ func (v *cfValue) tables() int {
 	return v.s.NumTables()
 }
 
-func (v *cfValue) bucketSize() int {
-	if v.win != nil {
-		return v.win.w.BucketSize()
-	}
-	if v.f != nil {
-		return v.f.BucketSize()
-	}
-	return v.s.BucketSize()
-}
-
-func (v *cfValue) maxKicks() int {
-	if v.win != nil {
-		return v.win.w.MaxKicks()
-	}
-	if v.f != nil {
-		return v.f.MaxKicks()
-	}
-	return v.s.MaxKicks()
-}
-
 // buckets returns CF.INFO's "Number of buckets": the table's buckets for a
 // fixed filter; for a growing one, which does not expose its bucket
 // counts, the buckets its capacity fills at one item per slot.
@@ -231,18 +194,6 @@ func (v *cfValue) buckets() uint64 {
 	return (v.s.Capacity() + b - 1) / b
 }
 
-// writer returns the filter as the io.WriterTo of its encoding, and the
-// encoding's length.
-func (v *cfValue) writer() (io.WriterTo, int64) {
-	if v.win != nil {
-		return v.win.w, v.win.w.EncodedSize()
-	}
-	if v.f != nil {
-		return v.f, v.f.EncodedSize()
-	}
-	return v.s, v.s.EncodedSize()
-}
-
 // bfValue is a Bloom filter: fixed (NONSCALING) or growing.
 //
 // Invariants: exactly one of f and s is set.
@@ -252,11 +203,11 @@ type bfValue struct {
 	expansion uint64 // as given to BF.RESERVE (0 for NONSCALING)
 }
 
-// addIfAbsent adds item and reports whether it was absent. A fixed filter
+// addUnique adds item and reports whether it was absent. A fixed filter
 // holding its capacity refuses new items (errBloomFull), as RedisBloom's
 // NONSCALING filters do, so that its false-positive rate stays the one it
 // was built for.
-func (v *bfValue) addIfAbsent(item []byte) (bool, error) {
+func (v *bfValue) addUnique(item []byte) (bool, error) {
 	if v.f != nil {
 		if v.f.Len() >= v.f.Capacity() {
 			if v.f.Contains(item) {
@@ -264,51 +215,41 @@ func (v *bfValue) addIfAbsent(item []byte) (bool, error) {
 			}
 			return false, errBloomFull
 		}
-		return v.f.AddIfAbsent(item), nil
+		return v.f.AddUnique(item), nil
 	}
-	return v.s.AddIfAbsent(item), nil
+	return v.s.AddUnique(item), nil
 }
 
-func (v *bfValue) contains(item []byte) bool {
+// bfFilter is what the BF commands read of a Bloom filter: a bloom.Filter
+// or a bloom.Scalable.
+type bfFilter interface {
+	Contains(key []byte) bool
+	Len() uint64
+	Capacity() uint64
+	SizeInBytes() uint64
+	EncodedSize() int64
+	io.WriterTo
+}
+
+// filter returns the filter v holds.
+func (v *bfValue) filter() bfFilter {
 	if v.f != nil {
-		return v.f.Contains(item)
+		return v.f
 	}
-	return v.s.Contains(item)
+	return v.s
 }
 
-func (v *bfValue) len() uint64 {
-	if v.f != nil {
-		return v.f.Len()
-	}
-	return v.s.Len()
-}
+func (v *bfValue) contains(item []byte) bool    { return v.filter().Contains(item) }
+func (v *bfValue) len() uint64                  { return v.filter().Len() }
+func (v *bfValue) capacity() uint64             { return v.filter().Capacity() }
+func (v *bfValue) sizeInBytes() uint64          { return v.filter().SizeInBytes() }
+func (v *bfValue) writer() (io.WriterTo, int64) { f := v.filter(); return f, f.EncodedSize() }
 
-func (v *bfValue) capacity() uint64 {
-	if v.f != nil {
-		return v.f.Capacity()
-	}
-	return v.s.Capacity()
-}
-
-func (v *bfValue) layers() int {
+func (v *bfValue) tables() int {
 	if v.f != nil {
 		return 1
 	}
-	return v.s.Layers()
-}
-
-func (v *bfValue) sizeInBytes() uint64 {
-	if v.f != nil {
-		return v.f.SizeInBytes()
-	}
-	return v.s.SizeInBytes()
-}
-
-func (v *bfValue) writer() (io.WriterTo, int64) {
-	if v.f != nil {
-		return v.f, v.f.EncodedSize()
-	}
-	return v.s, v.s.EncodedSize()
+	return v.s.NumTables()
 }
 
 func (o *object) sizeInBytes() int64 {

@@ -110,7 +110,7 @@ func (f *buildFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&f.quiet, "quiet", false, "no progress bar")
 	fs.BoolVar(&f.quiet, "q", false, "the same as --quiet")
 	fs.Var(&f.headroom, "headroom", fmt.Sprintf("room for later 'cuckoo add's in a fixed-size filter sized from the input files, in `percent` of their lines (default %d%%)", defaultHeadroom))
-	fs.IntVar(&f.segments, "segments", 0, "split the fixed-size cuckoo filter's table into `N` segments (1 to 65536), the shards of 'cuckoo push' (see docs/redis.md)")
+	fs.IntVar(&f.segments, "segments", 0, "split the fixed-size cuckoo filter's table into `N` segments (1 to 65536); 'cuckoo push' stores each in one Redis key (see docs/redis.md)")
 }
 
 func buildCommand() *command {

@@ -87,7 +87,7 @@ func TestIssue16OverfilledFileWarns(t *testing.T) {
 		name string
 		keys int
 	}{{"over.bloom", 10_000}, {"ok.bloom", 100}} {
-		f, _ := bloom.New(100, 0.01, bloom.WithSeed(1))
+		f, _ := bloom.New(100, bloom.WithFalsePositiveRate(0.01), bloom.WithSeed(1))
 		for i := range c.keys {
 			f.AddString(fmt.Sprint("key-", i))
 		}

@@ -86,8 +86,8 @@ func runPush(e *env, f *pushFlags, args []string) error {
 	if err != nil {
 		return redisErr(&f.redis, err)
 	}
-	fmt.Fprintf(e.stderr, "cuckoo push: %s: %s items in %d shards (%s) as %q\n", path,
-		units.Count(src.Len()), rf.Shards(), units.Bytes(rf.TableBytes()), f.redis.name)
+	fmt.Fprintf(e.stderr, "cuckoo push: %s: %s items in %d segments (%s) as %q\n", path,
+		units.Count(src.Len()), rf.Segments(), units.Bytes(rf.TableBytes()), f.redis.name)
 	return nil
 }
 

@@ -96,7 +96,7 @@ func main() {
 		for r := range *rounds {
 			f, err := redisfilter.New(ctx, t.rdb, fmt.Sprintf("bench-%d", r), uint64(*n), redisfilter.WithFalsePositiveRate(*fpr))
 			check(err)
-			shards = f.Shards()
+			shards = f.Segments()
 			set := setOf(t.rdb, shards)
 			errs := make([]error, *n)
 			found := make([]bool, *n)

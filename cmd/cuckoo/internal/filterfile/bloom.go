@@ -13,12 +13,12 @@ type bloomFilter struct{ *bloom.Filter }
 func newBloomBlocked(s Spec) (impl, error) { return newBloomFilter(s, bloom.New) }
 func newBloomClassic(s Spec) (impl, error) { return newBloomFilter(s, bloom.NewClassic) }
 
-func newBloomFilter(s Spec, mk func(uint64, float64, ...bloom.Option) (*bloom.Filter, error)) (impl, error) {
+func newBloomFilter(s Spec, mk func(uint64, ...bloom.Option) (*bloom.Filter, error)) (impl, error) {
 	opts, err := bloomOptions(s)
 	if err != nil {
 		return nil, err
 	}
-	f, err := mk(s.Capacity, s.FPR, opts...)
+	f, err := mk(s.Capacity, opts...)
 	if err != nil {
 		return nil, err
 	}
@@ -36,7 +36,7 @@ func (b bloomFilter) AddUniqueBatch(keys [][]byte, added []bool) (int, error) {
 		return addUniqueEach(b, keys, added) // it may fill up in this batch
 	}
 	for i, k := range keys {
-		added[i] = b.AddIfAbsent(k)
+		added[i] = b.Filter.AddUnique(k)
 	}
 	return len(keys), nil
 }
@@ -53,7 +53,7 @@ func newBloomCounting(s Spec) (impl, error) {
 	if err != nil {
 		return nil, err
 	}
-	f, err := bloom.NewCounting(s.Capacity, s.FPR, opts...)
+	f, err := bloom.NewCounting(s.Capacity, opts...)
 	if err != nil {
 		return nil, err
 	}
@@ -73,7 +73,7 @@ func (b bloomCounting) AddUniqueBatch(keys [][]byte, added []bool) (int, error) 
 		return addUniqueEach(b, keys, added) // it may fill up in this batch
 	}
 	for i, k := range keys {
-		added[i] = b.AddIfAbsent(k)
+		added[i] = b.Counting.AddUnique(k)
 	}
 	return len(keys), nil
 }
@@ -91,7 +91,7 @@ func newBloomScalable(s Spec) (impl, error) {
 	if err != nil {
 		return nil, err
 	}
-	f, err := bloom.NewScalable(s.Capacity, s.FPR, opts...)
+	f, err := bloom.NewScalable(s.Capacity, opts...)
 	if err != nil {
 		return nil, err
 	}
@@ -101,7 +101,7 @@ func newBloomScalable(s Spec) (impl, error) {
 func emptyBloomScalable() impl { return bloomScalable{new(bloom.Scalable)} }
 
 func (b bloomScalable) Add(key []byte) error               { b.Scalable.Add(key); return nil }
-func (b bloomScalable) AddUnique(key []byte) (bool, error) { return b.AddIfAbsent(key), nil }
+func (b bloomScalable) AddUnique(key []byte) (bool, error) { return b.Scalable.AddUnique(key), nil }
 func (b bloomScalable) Delete([]byte) (bool, error)        { return false, ErrNoDelete }
 func (b bloomScalable) ContainsBatch(keys [][]byte, found []bool) {
 	containsEach(b.Scalable, keys, found)
@@ -112,7 +112,7 @@ func (b bloomScalable) AddUniqueBatch(keys [][]byte, added []bool) (int, error) 
 
 func (b bloomScalable) facts(add addFact) {
 	bloomFacts(add, b.Scalable, b.EstimatedCount(), 0, "false positives, bound")
-	add("layers", "layers", b.Layers(), fmt.Sprint(b.Layers()))
+	add("layers", "layers", b.NumTables(), fmt.Sprint(b.NumTables()))
 }
 
 // bloomOptions translates a Spec into the bloom package's options; the
@@ -122,6 +122,9 @@ func bloomOptions(s Spec) ([]bloom.Option, error) {
 		return nil, fmt.Errorf("%w: bucket size, fingerprint bits and semi-sorting are cuckoo filter parameters", bloom.ErrInvalidParameter)
 	}
 	var opts []bloom.Option
+	if s.FPR != 0 {
+		opts = append(opts, bloom.WithFalsePositiveRate(s.FPR))
+	}
 	if s.SeedSet {
 		opts = append(opts, bloom.WithSeed(s.Seed))
 	}
@@ -132,7 +135,7 @@ func bloomOptions(s Spec) ([]bloom.Option, error) {
 // and bloom.Counting.
 type fixedBloom interface {
 	Add(key []byte)
-	AddIfAbsent(key []byte) bool
+	AddUnique(key []byte) bool
 	Contains(key []byte) bool
 	Len() uint64
 	Capacity() uint64
@@ -152,7 +155,7 @@ func addFixed(f fixedBloom, key []byte) error {
 	return nil
 }
 
-// addUniqueFixed is AddIfAbsent with the capacity of addFixed.
+// addUniqueFixed is AddUnique with the capacity of addFixed.
 func addUniqueFixed(f fixedBloom, key []byte) (bool, error) {
 	if f.Len() >= f.Capacity() {
 		if f.Contains(key) {
@@ -160,7 +163,7 @@ func addUniqueFixed(f fixedBloom, key []byte) (bool, error) {
 		}
 		return false, bloomFull(f)
 	}
-	return f.AddIfAbsent(key), nil
+	return f.AddUnique(key), nil
 }
 
 func bloomFull(f fixedBloom) error {

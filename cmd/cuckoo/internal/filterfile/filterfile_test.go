@@ -405,7 +405,7 @@ func TestBloomFull(t *testing.T) {
 // library (the command refuses to) is reported far above its target once
 // loaded; filters filled to capacity are not.
 func TestFarAboveTarget(t *testing.T) {
-	over, _ := bloom.New(100, 0.01, bloom.WithSeed(1))
+	over, _ := bloom.New(100, bloom.WithFalsePositiveRate(0.01), bloom.WithSeed(1))
 	for i := range 10_000 {
 		over.Add(key(i))
 	}

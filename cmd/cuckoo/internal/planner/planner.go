@@ -154,13 +154,13 @@ func fromCuckooPlan(pl cuckoo.Plan) Option {
 func bloomPlan(kind filterfile.Kind, items uint64, p float64) (bloom.Plan, error) {
 	switch kind {
 	case filterfile.BloomBlocked:
-		return bloom.NewPlan(items, p)
+		return bloom.NewPlan(items, bloom.WithFalsePositiveRate(p))
 	case filterfile.BloomClassic:
-		return bloom.NewClassicPlan(items, p)
+		return bloom.NewClassicPlan(items, bloom.WithFalsePositiveRate(p))
 	case filterfile.BloomCounting:
-		return bloom.NewCountingPlan(items, p)
+		return bloom.NewCountingPlan(items, bloom.WithFalsePositiveRate(p))
 	case filterfile.BloomScalable:
-		return bloom.NewScalablePlan(max(items/16, 1), p, items)
+		return bloom.NewScalablePlan(max(items/16, 1), items, bloom.WithFalsePositiveRate(p))
 	}
 	return bloom.Plan{}, fmt.Errorf("%w: %s is no Bloom filter", ErrParameter, kind)
 }
@@ -183,7 +183,7 @@ func bloomOption(kind filterfile.Kind, items uint64, fpr float64) (Option, error
 		o.Name, o.Lookup = "bloom counting", fmt.Sprintf("k=%d counters (up to %d cache lines)", k, k)
 		o.Note = "4-bit counters: 4× a classic filter"
 	case filterfile.BloomScalable:
-		o.Name, o.Lookup = "bloom scalable, from N/16", fmt.Sprintf("1 cache line per layer (%d layers)", pl.Layers)
+		o.Name, o.Lookup = "bloom scalable, from N/16", fmt.Sprintf("1 cache line per layer (%d layers)", pl.NumTables)
 		o.Note = "grown from a sixteenth of N (memory depends on where N falls between growths); each layer has a tighter rate"
 	}
 	return o, nil
