@@ -447,6 +447,28 @@ func cfLockOrCreate(c *call, key []byte, create bool, capacity uint64) (*object,
 	return o, epoch, nil, nil
 }
 
+// cfWriteBegin begins a command that adds to key's cuckoo filter: it
+// returns the filter locked for writing (created as cfLockOrCreate does,
+// the creation logged) and the epoch to log the command in, or answers
+// the error and returns ok false.
+func cfWriteBegin(c *call, key []byte, create bool, capacity uint64) (o *object, epoch uint64, ok bool) {
+	o, epoch, reserve, err := cfLockOrCreate(c, key, create, capacity)
+	if err == nil {
+		err = windowWrite(c, o, key, epoch)
+	}
+	if err != nil {
+		if o != nil {
+			c.s.ks.unlockWrite(o)
+		}
+		c.fail(err)
+		return nil, 0, false
+	}
+	if reserve != nil {
+		c.log(epoch, reserve)
+	}
+	return o, epoch, true
+}
+
 // CF.ADD key item, CF.ADDNX key item
 
 type cfAdd struct {
@@ -462,22 +484,13 @@ func parseCFAdd(args [][]byte) (cfAdd, error) {
 }
 
 func (r cfAdd) run(c *call) {
-	o, epoch, reserve, err := cfLockOrCreate(c, r.key, true, 0)
-	if err == nil {
-		err = windowWrite(c, o, r.key, epoch)
-	}
-	if err != nil {
-		if o != nil {
-			c.s.ks.unlockWrite(o)
-		}
-		c.fail(err)
+	o, epoch, ok := cfWriteBegin(c, r.key, true, 0)
+	if !ok {
 		return
 	}
 	defer c.s.ks.unlockWrite(o)
-	if reserve != nil {
-		c.log(epoch, reserve)
-	}
 	added := true
+	var err error
 	if r.nx {
 		added, err = o.cf.addUnique(r.item)
 	} else {
@@ -549,21 +562,11 @@ func parseCFInsert(args [][]byte, fs *FilterSettings) (cfInsert, error) {
 }
 
 func (r cfInsert) run(c *call) {
-	o, epoch, reserve, err := cfLockOrCreate(c, r.key, !r.noCreate, r.capacity)
-	if err == nil {
-		err = windowWrite(c, o, r.key, epoch)
-	}
-	if err != nil {
-		if o != nil {
-			c.s.ks.unlockWrite(o)
-		}
-		c.fail(err)
+	o, epoch, ok := cfWriteBegin(c, r.key, !r.noCreate, r.capacity)
+	if !ok {
 		return
 	}
 	defer c.s.ks.unlockWrite(o)
-	if reserve != nil {
-		c.log(epoch, reserve)
-	}
 	changed := false
 	c.w.Array(len(r.items))
 	for _, item := range r.items {
