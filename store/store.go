@@ -293,7 +293,20 @@ func (s *Store) find(x uint64, key []byte) (ref slotRef, rec record, found bool,
 // present key, almost never one for an absent key. It checks the
 // record's checksum (ErrCorrupt when it is wrong). Cost: O(1) probes, one
 // allocation, the size of the value.
-func (s *Store) Get(key []byte) ([]byte, error) {
+func (s *Store) Get(key []byte) ([]byte, error) { return s.get(key, true) }
+
+// Has reports whether key is present. It costs what Get does, without
+// the copy of the value.
+func (s *Store) Has(key []byte) (bool, error) {
+	_, err := s.get(key, false)
+	if err == ErrNotFound {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// get is Get, and with copyValue false Has: it returns no value.
+func (s *Store) get(key []byte, copyValue bool) ([]byte, error) {
 	x := s.hash(key)
 	s.mu.RLock()
 	defer s.mu.RUnlock()
@@ -301,26 +314,15 @@ func (s *Store) Get(key []byte) ([]byte, error) {
 		return nil, ErrClosed
 	}
 	_, r, found, err := s.find(x, key)
-	if err != nil {
+	switch {
+	case err != nil:
 		return nil, err
-	}
-	if !found {
+	case !found:
 		return nil, ErrNotFound
+	case !copyValue:
+		return nil, nil
 	}
 	return append(make([]byte, 0, len(r.value)), r.value...), nil
-}
-
-// Has reports whether key is present. It costs what Get does, without
-// the copy of the value.
-func (s *Store) Has(key []byte) (bool, error) {
-	x := s.hash(key)
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	if s.mu.closed {
-		return false, ErrClosed
-	}
-	_, _, found, err := s.find(x, key)
-	return found, err
 }
 
 // Len returns the number of keys.
