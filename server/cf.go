@@ -147,7 +147,8 @@ func (p *cfParams) newObject(c *call) (*object, error) {
 		p.seed, p.seeded = rand.Uint64(), true
 	}
 	opts := p.options()
-	plan, err := cuckoo.NewPlan(p.capacity, append(opts, p.sizeOptions()...)...)
+	sized := append(opts[:len(opts):len(opts)], p.sizeOptions()...)
+	plan, err := cuckoo.NewPlan(p.capacity, sized...)
 	if err != nil {
 		if most := cfMostCapacity(p); most > 0 && p.capacity > most {
 			return nil, cfCapacityRange(most)
@@ -163,7 +164,7 @@ func (p *cfParams) newObject(c *call) (*object, error) {
 	}
 	v := &cfValue{expansion: p.expansion}
 	if p.expansion == 0 {
-		if v.f, err = cuckoo.New(p.capacity, append(opts, p.sizeOptions()...)...); err == nil {
+		if v.f, err = cuckoo.New(p.capacity, sized...); err == nil {
 			p.buckets, p.fingerprint, p.fpr = v.f.NumBuckets(), v.f.FingerprintBits(), 0
 		}
 	} else {
