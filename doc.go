@@ -99,8 +99,8 @@
 // fingerprints fill ever less as they grow, so New refuses them past 2^27
 // and 2^28 keys a table or segment ([WithFalsePositiveRate] takes wider
 // fingerprints there; growing filters take them at any size). New may add
-// a few buckets to the count the load gives ([Plan.LeastBuckets]), so that
-// the table fills evenly; [WithBucketCount] sets the count instead.
+// a few buckets to the count the load gives, so that the table fills
+// evenly ([Plan] reports the count).
 // The rate is measured within a few percent of these figures
 // (TestFalsePositiveRate).
 //

@@ -144,59 +144,6 @@ func TestReliableCapacity(t *testing.T) {
 	}
 }
 
-// TestBucketCount checks WithBucketCount: the table takes exactly the
-// count given when it is valid for the capacity, and an error otherwise;
-// Plan.LeastBuckets is that least count.
-func TestBucketCount(t *testing.T) {
-	const n = 100_000
-	p, err := cuckoo.NewPlan(n, cuckoo.WithFingerprintBits(8))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if p.LeastBuckets > p.NumBuckets || p.NumBuckets > p.LeastBuckets+14 {
-		t.Fatalf("planned %d buckets, least %d", p.NumBuckets, p.LeastBuckets)
-	}
-	for _, m := range []uint64{p.LeastBuckets, p.LeastBuckets + 2, 2 * p.LeastBuckets} {
-		f, err := cuckoo.New(n, cuckoo.WithFingerprintBits(8), cuckoo.WithBucketCount(m), cuckoo.WithSeed(1))
-		if err != nil {
-			t.Fatalf("%d buckets: %v", m, err)
-		}
-		if f.NumBuckets() != m {
-			t.Fatalf("WithBucketCount(%d): %d buckets", m, f.NumBuckets())
-		}
-		for i := uint64(0); i < n; i++ {
-			if err := f.Add(key(2, i)); err != nil {
-				t.Fatalf("%d buckets: Add #%d: %v", m, i, err)
-			}
-		}
-		var g cuckoo.Filter
-		if err := g.UnmarshalBinary(mustMarshal(t, f)); err != nil || g.NumBuckets() != m {
-			t.Fatalf("%d buckets: decoded %d, %v", m, g.NumBuckets(), err)
-		}
-	}
-	seg, err := cuckoo.NewPlan(n, cuckoo.WithFingerprintBits(8), cuckoo.WithSegments(4))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, tc := range []struct {
-		name string
-		opts []cuckoo.Option
-	}{
-		{"odd", []cuckoo.Option{cuckoo.WithBucketCount(p.LeastBuckets + 1)}},
-		{"below the least", []cuckoo.Option{cuckoo.WithBucketCount(p.LeastBuckets - 2)}},
-		{"zero", []cuckoo.Option{cuckoo.WithBucketCount(0)}},
-		{"past 2^32", []cuckoo.Option{cuckoo.WithBucketCount(1<<32 + 2)}},
-		{"segments not of 64", []cuckoo.Option{cuckoo.WithSegments(4), cuckoo.WithBucketCount(seg.LeastBuckets + 2)}},
-	} {
-		if _, err := cuckoo.NewPlan(n, append([]cuckoo.Option{cuckoo.WithFingerprintBits(8)}, tc.opts...)...); !errors.Is(err, cuckoo.ErrInvalidParameter) {
-			t.Errorf("%s: err = %v, want ErrInvalidParameter", tc.name, err)
-		}
-	}
-	if _, err := cuckoo.NewScalable(n, cuckoo.WithBucketCount(p.NumBuckets)); !errors.Is(err, cuckoo.ErrInvalidParameter) {
-		t.Errorf("NewScalable with a bucket count: err = %v", err)
-	}
-}
-
 // TestMemoryIsPacked checks issue 2's sizing promise: the table is within
 // 10% of capacity × f / 8 bytes for 4-slot buckets with f >= 7 and 8-slot
 // buckets with f >= 5, for capacities that are not powers of two, and
@@ -297,8 +244,8 @@ func TestCapacityFitsSpreadOffsets(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if addr.Spread(p.LeastBuckets) || !addr.Spread(p.NumBuckets) {
-			t.Fatalf("%v f=%d n=%d: least count %d spreads or planned %d does not", tc.l, tc.bits, tc.n, p.LeastBuckets, p.NumBuckets)
+		if least := leastBuckets(t, tc.n, tc.l.opts(tc.bits)...); addr.Spread(least) || !addr.Spread(p.NumBuckets) {
+			t.Fatalf("%v f=%d n=%d: least count %d spreads or planned %d does not", tc.l, tc.bits, tc.n, least, p.NumBuckets)
 		}
 	}
 	// Invariant checks after every insert walk the duplicate counters,

@@ -20,7 +20,8 @@ type config struct {
 	semi     bool
 	growth   float64          // Scalable only; 0: not set
 	segments int              // New only; 0: not set
-	buckets  uint64           // New and a Concurrent without growth only; 0: not set
+	buckets  uint64           // New and a Concurrent without growth only; 0: not set (replayhook.go)
+	plan     int              // plan version of a fixed table; 0: the current one (replayhook.go)
 	clock    func() time.Time // NewWindow only; nil: the default clock
 }
 
@@ -167,26 +168,6 @@ func WithSegments(n int) Option {
 			return fmt.Errorf("%w: segments %d outside [1, %d]", ErrInvalidParameter, n, MaxSegments)
 		}
 		c.segments = n
-		return nil
-	}
-}
-
-// WithBucketCount makes New build its table with exactly m buckets instead
-// of the count it plans: for recreating a table of a known geometry, such
-// as one a program built before New changed how it plans (the server
-// replays old logs so). m must be even, at least [Plan.LeastBuckets] for
-// the capacity and shape, at most 2^32, and with WithSegments(n) a
-// multiple of 64·n. New then applies none of its other sizing rules (the
-// spread of the offsets, the size limit of 2-slot buckets of 4- and 5-bit
-// fingerprints): the capacity guarantee is that of the target load, and a
-// count New would not pick may fill less evenly (docs/format.md). Scalable
-// filters and growing Concurrent ones do not take it.
-func WithBucketCount(m uint64) Option {
-	return func(c *config) error {
-		if m < 2 || m > maxBuckets || m%2 != 0 {
-			return fmt.Errorf("%w: bucket count %d: need an even count in [2, 2^32]", ErrInvalidParameter, m)
-		}
-		c.buckets = m
 		return nil
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"math"
 
 	"github.com/dedupkit/cuckoo/internal/addr"
+	"github.com/dedupkit/cuckoo/internal/replay"
 	"github.com/dedupkit/cuckoo/internal/table"
 )
 
@@ -271,8 +272,9 @@ func fingerprintBitsFor(p float64, slots uint64) (int, bool) {
 
 // Plan describes the filter New would build for a capacity and options,
 // without allocating it: what a sizing calculator needs. NumBuckets is
-// LeastBuckets or a few more: New raises the count when that count's
-// alternate-bucket offsets would not spread (docs/format.md).
+// the least count that holds Capacity at the target load, or a few more:
+// New raises the count when that count's alternate-bucket offsets would
+// not spread (docs/format.md).
 type Plan struct {
 	Capacity        uint64  // keys that always fit
 	BucketSize      int     // slots per bucket
@@ -280,7 +282,6 @@ type Plan struct {
 	SemiSorted      bool    // buckets stored semi-sorted: f-1 bits per slot
 	Segments        int     // segments of the table (WithSegments)
 	NumBuckets      uint64  // buckets in the table
-	LeastBuckets    uint64  // fewest buckets that hold Capacity at the target load; decoders require it
 	TableBytes      uint64  // memory of the table
 	Load            float64 // fraction of slots used when Capacity keys are in
 	BitsPerItem     float64 // table bits per key at capacity
@@ -303,8 +304,10 @@ func NewPlan(capacity uint64, opts ...Option) (Plan, error) {
 // reliableCapacity, widening a fingerprint the rate option chose, and
 // refusing one given, where a segment's share of capacity passes it.
 // (A growing filter adds a table when one fills, so it needs no limit.)
+// A table of a given bucket count, or of plan version replay.PlanLeast,
+// has no limit either: the limits came with replay.PlanSpread.
 func fixedPlan(capacity uint64, c config) (Plan, error) {
-	if c.buckets == 0 && capacity > 0 {
+	if c.buckets == 0 && c.plan != replay.PlanLeast && capacity > 0 {
 		share := segmentShare(capacity, uint64(c.segments))
 		for c.fpr != 0 && share > reliableCapacity(uint64(c.slots), uint64(c.fpBits)) && c.fpBits < MaxFingerprintBits {
 			c.fpBits++ // a wider fingerprint meets the rate asked for too
@@ -318,7 +321,9 @@ func fixedPlan(capacity uint64, c config) (Plan, error) {
 }
 
 // plan returns the Plan of a table of capacity keys and shape c, with the
-// bucket count WithBucketCount gave or plannedBuckets'.
+// bucket count c gives (replayhook.go), or else the count of c's plan
+// version: the least count (replay.PlanLeast) or plannedBuckets' (the
+// current version).
 func plan(capacity uint64, c config) (Plan, error) {
 	if capacity == 0 {
 		return Plan{}, fmt.Errorf("%w: capacity 0", ErrInvalidParameter)
@@ -328,7 +333,10 @@ func plan(capacity uint64, c config) (Plan, error) {
 	if !ok {
 		return Plan{}, fmt.Errorf("%w: capacity %d needs more than 2^32 buckets", ErrInvalidParameter, capacity)
 	}
-	m := plannedBuckets(least, segments)
+	m := least
+	if c.plan != replay.PlanLeast {
+		m = plannedBuckets(least, segments)
+	}
 	if c.buckets != 0 {
 		m = c.buckets
 		if m < least || m > maxBuckets || m%2 != 0 || segments > 1 && m%(segments*segmentAlign) != 0 {
@@ -346,7 +354,6 @@ func plan(capacity uint64, c config) (Plan, error) {
 		SemiSorted:        c.semi,
 		Segments:          c.segments,
 		NumBuckets:        m,
-		LeastBuckets:      least,
 		TableBytes:        tableBytes,
 		Load:              load,
 		BitsPerItem:       float64(tableBytes*8) / float64(capacity),

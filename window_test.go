@@ -13,6 +13,7 @@ import (
 
 	"github.com/dedupkit/cuckoo"
 	"github.com/dedupkit/cuckoo/internal/hash"
+	"github.com/dedupkit/cuckoo/internal/replay"
 	"github.com/dedupkit/cuckoo/internal/testlong"
 )
 
@@ -447,7 +448,7 @@ func TestWindowParameters(t *testing.T) {
 		{"rate too low", 10, time.Hour, []cuckoo.Option{cuckoo.WithFalsePositiveRate(1e-9)}},
 		{"semi-sorted", 10, time.Hour, []cuckoo.Option{cuckoo.WithSemiSorting()}},
 		{"segments", 10, time.Hour, []cuckoo.Option{cuckoo.WithSegments(2)}},
-		{"bucket count", 10, time.Hour, []cuckoo.Option{cuckoo.WithBucketCount(64)}},
+		{"bucket count", 10, time.Hour, []cuckoo.Option{replay.BucketCount[cuckoo.Option](64)}},
 		{"growth", 10, time.Hour, []cuckoo.Option{cuckoo.WithGrowth(2)}},
 		{"nil clock", 10, time.Hour, []cuckoo.Option{cuckoo.WithClock(nil)}},
 		{"too many buckets", 1 << 40, time.Hour, nil},

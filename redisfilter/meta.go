@@ -185,9 +185,9 @@ func (m *meta) params(seed, shards bool) map[string]string {
 		p["fingerprint bits"] = strconv.Itoa(m.f)
 		p["max kicks"] = strconv.Itoa(m.kicks)
 		// Not the bucket count: the library's plan for the same parameters
-		// may add a few buckets from one version to the next (see
-		// cuckoo.Plan.LeastBuckets), and the stored count is what locates
-		// the keys already in.
+		// may add a few buckets from one version to the next (cuckoo.New
+		// raises the least count so that the alternate buckets spread),
+		// and the stored count is what locates the keys already in.
 	} else {
 		p["k"] = strconv.Itoa(m.k)
 		p["rate"] = strconv.FormatFloat(m.fpr, 'g', -1, 64)

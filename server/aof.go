@@ -13,7 +13,13 @@ package server
 //
 // Both integers are little-endian. The command is encoded exactly as a
 // client sends it (the same codec serves the wire and the disk), so
-// `strings appendonly.1.log` shows what was written. A record is written
+// `strings appendonly.1.log` shows what was written. A filter's creation
+// is logged as CF.RESERVE or BF.RESERVE with every parameter spelled out;
+// a cuckoo filter's also with the plan version its table was sized by
+// (PLAN, internal/replay) and, for a fixed one, its bucket count
+// (BUCKETS): options only a replay accepts, so that a replay builds the
+// same tables whatever the library would plan now (cfParams in cf.go;
+// docs/server.md, Recovery, lists the versions). A record is written
 // only after its command succeeded, and a client's reply is sent only
 // after its batch's records were handed to the operating system (and, with
 // appendfsync always, fsynced): an acknowledged write is in the log.

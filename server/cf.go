@@ -9,11 +9,13 @@ package server
 // width (FINGERPRINT f, or FPR p to choose it).
 
 import (
+	"math"
 	"math/rand/v2"
 	"strconv"
 	"time"
 
 	"github.com/dedupkit/cuckoo"
+	"github.com/dedupkit/cuckoo/internal/replay"
 )
 
 // RedisBloom's bounds on CF.RESERVE's options, which this server keeps.
@@ -60,10 +62,14 @@ type cfParams struct {
 	seed        uint64
 	seeded      bool
 	// buckets is the bucket count of a fixed filter (EXPANSION 0), 0
-	// until it is built. The log records it (and the fingerprint width
-	// built, in place of FPR), so that a replay builds the same table
-	// whatever the library would plan today; only a replay may give it.
+	// until it is built, and plan the plan version its table was sized
+	// by (internal/replay), 0 until any cuckoo filter is built. The log
+	// records both (and the fingerprint width built, in place of FPR),
+	// so that a replay builds the same table whatever the library would
+	// plan today; only a replay may give them. A creation logged without
+	// them was planned by version replay.PlanLeast.
 	buckets uint64
+	plan    int
 	window  time.Duration // WINDOW: a window filter (window.go); 0: none
 }
 
@@ -83,26 +89,56 @@ func growth(expansion uint64, lo, hi float64) float64 {
 	return min(max(float64(expansion), lo), hi)
 }
 
+// options returns the options of the filter p describes but its growth:
+// its shape (shapeOptions), kicks and seed.
 func (p *cfParams) options() []cuckoo.Option {
-	opts := []cuckoo.Option{
-		cuckoo.WithBucketSize(p.bucketSize),
-		cuckoo.WithMaxKicks(p.maxIter),
-		cuckoo.WithSeed(p.seed),
+	return append(p.shapeOptions(), cuckoo.WithMaxKicks(p.maxIter), cuckoo.WithSeed(p.seed))
+}
+
+// sizeOptions returns the options that size the table of p's filter (the
+// first one of a growing filter) as it was or is to be built: the logged
+// bucket count, or else the logged plan version, or else none (the
+// library's current plan). A growing filter's tables have the least
+// count, which plan version replay.PlanLeast gives, in every version; so
+// NewPlan sizes its first table as NewScalable does, and takes the shapes
+// New refuses at this capacity (a growing filter adds a table when one
+// fills).
+func (p *cfParams) sizeOptions() []cuckoo.Option {
+	switch {
+	case p.expansion > 0:
+		return []cuckoo.Option{replay.PlanVersion[cuckoo.Option](replay.PlanLeast)}
+	case p.buckets != 0:
+		return []cuckoo.Option{replay.BucketCount[cuckoo.Option](p.buckets)}
+	case p.plan != 0:
+		return []cuckoo.Option{replay.PlanVersion[cuckoo.Option](p.plan)}
 	}
-	if p.fpr > 0 {
-		opts = append(opts, cuckoo.WithFalsePositiveRate(p.fpr))
-	} else if p.fingerprint > 0 {
-		opts = append(opts, cuckoo.WithFingerprintBits(p.fingerprint))
+	return nil
+}
+
+// checkReplayOnly refuses BUCKETS and PLAN from a client, and a plan
+// version this server does not know from the log. A creation logged
+// without a plan version gets the one it was planned by.
+func (p *cfParams) checkReplayOnly(c *call) error {
+	switch {
+	case !c.replay && (p.buckets != 0 || p.plan != 0):
+		return errUnknownArgument
+	case p.plan > replay.CurrentPlan:
+		return errCFNewerPlan
+	case c.replay && p.plan == 0 && p.buckets == 0 && p.expansion == 0 && p.window == 0:
+		p.plan = replay.PlanLeast
 	}
-	if p.expansion > 0 {
-		opts = append(opts, cuckoo.WithGrowth(growth(p.expansion, cuckoo.MinGrowth, cuckoo.MaxGrowth)))
-	}
-	return opts
+	return nil
 }
 
 // newObject builds the filter, after checking its size against the
 // limits. It draws the seed when none was given.
 func (p *cfParams) newObject(c *call) (*object, error) {
+	if err := p.checkReplayOnly(c); err != nil {
+		return nil, err
+	}
+	if p.plan == 0 {
+		p.plan = replay.CurrentPlan
+	}
 	if p.window > 0 {
 		return p.newWindowObject(c)
 	}
@@ -110,30 +146,9 @@ func (p *cfParams) newObject(c *call) (*object, error) {
 	if !p.seeded {
 		p.seed, p.seeded = rand.Uint64(), true
 	}
-	if p.buckets != 0 && !c.replay {
-		return nil, errUnknownArgument
-	}
 	opts := p.options()
-	planOpts := opts[:len(opts):len(opts)]
-	if p.expansion > 0 {
-		planOpts = opts[: len(opts)-1 : len(opts)-1] // NewPlan sizes the first table
-	}
-	switch {
-	case p.expansion > 0:
-		// A growing filter plans its first table at about the least
-		// count, and takes shapes New refuses at this capacity (it adds a
-		// table when one fills).
-		planOpts = append(planOpts, cuckoo.WithBucketCount(leastCFBuckets(p.capacity, planOpts)))
-	case c.replay && p.buckets == 0:
-		// A record written before the log held bucket counts: the count
-		// the library planned then, the least one.
-		p.buckets = leastCFBuckets(p.capacity, planOpts)
-		fallthrough
-	case p.buckets != 0:
-		opts = append(opts, cuckoo.WithBucketCount(p.buckets))
-		planOpts = opts
-	}
-	plan, err := cuckoo.NewPlan(p.capacity, planOpts...)
+	sized := append(opts[:len(opts):len(opts)], p.sizeOptions()...)
+	plan, err := cuckoo.NewPlan(p.capacity, sized...)
 	if err != nil {
 		if most := cfMostCapacity(p); most > 0 && p.capacity > most {
 			return nil, cfCapacityRange(most)
@@ -149,11 +164,11 @@ func (p *cfParams) newObject(c *call) (*object, error) {
 	}
 	v := &cfValue{expansion: p.expansion}
 	if p.expansion == 0 {
-		if v.f, err = cuckoo.New(p.capacity, opts...); err == nil {
+		if v.f, err = cuckoo.New(p.capacity, sized...); err == nil {
 			p.buckets, p.fingerprint, p.fpr = v.f.NumBuckets(), v.f.FingerprintBits(), 0
 		}
 	} else {
-		v.s, err = cuckoo.NewScalable(p.capacity, opts...)
+		v.s, err = cuckoo.NewScalable(p.capacity, append(opts, cuckoo.WithGrowth(growth(p.expansion, cuckoo.MinGrowth, cuckoo.MaxGrowth)))...)
 	}
 	if err != nil {
 		return nil, errCFCreate
@@ -173,24 +188,14 @@ func (p *cfParams) reserveArgs(key []byte) [][]byte {
 	} else if p.fingerprint > 0 {
 		args = append(args, []byte("FINGERPRINT"), strconv.AppendInt(nil, int64(p.fingerprint), 10))
 	}
+	if p.plan != 0 {
+		args = append(args, []byte("PLAN"), strconv.AppendInt(nil, int64(p.plan), 10))
+	}
 	if p.buckets != 0 {
 		args = append(args, []byte("BUCKETS"), strconv.AppendUint(nil, p.buckets, 10))
 	}
 	args = append(args, p.windowReserveArgs()...)
 	return append(args, []byte("SEED"), strconv.AppendUint(nil, p.seed, 10))
-}
-
-// leastCFBuckets is the least bucket count of a fixed filter of capacity
-// keys and options opts (cuckoo.Plan.LeastBuckets), or 0 when opts are
-// invalid. A plan given a bucket count applies none of New's other sizing
-// rules, so it reports the count even for a shape New now refuses at
-// this capacity.
-func leastCFBuckets(capacity uint64, opts []cuckoo.Option) uint64 {
-	p, err := cuckoo.NewPlan(capacity, append(opts[:len(opts):len(opts)], cuckoo.WithBucketCount(1<<32))...)
-	if err != nil {
-		return 0
-	}
-	return p.LeastBuckets
 }
 
 // shapeOptions returns the options of p's shape: bucket size, and
@@ -254,7 +259,7 @@ func parseCFReserve(args [][]byte, fs *FilterSettings) (cfReserve, error) {
 	if !ok {
 		return r, errCFBadCapacity
 	}
-	var maxIter, bucketSize, expansion, fpr, fingerprint, seed, buckets, window []byte
+	var maxIter, bucketSize, expansion, fpr, fingerprint, seed, buckets, plan, window []byte
 	unknown := false
 	first := func(dst *[]byte, v []byte) {
 		if *dst == nil {
@@ -280,6 +285,8 @@ func parseCFReserve(args [][]byte, fs *FilterSettings) (cfReserve, error) {
 			first(&window, val)
 		case is(opt, "BUCKETS"): // the log's, see cfParams.buckets
 			first(&buckets, val)
+		case is(opt, "PLAN"): // the log's, see cfParams.plan
+			first(&plan, val)
 		default:
 			unknown = true
 		}
@@ -367,24 +374,27 @@ func parseCFReserve(args [][]byte, fs *FilterSettings) (cfReserve, error) {
 		}
 		r.p.buckets = n
 	}
+	if plan != nil {
+		n, ok := parseUint(plan)
+		if !ok || n == 0 || n > math.MaxInt32 {
+			return r, errUnknownArgument
+		}
+		r.p.plan = int(n)
+	}
 	r.p.capacity = uint64(capacity)
 	return r, r.p.check()
 }
 
 // check reports why a filter of p's capacity and shape cannot be built:
 // a capacity past what the shape allows, or a rate below what 32-bit
-// fingerprints reach. A creation from the log (with a bucket count) is not
-// checked: it was accepted when it ran.
+// fingerprints reach. A creation from the log (with a bucket count or a
+// plan version) is not checked: it was accepted when it ran, and
+// newObject refuses both from a client.
 func (p *cfParams) check() error {
-	if p.buckets != 0 {
+	if p.buckets != 0 || p.plan != 0 {
 		return nil
 	}
-	opts := p.shapeOptions()
-	if p.expansion > 0 {
-		// A growing filter plans its first table as newObject does.
-		opts = append(opts, cuckoo.WithBucketCount(leastCFBuckets(p.capacity, opts)))
-	}
-	if _, err := cuckoo.NewPlan(p.capacity, opts...); err != nil {
+	if _, err := cuckoo.NewPlan(p.capacity, append(p.shapeOptions(), p.sizeOptions()...)...); err != nil {
 		if most := cfMostCapacity(p); most > 0 && p.capacity > most {
 			return cfCapacityRange(most)
 		}
@@ -438,6 +448,28 @@ func cfLockOrCreate(c *call, key []byte, create bool, capacity uint64) (*object,
 	return o, epoch, nil, nil
 }
 
+// cfWriteBegin begins a command that adds to key's cuckoo filter: it
+// returns the filter locked for writing (created as cfLockOrCreate does,
+// the creation logged) and the epoch to log the command in, or answers
+// the error and returns ok false.
+func cfWriteBegin(c *call, key []byte, create bool, capacity uint64) (o *object, epoch uint64, ok bool) {
+	o, epoch, reserve, err := cfLockOrCreate(c, key, create, capacity)
+	if err == nil {
+		err = windowWrite(c, o, key, epoch)
+	}
+	if err != nil {
+		if o != nil {
+			c.s.ks.unlockWrite(o)
+		}
+		c.fail(err)
+		return nil, 0, false
+	}
+	if reserve != nil {
+		c.log(epoch, reserve)
+	}
+	return o, epoch, true
+}
+
 // CF.ADD key item, CF.ADDNX key item
 
 type cfAdd struct {
@@ -453,22 +485,13 @@ func parseCFAdd(args [][]byte) (cfAdd, error) {
 }
 
 func (r cfAdd) run(c *call) {
-	o, epoch, reserve, err := cfLockOrCreate(c, r.key, true, 0)
-	if err == nil {
-		err = windowWrite(c, o, r.key, epoch)
-	}
-	if err != nil {
-		if o != nil {
-			c.s.ks.unlockWrite(o)
-		}
-		c.fail(err)
+	o, epoch, ok := cfWriteBegin(c, r.key, true, 0)
+	if !ok {
 		return
 	}
 	defer c.s.ks.unlockWrite(o)
-	if reserve != nil {
-		c.log(epoch, reserve)
-	}
 	added := true
+	var err error
 	if r.nx {
 		added, err = o.cf.addUnique(r.item)
 	} else {
@@ -540,21 +563,11 @@ func parseCFInsert(args [][]byte, fs *FilterSettings) (cfInsert, error) {
 }
 
 func (r cfInsert) run(c *call) {
-	o, epoch, reserve, err := cfLockOrCreate(c, r.key, !r.noCreate, r.capacity)
-	if err == nil {
-		err = windowWrite(c, o, r.key, epoch)
-	}
-	if err != nil {
-		if o != nil {
-			c.s.ks.unlockWrite(o)
-		}
-		c.fail(err)
+	o, epoch, ok := cfWriteBegin(c, r.key, !r.noCreate, r.capacity)
+	if !ok {
 		return
 	}
 	defer c.s.ks.unlockWrite(o)
-	if reserve != nil {
-		c.log(epoch, reserve)
-	}
 	changed := false
 	c.w.Array(len(r.items))
 	for _, item := range r.items {

@@ -134,6 +134,7 @@ const (
 	errCFParseSeed        replyError = "Couldn't parse SEED"
 	errBFErrorRateMin     replyError = "ERR error rate must be at least 1e-15"
 	errLoadTooLarge       replyError = "ERR dump larger than the server accepts"
+	errCFNewerPlan        replyError = "ERR PLAN: a plan version newer than this server's (the log was written by a newer server)"
 )
 
 // arityError is Redis's wrong-number-of-arguments reply for a command.

@@ -73,7 +73,10 @@ func FuzzDecodeObject(f *testing.F) {
 // never past the end.
 func FuzzReadLog(f *testing.F) {
 	var valid []byte
-	for _, args := range [][]string{{"CF.ADD", "k", "a"}, {"BF.MADD", "b", "x", "y"}, {"DEL", "k"}} {
+	for _, args := range [][]string{
+		{"CF.RESERVE", "k", "100", "EXPANSION", "0", "PLAN", "2", "BUCKETS", "30", "SEED", "1"},
+		{"CF.ADD", "k", "a"}, {"BF.MADD", "b", "x", "y"}, {"DEL", "k"},
+	} {
 		valid = append(valid, encodeRecordForTest(3, args...)...)
 	}
 	f.Add(valid)

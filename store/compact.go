@@ -323,24 +323,10 @@ func (w *segWriter) abandon() {
 func (s *Store) Range(fn func(key, value []byte) bool) error {
 	s.compactMu.Lock()
 	defer s.compactMu.Unlock()
-	s.wmu.Lock()
-	if s.mu.closed {
-		s.wmu.Unlock()
-		return ErrClosed
-	}
-	if err := s.flush(); err != nil {
-		s.wmu.Unlock()
+	spans, err := s.flushedSpans()
+	if err != nil {
 		return err
 	}
-	type span struct {
-		sg  *segment
-		end int64
-	}
-	var spans []span
-	for _, sg := range s.mu.order {
-		spans = append(spans, span{sg, sg.size})
-	}
-	s.wmu.Unlock()
 	var key, value []byte
 	for _, sp := range spans {
 		sc := newScanner(sp.sg, segHeaderSize, sp.end)
@@ -389,23 +375,12 @@ func (s *Store) Range(fn func(key, value []byte) bool) error {
 func (s *Store) Verify() error {
 	s.compactMu.Lock()
 	defer s.compactMu.Unlock()
-	s.wmu.Lock()
-	if s.mu.closed {
-		s.wmu.Unlock()
-		return ErrClosed
-	}
-	if err := s.flush(); err != nil {
-		s.wmu.Unlock()
+	spans, err := s.flushedSpans()
+	if err != nil {
 		return err
 	}
-	order := append([]*segment(nil), s.mu.order...)
-	ends := make([]int64, len(order))
-	crcs := make([]uint32, len(order))
-	for i, sg := range order {
-		ends[i], crcs[i] = sg.size, sg.crc
-	}
-	s.wmu.Unlock()
-	for i, sg := range order {
+	for _, sp := range spans {
+		sg := sp.sg
 		head := make([]byte, segHeaderSize)
 		if _, err := sg.f.ReadAt(head, 0); err != nil {
 			return fmt.Errorf("store: reading %s: %w", sg.path, err)
@@ -413,7 +388,7 @@ func (s *Store) Verify() error {
 		if _, _, err := parseSegHeader(head); err != nil {
 			return &CorruptError{File: sg.path, Detail: err.Error()}
 		}
-		sc := newScanner(sg, segHeaderSize, ends[i])
+		sc := newScanner(sg, segHeaderSize, sp.end)
 		sc.crc = crc32.Checksum(head, castagnoli)
 		for {
 			pos := sc.pos
@@ -425,10 +400,37 @@ func (s *Store) Verify() error {
 				return &CorruptError{File: sg.path, Offset: pos, Detail: err.Error()}
 			}
 		}
-		if sc.crc != crcs[i] {
+		if sc.crc != sp.crc {
 			return &CorruptError{File: sg.path, Offset: segHeaderSize,
 				Detail: "the segment's records are intact, but its checksum is not the one recorded as they were written (records were changed, removed or moved)"}
 		}
 	}
 	return nil
+}
+
+// span is a segment as far as it was written when a reader of the whole
+// log began: its size and the checksum of its records then.
+type span struct {
+	sg  *segment
+	end int64
+	crc uint32
+}
+
+// flushedSpans writes out what is buffered and returns the log's
+// segments in order, as far as they are written: what Range and Verify
+// read. The caller holds compactMu, so that no segment goes meanwhile.
+func (s *Store) flushedSpans() ([]span, error) {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	if s.mu.closed {
+		return nil, ErrClosed
+	}
+	if err := s.flush(); err != nil {
+		return nil, err
+	}
+	spans := make([]span, len(s.mu.order))
+	for i, sg := range s.mu.order {
+		spans[i] = span{sg, sg.size, sg.crc}
+	}
+	return spans, nil
 }

@@ -293,7 +293,20 @@ func (s *Store) find(x uint64, key []byte) (ref slotRef, rec record, found bool,
 // present key, almost never one for an absent key. It checks the
 // record's checksum (ErrCorrupt when it is wrong). Cost: O(1) probes, one
 // allocation, the size of the value.
-func (s *Store) Get(key []byte) ([]byte, error) {
+func (s *Store) Get(key []byte) ([]byte, error) { return s.get(key, true) }
+
+// Has reports whether key is present. It costs what Get does, without
+// the copy of the value.
+func (s *Store) Has(key []byte) (bool, error) {
+	_, err := s.get(key, false)
+	if err == ErrNotFound {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// get is Get, and with copyValue false Has: it returns no value.
+func (s *Store) get(key []byte, copyValue bool) ([]byte, error) {
 	x := s.hash(key)
 	s.mu.RLock()
 	defer s.mu.RUnlock()
@@ -301,26 +314,15 @@ func (s *Store) Get(key []byte) ([]byte, error) {
 		return nil, ErrClosed
 	}
 	_, r, found, err := s.find(x, key)
-	if err != nil {
+	switch {
+	case err != nil:
 		return nil, err
-	}
-	if !found {
+	case !found:
 		return nil, ErrNotFound
+	case !copyValue:
+		return nil, nil
 	}
 	return append(make([]byte, 0, len(r.value)), r.value...), nil
-}
-
-// Has reports whether key is present. It costs what Get does, without
-// the copy of the value.
-func (s *Store) Has(key []byte) (bool, error) {
-	x := s.hash(key)
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	if s.mu.closed {
-		return false, ErrClosed
-	}
-	_, _, found, err := s.find(x, key)
-	return found, err
 }
 
 // Len returns the number of keys.
@@ -356,15 +358,13 @@ func (s *Store) put(key, value []byte, ifAbsent bool) (bool, error) {
 		return false, fmt.Errorf("%w: value of %d bytes (at most %d)", ErrTooLarge, len(value), MaxValueSize)
 	}
 	x := s.hash(key)
-	s.wmu.Lock()
-	if err := s.writable(); err != nil {
-		s.wmu.Unlock()
+	ref, old, found, err := s.lockFind(x, key)
+	if err != nil {
 		return false, err
 	}
-	ref, old, found, err := s.find(x, key)
-	if err != nil || found && ifAbsent {
+	if found && ifAbsent {
 		s.wmu.Unlock()
-		return false, err
+		return false, nil
 	}
 	kind, seq := byte(kindPut), s.nextSeq
 	if found {
@@ -378,7 +378,7 @@ func (s *Store) put(key, value []byte, ifAbsent bool) (bool, error) {
 		}
 	}
 	s.scratch = appendRecord(s.scratch[:0], kind, seq, key, value)
-	target, err := s.append(s.scratch, func(loc uint64) error {
+	return s.finishWrite(s.append(s.scratch, func(loc uint64) error {
 		if found {
 			s.mu.ix.setLoc(ref, loc)
 			s.live -= int64(oldSize)
@@ -390,19 +390,7 @@ func (s *Store) put(key, value []byte, ifAbsent bool) (bool, error) {
 		}
 		s.live += int64(len(s.scratch))
 		return nil
-	})
-	if cap(s.scratch) > 4*bufferSize {
-		s.scratch = nil
-	}
-	inline := s.afterWrite()
-	s.wmu.Unlock()
-	if inline {
-		s.runCheckpoint()
-	}
-	if err != nil {
-		return false, err
-	}
-	return true, s.commit(target)
+	}))
 }
 
 // Delete removes key and reports whether it was present. It appends a
@@ -411,24 +399,45 @@ func (s *Store) Delete(key []byte) (deleted bool, err error) {
 	if len(key) > MaxKeySize {
 		return false, nil
 	}
-	x := s.hash(key)
-	s.wmu.Lock()
-	if err := s.writable(); err != nil {
-		s.wmu.Unlock()
+	ref, old, found, err := s.lockFind(s.hash(key), key)
+	if err != nil {
 		return false, err
 	}
-	ref, old, found, err := s.find(x, key)
-	if err != nil || !found {
+	if !found {
 		s.wmu.Unlock()
-		return false, err
+		return false, nil
 	}
 	oldSize := old.size
 	s.scratch = appendRecord(s.scratch[:0], kindDelete, 0, key, nil)
-	target, err := s.append(s.scratch, func(uint64) error {
+	return s.finishWrite(s.append(s.scratch, func(uint64) error {
 		s.mu.ix.remove(ref)
 		s.live -= int64(oldSize)
 		return nil
-	})
+	}))
+}
+
+// lockFind takes wmu for a write of key (of hash x) and finds key's
+// record. It returns with wmu held when err is nil, and released
+// otherwise.
+func (s *Store) lockFind(x uint64, key []byte) (ref slotRef, rec record, found bool, err error) {
+	s.wmu.Lock()
+	if err = s.writable(); err == nil {
+		ref, rec, found, err = s.find(x, key)
+	}
+	if err != nil {
+		s.wmu.Unlock()
+	}
+	return ref, rec, found, err
+}
+
+// finishWrite ends a Put or Delete that holds wmu and appended its record
+// (up to target, or failed with err): it does what is due after a write,
+// releases wmu, runs a checkpoint due inline, and commits the record as
+// the sync policy says. It reports whether the write took place.
+func (s *Store) finishWrite(target uint64, err error) (bool, error) {
+	if cap(s.scratch) > 4*bufferSize {
+		s.scratch = nil
+	}
 	inline := s.afterWrite()
 	s.wmu.Unlock()
 	if inline {

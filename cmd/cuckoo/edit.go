@@ -76,19 +76,9 @@ func editCommand(name string) *command {
 }
 
 func runEdit(e *env, cmd string, f *editFlags, pos []string) error {
-	remedy := "see 'cuckoo " + cmd + " --help'"
-	if len(pos) == 0 {
-		return usageErr("usage: cuckoo "+cmd+" FILE [KEYS-FILE...]", "no filter file")
-	}
-	if len(f.keys) > 0 && len(pos) > 1 {
-		return usageErr(remedy, "--key and key files exclude each other")
-	}
-	keyer, err := f.fields.extractor(cmd, "field")
+	keyer, err := keyInputs(cmd, pos, f.keys, &f.fields)
 	if err != nil {
 		return err
-	}
-	if keyer != nil && len(f.keys) > 0 {
-		return usageErr(remedy, "--field applies to key lines, not to --key")
 	}
 	path := pos[0]
 	// Locked from before the read until the file is replaced, so that

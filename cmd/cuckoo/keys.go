@@ -27,6 +27,28 @@ func (f *fieldFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&f.csv, "csv", false, "fields are CSV: double-quoted fields may hold the delimiter (default delimiter ,)")
 }
 
+// keyInputs checks the arguments of a command that reads a filter file
+// (pos[0]) and keys, as the lines of KEYS-FILEs (pos[1:]) or as --key
+// values, and returns the extractor of the key lines' --field (nil: whole
+// lines).
+func keyInputs(cmd string, pos []string, keys listValue, fields *fieldFlags) (*dedup.KeyExtractor, error) {
+	remedy := "see 'cuckoo " + cmd + " --help'"
+	if len(pos) == 0 {
+		return nil, usageErr("usage: cuckoo "+cmd+" FILE [KEYS-FILE...]", "no filter file")
+	}
+	if len(keys) > 0 && len(pos) > 1 {
+		return nil, usageErr(remedy, "--key and key files exclude each other")
+	}
+	keyer, err := fields.extractor(cmd, "field")
+	if err != nil {
+		return nil, err
+	}
+	if keyer != nil && len(keys) > 0 {
+		return nil, usageErr(remedy, "--field applies to key lines, not to --key")
+	}
+	return keyer, nil
+}
+
 // extractor returns the key extractor the flags describe, or nil for
 // whole lines. flagName is how the command calls the spec flag.
 func (f *fieldFlags) extractor(cmd, flagName string) (*dedup.KeyExtractor, error) {

@@ -54,19 +54,12 @@ func queryCommand() *command {
 }
 
 func runQuery(e *env, f *queryFlags, pos []string) error {
-	const remedy = "see 'cuckoo query --help'"
-	if len(pos) == 0 {
-		return usageErr("usage: cuckoo query FILE [KEYS-FILE...]", "no filter file")
-	}
-	if f.present && f.absent {
-		return usageErr(remedy, "--present and --absent exclude each other; give one (or neither, for both)")
-	}
-	if len(f.keys) > 0 && len(pos) > 1 {
-		return usageErr(remedy, "--key and key files exclude each other")
-	}
-	keyer, err := f.fields.extractor("query", "field")
+	keyer, err := keyInputs("query", pos, f.keys, &f.fields)
 	if err != nil {
 		return err
+	}
+	if f.present && f.absent {
+		return usageErr("see 'cuckoo query --help'", "--present and --absent exclude each other; give one (or neither, for both)")
 	}
 	filter, err := e.loadFilter(pos[0])
 	if err != nil {
@@ -76,9 +69,6 @@ func runQuery(e *env, f *queryFlags, pos []string) error {
 	defer out.Flush()
 
 	if len(f.keys) > 0 {
-		if keyer != nil {
-			return usageErr(remedy, "--field applies to key lines, not to --key")
-		}
 		allPresent := true
 		var n uint64
 		for _, k := range f.keys {

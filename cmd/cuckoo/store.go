@@ -97,6 +97,10 @@ var storeArgs = map[string][2]int{
 	"import": {1, -1}, "export": {0, -1},
 }
 
+// syncPolicies are the store's sync policies, which --sync names as
+// their String methods do.
+var syncPolicies = []store.SyncPolicy{store.SyncAlways, store.SyncEverySecond, store.SyncNever}
+
 func runStore(e *env, f *storeFlags, pos []string) error {
 	const remedy = "see 'cuckoo store --help'"
 	if len(pos) < 2 {
@@ -110,17 +114,11 @@ func runStore(e *env, f *storeFlags, pos []string) error {
 	if len(args) < n[0] || n[1] >= 0 && len(args) > n[1] {
 		return usageErr(remedy, "wrong number of arguments for store %s", sub)
 	}
-	var policy store.SyncPolicy
-	switch f.sync {
-	case "always":
-		policy = store.SyncAlways
-	case "everysec":
-		policy = store.SyncEverySecond
-	case "never":
-		policy = store.SyncNever
-	default:
+	i := slices.IndexFunc(syncPolicies, func(p store.SyncPolicy) bool { return p.String() == f.sync })
+	if i < 0 {
 		return usageErr(remedy, "bad --sync value %q: give always, everysec or never", f.sync)
 	}
+	policy := syncPolicies[i]
 	if sub == "put" && len(args) == 1 {
 		// The value from standard input, read before the store is opened
 		// (or created): a failure leaves no trace.
