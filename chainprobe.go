@@ -220,21 +220,6 @@ type chainGroup struct {
 	i1, i2, fp [batchGroup]uint64
 }
 
-// stage locates up to batchGroup hashes into g and prefetches the first
-// line of each of their buckets.
-func (c *chainLevel) stage(hs []uint64, g *chainGroup) {
-	var lines [2 * batchGroup]uint64
-	hs = hs[:min(len(hs), batchGroup)]
-	for k, h := range hs {
-		fp := addr.Fingerprint(h, c.fpMax)
-		i1 := addr.Bucket(h, c.m)
-		i2 := addr.Alt(i1, fp, c.m)
-		g.i1[k], g.i2[k], g.fp[k] = i1, i2, fp
-		lines[2*k], lines[2*k+1] = i1*c.bb>>6, i2*c.bb>>6
-	}
-	prefetch(c.t.words, lines[:2*len(hs)])
-}
-
 // values reads bucket i's values (0: empty) into out[:slots] (loads ≥ 1).
 func (c *chainLevel) values(i uint64, out *[8]uint64) {
 	t := c.t
