@@ -41,9 +41,10 @@ type chainLevel struct {
 	large                       bool // the table takes largeTableBytes or more
 }
 
-// largeTableBytes is the size from which a batch lookup prefetches a
-// table's buckets: tables smaller than a core's L2 cache stay in the
-// caches between lookups.
+// largeTableBytes is the size from which lookups prefetch a table's
+// buckets (prefetchChain, chainLevel.pass): the smaller tables of a chain,
+// together about as large as the largest of them, stay in a core's L2
+// cache between lookups; larger ones do not, beside the others.
 const largeTableBytes = 256 << 10
 
 // anyZero returns nonzero when some lane of x (of the lanes low and high

@@ -3,17 +3,18 @@ package cuckoo
 import "github.com/dedupkit/cuckoo/internal/invariants"
 
 // Batch operations of a Scalable. They hash a chunk of keys at once (with
-// the key bytes of the next group prefetched while a group is hashed),
-// then look the keys up (or add them) one by one, with the buckets of the
-// next group of keys in the large tables prefetched meanwhile (batch.go
-// explains the pipeline), so that the cache misses of many keys overlap.
+// the key bytes of the next group prefetched while a group is hashed).
+// Lookups then ask the newest tables about the chunk one table at a time
+// (containsChunk); adds go key by key, with the buckets of the next group
+// of keys in the newest table prefetched meanwhile (batch.go explains the
+// pipeline), so that the cache misses of many keys overlap.
 
-// ContainsBatch sets found[i] to s.Contains(keys[i]) for every key, the
-// buckets of the next keys in the tables larger than a core's L2 cache
-// prefetched while it probes the current ones, so in tables larger than
-// the CPU caches it is faster per key than Contains in a loop. It
-// allocates nothing and may run concurrently with other readers. It panics
-// if found is shorter than keys.
+// ContainsBatch sets found[i] to s.Contains(keys[i]) for every key, asking
+// the newest tables about many keys at once, with the buckets of the next
+// keys in the large tables prefetched while it compares the current ones,
+// so in tables larger than the CPU caches it is faster per key than
+// Contains in a loop. It allocates nothing and may run concurrently with
+// other readers. It panics if found is shorter than keys.
 func (s *Scalable) ContainsBatch(keys [][]byte, found []bool) {
 	if len(found) < len(keys) {
 		panic("cuckoo: ContainsBatch: found is shorter than keys")

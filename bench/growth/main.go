@@ -24,6 +24,9 @@
 // core:
 //
 //	cd bench && go run ./growth -clock thread
+//
+// -cpuprofile FILE writes a CPU profile of the whole run (for example of
+// Scalable.Add: go tool pprof -focus 'Scalable..Add$').
 package main
 
 import (
