@@ -41,10 +41,11 @@ type chainLevel struct {
 	large                       bool // the table takes largeTableBytes or more
 }
 
-// largeTableBytes is the size from which a batch lookup prefetches a
-// table's buckets: tables smaller than a core's L2 cache stay in the
-// caches between lookups.
-const largeTableBytes = 1 << 20
+// largeTableBytes is the size from which lookups prefetch a table's
+// buckets (prefetchChain, chainLevel.pass): the smaller tables of a chain,
+// together about as large as the largest of them, stay in a core's L2
+// cache between lookups; larger ones do not, beside the others.
+const largeTableBytes = 256 << 10
 
 // anyZero returns nonzero when some lane of x (of the lanes low and high
 // describe) is zero: (x − low) &^ x & high is the classic test, which may
@@ -120,11 +121,12 @@ func (c *chainLevel) holds(i1, f1, i2, f2 uint64) bool {
 	case 2:
 		a0, a1 := c.read(i1)
 		b0, b1 := c.read(i2)
-		return zeroLanes(a0^f1*c.low, c.rest, c.high)|zeroLanes(a1^f1*c.lastLow, c.lastRest, c.lastHigh)|
-			zeroLanes(b0^f2*c.low, c.rest, c.high)|zeroLanes(b1^f2*c.lastLow, c.lastRest, c.lastHigh) != 0
+		r, q := f1*c.low, f2*c.low
+		return anyZero(a0^r, c.low, c.high)|anyZero(a1^r&c.lastLanes, c.lastLow, c.lastHigh)|
+			anyZero(b0^q, c.low, c.high)|anyZero(b1^q&c.lastLanes, c.lastLow, c.lastHigh) != 0
 	case 1:
 		a, b := c.read1(i1), c.read1(i2)
-		return zeroLanes(a^f1*c.low, c.rest, c.high)|zeroLanes(b^f2*c.low, c.rest, c.high) != 0
+		return anyZero(a^f1*c.low, c.low, c.high)|anyZero(b^f2*c.low, c.low, c.high) != 0
 	}
 	return c.t.holdsEither(i1, f1, i2, f2)
 }
@@ -148,6 +150,7 @@ func (c *chainLevel) empties(i uint64) uint64 {
 // predicted not taken for an absent key, so the CPU issues the loads of
 // the next tables while it compares.
 func chainHas(cs []chainLevel, h uint64) bool {
+	prefetchChain(cs, h)
 	for k := len(cs) - 1; k >= 0; k-- {
 		c := &cs[k]
 		fp := addr.Fingerprint(h, c.fpMax)
@@ -175,6 +178,7 @@ func chainHas(cs []chainLevel, h uint64) bool {
 // chainFirst returns the index of the first table of cs that holds h's
 // fingerprint, or -1 (chainHas's loop, from the first table).
 func chainFirst(cs []chainLevel, h uint64) int {
+	prefetchChain(cs, h)
 	for k := range cs {
 		c := &cs[k]
 		fp := addr.Fingerprint(h, c.fpMax)
@@ -198,24 +202,23 @@ func chainFirst(cs []chainLevel, h uint64) int {
 	return -1
 }
 
+// prefetchChain prefetches h's two buckets in each table of cs of
+// largeTableBytes or more: the CPU holds the instructions of only a table
+// or two of a chain's loop in flight at once, so without it the misses of
+// the large tables of a long chain would come one or two at a time.
+func prefetchChain(cs []chainLevel, h uint64) {
+	for k := len(cs) - 1; k >= 0 && cs[k].large; k-- {
+		c := &cs[k]
+		fp := addr.Fingerprint(h, c.fpMax)
+		i1 := addr.Bucket(h, c.m)
+		lines := [2]uint64{i1 * c.bb >> 6, addr.Alt(i1, fp, c.m) * c.bb >> 6}
+		prefetch(c.t.words, lines[:])
+	}
+}
+
 // chainGroup is a group of keys located in one table.
 type chainGroup struct {
 	i1, i2, fp [batchGroup]uint64
-}
-
-// stage locates up to batchGroup hashes into g and prefetches the first
-// line of each of their buckets.
-func (c *chainLevel) stage(hs []uint64, g *chainGroup) {
-	var lines [2 * batchGroup]uint64
-	hs = hs[:min(len(hs), batchGroup)]
-	for k, h := range hs {
-		fp := addr.Fingerprint(h, c.fpMax)
-		i1 := addr.Bucket(h, c.m)
-		i2 := addr.Alt(i1, fp, c.m)
-		g.i1[k], g.i2[k], g.fp[k] = i1, i2, fp
-		lines[2*k], lines[2*k+1] = i1*c.bb>>6, i2*c.bb>>6
-	}
-	prefetch(c.t.words, lines[:2*len(hs)])
 }
 
 // values reads bucket i's values (0: empty) into out[:slots] (loads ≥ 1).
@@ -260,4 +263,85 @@ func (c *chainLevel) replace(i, old, new uint64) bool {
 	}
 	c.t.setSlotAt(p, new)
 	return true
+}
+
+// pass looks up hashes hs in the table, the answers going to found at the
+// indexes at holds (at[k] for hs[k]): it sets found[at[k]] for each hash
+// the table holds and moves the others, in order, to the front of hs and
+// at, returning how many there are. It locates a group of hashes while it
+// compares the group before, and in a large table prefetches the located
+// buckets, so that their misses overlap.
+func (c *chainLevel) pass(hs []uint64, at []uint16, found []bool) int {
+	at = at[:len(hs)]
+	if c.loads != 2 {
+		n := 0
+		for k, h := range hs {
+			hit := c.has(h)
+			found[at[k]] = hit
+			hs[n], at[n] = h, at[k]
+			n += 1 - b2u(hit)
+		}
+		return n
+	}
+	var gs [2]chainGroup
+	c.locate(hs, &gs[0])
+	words, bb, wb := c.words, c.bb, c.wb&63
+	low, high, lastLow, lastHigh, lastLanes := c.low, c.high, c.lastLow, c.lastHigh, c.lastLanes
+	n := 0
+	for lo := 0; lo < len(hs); lo += batchGroup {
+		hi := min(lo+batchGroup, len(hs))
+		g := &gs[lo/batchGroup&1]
+		if hi < len(hs) {
+			c.locate(hs[hi:], &gs[lo/batchGroup&1^1])
+		}
+		for k := lo; k < hi; k++ {
+			x := (k - lo) & (batchGroup - 1)
+			a0, a1 := readAt(words, g.i1[x]*bb, wb)
+			b0, b1 := readAt(words, g.i2[x]*bb, wb)
+			r := g.fp[x] * low
+			hit := anyZero(a0^r, low, high)|anyZero(a1^r&lastLanes, lastLow, lastHigh)|
+				anyZero(b0^r, low, high)|anyZero(b1^r&lastLanes, lastLow, lastHigh) != 0
+			found[at[k]] = hit
+			hs[n], at[n] = hs[k], at[k]
+			n += 1 - b2u(hit)
+		}
+	}
+	return n
+}
+
+// locate puts the buckets and fingerprints of up to batchGroup hashes in
+// g, prefetching the buckets' first lines if the table is large.
+func (c *chainLevel) locate(hs []uint64, g *chainGroup) {
+	hs = hs[:min(len(hs), batchGroup)]
+	for k, h := range hs {
+		fp := addr.Fingerprint(h, c.fpMax)
+		i1 := addr.Bucket(h, c.m)
+		g.i1[k], g.i2[k], g.fp[k] = i1, addr.Alt(i1, fp, c.m), fp
+	}
+	if c.large {
+		var lines [2 * batchGroup]uint64
+		for k := range hs {
+			lines[2*k], lines[2*k+1] = g.i1[k]*c.bb>>6, g.i2[k]*c.bb>>6
+		}
+		prefetch(c.t.words, lines[:2*len(hs)])
+	}
+}
+
+// readAt is chainLevel.read of the bucket at bit p of words, whose first
+// window has wb bits.
+func readAt(words unsafe.Pointer, p, wb uint64) (w0, w1 uint64) {
+	at := unsafe.Add(words, p>>3)
+	sh := p & 7
+	lo, hi := *(*uint64)(at), *(*uint64)(unsafe.Add(at, 8))
+	lo = lo>>sh | hi<<(63-sh)<<1
+	hi >>= sh
+	return lo, lo>>wb | hi<<((64-wb)&63)
+}
+
+// b2u is 1 for true, 0 for false.
+func b2u(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
