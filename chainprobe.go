@@ -27,7 +27,7 @@ import (
 
 // chainLevel is one plain table of a chain, as its lookups see it.
 type chainLevel struct {
-	words unsafe.Pointer // &t.words[0]
+	words unsafe.Pointer // &t.Words[0]
 	m     uint64         // buckets
 	fpMax uint64         // 2^f − 1
 	bb    uint64         // bits per bucket
@@ -37,15 +37,16 @@ type chainLevel struct {
 	low, rest, high             uint64
 	lastLow, lastRest, lastHigh uint64
 	lastLanes                   uint64 // the bits of the second window's lanes: fp·lastLow = fp·low & lastLanes
-	loads                       uint64 // 2: two loads; 1: one load; 0: t.holdsEither
+	loads                       uint64 // 2: two loads; 1: one load; 0: t.HoldsEither
 	t                           *table.Table
 	large                       bool // the table takes largeTableBytes or more
 }
 
-// largeTableBytes is the size from which a batch lookup prefetches a
-// table's buckets: tables smaller than a core's L2 cache stay in the
-// caches between lookups.
-const largeTableBytes = 1 << 20
+// largeTableBytes is the size from which lookups prefetch a table's
+// buckets (prefetchChain, chainLevel.pass): the smaller tables of a chain,
+// together about as large as the largest of them, stay in a core's L2
+// cache between lookups; larger ones do not, beside the others.
+const largeTableBytes = 256 << 10
 
 // anyZero returns nonzero when some lane of x (of the lanes low and high
 // describe) is zero: (x − low) &^ x & high is the classic test, which may
@@ -121,11 +122,12 @@ func (c *chainLevel) holds(i1, f1, i2, f2 uint64) bool {
 	case 2:
 		a0, a1 := c.read(i1)
 		b0, b1 := c.read(i2)
-		return table.ZeroLanes(a0^f1*c.low, c.rest, c.high)|table.ZeroLanes(a1^f1*c.lastLow, c.lastRest, c.lastHigh)|
-			table.ZeroLanes(b0^f2*c.low, c.rest, c.high)|table.ZeroLanes(b1^f2*c.lastLow, c.lastRest, c.lastHigh) != 0
+		r, q := f1*c.low, f2*c.low
+		return anyZero(a0^r, c.low, c.high)|anyZero(a1^r&c.lastLanes, c.lastLow, c.lastHigh)|
+			anyZero(b0^q, c.low, c.high)|anyZero(b1^q&c.lastLanes, c.lastLow, c.lastHigh) != 0
 	case 1:
 		a, b := c.read1(i1), c.read1(i2)
-		return table.ZeroLanes(a^f1*c.low, c.rest, c.high)|table.ZeroLanes(b^f2*c.low, c.rest, c.high) != 0
+		return anyZero(a^f1*c.low, c.low, c.high)|anyZero(b^f2*c.low, c.low, c.high) != 0
 	}
 	return c.t.HoldsEither(i1, f1, i2, f2)
 }
@@ -153,10 +155,12 @@ func chainFirst(cs []chainLevel, h uint64) int { return chainFind(cs, h, false) 
 
 // chainFind returns the index of a table of cs that holds h's fingerprint,
 // the first such from the last table when newestFirst is set, from the
-// first otherwise, or -1. Each table's buckets are loaded before anything
-// is compared, and the loop's exit is predicted not taken for an absent
-// key, so the CPU issues the loads of the next tables while it compares.
+// first otherwise, or -1. The large tables' buckets are prefetched first
+// (prefetchChain); then each table's buckets are loaded before anything is
+// compared, and the loop's exit is predicted not taken for an absent key,
+// so the CPU issues the loads of the next tables while it compares.
 func chainFind(cs []chainLevel, h uint64, newestFirst bool) int {
+	prefetchChain(cs, h)
 	k, end, step := 0, len(cs), 1
 	if newestFirst {
 		k, end, step = len(cs)-1, -1, -1
@@ -185,24 +189,23 @@ func chainFind(cs []chainLevel, h uint64, newestFirst bool) int {
 	return -1
 }
 
+// prefetchChain prefetches h's two buckets in each table of cs of
+// largeTableBytes or more: the CPU holds the instructions of only a table
+// or two of a chain's loop in flight at once, so without it the misses of
+// the large tables of a long chain would come one or two at a time.
+func prefetchChain(cs []chainLevel, h uint64) {
+	for k := len(cs) - 1; k >= 0 && cs[k].large; k-- {
+		c := &cs[k]
+		fp := addr.Fingerprint(h, c.fpMax)
+		i1 := addr.Bucket(h, c.m)
+		lines := [2]uint64{i1 * c.bb >> 6, addr.Alt(i1, fp, c.m) * c.bb >> 6}
+		table.Prefetch(c.t.Words, lines[:])
+	}
+}
+
 // chainGroup is a group of keys located in one table.
 type chainGroup struct {
 	i1, i2, fp [batchGroup]uint64
-}
-
-// stage locates up to batchGroup hashes into g and prefetches the first
-// line of each of their buckets.
-func (c *chainLevel) stage(hs []uint64, g *chainGroup) {
-	var lines [2 * batchGroup]uint64
-	hs = hs[:min(len(hs), batchGroup)]
-	for k, h := range hs {
-		fp := addr.Fingerprint(h, c.fpMax)
-		i1 := addr.Bucket(h, c.m)
-		i2 := addr.Alt(i1, fp, c.m)
-		g.i1[k], g.i2[k], g.fp[k] = i1, i2, fp
-		lines[2*k], lines[2*k+1] = i1*c.bb>>6, i2*c.bb>>6
-	}
-	table.Prefetch(c.t.Words, lines[:2*len(hs)])
 }
 
 // values reads bucket i's values (0: empty) into out[:slots] (loads ≥ 1).
@@ -247,4 +250,85 @@ func (c *chainLevel) replace(i, old, new uint64) bool {
 	}
 	c.t.SetSlotAt(p, new)
 	return true
+}
+
+// pass looks up hashes hs in the table, the answers going to found at the
+// indexes at holds (at[k] for hs[k]): it sets found[at[k]] for each hash
+// the table holds and moves the others, in order, to the front of hs and
+// at, returning how many there are. It locates a group of hashes while it
+// compares the group before, and in a large table prefetches the located
+// buckets, so that their misses overlap.
+func (c *chainLevel) pass(hs []uint64, at []uint16, found []bool) int {
+	at = at[:len(hs)]
+	if c.loads != 2 {
+		n := 0
+		for k, h := range hs {
+			hit := c.has(h)
+			found[at[k]] = hit
+			hs[n], at[n] = h, at[k]
+			n += 1 - b2u(hit)
+		}
+		return n
+	}
+	var gs [2]chainGroup
+	c.locate(hs, &gs[0])
+	words, bb, wb := c.words, c.bb, c.wb&63
+	low, high, lastLow, lastHigh, lastLanes := c.low, c.high, c.lastLow, c.lastHigh, c.lastLanes
+	n := 0
+	for lo := 0; lo < len(hs); lo += batchGroup {
+		hi := min(lo+batchGroup, len(hs))
+		g := &gs[lo/batchGroup&1]
+		if hi < len(hs) {
+			c.locate(hs[hi:], &gs[lo/batchGroup&1^1])
+		}
+		for k := lo; k < hi; k++ {
+			x := (k - lo) & (batchGroup - 1)
+			a0, a1 := readAt(words, g.i1[x]*bb, wb)
+			b0, b1 := readAt(words, g.i2[x]*bb, wb)
+			r := g.fp[x] * low
+			hit := anyZero(a0^r, low, high)|anyZero(a1^r&lastLanes, lastLow, lastHigh)|
+				anyZero(b0^r, low, high)|anyZero(b1^r&lastLanes, lastLow, lastHigh) != 0
+			found[at[k]] = hit
+			hs[n], at[n] = hs[k], at[k]
+			n += 1 - b2u(hit)
+		}
+	}
+	return n
+}
+
+// locate puts the buckets and fingerprints of up to batchGroup hashes in
+// g, prefetching the buckets' first lines if the table is large.
+func (c *chainLevel) locate(hs []uint64, g *chainGroup) {
+	hs = hs[:min(len(hs), batchGroup)]
+	for k, h := range hs {
+		fp := addr.Fingerprint(h, c.fpMax)
+		i1 := addr.Bucket(h, c.m)
+		g.i1[k], g.i2[k], g.fp[k] = i1, addr.Alt(i1, fp, c.m), fp
+	}
+	if c.large {
+		var lines [2 * batchGroup]uint64
+		for k := range hs {
+			lines[2*k], lines[2*k+1] = g.i1[k]*c.bb>>6, g.i2[k]*c.bb>>6
+		}
+		table.Prefetch(c.t.Words, lines[:2*len(hs)])
+	}
+}
+
+// readAt is chainLevel.read of the bucket at bit p of words, whose first
+// window has wb bits.
+func readAt(words unsafe.Pointer, p, wb uint64) (w0, w1 uint64) {
+	at := unsafe.Add(words, p>>3)
+	sh := p & 7
+	lo, hi := *(*uint64)(at), *(*uint64)(unsafe.Add(at, 8))
+	lo = lo>>sh | hi<<(63-sh)<<1
+	hi >>= sh
+	return lo, lo>>wb | hi<<((64-wb)&63)
+}
+
+// b2u is 1 for true, 0 for false.
+func b2u(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

@@ -3,6 +3,7 @@ package cuckoo
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/dedupkit/cuckoo/internal/table"
@@ -12,8 +13,8 @@ import (
 // the table's answers for every bucket shape, the last bucket of the table
 // included (whose loads reach the padding word), with random values in
 // the slots: holds against holdsEither, empties against copies of 0,
-// values against the slots, and chainHas and chainFirst against the
-// tables' own lookups.
+// values against the slots, and chainHas, chainFirst and a batch's pass
+// against the tables' own lookups.
 func TestChainLevelMatchesTable(t *testing.T) {
 	r := rand.New(rand.NewPCG(28, 1))
 	for _, slots := range []uint64{1, 2, 3, 4, 5, 6, 7, 8, 9, 12, 16} {
@@ -89,6 +90,34 @@ func checkChainLevel(t *testing.T, r *rand.Rand, tb *table.Table) {
 		want := tb.HoldsEither(i1, fp, tb.AltIndex(i1, fp), fp)
 		if chainHas(cs, h) != want || (chainFirst(cs, h) == 0) != want || c.has(h) != want {
 			t.Fatalf("hash %#x: chainHas %v, chainFirst %d, has %v; the table says %v", h, chainHas(cs, h), chainFirst(cs, h), c.has(h), want)
+		}
+	}
+	// A batch's pass over the table, with and without its prefetches.
+	for _, large := range []bool{false, true} {
+		c.large = large
+		n := 1 + r.IntN(3*batchGroup)
+		hs, rest, at, found := make([]uint64, n), make([]uint64, n), make([]uint16, n), make([]bool, n)
+		for k := range hs {
+			hs[k], at[k] = r.Uint64(), uint16(k)
+		}
+		copy(rest, hs)
+		left := c.pass(rest, at, found)
+		var wantRest []uint64
+		for k, h := range hs {
+			i1, fp := tb.Locate(h)
+			if want := tb.HoldsEither(i1, fp, tb.AltIndex(i1, fp), fp); found[k] != want {
+				t.Fatalf("pass (large %v), hash %d of %d: %v, the table says %v", large, k, n, found[k], want)
+			} else if !want {
+				wantRest = append(wantRest, h)
+			}
+		}
+		if !slices.Equal(rest[:left], wantRest) {
+			t.Fatalf("pass (large %v) left %x, want %x", large, rest[:left], wantRest)
+		}
+		for k, h := range rest[:left] {
+			if hs[at[k]] != h {
+				t.Fatalf("pass (large %v): hash %d left is %#x, its index %d holds %#x", large, k, h, at[k], hs[at[k]])
+			}
 		}
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"time"
+
+	"github.com/dedupkit/cuckoo/internal/option"
 )
 
 // An Option sets a parameter of a filter at construction.
@@ -192,13 +194,8 @@ func WithClock(now func() time.Time) Option {
 // resolve applies opts over the defaults and checks how they combine.
 func resolve(opts []Option) (config, error) {
 	var c config
-	for _, o := range opts {
-		if o == nil {
-			continue
-		}
-		if err := o(&c); err != nil {
-			return c, err
-		}
+	if err := option.Apply(&c, opts); err != nil {
+		return c, err
 	}
 	if c.fpBits != 0 && c.fpr != 0 {
 		return c, fmt.Errorf("%w: WithFingerprintBits and WithFalsePositiveRate both given", ErrInvalidParameter)

@@ -3,17 +3,18 @@ package cuckoo
 import "github.com/dedupkit/cuckoo/internal/invariants"
 
 // Batch operations of a Scalable. They hash a chunk of keys at once (with
-// the key bytes of the next group prefetched while a group is hashed),
-// then look the keys up (or add them) one by one, with the buckets of the
-// next group of keys in the large tables prefetched meanwhile (batch.go
-// explains the pipeline), so that the cache misses of many keys overlap.
+// the key bytes of the next group prefetched while a group is hashed).
+// Lookups then ask the newest tables about the chunk one table at a time
+// (containsChunk); adds go key by key, with the buckets of the next group
+// of keys in the newest table prefetched meanwhile (batch.go explains the
+// pipeline), so that the cache misses of many keys overlap.
 
-// ContainsBatch sets found[i] to s.Contains(keys[i]) for every key, the
-// buckets of the next keys in the tables larger than a core's L2 cache
-// prefetched while it probes the current ones, so in tables larger than
-// the CPU caches it is faster per key than Contains in a loop. It
-// allocates nothing and may run concurrently with other readers. It panics
-// if found is shorter than keys.
+// ContainsBatch sets found[i] to s.Contains(keys[i]) for every key, asking
+// the newest tables about many keys at once, with the buckets of the next
+// keys in the large tables prefetched while it compares the current ones,
+// so in tables larger than the CPU caches it is faster per key than
+// Contains in a loop. It allocates nothing and may run concurrently with
+// other readers. It panics if found is shorter than keys.
 func (s *Scalable) ContainsBatch(keys [][]byte, found []bool) {
 	if len(found) < len(keys) {
 		panic("cuckoo: ContainsBatch: found is shorter than keys")
@@ -37,38 +38,39 @@ func (s *Scalable) ContainsHashBatch(hashes []uint64, found []bool) {
 	}
 }
 
-// containsChunk is ContainsHashBatch for at most batchChunk hashes. Key
-// by key, each with ContainsHash's one loop over the tables (which costs
-// fewer instructions than probing the chunk table by table, and stops at
-// the table that reports a present key), and with the buckets of the
-// next group of keys in the large tables prefetched meanwhile: the small
-// ones are in the caches.
+// containsChunk is ContainsHashBatch for at most batchChunk hashes. It
+// asks the newest tables one at a time, each about the whole chunk less
+// the keys a newer table reported (chainLevel.pass): they hold most keys,
+// so most present keys are answered there, a table's geometry stays in
+// registers over its keys, and in the large tables the buckets of the
+// next group of keys are prefetched while a group is compared, so that
+// their cache misses overlap. The keys left (the absent ones, mostly) go
+// through the other tables key by key (chainHas), whose one loop costs
+// fewer instructions per table where the buckets are in the caches.
 func (s *Scalable) containsChunk(hs []uint64, found []bool) {
-	s.prefetchLarge(hs[:min(batchGroup, len(hs))])
-	for lo := 0; lo < len(hs); lo += batchGroup {
-		hi := min(lo+batchGroup, len(hs))
-		if hi < len(hs) {
-			s.prefetchLarge(hs[hi:min(hi+batchGroup, len(hs))])
-		}
-		for k := lo; k < hi; k++ {
-			found[k] = s.ContainsHash(hs[k])
-		}
+	var rest [batchChunk]uint64
+	var at [batchChunk]uint16
+	n := copy(rest[:], hs)
+	for k := range n {
+		at[k] = uint16(k)
+	}
+	clear(found[:n])
+	if l := len(s.levels); l > len(s.probe) {
+		n = s.levels[l-1].grow.pass(rest[:n], at[:n], found)
+	}
+	i := len(s.probe) - 1
+	for ; i >= 0 && n > 0 && (s.probe[i].large || len(s.probe)-i <= passTables); i-- {
+		n = s.probe[i].pass(rest[:n], at[:n], found)
+	}
+	for k, h := range rest[:n] {
+		found[at[k]] = chainHas(s.probe[:i+1], h)
 	}
 }
 
-// prefetchLarge prefetches the buckets of up to batchGroup hashes in the
-// growing table and in the plain tables of largeTableBytes or more.
-func (s *Scalable) prefetchLarge(hs []uint64) {
-	hs = hs[:min(len(hs), batchGroup)]
-	if n := len(s.levels); n > len(s.probe) {
-		var js, tags [2 * batchGroup]uint64
-		s.levels[n-1].grow.stage(hs, &js, &tags)
-	}
-	for i := len(s.probe) - 1; i >= 0 && s.probe[i].large; i-- {
-		var g chainGroup
-		s.probe[i].stage(hs, &g)
-	}
-}
+// passTables is how many of the newest plain tables a batch lookup asks
+// one at a time even when they are small: with growth 2 the newest three
+// tables and a growing one hold about 15/16 of the keys.
+const passTables = 3
 
 // AddBatch adds every key, in order, as Add would, prefetching the buckets
 // of a group of keys in the newest table before adding them. Like Add it
@@ -177,4 +179,30 @@ func (s *Scalable) reportsFrom(first int, h uint64) bool {
 		}
 	}
 	return false
+}
+
+// pass is chainLevel.pass for a growing table, whose buckets are always
+// prefetched a group ahead: the newest table takes half the keys.
+func (g *growTable) pass(hs []uint64, at []uint16, found []bool) int {
+	at = at[:len(hs)]
+	var js, tags [2][2 * batchGroup]uint64
+	g.stage(hs, &js[0], &tags[0])
+	n := 0
+	for lo := 0; lo < len(hs); lo += batchGroup {
+		hi := min(lo+batchGroup, len(hs))
+		b := lo / batchGroup & 1
+		if hi < len(hs) {
+			g.stage(hs[hi:], &js[b^1], &tags[b^1])
+		}
+		for k := lo; k < hi; k++ {
+			x := 2 * (k - lo) & (2*batchGroup - 1)
+			hit := g.rd.holds(js[b][x], tags[b][x], js[b][x+1], tags[b][x+1])
+			found[at[k]] = hit
+			hs[n], at[n] = hs[k], at[k]
+			if !hit {
+				n++
+			}
+		}
+	}
+	return n
 }

@@ -24,6 +24,9 @@
 // core:
 //
 //	cd bench && go run ./growth -clock thread
+//
+// -cpuprofile FILE writes a CPU profile of the whole run (for example of
+// Scalable.Add: go tool pprof -focus 'Scalable..Add$').
 package main
 
 import (
@@ -34,6 +37,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -53,6 +57,7 @@ func main() {
 	growthFactor := flag.Float64("growth", 1000, "growth of the Scalable: it starts at n/growth")
 	step := flag.Float64("step", 0, "the Scalable's WithGrowth factor (0: the default)")
 	seed := flag.Uint64("seed", 1, "seed of the keys and the filters")
+	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	clockName := flag.String("clock", "wall", "what a phase's time is: wall, or thread (the CPU time of the thread that runs it, Linux only: on a machine other jobs share, it leaves out the time the thread waits for a core, but not the GC's background work)")
 	flag.Parse()
 	switch *clockName {
@@ -67,6 +72,16 @@ func main() {
 		log.Fatalf("-clock %q: want wall or thread", *clockName)
 	}
 
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			log.Fatal(err)
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			log.Fatal(err)
+		}
+		defer pprof.StopCPUProfile()
+	}
 	fmt.Printf("Go %s, %s/%s, %d CPUs, GOMAXPROCS %d, %s\n\n", runtime.Version(), runtime.GOOS, runtime.GOARCH,
 		runtime.NumCPU(), runtime.GOMAXPROCS(0), time.Now().UTC().Format("2006-01-02 15:04 MST"))
 	fmt.Printf("`cd bench && go run ./growth %s`\n\n", strings.Join(os.Args[1:], " "))
