@@ -16,7 +16,9 @@
 // repetitions: Contains of the n present keys, Contains of the absent
 // probes (counting false positives), and ContainsBatch of both in batches
 // of -batch keys. Keys are 16 random bytes (PCG, a pure function of the
-// seed), present and absent from disjoint streams, in one array. Run it
+// seed), present and absent from disjoint streams, in one array; the
+// present keys are looked up in a shuffled order, not in the order they
+// were added. Run it
 // on a quiet machine: the figures are times, and other work on the
 // machine changes them (the ratios less than the times). On a machine
 // other jobs share, -clock thread times each phase by the CPU time of the
@@ -129,6 +131,7 @@ type figures struct {
 
 func runSize(n uint64, p float64, reps int, probes uint64, batch int, growth float64, seed uint64, opts []cuckoo.Option) {
 	present := keySet(n, seed<<1)
+	order := shuffled(present, seed)
 	absent := keySet(probes, seed<<1|1)
 	initial := max(uint64(float64(n)/growth), 1)
 	build := [2]func() subject{
@@ -151,7 +154,7 @@ func runSize(n uint64, p float64, reps int, probes uint64, batch int, growth flo
 	for r := range reps {
 		for i := range 2 {
 			which := i ^ r&1 // the order alternates
-			all[which] = append(all[which], measure(build[which], present, absent, batch))
+			all[which] = append(all[which], measure(build[which], present, order, absent, batch))
 			log.Printf("n=%d rep %d %s: %+v", n, r, [2]string{"Filter", "Scalable"}[which], all[which][len(all[which])-1])
 		}
 	}
@@ -211,8 +214,24 @@ func median(v []float64) float64 {
 	return (v[len(v)/2-1] + v[len(v)/2]) / 2
 }
 
-// measure builds one filter from present and times its operations.
-func measure(build func() subject, present, absent [][]byte, batch int) figures {
+// shuffled returns keys in a random order (a pure function of seed), copied
+// into one array in that order: lookups in insertion order would find the
+// keys of a run in one table of a Scalable, which users' lookups do not.
+func shuffled(keys [][]byte, seed uint64) [][]byte {
+	rng := rand.New(rand.NewPCG(seed, 0x6f72646572))
+	order := rng.Perm(len(keys))
+	buf := make([]byte, 0, 16*len(keys))
+	out := make([][]byte, len(keys))
+	for i, j := range order {
+		buf = append(buf, keys[j]...)
+		out[i] = buf[len(buf)-len(keys[j]) : len(buf) : len(buf)]
+	}
+	return out
+}
+
+// measure builds one filter from present and times its operations: lookups
+// of the present keys go in the order of lookups (the same keys, shuffled).
+func measure(build func() subject, present, lookups, absent [][]byte, batch int) figures {
 	var fig figures
 	before := liveHeap()
 	start := now()
@@ -228,7 +247,7 @@ func measure(build func() subject, present, absent [][]byte, batch int) figures 
 
 	found := 0
 	start = now()
-	for _, k := range present {
+	for _, k := range lookups {
 		if f.Contains(k) {
 			found++
 		}
@@ -260,7 +279,7 @@ func measure(build func() subject, present, absent [][]byte, batch int) figures 
 		return n, perKey(start, len(keys))
 	}
 	var n uint64
-	if n, fig.hitBatch = batchFound(present); n != uint64(len(present)) {
+	if n, fig.hitBatch = batchFound(lookups); n != uint64(len(present)) {
 		log.Fatalf("batch: %d of %d present keys found", n, len(present))
 	}
 	n, fig.missBatch = batchFound(absent)
