@@ -1,6 +1,10 @@
 package cuckoo
 
-import "github.com/dedupkit/cuckoo/internal/hash"
+import (
+	"github.com/dedupkit/cuckoo/internal/hash"
+
+	"github.com/dedupkit/cuckoo/internal/table"
+)
 
 // Batch operations overlap the memory accesses of many keys. A lookup in a
 // table far larger than the CPU caches is two independent cache misses of
@@ -33,10 +37,10 @@ type batch struct {
 func (f *Filter) stage(b *batch, k int, h uint64) {
 	k &= batchGroup - 1 // k < batchGroup already; the mask proves it to the compiler
 	i1, fp := f.locate(h)
-	i2 := f.t.altIndex(i1, fp)
+	i2 := f.t.AltIndex(i1, fp)
 	b.h[k], b.i1[k], b.i2[k], b.fp[k] = h, i1, i2, fp
-	b.lines[2*k] = i1 * f.t.bucketBits >> 6
-	b.lines[2*k+1] = i2 * f.t.bucketBits >> 6
+	b.lines[2*k] = i1 * f.t.BucketBits >> 6
+	b.lines[2*k+1] = i2 * f.t.BucketBits >> 6
 }
 
 // stageKeys hashes and locates up to batchGroup keys into b and prefetches
@@ -46,7 +50,7 @@ func (f *Filter) stageKeys(b *batch, keys [][]byte) {
 	for k, key := range keys {
 		f.stage(b, k, hash.Sum64(key, f.seed))
 	}
-	prefetch(f.t.words, b.lines[:2*b.n])
+	table.Prefetch(f.t.Words, b.lines[:2*b.n])
 }
 
 // stageHashes is stageKeys for hashes.
@@ -55,7 +59,7 @@ func (f *Filter) stageHashes(b *batch, hs []uint64) {
 	for k, h := range hs {
 		f.stage(b, k, h)
 	}
-	prefetch(f.t.words, b.lines[:2*b.n])
+	table.Prefetch(f.t.Words, b.lines[:2*b.n])
 }
 
 // probe looks up the keys staged in b.
@@ -63,18 +67,18 @@ func (f *Filter) probe(b *batch, found []bool) {
 	t := &f.t
 	i1, i2, fp := b.i1[:b.n], b.i2[:b.n], b.fp[:b.n]
 	found = found[:len(i1)]
-	if t.aligned {
+	if t.Aligned {
 		// The commonest shapes, inline as in ContainsHash.
 		for k := range found {
-			rep := fp[k] * t.laneLow
-			x := t.alignedBucket(i1[k]) ^ rep
-			y := t.alignedBucket(i2[k]) ^ rep
-			found[k] = zeroLanes(x, t.laneRest, t.laneHigh)|zeroLanes(y, t.laneRest, t.laneHigh) != 0
+			rep := fp[k] * t.LaneLow
+			x := t.AlignedBucket(i1[k]) ^ rep
+			y := t.AlignedBucket(i2[k]) ^ rep
+			found[k] = table.ZeroLanes(x, t.LaneRest, t.LaneHigh)|table.ZeroLanes(y, t.LaneRest, t.LaneHigh) != 0
 		}
 		return
 	}
 	for k := range found {
-		found[k] = t.holdsEither(i1[k], fp[k], i2[k], fp[k])
+		found[k] = t.HoldsEither(i1[k], fp[k], i2[k], fp[k])
 	}
 }
 
@@ -86,7 +90,7 @@ func (f *Filter) ContainsBatch(keys [][]byte, found []bool) {
 	if len(found) < len(keys) {
 		panic("cuckoo: ContainsBatch: found is shorter than keys")
 	}
-	if f.t.numBuckets == 0 {
+	if f.t.NumBuckets == 0 {
 		clear(found[:len(keys)])
 		return
 	}
@@ -102,7 +106,7 @@ func (f *Filter) ContainsHashBatch(hashes []uint64, found []bool) {
 	if len(found) < len(hashes) {
 		panic("cuckoo: ContainsHashBatch: found is shorter than hashes")
 	}
-	if f.t.numBuckets == 0 {
+	if f.t.NumBuckets == 0 {
 		clear(found[:len(hashes)])
 		return
 	}
@@ -139,7 +143,7 @@ func (f *Filter) AddUniqueBatch(keys [][]byte, added []bool) (processed int, err
 // a group at a time but inserted one by one, so a key sees the effect of
 // every key before it, as in a loop of single calls.
 func (f *Filter) addBatch(keys [][]byte, unique []bool) (int, error) {
-	if f.t.numBuckets == 0 {
+	if f.t.NumBuckets == 0 {
 		if len(keys) == 0 {
 			return 0, nil
 		}
@@ -168,9 +172,12 @@ func (f *Filter) addBatch(keys [][]byte, unique []bool) (int, error) {
 // the group after it already hashed and its buckets prefetched, and the key
 // bytes of the group after that prefetched: the memory accesses of the next
 // groups overlap the work on this one. (An iterator rather than a
-// callback, so that its buffers stay on the caller's stack.)
+// callback, so that its buffers stay on the caller's stack; for the same
+// reason it calls its filter, a Filter or a Window, directly rather than
+// through an interface.)
 type pipeline struct {
-	f      *Filter
+	f      *Filter // the filter staged for, or nil for w
+	w      *Window
 	keys   [][]byte // the keys, or nil for hashes
 	hashes []uint64
 	n      int
@@ -181,9 +188,15 @@ type pipeline struct {
 // pipelineOf returns a pipeline over keys, or over hashes when keys is
 // nil, with its first group staged. The table must not be empty.
 func (f *Filter) pipelineOf(keys [][]byte, hashes []uint64) pipeline {
-	p := pipeline{f: f, keys: keys, hashes: hashes, n: len(hashes)}
-	if keys != nil {
-		p.n = len(keys)
+	return newPipeline(pipeline{f: f, keys: keys, hashes: hashes})
+}
+
+// newPipeline completes p, whose filter and keys are set, and stages its
+// first group.
+func newPipeline(p pipeline) pipeline {
+	p.n = len(p.hashes)
+	if p.keys != nil {
+		p.n = len(p.keys)
 	}
 	p.stage(&p.bufs[0], 0)
 	return p
@@ -193,12 +206,22 @@ func (f *Filter) pipelineOf(keys [][]byte, hashes []uint64) pipeline {
 // and prefetches the key bytes of the group after it.
 func (p *pipeline) stage(b *batch, lo int) {
 	hi := min(lo+batchGroup, p.n)
-	if p.keys == nil {
-		p.f.stageHashes(b, p.hashes[lo:hi])
-		return
+	var keys [][]byte
+	var hashes []uint64
+	if p.keys != nil {
+		table.PrefetchKeys(p.keys[hi:min(hi+batchGroup, p.n)])
+		keys = p.keys[lo:hi]
+	} else {
+		hashes = p.hashes[lo:hi]
 	}
-	prefetchKeys(p.keys[hi:min(hi+batchGroup, p.n)])
-	p.f.stageKeys(b, p.keys[lo:hi])
+	switch {
+	case p.w != nil:
+		p.w.stage(b, keys, hashes)
+	case keys != nil:
+		p.f.stageKeys(b, keys)
+	default:
+		p.f.stageHashes(b, hashes)
+	}
 }
 
 // next returns the next group and the index of its first key, or false
@@ -221,10 +244,10 @@ func (p *pipeline) next() (cur *batch, start int, ok bool) {
 // prefetching the key bytes of each group of keys while it hashes the
 // group before.
 func hashKeys(keys [][]byte, seed uint64, hs *[batchChunk]uint64) []uint64 {
-	prefetchKeys(keys[:min(batchGroup, len(keys))])
+	table.PrefetchKeys(keys[:min(batchGroup, len(keys))])
 	for lo := 0; lo < len(keys); lo += batchGroup {
 		hi := min(lo+batchGroup, len(keys))
-		prefetchKeys(keys[hi:min(hi+batchGroup, len(keys))])
+		table.PrefetchKeys(keys[hi:min(hi+batchGroup, len(keys))])
 		for k, key := range keys[lo:hi] {
 			hs[(lo+k)&(batchChunk-1)] = hash.Sum64(key, seed)
 		}

@@ -3,6 +3,8 @@ package cuckoo
 import (
 	"math/rand/v2"
 	"testing"
+
+	"github.com/dedupkit/cuckoo/internal/table"
 )
 
 // TestKickSlot: the random walk's slot choice is, for a power of two, the
@@ -14,7 +16,7 @@ func TestKickSlot(t *testing.T) {
 	for _, b := range []uint64{1, 2, 4, 8, 16, 32, 64, 128} {
 		for range 1000 {
 			x := r.Uint64()
-			if got, want := kickSlot(x, b), x>>32&(b-1); got != want {
+			if got, want := table.KickSlot(x, b), x>>32&(b-1); got != want {
 				t.Fatalf("b=%d: kickSlot(%#x) = %d, want %d", b, x, got, want)
 			}
 		}
@@ -23,7 +25,7 @@ func TestKickSlot(t *testing.T) {
 		counts := make([]int, b)
 		const draws = 200
 		for range draws * b {
-			s := kickSlot(r.Uint64(), b)
+			s := table.KickSlot(r.Uint64(), b)
 			if s >= b {
 				t.Fatalf("b=%d: slot %d", b, s)
 			}

@@ -5,6 +5,7 @@ import (
 	"unsafe"
 
 	"github.com/dedupkit/cuckoo/internal/addr"
+	"github.com/dedupkit/cuckoo/internal/table"
 )
 
 // A lookup in a chain of tables (a Scalable's) probes every table for an
@@ -18,7 +19,7 @@ import (
 //
 // A bucket of at most 120 bits lies within the 16 bytes from the byte it
 // starts in; two 8-byte loads there and a shift give its bits from bit 0
-// (chainLevel.read). A table's words end with a padding word (table.go),
+// (chainLevel.read). A table's words end with a padding word (table.Table),
 // which holds the last bucket's 16 bytes when buckets are 64 bits or more;
 // smaller buckets of at most 57 bits are read with one load, which the
 // padding word also covers. Other shapes (57 to 63 bits, more than 120,
@@ -26,7 +27,7 @@ import (
 
 // chainLevel is one plain table of a chain, as its lookups see it.
 type chainLevel struct {
-	words unsafe.Pointer // &t.words[0]
+	words unsafe.Pointer // &t.Words[0]
 	m     uint64         // buckets
 	fpMax uint64         // 2^f − 1
 	bb    uint64         // bits per bucket
@@ -36,8 +37,8 @@ type chainLevel struct {
 	low, rest, high             uint64
 	lastLow, lastRest, lastHigh uint64
 	lastLanes                   uint64 // the bits of the second window's lanes: fp·lastLow = fp·low & lastLanes
-	loads                       uint64 // 2: two loads; 1: one load; 0: t.holdsEither
-	t                           *table
+	loads                       uint64 // 2: two loads; 1: one load; 0: t.HoldsEither
+	t                           *table.Table
 	large                       bool // the table takes largeTableBytes or more
 }
 
@@ -51,26 +52,26 @@ const largeTableBytes = 256 << 10
 // describe) is zero: (x − low) &^ x & high is the classic test, which may
 // also flag lanes above a zero one (a borrow runs up from it), never
 // when no lane is zero; bits above the lanes do not matter. Three
-// operations where zeroLanes, exact lane by lane, takes six.
+// operations where table.ZeroLanes, exact lane by lane, takes six.
 func anyZero(x, low, high uint64) uint64 { return (x - low) &^ x & high }
 
 // chainLevelOf returns the probe of plain table t.
-func chainLevelOf(t *table) chainLevel {
+func chainLevelOf(t *table.Table) chainLevel {
 	c := chainLevel{
-		words: unsafe.Pointer(unsafe.SliceData(t.words)),
-		m:     t.numBuckets, fpMax: t.fpMask, bb: t.bucketBits, wb: t.windowBits & 63,
-		low: t.laneLow, rest: t.laneRest, high: t.laneHigh,
-		t: t, large: uint64(len(t.words))*8 >= largeTableBytes,
+		words: unsafe.Pointer(unsafe.SliceData(t.Words)),
+		m:     t.NumBuckets, fpMax: t.FPMask, bb: t.BucketBits, wb: t.WindowBits & 63,
+		low: t.LaneLow, rest: t.LaneRest, high: t.LaneHigh,
+		t: t, large: uint64(len(t.Words))*8 >= largeTableBytes,
 	}
-	if t.windows == 2 {
-		c.lastLow, c.lastRest, c.lastHigh = t.lastLow, t.lastRest, t.lastHigh
+	if t.Windows == 2 {
+		c.lastLow, c.lastRest, c.lastHigh = t.LastLow, t.LastRest, t.LastHigh
 		c.lastLanes = c.lastHigh | c.lastRest
 	}
 	switch {
-	case t.semi || t.segments != 1 || t.windows > 2 || !unalignedLittleEndian || !fastSlots(t.slots):
-	case t.bucketBits >= 64 && t.bucketBits <= 120:
+	case t.Semi || t.Segments != 1 || t.Windows > 2 || !table.UnalignedLittleEndian || !fastSlots(t.Slots):
+	case t.BucketBits >= 64 && t.BucketBits <= 120:
 		c.loads = 2
-	case t.bucketBits <= 57:
+	case t.BucketBits <= 57:
 		c.loads = 1
 	}
 	return c
@@ -128,7 +129,7 @@ func (c *chainLevel) holds(i1, f1, i2, f2 uint64) bool {
 		a, b := c.read1(i1), c.read1(i2)
 		return anyZero(a^f1*c.low, c.low, c.high)|anyZero(b^f2*c.low, c.low, c.high) != 0
 	}
-	return c.t.holdsEither(i1, f1, i2, f2)
+	return c.t.HoldsEither(i1, f1, i2, f2)
 }
 
 // empties returns the empty slots of bucket i.
@@ -136,50 +137,35 @@ func (c *chainLevel) empties(i uint64) uint64 {
 	switch c.loads {
 	case 2:
 		w0, w1 := c.read(i)
-		return uint64(bits.OnesCount64(zeroLanes(w0, c.rest, c.high)) + bits.OnesCount64(zeroLanes(w1, c.lastRest, c.lastHigh)))
+		return uint64(bits.OnesCount64(table.ZeroLanes(w0, c.rest, c.high)) + bits.OnesCount64(table.ZeroLanes(w1, c.lastRest, c.lastHigh)))
 	case 1:
-		return uint64(bits.OnesCount64(zeroLanes(c.read1(i), c.rest, c.high)))
+		return uint64(bits.OnesCount64(table.ZeroLanes(c.read1(i), c.rest, c.high)))
 	}
-	return c.t.copies(i, 0)
+	return c.t.Copies(i, 0)
 }
 
 // chainHas reports whether any table of cs holds h's fingerprint,
 // probing them from the last (the newest of a Scalable's, which holds the
-// most keys) and stopping at the first that does. Each table's buckets
-// are loaded before anything is compared, and the loop's exit is
-// predicted not taken for an absent key, so the CPU issues the loads of
-// the next tables while it compares.
-func chainHas(cs []chainLevel, h uint64) bool {
-	prefetchChain(cs, h)
-	for k := len(cs) - 1; k >= 0; k-- {
-		c := &cs[k]
-		fp := addr.Fingerprint(h, c.fpMax)
-		i1 := addr.Bucket(h, c.m)
-		i2 := addr.Alt(i1, fp, c.m)
-		if c.loads != 2 {
-			if c.holds(i1, fp, i2, fp) {
-				return true
-			}
-			continue
-		}
-		// holds, inline: the shape of the chain's wider tables.
-		a0, a1 := c.read(i1)
-		b0, b1 := c.read(i2)
-		r0 := fp * c.low
-		r1 := r0 & c.lastLanes
-		if anyZero(a0^r0, c.low, c.high)|anyZero(a1^r1, c.lastLow, c.lastHigh)|
-			anyZero(b0^r0, c.low, c.high)|anyZero(b1^r1, c.lastLow, c.lastHigh) != 0 {
-			return true
-		}
-	}
-	return false
-}
+// most keys) and stopping at the first that does.
+func chainHas(cs []chainLevel, h uint64) bool { return chainFind(cs, h, true) >= 0 }
 
 // chainFirst returns the index of the first table of cs that holds h's
-// fingerprint, or -1 (chainHas's loop, from the first table).
-func chainFirst(cs []chainLevel, h uint64) int {
+// fingerprint, or -1.
+func chainFirst(cs []chainLevel, h uint64) int { return chainFind(cs, h, false) }
+
+// chainFind returns the index of a table of cs that holds h's fingerprint,
+// the first such from the last table when newestFirst is set, from the
+// first otherwise, or -1. The large tables' buckets are prefetched first
+// (prefetchChain); then each table's buckets are loaded before anything is
+// compared, and the loop's exit is predicted not taken for an absent key,
+// so the CPU issues the loads of the next tables while it compares.
+func chainFind(cs []chainLevel, h uint64, newestFirst bool) int {
 	prefetchChain(cs, h)
-	for k := range cs {
+	k, end, step := 0, len(cs), 1
+	if newestFirst {
+		k, end, step = len(cs)-1, -1, -1
+	}
+	for ; k != end; k += step {
 		c := &cs[k]
 		fp := addr.Fingerprint(h, c.fpMax)
 		i1 := addr.Bucket(h, c.m)
@@ -190,6 +176,7 @@ func chainFirst(cs []chainLevel, h uint64) int {
 			}
 			continue
 		}
+		// holds, inline: the shape of the chain's wider tables.
 		a0, a1 := c.read(i1)
 		b0, b1 := c.read(i2)
 		r0 := fp * c.low
@@ -212,7 +199,7 @@ func prefetchChain(cs []chainLevel, h uint64) {
 		fp := addr.Fingerprint(h, c.fpMax)
 		i1 := addr.Bucket(h, c.m)
 		lines := [2]uint64{i1 * c.bb >> 6, addr.Alt(i1, fp, c.m) * c.bb >> 6}
-		prefetch(c.t.words, lines[:])
+		table.Prefetch(c.t.Words, lines[:])
 	}
 }
 
@@ -224,18 +211,18 @@ type chainGroup struct {
 // values reads bucket i's values (0: empty) into out[:slots] (loads ≥ 1).
 func (c *chainLevel) values(i uint64, out *[8]uint64) {
 	t := c.t
-	f, mask := t.fpBits&63, t.fpMask
+	f, mask := t.FPBits&63, t.FPMask
 	var w0, w1 uint64
 	if c.loads == 2 {
 		w0, w1 = c.read(i)
 	} else {
 		w0 = c.read1(i)
 	}
-	for s := uint64(0); s < t.lanes; s++ {
+	for s := uint64(0); s < t.Lanes; s++ {
 		out[s&7] = w0 >> (s * f & 63) & mask
 	}
-	for s := t.lanes; s < t.slots; s++ {
-		out[s&7] = w1 >> ((s - t.lanes) * f & 63) & mask
+	for s := t.Lanes; s < t.Slots; s++ {
+		out[s&7] = w1 >> ((s - t.Lanes) * f & 63) & mask
 	}
 }
 
@@ -244,7 +231,7 @@ func (c *chainLevel) values(i uint64, out *[8]uint64) {
 // with the bucket read as the lookups read it.
 func (c *chainLevel) replace(i, old, new uint64) bool {
 	if c.loads == 0 {
-		return c.t.replace(i, old, new)
+		return c.t.Replace(i, old, new)
 	}
 	var w0, w1 uint64
 	if c.loads == 2 {
@@ -252,16 +239,16 @@ func (c *chainLevel) replace(i, old, new uint64) bool {
 	} else {
 		w0 = c.read1(i)
 	}
-	f := c.t.fpBits
+	f := c.t.FPBits
 	p := i * c.bb
-	if z := zeroLanes(w0^old*c.low, c.rest, c.high); z != 0 {
-		p += laneStart(z, f)
-	} else if z := zeroLanes(w1^old*c.lastLow, c.lastRest, c.lastHigh); z != 0 {
-		p += c.t.windowBits + laneStart(z, f)
+	if z := table.ZeroLanes(w0^old*c.low, c.rest, c.high); z != 0 {
+		p += table.LaneStart(z, f)
+	} else if z := table.ZeroLanes(w1^old*c.lastLow, c.lastRest, c.lastHigh); z != 0 {
+		p += c.t.WindowBits + table.LaneStart(z, f)
 	} else {
 		return false
 	}
-	c.t.setSlotAt(p, new)
+	c.t.SetSlotAt(p, new)
 	return true
 }
 
@@ -323,7 +310,7 @@ func (c *chainLevel) locate(hs []uint64, g *chainGroup) {
 		for k := range hs {
 			lines[2*k], lines[2*k+1] = g.i1[k]*c.bb>>6, g.i2[k]*c.bb>>6
 		}
-		prefetch(c.t.words, lines[:2*len(hs)])
+		table.Prefetch(c.t.Words, lines[:2*len(hs)])
 	}
 }
 

@@ -5,6 +5,8 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
+
+	"github.com/dedupkit/cuckoo/internal/table"
 )
 
 // TestChainLevelMatchesTable: the chain loop's reads and compares give
@@ -33,34 +35,34 @@ func TestChainLevelMatchesTable(t *testing.T) {
 
 // randomTable returns a small table of the shape with random values in
 // about three quarters of its slots.
-func randomTable(r *rand.Rand, slots, f uint64, semi bool) *table {
+func randomTable(r *rand.Rand, slots, f uint64, semi bool) *table.Table {
 	m := 2 + 2*r.Uint64N(40)
-	tb := newTable(m, slots, f, semi)
+	tb := table.New(m, slots, f, semi)
 	mask := uint64(1)<<f - 1
 	for i := range m {
 		for range slots {
 			if r.IntN(4) != 0 {
-				tb.insert(i, 1+r.Uint64N(mask))
+				tb.Insert(i, 1+r.Uint64N(mask))
 			}
 		}
 	}
 	return &tb
 }
 
-func checkChainLevel(t *testing.T, r *rand.Rand, tb *table) {
+func checkChainLevel(t *testing.T, r *rand.Rand, tb *table.Table) {
 	t.Helper()
 	c := chainLevelOf(tb)
-	m := tb.numBuckets
+	m := tb.NumBuckets
 	var vals [8]uint64
 	for i := range m {
-		if got, want := c.empties(i), tb.copies(i, 0); got != want {
+		if got, want := c.empties(i), tb.Copies(i, 0); got != want {
 			t.Fatalf("bucket %d of %d: %d empty slots, the table says %d", i, m, got, want)
 		}
 		if c.loads != 0 {
 			c.values(i, &vals)
-			for s := range tb.slots {
-				if vals[s] != tb.slot(i, s) {
-					t.Fatalf("bucket %d slot %d: %#x, the table says %#x", i, s, vals[s], tb.slot(i, s))
+			for s := range tb.Slots {
+				if vals[s] != tb.Slot(i, s) {
+					t.Fatalf("bucket %d slot %d: %#x, the table says %#x", i, s, vals[s], tb.Slot(i, s))
 				}
 			}
 		}
@@ -68,14 +70,14 @@ func checkChainLevel(t *testing.T, r *rand.Rand, tb *table) {
 			j := r.Uint64N(m)
 			// Values held by the buckets (so that some compares match),
 			// or random ones.
-			f1, f2 := 1+r.Uint64N(tb.fpMask), 1+r.Uint64N(tb.fpMask)
-			if v := tb.slot(i, r.Uint64N(tb.slots)); v != 0 && r.IntN(2) == 0 {
+			f1, f2 := 1+r.Uint64N(tb.FPMask), 1+r.Uint64N(tb.FPMask)
+			if v := tb.Slot(i, r.Uint64N(tb.Slots)); v != 0 && r.IntN(2) == 0 {
 				f1 = v
 			}
-			if v := tb.slot(j, r.Uint64N(tb.slots)); v != 0 && r.IntN(2) == 0 {
+			if v := tb.Slot(j, r.Uint64N(tb.Slots)); v != 0 && r.IntN(2) == 0 {
 				f2 = v
 			}
-			if got, want := c.holds(i, f1, j, f2), tb.holdsEither(i, f1, j, f2); got != want {
+			if got, want := c.holds(i, f1, j, f2), tb.HoldsEither(i, f1, j, f2); got != want {
 				t.Fatalf("buckets %d, %d of %d, values %#x, %#x: holds %v, holdsEither %v (loads %d)", i, j, m, f1, f2, got, want, c.loads)
 			}
 		}
@@ -84,8 +86,8 @@ func checkChainLevel(t *testing.T, r *rand.Rand, tb *table) {
 	cs := []chainLevel{c, c}
 	for range 64 {
 		h := r.Uint64()
-		i1, fp := tb.locate(h)
-		want := tb.holdsEither(i1, fp, tb.altIndex(i1, fp), fp)
+		i1, fp := tb.Locate(h)
+		want := tb.HoldsEither(i1, fp, tb.AltIndex(i1, fp), fp)
 		if chainHas(cs, h) != want || (chainFirst(cs, h) == 0) != want || c.has(h) != want {
 			t.Fatalf("hash %#x: chainHas %v, chainFirst %d, has %v; the table says %v", h, chainHas(cs, h), chainFirst(cs, h), c.has(h), want)
 		}
@@ -102,8 +104,8 @@ func checkChainLevel(t *testing.T, r *rand.Rand, tb *table) {
 		left := c.pass(rest, at, found)
 		var wantRest []uint64
 		for k, h := range hs {
-			i1, fp := tb.locate(h)
-			if want := tb.holdsEither(i1, fp, tb.altIndex(i1, fp), fp); found[k] != want {
+			i1, fp := tb.Locate(h)
+			if want := tb.HoldsEither(i1, fp, tb.AltIndex(i1, fp), fp); found[k] != want {
 				t.Fatalf("pass (large %v), hash %d of %d: %v, the table says %v", large, k, n, found[k], want)
 			} else if !want {
 				wantRest = append(wantRest, h)

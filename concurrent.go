@@ -5,6 +5,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"unsafe"
+
+	"github.com/dedupkit/cuckoo/internal/table"
 )
 
 // Concurrent is a cuckoo filter that any number of goroutines may use at
@@ -28,7 +30,7 @@ import (
 // Lookups scale with the cores: they write nothing shared. Inserts scale
 // less, as every insert makes a cache line dirty that another core may
 // then have to fetch. The struct and the data every lookup reads have
-// cache lines of their own (see cacheLine), so that no other object a
+// cache lines of their own (see table.CacheLine), so that no other object a
 // program writes slows them down. docs/benchmarks.md has the measured
 // scaling (BenchmarkConcurrent_Contains, _Mixed, _Add and _Serial).
 //
@@ -73,27 +75,18 @@ type Concurrent struct {
 	// Every lookup reads st. With 56 bytes before it and 64 after, the
 	// cache line that holds it lies inside the struct wherever an 8-byte
 	// aligned Concurrent is placed: allocated alone, in a caller's struct
-	// or on a stack, it shares that line with nothing (see cacheLine).
-	_     [cacheLine - 8]byte
+	// or on a stack, it shares that line with nothing (see table.CacheLine).
+	_     [table.CacheLine - 8]byte
 	st    atomic.Pointer[cchain]
 	mu    sync.Mutex // serializes changes of the chain: growth, release, Reset, decoding
 	epoch atomic.Uint64
 	pause atomic.Int64 // nanoseconds writers waited for the last snapshot
-	_     [cacheLine - 24]byte
+	_     [table.CacheLine - 24]byte
 }
 
-// cchain is an immutable view of a Concurrent's tables; a change of the
-// chain publishes a new one. Operations that must retry reload it, and
-// start over when its epoch changed (the state was replaced).
-type cchain struct {
-	_        [cacheLine]byte // see cacheLine
-	tables   []*ctable       // oldest first; the last takes new fingerprints
-	seed     uint64
-	maxKicks int
-	grow     *growth // nil: a fixed capacity
-	epoch    uint64
-	_        [cacheLine]byte
-}
+// errZeroConcurrent is the error of an insert on the zero Concurrent, naming what makes
+// one.
+var errZeroConcurrent = fmt.Errorf("%w: the zero Concurrent has no table; create it with NewConcurrent, or decode into it", ErrUninitialized)
 
 // NewConcurrent returns an empty concurrent filter that holds at least
 // capacity distinct keys, with the options of [New]; with [WithGrowth] it
@@ -142,10 +135,10 @@ func (ch *cchain) newGeneration(gen generation) *ctable {
 }
 
 // publish makes ch, which no other goroutine has seen yet, the state.
-// Its table list goes into cache lines of its own first (cacheLine):
+// Its table list goes into cache lines of its own first (table.CacheLine):
 // every lookup reads it.
 func (c *Concurrent) publish(ch *cchain) {
-	ch.tables = paddedCopy(ch.tables)
+	ch.tables = table.PaddedCopy(ch.tables)
 	c.st.Store(ch)
 }
 
@@ -233,18 +226,18 @@ func (c *Concurrent) add(ch *cchain, h uint64) (ok bool, err error) {
 		last := len(ch.tables) - 1
 		t, kind := ch.tables[last], addMulti
 		if i := ch.home(h, last); i >= 0 {
-			t, kind = ch.tables[i], addCopy
+			t, kind = ch.tables[i], addSealed
 		}
-		i1, fp := t.t.locate(h)
-		switch t.add(i1, fp, t.t.altIndex(i1, fp), kind) {
-		case added:
+		i1, fp := t.t.Locate(h)
+		switch t.add(i1, fp, t.t.AltIndex(i1, fp), kind) {
+		case addDone:
 			return true, nil
-		case noRoom:
+		case addNoRoom:
 			if ch.grow == nil {
 				return true, ErrFull
 			}
 			c.growFrom(ch)
-		case reroute:
+		case addReroute:
 			c.wait()
 		}
 		if ch, ok = c.next(ch); !ok {
@@ -288,18 +281,18 @@ func (c *Concurrent) addUnique(ch *cchain, h uint64) (ok, inserted bool, err err
 			return true, false, nil
 		}
 		t := ch.tables[len(ch.tables)-1]
-		i1, fp := t.t.locate(h)
-		switch t.add(i1, fp, t.t.altIndex(i1, fp), addUnique) {
-		case added:
+		i1, fp := t.t.Locate(h)
+		switch t.add(i1, fp, t.t.AltIndex(i1, fp), addUnique) {
+		case addDone:
 			return true, true, nil
-		case present:
+		case addPresent:
 			return true, false, nil
-		case noRoom:
+		case addNoRoom:
 			if ch.grow == nil {
 				return true, false, ErrFull
 			}
 			c.growFrom(ch)
-		case reroute:
+		case addReroute:
 			c.wait()
 		}
 		if ch, ok = c.next(ch); !ok {
@@ -365,8 +358,8 @@ func (c *Concurrent) delete(ch *cchain, h uint64) (bool, bool) {
 			}
 		}
 		t := ch.tables[i]
-		i1, fp := t.t.locate(h)
-		switch t.remove(i1, fp, t.t.altIndex(i1, fp)) {
+		i1, fp := t.t.Locate(h)
+		switch t.remove(i1, fp, t.t.AltIndex(i1, fp)) {
 		case deleted:
 			return true, true
 		case notFound:
@@ -413,8 +406,8 @@ func (ch *cchain) count(h uint64) uint64 {
 		}
 	}
 	t := ch.tables[i]
-	i1, fp := t.t.locate(h)
-	return t.count(i1, fp, t.t.altIndex(i1, fp))
+	i1, fp := t.t.Locate(h)
+	return t.count(i1, fp, t.t.AltIndex(i1, fp))
 }
 
 // growFrom adds the next table to a growing filter whose newest table in
@@ -488,7 +481,7 @@ func (c *Concurrent) LoadFactor() float64 {
 	if ch := c.st.Load(); ch != nil {
 		for _, t := range ch.tables {
 			used += t.slotsUsed()
-			slots += t.t.numBuckets * t.t.slots
+			slots += t.t.NumBuckets * t.t.Slots
 		}
 	}
 	if slots == 0 {
@@ -504,8 +497,8 @@ func (c *Concurrent) FalsePositiveRate() float64 {
 	miss := 1.0
 	if ch := c.st.Load(); ch != nil {
 		for _, t := range ch.tables {
-			load := float64(t.slotsUsed()) / float64(t.t.numBuckets*t.t.slots)
-			miss *= 1 - expectedFPR(load, t.t.slots, t.t.fpBits)
+			load := float64(t.slotsUsed()) / float64(t.t.NumBuckets*t.t.Slots)
+			miss *= 1 - expectedFPR(load, t.t.Slots, t.t.FPBits)
 		}
 	}
 	return 1 - miss
@@ -518,7 +511,7 @@ func (c *Concurrent) SizeInBytes() uint64 {
 	n := uint64(fixed)
 	if ch := c.st.Load(); ch != nil {
 		for _, t := range ch.tables {
-			n += uint64(len(t.t.words))*8 + uint64(len(t.stripes))*perStripe + uint64(unsafe.Sizeof(*t.tallies))
+			n += uint64(len(t.t.Words))*8 + uint64(len(t.stripes))*perStripe + uint64(unsafe.Sizeof(*t.tallies))
 			for i := range t.stripes {
 				t.stripes[i].mu.Lock()
 				n += uint64(len(t.stripes[i].dups)+len(t.stripes[i].over)) * perDup
@@ -552,7 +545,7 @@ func (c *Concurrent) FingerprintBits() int {
 		if ch.grow != nil {
 			return int(ch.grow.f0)
 		}
-		return int(ch.tables[0].t.fpBits)
+		return int(ch.tables[0].t.FPBits)
 	}
 	return 0
 }
@@ -560,7 +553,7 @@ func (c *Concurrent) FingerprintBits() int {
 // BucketSize returns the number of slots per bucket.
 func (c *Concurrent) BucketSize() int {
 	if ch := c.st.Load(); ch != nil {
-		return int(ch.tables[0].t.slots)
+		return int(ch.tables[0].t.Slots)
 	}
 	return 0
 }

@@ -1,5 +1,7 @@
 package cuckoo
 
+import "github.com/dedupkit/cuckoo/internal/table"
+
 // Batch operations of a Concurrent. Lookups probe the tables newest first
 // for a chunk of keys at a time, each table with its next group's buckets
 // prefetched while the current group is probed (the pipeline of batch.go),
@@ -78,11 +80,11 @@ func (c *ctable) hasBatch(hs []uint64, found []bool) {
 func (c *ctable) prefetchGroup(hs []uint64, lines *[2 * batchGroup]uint64) {
 	hs = hs[:min(len(hs), batchGroup)]
 	for k, h := range hs {
-		i1, fp := c.t.locate(h)
-		lines[2*k] = i1 * c.t.bucketBits >> 6
-		lines[2*k+1] = c.t.altIndex(i1, fp) * c.t.bucketBits >> 6
+		i1, fp := c.t.Locate(h)
+		lines[2*k] = i1 * c.t.BucketBits >> 6
+		lines[2*k+1] = c.t.AltIndex(i1, fp) * c.t.BucketBits >> 6
 	}
-	prefetchShared(c.t.words, lines[:2*len(hs)])
+	table.PrefetchShared(c.t.Words, lines[:2*len(hs)])
 }
 
 // AddBatch adds every key, in order, as Add would. It stops at the first

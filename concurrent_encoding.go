@@ -123,7 +123,7 @@ func decodeError(err error) error {
 	if errors.Is(err, errSemiConcurrent) {
 		return err
 	}
-	return corrupt(err)
+	return asDecodeError(err)
 }
 
 // ReadFrom replaces the filter's state with one read from r (see
@@ -136,7 +136,7 @@ func (c *Concurrent) ReadFrom(r io.Reader) (int64, error) {
 		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
 			err = codec.ErrTruncated
 		}
-		return int64(n), corrupt(err)
+		return int64(n), asDecodeError(err)
 	}
 	d := codec.NewDecoder(io.MultiReader(bytes.NewReader(head[:]), r))
 	ch, err := decodeChain(d, head[6])
@@ -179,11 +179,11 @@ func decodeChain(d *codec.Decoder, kind byte) (*cchain, error) {
 	if err != nil {
 		return nil, err
 	}
-	if f.t.semi {
+	if f.t.Semi {
 		return nil, errSemiConcurrent
 	}
 	ch := &cchain{seed: f.seed, maxKicks: f.maxKicks}
-	ch.tables = []*ctable{ctableFrom(f, nil, 0, f.t.numBuckets*f.t.slots, tableOpen)}
+	ch.tables = []*ctable{ctableFrom(f, nil, 0, f.t.NumBuckets*f.t.Slots, tableOpen)}
 	return ch, nil
 }
 

@@ -1,6 +1,7 @@
 package cuckoo
 
 import (
+	"math"
 	"math/bits"
 	"runtime"
 	"sync"
@@ -8,7 +9,21 @@ import (
 	"unsafe"
 
 	"github.com/dedupkit/cuckoo/internal/invariants"
+	"github.com/dedupkit/cuckoo/internal/table"
 )
+
+// cchain is an immutable view of a Concurrent's tables; a change of the
+// chain publishes a new one. Operations that must retry reload it, and
+// start over when its epoch changed (the state was replaced).
+type cchain struct {
+	_        [table.CacheLine]byte // see cacheLine
+	tables   []*ctable             // oldest first; the last takes new fingerprints
+	seed     uint64
+	maxKicks int
+	grow     *schedule // nil: a fixed capacity
+	epoch    uint64
+	_        [table.CacheLine]byte
+}
 
 // ctable is one cuckoo table shared by goroutines: the table of a
 // [Concurrent], or one table of a growing one. Its bucket layout, hashing
@@ -116,9 +131,9 @@ import (
 type ctable struct {
 	// Every operation reads the fields from t to frozen; the padding
 	// before and after them keeps their cache lines inside the struct
-	// wherever the allocator puts it (see cacheLine).
-	_        [cacheLine - 8]byte
-	t        table // t.words is accessed atomically
+	// wherever the allocator puts it (see table.CacheLine).
+	_        [table.CacheLine - 8]byte
+	t        table.Table // t.words is accessed atomically
 	seed     uint64
 	capacity uint64
 	maxKicks int
@@ -137,11 +152,11 @@ type ctable struct {
 
 	// Written by some writers, so kept off the line of the fields above,
 	// which every operation reads.
-	_     [cacheLine]byte
+	_     [table.CacheLine]byte
 	occ   atomic.Uint64 // occupied slots, kept when limited
 	live  atomic.Int64  // items, kept once sealed, to release emptied tables
 	moves atomic.Uint64 // fingerprints moved by displacements
-	_     [cacheLine]byte
+	_     [table.CacheLine]byte
 }
 
 // tally is one goroutine-affine share of a table's counts (see the type's
@@ -196,8 +211,8 @@ const (
 // cache line so writers of neighbouring stripes do not share one.
 type stripe struct {
 	mu   sync.Mutex
-	dups counters // copies beyond maxSlotCopies
-	over counters // copies a full sealed table had no slot for
+	dups table.Counters // copies beyond maxSlotCopies
+	over table.Counters // copies a full sealed table had no slot for
 	_    [40]byte
 }
 
@@ -209,24 +224,24 @@ const maxStripes = 1024
 // fixed-capacity filter is a generation 0 whose limit is every slot) with
 // the chain's seed and max kicks.
 func newCtable(gen generation, slots uint64, ch *cchain) *ctable {
-	c := &ctable{t: newTable(gen.numBuckets, slots, gen.fpBits, false), seed: ch.seed, capacity: gen.capacity, maxKicks: ch.maxKicks}
+	c := &ctable{t: table.New(gen.numBuckets, slots, gen.fpBits, false), seed: ch.seed, capacity: gen.capacity, maxKicks: ch.maxKicks}
 	c.setUp(gen.k, gen.limit)
 	return c
 }
 
 func (c *ctable) setUp(gen uint32, limit uint64) {
 	n := uint64(1)
-	for n < maxStripes && n*8 <= c.t.numBuckets {
+	for n < maxStripes && n*8 <= c.t.NumBuckets {
 		n *= 2
 	}
-	c.aligned = 64%c.t.bucketBits == 0
-	c.vers = padded[atomic.Uint64](n, 0) // see cacheLine
+	c.aligned = 64%c.t.BucketBits == 0
+	c.vers = table.Padded[atomic.Uint64](n, 0) // see cacheLine
 	c.stripes = make([]stripe, n)
 	c.tallies = new([numTallies]tally)
 	c.smask = n - 1
 	c.gen = gen
 	c.limit = limit
-	c.limited = limit < c.t.numBuckets*c.t.slots
+	c.limited = limit < c.t.NumBuckets*c.t.Slots
 }
 
 // stripeOf returns the stripe of bucket i.
@@ -278,13 +293,13 @@ func (c *ctable) endExclusive() {
 }
 
 // window is table.window with atomic loads.
-func (c *ctable) window(p uint64) uint64 { return atomicLoadWindow(c.t.words, p) }
+func (c *ctable) window(p uint64) uint64 { return table.AtomicLoadWindow(c.t.Words, p) }
 
 // buckets returns the first 64 bits of buckets i and j: the whole buckets
 // when a bucket takes one window, with one load each when buckets never
 // straddle a word.
 func (c *ctable) buckets(i, j uint64) (x, y uint64) {
-	p, q := i*c.t.bucketBits, j*c.t.bucketBits
+	p, q := i*c.t.BucketBits, j*c.t.BucketBits
 	if c.aligned {
 		return c.word(p) >> (p & 63), c.word(q) >> (q & 63)
 	}
@@ -292,23 +307,23 @@ func (c *ctable) buckets(i, j uint64) (x, y uint64) {
 }
 
 // word atomically loads the word holding bit p of the table.
-func (c *ctable) word(p uint64) uint64 { return atomic.LoadUint64(&c.t.words[p>>6]) }
+func (c *ctable) word(p uint64) uint64 { return atomic.LoadUint64(&c.t.Words[p>>6]) }
 
 // match returns, for window w of bucket i, the high bit of every lane
 // holding fp.
 func (c *ctable) match(i, w, fp uint64) uint64 {
 	t := &c.t
-	low, rest, high := t.laneLow, t.laneRest, t.laneHigh
-	if w == t.windows-1 {
-		low, rest, high = t.lastLow, t.lastRest, t.lastHigh
+	low, rest, high := t.LaneLow, t.LaneRest, t.LaneHigh
+	if w == t.Windows-1 {
+		low, rest, high = t.LastLow, t.LastRest, t.LastHigh
 	}
-	return zeroLanes(c.window(i*t.bucketBits+w*t.windowBits)^fp*low, rest, high)
+	return table.ZeroLanes(c.window(i*t.BucketBits+w*t.WindowBits)^fp*low, rest, high)
 }
 
 // countIn returns how many slots of bucket i hold fp (0: empty slots).
 func (c *ctable) countIn(i, fp uint64) uint64 {
 	n := 0
-	for w := uint64(0); w < c.t.windows; w++ {
+	for w := uint64(0); w < c.t.Windows; w++ {
 		n += bits.OnesCount64(c.match(i, w, fp))
 	}
 	return uint64(n)
@@ -317,9 +332,9 @@ func (c *ctable) countIn(i, fp uint64) uint64 {
 // findIn returns the lowest slot of bucket i holding fp (0: an empty slot).
 func (c *ctable) findIn(i, fp uint64) (slot uint64, ok bool) {
 	t := &c.t
-	for w := uint64(0); w < t.windows; w++ {
+	for w := uint64(0); w < t.Windows; w++ {
 		if z := c.match(i, w, fp); z != 0 {
-			return w*t.lanes + uint64(bits.TrailingZeros64(z))*t.laneRecip>>16, true
+			return w*t.Lanes + uint64(bits.TrailingZeros64(z))*t.LaneRecip>>16, true
 		}
 	}
 	return 0, false
@@ -328,36 +343,36 @@ func (c *ctable) findIn(i, fp uint64) (slot uint64, ok bool) {
 // slotAt returns the fingerprint in slot s of bucket i.
 func (c *ctable) slotAt(i, s uint64) uint64 {
 	t := &c.t
-	return c.window(i*t.bucketBits+s*t.fpBits) & t.fpMask
+	return c.window(i*t.BucketBits+s*t.FPBits) & t.FPMask
 }
 
 // has2 reports whether bucket i or j holds fp, as one unvalidated read.
 func (c *ctable) has2(i, j, fp uint64) bool {
 	t := &c.t
-	if t.windows == 1 {
+	if t.Windows == 1 {
 		// buckets, written out: the lookup is the hot path.
-		p, q := i*t.bucketBits, j*t.bucketBits
+		p, q := i*t.BucketBits, j*t.BucketBits
 		var x, y uint64
 		if c.aligned {
 			x, y = c.word(p)>>(p&63), c.word(q)>>(q&63)
 		} else {
 			x, y = c.window(p), c.window(q)
 		}
-		rep := fp * t.laneLow
-		return zeroLanes(x^rep, t.laneRest, t.laneHigh)|zeroLanes(y^rep, t.laneRest, t.laneHigh) != 0
+		rep := fp * t.LaneLow
+		return table.ZeroLanes(x^rep, t.LaneRest, t.LaneHigh)|table.ZeroLanes(y^rep, t.LaneRest, t.LaneHigh) != 0
 	}
-	if t.windows == 2 {
+	if t.Windows == 2 {
 		// Buckets of two windows (the wider tables of a growing chain):
 		// all four windows read before any is compared, as in the
 		// one-window shapes, so the loads of both buckets overlap.
-		p, q := i*t.bucketBits, j*t.bucketBits
+		p, q := i*t.BucketBits, j*t.BucketBits
 		a0, b0 := c.window(p), c.window(q)
-		a1, b1 := c.window(p+t.windowBits), c.window(q+t.windowBits)
-		r0, r1 := fp*t.laneLow, fp*t.lastLow
-		return zeroLanes(a0^r0, t.laneRest, t.laneHigh)|zeroLanes(b0^r0, t.laneRest, t.laneHigh)|
-			zeroLanes(a1^r1, t.lastRest, t.lastHigh)|zeroLanes(b1^r1, t.lastRest, t.lastHigh) != 0
+		a1, b1 := c.window(p+t.WindowBits), c.window(q+t.WindowBits)
+		r0, r1 := fp*t.LaneLow, fp*t.LastLow
+		return table.ZeroLanes(a0^r0, t.LaneRest, t.LaneHigh)|table.ZeroLanes(b0^r0, t.LaneRest, t.LaneHigh)|
+			table.ZeroLanes(a1^r1, t.LastRest, t.LastHigh)|table.ZeroLanes(b1^r1, t.LastRest, t.LastHigh) != 0
 	}
-	for w := uint64(0); w < t.windows; w++ {
+	for w := uint64(0); w < t.Windows; w++ {
 		if c.match(i, w, fp)|c.match(j, w, fp) != 0 {
 			return true
 		}
@@ -370,13 +385,13 @@ func (c *ctable) has2(i, j, fp uint64) bool {
 // insert took the slot first.
 func (c *ctable) fill(i, s, fp uint64) bool {
 	t := &c.t
-	p := i*t.bucketBits + s*t.fpBits
+	p := i*t.BucketBits + s*t.FPBits
 	sh := p & 63
-	if sh+t.fpBits <= 64 {
+	if sh+t.FPBits <= 64 {
 		return c.claim(p, fp)
 	}
 	// A straddling slot: only lock holders fill it, so it is still empty.
-	w := t.words[p>>6 : p>>6+2 : p>>6+2]
+	w := t.Words[p>>6 : p>>6+2 : p>>6+2]
 	atomic.OrUint64(&w[0], fp<<sh)
 	atomic.OrUint64(&w[1], fp>>(64-sh))
 	return true
@@ -387,11 +402,11 @@ func (c *ctable) fill(i, s, fp uint64) bool {
 // change meanwhile: it then reads the word again.
 func (c *ctable) claim(p, fp uint64) bool {
 	t := &c.t
-	w := &t.words[p>>6]
+	w := &t.Words[p>>6]
 	sh := p & 63
 	for {
 		old := atomic.LoadUint64(w)
-		if old>>sh&t.fpMask != 0 {
+		if old>>sh&t.FPMask != 0 {
 			return false
 		}
 		if atomic.CompareAndSwapUint64(w, old, old|fp<<sh) {
@@ -403,11 +418,11 @@ func (c *ctable) claim(p, fp uint64) bool {
 // empty clears slot s of bucket i; the caller holds its stripe lock.
 func (c *ctable) empty(i, s uint64) {
 	t := &c.t
-	p := i*t.bucketBits + s*t.fpBits
-	w := t.words[p>>6 : p>>6+2 : p>>6+2]
+	p := i*t.BucketBits + s*t.FPBits
+	w := t.Words[p>>6 : p>>6+2 : p>>6+2]
 	sh := p & 63
-	atomic.AndUint64(&w[0], ^(t.fpMask << sh))
-	if hi := t.fpMask >> (64 - sh); hi != 0 && sh != 0 {
+	atomic.AndUint64(&w[0], ^(t.FPMask << sh))
+	if hi := t.FPMask >> (64 - sh); hi != 0 && sh != 0 {
 		atomic.AndUint64(&w[1], ^hi)
 	}
 }
@@ -415,8 +430,8 @@ func (c *ctable) empty(i, s uint64) {
 // has reports whether the table holds h's fingerprint, validated against
 // concurrent moves (see the type's doc). It takes no lock.
 func (c *ctable) has(h uint64) bool {
-	i1, fp := c.t.locate(h)
-	i2 := c.t.altIndex(i1, fp)
+	i1, fp := c.t.Locate(h)
+	i2 := c.t.AltIndex(i1, fp)
 	va, vb := &c.vers[i1&c.smask], &c.vers[i2&c.smask]
 	for n := 0; ; n++ {
 		a, b := va.Load(), vb.Load()
@@ -438,23 +453,23 @@ type addKind uint8
 const (
 	addMulti  addKind = iota // one more copy (Add)
 	addUnique                // only if the pair holds no copy (AddUnique)
-	addCopy                  // a copy into a sealed table that holds the fingerprint
+	addSealed                // a copy into a sealed table that holds the fingerprint
 )
 
 // addResult is how an add ended.
 type addResult uint8
 
 const (
-	added   addResult = iota
-	present           // addUnique: the pair holds the fingerprint already
-	noRoom            // the table is full (or at its limit)
-	reroute           // the table was sealed or released, or lost the fingerprint: rescan the chain
+	addDone    addResult = iota
+	addPresent           // addUnique: the pair holds the fingerprint already
+	addNoRoom            // the table is full (or at its limit)
+	addReroute           // the table was sealed or released, or lost the fingerprint: rescan the chain
 )
 
 // add inserts fp for a key whose buckets are i1 and i2.
 func (c *ctable) add(i1, fp, i2 uint64, kind addKind) addResult {
 	if kind == addMulti && !c.growing && c.addFast(i1, fp, i2) {
-		return added
+		return addDone
 	}
 	if r, done := c.addUnderLocks(i1, fp, i2, kind, false); done {
 		return r
@@ -464,11 +479,11 @@ func (c *ctable) add(i1, fp, i2 uint64, kind addKind) addResult {
 
 // addFast tries to insert fp without a lock, into an empty slot of bucket
 // i1 or i2 that lies in one word (see the type's doc), and reports whether
-// it did. It leaves to the locked path a pair with maxSlotCopies copies of
+// it did. It leaves to the locked path a pair with table.MaxSlotCopies copies of
 // fp already, full buckets, a straddling slot, and a frozen table.
 //
 // Two goroutines adding the same new key at once may both take a slot, so
-// a pair can hold more than maxSlotCopies slot copies. That wastes a slot
+// a pair can hold more than table.MaxSlotCopies slot copies. That wastes a slot
 // and nothing else: later copies go to the duplicate counters all the
 // same, and a delete takes those first.
 func (c *ctable) addFast(i1, fp, i2 uint64) bool {
@@ -478,11 +493,11 @@ func (c *ctable) addFast(i1, fp, i2 uint64) bool {
 	ok := false
 	for !c.frozen.Load() {
 		copies, i, s := c.probe(i1, i2, fp)
-		if copies >= maxSlotCopies || s == noSlot {
+		if copies >= table.MaxSlotCopies || s == noSlot {
 			break
 		}
-		p := i*t.bucketBits + s*t.fpBits
-		if p&63+t.fpBits > 64 {
+		p := i*t.BucketBits + s*t.FPBits
+		if p&63+t.FPBits > 64 {
 			break
 		}
 		if c.claim(p, fp) {
@@ -506,12 +521,12 @@ func (c *ctable) addFast(i1, fp, i2 uint64) bool {
 // addSlow is add when both buckets are full: move fingerprints to free a
 // slot of one, then try again.
 func (c *ctable) addSlow(i1, fp, i2 uint64, kind addKind) addResult {
-	sc := scratchPool.Get().(*scratch)
+	sc := scratchPool.Get().(*table.Scratch)
 	defer scratchPool.Put(sc)
 	for {
 		if !c.makeRoom(i1, i2, sc) {
 			if !c.growing {
-				return noRoom
+				return addNoRoom
 			}
 			r, _ := c.addUnderLocks(i1, fp, i2, kind, true)
 			return r
@@ -533,22 +548,22 @@ func (c *ctable) addUnderLocks(i1, fp, i2 uint64, kind addKind, overflow bool) (
 // It reports done false when both buckets are full and room must be made.
 // overflow (addCopy only) counts the copy beside the table instead.
 func (c *ctable) addLocked(i1, fp, i2 uint64, kind addKind, overflow bool) (addResult, bool) {
-	if c.state == tableDropped || c.state == tableSealed && kind != addCopy {
-		return reroute, true
+	if c.state == tableDropped || c.state == tableSealed && kind != addSealed {
+		return addReroute, true
 	}
 	copies, i, s := c.probe(i1, i2, fp)
 	switch {
 	case kind == addUnique && copies > 0:
-		return present, true
-	case kind == addCopy && copies == 0:
-		return reroute, true
+		return addPresent, true
+	case kind == addSealed && copies == 0:
+		return addReroute, true
 	}
 	home := c.stripeOf(min(i1, i2))
-	pk := pairKey(i1, i2, fp)
-	if copies >= maxSlotCopies {
-		home.dups.add(pk)
+	pk := table.PairKey(i1, i2, fp)
+	if copies >= table.MaxSlotCopies {
+		home.dups.Add(pk)
 		c.counted(1, 0)
-		return added, true
+		return addDone, true
 	}
 	if !overflow && c.reserve() {
 		if s == noSlot {
@@ -561,17 +576,17 @@ func (c *ctable) addLocked(i1, fp, i2 uint64, kind addKind, overflow bool) (addR
 			return c.addLocked(i1, fp, i2, kind, overflow)
 		}
 		c.counted(1, 1)
-		return added, true
+		return addDone, true
 	}
 	if copies == 0 || !c.growing {
-		return noRoom, true
+		return addNoRoom, true
 	}
 	// A table of a growing filter with no room for a second slot copy of a
 	// fingerprint it holds: count the copy beside it (see level.over). The
 	// copy must not go to a newer table: a key's copies stay in one table.
-	home.over.add(pk)
+	home.over.Add(pk)
 	c.counted(1, 0)
-	return added, true
+	return addDone, true
 }
 
 // noSlot is probe's "no empty slot".
@@ -584,12 +599,12 @@ const noSlot = ^uint64(0)
 // in one window) read each bucket once, both loads issued together.
 func (c *ctable) probe(i1, i2, fp uint64) (copies, i, s uint64) {
 	t := &c.t
-	if t.windows == 1 {
+	if t.Windows == 1 {
 		w1, w2 := c.buckets(i1, i2)
-		rep := fp * t.laneLow
-		copies = uint64(bits.OnesCount64(zeroLanes(w1^rep, t.laneRest, t.laneHigh)) +
-			bits.OnesCount64(zeroLanes(w2^rep, t.laneRest, t.laneHigh)))
-		z1, z2 := zeroLanes(w1, t.laneRest, t.laneHigh), zeroLanes(w2, t.laneRest, t.laneHigh)
+		rep := fp * t.LaneLow
+		copies = uint64(bits.OnesCount64(table.ZeroLanes(w1^rep, t.LaneRest, t.LaneHigh)) +
+			bits.OnesCount64(table.ZeroLanes(w2^rep, t.LaneRest, t.LaneHigh)))
+		z1, z2 := table.ZeroLanes(w1, t.LaneRest, t.LaneHigh), table.ZeroLanes(w2, t.LaneRest, t.LaneHigh)
 		i, z := i1, z1
 		if bits.OnesCount64(z2) > bits.OnesCount64(z1) {
 			i, z = i2, z2
@@ -597,7 +612,7 @@ func (c *ctable) probe(i1, i2, fp uint64) (copies, i, s uint64) {
 		if z == 0 {
 			return copies, i, noSlot
 		}
-		return copies, i, uint64(bits.TrailingZeros64(z)) * t.laneRecip >> 16
+		return copies, i, uint64(bits.TrailingZeros64(z)) * t.LaneRecip >> 16
 	}
 	copies = c.countIn(i1, fp) + c.countIn(i2, fp)
 	i = i1
@@ -669,10 +684,10 @@ func (c *ctable) remove(i1, fp, i2 uint64) delResult {
 		return gone
 	}
 	home := c.stripeOf(min(i1, i2))
-	pk := pairKey(i1, i2, fp)
+	pk := table.PairKey(i1, i2, fp)
 	var slots int64
 	switch {
-	case home.over.take(pk), home.dups.take(pk):
+	case home.over.Take(pk), home.dups.Take(pk):
 	default:
 		i, s, ok := i1, uint64(0), false
 		if s, ok = c.findIn(i1, fp); !ok {
@@ -695,34 +710,58 @@ func (c *ctable) count(i1, fp, i2 uint64) uint64 {
 	a, b := c.lock2(i1, i2)
 	defer unlock2(a, b)
 	home := c.stripeOf(min(i1, i2))
-	pk := pairKey(i1, i2, fp)
+	pk := table.PairKey(i1, i2, fp)
 	return c.countIn(i1, fp) + c.countIn(i2, fp) + home.dups[pk] + home.over[pk]
 }
 
 var scratchPool = sync.Pool{New: func() any {
 	// Room for a typical search, so that a new scratch (the race detector
 	// makes the pool drop some) does not grow step by step.
-	return &scratch{q: make([]searchNode, 0, searchBudget), lines: make([]uint64, 0, searchBudget)}
+	return table.NewScratch(table.WalkLimit)
 }}
 
 // makeRoom searches, without locks, for the shortest chain of moves from
-// bucket i1 or i2 to an empty slot, exploring up to 4*maxKicks slots
-// (search.go), and performs it hole first (see the type's doc). It reports
-// false when there is no such chain; true when it freed a slot, or when
-// another writer got in the way and the insert should simply look again.
-func (c *ctable) makeRoom(i1, i2 uint64, sc *scratch) bool {
-	q, end, ok := sc.room(searchTarget{t: &c.t, shared: c}, i1, i2, 4*c.maxKicks)
+// bucket i1 or i2 to an empty slot (internal/table/search.go), and performs
+// it hole first (see the type's doc). No random walk follows a failed search
+// (see Displacement), so the search takes the walk's kicks too: its budget
+// is table.Budget of 2*maxKicks, without a limit (4*maxKicks slots). It
+// reports false when there is no such chain; true when it freed a slot, or
+// when another writer got in the way and the insert should simply look
+// again.
+func (c *ctable) makeRoom(i1, i2 uint64, sc *table.Scratch) bool {
+	q, end, ok := sc.Room(c, i1, i2, table.Budget(2*c.maxKicks, math.MaxInt))
 	if ok {
 		c.shift(q, end)
 	}
 	return ok
 }
 
+// A Concurrent's table is the table.Kind of its writers' searches, which
+// read it with atomic loads while other writers move its values.
+
+func (c *ctable) Shape() (slots, bucketBits uint64) { return c.t.Slots, c.t.BucketBits }
+
+func (c *ctable) Other(b, v uint64) (alt, altV uint64) { return c.t.AltIndex(b, v), v }
+
+func (c *ctable) Prefetch(lines []uint64) { table.PrefetchShared(c.t.Words, lines) }
+
+func (c *ctable) AppendBucket(q []table.Node, b, n uint64, parent int32) []table.Node {
+	for sl := range n {
+		q = append(q, table.Node{Bucket: uint32(b), Tag: uint32(c.slotAt(b, sl)), Parent: parent})
+	}
+	return q
+}
+
+func (c *ctable) HasRoom(b uint64) bool {
+	_, ok := c.findIn(b, 0)
+	return ok
+}
+
 // shift performs the chain ending at step k, last move first, stopping at
 // the first move that another writer made impossible.
-func (c *ctable) shift(q []searchNode, k int) {
-	for ; k >= 0; k = int(q[k].parent) {
-		if !c.move(uint64(q[k].bucket), uint64(q[k].tag)) {
+func (c *ctable) shift(q []table.Node, k int) {
+	for ; k >= 0; k = int(q[k].Parent) {
+		if !c.move(uint64(q[k].Bucket), uint64(q[k].Tag)) {
 			return
 		}
 	}
@@ -731,7 +770,7 @@ func (c *ctable) shift(q []searchNode, k int) {
 // move moves one copy of fp from bucket src to an empty slot of its other
 // bucket, as a seqlock write on both buckets' stripes.
 func (c *ctable) move(src, fp uint64) bool {
-	dst := c.t.altIndex(src, fp)
+	dst := c.t.AltIndex(src, fp)
 	a, b := c.lock2(src, dst)
 	defer unlock2(a, b)
 	s, ok := c.findIn(src, fp)
@@ -809,7 +848,7 @@ func (c *ctable) slotsUsed() uint64 {
 // its pages already touched, so that the copy made while writers wait is a
 // plain memory copy and not a series of page faults.
 func (c *ctable) snapshotBuffer() []uint64 {
-	w := make([]uint64, len(c.t.words))
+	w := make([]uint64, len(c.t.Words))
 	for i := 0; i < len(w); i += 512 { // one write per 4 KiB page
 		w[i] = 1
 	}
@@ -820,24 +859,24 @@ func (c *ctable) snapshotBuffer() []uint64 {
 // Filter and its overflow counters; the caller holds every stripe lock, so
 // no writer runs and plain reads of the words are ordered after every
 // write.
-func (c *ctable) snapshotLocked(words []uint64) (*Filter, counters) {
+func (c *ctable) snapshotLocked(words []uint64) (*Filter, table.Counters) {
 	f := &Filter{}
-	t := tableLayout(c.t.numBuckets, c.t.slots, c.t.fpBits, false)
-	t.segment(c.t.segments)
-	copy(words, c.t.words)
-	t.words = words
+	t := table.Layout(c.t.NumBuckets, c.t.Slots, c.t.FPBits, false)
+	t.Segment(c.t.Segments)
+	copy(words, c.t.Words)
+	t.Words = words
 	f.init(t, c.seed, c.capacity, c.maxKicks)
 	f.occupied = c.slotsUsed()
 	f.count = f.occupied
-	var over counters
+	var over table.Counters
 	for i := range c.stripes {
 		st := &c.stripes[i]
 		for k, v := range st.dups {
-			f.dups.set(k, v)
+			f.dups.Set(k, v)
 			f.count += v
 		}
 		for k, v := range st.over {
-			over.set(k, v)
+			over.Set(k, v)
 		}
 	}
 	return f, over
@@ -846,15 +885,15 @@ func (c *ctable) snapshotLocked(words []uint64) (*Filter, counters) {
 // ctableFrom builds a table around a decoded (validated) Filter, taking its
 // words, and its overflow counters: every counter goes to the stripe of
 // its pair's lower bucket, every count to the first tally.
-func ctableFrom(f *Filter, over counters, gen uint32, limit uint64, state tableState) *ctable {
+func ctableFrom(f *Filter, over table.Counters, gen uint32, limit uint64, state tableState) *ctable {
 	c := &ctable{t: f.t, seed: f.seed, capacity: f.capacity, maxKicks: f.maxKicks}
 	c.setUp(gen, limit)
 	items := f.count
 	for k, v := range f.dups {
-		c.stripeOf(k>>32).dups.set(k, v)
+		c.stripeOf(k>>32).dups.Set(k, v)
 	}
 	for k, v := range over {
-		c.stripeOf(k>>32).over.set(k, v)
+		c.stripeOf(k>>32).over.Set(k, v)
 	}
 	for _, v := range over {
 		items += v
@@ -875,8 +914,8 @@ func ctableFrom(f *Filter, over counters, gen uint32, limit uint64, state tableS
 func (c *ctable) reset() {
 	c.exclusive()
 	defer c.endExclusive()
-	for i := range c.t.words {
-		atomic.StoreUint64(&c.t.words[i], 0)
+	for i := range c.t.Words {
+		atomic.StoreUint64(&c.t.Words[i], 0)
 	}
 	for i := range c.stripes {
 		c.stripes[i].dups, c.stripes[i].over = nil, nil

@@ -7,6 +7,7 @@ import (
 	"io"
 
 	"github.com/dedupkit/cuckoo/internal/codec"
+	"github.com/dedupkit/cuckoo/internal/table"
 )
 
 // The encoding of a Filter, format version 1. All integers are
@@ -36,14 +37,14 @@ import (
 //	    72    8W  table words: bucket i at bits [i*B, (i+1)*B) of the bit
 //	              string, bit k in word k/64 at bit k%64; bits past m*B
 //	              are zero. Plain buckets: slot s at bits [s*f, s*f+f).
-//	              Semi-sorted buckets: see semisort.go.
+//	              Semi-sorted buckets: see internal/table/semisort.go.
 //	     …   16D  counters, by increasing key: key (bucket<<32 | fingerprint,
 //	              bucket the lower of the pair), copies (> 0)
 //	     …     4  CRC-32C of every byte before it
 //
 // A key's hash h = XXH3-64(key, seed) gives its first bucket ⌊(h>>32)·m /
 // 2^32⌋ and its fingerprint ⌊(h mod 2^32)·(2^f−1) / 2^32⌋ + 1; its other
-// bucket is altIndex of those (table.go), within the key's segment of m/S
+// bucket is Table.AltIndex of those (internal/table), within the key's segment of m/S
 // buckets.
 //
 // docs/format.md describes the same layout for readers in other languages.
@@ -55,7 +56,11 @@ const (
 	magic         = "CKOO"
 	formatVersion = 1
 	kindFilter    = 1
-	flagSemiSort  = 1 << 0
+	// The other kinds: a Scalable (scalable_encoding.go), a Window
+	// (window_encoding.go).
+	kindScalable = 2
+	kindWindow   = 3
+	flagSemiSort = 1 << 0
 	// flagGrowing marks the table of a Scalable that is growing in place
 	// (growtable.go): its slots hold tags of up to f+R bits, its buckets are
 	// not a plain table's, so it is not a Filter; the Filter decoder
@@ -69,13 +74,6 @@ const (
 	dupEntrySize = 16
 )
 
-// maxItems bounds the items of an encoded filter, copies included:
-// decoders refuse counts above it, so Len and every sum of counters of a
-// decoded filter fit in a uint64 with room for 3·2^62 more Adds (far more
-// than a program can make). Filter.Add refuses to pass it, so every Filter
-// it built can be decoded.
-const maxItems = 1 << 62
-
 // errPreV1 is the error for an encoding written before format version 1
 // was frozen.
 var errPreV1 = fmt.Errorf("%w: written by a version of github.com/dedupkit/cuckoo from before format 1.0, whose hash is retired; build the filter again from its keys", ErrCorrupt)
@@ -85,13 +83,13 @@ var errPreV1 = fmt.Errorf("%w: written by a version of github.com/dedupkit/cucko
 // grows in place). Encoding and decoding a table go through it, and each
 // filter checks what its own invariants add (decodeFilter, decodeLevel).
 type tableEncoding struct {
-	t        table // with its words
-	flags    uint8 // flagGrowing or 0; flagSemiSort follows t
+	t        table.Table // with its words
+	flags    uint8       // flagGrowing or 0; flagSemiSort follows t
 	seed     uint64
 	capacity uint64
 	maxKicks int
 	count    uint64
-	dups     counters
+	dups     table.Counters
 }
 
 // encoding returns the filter's table encoding.
@@ -101,7 +99,7 @@ func (f *Filter) encoding() tableEncoding {
 
 // size returns the exact number of bytes of the encoding.
 func (e *tableEncoding) size() int64 {
-	w := int64(len(e.t.words))
+	w := int64(len(e.t.Words))
 	if w > 0 {
 		w-- // the padding word is not written
 	}
@@ -116,29 +114,29 @@ func (e *tableEncoding) writeTo(w io.Writer) (int64, error) {
 	enc.Uint16(formatVersion)
 	enc.Uint8(kindFilter)
 	flags := e.flags
-	if t.semi {
+	if t.Semi {
 		flags |= flagSemiSort
 	}
 	enc.Uint8(flags)
-	enc.Uint8(uint8(t.slots))
-	enc.Uint8(uint8(t.fpBits))
+	enc.Uint8(uint8(t.Slots))
+	enc.Uint8(uint8(t.FPBits))
 	enc.Uint8(hashXXH3)
 	enc.Uint8(0)
 	enc.Uint32(uint32(e.maxKicks))
 	enc.Uint64(e.seed)
 	enc.Uint64(e.capacity)
-	enc.Uint64(t.numBuckets)
+	enc.Uint64(t.NumBuckets)
 	enc.Uint64(e.count)
-	words := t.words
+	words := t.Words
 	if len(words) > 0 {
 		words = words[:len(words)-1]
 	}
 	enc.Uint64(uint64(len(words)))
 	enc.Uint64(uint64(len(e.dups)))
-	enc.Uint32(uint32(t.segments))
+	enc.Uint32(uint32(t.Segments))
 	enc.Uint32(0)
 	enc.Words(words)
-	for _, k := range e.dups.sortedKeys() {
+	for _, k := range e.dups.SortedKeys() {
 		enc.Uint64(k)
 		enc.Uint64(e.dups[k])
 	}
@@ -167,7 +165,7 @@ func (f *Filter) MarshalBinary() ([]byte, error) {
 // WriteTo writes the encoding of the filter to w and returns the number of
 // bytes written. It only reads the filter, so concurrent readers may go on.
 func (f *Filter) WriteTo(w io.Writer) (int64, error) {
-	if f.t.numBuckets == 0 {
+	if f.t.NumBuckets == 0 {
 		return 0, errors.New("cuckoo: the zero Filter has no table to encode")
 	}
 	e := f.encoding()
@@ -185,7 +183,7 @@ func (f *Filter) UnmarshalBinary(data []byte) error {
 		err = d.ExpectEnd()
 	}
 	if err != nil {
-		return corrupt(err)
+		return asDecodeError(err)
 	}
 	*f = *g
 	return nil
@@ -201,16 +199,16 @@ func (f *Filter) ReadFrom(r io.Reader) (int64, error) {
 	d := codec.NewDecoder(r)
 	g, err := decodeFilter(d)
 	if err != nil {
-		return d.Read(), corrupt(err)
+		return d.Read(), asDecodeError(err)
 	}
 	*f = *g
 	return d.Read(), nil
 }
 
-// corrupt gives a decoding error its final form: errors about the data wrap
+// asDecodeError gives a decoding error its final form: errors about the data wrap
 // ErrCorrupt; a failure of the reader itself (which says nothing about the
 // data) is passed on with context.
-func corrupt(err error) error {
+func asDecodeError(err error) error {
 	switch {
 	case errors.Is(err, ErrCorrupt):
 		return err
@@ -290,12 +288,12 @@ func decodeFilter(d *codec.Decoder) (*Filter, error) {
 	// capacity and shape. More are fine: a Scalable's tables round their
 	// bucket counts up, and each loads as a Filter.
 	t := &e.t
-	m, ok := bucketsFor(e.capacity, t.slots, t.fpBits)
-	if t.segments > 1 {
-		m, ok = segmentedBuckets(e.capacity, t.segments, t.slots, t.fpBits)
+	m, ok := bucketsFor(e.capacity, t.Slots, t.FPBits)
+	if t.Segments > 1 {
+		m, ok = segmentedBuckets(e.capacity, t.Segments, t.Slots, t.FPBits)
 	}
-	if !ok || t.numBuckets < m {
-		return nil, bad("%d buckets for capacity %d, fewer than the %d New plans", t.numBuckets, e.capacity, m)
+	if !ok || t.NumBuckets < m {
+		return nil, bad("%d buckets for capacity %d, fewer than the %d New plans", t.NumBuckets, e.capacity, m)
 	}
 	return filterFrom(e)
 }
@@ -304,14 +302,14 @@ func decodeFilter(d *codec.Decoder) (*Filter, error) {
 // a Filter's invariants add to it.
 func filterFrom(e *tableEncoding) (*Filter, error) {
 	t := &e.t
-	if e.capacity > t.numBuckets*t.slots {
-		return nil, bad("capacity %d for %d slots", e.capacity, t.numBuckets*t.slots)
+	if e.capacity > t.NumBuckets*t.Slots {
+		return nil, bad("capacity %d for %d slots", e.capacity, t.NumBuckets*t.Slots)
 	}
 	f := &Filter{}
 	f.init(e.t, e.seed, e.capacity, e.maxKicks)
 	f.count = e.count
 	f.dups = e.dups
-	f.occupied = f.t.occupiedSlots()
+	f.occupied = f.t.OccupiedSlots()
 	if err := f.validate(false); err != nil {
 		return nil, bad("%v", err)
 	}
@@ -367,11 +365,11 @@ func decodeTableEncoding(d *codec.Decoder) (*tableEncoding, error) {
 	case semi && slots != 4:
 		return nil, bad("semi-sorted buckets of %d slots", slots)
 	}
-	t := tableLayout(numBuckets, slots, fpBits, semi)
+	t := table.Layout(numBuckets, slots, fpBits, semi)
 	switch {
-	case nWords != t.payloadWords():
-		return nil, bad("table of %d words, want %d", nWords, t.payloadWords())
-	case nDups > numBuckets*slots/maxSlotCopies:
+	case nWords != t.PayloadWords():
+		return nil, bad("table of %d words, want %d", nWords, t.PayloadWords())
+	case nDups > numBuckets*slots/table.MaxSlotCopies:
 		return nil, bad("%d duplicate counters for %d slots", nDups, numBuckets*slots)
 	}
 	// The table is the one large allocation: WordsGrow checks its length
@@ -380,9 +378,9 @@ func decodeTableEncoding(d *codec.Decoder) (*tableEncoding, error) {
 	if !d.Need(nDups*dupEntrySize, nDups*dupEntrySize) {
 		return nil, d.Err()
 	}
-	var dups counters
+	var dups table.Counters
 	if nDups > 0 {
-		dups = make(counters, min(nDups, 1<<16))
+		dups = make(table.Counters, min(nDups, 1<<16))
 	}
 	var prev uint64
 	for n := uint64(0); n < nDups && d.Err() == nil; n++ {
@@ -396,9 +394,9 @@ func decodeTableEncoding(d *codec.Decoder) (*tableEncoding, error) {
 	if err := d.VerifyChecksum(); err != nil {
 		return nil, err
 	}
-	t.words = words
-	t.segment(segments)
-	if used := numBuckets * t.bucketBits; used%64 != 0 && words[used/64]>>(used%64) != 0 {
+	t.Words = words
+	t.Segment(segments)
+	if used := numBuckets * t.BucketBits; used%64 != 0 && words[used/64]>>(used%64) != 0 {
 		return nil, bad("bits past the last bucket are set")
 	}
 	if semi {
@@ -406,7 +404,7 @@ func decodeTableEncoding(d *codec.Decoder) (*tableEncoding, error) {
 		// lookup table has no entry for others) and sorted pairs, so that
 		// the filter behaves and re-encodes like one built by operations.
 		for i := uint64(0); i < numBuckets; i++ {
-			if !t.semiValid(i) {
+			if !t.SemiValid(i) {
 				return nil, bad("semi-sorted bucket %d is not canonical", i)
 			}
 		}

@@ -1,9 +1,6 @@
 package cuckoo
 
-import (
-	"errors"
-	"fmt"
-)
+import "errors"
 
 var (
 	// ErrFull is returned by Add (and its variants) when the key's two buckets
@@ -31,11 +28,4 @@ var (
 	// present and Delete nothing deleted. (The zero [Scalable], which grows,
 	// needs no size and takes keys.)
 	ErrUninitialized = errors.New("cuckoo: filter not initialized")
-)
-
-// The errors of an insert on each zero value, naming what makes one.
-var (
-	errZeroFilter     = fmt.Errorf("%w: the zero Filter has no table; create it with New, or decode into it", ErrUninitialized)
-	errZeroConcurrent = fmt.Errorf("%w: the zero Concurrent has no table; create it with NewConcurrent, or decode into it", ErrUninitialized)
-	errZeroWindow     = fmt.Errorf("%w: the zero Window has no table; create it with NewWindow, or decode into it", ErrUninitialized)
 )

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/dedupkit/cuckoo/internal/hash"
+	"github.com/dedupkit/cuckoo/internal/table"
 )
 
 // Hooks for the black-box tests (package cuckoo_test).
@@ -13,7 +14,7 @@ import (
 // CheckInvariants returns the first broken invariant, scanning the whole
 // table.
 func (f *Filter) CheckInvariants() error {
-	if f.t.numBuckets == 0 {
+	if f.t.NumBuckets == 0 {
 		return nil
 	}
 	return f.validate(true)
@@ -22,8 +23,8 @@ func (f *Filter) CheckInvariants() error {
 // AltIndexForTest exposes the alternate-bucket function of a table of
 // numBuckets buckets.
 func AltIndexForTest(numBuckets, i, fp uint64) uint64 {
-	t := table{numBuckets: numBuckets, segments: 1}
-	return t.altIndex(i, fp)
+	t := table.Table{NumBuckets: numBuckets, Segments: 1}
+	return t.AltIndex(i, fp)
 }
 
 // TargetLoad is the load New sizes a table of b-slot buckets and f-bit
@@ -35,7 +36,7 @@ func TargetLoad(b, f int) float64 { return targetLoad(uint64(b), uint64(f)) }
 func SmallTableMargin(capacity uint64, b int) float64 { return smallTableMargin(capacity, uint64(b)) }
 
 // TableBytes is the memory of the table alone.
-func (f *Filter) TableBytes() uint64 { return uint64(len(f.t.words)) * 8 }
+func (f *Filter) TableBytes() uint64 { return uint64(len(f.t.Words)) * 8 }
 
 // ExpectedFPR is the model the filter's FalsePositiveRate uses.
 func ExpectedFPR(load float64, b, fpBits int) float64 {
@@ -45,15 +46,15 @@ func ExpectedFPR(load float64, b, fpBits int) float64 {
 // SetHugePages switches the huge-page advice of new tables on or off and
 // returns the previous setting.
 func SetHugePages(on bool) bool {
-	old := useHugePages
-	useHugePages = on
+	old := table.UseHugePages
+	table.UseHugePages = on
 	return old
 }
 
 // BucketsForTest returns the two buckets of key.
 func (f *Filter) BucketsForTest(key []byte) (i1, i2 uint64) {
 	i1, fp := f.locate(hash.Sum64(key, f.seed))
-	return i1, f.t.altIndex(i1, fp)
+	return i1, f.t.AltIndex(i1, fp)
 }
 
 // CheckInvariants returns the first broken invariant of the chain or of one
@@ -67,7 +68,7 @@ func (s *Scalable) CheckInvariants() error {
 			if j, ok := lv.grow.check(); !ok {
 				return fmt.Errorf("growing table: bucket %d holds a misplaced tag", j)
 			}
-			if n := lv.grow.t.occupiedSlots(); n != lv.grow.occupied {
+			if n := lv.grow.t.OccupiedSlots(); n != lv.grow.occupied {
 				return fmt.Errorf("growing table: %d slots occupied, %d recorded", n, lv.grow.occupied)
 			}
 		} else if err := lv.f.validate(true); err != nil {
@@ -88,7 +89,7 @@ func (s *Scalable) NewestGrowingLevel() int {
 	if !s.NewestGrowing() {
 		return -1
 	}
-	return int(s.levels[len(s.levels)-1].grow.level)
+	return int(s.levels[len(s.levels)-1].grow.depth)
 }
 
 // OverflowCopies returns the copies counted beside full tables.
@@ -108,7 +109,7 @@ func (s *Scalable) TableFingerprintBits() []int {
 func (s *Scalable) TableBytes() uint64 {
 	var n uint64
 	for _, lv := range s.levels {
-		n += uint64(cap(lv.table().words)) * 8
+		n += uint64(cap(lv.table().Words)) * 8
 	}
 	return n
 }
@@ -118,7 +119,7 @@ func (s *Scalable) TableBytes() uint64 {
 func (s *Scalable) RateBound() float64 {
 	var b float64
 	for _, lv := range s.levels {
-		b += rateBound(lv.table().slots, lv.fpBits())
+		b += rateBound(lv.table().Slots, lv.fpBits())
 	}
 	return b
 }

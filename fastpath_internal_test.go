@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"slices"
 	"testing"
+
+	"github.com/dedupkit/cuckoo/internal/table"
 )
 
 // FuzzFastPath compares Filter.ContainsHash's inlined path for the common
@@ -17,7 +19,7 @@ func FuzzFastPath(f *testing.F) {
 	f.Add(uint8(7), uint16(2), []byte("bb"))
 	f.Add(uint8(8), uint16(4096), []byte("ccc"))
 	// Buckets of 64 bits, and of 8, 16 and 32, read at their byte offset
-	// where unalignedLittleEndian holds.
+	// where table.UnalignedLittleEndian holds.
 	shapes := [][2]uint64{{4, 8}, {4, 16}, {2, 16}, {2, 32}, {8, 8}, {2, 4}, {4, 4}, {2, 8}, {8, 4}}
 	f.Fuzz(func(t *testing.T, shape uint8, n uint16, data []byte) {
 		sh := shapes[int(shape)%len(shapes)]
@@ -26,10 +28,10 @@ func FuzzFastPath(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if want := sh[0]*sh[1] == 64 || unalignedLittleEndian; fl.t.fastLookup != want {
-			t.Fatalf("shape %v: fastLookup %v", sh, fl.t.fastLookup)
+		if want := sh[0]*sh[1] == 64 || table.UnalignedLittleEndian; fl.t.FastLookup != want {
+			t.Fatalf("shape %v: fastLookup %v", sh, fl.t.FastLookup)
 		}
-		if !fl.t.fastLookup {
+		if !fl.t.FastLookup {
 			return
 		}
 		var buf [8]byte
@@ -41,9 +43,9 @@ func FuzzFastPath(f *testing.F) {
 			binary.LittleEndian.PutUint64(buf[:], i)
 			h := fl.hashOf(append(buf[:], data...))
 			fast := fl.ContainsHash(h)
-			fl.t.fastLookup = false
+			fl.t.FastLookup = false
 			general := fl.ContainsHash(h)
-			fl.t.fastLookup = true
+			fl.t.FastLookup = true
 			if fast != general {
 				t.Fatalf("shape %v, hash %#x: fast path %v, general %v", sh, h, fast, general)
 			}
@@ -83,17 +85,17 @@ func FuzzAlignedTwin(f *testing.F) {
 			return fl
 		}
 		fl, twin := newFilter(), newFilter()
-		if !fl.t.aligned {
+		if !fl.t.Aligned {
 			t.Fatalf("shape %v is not aligned", sh)
 		}
-		twin.t.aligned = false
-		twin.t.setFastLookup()
+		twin.t.Aligned = false
+		twin.t.SetFastLookup()
 		key := func(i uint64) []byte {
 			return append(binary.LittleEndian.AppendUint64(nil, i), data...)
 		}
 		same := func(op string, i uint64) {
 			t.Helper()
-			if !slices.Equal(fl.t.words, twin.t.words) || fl.count != twin.count {
+			if !slices.Equal(fl.t.Words, twin.t.Words) || fl.count != twin.count {
 				t.Fatalf("shape %v: tables differ after %s of key %d", sh, op, i)
 			}
 		}
@@ -113,13 +115,13 @@ func FuzzAlignedTwin(f *testing.F) {
 				t.Fatalf("shape %v, key %d: Count %d, twin %d", sh, i, c1, c2)
 			}
 		}
-		s1, s2 := searchTarget{t: &fl.t}, searchTarget{t: &twin.t}
+		s1, s2 := &fl.t, &twin.t
 		for i := range min(capacity, 200) {
 			h := fl.hashOf(key(i + 1<<40))
 			i1, fp := fl.locate(h)
-			i2 := fl.t.altIndex(i1, fp)
-			q1, _, end1, ok1 := searchRoom(s1, nil, nil, i1, i2, searchBudget)
-			q2, _, end2, ok2 := searchRoom(s2, nil, nil, i1, i2, searchBudget)
+			i2 := fl.t.AltIndex(i1, fp)
+			q1, _, end1, ok1 := table.Search(s1, nil, nil, i1, i2, table.WalkLimit)
+			q2, _, end2, ok2 := table.Search(s2, nil, nil, i1, i2, table.WalkLimit)
 			if ok1 != ok2 || end1 != end2 || !slices.Equal(q1, q2) {
 				t.Fatalf("shape %v, buckets %d and %d: search found %v at %d (%d nodes), twin %v at %d (%d nodes)",
 					sh, i1, i2, ok1, end1, len(q1), ok2, end2, len(q2))

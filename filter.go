@@ -2,11 +2,11 @@ package cuckoo
 
 import (
 	"fmt"
-	"math/bits"
 
 	"github.com/dedupkit/cuckoo/internal/addr"
 	"github.com/dedupkit/cuckoo/internal/hash"
 	"github.com/dedupkit/cuckoo/internal/invariants"
+	"github.com/dedupkit/cuckoo/internal/table"
 )
 
 // Filter is a cuckoo filter: an approximate set (a multiset, in fact) of
@@ -36,35 +36,31 @@ import (
 // Invariants:
 //   - count == (non-empty slots) + Σ dups.
 //   - for every (pair, fp) key in dups: the value is > 0 and the pair's two
-//     buckets hold at least maxSlotCopies copies of fp, so Contains (which
+//     buckets hold at least table.MaxSlotCopies copies of fp, so Contains (which
 //     only looks at slots) finds every key whose Count is non-zero.
 //   - a fingerprint stored in bucket i belongs to a key whose buckets are i
 //     and t.altIndex(i, fp): displacement moves it only between these two.
 type Filter struct {
-	t        table
+	t        table.Table
 	seed     uint64
 	capacity uint64
 	maxKicks int
-	count    uint64     // items, copies included
-	occupied uint64     // non-empty slots
-	dups     counters   // copies beyond maxSlotCopies
-	path     []kickStep // scratch of one insert's random walk
-	search   scratch    // of one insert's breadth-first search
+	count    uint64         // items, copies included
+	occupied uint64         // non-empty slots
+	dups     table.Counters // copies beyond maxSlotCopies
+	ins      table.Inserts  // the scratch of its inserts
 }
 
-// kickStep is one move of the random walk: placed went into slot of
-// bucket, displacing the fingerprint the walk carried on with. (Bucket
-// indexes and fingerprints fit 32 bits: see table.)
-type kickStep struct {
-	bucket, placed uint32
-	slot           uint8
-}
+// maxItems bounds the items of an encoded filter, copies included:
+// decoders refuse counts above it, so Len and every sum of counters of a
+// decoded filter fit in a uint64 with room for 3·2^62 more Adds (far more
+// than a program can make). Filter.Add refuses to pass it, so every Filter
+// it built can be decoded.
+const maxItems = 1 << 62
 
-// searchBudget bounds the slots one breadth-first search examines: about
-// four levels of 4-slot buckets. At the loads New sizes for, nearly every
-// search ends in the first two; the random walk that follows a failed
-// search handles the rare long paths.
-const searchBudget = 256
+// errZeroFilter is the error of an insert on the zero Filter, naming what
+// makes one.
+var errZeroFilter = fmt.Errorf("%w: the zero Filter has no table; create it with New, or decode into it", ErrUninitialized)
 
 // New returns an empty filter that holds at least capacity distinct keys.
 // The default shape is 4-slot buckets with 16-bit fingerprints; opts change
@@ -79,15 +75,15 @@ func New(capacity uint64, opts ...Option) (*Filter, error) {
 	if err != nil {
 		return nil, err
 	}
-	t := newTable(p.NumBuckets, uint64(c.slots), uint64(p.FingerprintBits), c.semi)
-	t.segment(uint64(c.segments))
+	t := table.New(p.NumBuckets, uint64(c.slots), uint64(p.FingerprintBits), c.semi)
+	t.Segment(uint64(c.segments))
 	f := &Filter{}
 	f.init(t, c.seed, capacity, c.maxKicks)
 	return f, nil
 }
 
 // init sets up f around t, empty of counters.
-func (f *Filter) init(t table, seed, capacity uint64, maxKicks int) {
+func (f *Filter) init(t table.Table, seed, capacity uint64, maxKicks int) {
 	*f = Filter{
 		t:        t,
 		seed:     seed,
@@ -100,7 +96,7 @@ func (f *Filter) init(t table, seed, capacity uint64, maxKicks int) {
 // the bucket from the upper 32 bits (a multiply-shift reduction onto
 // [0, numBuckets)), the fingerprint from the lower 32 (onto [1, 2^f-1]).
 func (f *Filter) locate(h uint64) (bucket, fp uint64) {
-	return f.t.locate(h)
+	return f.t.Locate(h)
 }
 
 // Add inserts one copy of key. The filter is a multiset: adding a key n
@@ -193,64 +189,20 @@ func (f *Filter) CountUint64(key uint64) uint64 { return f.CountHash(hash.Sum64U
 // and keys added by hash are found only by hash.
 func (f *Filter) AddHash(h uint64) error {
 	t := &f.t
-	if t.numBuckets == 0 {
+	if t.NumBuckets == 0 {
 		return errZeroFilter
 	}
 	if f.count >= maxItems {
 		return ErrFull
 	}
 	i1, fp := f.locate(h)
-	i2 := t.altIndex(i1, fp)
-	if t.windows == 1 && !t.semi {
-		// The common shapes: read each bucket once, find the copies of fp
-		// and the empty slots of both with four SWAR steps.
-		var p1, p2, w1, w2 uint64
-		if t.aligned {
-			p1, p2 = i1<<(t.bucketShift&63), i2<<(t.bucketShift&63)
-			w1, w2 = t.alignedBucket(i1), t.alignedBucket(i2)
-		} else {
-			p1, p2 = i1*t.bucketBits, i2*t.bucketBits
-			w1, w2 = t.window(p1), t.window(p2)
-		}
-		rep := fp * t.laneLow
-		copies := bits.OnesCount64(zeroLanes(w1^rep, t.laneRest, t.laneHigh)) +
-			bits.OnesCount64(zeroLanes(w2^rep, t.laneRest, t.laneHigh))
-		if copies >= maxSlotCopies {
-			f.addDup(pairKey(i1, i2, fp))
-			return nil
-		}
-		// The placement rule: fp goes into whichever bucket has more empty
-		// slots, the first on a tie. Two choices keep the buckets' loads
-		// even, so that near capacity fewer inserts find both buckets full,
-		// and their moves are shorter; lookups read both buckets anyway.
-		// The bucket is selected with masks, not a branch, which would
-		// mispredict about half the time.
-		e1, e2 := zeroLanes(w1, t.laneRest, t.laneHigh), zeroLanes(w2, t.laneRest, t.laneHigh)
-		second := -(uint64(bits.OnesCount64(e1)-bits.OnesCount64(e2)) >> 63)
-		p := p1 ^ (p1^p2)&second
-		e := e1 ^ (e1^e2)&second
-		if e != 0 {
-			p += laneStart(e, t.fpBits)
-			if t.aligned {
-				t.words[p>>6] |= fp << (p & 63)
-			} else {
-				storeBits(t.words, p, t.fpMask, fp)
-			}
-		} else if !f.makeRoom(i1, i2, fp, h) {
-			return ErrFull
-		}
-	} else {
-		if t.copies(i1, fp)+t.copies(i2, fp) >= maxSlotCopies {
-			f.addDup(pairKey(i1, i2, fp))
-			return nil
-		}
-		a, b := i1, i2 // the placement rule, as above
-		if t.copies(i2, 0) > t.copies(i1, 0) {
-			a, b = i2, i1
-		}
-		if !t.insert(a, fp) && !t.insert(b, fp) && !f.makeRoom(i1, i2, fp, h) {
-			return ErrFull
-		}
+	i2 := t.AltIndex(i1, fp)
+	switch t.Add(&f.ins, i1, i2, fp, h, f.maxKicks) {
+	case table.Full:
+		return ErrFull
+	case table.Crowded:
+		f.addDup(table.PairKey(i1, i2, fp))
+		return nil
 	}
 	f.count++
 	f.occupied++
@@ -261,7 +213,7 @@ func (f *Filter) AddHash(h uint64) error {
 }
 
 func (f *Filter) addDup(k uint64) {
-	f.dups.add(k)
+	f.dups.Add(k)
 	f.count++
 	if invariants.Enabled {
 		f.checkInvariants()
@@ -272,7 +224,7 @@ func (f *Filter) addDup(k uint64) {
 // [Filter.AddHash]).
 func (f *Filter) ContainsHash(h uint64) bool {
 	t := &f.t
-	if !t.fastLookup {
+	if !t.FastLookup {
 		return f.containsHashGeneral(h)
 	}
 	// The common shapes (fastLookup: plain buckets of 8 to 64 bits that
@@ -286,54 +238,54 @@ func (f *Filter) ContainsHash(h uint64) bool {
 	// reported falsely), which is all a lookup asks. The bits above a
 	// bucket of fewer than 64 bits are the next buckets', outside the high
 	// mask.
-	m, low := t.numBuckets, t.laneLow
-	fp := addr.Fingerprint(h, t.fpMask)
+	m, low := t.NumBuckets, t.LaneLow
+	fp := addr.Fingerprint(h, t.FPMask)
 	i1 := addr.Bucket(h, m)
 	i2 := addr.Alt(i1, fp, m)
-	x := t.bucketFast(i1) ^ fp*low
-	y := t.bucketFast(i2) ^ fp*low
-	return ((x-low)&^x|(y-low)&^y)&t.laneHigh != 0
+	x := t.BucketFast(i1) ^ fp*low
+	y := t.BucketFast(i2) ^ fp*low
+	return ((x-low)&^x|(y-low)&^y)&t.LaneHigh != 0
 }
 
 // containsHashGeneral is ContainsHash for every other shape.
 func (f *Filter) containsHashGeneral(h uint64) bool {
 	t := &f.t
-	if t.numBuckets == 0 {
+	if t.NumBuckets == 0 {
 		return false
 	}
 	i1, fp := f.locate(h)
-	i2 := t.altIndex(i1, fp)
+	i2 := t.AltIndex(i1, fp)
 	switch {
-	case t.aligned:
-		rep := fp * t.laneLow
-		x := t.alignedBucket(i1) ^ rep
-		y := t.alignedBucket(i2) ^ rep
-		return zeroLanes(x, t.laneRest, t.laneHigh)|zeroLanes(y, t.laneRest, t.laneHigh) != 0
-	case t.semiOneWindow:
+	case t.Aligned:
+		rep := fp * t.LaneLow
+		x := t.AlignedBucket(i1) ^ rep
+		y := t.AlignedBucket(i2) ^ rep
+		return table.ZeroLanes(x, t.LaneRest, t.LaneHigh)|table.ZeroLanes(y, t.LaneRest, t.LaneHigh) != 0
+	case t.SemiOneWindow:
 		// Both buckets read before either is decoded.
-		return t.semiHasEither(t.window(i1*t.bucketBits), t.window(i2*t.bucketBits), fp)
+		return t.SemiHasEither(t.Window(i1*t.BucketBits), t.Window(i2*t.BucketBits), fp)
 	}
-	return t.holdsEither(i1, fp, i2, fp)
+	return t.HoldsEither(i1, fp, i2, fp)
 }
 
 // DeleteHash is [Filter.Delete] for a key's 64-bit hash (see
 // [Filter.AddHash]).
 func (f *Filter) DeleteHash(h uint64) bool {
-	if f.t.numBuckets == 0 {
+	if f.t.NumBuckets == 0 {
 		return false
 	}
 	i1, fp := f.locate(h)
-	i2 := f.t.altIndex(i1, fp)
+	i2 := f.t.AltIndex(i1, fp)
 	// Copies beyond the slots go first: the slot copies must stay while any
 	// counted copy remains (see the invariants).
-	if len(f.dups) != 0 && f.dups.take(pairKey(i1, i2, fp)) {
+	if len(f.dups) != 0 && f.dups.Take(table.PairKey(i1, i2, fp)) {
 		f.count--
 		if invariants.Enabled {
 			f.checkInvariants()
 		}
 		return true
 	}
-	if !f.t.replaceEither(i1, i2, fp, 0) {
+	if !f.t.ReplaceEither(i1, i2, fp, 0) {
 		return false
 	}
 	f.count--
@@ -347,123 +299,16 @@ func (f *Filter) DeleteHash(h uint64) bool {
 // CountHash is [Filter.Count] for a key's 64-bit hash (see
 // [Filter.AddHash]).
 func (f *Filter) CountHash(h uint64) uint64 {
-	if f.t.numBuckets == 0 {
+	if f.t.NumBuckets == 0 {
 		return 0
 	}
 	i1, fp := f.locate(h)
-	i2 := f.t.altIndex(i1, fp)
-	n := f.t.copies(i1, fp) + f.t.copies(i2, fp)
+	i2 := f.t.AltIndex(i1, fp)
+	n := f.t.Copies(i1, fp) + f.t.Copies(i2, fp)
 	if len(f.dups) != 0 {
-		n += f.dups[pairKey(i1, i2, fp)]
+		n += f.dups[table.PairKey(i1, i2, fp)]
 	}
 	return n
-}
-
-// walkFirstBytes is the largest table whose inserts try the random walk
-// before the breadth-first search. In a table that fits in a core's L2
-// cache (2 MiB on most current server cores) a walk's moves are cache
-// hits, and at the loads a filter reaches it ends within a few of them,
-// cheaper than the search's first level of eight alternate buckets.
-// Beyond the cache the search, which overlaps its misses, wins
-// (bench/notes.md, item 13). It depends only on the table's shape, so the
-// table after an insert still depends only on the table before and the
-// key. Semi-sorted tables, whose inserts are dominated by decoding and
-// encoding buckets, search first: the walk gains them nothing, and its
-// path buffer would cost them memory.
-const walkFirstBytes = 2 << 20
-
-// makeRoom inserts fp, whose buckets i1 and i2 are both full, by moving
-// other fingerprints: by a random walk (kick) and, if that fails, by a
-// breadth-first search (searchPath), or the other way round for a table
-// larger than walkFirstBytes or semi-sorted. Each leaves the table as it
-// was when it fails.
-func (f *Filter) makeRoom(i1, i2, fp, h uint64) bool {
-	if !f.t.semi && uint64(len(f.t.words))*8 <= walkFirstBytes {
-		return f.kick(i1, i2, fp, h) || f.searchPath(i1, i2, fp)
-	}
-	return f.searchPath(i1, i2, fp) || f.kick(i1, i2, fp, h)
-}
-
-// kick makes room for fp, whose buckets i1 and i2 are both full, by a random
-// walk: put fp in a random slot of one bucket, move the fingerprint it
-// displaces to that one's other bucket, and so on, until a displaced
-// fingerprint lands in an empty slot. If none does within maxKicks moves,
-// every move is undone in reverse order, which restores the table bit for
-// bit, and kick reports false.
-//
-// The walk's random choices are drawn from a generator seeded with the key's
-// hash h, not from state kept in the filter: the table after an operation
-// depends only on the table before it and the key, so a decoded filter goes
-// on exactly like the one that was encoded.
-func (f *Filter) kick(i1, i2, fp, h uint64) bool {
-	rng := newKickRand(h)
-	i := i1
-	if rng.next()&1 != 0 {
-		i = i2
-	}
-	cur := fp
-	// The path grows as needed and is kept for the next walk: filters that
-	// never need a long walk do not pay for maxKicks steps of it.
-	f.path = f.path[:0]
-	for n := 0; n < f.maxKicks; n++ {
-		s := kickSlot(rng.next(), f.t.slots)
-		victim := f.t.swap(i, s, cur)
-		f.path = append(f.path, kickStep{uint32(i), uint32(cur), uint8(s)})
-		cur = victim
-		i = f.t.altIndex(i, cur)
-		if f.t.insert(i, cur) {
-			return true
-		}
-	}
-	// INVARIANT: walking the path backwards, cur is the fingerprint that
-	// step k displaced, and bucket k is as step k left it.
-	for k := len(f.path) - 1; k >= 0; k-- {
-		st := f.path[k]
-		f.t.unswap(uint64(st.bucket), uint64(st.slot), uint64(st.placed), cur)
-		cur = uint64(st.placed)
-	}
-	return false
-}
-
-// kickRand is the random walk's generator (xorshift64*), seeded from the
-// key's hash so that a walk depends only on the table and the key.
-type kickRand uint64
-
-func newKickRand(h uint64) kickRand { return kickRand(hash.Mix64(h) | 1) }
-
-// next returns the next random word.
-func (r *kickRand) next() uint64 {
-	x := uint64(*r)
-	x ^= x >> 12
-	x ^= x << 25
-	x ^= x >> 27
-	*r = kickRand(x)
-	return x * 0x2545f4914f6cdd1d
-}
-
-// kickSlot returns the slot a walk's move takes, drawn from the random
-// word r, for buckets of slots slots: the low bits of r's upper half for a
-// power of two (so that those tables stay bit for bit what their encoded
-// files hold), its upper bits scaled onto [0, slots) for any other size.
-func kickSlot(r, slots uint64) uint64 {
-	if slots&(slots-1) == 0 {
-		return r >> 32 & (slots - 1)
-	}
-	return (r >> 32) * slots >> 32
-}
-
-// searchPath makes room for fp, whose buckets i1 and i2 are both full, by
-// the breadth-first search for the shortest chain of moves that ends in an
-// empty slot (search.go), exploring up to searchBudget slots (2*maxKicks if
-// that is less). It moves nothing unless it finds a chain, and then moves
-// the chain hole first with fp going into the freed slot.
-func (f *Filter) searchPath(i1, i2, fp uint64) bool {
-	s := searchTarget{t: &f.t}
-	q, end, ok := f.search.room(s, i1, i2, min(2*f.maxKicks, searchBudget))
-	if ok {
-		placeChain(s, q, end, fp, fp)
-	}
-	return ok
 }
 
 // Len returns the number of items stored, copies included.
@@ -476,20 +321,20 @@ func (f *Filter) Capacity() uint64 { return f.capacity }
 // LoadFactor returns the fraction of slots that hold a fingerprint.
 // Duplicate copies counted beside the table do not occupy slots.
 func (f *Filter) LoadFactor() float64 {
-	if f.t.numBuckets == 0 {
+	if f.t.NumBuckets == 0 {
 		return 0
 	}
-	return float64(f.occupied) / float64(f.t.numBuckets*f.t.slots)
+	return float64(f.occupied) / float64(f.t.NumBuckets*f.t.Slots)
 }
 
 // FalsePositiveRate returns the expected probability that Contains reports
 // a key that was never added, at the current load:
 // 1 − (1 − 1/(2^f−1))^(2·b·load), about 2·b·load/2^f.
 func (f *Filter) FalsePositiveRate() float64 {
-	if f.t.numBuckets == 0 {
+	if f.t.NumBuckets == 0 {
 		return 0
 	}
-	return expectedFPR(f.LoadFactor(), f.t.slots, f.t.fpBits)
+	return expectedFPR(f.LoadFactor(), f.t.Slots, f.t.FPBits)
 }
 
 // SizeInBytes returns the memory the filter holds: the table, the duplicate
@@ -497,26 +342,26 @@ func (f *Filter) FalsePositiveRate() float64 {
 func (f *Filter) SizeInBytes() uint64 {
 	const fixed = 256 // the struct and slice headers, rounded up
 	const perDup = 32 // a map entry of two words, with the map's overhead
-	return uint64(len(f.t.words))*8 + uint64(len(f.dups))*perDup +
-		uint64(cap(f.path))*12 + f.search.bytes() + fixed
+	return uint64(len(f.t.Words))*8 + uint64(len(f.dups))*perDup +
+		f.ins.Bytes() + fixed
 }
 
 // FingerprintBits returns the fingerprint width f in bits.
-func (f *Filter) FingerprintBits() int { return int(f.t.fpBits) }
+func (f *Filter) FingerprintBits() int { return int(f.t.FPBits) }
 
 // SemiSorted reports whether the buckets are stored semi-sorted (see
 // [WithSemiSorting]).
-func (f *Filter) SemiSorted() bool { return f.t.semi }
+func (f *Filter) SemiSorted() bool { return f.t.Semi }
 
 // BucketSize returns the number of slots per bucket.
-func (f *Filter) BucketSize() int { return int(f.t.slots) }
+func (f *Filter) BucketSize() int { return int(f.t.Slots) }
 
 // Segments returns the number of segments of the table ([WithSegments]);
 // 1 for an unsegmented one.
-func (f *Filter) Segments() int { return int(max(f.t.segments, 1)) }
+func (f *Filter) Segments() int { return int(max(f.t.Segments, 1)) }
 
 // NumBuckets returns the number of buckets in the table.
-func (f *Filter) NumBuckets() uint64 { return f.t.numBuckets }
+func (f *Filter) NumBuckets() uint64 { return f.t.NumBuckets }
 
 // Seed returns the hash seed: a filter made with WithSeed(f.Seed()) and the
 // same parameters stores keys in the same places.
@@ -527,7 +372,7 @@ func (f *Filter) MaxKicks() int { return f.maxKicks }
 
 // Reset removes every item, keeping the parameters, the seed and the memory.
 func (f *Filter) Reset() {
-	f.t.reset()
+	f.t.Reset()
 	f.dups = nil
 	f.count, f.occupied = 0, 0
 }
@@ -536,7 +381,7 @@ func (f *Filter) Reset() {
 // whole table, so it runs in full only on small tables (the tests build
 // those on purpose), and checks the counters always.
 func (f *Filter) checkInvariants() {
-	if err := f.validate(len(f.t.words) <= 256); err != nil {
+	if err := f.validate(len(f.t.Words) <= 256); err != nil {
 		panic("cuckoo: invariant broken: " + err.Error())
 	}
 }
@@ -551,15 +396,15 @@ func (f *Filter) validate(full bool) error {
 		if c == 0 {
 			return fmt.Errorf("duplicate counter for bucket %d fingerprint %#x is zero", i, fp)
 		}
-		if i >= t.numBuckets || fp == 0 || fp > t.fpMask {
+		if i >= t.NumBuckets || fp == 0 || fp > t.FPMask {
 			return fmt.Errorf("duplicate counter for bucket %d fingerprint %#x is out of range", i, fp)
 		}
-		j := t.altIndex(i, fp)
+		j := t.AltIndex(i, fp)
 		if j < i {
 			return fmt.Errorf("duplicate counter for bucket %d fingerprint %#x is not keyed by the lower bucket", i, fp)
 		}
-		if t.copies(i, fp)+t.copies(j, fp) < maxSlotCopies {
-			return fmt.Errorf("duplicate counter for bucket %d fingerprint %#x without %d slot copies", i, fp, maxSlotCopies)
+		if t.Copies(i, fp)+t.Copies(j, fp) < table.MaxSlotCopies {
+			return fmt.Errorf("duplicate counter for bucket %d fingerprint %#x without %d slot copies", i, fp, table.MaxSlotCopies)
 		}
 		if dupSum+c < dupSum {
 			return fmt.Errorf("duplicate counters overflow")
@@ -569,21 +414,21 @@ func (f *Filter) validate(full bool) error {
 	if f.occupied+dupSum != f.count || f.occupied+dupSum < dupSum {
 		return fmt.Errorf("item count %d != %d slots + %d counted copies", f.count, f.occupied, dupSum)
 	}
-	if used := t.numBuckets * t.bucketBits; used%64 != 0 && t.words[used/64]>>(used%64) != 0 {
+	if used := t.NumBuckets * t.BucketBits; used%64 != 0 && t.Words[used/64]>>(used%64) != 0 {
 		return fmt.Errorf("bits past the last bucket are set")
 	}
-	if t.words[len(t.words)-1] != 0 {
+	if t.Words[len(t.Words)-1] != 0 {
 		return fmt.Errorf("padding word is not zero")
 	}
 	if full {
-		if t.semi {
-			for i := uint64(0); i < t.numBuckets; i++ {
-				if !t.semiValid(i) {
+		if t.Semi {
+			for i := uint64(0); i < t.NumBuckets; i++ {
+				if !t.SemiValid(i) {
 					return fmt.Errorf("semi-sorted bucket %d is not in canonical form", i)
 				}
 			}
 		}
-		if n := t.occupiedSlots(); n != f.occupied {
+		if n := t.OccupiedSlots(); n != f.occupied {
 			return fmt.Errorf("%d slots occupied, %d recorded", n, f.occupied)
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"math/bits"
 
 	"github.com/dedupkit/cuckoo/internal/addr"
+	"github.com/dedupkit/cuckoo/internal/table"
 )
 
 // A table that grows in place: the newest table of a Scalable (after the
@@ -52,7 +53,7 @@ import (
 // bucket, and repack drops the reserve bits left: what remains is, slot
 // for slot, the generation's plain table, and the level goes on as a
 // Filter. The overflow counters of a growing table are keyed by the final
-// buckets (pairKey of finals), so they need no change either.
+// buckets (table.PairKey of finals), so they need no change either.
 //
 // # Reserve
 //
@@ -83,8 +84,8 @@ import (
 //     i = finalOf(j, q>>ℓ) is a final bucket (i < m) whose reserve
 //     ⌊i/m0⌋ shifted right by ℓ is the tag's, and that lives in j
 //     (bucketOf(i, ⌊i/m0⌋) == j). check verifies it, for the decoder.
-//   - copies beyond maxSlotCopies are kept in the level's overflow
-//     counters, keyed by pairKey of the final buckets.
+//   - copies beyond table.MaxSlotCopies are kept in the level's overflow
+//     counters, keyed by table.PairKey of the final buckets.
 type growTable struct {
 	final   uint64 // m: buckets when fully grown
 	base    uint64 // m0 = m >> reserve
@@ -92,13 +93,13 @@ type growTable struct {
 	reserve uint64 // R
 	fpBits  uint64 // f: the generation's fingerprint width
 	fpRange uint64 // 2^f − 1
-	level   uint64 // ℓ: the tags hold q >> ℓ
+	depth   uint64 // ℓ: the tags hold q >> ℓ
 	split   uint64 // s
 
-	t        table      // m_ℓ + s buckets of f+R−ℓ bit tags
-	occupied uint64     // non-empty slots of t
-	search   scratch    // of insert's search
-	rd       chainLevel // how t's buckets are read (refresh keeps it t's)
+	t        table.Table   // m_ℓ + s buckets of f+R−ℓ bit tags
+	occupied uint64        // non-empty slots of t
+	search   table.Scratch // of insert's search
+	rd       chainLevel    // how t's buckets are read (refresh keeps it t's)
 }
 
 // refresh makes rd read t, after t's words or shape changed.
@@ -128,7 +129,7 @@ func reserveBits(r, f uint64) uint64 {
 // r > 0.
 func newGrowTable(final, slots, fpBits, r uint64, semi bool) *growTable {
 	g := growGeometry(final, fpBits, r)
-	g.t = newTable(g.base, slots, g.tagBits(), semi)
+	g.t = table.New(g.base, slots, g.tagBits(), semi)
 	g.refresh()
 	return g
 }
@@ -147,7 +148,7 @@ func growGeometry(final, fpBits, r uint64) *growTable {
 // tagBits is the width of the table's slots: f plus the reserve bits the
 // tags still hold.
 func (g *growTable) tagBits() uint64 {
-	return g.fpBits + g.reserve - g.level
+	return g.fpBits + g.reserve - g.depth
 }
 
 // mulHi is the high word of a·b: with b = ⌈2^64/m0⌉ and a < 2^32 it is
@@ -174,7 +175,7 @@ func (g *growTable) where(h uint64) (j1, tag1, j2, tag2 uint64) {
 // tagOf is the tag of fingerprint fp whose final bucket has reserve q:
 // the reserve bits its bucket does not tell, above fp.
 func (g *growTable) tagOf(q, fp uint64) uint64 {
-	return q>>g.level<<g.fpBits | fp
+	return q>>g.depth<<g.fpBits | fp
 }
 
 // finals returns h's two buckets in the plain table of the generation, and
@@ -186,8 +187,8 @@ func (g *growTable) finals(h uint64) (i1, i2, fp uint64) {
 
 // bucketOf returns the bucket final bucket i (of reserve q) lives in now.
 func (g *growTable) bucketOf(i, q uint64) uint64 {
-	j := i - g.base*(q&^(1<<g.level-1)) // i mod m_ℓ
-	k := i - g.base*(q&^(2<<g.level-1)) // i mod m_(ℓ+1)
+	j := i - g.base*(q&^(1<<g.depth-1)) // i mod m_ℓ
+	k := i - g.base*(q&^(2<<g.depth-1)) // i mod m_(ℓ+1)
 	// k when j < split, without a branch: which side of the split point a
 	// key falls is a coin flip weighted by how far the splits have gone.
 	// Both are below 2^32, so the difference's sign is the comparison.
@@ -201,10 +202,10 @@ func (g *growTable) bucketOf(i, q uint64) uint64 {
 // the bucket does not tell them all) say which of the blocks of m_ℓ
 // buckets i is in.
 func (g *growTable) finalOf(j, stored uint64) uint64 {
-	if ml := g.base << g.level; j >= ml {
+	if ml := g.base << g.depth; j >= ml {
 		j -= ml
 	}
-	return j + g.base*(stored<<g.level)
+	return j + g.base*(stored<<g.depth)
 }
 
 // contains reports whether t holds h's fingerprint.
@@ -222,23 +223,23 @@ func (g *growTable) stage(hs []uint64, js, tags *[2 * batchGroup]uint64) {
 	for k, h := range hs {
 		j1, tag1, j2, tag2 := g.where(h)
 		js[2*k], tags[2*k], js[2*k+1], tags[2*k+1] = j1, tag1, j2, tag2
-		lines[2*k], lines[2*k+1] = j1*t.bucketBits>>6, j2*t.bucketBits>>6
+		lines[2*k], lines[2*k+1] = j1*t.BucketBits>>6, j2*t.BucketBits>>6
 	}
-	prefetch(t.words, lines[:2*len(hs)])
+	table.Prefetch(t.Words, lines[:2*len(hs)])
 }
 
 // slotCopies returns the number of slots holding h's fingerprint.
 func (g *growTable) slotCopies(h uint64) uint64 {
 	t := &g.t
 	j1, tag1, j2, tag2 := g.where(h)
-	return t.copies(j1, tag1) + t.copies(j2, tag2)
+	return t.Copies(j1, tag1) + t.Copies(j2, tag2)
 }
 
 // holds reports whether final bucket i holds fingerprint fp.
 func (g *growTable) holds(i, fp uint64) bool {
 	t := &g.t
 	q := mulHi(i, g.recip)
-	return t.holds(g.bucketOf(i, q), g.tagOf(q, fp))
+	return t.Holds(g.bucketOf(i, q), g.tagOf(q, fp))
 }
 
 // growToFull splits the rest of the buckets: the table then is the
@@ -248,28 +249,28 @@ func (g *growTable) growToFull() {
 	}
 }
 
-// pairKey is the key of h's overflow counters: pairKey of its final
+// pairKey is the key of h's overflow counters: table.PairKey of its final
 // buckets, as in the plain table the table becomes.
 func (g *growTable) pairKey(h uint64) uint64 {
 	i1, i2, fp := g.finals(h)
-	return pairKey(i1, i2, fp)
+	return table.PairKey(i1, i2, fp)
 }
 
 // crowdedPast reports whether the table holds more than growLoad of its
 // slots, which an insert never leaves (it splits first: crowded).
 func (g *growTable) crowdedPast() bool {
-	return growLoadDen*g.occupied > growLoadNum*g.t.numBuckets*g.t.slots
+	return growLoadDen*g.occupied > growLoadNum*g.t.NumBuckets*g.t.Slots
 }
 
 // crowded reports whether the table should split before taking another
 // fingerprint.
 func (g *growTable) crowded() bool {
-	return growLoadDen*(g.occupied+1) > growLoadNum*g.t.numBuckets*g.t.slots
+	return growLoadDen*(g.occupied+1) > growLoadNum*g.t.NumBuckets*g.t.Slots
 }
 
 // insert puts a copy of h's fingerprint in a slot, moving others if both
 // buckets are full, and reports false, with the table unchanged, if a
-// search of growSearch slots (or 2·maxKicks, if less) found no room: the
+// search within table.Budget(maxKicks, growSearch) found no room: the
 // caller then splits, which is cheaper than a longer search.
 func (g *growTable) insert(h uint64, maxKicks int) bool {
 	if g.place(h, maxKicks) {
@@ -280,7 +281,6 @@ func (g *growTable) insert(h uint64, maxKicks int) bool {
 }
 
 func (g *growTable) place(h uint64, maxKicks int) bool {
-	t := &g.t
 	j1, tag1, j2, tag2 := g.where(h)
 	// The emptier bucket first: two choices keep the buckets' loads even.
 	e1, e2 := g.rd.empties(j1), g.rd.empties(j2)
@@ -290,19 +290,42 @@ func (g *growTable) place(h uint64, maxKicks int) bool {
 	case e1 > 0:
 		return g.rd.replace(j1, 0, tag1)
 	}
-	s := searchTarget{t: t, grow: g}
-	q, end, ok := g.search.room(s, j1, j2, min(2*maxKicks, growSearch))
+	q, end, ok := g.search.Room(g, j1, j2, table.Budget(maxKicks, growSearch))
 	if ok {
-		placeChain(s, q, end, tag1, tag2)
+		table.PlaceChain(g, q, end, tag1, tag2)
 	}
 	return ok
 }
 
-// other returns the other bucket of the tag in bucket j, and its tag
+// A growing table is a table.ChainKind whose values are tags: other gives a
+// tag's other bucket and its form there, and its buckets are read and
+// written as its lookups read them.
+
+func (g *growTable) Shape() (slots, bucketBits uint64) { return g.t.Slots, g.t.BucketBits }
+
+func (g *growTable) Prefetch(lines []uint64) { table.Prefetch(g.t.Words, lines) }
+
+func (g *growTable) AppendBucket(q []table.Node, b, n uint64, parent int32) []table.Node {
+	if g.rd.loads == 0 || n > 8 {
+		return g.t.AppendBucket(q, b, n, parent)
+	}
+	var v [8]uint64
+	g.rd.values(b, &v)
+	for _, x := range v[:n] {
+		q = append(q, table.Node{Bucket: uint32(b), Tag: uint32(x), Parent: parent})
+	}
+	return q
+}
+
+func (g *growTable) HasRoom(b uint64) bool { return g.rd.empties(b) != 0 }
+
+func (g *growTable) Replace(b, old, new uint64) bool { return g.rd.replace(b, old, new) }
+
+// Other returns the other bucket of the tag in bucket j, and its tag
 // there: the tag's other final bucket (from its final bucket, which the
 // bucket and the tag's reserve bits give), where that bucket lives now,
 // and the reserve bits of it the tag keeps.
-func (g *growTable) other(j, tag uint64) (alt, altTag uint64) {
+func (g *growTable) Other(j, tag uint64) (alt, altTag uint64) {
 	fp := tag & g.fpRange
 	i := addr.Alt(g.finalOf(j, tag>>g.fpBits), fp, g.final)
 	q := mulHi(i, g.recip)
@@ -325,21 +348,21 @@ func (g *growTable) remove(h uint64) bool {
 // generation's plain table (its reserve bits dropped).
 func (g *growTable) splitPair() (full bool) {
 	t := &g.t
-	ml := g.base << g.level
-	g.growWords(t.numBuckets + 2)
+	ml := g.base << g.depth
+	g.growWords(t.NumBuckets + 2)
 	var small [8]uint64
 	tags := small[:]
-	if t.slots > uint64(len(small)) {
-		tags = make([]uint64, t.slots)
+	if t.Slots > uint64(len(small)) {
+		tags = make([]uint64, t.Slots)
 	}
 	for k := uint64(0); k < 2; k++ {
 		src := g.split + k
-		dst := t.numBuckets
-		t.numBuckets++
-		for s := uint64(0); s < t.slots; s++ {
-			tags[s] = t.slot(src, s)
+		dst := t.NumBuckets
+		t.NumBuckets++
+		for s := uint64(0); s < t.Slots; s++ {
+			tags[s] = t.Slot(src, s)
 		}
-		for _, tag := range tags[:t.slots] {
+		for _, tag := range tags[:t.Slots] {
 			if tag != 0 && tag>>g.fpBits&1 != 0 {
 				g.rd.replace(src, tag, 0)
 				g.rd.replace(dst, 0, tag)
@@ -348,13 +371,13 @@ func (g *growTable) splitPair() (full bool) {
 	}
 	g.split += 2
 	if g.split == ml {
-		g.level++
+		g.depth++
 		g.split = 0
 		// Every bucket now tells bit ℓ−1 of its tags' reserves: the tags
 		// drop it.
 		g.repack(1)
 	}
-	return g.level == g.reserve
+	return g.depth == g.reserve
 }
 
 // growWords makes room in t's words for n buckets. The slice grows by an
@@ -364,14 +387,14 @@ func (g *growTable) splitPair() (full bool) {
 // times over as it grows.
 func (g *growTable) growWords(n uint64) {
 	t := &g.t
-	need := (n*t.bucketBits+63)/64 + 1
-	if need <= uint64(cap(t.words)) {
-		t.words = t.words[:need] // the same words: rd reads them still
+	need := (n*t.BucketBits+63)/64 + 1
+	if need <= uint64(cap(t.Words)) {
+		t.Words = t.Words[:need] // the same words: rd reads them still
 		return
 	}
-	words := g.newWords(need, t.bucketBits)
-	copy(words, t.words)
-	t.words = words
+	words := g.newWords(need, t.BucketBits)
+	copy(words, t.Words)
+	t.Words = words
 	g.refresh()
 }
 
@@ -379,8 +402,8 @@ func (g *growTable) growWords(n uint64) {
 // buckets, with room for an eighth more, up to the words of its full size.
 func (g *growTable) newWords(need, bucketBits uint64) []uint64 {
 	most := (g.final*bucketBits+63)/64 + 1
-	words := padded[uint64](need, min(most, need+need/8)-need)
-	adviseHugePages(words)
+	words := table.Padded[uint64](need, min(most, need+need/8)-need)
+	table.AdviseHugePages(words)
 	return words
 }
 
@@ -391,24 +414,24 @@ func (g *growTable) newWords(need, bucketBits uint64) []uint64 {
 // growWords.
 func (g *growTable) repack(drop uint64) {
 	t := &g.t
-	p := tableLayout(t.numBuckets, t.slots, t.fpBits-drop, t.semi)
-	need := p.payloadWords() + 1
-	if p.fpBits == g.fpBits {
-		p.words = newWords(need)
-		adviseHugePages(p.words)
+	p := table.Layout(t.NumBuckets, t.Slots, t.FPBits-drop, t.Semi)
+	need := p.PayloadWords() + 1
+	if p.FPBits == g.fpBits {
+		p.Words = table.NewWords(need)
+		table.AdviseHugePages(p.Words)
 	} else {
-		p.words = g.newWords(need, p.bucketBits)
+		p.Words = g.newWords(need, p.BucketBits)
 	}
 	shift := g.fpBits + drop
-	for i := uint64(0); i < t.numBuckets; i++ {
-		for s := uint64(0); s < t.slots; s++ {
-			tag := t.slot(i, s)
+	for i := uint64(0); i < t.NumBuckets; i++ {
+		for s := uint64(0); s < t.Slots; s++ {
+			tag := t.Slot(i, s)
 			switch {
 			case tag == 0:
-			case t.semi:
-				p.insert(i, tag>>shift<<g.fpBits|tag&g.fpRange) // canonical order, whatever the slots
+			case t.Semi:
+				p.Insert(i, tag>>shift<<g.fpBits|tag&g.fpRange) // canonical order, whatever the slots
 			default:
-				p.plainSet(i, s, tag>>shift<<g.fpBits|tag&g.fpRange)
+				p.PlainSet(i, s, tag>>shift<<g.fpBits|tag&g.fpRange)
 			}
 		}
 	}
@@ -427,10 +450,10 @@ func growFrom(final, numBuckets, fpBits, r uint64) (*growTable, bool) {
 	if numBuckets < g.base || numBuckets >= final || numBuckets%2 != 0 {
 		return nil, false
 	}
-	for g.base<<(g.level+1) <= numBuckets {
-		g.level++
+	for g.base<<(g.depth+1) <= numBuckets {
+		g.depth++
 	}
-	g.split = numBuckets - g.base<<g.level
+	g.split = numBuckets - g.base<<g.depth
 	return g, true
 }
 
@@ -438,9 +461,9 @@ func growFrom(final, numBuckets, fpBits, r uint64) (*growTable, bool) {
 // the bucket its final bucket lives in (the decoder's check).
 func (g *growTable) check() (bucket uint64, ok bool) {
 	t := &g.t
-	for j := uint64(0); j < t.numBuckets; j++ {
-		for s := uint64(0); s < t.slots; s++ {
-			tag := t.slot(j, s)
+	for j := uint64(0); j < t.NumBuckets; j++ {
+		for s := uint64(0); s < t.Slots; s++ {
+			tag := t.Slot(j, s)
 			if tag == 0 {
 				continue
 			}
@@ -448,7 +471,7 @@ func (g *growTable) check() (bucket uint64, ok bool) {
 			if tag&g.fpRange == 0 || i >= g.final {
 				return j, false
 			}
-			if q := mulHi(i, g.recip); q>>g.level != tag>>g.fpBits || g.bucketOf(i, q) != j {
+			if q := mulHi(i, g.recip); q>>g.depth != tag>>g.fpBits || g.bucketOf(i, q) != j {
 				return j, false
 			}
 		}

@@ -24,8 +24,8 @@ func TestGrowTableAddresses(t *testing.T) {
 		r := reserveBits(tc.r, tc.f)
 		g := newGrowTable(tc.final, 4, tc.f, r, false)
 		tab := &g.t
-		if g.reserve != r || tab.fpBits != tc.f+r {
-			t.Fatalf("m=%d f=%d: reserve %d, tags of %d bits", tc.final, tc.f, g.reserve, tab.fpBits)
+		if g.reserve != r || tab.FPBits != tc.f+r {
+			t.Fatalf("m=%d f=%d: reserve %d, tags of %d bits", tc.final, tc.f, g.reserve, tab.FPBits)
 		}
 		prev := make([]uint64, tc.final)
 		var mlBefore uint64
@@ -36,10 +36,10 @@ func TestGrowTableAddresses(t *testing.T) {
 					t.Fatalf("m=%d: %d/m0 = %d by the reciprocal, want %d", tc.final, i, mq, q)
 				}
 				j := g.bucketOf(i, q)
-				if j >= tab.numBuckets {
-					t.Fatalf("m=%d step %d: final %d in bucket %d of %d", tc.final, step, i, j, tab.numBuckets)
+				if j >= tab.NumBuckets {
+					t.Fatalf("m=%d step %d: final %d in bucket %d of %d", tc.final, step, i, j, tab.NumBuckets)
 				}
-				if back := g.finalOf(j, q>>g.level); back != i {
+				if back := g.finalOf(j, q>>g.depth); back != i {
 					t.Fatalf("m=%d step %d: finalOf(bucketOf(%d)) = %d", tc.final, step, i, back)
 				}
 				if step > 0 && j != prev[i] && j != prev[i]+mlBefore {
@@ -47,20 +47,20 @@ func TestGrowTableAddresses(t *testing.T) {
 				}
 				prev[i] = j
 			}
-			mlBefore = g.base << g.level
+			mlBefore = g.base << g.depth
 			if g.splitPair() {
 				break
 			}
-			want := tc.f + r - g.level
-			if tab.fpBits != want || g.tagBits() != want {
-				t.Fatalf("m=%d f=%d level %d: tags of %d bits (geometry %d), want %d", tc.final, tc.f, g.level, tab.fpBits, g.tagBits(), want)
+			want := tc.f + r - g.depth
+			if tab.FPBits != want || g.tagBits() != want {
+				t.Fatalf("m=%d f=%d level %d: tags of %d bits (geometry %d), want %d", tc.final, tc.f, g.depth, tab.FPBits, g.tagBits(), want)
 			}
-			if tab.numBuckets%2 != 0 || g.split%2 != 0 {
-				t.Fatalf("m=%d: %d buckets, split %d: odd", tc.final, tab.numBuckets, g.split)
+			if tab.NumBuckets%2 != 0 || g.split%2 != 0 {
+				t.Fatalf("m=%d: %d buckets, split %d: odd", tc.final, tab.NumBuckets, g.split)
 			}
 		}
-		if tab.numBuckets != tc.final || tab.fpBits != tc.f {
-			t.Fatalf("m=%d: fully grown at %d buckets of %d bits", tc.final, tab.numBuckets, tab.fpBits)
+		if tab.NumBuckets != tc.final || tab.FPBits != tc.f {
+			t.Fatalf("m=%d: fully grown at %d buckets of %d bits", tc.final, tab.NumBuckets, tab.FPBits)
 		}
 	}
 	// The reciprocal is exact for every bucket index below 2^32.
@@ -106,7 +106,7 @@ func TestGrowTableStrip(t *testing.T) {
 				continue
 			}
 			sawGrowing = true
-			if n := lv.grow.t.numBuckets; n != splits {
+			if n := lv.grow.t.NumBuckets; n != splits {
 				splits = n
 				for _, h := range hs {
 					if !s.ContainsHash(h) {
@@ -126,7 +126,7 @@ func TestGrowTableStrip(t *testing.T) {
 			t.Fatalf("%+v: grew in place %v, want %v", l, sawGrowing, wantGrowing)
 		}
 		for _, lv := range s.levels {
-			if lv.table().numBuckets != s.g.at(lv.gen).numBuckets || lv.table().fpBits != s.g.at(lv.gen).fpBits {
+			if lv.table().NumBuckets != s.g.at(lv.gen).numBuckets || lv.table().FPBits != s.g.at(lv.gen).fpBits {
 				t.Fatalf("%+v: generation %d is not its plain table", l, lv.gen)
 			}
 		}
@@ -216,7 +216,7 @@ func TestGrowingEncoding(t *testing.T) {
 	// Move one tag into a bucket it does not live in.
 	bad := *s
 	badLv, badGrow := *lv, *lv.grow
-	badGrow.t.words = append([]uint64(nil), lv.grow.t.words...)
+	badGrow.t.Words = append([]uint64(nil), lv.grow.t.Words...)
 	badLv.grow = &badGrow
 	bad.levels = append(append([]*level(nil), s.levels[:len(s.levels)-1]...), &badLv)
 	tb := &badGrow.t
@@ -225,17 +225,17 @@ func TestGrowingEncoding(t *testing.T) {
 	// valid tag of another key (as a fingerprint moved in a Filter is);
 	// one that holds bits saying otherwise is misplaced: one block of m_ℓ
 	// buckets on, say, as the tags hold bit ℓ on.
-	for j := uint64(0); j+badLv.grow.base<<badLv.grow.level < tb.numBuckets && !moved; j++ {
-		dst := j + badLv.grow.base<<badLv.grow.level
-		for sl := uint64(0); sl < tb.slots; sl++ {
-			if tag := tb.slot(j, sl); tag != 0 && tb.insert(dst, tag) {
-				tb.replace(j, tag, 0)
+	for j := uint64(0); j+badLv.grow.base<<badLv.grow.depth < tb.NumBuckets && !moved; j++ {
+		dst := j + badLv.grow.base<<badLv.grow.depth
+		for sl := uint64(0); sl < tb.Slots; sl++ {
+			if tag := tb.Slot(j, sl); tag != 0 && tb.Insert(dst, tag) {
+				tb.Replace(j, tag, 0)
 				if _, ok := badLv.grow.check(); !ok {
 					moved = true
 					break
 				}
-				tb.replace(dst, tag, 0)
-				tb.insert(j, tag)
+				tb.Replace(dst, tag, 0)
+				tb.Insert(j, tag)
 			}
 		}
 	}

@@ -104,9 +104,9 @@ func WithGrowth(factor float64) Option {
 	}
 }
 
-// growth holds the parameters that decide every generation of a growing
+// schedule holds the parameters that decide every generation of a growing
 // filter. It is immutable once built.
-type growth struct {
+type schedule struct {
 	slots   uint64
 	f0      uint64 // fingerprint bits of generation 0
 	semi    bool
@@ -126,7 +126,7 @@ type growth struct {
 const growReserve = 4
 
 // reserveOf is R for a generation of width f.
-func (g *growth) reserveOf(f uint64) uint64 {
+func (g *schedule) reserveOf(f uint64) uint64 {
 	return reserveBits(growReserve, f)
 }
 
@@ -135,14 +135,14 @@ func (g *growth) reserveOf(f uint64) uint64 {
 // width that meets half of it, or twice the rate of the given width at its
 // target load, raised if need be to what the later, wider generations can
 // keep (widenBound).
-func newGrowth(initial uint64, c config) (growth, error) {
+func newGrowth(initial uint64, c config) (schedule, error) {
 	if c.segments > 1 {
-		return growth{}, fmt.Errorf("%w: a growing filter takes no segments", ErrInvalidParameter)
+		return schedule{}, fmt.Errorf("%w: a growing filter takes no segments", ErrInvalidParameter)
 	}
 	if c.buckets != 0 {
-		return growth{}, fmt.Errorf("%w: a growing filter takes no bucket count", ErrInvalidParameter)
+		return schedule{}, fmt.Errorf("%w: a growing filter takes no bucket count", ErrInvalidParameter)
 	}
-	g := growth{
+	g := schedule{
 		slots:   uint64(c.slots),
 		f0:      uint64(c.fpBits),
 		semi:    c.semi,
@@ -158,24 +158,24 @@ func newGrowth(initial uint64, c config) (growth, error) {
 	} else {
 		f, ok := fingerprintBitsFor(g.bound/2, g.slots)
 		if !ok {
-			return growth{}, fmt.Errorf("%w: false-positive rate %v is below what a growing filter of 32-bit fingerprints reaches", ErrInvalidParameter, g.bound)
+			return schedule{}, fmt.Errorf("%w: false-positive rate %v is below what a growing filter of 32-bit fingerprints reaches", ErrInvalidParameter, g.bound)
 		}
 		g.f0 = uint64(f)
 	}
 	if c.fpr == 0 {
 		if err := g.widenBound(); err != nil {
-			return growth{}, err
+			return schedule{}, err
 		}
 	}
 	if err := g.check(); err != nil {
-		return growth{}, err
+		return schedule{}, err
 	}
 	return g, nil
 }
 
 // check validates the parameters (as given by options or read from a file)
 // and sets the horizon.
-func (g *growth) check() error {
+func (g *schedule) check() error {
 	if err := g.checkShape(); err != nil {
 		return err
 	}
@@ -188,7 +188,7 @@ func (g *growth) check() error {
 
 // checkShape validates the parameters but for whether the bound can be kept,
 // and sets the horizon.
-func (g *growth) checkShape() error {
+func (g *schedule) checkShape() error {
 	switch {
 	case !validBucketSize(g.slots):
 		return fmt.Errorf("%w: bucket size %d", ErrInvalidParameter, g.slots)
@@ -229,7 +229,7 @@ func (g *growth) checkShape() error {
 // fingerprints of at most 32 bits, until the tables hold maxChainKeys: the
 // bounds of generations 0 to last add up to no more than the budget. It
 // needs checkShape run.
-func (g *growth) boundKept() bool {
+func (g *schedule) boundKept() bool {
 	it := g.generations()
 	for it.cur.k < g.last {
 		it.next()
@@ -242,7 +242,7 @@ func (g *growth) boundKept() bool {
 // the smallest bound they can keep on a grid of 1 % steps. (Whole-bit
 // widths make keeping the bound not monotone in it: a scan, not a
 // bisection.)
-func (g *growth) widenBound() error {
+func (g *schedule) widenBound() error {
 	if err := g.checkShape(); err != nil {
 		return err
 	}
@@ -302,14 +302,14 @@ type generation struct {
 
 // generations walks the generations of a growth from 0: call next to step.
 type generations struct {
-	g      *growth
+	g      *schedule
 	cur    generation
 	spent  float64 // Σ bound over generations 0..cur.k
 	budget float64
 	window float64 // past the horizon: the share of each generation of the current window
 }
 
-func (g *growth) generations() *generations {
+func (g *schedule) generations() *generations {
 	it := &generations{g: g, budget: float64(budgetShare) * g.bound}
 	it.cur = g.shape(0, g.initial, g.f0)
 	it.spent = it.cur.bound
@@ -317,7 +317,7 @@ func (g *growth) generations() *generations {
 }
 
 // shape completes the generation of capacity c and width f.
-func (g *growth) shape(k uint32, c, f uint64) generation {
+func (g *schedule) shape(k uint32, c, f uint64) generation {
 	c = min(c, maxCapacity(g.slots, f))
 	m, _ := bucketsFor(c, g.slots, f) // c <= maxCapacity: always fits (TestMaxCapacityFits)
 	if r := g.reserveOf(f); r > 0 {
@@ -366,7 +366,7 @@ func (it *generations) next() generation {
 }
 
 // at returns generation k.
-func (g *growth) at(k uint32) generation {
+func (g *schedule) at(k uint32) generation {
 	it := g.generations()
 	for it.cur.k < k {
 		it.next()

@@ -108,7 +108,7 @@ func TestScalableBoundForSmallRates(t *testing.T) {
 func TestMaxCapacityFits(t *testing.T) {
 	for _, b := range []uint64{2, 4, 8} {
 		for _, f := range []uint64{8, 16, 32} {
-			g := growth{slots: b, f0: f, initial: 1000, factor: 2, bound: 0.01}
+			g := schedule{slots: b, f0: f, initial: 1000, factor: 2, bound: 0.01}
 			if gen := g.shape(7, maxCapacity(b, f), f); gen.numBuckets == 0 {
 				t.Errorf("b=%d f=%d: a generation of capacity maxCapacity = %d gets 0 buckets", b, f, gen.capacity)
 			}
@@ -126,7 +126,7 @@ func TestGrowingTableOverCrowdedRefused(t *testing.T) {
 	g := s.levels[len(s.levels)-1].grow
 	for i := uint64(1 << 20); g.insert(bytesKey(regressionKey(i)).hash(s.seed), s.maxKicks); i++ {
 	}
-	load := float64(g.occupied) / float64(g.t.numBuckets*g.t.slots)
+	load := float64(g.occupied) / float64(g.t.NumBuckets*g.t.Slots)
 	data, _ := s.MarshalBinary()
 	var d Scalable
 	if err := d.UnmarshalBinary(data); err == nil {

@@ -8,6 +8,7 @@ import (
 	"github.com/dedupkit/cuckoo/internal/addr"
 	"github.com/dedupkit/cuckoo/internal/hash"
 	"github.com/dedupkit/cuckoo/internal/invariants"
+	"github.com/dedupkit/cuckoo/internal/table"
 )
 
 // DefaultScalableCapacity is the initial capacity of a zero [Scalable]
@@ -132,7 +133,7 @@ type Scalable struct {
 	// grows in place), oldest first, as lookups read them (chainprobe.go);
 	// reprobe rebuilds it whenever levels changes.
 	probe    []chainLevel
-	g        growth
+	g        schedule
 	seed     uint64
 	maxKicks int
 	extra    uint64 // Σ level.nOver
@@ -153,7 +154,7 @@ type level struct {
 	// already holds the fingerprint) when it had no room for a second slot
 	// copy: they cannot go to a newer table without breaking the rule that
 	// a key's copies sit in one table.
-	over  counters
+	over  table.Counters
 	nOver uint64
 }
 
@@ -166,7 +167,7 @@ func (lv *level) contains(h uint64) bool {
 }
 
 // table returns the level's table.
-func (lv *level) table() *table {
+func (lv *level) table() *table.Table {
 	if lv.grow != nil {
 		return &lv.grow.t
 	}
@@ -178,7 +179,7 @@ func (lv *level) fpBits() uint64 {
 	if lv.grow != nil {
 		return lv.grow.fpBits
 	}
-	return lv.f.t.fpBits
+	return lv.f.t.FPBits
 }
 
 // occupied returns the number of non-empty slots.
@@ -256,7 +257,7 @@ func (s *Scalable) newLevel(gen generation) *level {
 		lv.grow = newGrowTable(gen.numBuckets, s.g.slots, gen.fpBits, r, s.g.semi)
 		return lv
 	}
-	lv.f.init(newTable(gen.numBuckets, s.g.slots, gen.fpBits, s.g.semi), s.seed, gen.capacity, s.maxKicks)
+	lv.f.init(table.New(gen.numBuckets, s.g.slots, gen.fpBits, s.g.semi), s.seed, gen.capacity, s.maxKicks)
 	return lv
 }
 
@@ -404,11 +405,11 @@ func (s *Scalable) addCopy(lv *level, h uint64) {
 	if lv.grow != nil {
 		// A growing table keeps no counted copies of its own: those beyond
 		// the slots go to the overflow counters, keyed by the final buckets.
-		if lv.grow.slotCopies(h) < maxSlotCopies && s.addGrowing(lv, h) {
+		if lv.grow.slotCopies(h) < table.MaxSlotCopies && s.addGrowing(lv, h) {
 			return
 		}
-	} else if copies := lv.slotCopies(h); copies >= maxSlotCopies || lv.f.occupied < lv.limit {
-		if copies < maxSlotCopies && lv != s.levels[len(s.levels)-1] {
+	} else if copies := lv.slotCopies(h); copies >= table.MaxSlotCopies || lv.f.occupied < lv.limit {
+		if copies < table.MaxSlotCopies && lv != s.levels[len(s.levels)-1] {
 			if lv.placeCopy(h) {
 				return
 			}
@@ -416,7 +417,7 @@ func (s *Scalable) addCopy(lv *level, h uint64) {
 			return
 		}
 	}
-	lv.over.add(pk)
+	lv.over.Add(pk)
 	lv.nOver++
 	s.extra++
 }
@@ -427,7 +428,7 @@ func (s *Scalable) addCopy(lv *level, h uint64) {
 func (lv *level) placeCopy(h uint64) bool {
 	f := &lv.f
 	i1, fp := f.locate(h)
-	if i2 := f.t.altIndex(i1, fp); !f.t.insert(i1, fp) && !f.t.insert(i2, fp) {
+	if i2 := f.t.AltIndex(i1, fp); !f.t.Insert(i1, fp) && !f.t.Insert(i2, fp) {
 		return false
 	}
 	f.count++
@@ -486,7 +487,7 @@ func (s *Scalable) addGrowing(lv *level, h uint64) bool {
 // needs a displacement there.
 func (s *Scalable) grow() *level {
 	last := s.levels[len(s.levels)-1]
-	last.f.path, last.f.search = nil, scratch{}
+	last.f.ins = table.Inserts{}
 	if last.gen+1 >= maxGenerations {
 		// Unreachable in practice: the tables reach 2^32 buckets long before.
 		panic("cuckoo: Scalable has grown past the generation limit")
@@ -536,7 +537,7 @@ func (s *Scalable) DeleteHash(h uint64) bool {
 // takeOver removes one overflow copy of h, if there is one. Overflow
 // copies go first, so the slot copy they rely on stays while they last.
 func (lv *level) takeOver(h uint64) bool {
-	if !lv.over.take(lv.pairKeyOf(h)) {
+	if !lv.over.Take(lv.pairKeyOf(h)) {
 		return false
 	}
 	lv.nOver--
@@ -548,7 +549,7 @@ func (lv *level) pairKeyOf(h uint64) uint64 {
 		return lv.grow.pairKey(h)
 	}
 	i1, fp := lv.f.locate(h)
-	return pairKey(i1, lv.f.t.altIndex(i1, fp), fp)
+	return table.PairKey(i1, lv.f.t.AltIndex(i1, fp), fp)
 }
 
 // dropEmpty releases the oldest tables while they hold nothing (a window
@@ -614,7 +615,7 @@ func (s *Scalable) LoadFactor() float64 {
 	for _, lv := range s.levels {
 		t := lv.table()
 		used += lv.occupied()
-		slots += t.numBuckets * t.slots
+		slots += t.NumBuckets * t.Slots
 	}
 	if slots == 0 {
 		return 0
@@ -638,7 +639,7 @@ func (s *Scalable) FalsePositiveRate() float64 {
 // fingerprints (growtable.go shows why).
 func (lv *level) falsePositiveRate() float64 {
 	if g := lv.grow; g != nil {
-		return expectedFPR(float64(g.occupied)/float64(g.final*g.t.slots), g.t.slots, g.fpBits)
+		return expectedFPR(float64(g.occupied)/float64(g.final*g.t.Slots), g.t.Slots, g.fpBits)
 	}
 	return lv.f.FalsePositiveRate()
 }
@@ -660,7 +661,7 @@ func (s *Scalable) SizeInBytes() uint64 {
 		n += uint64(len(lv.over))*perOver + 64
 		if g := lv.grow; g != nil {
 			// The words allocated ahead of the splits, and the search queue.
-			n += uint64(cap(g.t.words))*8 + g.search.bytes()
+			n += uint64(cap(g.t.Words))*8 + g.search.Bytes()
 		} else {
 			n += lv.f.SizeInBytes()
 		}
@@ -761,7 +762,7 @@ func (s *Scalable) validate() error {
 		var n uint64
 		// The counters are keyed by the plain table's buckets, also while
 		// the table grows.
-		m, fpRange := lv.f.t.numBuckets, lv.f.t.fpMask
+		m, fpRange := lv.f.t.NumBuckets, lv.f.t.FPMask
 		if lv.grow != nil {
 			m, fpRange = lv.grow.final, lv.grow.fpRange
 		}
@@ -775,7 +776,7 @@ func (s *Scalable) validate() error {
 				return fmt.Errorf("table %d: overflow counter %#x not keyed by the lower bucket", i, pk)
 			}
 			if g := lv.grow; g != nil && !g.holds(b, fp) && !g.holds(j, fp) ||
-				g == nil && !lv.f.t.holdsEither(b, fp, j, fp) {
+				g == nil && !lv.f.t.HoldsEither(b, fp, j, fp) {
 				return fmt.Errorf("table %d: overflow counter %#x without a slot copy", i, pk)
 			}
 			if n+c < n {

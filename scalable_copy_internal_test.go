@@ -3,6 +3,8 @@ package cuckoo
 import (
 	"encoding/binary"
 	"testing"
+
+	"github.com/dedupkit/cuckoo/internal/table"
 )
 
 // TestScalableCopiesInClosedTables adds copies of keys held by the closed
@@ -84,11 +86,11 @@ func TestScalableCopiesInClosedTables(t *testing.T) {
 }
 
 // tableSlots returns every slot of t, bucket by bucket.
-func tableSlots(t *table) []uint64 {
+func tableSlots(t *table.Table) []uint64 {
 	var v []uint64
-	for i := range t.numBuckets {
-		for j := range t.slots {
-			v = append(v, t.slot(i, j))
+	for i := range t.NumBuckets {
+		for j := range t.Slots {
+			v = append(v, t.Slot(i, j))
 		}
 	}
 	return v

@@ -47,7 +47,6 @@ import (
 // describes it for readers in other languages. Frozen, like the Filter's
 // format.
 const (
-	kindScalable       = 2
 	scalableHeaderSize = 64
 	overEntrySize      = 24
 	maxTableEncoding   = 1 << 62
@@ -113,7 +112,7 @@ func (s *Scalable) WriteTo(w io.Writer) (int64, error) {
 		le.writeTo(encoderWriter{e}) // errors stick in e
 	}
 	for k, lv := range s.levels {
-		for _, pk := range lv.over.sortedKeys() {
+		for _, pk := range lv.over.SortedKeys() {
 			e.Uint64(uint64(k))
 			e.Uint64(pk)
 			e.Uint64(lv.over[pk])
@@ -142,7 +141,7 @@ func (s *Scalable) UnmarshalBinary(data []byte) error {
 		err = d.ExpectEnd()
 	}
 	if err != nil {
-		return corrupt(err)
+		return asDecodeError(err)
 	}
 	*s = *g
 	return nil
@@ -156,7 +155,7 @@ func (s *Scalable) ReadFrom(r io.Reader) (int64, error) {
 	d := codec.NewDecoder(r)
 	g, err := decodeScalable(d)
 	if err != nil {
-		return d.Read(), corrupt(err)
+		return d.Read(), asDecodeError(err)
 	}
 	*s = *g
 	return d.Read(), nil
@@ -173,7 +172,7 @@ func decodeScalable(d *codec.Decoder) (*Scalable, error) {
 	if p.flags&^flagSemiSort != 0 {
 		return nil, bad("unknown flags %#x", p.flags)
 	}
-	g := growth{slots: p.slots, f0: p.fpBits, semi: p.flags&flagSemiSort != 0}
+	g := schedule{slots: p.slots, f0: p.fpBits, semi: p.flags&flagSemiSort != 0}
 	maxKicks := uint64(d.Uint32())
 	seed := d.Uint64()
 	g.initial = d.Uint64()
@@ -227,7 +226,7 @@ func decodeScalable(d *codec.Decoder) (*Scalable, error) {
 		}
 		prevK, prevKey = k, pk
 		lv := s.levels[k]
-		lv.over.set(pk, c)
+		lv.over.Set(pk, c)
 		// INVARIANT: each c and every partial sum stay at most maxItems,
 		// so no sum below overflows.
 		if c > maxItems || lv.nOver+c > maxItems || s.extra+c > maxItems {
@@ -283,10 +282,10 @@ func decodeLevel(d *codec.Decoder, s *Scalable, gen generation, newest bool) (*l
 	}
 	t := &e.t
 	switch {
-	case t.slots != s.g.slots || t.semi != s.g.semi || e.seed != s.seed || e.maxKicks != s.maxKicks:
+	case t.Slots != s.g.slots || t.Semi != s.g.semi || e.seed != s.seed || e.maxKicks != s.maxKicks:
 		return nil, bad("table parameters differ from the filter's")
-	case t.segments != 1:
-		return nil, bad("a table of %d segments in a Scalable", t.segments)
+	case t.Segments != 1:
+		return nil, bad("a table of %d segments in a Scalable", t.Segments)
 	case e.capacity != gen.capacity:
 		return nil, bad("table of capacity %d is not generation %d (capacity %d)", e.capacity, gen.k, gen.capacity)
 	}
@@ -296,22 +295,22 @@ func decodeLevel(d *codec.Decoder, s *Scalable, gen generation, newest bool) (*l
 		if !newest || r == 0 || gen.k == 0 {
 			return nil, bad("a growing table that is not the newest of a generation after the first")
 		}
-		g, ok := growFrom(gen.numBuckets, t.numBuckets, gen.fpBits, r)
+		g, ok := growFrom(gen.numBuckets, t.NumBuckets, gen.fpBits, r)
 		switch {
-		case !ok || t.fpBits != g.tagBits():
+		case !ok || t.FPBits != g.tagBits():
 			return nil, bad("growing table of %d bits, %d buckets is not one of generation %d (%d bits, %d buckets)",
-				t.fpBits, t.numBuckets, gen.k, gen.fpBits, gen.numBuckets)
+				t.FPBits, t.NumBuckets, gen.k, gen.fpBits, gen.numBuckets)
 		case len(e.dups) != 0:
 			return nil, bad("growing table with duplicate counters")
 		}
 		g.t = e.t
 		g.refresh()
-		g.occupied = g.t.occupiedSlots()
+		g.occupied = g.t.OccupiedSlots()
 		switch {
 		case g.occupied != e.count:
 			return nil, bad("growing table: %d items, %d slots occupied", e.count, g.occupied)
 		case g.crowdedPast():
-			return nil, bad("growing table: %d of %d slots occupied, past its load", g.occupied, g.t.numBuckets*g.t.slots)
+			return nil, bad("growing table: %d of %d slots occupied, past its load", g.occupied, g.t.NumBuckets*g.t.Slots)
 		}
 		if j, ok := g.check(); !ok {
 			return nil, bad("growing table: bucket %d holds a tag that does not belong there", j)
@@ -319,9 +318,9 @@ func decodeLevel(d *codec.Decoder, s *Scalable, gen generation, newest bool) (*l
 		lv.grow = g
 		return lv, nil
 	}
-	if t.fpBits != gen.fpBits || t.numBuckets != gen.numBuckets {
+	if t.FPBits != gen.fpBits || t.NumBuckets != gen.numBuckets {
 		return nil, bad("table of %d bits, %d buckets is not generation %d (%d bits, %d buckets)",
-			t.fpBits, t.numBuckets, gen.k, gen.fpBits, gen.numBuckets)
+			t.FPBits, t.NumBuckets, gen.k, gen.fpBits, gen.numBuckets)
 	}
 	f, err := filterFrom(e)
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/dedupkit/cuckoo/internal/addr"
 	"github.com/dedupkit/cuckoo/internal/replay"
+	"github.com/dedupkit/cuckoo/internal/table"
 )
 
 // targetLoad is the fraction of slots a filter of New(capacity) holds when
@@ -343,8 +344,8 @@ func plan(capacity uint64, c config) (Plan, error) {
 				ErrInvalidParameter, m, capacity, least)
 		}
 	}
-	layout := tableLayout(m, slots, bits, c.semi)
-	tableBytes := (layout.payloadWords() + 1) * 8
+	layout := table.Layout(m, slots, bits, c.semi)
+	tableBytes := (layout.PayloadWords() + 1) * 8
 	load := float64(capacity) / float64(m*slots)
 	return Plan{
 		Capacity:          capacity,

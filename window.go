@@ -8,6 +8,7 @@ import (
 
 	"github.com/dedupkit/cuckoo/internal/hash"
 	"github.com/dedupkit/cuckoo/internal/invariants"
+	"github.com/dedupkit/cuckoo/internal/table"
 )
 
 // Window is a cuckoo filter that forgets: it answers "was this key added
@@ -50,6 +51,10 @@ import (
 //
 // # Capacity and memory
 //
+// errZeroWindow is the error of an insert on the zero Window, naming what makes
+// one.
+var errZeroWindow = fmt.Errorf("%w: the zero Window has no table; create it with NewWindow, or decode into it", ErrUninitialized)
+
 // NewWindow(n, window) holds n distinct keys added in any window, added at
 // any steady pace. The live entries at any moment are the keys added in
 // the last 15 epochs, window + g of time, so the table is sized for
@@ -114,10 +119,6 @@ type Window struct {
 }
 
 const (
-	// windowAgeBits is the width of a slot's stamp, and windowStamps the
-	// number of stamp values. Frozen: the encoding records them.
-	windowAgeBits = 4
-	windowStamps  = 1 << windowAgeBits
 	// WindowEpochs is the number of epochs a Window's window spans: the
 	// granularity is about a WindowEpochs-th of the window. An entry is
 	// live while its age in epochs is at most WindowEpochs, one stamp
@@ -454,7 +455,7 @@ func (w *Window) put(h uint64, ns int64, mode putMode) (seen bool, err error) {
 		case z != 0:
 			seen = true
 			if mode == putRefresh {
-				t.replaceLane(b, word, laneStart(z, t.slotBits), v)
+				t.replaceLane(b, word, table.LaneStart(z, t.slotBits), v)
 			}
 		default:
 			// The placement rule of Filter.AddHash: the bucket with more
@@ -470,7 +471,7 @@ func (w *Window) put(h uint64, ns int64, mode putMode) (seen bool, err error) {
 			if bits.OnesCount64(fy) > bits.OnesCount64(fx) {
 				b, word, z = i2, y, fy
 			}
-			t.replaceLane(b, word, laneStart(z, t.slotBits), v)
+			t.replaceLane(b, word, table.LaneStart(z, t.slotBits), v)
 		}
 	} else if b, s, live := t.findLive(i1, i2, fp, expired); live {
 		seen = true

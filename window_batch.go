@@ -1,6 +1,10 @@
 package cuckoo
 
-import "github.com/dedupkit/cuckoo/internal/hash"
+import (
+	"github.com/dedupkit/cuckoo/internal/hash"
+
+	"github.com/dedupkit/cuckoo/internal/table"
+)
 
 // The batch methods of a Window work as a Filter's (batch.go): keys are
 // hashed and located a group at a time, the buckets of the next group are
@@ -8,43 +12,27 @@ import "github.com/dedupkit/cuckoo/internal/hash"
 // each key seeing the effect of the keys before it. A batch reads the clock
 // once: its keys are added, and looked up, at one instant.
 
-// wpipeline hands out a Window's keys (or hashes) a group at a time, with
-// the next group staged: hashed, located, its buckets prefetched.
-type wpipeline struct {
-	w      *Window
-	keys   [][]byte // the keys, or nil for hashes
-	hashes []uint64
-	n      int
-	bufs   [2]batch
-	g      int // groups handed out
+// pipelineOf returns a pipeline over keys, or over hashes when keys is nil
+// (see Filter.pipelineOf).
+func (w *Window) pipelineOf(keys [][]byte, hashes []uint64) pipeline {
+	return newPipeline(pipeline{w: w, keys: keys, hashes: hashes})
 }
 
-// pipelineOf returns a pipeline over keys, or over hashes when keys is nil,
-// with its first group staged. The table must not be empty.
-func (w *Window) pipelineOf(keys [][]byte, hashes []uint64) wpipeline {
-	p := wpipeline{w: w, keys: keys, hashes: hashes, n: len(hashes)}
+// stage hashes (keys) or takes (hashes, when keys is nil) a group,
+// locates it and prefetches its buckets into b.
+func (w *Window) stage(b *batch, keys [][]byte, hashes []uint64) {
+	t := &w.t
+	b.n = len(hashes)
 	if keys != nil {
-		p.n = len(keys)
-	}
-	p.stage(&p.bufs[0], 0)
-	return p
-}
-
-// stage hashes, locates and prefetches the group starting at lo into b.
-func (p *wpipeline) stage(b *batch, lo int) {
-	t := &p.w.t
-	hi := min(lo+batchGroup, p.n)
-	b.n = hi - lo
-	if p.keys != nil {
-		prefetchKeys(p.keys[hi:min(hi+batchGroup, p.n)])
+		b.n = len(keys)
 	}
 	for k := range b.n {
 		k &= batchGroup - 1
 		var h uint64
-		if p.keys != nil {
-			h = hash.Sum64(p.keys[lo+k], p.w.seed)
+		if keys != nil {
+			h = hash.Sum64(keys[k], w.seed)
 		} else {
-			h = p.hashes[lo+k]
+			h = hashes[k]
 		}
 		i1, fp := t.locate(h)
 		i2 := t.altIndex(i1, fp)
@@ -52,23 +40,7 @@ func (p *wpipeline) stage(b *batch, lo int) {
 		b.lines[2*k] = i1 * t.bucketBits >> 6
 		b.lines[2*k+1] = i2 * t.bucketBits >> 6
 	}
-	prefetch(t.words, b.lines[:2*b.n])
-}
-
-// next returns the next group and the index of its first key, or false
-// when every key has been handed out.
-func (p *wpipeline) next() (cur *batch, start int, ok bool) {
-	start = p.g * batchGroup
-	if start >= p.n {
-		return nil, 0, false
-	}
-	cur, next := &p.bufs[p.g&1], &p.bufs[(p.g+1)&1]
-	next.n = 0
-	if lo := start + batchGroup; lo < p.n {
-		p.stage(next, lo)
-	}
-	p.g++
-	return cur, start, true
+	table.Prefetch(t.words, b.lines[:2*b.n])
 }
 
 // ContainsBatch sets found[i] to w.Contains(keys[i]) for every key, with

@@ -45,7 +45,6 @@ import (
 // layout gets a new version number, and decoders keep reading every
 // version ever written.
 const (
-	kindWindow       = 3
 	windowHeaderSize = 80
 )
 
@@ -115,7 +114,7 @@ func (w *Window) UnmarshalBinary(data []byte) error {
 		err = d.ExpectEnd()
 	}
 	if err != nil {
-		return corrupt(err)
+		return asDecodeError(err)
 	}
 	w.adopt(g)
 	return nil
@@ -128,7 +127,7 @@ func (w *Window) ReadFrom(r io.Reader) (int64, error) {
 	d := codec.NewDecoder(r)
 	g, err := decodeWindow(d)
 	if err != nil {
-		return d.Read(), corrupt(err)
+		return d.Read(), asDecodeError(err)
 	}
 	w.adopt(g)
 	return d.Read(), nil

@@ -4,6 +4,14 @@ import (
 	"math/bits"
 
 	"github.com/dedupkit/cuckoo/internal/addr"
+	"github.com/dedupkit/cuckoo/internal/table"
+)
+
+// windowAgeBits is the width of a slot's stamp, and windowStamps the
+// number of stamp values. Frozen: the encoding records them.
+const (
+	windowAgeBits = 4
+	windowStamps  = 1 << windowAgeBits
 )
 
 // wtable is the table of a Window: numBuckets buckets of b slots packed
@@ -57,7 +65,7 @@ type laneSet struct {
 }
 
 func newLaneSet(lanes, s uint64) laneSet {
-	low, high, rest := laneMasks(lanes, s)
+	low, high, rest := table.LaneMasks(lanes, s)
 	return laneSet{low: low, high: high, rest: rest,
 		stamp: (windowStamps - 1) * low, fp: (high | rest) &^ ((windowStamps - 1) * low), guard: windowStamps * low}
 }
@@ -86,8 +94,8 @@ func wtableLayout(numBuckets, slots, fpBits uint64) wtable {
 
 func newWTable(numBuckets, slots, fpBits uint64) wtable {
 	t := wtableLayout(numBuckets, slots, fpBits)
-	t.words = newWords(t.payloadWords() + 1)
-	adviseHugePages(t.words)
+	t.words = table.NewWords(t.payloadWords() + 1)
+	table.AdviseHugePages(t.words)
 	return t
 }
 
@@ -108,7 +116,7 @@ func (t *wtable) window(i, w uint64) uint64 {
 	if t.aligned {
 		return t.words[i]
 	}
-	return loadWindow(t.words, i*t.bucketBits+w*t.windowBits)
+	return table.LoadWindow(t.words, i*t.bucketBits+w*t.windowBits)
 }
 
 // lanesOf returns the masks of window w.
@@ -120,14 +128,14 @@ func (t *wtable) lanesOf(w uint64) *laneSet {
 }
 
 // slotAt returns the slot index of the lowest lane flagged in z (a
-// zeroLanes result: a lane's flag is its high bit) of window w.
+// table.ZeroLanes result: a lane's flag is its high bit) of window w.
 func (t *wtable) slotAt(w, z uint64) uint64 {
 	return w*t.lanes + uint64(bits.TrailingZeros64(z))*t.laneRecip>>16
 }
 
 // get returns the value of slot j of bucket i.
 func (t *wtable) get(i, j uint64) uint64 {
-	return loadWindow(t.words, i*t.bucketBits+j*t.slotBits) & t.slotMask
+	return table.LoadWindow(t.words, i*t.bucketBits+j*t.slotBits) & t.slotMask
 }
 
 // set stores v in slot j of bucket i.
@@ -138,21 +146,21 @@ func (t *wtable) set(i, j, v uint64) {
 		*w = *w&^(t.slotMask<<(p&63)) | v<<(p&63)
 		return
 	}
-	storeBits(t.words, p, t.slotMask, v)
+	table.StoreBits(t.words, p, t.slotMask, v)
 }
 
 // The SWAR tests on a window x of lanes described by l. Each returns the
 // high bit of every lane that passes: they combine with & and |, lane by
-// lane, because zeroLanes is exact lane by lane.
+// lane, because table.ZeroLanes is exact lane by lane.
 
 // lanesHolding flags the lanes whose fingerprint is fp (fp 0: empty lanes).
 func lanesHolding(x, fp uint64, l *laneSet) uint64 {
-	return zeroLanes((x^fp<<windowAgeBits*l.low)&l.fp, l.rest, l.high)
+	return table.ZeroLanes((x^fp<<windowAgeBits*l.low)&l.fp, l.rest, l.high)
 }
 
 // lanesStamped flags the lanes whose stamp is v (empty lanes have stamp 0).
 func lanesStamped(x, v uint64, l *laneSet) uint64 {
-	return zeroLanes((x^v*l.low)&l.stamp, l.rest, l.high)
+	return table.ZeroLanes((x^v*l.low)&l.stamp, l.rest, l.high)
 }
 
 // lanesYoung flags the lanes whose age (ref − stamp) mod 16 is below
@@ -237,7 +245,7 @@ func (t *wtable) replaceLane(b, word, sh, v uint64) {
 		t.words[b] = t.words[b]&^(t.slotMask<<sh) | v<<sh
 		return
 	}
-	storeBits(t.words, b*t.bucketBits+sh, t.slotMask, v)
+	table.StoreBits(t.words, b*t.bucketBits+sh, t.slotMask, v)
 }
 
 // place puts v into a free slot of bucket i1 or i2, the one with more free
@@ -299,7 +307,7 @@ func (t *wtable) sweepRange(from, to, expired uint64) {
 	words := t.words[from:to:to]
 	var n uint64
 	for k, x := range words {
-		z := zeroLanes((x^ex)&l.stamp, l.rest, l.high) &^ zeroLanes(x&l.fp, l.rest, l.high)
+		z := table.ZeroLanes((x^ex)&l.stamp, l.rest, l.high) &^ table.ZeroLanes(x&l.fp, l.rest, l.high)
 		if z != 0 {
 			n += uint64(bits.OnesCount64(z))
 			words[k] = x &^ (z >> shift * slot)
@@ -344,15 +352,6 @@ func (t *wtable) reset() {
 	t.stamps = [windowStamps]uint64{}
 }
 
-// wnode is a slot reached by the search for room: moving its entry v
-// from bucket to its other bucket alt would free it. parent is the node
-// whose entry would move into it (-1: a slot of the key's own buckets).
-type wnode struct {
-	bucket, alt, v uint32
-	parent         int32
-	slot           uint8
-}
-
 // wstep is one move of the random walk: placed went into slot of bucket.
 type wstep struct {
 	bucket uint32
@@ -362,13 +361,41 @@ type wstep struct {
 
 // wscratch is the working memory of a table's inserts, kept between them.
 type wscratch struct {
-	q     []wnode
-	lines []uint64
-	path  []wstep
+	search table.Scratch // of the search for room
+	kind   wsearch       // the table as that search sees it
+	path   []wstep
 }
 
 func (sc *wscratch) bytes() uint64 {
-	return uint64(cap(sc.q))*20 + uint64(cap(sc.lines))*8 + uint64(cap(sc.path))*16
+	return sc.search.Bytes() + uint64(cap(sc.path))*16
+}
+
+// wsearch is a Window's table as the search for room sees it: a table.Kind
+// whose values are stamped fingerprints (the other bucket comes from the
+// fingerprint alone) and whose free slots are the empty and the expired
+// ones.
+type wsearch struct {
+	t       *wtable
+	expired uint64
+}
+
+func (s *wsearch) Shape() (slots, bucketBits uint64) { return s.t.slots, s.t.bucketBits }
+
+func (s *wsearch) Other(b, v uint64) (alt, altV uint64) {
+	return s.t.altIndex(b, v>>windowAgeBits), v
+}
+
+func (s *wsearch) HasRoom(b uint64) bool { return s.t.hasFree(b, s.expired) }
+
+func (s *wsearch) Prefetch(lines []uint64) { table.Prefetch(s.t.words, lines) }
+
+func (s *wsearch) AppendBucket(q []table.Node, b, n uint64, parent int32) []table.Node {
+	var vals [8]uint64
+	s.t.values(b, &vals)
+	for _, v := range vals[:n&15] {
+		q = append(q, table.Node{Bucket: uint32(b), Tag: uint32(v), Parent: parent})
+	}
+	return q
 }
 
 // values reads the entries of bucket i into out[:slots]: a bucket of one
@@ -402,7 +429,7 @@ func (t *wtable) hasFree(i, expired uint64) bool {
 // finds room. Only live entries move: a bucket without a free slot holds
 // no expired one.
 func (t *wtable) makeRoom(sc *wscratch, i1, i2, v, h, expired uint64, maxKicks int) bool {
-	return t.searchPath(sc, i1, i2, v, expired, min(2*maxKicks, searchBudget)) ||
+	return t.searchPath(sc, i1, i2, v, expired, table.Budget(maxKicks, table.WalkLimit)) ||
 		t.walk(sc, i1, i2, v, h, expired, maxKicks)
 }
 
@@ -424,7 +451,7 @@ func (t *wtable) moveOne(i1, i2, x, y, v, expired uint64) bool {
 		alts[k&7], alts[(k+t.slots)&15] = a1, a2
 		lines[k&7], lines[(k+t.slots)&15] = a1*bb>>6, a2*bb>>6
 	}
-	prefetch(t.words, lines[:n&15])
+	table.Prefetch(t.words, lines[:n&15])
 	l := &t.full
 	for k := range n {
 		alt := alts[k&15]
@@ -449,73 +476,34 @@ func (t *wtable) moveOne(i1, i2, x, y, v, expired uint64) bool {
 	return false
 }
 
-// searchPath is the breadth-first search of search.go over a Window's
-// table, where a slot is free when empty or expired: it explores up to
-// budget slots a level at a time, prefetching each level's buckets, moves
-// nothing unless it finds a chain, and moves the chain hole first.
+// searchPath makes room for v by the breadth-first search for room
+// (internal/table/search.go) over a Window's table, where a slot is free
+// when empty or expired: it explores up to budget slots, moves nothing
+// unless it finds a chain, and moves the chain hole first.
 func (t *wtable) searchPath(sc *wscratch, i1, i2, v, expired uint64, budget int) bool {
-	q := sc.q[:0]
-	var vals [8]uint64
-	for _, b := range [2]uint64{i1, i2} {
-		t.values(b, &vals)
-		for j := range t.slots {
-			q = append(q, wnode{bucket: uint32(b), v: uint32(vals[j&7]), parent: -1, slot: uint8(j)})
-		}
-	}
-	end := -1
-search:
-	for lo := 0; lo < len(q); {
-		hi := len(q)
-		sc.lines = sc.lines[:0]
-		for k := lo; k < hi; k++ {
-			n := &q[k]
-			alt := t.altIndex(uint64(n.bucket), uint64(n.v)>>windowAgeBits)
-			n.alt = uint32(alt)
-			sc.lines = append(sc.lines, alt*t.bucketBits>>6)
-		}
-		prefetch(t.words, sc.lines)
-		for k := lo; k < hi; k++ {
-			n := &q[k]
-			switch {
-			case wOnChain(q, k, n.alt):
-				n.alt = n.bucket // not to be expanded: the move would undo the chain
-			case t.hasFree(uint64(n.alt), expired):
-				end = k
-				break search
-			}
-		}
-		for k := lo; k < hi && len(q) < budget; k++ {
-			alt := q[k].alt
-			if alt == q[k].bucket {
-				continue
-			}
-			t.values(uint64(alt), &vals)
-			for j := range min(t.slots, uint64(budget-len(q))) {
-				q = append(q, wnode{bucket: alt, v: uint32(vals[j&7]), parent: int32(k), slot: uint8(j)})
-			}
-		}
-		lo = hi
-	}
-	sc.q = q[:0]
-	if end < 0 {
+	sc.kind = wsearch{t: t, expired: expired}
+	q, end, ok := sc.search.Room(&sc.kind, i1, i2, budget)
+	if !ok {
 		return false
 	}
 	// The chain, hole first: the last entry to its free slot, then each
-	// parent's entry into the slot its child left, then v. Entries that
-	// move keep their counts; the expired entry the first move overwrites
-	// (if any) loses its own, and v gains one.
+	// parent's entry into the slot its child left, then v. Node k holds
+	// slot k%slots of its bucket: the search appends a bucket's slots in
+	// order, a whole bucket at a time but for the last. Entries that move
+	// keep their counts; the expired entry the first move overwrites (if
+	// any) loses its own, and v gains one.
 	n := q[end]
-	_, s := t.free(uint64(n.alt), expired)
-	if old := t.get(uint64(n.alt), s); old != 0 {
+	_, s := t.free(uint64(n.Alt), expired)
+	if old := t.get(uint64(n.Alt), s); old != 0 {
 		t.stamps[old&(windowStamps-1)]--
 	}
-	t.set(uint64(n.alt), s, uint64(n.v))
+	t.set(uint64(n.Alt), s, uint64(n.Tag))
 	for k := end; ; {
-		in, parent := v, q[k].parent
+		in, parent := v, q[k].Parent
 		if parent >= 0 {
-			in = uint64(q[parent].v)
+			in = uint64(q[parent].Tag)
 		}
-		t.set(uint64(q[k].bucket), uint64(q[k].slot), in)
+		t.set(uint64(q[k].Bucket), uint64(k)%t.slots, in)
 		if parent < 0 {
 			t.stamps[v&(windowStamps-1)]++
 			return true
@@ -524,33 +512,18 @@ search:
 	}
 }
 
-// wOnChain reports whether bucket b is on the chain from node k back to the
-// key's buckets.
-func wOnChain(q []wnode, k int, b uint32) bool {
-	for ; k >= 0; k = int(q[k].parent) {
-		if q[k].bucket == b {
-			return true
-		}
-	}
-	return false
-}
-
-// walk is the random walk of Filter.kick over a Window's table: it puts v
+// walk is the random walk of table.Table.kick over a Window's table: it puts v
 // in a random slot of one of its buckets, carries the entry it displaced
 // to that entry's other bucket, and so on until a carried entry finds a
 // free slot, or undoes every move after maxKicks of them. Its random
 // choices come from the key's hash h, so the table after an insert depends
 // only on the table before and the key.
 func (t *wtable) walk(sc *wscratch, i1, i2, v, h, expired uint64, maxKicks int) bool {
-	rng := newKickRand(h)
-	i := i1
-	if rng.next()&1 != 0 {
-		i = i2
-	}
+	rng, i := table.NewWalk(h, i1, i2)
 	cur := v
 	sc.path = sc.path[:0]
 	for range maxKicks {
-		s := kickSlot(rng.next(), t.slots)
+		s := table.KickSlot(rng.Next(), t.slots)
 		victim := t.get(i, s)
 		t.set(i, s, cur)
 		sc.path = append(sc.path, wstep{bucket: uint32(i), slot: uint8(s), placed: cur})

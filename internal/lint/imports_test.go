@@ -35,9 +35,11 @@ var layers = map[string]int{
 
 // only lists the packages that only some units may import, whatever
 // their layers: internal/vfs, the disk layer, is for the packages that
-// write files; the filters do no I/O.
+// write files (the filters do no I/O); internal/table, the engine, is the
+// root package's, whose filters own its tables.
 var only = map[string][]string{
-	"internal/vfs": {"cmd", "server", "store"},
+	"internal/vfs":   {"cmd", "server", "store"},
+	"internal/table": {""},
 }
 
 // unit returns the first element of a module-relative package path.
@@ -191,6 +193,13 @@ func TestAllowed(t *testing.T) {
 		{"redisfilter", "internal/vfs", false},
 		{"guard", "internal/vfs", false},
 		{"internal/codec", "internal/vfs", false},
+		{"", "internal/table", true},
+		{"internal/table", "internal/addr", true},
+		{"internal/table", "", false},
+		{"bloom", "internal/table", false},
+		{"store", "internal/table", false},
+		{"redisfilter", "internal/table", false},
+		{"cmd/cuckoo", "internal/table", false},
 	} {
 		if got := allowed(tc.pkg, tc.imp); got != tc.ok {
 			t.Errorf("allowed(%q, %q) = %v, want %v", tc.pkg, tc.imp, got, tc.ok)

@@ -1,8 +1,8 @@
-package cuckoo
+package table
 
 import "unsafe"
 
-// cacheLine is the size of a CPU cache line (64 bytes on amd64 and arm64).
+// CacheLine is the size of a CPU cache line (64 bytes on amd64 and arm64).
 //
 // A Concurrent's lookups read data that other cores' writers may sit next
 // to: its struct, its chain (cchain), the table list, each ctable, the
@@ -13,20 +13,20 @@ import "unsafe"
 // them has a line of padding on both sides inside its own allocation,
 // struct fields or padded slices, and no other object can share its lines
 // wherever the allocator places it. (TestPadding checks the structs.)
-const cacheLine = 64
+const CacheLine = 64
 
-// padded returns n zero values of T, with capacity for extra more, in an
+// Padded returns n zero values of T, with capacity for extra more, in an
 // allocation with at least a cache line of padding on each side of them
-// (see cacheLine).
-func padded[T any](n, extra uint64) []T {
-	pad := uint64((cacheLine + unsafe.Sizeof(*new(T)) - 1) / unsafe.Sizeof(*new(T)))
+// (see CacheLine).
+func Padded[T any](n, extra uint64) []T {
+	pad := uint64((CacheLine + unsafe.Sizeof(*new(T)) - 1) / unsafe.Sizeof(*new(T)))
 	buf := make([]T, pad+n+extra+pad)
 	return buf[pad : pad+n : pad+n+extra]
 }
 
-// paddedCopy returns a copy of ts in a padded allocation (see padded).
-func paddedCopy[T any](ts []T) []T {
-	out := padded[T](uint64(len(ts)), 0)
+// PaddedCopy returns a copy of ts in a padded allocation (see padded).
+func PaddedCopy[T any](ts []T) []T {
+	out := Padded[T](uint64(len(ts)), 0)
 	copy(out, ts)
 	return out
 }

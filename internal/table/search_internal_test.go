@@ -1,4 +1,4 @@
-package cuckoo
+package table
 
 import (
 	"testing"
@@ -7,7 +7,7 @@ import (
 
 // TestSearchNodeBytes: the size SizeInBytes counts for a search node.
 func TestSearchNodeBytes(t *testing.T) {
-	if got := unsafe.Sizeof(searchNode{}); got != searchNodeBytes {
+	if got := unsafe.Sizeof(Node{}); got != searchNodeBytes {
 		t.Fatalf("searchNode takes %d bytes, searchNodeBytes says %d", got, searchNodeBytes)
 	}
 }

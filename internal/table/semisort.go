@@ -1,4 +1,4 @@
-package cuckoo
+package table
 
 // Semi-sorted buckets (Fan et al., CoNEXT 2014, section 5.2).
 //
@@ -83,18 +83,18 @@ func ssRank(n [4]uint64) uint64 {
 		uint64(ssBefore[0][n[3]&15]-ssBefore[0][n[2]&15])
 }
 
-// semiLayout sets up t for semi-sorted buckets of 4 fingerprints of fpBits.
-func (t *table) semiLayout() {
-	w := t.fpBits - 4
-	t.semi = true
-	t.aligned = false
-	t.bucketBits = 12 + 4*w
+// semiLayout sets up t for semi-sorted buckets of 4 fingerprints of FPBits.
+func (t *Table) semiLayout() {
+	w := t.FPBits - 4
+	t.Semi = true
+	t.Aligned = false
+	t.BucketBits = 12 + 4*w
 	t.highBits = w
 	t.highMask = 1<<w - 1
 	if w > 0 {
-		t.highLow, t.highHigh, t.highRest = laneMasks(4, w)
+		t.highLow, t.highHigh, t.highRest = LaneMasks(4, w)
 	}
-	t.semiOneWindow = t.bucketBits <= 64
+	t.SemiOneWindow = t.BucketBits <= 64
 }
 
 // semiKey orders fingerprints by nibble, then high part.
@@ -102,17 +102,17 @@ func semiKey(fp uint64) uint64 { return (fp&15)<<32 | fp>>4 }
 
 // semiMatches returns a 4-bit mask of the slots of semi-sorted bucket i
 // that hold fp (with fp == 0: the empty slots).
-func (t *table) semiMatches(i, fp uint64) uint64 {
-	p := i * t.bucketBits
-	if t.semiOneWindow {
-		return t.semiMatchWindow(t.window(p), fp)
+func (t *Table) semiMatches(i, fp uint64) uint64 {
+	p := i * t.BucketBits
+	if t.SemiOneWindow {
+		return t.semiMatchWindow(t.Window(p), fp)
 	}
-	w := t.window(p)
+	w := t.Window(p)
 	nm := semiNibbleMatches(w, fp)
 	qh := fp >> 4
 	var hm uint64
 	for j := uint64(0); j < 4; j++ {
-		if t.window(p+12+j*t.highBits)&t.highMask == qh {
+		if t.Window(p+12+j*t.highBits)&t.highMask == qh {
 			hm |= 1 << j
 		}
 	}
@@ -121,7 +121,7 @@ func (t *table) semiMatches(i, fp uint64) uint64 {
 
 // semiMatchWindow is semiMatches for a bucket of at most 64 bits whose
 // window w the caller has read.
-func (t *table) semiMatchWindow(w, fp uint64) uint64 {
+func (t *Table) semiMatchWindow(w, fp uint64) uint64 {
 	nm := semiNibbleMatches(w, fp)
 	if t.highBits == 0 {
 		return nm
@@ -129,11 +129,11 @@ func (t *table) semiMatchWindow(w, fp uint64) uint64 {
 	return nm & t.semiHighMatches(w, fp)
 }
 
-// semiHasEither reports whether either of two buckets of at most 64 bits,
+// SemiHasEither reports whether either of two buckets of at most 64 bits,
 // whose windows x and y the caller has read, holds fp. A lookup reads both
 // of a key's buckets before it decodes either, and decodes them in one
 // body, so that their cache misses overlap as a plain lookup's do.
-func (t *table) semiHasEither(x, y, fp uint64) bool {
+func (t *Table) SemiHasEither(x, y, fp uint64) bool {
 	if t.highBits >= 4 {
 		// Spread each bucket's nibbles into the lanes of its high parts
 		// and compare both at once: a lane is zero where nibble and high
@@ -141,7 +141,7 @@ func (t *table) semiHasEither(x, y, fp uint64) bool {
 		hq, nq := (fp>>4)*t.highLow, (fp&15)*t.highLow
 		dx := (x>>12 ^ hq) | (t.semiSpread(x) ^ nq)
 		dy := (y>>12 ^ hq) | (t.semiSpread(y) ^ nq)
-		return zeroLanes(dx, t.highRest, t.highHigh)|zeroLanes(dy, t.highRest, t.highHigh) != 0
+		return ZeroLanes(dx, t.highRest, t.highHigh)|ZeroLanes(dy, t.highRest, t.highHigh) != 0
 	}
 	nx, ny := semiNibbleMatches(x, fp), semiNibbleMatches(y, fp)
 	if t.highBits != 0 {
@@ -154,16 +154,16 @@ func (t *table) semiHasEither(x, y, fp uint64) bool {
 // semiSpread returns the four nibbles of the bucket starting at w's bit 0
 // (of at most 64 bits), nibble j in the low 4 bits of lane j of highBits
 // bits (highBits >= 4, so that a nibble fits its lane).
-func (t *table) semiSpread(w uint64) uint64 {
+func (t *Table) semiSpread(w uint64) uint64 {
 	n, hb := uint64(ssDecode[w&0xfff]), t.highBits
 	return n&15 | (n>>4&15)<<hb | (n>>8&15)<<(2*hb) | (n>>12)<<(3*hb)
 }
 
 // semiHighMatches returns the 4-bit mask of the slots of the bucket
 // starting at w's bit 0 (of at most 64 bits) whose high part is fp's.
-func (t *table) semiHighMatches(w, fp uint64) uint64 {
+func (t *Table) semiHighMatches(w, fp uint64) uint64 {
 	hb := t.highBits
-	hz := zeroLanes(w>>12^(fp>>4)*t.highLow, t.highRest, t.highHigh) >> (hb - 1)
+	hz := ZeroLanes(w>>12^(fp>>4)*t.highLow, t.highRest, t.highHigh) >> (hb - 1)
 	return hz&1 | hz>>(hb-1)&2 | hz>>(2*hb-2)&4 | hz>>(3*hb-3)&8
 }
 
@@ -171,22 +171,22 @@ func (t *table) semiHighMatches(w, fp uint64) uint64 {
 // starting at w's bit 0 whose nibble is fp's.
 func semiNibbleMatches(w, fp uint64) uint64 {
 	nibs := uint64(ssDecode[w&0xfff])
-	z := zeroLanes(nibs^(fp&15)*0x1111, 0x7777, 0x8888)
+	z := ZeroLanes(nibs^(fp&15)*0x1111, 0x7777, 0x8888)
 	return z>>3&1 | z>>6&2 | z>>9&4 | z>>12&8
 }
 
 // semiRead returns the four fingerprints of semi-sorted bucket i, sorted.
-func (t *table) semiRead(i uint64) [4]uint64 {
-	p := i * t.bucketBits
-	w := t.window(p)
+func (t *Table) semiRead(i uint64) [4]uint64 {
+	p := i * t.BucketBits
+	w := t.Window(p)
 	nibs := uint64(ssDecode[w&0xfff])
 	var v [4]uint64
 	for j := uint64(0); j < 4; j++ {
 		var high uint64
-		if t.semiOneWindow {
+		if t.SemiOneWindow {
 			high = w >> (12 + j*t.highBits) & t.highMask
 		} else {
-			high = t.window(p+12+j*t.highBits) & t.highMask
+			high = t.Window(p+12+j*t.highBits) & t.highMask
 		}
 		v[j] = nibs>>(4*j)&15 | high<<4
 	}
@@ -194,7 +194,7 @@ func (t *table) semiRead(i uint64) [4]uint64 {
 }
 
 // semiWrite sorts v and stores it as semi-sorted bucket i.
-func (t *table) semiWrite(i uint64, v [4]uint64) {
+func (t *Table) semiWrite(i uint64, v [4]uint64) {
 	// A sorting network for four: five compare-exchanges.
 	for _, pair := range [5][2]int{{0, 1}, {2, 3}, {0, 2}, {1, 3}, {1, 2}} {
 		a, b := pair[0], pair[1]
@@ -202,25 +202,25 @@ func (t *table) semiWrite(i uint64, v [4]uint64) {
 			v[a], v[b] = v[b], v[a]
 		}
 	}
-	p := i * t.bucketBits
+	p := i * t.BucketBits
 	code := ssRank([4]uint64{v[0], v[1], v[2], v[3]})
-	if t.semiOneWindow {
+	if t.SemiOneWindow {
 		// The whole bucket fits one word: assemble it and write it once.
 		b := code
 		for j := uint64(0); j < 4; j++ {
 			b |= v[j] >> 4 << (12 + j*t.highBits)
 		}
-		storeBits(t.words, p, 1<<t.bucketBits-1, b)
+		StoreBits(t.Words, p, 1<<t.BucketBits-1, b)
 		return
 	}
-	storeBits(t.words, p, 0xfff, code)
+	StoreBits(t.Words, p, 0xfff, code)
 	for j := uint64(0); j < 4; j++ {
-		storeBits(t.words, p+12+j*t.highBits, t.highMask, v[j]>>4)
+		StoreBits(t.Words, p+12+j*t.highBits, t.highMask, v[j]>>4)
 	}
 }
 
 // semiReplace replaces one copy of old by new in semi-sorted bucket i.
-func (t *table) semiReplace(i, old, new uint64) bool {
+func (t *Table) semiReplace(i, old, new uint64) bool {
 	v := t.semiRead(i)
 	for j := range v {
 		if v[j] == old {
@@ -232,10 +232,10 @@ func (t *table) semiReplace(i, old, new uint64) bool {
 	return false
 }
 
-// semiValid reports whether semi-sorted bucket i is in canonical form: a
+// SemiValid reports whether semi-sorted bucket i is in canonical form: a
 // code that names a multiset, and (nibble, high) pairs in increasing order.
-func (t *table) semiValid(i uint64) bool {
-	if t.window(i*t.bucketBits)&0xfff >= ssCodes {
+func (t *Table) SemiValid(i uint64) bool {
+	if t.Window(i*t.BucketBits)&0xfff >= ssCodes {
 		return false
 	}
 	v := t.semiRead(i)

@@ -1,4 +1,4 @@
-package cuckoo
+package table
 
 import (
 	"syscall"
@@ -13,17 +13,17 @@ const hugePageSize = 2 << 20
 // caches, and a 2 MiB page covers 512 times the memory of a 4 KiB one.
 const hugePagesMin = 32 << 20
 
-// useHugePages can be switched off by tests and benchmarks to measure the
+// UseHugePages can be switched off by tests and benchmarks to measure the
 // difference.
-var useHugePages = true
+var UseHugePages = true
 
-// adviseHugePages asks Linux to back the whole 2 MiB pages inside words
+// AdviseHugePages asks Linux to back the whole 2 MiB pages inside words
 // with transparent huge pages (madvise MADV_HUGEPAGE). It is a hint: with
 // THP disabled, or on memory already touched, it may do nothing, and its
 // error is ignored. Memory the Go runtime hands out for a large slice is
 // usually fresh and untouched, so the pages fault in huge.
-func adviseHugePages(words []uint64) {
-	if !useHugePages || len(words)*8 < hugePagesMin {
+func AdviseHugePages(words []uint64) {
+	if !UseHugePages || len(words)*8 < hugePagesMin {
 		return
 	}
 	mem := unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(words))), len(words)*8)

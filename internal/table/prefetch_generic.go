@@ -1,16 +1,16 @@
 //go:build !amd64 || purego
 
-package cuckoo
+package table
 
 import "sync/atomic"
 
-// prefetch is the portable twin of the amd64 assembly: Go has no prefetch
+// Prefetch is the portable twin of the amd64 assembly: Go has no prefetch
 // instruction, so it loads one word of each line. The loads are
 // independent, so the CPU overlaps their misses, which keeps part of the
 // benefit. Every i in idx must be a valid index of words.
 //
 //go:noinline
-func prefetch(words []uint64, idx []uint64) uint64 {
+func Prefetch(words []uint64, idx []uint64) uint64 {
 	var sink uint64
 	for _, i := range idx {
 		sink |= words[i]
@@ -18,10 +18,10 @@ func prefetch(words []uint64, idx []uint64) uint64 {
 	return sink
 }
 
-// prefetchKeys loads the first byte of every non-empty key (see prefetch).
+// PrefetchKeys loads the first byte of every non-empty key (see Prefetch).
 //
 //go:noinline
-func prefetchKeys(keys [][]byte) uint64 {
+func PrefetchKeys(keys [][]byte) uint64 {
 	var sink uint64
 	for _, k := range keys {
 		if len(k) > 0 {
@@ -31,12 +31,12 @@ func prefetchKeys(keys [][]byte) uint64 {
 	return sink
 }
 
-// prefetchShared is prefetch for the words of a table that other
+// PrefetchShared is Prefetch for the words of a table that other
 // goroutines write with atomic operations (a Concurrent's): the loads are
 // atomic, so that the race detector sees no race.
 //
 //go:noinline
-func prefetchShared(words []uint64, idx []uint64) uint64 {
+func PrefetchShared(words []uint64, idx []uint64) uint64 {
 	var sink uint64
 	for _, i := range idx {
 		sink |= atomic.LoadUint64(&words[i])

@@ -1,4 +1,4 @@
-package cuckoo
+package table
 
 import (
 	"math/rand/v2"
@@ -36,7 +36,7 @@ func TestSemiCodes(t *testing.T) {
 func TestSemiFastPathMatchesDecode(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
 	for f := uint64(4); f <= 32; f++ {
-		tb := newTable(6, 4, f, true)
+		tb := New(6, 4, f, true)
 		for trial := 0; trial < 2000; trial++ {
 			i := r.Uint64N(6)
 			var v [4]uint64
@@ -50,7 +50,7 @@ func TestSemiFastPathMatchesDecode(t *testing.T) {
 				}
 			}
 			tb.semiWrite(i, v)
-			if !tb.semiValid(i) {
+			if !tb.SemiValid(i) {
 				t.Fatalf("f=%d: written bucket not canonical", f)
 			}
 			got := tb.semiRead(i)
@@ -67,7 +67,7 @@ func TestSemiFastPathMatchesDecode(t *testing.T) {
 			}
 			// Neighbours are untouched by writes.
 			for k := uint64(0); k < 6; k++ {
-				if !tb.semiValid(k) {
+				if !tb.SemiValid(k) {
 					t.Fatalf("f=%d: bucket %d corrupted by a write to bucket %d", f, k, i)
 				}
 			}
@@ -83,7 +83,7 @@ func FuzzSemiBucket(f *testing.F) {
 	f.Fuzz(func(t *testing.T, bits uint8, a, b, c, d, q uint32) {
 		fb := 4 + uint64(bits)%29
 		mask := uint64(1)<<fb - 1
-		tb := newTable(2, 4, fb, true)
+		tb := New(2, 4, fb, true)
 		v := [4]uint64{uint64(a) & mask, uint64(b) & mask, uint64(c) & mask, uint64(d) & mask}
 		tb.semiWrite(1, v)
 		got := tb.semiRead(1)
@@ -101,7 +101,7 @@ func FuzzSemiBucket(f *testing.F) {
 		if m := tb.semiMatches(1, uint64(q)&mask); m != want {
 			t.Fatalf("f=%d: fast path %04b, decode %04b", fb, m, want)
 		}
-		if tb.semiRead(0) != [4]uint64{} || tb.words[len(tb.words)-1] != 0 {
+		if tb.semiRead(0) != [4]uint64{} || tb.Words[len(tb.Words)-1] != 0 {
 			t.Fatal("write spilled into bucket 0")
 		}
 	})
