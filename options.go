@@ -13,18 +13,18 @@ import (
 type Option func(*config) error
 
 type config struct {
-	fpBits   int     // 0: not set
-	slots    int     // 0: not set
-	fpr      float64 // 0: not set
-	maxKicks int     // 0: not set
-	seed     uint64
-	seedSet  bool
-	semi     bool
-	growth   float64          // Scalable only; 0: not set
-	segments int              // New only; 0: not set
-	buckets  uint64           // New and a Concurrent without growth only; 0: not set (replayhook.go)
-	plan     int              // plan version of a fixed table; 0: the current one (replayhook.go)
-	clock    func() time.Time // NewWindow only; nil: the default clock
+	fpBits      int     // 0: not set
+	slots       int     // 0: not set
+	fpr         float64 // 0: not set
+	maxKicks    int     // 0: not set
+	seed        uint64
+	seedSet     bool
+	semi        bool
+	growth      float64          // Scalable only; 0: not set
+	segments    int              // New only; 0: not set
+	buckets     uint64           // New and a Concurrent without growth only; 0: not set (replayhook.go)
+	planVersion int              // plan version of a fixed table; 0: the current one (replayhook.go)
+	clock       func() time.Time // NewWindow only; nil: the default clock
 }
 
 // Limits of the parameters.
@@ -43,14 +43,8 @@ const (
 	DefaultMaxKicks = 500
 	// MaxMaxKicks is the largest value WithMaxKicks accepts.
 	MaxMaxKicks = 1 << 20
-	// maxBuckets keeps a bucket index within 32 bits (the index is taken
-	// from the upper 32 bits of the key's hash).
-	maxBuckets = 1 << 32
 	// MaxSegments is the largest value WithSegments accepts.
 	MaxSegments = 1 << 16
-	// segmentAlign is the bucket count every segment of a segmented table
-	// is a multiple of, so that segments start on word boundaries.
-	segmentAlign = 64
 )
 
 // WithFingerprintBits sets the fingerprint width, from 4 to 32 bits. Every
@@ -229,4 +223,31 @@ func resolve(opts []Option) (config, error) {
 		c.seed = rand.Uint64()
 	}
 	return c, nil
+}
+
+// minOneSlotBits is the narrowest fingerprint 1-slot buckets take: with
+// fewer bits a key's alternate bucket has so few possible offsets that the
+// table fills 2 to 40 % of its slots before an insert fails, erratically
+// from one size to the next, against about half of them from 16 bits on
+// (see targetLoad).
+const minOneSlotBits = 16
+
+// minFingerprintBits returns the narrowest fingerprint buckets of slots
+// slots take.
+func minFingerprintBits(slots uint64) uint64 {
+	if slots == 1 {
+		return minOneSlotBits
+	}
+	return MinFingerprintBits
+}
+
+// fingerprintBitsFor returns the smallest width whose expected rate at the
+// target load is at most p.
+func fingerprintBitsFor(p float64, slots uint64) (int, bool) {
+	for f := minFingerprintBits(slots); f <= MaxFingerprintBits; f++ {
+		if expectedFPR(targetLoad(slots, f), slots, f) <= p {
+			return int(f), true
+		}
+	}
+	return 0, false
 }

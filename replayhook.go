@@ -31,7 +31,7 @@ func withPlanVersion(v int) Option {
 		if v < replay.PlanLeast || v > replay.CurrentPlan {
 			return fmt.Errorf("%w: plan version %d outside [%d, %d]", ErrInvalidParameter, v, replay.PlanLeast, replay.CurrentPlan)
 		}
-		c.plan = v
+		c.planVersion = v
 		return nil
 	}
 }

@@ -1,12 +1,19 @@
 package cuckoo
 
 import (
-	"fmt"
 	"math"
 
 	"github.com/dedupkit/cuckoo/internal/addr"
-	"github.com/dedupkit/cuckoo/internal/replay"
-	"github.com/dedupkit/cuckoo/internal/table"
+)
+
+// Limits of a table's geometry.
+const (
+	// maxBuckets keeps a bucket index within 32 bits (the index is taken
+	// from the upper 32 bits of the key's hash).
+	maxBuckets = 1 << 32
+	// segmentAlign is the bucket count every segment of a segmented table
+	// is a multiple of, so that segments start on word boundaries.
+	segmentAlign = 64
 )
 
 // targetLoad is the fraction of slots a filter of New(capacity) holds when
@@ -50,7 +57,7 @@ import (
 // reliableCapacity.) 1-slot buckets fill about half their slots (0.488
 // at 3·10^7 items, one seed) but a few seeds in a hundred stop near 0.42,
 // and narrower fingerprints than 16 bits stop anywhere from 0.02 to 0.45
-// (minOneSlotBits). Tables of up to walkFirstBytes try the walk
+// (minOneSlotBits). Tables of up to table.WalkFirstBytes try the walk
 // first; at 10^5 and 5·10^5 items (3 seeds each) their first failures lie
 // within 0.015 of the search-first ones. Fingerprints of fewer than 8 bits
 // give a key's alternate bucket few possible offsets, so the table cannot
@@ -241,122 +248,4 @@ func reliableCapacity(slots, fpBits uint64) uint64 {
 		return 1 << 25
 	}
 	return math.MaxUint64
-}
-
-// minOneSlotBits is the narrowest fingerprint 1-slot buckets take: with
-// fewer bits a key's alternate bucket has so few possible offsets that the
-// table fills 2 to 40 % of its slots before an insert fails, erratically
-// from one size to the next, against about half of them from 16 bits on
-// (see targetLoad).
-const minOneSlotBits = 16
-
-// minFingerprintBits returns the narrowest fingerprint buckets of slots
-// slots take.
-func minFingerprintBits(slots uint64) uint64 {
-	if slots == 1 {
-		return minOneSlotBits
-	}
-	return MinFingerprintBits
-}
-
-// fingerprintBitsFor returns the smallest width whose expected rate at the
-// target load is at most p.
-func fingerprintBitsFor(p float64, slots uint64) (int, bool) {
-	for f := minFingerprintBits(slots); f <= MaxFingerprintBits; f++ {
-		if expectedFPR(targetLoad(slots, f), slots, f) <= p {
-			return int(f), true
-		}
-	}
-	return 0, false
-}
-
-// Plan describes the filter New would build for a capacity and options,
-// without allocating it: what a sizing calculator needs. NumBuckets is
-// the least count that holds Capacity at the target load, or a few more:
-// New raises the count when that count's alternate-bucket offsets would
-// not spread (docs/format.md).
-type Plan struct {
-	Capacity        uint64  // keys that always fit
-	BucketSize      int     // slots per bucket
-	FingerprintBits int     // bits per fingerprint
-	SemiSorted      bool    // buckets stored semi-sorted: f-1 bits per slot
-	Segments        int     // segments of the table (WithSegments)
-	NumBuckets      uint64  // buckets in the table
-	TableBytes      uint64  // memory of the table
-	Load            float64 // fraction of slots used when Capacity keys are in
-	BitsPerItem     float64 // table bits per key at capacity
-	// FalsePositiveRate is the expected rate with Capacity keys in.
-	FalsePositiveRate float64
-}
-
-// NewPlan returns the Plan of New(capacity, opts...), or the error New
-// would return. It allocates nothing.
-func NewPlan(capacity uint64, opts ...Option) (Plan, error) {
-	c, err := resolve(opts)
-	if err != nil {
-		return Plan{}, err
-	}
-	return fixedPlan(capacity, c)
-}
-
-// fixedPlan is plan for a table that must hold capacity keys itself (New,
-// a Concurrent without growth): it also keeps the shape within
-// reliableCapacity, widening a fingerprint the rate option chose, and
-// refusing one given, where a segment's share of capacity passes it.
-// (A growing filter adds a table when one fills, so it needs no limit.)
-// A table of a given bucket count, or of plan version replay.PlanLeast,
-// has no limit either: the limits came with replay.PlanSpread.
-func fixedPlan(capacity uint64, c config) (Plan, error) {
-	if c.buckets == 0 && c.plan != replay.PlanLeast && capacity > 0 {
-		share := segmentShare(capacity, uint64(c.segments))
-		for c.fpr != 0 && share > reliableCapacity(uint64(c.slots), uint64(c.fpBits)) && c.fpBits < MaxFingerprintBits {
-			c.fpBits++ // a wider fingerprint meets the rate asked for too
-		}
-		if limit := reliableCapacity(uint64(c.slots), uint64(c.fpBits)); share > limit {
-			return Plan{}, fmt.Errorf("%w: capacity %d: %d-slot buckets of %d-bit fingerprints hold at most %d keys a table (or segment) reliably; use wider fingerprints or larger buckets",
-				ErrInvalidParameter, capacity, c.slots, c.fpBits, limit)
-		}
-	}
-	return plan(capacity, c)
-}
-
-// plan returns the Plan of a table of capacity keys and shape c, with the
-// bucket count c gives (replayhook.go), or else the count of c's plan
-// version: the least count (replay.PlanLeast) or plannedBuckets' (the
-// current version).
-func plan(capacity uint64, c config) (Plan, error) {
-	if capacity == 0 {
-		return Plan{}, fmt.Errorf("%w: capacity 0", ErrInvalidParameter)
-	}
-	slots, bits, segments := uint64(c.slots), uint64(c.fpBits), uint64(c.segments)
-	least, ok := leastBuckets(capacity, segments, slots, bits)
-	if !ok {
-		return Plan{}, fmt.Errorf("%w: capacity %d needs more than 2^32 buckets", ErrInvalidParameter, capacity)
-	}
-	m := least
-	if c.plan != replay.PlanLeast {
-		m = plannedBuckets(least, segments)
-	}
-	if c.buckets != 0 {
-		m = c.buckets
-		if m < least || m > maxBuckets || m%2 != 0 || segments > 1 && m%(segments*segmentAlign) != 0 {
-			return Plan{}, fmt.Errorf("%w: %d buckets for capacity %d: need an even count of at least %d (with segments, a multiple of 64 per segment)",
-				ErrInvalidParameter, m, capacity, least)
-		}
-	}
-	layout := table.Layout(m, slots, bits, c.semi)
-	tableBytes := (layout.PayloadWords() + 1) * 8
-	load := float64(capacity) / float64(m*slots)
-	return Plan{
-		Capacity:          capacity,
-		BucketSize:        c.slots,
-		FingerprintBits:   int(bits),
-		SemiSorted:        c.semi,
-		Segments:          c.segments,
-		NumBuckets:        m,
-		TableBytes:        tableBytes,
-		Load:              load,
-		BitsPerItem:       float64(tableBytes*8) / float64(capacity),
-		FalsePositiveRate: expectedFPR(load, slots, bits),
-	}, nil
 }

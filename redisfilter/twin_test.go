@@ -17,8 +17,8 @@ import (
 
 // engineBits is the least table, in bits, of a library filter whose
 // inserts search breadth-first before they walk, as the Lua functions do
-// (the engine walks first in tables of at most 2 MiB: walkFirstBytes in
-// filter.go).
+// (the engine walks first in tables of at most 2 MiB: table.WalkFirstBytes in
+// internal/table/insert.go).
 const engineBits = 1 << 24
 
 // TestLuaMatchesEngine holds the Lua functions (cuckoo.lua) to the
