@@ -40,6 +40,7 @@ type chainLevel struct {
 	loads                       uint64 // 2: two loads; 1: one load; 0: t.HoldsEither
 	t                           *table.Table
 	large                       bool // the table takes largeTableBytes or more
+	prefetch                    bool // large, in a chain of farChainBytes or more: prefetchChain prefetches it
 }
 
 // largeTableBytes is the size from which lookups prefetch a table's
@@ -47,6 +48,14 @@ type chainLevel struct {
 // together about as large as the largest of them, stay in a core's L2
 // cache between lookups; larger ones do not, beside the others.
 const largeTableBytes = 256 << 10
+
+// farChainBytes is the size of a chain's plain tables from which a single
+// lookup prefetches the large tables' buckets before it probes the chain
+// (prefetchChain): a smaller chain stays mostly in the caches, where
+// locating a key's buckets twice costs a present key, which the newest
+// tables mostly hold, more than the prefetches save; in a larger one
+// even the tables of a few hundred KiB are evicted between lookups.
+const farChainBytes = 4 << 20
 
 // anyZero returns nonzero when some lane of x (of the lanes low and high
 // describe) is zero: (x − low) &^ x & high is the classic test, which may
@@ -160,7 +169,9 @@ func chainFirst(cs []chainLevel, h uint64) int { return chainFind(cs, h, false) 
 // compared, and the loop's exit is predicted not taken for an absent key,
 // so the CPU issues the loads of the next tables while it compares.
 func chainFind(cs []chainLevel, h uint64, newestFirst bool) int {
-	prefetchChain(cs, h)
+	if len(cs) > 0 && cs[len(cs)-1].prefetch {
+		prefetchChain(cs, h)
+	}
 	k, end, step := 0, len(cs), 1
 	if newestFirst {
 		k, end, step = len(cs)-1, -1, -1
@@ -189,12 +200,12 @@ func chainFind(cs []chainLevel, h uint64, newestFirst bool) int {
 	return -1
 }
 
-// prefetchChain prefetches h's two buckets in each table of cs of
-// largeTableBytes or more: the CPU holds the instructions of only a table
+// prefetchChain prefetches h's two buckets in each table of cs marked
+// prefetch (see farChainBytes): the CPU holds the instructions of only a table
 // or two of a chain's loop in flight at once, so without it the misses of
 // the large tables of a long chain would come one or two at a time.
 func prefetchChain(cs []chainLevel, h uint64) {
-	for k := len(cs) - 1; k >= 0 && cs[k].large; k-- {
+	for k := len(cs) - 1; k >= 0 && cs[k].prefetch; k-- {
 		c := &cs[k]
 		fp := addr.Fingerprint(h, c.fpMax)
 		i1 := addr.Bucket(h, c.m)

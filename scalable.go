@@ -241,11 +241,32 @@ func NewScalable(initialCapacity uint64, opts ...Option) (*Scalable, error) {
 // reprobe rebuilds probe from levels.
 func (s *Scalable) reprobe() {
 	s.probe = s.probe[:0]
+	bytes := s.plainBytes()
 	for _, lv := range s.levels {
 		if lv.grow == nil {
-			s.probe = append(s.probe, chainLevelOf(&lv.f.t))
+			s.probe = append(s.probe, probeOf(&lv.f.t, bytes))
 		}
 	}
+}
+
+// plainBytes returns the memory of the plain tables' words.
+func (s *Scalable) plainBytes() uint64 {
+	var n uint64
+	for _, lv := range s.levels {
+		if lv.grow == nil {
+			n += uint64(len(lv.f.t.Words)) * 8
+		}
+	}
+	return n
+}
+
+// probeOf returns the probe of plain table t in a chain whose plain tables
+// take chainBytes: a large table is prefetched when they take farChainBytes
+// or more.
+func probeOf(t *table.Table, chainBytes uint64) chainLevel {
+	c := chainLevelOf(t)
+	c.prefetch = c.large && chainBytes >= farChainBytes
+	return c
 }
 
 // newLevel returns an empty table of generation gen: growing in place
@@ -735,12 +756,12 @@ func (s *Scalable) validate() error {
 	if len(s.levels) == 0 {
 		return errors.New("no table")
 	}
-	k := 0
+	k, bytes := 0, s.plainBytes()
 	for _, lv := range s.levels {
 		if lv.grow != nil {
 			continue
 		}
-		if k >= len(s.probe) || s.probe[k] != chainLevelOf(&lv.f.t) {
+		if k >= len(s.probe) || s.probe[k] != probeOf(&lv.f.t, bytes) {
 			return fmt.Errorf("the probe of table %d is not the table's", k)
 		}
 		k++
