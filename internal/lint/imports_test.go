@@ -36,10 +36,13 @@ var layers = map[string]int{
 // only lists the packages that only some units may import, whatever
 // their layers: internal/vfs, the disk layer, is for the packages that
 // write files (the filters do no I/O); internal/table, the engine, is the
-// root package's, whose filters own its tables.
+// root package's, whose filters own its tables; internal/replay, the way
+// into the root's sizing that no public option offers, is for the root and
+// the server that replays its log.
 var only = map[string][]string{
-	"internal/vfs":   {"cmd", "server", "store"},
-	"internal/table": {""},
+	"internal/vfs":    {"cmd", "server", "store"},
+	"internal/table":  {""},
+	"internal/replay": {"", "server"},
 }
 
 // unit returns the first element of a module-relative package path.
