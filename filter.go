@@ -331,9 +331,6 @@ func (f *Filter) LoadFactor() float64 {
 // a key that was never added, at the current load:
 // 1 − (1 − 1/(2^f−1))^(2·b·load), about 2·b·load/2^f.
 func (f *Filter) FalsePositiveRate() float64 {
-	if f.t.NumBuckets == 0 {
-		return 0
-	}
 	return expectedFPR(f.LoadFactor(), f.t.Slots, f.t.FPBits)
 }
 

@@ -219,8 +219,12 @@ func segmentShare(capacity, n uint64) uint64 {
 // when a fraction load of the slots is occupied: each of the 2b slots of its
 // two buckets is occupied with probability load, and an occupied slot
 // matches with probability 1/(2^f - 1) (fingerprints are uniform over the
-// non-zero f-bit values).
+// non-zero f-bit values). An empty table (load 0, as a zero value's)
+// reports nothing.
 func expectedFPR(load float64, slots, fpBits uint64) float64 {
+	if load == 0 {
+		return 0
+	}
 	q := 1 / (math.Exp2(float64(fpBits)) - 1)
 	return -math.Expm1(2 * float64(slots) * load * math.Log1p(-q))
 }

@@ -767,9 +767,6 @@ func (w *Window) LoadFactor() float64 {
 // a key not in the window, at the current load: about 2·b·load/2^f, as for
 // a [Filter] (expired entries do not count).
 func (w *Window) FalsePositiveRate() float64 {
-	if w.t.numBuckets == 0 {
-		return 0
-	}
 	return expectedFPR(w.LoadFactor(), w.t.slots, w.t.fpBits)
 }
 
