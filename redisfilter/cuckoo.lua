@@ -588,31 +588,40 @@ redis.register_function('ckf2_del', function(keys, args)
 	return out
 end)
 
+-- register_read registers a function that writes nothing (flag no-writes:
+-- it may run on a replica): a call for a shard of another filter gets
+-- stale's error, any other body's reply.
+local function register_read(name, body)
+	redis.register_function {
+		function_name = name,
+		flags = { 'no-writes' },
+		callback = function(keys, args)
+			local err = stale(keys, args[1])
+			if err then
+				return err
+			end
+			return body(keys, args)
+		end,
+	}
+end
+
 -- ckf2_count: ARGV = id, b, f, buckets, kicks, first bucket, fingerprint.
 -- Returns {slot copies, counted copies as a decimal string}.
-redis.register_function {
-	function_name = 'ckf2_count',
-	flags = { 'no-writes' },
-	callback = function(keys, args)
-		local err = stale(keys, args[1])
-		if err then
-			return err
-		end
-		local g = shard(keys, args)
-		local i1, fp = tonumber(args[6]), tonumber(args[7])
-		local i2 = alt(g, i1, fp)
-		local n = 0
-		fetch(g, { i1, i2 })
-		for _, i in ipairs({ i1, i2 }) do
-			for _, x in ipairs(bucket(g, i)) do
-				if x == fp then
-					n = n + 1
-				end
+register_read('ckf2_count', function(keys, args)
+	local g = shard(keys, args)
+	local i1, fp = tonumber(args[6]), tonumber(args[7])
+	local i2 = alt(g, i1, fp)
+	local n = 0
+	fetch(g, { i1, i2 })
+	for _, i in ipairs({ i1, i2 }) do
+		for _, x in ipairs(bucket(g, i)) do
+			if x == fp then
+				n = n + 1
 			end
 		end
-		return { n, redis.call('HGET', g.C, pair(i1, i2, fp)) or '0' }
-	end,
-}
+	end
+	return { n, redis.call('HGET', g.C, pair(i1, i2, fp)) or '0' }
+end)
 
 -- ckf2_create: ARGV = id, table bytes. Makes the shard an empty one of
 -- filter id unless it is one already (then it is left alone). Returns 1
@@ -641,14 +650,6 @@ redis.register_function('ckf2_put', function(keys, args)
 end)
 
 -- ckf2_dump: ARGV = id. Returns {table, fields and values of the hash}.
-redis.register_function {
-	function_name = 'ckf2_dump',
-	flags = { 'no-writes' },
-	callback = function(keys, args)
-		local err = stale(keys, args[1])
-		if err then
-			return err
-		end
-		return { redis.call('GET', keys[1]), redis.call('HGETALL', keys[2]) }
-	end,
-}
+register_read('ckf2_dump', function(keys, args)
+	return { redis.call('GET', keys[1]), redis.call('HGETALL', keys[2]) }
+end)
