@@ -122,7 +122,7 @@ func (f *Filter) ContainsHashBatch(hashes []uint64, found []bool) {
 // failed and those after it are not added, and the filter holds exactly
 // the keys added.
 func (f *Filter) AddBatch(keys [][]byte) (added int, err error) {
-	return f.addBatch(keys, nil)
+	return f.addBatch(keys, nil, nil)
 }
 
 // AddUniqueBatch is [Filter.AddUnique] for every key, in order: added[i]
@@ -135,21 +135,26 @@ func (f *Filter) AddUniqueBatch(keys [][]byte, added []bool) (processed int, err
 	if len(added) < len(keys) {
 		panic("cuckoo: AddUniqueBatch: added is shorter than keys")
 	}
-	return f.addBatch(keys, added)
+	return f.addBatch(keys, nil, added)
 }
 
-// addBatch adds keys in order, with set semantics when unique is not nil
-// (recording there which keys were added). Keys are hashed and prefetched
-// a group at a time but inserted one by one, so a key sees the effect of
-// every key before it, as in a loop of single calls.
-func (f *Filter) addBatch(keys [][]byte, unique []bool) (int, error) {
+// addBatch adds keys (or hashes, when keys is nil) in order, with set
+// semantics when unique is not nil (recording there which keys were
+// added). Keys are hashed and prefetched a group at a time but inserted
+// one by one, so a key sees the effect of every key before it, as in a
+// loop of single calls.
+func (f *Filter) addBatch(keys [][]byte, hashes []uint64, unique []bool) (int, error) {
+	n := len(hashes)
+	if keys != nil {
+		n = len(keys)
+	}
 	if f.t.NumBuckets == 0 {
-		if len(keys) == 0 {
+		if n == 0 {
 			return 0, nil
 		}
 		return 0, errZeroFilter
 	}
-	p := f.pipelineOf(keys, nil)
+	p := f.pipelineOf(keys, hashes)
 	for cur, start, ok := p.next(); ok; cur, start, ok = p.next() {
 		for k, h := range cur.h[:cur.n] {
 			if unique == nil {
@@ -165,7 +170,7 @@ func (f *Filter) addBatch(keys [][]byte, unique []bool) (int, error) {
 			unique[start+k] = ok
 		}
 	}
-	return len(keys), nil
+	return n, nil
 }
 
 // pipeline hands out keys (or hashes) a group at a time, in order, with

@@ -24,7 +24,7 @@ func (f *Filter) AddUniqueHash(h uint64) (added bool, err error) { return f.addU
 // ([ErrFull], or [ErrUninitialized] on the zero Filter) and returns how
 // many it added before it; the filter holds exactly those.
 func (f *Filter) AddHashBatch(hashes []uint64) (added int, err error) {
-	return addHashes(f.AddHash, hashes)
+	return f.addBatch(nil, hashes, nil)
 }
 
 // AddUniqueHashBatch is [Filter.AddUniqueBatch] for keys' 64-bit hashes:
@@ -32,7 +32,10 @@ func (f *Filter) AddHashBatch(hashes []uint64) (added int, err error) {
 // it processed, len(hashes) unless an insert failed on hashes[processed].
 // It panics if added is shorter than hashes.
 func (f *Filter) AddUniqueHashBatch(hashes []uint64, added []bool) (processed int, err error) {
-	return addUniqueHashes("AddUniqueHashBatch", f.addUniqueHash, hashes, added)
+	if len(added) < len(hashes) {
+		panic("cuckoo: AddUniqueHashBatch: added is shorter than hashes")
+	}
+	return f.addBatch(nil, hashes, added)
 }
 
 // DeleteBatch sets deleted[i] to f.Delete(keys[i]) for every key, in

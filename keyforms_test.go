@@ -271,3 +271,56 @@ func kfMust(t testing.TB, err error) {
 		t.Fatal(err)
 	}
 }
+
+// TestFilterHashBatchesStopWhenFull: a Filter's hash batches stop at the
+// first ErrFull as a loop of single calls does, and leave the filter
+// holding exactly the hashes before it (the same bytes as the loop's twin).
+func TestFilterHashBatchesStopWhenFull(t *testing.T) {
+	hs := make([]uint64, 4000)
+	for i := range hs {
+		hs[i] = hash.Sum64Uint64(uint64(i), 7)
+	}
+	for _, unique := range []bool{false, true} {
+		batch, err := cuckoo.New(500, cuckoo.WithSeed(3), cuckoo.WithFingerprintBits(8))
+		kfMust(t, err)
+		loop, err := cuckoo.New(500, cuckoo.WithSeed(3), cuckoo.WithFingerprintBits(8))
+		kfMust(t, err)
+		var n int
+		if unique {
+			n, err = batch.AddUniqueHashBatch(hs, make([]bool, len(hs)))
+		} else {
+			n, err = batch.AddHashBatch(hs)
+		}
+		if !errors.Is(err, cuckoo.ErrFull) {
+			t.Fatalf("unique=%v: %d hashes, err %v; want ErrFull", unique, n, err)
+		}
+		want := 0
+		for _, h := range hs {
+			var lerr error
+			if unique {
+				_, lerr = loop.AddUniqueHash(h)
+			} else {
+				lerr = loop.AddHash(h)
+			}
+			if lerr != nil {
+				break
+			}
+			want++
+		}
+		if n != want {
+			t.Fatalf("unique=%v: the batch stopped after %d hashes, the loop after %d", unique, n, want)
+		}
+		got, err := batch.MarshalBinary()
+		kfMust(t, err)
+		exp, err := loop.MarshalBinary()
+		kfMust(t, err)
+		if !bytes.Equal(got, exp) {
+			t.Fatalf("unique=%v: the batch's filter differs from the loop's", unique)
+		}
+		for _, h := range hs[:n] {
+			if !batch.ContainsHash(h) {
+				t.Fatalf("unique=%v: hash %x added and not found", unique, h)
+			}
+		}
+	}
+}
