@@ -156,22 +156,33 @@ func (c *chainLevel) empties(i uint64) uint64 {
 // chainHas reports whether any table of cs holds h's fingerprint,
 // probing them from the last (the newest of a Scalable's, which holds the
 // most keys) and stopping at the first that does.
-func chainHas(cs []chainLevel, h uint64) bool { return chainFind(cs, h, true) >= 0 }
+func chainHas(cs []chainLevel, h uint64) bool {
+	if chainFar(cs) {
+		prefetchChain(cs, h)
+	}
+	return chainFind(cs, h, true) >= 0
+}
 
 // chainFirst returns the index of the first table of cs that holds h's
 // fingerprint, or -1.
-func chainFirst(cs []chainLevel, h uint64) int { return chainFind(cs, h, false) }
+func chainFirst(cs []chainLevel, h uint64) int {
+	if chainFar(cs) {
+		prefetchChain(cs, h)
+	}
+	return chainFind(cs, h, false)
+}
+
+// chainFar reports whether a lookup in cs prefetches the large tables'
+// buckets before it probes the chain (prefetchChain; see farChainBytes).
+func chainFar(cs []chainLevel) bool { return len(cs) > 0 && cs[len(cs)-1].prefetch }
 
 // chainFind returns the index of a table of cs that holds h's fingerprint,
 // the first such from the last table when newestFirst is set, from the
-// first otherwise, or -1. The large tables' buckets are prefetched first
-// (prefetchChain); then each table's buckets are loaded before anything is
-// compared, and the loop's exit is predicted not taken for an absent key,
-// so the CPU issues the loads of the next tables while it compares.
+// first otherwise, or -1. Each table's buckets are loaded before anything
+// is compared, and the loop's exit is predicted not taken for an absent
+// key, so the CPU issues the loads of the next tables while it compares.
+// The callers prefetch a far chain's large tables first.
 func chainFind(cs []chainLevel, h uint64, newestFirst bool) int {
-	if len(cs) > 0 && cs[len(cs)-1].prefetch {
-		prefetchChain(cs, h)
-	}
 	k, end, step := 0, len(cs), 1
 	if newestFirst {
 		k, end, step = len(cs)-1, -1, -1

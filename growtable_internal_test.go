@@ -275,3 +275,37 @@ func mustEncode(t *testing.T, s *Scalable) []byte {
 	}
 	return data
 }
+
+// TestGrowingLookupsFar: with the chain's prefetch on (a chain of
+// farChainBytes or more, forced here on a small one) and the growing
+// table large, a lookup prefetches both before it probes (locateGrowing);
+// its answers are those of the same filter without the prefetches, for
+// every added key (each found) and for absent ones.
+func TestGrowingLookupsFar(t *testing.T) {
+	s, hs := grownMidway(t)
+	var far Scalable
+	if err := far.UnmarshalBinary(mustEncode(t, s)); err != nil {
+		t.Fatal(err)
+	}
+	if chainFar(far.probe) || far.growing() == nil {
+		t.Fatal("want a near chain with a growing table to start from")
+	}
+	for k := range far.probe {
+		far.probe[k].prefetch = true
+	}
+	far.growing().rd.large = true
+	r := rand.New(rand.NewPCG(5, 6))
+	for k := range len(hs) + 20000 {
+		h, added := r.Uint64(), false
+		if k < len(hs) {
+			h, added = hs[k], true
+		}
+		got, want := far.ContainsHash(h), s.ContainsHash(h)
+		if got != want || added && !got {
+			t.Fatalf("hash %#x (added %v): ContainsHash %v, without the prefetches %v", h, added, got, want)
+		}
+		if got, want := far.home(h), s.home(h); got != want {
+			t.Fatalf("hash %#x: home %d, without the prefetches %d", h, got, want)
+		}
+	}
+}

@@ -403,13 +403,42 @@ func (s *Scalable) AddHash(h uint64) error {
 // invariants): no older table reported the key when its first copy went
 // in, and older tables never gain fingerprints they did not hold.
 func (s *Scalable) home(h uint64) int {
-	if i := chainFirst(s.probe, h); i >= 0 {
+	g := s.growing()
+	if g == nil {
+		return chainFirst(s.probe, h)
+	}
+	j1, tag1, j2, tag2 := s.locateGrowing(g, h)
+	if i := chainFind(s.probe, h, false); i >= 0 {
 		return i // the plain tables are the first of levels
 	}
-	if n := len(s.levels); n > len(s.probe) && s.levels[n-1].contains(h) {
-		return n - 1
+	if g.rd.holds(j1, tag1, j2, tag2) {
+		return len(s.levels) - 1
 	}
 	return -1
+}
+
+// growing returns the newest table if it grows in place, or nil.
+func (s *Scalable) growing() *growTable {
+	if n := len(s.levels); n > len(s.probe) {
+		return s.levels[n-1].grow
+	}
+	return nil
+}
+
+// locateGrowing returns where h is in the growing table g (growTable.where)
+// and, in a chain whose lookups prefetch (chainFar), prefetches its
+// buckets, if g is large, and the chain's: a lookup then waits for all of
+// its cache misses at once rather than for the growing table's first.
+func (s *Scalable) locateGrowing(g *growTable, h uint64) (j1, tag1, j2, tag2 uint64) {
+	j1, tag1, j2, tag2 = g.where(h)
+	if chainFar(s.probe) {
+		if g.rd.large {
+			lines := [2]uint64{j1 * g.rd.bb >> 6, j2 * g.rd.bb >> 6}
+			g.Prefetch(lines[:])
+		}
+		prefetchChain(s.probe, h)
+	}
+	return j1, tag1, j2, tag2
 }
 
 // addCopy adds a copy of h to lv, which reports h already: to the table's
@@ -524,12 +553,16 @@ func (s *Scalable) grow() *level {
 // Tables are probed newest (largest) first: the newest holds about half
 // the keys, the one before a quarter, and so on. An absent key probes all
 // of them, in one loop (chainHas) that lets the CPU overlap their
-// independent loads.
+// independent loads. In a chain large enough to miss the caches, the
+// buckets of the growing table and of the large plain tables are
+// prefetched before any is compared (locateGrowing, prefetchChain).
 func (s *Scalable) ContainsHash(h uint64) bool {
-	if n := len(s.levels); n > len(s.probe) && s.levels[n-1].contains(h) {
-		return true
+	g := s.growing()
+	if g == nil {
+		return chainHas(s.probe, h)
 	}
-	return chainHas(s.probe, h)
+	j1, tag1, j2, tag2 := s.locateGrowing(g, h)
+	return g.rd.holds(j1, tag1, j2, tag2) || chainFind(s.probe, h, true) >= 0
 }
 
 // DeleteHash is [Scalable.Delete] for a key's 64-bit hash.
