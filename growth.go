@@ -94,6 +94,15 @@ const (
 // filled table but makes more tables to probe and needs wider
 // fingerprints to keep the same rate; factor must be in [1.25, 16]. Given
 // to NewConcurrent it makes the filter grow instead of returning ErrFull.
+//
+// Choosing it: an absent key is looked for in every table, and a present
+// one in about factor/(factor−1) tables on average, so the factor trades
+// lookups against memory. Over a growth of 1000×, 2 makes ten tables at
+// the least memory; 8 makes five, and lookups of absent keys a sixth to a
+// third cheaper (at 10^7 and 10^6 keys) for about a tenth more memory; 16
+// makes four, a quarter to a half cheaper, for about a fifth more. Keep 2
+// unless lookups of absent keys dominate and memory is cheap
+// (docs/benchmarks.md, "Growth", has the measured trade).
 func WithGrowth(factor float64) Option {
 	return func(c *config) error {
 		if !(factor >= MinGrowth && factor <= MaxGrowth) {
