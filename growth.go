@@ -98,11 +98,11 @@ const (
 // Choosing it: an absent key is looked for in every table, and a present
 // one in about factor/(factor−1) tables on average, so the factor trades
 // lookups against memory. Over a growth of 1000×, 2 makes ten tables at
-// the least memory; 8 makes five, and lookups of absent keys a sixth to a
-// third cheaper (at 10^7 and 10^6 keys) for about a tenth more memory; 16
-// makes four, a quarter to a half cheaper, for about a fifth more. Keep 2
-// unless lookups of absent keys dominate and memory is cheap
-// (docs/benchmarks.md, "Growth", has the measured trade).
+// the least memory, 8 five and 16 four: fewer tables make lookups of
+// absent keys cheaper and cost more memory, as the newest table, which
+// grows in place at a lower load, holds more of the keys. Keep 2 unless
+// lookups of absent keys dominate and memory is cheap (docs/benchmarks.md,
+// "Growth", has the trade measured).
 func WithGrowth(factor float64) Option {
 	return func(c *config) error {
 		if !(factor >= MinGrowth && factor <= MaxGrowth) {
