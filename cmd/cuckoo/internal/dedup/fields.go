@@ -211,6 +211,14 @@ func NewKeyExtractor(spec FieldSpec, delim string, csv bool) *KeyExtractor {
 	return k
 }
 
+// clone returns an extractor of the same keys with buffers of its own,
+// for another goroutine.
+func (k *KeyExtractor) clone() *KeyExtractor {
+	c := *k
+	c.scratch, c.fields = nil, nil
+	return &c
+}
+
 // Key returns the key of a line's content (a line without its
 // terminator; see Content). The result may point into content or into the
 // extractor's scratch buffer, and is valid until the next call.
