@@ -554,7 +554,14 @@ func runExactDedup(e *env, f *dedupFlags, keyer *dedup.KeyExtractor, ins []input
 		out = outFile
 	}
 	bar := e.startBar("dedup", totalSize(ins), f.quiet, f.output == "" && !f.count)
-	d, err := exactdedup.New(out, exactdedup.Config{Dir: f.exact.dir, Key: keyer, Duplicates: f.duplicates, CountOnly: f.count, OnRead: bar.AddChunk})
+	var lines uint64
+	if f.exact.dir == "" {
+		if lines, _, err = estimateLines(e, ins); err != nil {
+			outFile.abort()
+			return err
+		}
+	}
+	d, err := exactdedup.New(out, exactdedup.Config{Dir: f.exact.dir, Lines: lines, Key: keyer, Duplicates: f.duplicates, CountOnly: f.count, OnRead: bar.AddChunk})
 	if err != nil {
 		outFile.abort()
 		return storeErr(f.exact.dir, err)
@@ -613,8 +620,8 @@ func runExactDedup(e *env, f *dedupFlags, keyer *dedup.KeyExtractor, ins []input
 		secs := max(time.Since(start).Seconds(), 1e-9)
 		fmt.Fprintf(e.stderr, "cuckoo dedup: %s lines in (%s), %s out, %s dropped as repeats (exact)\n",
 			units.Count(st.LinesIn), units.Bytes(st.BytesIn), units.Count(st.LinesOut), units.Count(st.LinesIn-st.Distinct))
-		fmt.Fprintf(e.stderr, "cuckoo dedup: store index %s (%.2f bytes per distinct line), log %s\n",
-			units.Bytes(st.Store.IndexBytes), float64(st.Store.IndexBytes)/max(1, float64(st.Store.Keys)), units.Bytes(st.Store.LogBytes))
+		fmt.Fprintf(e.stderr, "cuckoo dedup: index %s (%.2f bytes per distinct line), log %s\n",
+			units.Bytes(st.IndexBytes), float64(st.IndexBytes)/max(1, float64(st.Keys)), units.Bytes(st.LogBytes))
 		fmt.Fprintf(e.stderr, "cuckoo dedup: %.2f s, %s lines/s\n", secs, units.SI(float64(st.LinesIn)/secs))
 	}
 	return nil

@@ -130,7 +130,7 @@ func TestMatchesAwk(t *testing.T) {
 			if !bytes.Equal(got, want) {
 				t.Fatalf("output differs from awk's: %d bytes, awk %d", len(got), len(want))
 			}
-			t.Logf("%d lines in, %d out; index %d bytes", st.LinesIn, st.LinesOut, st.Store.IndexBytes)
+			t.Logf("%d lines in, %d out; index %d bytes", st.LinesIn, st.LinesOut, st.IndexBytes)
 		})
 	}
 }
@@ -199,5 +199,64 @@ func TestSeenSetMark(t *testing.T) {
 	defer s.Close()
 	if marked, _ := exactdedup.IsSeenSet(s); marked || s.Len() != 1 {
 		t.Fatalf("the refused store changed: marked %v, %d keys", marked, s.Len())
+	}
+}
+
+// model is dedup by a Go map of the lines' keys (the CR rule's), with
+// every line written ending in "\n".
+func model(input []byte, dups bool) []byte {
+	seen := map[string]bool{}
+	var out bytes.Buffer
+	for line := range bytes.Lines(input) {
+		k := bytes.TrimSuffix(bytes.TrimSuffix(line, []byte("\n")), []byte("\r"))
+		if seen[string(k)] == dups {
+			out.Write(bytes.TrimSuffix(line, []byte("\n")))
+			out.WriteByte('\n')
+		}
+		seen[string(k)] = true
+	}
+	return out.Bytes()
+}
+
+// TestScratchMatchesModel: a run that keeps nothing prints what a Go map
+// of the keys says, on one core or several, for the first occurrences
+// and the repeats, on lines with binary bytes, CRs, near misses, lines
+// longer than a block and than the log's buffer, and repeats near and
+// far (in the same block of input and in earlier ones, in the log's
+// buffer and in its file).
+func TestScratchMatchesModel(t *testing.T) {
+	r := testseed.New(testseed.Seed(t))
+	var in bytes.Buffer
+	const lines = 100_000
+	for i := range lines {
+		switch {
+		case i%20_000 == 1:
+			in.WriteString(strings.Repeat("L", 1<<20+r.IntN(2))) // past the log's buffer
+		case i%2000 == 2:
+			in.WriteString(strings.Repeat(fmt.Sprint(r.IntN(3)), 200_000+r.IntN(2))) // past a block
+		case r.IntN(40) == 0:
+			p := make([]byte, r.IntN(30))
+			for j := range p {
+				p[j] = byte(r.IntN(256))
+			}
+			in.Write(bytes.ReplaceAll(p, []byte("\n"), []byte("\r")))
+		case r.IntN(40) == 0:
+			fmt.Fprintf(&in, "line %d\r", r.IntN(1000))
+		default:
+			fmt.Fprintf(&in, "line %d", r.IntN(20_000))
+		}
+		in.WriteString("\n")
+	}
+	in.WriteString("line 17") // no "\n"
+	for _, seq := range []bool{false, true} {
+		for _, dups := range []bool{false, true} {
+			got, st := run(t, in.Bytes(), exactdedup.Config{TempDir: t.TempDir(), Sequential: seq, Duplicates: dups})
+			if want := model(in.Bytes(), dups); !bytes.Equal(got, want) {
+				t.Fatalf("sequential %v, duplicates %v: output differs from the model: %d bytes, want %d", seq, dups, len(got), len(want))
+			}
+			if st.LinesIn != lines+1 || st.BytesIn != uint64(in.Len()) {
+				t.Fatalf("stats %+v", st)
+			}
+		}
 	}
 }
