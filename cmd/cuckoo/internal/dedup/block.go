@@ -2,6 +2,7 @@ package dedup
 
 import (
 	"bytes"
+	"errors"
 	"io"
 	"time"
 
@@ -15,7 +16,13 @@ import (
 // than a block is a block of its own, read into pieces that are never
 // copied into one another, so that it costs its size once (plus a
 // block), and joined into one slice only when its key must be one (a
-// key of fields, an exact seen-set): then it costs its size twice.
+// key of fields, an exact seen-set): then it costs its size twice. One
+// long line is read at a time, and once a line of more than bigLine
+// bytes is written the garbage collector runs, so that the next one
+// reuses its memory rather than adding to it.
+
+// bigLine is the size of a line after which a Deduper collects garbage.
+const bigLine = 16 << 20
 
 // DefaultBlockSize is the size of a Deduper's blocks (Config.BufferSize
 // when 0).
@@ -118,13 +125,21 @@ func newBlock(size int, needs Needs) *Block {
 
 // blockReader cuts an input into blocks.
 type blockReader struct {
-	r      io.Reader
+	r io.Reader
+	// longs, when set, holds a token while a long line is in the
+	// pipeline (fillLong takes it, the writer gives it back), and stop
+	// ends a wait for it.
+	longs  chan struct{}
+	stop   <-chan struct{}
 	onRead func(chunk []byte)
 	err    error  // the error that ended r (io.EOF at its end)
 	carry  []byte // the start of the next block, read with the last one
 	short  bool   // the last Read returned less than it was asked for
 	empty  int    // Reads in a row that returned nothing
 }
+
+// errStopped ends the reading of a run that stopped.
+var errStopped = errors.New("dedup: stopped")
 
 // maxEmptyReads is how many Reads in a row may return nothing before the
 // reader is taken to be broken (io.ErrNoProgress), as bufio does.
@@ -218,6 +233,15 @@ func (br *blockReader) cut(b *Block) bool {
 // buffer holds its start, into pieces of its own; the block's buffer goes
 // with the line, and the block gets a new one.
 func (br *blockReader) fillLong(b *Block) {
+	if br.longs != nil {
+		select {
+		case br.longs <- struct{}{}:
+		case <-br.stop:
+			br.err = errStopped
+			br.cut(b)
+			return
+		}
+	}
 	size := len(b.buf)
 	b.long = append(b.long[:0], b.data)
 	b.bytes = len(b.data)
@@ -400,6 +424,7 @@ func (p *preparer) prepareLong(b *Block) {
 		line = append(line, piece[:k]...)
 		tail = append(tail, piece[k:]...)
 	}
+	clear(b.long[:cap(b.long)])
 	b.long = append(b.long[:0], line, tail)
 	key := line
 	if p.keyer != nil {

@@ -287,10 +287,14 @@ func (d *Deduper) decide(b *Block) (int, error) {
 // without '\n' gets one.
 func (d *Deduper) write(b *Block) error {
 	if d.cfg.CountOnly {
+		if b.long != nil {
+			d.releaseLong(b)
+		}
 		return nil
 	}
 	dups := d.cfg.Duplicates
 	if b.long != nil {
+		defer d.releaseLong(b)
 		if b.upto == 0 || b.added[0] == dups {
 			return nil
 		}
@@ -326,6 +330,24 @@ func (d *Deduper) write(b *Block) error {
 		start = end
 	}
 	return d.writeRun(b.data[from:to])
+}
+
+// releaseLong drops the pieces of a long line once written, collects
+// the garbage after a big one, and lets the reader take the next long
+// line.
+func (d *Deduper) releaseLong(b *Block) {
+	size := b.bytes
+	clear(b.long[:cap(b.long)])
+	b.long = b.long[:0]
+	if b.keys != nil {
+		b.keys[0] = nil
+	}
+	if size > bigLine {
+		runtime.GC()
+	}
+	if d.reader.longs != nil {
+		<-d.reader.longs
+	}
 }
 
 // writeRun writes lines, adding a '\n' to a last line without one.

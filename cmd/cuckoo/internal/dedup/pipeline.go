@@ -90,6 +90,7 @@ func (d *Deduper) runConcurrent(br *blockReader) error {
 	}
 	pool := d.pool
 	stop := make(chan struct{})
+	br.longs, br.stop = make(chan struct{}, 1), stop
 	work := make(chan *Block, pool.max)
 	order := make(chan *Block, pool.max)
 	var wg sync.WaitGroup

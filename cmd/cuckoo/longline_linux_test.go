@@ -1,0 +1,73 @@
+package main
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"io"
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/dedupkit/cuckoo/internal/testlong"
+)
+
+// longLineInput is a line of n bytes, a short line, and the long line
+// again: what a pipe gives dedup, made as it is read.
+func longLineInput(n int) io.Reader {
+	long := func() io.Reader {
+		return io.MultiReader(io.LimitReader(repeatByte('x'), int64(n)), strings.NewReader("\n"))
+	}
+	return io.MultiReader(long(), strings.NewReader("short\n"), long())
+}
+
+type repeatByte byte
+
+func (b repeatByte) Read(p []byte) (int, error) {
+	for i := range p {
+		p[i] = byte(b)
+	}
+	return len(p), nil
+}
+
+// TestDedupLongLineMemory: a line of 100 MiB costs dedup about its size
+// in memory when only its hash is needed (by default: at most 1.5 times
+// it), and about twice when its key must be one slice (fields of it,
+// --exact: at most 2.5 times), plus 64 MiB for the filter, the buffers
+// and the runtime: the peak resident memory of the process, as the
+// system counts it. The output is the long line once and the short one.
+func TestDedupLongLineMemory(t *testing.T) {
+	t.Parallel()
+	const n = 100 << 20
+	want := sha256.New()
+	io.Copy(want, io.MultiReader(io.LimitReader(repeatByte('x'), n), strings.NewReader("\nshort\n")))
+	modes := map[string]float64{"dedup": 1.5} // the arguments: the factor
+	if testlong.Enabled() {
+		modes["dedup --exact"], modes["dedup --key 1"] = 2.5, 2.5
+	}
+	for line, factor := range modes {
+		args := strings.Fields(line)
+		t.Run(line, func(t *testing.T) {
+			cmd := exec.Command(binary, append(args, "-q")...)
+			cmd.Dir = t.TempDir()
+			cmd.Env = append(cmd.Environ(), "TMPDIR="+cmd.Dir)
+			cmd.Stdin = longLineInput(n)
+			got := sha256.New()
+			cmd.Stdout = got
+			var stderr bytes.Buffer
+			cmd.Stderr = &stderr
+			if err := cmd.Run(); err != nil {
+				t.Fatalf("%v: %v; stderr %q", args, err, stderr.String())
+			}
+			if !bytes.Equal(got.Sum(nil), want.Sum(nil)) {
+				t.Fatal("the output is not the long line and the short one")
+			}
+			peak := cmd.ProcessState.SysUsage().(*syscall.Rusage).Maxrss << 10 // KiB on Linux
+			limit := int64(factor*n) + 64<<20
+			t.Logf("%v: peak %.1f MiB for a line of %d MiB (limit %.1f MiB)", args, float64(peak)/(1<<20), n>>20, float64(limit)/(1<<20))
+			if peak > limit {
+				t.Fatalf("peak %d bytes, over the limit %d", peak, limit)
+			}
+		})
+	}
+}
