@@ -26,7 +26,7 @@ const bigLine = 16 << 20
 
 // DefaultBlockSize is the size of a Deduper's blocks (Config.BufferSize
 // when 0).
-const DefaultBlockSize = 128 << 10
+const DefaultBlockSize = 64 << 10
 
 // minBlockLines is the fewest lines a block may hold, however small.
 const minBlockLines = 64

@@ -120,6 +120,10 @@ type Stats struct {
 // the input.
 var ErrOutput = errors.New("dedup: writing the output")
 
+// outputBuffer is the size of the output's buffer: runs of lines kept
+// that fill it go out in one write from their block.
+const outputBuffer = 64 << 10
+
 // maxWorkers bounds Config.Workers' default: the set's goroutine, not the
 // hashing, sets the pace.
 const maxWorkers = 4
@@ -153,9 +157,9 @@ type Deduper struct {
 
 // New returns a Deduper that records keys in seen (which may already hold
 // keys: those lines count as seen) and writes to out through a buffer of
-// DefaultBufferSize. Call Flush when done.
+// outputBuffer bytes. Call Flush when done.
 func New(seen Set, out io.Writer, cfg Config) *Deduper {
-	d := &Deduper{seen: seen, cfg: cfg, out: bufio.NewWriterSize(out, DefaultBufferSize), size: cfg.BufferSize}
+	d := &Deduper{seen: seen, cfg: cfg, out: bufio.NewWriterSize(out, outputBuffer), size: cfg.BufferSize}
 	if d.size <= 0 {
 		d.size = DefaultBlockSize
 	}

@@ -28,7 +28,7 @@ type blockPool struct {
 // blocksPerWorker is how many blocks a pool holds beyond one per worker:
 // one being read, one waiting for the set, one with the set, one being
 // written (and the pipeline seldom fills).
-const blocksPerWorker = 4
+const blocksPerWorker = 3
 
 func newBlockPool(max, size int, needs Needs) *blockPool {
 	return &blockPool{free: make(chan *Block, max), max: max, size: size, needs: needs}
