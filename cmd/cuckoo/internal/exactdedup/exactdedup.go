@@ -82,6 +82,7 @@ type Stats struct {
 	Keys                                 uint64 // the keys in the seen-set (a kept one's from earlier runs too)
 	IndexBytes                           uint64 // the RAM of the seen-set's index
 	LogBytes                             uint64 // the bytes of its log on disk
+	LogReads                             uint64 // reads of the scratch log's file
 }
 
 // Deduper removes repeated lines. Its methods are not safe for concurrent
@@ -336,7 +337,7 @@ func (d *Deduper) Stats() Stats {
 	if d.pipe != nil {
 		ps := d.pipe.Stats()
 		st := Stats{LinesIn: ps.LinesIn, LinesOut: ps.LinesOut, Distinct: ps.Added, BytesIn: ps.BytesIn, Keys: ps.Added}
-		st.IndexBytes, st.LogBytes = d.scratch.sizes()
+		st.IndexBytes, st.LogBytes, st.LogReads = d.scratch.sizes()
 		return st
 	}
 	d.mu.Lock()

@@ -233,3 +233,35 @@ func TestScratchReadsTheLogRarely(t *testing.T) {
 		t.Fatalf("%d reads of the log for 300,000 new keys", s.reads)
 	}
 }
+
+// TestScratchHotKeysSpareReads: a short key added or confirmed last is
+// confirmed again without reading the file; a key of the same hash that
+// differs is still read and told apart, and a long key is always read.
+func TestScratchHotKeysSpareReads(t *testing.T) {
+	s := newTestScratch(t)
+	long := []byte(strings.Repeat("z", hotKeyMax+1))
+	const h = 42
+	for _, k := range [][]byte{[]byte("hot"), long} {
+		if err := s.add(k, h); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.flush()
+	for i, c := range []struct {
+		key   []byte
+		seen  bool
+		reads uint64
+	}{
+		{long, true, 2},           // too long to keep: both records read
+		{[]byte("hot"), true, 0},  // kept
+		{[]byte("hot"), true, 0},  // still kept
+		{[]byte("hoT"), false, 2}, // the same hash, another key: both records read
+		{[]byte("hot"), true, 0},  // kept
+	} {
+		before := s.reads
+		seen, err := s.seen(c.key, h)
+		if err != nil || seen != c.seen || s.reads-before != c.reads {
+			t.Fatalf("step %d (%q): seen %v, %v, %d reads; want %v, %d reads", i, c.key, seen, err, s.reads-before, c.seen, c.reads)
+		}
+	}
+}

@@ -22,7 +22,8 @@ import (
 // act as a filter in front of the log: a key reads the log only when an
 // entry has its fragment, which a key never seen has with a probability
 // of about 8 × load × 2^−fragBits (fragments of 12 to 23 bits). The
-// log's newest MiB is still in memory, and is read there.
+// log's newest MiB is still in memory, and is read there, and so are the
+// short keys added or confirmed last (hotKeys).
 //
 // A record is the key's length (a uvarint) and the key. It carries no
 // checksum: the file lives as long as the run, unlinked as soon as it is
@@ -44,6 +45,39 @@ type scratch struct {
 	rd      []byte // a read of the log
 	reads   uint64 // reads of the file
 	sink    uint64 // what touch loaded (so that the loads are made)
+	hot     *hotKeys
+}
+
+// hotKeys holds the short keys added or confirmed last, by hash, each
+// with its record's location: a repeat of one is confirmed without
+// reading the file (about half the repeats of Go's source that are not
+// in the same block of input). A slot holds the key it was last given.
+type hotKeys struct {
+	hash [hotSlots]uint64
+	loc  [hotSlots]uint64 // 0: empty
+	len  [hotSlots]uint8
+	key  [hotSlots][hotKeyMax]byte
+}
+
+const (
+	hotSlots  = 1 << 14
+	hotKeyMax = 56 // longer keys are not kept
+)
+
+// holds reports whether slot h holds key k at location loc.
+func (c *hotKeys) holds(h, loc uint64, k []byte) bool {
+	i := h & (hotSlots - 1)
+	return c.loc[i] == loc && c.hash[i] == h && int(c.len[i]) == len(k) && string(c.key[i][:len(k)]) == string(k)
+}
+
+// put keeps key k, of hash h, at location loc, if it is short.
+func (c *hotKeys) put(h, loc uint64, k []byte) {
+	if len(k) > hotKeyMax {
+		return
+	}
+	i := h & (hotSlots - 1)
+	c.hash[i], c.loc[i], c.len[i] = h, loc, uint8(len(k))
+	copy(c.key[i][:], k)
 }
 
 const (
@@ -72,7 +106,7 @@ func newScratch(dir string, lines uint64) (*scratch, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &scratch{seed: rand.Uint64(), f: f, path: f.Name(), buf: make([]byte, 0, logBuffer),
+	s := &scratch{seed: rand.Uint64(), f: f, path: f.Name(), buf: make([]byte, 0, logBuffer), hot: new(hotKeys),
 		ix: newIndex(min(bucketsFor(lines/4), maxInitialBuckets))}
 	if os.Remove(s.path) == nil {
 		s.path = "" // unlinked: the system frees it when the file closes
@@ -163,7 +197,13 @@ func (s *scratch) AddUniqueBlock(b *dedup.Block, added []bool) (int, error) {
 func (s *scratch) seen(k []byte, h uint64) (bool, error) {
 	s.locs = s.ix.candidates(h, s.locs[:0])
 	for _, loc := range s.locs {
+		if s.hot.holds(h, loc, k) {
+			return true, nil
+		}
 		eq, err := s.holds(int64(loc-1), k)
+		if eq {
+			s.hot.put(h, loc, k)
+		}
 		if eq || err != nil {
 			return eq, err
 		}
@@ -199,6 +239,7 @@ func (s *scratch) add(k []byte, h uint64) error {
 	}
 	s.size += rec
 	s.keys++
+	s.hot.put(h, uint64(off)+1, k)
 	for !s.ix.insert(h, uint64(off)+1) {
 		if err := s.grow(); err != nil {
 			return err
@@ -326,11 +367,12 @@ func (s *scratch) rebuild() error {
 	return nil
 }
 
-// sizes returns the bytes of the index in RAM and of the log.
-func (s *scratch) sizes() (index, log uint64) {
+// sizes returns the bytes of the index in RAM and of the log, and the
+// reads of the log's file.
+func (s *scratch) sizes() (index, log, reads uint64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.ix.bytes(), uint64(s.size)
+	return s.ix.bytes(), uint64(s.size), s.reads
 }
 
 // stop closes the log and removes its file if it was not unlinked;
