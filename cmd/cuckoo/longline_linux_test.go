@@ -62,7 +62,7 @@ func TestDedupLongLineMemory(t *testing.T) {
 			if !bytes.Equal(got.Sum(nil), want.Sum(nil)) {
 				t.Fatal("the output is not the long line and the short one")
 			}
-			peak := cmd.ProcessState.SysUsage().(*syscall.Rusage).Maxrss << 10 // KiB on Linux
+			peak := int64(cmd.ProcessState.SysUsage().(*syscall.Rusage).Maxrss) << 10 // KiB on Linux
 			limit := int64(factor*n) + 64<<20
 			t.Logf("%v: peak %.1f MiB for a line of %d MiB (limit %.1f MiB)", args, float64(peak)/(1<<20), n>>20, float64(limit)/(1<<20))
 			if peak > limit {

@@ -532,7 +532,7 @@ type exactFlags struct {
 }
 
 func (f *exactFlags) register(fs *flag.FlagSet) {
-	fs.BoolVar(&f.exact, "exact", false, "exact: no line dropped wrongly, at any size; seen lines go to a store in a temporary directory (about 9 bytes of RAM per distinct line)")
+	fs.BoolVar(&f.exact, "exact", false, "exact: no line dropped wrongly, at any size; seen lines go to a scratch file in a temporary directory (9 to 19 bytes of RAM per distinct line)")
 	fs.StringVar(&f.dir, "exact-dir", "", "--exact, keeping the seen lines in the store `dir` (created if needed): its lines count as seen in later runs")
 }
 

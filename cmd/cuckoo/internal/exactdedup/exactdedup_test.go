@@ -110,6 +110,8 @@ func nearMisses() []byte {
 	return b.Bytes()
 }
 
+// TestMatchesAwk: the output is awk's (with the CR rule), with a scratch
+// log and with a kept store.
 func TestMatchesAwk(t *testing.T) {
 	g := urlgen.New(testseed.Seed(t), 0.3)
 	var urls bytes.Buffer
@@ -124,24 +126,33 @@ func TestMatchesAwk(t *testing.T) {
 		"urls":        urls.Bytes(),
 		"empty":       nil,
 	} {
-		t.Run("input="+name, func(t *testing.T) {
-			want := awk(t, input)
-			got, st := run(t, input, exactdedup.Config{TempDir: t.TempDir()})
-			if !bytes.Equal(got, want) {
-				t.Fatalf("output differs from awk's: %d bytes, awk %d", len(got), len(want))
-			}
-			t.Logf("%d lines in, %d out; index %d bytes", st.LinesIn, st.LinesOut, st.IndexBytes)
-		})
+		want := awk(t, input)
+		for _, kept := range []bool{false, true} {
+			t.Run(fmt.Sprintf("input=%s/kept=%v", name, kept), func(t *testing.T) {
+				cfg := exactdedup.Config{TempDir: t.TempDir()}
+				if kept {
+					cfg.Dir = filepath.Join(t.TempDir(), "seen")
+				}
+				got, st := run(t, input, cfg)
+				if !bytes.Equal(got, want) {
+					t.Fatalf("output differs from awk's: %d bytes, awk %d", len(got), len(want))
+				}
+				t.Logf("%d lines in, %d out; index %d bytes", st.LinesIn, st.LinesOut, st.IndexBytes)
+			})
+		}
 	}
 }
 
-// TestLongLines: lines longer than the store's keys are deduped exactly.
+// TestLongLines: lines longer than the store's keys (and than a block of
+// input) are deduped exactly, with a scratch log and with a kept store.
 func TestLongLines(t *testing.T) {
 	long := strings.Repeat("x", 2<<20)
 	input := []byte(long + "\n" + long + "y\n" + long + "\n" + "short\n" + long + "y\n")
-	got, _ := run(t, input, exactdedup.Config{TempDir: t.TempDir()})
-	if want := long + "\n" + long + "y\n" + "short\n"; string(got) != want {
-		t.Fatalf("got %d bytes, want %d", len(got), len(want))
+	for _, dir := range []string{"", filepath.Join(t.TempDir(), "seen")} {
+		got, _ := run(t, input, exactdedup.Config{TempDir: t.TempDir(), Dir: dir})
+		if want := long + "\n" + long + "y\n" + "short\n"; string(got) != want {
+			t.Fatalf("kept in %q: got %d bytes, want %d", dir, len(got), len(want))
+		}
 	}
 }
 
@@ -258,5 +269,29 @@ func TestScratchMatchesModel(t *testing.T) {
 				t.Fatalf("stats %+v", st)
 			}
 		}
+	}
+}
+
+// TestScratchLeavesNoFile: on Linux and macOS the scratch log is unlinked
+// as soon as it is made, so that nothing is left behind even by a run
+// that is killed; Close leaves nothing anywhere.
+func TestScratchLeavesNoFile(t *testing.T) {
+	tmp := t.TempDir()
+	d, err := exactdedup.New(io.Discard, exactdedup.Config{TempDir: tmp})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Run(strings.NewReader("a\nb\na\n")); err != nil {
+		t.Fatal(err)
+	}
+	names, _ := os.ReadDir(tmp)
+	if (runtime.GOOS == "linux" || runtime.GOOS == "darwin") && len(names) != 0 {
+		t.Fatalf("during the run, %s holds %v", tmp, names)
+	}
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if names, _ = os.ReadDir(tmp); len(names) != 0 {
+		t.Fatalf("after Close, %s holds %v", tmp, names)
 	}
 }
