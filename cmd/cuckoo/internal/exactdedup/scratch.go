@@ -163,8 +163,10 @@ func (s *scratch) AddUniqueBlock(b *dedup.Block, added []bool) (int, error) {
 	keys, hs := b.Keys(), b.Hashes()
 	for lo := 0; lo < len(keys); lo += lookGroup {
 		hi := min(lo+lookGroup, len(keys))
-		for _, h := range hs[lo:hi] {
-			s.sink += s.ix.touch(h)
+		for i := lo; i < hi; i++ {
+			if b.First(i) == i { // a repeat in the block needs no lookup
+				s.sink += s.ix.touch(hs[i])
+			}
 		}
 		var err error
 		for i := lo; i < hi; i++ {
