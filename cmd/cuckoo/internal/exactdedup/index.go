@@ -132,12 +132,18 @@ func (ix *index) touch(h uint64) uint64 {
 func (ix *index) candidates(h uint64, locs []uint64) []uint64 {
 	b1, b2, frag := ix.locate(h)
 	for _, e := range ix.bucket(b1) {
-		if e != 0 && e>>fragShift == frag && e&whichBit == 0 {
+		if e == 0 {
+			break // slots fill in order
+		}
+		if e>>fragShift == frag && e&whichBit == 0 {
 			locs = append(locs, e&locMask)
 		}
 	}
 	for _, e := range ix.bucket(b2) {
-		if e != 0 && e>>fragShift == frag && e&whichBit != 0 {
+		if e == 0 {
+			break
+		}
+		if e>>fragShift == frag && e&whichBit != 0 {
 			locs = append(locs, e&locMask)
 		}
 	}
