@@ -62,9 +62,9 @@ type Block struct {
 	timeErrAt int
 	timeErr   error
 	added     []bool
-	upto      int // lines the set decided, which may be written
-	bytes     int // input bytes the lines take
-	ready     chan struct{}
+	upto      int           // lines the set decided, which may be written
+	bytes     int           // input bytes the lines take
+	ready     chan struct{} // a worker has prepared the block
 }
 
 // Len returns the number of lines in b.
