@@ -48,14 +48,13 @@ type scratch struct {
 	hot     *hotKeys
 }
 
-// hotKeys holds the short keys added or confirmed last, by hash, each
-// with its record's location: a repeat of one is confirmed without
-// reading the file (about half the repeats of Go's source that are not
-// in the same block of input). A slot holds the key it was last given.
+// hotKeys holds the short keys added or confirmed last, by hash: a
+// repeat of one is settled without the index or the file (most repeats
+// of the frequent lines of real text). A slot holds the key it was last
+// given, always one the set holds.
 type hotKeys struct {
 	hash [hotSlots]uint64
-	loc  [hotSlots]uint64 // 0: empty
-	len  [hotSlots]uint8
+	len  [hotSlots]uint8 // 0: empty, else the key's length + 1
 	key  [hotSlots][hotKeyMax]byte
 }
 
@@ -64,19 +63,19 @@ const (
 	hotKeyMax = 56 // longer keys are not kept
 )
 
-// holds reports whether slot h holds key k at location loc.
-func (c *hotKeys) holds(h, loc uint64, k []byte) bool {
+// has reports whether key k, of hash h, is kept: then the set holds it.
+func (c *hotKeys) has(h uint64, k []byte) bool {
 	i := h & (hotSlots - 1)
-	return c.loc[i] == loc && c.hash[i] == h && int(c.len[i]) == len(k) && string(c.key[i][:len(k)]) == string(k)
+	return int(c.len[i]) == len(k)+1 && c.hash[i] == h && string(c.key[i][:len(k)]) == string(k)
 }
 
-// put keeps key k, of hash h, at location loc, if it is short.
-func (c *hotKeys) put(h, loc uint64, k []byte) {
+// put keeps key k, of hash h, which the set holds, if it is short.
+func (c *hotKeys) put(h uint64, k []byte) {
 	if len(k) > hotKeyMax {
 		return
 	}
 	i := h & (hotSlots - 1)
-	c.hash[i], c.loc[i], c.len[i] = h, loc, uint8(len(k))
+	c.hash[i], c.len[i] = h, uint8(len(k)+1)
 	copy(c.key[i][:], k)
 }
 
@@ -163,14 +162,16 @@ func (s *scratch) AddUniqueBlock(b *dedup.Block, added []bool) (int, error) {
 	keys, hs := b.Keys(), b.Hashes()
 	for lo := 0; lo < len(keys); lo += lookGroup {
 		hi := min(lo+lookGroup, len(keys))
+		// A repeat in the block, or of a kept key, needs no lookup.
+		var settled [lookGroup]bool
 		for i := lo; i < hi; i++ {
-			if b.First(i) == i { // a repeat in the block needs no lookup
+			if settled[i-lo] = b.First(i) != i || s.hot.has(hs[i], keys[i]); !settled[i-lo] {
 				s.sink += s.ix.touch(hs[i])
 			}
 		}
 		var err error
 		for i := lo; i < hi; i++ {
-			if b.First(i) != i {
+			if settled[i-lo] {
 				added[i] = false
 				continue
 			}
@@ -197,14 +198,14 @@ func (s *scratch) AddUniqueBlock(b *dedup.Block, added []bool) (int, error) {
 
 // seen reports whether the set holds key k, whose hash is h.
 func (s *scratch) seen(k []byte, h uint64) (bool, error) {
+	if s.hot.has(h, k) {
+		return true, nil
+	}
 	s.locs = s.ix.candidates(h, s.locs[:0])
 	for _, loc := range s.locs {
-		if s.hot.holds(h, loc, k) {
-			return true, nil
-		}
 		eq, err := s.holds(int64(loc-1), k)
 		if eq {
-			s.hot.put(h, loc, k)
+			s.hot.put(h, k)
 		}
 		if eq || err != nil {
 			return eq, err
@@ -241,7 +242,7 @@ func (s *scratch) add(k []byte, h uint64) error {
 	}
 	s.size += rec
 	s.keys++
-	s.hot.put(h, uint64(off)+1, k)
+	s.hot.put(h, k)
 	for !s.ix.insert(h, uint64(off)+1) {
 		if err := s.grow(); err != nil {
 			return err
