@@ -45,8 +45,11 @@ func TestIndexFindsEveryEntry(t *testing.T) {
 			t.Fatalf("%s: %d slots in use, count %d, %d entries", when, n, ix.count, len(all))
 		}
 	}
-	doublings := 0
-	for i := range 150_000 {
+	doublings, n, want := 0, 150_000, 5
+	if testing.Short() {
+		n, want = 60_000, 4
+	}
+	for i := range n {
 		h := r.Uint64()
 		switch r.IntN(20) {
 		case 0:
@@ -72,7 +75,7 @@ func TestIndexFindsEveryEntry(t *testing.T) {
 		}
 	}
 	check("at the end")
-	if doublings < 5 || ix.fragBits != maxFrag-uint(doublings) {
+	if doublings < want || ix.fragBits != maxFrag-uint(doublings) {
 		t.Fatalf("%d doublings, fragments of %d bits", doublings, ix.fragBits)
 	}
 	t.Logf("seed %d: %d doublings, k %d, load %.2f", seed, doublings, ix.k, float64(ix.count)/float64(uint64(1)<<ix.k*bucketSlots))
@@ -108,14 +111,17 @@ func TestIndexAbsentHashesRarelyMatch(t *testing.T) {
 		for i := range ix.limit {
 			ix.insert(r.Uint64(), i+1)
 		}
-		const n = 1_000_000
+		n := 1_000_000
+		if testing.Short() {
+			n = 200_000
+		}
 		hits := 0
 		var locs []uint64
 		for range n {
 			hits += len(ix.candidates(r.Uint64(), locs[:0]))
 		}
 		load := float64(ix.count) / float64(uint64(1)<<ix.k*bucketSlots)
-		mean := n * 8 * load / float64(uint64(1)<<frag)
+		mean := float64(n) * 8 * load / float64(uint64(1)<<frag)
 		if float64(hits) > mean+5*math.Sqrt(mean)+1 {
 			t.Fatalf("fragments of %d bits, load %.2f: %d candidates for %d absent hashes, expected %.1f", frag, load, hits, n, mean)
 		}
@@ -225,12 +231,16 @@ func TestScratchStopRemovesTheLog(t *testing.T) {
 func TestScratchReadsTheLogRarely(t *testing.T) {
 	s := newTestScratch(t)
 	added := make([]bool, 1)
-	for i := range 300_000 {
+	n := 300_000
+	if testing.Short() {
+		n = 100_000
+	}
+	for i := range n {
 		k := []byte(fmt.Sprintf("distinct line number %d, long enough to fill the log", i))
 		s.AddUniqueBatch([][]byte{k}, added)
 	}
 	if s.reads > 30 {
-		t.Fatalf("%d reads of the log for 300,000 new keys", s.reads)
+		t.Fatalf("%d reads of the log for %d new keys", s.reads, n)
 	}
 }
 
