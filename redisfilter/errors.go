@@ -9,7 +9,9 @@ var (
 	ErrFull = errors.New("redisfilter: filter is full")
 	// ErrNotFound is returned by Open when no filter of that name exists,
 	// and by the operations of a Filter whose filter was dropped (or
-	// dropped and created again) since it was opened.
+	// dropped and created again, or lost by Redis) since it was opened:
+	// its writes, Len, and the checked lookups (ContainsChecked); Contains
+	// reads such a filter as empty.
 	ErrNotFound = errors.New("redisfilter: no such filter")
 	// ErrMismatch is returned by New when a filter of that name exists
 	// with other parameters; nothing is changed.

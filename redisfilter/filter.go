@@ -322,8 +322,14 @@ func boolArg(b bool) int {
 // for any other. It reads the key's two buckets with one BITFIELD_RO (no
 // script), so it may be served by a replica when the client reads from
 // replicas, sent again until the retry horizon if no reply comes. A
-// dropped filter reports every key absent.
+// dropped filter, or one Redis lost, reports every key absent: use
+// [Filter.ContainsChecked] where that must be told from absence.
 func (f *Filter) Contains(ctx context.Context, key []byte) (bool, error) {
+	return f.contains(ctx, key, false)
+}
+
+// contains is Contains, and ContainsChecked when check is set.
+func (f *Filter) contains(ctx context.Context, key []byte, check bool) (bool, error) {
 	s, i1, i2, fp := f.g.locateKey(key)
 	args := make([]any, 0, 2+3*(f.g.fields(i1)+f.g.fields(i2)))
 	args = append(args, "bitfield_ro", f.tables[s])
@@ -331,8 +337,18 @@ func (f *Filter) Contains(ctx context.Context, key []byte) (bool, error) {
 	args = f.g.appendFields(args, i2)
 	cmd := redis.NewIntSliceCmd(ctx, args...)
 	cmd.SetFirstKeyPos(1)
-	if errs, _, _ := f.retry.settle(ctx, []redis.Cmder{cmd}, reads, f.sender(ctx)); errs[0] != nil {
+	cmds := []redis.Cmder{cmd}
+	if check {
+		cmds = f.appendShardCheck(ctx, cmds, s)
+	}
+	errs, _, _ := f.retry.settle(ctx, cmds, reads, f.sender(ctx))
+	if errs[0] != nil {
 		return false, errs[0]
+	}
+	if check {
+		if err := f.shardCheck(s, cmds[1:], errs[1:]); err != nil {
+			return false, err
+		}
 	}
 	var buf [maxBucketBytes]byte
 	bb, sh, rest := f.g.bucketBytes(buf[:], cmd.Val(), i1)
