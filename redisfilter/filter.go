@@ -67,20 +67,9 @@ type Filter struct {
 // names the version needed. Its cost: a few round trips, plus one
 // function call per shard when it creates the filter.
 func New(ctx context.Context, rdb redis.UniversalClient, name string, capacity uint64, opts ...Option) (*Filter, error) {
-	c, err := resolve(opts)
+	c, p, retry, err := plan(capacity, opts)
 	if err != nil {
 		return nil, err
-	}
-	retry, err := c.resolveRetry()
-	if err != nil {
-		return nil, err
-	}
-	p, err := c.cuckooPlan(capacity)
-	if err != nil {
-		return nil, err
-	}
-	if sb := planShardBytes(&p); sb > maxShardBytes {
-		return nil, fmt.Errorf("%w: segments of %d bytes, above Redis's 512 MiB strings: give WithSegments %d or more", ErrInvalidParameter, sb, (sb*uint64(p.Segments)+maxShardBytes-1)/maxShardBytes)
 	}
 	kicks := c.kicks
 	if kicks == 0 {
@@ -108,6 +97,36 @@ func New(ctx context.Context, rdb redis.UniversalClient, name string, capacity u
 		}
 	}
 	return open(ctx, rdb, name, m, retry)
+}
+
+// NewPlan returns the table [New] would make for capacity keys with
+// opts (its segments, bucket size, fingerprint width, buckets and
+// expected false-positive rate), or the error New would return for those
+// parameters (wrapping [ErrInvalidParameter]), without a server: to
+// check parameters before connecting, or to size a filter.
+func NewPlan(capacity uint64, opts ...Option) (cuckoo.Plan, error) {
+	_, p, _, err := plan(capacity, opts)
+	return p, err
+}
+
+// plan resolves New's options and plans its table.
+func plan(capacity uint64, opts []Option) (config, cuckoo.Plan, retryPolicy, error) {
+	c, err := resolve(opts)
+	if err != nil {
+		return c, cuckoo.Plan{}, retryPolicy{}, err
+	}
+	retry, err := c.resolveRetry()
+	if err != nil {
+		return c, cuckoo.Plan{}, retry, err
+	}
+	p, err := c.cuckooPlan(capacity)
+	if err != nil {
+		return c, p, retry, err
+	}
+	if sb := planShardBytes(&p); sb > maxShardBytes {
+		return c, p, retry, fmt.Errorf("%w: segments of %d bytes, above Redis's 512 MiB strings: give WithSegments %d or more", ErrInvalidParameter, sb, (sb*uint64(p.Segments)+maxShardBytes-1)/maxShardBytes)
+	}
+	return c, p, retry, nil
 }
 
 // Open returns the existing cuckoo filter called name, or an error

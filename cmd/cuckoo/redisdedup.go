@@ -16,6 +16,7 @@ import (
 	"github.com/dedupkit/cuckoo/cmd/cuckoo/internal/filterfile"
 	"github.com/dedupkit/cuckoo/cmd/cuckoo/internal/units"
 	"github.com/dedupkit/cuckoo/redisfilter"
+	"github.com/redis/go-redis/v9"
 )
 
 // redisDedupBatch is the most lines sent to Redis at once: one pipeline
@@ -37,19 +38,17 @@ func runRedisDedup(e *env, f *dedupFlags, keyer *dedup.KeyExtractor, ins []input
 	if ff.grow || ff.semi || ff.bloom.kind != 0 {
 		return usageErr(remedy, "--grow, --semi-sorted and --bloom do not apply to a filter in Redis")
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	rdb, err := f.redis.connect(ctx, "dedup")
-	if err != nil {
-		return err
-	}
-	defer rdb.Close()
-	var seen *redisfilter.Filter
 	// A batch waits up to --redis-wait for a stalled, restarting or
 	// failing-over server: its writes are resent until then, and run once.
 	wait := redisfilter.WithRetryHorizon(f.redis.wait.d)
+	opts := []redisfilter.Option{wait}
 	if ff.capacity.set {
-		opts := []redisfilter.Option{wait}
+		// The parameters are checked before Redis is asked, as without
+		// --redis: a mistake is a usage error whether the server is up
+		// or not.
+		if _, _, err := ff.spec(e, "dedup", ins); err != nil {
+			return err
+		}
 		switch {
 		case ff.fingerprint != 0:
 			opts = append(opts, redisfilter.WithFingerprintBits(int(ff.fingerprint)))
@@ -64,11 +63,23 @@ func runRedisDedup(e *env, f *dedupFlags, keyer *dedup.KeyExtractor, ins []input
 		if ff.seed.set {
 			opts = append(opts, redisfilter.WithSeed(ff.seed.n))
 		}
+		if _, err := redisfilter.NewPlan(ff.capacity.n, opts...); err != nil {
+			return paramErr("see the command's --help for the ranges", err)
+		}
+	} else if ff.anySet() {
+		return usageErr("give --capacity N too, to create the filter", "--fpr, --seed, --bucket-size and --fingerprint-bits describe a new filter")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	rdb, err := f.redis.connect(ctx, "dedup")
+	if err != nil {
+		return err
+	}
+	defer rdb.Close()
+	var seen *redisfilter.Filter
+	if ff.capacity.set {
 		seen, err = redisfilter.New(ctx, rdb, f.redis.name, ff.capacity.n, opts...)
 	} else {
-		if ff.anySet() {
-			return usageErr("give --capacity N too, to create the filter", "--fpr, --seed, --bucket-size and --fingerprint-bits describe a new filter")
-		}
 		seen, err = redisfilter.Open(ctx, rdb, f.redis.name, wait)
 	}
 	if err != nil {
@@ -112,12 +123,12 @@ func runRedisDedup(e *env, f *dedupFlags, keyer *dedup.KeyExtractor, ins []input
 	var lines, keyBuf [dedup.MaxBatch][]byte
 	// send tests and inserts the batch's keys in Redis and writes the
 	// lines the flags ask for: those of every key Redis answered for,
-	// whatever happened to the others. A key Redis could not take (a full
-	// filter) fails the run after those lines are written. Keys whose
-	// writes Redis did not confirm within --redis-wait (it stalled, or the
-	// connection was lost) may be recorded without their lines written:
-	// those lines are saved to a file, and the error names them and the
-	// lines not sent.
+	// whatever happened to the others. The others stop the run after
+	// those lines are written, and the error names each of them (see
+	// unsettled): lines whose outcome is unknown (Redis did not confirm
+	// them within --redis-wait: they may be recorded), lines Redis did not
+	// record (it refused them, the filter is full, they could not be
+	// sent), and the first line not sent.
 	send := func(final bool) error {
 		mu.Lock()
 		defer mu.Unlock()
@@ -135,34 +146,20 @@ func runRedisDedup(e *env, f *dedupFlags, keyer *dedup.KeyExtractor, ins []input
 			keys = append(keys, arena[lineEnds[i]:keyEnds[i]])
 		}
 		added, errs = added[:n], errs[:n]
-		batchErr := seen.AddUniqueBatch(ctx, keys, added, errs)
-		var (
-			refused     error    // the first key Redis did not take
-			unconfirmed [][]byte // lines whose keys Redis did not confirm
-			lineNums    []uint64 // their numbers
-			notSent     uint64   // the first line not sent, or 0
-		)
+		seen.AddUniqueBatch(ctx, keys, added, errs)
+		// The batch's last keys not sent, after the call it could not
+		// confirm (or the interrupt): the run goes on from there.
+		tail := n
+		for tail > 0 && errors.Is(errs[tail-1], redisfilter.ErrNotSent) {
+			tail--
+		}
+		var u unsettled
 		lineStart := 0
-		for i := range n {
+		for i := range tail {
 			line := arena[lineStart:lineEnds[i]]
 			lineStart = keyEnds[i]
-			switch {
-			case errors.Is(errs[i], redisfilter.ErrUnconfirmed):
-				unconfirmed = append(unconfirmed, line)
-				lineNums = append(lineNums, firstLine+uint64(i))
-				continue
-			case errors.Is(errs[i], redisfilter.ErrNotSent):
-				if notSent == 0 {
-					notSent = firstLine + uint64(i)
-				}
-				continue
-			case errs[i] != nil:
-				if refused == nil {
-					refused = redisErr(&f.redis, errs[i])
-					if ce, ok := refused.(*cliError); ok && ce.code == exitFull {
-						ce.msg = fmt.Sprintf("the filter %q in Redis is full: line %d was not recorded (the lines Redis took are written)", f.redis.name, firstLine+uint64(i))
-					}
-				}
+			if errs[i] != nil {
+				u.add(line, firstLine+uint64(i), errs[i])
 				continue
 			}
 			if !added[i] {
@@ -177,23 +174,26 @@ func runRedisDedup(e *env, f *dedupFlags, keyer *dedup.KeyExtractor, ins []input
 				out.WriteByte('\n')
 			}
 		}
-		var lost error
-		if len(unconfirmed) > 0 || notSent != 0 {
-			if notSent == 0 && !final {
-				notSent = linesIn + 1 // the run stops reading here
-			}
-			lost = unconfirmedErr(e, &f.redis, batchErr, interrupted.Load(), unconfirmed, lineNums, notSent)
+		switch {
+		case tail < n:
+			u.notSent = firstLine + uint64(tail)
+		case !u.empty() && !final:
+			u.notSent = linesIn + 1 // the run stops reading here
 		}
 		arena, lineEnds, keyEnds = arena[:0], lineEnds[:0], keyEnds[:0]
 		// bufio.Writer keeps its first error: a failed write shows here.
 		if _, err := out.Write(nil); err != nil {
 			return batchLinesErr(dataErr(remedyWrite, "writing the output: %v", cause(err)), firstLine, linesIn)
 		}
-		if lost != nil && interrupted.Load() {
-			stopNote = lost.Error()
+		if u.empty() {
+			return nil
+		}
+		err := u.err(e, &f.redis, interrupted.Load())
+		if interrupted.Load() {
+			stopNote = err.Error()
 			return errStopped
 		}
-		return cmpErr(lost, refused)
+		return err
 	}
 	var sendErr error
 	runErr := readBatches(e, ins, kr, lines[:], keyBuf[:], func(n int) error {
@@ -242,6 +242,147 @@ func runRedisDedup(e *env, f *dedupFlags, keyer *dedup.KeyExtractor, ins []input
 // errStopped is what a batch sent after an interrupt returns.
 var errStopped = errors.New("stopped by an interrupt")
 
+// unsettled holds the lines of a batch whose keys Redis did not answer
+// for, as the run stops: what is known of each, and where each is, so
+// that following the message loses none of them.
+type unsettled struct {
+	// unconfirmed: sent, and not confirmed: they may or may not be
+	// recorded in Redis (a copy may even run later).
+	unconfirmed lineSet
+	// notRecorded: not recorded in Redis (refused, the filter full,
+	// never sent).
+	notRecorded lineSet
+	// notSent is the first line of the run's last lines, none of which
+	// was sent (0: none).
+	notSent uint64
+	// The first error of each set.
+	unconfirmedErr, notRecordedErr error
+}
+
+// lineSet is lines of the input and their numbers (counted over all
+// inputs), in input order.
+type lineSet struct {
+	lines [][]byte
+	nums  []uint64
+}
+
+func (s *lineSet) add(line []byte, num uint64) {
+	s.lines = append(s.lines, line)
+	s.nums = append(s.nums, num)
+}
+
+func (u *unsettled) empty() bool {
+	return len(u.unconfirmed.nums) == 0 && len(u.notRecorded.nums) == 0 && u.notSent == 0
+}
+
+// add files line number num, whose key's write returned err.
+func (u *unsettled) add(line []byte, num uint64, err error) {
+	if errors.Is(err, redisfilter.ErrUnconfirmed) {
+		u.unconfirmed.add(line, num)
+		u.unconfirmedErr = cmpErr(u.unconfirmedErr, err)
+		return
+	}
+	u.notRecorded.add(line, num)
+	u.notRecordedErr = cmpErr(u.notRecordedErr, err)
+}
+
+// err saves the lines to files (or, if none can be made, to standard
+// error) and returns the error that says what is known of each line,
+// where it is, and what to do to lose none: print the unconfirmed lines
+// after the output, and dedup the lines not recorded and those not sent
+// again. interrupted says that an interrupt stopped the wait.
+func (u *unsettled) err(e *env, f *redisFlags, interrupted bool) error {
+	var msgs []string
+	code := exitData
+	remedy := "check the server"
+	var again []string // what to run dedup on again
+	if n := len(u.notRecorded.nums); n > 0 {
+		why := redisErr(f, u.notRecordedErr).(*cliError)
+		switch {
+		case errors.Is(u.notRecordedErr, redisfilter.ErrFull):
+			code, remedy = exitFull, "give the filter room (push a larger one, or use another --name)"
+		case why.code == exitUsage:
+			code, remedy = exitUsage, why.remedy
+		case errors.Is(u.notRecordedErr, redisfilter.ErrNotSent):
+			why.msg = fmt.Sprintf("they could not be sent to Redis at %s (%v)", f.url, lastCause(u.notRecordedErr))
+		}
+		where := saveLines(e, "not-recorded", "the lines Redis did not record", u.notRecorded.lines)
+		msgs = append(msgs, fmt.Sprintf("%s %s not recorded in Redis, nor printed: %s; %s %s",
+			lineCount(u.notRecorded.nums), wereOrWas(n), why.msg, theyOrIt(n), where))
+		again = append(again, "the lines "+where)
+	}
+	if n := len(u.unconfirmed.nums); n > 0 {
+		cause := lastCause(u.unconfirmedErr)
+		why := fmt.Sprintf("Redis at %s did not answer within --redis-wait %v (%v)", f.url, f.wait.d, cause)
+		var refusal redis.Error
+		switch {
+		case errors.As(cause, &refusal):
+			why = fmt.Sprintf("an earlier copy got no reply, and Redis at %s refused a later one (%v)", f.url, cause)
+		case interrupted:
+			why = fmt.Sprintf("Redis at %s had not confirmed %s when the run was interrupted", f.url, themOrIt(n))
+		}
+		where := saveLines(e, "unconfirmed", "the lines Redis did not confirm", u.unconfirmed.lines)
+		msgs = append(msgs, fmt.Sprintf("%s %s sent and not printed, and may or may not be recorded in Redis as seen: %s; %s %s",
+			lineCount(u.unconfirmed.nums), wereOrWas(n), why, theyOrIt(n), where))
+		code = exitData
+		if n == 1 {
+			remedy += "; to lose nothing, print the line " + where + " after the output (if it was seen before this run, it is then printed twice)"
+		} else {
+			remedy += "; to lose none of them, print the lines " + where + " after the output (a line among them seen before this run is then printed twice)"
+		}
+	}
+	if u.notSent != 0 {
+		msgs = append(msgs, fmt.Sprintf("no line from line %d on (counted over all inputs) was sent", u.notSent))
+		again = append(again, fmt.Sprintf("the lines from line %d on", u.notSent))
+	}
+	if len(again) > 0 {
+		remedy += "; run dedup again on " + strings.Join(again, ", then on ")
+	}
+	return &cliError{code: code, msg: strings.Join(msgs, "; "), remedy: remedy}
+}
+
+// lastCause returns the last error err wraps (a timeout, a closed
+// connection, a refusal): the cause, without this module's words.
+func lastCause(err error) error {
+	for {
+		u, ok := err.(interface{ Unwrap() []error })
+		if !ok {
+			return err
+		}
+		errs := u.Unwrap()
+		err = errs[len(errs)-1]
+	}
+}
+
+// lineCount names the lines numbered nums and, for several, how many.
+func lineCount(nums []uint64) string {
+	if len(nums) == 1 {
+		return lineList(nums, 20)
+	}
+	return fmt.Sprintf("%s (%s lines)", lineList(nums, 20), units.Count(uint64(len(nums))))
+}
+
+func wereOrWas(n int) string {
+	if n == 1 {
+		return "was"
+	}
+	return "were"
+}
+
+func theyOrIt(n int) string {
+	if n == 1 {
+		return "it is"
+	}
+	return "they are"
+}
+
+func themOrIt(n int) string {
+	if n == 1 {
+		return "it"
+	}
+	return "them"
+}
+
 // cmpErr returns the first non-nil of a and b.
 func cmpErr(a, b error) error {
 	if a != nil {
@@ -250,50 +391,11 @@ func cmpErr(a, b error) error {
 	return b
 }
 
-// unconfirmedErr saves the lines whose keys Redis did not confirm (the
-// lines numbered nums) to a file, or to standard error if no file can be
-// made, and returns the error that names them, where they are, and the
-// first line not sent (0: the input ended before it). err is the batch's
-// error; interrupted says that an interrupt stopped the wait.
-func unconfirmedErr(e *env, f *redisFlags, err error, interrupted bool, lines [][]byte, nums []uint64, notSent uint64) error {
-	// The last error err wraps is the cause: a timeout, a closed
-	// connection.
-	for {
-		u, ok := err.(interface{ Unwrap() []error })
-		if !ok {
-			break
-		}
-		errs := u.Unwrap()
-		err = errs[len(errs)-1]
-	}
-	msg := fmt.Sprintf("Redis at %s did not answer within --redis-wait %v (%v)", f.url, f.wait.d, err)
-	if interrupted {
-		msg = fmt.Sprintf("Redis at %s had not answered", f.url)
-	}
-	remedy := "check the server"
-	if len(lines) > 0 {
-		where := saveLines(e, lines)
-		if len(lines) == 1 {
-			msg += fmt.Sprintf(": %s was sent and not printed, and may or may not be recorded in Redis as seen; it is %s", lineList(nums, 20), where)
-			remedy += "; to lose nothing, print it after the output (if it was seen before this run, it is then printed twice)"
-		} else {
-			msg += fmt.Sprintf(": %s (%s lines) were sent and not printed, and may or may not be recorded in Redis as seen; they are %s",
-				lineList(nums, 20), units.Count(uint64(len(lines))), where)
-			remedy += "; to lose none of them, print them after the output (a line seen before this run is then printed twice)"
-		}
-	}
-	if notSent != 0 {
-		msg += fmt.Sprintf("; no line from line %d on (counted over all inputs) was sent", notSent)
-		remedy += "; run dedup again on the lines not sent"
-	}
-	return dataErr(remedy, "%s", msg)
-}
-
 // saveLines writes lines, each ended by a newline, to a new file in the
-// temporary directory, and returns where they are ("in FILE"); if it
-// cannot, it writes them to standard error after a line saying what they
-// are ("on standard error, above").
-func saveLines(e *env, lines [][]byte) string {
+// temporary directory named after kind, and returns where they are ("in
+// FILE"); if it cannot, it writes them to standard error after a line
+// naming them as what, and returns "on standard error, above".
+func saveLines(e *env, kind, what string, lines [][]byte) string {
 	var b bytes.Buffer
 	for _, l := range lines {
 		b.Write(l)
@@ -301,7 +403,7 @@ func saveLines(e *env, lines [][]byte) string {
 			b.WriteByte('\n')
 		}
 	}
-	f, err := os.CreateTemp("", "cuckoo-dedup-unconfirmed-*.txt")
+	f, err := os.CreateTemp("", "cuckoo-dedup-"+kind+"-*.txt")
 	if err == nil {
 		_, err = f.Write(b.Bytes())
 		if err == nil {
@@ -315,7 +417,7 @@ func saveLines(e *env, lines [][]byte) string {
 		}
 		os.Remove(f.Name())
 	}
-	fmt.Fprintf(e.stderr, "cuckoo dedup: the lines Redis did not confirm (%v saving them to a file):\n", err)
+	fmt.Fprintf(e.stderr, "cuckoo dedup: %s (%v saving them to a file):\n", what, err)
 	e.stderr.Write(b.Bytes())
 	return "on standard error, above"
 }
