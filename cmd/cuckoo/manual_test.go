@@ -33,9 +33,9 @@ var exitStatusUsers = map[string]map[string][]string{
 		"storeSub": {"store get", "store has", "store del"},
 	},
 	"exitFull": {
-		"fullError":     {"fixed-capacity filter"},
-		"redisErr":      {"dedup --redis"},
-		"runRedisDedup": {"dedup --redis"},
+		"fullError": {"fixed-capacity filter"},
+		"redisErr":  {"dedup --redis"},
+		"stopErr":   {"dedup --redis"},
 	},
 }
 

@@ -3,11 +3,13 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"os"
 	"os/exec"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -16,6 +18,8 @@ import (
 	"time"
 
 	"github.com/dedupkit/cuckoo/internal/redistest"
+	"github.com/dedupkit/cuckoo/internal/testlong"
+	"github.com/dedupkit/cuckoo/redisfilter"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -403,6 +407,117 @@ func TestDedupRedisParameterMistakes(t *testing.T) {
 			if !strings.Contains(r.stderr, c.want) || r.stderr != plain.stderr {
 				t.Fatalf("dedup --redis %s %v: %q; without --redis: %q; want both to say %q", server, c.args, r.stderr, plain.stderr, c.want)
 			}
+		}
+	}
+}
+
+// TestDedupRedisKilledAndLoading kills Redis (SIGKILL; appendonly yes,
+// appendfsync always) as dedup --redis sends its second write, and
+// restarts it with a data set that takes longer than --redis-wait to
+// load: dedup's copies meet a lost connection, then LOADING until it
+// gives up, and it exits 3 naming every line it cannot vouch for.
+// Following its message loses no line (compared with awk '!seen[$0]++').
+// A long check (CUCKOO_LONG=1): the server loads for a few seconds.
+func TestDedupRedisKilledAndLoading(t *testing.T) {
+	t.Parallel()
+	testlong.Skip(t)
+	s := redistest.NewServer(t, redistest.Config{AOF: true, Debug: true, Directives: []string{
+		"key-load-delay 20", "loading-process-events-interval-bytes 1024"}})
+	e := newEnv(t)
+	url := redisURL(s)
+	e.run("", "dedup", "--redis", url, "--name", "seen", "--capacity", "1M", "--fingerprint-bits", "32", "--seed", "0x10ad").want(t, 0, "dedup")
+	// 40,000 keys in the AOF's base, each 20 µs or more to load.
+	if _, err := s.Do("DEBUG", "POPULATE", "40000"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Do("BGREWRITEAOF"); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		busy, _ := s.Info("aof_rewrite_in_progress")
+		scheduled, _ := s.Info("aof_rewrite_scheduled")
+		if busy == "0" && scheduled == "0" {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	writes := 0
+	restarted := make(chan error, 1)
+	p := newRedisProxy(t, s.Addr, func(chunk []byte) ([]byte, bool) {
+		if !isWriteChunk(chunk) {
+			return nil, false
+		}
+		if writes++; writes == 2 {
+			if err := s.Kill(); err != nil {
+				t.Error(err)
+			}
+			go func() { restarted <- s.Restart() }()
+			for {
+				if _, err := s.Do("SET", "probe", "x"); err != nil && strings.HasPrefix(err.Error(), "LOADING") {
+					break
+				}
+			}
+		}
+		return nil, false
+	})
+	lines := goSourceLines(t, 20000)
+	d := redistest.ClientTimeout.String()
+	proxied := "redis://" + p.addr + "?dial_timeout=" + d + "&read_timeout=" + d + "&write_timeout=" + d
+	r := runDedupIn(t, e.dir, []byte(strings.Join(lines, "\n")+"\n"), "dedup", "--redis", proxied, "--name", "seen", "--redis-wait", "1s")
+	if err := <-restarted; err != nil {
+		t.Fatal(err)
+	}
+	t.Log(r.stderr)
+	r.want(t, 3, "dedup")
+	rem := parseRemedy(t, r.stderr)
+	if rem.from == 0 {
+		t.Fatalf("remedy %+v, want a line to go on from", rem)
+	}
+	checkNoLineLost(t, lines, rem.follow(t, e.dir, lines, r.stdout, "dedup", "--redis", url, "--name", "seen"), rem)
+}
+
+// TestUnsettledFates checks how dedup --redis files a batch's lines by
+// the answers for their keys, in input order (Redis runs the writes of
+// one key in that order): a key's line goes to the unconfirmed file when
+// a write of it may have run and no later answer shows it was new (one
+// saying "added" does: the line was printed there), to the not-recorded
+// file when no write of it was recorded and no answer settled it, and to
+// neither once an answer settled it (its later lines are repeats).
+func TestUnsettledFates(t *testing.T) {
+	t.Parallel()
+	unconfirmed := fmt.Errorf("%w: i/o timeout", redisfilter.ErrUnconfirmed)
+	refused := errors.New("BUSY Redis is busy")
+	type answer struct {
+		key   string
+		added bool
+		err   error
+	}
+	for _, c := range []struct {
+		name                     string
+		answers                  []answer
+		unconfirmed, notRecorded []uint64 // line numbers
+	}{
+		{"unconfirmed twice", []answer{{"k", false, unconfirmed}, {"k", false, unconfirmed}}, []uint64{1}, nil},
+		{"added, then unconfirmed", []answer{{"k", true, nil}, {"k", false, unconfirmed}}, nil, nil},
+		{"present, then refused", []answer{{"k", false, nil}, {"k", false, refused}}, nil, nil},
+		{"unconfirmed, then added", []answer{{"k", false, unconfirmed}, {"k", true, nil}}, nil, nil},
+		{"unconfirmed, then present", []answer{{"k", false, unconfirmed}, {"k", false, nil}}, []uint64{1}, nil},
+		{"refused, then present", []answer{{"k", false, refused}, {"k", false, nil}}, nil, nil},
+		{"refused, then added", []answer{{"k", false, refused}, {"k", true, nil}}, nil, nil},
+		{"refused twice", []answer{{"k", false, refused}, {"k", false, refused}}, nil, []uint64{1}},
+		{"refused, then unconfirmed", []answer{{"k", false, refused}, {"k", false, unconfirmed}}, []uint64{1}, nil},
+		{"not sent", []answer{{"k", false, redisfilter.ErrNotSent}}, nil, []uint64{1}},
+		{"keys apart, in input order", []answer{{"a", false, refused}, {"b", false, unconfirmed}, {"c", true, nil}, {"d", false, refused}, {"b", false, nil}},
+			[]uint64{2}, []uint64{1, 4}},
+	} {
+		var u unsettled
+		u.track()
+		for i, a := range c.answers {
+			u.note([]byte(a.key), []byte(a.key+" line"), uint64(i+1), a.added, a.err)
+		}
+		u.sort()
+		if !slices.Equal(u.unconfirmed.nums, c.unconfirmed) || !slices.Equal(u.notRecorded.nums, c.notRecorded) {
+			t.Errorf("%s: unconfirmed %v, not recorded %v; want %v and %v", c.name, u.unconfirmed.nums, u.notRecorded.nums, c.unconfirmed, c.notRecorded)
 		}
 	}
 }

@@ -154,12 +154,20 @@ func runRedisDedup(e *env, f *dedupFlags, keyer *dedup.KeyExtractor, ins []input
 			tail--
 		}
 		var u unsettled
+		for _, err := range errs[:tail] {
+			if err != nil {
+				u.track()
+				break
+			}
+		}
 		lineStart := 0
 		for i := range tail {
 			line := arena[lineStart:lineEnds[i]]
 			lineStart = keyEnds[i]
+			if u.tracking() {
+				u.note(keys[i], line, firstLine+uint64(i), added[i], errs[i])
+			}
 			if errs[i] != nil {
-				u.add(line, firstLine+uint64(i), errs[i])
 				continue
 			}
 			if !added[i] {
@@ -174,22 +182,24 @@ func runRedisDedup(e *env, f *dedupFlags, keyer *dedup.KeyExtractor, ins []input
 				out.WriteByte('\n')
 			}
 		}
+		u.sort()
 		switch {
 		case tail < n:
 			u.notSent = firstLine + uint64(tail)
 		case !u.empty() && !final:
 			u.notSent = linesIn + 1 // the run stops reading here
 		}
-		arena, lineEnds, keyEnds = arena[:0], lineEnds[:0], keyEnds[:0]
 		// bufio.Writer keeps its first error: a failed write shows here.
 		if _, err := out.Write(nil); err != nil {
 			return batchLinesErr(dataErr(remedyWrite, "writing the output: %v", cause(err)), firstLine, linesIn)
 		}
-		if u.empty() {
-			return nil
+		var err error
+		if !u.empty() {
+			// The saved lines are the arena's: saved before it is reused.
+			err = u.stopErr(e, &f.redis, interrupted.Load())
 		}
-		err := u.err(e, &f.redis, interrupted.Load())
-		if interrupted.Load() {
+		arena, lineEnds, keyEnds = arena[:0], lineEnds[:0], keyEnds[:0]
+		if err != nil && interrupted.Load() {
 			stopNote = err.Error()
 			return errStopped
 		}
@@ -257,7 +267,32 @@ type unsettled struct {
 	notSent uint64
 	// The first error of each set.
 	unconfirmedErr, notRecordedErr error
+
+	// While the batch is read (track): each distinct key's first line
+	// and what its answers, in input order, say of it.
+	fates []keyFate
+	index map[string]int // key → its fate
 }
+
+// keyFate is what a batch's answers say of one distinct key.
+type keyFate struct {
+	line []byte // its first line
+	num  uint64
+	fate fate
+	err  error // the error that made it unconfirmed or not recorded
+}
+
+type fate uint8
+
+const (
+	// settled: printed, or seen before the batch (or in it).
+	settled fate = iota
+	// unconfirmedFate: a write of it may have run, unconfirmed; whether
+	// it was new is unknown.
+	unconfirmedFate
+	// notRecordedFate: no write of it was recorded.
+	notRecordedFate
+)
 
 // lineSet is lines of the input and their numbers (counted over all
 // inputs), in input order.
@@ -275,23 +310,70 @@ func (u *unsettled) empty() bool {
 	return len(u.unconfirmed.nums) == 0 && len(u.notRecorded.nums) == 0 && u.notSent == 0
 }
 
-// add files line number num, whose key's write returned err.
-func (u *unsettled) add(line []byte, num uint64, err error) {
-	if errors.Is(err, redisfilter.ErrUnconfirmed) {
-		u.unconfirmed.add(line, num)
-		u.unconfirmedErr = cmpErr(u.unconfirmedErr, err)
+// track starts noting the batch's keys (a batch with errors: the others
+// need no note).
+func (u *unsettled) track() { u.index = map[string]int{} }
+
+func (u *unsettled) tracking() bool { return u.index != nil }
+
+// note notes the answer for key, on line number num: added, and err.
+// Redis runs the writes of one key (one shard) in input order, so a
+// key's first answer that is known decides for the lines after it: a
+// key added or present is settled, and its later lines are repeats;
+// after an unconfirmed write, "added" means that write did not add it
+// (the line was printed), and "present" leaves it unknown.
+func (u *unsettled) note(key, line []byte, num uint64, added bool, err error) {
+	i, ok := u.index[string(key)]
+	if !ok {
+		f := keyFate{line: line, num: num, err: err}
+		switch {
+		case err == nil:
+			f.fate = settled
+		case errors.Is(err, redisfilter.ErrUnconfirmed):
+			f.fate = unconfirmedFate
+		default:
+			f.fate = notRecordedFate
+		}
+		u.index[string(key)] = len(u.fates)
+		u.fates = append(u.fates, f)
 		return
 	}
-	u.notRecorded.add(line, num)
-	u.notRecordedErr = cmpErr(u.notRecordedErr, err)
+	f := &u.fates[i]
+	switch {
+	case f.fate == settled:
+		// A repeat of a key already answered for.
+	case err == nil && (added || f.fate == notRecordedFate):
+		// Printed here, or present without any write of this batch.
+		f.fate = settled
+	case err == nil:
+		// Present after an unconfirmed write: that write may have added
+		// it, so it stays unconfirmed.
+	case errors.Is(err, redisfilter.ErrUnconfirmed):
+		f.fate, f.err = unconfirmedFate, err
+	}
 }
 
-// err saves the lines to files (or, if none can be made, to standard
+// sort files the noted keys' first lines by fate.
+func (u *unsettled) sort() {
+	for _, f := range u.fates {
+		switch f.fate {
+		case unconfirmedFate:
+			u.unconfirmed.add(f.line, f.num)
+			u.unconfirmedErr = cmpErr(u.unconfirmedErr, f.err)
+		case notRecordedFate:
+			u.notRecorded.add(f.line, f.num)
+			u.notRecordedErr = cmpErr(u.notRecordedErr, f.err)
+		}
+	}
+	u.fates, u.index = nil, nil
+}
+
+// stopErr saves the lines to files (or, if none can be made, to standard
 // error) and returns the error that says what is known of each line,
 // where it is, and what to do to lose none: print the unconfirmed lines
 // after the output, and dedup the lines not recorded and those not sent
 // again. interrupted says that an interrupt stopped the wait.
-func (u *unsettled) err(e *env, f *redisFlags, interrupted bool) error {
+func (u *unsettled) stopErr(e *env, f *redisFlags, interrupted bool) error {
 	var msgs []string
 	code := exitData
 	remedy := "check the server"
@@ -326,9 +408,9 @@ func (u *unsettled) err(e *env, f *redisFlags, interrupted bool) error {
 			lineCount(u.unconfirmed.nums), wereOrWas(n), why, theyOrIt(n), where))
 		code = exitData
 		if n == 1 {
-			remedy += "; to lose nothing, print the line " + where + " after the output (if it was seen before this run, it is then printed twice)"
+			remedy += "; to lose nothing, print the line " + where + " after the output (if it was seen before, it is then printed twice)"
 		} else {
-			remedy += "; to lose none of them, print the lines " + where + " after the output (a line among them seen before this run is then printed twice)"
+			remedy += "; to lose none of them, print the lines " + where + " after the output (a line among them seen before is then printed twice)"
 		}
 	}
 	if u.notSent != 0 {
