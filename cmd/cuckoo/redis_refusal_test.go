@@ -136,6 +136,30 @@ func respCommand(args ...string) []byte {
 // cuckoo filter in Redis.
 func isWriteChunk(chunk []byte) bool { return bytes.Contains(chunk, []byte("ckf2_add")) }
 
+// atWrite returns a proxy's before that calls act before it forwards
+// the nth chunk carrying a write, and forwards every chunk as it is.
+func atWrite(nth int, act func()) func(chunk []byte) ([]byte, bool) {
+	writes := 0
+	return func(chunk []byte) ([]byte, bool) {
+		if isWriteChunk(chunk) {
+			if writes++; writes == nth {
+				act()
+			}
+		}
+		return nil, false
+	}
+}
+
+// waitRefusing waits until s refuses a write with an error that starts
+// with prefix (BUSY, LOADING).
+func waitRefusing(s *redistest.Server, prefix string) {
+	for {
+		if _, err := s.Do("SET", "probe", "x"); err != nil && strings.HasPrefix(err.Error(), prefix) {
+			return
+		}
+	}
+}
+
 // runDedupIn runs the command in dir with TMPDIR set to dir (where dedup
 // saves the lines it names).
 func runDedupIn(t *testing.T, dir string, stdin []byte, args ...string) result {
@@ -335,30 +359,18 @@ func TestDedupRedisBusyPastWait(t *testing.T) {
 	// 32-bit fingerprints and a fixed seed: none of the distinct lines
 	// is a false positive of another (checked by the comparison).
 	e.run("", "dedup", "--redis", url, "--name", "seen", "--capacity", "1M", "--fingerprint-bits", "32", "--seed", "0xb05e").want(t, 0, "dedup")
-	writes := 0
-	p := newRedisProxy(t, s.Addr, func(chunk []byte) ([]byte, bool) {
-		if !isWriteChunk(chunk) {
-			return nil, false
+	p := newRedisProxy(t, s.Addr, atWrite(2, func() {
+		c, err := net.Dial("tcp", s.Addr)
+		if err != nil {
+			t.Error(err)
+			return
 		}
-		if writes++; writes == 2 {
-			c, err := net.Dial("tcp", s.Addr)
-			if err != nil {
-				t.Error(err)
-				return nil, false
-			}
-			t.Cleanup(func() { c.Close() })
-			c.Write(respCommand("EVAL", busyLoop, "0"))
-			for {
-				if _, err := s.Do("SET", "probe", "x"); err != nil && strings.HasPrefix(err.Error(), "BUSY") {
-					break
-				}
-			}
-		}
-		return nil, false
-	})
-	lines := goSourceLines(t, 20000)
-	d := redistest.ClientTimeout.String()
-	proxied := "redis://" + p.addr + "?dial_timeout=" + d + "&read_timeout=" + d + "&write_timeout=" + d
+		t.Cleanup(func() { c.Close() })
+		c.Write(respCommand("EVAL", busyLoop, "0"))
+		waitRefusing(s, "BUSY")
+	}))
+	lines := goSourceLines(t, 12000)
+	proxied := generousURL(p.addr)
 	r := runDedupIn(t, e.dir, []byte(strings.Join(lines, "\n")+"\n"), "dedup", "--redis", proxied, "--name", "seen", "--redis-wait", "500ms")
 	for {
 		if _, err := s.Do("SCRIPT", "KILL"); err != nil && strings.HasPrefix(err.Error(), "NOTBUSY") {
@@ -441,28 +453,16 @@ func TestDedupRedisKilledAndLoading(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	writes := 0
 	restarted := make(chan error, 1)
-	p := newRedisProxy(t, s.Addr, func(chunk []byte) ([]byte, bool) {
-		if !isWriteChunk(chunk) {
-			return nil, false
+	p := newRedisProxy(t, s.Addr, atWrite(2, func() {
+		if err := s.Kill(); err != nil {
+			t.Error(err)
 		}
-		if writes++; writes == 2 {
-			if err := s.Kill(); err != nil {
-				t.Error(err)
-			}
-			go func() { restarted <- s.Restart() }()
-			for {
-				if _, err := s.Do("SET", "probe", "x"); err != nil && strings.HasPrefix(err.Error(), "LOADING") {
-					break
-				}
-			}
-		}
-		return nil, false
-	})
+		go func() { restarted <- s.Restart() }()
+		waitRefusing(s, "LOADING")
+	}))
 	lines := goSourceLines(t, 20000)
-	d := redistest.ClientTimeout.String()
-	proxied := "redis://" + p.addr + "?dial_timeout=" + d + "&read_timeout=" + d + "&write_timeout=" + d
+	proxied := generousURL(p.addr)
 	r := runDedupIn(t, e.dir, []byte(strings.Join(lines, "\n")+"\n"), "dedup", "--redis", proxied, "--name", "seen", "--redis-wait", "1s")
 	if err := <-restarted; err != nil {
 		t.Fatal(err)

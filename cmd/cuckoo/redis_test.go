@@ -57,9 +57,13 @@ func runtimeGOROOT(t *testing.T) string {
 // (redistest.ClientTimeout), where the command's are go-redis's defaults
 // (3 s to read), which a busy machine may exceed. The tests of timeouts
 // give their own; TestPushPull gives host:port too, the other form.
-func redisURL(s *redistest.Server) string {
+func redisURL(s *redistest.Server) string { return generousURL(s.Addr) }
+
+// generousURL is the --redis URL of addr with redistest.ClientTimeout
+// for every timeout.
+func generousURL(addr string) string {
 	d := redistest.ClientTimeout.String()
-	return "redis://" + s.Addr + "?dial_timeout=" + d + "&read_timeout=" + d + "&write_timeout=" + d
+	return "redis://" + addr + "?dial_timeout=" + d + "&read_timeout=" + d + "&write_timeout=" + d
 }
 
 // testClient returns a client of s with generous timeouts, for the tests'
