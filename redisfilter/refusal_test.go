@@ -268,7 +268,7 @@ var refusals = []refusal{
 		// every write until the write gives up.
 		name:       "BUSY",
 		directives: []string{"busy-reply-threshold 20"},
-		horizon:    300 * time.Millisecond,
+		horizon:    time.Second,
 		start: func(t *testing.T, s *redistest.Server) {
 			queueCommand(t, s.Addr, "EVAL", busyScript, "0", "60000")
 			for {
@@ -324,8 +324,14 @@ func runRefusal(t *testing.T, c refusalCase) {
 	ctx := ctxOf(t)
 	s := redistest.NewServer(t, redistest.Config{Directives: c.refusal.directives})
 	slow := clientOf(t, s)
+	// A copy must reach the paused server whole, within the client's
+	// write timeout (the read timeout, 100 ms): a Bloom filter's add
+	// sets each of its key's k bits with 4 arguments.
 	n := 1
-	if c.op.batch {
+	switch {
+	case c.op.batch && c.op.bloom:
+		n = 20
+	case c.op.batch:
 		n = 100
 	}
 	in := keys("k", n)
@@ -337,7 +343,7 @@ func runRefusal(t *testing.T, c refusalCase) {
 	cmd := "fcall"
 	if c.op.bloom {
 		cmd = "bitfield"
-		checkBloom, err = redisfilter.NewBloom(ctx, slow, name, 1000, append(opts, redisfilter.WithFalsePositiveRate(1e-6))...)
+		checkBloom, err = redisfilter.NewBloom(ctx, slow, name, 1000, append(opts, redisfilter.WithFalsePositiveRate(0.01))...)
 	} else {
 		// 32-bit fingerprints: no two of the keys collide, so a key's
 		// count is its own.
