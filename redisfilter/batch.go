@@ -244,9 +244,11 @@ func (f *Filter) containsRound(ctx context.Context, keys [][]byte, found []bool,
 }
 
 // AddBatch adds every key, as Add does, and sets errs[i] to key i's
-// result: nil (added), [ErrFull], an error Redis replied (not added), an
-// error wrapping [ErrUnconfirmed] (no reply within the retry horizon:
-// maybe added), or [ErrNotSent] (the batch stopped before it: not added).
+// result: nil (added), [ErrFull] (not added), an error wrapping
+// [ErrUnconfirmed] (a copy of its call may have run, and no reply to
+// believe came within the retry horizon: maybe added), one wrapping
+// [ErrNotSent] (not sent: not added), or another error, such as a
+// refusal Redis replied to every copy of its call (not added).
 // It returns the first error other than ErrFull, if any. It groups the
 // keys by shard and calls the insert function once per 32 keys of a
 // shard, in pipelines (one per node of a cluster, in parallel) of up to

@@ -15,6 +15,7 @@ import (
 	"github.com/dedupkit/cuckoo/bloom"
 	"github.com/dedupkit/cuckoo/cmd/cuckoo/internal/filterfile"
 	"github.com/dedupkit/cuckoo/cmd/cuckoo/internal/units"
+	"github.com/dedupkit/cuckoo/redisfilter"
 )
 
 // filterFlags describe a new filter.
@@ -152,7 +153,7 @@ func (f *filterFlags) checkBucketSize(what string, allowed ...int) error {
 // parameter: ") is the library's prefix, not the user's.
 func paramErr(remedy string, err error) error {
 	msg := err.Error()
-	for _, sentinel := range []error{cuckoo.ErrInvalidParameter, bloom.ErrInvalidParameter} {
+	for _, sentinel := range []error{redisfilter.ErrInvalidParameter, cuckoo.ErrInvalidParameter, bloom.ErrInvalidParameter} {
 		msg = strings.TrimPrefix(msg, sentinel.Error()+": ")
 	}
 	return usageErr(remedy, "cannot make that filter: %s", msg)

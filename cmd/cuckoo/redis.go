@@ -133,6 +133,8 @@ func redisErr(f *redisFlags, err error) error {
 		return dataErr("give --replace to replace it, or another --name", "a filter %q exists in Redis at %s", f.name, f.url)
 	case errors.Is(err, redisfilter.ErrMismatch):
 		return usageErr("use the filter's own parameters, or another --name", "%v", err)
+	case errors.Is(err, redisfilter.ErrInvalidParameter):
+		return paramErr("see the command's --help for the ranges", err)
 	case errors.Is(err, redisfilter.ErrFull):
 		return &cliError{code: exitFull, msg: fmt.Sprintf("the filter %q in Redis is full", f.name), remedy: "push a larger one, or use another --name"}
 	case errors.Is(err, redisfilter.ErrBusy):
