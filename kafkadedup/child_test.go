@@ -108,6 +108,7 @@ func childMain() bool {
 // child is a running child process.
 type child struct {
 	t     testing.TB
+	txns  int // transactions announced so far
 	cmd   *exec.Cmd
 	done  chan error
 	lines chan string // what it prints on standard output
@@ -150,13 +151,30 @@ func startChild(t testing.TB, s childSpec) *child {
 // waitLine waits for the child to print a line starting with prefix.
 func (c *child) waitLine(prefix string) {
 	c.t.Helper()
+	c.waitLineUnless(prefix, nil)
+}
+
+// waitLineUnless waits for the child to print a line starting with
+// prefix, and reports whether it did; it returns false if the line has
+// not come a second after unless is closed (the input is all written:
+// the child may have no transaction left to begin).
+func (c *child) waitLineUnless(prefix string, unless chan struct{}) bool {
+	c.t.Helper()
 	deadline := time.After(kafkatest.Wait)
+	var quiet <-chan time.Time
 	for {
 		select {
 		case l := <-c.lines:
-			if strings.HasPrefix(l, prefix) {
-				return
+			if l == inTxnLine {
+				c.txns++
 			}
+			if strings.HasPrefix(l, prefix) {
+				return true
+			}
+		case <-unless:
+			unless, quiet = nil, time.After(time.Second)
+		case <-quiet:
+			return false
 		case err := <-c.done:
 			c.done <- err
 			c.t.Fatalf("the child exited (%v) before printing %q", err, prefix)

@@ -1,7 +1,6 @@
 package kafkadedup
 
 import (
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -34,14 +33,13 @@ func crashSetup(t *testing.T, parts int32) (*kafkatest.Process, childSpec, *conf
 	return broker, spec, &p.cfg
 }
 
-// produceSlowly writes recs in batches of about 40, a little apart, so
-// that processors started meanwhile have records to work on; it returns a
-// function that waits for the last batch.
-func produceSlowly(t *testing.T, addr string, recs []inRec, pause time.Duration) (wait func()) {
-	var wg sync.WaitGroup
-	wg.Add(1)
+// produceSlowly writes recs in batches of 40, pause apart, so that
+// processors started meanwhile have records to work on; the channel it
+// returns is closed after the last batch.
+func produceSlowly(t *testing.T, addr string, recs []inRec, pause time.Duration) (written chan struct{}) {
+	written = make(chan struct{})
 	go func() {
-		defer wg.Done()
+		defer close(written)
 		for len(recs) > 0 {
 			n := min(40, len(recs))
 			produceInput(t, addr, "in", recs[:n])
@@ -49,7 +47,7 @@ func produceSlowly(t *testing.T, addr string, recs []inRec, pause time.Duration)
 			time.Sleep(pause)
 		}
 	}()
-	return wg.Wait
+	return written
 }
 
 // finish runs a last child until it has caught up and idled, and checks
@@ -64,29 +62,35 @@ func finish(t *testing.T, broker *kafkatest.Process, spec childSpec, c *config, 
 
 func TestKilledProcessorsLeaveExactOutput(t *testing.T) {
 	t.Parallel()
-	rounds, n := 4, 2500
+	rounds, n := 4, 2400
 	if testlong.Enabled() {
-		rounds, n = 30, 20000
+		rounds, n = 30, 18000
 	}
 	broker, spec, c := crashSetup(t, 4)
 	rng := testseed.Rand(t)
 	recs := genInput(rng, n, 4, 600, time.Minute)
-	wait := produceSlowly(t, broker.Addr, recs, 5*time.Millisecond)
-	// Each transaction waits 30 ms before it ends; a round kills the
-	// processor in its 1st to 8th transaction, up to 50 ms after it
-	// began waiting (so, now and then, while it ends).
+	// Each transaction waits 30 ms before it ends. A round writes its
+	// share of the input while a processor runs, and kills the processor
+	// in its 1st to 6th transaction, up to 50 ms after it began waiting
+	// (so, now and then, while it ends); or, if the processor runs out of
+	// records first, once they are written.
 	spec.InTxn, spec.Announce = 30*time.Millisecond, true
+	share := n / rounds
 	for round := range rounds {
 		ch := startChild(t, spec)
-		txns := 1 + rng.IntN(8)
-		for range txns {
-			ch.waitLine(inTxnLine)
+		written := produceSlowly(t, broker.Addr, recs[round*share:(round+1)*share], 10*time.Millisecond)
+		txns := 1 + rng.IntN(6)
+		for i := 0; i < txns; i++ {
+			if !ch.waitLineUnless(inTxnLine, written) {
+				break
+			}
 		}
 		time.Sleep(time.Duration(rng.Int64N(int64(50 * time.Millisecond))))
 		ch.kill()
-		t.Logf("round %d: killed in transaction %d", round, txns)
+		<-written
+		t.Logf("round %d: killed after %d transactions (of %d chosen)", round, ch.txns, txns)
 	}
-	wait()
+	produceInput(t, broker.Addr, "in", recs[rounds*share:])
 	finish(t, broker, spec, c, recs)
 }
 
@@ -95,7 +99,7 @@ func TestRebalanceBetweenTwoProcessors(t *testing.T) {
 	broker, spec, c := crashSetup(t, 4)
 	rng := testseed.Rand(t)
 	recs := genInput(rng, 3000, 4, 600, time.Minute)
-	wait := produceSlowly(t, broker.Addr, recs, 5*time.Millisecond)
+	written := produceSlowly(t, broker.Addr, recs, 5*time.Millisecond)
 	spec.InTxn = 10 * time.Millisecond
 	a := startChild(t, spec)
 	a.waitLine(startedLine)
@@ -108,7 +112,7 @@ func TestRebalanceBetweenTwoProcessors(t *testing.T) {
 	if err := a.wait(); err != nil {
 		t.Fatalf("processor a after SIGTERM: %v", err)
 	}
-	wait()
+	<-written
 	b.signal(syscall.SIGTERM)
 	if err := b.wait(); err != nil {
 		t.Fatalf("processor b after SIGTERM: %v", err)
@@ -126,18 +130,18 @@ func TestZombieCommitIsFenced(t *testing.T) {
 	broker, spec, c := crashSetup(t, 4)
 	rng := testseed.Rand(t)
 	recs := genInput(rng, 2000, 4, 500, time.Minute)
-	wait := produceSlowly(t, broker.Addr, recs, 5*time.Millisecond)
+	produceInput(t, broker.Addr, "in", recs[:1000])
 	zombie := spec
 	zombie.InTxn, zombie.Announce = 300*time.Millisecond, true
 	a := startChild(t, zombie)
 	a.waitLine(inTxnLine)
 	a.signal(syscall.SIGSTOP)
-	spec.Instance = "b"
+	// b takes a's partitions once a's session times out (2 s), and works
+	// from the committed offsets; a wakes after b's first transaction.
+	spec.Instance, spec.InTxn, spec.Announce = "b", time.Millisecond, true
 	b := startChild(t, spec)
-	b.waitLine(startedLine)
-	// b takes a's partitions after a's session times out (2 s), and
-	// works through the input; a wakes when the input is all written.
-	wait()
+	b.waitLine(inTxnLine)
+	produceInput(t, broker.Addr, "in", recs[1000:])
 	// Resumed, a ends the transaction it was in (SIGTERM asks it to stop
 	// after that): its offsets' commit is refused, or its transaction has
 	// timed out; either way its records are aborted (the output's check

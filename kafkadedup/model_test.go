@@ -3,6 +3,7 @@ package kafkadedup
 import (
 	"context"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"os"
 	"strings"
@@ -131,11 +132,30 @@ func filterKept(t testing.TB, c *config, recs []inRec) map[string]bool {
 	return kept
 }
 
-// checkOutput compares the output with the models: no id twice, exactly
-// the ids filterKept keeps, and so nothing the rule drops (a filter has no
-// false negatives), and the rule's kept ids missing only as false
-// positives, no more than 5σ above the rate c asks for.
+// checkOutput checks the output records against the input: each is an
+// input record, key and time as read, and their ids pass checkIDs.
 func checkOutput(t testing.TB, c *config, recs []inRec, out []*kgo.Record) {
+	t.Helper()
+	byID := map[string]inRec{}
+	for _, r := range recs {
+		byID[r.id] = r
+	}
+	ids := make([]string, len(out))
+	for i, r := range out {
+		ids[i] = string(r.Value)
+		in, ok := byID[ids[i]]
+		if !ok || string(r.Key) != in.key || !r.Timestamp.Equal(in.ts) {
+			t.Fatalf("output record %q, key %q, time %v: not an input record as read", r.Value, r.Key, r.Timestamp)
+		}
+	}
+	checkIDs(t, c, recs, ids)
+}
+
+// checkIDs compares the ids of the output with the models: no id twice,
+// exactly the ids filterKept keeps, and so nothing the rule drops (a
+// filter has no false negatives), and the rule's kept ids missing only as
+// false positives, no more than 5σ above the rate c asks for.
+func checkIDs(t testing.TB, c *config, recs []inRec, out []string) {
 	t.Helper()
 	byID := map[string]inRec{}
 	for _, r := range recs {
@@ -145,8 +165,7 @@ func checkOutput(t testing.TB, c *config, recs []inRec, out []*kgo.Record) {
 	rule := ruleKept(recs, c.window)
 	got := map[string]bool{}
 	var problems []string
-	for _, r := range out {
-		id := string(r.Value)
+	for _, id := range out {
 		in, ok := byID[id]
 		switch {
 		case !ok:
@@ -157,8 +176,6 @@ func checkOutput(t testing.TB, c *config, recs []inRec, out []*kgo.Record) {
 			problems = append(problems, fmt.Sprintf("%s (key %s) was let through: its key was seen within the window", id, in.key))
 		case !want[id]:
 			problems = append(problems, fmt.Sprintf("%s was kept where an uninterrupted filter drops it", id))
-		case string(r.Key) != in.key || !r.Timestamp.Equal(in.ts):
-			problems = append(problems, fmt.Sprintf("%s came out with key %q and time %v, not %q and %v", id, r.Key, r.Timestamp, in.key, in.ts))
 		}
 		got[id] = true
 	}
@@ -178,21 +195,10 @@ func checkOutput(t testing.TB, c *config, recs []inRec, out []*kgo.Record) {
 	// The filter drops a new key with probability at most the rate: over
 	// len(rule) new keys, 5σ above that is a bound chance never meets.
 	mean := c.fpr * float64(len(rule))
-	if bound := mean + 5*sqrt(mean) + 1; float64(falseDrops) > bound {
+	if bound := mean + 5*math.Sqrt(mean) + 1; float64(falseDrops) > bound {
 		t.Fatalf("%d of %d kept-worthy records dropped, above %.1f (rate %g)", falseDrops, len(rule), bound, c.fpr)
 	}
 	t.Logf("%d records in, %d kept (%d dropped by a false positive)", len(recs), len(want), falseDrops)
-}
-
-func sqrt(x float64) float64 {
-	z := x
-	if z == 0 {
-		return 0
-	}
-	for range 30 {
-		z = (z + x/z) / 2
-	}
-	return z
 }
 
 // runUntilIdle runs a Processor until it has caught up and been idle for

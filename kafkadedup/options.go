@@ -217,9 +217,10 @@ func WithSnapshotEvery(records int64, interval time.Duration) Option {
 	}
 }
 
-// WithExitWhenIdle makes Run return nil once the Processor has caught up
-// (its committed offsets reached the end of every partition it owns) and
-// no record arrived for d.
+// WithExitWhenIdle makes Run return nil once the group has caught up (its
+// committed offsets reached the last stable offset of every partition of
+// the input topics: every member's work is done) and no record arrived
+// for d.
 func WithExitWhenIdle(d time.Duration) Option {
 	return func(c *config) error {
 		if d <= 0 {

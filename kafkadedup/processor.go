@@ -44,13 +44,11 @@ type Processor struct {
 	// judged since it was assigned; only the loop touches it.
 	parts map[topicPartition]*partition
 
-	// owned is the group's assignment as the callbacks report it, and
-	// revoked what they took away since the loop last looked; the
-	// callbacks run on the client's goroutines.
-	owned struct {
+	// revoked is what the group took away since the loop last looked;
+	// the callbacks that fill it run on the client's goroutines.
+	revoked struct {
 		sync.Mutex
-		set     map[topicPartition]bool
-		revoked []topicPartition
+		list []topicPartition
 	}
 
 	// produceErr is the first error of a record produced in the open
@@ -75,8 +73,8 @@ func (tp topicPartition) String() string { return fmt.Sprintf("%s/%d", tp.topic,
 // again, and counted once.
 type Stats struct {
 	In         uint64 // records judged (control records are not counted)
-	Kept       uint64 // records written to the output
-	Dropped    uint64 // records dropped as seen within the window
+	Kept       uint64 // records written to the output (Unreadable ones included)
+	Dropped    uint64 // records dropped as seen within the window: In = Kept + Dropped
 	Unreadable uint64 // records written unjudged (WithPassUnreadable)
 	// Misplaced counts records judged by their record key that are not in
 	// the partition Kafka's default partitioner gives that key: their
@@ -150,7 +148,6 @@ func New(group string, from []string, to string, opts ...Option) (*Processor, er
 	}
 	p := &Processor{group: group, from: slices.Clone(from), to: to, cfg: c, txnID: txnID,
 		parts: map[topicPartition]*partition{}}
-	p.owned.set = map[topicPartition]bool{}
 	return p, nil
 }
 
@@ -207,7 +204,6 @@ func (p *Processor) sessionOpts() []kgo.Opt {
 		kgo.RequireStableFetchOffsets(),
 		kgo.KeepControlRecords(),
 		kgo.RecordPartitioner(routePartitioner{state: p.cfg.stateTopic, def: kgo.UniformBytesPartitioner(64<<10, true, true, nil)}),
-		kgo.OnPartitionsAssigned(p.onAssigned),
 		kgo.OnPartitionsRevoked(p.onRevoked),
 		kgo.OnPartitionsLost(p.onRevoked),
 	)
@@ -233,26 +229,14 @@ func (r routePartitioner) ForTopic(t string) kgo.TopicPartitioner {
 	return r.def.ForTopic(t)
 }
 
-func (p *Processor) onAssigned(_ context.Context, _ *kgo.Client, assigned map[string][]int32) {
-	p.owned.Lock()
-	defer p.owned.Unlock()
-	for t, ps := range assigned {
-		for _, part := range ps {
-			p.owned.set[topicPartition{t, part}] = true
-		}
-	}
-}
-
 // onRevoked is the callback of revoked and lost partitions: the loop drops
 // their state before it judges another record.
 func (p *Processor) onRevoked(_ context.Context, _ *kgo.Client, revoked map[string][]int32) {
-	p.owned.Lock()
-	defer p.owned.Unlock()
+	p.revoked.Lock()
+	defer p.revoked.Unlock()
 	for t, ps := range revoked {
 		for _, part := range ps {
-			tp := topicPartition{t, part}
-			delete(p.owned.set, tp)
-			p.owned.revoked = append(p.owned.revoked, tp)
+			p.revoked.list = append(p.revoked.list, topicPartition{t, part})
 		}
 	}
 }
@@ -260,10 +244,10 @@ func (p *Processor) onRevoked(_ context.Context, _ *kgo.Client, revoked map[stri
 // dropRevoked forgets the state of the partitions revoked since the last
 // call: if one comes back, another member may have moved it on.
 func (p *Processor) dropRevoked() {
-	p.owned.Lock()
-	revoked := p.owned.revoked
-	p.owned.revoked = nil
-	p.owned.Unlock()
+	p.revoked.Lock()
+	revoked := p.revoked.list
+	p.revoked.list = nil
+	p.revoked.Unlock()
 	for _, tp := range revoked {
 		delete(p.parts, tp)
 	}
@@ -499,9 +483,10 @@ func (p *Processor) judgeAll(ctx context.Context, st *partition, recs []*kgo.Rec
 		switch {
 		case errors.Is(err, ErrUnreadable) && p.cfg.passUnreadable:
 			n.unreadable++
+			kept++
 			keep = true
 		case err != nil:
-			return fmt.Errorf("kafkadedup: %s offset %d: %w", topicPartition{st.topic, st.part}, r.Offset, err)
+			return fmt.Errorf("%s offset %d: %w", topicPartition{st.topic, st.part}, r.Offset, err)
 		case keep:
 			kept++
 		default:
@@ -587,21 +572,14 @@ func (p *Processor) committed(touched []*partition, n *txnCounts) {
 	s.Partitions, s.Keys, s.FilterBytes, s.Lag = len(p.parts), keys, bytes, lag
 }
 
-// caughtUp reports whether the committed offsets of every partition the
-// group gave this Processor have reached the partition's last stable
-// offset.
+// caughtUp reports whether the group's committed offsets of every
+// partition of the input topics have reached the partition's last stable
+// offset: the work of every member is done, this one's included (a member
+// that owns nothing for the moment, in the middle of a rebalance, is not
+// done).
 func (p *Processor) caughtUp(ctx context.Context) (bool, error) {
 	if _, gen := p.sess.Client().GroupMetadata(); gen < 0 {
 		return false, nil // not in the group yet
-	}
-	p.owned.Lock()
-	owned := make([]topicPartition, 0, len(p.owned.set))
-	for tp := range p.owned.set {
-		owned = append(owned, tp)
-	}
-	p.owned.Unlock()
-	if len(owned) == 0 {
-		return true, nil
 	}
 	cctx, cancel := context.WithTimeout(ctx, p.cfg.timeout)
 	defer cancel()
@@ -620,25 +598,24 @@ func (p *Processor) caughtUp(ctx context.Context) (bool, error) {
 		}
 		return false, p.clusterErr("fetching the committed offsets", err)
 	}
-	for _, tp := range owned {
-		end, ok := ends.Lookup(tp.topic, tp.part)
-		if !ok || end.Err != nil {
-			return false, nil
+	done := true
+	ends.Each(func(end kadm.ListedOffset) {
+		if end.Err != nil {
+			done = false
+			return
 		}
 		at := int64(-1)
-		if c, ok := committed.Lookup(tp.topic, tp.part); ok && c.Err == nil {
+		if c, ok := committed.Lookup(end.Topic, end.Partition); ok && c.Err == nil {
 			at = c.At
 		}
-		if at < 0 {
-			if s, ok := starts.Lookup(tp.topic, tp.part); ok && s.Err == nil {
-				at = s.Offset
-			}
+		if s, ok := starts.Lookup(end.Topic, end.Partition); at < 0 && ok && s.Err == nil {
+			at = s.Offset
 		}
 		if at < end.Offset {
-			return false, nil
+			done = false
 		}
-	}
-	return true, nil
+	})
+	return done, nil
 }
 
 // clusterErr wraps an error of a request to the cluster.

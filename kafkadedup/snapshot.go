@@ -72,6 +72,9 @@ func parsePointer(s string) (p pointer, ok bool, err error) {
 		return bad()
 	}
 	if !hasSnap {
+		if p.String() != s {
+			return bad() // not the canonical form: leading zeros, signs
+		}
 		return p, true, nil
 	}
 	snap, found := strings.CutPrefix(snapText, "snap=")

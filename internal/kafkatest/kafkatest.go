@@ -41,13 +41,20 @@ const MinSessionTimeout = 500 * time.Millisecond
 // closed when the test ends, and returns its address.
 func Start(t testing.TB, opts ...kfake.Opt) string {
 	t.Helper()
+	return StartCluster(t, opts...).ListenAddrs()[0]
+}
+
+// StartCluster is Start, returning the broker, for tests that inject
+// failures into its answers (kfake's Control).
+func StartCluster(t testing.TB, opts ...kfake.Opt) *kfake.Cluster {
+	t.Helper()
 	opts = append([]kfake.Opt{kfake.NumBrokers(1), kfake.GroupMinSessionTimeout(MinSessionTimeout)}, opts...)
 	c, err := kfake.NewCluster(opts...)
 	if err != nil {
 		t.Fatalf("kafkatest: starting a broker: %v", err)
 	}
 	t.Cleanup(c.Close)
-	return c.ListenAddrs()[0]
+	return c
 }
 
 // Client returns a client of the broker at addr, closed when the test
