@@ -541,7 +541,7 @@ func (p *Processor) judge(st *partition, r *kgo.Record, n *txnCounts) (keep bool
 	}
 	keep, err = st.seen.judge(key, t)
 	if err != nil {
-		return false, fmt.Errorf("the filter: %w", err)
+		return false, fmt.Errorf("the partition's filter: %w", err)
 	}
 	return keep, nil
 }

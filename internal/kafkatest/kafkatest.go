@@ -85,6 +85,18 @@ func CreateTopic(t testing.TB, addr, topic string, partitions int32, configs ...
 	}
 }
 
+// CreateTopicWith creates a topic of partitions partitions through a
+// client of opts (TLS, SASL).
+func CreateTopicWith(t testing.TB, addr, topic string, partitions int32, opts ...kgo.Opt) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), Wait)
+	defer cancel()
+	adm := kadm.NewClient(Client(t, addr, opts...))
+	if _, err := adm.CreateTopic(ctx, partitions, -1, nil, topic); err != nil {
+		t.Fatalf("kafkatest: creating %s: %v", topic, err)
+	}
+}
+
 // Produce writes records and waits for them.
 func Produce(t testing.TB, cl *kgo.Client, recs ...*kgo.Record) {
 	t.Helper()
