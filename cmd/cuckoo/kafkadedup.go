@@ -7,8 +7,10 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"math"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"strings"
 	"syscall"
 	"time"
@@ -133,7 +135,9 @@ func runKafkaDedup(e *env, f *dedupFlags, names []string) (handled bool, err err
 	defer stop()
 	start := time.Now()
 	bar := e.startKafkaLine(p, f.quiet, start)
+	stopLimit := limitMemory(p)
 	runErr := p.Run(ctx)
+	stopLimit()
 	bar.Finish()
 	if runErr != nil {
 		return true, kafkaErr(kf, runErr)
@@ -142,6 +146,43 @@ func runKafkaDedup(e *env, f *dedupFlags, names []string) (handled bool, err err
 		printKafkaStats(e, p.Stats(), time.Since(start))
 	}
 	return true, nil
+}
+
+// kafkaHeadroom is the memory a Kafka run takes beyond its filters: the
+// records of a poll and of the open transaction, franz-go's buffers, the
+// runtime.
+const kafkaHeadroom = 48 << 20
+
+// limitMemory keeps Go's soft memory limit at the filters' size plus
+// kafkaHeadroom while p runs, unless GOMEMLIMIT is set. The filters are
+// most of the heap and never garbage; by default (GOGC=100) the collector
+// would let the heap grow to twice them, when the garbage is only the
+// records of the last polls. The limit makes it collect before that (the
+// filters, pointer-free, cost its marking nothing).
+func limitMemory(p *kafkadedup.Processor) (stop func()) {
+	if os.Getenv("GOMEMLIMIT") != "" {
+		return func() {}
+	}
+	done := make(chan struct{})
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		t := time.NewTicker(100 * time.Millisecond)
+		defer t.Stop()
+		for {
+			debug.SetMemoryLimit(int64(p.Stats().FilterBytes) + kafkaHeadroom)
+			select {
+			case <-done:
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	return func() {
+		close(done)
+		<-finished
+		debug.SetMemoryLimit(math.MaxInt64)
+	}
 }
 
 // kafkaOptions turns the flags into the Processor's options.
