@@ -58,9 +58,13 @@ func (p *Processor) restore(ctx context.Context, tp topicPartition, first int64)
 		return fmt.Errorf("%s: replaying offsets %d to %d: %w", tp, ptr.base, first, err)
 	}
 	p.parts[tp] = st
+	b, k, _ := st.seen.size()
 	p.mu.Lock()
 	p.stats.Restores++
 	p.stats.Replayed += replayed
+	p.stats.Partitions++ // until the next commit counts them again
+	p.stats.FilterBytes += b
+	p.stats.Keys += k
 	p.mu.Unlock()
 	return nil
 }

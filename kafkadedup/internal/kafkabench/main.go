@@ -161,8 +161,30 @@ func memoryAndRestart(addr, cuckoo string) {
 	start := time.Now()
 	check(cmd.Start())
 	go drain(stderr)
+	// The resident size, sampled while the processor works: the largest,
+	// and when.
+	var peak uint64
+	var peakAt time.Duration
+	sampled := make(chan struct{})
+	caughtUp := make(chan struct{})
+	go func() {
+		defer close(sampled)
+		for {
+			select {
+			case <-caughtUp:
+				return
+			case <-time.After(100 * time.Millisecond):
+			}
+			if rss := status(cmd.Process.Pid, "VmRSS"); rss > peak {
+				peak, peakAt = rss, time.Since(start)
+			}
+		}
+	}()
 	waitCaughtUp(addr, "big", "big")
 	elapsed := time.Since(start)
+	close(caughtUp)
+	<-sampled
+	fmt.Printf("memory: the largest resident size sampled (every 0.1 s) was %s, %.1f s into the run\n", mib(peak), peakAt.Seconds())
 	rss, hwm := status(cmd.Process.Pid, "VmRSS"), status(cmd.Process.Pid, "VmHWM")
 	cmd.Process.Signal(syscall.SIGKILL)
 	cmd.Wait()
