@@ -216,8 +216,10 @@ func skipSpace(doc []byte, i int) int {
 // a depth of at most maxJSONDepth.
 func skipValue(doc []byte, i int) (int, error) {
 	// stack holds the opening bracket of each container the walk is in:
-	// what may follow a value depends on it.
-	var stack []byte
+	// what may follow a value depends on it. The first levels need no
+	// allocation.
+	var shallow [32]byte
+	stack := shallow[:0]
 	for {
 		if i >= len(doc) {
 			return 0, notJSON(i)
