@@ -453,3 +453,29 @@ func TestUnauthorizedGroup(t *testing.T) {
 		t.Fatalf("the allowed group kept %d records, want 1", st.Kept)
 	}
 }
+
+// A snapshot the committed offsets point at that is gone (its topic
+// deleted and made again) stops Run with ErrState rather than starting
+// the partition over without saying so.
+func TestMissingSnapshotIsErrState(t *testing.T) {
+	t.Parallel()
+	recs := genInput(testseed.Rand(t), 600, 1, 300, time.Minute)
+	addr := setup(t, 1, recs[:400])
+	opts := []Option{WithWindow(time.Hour), WithCapacity(1000), WithSnapshotEvery(100, time.Hour), WithStateTopic("state")}
+	runUntilIdle(t, newProcessor(t, addr, opts...))
+	adm := kadm.NewClient(kafkatest.Client(t, addr))
+	if _, err := adm.DeleteTopics(context.Background(), "state"); err != nil {
+		t.Fatal(err)
+	}
+	kafkatest.Eventually(t, "the state topic deleted", func() bool {
+		_, err := adm.CreateTopic(context.Background(), 1, -1, map[string]*string{"cleanup.policy": ptr("compact")}, "state")
+		return err == nil
+	})
+	produceInput(t, addr, "in", recs[400:])
+	err := newProcessor(t, addr, opts...).Run(context.Background())
+	if !errors.Is(err, ErrState) || !strings.Contains(err.Error(), "in/0: reading its snapshot") {
+		t.Fatalf("Run = %v, want ErrState naming the partition", err)
+	}
+}
+
+func ptr(s string) *string { return &s }
