@@ -73,10 +73,11 @@ const (
 // what exactly-once needs, over any conflicting option given here: the
 // consumer group and its topics, a transactional ID, read_committed
 // fetches, stable offset fetches, control records kept (so that committed
-// offsets pass transaction markers), and its own rebalance callbacks.
-// kgo.TransactionTimeout, kgo.SessionTimeout, kgo.ConsumeResetOffset (the
-// earliest offset, by default) and kgo.RecordPartitioner (Kafka's default
-// partitioner) may be overridden here.
+// offsets pass transaction markers), its own rebalance callbacks, and the
+// partitioner (Kafka's default for the output, the chosen partition for
+// the state topic). kgo.TransactionTimeout (default
+// DefaultTransactionTimeout), kgo.SessionTimeout (DefaultSessionTimeout)
+// and kgo.ConsumeResetOffset (the earliest offset) may be overridden here.
 func WithClient(opts ...kgo.Opt) Option {
 	return func(c *config) error {
 		c.client = append(c.client, opts...)
