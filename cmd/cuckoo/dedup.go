@@ -60,6 +60,17 @@ between D and D + D/14 after its last line (--stats says exactly).
 input's lines, 1,048,576 for a pipe); past it dedup stops with status 4.
 --state carries the window across runs.
 
+--kafka BROKERS --from TOPIC --to TOPIC --group NAME reads Kafka topics
+with a consumer group and writes each record not seen before in its
+partition (within --window, by the record's timestamp or --time-field) to
+the output topic, exactly once: the output and the offsets are committed in
+one transaction, and each partition's filter is restored from snapshots in
+a compacted topic after a crash or a rebalance. The key is the record's key,
+or --key (a field spec of the value, or a JSON path such as .user.id).
+SIGINT and SIGTERM finish the open transaction and exit 0; --exit-when-idle
+D exits 0 once caught up and idle for D. docs/kafka.md has the guarantee,
+the state, TLS and SASL.
+
 Examples:
   cuckoo dedup urls.txt > unique.txt
   cat *.log | cuckoo dedup --stats > unique.log
@@ -75,6 +86,7 @@ Examples:
   cuckoo dedup --redis $REDIS --name crawler:seen --capacity 10M --fpr 1e-6 monday.txt
   cuckoo dedup --window 24h --time-field 1 --key 2 events.log    # time in field 1, id in field 2
   cuckoo dedup --window 7d --state week.ckoo hourly.txt           # (hourly) lines not seen in 7 days
+  cuckoo dedup --kafka localhost:9092 --from clicks --to clicks-unique --group dedup --window 24h
 
 --key takes a field spec as cut -f does: 2, 1,3, 2-4, 3-. Fields are split
 on runs of blanks (as awk does) unless --delimiter is given; --csv honours
@@ -95,6 +107,7 @@ type dedupFlags struct {
 	exact      exactFlags
 	redis      redisFlags  // --redis, --name: the seen-set is a filter in Redis (redisdedup.go)
 	window     windowFlags // --window: the seen-set forgets old keys (dedupwindow.go)
+	kafka      kafkaFlags  // --kafka: Kafka topics in and out, exactly once (kafkadedup.go)
 }
 
 func (f *dedupFlags) register(fs *flag.FlagSet) {
@@ -114,6 +127,7 @@ func (f *dedupFlags) register(fs *flag.FlagSet) {
 	f.redis.register(fs)
 	f.redis.registerWait(fs)
 	f.window.register(fs)
+	f.kafka.register(fs)
 }
 
 func dedupCommand() *command {
@@ -230,6 +244,9 @@ func (s *seenSet) closeAhead() {
 
 func runDedup(e *env, f *dedupFlags, names []string) error {
 	const remedy = "see 'cuckoo dedup --help'"
+	if handled, err := runKafkaDedup(e, f, names); handled {
+		return err
+	}
 	if f.key != "" && f.fields.field != "" && f.key != f.fields.field {
 		return usageErr(remedy, "--key and --field are the same flag; give one")
 	}

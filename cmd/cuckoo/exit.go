@@ -14,7 +14,7 @@ const (
 	exitAbsent      = 1   // a key is absent: query --key, store get, store has, store del
 	exitUsage       = 2   // bad command line: unknown command or flag, bad value, missing argument
 	exitData        = 3   // a file, store, Redis server or port is missing, unreadable, damaged, busy, or cannot be written
-	exitFull        = 4   // a fixed-capacity filter (or dedup --redis's filter in Redis) is full
+	exitFull        = 4   // a fixed-capacity filter (dedup --redis's in Redis, dedup --kafka's of a partition) is full
 	exitInterrupted = 130 // interrupted by Ctrl-C (SIGINT); 143 for SIGTERM; serve stops gracefully and exits 0
 )
 
@@ -29,14 +29,16 @@ const exitStatusHelp = `Exit status:
   1    a key is absent: query --key, store get, store has, store del
   2    usage error: unknown command or flag, bad flag value, missing argument
   3    data or I/O error: missing or unreadable file, damaged filter file or
-       store, store open in another process, write failure, Redis
-       unreachable or refusing, serve's data directory busy or damaged or
-       its port taken; a file being written is left as it was
+       store, store open in another process, write failure, Redis or Kafka
+       unreachable or refusing, a record dedup --kafka cannot read, serve's
+       data directory busy or damaged or its port taken; a file being
+       written is left as it was
   4    a fixed-capacity filter is full (dedup --redis: the filter in
-       Redis); a file being written is left as it was
+       Redis; dedup --kafka: a partition's filter); a file being written
+       is left as it was
   130  interrupted (Ctrl-C; 143: SIGTERM); a file being written is left as
-       it was; serve instead stops gracefully and exits 0; 141, quietly:
-       the reader of the output went away (| head)`
+       it was; serve and dedup --kafka instead stop gracefully and exit 0;
+       141, quietly: the reader of the output went away (| head)`
 
 // cliError is an error with its exit status and the remedy to print
 // after it: "cuckoo <cmd>: <problem>; <remedy>".

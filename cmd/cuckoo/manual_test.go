@@ -36,6 +36,7 @@ var exitStatusUsers = map[string]map[string][]string{
 		"fullError": {"fixed-capacity filter"},
 		"redisErr":  {"dedup --redis"},
 		"stopErr":   {"dedup --redis"},
+		"kafkaErr":  {"dedup --kafka"},
 	},
 }
 

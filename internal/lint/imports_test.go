@@ -20,13 +20,14 @@ const module = "github.com/dedupkit/cuckoo"
 // may import packages of a lower layer, and its own subpackages, and
 // nothing else. Packages of one layer do not import each other.
 //
-//	cmd, examples → server, store, guard → redisfilter → cuckoo (root), bloom → internal
+//	cmd, examples → server, store, guard, kafkadedup → redisfilter → cuckoo (root), bloom → internal
 var layers = map[string]int{
 	"cmd":         0,
 	"examples":    0,
 	"server":      1,
 	"store":       1,
 	"guard":       1,
+	"kafkadedup":  1,
 	"redisfilter": 2,
 	"":            3, // the root package: cuckoo
 	"bloom":       3,
@@ -196,6 +197,11 @@ func TestAllowed(t *testing.T) {
 		{"redisfilter", "internal/vfs", false},
 		{"guard", "internal/vfs", false},
 		{"internal/codec", "internal/vfs", false},
+		{"kafkadedup", "", true},
+		{"kafkadedup", "internal/fields", true},
+		{"kafkadedup", "store", false},
+		{"", "kafkadedup", false},
+		{"cmd/cuckoo", "kafkadedup", true},
 		{"", "internal/table", true},
 		{"internal/table", "internal/addr", true},
 		{"internal/table", "", false},
