@@ -44,8 +44,9 @@ type client struct {
 	// offset already made durable for this client.
 	logOff, flushed int64
 
-	cmds    atomic.Int64
-	lastCmd atomic.Int64 // unix nanoseconds
+	cmds     atomic.Int64
+	lastCmd  atomic.Int64  // unix nanoseconds
+	cmdStats *commandStats // nil without Config.CommandStats
 
 	mu struct { // read by CLIENT LIST and INFO from other connections
 		sync.Mutex
@@ -60,6 +61,7 @@ func (s *Server) serveConn(nc net.Conn) {
 	s.totalConns.Add(1)
 	if s.numClients.Add(1) > int64(s.cfg.MaxClients) {
 		s.numClients.Add(-1)
+		s.stats.rejectedConns.Add(1)
 		nc.SetWriteDeadline(time.Now().Add(time.Second))
 		nc.Write([]byte("-" + string(errMaxClients) + "\r\n"))
 		nc.Close()
@@ -74,6 +76,7 @@ func (s *Server) serveConn(nc net.Conn) {
 		created: time.Now(),
 		authed:  s.cfg.Password == "",
 	}
+	c.cmdStats = s.commandStatsFor(c.id)
 	c.lastCmd.Store(c.created.UnixNano())
 	// Every field is set before the client is registered, where other
 	// connections (CLIENT LIST) and Shutdown see it.
@@ -116,6 +119,9 @@ func (c *client) closed() {
 		s.totalCmds.Add(c.cmds.Load())
 	}
 	s.mu.Unlock()
+	if c.w != nil && c.w.Err() == resp.ErrOutputLimit {
+		s.countError(errKindOutputLimit)
+	}
 	if c.nc != nil {
 		c.nc.Close()
 	}
@@ -152,11 +158,16 @@ func (c *client) serveGoroutine() {
 // or a failed write, whose replies it has sent.
 func (c *client) runBuffered() bool {
 	s := c.s
+	var start int64 // the command's start, for the statistics
+	if c.cmdStats != nil {
+		start = monotonicNow()
+	}
 	for {
 		args, err := c.rd.Next()
 		if err != nil {
 			// Malformed request: answer what came before it, then say why
 			// and hang up, as Redis does.
+			s.countError(errKindProtocol)
 			if c.finishBatch() {
 				c.w.Error(protocolReply(err, c.authed))
 				c.w.Flush()
@@ -168,6 +179,9 @@ func (c *client) runBuffered() bool {
 		}
 		s.exec(&c.call, c, c.w, args)
 		c.cmds.Add(1)
+		if c.cmdStats != nil {
+			start = c.cmdStats.observe(&c.call, start)
+		}
 		if c.call.logOff > c.logOff {
 			c.logOff = c.call.logOff
 		}
@@ -175,8 +189,13 @@ func (c *client) runBuffered() bool {
 			c.finishBatch()
 			return false
 		}
-		if c.w.Buffered() >= flushThreshold && !c.finishBatch() {
-			return false
+		if c.w.Buffered() >= flushThreshold {
+			if !c.finishBatch() {
+				return false
+			}
+			if c.cmdStats != nil {
+				start = monotonicNow()
+			}
 		}
 	}
 }
