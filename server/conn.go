@@ -47,6 +47,7 @@ type client struct {
 	cmds     atomic.Int64
 	lastCmd  atomic.Int64  // unix nanoseconds
 	cmdStats *commandStats // nil without Config.CommandStats
+	sample   commandSample // which commands cmdStats times
 
 	mu struct { // read by CLIENT LIST and INFO from other connections
 		sync.Mutex
@@ -76,7 +77,7 @@ func (s *Server) serveConn(nc net.Conn) {
 		created: time.Now(),
 		authed:  s.cfg.Password == "",
 	}
-	c.cmdStats = s.commandStatsFor(c.id)
+	c.cmdStats, c.sample = s.commandStatsFor(c.id), newCommandSample(c.id)
 	c.lastCmd.Store(c.created.UnixNano())
 	// Every field is set before the client is registered, where other
 	// connections (CLIENT LIST) and Shutdown see it.
@@ -158,10 +159,6 @@ func (c *client) serveGoroutine() {
 // or a failed write, whose replies it has sent.
 func (c *client) runBuffered() bool {
 	s := c.s
-	var start int64 // the command's start, for the statistics
-	if c.cmdStats != nil {
-		start = monotonicNow()
-	}
 	for {
 		args, err := c.rd.Next()
 		if err != nil {
@@ -177,10 +174,14 @@ func (c *client) runBuffered() bool {
 		if args == nil {
 			return true
 		}
+		var start int64 // when the statistics time this command
+		if c.cmdStats != nil {
+			start = c.sample.begin()
+		}
 		s.exec(&c.call, c, c.w, args)
 		c.cmds.Add(1)
 		if c.cmdStats != nil {
-			start = c.cmdStats.observe(&c.call, start)
+			c.cmdStats.count(&c.call, start)
 		}
 		if c.call.logOff > c.logOff {
 			c.logOff = c.call.logOff
@@ -189,13 +190,8 @@ func (c *client) runBuffered() bool {
 			c.finishBatch()
 			return false
 		}
-		if c.w.Buffered() >= flushThreshold {
-			if !c.finishBatch() {
-				return false
-			}
-			if c.cmdStats != nil {
-				start = monotonicNow()
-			}
+		if c.w.Buffered() >= flushThreshold && !c.finishBatch() {
+			return false
 		}
 	}
 }

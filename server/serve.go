@@ -78,9 +78,9 @@ type Config struct {
 	// DefaultFilterSettings; New refuses a value out of range.
 	Filters FilterSettings
 
-	// CommandStats counts and times every command, by command and result
-	// (Stats.Commands), for a clock reading and two atomic additions per
-	// command.
+	// CommandStats counts every command by command and result, and times
+	// a random sample of them (Stats.Commands), for an atomic addition
+	// per command, and two clock readings per command of the sample.
 	CommandStats bool
 
 	// Logf, when set, receives the server's log lines (recovery, snapshots,

@@ -3,6 +3,7 @@ package server
 import (
 	"bytes"
 	"fmt"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -33,15 +34,15 @@ func checkHistogram(t *testing.T, what string, h Histogram) {
 		}
 		prev = n
 	}
-	if h.Count > 0 && h.Sum <= 0 {
+	if h.Sum < 0 || h.Count == 0 && h.Sum != 0 {
 		t.Fatalf("%s: %d durations summing to %v", what, h.Count, h.Sum)
 	}
 }
 
 // TestStatsCommandsByResult: with CommandStats, every command is counted
-// and timed under its name and result: ok, error, wrong_type, and unknown
-// names under "unknown"; the errors are counted by kind; a pipeline's
-// commands each count once.
+// under its name and result: ok, error, wrong_type, and unknown names
+// under "unknown", and a sample of them is timed; the errors are counted
+// by kind; a pipeline's commands each count once.
 func TestStatsCommandsByResult(t *testing.T) {
 	parallel(t)
 	cfg := testConfig(t)
@@ -60,11 +61,11 @@ func TestStatsCommandsByResult(t *testing.T) {
 	c.do("NO.SUCH.COMMAND", "x")
 	c.do("CF.ADD", "cf")
 	var pipe bytes.Buffer
-	for i := range 100 {
+	for i := range 3200 {
 		pipe.Write(encode("CF.EXISTS", "cf", fmt.Sprint(i)))
 	}
 	c.send(pipe.Bytes())
-	for range 100 {
+	for range 3200 {
 		if _, err := c.reply(); err != nil {
 			t.Fatal(err)
 		}
@@ -74,14 +75,19 @@ func TestStatsCommandsByResult(t *testing.T) {
 		command, result string
 		count           uint64
 	}{
-		{"cf.reserve", "ok", 1}, {"cf.add", "ok", 3}, {"cf.exists", "ok", 101}, {"bf.add", "wrong_type", 1},
+		{"cf.reserve", "ok", 1}, {"cf.add", "ok", 3}, {"cf.exists", "ok", 3201}, {"bf.add", "wrong_type", 1},
 		{"cf.info", "error", 1}, {"unknown", "error", 1}, {"cf.add", "error", 1},
 	} {
 		cs := commandStat(st, want.command, want.result)
-		if cs.Durations.Count != want.count {
-			t.Errorf("%s %s: counted %d, want %d", want.command, want.result, cs.Durations.Count, want.count)
+		if cs.Count != want.count || cs.Durations.Count > cs.Count {
+			t.Errorf("%s %s: counted %d (%d timed), want %d", want.command, want.result, cs.Count, cs.Durations.Count, want.count)
 		}
 		checkHistogram(t, want.command+" "+want.result, cs.Durations)
+	}
+	// The durations are of a sample: about 1 command in 16, 200 of 3,201
+	// CF.EXISTS give or take 40 (5 standard deviations, TestCommandSampleGaps).
+	if timed := commandStat(st, "cf.exists", "ok").Durations.Count; timed < 160 || timed > 240 {
+		t.Errorf("%d CF.EXISTS of 3,201 timed", timed)
 	}
 	if len(st.Commands) != 7 {
 		t.Errorf("%d entries, want 7: %+v", len(st.Commands), st.Commands)
@@ -318,5 +324,35 @@ func TestDurationHistogram(t *testing.T) {
 	}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("got %+v\nwant %+v", got, want)
+	}
+}
+
+// TestCommandSampleGaps: a client times about one command in 16, at gaps
+// of 1 to 31 drawn anew each time, so that a repeating pattern of
+// commands (here two that alternate) has each of them in the sample. With
+// gaps uniform on [1, 31] (mean 16, variance 80), the count of timed
+// commands among n has a standard deviation of about sqrt(n·80/16³): the
+// bounds are 5 of them either side, for fixed seeds.
+func TestCommandSampleGaps(t *testing.T) {
+	const n = 100_000
+	for seed := range int64(5) {
+		cs := newCommandSample(seed)
+		var timed, odd int
+		for i := range n {
+			if cs.begin() == 0 {
+				continue
+			}
+			if cs.next < 1 || cs.next > 2*commandSampling-1 {
+				t.Fatalf("seed %d: a gap of %d", seed, cs.next)
+			}
+			timed++
+			odd += i % 2
+		}
+		if want, dev := n/commandSampling, 5*math.Sqrt(n*80.0/4096); math.Abs(float64(timed-want)) > dev {
+			t.Errorf("seed %d: %d commands of %d timed, want %d ± %.0f", seed, timed, n, want, dev)
+		}
+		if odd < timed*2/5 || odd > timed*3/5 {
+			t.Errorf("seed %d: of commands alternating A, B, %d of %d timed were B", seed, odd, timed)
+		}
 	}
 }

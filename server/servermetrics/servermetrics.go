@@ -49,7 +49,8 @@ var (
 
 	commands        = desc("commands_total", "Commands run, by command and result (ok, error, wrong_type).", "command", "result")
 	commandDuration = desc("command_duration_seconds",
-		"Time to parse and run a command, by command and result, not counting the wait for the log or the network.", "command", "result")
+		"Time to run a command, by command and result, for a random sample of about one command in 16; not counting the wait for the log or the network.",
+		"command", "result")
 	errorsTotal = desc("errors_total", "Errors by kind: error replies (wrong_type, not_found, filter_full, oom, auth, unknown_command, "+
 		"log_failed, other), malformed requests (protocol), clients over their output limit (output_limit), failed snapshots (snapshot).", "kind")
 
@@ -136,7 +137,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	counter(connectionsRejected, float64(st.ConnectionsRejected))
 
 	for _, cs := range st.Commands {
-		counter(commands, float64(cs.Durations.Count), cs.Command, cs.Result)
+		counter(commands, float64(cs.Count), cs.Command, cs.Result)
 		histogram(commandDuration, cs.Durations, cs.Command, cs.Result)
 	}
 	for _, kind := range server.ErrorKinds() {
