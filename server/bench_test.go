@@ -179,9 +179,10 @@ func BenchmarkCommandStats(b *testing.B) {
 				cl := &client{s: s, authed: true, w: resp.NewWriter(io.Discard, 0)}
 				cl.rd = resp.NewReader(repeatReader{pipeline}, resp.Limits{})
 				if stats {
-					cl.cmdStats = newCommandStats()
+					cl.cmdStats, cl.sample = newCommandStats(), newCommandSample(1)
 				}
 				b.ReportAllocs()
+				runtime.GC() // the setup's garbage, collected now rather than while measured
 				runtime.LockOSThread()
 				defer runtime.UnlockOSThread()
 				cpu := threadCPU()

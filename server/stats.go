@@ -9,9 +9,9 @@ package server
 //     to the count of its command and result (found by index, never by
 //     name), and a countdown; a random sample of one command in
 //     commandSampling also reads the clock twice and adds its duration to
-//     a histogram. (A clock reading costs about what a pipelined CF.EXISTS
-//     costs a thirtieth of: timing every command would cost a few percent
-//     of the throughput.) The event loops add to copies of their own
+//     a histogram: a clock reading costs a few percent of what a pipelined
+//     CF.EXISTS costs the server (bench/notes.md, item 31), too much for
+//     every command. The event loops add to copies of their own
 //     (commandStats), so that loops on different cores do not write the
 //     same cache lines; Stats adds the copies up.
 //   - An error reply is counted by kind, on the error's path only.

@@ -1,12 +1,14 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"os/exec"
 	"regexp"
 	"strconv"
 	"strings"
@@ -196,5 +198,66 @@ func waitUntil(t *testing.T, what string, cond func() bool) {
 			t.Fatalf("timed out waiting for %s", what)
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestServeMetricsUnderRedisBenchmark scrapes /metrics while
+// redis-benchmark sends pipelined CF.ADDs: the scrapes succeed as it
+// runs, the counter never goes back, and at the end it and the sampled
+// histogram account for every request.
+func TestServeMetricsUnderRedisBenchmark(t *testing.T) {
+	t.Parallel()
+	bench, err := exec.LookPath("redis-benchmark")
+	if err != nil {
+		t.Skip("redis-benchmark is not installed (apt-get install -y redis-tools)")
+	}
+	dir := t.TempDir()
+	cmd, lines, stderr := startServeLines(t, dir, 2, "--port", "0", "--dir", "data", "--metrics", "127.0.0.1:0")
+	m, mm := listenLine.FindStringSubmatch(lines[0]), metricsLine.FindStringSubmatch(lines[1])
+	if m == nil || mm == nil {
+		t.Fatalf("output %q", lines)
+	}
+	host, port, _ := net.SplitHostPort(m[1])
+	const requests = 200_000
+	run := exec.Command(bench, "-h", host, "-p", port, "-c", "10", "-n", fmt.Sprint(requests), "-r", "100000", "-P", "16", "-q",
+		"CF.ADD", "bench", "__rand_int__")
+	var out bytes.Buffer
+	run.Stdout, run.Stderr = &out, &out
+	if err := run.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- run.Wait() }()
+	const added = `cuckoo_commands_total{command="cf.add",result="ok"}`
+	last, scrapes := 0.0, 0
+	for running := true; running; {
+		select {
+		case err := <-done:
+			if err != nil || !strings.Contains(out.String(), "requests per second") {
+				t.Fatalf("redis-benchmark: %v\n%s", err, out.String())
+			}
+			running = false
+		case <-time.After(50 * time.Millisecond):
+		}
+		code, scrape := httpGet(t, "http://"+mm[1]+"/metrics")
+		v := sample(scrape, added)
+		if code != 200 || v < last {
+			t.Fatalf("scrape %d: status %d, %s = %v after %v", scrapes, code, added, v, last)
+		}
+		last = max(v, 0)
+		scrapes++
+	}
+	_, scrape := httpGet(t, "http://"+mm[1]+"/metrics")
+	timed := sample(scrape, `cuckoo_command_duration_seconds_count{command="cf.add",result="ok"}`)
+	// One request in 16 is timed, at random: 12,500 of 200,000, with a
+	// standard deviation of about 62 (TestCommandSampleGaps): the bounds
+	// are 8 of them either side.
+	if sample(scrape, added) != requests || timed < 12_000 || timed > 13_000 {
+		t.Fatalf("after %d CF.ADDs in %d scrapes: %s = %v, %v of them timed", requests, scrapes, added, sample(scrape, added), timed)
+	}
+	t.Logf("%d scrapes while redis-benchmark ran", scrapes)
+	cmd.Process.Signal(syscall.SIGTERM)
+	if code := waitExitWithin(t, cmd, 2*time.Minute); code != 0 {
+		t.Fatalf("exit status %d after SIGTERM\n%s", code, stderr)
 	}
 }
