@@ -44,6 +44,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/dedupkit/cuckoo/internal/codec"
 	"github.com/dedupkit/cuckoo/internal/vfs"
@@ -125,6 +126,9 @@ type aof struct {
 	failed  atomic.Bool  // mu.err is set
 	written atomic.Int64 // logical offset handed to the operating system
 	synced  atomic.Int64 // logical offset fsynced
+
+	fsyncs    durationHistogram // for Stats
+	lastFsync atomic.Int64      // unix nanoseconds of the last good fsync
 }
 
 // openAOF opens (creating it if needed) the log file of epoch for
@@ -242,7 +246,10 @@ func (a *aof) syncLocked() error {
 		return err
 	}
 	w := a.written.Load()
-	if err := f.Sync(); err != nil {
+	start := monotonicNow()
+	err = f.Sync()
+	a.fsyncs.observe(monotonicNow() - start)
+	if err != nil {
 		// After a failed fsync the kernel may have dropped the pages:
 		// nothing written since the last good fsync can be trusted.
 		a.mu.Lock()
@@ -252,6 +259,7 @@ func (a *aof) syncLocked() error {
 		return err
 	}
 	a.synced.Store(w)
+	a.lastFsync.Store(time.Now().UnixNano())
 	return nil
 }
 

@@ -44,8 +44,10 @@ type client struct {
 	// offset already made durable for this client.
 	logOff, flushed int64
 
-	cmds    atomic.Int64
-	lastCmd atomic.Int64 // unix nanoseconds
+	cmds     atomic.Int64
+	lastCmd  atomic.Int64  // unix nanoseconds
+	cmdStats *commandStats // nil without Config.CommandStats
+	sample   commandSample // which commands cmdStats times
 
 	mu struct { // read by CLIENT LIST and INFO from other connections
 		sync.Mutex
@@ -60,6 +62,7 @@ func (s *Server) serveConn(nc net.Conn) {
 	s.totalConns.Add(1)
 	if s.numClients.Add(1) > int64(s.cfg.MaxClients) {
 		s.numClients.Add(-1)
+		s.stats.rejectedConns.Add(1)
 		nc.SetWriteDeadline(time.Now().Add(time.Second))
 		nc.Write([]byte("-" + string(errMaxClients) + "\r\n"))
 		nc.Close()
@@ -74,6 +77,7 @@ func (s *Server) serveConn(nc net.Conn) {
 		created: time.Now(),
 		authed:  s.cfg.Password == "",
 	}
+	c.cmdStats, c.sample = s.commandStatsFor(c.id), newCommandSample(c.id)
 	c.lastCmd.Store(c.created.UnixNano())
 	// Every field is set before the client is registered, where other
 	// connections (CLIENT LIST) and Shutdown see it.
@@ -116,6 +120,9 @@ func (c *client) closed() {
 		s.totalCmds.Add(c.cmds.Load())
 	}
 	s.mu.Unlock()
+	if c.w != nil && c.w.Err() == resp.ErrOutputLimit {
+		s.countError(errKindOutputLimit)
+	}
 	if c.nc != nil {
 		c.nc.Close()
 	}
@@ -157,6 +164,7 @@ func (c *client) runBuffered() bool {
 		if err != nil {
 			// Malformed request: answer what came before it, then say why
 			// and hang up, as Redis does.
+			s.countError(errKindProtocol)
 			if c.finishBatch() {
 				c.w.Error(protocolReply(err, c.authed))
 				c.w.Flush()
@@ -166,8 +174,15 @@ func (c *client) runBuffered() bool {
 		if args == nil {
 			return true
 		}
+		var start int64 // when the statistics time this command
+		if c.cmdStats != nil {
+			start = c.sample.begin()
+		}
 		s.exec(&c.call, c, c.w, args)
 		c.cmds.Add(1)
+		if c.cmdStats != nil {
+			c.cmdStats.count(&c.call, start)
+		}
 		if c.call.logOff > c.logOff {
 			c.logOff = c.call.logOff
 		}

@@ -4,6 +4,7 @@ package server
 // the client libraries send around the data commands.
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"crypto/subtle"
@@ -11,11 +12,12 @@ import (
 	"net"
 	"os"
 	"runtime"
-	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/dedupkit/cuckoo/internal/buildinfo"
 )
 
 // redisVersion is the Redis version whose commands and replies this server
@@ -512,7 +514,10 @@ func (s *Server) writeInfo(b *strings.Builder, section string) {
 	case "server":
 		b.WriteString("# Server\r\n")
 		line("redis_version", redisVersion)
-		line("cuckoo_version", moduleVersion())
+		build := buildinfo.Read()
+		line("cuckoo_version", build.Version)
+		line("cuckoo_git_sha1", cmp.Or(build.Revision, "00000000"))
+		line("cuckoo_git_dirty", boolInt(build.Modified))
 		line("redis_mode", "standalone")
 		line("os", runtime.GOOS+" "+runtime.GOARCH)
 		line("arch_bits", strconv.IntSize)
@@ -619,20 +624,6 @@ func residentBytes() int64 {
 		return 0
 	}
 	return pages * int64(os.Getpagesize())
-}
-
-// moduleVersion returns the version of the module this binary was built
-// from, as the Go toolchain recorded it.
-func moduleVersion() string {
-	if bi, ok := debug.ReadBuildInfo(); ok {
-		for _, dep := range bi.Deps {
-			if dep.Path == "github.com/dedupkit/cuckoo" {
-				return dep.Version
-			}
-		}
-		return bi.Main.Version
-	}
-	return "(unknown)"
 }
 
 // CONFIG GET pattern... | CONFIG SET parameter value [parameter value ...]:

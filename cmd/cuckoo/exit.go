@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
 	"syscall"
 )
 
@@ -17,6 +18,16 @@ const (
 	exitFull        = 4   // a fixed-capacity filter (dedup --redis's in Redis, dedup --kafka's of a partition) is full
 	exitInterrupted = 130 // interrupted by Ctrl-C (SIGINT); 143 for SIGTERM; serve stops gracefully and exits 0
 )
+
+// signalStatus is the exit status of a command a signal stopped (serve's
+// second signal): 130 for SIGINT, 128 + 15 for SIGTERM, as the shell
+// reports a process the signal killed.
+func signalStatus(s os.Signal) int {
+	if s == syscall.SIGTERM {
+		return 128 + int(syscall.SIGTERM)
+	}
+	return exitInterrupted
+}
 
 // exitBrokenPipe is the status of a command whose standard output was
 // closed by its reader (| head): 128 + SIGPIPE, as the shell reports a

@@ -185,12 +185,21 @@ func TestHelp(t *testing.T) {
 func TestVersion(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	for _, args := range [][]string{{"version"}, {"--version"}} {
+	var first string
+	for _, args := range [][]string{{"version"}, {"--version"}, {"serve", "--version"}} {
 		r := e.run("", args...)
-		r.want(t, exitOK, "version")
+		r.want(t, exitOK, args[0])
 		if !strings.HasPrefix(r.stdout, "cuckoo ") || !strings.Contains(r.stdout, "go1.") || !strings.Contains(r.stdout, "CKOO") {
-			t.Fatalf("version output %q", r.stdout)
+			t.Fatalf("%q: version output %q", args, r.stdout)
 		}
+		if first == "" {
+			first = r.stdout
+		} else if r.stdout != first {
+			t.Fatalf("%q prints %q, cuckoo version %q", args, r.stdout, first)
+		}
+	}
+	if names := e.files(); len(names) != 0 {
+		t.Fatalf("serve --version left %v", names)
 	}
 	e.run("", "version", "extra").want(t, exitUsage, "version")
 }
@@ -662,6 +671,12 @@ func TestBench(t *testing.T) {
 // waitExit waits for cmd with a deadline.
 func waitExit(t *testing.T, cmd *exec.Cmd) int {
 	t.Helper()
+	return waitExitWithin(t, cmd, 20*time.Second)
+}
+
+// waitExitWithin waits for cmd for up to d, and returns its exit status.
+func waitExitWithin(t *testing.T, cmd *exec.Cmd, d time.Duration) int {
+	t.Helper()
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
 	select {
@@ -674,7 +689,7 @@ func waitExit(t *testing.T, cmd *exec.Cmd) int {
 			t.Fatal(err)
 		}
 		return 0
-	case <-time.After(20 * time.Second):
+	case <-time.After(d):
 		cmd.Process.Kill()
 		t.Fatal("the command did not exit after the interrupt")
 		return -1

@@ -26,8 +26,15 @@ Serve the filters to any Redis client: RedisBloom's CF.* (cuckoo) and BF.*
 Jedis and redis-benchmark work unchanged. Data persists in --dir: an
 append-only log of every write (fsynced as --appendfsync says) and periodic
 snapshots; a restart loads both. SIGINT, SIGTERM or SHUTDOWN stops it
-gracefully: commands received are answered, the log is flushed, a snapshot
-is taken, and it exits with status 0.
+gracefully: commands received are answered, the log is flushed and
+fsynced, a snapshot is taken, and it exits with status 0. A stop that
+takes longer than --shutdown-timeout closes the connections left and skips
+the snapshot (the next start replays the log); a second signal exits at
+once (status 130 or 143), losing no acknowledged write either.
+
+--metrics serves Prometheus metrics on http://ADDR/metrics, with /healthz
+(alive) and /readyz (the data loaded and the port served) for
+orchestrators.
 
 The flags named as Redis 8's settings (--cf-bucket-size, --bf-error-rate,
 …) give the parameters of the filters the commands create without being
@@ -43,6 +50,7 @@ Examples:
   redis-cli CF.ADD seen https://a.com/
   cuckoo serve --port 6380 --dir filters --appendfsync always
   cuckoo serve --config serve.conf --port 6380 --dir filters
+  cuckoo serve --metrics 127.0.0.1:9121
 
 docs/server.md has the command table, the limits, and how to operate it.
 `
@@ -67,6 +75,9 @@ type serveFlags struct {
 	timeout        time.Duration
 	threads        int
 	repair         bool
+	metrics        string
+	stopTimeout    time.Duration
+	version        bool
 	// filters are the bf-* and cf-* settings (server.FilterSettings), each
 	// a flag of its Redis 8 name, set as CONFIG SET sets it.
 	filters server.FilterSettings
@@ -95,6 +106,9 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&f.timeout, "timeout", 0, "close connections idle this long (0: never)")
 	fs.IntVar(&f.threads, "threads", 0, "run Go code on at most `n` threads at once (GOMAXPROCS; 0: one per CPU)")
 	fs.BoolVar(&f.repair, "repair", false, "start from a damaged log by cutting it before the damage")
+	fs.StringVar(&f.metrics, "metrics", "", "serve Prometheus metrics, /healthz and /readyz over HTTP on this `address` (host:port)")
+	fs.DurationVar(&f.stopTimeout, "shutdown-timeout", 10*time.Second, "on SIGTERM or SIGINT, close the connections left and skip the snapshot after this long")
+	fs.BoolVar(&f.version, "version", false, "print the version and exit")
 	f.filters = server.DefaultFilterSettings()
 	for _, name := range server.FilterSettingNames() {
 		fs.Var(filterSetting{&f.filters, name}, name, filterSettingUsage[name])
@@ -138,6 +152,10 @@ func runServe(e *env, f *serveFlags, pos []string) error {
 	if err := noArgs("serve", pos); err != nil {
 		return err
 	}
+	if f.version {
+		fmt.Fprintln(e.stdout, versionString())
+		return nil
+	}
 	cfg, err := f.serverConfig()
 	if err != nil {
 		return err
@@ -145,6 +163,7 @@ func runServe(e *env, f *serveFlags, pos []string) error {
 	cfg.Logf = func(format string, args ...any) {
 		fmt.Fprintf(e.stderr, "cuckoo serve: "+format+"\n", args...)
 	}
+	cfg.CommandStats = f.metrics != ""
 	// The server stops gracefully on SIGINT and SIGTERM, instead of the
 	// immediate exit the other commands make.
 	signal.Reset(os.Interrupt, syscall.SIGTERM)
@@ -165,6 +184,16 @@ func runServe(e *env, f *serveFlags, pos []string) error {
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
 		return dataErr("choose another --port or --bind", "%v", err)
+	}
+	// The metrics' port too, served at once: /healthz answers while the
+	// data directory loads, /readyz once it is loaded.
+	var ops *opsServer
+	if f.metrics != "" {
+		if ops, err = startOps(f.metrics, cfg.Logf); err != nil {
+			ln.Close()
+			return dataErr("choose another --metrics address", "%v", err)
+		}
+		defer ops.close()
 	}
 	srv, err := server.New(cfg)
 	if err != nil {
@@ -190,11 +219,15 @@ func runServe(e *env, f *serveFlags, pos []string) error {
 		}
 	}
 	fmt.Fprintf(e.stdout, "cuckoo serve: listening on %s, %s\n", ln.Addr(), data)
+	if ops != nil {
+		ops.serve(srv)
+		fmt.Fprintf(e.stdout, "cuckoo serve: metrics on http://%s/metrics, health on /healthz and /readyz\n", ops.addr())
+	}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	select {
 	case s := <-sig:
-		fmt.Fprintf(e.stderr, "cuckoo serve: %v: stopping\n", s)
+		fmt.Fprintf(e.stderr, "cuckoo serve: %v: stopping (again to stop at once)\n", s)
 	case <-srv.Done():
 	case err := <-served:
 		if !errors.Is(err, server.ErrClosed) {
@@ -202,7 +235,18 @@ func runServe(e *env, f *serveFlags, pos []string) error {
 			return dataErr("", "serving: %v", err)
 		}
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	// A second signal stops at once: every acknowledged write is in the
+	// log already (handed to the system before its reply was sent).
+	go func() {
+		s := <-sig
+		lost := "the next start replays the log"
+		if !cfg.AppendOnly {
+			lost = "the writes since the last snapshot are lost (--appendonly no)"
+		}
+		fmt.Fprintf(e.stderr, "cuckoo serve: %v again: exiting at once; %s\n", s, lost)
+		os.Exit(signalStatus(s))
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), f.stopTimeout)
 	defer cancel()
 	if err := srv.Shutdown(ctx); err != nil {
 		return dataErr("the append-only log has every acknowledged write; see docs/server.md, Recovery", "stopping: %v", err)
@@ -251,6 +295,14 @@ func (f *serveFlags) serverConfig() (server.Config, error) {
 	}{{"save-interval", f.saveInterval}, {"timeout", f.timeout}} {
 		if d.val < 0 {
 			return cfg, usageErr("give 0 (never) or a positive duration, such as 30s or 5m", "bad --%s %v", d.name, d.val)
+		}
+	}
+	if f.stopTimeout < 0 {
+		return cfg, usageErr("give 0 (stop at once) or a positive duration, such as 10s", "bad --shutdown-timeout %v", f.stopTimeout)
+	}
+	if f.metrics != "" {
+		if _, _, err := net.SplitHostPort(f.metrics); err != nil {
+			return cfg, usageErr("give a host:port such as 127.0.0.1:9121, or :9121 for every address", "bad --metrics %q", f.metrics)
 		}
 	}
 	cfg.Addr = net.JoinHostPort(f.bind, strconv.Itoa(f.port))

@@ -51,7 +51,7 @@ func TestServeDefaults(t *testing.T) {
 		t.Fatalf("flags: %+v", cfg)
 	}
 	for _, bad := range [][]string{{"--appendfsync", "sometimes"}, {"--maxmemory", "lots"}, {"--protected-mode", "maybe"},
-		{"--proto-max-bulk-len", "2gb"}, {"--maxclients", "0"}} {
+		{"--proto-max-bulk-len", "2gb"}, {"--maxclients", "0"}, {"--metrics", "9121"}, {"--shutdown-timeout", "-1s"}} {
 		if _, err := parseServe(t, bad...); err == nil {
 			t.Errorf("%q accepted", bad)
 		}
@@ -113,6 +113,14 @@ func TestServeConfigFile(t *testing.T) {
 // and its first line of output.
 func startServe(t *testing.T, dir string, args ...string) (*exec.Cmd, string, *bytes.Buffer) {
 	t.Helper()
+	cmd, lines, stderr := startServeLines(t, dir, 1, args...)
+	return cmd, lines[0], stderr
+}
+
+// startServeLines runs `cuckoo serve` with args in dir and returns the
+// process and its first n lines of output.
+func startServeLines(t *testing.T, dir string, n int, args ...string) (*exec.Cmd, []string, *bytes.Buffer) {
+	t.Helper()
 	if buildErr != nil {
 		t.Fatal(buildErr)
 	}
@@ -125,11 +133,16 @@ func startServe(t *testing.T, dir string, args ...string) (*exec.Cmd, string, *b
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	line, err := bufio.NewReader(out).ReadString('\n')
-	if err != nil {
-		t.Fatalf("serve printed nothing: %v\n%s", err, stderr.String())
+	br := bufio.NewReader(out)
+	var lines []string
+	for range n {
+		line, err := br.ReadString('\n')
+		if err != nil {
+			t.Fatalf("serve printed %q: %v\n%s", lines, err, stderr.String())
+		}
+		lines = append(lines, line)
 	}
-	return cmd, line, &stderr
+	return cmd, lines, &stderr
 }
 
 var listenLine = regexp.MustCompile(`^cuckoo serve: listening on (127\.0\.0\.1:\d+), data in (\S+) \(append-only log, fsync everysec\)\n$`)
