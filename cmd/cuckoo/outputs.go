@@ -104,7 +104,10 @@ type outputFile struct {
 // else under its own until commit or abort.
 func (e *env) createOutput(path string) (*outputFile, error) {
 	e.mu.Lock()
-	l := e.locks[canonical(path)]
+	var l *vfs.WriterLock
+	if len(e.locks) > 0 { // canonical costs a stat per element of the path
+		l = e.locks[canonical(path)]
+	}
 	e.mu.Unlock()
 	var f *vfs.Replacement
 	var err error
@@ -127,12 +130,21 @@ func (e *env) createOutput(path string) (*outputFile, error) {
 
 func (o *outputFile) Write(p []byte) (int, error) { return o.f.Write(p) }
 
-// commit puts the file in place.
-func (o *outputFile) commit() error {
+// commit puts the file in place, synced.
+func (o *outputFile) commit() error { return o.put(true) }
+
+// put puts the file in place; unsynced (sync false), for a caller that
+// makes a batch of files durable at once with vfs.SyncWritten.
+func (o *outputFile) put(sync bool) error {
 	if o == nil {
 		return nil
 	}
-	err := o.f.Commit()
+	var err error
+	if sync {
+		err = o.f.Commit()
+	} else {
+		err = o.f.CommitUnsynced()
+	}
 	o.e.mu.Lock()
 	if _, ok := o.e.pending[o.f]; ok {
 		delete(o.e.pending, o.f)
@@ -160,11 +172,18 @@ func (o *outputFile) abort() {
 
 // writeFile replaces path atomically with what write writes.
 func (e *env) writeFile(path string, write func(w io.Writer) error) error {
+	return e.replaceFile(path, newBufWriter(nil), true, write)
+}
+
+// replaceFile replaces path atomically with what write writes, through
+// bw (reset to the file; a caller writing many files reuses one), synced
+// or not (see put).
+func (e *env) replaceFile(path string, bw *bufio.Writer, sync bool, write func(w io.Writer) error) error {
 	o, err := e.createOutput(path)
 	if err != nil {
 		return err
 	}
-	bw := newBufWriter(o)
+	bw.Reset(o)
 	err = write(bw)
 	if err == nil {
 		err = bw.Flush()
@@ -173,7 +192,7 @@ func (e *env) writeFile(path string, write func(w io.Writer) error) error {
 		o.abort()
 		return dataErr("the previous file, if any, is unchanged", "writing %s: %v", path, unwrap(err))
 	}
-	return o.commit()
+	return o.put(sync)
 }
 
 func newBufWriter(w io.Writer) *bufio.Writer { return bufio.NewWriterSize(w, 1<<20) }

@@ -154,6 +154,33 @@ func (r *Replacement) Commit() error {
 	return syncDirAfterRename(filepath.Dir(r.path))
 }
 
+// CommitUnsynced puts the new contents in place as Commit does, but
+// syncs neither the file nor its directory, for a caller that replaces
+// many files and makes them durable at once with [SyncWritten]. Until
+// then readers, errors and interrupts see what Commit promises (the old
+// contents or the complete new ones), but a crash may leave the target
+// with either, or, on file systems that do not order a rename after the
+// data it renames, empty.
+func (r *Replacement) CommitUnsynced() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.done {
+		return errors.New("vfs: already committed or aborted")
+	}
+	r.done = true
+	defer r.lock.Unlock()
+	err := r.f.Close()
+	if err == nil {
+		err = os.Rename(r.tmp, r.path)
+	}
+	if err != nil {
+		os.Remove(r.tmp)
+		return fmt.Errorf("writing %s: %w", r.path, unwrapPath(err))
+	}
+	r.committed = true
+	return nil
+}
+
 // Abort drops the replacement: the temporary file is closed and removed,
 // and the target stays as it was. After a Commit that replaced the target
 // it returns ErrCommitted and changes nothing; after an Abort or a Commit
