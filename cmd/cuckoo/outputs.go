@@ -102,18 +102,25 @@ type outputFile struct {
 
 // createOutput starts replacing path, under the lock lockFiles took, or
 // else under its own until commit or abort.
-func (e *env) createOutput(path string) (*outputFile, error) {
+func (e *env) createOutput(path string) (*outputFile, error) { return e.startOutput(path, false) }
+
+// startOutput is createOutput, or, underLock, the replacement of one of a
+// batch of files under a lock the caller holds (vfs.CreateUnder).
+func (e *env) startOutput(path string, underLock bool) (*outputFile, error) {
 	e.mu.Lock()
 	var l *vfs.WriterLock
-	if len(e.locks) > 0 { // canonical costs a stat per element of the path
+	if len(e.locks) > 0 && !underLock { // canonical costs a stat per element of the path
 		l = e.locks[canonical(path)]
 	}
 	e.mu.Unlock()
 	var f *vfs.Replacement
 	var err error
-	if l != nil {
+	switch {
+	case underLock:
+		f, err = vfs.CreateUnder(path, 0o644)
+	case l != nil:
 		f, err = l.Create(0o644)
-	} else {
+	default:
 		f, err = vfs.Create(path, 0o644, e.waiting(path))
 	}
 	if err != nil {
@@ -172,14 +179,19 @@ func (o *outputFile) abort() {
 
 // writeFile replaces path atomically with what write writes.
 func (e *env) writeFile(path string, write func(w io.Writer) error) error {
-	return e.replaceFile(path, newBufWriter(nil), true, write)
+	return e.replaceFile(path, newBufWriter(nil), writeMode{}, write)
 }
 
+// writeMode is how replaceFile writes a file: by default under its own
+// lock and synced, as writeFile does; as one of a batch of files (store
+// export --to), under a lock the caller holds (underLock) and put in
+// place unsynced, for one vfs.SyncWritten of them all (noSync).
+type writeMode struct{ underLock, noSync bool }
+
 // replaceFile replaces path atomically with what write writes, through
-// bw (reset to the file; a caller writing many files reuses one), synced
-// or not (see put).
-func (e *env) replaceFile(path string, bw *bufio.Writer, sync bool, write func(w io.Writer) error) error {
-	o, err := e.createOutput(path)
+// bw (reset to the file; a caller writing many files reuses one).
+func (e *env) replaceFile(path string, bw *bufio.Writer, mode writeMode, write func(w io.Writer) error) error {
+	o, err := e.startOutput(path, mode.underLock)
 	if err != nil {
 		return err
 	}
@@ -192,7 +204,7 @@ func (e *env) replaceFile(path string, bw *bufio.Writer, sync bool, write func(w
 		o.abort()
 		return dataErr("the previous file, if any, is unchanged", "writing %s: %v", path, unwrap(err))
 	}
-	return o.put(sync)
+	return o.put(!mode.noSync)
 }
 
 func newBufWriter(w io.Writer) *bufio.Writer { return bufio.NewWriterSize(w, 1<<20) }

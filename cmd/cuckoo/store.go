@@ -317,8 +317,17 @@ func storeExport(e *env, out io.Writer, f *storeFlags, s *store.Store, dir strin
 	}
 	// Each file is put in place atomically; they are made durable all at
 	// once at the end (two fsyncs per file would take most of the time),
-	// or each before its rename with --sync always.
+	// or each before its rename with --sync always. One lock of OUT keeps
+	// another export out, rather than a lock file made and removed for
+	// each file.
 	eachSynced := f.sync == store.SyncAlways.String()
+	if err := os.MkdirAll(f.to, 0o755); err != nil {
+		return dataErr(remedyWrite, "%v", unwrap(err))
+	}
+	if err := e.lockFiles(filepath.Join(f.to, ".")); err != nil {
+		return err
+	}
+	mode := writeMode{underLock: true, noSync: !eachSynced}
 	var written []string
 	bw := newBufWriter(nil)
 	made := map[string]bool{} // directories made
@@ -335,7 +344,7 @@ func storeExport(e *env, out io.Writer, f *storeFlags, s *store.Store, dir strin
 				}
 				made[d] = true
 			}
-			if err := e.replaceFile(t.path, bw, eachSynced, func(w io.Writer) error { return fst.Export(t.name, w) }); err != nil {
+			if err := e.replaceFile(t.path, bw, mode, func(w io.Writer) error { return fst.Export(t.name, w) }); err != nil {
 				return err
 			}
 			written = append(written, t.path)

@@ -95,6 +95,19 @@ func Create(path string, perm fs.FileMode, waiting func()) (*Replacement, error)
 	return r, nil
 }
 
+// CreateUnder starts a replacement of the file at path, like [Create],
+// for a caller that keeps other writers away by a lock of its own (one
+// [Acquire] of the directory it fills): it takes no writers' lock of
+// path, so that a batch of many files does not create and remove a lock
+// file for each (on ext4, creating files among many just removed is
+// slow). The temporary file has the name Create gives it, and one a
+// killed writer left is removed first.
+func CreateUnder(path string, perm fs.FileMode) (*Replacement, error) {
+	l := unlocked(path)
+	os.Remove(l.tempPath())
+	return l.Create(perm)
+}
+
 // Create starts a replacement of the locked file, like the function
 // [Create], but leaves the lock held after Commit and Abort: the caller
 // unlocks it.

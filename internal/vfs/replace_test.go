@@ -317,3 +317,33 @@ func TestCommitUnsyncedThenSyncWritten(t *testing.T) {
 		t.Error("SyncWritten of a missing directory's file: no error")
 	}
 }
+
+// TestCreateUnderTakesNoLockFile replaces a file under the caller's own
+// lock: no lock file is made beside it, the temporary file a killed
+// writer left is removed first, and the target ends with the new bytes.
+func TestCreateUnderTakesNoLockFile(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "x")
+	if err := os.WriteFile(filepath.Join(dir, ".x.tmp"), []byte("left by a killed writer"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r, err := vfs.CreateUnder(p, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, ".x.lock")); err == nil {
+		t.Error("CreateUnder made a lock file")
+	}
+	if _, err := r.Write([]byte("new")); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.CommitUnsynced(); err != nil {
+		t.Fatal(err)
+	}
+	if got := string(mustRead(t, p)); got != "new" {
+		t.Errorf("x: %q", got)
+	}
+	if got := entries(t, dir); len(got) != 1 {
+		t.Errorf("left in the directory: %v", got)
+	}
+}
