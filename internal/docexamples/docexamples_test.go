@@ -52,6 +52,12 @@ import (
 //
 // The lines left out, and why, are in skips; new blocks run by default.
 func TestDocExamples(t *testing.T) {
+	if testing.Short() {
+		// -short is for the instrumented builds (-race, -tags invariants,
+		// purego), whose code these examples do not exercise: they run
+		// the command built here.
+		t.Skip("the examples run in the quick run, not with -short")
+	}
 	for _, tool := range []string{"bash", "unshare", "ip"} {
 		if _, err := exec.LookPath(tool); err != nil {
 			t.Skipf("needs %s: %v", tool, err)
