@@ -58,9 +58,9 @@ func TestDocExamples(t *testing.T) {
 		// the command built here.
 		t.Skip("the examples run in the quick run, not with -short")
 	}
-	for _, tool := range []string{"bash", "unshare", "ip"} {
+	for _, tool := range []string{"bash", "unshare", "ip", "redis-server", "redis-cli"} {
 		if _, err := exec.LookPath(tool); err != nil {
-			t.Skipf("needs %s: %v", tool, err)
+			t.Skipf("needs %s (redis-server, redis-cli: apt-get install redis-server redis-tools): %v", tool, err)
 		}
 	}
 	if out, err := exec.Command("unshare", "-rn", "ip", "link", "set", "lo", "up").CombinedOutput(); err != nil {
