@@ -687,7 +687,8 @@ func TestReadmeInstall(t *testing.T) {
 		return string(out)
 	}
 	run("", "go", "install", "./cmd/cuckoo")
-	if got := run("a\nb\na\nc\nb\n", "cuckoo", "dedup"); got != "a\nb\nc\n" {
+	// Through a shell, which finds cuckoo on the PATH given.
+	if got := run("a\nb\na\nc\nb\n", "bash", "-c", "cuckoo dedup"); got != "a\nb\nc\n" {
 		t.Errorf("cuckoo dedup after go install: %q", got)
 	}
 	if got := run("a\nb\na\n", "go", "run", "./cmd/cuckoo", "dedup"); got != "a\nb\n" {
