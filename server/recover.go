@@ -90,7 +90,7 @@ func (s *Server) recover() error {
 		s.aof = a
 	}
 	if keys > 0 || records > 0 {
-		s.logf("loaded %d keys from the snapshot and %d log records in %v: %d keys", keys, records, time.Since(start).Round(time.Millisecond), s.ks.count.Load())
+		s.logf("loaded %s from the snapshot and %s in %v: %s", plural(keys, "key"), plural(records, "log record"), time.Since(start).Round(time.Millisecond), plural(s.ks.count.Load(), "key"))
 	}
 	if !s.cfg.AppendOnly && len(replay) > 0 {
 		// The log holds writes the snapshot lacks: keep them in a new
@@ -134,4 +134,12 @@ func fileSize(path string) int64 {
 		return 0
 	}
 	return fi.Size()
+}
+
+// plural is n and noun, with an s unless n is 1: "1 key", "3 keys".
+func plural[N int | int64 | uint64](n N, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }

@@ -205,7 +205,7 @@ func (s *Server) snapshotLocked() (err error) {
 	s.save.count.Add(1)
 	s.save.fileSize.Store(n)
 	s.removeLogsBefore(run.epoch)
-	s.logf("snapshot of %d keys written to %s in %v (%d bytes)", count, path, time.Since(start).Round(time.Millisecond), n)
+	s.logf("snapshot of %s written to %s in %v (%d bytes)", plural(count, "key"), path, time.Since(start).Round(time.Millisecond), n)
 	// The copies are garbage now, as large as the filters: give the memory
 	// back at once rather than when the heap next doubles.
 	debug.FreeOSMemory()

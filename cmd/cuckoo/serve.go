@@ -87,12 +87,13 @@ type serveFlags struct {
 
 func (f *serveFlags) register(fs *flag.FlagSet) {
 	f.fs = fs
-	fs.StringVar(&f.config, "config", "", "read settings from `file` (name value lines; flags win)")
+	fs.Var((*nameValue)(&f.config), "config", "read settings from `file` (name value lines; flags win)")
 	fs.StringVar(&f.bind, "bind", "127.0.0.1", "listen on this `address`")
 	fs.IntVar(&f.port, "port", 6379, "listen on this TCP `port` (0: any free port)")
-	fs.StringVar(&f.dir, "dir", "cuckoo-data", "keep the data in this `directory`")
+	f.dir = "cuckoo-data"
+	fs.Var((*nameValue)(&f.dir), "dir", "keep the data in this `directory`")
 	fs.StringVar(&f.requirePass, "requirepass", "", "require this `password` (AUTH or HELLO AUTH)")
-	fs.StringVar(&f.requirePassEnv, "requirepass-env", "", "require the password in this environment `variable`, when set")
+	fs.Var((*nameValue)(&f.requirePassEnv), "requirepass-env", "require the password in this environment `variable`, when set")
 	fs.StringVar(&f.protectedMode, "protected-mode", "yes", "whether to refuse a non-loopback --bind without a password (`yes|no`)")
 	fs.StringVar(&f.appendOnly, "appendonly", "yes", "whether to log every write to the append-only log (`yes|no`; no: snapshots only)")
 	fs.StringVar(&f.appendFsync, "appendfsync", "everysec", "when to fsync the log: the `policy` always, everysec or no")
@@ -181,9 +182,19 @@ func runServe(e *env, f *serveFlags, pos []string) error {
 		runtime.GOMAXPROCS(f.threads)
 	}
 	// The port first: a server that cannot listen touches no directory.
-	ln, err := net.Listen("tcp", cfg.Addr)
+	// An IPv4 --bind listens on IPv4 only, as Redis's bind does (Go's
+	// "tcp" would make 0.0.0.0 every IPv6 address too).
+	network := "tcp"
+	if ip := net.ParseIP(f.bind); ip != nil && ip.To4() != nil {
+		network = "tcp4"
+	}
+	ln, err := net.Listen(network, cfg.Addr)
 	if err != nil {
 		return dataErr("choose another --port or --bind", "%v", err)
+	}
+	if fi, err := os.Stat(cfg.Dir); err == nil && !fi.IsDir() {
+		ln.Close()
+		return dataErr("give --dir a directory (it is created if missing)", "--dir %s is not a directory", cfg.Dir)
 	}
 	// The metrics' port too, served at once: /healthz answers while the
 	// data directory loads, /readyz once it is loaded.
@@ -377,13 +388,14 @@ func (f *serveFlags) serverConfig() (server.Config, error) {
 	return cfg, nil
 }
 
-// validBind reports whether addr is empty (every address), an IP address
-// or a host name: labels of letters, digits and '-', the last not all
+// validBind reports whether addr is an IP address (0.0.0.0 or :: for every
+// address; not an empty one, which an unset variable gives) or a host
+// name: labels of letters, digits and '-', the last not all
 // digits (1.2.3.4.5 is a mistyped address, not a name). Whether a name
 // resolves, and to an address of this machine, only listening tells
 // (status 3).
 func validBind(addr string) bool {
-	if addr == "" || net.ParseIP(addr) != nil {
+	if net.ParseIP(addr) != nil {
 		return true
 	}
 	labels := strings.Split(addr, ".")

@@ -190,7 +190,7 @@ func TestServeRun(t *testing.T) {
 	if err := cmd.Wait(); err != nil {
 		t.Fatalf("serve after SIGTERM: %v\n%s", err, stderr.String())
 	}
-	if !strings.Contains(stderr.String(), "terminated: stopping") || !strings.Contains(stderr.String(), "snapshot of 1 keys") {
+	if !strings.Contains(stderr.String(), "terminated: stopping") || !strings.Contains(stderr.String(), "snapshot of 1 key ") {
 		t.Fatalf("stderr: %s", stderr.String())
 	}
 	if _, err := os.Stat(filepath.Join(dir, "data", "snapshot.ckdb")); err != nil {
@@ -264,4 +264,53 @@ func TestServeRefusals(t *testing.T) {
 	}
 	r = e.run("", "serve", "extra")
 	r.want(t, exitUsage, "serve")
+}
+
+// TestServeSaysWhatItBound checks that serve prints the address it bound:
+// 0.0.0.0, an IPv4 address, is IPv4 only and printed as given (not as
+// [::]), and that a --dir that is a file is said to be one.
+func TestServeSaysWhatItBound(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	_, line, _ := startServe(t, dir, "--bind", "0.0.0.0", "--protected-mode", "no", "--port", "0", "--dir", "data")
+	if !regexp.MustCompile(`^cuckoo serve: listening on 0\.0\.0\.0:\d+, `).MatchString(line) {
+		t.Errorf("--bind 0.0.0.0: %q", line)
+	}
+	e := &sandbox{t, dir}
+	e.write("seen.ckoo", "not a directory")
+	r := e.run("", "serve", "--port", "0", "--dir", "seen.ckoo")
+	r.want(t, exitData, "serve")
+	if !strings.Contains(r.stderr, "--dir seen.ckoo is not a directory") || strings.Contains(r.stderr, "Recovery") {
+		t.Errorf("--dir FILE: %q", r.stderr)
+	}
+}
+
+// TestRedisPathAgainstServe points the commands that need Redis
+// Functions at cuckoo serve: they fail with status 3 and a message that
+// says what the server is and what to use, without contradicting itself.
+func TestRedisPathAgainstServe(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	_, line, _ := startServe(t, dir, "--port", "0", "--dir", "data")
+	m := listenLine.FindStringSubmatch(line)
+	if m == nil {
+		t.Fatalf("first line %q", line)
+	}
+	e := &sandbox{t, dir}
+	e.write("keys.txt", lines(0, 100))
+	e.run("", "build", "--capacity", "1000", "-o", "f.ckoo", "keys.txt").want(t, exitOK, "build")
+	for _, c := range []struct {
+		cmd  string
+		args []string
+	}{
+		{"push", []string{"push", "f.ckoo", "--redis", m[1], "--name", "seen"}},
+		{"dedup", []string{"dedup", "--redis", m[1], "--name", "seen", "--capacity", "1000", "keys.txt"}},
+	} {
+		r := e.run("", c.args...)
+		r.want(t, exitData, c.cmd)
+		if !strings.Contains(r.stderr, "the server is cuckoo serve") || !strings.Contains(r.stderr, "Redis 7.0 or later, or Valkey") ||
+			strings.Contains(r.stderr, "version 8") {
+			t.Errorf("%v: %q", c.args, r.stderr)
+		}
+	}
 }
