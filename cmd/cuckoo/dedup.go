@@ -247,6 +247,11 @@ func runDedup(e *env, f *dedupFlags, names []string) error {
 	if handled, err := runKafkaDedup(e, f, names); handled {
 		return err
 	}
+	for _, spec := range []struct{ flag, value string }{{"--key", f.key}, {"--field", f.fields.field}, {"--time-field", f.window.timeField}} {
+		if isJSONPath(spec.value) {
+			return usageErr("give a field spec (2, 1,3, 2-4) for lines", "%s %s is a JSON path, which only --kafka reads", spec.flag, spec.value)
+		}
+	}
 	if f.key != "" && f.fields.field != "" && f.key != f.fields.field {
 		return usageErr(remedy, "--key and --field are the same flag; give one")
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/dedupkit/cuckoo"
 	"github.com/dedupkit/cuckoo/cmd/cuckoo/internal/dedup"
 	"github.com/dedupkit/cuckoo/cmd/cuckoo/internal/units"
+	"github.com/dedupkit/cuckoo/internal/fields"
 )
 
 // newFlags returns an empty flag set for a command. The flag package only
@@ -274,12 +275,21 @@ func (p *nameValue) Set(s string) error {
 	return nil
 }
 
-// fieldSpecValue is a field spec as cut -f takes it: 2, 1,3, 2-4, 3-, -2.
+// fieldSpecValue is a field spec as cut -f takes it: 2, 1,3, 2-4, 3-, -2;
+// or a JSON path (.user.id, $.user.id), which only dedup --kafka reads
+// (runDedup refuses one for lines).
 type fieldSpecValue string
 
 func (v *fieldSpecValue) String() string { return (*nameValue)(v).String() }
 
 func (v *fieldSpecValue) Set(s string) error {
+	if isJSONPath(s) {
+		if _, err := fields.ParseJSONPath(s); err != nil {
+			return wantError(fmt.Sprintf("a JSON path such as .user.id (%v)", trimPrefixes(err)))
+		}
+		*v = fieldSpecValue(s)
+		return nil
+	}
 	if _, err := dedup.ParseFieldSpec(s); err != nil {
 		return wantError(strings.TrimPrefix(err.Error(), dedup.ErrFieldSpec.Error()+": "))
 	}
