@@ -1,0 +1,211 @@
+package server
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/dedupkit/cuckoo/internal/codec"
+)
+
+// smallLogCommands are the writes of the log the damage tests break: every
+// kind of record a client's writes make, a few of each.
+var smallLogCommands = [][]string{
+	{"CF.RESERVE", "fixed", "1000", "EXPANSION", "0", "SEED", "1"},
+	{"CF.ADD", "fixed", "a"},
+	{"CF.ADDNX", "fixed", "b"},
+	{"CF.INSERT", "fixed", "ITEMS", "c", "d"},
+	{"CF.DEL", "fixed", "a"},
+	{"BF.RESERVE", "bloom", "0.01", "100"},
+	{"BF.ADD", "bloom", "x"},
+	{"BF.MADD", "bloom", "y", "z"},
+	{"CF.ADD", "grown", "https://example.com/a"},
+	{"CF.ADD", "grown", "https://example.com/b"},
+	{"CF.ADD", "gone", "1"},
+	{"DEL", "gone"},
+}
+
+// damageLog is a small log and its records.
+type damageLog struct {
+	data    []byte
+	records []string // each record's offset, epoch and command
+	ends    []int64  // the offset after each record
+}
+
+// newDamageLog writes smallLogCommands with a server, in the log format
+// given (1: the records reframed as servers before format 2 wrote them).
+func newDamageLog(t *testing.T, format int) damageLog {
+	t.Helper()
+	cfg := testConfig(t)
+	s, addr := startServer(t, cfg)
+	c := dial(t, addr)
+	for _, cmd := range smallLogCommands {
+		if r := c.do(cmd...); strings.HasPrefix(r, "-") {
+			t.Fatalf("%q: %q", cmd, r)
+		}
+	}
+	s.Close()
+	var d damageLog
+	var err error
+	d.data, err = os.ReadFile(logPath(t, cfg.Dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if format == 1 {
+		d.data = reframeV1(d.data)
+	}
+	var end int64
+	d.records, end, err = readLogBytes(d.data)
+	if err != nil || len(d.records) < len(smallLogCommands) {
+		t.Fatalf("the log holds %d records (%v), want %d or more", len(d.records), err, len(smallLogCommands))
+	}
+	for _, r := range d.records[1:] {
+		var off int64
+		fmt.Sscan(r, &off)
+		d.ends = append(d.ends, off)
+	}
+	d.ends = append(d.ends, end)
+	return d
+}
+
+// readLogBytes reads data as recovery reads a log file: its records
+// (offset, epoch, command), and readLog's end and error.
+func readLogBytes(data []byte) ([]string, int64, error) {
+	var records []string
+	end, err := readLogFrom(bytes.NewReader(data), int64(len(data)), logName(0), maxLogRecord, func(off int64, epoch uint64, args [][]byte) error {
+		records = append(records, fmt.Sprintf("%d %d %q", off, epoch, args))
+		return nil
+	})
+	return records, end, err
+}
+
+// reframeV1 returns the records of a log of format 2 in format 1.
+func reframeV1(data []byte) []byte {
+	var out []byte
+	for len(data) > 0 {
+		n := int(binary.LittleEndian.Uint32(data) &^ recordFormat2)
+		body := data[recordHeader : recordHeader+n]
+		out = binary.LittleEndian.AppendUint32(out, uint32(n))
+		out = binary.LittleEndian.AppendUint32(out, codec.Checksum(body))
+		out = append(out, body...)
+		data = data[recordHeader+n:]
+	}
+	return out
+}
+
+// TestLogBitFlipsNeverLoseWrites flips every bit of every record of a log,
+// one at a time, in both log formats, and reads it as recovery does: each
+// flip either is damage at the record it hit (the server refuses to start,
+// TestServeRefusesFlippedLog runs some through the command), or leaves
+// every record (here every record was acknowledged). None may pass for a
+// torn end that cuts records.
+func TestLogBitFlipsNeverLoseWrites(t *testing.T) {
+	parallel(t)
+	for _, format := range []int{2, 1} {
+		t.Run(fmt.Sprint("format=", format), func(t *testing.T) {
+			parallel(t)
+			d := newDamageLog(t, format)
+			damaged := make([]byte, len(d.data))
+			var refused, whole int
+			rec := 0
+			for i := range d.data {
+				for int64(i) >= d.ends[rec] {
+					rec++
+				}
+				start := int64(0)
+				if rec > 0 {
+					start = d.ends[rec-1]
+				}
+				for bit := range 8 {
+					copy(damaged, d.data)
+					damaged[i] ^= 1 << bit
+					records, end, err := readLogBytes(damaged)
+					var damage *logDamage
+					switch {
+					case errors.As(err, &damage):
+						if damage.offset != start || end != start {
+							t.Fatalf("bit %d of byte %d (record %d at byte %d): damage reported at byte %d, read to %d", bit, i, rec, start, damage.offset, end)
+						}
+						refused++
+					case err == nil && slices.Equal(records, d.records):
+						whole++
+					default:
+						t.Fatalf("bit %d of byte %d (record %d): %d of %d records read, then %v: acknowledged writes lost", bit, i, rec, len(records), len(d.records), err)
+					}
+				}
+			}
+			t.Logf("format %d: %d single-bit flips of a log of %d bytes in %d records: %d refused, %d recovered whole",
+				format, 8*len(d.data), len(d.data), len(d.records), refused, whole)
+		})
+	}
+}
+
+// TestLogTruncationsRecoverPrefix cuts a log at every offset, and also
+// zeros it from every offset on (a machine crash that left blocks
+// unwritten), in both formats: each reads as the records before the cut
+// and a torn end, which recovery cuts off (TestTornTail).
+func TestLogTruncationsRecoverPrefix(t *testing.T) {
+	parallel(t)
+	for _, format := range []int{2, 1} {
+		t.Run(fmt.Sprint("format=", format), func(t *testing.T) {
+			parallel(t)
+			d := newDamageLog(t, format)
+			k := 0
+			for cut := range len(d.data) + 1 {
+				for k < len(d.ends) && d.ends[k] <= int64(cut) {
+					k++
+				}
+				zeroed := append([]byte(nil), d.data...)
+				clear(zeroed[cut:])
+				var want int64
+				if k > 0 {
+					want = d.ends[k-1]
+				}
+				for _, tc := range []struct {
+					what string
+					data []byte
+				}{{"cut", d.data[:cut]}, {"zeroed", zeroed}} {
+					records, end, err := readLogBytes(tc.data)
+					clean := err == nil && end == int64(len(tc.data))
+					if !clean && !errors.Is(err, errTorn) || end != want || !slices.Equal(records, d.records[:k]) {
+						t.Fatalf("%s at byte %d: %d records read to byte %d, then %v; want the %d records before it, to byte %d",
+							tc.what, cut, len(records), end, err, k, want)
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestLogFormatUpgrade: a server appends records of format 2 to the log
+// file of format 1 an older server left, and a restart reads both.
+func TestLogFormatUpgrade(t *testing.T) {
+	parallel(t)
+	cfg := testConfig(t)
+	copyDir(t, "testdata/replay/plan2/log", cfg.Dir)
+	old, err := os.ReadFile(filepath.Join(cfg.Dir, logName(0)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, addr := startServer(t, cfg)
+	c := dial(t, addr)
+	doEach(t, c, ":1\r\n", "CF.ADD fixed after-the-upgrade", "CF.ADD new x")
+	want := state(t, c)
+	s.Close()
+	data, err := os.ReadFile(filepath.Join(cfg.Dir, logName(0)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.HasPrefix(data, old) || binary.LittleEndian.Uint32(data[0:])&recordFormat2 != 0 ||
+		binary.LittleEndian.Uint32(data[len(old):])&recordFormat2 == 0 {
+		t.Fatal("the log is not the old records of format 1 followed by new ones of format 2")
+	}
+	_, addr = startServer(t, cfg)
+	sameState(t, "after the upgrade", state(t, dial(t, addr)), want)
+}
