@@ -34,8 +34,15 @@ var smallLogCommands = [][]string{
 // damageLog is a small log and its records.
 type damageLog struct {
 	data    []byte
-	records []string // each record's offset, epoch and command
-	ends    []int64  // the offset after each record
+	records []logRecord
+	ends    []int64 // the offset after each record
+}
+
+// logRecord is a record as readLog passes it.
+type logRecord struct {
+	off   int64
+	epoch uint64
+	args  [][]byte
 }
 
 // newDamageLog writes smallLogCommands with a server, in the log format
@@ -60,29 +67,36 @@ func newDamageLog(t *testing.T, format int) damageLog {
 	if format == 1 {
 		d.data = reframeV1(d.data)
 	}
-	var end int64
-	d.records, end, err = readLogBytes(d.data)
+	end, err := readLogFrom(bytes.NewReader(d.data), int64(len(d.data)), logName(0), maxLogRecord, func(off int64, epoch uint64, args [][]byte) error {
+		if off > 0 {
+			d.ends = append(d.ends, off)
+		}
+		rec := logRecord{off, epoch, nil}
+		for _, a := range args {
+			rec.args = append(rec.args, bytes.Clone(a))
+		}
+		d.records = append(d.records, rec)
+		return nil
+	})
 	if err != nil || len(d.records) < len(smallLogCommands) {
 		t.Fatalf("the log holds %d records (%v), want %d or more", len(d.records), err, len(smallLogCommands))
-	}
-	for _, r := range d.records[1:] {
-		var off int64
-		fmt.Sscan(r, &off)
-		d.ends = append(d.ends, off)
 	}
 	d.ends = append(d.ends, end)
 	return d
 }
 
-// readLogBytes reads data as recovery reads a log file: its records
-// (offset, epoch, command), and readLog's end and error.
-func readLogBytes(data []byte) ([]string, int64, error) {
-	var records []string
-	end, err := readLogFrom(bytes.NewReader(data), int64(len(data)), logName(0), maxLogRecord, func(off int64, epoch uint64, args [][]byte) error {
-		records = append(records, fmt.Sprintf("%d %d %q", off, epoch, args))
+// read reads data, the log or a damaged copy, as recovery reads a log
+// file, and returns how many records it read and whether each was the
+// log's record at its place, and readLog's end and error.
+func (d *damageLog) read(data []byte) (n int, same bool, end int64, err error) {
+	same = true
+	end, err = readLogFrom(bytes.NewReader(data), int64(len(data)), logName(0), maxLogRecord, func(off int64, epoch uint64, args [][]byte) error {
+		same = same && n < len(d.records) && d.records[n].off == off && d.records[n].epoch == epoch &&
+			slices.EqualFunc(d.records[n].args, args, bytes.Equal)
+		n++
 		return nil
 	})
-	return records, end, err
+	return n, same, end, err
 }
 
 // reframeV1 returns the records of a log of format 2 in format 1.
@@ -125,18 +139,18 @@ func TestLogBitFlipsNeverLoseWrites(t *testing.T) {
 				for bit := range 8 {
 					copy(damaged, d.data)
 					damaged[i] ^= 1 << bit
-					records, end, err := readLogBytes(damaged)
+					n, same, end, err := d.read(damaged)
 					var damage *logDamage
 					switch {
 					case errors.As(err, &damage):
-						if damage.offset != start || end != start {
+						if damage.offset != start || end != start || !same {
 							t.Fatalf("bit %d of byte %d (record %d at byte %d): damage reported at byte %d, read to %d", bit, i, rec, start, damage.offset, end)
 						}
 						refused++
-					case err == nil && slices.Equal(records, d.records):
+					case err == nil && same && n == len(d.records):
 						whole++
 					default:
-						t.Fatalf("bit %d of byte %d (record %d): %d of %d records read, then %v: acknowledged writes lost", bit, i, rec, len(records), len(d.records), err)
+						t.Fatalf("bit %d of byte %d (record %d): %d of %d records read, then %v: acknowledged writes lost", bit, i, rec, n, len(d.records), err)
 					}
 				}
 			}
@@ -171,11 +185,11 @@ func TestLogTruncationsRecoverPrefix(t *testing.T) {
 					what string
 					data []byte
 				}{{"cut", d.data[:cut]}, {"zeroed", zeroed}} {
-					records, end, err := readLogBytes(tc.data)
+					n, same, end, err := d.read(tc.data)
 					clean := err == nil && end == int64(len(tc.data))
-					if !clean && !errors.Is(err, errTorn) || end != want || !slices.Equal(records, d.records[:k]) {
+					if !clean && !errors.Is(err, errTorn) || end != want || n != k || !same {
 						t.Fatalf("%s at byte %d: %d records read to byte %d, then %v; want the %d records before it, to byte %d",
-							tc.what, cut, len(records), end, err, k, want)
+							tc.what, cut, n, end, err, k, want)
 					}
 				}
 			}
