@@ -74,7 +74,7 @@ const (
 	// maxLogRecord bounds the body of a record recovery reads: the largest
 	// command any client-query-buffer-limit lets through, and room for its
 	// epoch and headers.
-	maxLogRecord = 1<<30 + 1<<20
+	maxLogRecord = MaxQueryBufferLimit + 1<<20
 )
 
 // FsyncPolicy says when the append-only log is flushed to stable storage
