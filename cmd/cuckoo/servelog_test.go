@@ -178,7 +178,7 @@ func TestServeRefusesFlippedLog(t *testing.T) {
 
 // TestServeRefusesEveryFlip flips every bit of every record of a killed
 // server's small log, one at a time, and starts `cuckoo serve` on each
-// (a long check: about 3,000 starts): each refuses to start with status 3
+// (a long check: about 3,400 starts): each refuses to start with status 3
 // naming the damaged record, or starts with every acknowledged write.
 func TestServeRefusesEveryFlip(t *testing.T) {
 	testlong.Skip(t)
