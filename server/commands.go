@@ -229,10 +229,11 @@ func (s *Server) exec(c *call, cl *client, w *resp.Writer, args [][]byte) {
 	cmd.exec(c)
 }
 
-// overMemory reports whether MaxMemory is set and the filters' memory,
-// with extra more bytes, is past it.
+// overMemory reports whether MaxMemory is set and the memory it counts,
+// the filters' and the clients' buffers (clientbuf.go), with extra more
+// bytes, is past it.
 func (s *Server) overMemory(extra int64) bool {
-	return s.cfg.MaxMemory > 0 && s.ks.used.Load()+extra > s.cfg.MaxMemory
+	return s.cfg.MaxMemory > 0 && s.ks.used.Load()+s.clientBufs.used()+extra > s.cfg.MaxMemory
 }
 
 // Argument parsing shared by the commands.

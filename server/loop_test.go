@@ -25,6 +25,7 @@ func TestGoroutineConnections(t *testing.T) {
 		"OutputLimit": TestOutputLimit, "IdleTimeout": TestIdleTimeout, "ShutdownFinishesCommands": TestShutdownFinishesCommands,
 		"ShutdownCommand": TestShutdownCommand, "ClientList": TestClientList, "ManyClients": TestManyClients,
 		"StatsCommandsByResult": TestStatsCommandsByResult, "StatsProtocolAndOutputErrors": TestStatsProtocolAndOutputErrors,
+		"QueryLimitsApply": TestQueryLimitsApply, "ClientBuffersCountAgainstMaxMemory": TestClientBuffersCountAgainstMaxMemory,
 	} {
 		t.Run(name, test)
 	}

@@ -35,14 +35,13 @@ func (s *Server) recover() error {
 			replay = append(replay, e)
 		}
 	}
-	maxRecord := int64(s.recordLimit())
 	records := 0
 	var c call
 	w := resp.NewWriter(&s.replayOut, 0)
 	for i, e := range replay {
 		path := filepath.Join(dir, logName(e))
 		last := i == len(replay)-1
-		end, err := readLog(path, maxRecord, func(off int64, epoch uint64, args [][]byte) error {
+		end, err := readLog(path, maxLogRecord, func(off int64, epoch uint64, args [][]byte) error {
 			if epoch < snapEpoch {
 				return nil // in the snapshot already
 			}
@@ -59,7 +58,7 @@ func (s *Server) recover() error {
 			if terr := truncateLog(path, end); terr != nil {
 				return fmt.Errorf("%w %s: cutting the torn end of %s: %v", ErrDataDir, dir, logName(e), terr)
 			}
-			s.logf("cut the torn last record of %s: %d bytes at byte %d (a write the crash interrupted, never acknowledged)", logName(e), size-end, end)
+			s.logf("cut the torn end of %s at byte %d, %d bytes (%v): a write the crash interrupted, never acknowledged", logName(e), end, size-end, err)
 		case s.cfg.Repair && (errors.As(err, &damage) || errors.Is(err, errTorn)):
 			if terr := truncateLog(path, end); terr != nil {
 				return fmt.Errorf("%w %s: repairing %s: %v", ErrDataDir, dir, logName(e), terr)
@@ -100,15 +99,6 @@ func (s *Server) recover() error {
 		}
 	}
 	return nil
-}
-
-// recordLimit is the largest log record the limits let a client write.
-func (s *Server) recordLimit() int {
-	lim := s.cfg.Limits.MaxCommand
-	if lim <= 0 {
-		lim = resp.DefaultLimits.MaxCommand
-	}
-	return lim + 64 // the epoch and headers a command's record adds
 }
 
 // replay runs one logged command during recovery. A logged command

@@ -69,7 +69,10 @@ type Config struct {
 	MaxOutputBuffer int
 	// IdleTimeout closes a connection idle for that long (0: never).
 	IdleTimeout time.Duration
-	// Limits bound each request (zero fields: resp.DefaultLimits).
+	// Limits bound each request (zero fields: resp.DefaultLimits): MaxBulk
+	// is Redis's proto-max-bulk-len and MaxCommand its
+	// client-query-buffer-limit, which CONFIG SET changes while the server
+	// runs. New refuses a limit past MaxQueryBufferLimit.
 	Limits resp.Limits
 
 	// Filters are the parameters of the filters the commands create
@@ -127,6 +130,8 @@ type Server struct {
 
 	nextClientID atomic.Int64
 	numClients   atomic.Int64
+	clientBufs   clientBuffers // the clients' query buffers and pending replies
+	configMu     sync.Mutex    // held by CONFIG SET
 	totalConns   atomic.Int64
 	totalCmds    atomic.Int64
 	stats        serverStats // what Stats reports that the rest does not keep (stats.go)
@@ -194,8 +199,14 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	cfg.Filters = filters
+	limits, err := normalizedLimits(cfg.Limits)
+	if err != nil {
+		return nil, err
+	}
+	cfg.Limits = limits
 	s := &Server{cfg: cfg, ks: newKeyspace(), started: time.Now(), stopBG: make(chan struct{})}
 	s.filters.Store(&filters)
+	s.clientBufs.limits.Store(&limits)
 	s.logf = cfg.Logf
 	if s.logf == nil {
 		s.logf = func(string, ...any) {}

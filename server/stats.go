@@ -273,6 +273,8 @@ func (s *Server) commandStatsFor(id int64) *commandStats {
 //     closed
 //   - output_limit: a client disconnected because its replies passed
 //     MaxOutputBuffer
+//   - query_buffer_limit: a client disconnected because one command
+//     passed client-query-buffer-limit (Limits.MaxCommand)
 //   - snapshot: a snapshot that failed
 func ErrorKinds() []string { return slices.Clone(errorKindNames[:]) }
 
@@ -290,12 +292,14 @@ const (
 	errKindOther
 	errKindProtocol
 	errKindOutputLimit
+	errKindQueryBufferLimit
 	errKindSnapshot
 	numErrorKinds
 )
 
 var errorKindNames = [numErrorKinds]string{"wrong_type", "not_found", "filter_full", "oom", "auth",
-	"unknown_command", "log_failed", "other", "protocol", "output_limit", "snapshot"}
+	"unknown_command", "log_failed", "other", "protocol", "output_limit",
+	"query_buffer_limit", "snapshot"}
 
 // replyErrorKind returns the kind of an error reply.
 func replyErrorKind(text string) errorKind {

@@ -72,6 +72,7 @@ type serveFlags struct {
 	maxFilterSize  string
 	outputLimit    string
 	maxBulk        string
+	queryLimit     string
 	timeout        time.Duration
 	threads        int
 	repair         bool
@@ -100,10 +101,11 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&f.saveInterval, "save-interval", 5*time.Minute, "take a snapshot this often when there were writes (0: never)")
 	fs.StringVar(&f.saveOnShutdown, "save-on-shutdown", "yes", "whether to take a snapshot when stopping (`yes|no`)")
 	fs.IntVar(&f.maxClients, "maxclients", server.DefaultMaxClients, "serve at most `n` connections")
-	fs.StringVar(&f.maxMemory, "maxmemory", "0", "refuse writes that add memory past this `size` of filters (0: no limit)")
+	fs.StringVar(&f.maxMemory, "maxmemory", "0", "refuse writes that add memory past this `size` of filters and client buffers (0: no limit)")
 	fs.StringVar(&f.maxFilterSize, "max-filter-size", "16gb", "largest `size` one CF.RESERVE or BF.RESERVE may ask for")
 	fs.StringVar(&f.outputLimit, "client-output-buffer-limit", "256mb", "disconnect a client whose pending replies pass this `size`")
-	fs.StringVar(&f.maxBulk, "proto-max-bulk-len", "512mb", "largest request argument, a `size`")
+	fs.StringVar(&f.maxBulk, "proto-max-bulk-len", "512mb", "largest request argument, a `size` (at most 1gb)")
+	fs.StringVar(&f.queryLimit, "client-query-buffer-limit", "1gb", "disconnect a client whose one command passes this `size` (at most 1gb)")
 	fs.DurationVar(&f.timeout, "timeout", 0, "close connections idle this long (0: never)")
 	fs.IntVar(&f.threads, "threads", 0, "run Go code on at most `n` threads at once (GOMAXPROCS; 0: one per CPU)")
 	fs.BoolVar(&f.repair, "repair", false, "start from a damaged log by cutting it before the damage")
@@ -364,12 +366,17 @@ func (f *serveFlags) serverConfig() (server.Config, error) {
 	if err != nil {
 		return cfg, err
 	}
-	// The server reads 0 as its default for these three, not as "no
+	query, err := parseSize("client-query-buffer-limit", f.queryLimit)
+	if err != nil {
+		return cfg, err
+	}
+	// The server reads 0 as its default for these four, not as "no
 	// limit": a 0 given is refused rather than silently replaced.
 	for _, s := range []struct {
 		name, val string
 		n         int64
-	}{{"max-filter-size", f.maxFilterSize, cfg.MaxFilterBytes}, {"client-output-buffer-limit", f.outputLimit, out}, {"proto-max-bulk-len", f.maxBulk, bulk}} {
+	}{{"max-filter-size", f.maxFilterSize, cfg.MaxFilterBytes}, {"client-output-buffer-limit", f.outputLimit, out},
+		{"proto-max-bulk-len", f.maxBulk, bulk}, {"client-query-buffer-limit", f.queryLimit, query}} {
 		if s.n == 0 {
 			return cfg, usageErr("give a positive size such as 100mb", "bad --%s %q", s.name, s.val)
 		}
@@ -377,11 +384,17 @@ func (f *serveFlags) serverConfig() (server.Config, error) {
 	if out > math.MaxInt {
 		return cfg, usageErr("give a smaller size", "bad --client-output-buffer-limit %q", f.outputLimit)
 	}
-	if bulk > 1<<30 {
-		return cfg, usageErr("give at most 1gb", "bad --proto-max-bulk-len %q", f.maxBulk)
+	for _, s := range []struct {
+		name, val string
+		n         int64
+	}{{"proto-max-bulk-len", f.maxBulk, bulk}, {"client-query-buffer-limit", f.queryLimit, query}} {
+		if s.n > server.MaxQueryBufferLimit {
+			return cfg, usageErr("give at most 1gb", "bad --%s %q", s.name, s.val)
+		}
 	}
 	cfg.MaxOutputBuffer = int(out)
 	cfg.Limits.MaxBulk = int(bulk)
+	cfg.Limits.MaxCommand = int(query)
 	if cfg.MaxClients <= 0 {
 		return cfg, usageErr("give a positive number", "bad --maxclients %d", cfg.MaxClients)
 	}
@@ -425,25 +438,14 @@ func parseYesNo(name, v string) (bool, error) {
 	return false, usageErr("give yes or no", "bad --%s %q", name, v)
 }
 
-// parseSize parses a byte size as Redis's configuration does: 1000, 1k
-// (1000), 1kb (1024), 1m, 1mb, 1g, 1gb.
+// parseSize parses a byte size as Redis's configuration does
+// (server.ParseMemory): 1000, 1k (1000), 1kb (1024), 1m, 1mb, 1g, 1gb.
 func parseSize(name, v string) (int64, error) {
-	s := strings.ToLower(strings.TrimSpace(v))
-	mult := int64(1)
-	for _, u := range []struct {
-		suffix string
-		mult   int64
-	}{{"kb", 1 << 10}, {"mb", 1 << 20}, {"gb", 1 << 30}, {"k", 1e3}, {"m", 1e6}, {"g", 1e9}, {"b", 1}} {
-		if strings.HasSuffix(s, u.suffix) {
-			s, mult = strings.TrimSuffix(s, u.suffix), u.mult
-			break
-		}
-	}
-	n, err := strconv.ParseInt(s, 10, 64)
-	if err != nil || n < 0 || n > (1<<62)/mult {
+	n, err := server.ParseMemory(strings.TrimSpace(v))
+	if err != nil {
 		return 0, usageErr("give a size such as 100mb or 2gb", "bad --%s %q", name, v)
 	}
-	return n * mult, nil
+	return n, nil
 }
 
 // readConfig applies the settings of a config file to the flags the

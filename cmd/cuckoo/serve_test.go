@@ -38,20 +38,22 @@ func TestServeDefaults(t *testing.T) {
 	}
 	if cfg.Addr != "127.0.0.1:6379" || cfg.Dir != "cuckoo-data" || !cfg.AppendOnly || cfg.Fsync != server.FsyncEverySec ||
 		!cfg.ProtectedMode || cfg.Password != "" || !cfg.SaveOnShutdown || cfg.SaveInterval != 5*time.Minute ||
-		cfg.MaxMemory != 0 || cfg.MaxClients != server.DefaultMaxClients || cfg.Limits.MaxBulk != 512<<20 {
+		cfg.MaxMemory != 0 || cfg.MaxClients != server.DefaultMaxClients || cfg.Limits.MaxBulk != 512<<20 ||
+		cfg.Limits.MaxCommand != 1<<30 {
 		t.Fatalf("defaults: %+v", cfg)
 	}
 	cfg, err = parseServe(t, "--port", "7000", "--bind", "::1", "--appendfsync", "always", "--maxmemory", "2gb",
-		"--appendonly", "no", "--timeout", "30s", "--max-filter-size", "100m")
+		"--appendonly", "no", "--timeout", "30s", "--max-filter-size", "100m", "--client-query-buffer-limit", "64mb")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if cfg.Addr != "[::1]:7000" || cfg.Fsync != server.FsyncAlways || cfg.MaxMemory != 2<<30 || cfg.AppendOnly ||
-		cfg.IdleTimeout != 30*time.Second || cfg.MaxFilterBytes != 100e6 {
+		cfg.IdleTimeout != 30*time.Second || cfg.MaxFilterBytes != 100e6 || cfg.Limits.MaxCommand != 64<<20 {
 		t.Fatalf("flags: %+v", cfg)
 	}
 	for _, bad := range [][]string{{"--appendfsync", "sometimes"}, {"--maxmemory", "lots"}, {"--protected-mode", "maybe"},
-		{"--proto-max-bulk-len", "2gb"}, {"--maxclients", "0"}, {"--metrics", "9121"}, {"--shutdown-timeout", "-1s"}} {
+		{"--proto-max-bulk-len", "2gb"}, {"--client-query-buffer-limit", "2gb"}, {"--client-query-buffer-limit", "0"},
+		{"--maxclients", "0"}, {"--metrics", "9121"}, {"--shutdown-timeout", "-1s"}} {
 		if _, err := parseServe(t, bad...); err == nil {
 			t.Errorf("%q accepted", bad)
 		}
