@@ -290,11 +290,11 @@ type preparer struct {
 func newPreparer(needs Needs, keyer *KeyExtractor, size int) *preparer {
 	p := &preparer{needs: needs}
 	if keyer != nil {
-		p.keyer = keyer.clone()
-		p.built = keyer.single == 0 || keyer.csv
+		p.keyer = keyer.Clone()
+		p.built = !keyer.SlicesContent()
 	}
 	if needs.Times != nil {
-		p.times = needs.Times.clone()
+		p.times = needs.Times.Clone()
 	}
 	if needs.Links {
 		n := 1
