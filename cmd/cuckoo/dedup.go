@@ -20,7 +20,8 @@ seen, in input order. Memory is the filter (at the default rate, about 2.5
 bytes per line of input, whatever the lines' length) plus a few MiB of
 buffers, so it handles files far larger than 'sort -u' or awk can hold.
 It uses every core: the input is read, split and hashed, and the output
-written, on other cores than the one that asks the filter.
+written, on other cores than the one that asks the filter; the output is
+the same as on one core (GOMAXPROCS=1) with the same --seed.
 
 A new line is dropped wrongly only when the filter gives a false positive,
 with probability at most --fpr per distinct line (--stats prints the
