@@ -39,8 +39,8 @@ import (
 //     heading without a package closes it). A section's tables whose
 //     header's last cell is "file" list every non-test Go file of the
 //     package, build-ignored generators included (a file ending in
-//     _test.go is a test file; any other .go file is not); a code span in
-//     such a cell that names a directory must be a package.
+//     _test.go is a test file; any other .go file is not); any other code
+//     span with a slash in such a cell must name a package.
 //   - Stated imports, in prose (outside code blocks, a paragraph's lines
 //     joined) and in table cells, in three forms, with a list being
 //     "`a`", "`a` and `b`" or "`a`, `b` and `c`" ("or" too):
@@ -51,7 +51,8 @@ import (
 //     directly, p's own subpackages left out, are exactly those listed.
 //     A name that is not a package of the module is an import path
 //     (`hash/crc32`, `github.com/tidwall/redcon`), which matches its
-//     subpackages too. What a package imports is what its non-test files
+//     subpackages too, unless its first element is that of a package of
+//     the module (`internal/gone`): then it is a package gone or misspelt. What a package imports is what its non-test files
 //     import, whatever their build constraints, build-ignored files left
 //     out.
 //
@@ -255,6 +256,11 @@ func parseArchDoc(doc string, isPackage func(string) bool) *archDoc {
 			if s := spans(line); len(s) > 0 && isPackage(resolvePackage(s[0])) {
 				section, inSection = resolvePackage(s[0]), true
 			}
+			for _, s := range spans(line) {
+				if fileName.MatchString(s) {
+					addFile(s, section, inSection, n)
+				}
+			}
 			continue
 		}
 		if !strings.HasPrefix(trimmed, "|") {
@@ -456,6 +462,18 @@ func checkClaim(c importClaim, pkgs map[string]*goPackage) []string {
 			bad("`%s` is not a package of the repository", f)
 		}
 	}
+	units := map[string]bool{}
+	for p := range pkgs {
+		if p != "" {
+			units[unit(p)] = true
+		}
+	}
+	for _, to := range c.to {
+		p := resolvePackage(to)
+		if _, ok := pkgs[p]; !ok && units[unit(p)] {
+			bad("`%s` is not a package of the repository", to)
+		}
+	}
 	if len(problems) > 0 {
 		return problems
 	}
@@ -562,6 +580,8 @@ func TestArchDocRules(t *testing.T) {
 		{"only misses one", table + "Only `x/y` imports `x/z`.\n", []string{"`x/w` imports `x/z` too: add it"}},
 		{"only lists one too many", table + "only `x/y`, `x/w` and `cmd/tool` import `x/z`.\n", []string{"`cmd/tool` does not import `x/z`: remove it"}},
 		{"claim from no package", table + "`x/q` imports `x/z`.\n", []string{"`x/q` is not a package"}},
+		{"claim of no package", table + "`x/y` does not import `x/q`.\n", []string{"`x/q` is not a package"}},
+		{"file in a heading", table + "## `x/y` and `q.go`\n", []string{"file x/y/q.go does not exist"}},
 		{"claims in tables", table + "| concept | file |\n|---|---|\n| only `cuckoo` imports `x/y` | |\n| `x/y` imports `fmt` | |\n", []string{"`x/y` does not import `fmt`"}},
 		{"code blocks are not read", table + "```\n`x/y` imports `x/w`\n| package |\n```\n", nil},
 	} {
