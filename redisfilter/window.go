@@ -714,4 +714,3 @@ func (w *Window) liveIn(bb []byte, shift uint, fp, e, lag uint64) bool {
 	}
 	return false
 }
-
