@@ -194,12 +194,31 @@ const TestClockKey = "ckf-test-clock"
 // Functions library with its clock reading TestClockKey instead of the
 // server's TIME, at a revision no client replaces.
 func LoadTestClockLibrary(ctx context.Context, rdb redis.UniversalClient) error {
+	return loadClockLibrary(ctx, rdb, "local s, ns = string.match(redis.call('GET', '"+TestClockKey+"'), '(%d+) (%d+)')\n\treturn tonumber(s), tonumber(ns)")
+}
+
+// LoadSkewedClockLibrary loads into rdb (a server of the test's own) the
+// Functions library with its clock reading the server's TIME plus skew:
+// how a server whose clock is skew ahead answers.
+func LoadSkewedClockLibrary(ctx context.Context, rdb redis.UniversalClient, skew time.Duration) error {
+	s, ns := int64(skew/time.Second), int64(skew%time.Second)
+	return loadClockLibrary(ctx, rdb, fmt.Sprintf(`local t = redis.call('TIME')
+	local s, ns = tonumber(t[1]) + %d, tonumber(t[2]) * 1000 + %d
+	if ns >= 1e9 then
+		ns, s = ns - 1e9, s + 1
+	elseif ns < 0 then
+		ns, s = ns + 1e9, s - 1
+	end
+	return s, ns`, s, ns))
+}
+
+// loadClockLibrary loads the library with its clock's body replaced.
+func loadClockLibrary(ctx context.Context, rdb redis.UniversalClient, body string) error {
 	const real = "local t = redis.call('TIME')\n\treturn tonumber(t[1]), tonumber(t[2]) * 1000"
-	const fake = "local s, ns = string.match(redis.call('GET', '" + TestClockKey + "'), '(%d+) (%d+)')\n\treturn tonumber(s), tonumber(ns)"
 	if strings.Count(luaLibrary, real) != 1 {
 		return fmt.Errorf("the library's clock is not %q", real)
 	}
-	code := strings.Replace(luaLibrary, real, fake, 1)
+	code := strings.Replace(luaLibrary, real, body, 1)
 	code = strings.Replace(code, fmt.Sprintf("-- revision %d\n", libraryRevision), "-- revision 1000000\n", 1)
 	return rdb.FunctionLoadReplace(ctx, code).Err()
 }

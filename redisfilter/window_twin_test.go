@@ -98,7 +98,7 @@ func TestWindowLuaMatchesLibrary(t *testing.T) {
 				t.Fatalf("library window of %d buckets, %d kicks, granularity %v; Redis window of %d, %d, %v",
 					lib.NumBuckets(), lib.MaxKicks(), lib.Granularity(), rw.NumBuckets(), rw.MaxKicks(), rw.Granularity())
 			}
-			tw.rw, tw.lib = rw, lib
+			tw.rw, tw.lib, tw.libOpts = rw, lib, libOpts
 			gran := (int64(sh.window) + cuckoo.WindowEpochs - 1) / cuckoo.WindowEpochs
 			slots := int(lib.NumBuckets()) * sh.b
 			pool := make([][]byte, 3*slots)
@@ -132,6 +132,8 @@ func TestWindowLuaMatchesLibrary(t *testing.T) {
 						times[i] = tw.now.Add(time.Duration(rng.Int64N(4*gran) - 3*gran))
 					}
 					what = tw.touchAt(keys, times)
+				case op < 87:
+					what = tw.pushOrPull(rng)
 				case op < 97:
 					keys := make([][]byte, 1+rng.IntN(40))
 					for i := range keys {
@@ -159,6 +161,8 @@ type windowTwin struct {
 	lib  *cuckoo.Window
 	now  time.Time
 	full int
+
+	libOpts []cuckoo.Option
 }
 
 func (tw *windowTwin) setClock(t time.Time) {
@@ -314,6 +318,46 @@ func (tw *windowTwin) touchAt(keys [][]byte, times []time.Time) string {
 	}
 	tw.now = now
 	return "TouchBatchAt"
+}
+
+// pushOrPull replaces the Redis window with the library's (PushWindow),
+// or the library's with the Redis window's (Snapshot, decoded into a
+// Window of the test clock): the two must go on alike, and a snapshot's
+// encoding must be the library's, byte for byte.
+func (tw *windowTwin) pushOrPull(rng *rand.Rand) string {
+	t, ctx := tw.t, tw.ctx
+	if rng.IntN(2) == 0 {
+		rw, err := redisfilter.PushWindow(ctx, tw.rdb, tw.rw.Name(), tw.lib, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tw.rw = rw
+		return "PushWindow"
+	}
+	snap, err := tw.rw.Snapshot(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := snap.MarshalBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := tw.lib.MarshalBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Fatalf("Snapshot: %d bytes, the library's %d, not the same", len(got), len(want))
+	}
+	lib, err := cuckoo.NewWindow(tw.lib.Capacity(), tw.lib.Window(), append(tw.libOpts, cuckoo.WithClock(func() time.Time { return tw.now }))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := lib.UnmarshalBinary(got); err != nil {
+		t.Fatal(err)
+	}
+	tw.lib = lib
+	return "Snapshot"
 }
 
 // lookups compares Contains and ContainsBatch with the library's.
