@@ -252,8 +252,8 @@ func runDedup(e *env, f *dedupFlags, names []string) error {
 	if f.redis.url == "" && (f.redis.name != "" || f.redis.cluster || f.redis.wait.set) {
 		return usageErr(remedy, "--name, --cluster and --redis-wait are about a filter in Redis; give --redis URL too")
 	}
-	if f.window.window.set && (f.exact.on() || f.redis.url != "") {
-		return usageErr(remedy, "--window keeps its own seen-set, which forgets; --exact and --redis keep others")
+	if f.window.window.set && f.exact.on() {
+		return usageErr(remedy, "--window keeps its own seen-set, which forgets; --exact keeps another")
 	}
 	if f.exact.on() && f.redis.url != "" {
 		return usageErr(remedy, "--exact keeps its own seen-set and --redis shares a filter in Redis; give one")
