@@ -796,22 +796,18 @@ local function wpass(g, from, to, kill)
 		local blo = math.floor(lo * g.B / 8)
 		local bhi = math.ceil(hi * g.B / 8) - 1
 		local s = redis.call('GETRANGE', g.T, blo, bhi)
+		-- changed[q]: the new value of byte q (counted from the table's
+		-- start); touched: those bytes, in increasing order (slots are
+		-- visited in order, and a byte two slots share is listed once).
 		local changed, touched = {}, {}
 		local function byte(q)
 			return changed[q] or string.byte(s, q - blo + 1)
 		end
-		-- empty clears the slot of value v whose first bit is bit r of
-		-- byte k, x being the value of its bytes.
-		local function empty(k, r, x, v, st)
-			local y = x - v * pow2[r]
-			for q = k, k + g.nb[r] - 1 do
-				local c = y % 256
-				changed[q] = c
+		local function put(q, c)
+			if not changed[q] then
 				touched[#touched + 1] = q
-				y = (y - c) / 256
 			end
-			g.dc[st] = g.dc[st] - 1
-			left = left - 1
+			changed[q] = c
 		end
 		if g.f % 8 == 0 then
 			-- Byte-aligned slots (fingerprints of 4, 12, 20 or 28 bits):
@@ -827,12 +823,18 @@ local function wpass(g, from, to, kill)
 				p = at + 1
 				local k = blo + at - 1
 				if k % w == 0 then
-					local x = 0
-					for q = k + w - 1, k, -1 do
-						x = x * 256 + byte(q)
+					local first = byte(k)
+					local st = first % 16
+					local full = first ~= 0
+					for q = k + 1, k + w - 1 do
+						full = full or byte(q) ~= 0
 					end
-					if x ~= 0 then
-						empty(k, 0, x, x, x % 16)
+					if full then
+						for q = k, k + w - 1 do
+							put(q, 0)
+						end
+						g.dc[st] = g.dc[st] - 1
+						left = left - 1
 					end
 				end
 			end
@@ -855,16 +857,41 @@ local function wpass(g, from, to, kill)
 						end
 						local v = math.floor(x / pow2[r]) % g.pf
 						if v ~= 0 then
-							empty(k, r, x, v, st)
+							local y = x - v * pow2[r]
+							for q = k, k + g.nb[r] - 1 do
+								local c = y % 256
+								put(q, c)
+								y = (y - c) / 256
+							end
+							g.dc[st] = g.dc[st] - 1
+							left = left - 1
 						end
 					end
 				end
 			end
 		end
-		local cmd, done = { 'BITFIELD', g.T }, {}
-		for _, q in ipairs(touched) do
-			if not done[q] then
-				done[q] = true
+		if #touched * 64 > #s then
+			-- Many changes: the run rewritten, a stretch of changed bytes
+			-- at a time.
+			local parts, prev, k = {}, blo, 1
+			while k <= #touched do
+				local q = touched[k]
+				if q > prev then
+					parts[#parts + 1] = string.sub(s, prev - blo + 1, q - blo)
+				end
+				local r = {}
+				while k <= #touched and touched[k] == q + #r and #r < 4000 do
+					r[#r + 1] = changed[touched[k]]
+					k = k + 1
+				end
+				parts[#parts + 1] = string.char(unpack(r))
+				prev = q + #r
+			end
+			parts[#parts + 1] = string.sub(s, prev - blo + 1)
+			redis.call('SETRANGE', g.T, blo, table.concat(parts))
+		elseif #touched > 0 then
+			local cmd = { 'BITFIELD', g.T }
+			for _, q in ipairs(touched) do
 				cmd[#cmd + 1] = 'SET'
 				cmd[#cmd + 1] = 'u8'
 				cmd[#cmd + 1] = q * 8
@@ -874,9 +901,9 @@ local function wpass(g, from, to, kill)
 					cmd = { 'BITFIELD', g.T }
 				end
 			end
-		end
-		if #cmd > 2 then
-			redis.call(unpack(cmd))
+			if #cmd > 2 then
+				redis.call(unpack(cmd))
+			end
 		end
 	end
 end

@@ -117,7 +117,7 @@ const (
 // [WithSegments], and the handle's [WithRetryWindow] and
 // [WithRetryHorizon]. window must be between [MinWindow] and
 // [cuckoo.MaxWindow]. The default segment count gives a window of up to
-// 65,536 keys one segment and a larger one at least 16 of at most 2^18
+// 65,536 keys one segment and a larger one at least 16 of at most 2^16
 // keys each: a write that finds a shard idle for an epoch or more passes
 // over the shard's table, which takes the shard's server a few
 // milliseconds at that size.
@@ -169,7 +169,7 @@ func NewWindowPlan(perWindow uint64, window time.Duration, opts ...Option) (cuck
 
 // Sharding defaults of a window (see NewWindow): a segment's epoch pass
 // costs its server a walk over its table in Lua.
-const maxWindowKeysPerShard = 1 << 18
+const maxWindowKeysPerShard = 1 << 16
 
 // planWindow resolves NewWindow's options and plans its table.
 func planWindow(perWindow uint64, window time.Duration, opts []Option) (config, cuckoo.Plan, retryPolicy, error) {

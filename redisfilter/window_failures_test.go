@@ -1,9 +1,11 @@
 package redisfilter_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -371,5 +373,66 @@ func TestWindowServerClockDecides(t *testing.T) {
 	}
 	if n := count(); n > bound {
 		t.Fatalf("after the clock stepped 20 s ahead: %d of %d keys found", n, len(in))
+	}
+}
+
+// TestWindowReplicates: the window functions read the server's clock
+// (TIME) and write, which Redis 7 allows because it replicates a
+// function's effects (its writes), not the call: a replica receives the
+// writes and never reads a clock of its own. Writes through Durable(1)
+// (WAIT) reach the replica, whose copy of every segment (table, epoch,
+// sweep, counts) is then the master's, byte for byte, and a handle
+// reading from the replica answers as the master does.
+func TestWindowReplicates(t *testing.T) {
+	t.Parallel()
+	ctx := ctxOf(t)
+	master := redistest.NewServer(t, redistest.Config{Directives: []string{"repl-diskless-sync-delay 0"}})
+	replica := redistest.NewServer(t, redistest.Config{Directives: []string{"replicaof 127.0.0.1 " + strconv.Itoa(master.Port)}})
+	for deadline := time.Now().Add(time.Minute); ; {
+		if link, _ := replica.Info("master_link_status"); link == "up" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the replica did not sync")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	w, err := redisfilter.NewWindow(ctx, clientOf(t, master), "replicated", 20000, time.Hour, redisfilter.WithSegments(3))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := w.Durable(1, 10*time.Second)
+	in := keys("r", 10000)
+	if err := d.AddBatch(ctx, in, make([]error, len(in))); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.DeleteBatch(ctx, in[:1000], make([]bool, 1000), make([]error, 1000)); err != nil {
+		t.Fatal(err)
+	}
+	onReplica, err := redisfilter.OpenWindow(ctx, clientOf(t, replica), "replicated")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for s := range w.Segments() {
+		a, err := redisfilter.WindowShardState(ctx, w, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := redisfilter.WindowShardState(ctx, onReplica, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(a.Table, b.Table) || a.Epoch != b.Epoch || a.Cursor != b.Cursor || a.Counts != b.Counts || a.End != b.End {
+			t.Fatalf("segment %d: the replica's copy differs from the master's", s)
+		}
+	}
+	found, errs := make([]bool, len(in)), make([]error, len(in))
+	if err := onReplica.ContainsBatch(ctx, in, found, errs); err != nil {
+		t.Fatal(err)
+	}
+	for i := range in {
+		if found[i] != (i >= 1000) {
+			t.Fatalf("%s on the replica: %v", in[i], found[i])
+		}
 	}
 }

@@ -58,7 +58,9 @@ one before it is judged at the latest time seen. A key is forgotten
 between D and D + D/14 after its last line (--stats says exactly).
 --capacity N is the most distinct keys one window holds (default: the
 input's lines, 1,048,576 for a pipe); past it dedup stops with status 4.
---state carries the window across runs.
+--state carries the window across runs. With --redis URL --name NAME the
+window is the window filter NAME in Redis, shared by every run that names
+it; a line's time is then Redis's clock (or --time-field's).
 
 Examples:
   cuckoo dedup urls.txt > unique.txt
@@ -75,6 +77,7 @@ Examples:
   cuckoo dedup --redis $REDIS --name crawler:seen --capacity 10M --fpr 1e-6 monday.txt
   cuckoo dedup --window 24h --time-field 1 --key 2 events.log    # time in field 1, id in field 2
   cuckoo dedup --window 7d --state week.ckoo hourly.txt           # (hourly) lines not seen in 7 days
+  cuckoo dedup --redis $REDIS --name events:day --window 24h --capacity 10M events.log
 
 --key takes a field spec as cut -f does: 2, 1,3, 2-4, 3-. Fields are split
 on runs of blanks (as awk does) unless --delimiter is given; --csv honours
