@@ -135,7 +135,9 @@ func main() {
 							check(fmt.Errorf("a false negative"))
 						}
 					}
-				}, func() { measure(ctx, t.rdb, res, "hit set", *n, func() { check(set.ContainsBatch(ctx, present, found, errs)) }) }},
+				}, func() {
+					measure(ctx, t.rdb, res, "hit set", *n, func() { check(set.ContainsBatch(ctx, present, found, errs)) })
+				}},
 				{func() {
 					measure(ctx, t.rdb, res, "miss filter", *n, func() { check(f.ContainsBatch(ctx, absent, found, errs)) })
 					for _, ok := range found {
@@ -143,7 +145,9 @@ func main() {
 							fp++
 						}
 					}
-				}, func() { measure(ctx, t.rdb, res, "miss set", *n, func() { check(set.ContainsBatch(ctx, absent, found, errs)) }) }},
+				}, func() {
+					measure(ctx, t.rdb, res, "miss set", *n, func() { check(set.ContainsBatch(ctx, absent, found, errs)) })
+				}},
 			}
 			for _, st := range steps {
 				if r%2 == 0 {
