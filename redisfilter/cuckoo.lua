@@ -316,22 +316,28 @@ local function walk(g, i1, i2, fp)
 	return false
 end
 
--- search makes room for fp, whose buckets i1 and i2 are full, by a
--- breadth-first search for the shortest chain of moves that ends in an
--- empty slot, over at most min(2·kicks, 256) slots, reading each level's
--- buckets at once. It moves nothing until it has found the chain, then
--- moves it hole first (the last fingerprint into the empty slot, then the
--- one before into the slot just freed, ...), so every fingerprint is in
--- one of its buckets at every moment.
-local function search(g, i1, i2, fp)
+-- room is the breadth-first search for room that the inserts of both
+-- kinds make when a key's buckets i1 and i2 are full (the engine's
+-- table.Search): for the shortest chain of moves that ends in a free
+-- slot, over at most min(2·kicks, 256) slots, a level at a time, reading
+-- each level's other buckets at once; a node whose other bucket the chain
+-- uses is not expanded (moving into it would undo the chain). free(g, i)
+-- returns the first free slot of bucket i, or nil; fpof(v) the
+-- fingerprint of a slot's value v. It moves nothing, and returns the
+-- queue (q.b: a node's bucket, q.v: its value, q.p: its parent, 0 for
+-- the key's own slots; node k holds slot (k-1) % b + 1 of its bucket,
+-- whole buckets being queued), the chain's last node and the free slot
+-- of that node's other bucket (q.a); or nil when there is no chain.
+local function room(g, i1, i2, free, fpof)
 	local budget = math.min(2 * g.kicks, 256)
-	local qb, qf, qp, qa = {}, {}, {}, {} -- bucket, fingerprint, parent, alt
+	local q = { b = {}, v = {}, p = {}, a = {} }
+	local qb, qv, qp, qa = q.b, q.v, q.p, q.a
 	local n = 0
 	for _, i in ipairs({ i1, i2 }) do
 		local v = bucket(g, i)
 		for j = 1, g.b do
 			n = n + 1
-			qb[n], qf[n], qp[n] = i, v[j], 0
+			qb[n], qv[n], qp[n] = i, v[j], 0
 		end
 	end
 	local function onchain(k, i)
@@ -349,9 +355,8 @@ local function search(g, i1, i2, fp)
 		-- Locate the level's other buckets and read them all at once.
 		local list = {}
 		for k = lo, hi do
-			local a = alt(g, qb[k], qf[k])
+			local a = alt(g, qb[k], fpof(qv[k]))
 			if onchain(k, a) then
-				-- Moving into a bucket the chain uses would undo the chain.
 				qa[k] = qb[k]
 			else
 				qa[k] = a
@@ -361,22 +366,9 @@ local function search(g, i1, i2, fp)
 		fetch(g, list)
 		for k = lo, hi do
 			if qa[k] ~= qb[k] then
-				local e = first(bucket(g, qa[k]), 0)
+				local e = free(g, qa[k])
 				if e then
-					set(g, qa[k], e, qf[k])
-					local j = k
-					while true do
-						local parent = qp[j]
-						local into = fp
-						if parent > 0 then
-							into = qf[parent]
-						end
-						set(g, qb[j], first(bucket(g, qb[j]), qf[j]), into)
-						if parent == 0 then
-							return true
-						end
-						j = parent
-					end
+					return q, k, e
 				end
 			end
 		end
@@ -388,13 +380,43 @@ local function search(g, i1, i2, fp)
 						break
 					end
 					n = n + 1
-					qb[n], qf[n], qp[n] = qa[k], v[j], k
+					qb[n], qv[n], qp[n] = qa[k], v[j], k
 				end
 			end
 		end
 		lo = hi + 1
 	end
-	return false
+	return nil
+end
+
+-- search makes room for fp, whose buckets i1 and i2 are full, by the
+-- breadth-first search (room) for a chain of moves that ends in an empty
+-- slot, then moves it hole first (the last fingerprint into the empty
+-- slot, then the one before into the slot just freed, ...), so every
+-- fingerprint is in one of its buckets at every moment. Each move takes
+-- the first copy of its fingerprint in its bucket, as the engine's does.
+local function search(g, i1, i2, fp)
+	local q, k, e = room(g, i1, i2, function(g, i)
+		return first(bucket(g, i), 0)
+	end, function(v)
+		return v
+	end)
+	if not q then
+		return false
+	end
+	set(g, q.a[k], e, q.v[k])
+	while true do
+		local parent = q.p[k]
+		local into = fp
+		if parent > 0 then
+			into = q.v[parent]
+		end
+		set(g, q.b[k], first(bucket(g, q.b[k]), q.v[k]), into)
+		if parent == 0 then
+			return true
+		end
+		k = parent
+	end
 end
 
 -- add inserts one copy of fp (buckets i1 and i2) and returns 1, or 0 when
@@ -1022,83 +1044,39 @@ local function wplace(g, i, j, x)
 	g.dc[x % 16] = g.dc[x % 16] + 1
 end
 
--- wsearch is the library's breadth-first search for room (table.Search,
--- with free slots those wfree counts) and its chain, moved hole first
--- (Window's searchPath): the key's two full buckets are the first level,
--- each level's other buckets are read at once, a node whose other bucket
--- the chain uses is not expanded, up to min(2·kicks, 256) slots. Node k
--- holds slot (k-1) % b + 1 of its bucket: whole buckets are queued.
+-- wsearch makes room for v (a stamped fingerprint), whose buckets i1 and
+-- i2 have no free slot, as the library Window's searchPath does: the
+-- breadth-first search (room), free slots being the empty and the expired
+-- ones, then the chain moved hole first, node k's move taking slot
+-- (k-1) % b + 1 of its bucket; the expired entry the first move
+-- overwrites (if any) leaves the counts, and v joins them.
 local function wsearch(g, i1, i2, v)
-	local budget = math.min(2 * g.kicks, 256)
-	local qb, qt, qp, qa = {}, {}, {}, {}
-	local n = 0
-	for _, i in ipairs({ i1, i2 }) do
-		local sl = bucket(g, i)
-		for j = 1, g.b do
-			n = n + 1
-			qb[n], qt[n], qp[n] = i, sl[j], 0
-		end
-	end
-	local function onchain(k, b)
-		while k > 0 do
-			if qb[k] == b then
-				return true
-			end
-			k = qp[k]
-		end
+	local q, k, s = room(g, i1, i2, function(g, i)
+		local _, first_free = wfree(g, i)
+		return first_free
+	end, function(x)
+		return (x - x % 16) / 16
+	end)
+	if not q then
 		return false
 	end
-	local lo = 1
-	while lo <= n do
-		local hi = n
-		local list = {}
-		for k = lo, hi do
-			qa[k] = alt(g, qb[k], (qt[k] - qt[k] % 16) / 16)
-			list[#list + 1] = qa[k]
-		end
-		fetch(g, list)
-		for k = lo, hi do
-			if onchain(k, qa[k]) then
-				qa[k] = qb[k]
-			else
-				local c, s = wfree(g, qa[k])
-				if c > 0 then
-					local old = set(g, qa[k], s, qt[k])
-					if old ~= 0 then
-						g.dc[old % 16] = g.dc[old % 16] - 1
-					end
-					local j = k
-					while true do
-						local parent = qp[j]
-						local into = v
-						if parent > 0 then
-							into = qt[parent]
-						end
-						set(g, qb[j], (j - 1) % g.b + 1, into)
-						if parent == 0 then
-							g.dc[v % 16] = g.dc[v % 16] + 1
-							return true
-						end
-						j = parent
-					end
-				end
-			end
-		end
-		for k = lo, hi do
-			if n >= budget then
-				break
-			end
-			if qa[k] ~= qb[k] then
-				local sl = bucket(g, qa[k])
-				for j = 1, math.min(g.b, budget - n) do
-					n = n + 1
-					qb[n], qt[n], qp[n] = qa[k], sl[j], k
-				end
-			end
-		end
-		lo = hi + 1
+	local old = set(g, q.a[k], s, q.v[k])
+	if old ~= 0 then
+		g.dc[old % 16] = g.dc[old % 16] - 1
 	end
-	return false
+	while true do
+		local parent = q.p[k]
+		local into = v
+		if parent > 0 then
+			into = q.v[parent]
+		end
+		set(g, q.b[k], (k - 1) % g.b + 1, into)
+		if parent == 0 then
+			g.dc[v % 16] = g.dc[v % 16] + 1
+			return true
+		end
+		k = parent
+	end
 end
 
 -- The random walk's generator is the library's (internal/table/walk.go):

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -44,57 +43,6 @@ func TestDedupRedisWindowForgets(t *testing.T) {
 	r.want(t, 0, "dedup")
 	if r.stdout != lines(1, 10) {
 		t.Fatalf("past the window, a run printed %q, want lines 1-10", r.stdout)
-	}
-}
-
-// TestDedupRedisWindowShared: two runs at once on two halves of one
-// stream share a window filter in Redis (an hour long): together they
-// print every distinct line exactly once, each in its input's order.
-func TestDedupRedisWindowShared(t *testing.T) {
-	t.Parallel()
-	s := redistest.NewServer(t, redistest.Config{})
-	e := newEnv(t)
-	lines := goSourceLines(t, 40000)
-	half := len(lines) / 2
-	e.write("a.txt", strings.Join(lines[:half], "\n")+"\n")
-	e.write("b.txt", strings.Join(lines[half:], "\n")+"\n")
-	// 28-bit fingerprints and a fixed seed: no distinct line is a false
-	// positive of another (the exact comparison below would see it).
-	args := []string{"dedup", "--redis", redisURL(s), "--name", "shared", "--window", "1h", "--capacity", "200000",
-		"--fingerprint-bits", "28", "--seed", "0xded1"}
-	var out [2]result
-	var wg sync.WaitGroup
-	for i, in := range []string{"a.txt", "b.txt"} {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			out[i] = runIn(t, e.dir, nil, append(args, in)...)
-		}()
-	}
-	wg.Wait()
-	printed := map[string]int{}
-	for i, r := range out {
-		r.want(t, 0, "dedup")
-		got := strings.Split(strings.TrimSuffix(r.stdout, "\n"), "\n")
-		src := lines[:half]
-		if i == 1 {
-			src = lines[half:]
-		}
-		if !isSubsequence(got, src) {
-			t.Fatalf("run %d printed lines out of its input's order", i)
-		}
-		for _, l := range got {
-			printed[l]++
-		}
-	}
-	distinct := firstOccurrences(lines)
-	if len(printed) != len(distinct) {
-		t.Fatalf("%d distinct lines printed, want %d", len(printed), len(distinct))
-	}
-	for l, n := range printed {
-		if n != 1 {
-			t.Fatalf("%q printed %d times", l, n)
-		}
 	}
 }
 
