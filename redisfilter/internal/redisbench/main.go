@@ -175,7 +175,7 @@ func main() {
 			fmt.Printf("| operation, %d keys | cuckoo filter in Redis | set (SADD/SISMEMBER pipelined) | filter / set |\n", *n)
 		} else {
 			fmt.Printf("### %s (window: %d segments; cuckoo filter: %d)\n\n", t.name, shards, peerShards)
-			fmt.Printf("| operation, %d keys | window filter (%v) | cuckoo filter | window / filter |\n", *n, *window)
+			fmt.Printf("| operation, %d keys | window filter (%v) | cuckoo filter | window / filter (time per key: the median of the rounds' ratios) |\n", *n, *window)
 		}
 		fmt.Printf("|---|---:|---:|---:|\n")
 		for _, op := range []struct{ label, key string }{
@@ -184,7 +184,17 @@ func main() {
 			{"lookup of absent keys, keys/s", "miss"},
 		} {
 			a, b := m(op.key+" filter"), m(op.key+" set")
-			fmt.Printf("| %s | %s | %s | %.2f× |\n", op.label, si(a), si(b), a/b)
+			ratio := fmt.Sprintf("%.2f×", a/b)
+			if *window != 0 {
+				// Paired rounds: the ratio of each round's times, whose
+				// median holds still where the times themselves swing.
+				var rs []float64
+				for r := range res[op.key+" filter"] {
+					rs = append(rs, res[op.key+" set"][r]/res[op.key+" filter"][r])
+				}
+				ratio = fmt.Sprintf("%.2f (%s)", median(rs), ratios(rs))
+			}
+			fmt.Printf("| %s | %s | %s | %s |\n", op.label, si(a), si(b), ratio)
 		}
 		for _, op := range []struct{ label, key string }{
 			{"server CPU per key added, µs", "add"},
@@ -355,6 +365,14 @@ func si(v float64) string {
 		return fmt.Sprintf("%.0fk", v/1e3)
 	}
 	return fmt.Sprintf("%.0f", v)
+}
+
+func ratios(v []float64) string {
+	var s []string
+	for _, x := range v {
+		s = append(s, fmt.Sprintf("%.2f", x))
+	}
+	return strings.Join(s, " ")
 }
 
 func list(v []float64) string {
