@@ -117,10 +117,11 @@ const (
 // [WithSegments], and the handle's [WithRetryWindow] and
 // [WithRetryHorizon]. window must be between [MinWindow] and
 // [cuckoo.MaxWindow]. The default segment count gives a window of up to
-// 65,536 keys one segment and a larger one at least 16 of at most 2^16
-// keys each: a write that finds a shard idle for an epoch or more passes
-// over the shard's table, which takes the shard's server a few
-// milliseconds at that size.
+// 65,536 keys one segment, and a larger one a segment per 65,536 keys or
+// a few more (the count whose strings best fill the allocator's size
+// classes): the write that starts an epoch may pass over its segment's
+// table, in Lua, and a segment of that size keeps the pass to
+// milliseconds.
 //
 // Like [New], it loads the package's Functions library where it is
 // missing, and needs Redis 7.0 or later (or Valkey 7.2 or later).
