@@ -52,80 +52,40 @@ func TestWindowStall(t *testing.T) {
 type windowStream struct {
 	op      string
 	w       *redisfilter.Window // on the client with the stall's read timeout
-	check   *redisfilter.Window // on a client with generous timeouts
+	probe   *redisfilter.Window // on a client with generous timeouts
 	mu      sync.Mutex
 	results map[string]outcome // added: AddUnique's added, or Touch's !seen
 	sent    atomic.Int64
 }
 
 func runWindowStall(t *testing.T, c stall) {
-	ctx := ctxOf(t)
-	s := redistest.NewServer(t, redistest.Config{Debug: true})
-	opt := &redis.Options{Addr: s.Addr}
-	if c.readTimeout != 0 {
-		opt.ReadTimeout = c.readTimeout
-	}
-	rdb := redis.NewClient(opt)
-	t.Cleanup(func() { rdb.Close() })
-	slow := rdb.WithTimeout(redistest.ClientTimeout)
-	// 28-bit fingerprints and a fixed seed: no key of the test is a
-	// false positive of another (a key reported seen was added by its
-	// own call).
-	opts := []redisfilter.Option{redisfilter.WithFingerprintBits(28), redisfilter.WithSeed(0x57a11), redisfilter.WithSegments(4)}
-	var handle []redisfilter.Option
-	if c.horizon != 0 {
-		handle = append(handle, redisfilter.WithRetryHorizon(c.horizon))
-	}
-	const writers, batch = 4, 200
-	var (
-		streams []*windowStream
-		stop    atomic.Bool
-		wg      sync.WaitGroup
-	)
-	for _, op := range windowStallOps {
-		check, err := redisfilter.NewWindow(ctx, slow, "stall-"+op, 1<<20, time.Hour, opts...)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var w *redisfilter.Window
-		for w == nil {
-			if w, err = redisfilter.OpenWindow(ctx, rdb, check.Name(), handle...); err != nil && ctx.Err() != nil {
+	runStallOf(t, c, func(ctx context.Context, slow, rdb redis.UniversalClient, handle []redisfilter.Option) []stallStream {
+		// 28-bit fingerprints and a fixed seed: no key of the test is a
+		// false positive of another (a key reported seen was added by its
+		// own call).
+		opts := []redisfilter.Option{redisfilter.WithFingerprintBits(28), redisfilter.WithSeed(0x57a11), redisfilter.WithSegments(4)}
+		var streams []stallStream
+		for _, op := range windowStallOps {
+			probe, err := redisfilter.NewWindow(ctx, slow, "stall-"+op, 1<<20, time.Hour, opts...)
+			if err != nil {
 				t.Fatal(err)
 			}
-		}
-		st := &windowStream{op: op, w: w, check: check, results: map[string]outcome{}}
-		streams = append(streams, st)
-		for n := range writers {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for i := 0; !stop.Load(); i++ {
-					st.write(ctx, fmt.Sprintf("w%d-%d-", n, i), batch)
+			var w *redisfilter.Window
+			for w == nil {
+				if w, err = redisfilter.OpenWindow(ctx, rdb, probe.Name(), handle...); err != nil && ctx.Err() != nil {
+					t.Fatal(err)
 				}
-			}()
-		}
-	}
-	waitFor := func(want []int64) {
-		for i, st := range streams {
-			for st.sent.Load() < want[i]+2*writers {
-				time.Sleep(time.Millisecond)
 			}
+			streams = append(streams, &windowStream{op: op, w: w, probe: probe, results: map[string]outcome{}})
 		}
-	}
-	waitFor(make([]int64, len(streams)))
-	if err := s.Sleep(c.sleep); err != nil {
-		t.Error(err)
-	}
-	var progress []int64
-	for _, st := range streams {
-		progress = append(progress, st.sent.Load())
-	}
-	waitFor(progress)
-	stop.Store(true)
-	wg.Wait()
-	for _, st := range streams {
-		checkWindowOutcomes(t, ctx, st.check, st.op, st.results)
-	}
+		return streams
+	})
+}
+
+func (st *windowStream) written() int64 { return st.sent.Load() }
+
+func (st *windowStream) check(t *testing.T, ctx context.Context) {
+	checkWindowOutcomes(t, ctx, st.probe, st.op, st.results)
 }
 
 func (st *windowStream) write(ctx context.Context, prefix string, n int) {
