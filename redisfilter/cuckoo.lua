@@ -202,6 +202,25 @@ local function set(g, i, j, x)
 	return old
 end
 
+-- setbytes writes byte value[off] of the table at each offset of offs,
+-- with BITFIELD SET fields, 500 to a command.
+local function setbytes(g, offs, value)
+	local cmd = { 'BITFIELD', g.T }
+	for _, off in ipairs(offs) do
+		cmd[#cmd + 1] = 'SET'
+		cmd[#cmd + 1] = 'u8'
+		cmd[#cmd + 1] = off * 8
+		cmd[#cmd + 1] = value[off]
+		if #cmd >= 2000 then
+			redis.call(unpack(cmd))
+			cmd = { 'BITFIELD', g.T }
+		end
+	end
+	if #cmd > 2 then
+		redis.call(unpack(cmd))
+	end
+end
+
 -- flush writes the bytes of every slot that differs from what the call
 -- read. Bytes shared with a neighbouring bucket start from what was read
 -- and take each bucket's changes in turn, so each keeps the other's bits.
@@ -237,20 +256,11 @@ local function flush(g)
 			end
 		end
 	end
-	local cmd = { 'BITFIELD', g.T }
+	local offs = {}
 	for off in pairs(touched) do
-		cmd[#cmd + 1] = 'SET'
-		cmd[#cmd + 1] = 'u8'
-		cmd[#cmd + 1] = off * 8
-		cmd[#cmd + 1] = bytes[off]
-		if #cmd >= 2000 then
-			redis.call(unpack(cmd))
-			cmd = { 'BITFIELD', g.T }
-		end
+		offs[#offs + 1] = off
 	end
-	if #cmd > 2 then
-		redis.call(unpack(cmd))
-	end
+	setbytes(g, offs, bytes)
 end
 
 -- first returns the first slot (from 1) of v holding x, or nil.
@@ -911,21 +921,8 @@ local function wpass(g, from, to, kill)
 			end
 			parts[#parts + 1] = string.sub(s, prev - blo + 1)
 			redis.call('SETRANGE', g.T, blo, table.concat(parts))
-		elseif #touched > 0 then
-			local cmd = { 'BITFIELD', g.T }
-			for _, q in ipairs(touched) do
-				cmd[#cmd + 1] = 'SET'
-				cmd[#cmd + 1] = 'u8'
-				cmd[#cmd + 1] = q * 8
-				cmd[#cmd + 1] = changed[q]
-				if #cmd >= 2000 then
-					redis.call(unpack(cmd))
-					cmd = { 'BITFIELD', g.T }
-				end
-			end
-			if #cmd > 2 then
-				redis.call(unpack(cmd))
-			end
+		else
+			setbytes(g, touched, changed)
 		end
 	end
 end
