@@ -202,13 +202,14 @@ local function set(g, i, j, x)
 	return old
 end
 
--- setbytes writes byte value[off] of the table at each offset of offs,
--- with BITFIELD SET fields, 500 to a command.
-local function setbytes(g, offs, value)
+-- setfields writes value[off] into the field of type typ (u8, u16, ...)
+-- at byte off of the table, for each offset of offs, with BITFIELD SET
+-- fields, 500 to a command.
+local function setfields(g, typ, offs, value)
 	local cmd = { 'BITFIELD', g.T }
 	for _, off in ipairs(offs) do
 		cmd[#cmd + 1] = 'SET'
-		cmd[#cmd + 1] = 'u8'
+		cmd[#cmd + 1] = typ
 		cmd[#cmd + 1] = off * 8
 		cmd[#cmd + 1] = value[off]
 		if #cmd >= 2000 then
@@ -260,7 +261,7 @@ local function flush(g)
 	for off in pairs(touched) do
 		offs[#offs + 1] = off
 	end
-	setbytes(g, offs, bytes)
+	setfields(g, 'u8', offs, bytes)
 end
 
 -- first returns the first slot (from 1) of v holding x, or nil.
@@ -798,6 +799,124 @@ local function wcount(g, kill)
 	return n
 end
 
+-- wpass_aligned is wpass's work on a run s of a table of byte-aligned
+-- slots (fingerprints of 4, 12, 20 or 28 bits), starting at byte blo: a
+-- slot's stamp is the low half of its first byte, so string.find looks
+-- for the bytes whose low half the pass empties (pattern), and a slot
+-- found is emptied if it is not empty already. It writes the slots it
+-- empties, and returns how many such slots are left in the table.
+local function wpass_aligned(g, s, blo, pattern, left)
+	local w = g.f / 8
+	local zeros = string.rep('\0', w)
+	local kills = {} -- the positions in s of the slots emptied
+	local p = 1
+	while left > 0 do
+		local at = string.find(s, pattern, p)
+		if not at then
+			break
+		end
+		p = at + 1
+		if (blo + at - 1) % w == 0 then
+			local st = string.byte(s, at) % 16
+			if st ~= 0 or string.sub(s, at, at + w - 1) ~= zeros then
+				kills[#kills + 1] = at
+				g.dc[st] = g.dc[st] - 1
+				left = left - 1
+				p = at + w
+			end
+		end
+	end
+	if #kills * w * 64 > #s then
+		-- Many: the run written again, in one SETRANGE.
+		local parts, prev = {}, 1
+		for _, at in ipairs(kills) do
+			parts[#parts + 1] = string.sub(s, prev, at - 1)
+			parts[#parts + 1] = zeros
+			prev = at + w
+		end
+		parts[#parts + 1] = string.sub(s, prev)
+		redis.call('SETRANGE', g.T, blo, table.concat(parts))
+	elseif #kills > 0 then
+		local offs, zero = {}, {}
+		for k, at in ipairs(kills) do
+			offs[k] = blo + at - 1
+			zero[offs[k]] = 0
+		end
+		setfields(g, 'u' .. g.f, offs, zero)
+	end
+	return left
+end
+
+-- wpass_bits is wpass's work on a run s of a table of slots of any width,
+-- holding buckets [lo, hi) from byte blo: it reads each slot's stamp,
+-- and empties those kill marks, writing the bytes it changes, and
+-- returns how many such slots are left in the table.
+local function wpass_bits(g, s, blo, lo, hi, kill, left)
+	-- changed[q]: the new value of byte q (counted from the table's
+	-- start); touched: those bytes, in increasing order (slots are
+	-- visited in order, and a byte two slots share is listed once).
+	local changed, touched = {}, {}
+	for i = lo, hi - 1 do
+		if left == 0 then
+			break
+		end
+		for j = 0, g.b - 1 do
+			local o = i * g.B + j * g.f
+			local r = o % 8
+			local k = (o - r) / 8
+			-- The stamp first: the slot's low 4 bits, in one byte or two.
+			local st = changed[k] or string.byte(s, k - blo + 1)
+			if r > 4 then
+				st = st + (changed[k + 1] or string.byte(s, k - blo + 2)) * 256
+			end
+			st = math.floor(st / pow2[r]) % 16
+			if kill[st] then
+				local x = 0
+				for q = k + g.nb[r] - 1, k, -1 do
+					x = x * 256 + (changed[q] or string.byte(s, q - blo + 1))
+				end
+				local v = math.floor(x / pow2[r]) % g.pf
+				if v ~= 0 then
+					local y = x - v * pow2[r]
+					for q = k, k + g.nb[r] - 1 do
+						local c = y % 256
+						if not changed[q] then
+							touched[#touched + 1] = q
+						end
+						changed[q] = c
+						y = (y - c) / 256
+					end
+					g.dc[st] = g.dc[st] - 1
+					left = left - 1
+				end
+			end
+		end
+	end
+	if #touched * 64 > #s then
+		-- Many changes: the run written again, a stretch of changed bytes
+		-- at a time.
+		local parts, prev, k = {}, blo, 1
+		while k <= #touched do
+			local q = touched[k]
+			if q > prev then
+				parts[#parts + 1] = string.sub(s, prev - blo + 1, q - blo)
+			end
+			local r = {}
+			while k <= #touched and touched[k] == q + #r and #r < 4000 do
+				r[#r + 1] = changed[touched[k]]
+				k = k + 1
+			end
+			parts[#parts + 1] = string.char(unpack(r))
+			prev = q + #r
+		end
+		parts[#parts + 1] = string.sub(s, prev - blo + 1)
+		redis.call('SETRANGE', g.T, blo, table.concat(parts))
+	elseif #touched > 0 then
+		setfields(g, 'u8', touched, changed)
+	end
+	return left
+end
+
 -- wpass empties the non-empty slots of buckets [from, to) whose stamp kill
 -- marks, reading the table a run of buckets at a time and writing back
 -- the bytes it changes. It stops once no such slot is left anywhere (the
@@ -828,101 +947,10 @@ local function wpass(g, from, to, kill)
 		local blo = math.floor(lo * g.B / 8)
 		local bhi = math.ceil(hi * g.B / 8) - 1
 		local s = redis.call('GETRANGE', g.T, blo, bhi)
-		-- changed[q]: the new value of byte q (counted from the table's
-		-- start); touched: those bytes, in increasing order (slots are
-		-- visited in order, and a byte two slots share is listed once).
-		local changed, touched = {}, {}
-		local function byte(q)
-			return changed[q] or string.byte(s, q - blo + 1)
-		end
-		local function put(q, c)
-			if not changed[q] then
-				touched[#touched + 1] = q
-			end
-			changed[q] = c
-		end
 		if g.f % 8 == 0 then
-			-- Byte-aligned slots (fingerprints of 4, 12, 20 or 28 bits):
-			-- a slot's stamp is the low half of its first byte, and
-			-- string.find looks for the bytes whose low half kill marks.
-			local w = g.f / 8
-			local p = 1
-			while left > 0 do
-				local at = string.find(s, pattern, p)
-				if not at then
-					break
-				end
-				p = at + 1
-				local k = blo + at - 1
-				if k % w == 0 then
-					local first = byte(k)
-					local st = first % 16
-					local full = first ~= 0
-					for q = k + 1, k + w - 1 do
-						full = full or byte(q) ~= 0
-					end
-					if full then
-						for q = k, k + w - 1 do
-							put(q, 0)
-						end
-						g.dc[st] = g.dc[st] - 1
-						left = left - 1
-					end
-				end
-			end
+			left = wpass_aligned(g, s, blo, pattern, left)
 		else
-			for i = lo, hi - 1 do
-				for j = 0, g.b - 1 do
-					local o = i * g.B + j * g.f
-					local r = o % 8
-					local k = (o - r) / 8
-					-- The stamp first: the slot's low 4 bits, in one byte or two.
-					local st = byte(k)
-					if r > 4 then
-						st = st + byte(k + 1) * 256
-					end
-					st = math.floor(st / pow2[r]) % 16
-					if kill[st] then
-						local x = 0
-						for q = k + g.nb[r] - 1, k, -1 do
-							x = x * 256 + byte(q)
-						end
-						local v = math.floor(x / pow2[r]) % g.pf
-						if v ~= 0 then
-							local y = x - v * pow2[r]
-							for q = k, k + g.nb[r] - 1 do
-								local c = y % 256
-								put(q, c)
-								y = (y - c) / 256
-							end
-							g.dc[st] = g.dc[st] - 1
-							left = left - 1
-						end
-					end
-				end
-			end
-		end
-		if #touched * 64 > #s then
-			-- Many changes: the run rewritten, a stretch of changed bytes
-			-- at a time.
-			local parts, prev, k = {}, blo, 1
-			while k <= #touched do
-				local q = touched[k]
-				if q > prev then
-					parts[#parts + 1] = string.sub(s, prev - blo + 1, q - blo)
-				end
-				local r = {}
-				while k <= #touched and touched[k] == q + #r and #r < 4000 do
-					r[#r + 1] = changed[touched[k]]
-					k = k + 1
-				end
-				parts[#parts + 1] = string.char(unpack(r))
-				prev = q + #r
-			end
-			parts[#parts + 1] = string.sub(s, prev - blo + 1)
-			redis.call('SETRANGE', g.T, blo, table.concat(parts))
-		else
-			setbytes(g, touched, changed)
+			left = wpass_bits(g, s, blo, lo, hi, kill, left)
 		end
 	end
 end
