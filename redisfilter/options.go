@@ -116,7 +116,7 @@ func WithSeed(seed uint64) Option {
 // among the counts up to about twice that the one whose segments best
 // fill the allocator's size classes (which are a quarter of a power of two
 // apart, so a segment just past one wastes up to a fifth of its memory).
-// A window's segments hold at most 65,536 keys a window by default (see
+// A window's segments hold at most 32,768 keys a window by default (see
 // [NewWindow]); a window of one segment is what [Window.Snapshot] takes.
 func WithSegments(n int) Option {
 	return func(c *config) error {

@@ -117,11 +117,11 @@ const (
 // [WithSegments], and the handle's [WithRetryWindow] and
 // [WithRetryHorizon]. window must be between [MinWindow] and
 // [cuckoo.MaxWindow]. The default segment count gives a window of up to
-// 65,536 keys one segment, and a larger one a segment per 65,536 keys or
+// 32,768 keys one segment, and a larger one a segment per 32,768 keys or
 // a few more (the count whose strings best fill the allocator's size
 // classes): the write that starts an epoch may pass over its segment's
-// table, in Lua, and a segment of that size keeps the pass to
-// milliseconds.
+// table, in Lua, during which the segment's server does nothing else,
+// and a segment of that size keeps the pass short (docs/redis.md).
 //
 // Like [New], it loads the package's Functions library where it is
 // missing, and needs Redis 7.0 or later (or Valkey 7.2 or later).
@@ -168,9 +168,10 @@ func NewWindowPlan(perWindow uint64, window time.Duration, opts ...Option) (cuck
 	return p, err
 }
 
-// Sharding defaults of a window (see NewWindow): a segment's epoch pass
-// costs its server a walk over its table in Lua.
-const maxWindowKeysPerShard = 1 << 16
+// maxWindowKeysPerShard is the most keys a window's default segment
+// holds (see NewWindow): a segment's epoch pass costs its server a walk
+// over its table in Lua.
+const maxWindowKeysPerShard = 1 << 15
 
 // planWindow resolves NewWindow's options and plans its table.
 func planWindow(perWindow uint64, window time.Duration, opts []Option) (config, cuckoo.Plan, retryPolicy, error) {
@@ -187,7 +188,7 @@ func planWindow(perWindow uint64, window time.Duration, opts []Option) (config, 
 	}
 	shards := c.shards
 	if shards == 0 {
-		least := max(leastShards(perWindow), (perWindow+maxWindowKeysPerShard-1)/maxWindowKeysPerShard)
+		least := (perWindow + maxWindowKeysPerShard - 1) / maxWindowKeysPerShard
 		var perr error
 		shards = fitShards(min(least, cuckoo.MaxSegments), func(s uint64) (uint64, bool) {
 			p, err := cuckoo.NewWindowPlan(perWindow, c.cuckooOptions(int(s))...)
