@@ -30,12 +30,14 @@ import (
 var exitStatusUsers = map[string]map[string][]string{
 	"exitAbsent": {
 		"runQuery": {"query --key"},
+		"runEdit":  {"delete"},
 		"storeSub": {"store get", "store has", "store del"},
 	},
 	"exitFull": {
 		"fullError": {"fixed-capacity filter"},
 		"redisErr":  {"dedup --redis"},
 		"stopErr":   {"dedup --redis"},
+		"kafkaErr":  {"dedup --kafka"},
 	},
 }
 

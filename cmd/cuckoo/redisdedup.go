@@ -269,8 +269,8 @@ func runRedisDedup(e *env, f *dedupFlags, keyer *dedup.KeyExtractor, ins []input
 	}
 	if f.stats {
 		secs := max(time.Since(start).Seconds(), 1e-9)
-		fmt.Fprintf(e.stderr, "cuckoo dedup: %s lines in, %s out, %s dropped as seen (by this or another process); %s %q in Redis, %d segments; %.2f s, %s lines/s\n",
-			units.Count(linesIn), units.Count(written), units.Count(dropped), seen.kind(), f.redis.name, seen.segments(), secs, units.SI(float64(linesIn)/secs))
+		fmt.Fprintf(e.stderr, "cuckoo dedup: %s in, %s out, %s dropped as seen (by this or another process); %s %q in Redis, %s; %.2f s, %s lines/s\n",
+			units.Counted(linesIn, "line"), units.Count(written), units.Count(dropped), seen.kind(), f.redis.name, units.Counted(uint64(seen.segments()), "segment"), secs, units.SI(float64(linesIn)/secs))
 		if w := seen.window; w != nil {
 			fmt.Fprintf(e.stderr, "cuckoo dedup: window %v (keys are forgotten between %v and %v after their last line, by %s)\n",
 				w.Window(), w.Window(), (w.Window() + w.Granularity()).Round(time.Millisecond), seen.clock(times != nil))
