@@ -626,6 +626,10 @@ func TestWriteOnDoneContextIsNotSent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	w, err := redisfilter.NewWindow(ctx, rdb, name+":window", 1000, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
 	done, cancel := context.WithCancel(ctx)
 	cancel()
 	in := keys("done", 3)
@@ -634,7 +638,13 @@ func TestWriteOnDoneContextIsNotSent(t *testing.T) {
 		if op.batch {
 			k = in
 		}
-		for i, r := range op.run(done, f, b, k) {
+		var results []keyResult
+		if op.wrun != nil {
+			results = op.wrun(done, w, k)
+		} else {
+			results = op.run(done, f, b, k)
+		}
+		for i, r := range results {
 			if !errors.Is(r.err, redisfilter.ErrNotSent) || r.answer {
 				t.Fatalf("%s on a done context: key %d: %v, %v", op.name, i, r.answer, r.err)
 			}
@@ -642,5 +652,8 @@ func TestWriteOnDoneContextIsNotSent(t *testing.T) {
 	}
 	if n, err := f.Len(ctx); err != nil || n != 0 {
 		t.Fatalf("Len = %d, %v", n, err)
+	}
+	if n, err := w.Len(ctx); err != nil || n != 0 {
+		t.Fatalf("window Len = %d, %v", n, err)
 	}
 }
