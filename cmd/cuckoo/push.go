@@ -159,7 +159,7 @@ func runPull(e *env, f *pullFlags, args []string) error {
 		snap, err = rf.Snapshot(ctx)
 	}
 	if errors.Is(err, redisfilter.ErrUnsupported) {
-		return usageErr("make the window with one segment to pull it", "%v", err)
+		return usageErr("pull takes a window of one segment, such as one cuckoo push made", "%v", unwrap(err))
 	}
 	if err != nil {
 		return redisErr(&f.redis, err)
@@ -180,7 +180,7 @@ func pushWindow(e *env, f *pushFlags, path string, w *cuckoo.Window) error {
 	defer rdb.Close()
 	rw, err := redisfilter.PushWindow(ctx, rdb, f.redis.name, w, f.replace)
 	if errors.Is(err, redisfilter.ErrUnsupported) {
-		return usageErr("see 'cuckoo push --help'", "%s: %v", path, err)
+		return usageErr("see 'cuckoo push --help'", "%s: %v", path, unwrap(err))
 	}
 	if err != nil {
 		return redisErr(&f.redis, err)
