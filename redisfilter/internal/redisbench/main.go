@@ -183,6 +183,10 @@ func main() {
 			{"lookup of present keys (ContainsBatch / SISMEMBER), keys/s", "hit"},
 			{"lookup of absent keys, keys/s", "miss"},
 		} {
+			if *window != 0 {
+				// Both sides are filters: the operations are the batches.
+				op.label = strings.NewReplacer(" / SADD", "", " / SISMEMBER", "").Replace(op.label)
+			}
 			a, b := m(op.key+" filter"), m(op.key+" set")
 			ratio := fmt.Sprintf("%.2f×", a/b)
 			if *window != 0 {
