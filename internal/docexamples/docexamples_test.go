@@ -118,6 +118,7 @@ var skips = map[string]map[string]string{
 		"serverbench":                       "measures the server against redis-server: minutes",
 		"git archive ":                      "a build of an old commit, for a comparison",
 		"-bench BenchmarkCommandStats":      "a benchmark: minutes",
+		"-bench BenchmarkWindowEpochPass":   "a benchmark: minutes",
 		"kafkabench":                        "measures Kafka dedup at 10^6 and 10^7 records: minutes",
 		"redisbench":                        "measures Redis filters: minutes",
 	},
