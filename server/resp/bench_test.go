@@ -80,3 +80,33 @@ func BenchmarkWriter(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkAppend encodes one reply element of each kind the server sends
+// most, into a buffer with room: the encoders every reply goes through.
+func BenchmarkAppend(b *testing.B) {
+	value := bytes.Repeat([]byte("v"), 64)
+	for _, bc := range []struct {
+		name   string
+		encode func(dst []byte) []byte
+	}{
+		{"kind=simple", func(dst []byte) []byte { return resp.AppendSimple(dst, "OK") }},
+		{"kind=error", func(dst []byte) []byte { return resp.AppendError(dst, "ERR not found") }},
+		{"kind=int/n=1", func(dst []byte) []byte { return resp.AppendInt(dst, 1) }},
+		{"kind=int/n=123456789", func(dst []byte) []byte { return resp.AppendInt(dst, 123456789) }},
+		{"kind=bulk/len=64", func(dst []byte) []byte { return resp.AppendBulk(dst, value) }},
+		{"kind=bulkstring/len=5", func(dst []byte) []byte { return resp.AppendBulkString(dst, "hello") }},
+		{"kind=array/n=16", func(dst []byte) []byte { return resp.AppendArray(dst, 16) }},
+		{"kind=null2", resp.AppendNull2},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			dst := make([]byte, 0, 4096)
+			for b.Loop() {
+				dst = dst[:0]
+				for range 16 {
+					dst = bc.encode(dst)
+				}
+			}
+		})
+	}
+}
