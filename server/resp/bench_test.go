@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/dedupkit/cuckoo/server/resp"
-	"github.com/tidwall/redcon"
 )
 
 // pipeline returns n CF.ADD commands as a client pipelines them.
@@ -20,14 +19,12 @@ func pipeline(n int) []byte {
 	return b.Bytes()
 }
 
-// BenchmarkReader reads pipelines of CF.ADD commands with this package's
-// Reader and with redcon's (which has no limits and copies each command):
-// the reason the server reads requests with its own Reader.
+// BenchmarkReader reads pipelines of CF.ADD commands.
 func BenchmarkReader(b *testing.B) {
 	for _, n := range []int{1, 16} {
 		data := pipeline(n)
 		src := bytes.NewReader(data)
-		b.Run(fmt.Sprintf("impl=resp/pipeline=%d", n), func(b *testing.B) {
+		b.Run(fmt.Sprintf("pipeline=%d", n), func(b *testing.B) {
 			b.ReportAllocs()
 			b.SetBytes(int64(len(data)))
 			rd := resp.NewReader(src, resp.Limits{})
@@ -40,45 +37,19 @@ func BenchmarkReader(b *testing.B) {
 				}
 			}
 		})
-		b.Run(fmt.Sprintf("impl=redcon/pipeline=%d", n), func(b *testing.B) {
-			b.ReportAllocs()
-			b.SetBytes(int64(len(data)))
-			rd := redcon.NewReader(src)
-			for b.Loop() {
-				src.Reset(data)
-				for range n {
-					if _, err := rd.ReadCommand(); err != nil {
-						b.Fatal(err)
-					}
-				}
-			}
-		})
 	}
 }
 
-// BenchmarkWriter writes 16 integer replies and flushes them, with this
-// package's Writer and with redcon's.
+// BenchmarkWriter writes 16 integer replies and flushes them.
 func BenchmarkWriter(b *testing.B) {
-	b.Run("impl=resp", func(b *testing.B) {
-		b.ReportAllocs()
-		w := resp.NewWriter(io.Discard, 0)
-		for b.Loop() {
-			for i := range 16 {
-				w.Int(int64(i & 1))
-			}
-			w.Flush()
+	b.ReportAllocs()
+	w := resp.NewWriter(io.Discard, 0)
+	for b.Loop() {
+		for i := range 16 {
+			w.Int(int64(i & 1))
 		}
-	})
-	b.Run("impl=redcon", func(b *testing.B) {
-		b.ReportAllocs()
-		w := redcon.NewWriter(io.Discard)
-		for b.Loop() {
-			for i := range 16 {
-				w.WriteInt(i & 1)
-			}
-			w.Flush()
-		}
-	})
+		w.Flush()
+	}
 }
 
 // BenchmarkAppend encodes one reply element of each kind the server sends
