@@ -20,11 +20,6 @@ import (
 	"github.com/dedupkit/cuckoo/internal/buildinfo"
 )
 
-// redisVersion is the Redis version whose commands and replies this server
-// follows (with the probabilistic commands built in, as RedisBloom 8), as
-// INFO and HELLO report it to clients that check.
-const redisVersion = "8.0.0"
-
 var serverCommands = []*command{
 	{name: "command", arity: -1, group: "server", summary: "Describes the commands", exec: handle(parseCommand)},
 	{name: "info", arity: -1, group: "server", summary: "Returns information and statistics about the server", exec: handle(parseInfo)},

@@ -16,6 +16,11 @@ import (
 	"github.com/dedupkit/cuckoo/server/resp"
 )
 
+// redisVersion is the Redis version whose commands and replies this server
+// follows (with the probabilistic commands built in, as RedisBloom 8), as
+// INFO and HELLO report it to clients that check.
+const redisVersion = "8.0.0"
+
 // Config configures a Server. DefaultConfig returns the defaults of
 // `cuckoo serve`; in a Config built by hand, zero limits take those
 // defaults, and the zero values of the other fields mean what their
@@ -384,7 +389,7 @@ func (s *Server) doStop(ctx context.Context, save bool) error {
 		ln.Close()
 	}
 	// Wake the connections waiting for requests; those running commands
-	// finish what they have read first (conn.go).
+	// finish what they have read first (client.go).
 	for c := range s.mu.clients {
 		c.wake(false)
 	}
