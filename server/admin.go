@@ -246,7 +246,7 @@ func (s *Server) writeInfo(b *strings.Builder, section string) {
 		if s.aof != nil {
 			line("aof_last_write_status", okErr(!s.aof.failed.Load()))
 			line("aof_current_size", s.aof.size())
-			line("aof_fsync", s.cfg.Fsync)
+			line("aof_fsync", s.cfg.Sync)
 		}
 	case "stats":
 		b.WriteString("# Stats\r\n")
@@ -384,7 +384,7 @@ func (r configReq) run(c *call) {
 		{"port", port},
 		{"dir", s.cfg.Dir},
 		{"appendonly", yesNo(s.aof != nil)},
-		{"appendfsync", s.cfg.Fsync.String()},
+		{"appendfsync", s.cfg.Sync.String()},
 		{"save", save},
 		{"maxmemory", strconv.FormatInt(s.cfg.MaxMemory, 10)},
 		{"maxmemory-policy", "noeviction"},

@@ -34,8 +34,10 @@ type Config struct {
 	// AppendOnly turns on the append-only log in Dir; without it only the
 	// snapshots persist data, and a crash loses the writes since the last.
 	AppendOnly bool
-	// Fsync is when the log is fsynced.
-	Fsync FsyncPolicy
+	// Sync is when the log is fsynced (appendfsync; default
+	// SyncEverySecond). New refuses any other value than the three
+	// policies.
+	Sync SyncPolicy
 	// SaveInterval is how often a snapshot is taken when there were writes
 	// since the last one; 0: only by SAVE, BGSAVE, the log's growth and
 	// shutdown.
@@ -113,7 +115,7 @@ func DefaultConfig() Config {
 		Addr:           "127.0.0.1:6379",
 		Dir:            "cuckoo-data",
 		AppendOnly:     true,
-		Fsync:          FsyncEverySec,
+		Sync:           SyncEverySecond,
 		SaveInterval:   5 * time.Minute,
 		SaveOnShutdown: true,
 		ProtectedMode:  true,
@@ -198,6 +200,9 @@ func New(cfg Config) (*Server, error) {
 	}
 	if cfg.Filters == (FilterSettings{}) {
 		cfg.Filters = DefaultFilterSettings()
+	}
+	if cfg.Sync != SyncEverySecond && cfg.Sync != SyncAlways && cfg.Sync != SyncNever {
+		return nil, fmt.Errorf("server: Config.Sync is %v: want SyncEverySecond, SyncAlways or SyncNever", cfg.Sync)
 	}
 	filters, err := cfg.Filters.normalized()
 	if err != nil {
@@ -442,7 +447,7 @@ func (s *Server) doStop(ctx context.Context, save bool) error {
 }
 
 // background takes the periodic snapshots, fsyncs the log every second
-// under FsyncEverySec, and starts a snapshot when the log has grown.
+// under SyncEverySecond, and starts a snapshot when the log has grown.
 func (s *Server) background() {
 	defer s.bg.Done()
 	tick := time.NewTicker(time.Second)
@@ -453,7 +458,7 @@ func (s *Server) background() {
 		case <-s.stopBG:
 			return
 		case now := <-tick.C:
-			if s.aof != nil && s.cfg.Fsync == FsyncEverySec {
+			if s.aof != nil && s.cfg.Sync == SyncEverySecond {
 				if err := s.aof.sync(); err != nil {
 					s.logf("append-only log: %v", err)
 				}
