@@ -3,7 +3,6 @@ package resp
 import (
 	"math"
 	"strconv"
-	"strings"
 )
 
 // The Append functions encode one reply element at the end of dst and
@@ -92,13 +91,11 @@ func appendHeader(dst []byte, prefix byte, n int64) []byte {
 // line break.
 func appendLine(dst []byte, prefix byte, s string) []byte {
 	dst = append(dst, prefix)
+	start := len(dst)
 	dst = append(dst, s...)
-	if i := strings.IndexAny(s, "\r\n"); i >= 0 {
-		line := dst[len(dst)-len(s)+i:]
-		for j, c := range line {
-			if c == '\r' || c == '\n' {
-				line[j] = ' '
-			}
+	for i := start; i < len(dst); i++ {
+		if c := dst[i]; c == '\r' || c == '\n' {
+			dst[i] = ' '
 		}
 	}
 	return append(dst, '\r', '\n')
