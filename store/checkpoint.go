@@ -28,17 +28,17 @@ import (
 //	| stash × (hash u64, location u64) | chunks × 8192 × u64 slots | crc32c u32 of all |
 //	+----------------------------------+---------------------------+-------------------+
 //
-// The entries are the first count segments of the log when the
+// The entries are the first count files of the log when the
 // checkpoint was taken; the last of them was then possibly the active
-// segment. size is how many of a segment's bytes the checkpoint covers,
+// log file. size is how many of a log file's bytes the checkpoint covers,
 // all of them written and synced before the checkpoint was; crc32c is
 // the CRC-32C of those bytes, header included (so that Open can go on
-// computing the segment's checksum from there); slot is the number the
-// index's locations name the segment by. A segment shorter than its
+// computing the log file's checksum from there); slot is the number the
+// index's locations name the log file by. A log file shorter than its
 // size in a checkpoint has lost synced records: Open reports it.
 //
 // Version 1, written by Close in the first version of the store, has
-// entries of (id u64, size u64, slot u64) for every segment of the log;
+// entries of (id u64, size u64, slot u64) for every log file of the log;
 // Open reads it. The formats are frozen.
 const (
 	idxMagic    = "CKSTIDX\n"
@@ -46,7 +46,7 @@ const (
 	idxVersion  = 2
 	idxName     = "INDEX"
 	idxFixed    = 40 // magic to live
-	idxEntry    = 24 // a segment entry, in either version
+	idxEntry    = 24 // a log file entry, in either version
 	idxGeometry = 40 // level to chunks
 )
 
@@ -55,11 +55,11 @@ type checkpoint struct {
 	version       int
 	seed, nextSeq uint64
 	live          int64
-	segs          []ckSeg
+	files         []ckFile
 }
 
-// ckSeg is a segment as a checkpoint records it.
-type ckSeg struct {
+// ckFile is a log file as a checkpoint records it.
+type ckFile struct {
 	id   uint64
 	size int64
 	slot uint64
@@ -73,15 +73,15 @@ func encodeIndex(w io.Writer, c checkpoint, ix *index) error {
 	var b []byte
 	b = append(b, idxMagic...)
 	b = binary.LittleEndian.AppendUint32(b, idxVersion)
-	b = binary.LittleEndian.AppendUint32(b, uint32(len(c.segs)))
+	b = binary.LittleEndian.AppendUint32(b, uint32(len(c.files)))
 	b = binary.LittleEndian.AppendUint64(b, c.seed)
 	b = binary.LittleEndian.AppendUint64(b, c.nextSeq)
 	b = binary.LittleEndian.AppendUint64(b, uint64(c.live))
-	for _, sg := range c.segs {
-		b = binary.LittleEndian.AppendUint64(b, sg.id)
-		b = binary.LittleEndian.AppendUint64(b, uint64(sg.size))
-		b = binary.LittleEndian.AppendUint32(b, uint32(sg.slot))
-		b = binary.LittleEndian.AppendUint32(b, sg.crc)
+	for _, lf := range c.files {
+		b = binary.LittleEndian.AppendUint64(b, lf.id)
+		b = binary.LittleEndian.AppendUint64(b, uint64(lf.size))
+		b = binary.LittleEndian.AppendUint32(b, uint32(lf.slot))
+		b = binary.LittleEndian.AppendUint32(b, lf.crc)
 	}
 	b = binary.LittleEndian.AppendUint32(b, uint32(ix.level))
 	b = binary.LittleEndian.AppendUint32(b, uint32(ix.top))
@@ -143,7 +143,7 @@ func decodeIndex(r io.Reader, total int64, seed uint64) (checkpoint, *index, err
 	c.seed = binary.LittleEndian.Uint64(b[16:])
 	c.nextSeq = binary.LittleEndian.Uint64(b[24:])
 	c.live = int64(binary.LittleEndian.Uint64(b[32:]))
-	if c.seed != seed || n == 0 || n > maxSegments || c.live < 0 {
+	if c.seed != seed || n == 0 || n > maxLogFiles || c.live < 0 {
 		return bad("does not match the store")
 	}
 	if total < int64(idxFixed+idxEntry*n+idxGeometry+4) {
@@ -156,21 +156,21 @@ func decodeIndex(r io.Reader, total int64, seed uint64) (checkpoint, *index, err
 	used := map[uint64]bool{}
 	for i := range n {
 		e := b[idxEntry*i:]
-		sg := ckSeg{id: binary.LittleEndian.Uint64(e), size: int64(binary.LittleEndian.Uint64(e[8:]))}
+		lf := ckFile{id: binary.LittleEndian.Uint64(e), size: int64(binary.LittleEndian.Uint64(e[8:]))}
 		if c.version == idxVersion1 {
-			sg.slot = binary.LittleEndian.Uint64(e[16:])
+			lf.slot = binary.LittleEndian.Uint64(e[16:])
 		} else {
-			sg.slot = uint64(binary.LittleEndian.Uint32(e[16:]))
-			sg.crc = binary.LittleEndian.Uint32(e[20:])
+			lf.slot = uint64(binary.LittleEndian.Uint32(e[16:]))
+			lf.crc = binary.LittleEndian.Uint32(e[20:])
 		}
-		if sg.slot >= maxSegments || used[sg.slot] {
-			return bad("bad segment slot")
+		if lf.slot >= maxLogFiles || used[lf.slot] {
+			return bad("bad log file slot")
 		}
-		if sg.size < segHeaderSize || sg.size > maxSegmentSize+recPrefix+maxRecord {
-			return bad("bad segment size")
+		if lf.size < logHeaderSize || lf.size > maxLogFileSize+recPrefix+maxRecord {
+			return bad("bad log file size")
 		}
-		used[sg.slot] = true
-		c.segs = append(c.segs, sg)
+		used[lf.slot] = true
+		c.files = append(c.files, lf)
 	}
 	g := b[idxEntry*n:]
 	ix := &index{
@@ -220,37 +220,13 @@ func decodeIndex(r io.Reader, total int64, seed uint64) (checkpoint, *index, err
 	return c, ix, nil
 }
 
-// Checkpoints while a Store runs. A checkpoint is due once the records
-// written since the last one reach the larger of the minimum and the
-// ratio times the keys (options), or once the log has grown by
-// ckBytesFactor times the index's size, and at least ckMinBytes, since
-// (so that large values do not make the tail long to read).
+// A checkpoint is also due once the log has grown by ckBytesFactor times
+// the index's size, and at least ckMinBytes, since the last (so that large
+// values do not make the tail long to read).
 const (
-	// DefaultCheckpointRatio is the share of the keys that the records
-	// written since the last checkpoint must reach before the next.
-	DefaultCheckpointRatio = 1.0 / 16
-	// DefaultCheckpointMin is the least number of records written
-	// between checkpoints.
-	DefaultCheckpointMin = 1 << 18
-
 	ckBytesFactor = 8
 	ckMinBytes    = 256 << 20
 )
-
-// WithCheckpoints sets when a Store checkpoints its index while it runs:
-// once the records written since the last checkpoint are at least
-// minRecords and at least ratio times the keys (or the log has grown by 8
-// times the index's size, and at least 256 MiB, since). A crash then
-// costs Open the replay of those records at most, instead of the whole
-// log; each checkpoint costs a write of the index (about 9 bytes per
-// key), written in the background while reads and writes go on (a
-// write copies a 64 KiB part of the index it changes while the
-// checkpoint is encoded), and a sync of the log. ratio 0 turns them off: only Close and
-// Compact write one. Default DefaultCheckpointRatio,
-// DefaultCheckpointMin.
-func WithCheckpoints(ratio float64, minRecords int) Option {
-	return func(o *options) { o.ckRatio, o.ckMin = ratio, uint64(max(minRecords, 1)) }
-}
 
 // checkpointDue reports whether a checkpoint should start. Call it with
 // wmu held.
@@ -259,7 +235,7 @@ func (s *Store) checkpointDue() bool {
 		return false
 	}
 	keys := float64(s.mu.ix.count)
-	return s.sinceRecords >= max(s.opt.ckMin, uint64(s.opt.ckRatio*keys)) ||
+	return s.sinceRecords > 0 && s.sinceRecords >= max(s.opt.ckMin, uint64(s.opt.ckRatio*keys)) ||
 		s.sinceBytes >= max(ckMinBytes, ckBytesFactor*int64(s.mu.ix.bytes()))
 }
 
@@ -283,7 +259,7 @@ func (s *Store) runCheckpoint() {
 // what the checkpoint covers, and only then replaces INDEX (written to
 // INDEX.tmp, synced, renamed, the directory synced): a checkpoint never
 // records a byte of the log that is not synced. It does nothing while a
-// compaction has the index point at segments the manifest no longer
+// compaction has the index point at log files the manifest no longer
 // lists. An error leaves the last checkpoint in place; Open then
 // replays more of the log.
 func (s *Store) checkpoint() error {
@@ -299,8 +275,8 @@ func (s *Store) checkpoint() error {
 		return err
 	}
 	ck := checkpoint{seed: s.seed, nextSeq: s.nextSeq, live: s.live}
-	for _, sg := range s.mu.order {
-		ck.segs = append(ck.segs, ckSeg{id: sg.id, size: sg.size, slot: sg.slot, crc: sg.crc})
+	for _, lf := range s.mu.order {
+		ck.files = append(ck.files, ckFile{id: lf.id, size: lf.size, slot: lf.slot, crc: lf.crc})
 	}
 	ix := s.mu.ix
 	snap := ix.snapshot()

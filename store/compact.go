@@ -10,13 +10,13 @@ import (
 // errStopped ends a compaction that Close interrupted.
 var errStopped = errors.New("store: compaction stopped by Close")
 
-// Compact rewrites the live records into a new segment and removes the
-// old segments, reclaiming the space of overwritten and deleted records.
-// Reads and writes go on meanwhile: writes go to a new segment started
+// Compact rewrites the live records into a new log file and removes the
+// old log files, reclaiming the space of overwritten and deleted records.
+// Reads and writes go on meanwhile: writes go to a new log file started
 // when Compact begins, and reads are held only while the index is pointed
-// at the new segment, a few thousand entries at a time.
+// at the new log file, a few thousand entries at a time.
 //
-// It is atomic under a crash at any point: the new segment becomes the
+// It is atomic under a crash at any point: the new log file becomes the
 // log only when a new manifest naming it is renamed into place, so a
 // crash leaves either the old log or the new one, each complete; Open
 // removes the files of the other. A failed Compact (a full disk) leaves
@@ -33,34 +33,34 @@ func (s *Store) compact() error {
 	s.compactMu.Lock()
 	defer s.compactMu.Unlock()
 
-	// Seal the active segment: what the compaction reads stops changing.
+	// Seal the active log file: what the compaction reads stops changing.
 	s.wmu.Lock()
 	if err := s.writable(); err != nil {
 		s.wmu.Unlock()
 		return err
 	}
-	if s.active().size+int64(len(s.mu.buf)) > segHeaderSize {
+	if s.active().size+int64(len(s.mu.buf)) > logHeaderSize {
 		if err := s.rotate(); err != nil {
 			s.wmu.Unlock()
 			return err
 		}
 	}
-	old := append([]*segment(nil), s.mu.order[:len(s.mu.order)-1]...)
+	old := append([]*logFile(nil), s.mu.order[:len(s.mu.order)-1]...)
 	if len(old) == 0 {
 		s.wmu.Unlock()
 		return nil
 	}
 	s.wmu.Unlock()
 	isOld := map[uint64]bool{}
-	for _, sg := range old {
-		isOld[sg.slot] = true
+	for _, lf := range old {
+		isOld[lf.slot] = true
 	}
 
 	// Copy, in log order, each live key at the place of its first Put,
 	// with its value now.
-	w := &segWriter{s: s}
-	for _, sg := range old {
-		sc := newScanner(sg, segHeaderSize, sg.size)
+	w := &outputWriter{s: s}
+	for _, lf := range old {
+		sc := newScanner(lf, logHeaderSize, lf.size)
 		for {
 			if err := s.stopped(); err != nil {
 				w.abandon()
@@ -73,12 +73,12 @@ func (s *Store) compact() error {
 			}
 			if err != nil {
 				w.abandon()
-				return &CorruptError{File: sg.path, Offset: pos, Detail: err.Error()}
+				return &CorruptError{File: lf.path, Offset: pos, Detail: err.Error()}
 			}
 			if r.kind != kindPut {
 				continue
 			}
-			if err := s.copyLive(w, r, location(sg.slot, pos)); err != nil {
+			if err := s.copyLive(w, r, location(lf.slot, pos)); err != nil {
 				w.abandon()
 				return err
 			}
@@ -91,10 +91,10 @@ func (s *Store) compact() error {
 
 	// Switch: the manifest rename is the commit point.
 	s.wmu.Lock()
-	order := append([]*segment(nil), w.outs...)
-	for _, sg := range s.mu.order {
-		if !isOld[sg.slot] {
-			order = append(order, sg)
+	order := append([]*logFile(nil), w.outs...)
+	for _, lf := range s.mu.order {
+		if !isOld[lf.slot] {
+			order = append(order, lf)
 		}
 	}
 	if err := s.writeManifest(order); err != nil {
@@ -102,14 +102,14 @@ func (s *Store) compact() error {
 		w.abandon()
 		return err
 	}
-	// Until the index points at the copies, it names segments the
+	// Until the index points at the copies, it names log files the
 	// manifest no longer lists: no checkpoint may record it.
 	s.remapping = true
 	s.mu.Lock()
 	s.mu.order = order
 	s.mu.Unlock()
 	for _, out := range w.outs {
-		s.logBytes += out.size - segHeaderSize // newSegment counted the header
+		s.logBytes += out.size - logHeaderSize // newLogFile counted the header
 	}
 	s.wmu.Unlock()
 
@@ -122,7 +122,7 @@ func (s *Store) compact() error {
 	s.wmu.Lock()
 	s.remapping = false
 	s.wmu.Unlock()
-	// The checkpoint of the old log names its segments: a new one, before
+	// The checkpoint of the old log names its log files: a new one, before
 	// they go, so that a crash from here on replays only what follows.
 	if err := s.checkpoint(); err != nil {
 		s.ckErr.Store(&err)
@@ -130,15 +130,15 @@ func (s *Store) compact() error {
 
 	s.wmu.Lock()
 	s.mu.Lock()
-	for _, sg := range old {
-		s.mu.segs[sg.slot] = nil
-		sg.data = nil
+	for _, lf := range old {
+		s.mu.files[lf.slot] = nil
+		lf.data = nil
 	}
 	s.mu.Unlock()
-	for _, sg := range old {
-		s.logBytes -= sg.size
-		sg.f.Close()
-		s.fs.Remove(sg.path)
+	for _, lf := range old {
+		s.logBytes -= lf.size
+		lf.f.Close()
+		s.fs.Remove(lf.path)
 	}
 	s.wmu.Unlock()
 	s.fs.SyncDir(s.dir)
@@ -158,7 +158,7 @@ func (s *Store) stopped() error {
 
 // copyLive copies key r.key to w if the record at loc is the first Put
 // of its live incarnation, with the live value.
-func (s *Store) copyLive(w *segWriter, r record, loc uint64) error {
+func (s *Store) copyLive(w *outputWriter, r record, loc uint64) error {
 	x := s.hash(r.key)
 	s.mu.RLock()
 	_, live, found, err := s.find(x, r.key)
@@ -172,11 +172,11 @@ func (s *Store) copyLive(w *segWriter, r record, loc uint64) error {
 	return w.flushIfFull()
 }
 
-// remap points every index entry at an old segment to its copy in out,
+// remap points every index entry at an old log file to its copy in out,
 // holding readers off a batch of records at a time.
-func (s *Store) remap(out *segment, isOld map[uint64]bool) error {
+func (s *Store) remap(out *logFile, isOld map[uint64]bool) error {
 	const batch = 4096
-	sc := newScanner(out, segHeaderSize, out.size)
+	sc := newScanner(out, logHeaderSize, out.size)
 	for done := false; !done; {
 		s.wmu.Lock()
 		s.mu.Lock()
@@ -214,99 +214,99 @@ func (s *Store) remap(out *segment, isOld map[uint64]bool) error {
 	return nil
 }
 
-// segWriter writes a compaction's output through a buffer, into as
-// many segments as the segment size asks. The segments take slots at once
+// outputWriter writes a compaction's output through a buffer, into as
+// many log files as the log file size asks. The log files take slots at once
 // (so a rotation meanwhile takes others), and join the log only with the
 // manifest that lists them.
-type segWriter struct {
+type outputWriter struct {
 	s    *Store
-	outs []*segment
+	outs []*logFile
 	buf  []byte
 }
 
-func (w *segWriter) add(key, value []byte, seq uint64) {
+func (w *outputWriter) add(key, value []byte, seq uint64) {
 	w.buf = appendRecord(w.buf, kindPut, seq, key, value)
 }
 
-func (w *segWriter) flushIfFull() error {
+func (w *outputWriter) flushIfFull() error {
 	if len(w.buf) < 1<<20 {
 		return nil
 	}
 	return w.flush()
 }
 
-func (w *segWriter) flush() error {
+func (w *outputWriter) flush() error {
 	if len(w.buf) == 0 {
 		return nil
 	}
 	s := w.s
-	if n := len(w.outs); n == 0 || w.outs[n-1].size+int64(len(w.buf)) > s.opt.segmentSize && w.outs[n-1].size > segHeaderSize {
+	if n := len(w.outs); n == 0 || w.outs[n-1].size+int64(len(w.buf)) > s.opt.logFileSize && w.outs[n-1].size > logHeaderSize {
 		if n > 0 {
 			if err := w.outs[n-1].f.Sync(); err != nil {
 				return fmt.Errorf("store: syncing %s: %w", w.outs[n-1].path, err)
 			}
 		}
-		if err := w.addSegment(); err != nil {
+		if err := w.addOutput(); err != nil {
 			return err
 		}
 	}
-	sg := w.outs[len(w.outs)-1]
-	if _, err := sg.f.WriteAt(w.buf, sg.size); err != nil {
-		return fmt.Errorf("store: writing %s: %w", sg.path, err)
+	lf := w.outs[len(w.outs)-1]
+	if _, err := lf.f.WriteAt(w.buf, lf.size); err != nil {
+		return fmt.Errorf("store: writing %s: %w", lf.path, err)
 	}
-	sg.crc = crc32.Update(sg.crc, castagnoli, w.buf)
-	sg.size += int64(len(w.buf))
+	lf.crc = crc32.Update(lf.crc, castagnoli, w.buf)
+	lf.size += int64(len(w.buf))
 	w.buf = w.buf[:0]
 	return nil
 }
 
-// addSegment starts a new output segment and makes it visible to readers.
-func (w *segWriter) addSegment() error {
+// addOutput starts a new output log file and makes it visible to readers.
+func (w *outputWriter) addOutput() error {
 	s := w.s
 	s.wmu.Lock()
-	sg, err := s.newSegment()
+	lf, err := s.newLogFile()
 	if err == nil {
 		s.mu.Lock()
-		s.mu.segs[sg.slot] = sg
+		s.mu.files[lf.slot] = lf
 		s.mu.Unlock()
 	}
 	s.wmu.Unlock()
 	if err != nil {
 		return err
 	}
-	w.outs = append(w.outs, sg)
+	w.outs = append(w.outs, lf)
 	return nil
 }
 
 // finish writes and syncs the output; a compaction that copied nothing
-// still writes one (empty) segment.
-func (w *segWriter) finish() error {
+// still writes one (empty) log file.
+func (w *outputWriter) finish() error {
 	if len(w.outs) == 0 {
-		if err := w.addSegment(); err != nil {
+		if err := w.addOutput(); err != nil {
 			return err
 		}
 	}
 	if err := w.flush(); err != nil {
 		return err
 	}
-	sg := w.outs[len(w.outs)-1]
-	if err := sg.f.Sync(); err != nil {
-		return fmt.Errorf("store: syncing %s: %w", sg.path, err)
+	lf := w.outs[len(w.outs)-1]
+	if err := lf.f.Sync(); err != nil {
+		return fmt.Errorf("store: syncing %s: %w", lf.path, err)
 	}
 	return nil
 }
 
 // abandon removes the output of a compaction that did not commit.
-func (w *segWriter) abandon() {
+func (w *outputWriter) abandon() {
 	s := w.s
 	s.wmu.Lock()
 	s.mu.Lock()
-	for _, sg := range w.outs {
-		s.mu.segs[sg.slot] = nil
+	for _, lf := range w.outs {
+		s.mu.files[lf.slot] = nil
 	}
 	s.mu.Unlock()
-	for _, sg := range w.outs {
-		s.dropSegment(sg)
+	for _, lf := range w.outs {
+		s.dropLogFile(lf)
 	}
 	s.wmu.Unlock()
 	w.outs = nil
@@ -329,7 +329,7 @@ func (s *Store) Range(fn func(key, value []byte) bool) error {
 	}
 	var key, value []byte
 	for _, sp := range spans {
-		sc := newScanner(sp.sg, segHeaderSize, sp.end)
+		sc := newScanner(sp.lf, logHeaderSize, sp.end)
 		for {
 			pos := sc.pos
 			_, r, err := sc.next()
@@ -337,7 +337,7 @@ func (s *Store) Range(fn func(key, value []byte) bool) error {
 				break
 			}
 			if err != nil {
-				return &CorruptError{File: sp.sg.path, Offset: pos, Detail: err.Error()}
+				return &CorruptError{File: sp.lf.path, Offset: pos, Detail: err.Error()}
 			}
 			if r.kind != kindPut {
 				continue
@@ -367,7 +367,7 @@ func (s *Store) Range(fn func(key, value []byte) bool) error {
 }
 
 // Verify reads the whole log and checks every record's checksum, as Open
-// does, and the checksum of each segment as a whole: for a sealed one,
+// does, and the checksum of each log file as a whole: for a sealed one,
 // the one the manifest recorded when it was sealed. It finds damage in
 // the records Open does not read (those an index checkpoint covers),
 // for a store that has been open a long time. It returns a
@@ -380,15 +380,15 @@ func (s *Store) Verify() error {
 		return err
 	}
 	for _, sp := range spans {
-		sg := sp.sg
-		head := make([]byte, segHeaderSize)
-		if _, err := sg.f.ReadAt(head, 0); err != nil {
-			return fmt.Errorf("store: reading %s: %w", sg.path, err)
+		lf := sp.lf
+		head := make([]byte, logHeaderSize)
+		if _, err := lf.f.ReadAt(head, 0); err != nil {
+			return fmt.Errorf("store: reading %s: %w", lf.path, err)
 		}
-		if _, _, err := parseSegHeader(head); err != nil {
-			return &CorruptError{File: sg.path, Detail: err.Error()}
+		if _, _, err := parseLogHeader(head); err != nil {
+			return &CorruptError{File: lf.path, Detail: err.Error()}
 		}
-		sc := newScanner(sg, segHeaderSize, sp.end)
+		sc := newScanner(lf, logHeaderSize, sp.end)
 		sc.crc = crc32.Checksum(head, castagnoli)
 		for {
 			pos := sc.pos
@@ -397,28 +397,28 @@ func (s *Store) Verify() error {
 				break
 			}
 			if err != nil {
-				return &CorruptError{File: sg.path, Offset: pos, Detail: err.Error()}
+				return &CorruptError{File: lf.path, Offset: pos, Detail: err.Error()}
 			}
 		}
 		if sc.crc != sp.crc {
-			return &CorruptError{File: sg.path, Offset: segHeaderSize,
-				Detail: "the segment's records are intact, but its checksum is not the one recorded as they were written (records were changed, removed or moved)"}
+			return &CorruptError{File: lf.path, Offset: logHeaderSize,
+				Detail: "the log file's records are intact, but its checksum is not the one recorded as they were written (records were changed, removed or moved)"}
 		}
 	}
 	return nil
 }
 
-// span is a segment as far as it was written when a reader of the whole
+// span is a log file as far as it was written when a reader of the whole
 // log began: its size and the checksum of its records then.
 type span struct {
-	sg  *segment
+	lf  *logFile
 	end int64
 	crc uint32
 }
 
 // flushedSpans writes out what is buffered and returns the log's
-// segments in order, as far as they are written: what Range and Verify
-// read. The caller holds compactMu, so that no segment goes meanwhile.
+// log files in order, as far as they are written: what Range and Verify
+// read. The caller holds compactMu, so that no log file goes meanwhile.
 func (s *Store) flushedSpans() ([]span, error) {
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
@@ -429,8 +429,8 @@ func (s *Store) flushedSpans() ([]span, error) {
 		return nil, err
 	}
 	spans := make([]span, len(s.mu.order))
-	for i, sg := range s.mu.order {
-		spans[i] = span{sg, sg.size, sg.crc}
+	for i, lf := range s.mu.order {
+		spans[i] = span{lf, lf.size, lf.crc}
 	}
 	return spans, nil
 }

@@ -17,123 +17,6 @@ import (
 	"github.com/dedupkit/cuckoo/internal/vfs"
 )
 
-// SyncPolicy says when the log is synced to stable storage, and so what a
-// crash of the machine can lose. Every policy survives a crash of the
-// process (kill -9) with the records written to the operating system;
-// Close always syncs.
-type SyncPolicy int
-
-const (
-	// SyncEverySecond, the default, buffers records in memory and writes
-	// and syncs them once a second (and whenever 1 MiB is buffered): a
-	// crash of the process or the machine loses at most the writes of the
-	// last second, plus those of a sync in progress. Writes go at memory
-	// speed, as with Redis's "appendfsync everysec", which made the same
-	// choice for the same reason: a sync costs milliseconds on most
-	// disks, so syncing every write makes every write that slow.
-	SyncEverySecond SyncPolicy = iota
-	// SyncAlways writes each record to the operating system before the
-	// write returns, and returns only once the record is synced. Writers
-	// that overlap share one sync (group commit), so many goroutines
-	// writing at once pay far less than one sync each. A write that
-	// returned nil survives kill -9 and power loss.
-	SyncAlways
-	// SyncNever buffers records and writes them when 1 MiB is buffered,
-	// on Sync and on Close, and never syncs but on Sync and Close: the
-	// operating system writes them back when it chooses. A crash of the
-	// process loses the buffered records; a crash of the machine may
-	// lose anything since the last Sync.
-	SyncNever
-)
-
-func (p SyncPolicy) String() string {
-	switch p {
-	case SyncEverySecond:
-		return "everysec"
-	case SyncAlways:
-		return "always"
-	case SyncNever:
-		return "never"
-	}
-	return fmt.Sprintf("SyncPolicy(%d)", int(p))
-}
-
-// An Option configures Open.
-type Option func(*options)
-
-type options struct {
-	sync        SyncPolicy
-	segmentSize int64
-	autoRatio   float64
-	autoMin     int64
-	ckRatio     float64
-	ckMin       uint64
-	ckInline    bool // tests: the writer that makes a checkpoint due writes it
-	seed        uint64
-	seedSet     bool
-	mustExist   bool
-	fs          vfs.FS
-	bufSize     int
-}
-
-// Defaults of the options.
-const (
-	// DefaultSegmentSize is the size past which the log starts a new
-	// segment file.
-	DefaultSegmentSize = 1 << 30
-	// DefaultCompactRatio is the share of the log's bytes held by
-	// overwritten and deleted records, and tombstones, past which a
-	// Store compacts itself in the background.
-	DefaultCompactRatio = 0.5
-	// DefaultCompactMin is the least log size at which a Store compacts
-	// itself.
-	DefaultCompactMin = 64 << 20
-
-	maxSegmentSize = 3 << 30 // a segment's offsets take 32 bits, with room for a last record
-	minSegmentSize = 4 << 10
-	bufferSize     = 1 << 20
-)
-
-func defaults() options {
-	return options{
-		sync:        SyncEverySecond,
-		segmentSize: DefaultSegmentSize,
-		autoRatio:   DefaultCompactRatio,
-		autoMin:     DefaultCompactMin,
-		ckRatio:     DefaultCheckpointRatio,
-		ckMin:       DefaultCheckpointMin,
-		fs:          vfs.OS{},
-		bufSize:     bufferSize,
-	}
-}
-
-// WithSync sets the sync policy (default SyncEverySecond).
-func WithSync(p SyncPolicy) Option { return func(o *options) { o.sync = p } }
-
-// WithSegmentSize sets the size in bytes past which the log starts a new
-// segment file (default 1 GiB; clamped to 4 KiB … 3 GiB). A store has at
-// most 256 segments, so this bounds the log: 256 GiB at the default.
-func WithSegmentSize(n int64) Option {
-	return func(o *options) { o.segmentSize = min(max(n, minSegmentSize), maxSegmentSize) }
-}
-
-// WithAutoCompact sets when the Store compacts itself: once the log
-// holds at least minBytes and more than ratio of it is garbage
-// (overwritten and deleted records, tombstones). ratio 0 turns automatic
-// compaction off. Default DefaultCompactRatio, DefaultCompactMin.
-func WithAutoCompact(ratio float64, minBytes int64) Option {
-	return func(o *options) { o.autoRatio, o.autoMin = ratio, minBytes }
-}
-
-// WithSeed sets the hash seed of a new store (default: random). An
-// existing store keeps the seed it was created with.
-func WithSeed(seed uint64) Option { return func(o *options) { o.seed, o.seedSet = seed, true } }
-
-// WithMustExist makes Open open an existing store only: where dir does
-// not exist, is not a directory, or holds no store, Open returns an
-// error wrapping ErrNotStore and creates nothing.
-func WithMustExist() Option { return func(o *options) { o.mustExist = true } }
-
 // Store is an exact key-value store: an append-only log on disk and a
 // cuckoo hash table in RAM of a tag and a log location per key. See the
 // package documentation.
@@ -162,16 +45,16 @@ type Store struct {
 	mu struct {
 		sync.RWMutex
 		ix     *index
-		segs   [maxSegments]*segment // by slot, the top 8 bits of a location
-		order  []*segment            // in log order; the last is the active one
-		buf    []byte                // records of the active segment past its size
+		files  [maxLogFiles]*logFile // by slot, the top 8 bits of a location
+		order  []*logFile            // in log order; the last is the active one
+		buf    []byte                // records of the active log file past its size
 		closed bool
 	}
 	nextSeq  uint64 // the seq of the next new key
-	nextID   uint64 // the id of the next segment file
+	nextID   uint64 // the id of the next log file
 	live     int64  // bytes of live records
-	logBytes int64  // bytes of all segments, with buf
-	written  uint64 // bytes written to segment files since Open (wmu)
+	logBytes int64  // bytes of all log files, with buf
+	written  uint64 // bytes written to log files since Open (wmu)
 	closing  bool   // Close has begun (wmu)
 
 	// Checkpoints (checkpoint.go); under wmu but for ckMu and the atomics.
@@ -200,17 +83,17 @@ type Store struct {
 	autoErr     atomic.Pointer[error]
 }
 
-// segment is one log file.
-type segment struct {
+// log file is one log file.
+type logFile struct {
 	id   uint64
 	slot uint64
 	path string
 	f    vfs.File
 	data []byte // the file mapped, or nil
-	size int64  // bytes in the file; the active segment's grows (under mu)
+	size int64  // bytes in the file; the active log file's grows (under mu)
 	// crc is the CRC-32C of the file's first size bytes (header
 	// included): the writer updates it as it writes (wmu); once the
-	// segment is sealed it is the checksum the manifest records.
+	// log file is sealed it is the checksum the manifest records.
 	crc uint32
 }
 
@@ -226,32 +109,32 @@ func location(slot uint64, pos int64) uint64 { return slot<<32 | uint64(pos) }
 // least the whole record there, if it is intact. It reads the mapping or
 // the write buffer without copying, or else reads the record into a new
 // slice. Call it with mu held (read or write), or with wmu.
-func (s *Store) recordBytes(loc uint64) ([]byte, *segment, int64, error) {
-	sg := s.mu.segs[loc>>32]
+func (s *Store) recordBytes(loc uint64) ([]byte, *logFile, int64, error) {
+	lf := s.mu.files[loc>>32]
 	pos := int64(loc & (1<<32 - 1))
-	if sg == nil || pos < segHeaderSize {
-		return nil, sg, pos, fmt.Errorf("store: index points at a missing record (segment slot %d, offset %d)", loc>>32, pos)
+	if lf == nil || pos < logHeaderSize {
+		return nil, lf, pos, fmt.Errorf("store: index points at a missing record (log file slot %d, offset %d)", loc>>32, pos)
 	}
 	if logReadHook != nil {
 		logReadHook()
 	}
-	if pos >= sg.size {
-		return s.mu.buf[pos-sg.size:], sg, pos, nil
+	if pos >= lf.size {
+		return s.mu.buf[pos-lf.size:], lf, pos, nil
 	}
-	if sg.data != nil {
-		return sg.data[pos:sg.size], sg, pos, nil
+	if lf.data != nil {
+		return lf.data[pos:lf.size], lf, pos, nil
 	}
 	var head [recPrefix]byte
-	if _, err := sg.f.ReadAt(head[:], pos); err != nil {
-		return nil, sg, pos, err
+	if _, err := lf.f.ReadAt(head[:], pos); err != nil {
+		return nil, lf, pos, err
 	}
 	n := int64(recPrefix) + int64(uint32le(head[4:]))
-	n = min(n, sg.size-pos, recPrefix+maxRecord)
+	n = min(n, lf.size-pos, recPrefix+maxRecord)
 	b := make([]byte, n)
-	if _, err := sg.f.ReadAt(b, pos); err != nil {
-		return nil, sg, pos, err
+	if _, err := lf.f.ReadAt(b, pos); err != nil {
+		return nil, lf, pos, err
 	}
-	return b, sg, pos, nil
+	return b, lf, pos, nil
 }
 
 func uint32le(b []byte) uint32 {
@@ -265,21 +148,21 @@ func (s *Store) find(x uint64, key []byte) (ref slotRef, rec record, found bool,
 	var c [maxCandidates]slotRef
 	n := s.mu.ix.candidates(x, &c)
 	for i := range n {
-		b, sg, pos, err := s.recordBytes(c[i].loc)
+		b, lf, pos, err := s.recordBytes(c[i].loc)
 		if err != nil {
 			return ref, rec, false, err
 		}
 		r, err := parseRecord(b)
 		if err != nil {
-			return ref, rec, false, &CorruptError{File: sg.path, Offset: pos, Detail: err.Error()}
+			return ref, rec, false, &CorruptError{File: lf.path, Offset: pos, Detail: err.Error()}
 		}
 		if r.kind == kindDelete {
-			return ref, rec, false, &CorruptError{File: sg.path, Offset: pos, Detail: "index points at a tombstone"}
+			return ref, rec, false, &CorruptError{File: lf.path, Offset: pos, Detail: "index points at a tombstone"}
 		}
 		// The checksum is checked for every candidate: a damaged key
 		// must not pass for another key.
 		if !verify(b, r.size) {
-			return ref, rec, false, &CorruptError{File: sg.path, Offset: pos, Detail: "record checksum mismatch"}
+			return ref, rec, false, &CorruptError{File: lf.path, Offset: pos, Detail: "record checksum mismatch"}
 		}
 		if bytes.Equal(r.key, key) {
 			return c[i], r, true, nil
@@ -497,13 +380,13 @@ func (s *Store) prepareInsert() error {
 
 // hashAt returns the hash of the key of the record at loc.
 func (s *Store) hashAt(loc uint64) (uint64, error) {
-	b, sg, pos, err := s.recordBytes(loc)
+	b, lf, pos, err := s.recordBytes(loc)
 	if err != nil {
 		return 0, err
 	}
 	r, err := parseRecord(b)
 	if err != nil {
-		return 0, &CorruptError{File: sg.path, Offset: pos, Detail: err.Error()}
+		return 0, &CorruptError{File: lf.path, Offset: pos, Detail: err.Error()}
 	}
 	return s.hash(r.key), nil
 }
@@ -554,27 +437,27 @@ func (s *Store) append(rec []byte, change func(loc uint64) error) (uint64, error
 	if err := s.maybeRotate(len(rec)); err != nil {
 		return 0, err
 	}
-	sg := s.active()
+	lf := s.active()
 	direct := s.opt.sync == SyncAlways || len(rec) > s.opt.bufSize/2
 	if direct || len(s.mu.buf)+len(rec) > s.opt.bufSize {
 		if err := s.flush(); err != nil {
 			return 0, err
 		}
 	}
-	loc := location(sg.slot, sg.size+int64(len(s.mu.buf)))
+	loc := location(lf.slot, lf.size+int64(len(s.mu.buf)))
 	if direct {
-		crc := sg.crc
-		if err := s.writeAt(sg, rec); err != nil {
+		crc := lf.crc
+		if err := s.writeAt(lf, rec); err != nil {
 			return 0, err
 		}
 		s.mu.Lock()
 		err := change(loc)
 		if err == nil {
-			sg.size += int64(len(rec))
+			lf.size += int64(len(rec))
 		}
 		s.mu.Unlock()
 		if err != nil {
-			s.undoWrite(sg, len(rec), crc)
+			s.undoWrite(lf, len(rec), crc)
 			return 0, err
 		}
 		s.logBytes += int64(len(rec))
@@ -594,29 +477,29 @@ func (s *Store) append(rec []byte, change func(loc uint64) error) (uint64, error
 	return 0, err
 }
 
-// writeAt writes b at the end of segment sg's file (past its size). On a
+// writeAt writes b at the end of log file lf's file (past its size). On a
 // failed write it cuts what was written, so the file is as it was.
-func (s *Store) writeAt(sg *segment, b []byte) error {
-	_, err := sg.f.WriteAt(b, sg.size)
+func (s *Store) writeAt(lf *logFile, b []byte) error {
+	_, err := lf.f.WriteAt(b, lf.size)
 	if err != nil {
-		if terr := sg.f.Truncate(sg.size); terr != nil {
-			return s.fail(fmt.Errorf("writing %s: %w (and cutting the partial write: %v)", sg.path, err, terr))
+		if terr := lf.f.Truncate(lf.size); terr != nil {
+			return s.fail(fmt.Errorf("writing %s: %w (and cutting the partial write: %v)", lf.path, err, terr))
 		}
-		return fmt.Errorf("store: writing %s: %w", sg.path, err)
+		return fmt.Errorf("store: writing %s: %w", lf.path, err)
 	}
 	s.written += uint64(len(b))
-	sg.crc = crc32.Update(sg.crc, castagnoli, b)
+	lf.crc = crc32.Update(lf.crc, castagnoli, b)
 	return nil
 }
 
-// undoWrite cuts the last n bytes written to sg past its size, whose
+// undoWrite cuts the last n bytes written to lf past its size, whose
 // checksum before them was crc.
-func (s *Store) undoWrite(sg *segment, n int, crc uint32) {
-	if err := sg.f.Truncate(sg.size); err != nil {
-		s.fail(fmt.Errorf("cutting %s: %w", sg.path, err))
+func (s *Store) undoWrite(lf *logFile, n int, crc uint32) {
+	if err := lf.f.Truncate(lf.size); err != nil {
+		s.fail(fmt.Errorf("cutting %s: %w", lf.path, err))
 	}
 	s.written -= uint64(n)
-	sg.crc = crc
+	lf.crc = crc
 }
 
 // flush writes the buffered records. On an error the buffer is kept (its
@@ -626,12 +509,12 @@ func (s *Store) flush() error {
 	if len(s.mu.buf) == 0 {
 		return nil
 	}
-	sg := s.active()
-	if err := s.writeAt(sg, s.mu.buf); err != nil {
+	lf := s.active()
+	if err := s.writeAt(lf, s.mu.buf); err != nil {
 		return err
 	}
 	s.mu.Lock()
-	sg.size += int64(len(s.mu.buf))
+	lf.size += int64(len(s.mu.buf))
 	s.mu.buf = s.mu.buf[:0]
 	if cap(s.mu.buf) > 2*s.opt.bufSize {
 		s.mu.buf = nil
@@ -640,7 +523,7 @@ func (s *Store) flush() error {
 	return nil
 }
 
-func (s *Store) active() *segment { return s.mu.order[len(s.mu.order)-1] }
+func (s *Store) active() *logFile { return s.mu.order[len(s.mu.order)-1] }
 
 // commit waits until the first target bytes written are synced, when the
 // policy says so. Overlapping callers share one sync: the first to find
@@ -652,7 +535,7 @@ func (s *Store) commit(target uint64) error {
 	return s.syncTo(target)
 }
 
-// syncTo syncs the active segment until at least target bytes written
+// syncTo syncs the active log file until at least target bytes written
 // are synced. Call it without wmu.
 func (s *Store) syncTo(target uint64) error {
 	s.smu.Lock()
@@ -700,18 +583,18 @@ func (s *Store) Sync() error {
 	return s.syncTo(target)
 }
 
-// maybeRotate starts a new segment when a record of n bytes would take
-// the active one past the segment size. Call it with wmu held.
+// maybeRotate starts a new log file when a record of n bytes would take
+// the active one past the log file size. Call it with wmu held.
 func (s *Store) maybeRotate(n int) error {
-	sg := s.active()
-	end := sg.size + int64(len(s.mu.buf))
-	if end+int64(n) <= s.opt.segmentSize || end == segHeaderSize {
+	lf := s.active()
+	end := lf.size + int64(len(s.mu.buf))
+	if end+int64(n) <= s.opt.logFileSize || end == logHeaderSize {
 		return nil
 	}
 	return s.rotate()
 }
 
-// rotate seals the active segment (written and synced) and starts a new
+// rotate seals the active log file (written and synced) and starts a new
 // one, listed in the manifest before any record goes in it. Call it with
 // wmu held.
 func (s *Store) rotate() error {
@@ -725,91 +608,91 @@ func (s *Store) rotate() error {
 	s.smu.Lock()
 	s.synced = max(s.synced, s.written)
 	s.smu.Unlock()
-	sg, err := s.newSegment()
+	lf, err := s.newLogFile()
 	if err != nil {
 		return err
 	}
-	order := append(append([]*segment(nil), s.mu.order...), sg)
+	order := append(append([]*logFile(nil), s.mu.order...), lf)
 	if err := s.writeManifest(order); err != nil {
-		s.dropSegment(sg)
+		s.dropLogFile(lf)
 		return err
 	}
 	s.mu.Lock()
-	s.mu.segs[sg.slot] = sg
+	s.mu.files[lf.slot] = lf
 	s.mu.order = order
 	s.mu.Unlock()
 	return nil
 }
 
-// newSegment creates the next segment file, with its header synced, in a
+// newLogFile creates the next log file, with its header synced, in a
 // free slot (not yet registered).
-func (s *Store) newSegment() (*segment, error) {
+func (s *Store) newLogFile() (*logFile, error) {
 	slot := -1
-	for i, sg := range s.mu.segs {
-		if sg == nil {
+	for i, lf := range s.mu.files {
+		if lf == nil {
 			slot = i
 			break
 		}
 	}
 	if slot < 0 {
-		return nil, fmt.Errorf("%w: the log has %d segments; compact it or use a larger segment size", ErrTooLarge, maxSegments)
+		return nil, fmt.Errorf("%w: the log has %d files; compact it or use a larger log file size (WithLogFileSize)", ErrTooLarge, maxLogFiles)
 	}
 	id := s.nextID
 	s.nextID++
-	path := filepath.Join(s.dir, segName(id))
+	path := filepath.Join(s.dir, logFileName(id))
 	f, err := s.fs.Create(path)
 	if err != nil {
 		return nil, fmt.Errorf("store: creating %s: %w", path, err)
 	}
-	sg := &segment{id: id, slot: uint64(slot), path: path, f: f}
-	head := appendSegHeader(nil, id, s.seed)
+	lf := &logFile{id: id, slot: uint64(slot), path: path, f: f}
+	head := appendLogHeader(nil, id, s.seed)
 	if _, err := f.WriteAt(head, 0); err != nil {
-		s.dropSegment(sg)
+		s.dropLogFile(lf)
 		return nil, fmt.Errorf("store: writing %s: %w", path, err)
 	}
-	sg.crc = crc32.Checksum(head, castagnoli)
+	lf.crc = crc32.Checksum(head, castagnoli)
 	if err := f.Sync(); err != nil {
-		s.dropSegment(sg)
+		s.dropLogFile(lf)
 		return nil, fmt.Errorf("store: syncing %s: %w", path, err)
 	}
-	sg.size = segHeaderSize
-	sg.data = f.Map(s.mapSize())
-	s.logBytes += segHeaderSize
-	return sg, nil
+	lf.size = logHeaderSize
+	lf.data = f.Map(s.mapSize())
+	s.logBytes += logHeaderSize
+	return lf, nil
 }
 
-// dropSegment closes and removes a segment file that is in no manifest.
-func (s *Store) dropSegment(sg *segment) {
-	sg.f.Close()
-	s.fs.Remove(sg.path)
-	if sg.size >= segHeaderSize {
-		s.logBytes -= segHeaderSize // what newSegment counted
+// dropLogFile closes and removes a log file that is in no manifest.
+func (s *Store) dropLogFile(lf *logFile) {
+	lf.f.Close()
+	s.fs.Remove(lf.path)
+	if lf.size >= logHeaderSize {
+		s.logBytes -= logHeaderSize // what newLogFile counted
 	}
 }
 
-// mapSize is how much of a segment file is mapped: the most it can hold.
+// mapSize is how much of a log file is mapped: the most it can hold.
 func (s *Store) mapSize() int {
-	n := s.opt.segmentSize + recPrefix + maxRecord
+	n := s.opt.logFileSize + recPrefix + maxRecord
 	if n > math.MaxInt {
 		return 0
 	}
 	return int(n)
 }
 
-func segName(id uint64) string { return fmt.Sprintf("%016x.log", id) }
+func logFileName(id uint64) string { return fmt.Sprintf("%016x.log", id) }
 
 // writeManifest replaces the manifest with one that lists order, every
-// segment but the last sealed, with its size and checksum: written to a
+// log file but the last sealed, with its size and checksum: written to a
 // temporary file, synced, renamed, and the directory synced. The sealed
-// segments must be synced.
-func (s *Store) writeManifest(order []*segment) error {
+// log files must be synced.
+func (s *Store) writeManifest(order []*logFile) error {
 	m := manifest{seed: s.seed, nextID: s.nextID}
-	for i, sg := range order {
-		ms := manifestSeg{id: sg.id}
+	for i, lf := range order {
+		ms := manifestFile{id: lf.id}
 		if i < len(order)-1 {
-			ms.size, ms.crc = sg.size, sg.crc
+			ms.size, ms.crc = lf.size, lf.crc
 		}
-		m.segs = append(m.segs, ms)
+		m.files = append(m.files, ms)
 	}
 	renamed, err := vfs.Replace(s.fs, filepath.Join(s.dir, manifestName), func(f vfs.File) error {
 		_, err := f.WriteAt(m.encode(), 0)
@@ -861,9 +744,9 @@ type Stats struct {
 	Keys        uint64  // live keys: Len
 	IndexBytes  uint64  // RAM held by the index
 	IndexLoad   float64 // share of the index's slots in use
-	LogBytes    uint64  // bytes of the log: every segment file, with buffered records
+	LogBytes    uint64  // bytes of the log: every log file, with buffered records
 	LiveBytes   uint64  // bytes of the records of live keys
-	Segments    int     // segment files
+	LogFiles    int     // log files
 	Compactions uint64  // compactions completed since Open
 	// Replayed is the number of records Open read from the log after
 	// the index checkpoint (every record, when it found none usable).
@@ -890,7 +773,7 @@ func (s *Store) Stats() Stats {
 		Keys:        ix.count,
 		IndexBytes:  ix.bytes(),
 		IndexLoad:   float64(ix.count) / float64(ix.buckets()*slotsPerBucket),
-		Segments:    len(s.mu.order),
+		LogFiles:    len(s.mu.order),
 		Compactions: s.compactions.Load(),
 	}
 	s.mu.RUnlock()
@@ -945,11 +828,11 @@ func (s *Store) Close() error {
 	defer s.wmu.Unlock()
 	s.mu.Lock()
 	s.mu.closed = true
-	for _, sg := range s.mu.order {
-		if cerr := sg.f.Close(); err == nil && cerr != nil {
-			err = fmt.Errorf("store: closing %s: %w", sg.path, cerr)
+	for _, lf := range s.mu.order {
+		if cerr := lf.f.Close(); err == nil && cerr != nil {
+			err = fmt.Errorf("store: closing %s: %w", lf.path, cerr)
 		}
-		sg.data = nil
+		lf.data = nil
 	}
 	s.mu.buf = nil
 	s.mu.Unlock()
