@@ -85,6 +85,7 @@ var badValues = map[string][][]string{
 	"max-filter-size":            {{"--max-filter-size", "0"}},
 	"client-output-buffer-limit": {{"--client-output-buffer-limit", "0"}},
 	"proto-max-bulk-len":         {{"--proto-max-bulk-len", "2gb"}, {"--proto-max-bulk-len", "0"}},
+	"client-query-buffer-limit":  {{"--client-query-buffer-limit", "2gb"}, {"--client-query-buffer-limit", "0"}},
 	"timeout":                    {{"--timeout", "-1s"}},
 	"metrics":                    {{"--metrics", "9121"}, {"--metrics", "a b"}},
 	"shutdown-timeout":           {{"--shutdown-timeout", "-1s"}, {"--shutdown-timeout", "soon"}},
