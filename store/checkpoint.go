@@ -9,6 +9,8 @@ import (
 	"hash/crc32"
 	"io"
 	"path/filepath"
+	"sync"
+	"sync/atomic"
 
 	"github.com/dedupkit/cuckoo/internal/vfs"
 )
@@ -228,91 +230,146 @@ const (
 	ckMinBytes    = 256 << 20
 )
 
-// checkpointDue reports whether a checkpoint should start. Call it with
-// wmu held.
-func (s *Store) checkpointDue() bool {
-	if s.opt.ckRatio <= 0 || s.closing || s.remapping || s.ckRunning {
+// checkpointer writes the index checkpoints of a log: it counts what is
+// written since the last, says when the next is due, and writes one from
+// a snapshot the Store takes of its index. Its counts are under the
+// Store's wmu.
+type checkpointer struct {
+	log    *appendLog
+	ratio  float64 // WithCheckpoints: records since the last, per key
+	min    uint64  // and at least this many
+	inline bool    // due checkpoints run in the writer, after wmu (tests)
+
+	mu           sync.Mutex // one checkpoint written at a time
+	sinceRecords uint64     // records written (or replayed by Open) since the last checkpoint was taken
+	sinceBytes   int64      // their bytes
+	running      bool       // a background checkpoint is under way
+	replayed     uint64     // records Open replayed
+	written      atomic.Uint64
+	err          atomic.Pointer[error] // the last failed checkpoint's error
+}
+
+// counted counts a record of n bytes written (or replayed) since the last
+// checkpoint.
+func (c *checkpointer) counted(n int) {
+	c.sinceRecords++
+	c.sinceBytes += int64(n)
+}
+
+// due reports whether a checkpoint should start, for an index of keys
+// keys and indexBytes bytes; held says that one may not start now.
+func (c *checkpointer) due(keys, indexBytes uint64, held bool) bool {
+	if c.ratio <= 0 || held || c.running {
 		return false
 	}
-	keys := float64(s.mu.ix.count)
-	return s.sinceRecords > 0 && s.sinceRecords >= max(s.opt.ckMin, uint64(s.opt.ckRatio*keys)) ||
-		s.sinceBytes >= max(ckMinBytes, ckBytesFactor*int64(s.mu.ix.bytes()))
+	return c.sinceRecords > 0 && c.sinceRecords >= max(c.min, uint64(c.ratio*float64(keys))) ||
+		c.sinceBytes >= max(ckMinBytes, ckBytesFactor*int64(indexBytes))
+}
+
+// failed records the error of a checkpoint that failed (Stats reports it).
+func (c *checkpointer) failed(err error) { c.err.Store(&err) }
+
+// snapshot is what a checkpoint records, as the Store gives it: the
+// checkpoint's header, a snapshot of the index, how much of the log must
+// be synced before the checkpoint names it, and unshare, which ends the
+// snapshot's sharing of the index's chunks.
+type snapshot struct {
+	ck      checkpoint
+	index   *index
+	target  uint64
+	unshare func()
+}
+
+// write writes the INDEX file for the snapshot take returns (with no
+// index: nothing to write). take runs with wmu held, for O(chunks); the
+// snapshot is encoded without the lock, so writers and readers go on;
+// then the log is synced up to what the checkpoint covers, and only then
+// is INDEX replaced (written to INDEX.tmp, synced, renamed, the directory
+// synced): a checkpoint never records a byte of the log that is not
+// synced. An error leaves the last checkpoint in place; Open then
+// replays more of the log.
+func (c *checkpointer) write(take func() (snapshot, error)) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.log.wmu.Lock()
+	snap, err := take()
+	if err == nil && snap.index != nil {
+		// Counted from now, whether this checkpoint is written or fails
+		// (a full disk is not retried at every write).
+		c.sinceRecords, c.sinceBytes = 0, 0
+	}
+	c.log.wmu.Unlock()
+	if err != nil || snap.index == nil {
+		return err
+	}
+	// The snapshot is shared until it is encoded, or until the file to
+	// encode it to could not be created.
+	_, err = vfs.Replace(c.log.fs, filepath.Join(c.log.dir, idxName), func(f vfs.File) error {
+		err := encodeIndex(&fileWriter{f: f}, snap.ck, snap.index)
+		snap.unshare()
+		if err != nil {
+			return err
+		}
+		// The log up to the checkpoint is synced before the checkpoint
+		// names it.
+		return c.log.syncTo(snap.target)
+	})
+	snap.unshare()
+	if err != nil {
+		return fmt.Errorf("store: writing the index checkpoint: %w", err)
+	}
+	c.written.Add(1)
+	return nil
+}
+
+// checkpoint writes the INDEX file for the log as it is now (see
+// checkpointer.write). It does nothing while a compaction has the index
+// point at log files the manifest no longer lists.
+func (s *Store) checkpoint() error { return s.checkpointer.write(s.snapshot) }
+
+// checkpointNow is liveIndex.checkpointNow.
+func (s *Store) checkpointNow() {
+	if err := s.checkpoint(); err != nil {
+		s.checkpointer.failed(err)
+	}
+}
+
+// snapshot takes what a checkpoint of the store now records: with the
+// buffered records written, the log files as they are, the key counters,
+// and a snapshot of the index whose chunks the index copies before it
+// writes them (until unshare). Call it with wmu held.
+func (s *Store) snapshot() (snapshot, error) {
+	if err := s.writable(); err != nil || s.compactor.remapping {
+		return snapshot{}, err
+	}
+	if err := s.log.flush(); err != nil {
+		return snapshot{}, err
+	}
+	ck := checkpoint{seed: s.seed, nextSeq: s.nextSeq, live: s.live}
+	for _, lf := range s.log.order {
+		ck.files = append(ck.files, ckFile{id: lf.id, size: lf.size, slot: lf.slot, crc: lf.crc})
+	}
+	ix := s.mu.ix
+	var once sync.Once
+	return snapshot{ck: ck, index: ix.snapshot(), target: s.log.written, unshare: func() {
+		once.Do(func() {
+			s.wmu.Lock()
+			ix.unshare()
+			s.wmu.Unlock()
+		})
+	}}, nil
 }
 
 // runCheckpoint writes the checkpoint afterWrite found due (in the
 // background, but for the inline checkpoints of tests).
 func (s *Store) runCheckpoint() {
 	defer s.bg.Done()
-	err := s.checkpoint()
-	if err != nil && !errors.Is(err, ErrClosed) {
-		s.ckErr.Store(&err)
+	if err := s.checkpoint(); err != nil && !errors.Is(err, ErrClosed) {
+		s.checkpointer.failed(err)
 	}
 	s.wmu.Lock()
-	s.ckRunning = false
+	s.checkpointer.running = false
 	s.wmu.Unlock()
-}
-
-// checkpoint writes the INDEX file for the log as it is now. With wmu
-// held, for O(chunks), it takes a snapshot of the index whose chunks the
-// index copies before it writes them; it encodes the snapshot without
-// the lock, so writers and readers go on; then it syncs the log up to
-// what the checkpoint covers, and only then replaces INDEX (written to
-// INDEX.tmp, synced, renamed, the directory synced): a checkpoint never
-// records a byte of the log that is not synced. It does nothing while a
-// compaction has the index point at log files the manifest no longer
-// lists. An error leaves the last checkpoint in place; Open then
-// replays more of the log.
-func (s *Store) checkpoint() error {
-	s.ckMu.Lock()
-	defer s.ckMu.Unlock()
-	s.wmu.Lock()
-	if err := s.writable(); err != nil || s.remapping {
-		s.wmu.Unlock()
-		return err
-	}
-	if err := s.flush(); err != nil {
-		s.wmu.Unlock()
-		return err
-	}
-	ck := checkpoint{seed: s.seed, nextSeq: s.nextSeq, live: s.live}
-	for _, lf := range s.mu.order {
-		ck.files = append(ck.files, ckFile{id: lf.id, size: lf.size, slot: lf.slot, crc: lf.crc})
-	}
-	ix := s.mu.ix
-	snap := ix.snapshot()
-	target := s.written
-	// Counted from now, whether this checkpoint is written or fails (a
-	// full disk is not retried at every write).
-	s.sinceRecords, s.sinceBytes = 0, 0
-	s.wmu.Unlock()
-
-	// The snapshot is shared until it is encoded, or until the file to
-	// encode it to could not be created.
-	shared := true
-	unshare := func() {
-		if shared {
-			shared = false
-			s.wmu.Lock()
-			ix.unshare()
-			s.wmu.Unlock()
-		}
-	}
-	_, err := vfs.Replace(s.fs, filepath.Join(s.dir, idxName), func(f vfs.File) error {
-		err := encodeIndex(&fileWriter{f: f}, ck, snap)
-		unshare()
-		if err != nil {
-			return err
-		}
-		// The log up to the checkpoint is synced before the checkpoint
-		// names it.
-		return s.syncTo(target)
-	})
-	unshare()
-	if err != nil {
-		return fmt.Errorf("store: writing the index checkpoint: %w", err)
-	}
-	s.checkpoints.Add(1)
-	return nil
 }
 
 // fileWriter writes a file from its start, in order.

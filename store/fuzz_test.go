@@ -61,7 +61,7 @@ func FuzzRecover(f *testing.F) {
 		cur := state{}
 		var ends []int64
 		var states []state
-		file := s.active().path
+		file := s.log.active().path
 		for i, op := range ops {
 			k := fmt.Sprint(op % 16)
 			if op >= 224 {
@@ -81,7 +81,7 @@ func FuzzRecover(f *testing.F) {
 			for a, b := range cur {
 				snap[a] = b
 			}
-			ends = append(ends, s.active().size)
+			ends = append(ends, s.log.active().size)
 			states = append(states, snap)
 		}
 		s.Close()

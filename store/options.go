@@ -120,13 +120,14 @@ func WithSync(p SyncPolicy) Option {
 }
 
 // WithLogFileSize sets the size in bytes past which the log starts a new
-// log file: from 4 KiB to 3 GiB, default DefaultLogFileSize (1 GiB). A store has at most 256 log files, so this
-// bounds the log: 256 GiB at the default. An existing store takes the new
-// size for the log files it starts.
+// log file: from 4 KiB to 3 GiB, default DefaultLogFileSize (1 GiB); a
+// size outside is an error wrapping ErrInvalidParameter. A store has at
+// most 256 log files, so this bounds the log: 256 GiB at the default. An
+// existing store takes the new size for the log files it starts.
 func WithLogFileSize(n int64) Option {
 	return func(o *options) error {
 		if n < minLogFileSize || n > maxLogFileSize {
-			return fmt.Errorf("%w: log file size %d outside [%d, %d]", ErrInvalidParameter, n, minLogFileSize, maxLogFileSize)
+			return fmt.Errorf("%w: log file size %d outside [%d, %d]", ErrInvalidParameter, n, int64(minLogFileSize), int64(maxLogFileSize))
 		}
 		o.logFileSize = n
 		return nil

@@ -9,7 +9,6 @@ import (
 	"math/rand/v2"
 	"path/filepath"
 	"regexp"
-	"sync"
 
 	"github.com/dedupkit/cuckoo/internal/invariants"
 	"github.com/dedupkit/cuckoo/internal/option"
@@ -65,7 +64,8 @@ func Open(dir string, opts ...Option) (*Store, error) {
 		return nil, err
 	}
 	s := &Store{dir: dir, fs: o.fs, opt: o, stop: make(chan struct{})}
-	s.scond = sync.NewCond(&s.smu)
+	s.log = newAppendLog(dir, &s.opt, &s.mu.RWMutex, &s.wmu)
+	s.checkpointer = checkpointer{log: s.log, ratio: o.ckRatio, min: o.ckMin, inline: o.ckInline}
 	if err := s.prepareDir(); err != nil {
 		return nil, err
 	}
@@ -136,7 +136,7 @@ func (s *Store) prepareDir() error {
 
 // closeFiles closes the log files after a failed Open.
 func (s *Store) closeFiles() {
-	for _, lf := range s.mu.order {
+	for _, lf := range s.log.order {
 		lf.f.Close()
 	}
 }
@@ -163,7 +163,7 @@ func (s *Store) load() error {
 	if err != nil {
 		return &CorruptError{File: mpath, Detail: err.Error()}
 	}
-	s.seed, s.nextID = m.seed, m.nextID
+	s.seed, s.log.seed, s.log.nextID = m.seed, m.seed, m.nextID
 	s.mu.ix = newIndex(s.seed)
 	listed := map[string]bool{}
 	for _, lf := range m.files {
@@ -190,7 +190,7 @@ func (s *Store) load() error {
 			return fmt.Errorf("store: opening %s: %w", path, err)
 		}
 		lf := &logFile{id: ms.id, slot: uint64(i), path: path, f: f}
-		s.mu.order = append(s.mu.order, lf)
+		s.log.order = append(s.log.order, lf)
 		size, err := f.Size()
 		if err != nil {
 			return fmt.Errorf("store: reading %s: %w", path, err)
@@ -215,7 +215,7 @@ func (s *Store) load() error {
 		}
 		heads[i] = head
 		lf.size = size
-		lf.data = f.Map(s.mapSize())
+		lf.data = f.Map(s.log.mapSize())
 	}
 	ck, ix, err := s.readCheckpoint(m)
 	if err != nil {
@@ -223,8 +223,8 @@ func (s *Store) load() error {
 	}
 	// The replay starts, in each log file, after what the checkpoint
 	// covers, with the checksum of the bytes before.
-	from := make([]int64, len(s.mu.order))
-	crcs := make([]uint32, len(s.mu.order))
+	from := make([]int64, len(s.log.order))
+	crcs := make([]uint32, len(s.log.order))
 	for i := range from {
 		from[i], crcs[i] = logHeaderSize, crc32.Checksum(heads[i], castagnoli)
 	}
@@ -235,18 +235,18 @@ func (s *Store) load() error {
 			from[i], crcs[i] = c.size, c.crc
 			if ck.version == idxVersion1 {
 				// The first version recorded no checksums: compute them.
-				if crcs[i], err = s.fileCRC(s.mu.order[i], c.size); err != nil {
+				if crcs[i], err = s.fileCRC(s.log.order[i], c.size); err != nil {
 					return err
 				}
 			}
 		}
 	} else {
-		for i, lf := range s.mu.order {
-			s.mu.files[i] = lf
+		for i, lf := range s.log.order {
+			s.log.files[i] = lf
 		}
 	}
-	for i, lf := range s.mu.order {
-		last := i == len(s.mu.order)-1
+	for i, lf := range s.log.order {
+		last := i == len(s.log.order)-1
 		end, crc := lf.size, crcs[i]
 		if from[i] < lf.size || last {
 			if end, crc, err = s.replay(lf, from[i], crc, last); err != nil {
@@ -271,14 +271,14 @@ func (s *Store) load() error {
 			// may not have synced them: counted as written, so that the
 			// first sync (and any checkpoint, which syncs first) syncs
 			// them before anything records their length.
-			s.written = 1
+			s.log.written = 1
 		}
 		lf.crc = crc
-		s.logBytes += lf.size
+		s.log.bytes += lf.size
 	}
 	if m.version < manVersion {
 		// Record the sealed log files as they are, in the current format.
-		if err := s.writeManifest(s.mu.order); err != nil {
+		if err := s.log.writeManifest(s.log.order); err != nil {
 			return err
 		}
 	}
@@ -288,19 +288,19 @@ func (s *Store) load() error {
 // assignSlots gives the log files the slots the checkpoint ck records,
 // and the log files after those free ones.
 func (s *Store) assignSlots(ck checkpoint) {
-	s.mu.files = [maxLogFiles]*logFile{}
+	s.log.files = [maxLogFiles]*logFile{}
 	for i, c := range ck.files {
-		lf := s.mu.order[i]
+		lf := s.log.order[i]
 		lf.slot = c.slot
-		s.mu.files[lf.slot] = lf
+		s.log.files[lf.slot] = lf
 	}
 	next := uint64(0)
-	for _, lf := range s.mu.order[len(ck.files):] {
-		for s.mu.files[next] != nil {
+	for _, lf := range s.log.order[len(ck.files):] {
+		for s.log.files[next] != nil {
 			next++
 		}
 		lf.slot = next
-		s.mu.files[next] = lf
+		s.log.files[next] = lf
 	}
 }
 
@@ -341,19 +341,19 @@ func (s *Store) readCheckpoint(m manifest) (checkpoint, *index, error) {
 		return checkpoint{}, nil, nil
 	}
 	ck, ix, err := decodeIndex(io.NewSectionReader(f, 0, size), size, s.seed)
-	if err != nil || len(ck.files) > len(s.mu.order) {
+	if err != nil || len(ck.files) > len(s.log.order) {
 		return checkpoint{}, nil, nil
 	}
 	for i, c := range ck.files {
-		if c.id != s.mu.order[i].id {
+		if c.id != s.log.order[i].id {
 			return checkpoint{}, nil, nil
 		}
 	}
-	if ck.version == idxVersion1 && len(ck.files) != len(s.mu.order) {
+	if ck.version == idxVersion1 && len(ck.files) != len(s.log.order) {
 		return checkpoint{}, nil, nil
 	}
 	for i, c := range ck.files {
-		lf := s.mu.order[i]
+		lf := s.log.order[i]
 		covered := i < len(ck.files)-1 // sealed when the checkpoint was taken
 		switch {
 		case c.size > lf.size:
@@ -406,14 +406,15 @@ func (s *Store) create(names []string) error {
 	if !s.opt.seedSet {
 		s.seed = rand.Uint64()
 	}
+	s.log.seed = s.seed
 	s.mu.ix = newIndex(s.seed)
-	lf, err := s.newLogFile()
+	lf, err := s.log.newLogFile()
 	if err != nil {
 		return err
 	}
-	s.mu.files[lf.slot] = lf
-	s.mu.order = []*logFile{lf}
-	return s.writeManifest(s.mu.order)
+	s.log.files[lf.slot] = lf
+	s.log.order = []*logFile{lf}
+	return s.log.writeManifest(s.log.order)
 }
 
 // replay applies the records of lf from offset from on to the index,
@@ -439,9 +440,8 @@ func (s *Store) replay(lf *logFile, from int64, crc uint32, last bool) (int64, u
 		if err := s.apply(r, location(lf.slot, pos)); err != nil {
 			return 0, 0, err
 		}
-		s.replayed++
-		s.sinceRecords++
-		s.sinceBytes += int64(r.size)
+		s.checkpointer.replayed++
+		s.checkpointer.counted(r.size)
 	}
 }
 
