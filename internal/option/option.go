@@ -1,5 +1,5 @@
 // Package option applies the functional options every filter package
-// takes (cuckoo, bloom, redisfilter): each package keeps its own Option
+// and the store take (cuckoo, bloom, redisfilter, store): each keeps its own Option
 // type and config, and they all apply options the same way.
 package option
 
