@@ -32,7 +32,9 @@ func ExampleNew() {
 	if err != nil {
 		panic(err)
 	}
-	f.Add([]byte("alice"))
+	if err := f.Add([]byte("alice")); err != nil { // only a zero Filter refuses a key
+		panic(err)
+	}
 	fmt.Println(f.Contains([]byte("alice")), f.Contains([]byte("bob")))
 	fmt.Printf("%.1f bits per key in blocks of 512, k = %d\n", float64(f.SizeInBytes()*8)/float64(f.Capacity()), f.HashCount())
 	// Output:
