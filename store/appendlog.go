@@ -21,10 +21,12 @@ import (
 // Invariants:
 //   - order lists the log files in log order, every one but the last
 //     sealed (written, synced, and recorded in the manifest with its
-//     size and checksum); files holds the same log files by slot, and
-//     the output of a compaction under way.
-//   - the manifest on disk lists order (but while a rotation or a
-//     compaction is switching it, one step behind).
+//     size and checksum); files holds them by slot, and the files of a
+//     compaction under way (its output before its switch, the log files
+//     it rewrote until it removes them).
+//   - the manifest on disk lists order (while a rotation or a compaction
+//     switches the log, one step ahead: the manifest's rename is the
+//     commit point, order follows).
 //   - written counts the bytes written to log files since Open; synced
 //     ≤ written, and every byte up to synced is on disk.
 type appendLog struct {
