@@ -19,6 +19,9 @@ Write each line of the files (or of standard input) the first time it is
 seen, in input order. Memory is the filter (at the default rate, about 2.5
 bytes per line of input, whatever the lines' length) plus a few MiB of
 buffers, so it handles files far larger than 'sort -u' or awk can hold.
+It uses every core: the input is read, split and hashed, and the output
+written, on other cores than the one that asks the filter; the output is
+the same as on one core (GOMAXPROCS=1) with the same --seed.
 
 A new line is dropped wrongly only when the filter gives a false positive,
 with probability at most --fpr per distinct line (--stats prints the
@@ -40,10 +43,12 @@ carry the seen lines across runs.
 
 --exact drops only lines seen before, with no false positives at any size
 (lines compared as above: a trailing CR is not part of a line, which awk
-'!seen[$0]++' takes it to be): the seen lines go to a store on disk (about
-9 bytes of RAM per distinct line), in a temporary directory; --exact-dir
-DIR keeps that store, so its lines count as seen in later runs ('cuckoo
-store has DIR LINE' reads it). --redis URL --name NAME makes the
+'!seen[$0]++' takes it to be): the seen lines go to a scratch file in
+$TMPDIR, gone when the run ends, behind an index in RAM (9 to 19 bytes per
+distinct line); --exact-dir DIR keeps them in a store instead (about 9
+bytes of RAM per distinct line; each line is recorded before the next is
+read, which is slower), so they count as seen in later runs ('cuckoo store
+has DIR LINE' reads it). --redis URL --name NAME makes the
 seen-set the cuckoo filter NAME in Redis, shared by every run that names
 it, on any machine: --capacity N creates it if missing ('cuckoo push'
 uploads one); when it is full, dedup stops with exit status 4.
