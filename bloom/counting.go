@@ -38,8 +38,9 @@ import (
 //
 // The zero Counting is empty and has no table: Contains reports false,
 // Delete reports false, UnmarshalBinary or ReadFrom can decode into it,
-// and Add and AddUnique panic with a message that names NewCounting, for
-// the reason given on [Filter].
+// Add and its key forms return an error wrapping [ErrUninitialized], and
+// AddUnique panics with a message that names NewCounting, for the reason
+// given on [Filter].
 type Counting struct {
 	table        // 16 four-bit counters per word; counter i at bits 4(i%16) of word i/16; cells = 16·len(words)
 	count uint64 // Add calls minus Delete calls that returned true
@@ -78,11 +79,21 @@ func NewCounting(capacity uint64, opts ...Option) (*Counting, error) {
 
 // Add inserts one copy of key, incrementing its k counters (those at 15
 // stay at 15). Adding a key several times needs as many Deletes to remove
-// it. It allocates nothing. Add panics on the zero Counting.
-func (f *Counting) Add(key []byte) { f.addHash(hash.Sum64(key, f.seed)) }
+// it. It allocates nothing. On the zero Counting it returns an error
+// wrapping [ErrUninitialized]; on a built one, nil.
+func (f *Counting) Add(key []byte) error { return f.add(hash.Sum64(key, f.seed)) }
 
 // AddString is [Counting.Add] for a string key, without copying it.
-func (f *Counting) AddString(key string) { f.addHash(hash.Sum64String(key, f.seed)) }
+func (f *Counting) AddString(key string) error { return f.add(hash.Sum64String(key, f.seed)) }
+
+// add is Add of a key's hash: ErrUninitialized on the zero Counting.
+func (f *Counting) add(h uint64) error {
+	if len(f.words) == 0 {
+		return errZeroCounting
+	}
+	f.addHash(h)
+	return nil
+}
 
 // AddUnique adds key unless Contains reports it present, and reports
 // whether it added it.

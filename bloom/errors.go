@@ -1,6 +1,9 @@
 package bloom
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+)
 
 var (
 	// ErrInvalidParameter is wrapped by the error a constructor returns for a
@@ -21,4 +24,16 @@ var (
 	// encoding of another filter kind. The receiver of a failed decode is
 	// left unchanged.
 	ErrCorrupt = errors.New("bloom: corrupt encoding")
+
+	// ErrUninitialized is wrapped by the error Add and its key forms
+	// return on the zero [Filter] or [Counting] (or a [SyncCounting] that
+	// wraps one): it has no table, and its size is known only to a
+	// constructor or a decoder. The filter is left unchanged.
+	ErrUninitialized = errors.New("bloom: filter not initialized")
+)
+
+// The errors the zero filters return, naming their constructors.
+var (
+	errZeroFilter   = fmt.Errorf("%w: the zero Filter has no table; create it with New or NewClassic, or decode into it", ErrUninitialized)
+	errZeroCounting = fmt.Errorf("%w: the zero Counting has no table; create it with NewCounting, or decode into it", ErrUninitialized)
 )

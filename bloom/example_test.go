@@ -32,7 +32,9 @@ func ExampleNew() {
 	if err != nil {
 		panic(err)
 	}
-	f.Add([]byte("alice"))
+	if err := f.Add([]byte("alice")); err != nil { // only a zero Filter refuses a key
+		panic(err)
+	}
 	fmt.Println(f.Contains([]byte("alice")), f.Contains([]byte("bob")))
 	fmt.Printf("%.1f bits per key in blocks of 512, k = %d\n", float64(f.SizeInBytes()*8)/float64(f.Capacity()), f.HashCount())
 	// Output:
@@ -102,8 +104,8 @@ func ExampleNewPlan() {
 			panic(err)
 		}
 		fmt.Printf("rate %g: New %.1f bits per key (%.2f GB, k = %d), NewClassic %.1f (%.2f GB, k = %d)\n", p,
-			blocked.BitsPerItem, float64(blocked.Bytes)/1e9, blocked.HashCount,
-			classic.BitsPerItem, float64(classic.Bytes)/1e9, classic.HashCount)
+			blocked.BitsPerItem, float64(blocked.SizeInBytes)/1e9, blocked.HashCount,
+			classic.BitsPerItem, float64(classic.SizeInBytes)/1e9, classic.HashCount)
 	}
 	// Output:
 	// rate 0.01: New 9.9 bits per key (1.24 GB, k = 6), NewClassic 9.6 (1.20 GB, k = 7)

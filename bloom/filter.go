@@ -42,12 +42,11 @@ const (
 // UnmarshalBinary and ReadFrom need exclusive access.
 //
 // The zero Filter is empty and has no table: Contains reports false,
-// UnmarshalBinary or ReadFrom can decode into it, and Add and AddUnique
-// panic with a message that names New. A Filter has a fixed size that
-// only its constructor knows, and Add has no error result (it cannot fail
-// on a built filter), so a write to the zero Filter is a programming
-// error, like a write to a nil map; ignoring it would break the promise
-// that an added key is always found.
+// UnmarshalBinary or ReadFrom can decode into it, Add and its key forms
+// return an error wrapping [ErrUninitialized] (a Filter has a fixed size
+// that only its constructor knows), and AddUnique, which has no error
+// result, panics with a message that names New: ignoring the write would
+// break the promise that an added key is always found.
 //
 // # Invariants
 //
@@ -90,12 +89,23 @@ func cellsOf(l layout, words uint64) uint64 {
 // line (blocked layout) or k cache lines (classic layout). Adding a key
 // twice is harmless: the second Add changes nothing. Adding more keys than
 // the capacity raises the false-positive rate beyond the target (see
-// [Filter.FalsePositiveRate]); it never fails. Add panics on the zero
-// Filter (see [Filter]).
-func (f *Filter) Add(key []byte) { f.addHash(hash.Sum64(key, f.seed)) }
+// [Filter.FalsePositiveRate]); it never fails on a built filter. On the
+// zero Filter it returns an error wrapping [ErrUninitialized] (see
+// [Filter]); its error result is that one, so that Bloom and cuckoo
+// filters add keys alike.
+func (f *Filter) Add(key []byte) error { return f.add(hash.Sum64(key, f.seed)) }
 
 // AddString is [Filter.Add] for a string key, without copying it.
-func (f *Filter) AddString(key string) { f.addHash(hash.Sum64String(key, f.seed)) }
+func (f *Filter) AddString(key string) error { return f.add(hash.Sum64String(key, f.seed)) }
+
+// add is Add of a key's hash: ErrUninitialized on the zero Filter.
+func (f *Filter) add(h uint64) error {
+	if len(f.words) == 0 {
+		return errZeroFilter
+	}
+	f.addHash(h)
+	return nil
+}
 
 // AddUnique inserts key and reports whether it was absent before, that is
 // whether Contains would have reported false, in one pass over the key's

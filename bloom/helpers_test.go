@@ -58,7 +58,7 @@ func key(family, i uint64) []byte {
 
 // set is what every filter type offers.
 type set interface {
-	Add([]byte)
+	Add([]byte) error
 	Contains([]byte) bool
 	Len() uint64
 	SizeInBytes() uint64

@@ -10,10 +10,10 @@ import "github.com/dedupkit/cuckoo/internal/hash"
 // allocate nothing.
 
 // AddUint64 is [Filter.Add] for an integer key.
-func (f *Filter) AddUint64(key uint64) { f.addHash(hash.Sum64Uint64(key, f.seed)) }
+func (f *Filter) AddUint64(key uint64) error { return f.add(hash.Sum64Uint64(key, f.seed)) }
 
 // AddHash is [Filter.Add] for a key's 64-bit hash.
-func (f *Filter) AddHash(h uint64) { f.addHash(h) }
+func (f *Filter) AddHash(h uint64) error { return f.add(h) }
 
 // AddUniqueUint64 is [Filter.AddUnique] for an integer key.
 func (f *Filter) AddUniqueUint64(key uint64) (added bool) {
@@ -32,10 +32,10 @@ func (f *Filter) ContainsUint64(key uint64) bool {
 func (f *Filter) ContainsHash(h uint64) bool { return f.containsHash(h) }
 
 // AddUint64 is [Counting.Add] for an integer key.
-func (f *Counting) AddUint64(key uint64) { f.addHash(hash.Sum64Uint64(key, f.seed)) }
+func (f *Counting) AddUint64(key uint64) error { return f.add(hash.Sum64Uint64(key, f.seed)) }
 
 // AddHash is [Counting.Add] for a key's 64-bit hash.
-func (f *Counting) AddHash(h uint64) { f.addHash(h) }
+func (f *Counting) AddHash(h uint64) error { return f.add(h) }
 
 // AddUniqueString is [Counting.AddUnique] for a string key.
 func (f *Counting) AddUniqueString(key string) (added bool) {
@@ -67,15 +67,17 @@ func (f *Counting) DeleteUint64(key uint64) bool {
 func (f *Counting) DeleteHash(h uint64) bool { return f.deleteHash(h) }
 
 // AddUint64 is [Scalable.Add] for an integer key.
-func (s *Scalable) AddUint64(key uint64) {
+func (s *Scalable) AddUint64(key uint64) error {
 	s.setUp()
 	s.addHash(hash.Sum64Uint64(key, s.seed))
+	return nil
 }
 
 // AddHash is [Scalable.Add] for a key's 64-bit hash.
-func (s *Scalable) AddHash(h uint64) {
+func (s *Scalable) AddHash(h uint64) error {
 	s.setUp()
 	s.addHash(h)
+	return nil
 }
 
 // AddUniqueUint64 is [Scalable.AddUnique] for an integer key.

@@ -12,10 +12,10 @@ import (
 // intForms is what each filter type offers in integer and hash forms.
 type intForms interface {
 	set
-	AddUint64(key uint64)
+	AddUint64(key uint64) error
 	AddUniqueUint64(key uint64) bool
 	AddUnique(key []byte) bool
-	AddHash(h uint64)
+	AddHash(h uint64) error
 	AddUniqueHash(h uint64) bool
 	ContainsUint64(key uint64) bool
 	ContainsHash(h uint64) bool

@@ -22,9 +22,9 @@ type Plan struct {
 	// NumTables is 1, or the number of layers (tables) a Scalable needs for
 	// Keys keys: what its NumTables reports.
 	NumTables int
-	// Bytes is what SizeInBytes reports on the filter holding Keys keys.
-	Bytes uint64
-	// BitsPerItem is Bytes·8 / Keys.
+	// SizeInBytes is what SizeInBytes reports on the filter holding Keys keys.
+	SizeInBytes uint64
+	// BitsPerItem is SizeInBytes·8 / Keys.
 	BitsPerItem float64
 	// FalsePositiveRate is the expected false-positive rate with Keys
 	// distinct keys: at most the target rate.
@@ -78,7 +78,7 @@ func tablePlan(capacity uint64, opts []Option, l layout, cellsPerWord int) (Plan
 	}
 	return Plan{
 		Keys: capacity, Capacity: capacity, HashCount: k, NumTables: 1,
-		Bytes: words * 8, BitsPerItem: float64(words*64) / float64(capacity),
+		SizeInBytes: words * 8, BitsPerItem: float64(words*64) / float64(capacity),
 		FalsePositiveRate: rateWithKeys(l, k, cells, float64(capacity)),
 	}, nil
 }
@@ -115,9 +115,9 @@ func NewScalablePlan(capacity, keys uint64, opts ...Option) (Plan, error) {
 		left -= n
 		p.NumTables++
 		p.Capacity += lc
-		p.Bytes += words * 8
+		p.SizeInBytes += words * 8
 		p.FalsePositiveRate += rateWithKeys(l, k, cellsOf(l, words), float64(n))
 	}
-	p.BitsPerItem = float64(p.Bytes*8) / float64(keys)
+	p.BitsPerItem = float64(p.SizeInBytes*8) / float64(keys)
 	return p, nil
 }

@@ -40,14 +40,14 @@ func TestPlanMatchesConstructors(t *testing.T) {
 					if err != nil {
 						t.Fatal(err)
 					}
-					if plan.Bytes != f.SizeInBytes() || plan.HashCount != f.(hashCount).HashCount() {
+					if plan.SizeInBytes != f.SizeInBytes() || plan.HashCount != f.(hashCount).HashCount() {
 						t.Fatalf("plan: %d bytes, k = %d; the filter: %d bytes, k = %d",
-							plan.Bytes, plan.HashCount, f.SizeInBytes(), f.(hashCount).HashCount())
+							plan.SizeInBytes, plan.HashCount, f.SizeInBytes(), f.(hashCount).HashCount())
 					}
 					if plan.Keys != c || plan.Capacity != c || plan.NumTables != 1 {
 						t.Fatalf("plan %+v for capacity %d", plan, c)
 					}
-					if want := float64(plan.Bytes*8) / float64(c); plan.BitsPerItem != want {
+					if want := float64(plan.SizeInBytes*8) / float64(c); plan.BitsPerItem != want {
 						t.Fatalf("BitsPerItem %v, want %v", plan.BitsPerItem, want)
 					}
 					if !(plan.FalsePositiveRate > 0 && plan.FalsePositiveRate <= p) {
@@ -129,11 +129,11 @@ func TestScalablePlan(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if plan.NumTables != f.NumTables() || plan.Capacity != f.Capacity() || plan.Bytes != f.SizeInBytes() {
+				if plan.NumTables != f.NumTables() || plan.Capacity != f.Capacity() || plan.SizeInBytes != f.SizeInBytes() {
 					t.Fatalf("plan: %d layers, capacity %d, %d bytes; the filter: %d, %d, %d",
-						plan.NumTables, plan.Capacity, plan.Bytes, f.NumTables(), f.Capacity(), f.SizeInBytes())
+						plan.NumTables, plan.Capacity, plan.SizeInBytes, f.NumTables(), f.Capacity(), f.SizeInBytes())
 				}
-				if plan.Keys != f.Len() || plan.HashCount != 0 || plan.BitsPerItem != float64(plan.Bytes*8)/float64(plan.Keys) {
+				if plan.Keys != f.Len() || plan.HashCount != 0 || plan.BitsPerItem != float64(plan.SizeInBytes*8)/float64(plan.Keys) {
 					t.Fatalf("plan %+v", plan)
 				}
 				got := f.FalsePositiveRate()

@@ -187,16 +187,20 @@ func (s *Scalable) grow() bool {
 // Scalable sets itself up). If that layer would exceed the size limit of a
 // table (1 TiB; 2 GiB on 32-bit CPUs), which only a decoded filter with a
 // huge last layer and growth factor can ask for, keys go on into the last
-// layer and the rate rises above the target instead.
-func (s *Scalable) Add(key []byte) {
+// layer and the rate rises above the target instead. It returns nil: a
+// Scalable, the zero one too, always takes a key (the error result is
+// there so that Bloom and cuckoo filters add keys alike).
+func (s *Scalable) Add(key []byte) error {
 	s.setUp()
 	s.addHash(hash.Sum64(key, s.seed))
+	return nil
 }
 
 // AddString is [Scalable.Add] for a string key, without copying it.
-func (s *Scalable) AddString(key string) {
+func (s *Scalable) AddString(key string) error {
 	s.setUp()
 	s.addHash(hash.Sum64String(key, s.seed))
+	return nil
 }
 
 // AddUnique inserts key unless Contains reports it present, and reports

@@ -11,8 +11,8 @@ import (
 // while Add and Delete take turns. Use View and Update for anything else.
 //
 // The zero SyncCounting behaves as one that wraps the zero [Counting]:
-// lookups report nothing present, Add panics, and Update can decode into
-// it.
+// lookups report nothing present, Add returns an error wrapping
+// [ErrUninitialized], and Update can decode into it.
 type SyncCounting struct {
 	mu struct {
 		sync.RWMutex
@@ -29,17 +29,17 @@ func NewSyncCounting(c *Counting) *SyncCounting {
 }
 
 // Add is [Counting.Add] under the exclusive lock.
-func (s *SyncCounting) Add(key []byte) {
+func (s *SyncCounting) Add(key []byte) error {
 	s.mu.Lock()
-	s.write().Add(key)
-	s.mu.Unlock()
+	defer s.mu.Unlock()
+	return s.write().Add(key)
 }
 
 // AddString is [Counting.AddString] under the exclusive lock.
-func (s *SyncCounting) AddString(key string) {
+func (s *SyncCounting) AddString(key string) error {
 	s.mu.Lock()
-	s.write().AddString(key)
-	s.mu.Unlock()
+	defer s.mu.Unlock()
+	return s.write().AddString(key)
 }
 
 // AddUnique is [Counting.AddUnique] under the exclusive lock: the test
@@ -141,17 +141,17 @@ func NewSyncScalable(s *Scalable) *SyncScalable {
 }
 
 // Add is [Scalable.Add] under the exclusive lock.
-func (w *SyncScalable) Add(key []byte) {
+func (w *SyncScalable) Add(key []byte) error {
 	w.mu.Lock()
-	w.write().Add(key)
-	w.mu.Unlock()
+	defer w.mu.Unlock()
+	return w.write().Add(key)
 }
 
 // AddString is [Scalable.AddString] under the exclusive lock.
-func (w *SyncScalable) AddString(key string) {
+func (w *SyncScalable) AddString(key string) error {
 	w.mu.Lock()
-	w.write().AddString(key)
-	w.mu.Unlock()
+	defer w.mu.Unlock()
+	return w.write().AddString(key)
 }
 
 // AddUnique is [Scalable.AddUnique] under the exclusive lock: of

@@ -1,6 +1,7 @@
 package bloom_test
 
 import (
+	"errors"
 	"strings"
 	"testing"
 
@@ -62,8 +63,9 @@ func TestZeroSyncWrappers(t *testing.T) {
 }
 
 // TestZeroValueWrites checks the documented zero values: a zero Filter or
-// Counting reads as empty and panics on a write with a message naming its
-// constructor; a zero Scalable (and SyncScalable) sets itself up on the
+// Counting reads as empty, refuses Add and its key forms with an error
+// wrapping ErrUninitialized that names its constructor (and stays empty),
+// and panics on AddUnique with a message naming it; a zero Scalable (and SyncScalable) sets itself up on the
 // first write, as a zero cuckoo.Scalable does.
 func TestZeroValueWrites(t *testing.T) {
 	key := []byte("k")
@@ -81,13 +83,38 @@ func TestZeroValueWrites(t *testing.T) {
 	if f.Contains(key) || f.ContainsString("k") || f.Len() != 0 || f.FalsePositiveRate() != 0 {
 		t.Fatal("the zero Filter is not empty")
 	}
-	panics("Filter.Add", "New", func() { f.Add(key) })
+	refuses := func(name, want string, adds map[string]func() error, empty func() bool) {
+		t.Helper()
+		for form, add := range adds {
+			if err := add(); !errors.Is(err, bloom.ErrUninitialized) || !strings.Contains(err.Error(), want) {
+				t.Errorf("%s.%s: %v, want an error wrapping ErrUninitialized naming %s", name, form, err, want)
+			}
+		}
+		if !empty() {
+			t.Errorf("%s: a refused Add changed the zero value", name)
+		}
+	}
+	refuses("Filter", "New", map[string]func() error{
+		"Add":       func() error { return f.Add(key) },
+		"AddString": func() error { return f.AddString("k") },
+		"AddUint64": func() error { return f.AddUint64(7) },
+		"AddHash":   func() error { return f.AddHash(7) },
+	}, func() bool { return f.Len() == 0 && !f.Contains(key) })
 	panics("Filter.AddUnique", "New", func() { f.AddUnique(key) })
 	var c bloom.Counting
 	if c.Contains(key) || c.Delete(key) || c.Len() != 0 {
 		t.Fatal("the zero Counting is not empty")
 	}
-	panics("Counting.Add", "NewCounting", func() { c.Add(key) })
+	refuses("Counting", "NewCounting", map[string]func() error{
+		"Add":       func() error { return c.Add(key) },
+		"AddString": func() error { return c.AddString("k") },
+		"AddUint64": func() error { return c.AddUint64(7) },
+		"AddHash":   func() error { return c.AddHash(7) },
+	}, func() bool { return c.Len() == 0 && !c.Contains(key) })
+	var sc bloom.SyncCounting
+	if err := sc.Add(key); !errors.Is(err, bloom.ErrUninitialized) {
+		t.Errorf("SyncCounting.Add on the zero value: %v, want ErrUninitialized", err)
+	}
 	panics("Counting.AddUnique", "NewCounting", func() { c.AddUnique(key) })
 
 	var s bloom.Scalable
@@ -101,7 +128,9 @@ func TestZeroValueWrites(t *testing.T) {
 		t.Fatalf("zero Scalable set up with %d tables, capacity %d, rate %v", s.NumTables(), s.Capacity(), s.TargetFalsePositiveRate())
 	}
 	var ss bloom.SyncScalable
-	ss.AddString("k")
+	if err := ss.AddString("k"); err != nil {
+		t.Fatal(err)
+	}
 	if !ss.ContainsString("k") || ss.Len() != 1 {
 		t.Fatal("the zero SyncScalable does not add")
 	}

@@ -78,47 +78,53 @@ const (
 	maxLogRecord = MaxQueryBufferLimit + 1<<20
 )
 
-// FsyncPolicy says when the append-only log is flushed to stable storage
-// (Redis's appendfsync). With every policy a write is handed to the
-// operating system before its reply is sent, so a crash of the server
-// process alone (kill -9) loses no acknowledged write; the policies differ
-// on a crash of the machine.
-type FsyncPolicy int
+// SyncPolicy says when the append-only log is flushed to stable storage
+// (Redis's appendfsync, whose words the config file, the flags, CONFIG GET
+// and INFO keep: everysec, always, no). With every policy a write is
+// handed to the operating system before its reply is sent, so a crash of
+// the server process alone (kill -9) loses no acknowledged write; the
+// policies differ on a crash of the machine. The names are those of
+// store.SyncPolicy.
+type SyncPolicy int
 
 const (
-	// FsyncEverySec fsyncs the log once a second, in the background: a
+	// SyncEverySecond fsyncs the log once a second, in the background: a
 	// machine crash loses at most the last second or so of writes. The
-	// default, as in Redis.
-	FsyncEverySec FsyncPolicy = iota
-	// FsyncAlways fsyncs the log before replying to a batch of commands that
+	// default, as in Redis (appendfsync everysec).
+	SyncEverySecond SyncPolicy = iota
+	// SyncAlways fsyncs the log before replying to a batch of commands that
 	// wrote: an acknowledged write survives a machine crash. Concurrent
-	// clients share each fsync.
-	FsyncAlways
-	// FsyncNo never fsyncs: the operating system writes the log when it
-	// chooses (on Linux, within about 30 seconds).
-	FsyncNo
+	// clients share each fsync (appendfsync always).
+	SyncAlways
+	// SyncNever never fsyncs: the operating system writes the log when it
+	// chooses (on Linux, within about 30 seconds) (appendfsync no).
+	SyncNever
 )
 
-// String returns the policy's name as appendfsync spells it.
-func (p FsyncPolicy) String() string {
+// String returns the policy's name as appendfsync spells it: everysec,
+// always or no.
+func (p SyncPolicy) String() string {
 	switch p {
-	case FsyncAlways:
+	case SyncEverySecond:
+		return "everysec"
+	case SyncAlways:
 		return "always"
-	case FsyncNo:
+	case SyncNever:
 		return "no"
 	}
-	return "everysec"
+	return fmt.Sprintf("SyncPolicy(%d)", int(p))
 }
 
-// ParseFsyncPolicy parses always, everysec or no.
-func ParseFsyncPolicy(s string) (FsyncPolicy, error) {
+// ParseSyncPolicy parses a policy as appendfsync spells it: always,
+// everysec or no, in any case.
+func ParseSyncPolicy(s string) (SyncPolicy, error) {
 	switch strings.ToLower(s) {
 	case "always":
-		return FsyncAlways, nil
+		return SyncAlways, nil
 	case "everysec":
-		return FsyncEverySec, nil
+		return SyncEverySecond, nil
 	case "no":
-		return FsyncNo, nil
+		return SyncNever, nil
 	}
 	return 0, fmt.Errorf("server: appendfsync %q: want always, everysec or no", s)
 }
@@ -128,7 +134,7 @@ func logName(epoch uint64) string { return logPrefix + strconv.FormatUint(epoch,
 // aof is the append-only log being written.
 type aof struct {
 	dir    string
-	policy FsyncPolicy
+	policy SyncPolicy
 
 	mu struct {
 		sync.Mutex
@@ -154,7 +160,7 @@ type aof struct {
 
 // openAOF opens (creating it if needed) the log file of epoch for
 // appending.
-func openAOF(dir string, epoch uint64, policy FsyncPolicy) (*aof, error) {
+func openAOF(dir string, epoch uint64, policy SyncPolicy) (*aof, error) {
 	f, err := os.OpenFile(filepath.Join(dir, logName(epoch)), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o640)
 	if err != nil {
 		return nil, err

@@ -223,3 +223,30 @@ func TestLogFormatUpgrade(t *testing.T) {
 	_, addr = startServer(t, cfg)
 	sameState(t, "after the upgrade", state(t, dial(t, addr)), want)
 }
+
+// TestSyncPolicyWords: each policy reads and prints as appendfsync spells
+// it, an unknown word is refused, and New refuses a policy that is none
+// of the three.
+func TestSyncPolicyWords(t *testing.T) {
+	for _, tc := range []struct {
+		word string
+		p    SyncPolicy
+	}{{"everysec", SyncEverySecond}, {"always", SyncAlways}, {"no", SyncNever}} {
+		p, err := ParseSyncPolicy(strings.ToUpper(tc.word))
+		if err != nil || p != tc.p || p.String() != tc.word {
+			t.Errorf("ParseSyncPolicy(%q) = %v, %v; want %v", strings.ToUpper(tc.word), p, err, tc.p)
+		}
+	}
+	if p, err := ParseSyncPolicy("never"); err == nil {
+		t.Errorf("ParseSyncPolicy(never) = %v, want an error (appendfsync says no)", p)
+	}
+	cfg := DefaultConfig()
+	cfg.Dir = ""
+	cfg.Sync = SyncNever + 1
+	if s, err := New(cfg); err == nil || !strings.Contains(err.Error(), "Config.Sync") {
+		if s != nil {
+			s.Close()
+		}
+		t.Fatalf("New with Sync %v: %v, want an error naming Config.Sync", cfg.Sync, err)
+	}
+}

@@ -159,7 +159,7 @@ func (c *call) log(epoch uint64, args [][]byte) {
 
 // commandSlots lists the commands; a command's slot is its index, by
 // which the statistics find it without looking up its name.
-var commandSlots = slices.Concat(cfCommands, windowCommands, bfCommands, keyCommands, serverCommands)
+var commandSlots = slices.Concat(cfCommands, windowCommands, bfCommands, keyCommands, connectionCommands, serverCommands)
 
 var commandTable = buildTable()
 

@@ -32,7 +32,7 @@ func TestMain(m *testing.M) {
 func runChild(dir string) {
 	cfg := DefaultConfig()
 	cfg.Dir = dir
-	cfg.Fsync = FsyncAlways
+	cfg.Sync = SyncAlways
 	cfg.SaveInterval = 0
 	cfg.RewriteMinSize = 64 << 10 // snapshots during the test, too
 	cfg.Logf = func(format string, args ...any) { fmt.Fprintf(os.Stderr, format+"\n", args...) }

@@ -29,7 +29,7 @@
 //
 // For the server itself, DefaultConfig is the configuration of `cuckoo
 // serve` with no flags: loopback only, data in ./cuckoo-data, an
-// append-only log fsynced every second (FsyncAlways for no loss of
+// append-only log fsynced every second (SyncAlways for no loss of
 // acknowledged writes on a machine crash), a snapshot every five minutes
 // when there were writes. docs/server.md explains each setting.
 //

@@ -440,7 +440,7 @@ func (l *loop) finishRound() {
 	}
 	var logErr error
 	if off > 0 {
-		if logErr = s.aof.flush(off, s.cfg.Fsync == FsyncAlways); logErr != nil {
+		if logErr = s.aof.flush(off, s.cfg.Sync == SyncAlways); logErr != nil {
 			s.logf("append-only log: %v; closing the connections waiting for it without their replies", logErr)
 		}
 	}

@@ -90,10 +90,10 @@ func writeLoad(t *testing.T, c *conn, rng *rand.Rand, n int) {
 func TestRestartRecovers(t *testing.T) {
 	parallel(t)
 	rng := testseed.Rand(t)
-	for _, fsync := range []FsyncPolicy{FsyncEverySec, FsyncAlways, FsyncNo} {
-		t.Run("appendfsync="+fsync.String(), func(t *testing.T) {
+	for _, sync := range []SyncPolicy{SyncEverySecond, SyncAlways, SyncNever} {
+		t.Run("appendfsync="+sync.String(), func(t *testing.T) {
 			cfg := testConfig(t)
-			cfg.Fsync = fsync
+			cfg.Sync = sync
 			s, addr := startServer(t, cfg)
 			c := dial(t, addr)
 			writeLoad(t, c, rng, 800)

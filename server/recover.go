@@ -82,7 +82,7 @@ func (s *Server) recover() error {
 	}
 	s.ks.epoch.Store(current)
 	if s.cfg.AppendOnly {
-		a, err := openAOF(dir, current, s.cfg.Fsync)
+		a, err := openAOF(dir, current, s.cfg.Sync)
 		if err != nil {
 			return fmt.Errorf("%w %s: %v", ErrDataDir, dir, err)
 		}

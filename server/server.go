@@ -1,23 +1,19 @@
 package server
 
-// The connection and server commands: what redis-cli, redis-benchmark and
-// the client libraries send around the data commands.
-
 import (
-	"cmp"
+	"bytes"
 	"context"
-	"crypto/sha256"
-	"crypto/subtle"
+	"errors"
 	"fmt"
 	"net"
 	"os"
-	"runtime"
-	"slices"
-	"strconv"
-	"strings"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
 	"time"
 
-	"github.com/dedupkit/cuckoo/internal/buildinfo"
+	"github.com/dedupkit/cuckoo/internal/vfs"
+	"github.com/dedupkit/cuckoo/server/resp"
 )
 
 // redisVersion is the Redis version whose commands and replies this server
@@ -25,840 +21,462 @@ import (
 // INFO and HELLO report it to clients that check.
 const redisVersion = "8.0.0"
 
-var serverCommands = []*command{
-	{name: "ping", arity: -1, flags: flagFast, group: "connection", summary: "Returns PONG, or the message", exec: handle(parsePing)},
-	{name: "echo", arity: 2, flags: flagFast, group: "connection", summary: "Returns the message", exec: handle(parseEcho)},
-	{name: "hello", arity: -1, flags: flagNoAuth | flagFast, group: "connection",
-		summary: "Handshakes: protocol version, authentication, client name", exec: handle(parseHello)},
-	{name: "auth", arity: -2, flags: flagNoAuth | flagFast, group: "connection", summary: "Authenticates the connection", exec: handle(parseAuth)},
-	{name: "select", arity: 2, flags: flagFast, group: "connection", summary: "Selects database 0, the only one", exec: handle(parseSelect)},
-	{name: "quit", arity: -1, flags: flagNoAuth | flagFast, group: "connection", summary: "Closes the connection", exec: handle(parseQuit)},
-	{name: "command", arity: -1, group: "server", summary: "Describes the commands", exec: handle(parseCommand)},
-	{name: "client", arity: -2, group: "connection", summary: "Names and describes connections", exec: handle(parseClient)},
-	{name: "info", arity: -1, group: "server", summary: "Returns information and statistics about the server", exec: handle(parseInfo)},
-	{name: "config", arity: -2, flags: flagAdmin, group: "server", summary: "Returns configuration parameters, and sets the filter settings", exec: handle(parseConfig)},
-	{name: "save", arity: 1, flags: flagAdmin, group: "server", summary: "Takes a snapshot and waits for it", exec: handle(parseSave)},
-	{name: "bgsave", arity: -1, flags: flagAdmin, group: "server", summary: "Takes a snapshot in the background", exec: handle(parseSave)},
-	{name: "bgrewriteaof", arity: 1, flags: flagAdmin, group: "server",
-		summary: "Compacts the append-only log into a snapshot, in the background", exec: handle(parseSave)},
-	{name: "lastsave", arity: 1, flags: flagFast, group: "server", summary: "Returns the time of the last snapshot", exec: handle(parseLastSave)},
-	{name: "shutdown", arity: -1, flags: flagAdmin, group: "server", summary: "Stops the server", exec: handle(parseShutdown)},
+// Config configures a Server. DefaultConfig returns the defaults of
+// `cuckoo serve`; in a Config built by hand, zero limits take those
+// defaults, and the zero values of the other fields mean what their
+// comments say.
+type Config struct {
+	// Addr is the TCP address ListenAndServe listens on.
+	Addr string
+	// Dir is the data directory (created if missing). Empty: nothing is
+	// persisted and nothing is loaded.
+	Dir string
+	// AppendOnly turns on the append-only log in Dir; without it only the
+	// snapshots persist data, and a crash loses the writes since the last.
+	AppendOnly bool
+	// Sync is when the log is fsynced (appendfsync; default
+	// SyncEverySecond). New refuses any other value than the three
+	// policies.
+	Sync SyncPolicy
+	// SaveInterval is how often a snapshot is taken when there were writes
+	// since the last one; 0: only by SAVE, BGSAVE, the log's growth and
+	// shutdown.
+	SaveInterval time.Duration
+	// RewriteMinSize: a snapshot is also taken when the current log file
+	// is larger than this and larger than the last snapshot file, so that
+	// rewriting costs no more than the log it saves (Redis's
+	// auto-aof-rewrite-min-size). 0: 64 MiB; negative: never.
+	RewriteMinSize int64
+	// SaveOnShutdown takes a snapshot on Shutdown, so that the next start
+	// replays no log.
+	SaveOnShutdown bool
+	// Repair lets New start from a log damaged before its end: the log is
+	// cut before the first bad record, and what followed is dropped.
+	Repair bool
+
+	// Password, when set, must be given with AUTH or HELLO before any
+	// other command.
+	Password string
+	// ProtectedMode refuses to serve on a non-loopback address without a
+	// Password.
+	ProtectedMode bool
+
+	// MaxClients bounds the connections served at once (0: 10,000).
+	MaxClients int
+	// MaxMemory bounds the filters' memory, in bytes: past it, commands
+	// that may add memory get Redis's OOM error, and so does creating a
+	// filter that would pass it. 0: no bound.
+	MaxMemory int64
+	// MaxFilterBytes bounds the memory one CF.RESERVE or BF.RESERVE may
+	// ask for, and the size of a dump CF.LOADCHUNK or BF.LOADCHUNK
+	// accepts (0: 16 GiB).
+	MaxFilterBytes int64
+	// MaxOutputBuffer bounds the replies waiting to be sent to one client,
+	// in bytes; a client past it is disconnected (0: 256 MiB).
+	MaxOutputBuffer int
+	// IdleTimeout closes a connection idle for that long (0: never).
+	IdleTimeout time.Duration
+	// Limits bound each request (zero fields: resp.DefaultLimits): MaxBulk
+	// is Redis's proto-max-bulk-len and MaxCommand its
+	// client-query-buffer-limit, which CONFIG SET changes while the server
+	// runs. New refuses a limit past MaxQueryBufferLimit.
+	Limits resp.Limits
+
+	// Filters are the parameters of the filters the commands create
+	// without being given them, Redis 8's bf-* and cf-* settings, which
+	// CONFIG SET changes while the server runs. The zero value takes
+	// DefaultFilterSettings; New refuses a value out of range.
+	Filters FilterSettings
+
+	// CommandStats counts every command by command and result, and times
+	// a random sample of them (Stats.Commands), for an atomic addition
+	// per command, and two clock readings per command of the sample.
+	CommandStats bool
+
+	// Logf, when set, receives the server's log lines (recovery, snapshots,
+	// errors), without a trailing newline.
+	Logf func(format string, args ...any)
 }
 
-// PING [message]
+// Defaults of the limits.
+const (
+	DefaultMaxClients      = 10_000
+	DefaultRewriteMinSize  = 64 << 20
+	DefaultMaxFilterBytes  = 16 << 30
+	DefaultMaxOutputBuffer = 256 << 20
+)
 
-type pingReq struct{ msg []byte }
-
-func parsePing(args [][]byte) (pingReq, error) {
-	switch len(args) {
-	case 1:
-		return pingReq{}, nil
-	case 2:
-		return pingReq{args[1]}, nil
-	}
-	return pingReq{}, errArity
-}
-
-func (r pingReq) run(c *call) {
-	if r.msg == nil {
-		c.w.Simple("PONG")
-		return
-	}
-	c.w.Bulk(r.msg)
-}
-
-// ECHO message
-
-type echoReq struct{ msg []byte }
-
-func parseEcho(args [][]byte) (echoReq, error) { return echoReq{args[1]}, nil }
-
-func (r echoReq) run(c *call) { c.w.Bulk(r.msg) }
-
-// passwordOK compares in constant time (the digests hide the length).
-func (s *Server) passwordOK(user, pass []byte) bool {
-	want := sha256.Sum256([]byte(s.cfg.Password))
-	got := sha256.Sum256(pass)
-	eq := subtle.ConstantTimeCompare(want[:], got[:]) == 1
-	return eq && (user == nil || string(user) == "default")
-}
-
-// HELLO [protover [AUTH username password] [SETNAME clientname]]
-
-type helloReq struct {
-	proto      int // 0: unchanged
-	user, pass []byte
-	auth       bool
-	name       []byte
-}
-
-func parseHello(args [][]byte) (helloReq, error) {
-	var r helloReq
-	if len(args) == 1 {
-		return r, nil
-	}
-	n, ok := parseInt(args[1])
-	if !ok {
-		return r, replyError("ERR Protocol version is not an integer or out of range")
-	}
-	if n < 2 || n > 3 {
-		return r, errNoProto
-	}
-	r.proto = int(n)
-	for i := 2; i < len(args); i++ {
-		switch {
-		case is(args[i], "AUTH") && i+2 < len(args):
-			r.auth, r.user, r.pass = true, args[i+1], args[i+2]
-			i += 2
-		case is(args[i], "SETNAME") && i+1 < len(args):
-			r.name = args[i+1]
-			if !validClientName(r.name) {
-				return r, errClientName
-			}
-			i++
-		default:
-			return r, replyError(fmt.Sprintf("ERR Syntax error in HELLO option '%.128s'", args[i]))
-		}
-	}
-	return r, nil
-}
-
-func (r helloReq) run(c *call) {
-	cl := c.cl
-	if cl == nil {
-		return
-	}
-	if r.auth {
-		if !c.s.passwordOK(r.user, r.pass) && (c.s.cfg.Password != "" || string(r.user) != "default") {
-			c.fail(errWrongPass)
-			return
-		}
-		cl.setAuthed()
-	} else if !cl.authed {
-		c.fail(errHelloNoAuth)
-		return
-	}
-	if r.name != nil {
-		cl.mu.Lock()
-		cl.mu.name = string(r.name)
-		cl.mu.Unlock()
-	}
-	if r.proto != 0 {
-		c.w.SetProtocol(r.proto)
-	}
-	c.w.Map(7)
-	c.w.BulkString("server")
-	c.w.BulkString("cuckoo")
-	c.w.BulkString("version")
-	c.w.BulkString(redisVersion)
-	c.w.BulkString("proto")
-	c.w.Int(int64(c.w.Protocol()))
-	c.w.BulkString("id")
-	c.w.Int(cl.id)
-	c.w.BulkString("mode")
-	c.w.BulkString("standalone")
-	c.w.BulkString("role")
-	c.w.BulkString("master")
-	c.w.BulkString("modules")
-	c.w.Array(0)
-}
-
-// AUTH [username] password
-
-type authReq struct{ user, pass []byte }
-
-func parseAuth(args [][]byte) (authReq, error) {
-	switch len(args) {
-	case 2:
-		return authReq{pass: args[1]}, nil
-	case 3:
-		return authReq{user: args[1], pass: args[2]}, nil
-	}
-	return authReq{}, errSyntax
-}
-
-func (r authReq) run(c *call) {
-	if c.cl == nil {
-		return
-	}
-	if c.s.cfg.Password == "" {
-		if r.user == nil {
-			c.fail(errNoPassword)
-			return
-		}
-		if string(r.user) != "default" {
-			c.fail(errWrongPass)
-			return
-		}
-	} else if !c.s.passwordOK(r.user, r.pass) {
-		c.fail(errWrongPass)
-		return
-	}
-	c.cl.setAuthed()
-	c.w.OK()
-}
-
-// SELECT index: only database 0 exists.
-
-type selectReq struct{ db int64 }
-
-func parseSelect(args [][]byte) (selectReq, error) {
-	n, ok := parseInt(args[1])
-	if !ok {
-		return selectReq{}, errNotInteger
-	}
-	if n != 0 {
-		return selectReq{}, errDBIndex
-	}
-	return selectReq{n}, nil
-}
-
-func (selectReq) run(c *call) { c.w.OK() }
-
-// QUIT
-
-type quitReq struct{}
-
-func parseQuit([][]byte) (quitReq, error) { return quitReq{}, nil }
-
-func (quitReq) run(c *call) {
-	c.w.OK()
-	if c.cl != nil {
-		c.cl.quit = true
+// DefaultConfig returns the configuration of `cuckoo serve` with no flags:
+// 127.0.0.1:6379, data in ./cuckoo-data with the append-only log fsynced
+// every second, a snapshot every 5 minutes when there were writes and on
+// shutdown, protected mode on.
+func DefaultConfig() Config {
+	return Config{
+		Addr:           "127.0.0.1:6379",
+		Dir:            "cuckoo-data",
+		AppendOnly:     true,
+		Sync:           SyncEverySecond,
+		SaveInterval:   5 * time.Minute,
+		SaveOnShutdown: true,
+		ProtectedMode:  true,
+		Filters:        DefaultFilterSettings(),
 	}
 }
 
-// COMMAND [COUNT | LIST | INFO name... | DOCS name...]
+// Server serves the filters over RESP. Create one with New, serve with
+// Serve or ListenAndServe, stop with Shutdown. All its methods are safe for
+// concurrent use.
+type Server struct {
+	cfg     Config
+	filters atomic.Pointer[FilterSettings] // cfg.Filters, then CONFIG SET's; never changed in place
+	ks      *keyspace
+	aof     *aof // nil without an append-only log
+	lock    *os.File
+	started time.Time
+	logf    func(format string, args ...any)
 
-type commandReq struct {
-	sub   string
-	names [][]byte
+	nextClientID atomic.Int64
+	numClients   atomic.Int64
+	clientBufs   clientBuffers // the clients' query buffers and pending replies
+	configMu     sync.Mutex    // held by CONFIG SET
+	totalConns   atomic.Int64
+	totalCmds    atomic.Int64
+	stats        serverStats // what Stats reports that the rest does not keep (stats.go)
+
+	mu struct {
+		sync.Mutex
+		listeners map[net.Listener]struct{}
+		clients   map[*client]struct{}
+		loads     map[string]*pendingLoad // CF/BF.LOADCHUNK in progress
+	}
+	closing  atomic.Bool
+	conns    sync.WaitGroup
+	shutdown struct {
+		once sync.Once
+		done chan struct{}
+		err  error
+	}
+
+	save struct {
+		sync.Mutex // held while a snapshot is taken
+		running    atomic.Bool
+		last       atomic.Int64 // unix seconds of the last good snapshot
+		lastOK     atomic.Bool
+		count      atomic.Int64
+		fileSize   atomic.Int64 // bytes of the last snapshot file
+		took       atomic.Int64 // nanoseconds the last good snapshot took
+		abandon    atomic.Bool  // a Shutdown ran out of time: stop writing snapshots (snapshot.go)
+	}
+
+	stopBG chan struct{}
+	bg     sync.WaitGroup
+
+	// The event loops (loop_linux.go), started by the first Serve and
+	// stopped once every connection has ended.
+	loopsOnce sync.Once
+	loops     []*loop
+
+	replayOut bytes.Buffer // recovery's replies
 }
 
-func parseCommand(args [][]byte) (commandReq, error) {
-	if len(args) == 1 {
-		return commandReq{}, nil
+// New returns a Server configured by cfg, with the data of cfg.Dir loaded:
+// the newest snapshot, then the log records written after it. A torn last
+// log record is cut off (and logged); any other damage makes New fail with
+// an error wrapping ErrDataDir that says where, unless cfg.Repair is set.
+// The data directory is locked against a second server until Shutdown or
+// Close.
+func New(cfg Config) (*Server, error) {
+	if cfg.MaxClients <= 0 {
+		cfg.MaxClients = DefaultMaxClients
 	}
-	for _, sub := range []string{"COUNT", "LIST", "INFO", "DOCS"} {
-		if is(args[1], sub) {
-			if (sub == "COUNT" || sub == "LIST") && len(args) > 2 {
-				return commandReq{}, replyError(fmt.Sprintf("ERR wrong number of arguments for 'command|%s' command", strings.ToLower(sub)))
-			}
-			return commandReq{sub: sub, names: args[2:]}, nil
-		}
+	if cfg.RewriteMinSize == 0 {
+		cfg.RewriteMinSize = DefaultRewriteMinSize
 	}
-	return commandReq{}, unknownSubcommand(args[1], "COMMAND")
-}
-
-// sortedCommands returns the command table sorted by name.
-func sortedCommands() []*command {
-	cmds := make([]*command, 0, len(commandTable))
-	for _, cmd := range commandTable {
-		cmds = append(cmds, cmd)
+	if cfg.MaxFilterBytes <= 0 {
+		cfg.MaxFilterBytes = DefaultMaxFilterBytes
 	}
-	slices.SortFunc(cmds, func(a, b *command) int { return strings.Compare(a.name, b.name) })
-	return cmds
-}
-
-func (r commandReq) run(c *call) {
-	switch r.sub {
-	case "COUNT":
-		c.w.Int(int64(len(commandTable)))
-	case "LIST":
-		cmds := sortedCommands()
-		c.w.Array(len(cmds))
-		for _, cmd := range cmds {
-			c.w.BulkString(cmd.name)
-		}
-	case "INFO":
-		cmds := sortedCommands()
-		if len(r.names) > 0 {
-			cmds = cmds[:0]
-			for _, n := range r.names {
-				cmds = append(cmds, lookupCommand(n))
-			}
-		}
-		c.w.Array(len(cmds))
-		for _, cmd := range cmds {
-			writeCommandInfo(c, cmd)
-		}
-	case "DOCS":
-		cmds := sortedCommands()
-		if len(r.names) > 0 {
-			cmds = cmds[:0]
-			for _, n := range r.names {
-				if cmd := lookupCommand(n); cmd != nil {
-					cmds = append(cmds, cmd)
-				}
-			}
-		}
-		c.w.Map(len(cmds))
-		for _, cmd := range cmds {
-			c.w.BulkString(cmd.name)
-			group := cmd.group
-			if group == "" {
-				group = "module"
-			}
-			c.w.Map(3)
-			c.w.BulkString("summary")
-			c.w.BulkString(cmd.summary)
-			c.w.BulkString("since")
-			c.w.BulkString("1.0.0")
-			c.w.BulkString("group")
-			c.w.BulkString(group)
-		}
-	default:
-		cmds := sortedCommands()
-		c.w.Array(len(cmds))
-		for _, cmd := range cmds {
-			writeCommandInfo(c, cmd)
-		}
+	if cfg.MaxOutputBuffer <= 0 {
+		cfg.MaxOutputBuffer = DefaultMaxOutputBuffer
 	}
-}
-
-// writeCommandInfo writes a command's entry in Redis 7's COMMAND format:
-// name, arity, flags, first key, last key, step, ACL categories, tips, key
-// specifications, subcommands. A nil command is a null.
-func writeCommandInfo(c *call, cmd *command) {
-	if cmd == nil {
-		c.w.Null()
-		return
+	if cfg.Filters == (FilterSettings{}) {
+		cfg.Filters = DefaultFilterSettings()
 	}
-	var flags []string
-	for _, f := range []struct {
-		bit  cmdFlags
-		name string
-	}{{flagWrite, "write"}, {flagReadonly, "readonly"}, {flagDenyOOM, "denyoom"}, {flagModule, "module"},
-		{flagAdmin, "admin"}, {flagNoAuth, "no_auth"}, {flagFast, "fast"}} {
-		if cmd.flags&f.bit != 0 {
-			flags = append(flags, f.name)
-		}
+	if cfg.Sync != SyncEverySecond && cfg.Sync != SyncAlways && cfg.Sync != SyncNever {
+		return nil, fmt.Errorf("server: Config.Sync is %v: want SyncEverySecond, SyncAlways or SyncNever", cfg.Sync)
 	}
-	c.w.Array(10)
-	c.w.BulkString(cmd.name)
-	c.w.Int(int64(cmd.arity))
-	c.w.Set(len(flags))
-	for _, f := range flags {
-		c.w.Simple(f)
-	}
-	c.w.Int(int64(cmd.firstKey))
-	c.w.Int(int64(cmd.lastKey))
-	c.w.Int(int64(cmd.step))
-	c.w.Set(0)
-	c.w.Set(0)
-	c.w.Array(0)
-	c.w.Array(0)
-}
-
-// CLIENT ID | GETNAME | SETNAME name | SETINFO LIB-NAME|LIB-VER value |
-// LIST | INFO | HELP
-
-type clientReq struct {
-	sub  string
-	args [][]byte
-}
-
-func validClientName(name []byte) bool {
-	for _, ch := range name {
-		if ch < '!' || ch > '~' {
-			return false
-		}
-	}
-	return true
-}
-
-func parseClient(args [][]byte) (clientReq, error) {
-	for _, sub := range []struct {
-		name  string
-		nargs int
-	}{{"ID", 0}, {"GETNAME", 0}, {"SETNAME", 1}, {"SETINFO", 2}, {"LIST", 0}, {"INFO", 0}, {"HELP", 0}} {
-		if !is(args[1], sub.name) {
-			continue
-		}
-		if len(args)-2 != sub.nargs {
-			return clientReq{}, replyError(fmt.Sprintf("ERR wrong number of arguments for 'client|%s' command", strings.ToLower(sub.name)))
-		}
-		r := clientReq{sub: sub.name, args: args[2:]}
-		switch sub.name {
-		case "SETNAME":
-			if !validClientName(args[2]) {
-				return r, errClientName
-			}
-		case "SETINFO":
-			if !is(args[2], "LIB-NAME") && !is(args[2], "LIB-VER") {
-				return r, replyError(fmt.Sprintf("ERR Unrecognized option '%.128s'", args[2]))
-			}
-			if !validClientName(args[3]) {
-				return r, replyError(fmt.Sprintf("ERR %s cannot contain spaces, newlines or special characters.", strings.ToLower(string(args[2]))))
-			}
-		}
-		return r, nil
-	}
-	return clientReq{}, unknownSubcommand(args[1], "CLIENT")
-}
-
-func (r clientReq) run(c *call) {
-	cl := c.cl
-	if cl == nil {
-		return
-	}
-	switch r.sub {
-	case "ID":
-		c.w.Int(cl.id)
-	case "GETNAME":
-		cl.mu.Lock()
-		name := cl.mu.name
-		cl.mu.Unlock()
-		if name == "" {
-			c.w.Null()
-			return
-		}
-		c.w.BulkString(name)
-	case "SETNAME":
-		cl.mu.Lock()
-		cl.mu.name = string(r.args[0])
-		cl.mu.Unlock()
-		c.w.OK()
-	case "SETINFO":
-		cl.mu.Lock()
-		if is(r.args[0], "LIB-NAME") {
-			cl.mu.libName = string(r.args[1])
-		} else {
-			cl.mu.libVer = string(r.args[1])
-		}
-		cl.mu.Unlock()
-		c.w.OK()
-	case "INFO":
-		c.w.Verbatim(cl.describe() + "\n")
-	case "LIST":
-		c.s.mu.Lock()
-		clients := make([]*client, 0, len(c.s.mu.clients))
-		for other := range c.s.mu.clients {
-			clients = append(clients, other)
-		}
-		c.s.mu.Unlock()
-		slices.SortFunc(clients, func(a, b *client) int { return int(a.id - b.id) })
-		var b strings.Builder
-		for _, other := range clients {
-			b.WriteString(other.describe())
-			b.WriteByte('\n')
-		}
-		c.w.Verbatim(b.String())
-	case "HELP":
-		lines := []string{
-			"CLIENT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
-			"GETNAME", "    Return the name of the current connection.",
-			"ID", "    Return the ID of the current connection.",
-			"INFO", "    Return information about the current client connection.",
-			"LIST", "    Return information about client connections.",
-			"SETINFO <option> <value>", "    Set client meta attr. Options are: LIB-NAME, LIB-VER.",
-			"SETNAME <name>", "    Assign the name <name> to the current connection.",
-		}
-		c.w.Array(len(lines))
-		for _, l := range lines {
-			c.w.Simple(l)
-		}
-	}
-}
-
-// describe returns the client's line in CLIENT LIST.
-func (cl *client) describe() string {
-	cl.mu.Lock()
-	name, lib, ver := cl.mu.name, cl.mu.libName, cl.mu.libVer
-	cl.mu.Unlock()
-	now := time.Now()
-	idle := now.Sub(time.Unix(0, cl.lastCmd.Load()))
-	return fmt.Sprintf("id=%d addr=%s name=%s age=%d idle=%d db=0 resp=%d lib-name=%s lib-ver=%s",
-		cl.id, cl.addr, name, int64(now.Sub(cl.created).Seconds()), int64(idle.Seconds()), cl.w.Protocol(), lib, ver)
-}
-
-// INFO [section ...]
-
-type infoReq struct{ sections []string }
-
-var infoSections = []string{"server", "clients", "memory", "persistence", "stats", "keyspace"}
-
-func parseInfo(args [][]byte) (infoReq, error) {
-	var r infoReq
-	for _, a := range args[1:] {
-		s := strings.ToLower(string(a))
-		if s == "all" || s == "everything" || s == "default" {
-			return infoReq{}, nil
-		}
-		r.sections = append(r.sections, s)
-	}
-	return r, nil
-}
-
-func (r infoReq) run(c *call) {
-	want := r.sections
-	if len(want) == 0 {
-		want = infoSections
-	}
-	var b strings.Builder
-	for _, sec := range infoSections {
-		if !slices.Contains(want, sec) {
-			continue
-		}
-		if b.Len() > 0 {
-			b.WriteString("\r\n")
-		}
-		c.s.writeInfo(&b, sec)
-	}
-	c.w.Verbatim(b.String())
-}
-
-func (s *Server) writeInfo(b *strings.Builder, section string) {
-	line := func(k string, v any) { fmt.Fprintf(b, "%s:%v\r\n", k, v) }
-	switch section {
-	case "server":
-		b.WriteString("# Server\r\n")
-		line("redis_version", redisVersion)
-		build := buildinfo.Read()
-		line("cuckoo_version", build.Version)
-		line("cuckoo_git_sha1", cmp.Or(build.Revision, "00000000"))
-		line("cuckoo_git_dirty", boolInt(build.Modified))
-		line("redis_mode", "standalone")
-		line("os", runtime.GOOS+" "+runtime.GOARCH)
-		line("arch_bits", strconv.IntSize)
-		line("go_version", runtime.Version())
-		line("process_id", os.Getpid())
-		if addr := s.Addr(); addr != nil {
-			if _, port, err := net.SplitHostPort(addr.String()); err == nil {
-				line("tcp_port", port)
-			}
-		}
-		up := time.Since(s.started)
-		line("uptime_in_seconds", int64(up.Seconds()))
-		line("uptime_in_days", int64(up.Hours()/24))
-	case "clients":
-		b.WriteString("# Clients\r\n")
-		line("connected_clients", s.numClients.Load())
-		line("maxclients", s.cfg.MaxClients)
-	case "memory":
-		var ms runtime.MemStats
-		runtime.ReadMemStats(&ms)
-		b.WriteString("# Memory\r\n")
-		used := int64(ms.HeapAlloc) + s.clientBufs.system.Load()
-		line("used_memory", used)
-		line("used_memory_human", humanBytes(used))
-		if rss := residentBytes(); rss > 0 {
-			line("used_memory_rss", rss)
-			line("used_memory_rss_human", humanBytes(rss))
-		}
-		line("used_memory_dataset", s.ks.used.Load())
-		line("used_memory_dataset_human", humanBytes(s.ks.used.Load()))
-		line("mem_clients_normal", s.clientBufs.used())
-		line("maxmemory", s.cfg.MaxMemory)
-		line("maxmemory_human", humanBytes(s.cfg.MaxMemory))
-		line("maxmemory_policy", "noeviction")
-	case "persistence":
-		b.WriteString("# Persistence\r\n")
-		line("loading", 0)
-		line("rdb_changes_since_last_save", boolInt(s.ks.dirty.Load()))
-		line("rdb_bgsave_in_progress", boolInt(s.save.running.Load()))
-		line("rdb_last_save_time", s.save.last.Load())
-		line("rdb_last_bgsave_status", okErr(s.save.lastOK.Load()))
-		line("rdb_saves", s.save.count.Load())
-		line("aof_enabled", boolInt(s.aof != nil))
-		if s.aof != nil {
-			line("aof_last_write_status", okErr(!s.aof.failed.Load()))
-			line("aof_current_size", s.aof.size())
-			line("aof_fsync", s.cfg.Fsync)
-		}
-	case "stats":
-		b.WriteString("# Stats\r\n")
-		line("total_connections_received", s.totalConns.Load())
-		var n int64
-		s.mu.Lock()
-		for cl := range s.mu.clients {
-			n += cl.cmds.Load()
-		}
-		s.mu.Unlock()
-		line("total_commands_processed", s.totalCmds.Load()+n)
-		line("client_query_buffer_limit_disconnections", s.clientBufs.limitCloses.Load())
-	case "keyspace":
-		b.WriteString("# Keyspace\r\n")
-		if n := s.ks.count.Load(); n > 0 {
-			line("db0", fmt.Sprintf("keys=%d,expires=0,avg_ttl=0", n))
-		}
-	}
-}
-
-func boolInt(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
-}
-
-func okErr(ok bool) string {
-	if ok {
-		return "ok"
-	}
-	return "err"
-}
-
-func humanBytes(n int64) string {
-	switch {
-	case n >= 1<<30:
-		return fmt.Sprintf("%.2fG", float64(n)/(1<<30))
-	case n >= 1<<20:
-		return fmt.Sprintf("%.2fM", float64(n)/(1<<20))
-	case n >= 1<<10:
-		return fmt.Sprintf("%.2fK", float64(n)/(1<<10))
-	}
-	return fmt.Sprintf("%dB", n)
-}
-
-// residentBytes returns the process's resident memory, or 0 when the
-// system does not tell (it reads /proc/self/statm).
-func residentBytes() int64 {
-	b, err := os.ReadFile("/proc/self/statm")
+	filters, err := cfg.Filters.normalized()
 	if err != nil {
-		return 0
+		return nil, err
 	}
-	f := strings.Fields(string(b))
-	if len(f) < 2 {
-		return 0
-	}
-	pages, err := strconv.ParseInt(f[1], 10, 64)
+	cfg.Filters = filters
+	limits, err := normalizedLimits(cfg.Limits)
 	if err != nil {
-		return 0
+		return nil, err
 	}
-	return pages * int64(os.Getpagesize())
-}
-
-// CONFIG GET pattern... | CONFIG SET parameter value [parameter value ...]:
-// the configuration, of which the filter settings (Redis 8's bf-* and cf-*
-// names, settings.go) can be changed while the server runs; the rest is
-// fixed at start ("can't set immutable config").
-
-type configReq struct {
-	set  bool
-	args [][]byte // GET: the patterns; SET: name, value pairs
-}
-
-func parseConfig(args [][]byte) (configReq, error) {
-	switch {
-	case is(args[1], "GET"):
-		if len(args) < 3 {
-			return configReq{}, replyError("ERR wrong number of arguments for 'config|get' command")
-		}
-		return configReq{args: args[2:]}, nil
-	case is(args[1], "SET"):
-		if len(args) < 4 {
-			return configReq{}, replyError("ERR wrong number of arguments for 'config|set' command")
-		}
-		if len(args)%2 != 0 {
-			return configReq{}, errSyntax
-		}
-		r := configReq{set: true, args: args[2:]}
-		seen := map[string]bool{}
-		for i := 0; i < len(r.args); i += 2 {
-			name := strings.ToLower(string(r.args[i]))
-			mutable := lookupSetting(name) != nil || slices.Contains(queryLimitNames, name)
-			switch {
-			case !mutable && !slices.Contains(fixedConfigNames, name):
-				return r, replyError(fmt.Sprintf("ERR Unknown option or number of arguments for CONFIG SET - '%.128s'", r.args[i]))
-			case seen[name]:
-				return r, configSetError(name, "duplicate parameter")
-			case !mutable:
-				return r, configSetError(name, "can't set immutable config")
-			}
-			seen[name] = true
-		}
-		return r, nil
-	}
-	return configReq{}, unknownSubcommand(args[1], "CONFIG")
-}
-
-// configSetError is Redis's reply to a CONFIG SET it refuses.
-func configSetError(name, why string) replyError {
-	return replyError(fmt.Sprintf("ERR CONFIG SET failed (possibly related to argument '%s') - %s", name, why))
-}
-
-// fixedConfigNames are the parameters CONFIG GET shows and CONFIG SET
-// refuses to change.
-var fixedConfigNames = []string{"bind", "port", "dir", "appendonly", "appendfsync", "save", "maxmemory",
-	"maxmemory-policy", "maxclients", "timeout", "protected-mode", "databases"}
-
-func (r configReq) run(c *call) {
-	if r.set {
-		r.runSet(c)
-		return
-	}
-	s := c.s
-	save := ""
-	if s.cfg.SaveInterval > 0 {
-		save = fmt.Sprintf("%d 1", int64(s.cfg.SaveInterval.Seconds()))
-	}
-	host, port := "", ""
-	if addr := s.Addr(); addr != nil {
-		host, port, _ = net.SplitHostPort(addr.String())
-	}
-	params := [][2]string{
-		{"bind", host},
-		{"port", port},
-		{"dir", s.cfg.Dir},
-		{"appendonly", yesNo(s.aof != nil)},
-		{"appendfsync", s.cfg.Fsync.String()},
-		{"save", save},
-		{"maxmemory", strconv.FormatInt(s.cfg.MaxMemory, 10)},
-		{"maxmemory-policy", "noeviction"},
-		{"maxclients", strconv.Itoa(s.cfg.MaxClients)},
-		{"timeout", strconv.FormatInt(int64(s.cfg.IdleTimeout.Seconds()), 10)},
-		{"protected-mode", yesNo(s.cfg.ProtectedMode)},
-		{"databases", "1"},
-	}
-	lim := s.clientBufs.limits.Load()
-	for _, name := range queryLimitNames {
-		params = append(params, [2]string{name, strconv.Itoa(*queryLimit(lim, name))})
-	}
-	fs := s.filters.Load()
-	for _, name := range FilterSettingNames() {
-		v, _ := fs.Get(name)
-		params = append(params, [2]string{name, v})
-	}
-	var out [][2]string
-	for _, p := range params {
-		for _, pat := range r.args {
-			if globMatch([]byte(strings.ToLower(string(pat))), []byte(p[0])) {
-				out = append(out, p)
-				break
-			}
-		}
-	}
-	c.w.Map(len(out))
-	for _, p := range out {
-		c.w.BulkString(p[0])
-		c.w.BulkString(p[1])
-	}
-}
-
-// runSet applies the settings of a CONFIG SET all at once, or none of
-// them: CONFIG SETs run one at a time, and a command sees the settings
-// before one or after it.
-func (r configReq) runSet(c *call) {
-	s := c.s
-	s.configMu.Lock()
-	defer s.configMu.Unlock()
-	filters, limits := *s.filters.Load(), *s.clientBufs.limits.Load()
-	for i := 0; i < len(r.args); i += 2 {
-		name, value := strings.ToLower(string(r.args[i])), string(r.args[i+1])
-		var err error
-		if queryLimit(&limits, name) != nil {
-			err = setQueryLimit(&limits, name, value)
-		} else {
-			err = filters.Set(name, value)
-		}
-		if err != nil {
-			c.fail(configSetError(name, err.Error()))
-			return
-		}
-	}
+	cfg.Limits = limits
+	s := &Server{cfg: cfg, ks: newKeyspace(), started: time.Now(), stopBG: make(chan struct{})}
 	s.filters.Store(&filters)
 	s.clientBufs.limits.Store(&limits)
-	c.w.OK()
-}
-
-func yesNo(b bool) string {
-	if b {
-		return "yes"
+	s.logf = cfg.Logf
+	if s.logf == nil {
+		s.logf = func(string, ...any) {}
 	}
-	return "no"
-}
-
-// SAVE, BGSAVE [SCHEDULE], BGREWRITEAOF
-
-type saveReq struct {
-	background bool
-	aof        bool
-}
-
-func parseSave(args [][]byte) (saveReq, error) {
-	r := saveReq{background: !is(args[0], "SAVE"), aof: is(args[0], "BGREWRITEAOF")}
-	if len(args) > 2 || len(args) == 2 && !is(args[1], "SCHEDULE") {
-		return r, errSyntax
-	}
-	return r, nil
-}
-
-func (r saveReq) run(c *call) {
-	s := c.s
-	if s.cfg.Dir == "" {
-		c.fail(replyError("ERR persistence is off: the server has no data directory"))
-		return
-	}
-	if !r.background {
-		if s.save.running.Load() {
-			c.fail(errSaveRunning)
-			return
+	s.mu.listeners = make(map[net.Listener]struct{})
+	s.mu.clients = make(map[*client]struct{})
+	s.mu.loads = make(map[string]*pendingLoad)
+	s.shutdown.done = make(chan struct{})
+	s.save.lastOK.Store(true)
+	s.initStats()
+	if cfg.Dir != "" {
+		start := time.Now()
+		if err := s.openDir(); err != nil {
+			if s.lock != nil {
+				s.lock.Close()
+			}
+			return nil, err
 		}
-		if err := s.snapshot(); err != nil {
-			c.fail(replyError("ERR " + err.Error()))
-			return
-		}
-		c.w.OK()
-		return
+		s.stats.recovery.duration = time.Since(start)
 	}
-	if !s.bgSnapshot() {
-		if r.aof {
-			c.fail(replyError("ERR Background append only file rewriting already in progress"))
-			return
-		}
-		c.fail(errSaveRunning)
-		return
-	}
-	if r.aof {
-		c.w.Simple("Background append only file rewriting started")
-		return
-	}
-	c.w.Simple("Background saving started")
+	s.bg.Add(1)
+	go s.background()
+	return s, nil
 }
 
-// LASTSAVE
-
-type lastSaveReq struct{}
-
-func parseLastSave([][]byte) (lastSaveReq, error) { return lastSaveReq{}, nil }
-
-func (lastSaveReq) run(c *call) { c.w.Int(c.s.save.last.Load()) }
-
-// SHUTDOWN [NOSAVE | SAVE]: the server stops as Shutdown does; the
-// connection closes without a reply, as in Redis.
-
-type shutdownReq struct{ save, nosave bool }
-
-func parseShutdown(args [][]byte) (shutdownReq, error) {
-	var r shutdownReq
-	for _, a := range args[1:] {
-		switch {
-		case is(a, "SAVE"):
-			r.save = true
-		case is(a, "NOSAVE"):
-			r.nosave = true
-		case is(a, "NOW"), is(a, "FORCE"):
-		default:
-			return r, errSyntax
-		}
+// openDir locks the data directory and loads it.
+func (s *Server) openDir() error {
+	dir := s.cfg.Dir
+	if err := os.MkdirAll(dir, 0o750); err != nil {
+		return fmt.Errorf("%w %s: %v", ErrDataDir, dir, err)
 	}
-	if r.save && r.nosave {
-		return r, errSyntax
+	// The lock keeps two servers out of one data directory.
+	lock, err := vfs.LockFile(filepath.Join(dir, "LOCK"), 0o640)
+	if errors.Is(err, vfs.ErrLocked) {
+		return fmt.Errorf("%w %s: %w", ErrDataDir, dir, ErrDirInUse)
 	}
-	return r, nil
+	if err != nil {
+		return fmt.Errorf("%w %s: %v", ErrDataDir, dir, err)
+	}
+	s.lock = lock
+	return s.recover()
 }
 
-func (r shutdownReq) run(c *call) {
-	if c.cl == nil {
-		return
+// Addr returns the address of the first listener being served, or nil.
+func (s *Server) Addr() net.Addr {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for ln := range s.mu.listeners {
+		return ln.Addr()
 	}
-	s := c.s
-	save := (s.cfg.SaveOnShutdown || r.save) && !r.nosave && s.cfg.Dir != ""
-	c.cl.quit = true
-	go func() {
-		if err := s.stop(context.Background(), save); err != nil {
-			s.logf("shutdown: %v", err)
-		}
+	return nil
+}
+
+// ListenAndServe listens on cfg.Addr and serves until Shutdown, after
+// which it returns ErrClosed.
+func (s *Server) ListenAndServe() error {
+	if err := s.checkProtected(s.cfg.Addr); err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", s.cfg.Addr)
+	if err != nil {
+		return err
+	}
+	return s.Serve(ln)
+}
+
+// checkProtected applies protected mode to a listening address.
+func (s *Server) checkProtected(addr string) error {
+	if !s.cfg.ProtectedMode || s.cfg.Password != "" {
+		return nil
+	}
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return err
+	}
+	if host == "localhost" {
+		return nil
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
+		return nil
+	}
+	return fmt.Errorf("%w: %s", ErrProtectedMode, addr)
+}
+
+// Serve accepts connections on ln, one goroutine each, until Shutdown;
+// it closes ln and returns ErrClosed then, or the accept error that
+// stopped it.
+func (s *Server) Serve(ln net.Listener) error {
+	if err := s.checkProtected(ln.Addr().String()); err != nil {
+		ln.Close()
+		return err
+	}
+	s.mu.Lock()
+	if s.closing.Load() {
+		s.mu.Unlock()
+		ln.Close()
+		return ErrClosed
+	}
+	s.mu.listeners[ln] = struct{}{}
+	s.mu.Unlock()
+	s.loopsOnce.Do(s.startLoops)
+	defer func() {
+		s.mu.Lock()
+		delete(s.mu.listeners, ln)
+		s.mu.Unlock()
+		ln.Close()
 	}()
+	var delay time.Duration
+	for {
+		nc, err := ln.Accept()
+		if err != nil {
+			if s.closing.Load() {
+				return ErrClosed
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() || errors.Is(err, os.ErrDeadlineExceeded) {
+				return err
+			}
+			// Out of file descriptors and the like: wait and go on.
+			delay = min(max(2*delay, 5*time.Millisecond), time.Second)
+			s.logf("accept: %v; retrying in %v", err, delay)
+			time.Sleep(delay)
+			continue
+		}
+		delay = 0
+		s.conns.Add(1)
+		go s.serveConn(nc)
+	}
+}
+
+// Shutdown stops the server gracefully: it stops accepting connections,
+// lets each connection finish the commands it has received, closes them,
+// flushes and fsyncs the log, takes a snapshot if cfg.SaveOnShutdown, and
+// unlocks the data directory. If ctx ends first, the connections still
+// open are closed at once (a command whose reply was not sent was not
+// acknowledged), and, when the append-only log is on, a snapshot being
+// written is abandoned and none is taken: the log keeps every write, and
+// the next New replays it. The log is flushed and fsynced in every case,
+// and without a log the snapshot is taken whatever ctx says. Shutdown
+// returns the first error of the log or the snapshot; later calls wait
+// for the first and return its result.
+func (s *Server) Shutdown(ctx context.Context) error {
+	return s.stop(ctx, s.cfg.SaveOnShutdown)
+}
+
+// Close stops the server at once: connections are closed without
+// finishing their commands, the log is flushed, no snapshot is taken.
+func (s *Server) Close() error {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	return s.stop(ctx, false)
+}
+
+// Done returns a channel closed when the server has shut down, after
+// Shutdown, Close or a client's SHUTDOWN command.
+func (s *Server) Done() <-chan struct{} { return s.shutdown.done }
+
+func (s *Server) stop(ctx context.Context, save bool) error {
+	s.shutdown.once.Do(func() {
+		s.shutdown.err = s.doStop(ctx, save)
+		close(s.shutdown.done)
+	})
+	<-s.shutdown.done
+	return s.shutdown.err
+}
+
+func (s *Server) doStop(ctx context.Context, save bool) error {
+	if s.aof != nil {
+		stopAbandon := context.AfterFunc(ctx, func() { s.save.abandon.Store(true) })
+		defer stopAbandon()
+	}
+	s.mu.Lock()
+	s.closing.Store(true)
+	for ln := range s.mu.listeners {
+		ln.Close()
+	}
+	// Wake the connections waiting for requests; those running commands
+	// finish what they have read first (client.go).
+	for c := range s.mu.clients {
+		c.wake(false)
+	}
+	s.mu.Unlock()
+	// A Serve starting now gets no loops: its listener is closed, and
+	// s.loops is settled for the reads below.
+	s.loopsOnce.Do(func() {})
+	s.wakeLoops(false)
+
+	waited := make(chan struct{})
+	go func() { s.conns.Wait(); close(waited) }()
+	select {
+	case <-waited:
+	case <-ctx.Done():
+		s.mu.Lock()
+		for c := range s.mu.clients {
+			c.wake(true)
+		}
+		s.mu.Unlock()
+		s.wakeLoops(true)
+		<-waited
+	}
+	s.stopLoops()
+	close(s.stopBG)
+	s.bg.Wait()
+
+	var err error
+	if save && s.cfg.Dir != "" {
+		serr := errSnapshotAbandoned
+		if s.aof == nil || ctx.Err() == nil {
+			serr = s.snapshot()
+		}
+		switch {
+		case serr == errSnapshotAbandoned:
+			s.logf("no snapshot on shutdown: out of time; the log keeps every write, and the next start replays it")
+		case serr != nil:
+			err = serr
+			s.logf("snapshot on shutdown: %v", serr)
+		}
+	}
+	if s.aof != nil {
+		if cerr := s.aof.close(); cerr != nil && err == nil {
+			err = cerr
+		}
+	}
+	if s.lock != nil {
+		s.lock.Close()
+	}
+	return err
+}
+
+// background takes the periodic snapshots, fsyncs the log every second
+// under SyncEverySecond, and starts a snapshot when the log has grown.
+func (s *Server) background() {
+	defer s.bg.Done()
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	lastSave := time.Now()
+	for {
+		select {
+		case <-s.stopBG:
+			return
+		case now := <-tick.C:
+			if s.aof != nil && s.cfg.Sync == SyncEverySecond {
+				if err := s.aof.sync(); err != nil {
+					s.logf("append-only log: %v", err)
+				}
+			}
+			if s.cfg.Dir == "" || s.save.running.Load() {
+				continue
+			}
+			due := s.cfg.SaveInterval > 0 && now.Sub(lastSave) >= s.cfg.SaveInterval && s.ks.dirty.Load()
+			if s.aof != nil && s.cfg.RewriteMinSize > 0 {
+				size := s.aof.size()
+				if size > s.cfg.RewriteMinSize && size > s.save.fileSize.Load() {
+					due = true
+				}
+			}
+			if due {
+				lastSave = now
+				s.bgSnapshot()
+			}
+		}
+	}
 }

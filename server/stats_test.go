@@ -234,7 +234,7 @@ func TestStatsProtocolAndOutputErrors(t *testing.T) {
 func TestStatsPersistence(t *testing.T) {
 	parallel(t)
 	cfg := testConfig(t)
-	cfg.Fsync = FsyncAlways
+	cfg.Sync = SyncAlways
 	s, addr := startServer(t, cfg)
 	c := dial(t, addr)
 	c.do("CF.RESERVE", "k", "1000")

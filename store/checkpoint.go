@@ -9,6 +9,8 @@ import (
 	"hash/crc32"
 	"io"
 	"path/filepath"
+	"sync"
+	"sync/atomic"
 
 	"github.com/dedupkit/cuckoo/internal/vfs"
 )
@@ -28,17 +30,17 @@ import (
 //	| stash × (hash u64, location u64) | chunks × 8192 × u64 slots | crc32c u32 of all |
 //	+----------------------------------+---------------------------+-------------------+
 //
-// The entries are the first count segments of the log when the
+// The entries are the first count files of the log when the
 // checkpoint was taken; the last of them was then possibly the active
-// segment. size is how many of a segment's bytes the checkpoint covers,
+// log file. size is how many of a log file's bytes the checkpoint covers,
 // all of them written and synced before the checkpoint was; crc32c is
 // the CRC-32C of those bytes, header included (so that Open can go on
-// computing the segment's checksum from there); slot is the number the
-// index's locations name the segment by. A segment shorter than its
+// computing the log file's checksum from there); slot is the number the
+// index's locations name the log file by. A log file shorter than its
 // size in a checkpoint has lost synced records: Open reports it.
 //
 // Version 1, written by Close in the first version of the store, has
-// entries of (id u64, size u64, slot u64) for every segment of the log;
+// entries of (id u64, size u64, slot u64) for every log file of the log;
 // Open reads it. The formats are frozen.
 const (
 	idxMagic    = "CKSTIDX\n"
@@ -46,7 +48,7 @@ const (
 	idxVersion  = 2
 	idxName     = "INDEX"
 	idxFixed    = 40 // magic to live
-	idxEntry    = 24 // a segment entry, in either version
+	idxEntry    = 24 // a log file entry, in either version
 	idxGeometry = 40 // level to chunks
 )
 
@@ -55,11 +57,11 @@ type checkpoint struct {
 	version       int
 	seed, nextSeq uint64
 	live          int64
-	segs          []ckSeg
+	files         []ckFile
 }
 
-// ckSeg is a segment as a checkpoint records it.
-type ckSeg struct {
+// ckFile is a log file as a checkpoint records it.
+type ckFile struct {
 	id   uint64
 	size int64
 	slot uint64
@@ -73,15 +75,15 @@ func encodeIndex(w io.Writer, c checkpoint, ix *index) error {
 	var b []byte
 	b = append(b, idxMagic...)
 	b = binary.LittleEndian.AppendUint32(b, idxVersion)
-	b = binary.LittleEndian.AppendUint32(b, uint32(len(c.segs)))
+	b = binary.LittleEndian.AppendUint32(b, uint32(len(c.files)))
 	b = binary.LittleEndian.AppendUint64(b, c.seed)
 	b = binary.LittleEndian.AppendUint64(b, c.nextSeq)
 	b = binary.LittleEndian.AppendUint64(b, uint64(c.live))
-	for _, sg := range c.segs {
-		b = binary.LittleEndian.AppendUint64(b, sg.id)
-		b = binary.LittleEndian.AppendUint64(b, uint64(sg.size))
-		b = binary.LittleEndian.AppendUint32(b, uint32(sg.slot))
-		b = binary.LittleEndian.AppendUint32(b, sg.crc)
+	for _, lf := range c.files {
+		b = binary.LittleEndian.AppendUint64(b, lf.id)
+		b = binary.LittleEndian.AppendUint64(b, uint64(lf.size))
+		b = binary.LittleEndian.AppendUint32(b, uint32(lf.slot))
+		b = binary.LittleEndian.AppendUint32(b, lf.crc)
 	}
 	b = binary.LittleEndian.AppendUint32(b, uint32(ix.level))
 	b = binary.LittleEndian.AppendUint32(b, uint32(ix.top))
@@ -143,7 +145,7 @@ func decodeIndex(r io.Reader, total int64, seed uint64) (checkpoint, *index, err
 	c.seed = binary.LittleEndian.Uint64(b[16:])
 	c.nextSeq = binary.LittleEndian.Uint64(b[24:])
 	c.live = int64(binary.LittleEndian.Uint64(b[32:]))
-	if c.seed != seed || n == 0 || n > maxSegments || c.live < 0 {
+	if c.seed != seed || n == 0 || n > maxLogFiles || c.live < 0 {
 		return bad("does not match the store")
 	}
 	if total < int64(idxFixed+idxEntry*n+idxGeometry+4) {
@@ -156,21 +158,21 @@ func decodeIndex(r io.Reader, total int64, seed uint64) (checkpoint, *index, err
 	used := map[uint64]bool{}
 	for i := range n {
 		e := b[idxEntry*i:]
-		sg := ckSeg{id: binary.LittleEndian.Uint64(e), size: int64(binary.LittleEndian.Uint64(e[8:]))}
+		lf := ckFile{id: binary.LittleEndian.Uint64(e), size: int64(binary.LittleEndian.Uint64(e[8:]))}
 		if c.version == idxVersion1 {
-			sg.slot = binary.LittleEndian.Uint64(e[16:])
+			lf.slot = binary.LittleEndian.Uint64(e[16:])
 		} else {
-			sg.slot = uint64(binary.LittleEndian.Uint32(e[16:]))
-			sg.crc = binary.LittleEndian.Uint32(e[20:])
+			lf.slot = uint64(binary.LittleEndian.Uint32(e[16:]))
+			lf.crc = binary.LittleEndian.Uint32(e[20:])
 		}
-		if sg.slot >= maxSegments || used[sg.slot] {
-			return bad("bad segment slot")
+		if lf.slot >= maxLogFiles || used[lf.slot] {
+			return bad("bad log file slot")
 		}
-		if sg.size < segHeaderSize || sg.size > maxSegmentSize+recPrefix+maxRecord {
-			return bad("bad segment size")
+		if lf.size < logHeaderSize || lf.size > maxLogFileSize+recPrefix+maxRecord {
+			return bad("bad log file size")
 		}
-		used[sg.slot] = true
-		c.segs = append(c.segs, sg)
+		used[lf.slot] = true
+		c.files = append(c.files, lf)
 	}
 	g := b[idxEntry*n:]
 	ix := &index{
@@ -220,123 +222,154 @@ func decodeIndex(r io.Reader, total int64, seed uint64) (checkpoint, *index, err
 	return c, ix, nil
 }
 
-// Checkpoints while a Store runs. A checkpoint is due once the records
-// written since the last one reach the larger of the minimum and the
-// ratio times the keys (options), or once the log has grown by
-// ckBytesFactor times the index's size, and at least ckMinBytes, since
-// (so that large values do not make the tail long to read).
+// A checkpoint is also due once the log has grown by ckBytesFactor times
+// the index's size, and at least ckMinBytes, since the last (so that large
+// values do not make the tail long to read).
 const (
-	// DefaultCheckpointRatio is the share of the keys that the records
-	// written since the last checkpoint must reach before the next.
-	DefaultCheckpointRatio = 1.0 / 16
-	// DefaultCheckpointMin is the least number of records written
-	// between checkpoints.
-	DefaultCheckpointMin = 1 << 18
-
 	ckBytesFactor = 8
 	ckMinBytes    = 256 << 20
 )
 
-// WithCheckpoints sets when a Store checkpoints its index while it runs:
-// once the records written since the last checkpoint are at least
-// minRecords and at least ratio times the keys (or the log has grown by 8
-// times the index's size, and at least 256 MiB, since). A crash then
-// costs Open the replay of those records at most, instead of the whole
-// log; each checkpoint costs a write of the index (about 9 bytes per
-// key), written in the background while reads and writes go on (a
-// write copies a 64 KiB part of the index it changes while the
-// checkpoint is encoded), and a sync of the log. ratio 0 turns them off: only Close and
-// Compact write one. Default DefaultCheckpointRatio,
-// DefaultCheckpointMin.
-func WithCheckpoints(ratio float64, minRecords int) Option {
-	return func(o *options) { o.ckRatio, o.ckMin = ratio, uint64(max(minRecords, 1)) }
+// checkpointer writes the index checkpoints of a log: it counts what is
+// written since the last, says when the next is due, and writes one from
+// a snapshot the Store takes of its index. Its counts are under the
+// Store's wmu.
+type checkpointer struct {
+	log    *appendLog
+	ratio  float64 // WithCheckpoints: records since the last, per key
+	min    uint64  // and at least this many
+	inline bool    // due checkpoints run in the writer, after wmu (tests)
+
+	mu           sync.Mutex // one checkpoint written at a time
+	sinceRecords uint64     // records written (or replayed by Open) since the last checkpoint was taken
+	sinceBytes   int64      // their bytes
+	running      bool       // a background checkpoint is under way
+	replayed     uint64     // records Open replayed
+	written      atomic.Uint64
+	err          atomic.Pointer[error] // the last failed checkpoint's error
 }
 
-// checkpointDue reports whether a checkpoint should start. Call it with
-// wmu held.
-func (s *Store) checkpointDue() bool {
-	if s.opt.ckRatio <= 0 || s.closing || s.remapping || s.ckRunning {
+// counted counts a record of n bytes written (or replayed) since the last
+// checkpoint.
+func (c *checkpointer) counted(n int) {
+	c.sinceRecords++
+	c.sinceBytes += int64(n)
+}
+
+// due reports whether a checkpoint should start, for an index of keys
+// keys and indexBytes bytes; held says that one may not start now.
+func (c *checkpointer) due(keys, indexBytes uint64, held bool) bool {
+	if c.ratio <= 0 || held || c.running {
 		return false
 	}
-	keys := float64(s.mu.ix.count)
-	return s.sinceRecords >= max(s.opt.ckMin, uint64(s.opt.ckRatio*keys)) ||
-		s.sinceBytes >= max(ckMinBytes, ckBytesFactor*int64(s.mu.ix.bytes()))
+	return c.sinceRecords > 0 && c.sinceRecords >= max(c.min, uint64(c.ratio*float64(keys))) ||
+		c.sinceBytes >= max(ckMinBytes, ckBytesFactor*int64(indexBytes))
+}
+
+// failed records the error of a checkpoint that failed (Stats reports it).
+func (c *checkpointer) failed(err error) { c.err.Store(&err) }
+
+// snapshot is what a checkpoint records, as the Store gives it: the
+// checkpoint's header, a snapshot of the index, how much of the log must
+// be synced before the checkpoint names it, and unshare, which ends the
+// snapshot's sharing of the index's chunks.
+type snapshot struct {
+	ck      checkpoint
+	index   *index
+	target  uint64
+	unshare func()
+}
+
+// write writes the INDEX file for the snapshot take returns (with no
+// index: nothing to write). take runs with wmu held, for O(chunks); the
+// snapshot is encoded without the lock, so writers and readers go on;
+// then the log is synced up to what the checkpoint covers, and only then
+// is INDEX replaced (written to INDEX.tmp, synced, renamed, the directory
+// synced): a checkpoint never records a byte of the log that is not
+// synced. An error leaves the last checkpoint in place; Open then
+// replays more of the log.
+func (c *checkpointer) write(take func() (snapshot, error)) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.log.wmu.Lock()
+	snap, err := take()
+	if err == nil && snap.index != nil {
+		// Counted from now, whether this checkpoint is written or fails
+		// (a full disk is not retried at every write).
+		c.sinceRecords, c.sinceBytes = 0, 0
+	}
+	c.log.wmu.Unlock()
+	if err != nil || snap.index == nil {
+		return err
+	}
+	// The snapshot is shared until it is encoded, or until the file to
+	// encode it to could not be created.
+	_, err = vfs.Replace(c.log.fs, filepath.Join(c.log.dir, idxName), func(f vfs.File) error {
+		err := encodeIndex(&fileWriter{f: f}, snap.ck, snap.index)
+		snap.unshare()
+		if err != nil {
+			return err
+		}
+		// The log up to the checkpoint is synced before the checkpoint
+		// names it.
+		return c.log.syncTo(snap.target)
+	})
+	snap.unshare()
+	if err != nil {
+		return fmt.Errorf("store: writing the index checkpoint: %w", err)
+	}
+	c.written.Add(1)
+	return nil
+}
+
+// checkpoint writes the INDEX file for the log as it is now (see
+// checkpointer.write). It does nothing while a compaction has the index
+// point at log files the manifest no longer lists.
+func (s *Store) checkpoint() error { return s.checkpointer.write(s.snapshot) }
+
+// checkpointNow is liveIndex.checkpointNow.
+func (s *Store) checkpointNow() {
+	if err := s.checkpoint(); err != nil {
+		s.checkpointer.failed(err)
+	}
+}
+
+// snapshot takes what a checkpoint of the store now records: with the
+// buffered records written, the log files as they are, the key counters,
+// and a snapshot of the index whose chunks the index copies before it
+// writes them (until unshare). Call it with wmu held.
+func (s *Store) snapshot() (snapshot, error) {
+	if err := s.writable(); err != nil || s.compactor.remapping {
+		return snapshot{}, err
+	}
+	if err := s.log.flush(); err != nil {
+		return snapshot{}, err
+	}
+	ck := checkpoint{seed: s.seed, nextSeq: s.nextSeq, live: s.live}
+	for _, lf := range s.log.order {
+		ck.files = append(ck.files, ckFile{id: lf.id, size: lf.size, slot: lf.slot, crc: lf.crc})
+	}
+	ix := s.mu.ix
+	var once sync.Once
+	return snapshot{ck: ck, index: ix.snapshot(), target: s.log.written, unshare: func() {
+		once.Do(func() {
+			s.wmu.Lock()
+			ix.unshare()
+			s.wmu.Unlock()
+		})
+	}}, nil
 }
 
 // runCheckpoint writes the checkpoint afterWrite found due (in the
 // background, but for the inline checkpoints of tests).
 func (s *Store) runCheckpoint() {
 	defer s.bg.Done()
-	err := s.checkpoint()
-	if err != nil && !errors.Is(err, ErrClosed) {
-		s.ckErr.Store(&err)
+	if err := s.checkpoint(); err != nil && !errors.Is(err, ErrClosed) {
+		s.checkpointer.failed(err)
 	}
 	s.wmu.Lock()
-	s.ckRunning = false
+	s.checkpointer.running = false
 	s.wmu.Unlock()
-}
-
-// checkpoint writes the INDEX file for the log as it is now. With wmu
-// held, for O(chunks), it takes a snapshot of the index whose chunks the
-// index copies before it writes them; it encodes the snapshot without
-// the lock, so writers and readers go on; then it syncs the log up to
-// what the checkpoint covers, and only then replaces INDEX (written to
-// INDEX.tmp, synced, renamed, the directory synced): a checkpoint never
-// records a byte of the log that is not synced. It does nothing while a
-// compaction has the index point at segments the manifest no longer
-// lists. An error leaves the last checkpoint in place; Open then
-// replays more of the log.
-func (s *Store) checkpoint() error {
-	s.ckMu.Lock()
-	defer s.ckMu.Unlock()
-	s.wmu.Lock()
-	if err := s.writable(); err != nil || s.remapping {
-		s.wmu.Unlock()
-		return err
-	}
-	if err := s.flush(); err != nil {
-		s.wmu.Unlock()
-		return err
-	}
-	ck := checkpoint{seed: s.seed, nextSeq: s.nextSeq, live: s.live}
-	for _, sg := range s.mu.order {
-		ck.segs = append(ck.segs, ckSeg{id: sg.id, size: sg.size, slot: sg.slot, crc: sg.crc})
-	}
-	ix := s.mu.ix
-	snap := ix.snapshot()
-	target := s.written
-	// Counted from now, whether this checkpoint is written or fails (a
-	// full disk is not retried at every write).
-	s.sinceRecords, s.sinceBytes = 0, 0
-	s.wmu.Unlock()
-
-	// The snapshot is shared until it is encoded, or until the file to
-	// encode it to could not be created.
-	shared := true
-	unshare := func() {
-		if shared {
-			shared = false
-			s.wmu.Lock()
-			ix.unshare()
-			s.wmu.Unlock()
-		}
-	}
-	_, err := vfs.Replace(s.fs, filepath.Join(s.dir, idxName), func(f vfs.File) error {
-		err := encodeIndex(&fileWriter{f: f}, ck, snap)
-		unshare()
-		if err != nil {
-			return err
-		}
-		// The log up to the checkpoint is synced before the checkpoint
-		// names it.
-		return s.syncTo(target)
-	})
-	unshare()
-	if err != nil {
-		return fmt.Errorf("store: writing the index checkpoint: %w", err)
-	}
-	s.checkpoints.Add(1)
-	return nil
 }
 
 // fileWriter writes a file from its start, in order.

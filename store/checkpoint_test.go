@@ -22,7 +22,7 @@ import (
 func TestCheckpointBoundsReplay(t *testing.T) {
 	rng := testseed.Rand(t)
 	fs := store.NewMemFS()
-	opts := []store.Option{store.WithFS(fs), store.WithSync(store.SyncAlways), store.WithSegmentSize(16 << 10),
+	opts := []store.Option{store.WithFS(fs), store.WithSync(store.SyncAlways), store.WithLogFileSize(16 << 10),
 		store.WithAutoCompact(0, 0), store.WithCheckpoints(0.1, 200), store.WithInlineCheckpoints()}
 	s, err := store.Open("db", opts...)
 	if err != nil {
@@ -79,16 +79,16 @@ func TestCheckpointBoundsReplay(t *testing.T) {
 
 // crashedWithCheckpoints is a store left by a crash, written with
 // checkpoints every 100 records or so: a checkpoint covers most of its
-// sealed segments.
+// sealed log files.
 func crashedWithCheckpoints(t *testing.T, ops int) ackedStore {
 	t.Helper()
 	return buildAcked(t, testseed.Rand(t), ops, ops/5, false, store.WithCheckpoints(0.05, 100), store.WithInlineCheckpoints())
 }
 
-// TestTruncateWithCheckpoints cuts each segment of a store left by a crash
+// TestTruncateWithCheckpoints cuts each log file of a store left by a crash
 // after periodic checkpoints at every ~100th offset and every record
 // boundary: Open either returns ErrCorrupt or has every acknowledged
-// write. A cut of the active segment below what the checkpoint covers
+// write. A cut of the active log file below what the checkpoint covers
 // is ErrCorrupt; past it, a torn tail.
 func TestTruncateWithCheckpoints(t *testing.T) {
 	ops := 400
@@ -98,8 +98,8 @@ func TestTruncateWithCheckpoints(t *testing.T) {
 	rng := testseed.Rand(t)
 	base := crashedWithCheckpoints(t, ops)
 	corrupt, opened := 0, 0
-	for _, seg := range segments(base.fs) {
-		c, o := cutAndOpen(t, base, seg, cuts(rng, base.fs.ReadFileBytes(seg)))
+	for _, file := range logFiles(base.fs) {
+		c, o := cutAndOpen(t, base, file, cuts(rng, base.fs.ReadFileBytes(file)))
 		corrupt, opened = corrupt+c, opened+o
 	}
 	if corrupt == 0 {
@@ -141,11 +141,11 @@ func openFlipped(t *testing.T, fs *store.MemFS, want map[string]string, what str
 }
 
 // TestFlippedBitsLog flips a bit at every ~100th offset (and in every
-// byte of the header) of every sealed segment of a store left by a crash
+// byte of the header) of every sealed log file of a store left by a crash
 // with periodic checkpoints and of one left by a crash with none, and of
-// every segment of one closed cleanly. Open refuses the store, or the
+// every log file of one closed cleanly. Open refuses the store, or the
 // damage shows in Get of the keys it touches and in Verify: never a
-// wrong value. (The records of the active segment that no checkpoint
+// wrong value. (The records of the active log file that no checkpoint
 // covers are those a crash may tear: a damaged last one is cut.)
 func TestFlippedBitsLog(t *testing.T) {
 	ops := 300
@@ -161,18 +161,18 @@ func TestFlippedBitsLog(t *testing.T) {
 	for name, base := range bases {
 		t.Run(name, func(t *testing.T) {
 			refused, opened := 0, 0
-			segs := segments(base.fs)
+			files := logFiles(base.fs)
 			if strings.HasPrefix(name, "crash") {
-				segs = segs[:len(segs)-1]
+				files = files[:len(files)-1]
 			}
-			for _, seg := range segs {
-				full := base.fs.ReadFileBytes(seg)
-				for _, at := range flips(len(full), segHeader) {
+			for _, file := range files {
+				full := base.fs.ReadFileBytes(file)
+				for _, at := range flips(len(full), logHeader) {
 					fs := base.fs.Clone()
 					b := append([]byte(nil), full...)
 					b[at] ^= 1 << rng.IntN(8)
-					fs.WriteFileBytes(seg, b)
-					if openFlipped(t, fs, base.want, fmt.Sprintf("%s, bit of byte %d flipped", seg, at)) {
+					fs.WriteFileBytes(file, b)
+					if openFlipped(t, fs, base.want, fmt.Sprintf("%s, bit of byte %d flipped", file, at)) {
 						refused++
 					} else {
 						opened++
@@ -185,7 +185,7 @@ func TestFlippedBitsLog(t *testing.T) {
 }
 
 // TestDamagedCheckpoint flips a bit in every byte of the checkpoint's
-// header and segment table and in one byte in every ~100 of the rest,
+// header and log file table and in one byte in every ~100 of the rest,
 // and cuts it short: Open falls back to the log (a damaged checkpoint is
 // a cache lost) and has every acknowledged write, or refuses the store.
 func TestDamagedCheckpoint(t *testing.T) {
@@ -226,8 +226,8 @@ func TestDamagedCheckpoint(t *testing.T) {
 // the offset.
 func TestCheckpointLengths(t *testing.T) {
 	base := buildAcked(t, testseed.Rand(t), 300, 60, true)
-	segs := segments(base.fs)
-	last, sealed := segs[len(segs)-1], segs[0]
+	files := logFiles(base.fs)
+	last, sealed := files[len(files)-1], files[0]
 	wantCorrupt := func(fs *store.MemFS, file string, offset int64, what string) {
 		t.Helper()
 		_, err := store.Open("db", store.WithFS(fs))
@@ -239,7 +239,7 @@ func TestCheckpointLengths(t *testing.T) {
 	fs := base.fs.Clone()
 	b := fs.ReadFileBytes(last)
 	fs.WriteFileBytes(last, b[:len(b)-1])
-	wantCorrupt(fs, last, int64(len(b)-1), "the active segment a byte shorter than the checkpoint says")
+	wantCorrupt(fs, last, int64(len(b)-1), "the active log file a byte shorter than the checkpoint says")
 
 	for _, withIndex := range []bool{true, false} {
 		fs = base.fs.Clone()
@@ -247,18 +247,18 @@ func TestCheckpointLengths(t *testing.T) {
 			fs.Remove("db/INDEX")
 		}
 		b = fs.ReadFileBytes(sealed)
-		fs.WriteFileBytes(sealed, append(b, b[segHeader:segHeader+30]...))
-		wantCorrupt(fs, sealed, int64(len(b)), fmt.Sprintf("a sealed segment longer than recorded (checkpoint %v)", withIndex))
+		fs.WriteFileBytes(sealed, append(b, b[logHeader:logHeader+30]...))
+		wantCorrupt(fs, sealed, int64(len(b)), fmt.Sprintf("a sealed log file longer than recorded (checkpoint %v)", withIndex))
 		fs.WriteFileBytes(sealed, b[:len(b)-30])
-		wantCorrupt(fs, sealed, int64(len(b)-30), fmt.Sprintf("a sealed segment shorter than recorded (checkpoint %v)", withIndex))
+		wantCorrupt(fs, sealed, int64(len(b)-30), fmt.Sprintf("a sealed log file shorter than recorded (checkpoint %v)", withIndex))
 	}
 
-	// Two records swapped in a sealed segment: each intact, but not what
-	// was sealed. Open reads the segment whole only without a
+	// Two records swapped in a sealed log file: each intact, but not what
+	// was sealed. Open reads the log file whole only without a
 	// checkpoint; Verify always. (fillFixed's records are all of one
 	// length.)
 	fs = store.NewMemFS()
-	s, err := store.Open("db", store.WithFS(fs), store.WithSeed(1), store.WithSegmentSize(4<<10))
+	s, err := store.Open("db", store.WithFS(fs), store.WithSeed(1), store.WithLogFileSize(4<<10))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -270,15 +270,15 @@ func TestCheckpointLengths(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	sealed = segments(fs)[0]
+	sealed = logFiles(fs)[0]
 	b = fs.ReadFileBytes(sealed)
-	first := append([]byte(nil), b[segHeader:segHeader+recSize]...)
-	copy(b[segHeader:], b[segHeader+recSize:segHeader+2*recSize])
-	copy(b[segHeader+recSize:], first)
+	first := append([]byte(nil), b[logHeader:logHeader+recSize]...)
+	copy(b[logHeader:], b[logHeader+recSize:logHeader+2*recSize])
+	copy(b[logHeader+recSize:], first)
 	fs.WriteFileBytes(sealed, b)
 	noIndex := fs.Clone()
 	noIndex.Remove("db/INDEX")
-	wantCorrupt(noIndex, sealed, segHeader, "two records swapped")
+	wantCorrupt(noIndex, sealed, logHeader, "two records swapped")
 	s, err = store.Open("db", store.WithFS(fs))
 	if err != nil {
 		t.Fatal(err)
@@ -286,7 +286,7 @@ func TestCheckpointLengths(t *testing.T) {
 	defer s.Close()
 	var ce *store.CorruptError
 	if err := s.Verify(); !errors.As(err, &ce) || ce.File != sealed {
-		t.Fatalf("Verify of a sealed segment with two records swapped: %v", err)
+		t.Fatalf("Verify of a sealed log file with two records swapped: %v", err)
 	}
 }
 
@@ -296,7 +296,7 @@ func TestCheckpointLengths(t *testing.T) {
 func TestStaleCheckpoint(t *testing.T) {
 	base := buildAcked(t, testseed.Rand(t), 300, 60, true)
 	old := base.fs.ReadFileBytes("db/INDEX")
-	s, err := store.Open("db", store.WithFS(base.fs), store.WithSegmentSize(4<<10))
+	s, err := store.Open("db", store.WithFS(base.fs), store.WithLogFileSize(4<<10))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -324,7 +324,7 @@ func TestStaleCheckpoint(t *testing.T) {
 // the values written, and a crash at the end loses no acknowledged write.
 func TestCheckpointConcurrent(t *testing.T) {
 	fs := store.NewMemFS()
-	s, err := store.Open("db", store.WithFS(fs), store.WithSync(store.SyncAlways), store.WithSegmentSize(64<<10),
+	s, err := store.Open("db", store.WithFS(fs), store.WithSync(store.SyncAlways), store.WithLogFileSize(64<<10),
 		store.WithAutoCompact(0.5, 64<<10), store.WithCheckpoints(0.2, 300))
 	if err != nil {
 		t.Fatal(err)

@@ -5,18 +5,66 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"sync"
+	"sync/atomic"
 )
 
 // errStopped ends a compaction that Close interrupted.
 var errStopped = errors.New("store: compaction stopped by Close")
 
-// Compact rewrites the live records into a new segment and removes the
-// old segments, reclaiming the space of overwritten and deleted records.
-// Reads and writes go on meanwhile: writes go to a new segment started
+// compactor is the state compactions share across a Store's life: the
+// lock that runs one compaction (or Range, or Verify) at a time, and
+// their results.
+type compactor struct {
+	mu      sync.Mutex  // one compaction, Range or Verify at a time
+	running atomic.Bool // a compaction is under way or about to be (no automatic one starts)
+	// remapping is set while a compaction has switched the manifest and
+	// not yet pointed the index at its copies: the index then names log
+	// files the manifest no longer lists, and no checkpoint may record
+	// it. Under wmu.
+	remapping bool
+	done      atomic.Uint64         // compactions completed since Open
+	autoErr   atomic.Pointer[error] // the last automatic compaction's error
+}
+
+// liveIndex is what a compaction asks of the index over the log it
+// rewrites: which records are live, and pointing the index at their
+// copies. The Store implements it.
+type liveIndex interface {
+	// writable returns why the store takes no writes, if it does not.
+	// Called with wmu held.
+	writable() error
+	// appendLive appends to dst, as a Put record, the key of r (a Put
+	// record of the log) with its live value, if r is the first Put of
+	// the key's live incarnation; else it returns dst.
+	appendLive(dst []byte, r record) ([]byte, error)
+	// repoint points every index entry at a log file of old to the copy
+	// of its record in out, holding readers off a batch at a time.
+	repoint(out *logFile, old map[uint64]bool) error
+	// checkpoint writes an index checkpoint, recording a failure in
+	// Stats.
+	checkpointNow()
+}
+
+// compaction is one run of Compact: it rewrites the live records of the
+// sealed log files into new ones, switches the manifest to them, and
+// removes the old files.
+type compaction struct {
+	log   *appendLog
+	index liveIndex
+	state *compactor
+	stop  <-chan struct{} // closed when Close begins
+	old   []*logFile      // the log files it rewrites, in log order
+	isOld map[uint64]bool // their slots
+}
+
+// Compact rewrites the live records into a new log file and removes the
+// old log files, reclaiming the space of overwritten and deleted records.
+// Reads and writes go on meanwhile: writes go to a new log file started
 // when Compact begins, and reads are held only while the index is pointed
-// at the new segment, a few thousand entries at a time.
+// at the new log file, a few thousand entries at a time.
 //
-// It is atomic under a crash at any point: the new segment becomes the
+// It is atomic under a crash at any point: the new log file becomes the
 // log only when a new manifest naming it is renamed into place, so a
 // crash leaves either the old log or the new one, each complete; Open
 // removes the files of the other. A failed Compact (a full disk) leaves
@@ -24,46 +72,77 @@ var errStopped = errors.New("store: compaction stopped by Close")
 // The order of Range is kept. A Store compacts itself when garbage
 // passes a ratio (WithAutoCompact).
 func (s *Store) Compact() error {
-	s.compacting.Store(true)
-	defer s.compacting.Store(false)
+	s.compactor.running.Store(true)
+	defer s.compactor.running.Store(false)
 	return s.compact()
 }
 
 func (s *Store) compact() error {
-	s.compactMu.Lock()
-	defer s.compactMu.Unlock()
+	s.compactor.mu.Lock()
+	defer s.compactor.mu.Unlock()
+	c := &compaction{log: s.log, index: s, state: &s.compactor, stop: s.stop}
+	return c.run()
+}
 
-	// Seal the active segment: what the compaction reads stops changing.
-	s.wmu.Lock()
-	if err := s.writable(); err != nil {
-		s.wmu.Unlock()
+func (c *compaction) run() error {
+	if err := c.seal(); err != nil || len(c.old) == 0 {
 		return err
 	}
-	if s.active().size+int64(len(s.mu.buf)) > segHeaderSize {
-		if err := s.rotate(); err != nil {
-			s.wmu.Unlock()
+	w := &outputWriter{log: c.log}
+	if err := c.copyLive(w); err != nil {
+		w.abandon()
+		return err
+	}
+	if err := c.switchTo(w.outs); err != nil {
+		w.abandon()
+		return err
+	}
+	// Point the index at the copies, a batch at a time.
+	for _, out := range w.outs {
+		if err := c.index.repoint(out, c.isOld); err != nil {
+			return c.log.fail(err)
+		}
+	}
+	c.log.wmu.Lock()
+	c.state.remapping = false
+	c.log.wmu.Unlock()
+	// The checkpoint of the old log names its log files: a new one, before
+	// they go, so that a crash from here on replays only what follows.
+	c.index.checkpointNow()
+	c.removeOld()
+	c.state.done.Add(1)
+	return nil
+}
+
+// seal seals the active log file, so that what the compaction reads stops
+// changing, and takes the sealed log files as the ones to rewrite.
+func (c *compaction) seal() error {
+	l := c.log
+	l.wmu.Lock()
+	defer l.wmu.Unlock()
+	if err := c.index.writable(); err != nil {
+		return err
+	}
+	if l.active().size+int64(len(l.buf)) > logHeaderSize {
+		if err := l.rotate(); err != nil {
 			return err
 		}
 	}
-	old := append([]*segment(nil), s.mu.order[:len(s.mu.order)-1]...)
-	if len(old) == 0 {
-		s.wmu.Unlock()
-		return nil
+	c.old = append([]*logFile(nil), l.order[:len(l.order)-1]...)
+	c.isOld = map[uint64]bool{}
+	for _, lf := range c.old {
+		c.isOld[lf.slot] = true
 	}
-	s.wmu.Unlock()
-	isOld := map[uint64]bool{}
-	for _, sg := range old {
-		isOld[sg.slot] = true
-	}
+	return nil
+}
 
-	// Copy, in log order, each live key at the place of its first Put,
-	// with its value now.
-	w := &segWriter{s: s}
-	for _, sg := range old {
-		sc := newScanner(sg, segHeaderSize, sg.size)
+// copyLive writes to w, in log order, each live key at the place of its
+// first Put, with its value now; then writes and syncs w's output.
+func (c *compaction) copyLive(w *outputWriter) error {
+	for _, lf := range c.old {
+		sc := newScanner(lf, logHeaderSize, lf.size)
 		for {
-			if err := s.stopped(); err != nil {
-				w.abandon()
+			if err := c.stopped(); err != nil {
 				return err
 			}
 			pos := sc.pos
@@ -72,111 +151,92 @@ func (s *Store) compact() error {
 				break
 			}
 			if err != nil {
-				w.abandon()
-				return &CorruptError{File: sg.path, Offset: pos, Detail: err.Error()}
+				return &CorruptError{File: lf.path, Offset: pos, Detail: err.Error()}
 			}
 			if r.kind != kindPut {
 				continue
 			}
-			if err := s.copyLive(w, r, location(sg.slot, pos)); err != nil {
-				w.abandon()
+			if w.buf, err = c.index.appendLive(w.buf, r); err != nil {
+				return err
+			}
+			if err := w.flushIfFull(); err != nil {
 				return err
 			}
 		}
 	}
-	if err := w.finish(); err != nil {
-		w.abandon()
-		return err
-	}
+	return w.finish()
+}
 
-	// Switch: the manifest rename is the commit point.
-	s.wmu.Lock()
-	order := append([]*segment(nil), w.outs...)
-	for _, sg := range s.mu.order {
-		if !isOld[sg.slot] {
-			order = append(order, sg)
+// switchTo makes outs, with the log files written since the compaction
+// began, the log: the manifest rename is the commit point.
+func (c *compaction) switchTo(outs []*logFile) error {
+	l := c.log
+	l.wmu.Lock()
+	defer l.wmu.Unlock()
+	order := append([]*logFile(nil), outs...)
+	for _, lf := range l.order {
+		if !c.isOld[lf.slot] {
+			order = append(order, lf)
 		}
 	}
-	if err := s.writeManifest(order); err != nil {
-		s.wmu.Unlock()
-		w.abandon()
+	if err := l.writeManifest(order); err != nil {
 		return err
 	}
-	// Until the index points at the copies, it names segments the
-	// manifest no longer lists: no checkpoint may record it.
-	s.remapping = true
-	s.mu.Lock()
-	s.mu.order = order
-	s.mu.Unlock()
-	for _, out := range w.outs {
-		s.logBytes += out.size - segHeaderSize // newSegment counted the header
+	c.state.remapping = true
+	l.mu.Lock()
+	l.order = order
+	l.mu.Unlock()
+	for _, out := range outs {
+		l.bytes += out.size - logHeaderSize // newLogFile counted the header
 	}
-	s.wmu.Unlock()
-
-	// Point the index at the copies, a batch at a time.
-	for _, out := range w.outs {
-		if err := s.remap(out, isOld); err != nil {
-			return s.fail(err)
-		}
-	}
-	s.wmu.Lock()
-	s.remapping = false
-	s.wmu.Unlock()
-	// The checkpoint of the old log names its segments: a new one, before
-	// they go, so that a crash from here on replays only what follows.
-	if err := s.checkpoint(); err != nil {
-		s.ckErr.Store(&err)
-	}
-
-	s.wmu.Lock()
-	s.mu.Lock()
-	for _, sg := range old {
-		s.mu.segs[sg.slot] = nil
-		sg.data = nil
-	}
-	s.mu.Unlock()
-	for _, sg := range old {
-		s.logBytes -= sg.size
-		sg.f.Close()
-		s.fs.Remove(sg.path)
-	}
-	s.wmu.Unlock()
-	s.fs.SyncDir(s.dir)
-	s.compactions.Add(1)
 	return nil
 }
 
+// removeOld frees the slots of the rewritten log files and removes them.
+func (c *compaction) removeOld() {
+	l := c.log
+	l.wmu.Lock()
+	l.mu.Lock()
+	for _, lf := range c.old {
+		l.files[lf.slot] = nil
+		lf.data = nil
+	}
+	l.mu.Unlock()
+	for _, lf := range c.old {
+		l.bytes -= lf.size
+		lf.f.Close()
+		l.fs.Remove(lf.path)
+	}
+	l.wmu.Unlock()
+	l.fs.SyncDir(l.dir)
+}
+
 // stopped returns errStopped once Close has begun.
-func (s *Store) stopped() error {
+func (c *compaction) stopped() error {
 	select {
-	case <-s.stop:
+	case <-c.stop:
 		return errStopped
 	default:
 		return nil
 	}
 }
 
-// copyLive copies key r.key to w if the record at loc is the first Put
-// of its live incarnation, with the live value.
-func (s *Store) copyLive(w *segWriter, r record, loc uint64) error {
+// appendLive is liveIndex.appendLive.
+func (s *Store) appendLive(dst []byte, r record) ([]byte, error) {
 	x := s.hash(r.key)
 	s.mu.RLock()
+	defer s.mu.RUnlock()
 	_, live, found, err := s.find(x, r.key)
 	if err == nil && found && live.seq == r.seq {
-		w.add(r.key, live.value, r.seq)
+		dst = appendRecord(dst, kindPut, r.seq, r.key, live.value)
 	}
-	s.mu.RUnlock()
-	if err != nil {
-		return err
-	}
-	return w.flushIfFull()
+	return dst, err
 }
 
-// remap points every index entry at an old segment to its copy in out,
-// holding readers off a batch of records at a time.
-func (s *Store) remap(out *segment, isOld map[uint64]bool) error {
+// repoint is liveIndex.repoint.
+func (s *Store) repoint(out *logFile, isOld map[uint64]bool) error {
 	const batch = 4096
-	sc := newScanner(out, segHeaderSize, out.size)
+	sc := newScanner(out, logHeaderSize, out.size)
 	for done := false; !done; {
 		s.wmu.Lock()
 		s.mu.Lock()
@@ -198,7 +258,7 @@ func (s *Store) remap(out *segment, isOld map[uint64]bool) error {
 				if !isOld[c[i].loc>>32] {
 					continue
 				}
-				b, _, _, err := s.recordBytes(c[i].loc)
+				b, _, _, err := s.log.recordBytes(c[i].loc)
 				if err != nil {
 					continue
 				}
@@ -214,223 +274,95 @@ func (s *Store) remap(out *segment, isOld map[uint64]bool) error {
 	return nil
 }
 
-// segWriter writes a compaction's output through a buffer, into as
-// many segments as the segment size asks. The segments take slots at once
-// (so a rotation meanwhile takes others), and join the log only with the
-// manifest that lists them.
-type segWriter struct {
-	s    *Store
-	outs []*segment
+// outputWriter writes a compaction's output through a buffer, into as
+// many log files as the log file size asks. The log files take slots at
+// once (so a rotation meanwhile takes others), and join the log only
+// with the manifest that lists them.
+type outputWriter struct {
+	log  *appendLog
+	outs []*logFile
 	buf  []byte
 }
 
-func (w *segWriter) add(key, value []byte, seq uint64) {
-	w.buf = appendRecord(w.buf, kindPut, seq, key, value)
-}
-
-func (w *segWriter) flushIfFull() error {
+func (w *outputWriter) flushIfFull() error {
 	if len(w.buf) < 1<<20 {
 		return nil
 	}
 	return w.flush()
 }
 
-func (w *segWriter) flush() error {
+func (w *outputWriter) flush() error {
 	if len(w.buf) == 0 {
 		return nil
 	}
-	s := w.s
-	if n := len(w.outs); n == 0 || w.outs[n-1].size+int64(len(w.buf)) > s.opt.segmentSize && w.outs[n-1].size > segHeaderSize {
+	if n := len(w.outs); n == 0 || w.outs[n-1].size+int64(len(w.buf)) > w.log.fileSize && w.outs[n-1].size > logHeaderSize {
 		if n > 0 {
 			if err := w.outs[n-1].f.Sync(); err != nil {
 				return fmt.Errorf("store: syncing %s: %w", w.outs[n-1].path, err)
 			}
 		}
-		if err := w.addSegment(); err != nil {
+		if err := w.addOutput(); err != nil {
 			return err
 		}
 	}
-	sg := w.outs[len(w.outs)-1]
-	if _, err := sg.f.WriteAt(w.buf, sg.size); err != nil {
-		return fmt.Errorf("store: writing %s: %w", sg.path, err)
+	lf := w.outs[len(w.outs)-1]
+	if _, err := lf.f.WriteAt(w.buf, lf.size); err != nil {
+		return fmt.Errorf("store: writing %s: %w", lf.path, err)
 	}
-	sg.crc = crc32.Update(sg.crc, castagnoli, w.buf)
-	sg.size += int64(len(w.buf))
+	lf.crc = crc32.Update(lf.crc, castagnoli, w.buf)
+	lf.size += int64(len(w.buf))
 	w.buf = w.buf[:0]
 	return nil
 }
 
-// addSegment starts a new output segment and makes it visible to readers.
-func (w *segWriter) addSegment() error {
-	s := w.s
-	s.wmu.Lock()
-	sg, err := s.newSegment()
+// addOutput starts a new output log file and makes it visible to readers.
+func (w *outputWriter) addOutput() error {
+	l := w.log
+	l.wmu.Lock()
+	lf, err := l.newLogFile()
 	if err == nil {
-		s.mu.Lock()
-		s.mu.segs[sg.slot] = sg
-		s.mu.Unlock()
+		l.mu.Lock()
+		l.files[lf.slot] = lf
+		l.mu.Unlock()
 	}
-	s.wmu.Unlock()
+	l.wmu.Unlock()
 	if err != nil {
 		return err
 	}
-	w.outs = append(w.outs, sg)
+	w.outs = append(w.outs, lf)
 	return nil
 }
 
 // finish writes and syncs the output; a compaction that copied nothing
-// still writes one (empty) segment.
-func (w *segWriter) finish() error {
+// still writes one (empty) log file.
+func (w *outputWriter) finish() error {
 	if len(w.outs) == 0 {
-		if err := w.addSegment(); err != nil {
+		if err := w.addOutput(); err != nil {
 			return err
 		}
 	}
 	if err := w.flush(); err != nil {
 		return err
 	}
-	sg := w.outs[len(w.outs)-1]
-	if err := sg.f.Sync(); err != nil {
-		return fmt.Errorf("store: syncing %s: %w", sg.path, err)
+	lf := w.outs[len(w.outs)-1]
+	if err := lf.f.Sync(); err != nil {
+		return fmt.Errorf("store: syncing %s: %w", lf.path, err)
 	}
 	return nil
 }
 
 // abandon removes the output of a compaction that did not commit.
-func (w *segWriter) abandon() {
-	s := w.s
-	s.wmu.Lock()
-	s.mu.Lock()
-	for _, sg := range w.outs {
-		s.mu.segs[sg.slot] = nil
+func (w *outputWriter) abandon() {
+	l := w.log
+	l.wmu.Lock()
+	l.mu.Lock()
+	for _, lf := range w.outs {
+		l.files[lf.slot] = nil
 	}
-	s.mu.Unlock()
-	for _, sg := range w.outs {
-		s.dropSegment(sg)
+	l.mu.Unlock()
+	for _, lf := range w.outs {
+		l.dropLogFile(lf)
 	}
-	s.wmu.Unlock()
+	l.wmu.Unlock()
 	w.outs = nil
-}
-
-// Range calls fn for each key and its value, in the order the keys were
-// first put: a Put of a present key keeps its place, and a key deleted
-// and put again takes a new one at the end (as a Python dict orders its
-// keys). It stops when fn returns false. key and value are valid only
-// during the call. fn may read and write the store, but not call Compact
-// or Range; keys written during Range may or may not be visited, and a
-// key deleted and put again during Range may be visited twice. Range
-// reads the whole log, and holds off compactions until it returns.
-func (s *Store) Range(fn func(key, value []byte) bool) error {
-	s.compactMu.Lock()
-	defer s.compactMu.Unlock()
-	spans, err := s.flushedSpans()
-	if err != nil {
-		return err
-	}
-	var key, value []byte
-	for _, sp := range spans {
-		sc := newScanner(sp.sg, segHeaderSize, sp.end)
-		for {
-			pos := sc.pos
-			_, r, err := sc.next()
-			if err == errEnd {
-				break
-			}
-			if err != nil {
-				return &CorruptError{File: sp.sg.path, Offset: pos, Detail: err.Error()}
-			}
-			if r.kind != kindPut {
-				continue
-			}
-			x := s.hash(r.key)
-			s.mu.RLock()
-			if s.mu.closed {
-				s.mu.RUnlock()
-				return ErrClosed
-			}
-			_, live, found, err := s.find(x, r.key)
-			ok := err == nil && found && live.seq == r.seq
-			if ok {
-				key = append(key[:0], r.key...)
-				value = append(value[:0], live.value...)
-			}
-			s.mu.RUnlock()
-			if err != nil {
-				return err
-			}
-			if ok && !fn(key, value) {
-				return nil
-			}
-		}
-	}
-	return nil
-}
-
-// Verify reads the whole log and checks every record's checksum, as Open
-// does, and the checksum of each segment as a whole: for a sealed one,
-// the one the manifest recorded when it was sealed. It finds damage in
-// the records Open does not read (those an index checkpoint covers),
-// for a store that has been open a long time. It returns a
-// *CorruptError (wrapping ErrCorrupt) for the first damage it finds.
-func (s *Store) Verify() error {
-	s.compactMu.Lock()
-	defer s.compactMu.Unlock()
-	spans, err := s.flushedSpans()
-	if err != nil {
-		return err
-	}
-	for _, sp := range spans {
-		sg := sp.sg
-		head := make([]byte, segHeaderSize)
-		if _, err := sg.f.ReadAt(head, 0); err != nil {
-			return fmt.Errorf("store: reading %s: %w", sg.path, err)
-		}
-		if _, _, err := parseSegHeader(head); err != nil {
-			return &CorruptError{File: sg.path, Detail: err.Error()}
-		}
-		sc := newScanner(sg, segHeaderSize, sp.end)
-		sc.crc = crc32.Checksum(head, castagnoli)
-		for {
-			pos := sc.pos
-			_, _, err := sc.next()
-			if err == errEnd {
-				break
-			}
-			if err != nil {
-				return &CorruptError{File: sg.path, Offset: pos, Detail: err.Error()}
-			}
-		}
-		if sc.crc != sp.crc {
-			return &CorruptError{File: sg.path, Offset: segHeaderSize,
-				Detail: "the segment's records are intact, but its checksum is not the one recorded as they were written (records were changed, removed or moved)"}
-		}
-	}
-	return nil
-}
-
-// span is a segment as far as it was written when a reader of the whole
-// log began: its size and the checksum of its records then.
-type span struct {
-	sg  *segment
-	end int64
-	crc uint32
-}
-
-// flushedSpans writes out what is buffered and returns the log's
-// segments in order, as far as they are written: what Range and Verify
-// read. The caller holds compactMu, so that no segment goes meanwhile.
-func (s *Store) flushedSpans() ([]span, error) {
-	s.wmu.Lock()
-	defer s.wmu.Unlock()
-	if s.mu.closed {
-		return nil, ErrClosed
-	}
-	if err := s.flush(); err != nil {
-		return nil, err
-	}
-	spans := make([]span, len(s.mu.order))
-	for i, sg := range s.mu.order {
-		spans[i] = span{sg, sg.size, sg.crc}
-	}
-	return spans, nil
 }

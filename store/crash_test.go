@@ -64,7 +64,7 @@ func (m *ackModel) check(t *testing.T, s *store.Store) {
 	}
 }
 
-// TestCrashMemFS stops a store at a random write (of a record, a segment,
+// TestCrashMemFS stops a store at a random write (of a record, a log file,
 // a manifest, an index checkpoint; in a Put, a Delete or a Compact),
 // keeps what a crash might keep of the unsynced bytes and names, reopens,
 // and checks that every acknowledged write (SyncAlways) is there and the
@@ -80,7 +80,7 @@ func TestCrashMemFS(t *testing.T) {
 	}
 	fs := store.NewMemFS()
 	opts := func(fs *store.MemFS) []store.Option {
-		return []store.Option{store.WithFS(fs), store.WithSync(store.SyncAlways), store.WithSegmentSize(8 << 10),
+		return []store.Option{store.WithFS(fs), store.WithSync(store.SyncAlways), store.WithLogFileSize(8 << 10),
 			store.WithAutoCompact(0, 0), store.WithCheckpoints(0.1, 40), store.WithInlineCheckpoints()}
 	}
 	m := &ackModel{vals: map[string]string{}}
@@ -163,7 +163,7 @@ func TestCrashChild(t *testing.T) {
 	dir, mode, _ := strings.Cut(arg, ",")
 	seed, _ := strconv.ParseUint(os.Getenv(crashChildEnv+"_SEED"), 10, 64)
 	rng := testseed.New(seed)
-	s, err := store.Open(dir, store.WithSync(store.SyncAlways), store.WithSegmentSize(64<<10), store.WithAutoCompact(0, 0),
+	s, err := store.Open(dir, store.WithSync(store.SyncAlways), store.WithLogFileSize(64<<10), store.WithAutoCompact(0, 0),
 		store.WithCheckpoints(0.1, 50))
 	if err != nil {
 		fmt.Println("error", err)

@@ -12,7 +12,7 @@ import (
 // Records of fillFixed are recSize bytes: prefix 8, kind 1, key length 1,
 // seq 1, key 6, value 19.
 const (
-	segHeader = 40
+	logHeader = 40
 	recSize   = 8 + 1 + 1 + 1 + 6 + 19
 )
 
@@ -33,7 +33,7 @@ func fillFixed(t *testing.T, fs *store.MemFS, n int) {
 	}
 }
 
-func segPath(fs *store.MemFS) string {
+func logFilePath(fs *store.MemFS) string {
 	for _, n := range fs.Names() {
 		if filepath.Ext(n) == ".log" {
 			return n
@@ -51,17 +51,17 @@ func TestTornTailEveryOffset(t *testing.T) {
 	const n = 20
 	base := store.NewMemFS()
 	fillFixed(t, base, n)
-	seg := segPath(base)
-	full := base.ReadFileBytes(seg)
-	if len(full) != segHeader+n*recSize {
-		t.Fatalf("log of %d bytes, want %d", len(full), segHeader+n*recSize)
+	file := logFilePath(base)
+	full := base.ReadFileBytes(file)
+	if len(full) != logHeader+n*recSize {
+		t.Fatalf("log of %d bytes, want %d", len(full), logHeader+n*recSize)
 	}
-	last := segHeader + (n-1)*recSize
+	last := logHeader + (n-1)*recSize
 	for cut := last; cut < len(full); cut++ {
 		fs := base.Clone()
-		fs.WriteFileBytes(seg, full[:cut])
+		fs.WriteFileBytes(file, full[:cut])
 		var ce *store.CorruptError
-		if _, err := store.Open("db", store.WithFS(fs)); !errors.As(err, &ce) || ce.File != seg || ce.Offset != int64(cut) {
+		if _, err := store.Open("db", store.WithFS(fs)); !errors.As(err, &ce) || ce.File != file || ce.Offset != int64(cut) {
 			t.Fatalf("cut at %d, below the length the checkpoint recorded: %v", cut, err)
 		}
 		fs.Remove("db/INDEX") // as after a crash before any checkpoint
@@ -82,7 +82,7 @@ func TestTornTailEveryOffset(t *testing.T) {
 			t.Fatal(err)
 		}
 		s.Close()
-		if got := len(fs.ReadFileBytes(seg)); got != last+8+1+1+1+3+6 {
+		if got := len(fs.ReadFileBytes(file)); got != last+8+1+1+1+3+6 {
 			t.Fatalf("cut at %d: log of %d bytes after a write, want the torn record cut", cut, got)
 		}
 		s, err = store.Open("db", store.WithFS(fs))
@@ -106,11 +106,11 @@ func TestFlippedByte(t *testing.T) {
 			if !checkpoint {
 				fs.Remove("db/INDEX")
 			}
-			seg := segPath(fs)
-			b := fs.ReadFileBytes(seg)
-			rec := segHeader + 17*recSize
+			file := logFilePath(fs)
+			b := fs.ReadFileBytes(file)
+			rec := logHeader + 17*recSize
 			b[rec+at] ^= 0x20
-			fs.WriteFileBytes(seg, b)
+			fs.WriteFileBytes(file, b)
 			s, err := store.Open("db", store.WithFS(fs))
 			if checkpoint {
 				if err != nil {
@@ -129,14 +129,14 @@ func TestFlippedByte(t *testing.T) {
 			if !errors.Is(err, store.ErrCorrupt) || !errors.As(err, &ce) {
 				t.Fatalf("byte %d of record 17 flipped (checkpoint %v): %v", at, checkpoint, err)
 			}
-			if ce.File != seg || ce.Offset != int64(rec) {
-				t.Fatalf("byte %d flipped: error names %s at %d, want %s at %d (%v)", at, ce.File, ce.Offset, seg, rec, err)
+			if ce.File != file || ce.Offset != int64(rec) {
+				t.Fatalf("byte %d flipped: error names %s at %d, want %s at %d (%v)", at, ce.File, ce.Offset, file, rec, err)
 			}
 		}
 	}
-	// A sealed segment: small segments, damage in the first.
+	// A sealed log file: small log files, damage in the first.
 	fs := store.NewMemFS()
-	s, err := store.Open("db", store.WithFS(fs), store.WithSegmentSize(4<<10))
+	s, err := store.Open("db", store.WithFS(fs), store.WithLogFileSize(4<<10))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -144,18 +144,18 @@ func TestFlippedByte(t *testing.T) {
 		s.Put([]byte(fmt.Sprintf("key%03d", i%1000)), []byte(fmt.Sprintf("value %13d", i)))
 	}
 	s.Close()
-	first := segPath(fs)
+	first := logFilePath(fs)
 	b := fs.ReadFileBytes(first)
-	b[len(b)-3] ^= 1 // the last record of a sealed segment is not a tail
+	b[len(b)-3] ^= 1 // the last record of a sealed log file is not a tail
 	fs.WriteFileBytes(first, b)
 	fs.Remove("db/INDEX")
 	if _, err := store.Open("db", store.WithFS(fs)); !errors.Is(err, store.ErrCorrupt) {
-		t.Fatalf("damaged sealed segment: Open: %v", err)
+		t.Fatalf("damaged sealed log file: Open: %v", err)
 	}
 }
 
 // TestForeignFiles: files a store does not write are left alone; a
-// directory of other files is not taken for a store; a segment or a
+// directory of other files is not taken for a store; a log file or a
 // manifest replaced by something else is reported.
 func TestForeignFiles(t *testing.T) {
 	fs := store.NewMemFS()
@@ -176,14 +176,14 @@ func TestForeignFiles(t *testing.T) {
 		t.Fatalf("directory of other files: %v", err)
 	}
 
-	seg := segPath(fs)
-	good := fs.ReadFileBytes(seg)
-	fs.WriteFileBytes(seg, []byte("#!/bin/sh\necho this is not a log segment at all, it is a script\n"))
+	file := logFilePath(fs)
+	good := fs.ReadFileBytes(file)
+	fs.WriteFileBytes(file, []byte("#!/bin/sh\necho this is not a log file at all, it is a script\n"))
 	var ce *store.CorruptError
-	if _, err := store.Open("db", store.WithFS(fs)); !errors.As(err, &ce) || ce.File != seg {
-		t.Fatalf("foreign segment: %v", err)
+	if _, err := store.Open("db", store.WithFS(fs)); !errors.As(err, &ce) || ce.File != file {
+		t.Fatalf("foreign log file: %v", err)
 	}
-	fs.WriteFileBytes(seg, good)
+	fs.WriteFileBytes(file, good)
 	fs.WriteFileBytes("db/MANIFEST", []byte("not a manifest"))
 	if _, err := store.Open("db", store.WithFS(fs)); !errors.As(err, &ce) || ce.File != "db/MANIFEST" {
 		t.Fatalf("foreign manifest: %v", err)

@@ -55,12 +55,12 @@
 // # Durability
 //
 // Every record carries a CRC-32C, and the manifest records the length and
-// checksum of every sealed segment (all but the active one). SyncPolicy
+// checksum of every sealed log file (all but the active one). SyncPolicy
 // says what a crash can lose; the default, SyncEverySecond, loses at
 // most about the last second of writes, SyncAlways nothing that was
 // acknowledged (concurrent writers share each sync). After a crash Open
 // cuts a torn last record written after the last checkpoint; a sealed
-// segment of another length than recorded, a segment shorter than the
+// log file of another length than recorded, a log file shorter than the
 // checkpoint recorded, and any damaged record Open reads are ErrCorrupt
 // with the file and offset: nothing is dropped silently. Compaction is
 // atomic: a crash at any point leaves the old log or the new one. One
@@ -69,8 +69,9 @@
 // # Limits
 //
 // Keys up to MaxKeySize (1 MiB), values up to MaxValueSize (64 MiB);
-// ErrTooLarge beyond. The log is at most 256 segment files (256 GiB at
-// the default segment size of 1 GiB; WithSegmentSize up to 3 GiB).
+// ErrTooLarge beyond. The log is at most 256 log files (256 GiB at
+// the default log file size of 1 GiB; WithLogFileSize from 4 KiB to 3
+// GiB).
 //
 // # Concurrency
 //
@@ -80,8 +81,8 @@
 //
 // # Files
 //
-// The directory holds LOCK, MANIFEST (the segment files, with the length
-// and checksum of the sealed ones; replaced atomically), the segments,
+// The directory holds LOCK, MANIFEST (the log files, with the length
+// and checksum of the sealed ones; replaced atomically), the log files,
 // NNNNNNNNNNNNNNNN.log, and INDEX, the last index checkpoint. log.go,
 // manifest.go and checkpoint.go draw the formats; a store written by the
 // first version (format 1) is read and upgraded.

@@ -19,8 +19,12 @@ var (
 	ErrCorrupt = errors.New("store: corrupt")
 	// ErrTooLarge is returned by Put and PutIfAbsent for a key longer
 	// than MaxKeySize or a value longer than MaxValueSize, and when the
-	// log would need more than its 256 segments; nothing is written.
+	// log would need more than its 256 log files; nothing is written.
 	ErrTooLarge = errors.New("store: too large")
+	// ErrInvalidParameter is wrapped by the error Open returns for an
+	// option given a bad value (a log file size past 3 GiB, an unknown
+	// sync policy, a negative ratio); nothing is opened or created.
+	ErrInvalidParameter = errors.New("store: invalid parameter")
 	// ErrLocked is returned by Open when another process (or another
 	// Store in this one) has the directory open.
 	ErrLocked = errors.New("store: directory is in use by another process")

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"math"
 	"syscall"
 	"testing"
 
@@ -173,5 +174,62 @@ func TestTooLarge(t *testing.T) {
 	}
 	if s.Len() != 1 {
 		t.Fatalf("Len %d", s.Len())
+	}
+}
+
+// TestOpenRefusesBadOptions: an option given a value out of its range
+// makes Open fail with ErrInvalidParameter before it creates anything;
+// the values at the ends of each range are taken.
+func TestOpenRefusesBadOptions(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		opt  store.Option
+	}{
+		{"sync=-1", store.WithSync(-1)},
+		{"sync=3", store.WithSync(store.SyncNever + 1)},
+		{"logfilesize=4KiB-1", store.WithLogFileSize(4<<10 - 1)},
+		{"logfilesize=3GiB+1", store.WithLogFileSize(3<<30 + 1)},
+		{"logfilesize=-1", store.WithLogFileSize(-1)},
+		{"autocompact=ratio1", store.WithAutoCompact(1, 0)},
+		{"autocompact=ratio-0.1", store.WithAutoCompact(-0.1, 0)},
+		{"autocompact=ratioNaN", store.WithAutoCompact(math.NaN(), 0)},
+		{"autocompact=min-1", store.WithAutoCompact(0.5, -1)},
+		{"checkpoints=ratio-1", store.WithCheckpoints(-1, 1)},
+		{"checkpoints=ratioNaN", store.WithCheckpoints(math.NaN(), 1)},
+		{"checkpoints=ratioInf", store.WithCheckpoints(math.Inf(1), 1)},
+		{"checkpoints=min-1", store.WithCheckpoints(0.1, -1)},
+	} {
+		fs := store.NewMemFS()
+		s, err := store.Open("db", store.WithFS(fs), tc.opt)
+		if !errors.Is(err, store.ErrInvalidParameter) {
+			if s != nil {
+				s.Close()
+			}
+			t.Errorf("%s: Open: %v, want ErrInvalidParameter", tc.name, err)
+			continue
+		}
+		if isDir, _ := fs.IsDir("db"); isDir {
+			t.Errorf("%s: Open failed but created the directory", tc.name)
+		}
+	}
+	for _, tc := range []struct {
+		name string
+		opt  store.Option
+	}{
+		{"logfilesize=4KiB", store.WithLogFileSize(4 << 10)},
+		{"logfilesize=3GiB", store.WithLogFileSize(3 << 30)},
+		{"autocompact=off", store.WithAutoCompact(0, 0)},
+		{"autocompact=ratio0.99", store.WithAutoCompact(0.99, 0)},
+		{"checkpoints=off", store.WithCheckpoints(0, 0)},
+		{"checkpoints=ratio4", store.WithCheckpoints(4, 0)},
+	} {
+		s, err := store.Open("db", store.WithFS(store.NewMemFS()), tc.opt)
+		if err != nil {
+			t.Errorf("%s: Open: %v", tc.name, err)
+			continue
+		}
+		if err := s.Close(); err != nil {
+			t.Errorf("%s: Close: %v", tc.name, err)
+		}
 	}
 }

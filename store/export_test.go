@@ -13,18 +13,18 @@ var ErrCrash = vfs.ErrCrash
 
 // WithFS makes a Store work in fs instead of the operating system's file
 // system.
-func WithFS(fs *MemFS) Option { return func(o *options) { o.fs = fs } }
+func WithFS(fs *MemFS) Option { return func(o *options) error { o.fs = fs; return nil } }
 
 // WithInlineCheckpoints makes the write that makes a checkpoint due
 // write it before it returns, in its goroutine, so that a simulated
 // crash (a panic in a write of the MemFS) stops the store there too.
-func WithInlineCheckpoints() Option { return func(o *options) { o.ckInline = true } }
+func WithInlineCheckpoints() Option { return func(o *options) error { o.ckInline = true; return nil } }
 
 // Checkpoint writes an index checkpoint now.
 func (s *Store) Checkpoint() error { return s.checkpoint() }
 
 // WithBufferSize sets the write buffer's size.
-func WithBufferSize(n int) Option { return func(o *options) { o.bufSize = n } }
+func WithBufferSize(n int) Option { return func(o *options) error { o.bufSize = n; return nil } }
 
 // SetLogReadHook sets a function called on every read of a record by a
 // lookup (nil: none). Set it only while no Store is in use.
@@ -73,12 +73,12 @@ func (s *Store) IndexGeometry() (level uint, split uint64, top uint) {
 	return s.mu.ix.level, s.mu.ix.split, s.mu.ix.top
 }
 
-// RecordEnds returns the offsets in a segment file's bytes at which its
+// RecordEnds returns the offsets in a log file's bytes at which its
 // intact records end, from the header on.
-func RecordEnds(seg []byte) []int64 {
+func RecordEnds(file []byte) []int64 {
 	var ends []int64
-	for p := segHeaderSize; p < len(seg); {
-		r, err := decodeRecord(seg[p:])
+	for p := logHeaderSize; p < len(file); {
+		r, err := decodeRecord(file[p:])
 		if err != nil {
 			break
 		}

@@ -61,7 +61,7 @@ func FuzzRecover(f *testing.F) {
 		cur := state{}
 		var ends []int64
 		var states []state
-		seg := s.active().path
+		file := s.log.active().path
 		for i, op := range ops {
 			k := fmt.Sprint(op % 16)
 			if op >= 224 {
@@ -81,13 +81,13 @@ func FuzzRecover(f *testing.F) {
 			for a, b := range cur {
 				snap[a] = b
 			}
-			ends = append(ends, s.active().size)
+			ends = append(ends, s.log.active().size)
 			states = append(states, snap)
 		}
 		s.Close()
-		log := fs.ReadFileBytes(seg)
-		c := segHeaderSize + int64(cut)%(int64(len(log))-segHeaderSize+1)
-		fs.WriteFileBytes(seg, append(log[:c:c], garbage...))
+		log := fs.ReadFileBytes(file)
+		c := logHeaderSize + int64(cut)%(int64(len(log))-logHeaderSize+1)
+		fs.WriteFileBytes(file, append(log[:c:c], garbage...))
 		// With the checkpoint of Close, which recorded the log's length,
 		// a log left shorter is damage.
 		if _, err := Open("db", WithFS(fs.Clone())); c+int64(len(garbage)) < int64(len(log)) && !errors.Is(err, ErrCorrupt) {
@@ -138,11 +138,11 @@ func goldenFile(f *testing.F, version, name string) []byte {
 
 // FuzzManifest: the manifest decoder never panics; a version 2 manifest
 // it accepts re-encodes to the same bytes, and a version 1 one to a
-// version 2 manifest of the same segments.
+// version 2 manifest of the same log files.
 func FuzzManifest(f *testing.F) {
 	f.Add(goldenFile(f, "v1", manifestName))
 	f.Add(goldenFile(f, "v2", manifestName))
-	one := manifest{seed: 1, nextID: 1, segs: []manifestSeg{{id: 0}}}
+	one := manifest{seed: 1, nextID: 1, files: []manifestFile{{id: 0}}}
 	f.Add(one.encode())
 	f.Fuzz(func(t *testing.T, b []byte) {
 		m, err := decodeManifest(b)
@@ -150,10 +150,10 @@ func FuzzManifest(f *testing.F) {
 			return
 		}
 		if m.version == manVersion1 {
-			// Open records the sealed segments' lengths before it writes
+			// Open records the sealed log files' lengths before it writes
 			// version 2.
-			for i := range m.segs[:len(m.segs)-1] {
-				m.segs[i].size = segHeaderSize
+			for i := range m.files[:len(m.files)-1] {
+				m.files[i].size = logHeaderSize
 			}
 		}
 		enc := m.encode()
@@ -161,12 +161,12 @@ func FuzzManifest(f *testing.F) {
 			t.Fatalf("re-encoding differs:\n%x\n%x", enc, b)
 		}
 		again, err := decodeManifest(enc)
-		if err != nil || len(again.segs) != len(m.segs) || again.seed != m.seed || again.nextID != m.nextID {
+		if err != nil || len(again.files) != len(m.files) || again.seed != m.seed || again.nextID != m.nextID {
 			t.Fatalf("the re-encoding does not decode to the same manifest: %v", err)
 		}
-		for i := range m.segs {
-			if again.segs[i].id != m.segs[i].id {
-				t.Fatalf("segment %d: id %d, was %d", i, again.segs[i].id, m.segs[i].id)
+		for i := range m.files {
+			if again.files[i].id != m.files[i].id {
+				t.Fatalf("log file %d: id %d, was %d", i, again.files[i].id, m.files[i].id)
 			}
 		}
 	})

@@ -21,7 +21,7 @@ const goldenVersion = "v2"
 
 // goldenOps writes the golden store's operations to s (when not nil) and
 // returns the state and first-put order they give: puts, overwrites and
-// deletes over several small segments.
+// deletes over several small log files.
 func goldenOps(t *testing.T, s *store.Store) *model {
 	m := newModel()
 	for i := range 300 {
@@ -48,7 +48,7 @@ func goldenOps(t *testing.T, s *store.Store) *model {
 
 // writeGolden writes the golden store into dir.
 func writeGolden(t *testing.T, dir string) {
-	s, err := store.Open(dir, store.WithSeed(42), store.WithSegmentSize(4<<10), store.WithSync(store.SyncNever), store.WithAutoCompact(0, 0))
+	s, err := store.Open(dir, store.WithSeed(42), store.WithLogFileSize(4<<10), store.WithSync(store.SyncNever), store.WithAutoCompact(0, 0))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,8 +14,8 @@ import (
 //	| location (40 bits)               |which| fragment (23 bits)    |
 //	+----------------------------------+-----+-----------------------+
 //
-// location is the record's segment slot (8 bits) and byte offset in that
-// segment (32 bits); it is never 0 (a segment starts with its header), so
+// location is the record's log file slot (8 bits) and byte offset in that
+// log file (32 bits); it is never 0 (a log file starts with its header), so
 // the zero slot is empty. A key has two hashes: x1, its 64-bit hash, and
 // x2 = x1 ^ D(x1), where D depends only on 12 bits of x1 that it leaves
 // unchanged, so x1 = x2 ^ D(x2) (an involution). which says which of them

@@ -232,7 +232,7 @@ func TestIndexSnapshot(t *testing.T) {
 	}
 	encode := func(ix *index) []byte {
 		var b bytes.Buffer
-		if err := encodeIndex(&b, checkpoint{seed: seed, segs: []ckSeg{{size: segHeaderSize}}}, ix); err != nil {
+		if err := encodeIndex(&b, checkpoint{seed: seed, files: []ckFile{{size: logHeaderSize}}}, ix); err != nil {
 			t.Fatal(err)
 		}
 		return b.Bytes()

@@ -6,17 +6,17 @@ import (
 	"hash/crc32"
 )
 
-// The log is a sequence of segment files, NNNNNNNNNNNNNNNN.log (the
-// segment's id in hex), each a header and then records back to back. The
-// MANIFEST file (manifest.go) lists the segments in log order, with the
+// The log is a sequence of log files, NNNNNNNNNNNNNNNN.log (the
+// file's id in hex), each a header and then records back to back. The
+// MANIFEST file (manifest.go) lists the log files in log order, with the
 // length and checksum of each sealed one; the INDEX file (checkpoint.go)
 // is a checkpoint of the index.
 //
-// A segment header, 40 bytes:
+// A log file header, 40 bytes:
 //
 //	 0        8        12       16               24               32       36       40
 //	+--------+--------+--------+----------------+----------------+--------+--------+
-//	| magic  |version | flags  | segment id     | store seed     | crc32c | zero   |
+//	| magic  |version | flags  | file id        | store seed     | crc32c | zero   |
 //	|"CKSTLOG\n"| u32 | u32 (0)| u64            | u64            | of 0:32| u32    |
 //	+--------+--------+--------+----------------+----------------+--------+--------+
 //
@@ -35,9 +35,9 @@ import (
 // integers are little-endian. The formats are frozen: a reader of this
 // version reads them forever; a change takes a new version number.
 const (
-	segMagic      = "CKSTLOG\n"
-	segVersion    = 1
-	segHeaderSize = 40
+	logMagic      = "CKSTLOG\n"
+	logVersion    = 1
+	logHeaderSize = 40
 
 	recPrefix = 8 // crc32c, size
 
@@ -152,33 +152,33 @@ func decodeRecord(b []byte) (record, error) {
 	return r, nil
 }
 
-// appendSegHeader appends a segment header.
-func appendSegHeader(dst []byte, id, seed uint64) []byte {
-	h := make([]byte, segHeaderSize)
-	copy(h, segMagic)
-	binary.LittleEndian.PutUint32(h[8:], segVersion)
+// appendLogHeader appends a log file header.
+func appendLogHeader(dst []byte, id, seed uint64) []byte {
+	h := make([]byte, logHeaderSize)
+	copy(h, logMagic)
+	binary.LittleEndian.PutUint32(h[8:], logVersion)
 	binary.LittleEndian.PutUint64(h[16:], id)
 	binary.LittleEndian.PutUint64(h[24:], seed)
 	binary.LittleEndian.PutUint32(h[32:], crc32.Checksum(h[:32], castagnoli))
 	return append(dst, h...)
 }
 
-// parseSegHeader checks a segment header and returns its id and seed.
-func parseSegHeader(b []byte) (id, seed uint64, err error) {
-	if len(b) < segHeaderSize {
-		return 0, 0, errors.New("shorter than a segment header")
+// parseLogHeader checks a log file header and returns its id and seed.
+func parseLogHeader(b []byte) (id, seed uint64, err error) {
+	if len(b) < logHeaderSize {
+		return 0, 0, errors.New("shorter than a log file header")
 	}
-	if string(b[:8]) != segMagic {
-		return 0, 0, errors.New("not a store log segment (bad magic)")
+	if string(b[:8]) != logMagic {
+		return 0, 0, errors.New("not a store log file (bad magic)")
 	}
 	if binary.LittleEndian.Uint32(b[32:]) != crc32.Checksum(b[:32], castagnoli) {
-		return 0, 0, errors.New("segment header checksum mismatch")
+		return 0, 0, errors.New("log file header checksum mismatch")
 	}
-	if v := binary.LittleEndian.Uint32(b[8:]); v != segVersion {
-		return 0, 0, errors.New("segment format version is not 1")
+	if v := binary.LittleEndian.Uint32(b[8:]); v != logVersion {
+		return 0, 0, errors.New("log file format version is not 1")
 	}
 	if binary.LittleEndian.Uint32(b[12:]) != 0 || binary.LittleEndian.Uint32(b[36:]) != 0 {
-		return 0, 0, errors.New("segment header has unknown flags")
+		return 0, 0, errors.New("log file header has unknown flags")
 	}
 	return binary.LittleEndian.Uint64(b[16:]), binary.LittleEndian.Uint64(b[24:]), nil
 }

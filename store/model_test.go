@@ -79,7 +79,7 @@ func randValue(rng *rand.Rand) []byte {
 // TestModel runs random operations on a Store and a map, with Close and
 // reopen and Compact at random points, on both file systems: 6000 steps
 // on the MemFS (2000 with -short), and on the operating system's, whose
-// fsyncs (thousands: every Compact, Close and sealed segment) make a step
+// fsyncs (thousands: every Compact, Close and sealed log file) make a step
 // cost milliseconds, 1500 (6000 with CUCKOO_LONG=1).
 func TestModel(t *testing.T) {
 	for _, fsName := range []string{"mem", "os"} {
@@ -87,7 +87,7 @@ func TestModel(t *testing.T) {
 			t.Parallel()
 			rng := testseed.Rand(t)
 			dir := t.TempDir()
-			opts := []store.Option{store.WithSegmentSize(64 << 10), store.WithAutoCompact(0.5, 32<<10),
+			opts := []store.Option{store.WithLogFileSize(64 << 10), store.WithAutoCompact(0.5, 32<<10),
 				store.WithSync(store.SyncNever), store.WithBufferSize(4 << 10)}
 			if fsName == "mem" {
 				opts = append(opts, store.WithFS(store.NewMemFS()))

@@ -22,7 +22,7 @@ func TestConcurrent(t *testing.T) {
 	for _, p := range []store.SyncPolicy{store.SyncNever, store.SyncAlways} {
 		t.Run("sync="+p.String(), func(t *testing.T) {
 			t.Parallel()
-			s, err := store.Open(t.TempDir(), store.WithSync(p), store.WithSegmentSize(256<<10), store.WithAutoCompact(0.3, 256<<10))
+			s, err := store.Open(t.TempDir(), store.WithSync(p), store.WithLogFileSize(256<<10), store.WithAutoCompact(0.3, 256<<10))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -9,22 +9,22 @@ import (
 	"math/rand/v2"
 	"path/filepath"
 	"regexp"
-	"sync"
 
 	"github.com/dedupkit/cuckoo/internal/invariants"
+	"github.com/dedupkit/cuckoo/internal/option"
 	"github.com/dedupkit/cuckoo/internal/vfs"
 )
 
 const lockName = "LOCK"
 
-// segPattern matches the names of segment files.
-var segPattern = regexp.MustCompile(`^[0-9a-f]{16}\.log$`)
+// logFilePattern matches the names of log files.
+var logFilePattern = regexp.MustCompile(`^[0-9a-f]{16}\.log$`)
 
 // ours reports whether a file name is one a Store writes in its
 // directory. Open leaves every other file alone.
 func ours(name string) bool {
 	return name == manifestName || name == manifestName+".tmp" || name == lockName || name == idxName || name == idxName+".tmp" ||
-		segPattern.MatchString(name)
+		logFilePattern.MatchString(name)
 }
 
 // Open opens the store in dir, creating dir and an empty store if
@@ -42,29 +42,30 @@ func ours(name string) bool {
 // about the time of reading the log plus 1 to 4 µs per record on a
 // 2-core VM.
 //
-// A torn record at the end of the active segment, past what the
+// A torn record at the end of the active log file, past what the
 // checkpoint covers (a write cut short by a crash), is cut off. Every
 // other damage Open sees returns an error wrapping ErrCorrupt (a
 // *CorruptError naming the file and offset) and opens nothing: a damaged
-// record among those it reads, a sealed segment whose length is not the
-// one the manifest recorded when it was sealed, a segment shorter than
-// the checkpoint recorded, a sealed segment whose checksum is wrong when
+// record among those it reads, a sealed log file whose length is not the
+// one the manifest recorded when it was sealed, a log file shorter than
+// the checkpoint recorded, a sealed log file whose checksum is wrong when
 // Open reads it whole. No record is ever dropped silently. Damage in
 // records Open does not read is reported by Get and Verify.
 //
-// Files in dir that a Store does not write are left alone; segment files
+// Files in dir that a Store does not write are left alone; log files
 // no manifest lists (left by a crash during a rotation or a compaction)
 // are removed. A store written by the first version of this package is
 // read, and its manifest rewritten in the current version (recording
-// the sealed segments as they are then), which the first version does
+// the sealed log files as they are then), which the first version does
 // not read.
 func Open(dir string, opts ...Option) (*Store, error) {
 	o := defaults()
-	for _, opt := range opts {
-		opt(&o)
+	if err := option.Apply(&o, opts); err != nil {
+		return nil, err
 	}
 	s := &Store{dir: dir, fs: o.fs, opt: o, stop: make(chan struct{})}
-	s.scond = sync.NewCond(&s.smu)
+	s.log = newAppendLog(dir, &s.opt, &s.mu.RWMutex, &s.wmu)
+	s.checkpointer = checkpointer{log: s.log, ratio: o.ckRatio, min: o.ckMin, inline: o.ckInline}
 	if err := s.prepareDir(); err != nil {
 		return nil, err
 	}
@@ -133,10 +134,10 @@ func (s *Store) prepareDir() error {
 	return fmt.Errorf("%w: %s holds no manifest", ErrNotStore, s.dir)
 }
 
-// closeFiles closes the segment files after a failed Open.
+// closeFiles closes the log files after a failed Open.
 func (s *Store) closeFiles() {
-	for _, sg := range s.mu.order {
-		sg.f.Close()
+	for _, lf := range s.log.order {
+		lf.f.Close()
 	}
 }
 
@@ -162,158 +163,158 @@ func (s *Store) load() error {
 	if err != nil {
 		return &CorruptError{File: mpath, Detail: err.Error()}
 	}
-	s.seed, s.nextID = m.seed, m.nextID
+	s.seed, s.log.seed, s.log.nextID = m.seed, m.seed, m.nextID
 	s.mu.ix = newIndex(s.seed)
 	listed := map[string]bool{}
-	for _, sg := range m.segs {
-		listed[segName(sg.id)] = true
+	for _, lf := range m.files {
+		listed[logFileName(lf.id)] = true
 	}
-	// Segments no manifest lists, and a manifest or checkpoint never
+	// Log files no manifest lists, and a manifest or checkpoint never
 	// renamed, are what a crash left of a rotation, a compaction or a
 	// checkpoint.
 	for _, name := range names {
-		if name == manifestName+".tmp" || name == idxName+".tmp" || segPattern.MatchString(name) && !listed[name] {
+		if name == manifestName+".tmp" || name == idxName+".tmp" || logFilePattern.MatchString(name) && !listed[name] {
 			if err := s.fs.Remove(filepath.Join(s.dir, name)); err != nil {
 				return fmt.Errorf("store: removing %s: %w", name, err)
 			}
 		}
 	}
-	heads := make([][]byte, len(m.segs))
-	for i, ms := range m.segs {
-		path := filepath.Join(s.dir, segName(ms.id))
+	heads := make([][]byte, len(m.files))
+	for i, ms := range m.files {
+		path := filepath.Join(s.dir, logFileName(ms.id))
 		f, err := s.fs.Open(path)
 		if errors.Is(err, fs.ErrNotExist) {
-			return &CorruptError{File: path, Detail: "segment listed in the manifest is missing"}
+			return &CorruptError{File: path, Detail: "log file listed in the manifest is missing"}
 		}
 		if err != nil {
 			return fmt.Errorf("store: opening %s: %w", path, err)
 		}
-		sg := &segment{id: ms.id, slot: uint64(i), path: path, f: f}
-		s.mu.order = append(s.mu.order, sg)
+		lf := &logFile{id: ms.id, slot: uint64(i), path: path, f: f}
+		s.log.order = append(s.log.order, lf)
 		size, err := f.Size()
 		if err != nil {
 			return fmt.Errorf("store: reading %s: %w", path, err)
 		}
-		head := make([]byte, segHeaderSize)
-		if size >= segHeaderSize {
+		head := make([]byte, logHeaderSize)
+		if size >= logHeaderSize {
 			if _, err := f.ReadAt(head, 0); err != nil {
 				return fmt.Errorf("store: reading %s: %w", path, err)
 			}
 		}
-		gotID, seed, err := parseSegHeader(head[:min(size, segHeaderSize)])
+		gotID, seed, err := parseLogHeader(head[:min(size, logHeaderSize)])
 		if err == nil && (gotID != ms.id || seed != s.seed) {
-			err = errors.New("segment header does not match the manifest")
+			err = errors.New("log file header does not match the manifest")
 		}
 		if err != nil {
 			return &CorruptError{File: path, Detail: err.Error()}
 		}
-		sealed := i < len(m.segs)-1
+		sealed := i < len(m.files)-1
 		if sealed && m.version >= manVersion && size != ms.size {
 			return &CorruptError{File: path, Offset: min(size, ms.size),
-				Detail: fmt.Sprintf("sealed segment is %d bytes; the manifest recorded %d when it was sealed", size, ms.size)}
+				Detail: fmt.Sprintf("sealed log file is %d bytes; the manifest recorded %d when it was sealed", size, ms.size)}
 		}
 		heads[i] = head
-		sg.size = size
-		sg.data = f.Map(s.mapSize())
+		lf.size = size
+		lf.data = f.Map(s.log.mapSize())
 	}
 	ck, ix, err := s.readCheckpoint(m)
 	if err != nil {
 		return err
 	}
-	// The replay starts, in each segment, after what the checkpoint
+	// The replay starts, in each log file, after what the checkpoint
 	// covers, with the checksum of the bytes before.
-	from := make([]int64, len(s.mu.order))
-	crcs := make([]uint32, len(s.mu.order))
+	from := make([]int64, len(s.log.order))
+	crcs := make([]uint32, len(s.log.order))
 	for i := range from {
-		from[i], crcs[i] = segHeaderSize, crc32.Checksum(heads[i], castagnoli)
+		from[i], crcs[i] = logHeaderSize, crc32.Checksum(heads[i], castagnoli)
 	}
 	if ix != nil {
 		s.mu.ix, s.nextSeq, s.live = ix, ck.nextSeq, ck.live
 		s.assignSlots(ck)
-		for i, c := range ck.segs {
+		for i, c := range ck.files {
 			from[i], crcs[i] = c.size, c.crc
 			if ck.version == idxVersion1 {
 				// The first version recorded no checksums: compute them.
-				if crcs[i], err = s.segmentCRC(s.mu.order[i], c.size); err != nil {
+				if crcs[i], err = s.fileCRC(s.log.order[i], c.size); err != nil {
 					return err
 				}
 			}
 		}
 	} else {
-		for i, sg := range s.mu.order {
-			s.mu.segs[i] = sg
+		for i, lf := range s.log.order {
+			s.log.files[i] = lf
 		}
 	}
-	for i, sg := range s.mu.order {
-		last := i == len(s.mu.order)-1
-		end, crc := sg.size, crcs[i]
-		if from[i] < sg.size || last {
-			if end, crc, err = s.replay(sg, from[i], crc, last); err != nil {
+	for i, lf := range s.log.order {
+		last := i == len(s.log.order)-1
+		end, crc := lf.size, crcs[i]
+		if from[i] < lf.size || last {
+			if end, crc, err = s.replay(lf, from[i], crc, last); err != nil {
 				return err
 			}
 		}
-		if !last && m.version >= manVersion && crc != m.segs[i].crc {
-			return &CorruptError{File: sg.path, Offset: segHeaderSize,
-				Detail: "sealed segment's records are intact, but its checksum is not the one the manifest recorded (records were changed, removed or moved)"}
+		if !last && m.version >= manVersion && crc != m.files[i].crc {
+			return &CorruptError{File: lf.path, Offset: logHeaderSize,
+				Detail: "sealed log file's records are intact, but its checksum is not the one the manifest recorded (records were changed, removed or moved)"}
 		}
-		if end < sg.size {
+		if end < lf.size {
 			// A torn tail: cut it, so new records follow the intact ones.
 			// The cut need not be synced: a crash that undoes it leaves
 			// the same torn tail, cut again.
-			if err := sg.f.Truncate(end); err != nil {
-				return fmt.Errorf("store: cutting the torn tail of %s: %w", sg.path, err)
+			if err := lf.f.Truncate(end); err != nil {
+				return fmt.Errorf("store: cutting the torn tail of %s: %w", lf.path, err)
 			}
-			sg.size = end
+			lf.size = end
 		}
-		if last && sg.size > from[i] {
+		if last && lf.size > from[i] {
 			// Records past the checkpoint were written by a process that
 			// may not have synced them: counted as written, so that the
 			// first sync (and any checkpoint, which syncs first) syncs
 			// them before anything records their length.
-			s.written = 1
+			s.log.written = 1
 		}
-		sg.crc = crc
-		s.logBytes += sg.size
+		lf.crc = crc
+		s.log.bytes += lf.size
 	}
 	if m.version < manVersion {
-		// Record the sealed segments as they are, in the current format.
-		if err := s.writeManifest(s.mu.order); err != nil {
+		// Record the sealed log files as they are, in the current format.
+		if err := s.log.writeManifest(s.log.order); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// assignSlots gives the segments the slots the checkpoint ck records,
-// and the segments after those free ones.
+// assignSlots gives the log files the slots the checkpoint ck records,
+// and the log files after those free ones.
 func (s *Store) assignSlots(ck checkpoint) {
-	s.mu.segs = [maxSegments]*segment{}
-	for i, c := range ck.segs {
-		sg := s.mu.order[i]
-		sg.slot = c.slot
-		s.mu.segs[sg.slot] = sg
+	s.log.files = [maxLogFiles]*logFile{}
+	for i, c := range ck.files {
+		lf := s.log.order[i]
+		lf.slot = c.slot
+		s.log.files[lf.slot] = lf
 	}
 	next := uint64(0)
-	for _, sg := range s.mu.order[len(ck.segs):] {
-		for s.mu.segs[next] != nil {
+	for _, lf := range s.log.order[len(ck.files):] {
+		for s.log.files[next] != nil {
 			next++
 		}
-		sg.slot = next
-		s.mu.segs[next] = sg
+		lf.slot = next
+		s.log.files[next] = lf
 	}
 }
 
-// segmentCRC returns the CRC-32C of the first n bytes of sg.
-func (s *Store) segmentCRC(sg *segment, n int64) (uint32, error) {
-	if sg.data != nil {
-		return crc32.Checksum(sg.data[:n], castagnoli), nil
+// fileCRC returns the CRC-32C of the first n bytes of lf.
+func (s *Store) fileCRC(lf *logFile, n int64) (uint32, error) {
+	if lf.data != nil {
+		return crc32.Checksum(lf.data[:n], castagnoli), nil
 	}
 	crc := uint32(0)
 	buf := make([]byte, 1<<20)
 	for off := int64(0); off < n; {
 		b := buf[:min(int64(len(buf)), n-off)]
-		if _, err := sg.f.ReadAt(b, off); err != nil {
-			return 0, fmt.Errorf("store: reading %s: %w", sg.path, err)
+		if _, err := lf.f.ReadAt(b, off); err != nil {
+			return 0, fmt.Errorf("store: reading %s: %w", lf.path, err)
 		}
 		crc = crc32.Update(crc, castagnoli, b)
 		off += int64(len(b))
@@ -323,7 +324,7 @@ func (s *Store) segmentCRC(sg *segment, n int64) (uint32, error) {
 
 // readCheckpoint reads the INDEX file. It returns the checkpoint and its
 // index when they describe a prefix of the log m lists: the same first
-// segments, each at least as long as the checkpoint covers. It returns
+// log files, each at least as long as the checkpoint covers. It returns
 // no index, and no error, when there is no usable checkpoint (none, a
 // damaged one, or one of a log a compaction replaced): Open then reads
 // the whole log. It returns a *CorruptError when the checkpoint is
@@ -340,37 +341,37 @@ func (s *Store) readCheckpoint(m manifest) (checkpoint, *index, error) {
 		return checkpoint{}, nil, nil
 	}
 	ck, ix, err := decodeIndex(io.NewSectionReader(f, 0, size), size, s.seed)
-	if err != nil || len(ck.segs) > len(s.mu.order) {
+	if err != nil || len(ck.files) > len(s.log.order) {
 		return checkpoint{}, nil, nil
 	}
-	for i, c := range ck.segs {
-		if c.id != s.mu.order[i].id {
+	for i, c := range ck.files {
+		if c.id != s.log.order[i].id {
 			return checkpoint{}, nil, nil
 		}
 	}
-	if ck.version == idxVersion1 && len(ck.segs) != len(s.mu.order) {
+	if ck.version == idxVersion1 && len(ck.files) != len(s.log.order) {
 		return checkpoint{}, nil, nil
 	}
-	for i, c := range ck.segs {
-		sg := s.mu.order[i]
-		covered := i < len(ck.segs)-1 // sealed when the checkpoint was taken
+	for i, c := range ck.files {
+		lf := s.log.order[i]
+		covered := i < len(ck.files)-1 // sealed when the checkpoint was taken
 		switch {
-		case c.size > sg.size:
-			return ck, nil, &CorruptError{File: sg.path, Offset: sg.size,
-				Detail: fmt.Sprintf("segment is %d bytes; the index checkpoint recorded %d written and synced", sg.size, c.size)}
-		case covered && c.size != sg.size:
-			return ck, nil, &CorruptError{File: sg.path, Offset: c.size,
-				Detail: fmt.Sprintf("sealed segment is %d bytes; the index checkpoint recorded %d", sg.size, c.size)}
-		case covered && m.version >= manVersion && ck.version >= idxVersion && c.crc != m.segs[i].crc:
+		case c.size > lf.size:
+			return ck, nil, &CorruptError{File: lf.path, Offset: lf.size,
+				Detail: fmt.Sprintf("log file is %d bytes; the index checkpoint recorded %d written and synced", lf.size, c.size)}
+		case covered && c.size != lf.size:
+			return ck, nil, &CorruptError{File: lf.path, Offset: c.size,
+				Detail: fmt.Sprintf("sealed log file is %d bytes; the index checkpoint recorded %d", lf.size, c.size)}
+		case covered && m.version >= manVersion && ck.version >= idxVersion && c.crc != m.files[i].crc:
 			return ck, nil, &CorruptError{File: path, Offset: idxFixed + int64(idxEntry*i),
-				Detail: "the checkpoint and the manifest record different checksums for " + filepath.Base(sg.path)}
+				Detail: "the checkpoint and the manifest record different checksums for " + filepath.Base(lf.path)}
 		}
 	}
 	return ck, ix, nil
 }
 
 // create makes a new store in a directory that has no manifest: empty,
-// or holding only what a crash during a create left (segments with no
+// or holding only what a crash during a create left (log files with no
 // record, a lock file).
 func (s *Store) create(names []string) error {
 	for _, name := range names {
@@ -379,11 +380,11 @@ func (s *Store) create(names []string) error {
 		}
 	}
 	for _, name := range names {
-		if !segPattern.MatchString(name) && name != manifestName+".tmp" && name != idxName && name != idxName+".tmp" {
+		if !logFilePattern.MatchString(name) && name != manifestName+".tmp" && name != idxName && name != idxName+".tmp" {
 			continue
 		}
 		path := filepath.Join(s.dir, name)
-		if segPattern.MatchString(name) {
+		if logFilePattern.MatchString(name) {
 			f, err := s.fs.Open(path)
 			if err != nil {
 				return fmt.Errorf("store: opening %s: %w", path, err)
@@ -393,7 +394,7 @@ func (s *Store) create(names []string) error {
 			if err != nil {
 				return fmt.Errorf("store: reading %s: %w", path, err)
 			}
-			if size > segHeaderSize {
+			if size > logHeaderSize {
 				return &CorruptError{File: filepath.Join(s.dir, manifestName), Detail: "missing, and " + name + " holds records"}
 			}
 		}
@@ -405,23 +406,24 @@ func (s *Store) create(names []string) error {
 	if !s.opt.seedSet {
 		s.seed = rand.Uint64()
 	}
+	s.log.seed = s.seed
 	s.mu.ix = newIndex(s.seed)
-	sg, err := s.newSegment()
+	lf, err := s.log.newLogFile()
 	if err != nil {
 		return err
 	}
-	s.mu.segs[sg.slot] = sg
-	s.mu.order = []*segment{sg}
-	return s.writeManifest(s.mu.order)
+	s.log.files[lf.slot] = lf
+	s.log.order = []*logFile{lf}
+	return s.log.writeManifest(s.log.order)
 }
 
-// replay applies the records of sg from offset from on to the index,
+// replay applies the records of lf from offset from on to the index,
 // and returns where its intact records end and the CRC-32C of its bytes
 // up to there, going on from crc, that of the bytes before from. In the
-// last segment, damage with no intact record after it is a torn tail,
+// last log file, damage with no intact record after it is a torn tail,
 // and replay returns its offset; any other damage is a *CorruptError.
-func (s *Store) replay(sg *segment, from int64, crc uint32, last bool) (int64, uint32, error) {
-	sc := newScanner(sg, from, sg.size)
+func (s *Store) replay(lf *logFile, from int64, crc uint32, last bool) (int64, uint32, error) {
+	sc := newScanner(lf, from, lf.size)
 	sc.crc = crc
 	for {
 		pos := sc.pos
@@ -433,14 +435,13 @@ func (s *Store) replay(sg *segment, from int64, crc uint32, last bool) (int64, u
 			if last && !sc.intactAfter(pos+1) {
 				return pos, sc.crc, nil
 			}
-			return 0, 0, &CorruptError{File: sg.path, Offset: pos, Detail: err.Error()}
+			return 0, 0, &CorruptError{File: lf.path, Offset: pos, Detail: err.Error()}
 		}
-		if err := s.apply(r, location(sg.slot, pos)); err != nil {
+		if err := s.apply(r, location(lf.slot, pos)); err != nil {
 			return 0, 0, err
 		}
-		s.replayed++
-		s.sinceRecords++
-		s.sinceBytes += int64(r.size)
+		s.checkpointer.replayed++
+		s.checkpointer.counted(r.size)
 	}
 }
 
@@ -473,27 +474,27 @@ func (s *Store) apply(r record, loc uint64) error {
 }
 
 // errEnd is a scanner's end of data.
-var errEnd = errors.New("end of segment")
+var errEnd = errors.New("end of log file")
 
-// scanner reads the records of a segment in order, through its mapping
+// scanner reads the records of a log file in order, through its mapping
 // or through ReadAt with a window.
 type scanner struct {
-	sg       *segment
+	lf       *logFile
 	pos, end int64
 	win      []byte // the bytes from winPos, when not mapped
 	winPos   int64
-	crc      uint32 // CRC-32C of the segment's bytes before pos, when started with it
+	crc      uint32 // CRC-32C of the log file's bytes before pos, when started with it
 }
 
-func newScanner(sg *segment, from, end int64) *scanner {
-	return &scanner{sg: sg, pos: from, end: end}
+func newScanner(lf *logFile, from, end int64) *scanner {
+	return &scanner{lf: lf, pos: from, end: end}
 }
 
 // bytesFrom returns the data from pos on: at least want bytes when the
-// segment has them.
+// log file has them.
 func (sc *scanner) bytesFrom(pos int64, want int) ([]byte, error) {
-	if sc.sg.data != nil {
-		return sc.sg.data[pos:sc.end], nil
+	if sc.lf.data != nil {
+		return sc.lf.data[pos:sc.end], nil
 	}
 	if pos >= sc.winPos && pos+int64(want) <= sc.winPos+int64(len(sc.win)) {
 		return sc.win[pos-sc.winPos:], nil
@@ -503,8 +504,8 @@ func (sc *scanner) bytesFrom(pos int64, want int) ([]byte, error) {
 		sc.win = make([]byte, n)
 	}
 	sc.win = sc.win[:n]
-	if _, err := sc.sg.f.ReadAt(sc.win, pos); err != nil {
-		return nil, fmt.Errorf("store: reading %s: %w", sc.sg.path, err)
+	if _, err := sc.lf.f.ReadAt(sc.win, pos); err != nil {
+		return nil, fmt.Errorf("store: reading %s: %w", sc.lf.path, err)
 	}
 	sc.winPos = pos
 	return sc.win, nil
@@ -521,7 +522,7 @@ func (sc *scanner) next() ([]byte, record, error) {
 		return nil, record{}, err
 	}
 	r, err := parseRecord(b)
-	if err == errShort && sc.sg.data == nil && len(b) >= recPrefix {
+	if err == errShort && sc.lf.data == nil && len(b) >= recPrefix {
 		if need := recPrefix + int64(uint32le(b[4:])); sc.pos+need <= sc.end {
 			if b, err = sc.bytesFrom(sc.pos, int(need)); err != nil {
 				return nil, record{}, err
@@ -555,7 +556,7 @@ func (sc *scanner) intactAfter(pos int64) bool {
 		if size < 3 || size > maxRecord || p+recPrefix+size > sc.end {
 			continue
 		}
-		if sc.sg.data == nil && int64(len(b)) < recPrefix+size {
+		if sc.lf.data == nil && int64(len(b)) < recPrefix+size {
 			if b, err = sc.bytesFrom(p, int(recPrefix+size)); err != nil {
 				return true
 			}

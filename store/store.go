@@ -6,133 +6,13 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
-	"math"
-	"path/filepath"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/dedupkit/cuckoo/internal/hash"
 	"github.com/dedupkit/cuckoo/internal/invariants"
 	"github.com/dedupkit/cuckoo/internal/vfs"
 )
-
-// SyncPolicy says when the log is synced to stable storage, and so what a
-// crash of the machine can lose. Every policy survives a crash of the
-// process (kill -9) with the records written to the operating system;
-// Close always syncs.
-type SyncPolicy int
-
-const (
-	// SyncEverySecond, the default, buffers records in memory and writes
-	// and syncs them once a second (and whenever 1 MiB is buffered): a
-	// crash of the process or the machine loses at most the writes of the
-	// last second, plus those of a sync in progress. Writes go at memory
-	// speed, as with Redis's "appendfsync everysec", which made the same
-	// choice for the same reason: a sync costs milliseconds on most
-	// disks, so syncing every write makes every write that slow.
-	SyncEverySecond SyncPolicy = iota
-	// SyncAlways writes each record to the operating system before the
-	// write returns, and returns only once the record is synced. Writers
-	// that overlap share one sync (group commit), so many goroutines
-	// writing at once pay far less than one sync each. A write that
-	// returned nil survives kill -9 and power loss.
-	SyncAlways
-	// SyncNever buffers records and writes them when 1 MiB is buffered,
-	// on Sync and on Close, and never syncs but on Sync and Close: the
-	// operating system writes them back when it chooses. A crash of the
-	// process loses the buffered records; a crash of the machine may
-	// lose anything since the last Sync.
-	SyncNever
-)
-
-func (p SyncPolicy) String() string {
-	switch p {
-	case SyncEverySecond:
-		return "everysec"
-	case SyncAlways:
-		return "always"
-	case SyncNever:
-		return "never"
-	}
-	return fmt.Sprintf("SyncPolicy(%d)", int(p))
-}
-
-// An Option configures Open.
-type Option func(*options)
-
-type options struct {
-	sync        SyncPolicy
-	segmentSize int64
-	autoRatio   float64
-	autoMin     int64
-	ckRatio     float64
-	ckMin       uint64
-	ckInline    bool // tests: the writer that makes a checkpoint due writes it
-	seed        uint64
-	seedSet     bool
-	mustExist   bool
-	fs          vfs.FS
-	bufSize     int
-}
-
-// Defaults of the options.
-const (
-	// DefaultSegmentSize is the size past which the log starts a new
-	// segment file.
-	DefaultSegmentSize = 1 << 30
-	// DefaultCompactRatio is the share of the log's bytes held by
-	// overwritten and deleted records, and tombstones, past which a
-	// Store compacts itself in the background.
-	DefaultCompactRatio = 0.5
-	// DefaultCompactMin is the least log size at which a Store compacts
-	// itself.
-	DefaultCompactMin = 64 << 20
-
-	maxSegmentSize = 3 << 30 // a segment's offsets take 32 bits, with room for a last record
-	minSegmentSize = 4 << 10
-	bufferSize     = 1 << 20
-)
-
-func defaults() options {
-	return options{
-		sync:        SyncEverySecond,
-		segmentSize: DefaultSegmentSize,
-		autoRatio:   DefaultCompactRatio,
-		autoMin:     DefaultCompactMin,
-		ckRatio:     DefaultCheckpointRatio,
-		ckMin:       DefaultCheckpointMin,
-		fs:          vfs.OS{},
-		bufSize:     bufferSize,
-	}
-}
-
-// WithSync sets the sync policy (default SyncEverySecond).
-func WithSync(p SyncPolicy) Option { return func(o *options) { o.sync = p } }
-
-// WithSegmentSize sets the size in bytes past which the log starts a new
-// segment file (default 1 GiB; clamped to 4 KiB … 3 GiB). A store has at
-// most 256 segments, so this bounds the log: 256 GiB at the default.
-func WithSegmentSize(n int64) Option {
-	return func(o *options) { o.segmentSize = min(max(n, minSegmentSize), maxSegmentSize) }
-}
-
-// WithAutoCompact sets when the Store compacts itself: once the log
-// holds at least minBytes and more than ratio of it is garbage
-// (overwritten and deleted records, tombstones). ratio 0 turns automatic
-// compaction off. Default DefaultCompactRatio, DefaultCompactMin.
-func WithAutoCompact(ratio float64, minBytes int64) Option {
-	return func(o *options) { o.autoRatio, o.autoMin = ratio, minBytes }
-}
-
-// WithSeed sets the hash seed of a new store (default: random). An
-// existing store keeps the seed it was created with.
-func WithSeed(seed uint64) Option { return func(o *options) { o.seed, o.seedSet = seed, true } }
-
-// WithMustExist makes Open open an existing store only: where dir does
-// not exist, is not a directory, or holds no store, Open returns an
-// error wrapping ErrNotStore and creates nothing.
-func WithMustExist() Option { return func(o *options) { o.mustExist = true } }
 
 // Store is an exact key-value store: an append-only log on disk and a
 // cuckoo hash table in RAM of a tag and a log location per key. See the
@@ -154,109 +34,30 @@ type Store struct {
 	lock io.Closer
 	seed uint64
 
-	// wmu serializes writers. Writers change the fields below under mu
-	// too, so a holder of wmu may read them without mu.
+	// wmu serializes writers. Writers change the fields below, and the
+	// log's, under mu too, so a holder of wmu may read them without mu.
 	wmu     sync.Mutex
 	scratch []byte // the record being written
 
 	mu struct {
 		sync.RWMutex
 		ix     *index
-		segs   [maxSegments]*segment // by slot, the top 8 bits of a location
-		order  []*segment            // in log order; the last is the active one
-		buf    []byte                // records of the active segment past its size
 		closed bool
 	}
-	nextSeq  uint64 // the seq of the next new key
-	nextID   uint64 // the id of the next segment file
-	live     int64  // bytes of live records
-	logBytes int64  // bytes of all segments, with buf
-	written  uint64 // bytes written to segment files since Open (wmu)
-	closing  bool   // Close has begun (wmu)
+	log     *appendLog // its files and write buffer are under mu too
+	nextSeq uint64     // the seq of the next new key
+	live    int64      // bytes of live records
+	closing bool       // Close has begun (wmu)
 
-	// Checkpoints (checkpoint.go); under wmu but for ckMu and the atomics.
-	sinceRecords uint64     // records written (or replayed by Open) since the last checkpoint was taken
-	sinceBytes   int64      // their bytes
-	ckRunning    bool       // a background checkpoint is under way
-	remapping    bool       // a compaction switched the manifest and has not yet pointed the index at its copies
-	replayed     uint64     // records Open replayed
-	ckMu         sync.Mutex // one checkpoint written at a time
-	checkpoints  atomic.Uint64
-	ckErr        atomic.Pointer[error]
+	checkpointer checkpointer
+	compactor    compactor
 
-	// Group commit (SyncAlways) and the syncs of the other policies.
-	smu     sync.Mutex
-	scond   *sync.Cond
-	syncing bool
-	synced  uint64 // written, as of the last completed sync (smu)
-	failed  atomic.Pointer[error]
-
-	compactMu   sync.Mutex // one compaction, Range or Verify at a time
-	closeOnce   sync.Once
-	compacting  atomic.Bool
-	compactions atomic.Uint64
-	stop        chan struct{}
-	bg          sync.WaitGroup
-	autoErr     atomic.Pointer[error]
+	closeOnce sync.Once
+	stop      chan struct{}
+	bg        sync.WaitGroup
 }
-
-// segment is one log file.
-type segment struct {
-	id   uint64
-	slot uint64
-	path string
-	f    vfs.File
-	data []byte // the file mapped, or nil
-	size int64  // bytes in the file; the active segment's grows (under mu)
-	// crc is the CRC-32C of the file's first size bytes (header
-	// included): the writer updates it as it writes (wmu); once the
-	// segment is sealed it is the checksum the manifest records.
-	crc uint32
-}
-
-// logReadHook, when set (by tests), is called on every read of a record
-// by a lookup.
-var logReadHook func()
 
 func (s *Store) hash(key []byte) uint64 { return hash.Sum64(key, s.seed) }
-
-func location(slot uint64, pos int64) uint64 { return slot<<32 | uint64(pos) }
-
-// recordBytes returns the bytes of the log from location loc on: at
-// least the whole record there, if it is intact. It reads the mapping or
-// the write buffer without copying, or else reads the record into a new
-// slice. Call it with mu held (read or write), or with wmu.
-func (s *Store) recordBytes(loc uint64) ([]byte, *segment, int64, error) {
-	sg := s.mu.segs[loc>>32]
-	pos := int64(loc & (1<<32 - 1))
-	if sg == nil || pos < segHeaderSize {
-		return nil, sg, pos, fmt.Errorf("store: index points at a missing record (segment slot %d, offset %d)", loc>>32, pos)
-	}
-	if logReadHook != nil {
-		logReadHook()
-	}
-	if pos >= sg.size {
-		return s.mu.buf[pos-sg.size:], sg, pos, nil
-	}
-	if sg.data != nil {
-		return sg.data[pos:sg.size], sg, pos, nil
-	}
-	var head [recPrefix]byte
-	if _, err := sg.f.ReadAt(head[:], pos); err != nil {
-		return nil, sg, pos, err
-	}
-	n := int64(recPrefix) + int64(uint32le(head[4:]))
-	n = min(n, sg.size-pos, recPrefix+maxRecord)
-	b := make([]byte, n)
-	if _, err := sg.f.ReadAt(b, pos); err != nil {
-		return nil, sg, pos, err
-	}
-	return b, sg, pos, nil
-}
-
-func uint32le(b []byte) uint32 {
-	return uint32(b[0]) | uint32(b[1])<<8 | uint32(b[2])<<16 | uint32(b[3])<<24
-}
 
 // find looks key (of hash x) up: its slot, and its record (pointing into
 // the log's bytes, valid while the lock is held), or found = false. Call
@@ -265,21 +66,21 @@ func (s *Store) find(x uint64, key []byte) (ref slotRef, rec record, found bool,
 	var c [maxCandidates]slotRef
 	n := s.mu.ix.candidates(x, &c)
 	for i := range n {
-		b, sg, pos, err := s.recordBytes(c[i].loc)
+		b, lf, pos, err := s.log.recordBytes(c[i].loc)
 		if err != nil {
 			return ref, rec, false, err
 		}
 		r, err := parseRecord(b)
 		if err != nil {
-			return ref, rec, false, &CorruptError{File: sg.path, Offset: pos, Detail: err.Error()}
+			return ref, rec, false, &CorruptError{File: lf.path, Offset: pos, Detail: err.Error()}
 		}
 		if r.kind == kindDelete {
-			return ref, rec, false, &CorruptError{File: sg.path, Offset: pos, Detail: "index points at a tombstone"}
+			return ref, rec, false, &CorruptError{File: lf.path, Offset: pos, Detail: "index points at a tombstone"}
 		}
 		// The checksum is checked for every candidate: a damaged key
 		// must not pass for another key.
 		if !verify(b, r.size) {
-			return ref, rec, false, &CorruptError{File: sg.path, Offset: pos, Detail: "record checksum mismatch"}
+			return ref, rec, false, &CorruptError{File: lf.path, Offset: pos, Detail: "record checksum mismatch"}
 		}
 		if bytes.Equal(r.key, key) {
 			return c[i], r, true, nil
@@ -446,7 +247,7 @@ func (s *Store) finishWrite(target uint64, err error) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	return true, s.commit(target)
+	return true, s.log.commit(target)
 }
 
 // writable returns why the store takes no writes, if it does not. Call
@@ -455,17 +256,7 @@ func (s *Store) writable() error {
 	if s.mu.closed {
 		return ErrClosed
 	}
-	if p := s.failed.Load(); p != nil {
-		return *p
-	}
-	return nil
-}
-
-// fail makes err the store's sticky write error.
-func (s *Store) fail(err error) error {
-	e := fmt.Errorf("%w: %w", ErrFailed, err)
-	s.failed.CompareAndSwap(nil, &e)
-	return *s.failed.Load()
+	return s.log.failure()
 }
 
 // prepareInsert makes room for one index entry with only wmu held: a
@@ -497,13 +288,13 @@ func (s *Store) prepareInsert() error {
 
 // hashAt returns the hash of the key of the record at loc.
 func (s *Store) hashAt(loc uint64) (uint64, error) {
-	b, sg, pos, err := s.recordBytes(loc)
+	b, lf, pos, err := s.log.recordBytes(loc)
 	if err != nil {
 		return 0, err
 	}
 	r, err := parseRecord(b)
 	if err != nil {
-		return 0, &CorruptError{File: sg.path, Offset: pos, Detail: err.Error()}
+		return 0, &CorruptError{File: lf.path, Offset: pos, Detail: err.Error()}
 	}
 	return s.hash(r.key), nil
 }
@@ -547,139 +338,14 @@ func (s *Store) splitLocked() error {
 }
 
 // append writes rec (one record) to the log and applies change, with mu
-// held, at the record's location; change returning an error leaves the
-// log as it was. It returns the count of bytes written the record needs
-// synced (commit). Call it with wmu held.
+// held, at the record's location (see appendLog.append), and counts it
+// for the next checkpoint. Call it with wmu held.
 func (s *Store) append(rec []byte, change func(loc uint64) error) (uint64, error) {
-	if err := s.maybeRotate(len(rec)); err != nil {
-		return 0, err
-	}
-	sg := s.active()
-	direct := s.opt.sync == SyncAlways || len(rec) > s.opt.bufSize/2
-	if direct || len(s.mu.buf)+len(rec) > s.opt.bufSize {
-		if err := s.flush(); err != nil {
-			return 0, err
-		}
-	}
-	loc := location(sg.slot, sg.size+int64(len(s.mu.buf)))
-	if direct {
-		crc := sg.crc
-		if err := s.writeAt(sg, rec); err != nil {
-			return 0, err
-		}
-		s.mu.Lock()
-		err := change(loc)
-		if err == nil {
-			sg.size += int64(len(rec))
-		}
-		s.mu.Unlock()
-		if err != nil {
-			s.undoWrite(sg, len(rec), crc)
-			return 0, err
-		}
-		s.logBytes += int64(len(rec))
-		s.sinceRecords++
-		s.sinceBytes += int64(len(rec))
-		return s.written, nil
-	}
-	s.mu.Lock()
-	err := change(loc)
+	target, err := s.log.append(rec, change)
 	if err == nil {
-		s.mu.buf = append(s.mu.buf, rec...)
-		s.logBytes += int64(len(rec))
-		s.sinceRecords++
-		s.sinceBytes += int64(len(rec))
+		s.checkpointer.counted(len(rec))
 	}
-	s.mu.Unlock()
-	return 0, err
-}
-
-// writeAt writes b at the end of segment sg's file (past its size). On a
-// failed write it cuts what was written, so the file is as it was.
-func (s *Store) writeAt(sg *segment, b []byte) error {
-	_, err := sg.f.WriteAt(b, sg.size)
-	if err != nil {
-		if terr := sg.f.Truncate(sg.size); terr != nil {
-			return s.fail(fmt.Errorf("writing %s: %w (and cutting the partial write: %v)", sg.path, err, terr))
-		}
-		return fmt.Errorf("store: writing %s: %w", sg.path, err)
-	}
-	s.written += uint64(len(b))
-	sg.crc = crc32.Update(sg.crc, castagnoli, b)
-	return nil
-}
-
-// undoWrite cuts the last n bytes written to sg past its size, whose
-// checksum before them was crc.
-func (s *Store) undoWrite(sg *segment, n int, crc uint32) {
-	if err := sg.f.Truncate(sg.size); err != nil {
-		s.fail(fmt.Errorf("cutting %s: %w", sg.path, err))
-	}
-	s.written -= uint64(n)
-	sg.crc = crc
-}
-
-// flush writes the buffered records. On an error the buffer is kept (its
-// writes were acknowledged) and the file is as it was. Call it with wmu
-// held.
-func (s *Store) flush() error {
-	if len(s.mu.buf) == 0 {
-		return nil
-	}
-	sg := s.active()
-	if err := s.writeAt(sg, s.mu.buf); err != nil {
-		return err
-	}
-	s.mu.Lock()
-	sg.size += int64(len(s.mu.buf))
-	s.mu.buf = s.mu.buf[:0]
-	if cap(s.mu.buf) > 2*s.opt.bufSize {
-		s.mu.buf = nil
-	}
-	s.mu.Unlock()
-	return nil
-}
-
-func (s *Store) active() *segment { return s.mu.order[len(s.mu.order)-1] }
-
-// commit waits until the first target bytes written are synced, when the
-// policy says so. Overlapping callers share one sync: the first to find
-// none in progress syncs everything written so far for all of them.
-func (s *Store) commit(target uint64) error {
-	if s.opt.sync != SyncAlways {
-		return nil
-	}
-	return s.syncTo(target)
-}
-
-// syncTo syncs the active segment until at least target bytes written
-// are synced. Call it without wmu.
-func (s *Store) syncTo(target uint64) error {
-	s.smu.Lock()
-	defer s.smu.Unlock()
-	for s.synced < target {
-		if p := s.failed.Load(); p != nil {
-			return *p
-		}
-		if s.syncing {
-			s.scond.Wait()
-			continue
-		}
-		s.syncing = true
-		s.smu.Unlock()
-		s.wmu.Lock()
-		f, upto := s.active().f, s.written
-		s.wmu.Unlock()
-		err := f.Sync()
-		s.smu.Lock()
-		s.syncing = false
-		s.scond.Broadcast()
-		if err != nil {
-			return s.fail(fmt.Errorf("syncing the log: %w", err))
-		}
-		s.synced = max(s.synced, upto)
-	}
-	return nil
+	return target, err
 }
 
 // Sync writes the buffered records and syncs the log, whatever the
@@ -691,137 +357,13 @@ func (s *Store) Sync() error {
 		s.wmu.Unlock()
 		return err
 	}
-	err := s.flush()
-	target := s.written
+	err := s.log.flush()
+	target := s.log.written
 	s.wmu.Unlock()
 	if err != nil {
 		return err
 	}
-	return s.syncTo(target)
-}
-
-// maybeRotate starts a new segment when a record of n bytes would take
-// the active one past the segment size. Call it with wmu held.
-func (s *Store) maybeRotate(n int) error {
-	sg := s.active()
-	end := sg.size + int64(len(s.mu.buf))
-	if end+int64(n) <= s.opt.segmentSize || end == segHeaderSize {
-		return nil
-	}
-	return s.rotate()
-}
-
-// rotate seals the active segment (written and synced) and starts a new
-// one, listed in the manifest before any record goes in it. Call it with
-// wmu held.
-func (s *Store) rotate() error {
-	if err := s.flush(); err != nil {
-		return err
-	}
-	old := s.active()
-	if err := old.f.Sync(); err != nil {
-		return s.fail(fmt.Errorf("syncing %s: %w", old.path, err))
-	}
-	s.smu.Lock()
-	s.synced = max(s.synced, s.written)
-	s.smu.Unlock()
-	sg, err := s.newSegment()
-	if err != nil {
-		return err
-	}
-	order := append(append([]*segment(nil), s.mu.order...), sg)
-	if err := s.writeManifest(order); err != nil {
-		s.dropSegment(sg)
-		return err
-	}
-	s.mu.Lock()
-	s.mu.segs[sg.slot] = sg
-	s.mu.order = order
-	s.mu.Unlock()
-	return nil
-}
-
-// newSegment creates the next segment file, with its header synced, in a
-// free slot (not yet registered).
-func (s *Store) newSegment() (*segment, error) {
-	slot := -1
-	for i, sg := range s.mu.segs {
-		if sg == nil {
-			slot = i
-			break
-		}
-	}
-	if slot < 0 {
-		return nil, fmt.Errorf("%w: the log has %d segments; compact it or use a larger segment size", ErrTooLarge, maxSegments)
-	}
-	id := s.nextID
-	s.nextID++
-	path := filepath.Join(s.dir, segName(id))
-	f, err := s.fs.Create(path)
-	if err != nil {
-		return nil, fmt.Errorf("store: creating %s: %w", path, err)
-	}
-	sg := &segment{id: id, slot: uint64(slot), path: path, f: f}
-	head := appendSegHeader(nil, id, s.seed)
-	if _, err := f.WriteAt(head, 0); err != nil {
-		s.dropSegment(sg)
-		return nil, fmt.Errorf("store: writing %s: %w", path, err)
-	}
-	sg.crc = crc32.Checksum(head, castagnoli)
-	if err := f.Sync(); err != nil {
-		s.dropSegment(sg)
-		return nil, fmt.Errorf("store: syncing %s: %w", path, err)
-	}
-	sg.size = segHeaderSize
-	sg.data = f.Map(s.mapSize())
-	s.logBytes += segHeaderSize
-	return sg, nil
-}
-
-// dropSegment closes and removes a segment file that is in no manifest.
-func (s *Store) dropSegment(sg *segment) {
-	sg.f.Close()
-	s.fs.Remove(sg.path)
-	if sg.size >= segHeaderSize {
-		s.logBytes -= segHeaderSize // what newSegment counted
-	}
-}
-
-// mapSize is how much of a segment file is mapped: the most it can hold.
-func (s *Store) mapSize() int {
-	n := s.opt.segmentSize + recPrefix + maxRecord
-	if n > math.MaxInt {
-		return 0
-	}
-	return int(n)
-}
-
-func segName(id uint64) string { return fmt.Sprintf("%016x.log", id) }
-
-// writeManifest replaces the manifest with one that lists order, every
-// segment but the last sealed, with its size and checksum: written to a
-// temporary file, synced, renamed, and the directory synced. The sealed
-// segments must be synced.
-func (s *Store) writeManifest(order []*segment) error {
-	m := manifest{seed: s.seed, nextID: s.nextID}
-	for i, sg := range order {
-		ms := manifestSeg{id: sg.id}
-		if i < len(order)-1 {
-			ms.size, ms.crc = sg.size, sg.crc
-		}
-		m.segs = append(m.segs, ms)
-	}
-	renamed, err := vfs.Replace(s.fs, filepath.Join(s.dir, manifestName), func(f vfs.File) error {
-		_, err := f.WriteAt(m.encode(), 0)
-		return err
-	})
-	if renamed && err != nil {
-		return s.fail(fmt.Errorf("syncing %s: %w", s.dir, err))
-	}
-	if err != nil {
-		return fmt.Errorf("store: writing the manifest: %w", err)
-	}
-	return nil
+	return s.log.syncTo(target)
 }
 
 // afterWrite starts a background checkpoint when one is due, and a
@@ -829,31 +371,139 @@ func (s *Store) writeManifest(order []*segment) error {
 // Call it with wmu held. With inline checkpoints (tests) it returns
 // whether the caller must run the checkpoint once it has released wmu.
 func (s *Store) afterWrite() (inlineCheckpoint bool) {
-	if s.checkpointDue() {
-		s.ckRunning = true
+	if s.checkpointer.due(s.mu.ix.count, s.mu.ix.bytes(), s.closing || s.compactor.remapping) {
+		s.checkpointer.running = true
 		s.bg.Add(1)
-		if s.opt.ckInline {
+		if s.checkpointer.inline {
 			inlineCheckpoint = true
 		} else {
 			go s.runCheckpoint()
 		}
 	}
 	r := s.opt.autoRatio
-	if r <= 0 || s.closing || s.logBytes < s.opt.autoMin || float64(s.logBytes-s.live) <= r*float64(s.logBytes) {
+	logBytes := s.log.bytes
+	if r <= 0 || s.closing || logBytes < s.opt.autoMin || float64(logBytes-s.live) <= r*float64(logBytes) {
 		return
 	}
-	if !s.compacting.CompareAndSwap(false, true) {
+	if !s.compactor.running.CompareAndSwap(false, true) {
 		return
 	}
 	s.bg.Add(1)
 	go func() {
 		defer s.bg.Done()
-		defer s.compacting.Store(false)
+		defer s.compactor.running.Store(false)
 		if err := s.compact(); err != nil && !errors.Is(err, ErrClosed) && !errors.Is(err, errStopped) {
-			s.autoErr.Store(&err)
+			s.compactor.autoErr.Store(&err)
 		}
 	}()
 	return inlineCheckpoint
+}
+
+// Range calls fn for each key and its value, in the order the keys were
+// first put: a Put of a present key keeps its place, and a key deleted
+// and put again takes a new one at the end (as a Python dict orders its
+// keys). It stops when fn returns false. key and value are valid only
+// during the call. fn may read and write the store, but not call Compact
+// or Range; keys written during Range may or may not be visited, and a
+// key deleted and put again during Range may be visited twice. Range
+// reads the whole log, and holds off compactions until it returns.
+func (s *Store) Range(fn func(key, value []byte) bool) error {
+	s.compactor.mu.Lock()
+	defer s.compactor.mu.Unlock()
+	spans, err := s.flushedSpans()
+	if err != nil {
+		return err
+	}
+	var key, value []byte
+	for _, sp := range spans {
+		sc := newScanner(sp.lf, logHeaderSize, sp.end)
+		for {
+			pos := sc.pos
+			_, r, err := sc.next()
+			if err == errEnd {
+				break
+			}
+			if err != nil {
+				return &CorruptError{File: sp.lf.path, Offset: pos, Detail: err.Error()}
+			}
+			if r.kind != kindPut {
+				continue
+			}
+			x := s.hash(r.key)
+			s.mu.RLock()
+			if s.mu.closed {
+				s.mu.RUnlock()
+				return ErrClosed
+			}
+			_, live, found, err := s.find(x, r.key)
+			ok := err == nil && found && live.seq == r.seq
+			if ok {
+				key = append(key[:0], r.key...)
+				value = append(value[:0], live.value...)
+			}
+			s.mu.RUnlock()
+			if err != nil {
+				return err
+			}
+			if ok && !fn(key, value) {
+				return nil
+			}
+		}
+	}
+	return nil
+}
+
+// Verify reads the whole log and checks every record's checksum, as Open
+// does, and the checksum of each log file as a whole: for a sealed one,
+// the one the manifest recorded when it was sealed. It finds damage in
+// the records Open does not read (those an index checkpoint covers),
+// for a store that has been open a long time. It returns a
+// *CorruptError (wrapping ErrCorrupt) for the first damage it finds.
+func (s *Store) Verify() error {
+	s.compactor.mu.Lock()
+	defer s.compactor.mu.Unlock()
+	spans, err := s.flushedSpans()
+	if err != nil {
+		return err
+	}
+	for _, sp := range spans {
+		lf := sp.lf
+		head := make([]byte, logHeaderSize)
+		if _, err := lf.f.ReadAt(head, 0); err != nil {
+			return fmt.Errorf("store: reading %s: %w", lf.path, err)
+		}
+		if _, _, err := parseLogHeader(head); err != nil {
+			return &CorruptError{File: lf.path, Detail: err.Error()}
+		}
+		sc := newScanner(lf, logHeaderSize, sp.end)
+		sc.crc = crc32.Checksum(head, castagnoli)
+		for {
+			pos := sc.pos
+			_, _, err := sc.next()
+			if err == errEnd {
+				break
+			}
+			if err != nil {
+				return &CorruptError{File: lf.path, Offset: pos, Detail: err.Error()}
+			}
+		}
+		if sc.crc != sp.crc {
+			return &CorruptError{File: lf.path, Offset: logHeaderSize,
+				Detail: "the log file's records are intact, but its checksum is not the one recorded as they were written (records were changed, removed or moved)"}
+		}
+	}
+	return nil
+}
+
+// flushedSpans is appendLog.flushedSpans, for Range and Verify, which
+// hold compactor.mu.
+func (s *Store) flushedSpans() ([]span, error) {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	if s.mu.closed {
+		return nil, ErrClosed
+	}
+	return s.log.flushedSpans()
 }
 
 // Stats describes a Store at one moment.
@@ -861,9 +511,9 @@ type Stats struct {
 	Keys        uint64  // live keys: Len
 	IndexBytes  uint64  // RAM held by the index
 	IndexLoad   float64 // share of the index's slots in use
-	LogBytes    uint64  // bytes of the log: every segment file, with buffered records
+	LogBytes    uint64  // bytes of the log: every log file, with buffered records
 	LiveBytes   uint64  // bytes of the records of live keys
-	Segments    int     // segment files
+	LogFiles    int     // log files
 	Compactions uint64  // compactions completed since Open
 	// Replayed is the number of records Open read from the log after
 	// the index checkpoint (every record, when it found none usable).
@@ -890,19 +540,19 @@ func (s *Store) Stats() Stats {
 		Keys:        ix.count,
 		IndexBytes:  ix.bytes(),
 		IndexLoad:   float64(ix.count) / float64(ix.buckets()*slotsPerBucket),
-		Segments:    len(s.mu.order),
-		Compactions: s.compactions.Load(),
+		LogFiles:    len(s.log.order),
+		Compactions: s.compactor.done.Load(),
 	}
 	s.mu.RUnlock()
 	s.wmu.Lock()
-	st.LogBytes, st.LiveBytes = uint64(s.logBytes), uint64(s.live)
-	st.Replayed, st.SinceCheckpoint = s.replayed, s.sinceRecords
+	st.LogBytes, st.LiveBytes = uint64(s.log.bytes), uint64(s.live)
+	st.Replayed, st.SinceCheckpoint = s.checkpointer.replayed, s.checkpointer.sinceRecords
 	s.wmu.Unlock()
-	st.Checkpoints = s.checkpoints.Load()
-	if p := s.autoErr.Load(); p != nil {
+	st.Checkpoints = s.checkpointer.written.Load()
+	if p := s.compactor.autoErr.Load(); p != nil {
 		st.AutoCompactError = *p
 	}
-	if p := s.ckErr.Load(); p != nil {
+	if p := s.checkpointer.err.Load(); p != nil {
 		st.CheckpointError = *p
 	}
 	return st
@@ -924,20 +574,18 @@ func (s *Store) Close() error {
 	s.wmu.Unlock()
 	close(s.stop)
 	s.bg.Wait()
-	s.compactMu.Lock()
-	defer s.compactMu.Unlock()
+	s.compactor.mu.Lock()
+	defer s.compactor.mu.Unlock()
 	s.wmu.Lock()
-	err := s.flush()
-	target := s.written
+	err := s.log.flush()
+	target := s.log.written
 	s.wmu.Unlock()
 	if err == nil {
-		if p := s.failed.Load(); p != nil {
-			err = *p
-		} else {
-			err = s.syncTo(target)
+		if err = s.log.failure(); err == nil {
+			err = s.log.syncTo(target)
 		}
 	}
-	if err == nil && s.failed.Load() == nil {
+	if err == nil && s.log.failure() == nil {
 		// The checkpoint is a cache: without it Open replays more.
 		s.checkpoint()
 	}
@@ -945,13 +593,13 @@ func (s *Store) Close() error {
 	defer s.wmu.Unlock()
 	s.mu.Lock()
 	s.mu.closed = true
-	for _, sg := range s.mu.order {
-		if cerr := sg.f.Close(); err == nil && cerr != nil {
-			err = fmt.Errorf("store: closing %s: %w", sg.path, cerr)
+	for _, lf := range s.log.order {
+		if cerr := lf.f.Close(); err == nil && cerr != nil {
+			err = fmt.Errorf("store: closing %s: %w", lf.path, cerr)
 		}
-		sg.data = nil
+		lf.data = nil
 	}
-	s.mu.buf = nil
+	s.log.buf = nil
 	s.mu.Unlock()
 	if cerr := s.lock.Close(); err == nil && cerr != nil {
 		err = cerr

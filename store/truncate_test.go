@@ -22,12 +22,12 @@ type ackedStore struct {
 }
 
 // buildAcked writes ops random operations on keys of a space of nkeys
-// into a new store of small segments. The store is left open (as a crash
+// into a new store of small log files. The store is left open (as a crash
 // would leave it) unless closeIt.
 func buildAcked(t *testing.T, rng *rand.Rand, ops, nkeys int, closeIt bool, opts ...store.Option) ackedStore {
 	t.Helper()
 	fs := store.NewMemFS()
-	opts = append([]store.Option{store.WithFS(fs), store.WithSync(store.SyncAlways), store.WithSegmentSize(4 << 10),
+	opts = append([]store.Option{store.WithFS(fs), store.WithSync(store.SyncAlways), store.WithLogFileSize(4 << 10),
 		store.WithAutoCompact(0, 0), store.WithSeed(3)}, opts...)
 	s, err := store.Open("db", opts...)
 	if err != nil {
@@ -59,29 +59,29 @@ func buildAcked(t *testing.T, rng *rand.Rand, ops, nkeys int, closeIt bool, opts
 	return ackedStore{fs.CrashLosingUnsynced(), want}
 }
 
-// segments returns the store's segment files in log order (their ids
+// log files returns the store's log files in log order (their ids
 // grow, and no compaction ran).
-func segments(fs *store.MemFS) []string {
-	var segs []string
+func logFiles(fs *store.MemFS) []string {
+	var files []string
 	for _, n := range fs.Names() {
 		if filepath.Ext(n) == ".log" {
-			segs = append(segs, n)
+			files = append(files, n)
 		}
 	}
-	return segs
+	return files
 }
 
-// cuts returns the offsets at which to cut a segment: every ~100th
+// cuts returns the offsets at which to cut a log file: every ~100th
 // offset (a random one in each window of 100 bytes past the header) and
 // every record boundary, the cuts that leave whole records.
-func cuts(rng *rand.Rand, seg []byte) []int64 {
+func cuts(rng *rand.Rand, file []byte) []int64 {
 	var cs []int64
-	for w := int64(segHeader); w < int64(len(seg)); w += 100 {
-		cs = append(cs, w+rng.Int64N(min(100, int64(len(seg))-w)))
+	for w := int64(logHeader); w < int64(len(file)); w += 100 {
+		cs = append(cs, w+rng.Int64N(min(100, int64(len(file))-w)))
 	}
-	cs = append(cs, int64(segHeader))
-	for _, e := range store.RecordEnds(seg) {
-		if e < int64(len(seg)) {
+	cs = append(cs, int64(logHeader))
+	for _, e := range store.RecordEnds(file) {
+		if e < int64(len(file)) {
 			cs = append(cs, e)
 		}
 	}
@@ -141,16 +141,16 @@ func checkAcked(t *testing.T, s *store.Store, want map[string]string, what strin
 	}
 }
 
-// cutAndOpen cuts segment seg of base at each of cuts (a copy each time)
+// cutAndOpen cuts log file of base at each of cuts (a copy each time)
 // and opens the store: each time Open refuses it (ErrCorrupt) or has
 // every acknowledged write. It counts both outcomes.
-func cutAndOpen(t *testing.T, base ackedStore, seg string, cuts []int64) (corrupt, opened int) {
+func cutAndOpen(t *testing.T, base ackedStore, file string, cuts []int64) (corrupt, opened int) {
 	t.Helper()
-	full := base.fs.ReadFileBytes(seg)
+	full := base.fs.ReadFileBytes(file)
 	for _, c := range cuts {
 		fs := base.fs.Clone()
-		fs.WriteFileBytes(seg, full[:c])
-		if openChecked(t, fs, base.want, fmt.Sprintf("%s cut at %d of %d", seg, c, len(full))) {
+		fs.WriteFileBytes(file, full[:c])
+		if openChecked(t, fs, base.want, fmt.Sprintf("%s cut at %d of %d", file, c, len(full))) {
 			corrupt++
 		} else {
 			opened++
@@ -159,7 +159,7 @@ func cutAndOpen(t *testing.T, base ackedStore, seg string, cuts []int64) (corrup
 	return corrupt, opened
 }
 
-// TestTruncateSealedAfterCrash cuts each sealed segment of a store left
+// TestTruncateSealedAfterCrash cuts each sealed log file of a store left
 // by a crash at every ~100th offset and at every record boundary: Open
 // either returns ErrCorrupt or has every acknowledged write.
 func TestTruncateSealedAfterCrash(t *testing.T) {
@@ -169,19 +169,19 @@ func TestTruncateSealedAfterCrash(t *testing.T) {
 	}
 	rng := testseed.Rand(t)
 	base := buildAcked(t, rng, ops, ops/5, false)
-	segs := segments(base.fs)
-	if len(segs) < 3 {
-		t.Fatalf("%d segments", len(segs))
+	files := logFiles(base.fs)
+	if len(files) < 3 {
+		t.Fatalf("%d log files", len(files))
 	}
 	corrupt, opened := 0, 0
-	for _, seg := range segs[:len(segs)-1] {
-		c, o := cutAndOpen(t, base, seg, cuts(rng, base.fs.ReadFileBytes(seg)))
+	for _, file := range files[:len(files)-1] {
+		c, o := cutAndOpen(t, base, file, cuts(rng, base.fs.ReadFileBytes(file)))
 		corrupt, opened = corrupt+c, opened+o
 	}
-	t.Logf("%d sealed segments; %d cuts refused (ErrCorrupt), %d opened intact", len(segs)-1, corrupt, opened)
+	t.Logf("%d sealed log files; %d cuts refused (ErrCorrupt), %d opened intact", len(files)-1, corrupt, opened)
 }
 
-// TestTruncateLastAfterClose cuts the last segment of a cleanly closed
+// TestTruncateLastAfterClose cuts the last log file of a cleanly closed
 // store at every ~100th offset and every record boundary: Open either
 // returns ErrCorrupt or has every acknowledged write.
 func TestTruncateLastAfterClose(t *testing.T) {
@@ -191,9 +191,9 @@ func TestTruncateLastAfterClose(t *testing.T) {
 	}
 	rng := testseed.Rand(t)
 	base := buildAcked(t, rng, ops, ops/5, true)
-	segs := segments(base.fs)
-	last := segs[len(segs)-1]
+	files := logFiles(base.fs)
+	last := files[len(files)-1]
 	full := base.fs.ReadFileBytes(last)
 	corrupt, opened := cutAndOpen(t, base, last, cuts(rng, full))
-	t.Logf("last segment of %d bytes; %d cuts refused (ErrCorrupt), %d opened intact", len(full), corrupt, opened)
+	t.Logf("last log file of %d bytes; %d cuts refused (ErrCorrupt), %d opened intact", len(full), corrupt, opened)
 }

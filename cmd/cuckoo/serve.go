@@ -226,7 +226,7 @@ func runServe(e *env, f *serveFlags, pos []string) error {
 	if cfg.Dir != "" {
 		data = "data in " + cfg.Dir
 		if cfg.AppendOnly {
-			data += " (append-only log, fsync " + cfg.Fsync.String() + ")"
+			data += " (append-only log, fsync " + cfg.Sync.String() + ")"
 		} else {
 			data += " (snapshots only)"
 		}
@@ -343,7 +343,7 @@ func (f *serveFlags) serverConfig() (server.Config, error) {
 			return cfg, err
 		}
 	}
-	if cfg.Fsync, err = server.ParseFsyncPolicy(f.appendFsync); err != nil {
+	if cfg.Sync, err = server.ParseSyncPolicy(f.appendFsync); err != nil {
 		return cfg, usageErr("give always, everysec or no", "bad --appendfsync %q", f.appendFsync)
 	}
 	sizes := []struct {

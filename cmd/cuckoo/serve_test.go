@@ -36,7 +36,7 @@ func TestServeDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.Addr != "127.0.0.1:6379" || cfg.Dir != "cuckoo-data" || !cfg.AppendOnly || cfg.Fsync != server.FsyncEverySec ||
+	if cfg.Addr != "127.0.0.1:6379" || cfg.Dir != "cuckoo-data" || !cfg.AppendOnly || cfg.Sync != server.SyncEverySecond ||
 		!cfg.ProtectedMode || cfg.Password != "" || !cfg.SaveOnShutdown || cfg.SaveInterval != 5*time.Minute ||
 		cfg.MaxMemory != 0 || cfg.MaxClients != server.DefaultMaxClients || cfg.Limits.MaxBulk != 512<<20 ||
 		cfg.Limits.MaxCommand != 1<<30 {
@@ -47,7 +47,7 @@ func TestServeDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.Addr != "[::1]:7000" || cfg.Fsync != server.FsyncAlways || cfg.MaxMemory != 2<<30 || cfg.AppendOnly ||
+	if cfg.Addr != "[::1]:7000" || cfg.Sync != server.SyncAlways || cfg.MaxMemory != 2<<30 || cfg.AppendOnly ||
 		cfg.IdleTimeout != 30*time.Second || cfg.MaxFilterBytes != 100e6 || cfg.Limits.MaxCommand != 64<<20 {
 		t.Fatalf("flags: %+v", cfg)
 	}
@@ -98,7 +98,7 @@ func TestServeConfigFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.Password != "s3cret" || cfg.Addr != "127.0.0.1:7002" || cfg.Fsync != server.FsyncAlways || cfg.MaxMemory != 1<<20 {
+	if cfg.Password != "s3cret" || cfg.Addr != "127.0.0.1:7002" || cfg.Sync != server.SyncAlways || cfg.MaxMemory != 1<<20 {
 		t.Fatalf("config file: %+v", cfg)
 	}
 	t.Setenv("TEST_CUCKOO_PASSWORD", "from-env")

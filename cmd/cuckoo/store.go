@@ -436,7 +436,7 @@ func storeStats(w io.Writer, s *store.Store, dir string, seenSet bool) error {
 	}
 	fmt.Fprintf(w, "keys:       %s\n", units.Count(st.Keys))
 	fmt.Fprintf(w, "index:      %s in RAM (%.2f bytes per key, %.1f %% of slots used)\n", units.Bytes(st.IndexBytes), perKey, 100*st.IndexLoad)
-	fmt.Fprintf(w, "log:        %s in %s, %s live (%.1f %% garbage)\n", units.Bytes(st.LogBytes), units.Counted(uint64(st.Segments), "segment file"),
+	fmt.Fprintf(w, "log:        %s in %s, %s live (%.1f %% garbage)\n", units.Bytes(st.LogBytes), units.Counted(uint64(st.LogFiles), "log file"),
 		units.Bytes(st.LiveBytes), 100*(1-float64(st.LiveBytes)/max(1, float64(st.LogBytes))))
 	if seenSet {
 		fmt.Fprintf(w, "seen-set:   the lines of 'cuckoo dedup --exact-dir %s' (one more key marks it)\n", dir)

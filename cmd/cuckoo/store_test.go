@@ -51,13 +51,13 @@ func TestStoreCommands(t *testing.T) {
 	e.run("", "store", "get", "missing.d", "k").want(t, exitData, "store")
 
 	// Damage: a flipped byte mid-log is named with its file and offset.
-	// After the compaction the record is in a sealed segment (the active
+	// After the compaction the record is in a sealed log file (the active
 	// one is empty), so the damage is not a torn tail.
-	segs, _ := filepath.Glob(filepath.Join(e.dir, "db", "*.log"))
-	for _, seg := range segs {
-		if b, _ := os.ReadFile(seg); len(b) > 45 {
+	logFiles, _ := filepath.Glob(filepath.Join(e.dir, "db", "*.log"))
+	for _, logFile := range logFiles {
+		if b, _ := os.ReadFile(logFile); len(b) > 45 {
 			b[45] ^= 1
-			os.WriteFile(seg, b, 0o644)
+			os.WriteFile(logFile, b, 0o644)
 		}
 	}
 	r := e.run("", "store", "check", "db")

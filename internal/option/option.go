@@ -1,6 +1,6 @@
-// Package option applies the functional options every filter package
-// takes (cuckoo, bloom, redisfilter): each package keeps its own Option
-// type and config, and they all apply options the same way.
+// Package option applies the functional options every filter package and
+// the store take (cuckoo, bloom, redisfilter, store): each keeps its own
+// Option type and config, and they all apply options the same way.
 package option
 
 // Apply calls each option on c in order, skipping nil ones, and returns

@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/dedupkit/cuckoo/server/resp"
-	"github.com/tidwall/redcon"
 )
 
 // pipeline returns n CF.ADD commands as a client pipelines them.
@@ -20,14 +19,12 @@ func pipeline(n int) []byte {
 	return b.Bytes()
 }
 
-// BenchmarkReader reads pipelines of CF.ADD commands with this package's
-// Reader and with redcon's (which has no limits and copies each command):
-// the reason the server reads requests with its own Reader.
+// BenchmarkReader reads pipelines of CF.ADD commands.
 func BenchmarkReader(b *testing.B) {
 	for _, n := range []int{1, 16} {
 		data := pipeline(n)
 		src := bytes.NewReader(data)
-		b.Run(fmt.Sprintf("impl=resp/pipeline=%d", n), func(b *testing.B) {
+		b.Run(fmt.Sprintf("pipeline=%d", n), func(b *testing.B) {
 			b.ReportAllocs()
 			b.SetBytes(int64(len(data)))
 			rd := resp.NewReader(src, resp.Limits{})
@@ -40,43 +37,47 @@ func BenchmarkReader(b *testing.B) {
 				}
 			}
 		})
-		b.Run(fmt.Sprintf("impl=redcon/pipeline=%d", n), func(b *testing.B) {
+	}
+}
+
+// BenchmarkWriter writes 16 integer replies and flushes them.
+func BenchmarkWriter(b *testing.B) {
+	b.ReportAllocs()
+	w := resp.NewWriter(io.Discard, 0)
+	for b.Loop() {
+		for i := range 16 {
+			w.Int(int64(i & 1))
+		}
+		w.Flush()
+	}
+}
+
+// BenchmarkAppend encodes one reply element of each kind the server sends
+// most, into a buffer with room: the encoders every reply goes through.
+func BenchmarkAppend(b *testing.B) {
+	value := bytes.Repeat([]byte("v"), 64)
+	for _, bc := range []struct {
+		name   string
+		encode func(dst []byte) []byte
+	}{
+		{"kind=simple", func(dst []byte) []byte { return resp.AppendSimple(dst, "OK") }},
+		{"kind=error", func(dst []byte) []byte { return resp.AppendError(dst, "ERR not found") }},
+		{"kind=int/n=1", func(dst []byte) []byte { return resp.AppendInt(dst, 1) }},
+		{"kind=int/n=123456789", func(dst []byte) []byte { return resp.AppendInt(dst, 123456789) }},
+		{"kind=bulk/len=64", func(dst []byte) []byte { return resp.AppendBulk(dst, value) }},
+		{"kind=bulkstring/len=5", func(dst []byte) []byte { return resp.AppendBulkString(dst, "hello") }},
+		{"kind=array/n=16", func(dst []byte) []byte { return resp.AppendArray(dst, 16) }},
+		{"kind=null2", resp.AppendNull2},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
 			b.ReportAllocs()
-			b.SetBytes(int64(len(data)))
-			rd := redcon.NewReader(src)
+			dst := make([]byte, 0, 4096)
 			for b.Loop() {
-				src.Reset(data)
-				for range n {
-					if _, err := rd.ReadCommand(); err != nil {
-						b.Fatal(err)
-					}
+				dst = dst[:0]
+				for range 16 {
+					dst = bc.encode(dst)
 				}
 			}
 		})
 	}
-}
-
-// BenchmarkWriter writes 16 integer replies and flushes them, with this
-// package's Writer and with redcon's.
-func BenchmarkWriter(b *testing.B) {
-	b.Run("impl=resp", func(b *testing.B) {
-		b.ReportAllocs()
-		w := resp.NewWriter(io.Discard, 0)
-		for b.Loop() {
-			for i := range 16 {
-				w.Int(int64(i & 1))
-			}
-			w.Flush()
-		}
-	})
-	b.Run("impl=redcon", func(b *testing.B) {
-		b.ReportAllocs()
-		w := redcon.NewWriter(io.Discard)
-		for b.Loop() {
-			for i := range 16 {
-				w.WriteInt(i & 1)
-			}
-			w.Flush()
-		}
-	})
 }

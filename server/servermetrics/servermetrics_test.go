@@ -25,7 +25,7 @@ func startServer(t *testing.T) (*server.Server, *redis.Client) {
 	t.Helper()
 	cfg := server.DefaultConfig()
 	cfg.Dir = t.TempDir()
-	cfg.Fsync = server.FsyncAlways
+	cfg.Sync = server.SyncAlways
 	cfg.SaveOnShutdown = false
 	cfg.CommandStats = true
 	srv, err := server.New(cfg)

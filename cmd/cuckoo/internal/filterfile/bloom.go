@@ -100,7 +100,6 @@ func newBloomScalable(s Spec) (impl, error) {
 
 func emptyBloomScalable() impl { return bloomScalable{new(bloom.Scalable)} }
 
-func (b bloomScalable) Add(key []byte) error               { b.Scalable.Add(key); return nil }
 func (b bloomScalable) AddUnique(key []byte) (bool, error) { return b.Scalable.AddUnique(key), nil }
 func (b bloomScalable) Delete([]byte) (bool, error)        { return false, ErrNoDelete }
 func (b bloomScalable) ContainsBatch(keys [][]byte, found []bool) {
@@ -134,7 +133,7 @@ func bloomOptions(s Spec) ([]bloom.Option, error) {
 // fixedBloom is what a Bloom filter of fixed size offers: bloom.Filter
 // and bloom.Counting.
 type fixedBloom interface {
-	Add(key []byte)
+	Add(key []byte) error
 	AddUnique(key []byte) bool
 	Contains(key []byte) bool
 	Len() uint64
@@ -151,8 +150,7 @@ func addFixed(f fixedBloom, key []byte) error {
 	if f.Len() >= f.Capacity() && !f.Contains(key) {
 		return bloomFull(f)
 	}
-	f.Add(key)
-	return nil
+	return f.Add(key)
 }
 
 // addUniqueFixed is AddUnique with the capacity of addFixed.

@@ -171,7 +171,7 @@ func bloomOption(kind filterfile.Kind, items uint64, fpr float64) (Option, error
 	if err != nil {
 		return Option{}, err
 	}
-	o := Option{Kind: kind.String(), HashCount: pl.HashCount, Bytes: pl.Bytes, BitsPerItem: pl.BitsPerItem,
+	o := Option{Kind: kind.String(), HashCount: pl.HashCount, Bytes: pl.SizeInBytes, BitsPerItem: pl.BitsPerItem,
 		FPR: pl.FalsePositiveRate, Available: true, Deletes: kind.CanDelete(), Grows: kind.Grows()}
 	k := pl.HashCount
 	switch kind {

@@ -245,7 +245,7 @@ func (c *client) finishBatch() bool {
 func (c *client) logDurable(off int64) bool {
 	s := c.s
 	if off > c.flushed {
-		if err := s.aof.flush(off, s.cfg.Fsync == FsyncAlways); err != nil {
+		if err := s.aof.flush(off, s.cfg.Sync == SyncAlways); err != nil {
 			s.logf("append-only log: %v; closing the connection of client %d without its replies", err, c.id)
 			return false
 		}
