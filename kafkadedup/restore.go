@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -153,22 +154,30 @@ func (p *Processor) replay(ctx context.Context, st *partition, until int64) (uin
 
 // readSnapshot reads the filter of the snapshot ptr names.
 func (p *Processor) readSnapshot(ctx context.Context, tp topicPartition, ptr pointer) (*seen, error) {
-	// A state partition that ends before the snapshot's chunks (the topic
-	// deleted and made again, truncated) is an error at once, not a wait.
-	cctx, cancel := context.WithTimeout(ctx, p.cfg.timeout)
-	ends, err := p.admin.ListEndOffsets(cctx, p.cfg.stateTopic)
-	cancel()
-	if err != nil {
-		return nil, p.clusterErr("listing the state topic's end offsets", err)
-	}
-	if end, ok := ends.Lookup(p.cfg.stateTopic, ptr.statePartition); !ok || end.Err != nil || end.Offset < ptr.offset+int64(ptr.chunks) {
-		return nil, fmt.Errorf("%w: the state topic's partition ends before the snapshot's %d chunks", ErrState, ptr.chunks)
-	}
 	cl, err := p.readerClient(p.cfg.stateTopic, ptr.statePartition, ptr.offset)
 	if err != nil {
 		return nil, err
 	}
 	defer cl.Close()
+	// A state partition that ends before the snapshot's chunks (the topic
+	// deleted and made again, truncated) is an error at once, not a wait.
+	// The reader's client asks: the admin client's metadata, cached, may
+	// be older than a state topic created moments ago.
+	cctx, cancel := context.WithTimeout(ctx, p.cfg.timeout)
+	ends, err := kadm.NewClient(cl).ListEndOffsets(cctx, p.cfg.stateTopic)
+	cancel()
+	if err != nil {
+		return nil, p.clusterErr("listing the state topic's end offsets", err)
+	}
+	end, ok := ends.Lookup(p.cfg.stateTopic, ptr.statePartition)
+	switch {
+	case !ok || errors.Is(end.Err, kerr.UnknownTopicOrPartition):
+		return nil, fmt.Errorf("%w: the state topic has no partition %d", ErrState, ptr.statePartition)
+	case end.Err != nil:
+		return nil, p.clusterErr("listing the state topic's end offsets", end.Err)
+	case end.Offset < ptr.offset+int64(ptr.chunks):
+		return nil, fmt.Errorf("%w: the state topic's partition ends before the snapshot's %d chunks", ErrState, ptr.chunks)
+	}
 	r := &chunkReader{p: p, ctx: ctx, cl: cl, tp: tp, ptr: ptr}
 	s, err := readSeen(&p.cfg, r)
 	switch {
