@@ -479,3 +479,90 @@ func TestMissingSnapshotIsErrState(t *testing.T) {
 }
 
 func ptr(s string) *string { return &s }
+
+func TestNewRefusesBadParameters(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		name string
+		opts []Option
+	}{
+		{"window=0", []Option{WithWindow(0)}},
+		{"capacity=0", []Option{WithCapacity(0)}},
+		{"fpr=0", []Option{WithFalsePositiveRate(0)}},
+		{"fpr=1", []Option{WithFalsePositiveRate(1)}},
+		{"key=nil", []Option{WithKey(nil)}},
+		{"time=nil", []Option{WithTime(nil)}},
+		{"state=empty", []Option{WithStateTopic("")}},
+		{"state=output", []Option{WithStateTopic("out")}},
+		{"instance=empty", []Option{WithInstanceID("")}},
+		{"snapshot=0", []Option{WithSnapshotEvery(0, time.Minute)}},
+		{"snapshot=0s", []Option{WithSnapshotEvery(10, 0)}},
+		{"idle=0", []Option{WithExitWhenIdle(0)}},
+		{"timeout=0", []Option{WithTimeout(0)}},
+		{"fetch=1023", []Option{WithFetchBytes(1023)}},
+		{"fetch=64MiB+1", []Option{WithFetchBytes(64<<20 + 1)}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if _, err := New("g", []string{"in"}, "out", c.opts...); !errors.Is(err, ErrInvalidParameter) {
+				t.Fatalf("New = %v, want ErrInvalidParameter", err)
+			}
+		})
+	}
+	for _, bounds := range []int{1 << 10, 64 << 20} {
+		if _, err := New("g", []string{"in"}, "out", WithFetchBytes(bounds)); err != nil {
+			t.Fatalf("WithFetchBytes(%d): %v", bounds, err)
+		}
+	}
+}
+
+// The fetch bytes are shared evenly among the partitions a member owns,
+// at least 64 KiB each: a member that owns half the partitions asks
+// twice as much of each as one that owns them all.
+func TestFetchBytesAreSharedAmongOwnedPartitions(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		fetch   int32
+		owned   int
+		want    int32
+		because string
+	}{
+		{1 << 20, 4, 256 << 10, "an even share"},
+		{1 << 20, 0, 1 << 20, "nothing owned yet: all of it"},
+		{1 << 20, 64, 64 << 10, "the floor"},
+		{32 << 10, 4, 32 << 10, "never more than the fetch bytes"},
+		{64 << 20, 1<<31 - 1, 64 << 10, "any number of partitions"},
+	} {
+		if got := partitionFetchBytes(c.fetch, c.owned); got != c.want {
+			t.Errorf("partitionFetchBytes(%d, %d) = %d, want %d (%s)", c.fetch, c.owned, got, c.want, c.because)
+		}
+	}
+	recs := genInput(testseed.Rand(t), 4000, 4, 1000, time.Minute)
+	addr := setup(t, 4, recs[:1000])
+	const fetch = 512 << 10
+	share := func(p *Processor) int32 { return p.sess.Client().OptValue(kgo.FetchMaxPartitionBytes).(int32) }
+	opts := []Option{WithFetchBytes(fetch), WithExitWhenIdle(time.Hour)}
+	a, b := newProcessor(t, addr, opts...), newProcessor(t, addr, opts...)
+	stopA := runInBackground(t, a)
+	kafkatest.Eventually(t, "a's first records", func() bool { return a.Stats().In > 0 })
+	stopB := runInBackground(t, b) // the group gives b half the partitions
+	produceInput(t, addr, "in", recs[1000:3000])
+	kafkatest.Eventually(t, "b's first records", func() bool { return b.Stats().In > 0 })
+	if err := stopB(); err != nil { // a takes them all back
+		t.Fatal(err)
+	}
+	produceInput(t, addr, "in", recs[3000:])
+	kafkatest.Eventually(t, "every record", func() bool { return a.Stats().In+b.Stats().In >= uint64(len(recs)) })
+	if err := stopA(); err != nil {
+		t.Fatal(err)
+	}
+	if got := share(b); got != fetch/2 {
+		t.Errorf("b, owning 2 of 4 partitions, asked %d bytes of each, want %d", got, fetch/2)
+	}
+	if got := share(a); got != fetch/4 {
+		t.Errorf("a, owning all 4 partitions, asked %d bytes of each, want %d", got, fetch/4)
+	}
+	if got := a.sess.Client().OptValue(kgo.FetchMaxBytes).(int32); got != fetch {
+		t.Errorf("a asked %d bytes a fetch, want %d", got, fetch)
+	}
+	checkOutput(t, &a.cfg, recs, kafkatest.ReadCommitted(t, addr, "out"))
+}

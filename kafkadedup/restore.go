@@ -19,6 +19,7 @@ import (
 // updated by a replay of the input from the pointer's base to first,
 // which writes nothing.
 func (p *Processor) restore(ctx context.Context, tp topicPartition, first int64) error {
+	start := time.Now()
 	cctx, cancel := context.WithTimeout(ctx, p.cfg.timeout)
 	offsets, err := p.admin.FetchOffsetsForTopics(kadm.RequireStable(cctx), p.group, tp.topic)
 	cancel()
@@ -54,15 +55,19 @@ func (p *Processor) restore(ctx context.Context, tp topicPartition, first int64)
 		return err
 	}
 	st.ptr, st.next = ptr, ptr.base
+	replayStart := time.Now()
 	replayed, err := p.replay(ctx, st, first)
 	if err != nil {
 		return fmt.Errorf("%s: replaying offsets %d to %d: %w", tp, ptr.base, first, err)
 	}
 	p.parts[tp] = st
 	b, k, _ := st.seen.size()
+	end := time.Now()
 	p.mu.Lock()
 	p.stats.Restores++
 	p.stats.Replayed += replayed
+	p.stats.RestoreTime += end.Sub(start)
+	p.stats.ReplayTime += end.Sub(replayStart)
 	p.stats.Partitions++ // until the next commit counts them again
 	p.stats.FilterBytes += b
 	p.stats.Keys += k
@@ -78,6 +83,8 @@ func (p *Processor) readerClient(topic string, part int32, at int64) (*kgo.Clien
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
 		kgo.KeepControlRecords(),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.FetchMaxBytes(p.cfg.fetchBytes),
+		kgo.FetchMaxPartitionBytes(p.cfg.fetchBytes),
 	)
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {
@@ -125,6 +132,8 @@ func (p *Processor) replay(ctx context.Context, st *partition, until int64) (uin
 	}
 	defer cl.Close()
 	var replayed uint64
+	b := &p.batch
+	b.reset()
 	for st.next < until {
 		recs, err := p.poll(ctx, cl, fmt.Sprintf("%s/%d from offset %d", st.topic, st.part, st.next))
 		if err != nil {
@@ -134,15 +143,17 @@ func (p *Processor) replay(ctx context.Context, st *partition, until int64) (uin
 			if r.Offset >= until {
 				break
 			}
-			st.next = r.Offset + 1
 			if r.Attrs.IsControl() {
+				b.next = r.Offset + 1
 				continue
 			}
-			if _, err := p.judge(st, r, nil); err != nil && !errors.Is(err, ErrUnreadable) {
+			if err := p.add(ctx, st, r, nil); err != nil {
 				return replayed, err
 			}
-			st.sinceSnapshot++
 			replayed++
+		}
+		if err := p.flush(ctx, st, nil); err != nil {
+			return replayed, err
 		}
 		if len(recs) > 0 && recs[len(recs)-1].Offset >= until-1 {
 			break

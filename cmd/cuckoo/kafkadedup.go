@@ -42,6 +42,7 @@ type kafkaFlags struct {
 	idle           windowValue
 	timeout        windowValue
 	snapshotEvery  countValue
+	fetchBytes     countValue
 	passUnreadable bool
 
 	tls                            bool
@@ -64,6 +65,7 @@ func (f *kafkaFlags) register(fs *flag.FlagSet) {
 	fs.Var(&f.idle, "exit-when-idle", "with --kafka: exit 0 once caught up and no record came for this `duration` (default: run until SIGINT or SIGTERM)")
 	fs.Var(&f.timeout, "kafka-timeout", "with --kafka: how long to wait for the cluster before stopping with status 3 (default 30s)")
 	fs.Var(&f.snapshotEvery, "snapshot-every", "with --kafka: snapshot a partition's filter every `N` records: what a restart replays at most (default 1M)")
+	fs.Var(&f.fetchBytes, "fetch-bytes", "with --kafka: fetch at most `N` bytes of input at once, the records of one transaction: memory against throughput (default 1Mi, 1048576)")
 	fs.BoolVar(&f.passUnreadable, "pass-unreadable", false, "with --kafka: write a record whose key or time cannot be read, unjudged, instead of stopping")
 	fs.BoolVar(&f.tls, "tls", false, "with --kafka: connect with TLS (the system's CAs unless --tls-ca)")
 	fs.StringVar(&f.tlsCA, "tls-ca", "", "with --kafka: TLS: the CA certificates `file` (PEM) that signed the brokers' certificates")
@@ -80,7 +82,7 @@ func (f *kafkaFlags) stray() string {
 	for name, set := range map[string]bool{
 		"--from": f.from != "", "--to": f.to != "", "--group": f.group != "", "--instance": f.instance != "",
 		"--state-topic": f.stateTopic != "", "--exit-when-idle": f.idle.set, "--kafka-timeout": f.timeout.set,
-		"--snapshot-every": f.snapshotEvery.set, "--pass-unreadable": f.passUnreadable, "--tls": f.tls,
+		"--snapshot-every": f.snapshotEvery.set, "--fetch-bytes": f.fetchBytes.set, "--pass-unreadable": f.passUnreadable, "--tls": f.tls,
 		"--tls-ca": f.tlsCA != "", "--tls-cert": f.tlsCert != "", "--tls-key": f.tlsKey != "",
 		"--tls-server-name": f.tlsSNI != "", "--sasl": f.sasl != "", "--sasl-user": f.saslUser != "",
 		"--sasl-password-file": f.saslPassFile != "",
@@ -264,6 +266,12 @@ func kafkaOptions(e *env, f *dedupFlags) ([]kafkadedup.Option, error) {
 		}
 		opts = append(opts, kafkadedup.WithSnapshotEvery(int64(kf.snapshotEvery.n), kafkadedup.DefaultSnapshotInterval))
 	}
+	if kf.fetchBytes.set {
+		if kf.fetchBytes.n > 1<<30 {
+			return nil, usageErr(remedy, "bad --fetch-bytes %d: want 1024 to 67108864", kf.fetchBytes.n)
+		}
+		opts = append(opts, kafkadedup.WithFetchBytes(int(kf.fetchBytes.n)))
+	}
 	if kf.passUnreadable {
 		opts = append(opts, kafkadedup.WithPassUnreadable())
 	}
@@ -428,8 +436,8 @@ func printKafkaStats(e *env, st kafkadedup.Stats, elapsed time.Duration) {
 		fmt.Fprintf(w, "cuckoo dedup: %s not in the partition Kafka's default partitioner gives their key (docs/kafka.md, Partitions)\n",
 			units.Counted(st.Misplaced, "record"))
 	}
-	fmt.Fprintf(w, "cuckoo dedup: %s committed, %s aborted; %s restored, replaying %s; %s, %s\n",
+	fmt.Fprintf(w, "cuckoo dedup: %s committed, %s aborted; %s restored in %.2f s, replaying %s; %s, %s\n",
 		units.Counted(st.Transactions, "transaction"), units.Count(st.Aborted), units.Counted(st.Restores, "partition"),
-		units.Counted(st.Replayed, "record"), units.Counted(st.Snapshots, "snapshot"), units.Bytes(st.SnapshotBytes))
+		st.RestoreTime.Seconds(), units.Counted(st.Replayed, "record"), units.Counted(st.Snapshots, "snapshot"), units.Bytes(st.SnapshotBytes))
 	fmt.Fprintf(w, "cuckoo dedup: %.2f s, %s records/s\n", secs, units.SI(float64(st.In)/secs))
 }

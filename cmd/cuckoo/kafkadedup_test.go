@@ -70,13 +70,14 @@ func TestKafkaDedup(t *testing.T) {
 	// without a window, only each user's first.
 	kafkaEvents(t, addr, 200, false)
 	e := newEnv(t)
+	// Fetches of 2 kB: many small transactions.
 	r := e.run("", "dedup", "--kafka", addr, "--from", "in", "--to", "out", "--group", "g", "--window", "1h",
-		"--capacity", "1000", "--exit-when-idle", "300ms", "--stats")
+		"--capacity", "1000", "--exit-when-idle", "300ms", "--fetch-bytes", "2k", "--stats")
 	r.want(t, 0, "dedup")
 	if got := len(kafkaOutput(t, addr)); got != 200 {
 		t.Fatalf("--window 1h kept %d of 200 events, want all\n%s", got, r.stderr)
 	}
-	for _, want := range []string{"200 records in, 200 kept, 0 dropped as seen", "filters: 2 partitions", "committed, 0 aborted"} {
+	for _, want := range []string{"200 records in, 200 kept, 0 dropped as seen", "filters: 2 partitions", "committed, 0 aborted", "2 partitions restored in "} {
 		if !strings.Contains(r.stderr, want) {
 			t.Fatalf("--stats printed %q, without %q", r.stderr, want)
 		}
@@ -165,6 +166,8 @@ func TestKafkaDedupErrors(t *testing.T) {
 		{append(k, "--sasl", "plain"), 2, "--sasl needs --sasl-user"},
 		{append(k, "--tls-cert", "x.txt"), 2, "--tls-cert and --tls-key go together"},
 		{append(k, "--to", "in"), 2, "is an input too"},
+		{append(k, "--fetch-bytes", "100"), 2, "fetch bytes 100 outside"},
+		{append(k, "--fetch-bytes", "1e12"), 2, "bad --fetch-bytes"},
 		{[]string{"dedup", "--kafka", closed, "--from", "in", "--to", "out", "--group", "g"}, 3, "no broker of --kafka " + closed + " answered"},
 		{append(k, "--to", "nowhere"), 3, "no such topic: nowhere"},
 		{append(k, "--from", "nothing"), 3, "no such topic: nothing"},

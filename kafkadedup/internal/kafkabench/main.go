@@ -39,20 +39,26 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/dedupkit/cuckoo"
+	"github.com/dedupkit/cuckoo/kafkadedup"
 )
 
 var (
-	records    = flag.Int("records", 1_000_000, "records of the throughput runs")
+	records    = flag.Int("records", 1_000_000, "records of the throughput runs (0: skip them)")
 	repeats    = flag.Float64("repeats", 0.3, "share of the throughput records that repeat an earlier key")
 	rounds     = flag.Int("rounds", 3, "interleaved rounds of the throughput runs")
 	memKeys    = flag.Int("keys", 10_000_000, "distinct keys of the memory and restart runs (0: skip them)")
 	partitions = flag.Int("partitions", 4, "partitions of every topic")
 	valueSize  = flag.Int("value", 100, "bytes of each record's value")
+	fetchBytes = flag.Int("fetch", kafkadedup.DefaultFetchBytes, "the processor's --fetch-bytes, whose fetch sizes the pass-through takes too")
 )
 
 func main() {
 	if len(os.Args) > 1 && os.Args[1] == "passthrough" {
-		passThrough(os.Args[2], os.Args[3], os.Args[4], os.Args[5])
+		fetch, err := strconv.Atoi(os.Args[6])
+		check(err)
+		share, err := strconv.Atoi(os.Args[7])
+		check(err)
+		passThrough(os.Args[2], os.Args[3], os.Args[4], os.Args[5], int32(fetch), int32(share))
 		return
 	}
 	flag.Parse()
@@ -73,7 +79,9 @@ func main() {
 	fmt.Printf("kafkabench: %s, %d partitions, kfake broker in this process at %s; load average %s\n",
 		time.Now().UTC().Format("2006-01-02 15:04 UTC"), *partitions, addr, loadAverage())
 
-	throughput(addr, cuckoo, self)
+	if *records > 0 {
+		throughput(addr, cuckoo, self)
+	}
 	if *memKeys > 0 {
 		memoryAndRestart(addr, cuckoo)
 	}
@@ -104,11 +112,13 @@ func throughput(addr, cuckoo, self string) {
 		// Alternate which runs first.
 		runs := []func(){
 			func() {
-				pt = append(pt, timeToCaughtUp(addr, "pt"+name, exec.Command(self, "passthrough", addr, "pt"+name, "in", "pt"+name)))
+				pt = append(pt, timeToCaughtUp(addr, "pt"+name, exec.Command(self, "passthrough", addr, "pt"+name, "in", "pt"+name,
+					fmt.Sprint(*fetchBytes), fmt.Sprint(min(*fetchBytes, max(*fetchBytes / *partitions, 64<<10))))))
 			},
 			func() {
 				dd = append(dd, timeToCaughtUp(addr, "dd"+name, exec.Command(cuckoo, "dedup", "--kafka", addr, "--from", "in", "--to", "dd"+name,
-					"--group", "dd"+name, "--window", "24h", "--capacity", fmt.Sprint(2*distinct / *partitions), "-q")))
+					"--group", "dd"+name, "--window", "24h", "--capacity", fmt.Sprint(2*distinct / *partitions),
+					"--fetch-bytes", fmt.Sprint(*fetchBytes), "-q")))
 			},
 		}
 		if r%2 == 1 {
@@ -154,13 +164,16 @@ func memoryAndRestart(addr, cuckoo string) {
 	keys = nil
 	capacity := fmt.Sprint(*memKeys / *partitions * 21 / 20) // 5 % above a partition's share
 	args := []string{"dedup", "--kafka", addr, "--from", "big", "--to", "big-out", "--group", "big", "--window", "24h",
-		"--capacity", capacity, "--instance", "bench", "-q"}
+		"--capacity", capacity, "--instance", "bench", "--fetch-bytes", fmt.Sprint(*fetchBytes), "-q"}
 	cmd := exec.Command(cuckoo, args...)
+	// The collector's trace tells the heap live after each collection.
+	cmd.Env = append(os.Environ(), "GODEBUG=gctrace=1")
 	stderr, err := cmd.StderrPipe()
 	check(err)
 	start := time.Now()
 	check(cmd.Start())
-	go drain(stderr)
+	live := make(chan gcLive, 1)
+	go func() { live <- drainGC(stderr) }()
 	// The resident size, sampled while the processor works: the largest,
 	// and when.
 	var peak uint64
@@ -188,6 +201,8 @@ func memoryAndRestart(addr, cuckoo string) {
 	rss, hwm := status(cmd.Process.Pid, "VmRSS"), status(cmd.Process.Pid, "VmHWM")
 	cmd.Process.Signal(syscall.SIGKILL)
 	cmd.Wait()
+	gc := <-live
+	fmt.Printf("memory: %d collections; the largest heap live after one %s, the largest goal %s\n", gc.collections, mib(gc.maxLive), mib(gc.maxGoal))
 	// The filters: as many windows as partitions, of capacity keys each.
 	filterBytes := windowBytes(capacity)
 	fmt.Printf("memory: %d distinct keys in %.1f s; resident %s (peak %s); filters %s (%.2f bytes a key in the window); resident − filters %s\n",
@@ -227,11 +242,15 @@ func windowBytes(capacity string) uint64 {
 
 // passThrough is the baseline: a transactional copy of one topic to
 // another with a GroupTransactSession, one transaction per poll, with the
-// client's defaults, as `cuckoo dedup --kafka` has them.
-func passThrough(addr, group, from, to string) {
+// client's defaults but for the fetch sizes, which are those `cuckoo dedup
+// --kafka` takes when it owns every partition of the input (see
+// kafkadedup.WithFetchBytes): fetch bytes in all, share a partition (an
+// even share of them, at least 64 KiB).
+func passThrough(addr, group, from, to string, fetch, share int32) {
 	s, err := kgo.NewGroupTransactSession(kgo.SeedBrokers(addr), kgo.ConsumerGroup(group), kgo.ConsumeTopics(from),
 		kgo.TransactionalID("passthrough-"+group), kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.RequireStableFetchOffsets(),
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.FetchMaxBytes(fetch), kgo.FetchMaxPartitionBytes(share))
 	check(err)
 	defer s.Close()
 	ctx := context.Background()
@@ -438,11 +457,41 @@ func windowSize(n uint64) uint64 {
 	return w.SizeInBytes()
 }
 
-func drain(r interface{ Read([]byte) (int, error) }) {
+// gcLive is what a process's GODEBUG=gctrace=1 lines say.
+type gcLive struct {
+	collections      int
+	maxLive, maxGoal uint64 // bytes
+}
+
+// drainGC reads what a process prints on standard error until it ends,
+// passing on all but its collector's trace lines ("gc 7 @1.2s 3%: …,
+// 80->81->40 MB, 82 MB goal, …"), whose live heaps (40) and goals (82) it
+// returns the largest of.
+func drainGC(r interface{ Read([]byte) (int, error) }) gcLive {
+	var g gcLive
 	sc := bufio.NewScanner(r)
 	for sc.Scan() {
-		fmt.Fprintln(os.Stderr, sc.Text())
+		line := sc.Text()
+		if !strings.HasPrefix(line, "gc ") {
+			fmt.Fprintln(os.Stderr, line)
+			continue
+		}
+		g.collections++
+		for _, part := range strings.Split(line, ", ") {
+			switch f := strings.Fields(part); {
+			case len(f) == 2 && f[1] == "MB" && strings.Count(f[0], "->") == 2:
+				heaps := strings.Split(f[0], "->")
+				if mb, err := strconv.ParseFloat(heaps[2], 64); err == nil {
+					g.maxLive = max(g.maxLive, uint64(mb*(1<<20)))
+				}
+			case len(f) == 3 && f[1] == "MB" && f[2] == "goal":
+				if mb, err := strconv.ParseFloat(f[0], 64); err == nil {
+					g.maxGoal = max(g.maxGoal, uint64(mb*(1<<20)))
+				}
+			}
+		}
 	}
+	return g
 }
 
 func check(err error) {
