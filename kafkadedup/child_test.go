@@ -52,7 +52,12 @@ const (
 func (s childSpec) options(logf func(string, ...any)) []Option {
 	client := []kgo.Opt{kgo.SeedBrokers(s.Addr)}
 	if s.SessionTimeout > 0 {
-		client = append(client, kgo.SessionTimeout(s.SessionTimeout), kgo.HeartbeatInterval(s.SessionTimeout/5))
+		// A rebalance waits for the members to join again up to the
+		// rebalance timeout (Kafka's default, 60 s): a zombie resumed
+		// (or a member killed) in the middle of one would hold up the
+		// others that long.
+		client = append(client, kgo.SessionTimeout(s.SessionTimeout), kgo.HeartbeatInterval(s.SessionTimeout/5),
+			kgo.RebalanceTimeout(3*s.SessionTimeout))
 	}
 	if s.TxnTimeout > 0 {
 		client = append(client, kgo.TransactionTimeout(s.TxnTimeout))

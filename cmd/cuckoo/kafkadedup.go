@@ -137,7 +137,11 @@ func runKafkaDedup(e *env, f *dedupFlags, names []string) (handled bool, err err
 	defer stop()
 	start := time.Now()
 	bar := e.startKafkaLine(p, f.quiet, start)
-	stopLimit := limitMemory(p)
+	fetch := uint64(kafkadedup.DefaultFetchBytes)
+	if kf.fetchBytes.set {
+		fetch = kf.fetchBytes.n
+	}
+	stopLimit := limitMemory(p, kafkaHeadroom(fetch))
 	runErr := p.Run(ctx)
 	stopLimit()
 	bar.Finish()
@@ -150,18 +154,25 @@ func runKafkaDedup(e *env, f *dedupFlags, names []string) (handled bool, err err
 	return true, nil
 }
 
-// kafkaHeadroom is the memory a Kafka run takes beyond its filters: the
-// records of a poll and of the open transaction, franz-go's buffers, the
-// runtime.
-const kafkaHeadroom = 48 << 20
+// kafkaHeadroom is the memory a Kafka run takes beyond its filters when
+// it fetches at most fetch bytes at once: the runtime and franz-go's
+// buffers, and the records in flight. Those are a fetch being judged, the
+// next one fetched meanwhile and the output records, all decoded: about
+// 20 times the fetch bytes for records of 16-byte values (docs/kafka.md,
+// Memory), more for smaller ones; 32 times leaves the collector room, and
+// at the default fetch bytes (1 MiB) the headroom is 48 MiB.
+func kafkaHeadroom(fetch uint64) int64 {
+	return 16<<20 + 32*int64(min(fetch, 1<<30))
+}
 
 // limitMemory keeps Go's soft memory limit at the filters' size plus
-// kafkaHeadroom while p runs, unless GOMEMLIMIT is set. The filters are
-// most of the heap and never garbage; by default (GOGC=100) the collector
+// headroom while p runs, unless GOMEMLIMIT is set. The filters are most
+// of the heap and never garbage; by default (GOGC=100) the collector
 // would let the heap grow to twice them, when the garbage is only the
 // records of the last polls. The limit makes it collect before that (the
-// filters, pointer-free, cost its marking nothing).
-func limitMemory(p *kafkadedup.Processor) (stop func()) {
+// filters, pointer-free, cost its marking nothing); the headroom must
+// hold the records in flight, or the collector would run back to back.
+func limitMemory(p *kafkadedup.Processor, headroom int64) (stop func()) {
 	if os.Getenv("GOMEMLIMIT") != "" {
 		return func() {}
 	}
@@ -172,7 +183,7 @@ func limitMemory(p *kafkadedup.Processor) (stop func()) {
 		t := time.NewTicker(100 * time.Millisecond)
 		defer t.Stop()
 		for {
-			debug.SetMemoryLimit(int64(p.Stats().FilterBytes) + kafkaHeadroom)
+			debug.SetMemoryLimit(int64(p.Stats().FilterBytes) + headroom)
 			select {
 			case <-done:
 				return
