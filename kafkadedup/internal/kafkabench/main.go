@@ -2,17 +2,19 @@
 // one run and prints the table of docs/benchmarks.md ("Kafka dedup"):
 //
 //   - throughput: the time from start to caught up (the group's committed
-//     offsets at the end of every input partition) of `cuckoo dedup
-//     --kafka` and of a transactional pass-through copy of the same topic
-//     (franz-go's GroupTransactSession, one transaction per poll, the same
-//     client defaults), in interleaved rounds; and the output's check
-//     against the exact rule (duplicates let through, records dropped
-//     wrongly);
-//   - memory: the resident size of `cuckoo dedup --kafka` caught up with
-//     10⁷ distinct keys in its window, against its filters' size;
+//     offsets at the end of every input partition), and the CPU time, of
+//     `cuckoo dedup --kafka` and of a transactional pass-through copy of
+//     the same topic (franz-go's GroupTransactSession, one transaction per
+//     poll, the client's defaults but for the fetch sizes, which are the
+//     processor's), in interleaved rounds; and the output's check against
+//     the exact rule (duplicates let through, records dropped wrongly);
+//   - memory: the resident size of `cuckoo dedup --kafka` at its peak
+//     (VmHWM) over a run that ends caught up with 10⁷ distinct keys in its
+//     window, and once caught up, against its filters' size; and the heap
+//     live after each collection (GODEBUG=gctrace=1);
 //   - restart: the same processor killed (SIGKILL) with that state, then
 //     started again with new records waiting: the time to its first output
-//     record.
+//     record, and the restores' time its --stats gives.
 //
 // Run it from the repository root (it builds cmd/cuckoo):
 //
@@ -104,7 +106,7 @@ func throughput(addr, cuckoo, self string) {
 	}
 	produce(addr, "in", keys)
 	fmt.Printf("throughput input: %d records, %d distinct keys (%d repeats), %d-byte values\n", len(keys), distinct, len(keys)-distinct, *valueSize)
-	var pt, dd []time.Duration
+	var pt, dd, ptCPU, ddCPU []time.Duration
 	for r := range *rounds {
 		name := fmt.Sprint(r)
 		createTopic(addr, "pt"+name)
@@ -112,13 +114,15 @@ func throughput(addr, cuckoo, self string) {
 		// Alternate which runs first.
 		runs := []func(){
 			func() {
-				pt = append(pt, timeToCaughtUp(addr, "pt"+name, exec.Command(self, "passthrough", addr, "pt"+name, "in", "pt"+name,
-					fmt.Sprint(*fetchBytes), fmt.Sprint(min(*fetchBytes, max(*fetchBytes / *partitions, 64<<10))))))
+				d, cpu := timeToCaughtUp(addr, "pt"+name, exec.Command(self, "passthrough", addr, "pt"+name, "in", "pt"+name,
+					fmt.Sprint(*fetchBytes), fmt.Sprint(min(*fetchBytes, max(*fetchBytes / *partitions, 64<<10)))))
+				pt, ptCPU = append(pt, d), append(ptCPU, cpu)
 			},
 			func() {
-				dd = append(dd, timeToCaughtUp(addr, "dd"+name, exec.Command(cuckoo, "dedup", "--kafka", addr, "--from", "in", "--to", "dd"+name,
+				d, cpu := timeToCaughtUp(addr, "dd"+name, exec.Command(cuckoo, "dedup", "--kafka", addr, "--from", "in", "--to", "dd"+name,
 					"--group", "dd"+name, "--window", "24h", "--capacity", fmt.Sprint(2*distinct / *partitions),
-					"--fetch-bytes", fmt.Sprint(*fetchBytes), "-q")))
+					"--fetch-bytes", fmt.Sprint(*fetchBytes), "-q"))
+				dd, ddCPU = append(dd, d), append(ddCPU, cpu)
 			},
 		}
 		if r%2 == 1 {
@@ -132,6 +136,8 @@ func throughput(addr, cuckoo, self string) {
 	mpt, mdd := median(pt), median(dd)
 	fmt.Printf("throughput: pass-through median %.2f s (%.0f records/s), dedup median %.2f s (%.0f records/s): ratio %.2f\n",
 		mpt.Seconds(), float64(*records)/mpt.Seconds(), mdd.Seconds(), float64(*records)/mdd.Seconds(), mdd.Seconds()/mpt.Seconds())
+	cpt, cdd := median(ptCPU), median(ddCPU)
+	fmt.Printf("CPU: pass-through median %.2f s, dedup median %.2f s: ratio %.2f\n", cpt.Seconds(), cdd.Seconds(), cdd.Seconds()/cpt.Seconds())
 
 	// Every key is within the window (24 h) of its first record: the rule
 	// keeps each key's first record and nothing else.
@@ -215,8 +221,9 @@ func memoryAndRestart(addr, cuckoo string) {
 	}
 	produce(addr, "big", fresh)
 	before := endOffsets(addr, "big-out")
-	cmd = exec.Command(cuckoo, args...)
-	drainCmd(cmd)
+	cmd = exec.Command(cuckoo, append(args, "--stats")...)
+	var restartErr strings.Builder
+	cmd.Stdout, cmd.Stderr = os.Stderr, &restartErr
 	start = time.Now()
 	check(cmd.Start())
 	for endOffsets(addr, "big-out") == before {
@@ -229,6 +236,12 @@ func memoryAndRestart(addr, cuckoo string) {
 		*memKeys, time.Since(start).Seconds())
 	cmd.Process.Signal(syscall.SIGTERM)
 	cmd.Wait()
+	// Its --stats: the restores' time and what they replayed.
+	for _, line := range strings.Split(restartErr.String(), "\n") {
+		if strings.Contains(line, " restored in ") {
+			fmt.Printf("restart: %s\n", strings.TrimPrefix(line, "cuckoo dedup: "))
+		}
+	}
 }
 
 // windowBytes is the memory of the processor's filters: one window of
@@ -270,20 +283,20 @@ func passThrough(addr, group, from, to string, fetch, share int32) {
 }
 
 // timeToCaughtUp starts cmd and returns the time until the group's
-// committed offsets reach the end of the input, then stops it. It prints
-// the CPU time the process used meanwhile, which a busy machine does not
+// committed offsets reach the end of the input, then stops it; and the
+// CPU time the process used meanwhile, which a busy machine does not
 // stretch.
-func timeToCaughtUp(addr, group string, cmd *exec.Cmd) time.Duration {
+func timeToCaughtUp(addr, group string, cmd *exec.Cmd) (elapsed, cpu time.Duration) {
 	drainCmd(cmd)
 	start := time.Now()
 	check(cmd.Start())
 	waitCaughtUp(addr, group, "in")
-	d := time.Since(start)
-	cpu := cpuTime(cmd.Process.Pid)
+	elapsed = time.Since(start)
+	cpu = cpuTime(cmd.Process.Pid)
 	cmd.Process.Signal(syscall.SIGKILL)
 	cmd.Wait()
-	fmt.Printf("  %s: %.2f s, %.2f s of CPU\n", group, d.Seconds(), cpu.Seconds())
-	return d
+	fmt.Printf("  %s: %.2f s, %.2f s of CPU\n", group, elapsed.Seconds(), cpu.Seconds())
+	return elapsed, cpu
 }
 
 // cpuTime returns the user and system time of process pid, from /proc.
