@@ -24,7 +24,7 @@ type filterFlags struct {
 	capacity    countValue
 	seed        seedValue
 	bucketSize  bucketValue
-	fingerprint intValue
+	fingerprint fingerprintValue
 	semi        bool
 	grow        bool
 	bloom       bloomValue
@@ -126,6 +126,19 @@ func (v *bucketValue) String() string { return (*intValue)(v).String() }
 func (v *bucketValue) Set(s string) error {
 	if err := (*intValue)(v).Set(s); err != nil || *v < 1 || *v > cuckoo.MaxBucketSize {
 		return wantError(fmt.Sprintf("want 1 to %d slots (2, 4 and 8 are the fast ones; a window filter takes 2, 4 or 8, a semi-sorted one 4)", cuckoo.MaxBucketSize))
+	}
+	return nil
+}
+
+// fingerprintValue is --fingerprint-bits: the widths a cuckoo filter
+// takes.
+type fingerprintValue int
+
+func (v *fingerprintValue) String() string { return (*intValue)(v).String() }
+
+func (v *fingerprintValue) Set(s string) error {
+	if err := (*intValue)(v).Set(s); err != nil || *v < cuckoo.MinFingerprintBits || *v > cuckoo.MaxFingerprintBits {
+		return wantError(fmt.Sprintf("want %d to %d bits", cuckoo.MinFingerprintBits, cuckoo.MaxFingerprintBits))
 	}
 	return nil
 }

@@ -56,25 +56,39 @@ type kafkaFlags struct {
 const kafkaPasswordEnv = "CUCKOO_KAFKA_PASSWORD"
 
 func (f *kafkaFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&f.brokers, "kafka", "", "dedup Kafka topics: the seed `brokers`, host:port[,host:port…]")
-	fs.StringVar(&f.from, "from", "", "with --kafka: the input `topics`, comma-separated")
-	fs.StringVar(&f.to, "to", "", "with --kafka: the output `topic`")
-	fs.StringVar(&f.group, "group", "", "with --kafka: the consumer group `name`: runs of one group share the work and the state")
-	fs.StringVar(&f.instance, "instance", "", "with --kafka: a `name` that stays the same across restarts (pod, host): restarts are fast (default random)")
-	fs.StringVar(&f.stateTopic, "state-topic", "", "with --kafka: the compacted `topic` of the filters' snapshots (default GROUP-cuckoo-state, created if missing)")
+	fs.Var((*nameValue)(&f.brokers), "kafka", "dedup Kafka topics: the seed `brokers`, host:port[,host:port…]")
+	fs.Var((*nameValue)(&f.from), "from", "with --kafka: the input `topics`, comma-separated")
+	fs.Var((*nameValue)(&f.to), "to", "with --kafka: the output `topic`")
+	fs.Var((*nameValue)(&f.group), "group", "with --kafka: the consumer group `name`: runs of one group share the work and the state")
+	fs.Var((*nameValue)(&f.instance), "instance", "with --kafka: a `name` that stays the same across restarts (pod, host): restarts are fast (default random)")
+	fs.Var((*nameValue)(&f.stateTopic), "state-topic", "with --kafka: the compacted `topic` of the filters' snapshots (default GROUP-cuckoo-state, created if missing)")
 	fs.Var(&f.idle, "exit-when-idle", "with --kafka: exit 0 once caught up and no record came for this `duration` (default: run until SIGINT or SIGTERM)")
 	fs.Var(&f.timeout, "kafka-timeout", "with --kafka: how long to wait for the cluster before stopping with status 3 (default 30s)")
 	fs.Var(&f.snapshotEvery, "snapshot-every", "with --kafka: snapshot a partition's filter every `N` records: what a restart replays at most (default 1M)")
 	fs.Var(&f.fetchBytes, "fetch-bytes", "with --kafka: fetch at most `N` bytes of input at once, the records of one transaction: memory against throughput (default 1Mi, 1048576)")
 	fs.BoolVar(&f.passUnreadable, "pass-unreadable", false, "with --kafka: write a record whose key or time cannot be read, unjudged, instead of stopping")
 	fs.BoolVar(&f.tls, "tls", false, "with --kafka: connect with TLS (the system's CAs unless --tls-ca)")
-	fs.StringVar(&f.tlsCA, "tls-ca", "", "with --kafka: TLS: the CA certificates `file` (PEM) that signed the brokers' certificates")
-	fs.StringVar(&f.tlsCert, "tls-cert", "", "with --kafka: TLS: a client certificate `file` (PEM), with --tls-key")
-	fs.StringVar(&f.tlsKey, "tls-key", "", "with --kafka: TLS: the client certificate's key `file` (PEM)")
-	fs.StringVar(&f.tlsSNI, "tls-server-name", "", "with --kafka: TLS: the `name` the brokers' certificates must carry (default: the host dialled)")
-	fs.StringVar(&f.sasl, "sasl", "", "with --kafka: SASL `mechanism`: plain, scram-sha-256, scram-sha-512")
-	fs.StringVar(&f.saslUser, "sasl-user", "", "with --kafka: SASL `user`")
-	fs.StringVar(&f.saslPassFile, "sasl-password-file", "", "with --kafka: a `file` holding the SASL password (default: $"+kafkaPasswordEnv+")")
+	fs.Var((*nameValue)(&f.tlsCA), "tls-ca", "with --kafka: TLS: the CA certificates `file` (PEM) that signed the brokers' certificates")
+	fs.Var((*nameValue)(&f.tlsCert), "tls-cert", "with --kafka: TLS: a client certificate `file` (PEM), with --tls-key")
+	fs.Var((*nameValue)(&f.tlsKey), "tls-key", "with --kafka: TLS: the client certificate's key `file` (PEM)")
+	fs.Var((*nameValue)(&f.tlsSNI), "tls-server-name", "with --kafka: TLS: the `name` the brokers' certificates must carry (default: the host dialled)")
+	fs.Var((*saslValue)(&f.sasl), "sasl", "with --kafka: SASL `mechanism`: plain, scram-sha-256, scram-sha-512")
+	fs.Var((*nameValue)(&f.saslUser), "sasl-user", "with --kafka: SASL `user`")
+	fs.Var((*nameValue)(&f.saslPassFile), "sasl-password-file", "with --kafka: a `file` holding the SASL password (default: $"+kafkaPasswordEnv+")")
+}
+
+// saslValue is --sasl: one of the SASL mechanisms franz-go speaks.
+type saslValue string
+
+func (v *saslValue) String() string { return (*nameValue)(v).String() }
+
+func (v *saslValue) Set(s string) error {
+	switch strings.ToLower(s) {
+	case "plain", "scram-sha-256", "scram-sha-512":
+		*v = saslValue(strings.ToLower(s))
+		return nil
+	}
+	return wantError("want plain, scram-sha-256 or scram-sha-512")
 }
 
 // stray returns the first Kafka flag given without --kafka, or "".

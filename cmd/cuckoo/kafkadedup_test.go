@@ -162,7 +162,7 @@ func TestKafkaDedupErrors(t *testing.T) {
 		{append(k, "--time-field", "1"), 2, "give --window"},
 		{append(k, "--key", "0"), 2, "bad --key"},
 		{append(k, "--key", ".a["), 2, "bad --key"},
-		{append(k, "--window", "1h", "--time-field", ".t", "--time-format", "soon"), 2, "bad --time-field"},
+		{append(k, "--window", "1h", "--time-field", ".t", "--time-format", "soon"), 2, "bad --time-format value"},
 		{append(k, "--sasl", "plain"), 2, "--sasl needs --sasl-user"},
 		{append(k, "--tls-cert", "x.txt"), 2, "--tls-cert and --tls-key go together"},
 		{append(k, "--to", "in"), 2, "is an input too"},

@@ -30,6 +30,7 @@ import (
 var exitStatusUsers = map[string]map[string][]string{
 	"exitAbsent": {
 		"runQuery": {"query --key"},
+		"runEdit":  {"delete"},
 		"storeSub": {"store get", "store has", "store del"},
 	},
 	"exitFull": {

@@ -408,7 +408,7 @@ func TestDedupRedisParameterMistakes(t *testing.T) {
 		{[]string{"--capacity", "10", "--fpr", "1e-9"}, "bad --fpr 1e-9: below"},
 		{[]string{"--capacity", "0"}, "--capacity 0: a filter must hold at least one key"},
 		{[]string{"--capacity", "10", "--fpr", "0.01", "--fingerprint-bits", "8"}, "--fpr and --fingerprint-bits both set the fingerprint"},
-		{[]string{"--capacity", "10", "--fingerprint-bits", "40"}, "fingerprint bits 40 outside [4, 32]"},
+		{[]string{"--capacity", "10", "--fingerprint-bits", "40"}, `--fingerprint-bits value "40": want 4 to 32 bits`},
 		{[]string{"--capacity", "100000000000000", "--bucket-size", "1"}, "capacity 100000000000000: 1-slot buckets"},
 	} {
 		plain := e.run("1\n", append([]string{"dedup"}, c.args...)...)

@@ -243,8 +243,8 @@ func runRedisDedup(e *env, f *dedupFlags, keyer *dedup.KeyExtractor, ins []input
 	}
 	if f.stats {
 		secs := max(time.Since(start).Seconds(), 1e-9)
-		fmt.Fprintf(e.stderr, "cuckoo dedup: %s lines in, %s out, %s dropped as seen (by this or another process); filter %q in Redis, %d segments; %.2f s, %s lines/s\n",
-			units.Count(linesIn), units.Count(written), units.Count(dropped), f.redis.name, seen.Segments(), secs, units.SI(float64(linesIn)/secs))
+		fmt.Fprintf(e.stderr, "cuckoo dedup: %s in, %s out, %s dropped as seen (by this or another process); filter %q in Redis, %s; %.2f s, %s lines/s\n",
+			units.Counted(linesIn, "line"), units.Count(written), units.Count(dropped), f.redis.name, units.Counted(uint64(seen.Segments()), "segment"), secs, units.SI(float64(linesIn)/secs))
 	}
 	return nil
 }

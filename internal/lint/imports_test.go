@@ -6,6 +6,7 @@ import (
 	"go/token"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -44,6 +45,22 @@ var only = map[string][]string{
 	"internal/vfs":    {"cmd", "server", "store"},
 	"internal/table":  {""},
 	"internal/replay": {"", "server"},
+}
+
+// metricsImport is the prefix of the import paths of Prometheus's client
+// libraries (github.com/prometheus/client_golang and what it brings).
+// The packages of this module that export metrics with them are the
+// commands and the adapters beside the libraries whose figures they
+// export, each named for its library and "metrics" (server/servermetrics,
+// guard/guardmetrics): the libraries themselves stay free of them, so a
+// program that embeds a filter, a store or a guard takes no metrics
+// library with it.
+const metricsImport = "github.com/prometheus/"
+
+// mayImportMetrics reports whether package pkg (relative to the module
+// root) may import Prometheus's client libraries.
+func mayImportMetrics(pkg string) bool {
+	return unit(pkg) == "cmd" || strings.Contains(pkg, "/") && strings.HasSuffix(path.Base(pkg), "metrics")
 }
 
 // unit returns the first element of a module-relative package path.
@@ -140,6 +157,9 @@ func TestImportDirection(t *testing.T) {
 		}
 		for _, spec := range f.Imports {
 			imp, _ := strconv.Unquote(spec.Path.Value)
+			if strings.HasPrefix(imp, metricsImport) && !mayImportMetrics(pkg) {
+				t.Errorf("%s imports %s: only the commands and the metrics adapters (…/<library>metrics) may (internal/lint, docs/architecture.md)", rel, imp)
+			}
 			if imp != module && !strings.HasPrefix(imp, module+"/") {
 				continue
 			}
@@ -212,6 +232,29 @@ func TestAllowed(t *testing.T) {
 	} {
 		if got := allowed(tc.pkg, tc.imp); got != tc.ok {
 			t.Errorf("allowed(%q, %q) = %v, want %v", tc.pkg, tc.imp, got, tc.ok)
+		}
+	}
+}
+
+func TestMayImportMetrics(t *testing.T) {
+	for pkg, ok := range map[string]bool{
+		"cmd/cuckoo":                  true,
+		"server/servermetrics":        true,
+		"guard/guardmetrics":          true,
+		"kafkadedup/kafkametrics":     true,
+		"server":                      false,
+		"guard":                       false,
+		"":                            false,
+		"bloom":                       false,
+		"store":                       false,
+		"redisfilter":                 false,
+		"kafkadedup":                  false,
+		"metrics":                     false,
+		"internal/hash":               false,
+		"server/internal/serverbench": false,
+	} {
+		if got := mayImportMetrics(pkg); got != ok {
+			t.Errorf("mayImportMetrics(%q) = %v, want %v", pkg, got, ok)
 		}
 	}
 }
