@@ -120,7 +120,7 @@ type child struct {
 	cmd    *exec.Cmd
 	done   chan error
 	lines  chan string   // what it prints on standard output
-	stderr *lockedBuffer // what it prints on standard error (passed on to the test's)
+	stderr *lockedBuffer // what it prints on standard error (logged too)
 }
 
 // lockedBuffer is a bytes.Buffer that a child's output may be written to
@@ -150,7 +150,7 @@ func startChild(t testing.TB, s childSpec) *child {
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), envChild+"="+string(spec))
 	stderr := new(lockedBuffer)
-	cmd.Stderr = io.MultiWriter(os.Stderr, stderr)
+	cmd.Stderr = io.MultiWriter(kafkatest.LogWriter(t, ""), stderr)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)

@@ -245,8 +245,10 @@ func (p *Processor) read(st *partition, r *kgo.Record, n *txnCounts) (key []byte
 		if n != nil && p.keyPlacement != nil {
 			if count := p.inputCounts[st.topic]; count > 0 && p.keyPlacement.Partition(r, count) != int(st.part) {
 				n.misplaced++
-				if n.misplaced == 1 {
-					p.cfg.logf("%s offset %d: the record is not in the partition Kafka's default partitioner gives its key: its duplicates may be in other partitions, which the rule does not look at (docs/kafka.md, Partitions)", topicPartition{st.topic, st.part}, r.Offset)
+				if tp := (topicPartition{st.topic, st.part}); !p.misplacedNoted[tp] {
+					// Once a partition a run: the count is in the Stats.
+					p.misplacedNoted[tp] = true
+					p.cfg.logf("%s offset %d: the record is not in the partition Kafka's default partitioner gives its key: its duplicates may be in other partitions, which the rule does not look at (docs/kafka.md, Partitions); the partition's other such records are counted, not named", tp, r.Offset)
 				}
 			}
 		}

@@ -58,6 +58,10 @@ type Processor struct {
 	// it.
 	batch batch
 
+	// misplacedNoted holds the partitions whose first misplaced record
+	// (see Stats.Misplaced) has been noted; only the loop touches it.
+	misplacedNoted map[topicPartition]bool
+
 	// produceErr is the first error of a record produced in the open
 	// transaction; promise, the callback of every produced record, sets
 	// it.
@@ -88,6 +92,8 @@ type Stats struct {
 	// Misplaced counts records judged by their record key that are not in
 	// the partition Kafka's default partitioner gives that key: their
 	// duplicates may be in other partitions, where the rule does not look.
+	// The first of each partition is named in a note (WithLogf), once a
+	// run.
 	Misplaced uint64
 
 	Transactions  uint64        // committed
@@ -165,7 +171,7 @@ func New(group string, from []string, to string, opts ...Option) (*Processor, er
 		txnID += hex.EncodeToString(b[:])
 	}
 	p := &Processor{group: group, from: slices.Clone(from), to: to, cfg: c, txnID: txnID,
-		parts: map[topicPartition]*partition{}}
+		parts: map[topicPartition]*partition{}, misplacedNoted: map[topicPartition]bool{}}
 	p.assignment.owned = map[topicPartition]struct{}{}
 	p.promise = func(_ *kgo.Record, err error) {
 		if err != nil {
@@ -200,6 +206,9 @@ func (p *Processor) Run(ctx context.Context) error {
 	defer adminClient.Close()
 	p.adminClient, p.admin = adminClient, kadm.NewClient(adminClient)
 	if err := p.checkTopics(ctx); err != nil {
+		if ctx.Err() != nil {
+			return nil // stopped before the first transaction
+		}
 		return err
 	}
 	p.sess, err = kgo.NewGroupTransactSession(p.sessionOpts()...)

@@ -8,6 +8,7 @@ import (
 	"net"
 	"reflect"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -70,6 +71,18 @@ func newProcessor(t testing.TB, addr string, opts ...Option) *Processor {
 		t.Fatal(err)
 	}
 	return p
+}
+
+// A Processor stopped while it starts (a SIGTERM as it checks the
+// topics) returns nil, as one stopped between transactions does.
+func TestRunStoppedWhileStartingReturnsNil(t *testing.T) {
+	t.Parallel()
+	addr := setup(t, 1, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := newProcessor(t, addr).Run(ctx); err != nil {
+		t.Fatalf("Run with its context done = %v, want nil", err)
+	}
 }
 
 func TestNoWindowDedupsForever(t *testing.T) {
@@ -144,6 +157,43 @@ func TestOutputRecordsAreTheInputsAsRead(t *testing.T) {
 	}
 }
 
+// Records not where Kafka's default partitioner puts their key are all
+// counted in Stats.Misplaced, and noted once for each partition, however
+// many transactions they span.
+func TestMisplacedRecordsAreNotedOncePerPartition(t *testing.T) {
+	t.Parallel()
+	recs := genInput(testseed.Rand(t), 2000, 2, 400, time.Minute)
+	addr := setup(t, 2, recs)
+	var mu sync.Mutex
+	notes := map[string]int{}
+	noter := WithLogf(func(format string, args ...any) {
+		line := fmt.Sprintf(format, args...)
+		if part, _, ok := strings.Cut(line, " offset "); ok && strings.Contains(line, "default partitioner") {
+			mu.Lock()
+			notes[part]++
+			mu.Unlock()
+		}
+	})
+	p := newProcessor(t, addr, WithFetchBytes(1<<10), noter) // several transactions
+	st := runUntilIdle(t, p)
+	place := kgo.StickyKeyPartitioner(nil).ForTopic("in")
+	var misplaced uint64
+	for _, r := range recs {
+		if place.Partition(&kgo.Record{Key: []byte(r.key)}, 2) != int(r.part) {
+			misplaced++
+		}
+	}
+	if st.Misplaced != misplaced || misplaced == 0 {
+		t.Errorf("Stats.Misplaced = %d, want %d", st.Misplaced, misplaced)
+	}
+	if st.Transactions < 3 {
+		t.Errorf("%d transactions: the test wants several", st.Transactions)
+	}
+	if want := map[string]int{"in/0": 1, "in/1": 1}; !reflect.DeepEqual(notes, want) {
+		t.Errorf("notes by partition %v, want %v", notes, want)
+	}
+}
+
 func TestKeyAndTimeForms(t *testing.T) {
 	t.Parallel()
 	// The same events as CSV ("r7,user-3,2026-03-01T00:49:00Z": the
@@ -215,22 +265,59 @@ func TestKeyAndTimeForms(t *testing.T) {
 	}
 }
 
-// runInBackground runs p until the test ends or Run returns, and returns
-// a function that stops it and returns Run's error.
-func runInBackground(t testing.TB, p *Processor) (stop func() error) {
+// background is a Processor running in a goroutine of the test.
+type background struct {
+	t      testing.TB
+	cancel context.CancelFunc
+	done   chan struct{}
+	err    error // Run's, once done is closed
+}
+
+// runInBackground runs p until the test ends, stop is called, or Run
+// returns.
+func runInBackground(t testing.TB, p *Processor) *background {
 	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- p.Run(ctx) }()
-	t.Cleanup(cancel)
-	return func() error {
+	bg := &background{t: t, cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(bg.done)
+		bg.err = p.Run(ctx)
+	}()
+	t.Cleanup(func() {
 		cancel()
+		<-bg.done
+	})
+	return bg
+}
+
+// waitFor polls cond until it is true, as kafkatest.Eventually does, and
+// fails the test at once with Run's error if Run returns first.
+func (bg *background) waitFor(what string, cond func() bool) {
+	bg.t.Helper()
+	deadline := time.Now().Add(kafkatest.Wait)
+	for !cond() {
 		select {
-		case err := <-done:
-			return err
-		case <-time.After(kafkatest.Wait):
-			t.Fatalf("Run did not return within %v of its context's end", kafkatest.Wait)
-			return nil
+		case <-bg.done:
+			if cond() {
+				return
+			}
+			bg.t.Fatalf("Run returned (%v) before %s", bg.err, what)
+		case <-time.After(20 * time.Millisecond):
 		}
+		if time.Now().After(deadline) {
+			bg.t.Fatalf("still waiting after %v for %s", kafkatest.Wait, what)
+		}
+	}
+}
+
+// stop ends Run's context and returns Run's error.
+func (bg *background) stop() error {
+	bg.cancel()
+	select {
+	case <-bg.done:
+		return bg.err
+	case <-time.After(kafkatest.Wait):
+		bg.t.Fatalf("Run did not return within %v of its context's end", kafkatest.Wait)
+		return nil
 	}
 }
 
@@ -300,8 +387,8 @@ func TestAbortedTransactionIsJudgedAgain(t *testing.T) {
 	recs := genInput(testseed.Rand(t), 2000, 2, 500, time.Minute)
 	produceInput(t, addr, "in", recs[:1000])
 	p := newProcessor(t, addr, WithWindow(time.Hour), WithCapacity(1000), WithSnapshotEvery(300, time.Hour), WithExitWhenIdle(time.Hour))
-	stop := runInBackground(t, p)
-	kafkatest.Eventually(t, "the first records committed", func() bool { return p.Stats().In == 1000 })
+	bg := runInBackground(t, p)
+	bg.waitFor("the first records committed", func() bool { return p.Stats().In == 1000 })
 	// Refuse the next commit of offsets: the session aborts.
 	c.ControlKey(int16(kmsg.TxnOffsetCommit), func(req kmsg.Request) (kmsg.Response, error, bool) {
 		r := req.(*kmsg.TxnOffsetCommitRequest)
@@ -319,12 +406,14 @@ func TestAbortedTransactionIsJudgedAgain(t *testing.T) {
 		return resp, nil, true
 	})
 	produceInput(t, addr, "in", recs[1000:])
-	kafkatest.Eventually(t, "all records committed", func() bool { return p.Stats().In == 2000 })
-	if err := stop(); err != nil {
+	// At least: a record judged twice (in committed transactions) would
+	// show in the output's check, not in a wait that never ends.
+	bg.waitFor("all records committed", func() bool { return p.Stats().In >= 2000 })
+	if err := bg.stop(); err != nil {
 		t.Fatal(err)
 	}
-	if st := p.Stats(); st.Aborted == 0 || st.Restores < 4 {
-		t.Fatalf("%d aborted transactions and %d restores, want at least 1 and 4", st.Aborted, st.Restores)
+	if st := p.Stats(); st.In != 2000 || st.Aborted == 0 || st.Restores < 4 {
+		t.Fatalf("%d records judged, %d aborted transactions and %d restores, want 2000 and at least 1 and 4", st.In, st.Aborted, st.Restores)
 	}
 	checkOutput(t, &p.cfg, recs, kafkatest.ReadCommitted(t, addr, "out"))
 }
@@ -542,17 +631,19 @@ func TestFetchBytesAreSharedAmongOwnedPartitions(t *testing.T) {
 	share := func(p *Processor) int32 { return p.sess.Client().OptValue(kgo.FetchMaxPartitionBytes).(int32) }
 	opts := []Option{WithFetchBytes(fetch), WithExitWhenIdle(time.Hour)}
 	a, b := newProcessor(t, addr, opts...), newProcessor(t, addr, opts...)
-	stopA := runInBackground(t, a)
-	kafkatest.Eventually(t, "a's first records", func() bool { return a.Stats().In > 0 })
-	stopB := runInBackground(t, b) // the group gives b half the partitions
+	bgA := runInBackground(t, a)
+	bgA.waitFor("a's first records", func() bool { return a.Stats().In > 0 })
+	bgB := runInBackground(t, b) // the group gives b half the partitions
+	// Before the records come: a, owning all, would judge them all.
+	bgB.waitFor("b's partitions", func() bool { return b.owns() > 0 })
 	produceInput(t, addr, "in", recs[1000:3000])
-	kafkatest.Eventually(t, "b's first records", func() bool { return b.Stats().In > 0 })
-	if err := stopB(); err != nil { // a takes them all back
+	bgB.waitFor("b's first records", func() bool { return b.Stats().In > 0 })
+	if err := bgB.stop(); err != nil { // a takes them all back
 		t.Fatal(err)
 	}
 	produceInput(t, addr, "in", recs[3000:])
-	kafkatest.Eventually(t, "every record", func() bool { return a.Stats().In+b.Stats().In >= uint64(len(recs)) })
-	if err := stopA(); err != nil {
+	bgA.waitFor("every record", func() bool { return a.Stats().In+b.Stats().In >= uint64(len(recs)) })
+	if err := bgA.stop(); err != nil {
 		t.Fatal(err)
 	}
 	if got := share(b); got != fetch/2 {
@@ -565,4 +656,11 @@ func TestFetchBytesAreSharedAmongOwnedPartitions(t *testing.T) {
 		t.Errorf("a asked %d bytes a fetch, want %d", got, fetch)
 	}
 	checkOutput(t, &a.cfg, recs, kafkatest.ReadCommitted(t, addr, "out"))
+}
+
+// owns returns the number of partitions the group gives p now.
+func (p *Processor) owns() int {
+	p.assignment.Lock()
+	defer p.assignment.Unlock()
+	return len(p.assignment.owned)
 }

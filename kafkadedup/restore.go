@@ -20,21 +20,25 @@ import (
 // which writes nothing.
 func (p *Processor) restore(ctx context.Context, tp topicPartition, first int64) error {
 	start := time.Now()
-	cctx, cancel := context.WithTimeout(ctx, p.cfg.timeout)
-	offsets, err := p.admin.FetchOffsetsForTopics(kadm.RequireStable(cctx), p.group, tp.topic)
-	cancel()
+	o, err := p.committedOffset(ctx, tp)
 	if err != nil {
-		return p.clusterErr("fetching the committed offsets", err)
+		return err
 	}
 	st := &partition{topic: tp.topic, part: tp.part, lastSnapshot: time.Now(), lso: -1}
 	var ptr pointer
 	var ours bool
 	committed := int64(-1)
-	if o, ok := offsets.Lookup(tp.topic, tp.part); ok && o.Err == nil && o.At >= 0 {
+	if o.At >= 0 {
 		committed = o.At
 		if ptr, ours, err = parsePointer(o.Metadata); err != nil {
 			return fmt.Errorf("%s: %w", tp, err)
 		}
+	}
+	if committed >= 0 && first > committed {
+		// The consumer's position is past the committed offset: the
+		// records between were not judged in a committed transaction, and
+		// the replay below judges them without writing them.
+		p.cfg.logf("%s: the group's position %d is past its committed offset %d: the records between are replayed, not judged", tp, first, committed)
 	}
 	switch {
 	case !ours:
@@ -73,6 +77,36 @@ func (p *Processor) restore(ctx context.Context, tp topicPartition, first int64)
 	p.stats.Keys += k
 	p.mu.Unlock()
 	return nil
+}
+
+// committedOffset returns the group's committed offset of tp (At < 0:
+// none) and its metadata. Offsets that a transaction still open carries
+// (another member's, whose partitions moved here) are waited for, within
+// the timeout: the broker answers UNSTABLE_OFFSET_COMMIT until that
+// transaction ends, and the offset before it is not the state to restore.
+func (p *Processor) committedOffset(ctx context.Context, tp topicPartition) (kadm.OffsetResponse, error) {
+	cctx, cancel := context.WithTimeout(ctx, p.cfg.timeout)
+	defer cancel()
+	for pause := 10 * time.Millisecond; ; pause = min(2*pause, 500*time.Millisecond) {
+		offsets, err := p.admin.FetchOffsetsForTopics(kadm.RequireStable(cctx), p.group, tp.topic)
+		if err != nil {
+			return kadm.OffsetResponse{}, p.clusterErr("fetching the committed offsets", err)
+		}
+		o, ok := offsets.Lookup(tp.topic, tp.part)
+		switch {
+		case !ok:
+			return kadm.OffsetResponse{}, fmt.Errorf("kafkadedup: fetching the committed offsets: no answer for %s", tp)
+		case o.Err == nil:
+			return o, nil
+		case !errors.Is(o.Err, kerr.UnstableOffsetCommit):
+			return kadm.OffsetResponse{}, p.clusterErr(fmt.Sprintf("fetching the committed offset of %s", tp), o.Err)
+		}
+		select {
+		case <-cctx.Done():
+			return kadm.OffsetResponse{}, p.clusterErr(fmt.Sprintf("fetching the committed offset of %s (a transaction holds it)", tp), cctx.Err())
+		case <-time.After(pause):
+		}
+	}
 }
 
 // readerClient returns a client that reads one partition from offset at,
