@@ -292,7 +292,7 @@ func kafkaOptions(e *env, f *dedupFlags) ([]kafkadedup.Option, error) {
 		opts = append(opts, kafkadedup.WithSnapshotEvery(int64(kf.snapshotEvery.n), kafkadedup.DefaultSnapshotInterval))
 	}
 	if kf.fetchBytes.set {
-		if kf.fetchBytes.n > 1<<30 {
+		if kf.fetchBytes.n < 1<<10 || kf.fetchBytes.n > 64<<20 {
 			return nil, usageErr(remedy, "bad --fetch-bytes %d: want 1024 to 67108864", kf.fetchBytes.n)
 		}
 		opts = append(opts, kafkadedup.WithFetchBytes(int(kf.fetchBytes.n)))

@@ -166,7 +166,7 @@ func TestKafkaDedupErrors(t *testing.T) {
 		{append(k, "--sasl", "plain"), 2, "--sasl needs --sasl-user"},
 		{append(k, "--tls-cert", "x.txt"), 2, "--tls-cert and --tls-key go together"},
 		{append(k, "--to", "in"), 2, "is an input too"},
-		{append(k, "--fetch-bytes", "100"), 2, "fetch bytes 100 outside"},
+		{append(k, "--fetch-bytes", "100"), 2, "bad --fetch-bytes 100"},
 		{append(k, "--fetch-bytes", "1e12"), 2, "bad --fetch-bytes"},
 		{[]string{"dedup", "--kafka", closed, "--from", "in", "--to", "out", "--group", "g"}, 3, "no broker of --kafka " + closed + " answered"},
 		{append(k, "--to", "nowhere"), 3, "no such topic: nowhere"},
