@@ -80,30 +80,37 @@ func (p *Processor) restore(ctx context.Context, tp topicPartition, first int64)
 }
 
 // committedOffset returns the group's committed offset of tp (At < 0:
-// none) and its metadata. Offsets that a transaction still open carries
-// (another member's, whose partitions moved here) are waited for, within
-// the timeout: the broker answers UNSTABLE_OFFSET_COMMIT until that
-// transaction ends, and the offset before it is not the state to restore.
+// none) and its metadata; a connection closed under the request is tried
+// again. Offsets that a transaction still open carries
+// (another member's, whose partitions moved here; one just ended, whose
+// markers the coordinator has not written yet) are waited for, within the
+// timeout: the broker answers UNSTABLE_OFFSET_COMMIT until that
+// transaction is done, and the offset before it is not the state to
+// restore.
 func (p *Processor) committedOffset(ctx context.Context, tp topicPartition) (kadm.OffsetResponse, error) {
 	cctx, cancel := context.WithTimeout(ctx, p.cfg.timeout)
 	defer cancel()
 	for pause := 10 * time.Millisecond; ; pause = min(2*pause, 500*time.Millisecond) {
 		offsets, err := p.admin.FetchOffsetsForTopics(kadm.RequireStable(cctx), p.group, tp.topic)
-		if err != nil {
-			return kadm.OffsetResponse{}, p.clusterErr("fetching the committed offsets", err)
-		}
 		o, ok := offsets.Lookup(tp.topic, tp.part)
+		if err == nil && ok {
+			err = o.Err // kadm gives a partition's error as the request's too
+		}
 		switch {
-		case !ok:
-			return kadm.OffsetResponse{}, fmt.Errorf("kafkadedup: fetching the committed offsets: no answer for %s", tp)
-		case o.Err == nil:
+		case err == nil && ok:
 			return o, nil
-		case !errors.Is(o.Err, kerr.UnstableOffsetCommit):
-			return kadm.OffsetResponse{}, p.clusterErr(fmt.Sprintf("fetching the committed offset of %s", tp), o.Err)
+		case err == nil:
+			return kadm.OffsetResponse{}, fmt.Errorf("kafkadedup: fetching the committed offsets: no answer for %s", tp)
+		case errors.Is(err, kerr.UnstableOffsetCommit), errors.Is(err, io.EOF) && cctx.Err() == nil:
+			// A transaction holds the offset; or the connection closed
+			// under the request (the coordinator restarting, moving):
+			// ask again.
+		default:
+			return kadm.OffsetResponse{}, p.clusterErr(fmt.Sprintf("fetching the committed offset of %s", tp), err)
 		}
 		select {
 		case <-cctx.Done():
-			return kadm.OffsetResponse{}, p.clusterErr(fmt.Sprintf("fetching the committed offset of %s (a transaction holds it)", tp), cctx.Err())
+			return kadm.OffsetResponse{}, p.clusterErr(fmt.Sprintf("fetching the committed offset of %s (%v)", tp, err), cctx.Err())
 		case <-time.After(pause):
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"flag"
 	"fmt"
 	"math"
+	"net"
 	"os"
 	"os/signal"
 	"runtime/debug"
@@ -44,6 +45,7 @@ type kafkaFlags struct {
 	snapshotEvery  countValue
 	fetchBytes     countValue
 	passUnreadable bool
+	metrics        string
 
 	tls                            bool
 	tlsCA, tlsCert, tlsKey, tlsSNI string
@@ -66,6 +68,7 @@ func (f *kafkaFlags) register(fs *flag.FlagSet) {
 	fs.Var(&f.timeout, "kafka-timeout", "with --kafka: how long to wait for the cluster before stopping with status 3 (default 30s)")
 	fs.Var(&f.snapshotEvery, "snapshot-every", "with --kafka: snapshot a partition's filter every `N` records: what a restart replays at most (default 1M)")
 	fs.Var(&f.fetchBytes, "fetch-bytes", "with --kafka: fetch at most `N` bytes of input at once, the records of one transaction: memory against throughput (default 1Mi, 1048576)")
+	fs.Var((*nameValue)(&f.metrics), "metrics", "with --kafka: serve Prometheus metrics on http://`address`/metrics (host:port), with /healthz and /readyz")
 	fs.BoolVar(&f.passUnreadable, "pass-unreadable", false, "with --kafka: write a record whose key or time cannot be read, unjudged, instead of stopping")
 	fs.BoolVar(&f.tls, "tls", false, "with --kafka: connect with TLS (the system's CAs unless --tls-ca)")
 	fs.Var((*nameValue)(&f.tlsCA), "tls-ca", "with --kafka: TLS: the CA certificates `file` (PEM) that signed the brokers' certificates")
@@ -96,7 +99,7 @@ func (f *kafkaFlags) stray() string {
 	for name, set := range map[string]bool{
 		"--from": f.from != "", "--to": f.to != "", "--group": f.group != "", "--instance": f.instance != "",
 		"--state-topic": f.stateTopic != "", "--exit-when-idle": f.idle.set, "--kafka-timeout": f.timeout.set,
-		"--snapshot-every": f.snapshotEvery.set, "--fetch-bytes": f.fetchBytes.set, "--pass-unreadable": f.passUnreadable, "--tls": f.tls,
+		"--snapshot-every": f.snapshotEvery.set, "--fetch-bytes": f.fetchBytes.set, "--pass-unreadable": f.passUnreadable, "--tls": f.tls, "--metrics": f.metrics != "",
 		"--tls-ca": f.tlsCA != "", "--tls-cert": f.tlsCert != "", "--tls-key": f.tlsKey != "",
 		"--tls-server-name": f.tlsSNI != "", "--sasl": f.sasl != "", "--sasl-user": f.saslUser != "",
 		"--sasl-password-file": f.saslPassFile != "",
@@ -135,6 +138,11 @@ func runKafkaDedup(e *env, f *dedupFlags, names []string) (handled bool, err err
 	case f.filter.capacity.set && f.filter.capacity.n == 0:
 		return true, usageErr(remedy, "--capacity 0: a filter must hold at least one key")
 	}
+	if kf.metrics != "" {
+		if _, _, err := net.SplitHostPort(kf.metrics); err != nil {
+			return true, usageErr("give a host:port such as 127.0.0.1:9121, or :9121 for every address", "bad --metrics %q", kf.metrics)
+		}
+	}
 	opts, err := kafkaOptions(e, f)
 	if err != nil {
 		return true, err
@@ -149,6 +157,19 @@ func runKafkaDedup(e *env, f *dedupFlags, names []string) (handled bool, err err
 	signal.Reset(os.Interrupt, syscall.SIGTERM)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if kf.metrics != "" {
+		ops, err := startOps(kf.metrics, func(format string, args ...any) {
+			fmt.Fprintf(e.stderr, "cuckoo dedup: "+format+"\n", args...)
+		})
+		if err != nil {
+			return true, dataErr("choose another --metrics address", "%v", err)
+		}
+		defer ops.close()
+		ops.serveKafka(kf.group, p.Stats)
+		if !f.quiet {
+			fmt.Fprintf(e.stderr, "cuckoo dedup: metrics on http://%s/metrics, health on /healthz and /readyz\n", ops.addr())
+		}
+	}
 	start := time.Now()
 	bar := e.startKafkaLine(p, f.quiet, start)
 	fetch := uint64(kafkadedup.DefaultFetchBytes)
