@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"syscall"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -80,13 +81,11 @@ func (p *Processor) restore(ctx context.Context, tp topicPartition, first int64)
 }
 
 // committedOffset returns the group's committed offset of tp (At < 0:
-// none) and its metadata; a connection closed under the request is tried
-// again. Offsets that a transaction still open carries
-// (another member's, whose partitions moved here; one just ended, whose
-// markers the coordinator has not written yet) are waited for, within the
-// timeout: the broker answers UNSTABLE_OFFSET_COMMIT until that
-// transaction is done, and the offset before it is not the state to
-// restore.
+// none) and its metadata, asking again, within the timeout, while a broker
+// is away for a moment or a transaction holds the offset: one still open
+// (another member's, whose partitions moved here) or just ended (its
+// markers not written yet) makes the broker answer UNSTABLE_OFFSET_COMMIT
+// until it is done, and the offset before it is not the state to restore.
 func (p *Processor) committedOffset(ctx context.Context, tp topicPartition) (kadm.OffsetResponse, error) {
 	cctx, cancel := context.WithTimeout(ctx, p.cfg.timeout)
 	defer cancel()
@@ -101,10 +100,9 @@ func (p *Processor) committedOffset(ctx context.Context, tp topicPartition) (kad
 			return o, nil
 		case err == nil:
 			return kadm.OffsetResponse{}, fmt.Errorf("kafkadedup: fetching the committed offsets: no answer for %s", tp)
-		case errors.Is(err, kerr.UnstableOffsetCommit), errors.Is(err, io.EOF) && cctx.Err() == nil:
-			// A transaction holds the offset; or the connection closed
-			// under the request (the coordinator restarting, moving):
-			// ask again.
+		case errors.Is(err, kerr.UnstableOffsetCommit), cctx.Err() == nil && brokerAway(err):
+			// A transaction holds the offset; or the broker is away for
+			// a moment (restarting, the coordinator moving): ask again.
 		default:
 			return kadm.OffsetResponse{}, p.clusterErr(fmt.Sprintf("fetching the committed offset of %s", tp), err)
 		}
@@ -114,6 +112,14 @@ func (p *Processor) committedOffset(ctx context.Context, tp topicPartition) (kad
 		case <-time.After(pause):
 		}
 	}
+}
+
+// brokerAway reports whether err is one of a broker that went away or is
+// not back yet: the connection closed, refused or reset, or an error
+// Kafka calls retriable.
+func brokerAway(err error) bool {
+	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNREFUSED) ||
+		errors.Is(err, syscall.ECONNRESET) || kerr.IsRetriable(err)
 }
 
 // readerClient returns a client that reads one partition from offset at,
