@@ -9,6 +9,7 @@ import (
 	"reflect"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -339,6 +340,74 @@ func TestRestartReplaysAtMostTheSnapshotInterval(t *testing.T) {
 	st = runUntilIdle(t, second)
 	if st.Restores != 2 || st.Replayed > 2*every {
 		t.Fatalf("restarted: %d restores replayed %d records, want 2 and at most %d", st.Restores, st.Replayed, 2*every)
+	}
+	checkOutput(t, &second.cfg, recs, kafkatest.ReadCommitted(t, addr, "out"))
+}
+
+// A restore that finds the committed offsets held by a transaction
+// (UNSTABLE_OFFSET_COMMIT: another member's still open, or one just
+// ended) asks again until they are stable, and restores the snapshot they
+// name: it neither stops Run nor starts from an empty filter.
+func TestRestoreWaitsOutUnstableOffsets(t *testing.T) {
+	t.Parallel()
+	const every = 100
+	recs := genInput(testseed.Rand(t), 1500, 2, 400, time.Minute)
+	c := kafkatest.StartCluster(t)
+	addr := c.ListenAddrs()[0]
+	kafkatest.CreateTopic(t, addr, "in", 2)
+	kafkatest.CreateTopic(t, addr, "out", 2)
+	produceInput(t, addr, "in", recs[:1000])
+	opts := []Option{WithWindow(time.Hour), WithCapacity(1000), WithSnapshotEvery(every, time.Hour)}
+	runUntilIdle(t, newProcessor(t, addr, opts...))
+	produceInput(t, addr, "in", recs[1000:])
+	// The next offset fetches of the admin client (of all the group's
+	// topics, requiring stable offsets: the restores') are answered as if
+	// a transaction held every offset of in.
+	var unstable atomic.Int32
+	c.ControlKey(int16(kmsg.OffsetFetch), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		r := req.(*kmsg.OffsetFetchRequest)
+		allTopics := r.Topics == nil && (len(r.Groups) == 0 || r.Groups[0].Topics == nil)
+		if !r.RequireStable || !allTopics || unstable.Add(1) > 6 {
+			return nil, nil, false
+		}
+		c.KeepControl()
+		resp := r.ResponseKind().(*kmsg.OffsetFetchResponse)
+		topic := func() kmsg.OffsetFetchResponseGroupTopic {
+			t := kmsg.NewOffsetFetchResponseGroupTopic()
+			t.Topic = "in"
+			for part := range int32(2) {
+				p := kmsg.NewOffsetFetchResponseGroupTopicPartition()
+				p.Partition, p.Offset, p.LeaderEpoch, p.ErrorCode = part, -1, -1, kerr.UnstableOffsetCommit.Code
+				t.Partitions = append(t.Partitions, p)
+			}
+			return t
+		}
+		for _, rg := range r.Groups {
+			g := kmsg.NewOffsetFetchResponseGroup()
+			g.Group = rg.Group
+			g.Topics = append(g.Topics, topic())
+			resp.Groups = append(resp.Groups, g)
+		}
+		if len(r.Groups) == 0 { // before v8: one group
+			t := topic()
+			rt := kmsg.NewOffsetFetchResponseTopic()
+			rt.Topic = t.Topic
+			for _, p := range t.Partitions {
+				rp := kmsg.NewOffsetFetchResponseTopicPartition()
+				rp.Partition, rp.Offset, rp.LeaderEpoch, rp.ErrorCode = p.Partition, p.Offset, p.LeaderEpoch, p.ErrorCode
+				rt.Partitions = append(rt.Partitions, rp)
+			}
+			resp.Topics = append(resp.Topics, rt)
+		}
+		return resp, nil, true
+	})
+	second := newProcessor(t, addr, opts...)
+	st := runUntilIdle(t, second)
+	if n := unstable.Load(); n <= 6 {
+		t.Fatalf("%d offset fetches of all topics requiring stable offsets, want more than the 6 answered unstable", n)
+	}
+	if st.Restores != 2 || st.Replayed > 2*every {
+		t.Fatalf("%d restores replayed %d records, want 2 from their snapshots (at most %d)", st.Restores, st.Replayed, 2*every)
 	}
 	checkOutput(t, &second.cfg, recs, kafkatest.ReadCommitted(t, addr, "out"))
 }
