@@ -419,10 +419,10 @@ func TestGolden(t *testing.T) {
 	}
 }
 
-// TestIssue16PreV1Refused: files written before format 1 was frozen (the
+// TestPreV1FilesRefused: files written before format 1 was frozen (the
 // same version number, a retired hash: 0 in the hash byte) are refused
 // with an error that says so.
-func TestIssue16PreV1Refused(t *testing.T) {
+func TestPreV1FilesRefused(t *testing.T) {
 	for file, d := range map[string]decoder{"pre-v1-blocked.bin": new(bloom.Filter), "pre-v1-scalable.bin": new(bloom.Scalable)} {
 		data, err := os.ReadFile(filepath.Join("testdata", "golden", file))
 		if err != nil {

@@ -245,11 +245,11 @@ func TestFilterSizeLimits(t *testing.T) {
 	}
 }
 
-// TestIssue27CapacityTexts: a capacity past what a cuckoo filter's table
+// TestOutOfRangeCapacityTexts: a capacity past what a cuckoo filter's table
 // can address gets Redis 8's range text with this server's bound, and one
 // the table can address but --max-filter-size (16 GiB by default) does not
 // admit gets Redis 8's out-of-memory text, as docs/server.md says.
-func TestIssue27CapacityTexts(t *testing.T) {
+func TestOutOfRangeCapacityTexts(t *testing.T) {
 	parallel(t)
 	_, addr := startServer(t, testConfig(t))
 	c := dial(t, addr)

@@ -424,11 +424,11 @@ func TestDedupRedisOutage(t *testing.T) {
 	checkNoLineLost(t, lines, rem.follow(t, t.TempDir(), lines, r.stdout, "dedup", "--redis", redisURL(s), "--name", "paused"), rem)
 }
 
-// TestIssue27 is the report's example, with go-redis's default options:
-// Redis sleeps 6 s (DEBUG SLEEP), from 1 s before the lines arrive, and
-// dedup prints all 5,000 of them (the report: 3,616, exit 0). A long
+// TestRedisSleepLosesNoLine: with go-redis's default options, Redis sleeps
+// 6 s (DEBUG SLEEP), from 1 s before the lines arrive, and dedup prints
+// all 5,000 of them (a reported run printed 3,616 and exited 0). A long
 // check (CUCKOO_LONG=1): it takes 7 s.
-func TestIssue27(t *testing.T) {
+func TestRedisSleepLosesNoLine(t *testing.T) {
 	t.Parallel()
 	testlong.Skip(t)
 	s := redistest.NewServer(t, redistest.Config{Debug: true})

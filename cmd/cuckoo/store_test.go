@@ -136,11 +136,11 @@ func TestDedupExactMatchesAwk(t *testing.T) {
 	}
 }
 
-// TestIssue27StoreReadsSeenSet: the store of dedup --exact-dir is read by
+// TestStoreReadsExactSeenSet: the store of dedup --exact-dir is read by
 // 'cuckoo store' as the seen lines: has, get, del (forget a line), put
 // (add one), stats. A seen-set an older version kept without its mark is
 // marked; a store of other keys is refused by dedup.
-func TestIssue27StoreReadsSeenSet(t *testing.T) {
+func TestStoreReadsExactSeenSet(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	e.run("x\n", "dedup", "--exact-dir", "D").want(t, exitOK, "dedup")
@@ -182,10 +182,10 @@ func TestIssue27StoreReadsSeenSet(t *testing.T) {
 	}
 }
 
-// TestIssue27ExactCRRule: --exact compares lines as dedup without it does
+// TestExactIgnoresTrailingCR: --exact compares lines as dedup without it does
 // (a trailing CR is not part of a line), and its help says so rather than
 // "the same as awk".
-func TestIssue27ExactCRRule(t *testing.T) {
+func TestExactIgnoresTrailingCR(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	in := "a\r\nb\na\nb\r\nc"
@@ -200,9 +200,9 @@ func TestIssue27ExactCRRule(t *testing.T) {
 	}
 }
 
-// TestIssue27NoStoreCreated: only put and import create a store; the other
+// TestOnlyPutAndImportCreateStore: only put and import create a store; the other
 // subcommands name what the path is instead and leave it as it was.
-func TestIssue27NoStoreCreated(t *testing.T) {
+func TestOnlyPutAndImportCreateStore(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	e.write("notes.txt", "mine")
@@ -247,10 +247,10 @@ func TestIssue27NoStoreCreated(t *testing.T) {
 	}
 }
 
-// TestIssue27PutClosedStdin: put without VALUE and with standard input
+// TestStorePutClosedStdin: put without VALUE and with standard input
 // closed fails, as cat does, and creates nothing; from /dev/null it stores
 // the empty value.
-func TestIssue27PutClosedStdin(t *testing.T) {
+func TestStorePutClosedStdin(t *testing.T) {
 	t.Parallel()
 	if runtime.GOOS == "windows" {
 		t.Skip("needs sh")
@@ -268,12 +268,12 @@ func TestIssue27PutClosedStdin(t *testing.T) {
 	}
 }
 
-// TestIssue27ImportDiskFull: an import that runs out of room (the file
+// TestStoreImportDiskFull: an import that runs out of room (the file
 // size limit of 'ulimit -f', which makes the kernel refuse the writes as
 // a full disk does) prints no summary and says which files are stored
 // for certain; each file the store lists exports intact, and the same
 // import run again completes the store.
-func TestIssue27ImportDiskFull(t *testing.T) {
+func TestStoreImportDiskFull(t *testing.T) {
 	t.Parallel()
 	if runtime.GOOS == "windows" {
 		t.Skip("needs sh")

@@ -272,13 +272,13 @@ func TestMessagesCountInWords(t *testing.T) {
 		stdin string
 		args  []string
 		out   string // in standard output and standard error
-		not   string
+		not   string // with a space before it: "101 lines/s" is no mistake
 	}{
-		{"", []string{"store", "import", "s.d", "one.txt"}, "imported 1 file, ", "1 files"},
+		{"", []string{"store", "import", "s.d", "one.txt"}, "imported 1 file, ", " 1 files"},
 		{"", []string{"store", "put", "k.d", "k", "v"}, "", ""},
-		{"", []string{"store", "check", "k.d"}, "; 1 key, ", "1 keys"},
-		{"", []string{"dedup", "--exact", "--stats", "one.txt"}, "cuckoo dedup: 1 line in ", "1 lines"},
-		{"", []string{"build", "--stats", "-o", "one.ckoo", "one.txt"}, "1 item from 1 line", "1 items"},
+		{"", []string{"store", "check", "k.d"}, "; 1 key, ", " 1 keys"},
+		{"", []string{"dedup", "--exact", "--stats", "one.txt"}, "cuckoo dedup: 1 line in ", " 1 lines"},
+		{"", []string{"build", "--stats", "-o", "one.ckoo", "one.txt"}, "1 item from 1 line", " 1 items"},
 	} {
 		r := e.run(c.stdin, c.args...)
 		r.want(t, exitOK, c.args[0])

@@ -1,7 +1,8 @@
-// Package codec holds the framing every persisted structure of this module
-// shares: explicit little-endian fields, a CRC-32C (Castagnoli) over every
-// byte written, and a decoder that never allocates more than the input can
-// back.
+// Package codec holds the framing the filters' encodings and the server's
+// snapshots share: explicit little-endian fields, a CRC-32C (Castagnoli)
+// over every byte written, and a decoder that never allocates more than
+// the input can back. Its checksum also guards the server's log records
+// and redisfilter's filter files; the store frames its own files.
 //
 // A format built on this package looks like:
 //

@@ -18,8 +18,12 @@ import (
 	"github.com/dedupkit/cuckoo/cmd/cuckoo/internal/ptytest"
 )
 
-// The command-line promises issue 16 found broken, each run as a user
-// would.
+// What the command line promises about its files and its outputs, each
+// run as a user would: a full filter stops the run, an update of a file
+// is whole and waits for another in progress, a failed write or a killed
+// run leaves nothing behind, progress draws on a terminal, a seed info
+// prints rebuilds the same file, and messages name what the user typed.
+// (Each of these was once broken; the history is in git.)
 
 // numbered returns the lines "key-0".."key-(n-1)", one per line.
 func numbered(n int) string {
@@ -34,11 +38,11 @@ func numbered(n int) string {
 // every kind.
 var fullMessage = regexp.MustCompile(`^cuckoo (dedup|build|add): the filter is full at (many\.txt|standard input) line [0-9,]+: it holds [0-9,]+ (lines|keys), its capacity is [0-9,]+; .+\n$`)
 
-// TestIssue16BloomFixedCapacity: a Bloom filter of fixed size stops dedup,
+// TestFullBloomFilterStops: a Bloom filter of fixed size stops dedup,
 // build and add past its capacity with status 4 and the cuckoo filter's
 // message, and changes no file (it used to take every key, its rate rising
 // to 100 %).
-func TestIssue16BloomFixedCapacity(t *testing.T) {
+func TestFullBloomFilterStops(t *testing.T) {
 	t.Parallel()
 	for _, kind := range []string{"cuckoo", "blocked", "classic", "counting"} {
 		t.Run("kind="+kind, func(t *testing.T) {
@@ -77,10 +81,10 @@ func TestIssue16BloomFixedCapacity(t *testing.T) {
 	}
 }
 
-// TestIssue16OverfilledFileWarns: a Bloom file filled far past its capacity
+// TestOverfilledFileWarns: a Bloom file filled far past its capacity
 // (here by the library; the command refuses to) gets a warning from every
 // command that loads it; one at its capacity does not.
-func TestIssue16OverfilledFileWarns(t *testing.T) {
+func TestOverfilledFileWarns(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	for _, c := range []struct {
@@ -107,9 +111,9 @@ func TestIssue16OverfilledFileWarns(t *testing.T) {
 	}
 }
 
-// TestIssue16WriteErrors: every command whose output cannot be written
+// TestUnwritableOutputFailsWithStatus3: every command whose output cannot be written
 // (/dev/full: no space left) exits with status 3 and one line saying so.
-func TestIssue16WriteErrors(t *testing.T) {
+func TestUnwritableOutputFailsWithStatus3(t *testing.T) {
 	t.Parallel()
 	full, err := os.OpenFile("/dev/full", os.O_WRONLY, 0)
 	if err != nil {
@@ -151,11 +155,11 @@ func TestIssue16WriteErrors(t *testing.T) {
 	}
 }
 
-// TestIssue16KilledRunsLeaveNoLitter kills dedup -o with SIGKILL 20 times
+// TestKilledRunsLeaveNoLitter kills dedup -o with SIGKILL 20 times
 // while it writes its temporary file: each kill leaves at most one
 // temporary file, reused by the next run on the same target, and the next
 // run to finish leaves none (20 kills used to leave 20 files).
-func TestIssue16KilledRunsLeaveNoLitter(t *testing.T) {
+func TestKilledRunsLeaveNoLitter(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	e.write("in.txt", "a\nb\n")
@@ -208,12 +212,12 @@ func waitFor(t *testing.T, cond func() bool) {
 	}
 }
 
-// TestIssue16ConcurrentUpdatesSerialize starts a run that updates a file
+// TestConcurrentUpdatesSerialize starts a run that updates a file
 // and holds it (its input is a pipe left open), then a second run on the
 // same file: the second waits, says so, and goes on only when the first
 // has written, so no update is lost (two dedup --state runs used to keep
 // only the last one's lines; two adds, only one key).
-func TestIssue16ConcurrentUpdatesSerialize(t *testing.T) {
+func TestConcurrentUpdatesSerialize(t *testing.T) {
 	t.Parallel()
 	for _, c := range []struct {
 		name         string
@@ -312,10 +316,10 @@ func TestIssue16ConcurrentUpdatesSerialize(t *testing.T) {
 	}
 }
 
-// TestIssue16ProgressOnTerminal: with standard error a terminal and
+// TestProgressOnTerminalWhenOutputDiscarded: with standard error a terminal and
 // standard output /dev/null, dedup draws its progress (it used to take
 // /dev/null for the terminal and stay silent).
-func TestIssue16ProgressOnTerminal(t *testing.T) {
+func TestProgressOnTerminalWhenOutputDiscarded(t *testing.T) {
 	t.Parallel()
 	master, slave := ptytest.OpenOrSkip(t)
 	null, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
@@ -375,9 +379,9 @@ wait:
 	}
 }
 
-// TestIssue16Seeds: --seed takes the hexadecimal form info prints, and a
+// TestSeedFromInfoRebuildsSameFile: --seed takes the hexadecimal form info prints, and a
 // file rebuilt with it is the same file.
-func TestIssue16Seeds(t *testing.T) {
+func TestSeedFromInfoRebuildsSameFile(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	e.write("keys.txt", numbered(100))
@@ -402,9 +406,9 @@ func TestIssue16Seeds(t *testing.T) {
 	}
 }
 
-// TestIssue16Messages: errors name what the user typed, and counts of one
+// TestMessagesNameWhatWasTyped: errors name what the user typed, and counts of one
 // are singular.
-func TestIssue16Messages(t *testing.T) {
+func TestMessagesNameWhatWasTyped(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	e.write("one.txt", "a\n")
