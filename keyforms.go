@@ -72,9 +72,20 @@ func (s *Scalable) AddHashBatch(hashes []uint64) (added int, err error) {
 }
 
 // AddUniqueHashBatch is [Scalable.AddUniqueBatch] for keys' 64-bit hashes
-// (see [Filter.AddUniqueHashBatch]).
+// (see [Filter.AddUniqueHashBatch]): it asks the tables about a chunk of
+// hashes at once and then adds them in order, as AddUniqueBatch does, so
+// a caller that hashes its keys elsewhere (on another goroutine) gets the
+// same overlapped cache misses.
 func (s *Scalable) AddUniqueHashBatch(hashes []uint64, added []bool) (processed int, err error) {
-	return addUniqueHashes("AddUniqueHashBatch", s.AddUniqueHash, hashes, added)
+	if len(added) < len(hashes) {
+		panic("cuckoo: AddUniqueHashBatch: added is shorter than hashes")
+	}
+	s.setUp()
+	for lo := 0; lo < len(hashes); lo += batchChunk {
+		hi := min(lo+batchChunk, len(hashes))
+		s.addUniqueChunk(hashes[lo:hi], added[lo:hi])
+	}
+	return len(hashes), nil
 }
 
 // DeleteBatch is [Filter.DeleteBatch] for a Scalable.

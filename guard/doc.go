@@ -9,7 +9,10 @@
 // in nanoseconds (a [Local] set in the process) or one round trip (a
 // [Shared] set in Redis, one for a fleet of processes), and calls the
 // loader only for keys the filter may hold: the rows, and absent keys at
-// the filter's false-positive rate.
+// the filter's false-positive rate. For a table whose rows expire (rate
+// limits, idempotency keys, tombstones), a [SharedWindow] set is a window
+// filter in Redis that forgets keys by itself: its one difference is that
+// a key is forgotten a window after its last Insert.
 //
 //	g := guard.New(guard.Local(filter), loadUser) // filter holds every user id
 //	u, err := g.Get(ctx, id)                      // guard.ErrNotFound, often without a query

@@ -41,8 +41,8 @@ func (g *Guard[V]) GetMany(ctx context.Context, keys [][]byte, vals []V, errs []
 	case v.cur != nil:
 		timeout := g.cfg.readTimeout * time.Duration(max(1, (len(keys)+keysPerReadTimeout-1)/keysPerReadTimeout))
 		rctx, cancel := context.WithTimeout(ctx, timeout)
-		if v.shared != nil {
-			setErr = v.shared.containsBatch(rctx, keys, found)
+		if b, ok := v.cur.(batchSet); ok {
+			setErr = b.containsBatch(rctx, keys, found)
 		} else {
 			for i, k := range keys {
 				if found[i], setErr = v.cur.Contains(rctx, k); setErr != nil {
@@ -93,6 +93,12 @@ func (g *Guard[V]) GetMany(ctx context.Context, keys [][]byte, vals []V, errs []
 	}
 	wg.Wait()
 	return nil
+}
+
+// batchSet is a set in Redis that looks up many keys in one batch (a
+// Shared set, a window set): a key it did not answer fails the batch.
+type batchSet interface {
+	containsBatch(ctx context.Context, keys [][]byte, found []bool) error
 }
 
 // containsBatch is the batch lookup of the current generation, with the

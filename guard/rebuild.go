@@ -16,6 +16,7 @@ type Scan = func(ctx context.Context, yield func(key []byte) error) error
 // set's Rebuild takes a fresh Shared set (a new generation: a filter of
 // another name on the same Redis) and swaps it in for every process that
 // uses the set; any other takes any other set, swapped in for this guard.
+// A [SharedWindow] set is not rebuilt, nor rebuilt into: its keys expire.
 //
 // scan must call yield with the key of every row that exists from the
 // start of the scan to its end (one SELECT does: it reads one snapshot;
@@ -52,7 +53,11 @@ func (g *Guard[V]) Rebuild(ctx context.Context, fresh Set, scan Scan) error {
 	defer g.rebuildMu.Unlock()
 	cur := g.view.Load()
 	freshShared, _ := fresh.(*sharedSet)
+	_, curWindow := cur.cur.(*windowSet)
+	_, freshWindow := fresh.(*windowSet)
 	switch {
+	case curWindow || freshWindow:
+		return fmt.Errorf("%w: a SharedWindow set is not rebuilt (its keys expire by themselves)", ErrInvalidParameter)
 	case cur.shared != nil && freshShared == nil:
 		return fmt.Errorf("%w: a Shared set is rebuilt into a fresh Shared set", ErrInvalidParameter)
 	case cur.shared != nil:

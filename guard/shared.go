@@ -360,10 +360,20 @@ func (s *sharedSet) waitsPast(ctx context.Context) bool {
 	return ok
 }
 
+// redisName is the set's name, for errors.
+func (s *sharedSet) redisName() string { return s.name }
+
+// inRedis is what lookUp needs of a set in Redis: whether a lookup would
+// wait past its context's deadline, and the set's name.
+type inRedis interface {
+	waitsPast(ctx context.Context) bool
+	redisName() string
+}
+
 // lookUp returns read(ctx), or ctx's error once ctx is done if read has
 // not returned by then (when s.waitsPast(ctx): then read runs in a
 // goroutine of its own, which ends when the client gives up).
-func lookUp[T any](ctx context.Context, s *sharedSet, read func(context.Context) (T, error)) (T, error) {
+func lookUp[T any](ctx context.Context, s inRedis, read func(context.Context) (T, error)) (T, error) {
 	if !s.waitsPast(ctx) {
 		return read(ctx)
 	}
@@ -386,7 +396,7 @@ func lookUp[T any](ctx context.Context, s *sharedSet, read func(context.Context)
 		default:
 		}
 		var zero T
-		return zero, fmt.Errorf("guard: no reply from Redis for %q: %w", s.name, context.Cause(ctx))
+		return zero, fmt.Errorf("guard: no reply from Redis for %q: %w", s.redisName(), context.Cause(ctx))
 	}
 }
 

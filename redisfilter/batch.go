@@ -31,17 +31,7 @@ const (
 type located struct {
 	shard      int
 	i1, i2, fp uint64
-}
-
-// group locates keys and returns their places and their indexes ordered
-// by shard, keys of a shard in input order.
-func (f *Filter) group(keys [][]byte) ([]located, []int32) {
-	loc := make([]located, len(keys))
-	for i, k := range keys {
-		s, i1, i2, fp := f.g.locateKey(k)
-		loc[i] = located{s, i1, i2, fp}
-	}
-	return loc, orderByShard(loc, f.m.shards)
+	h          uint64 // the key's hash
 }
 
 // orderByShard returns the indexes of loc ordered by shard (a stable
@@ -105,20 +95,7 @@ func markNotSent(errs []error, i int) {
 // keys, up to three pipelines in flight at once. found and errs must be
 // at least as long as keys.
 func (f *Filter) ContainsBatch(ctx context.Context, keys [][]byte, found []bool, errs []error) error {
-	return f.containsBatch(ctx, keys, found, errs, false)
-}
-
-// containsBatch is ContainsBatch, and ContainsBatchChecked when check is
-// set.
-func (f *Filter) containsBatch(ctx context.Context, keys [][]byte, found []bool, errs []error, check bool) error {
-	if err := checkBatch(len(keys), len(found), len(errs)); err != nil {
-		return err
-	}
-	sent, err := overlapRounds(len(keys), func(lo, hi int) (bool, error) {
-		return f.containsRound(ctx, keys[lo:hi], found[lo:hi], errs[lo:hi], check)
-	})
-	markNotSent(errs[sent:len(keys)], 0)
-	return err
+	return f.lookupBatch(ctx, f, keys, found, errs, false)
 }
 
 // overlapRounds calls round for each run [lo, hi) of at most roundKeys of
@@ -166,83 +143,6 @@ func overlapRounds(n int, round func(lo, hi int) (stop bool, err error)) (sent i
 	return min(lo, n), first
 }
 
-// containsRound looks up one round's keys; with check, each shard's
-// reads are followed by its shardCheck commands, and a shard that fails
-// them fails its keys.
-func (f *Filter) containsRound(ctx context.Context, keys [][]byte, found []bool, errs []error, check bool) (stop bool, err error) {
-	loc, order := f.group(keys)
-	var cmds []redis.Cmder
-	var groups [][]int32
-	// checks[s] is the index in cmds of shard s's check commands, which
-	// follow the shard's reads (see appendShardCheck).
-	var checks map[int]int
-	if check {
-		checks = make(map[int]int)
-	}
-	last := -1
-	addCheck := func() {
-		if check && last >= 0 {
-			checks[last] = len(cmds)
-			cmds = f.appendShardCheck(ctx, cmds, last)
-			for range shardChecks {
-				groups = append(groups, nil)
-			}
-		}
-	}
-	chunks(loc, order, lookupChunk, func(s int, idx []int32) {
-		if s != last {
-			addCheck()
-			last = s
-		}
-		n := 2
-		for _, i := range idx {
-			n += 3 * (f.g.fields(loc[i].i1) + f.g.fields(loc[i].i2))
-		}
-		args := make([]any, 0, n)
-		args = append(args, "bitfield_ro", f.tables[s])
-		for _, i := range idx {
-			args = f.g.appendFields(args, loc[i].i1)
-			args = f.g.appendFields(args, loc[i].i2)
-		}
-		cmd := redis.NewIntSliceCmd(ctx, args...)
-		cmd.SetFirstKeyPos(1)
-		cmds = append(cmds, cmd)
-		groups = append(groups, idx)
-	})
-	addCheck()
-	cerrs, stop, _ := f.retry.settle(ctx, cmds, reads, func(cmds []redis.Cmder) error { return pipeline(ctx, f.rdb, cmds) })
-	var buf [maxBucketBytes]byte
-	for c, cmd := range cmds {
-		if groups[c] == nil {
-			continue // a check, read with its shard's reads
-		}
-		cerr := cerrs[c]
-		if check && cerr == nil {
-			s := loc[groups[c][0]].shard
-			k := checks[s]
-			cerr = f.shardCheck(s, cmds[k:k+shardChecks], cerrs[k:k+shardChecks])
-		}
-		if cerr != nil {
-			err = cmp(err, cerr)
-			for _, i := range groups[c] {
-				found[i], errs[i] = false, cerr
-			}
-			continue
-		}
-		vals := cmd.(*redis.IntSliceCmd).Val()
-		for _, i := range groups[c] {
-			l := &loc[i]
-			var bb []byte
-			var sh uint
-			bb, sh, vals = f.g.bucketBytes(buf[:], vals, l.i1)
-			hit := f.g.has(bb, sh, l.fp)
-			bb, sh, vals = f.g.bucketBytes(buf[:], vals, l.i2)
-			found[i], errs[i] = hit || f.g.has(bb, sh, l.fp), nil
-		}
-	}
-	return stop, err
-}
-
 // AddBatch adds every key, as Add does, and sets errs[i] to key i's
 // result: nil (added), [ErrFull] (not added), an error wrapping
 // [ErrUnconfirmed] (a copy of its call may have run, and no reply to
@@ -261,7 +161,7 @@ func (f *Filter) AddBatch(ctx context.Context, keys [][]byte, errs []error) erro
 	if err := checkBatch(len(keys), len(errs)); err != nil {
 		return err
 	}
-	return f.writeBatch(ctx, fnAdd, 0, keys, nil, errs, func(code int64) (bool, error) {
+	return f.writeBatch(ctx, fnAdd, []any{0}, cuckooKeyArgs, keys, nil, errs, func(code int64) (bool, error) {
 		if code == 0 {
 			return false, ErrFull
 		}
@@ -280,7 +180,7 @@ func (f *Filter) AddUniqueBatch(ctx context.Context, keys [][]byte, added []bool
 	if err := checkBatch(len(keys), len(added), len(errs)); err != nil {
 		return err
 	}
-	return f.writeBatch(ctx, fnAdd, 1, keys, added, errs, func(code int64) (bool, error) {
+	return f.writeBatch(ctx, fnAdd, []any{1}, cuckooKeyArgs, keys, added, errs, func(code int64) (bool, error) {
 		if code == 0 {
 			return false, ErrFull
 		}
@@ -297,16 +197,17 @@ func (f *Filter) DeleteBatch(ctx context.Context, keys [][]byte, deleted []bool,
 	if err := checkBatch(len(keys), len(deleted), len(errs)); err != nil {
 		return err
 	}
-	return f.writeBatch(ctx, fnDel, -1, keys, deleted, errs, func(code int64) (bool, error) { return code == 1, nil })
+	return f.writeBatch(ctx, fnDel, nil, cuckooKeyArgs, keys, deleted, errs, func(code int64) (bool, error) { return code == 1, nil })
 }
 
 // writeBatch calls write function fn for keys, in chunks of one shard and
 // rounds of writeRound keys, and sets each key's out[i] (if out is not
 // nil) and errs[i] from its reply code by result, or to false and the
-// error of its call. unique is the add function's mode argument; -1 for
-// none. A round whose calls do not all settle ends the batch.
-func (f *Filter) writeBatch(ctx context.Context, fn string, unique int, keys [][]byte, out []bool, errs []error,
-	result func(code int64) (bool, error)) error {
+// error of its call. A call's arguments after the table's are head, then
+// keyArgs of each of its keys (i: the key's index in keys). A round
+// whose calls do not all settle ends the batch.
+func (h *shards) writeBatch(ctx context.Context, fn string, head []any, keyArgs func(args []any, l *located, i int) []any,
+	keys [][]byte, out []bool, errs []error, result func(code int64) (bool, error)) error {
 	var retErr error
 	set := func(i int, ok bool, err error) {
 		if out != nil {
@@ -322,21 +223,19 @@ func (f *Filter) writeBatch(ctx context.Context, fn string, unique int, keys [][
 			return cmp(retErr, err)
 		}
 		hi := min(lo+writeRound, len(keys))
-		loc, order := f.group(keys[lo:hi])
+		loc, order := h.group(keys[lo:hi])
 		var cmds []redis.Cmder
 		var groups [][]int32
 		chunks(loc, order, writeChunk, func(s int, idx []int32) {
-			args := make([]any, 0, 1+2*len(idx))
-			if unique >= 0 {
-				args = append(args, unique)
-			}
+			args := make([]any, 0, len(head)+6*len(idx))
+			args = append(args, head...)
 			for _, i := range idx {
-				args = append(args, loc[i].i1, loc[i].fp)
+				args = keyArgs(args, &loc[i], lo+int(i))
 			}
-			cmds = append(cmds, f.writeCmd(ctx, fn, s, args))
+			cmds = append(cmds, h.writeCmd(ctx, fn, s, args))
 			groups = append(groups, idx)
 		})
-		cerrs, gaveUp, short := f.retry.settle(ctx, cmds, rememberedWrites, f.sender(ctx))
+		cerrs, gaveUp, short := h.retry.settle(ctx, cmds, rememberedWrites, h.sender(ctx))
 		for c, cmd := range cmds {
 			err := cerrs[c]
 			var codes []int64
@@ -369,6 +268,10 @@ func (f *Filter) writeBatch(ctx context.Context, fn string, unique int, keys [][
 	}
 	return retErr
 }
+
+// cuckooKeyArgs are a cuckoo filter's arguments for a key: its first
+// bucket and its fingerprint.
+func cuckooKeyArgs(args []any, l *located, _ int) []any { return append(args, l.i1, l.fp) }
 
 // cmp returns the first non-nil of a and b.
 func cmp(a, b error) error {

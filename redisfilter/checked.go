@@ -25,10 +25,10 @@ const shardChecks = 2
 // appendShardCheck appends to cmds the commands that check shard s: HGET
 // of its id and STRLEN of its table. They must follow the shard's reads
 // in the pipeline.
-func (f *Filter) appendShardCheck(ctx context.Context, cmds []redis.Cmder, s int) []redis.Cmder {
-	id := redis.NewStringCmd(ctx, "hget", f.counters[s], "id")
+func (h *shards) appendShardCheck(ctx context.Context, cmds []redis.Cmder, s int) []redis.Cmder {
+	id := redis.NewStringCmd(ctx, "hget", h.counters[s], "id")
 	id.SetFirstKeyPos(1)
-	n := redis.NewIntCmd(ctx, "strlen", f.tables[s])
+	n := redis.NewIntCmd(ctx, "strlen", h.tables[s])
 	n.SetFirstKeyPos(1)
 	return append(cmds, id, n)
 }
@@ -37,7 +37,7 @@ func (f *Filter) appendShardCheck(ctx context.Context, cmds []redis.Cmder, s int
 // their errors, from settle) say the shard is this filter's, an error
 // wrapping ErrNotFound if it is gone, or the error that kept a reply
 // from coming.
-func (f *Filter) shardCheck(s int, cmds []redis.Cmder, errs []error) error {
+func (h *shards) shardCheck(s int, cmds []redis.Cmder, errs []error) error {
 	idErr, nErr := errs[0], errs[1]
 	if idErr != nil && !errors.Is(idErr, redis.Nil) {
 		return idErr
@@ -49,13 +49,13 @@ func (f *Filter) shardCheck(s int, cmds []redis.Cmder, errs []error) error {
 	n := cmds[1].(*redis.IntCmd).Val()
 	switch {
 	case idErr != nil:
-		return fmt.Errorf("%w: shard %d of %q is gone (its hash %q has no id)", ErrNotFound, s, f.name, f.counters[s])
-	case id != f.m.id:
-		return fmt.Errorf("%w: shard %d of %q belongs to another filter of that name (id %q, this one's %q)", ErrNotFound, s, f.name, id, f.m.id)
+		return fmt.Errorf("%w: shard %d of %q is gone (its hash %q has no id)", ErrNotFound, s, h.name, h.counters[s])
+	case id != h.m.id:
+		return fmt.Errorf("%w: shard %d of %q belongs to another filter of that name (id %q, this one's %q)", ErrNotFound, s, h.name, id, h.m.id)
 	case n == 0:
-		return fmt.Errorf("%w: the table of shard %d of %q is gone (key %q)", ErrNotFound, s, f.name, f.tables[s])
-	case uint64(n) != f.g.shardBytes:
-		return fmt.Errorf("%w: the table of shard %d of %q holds %d bytes, want %d", ErrCorrupt, s, f.name, n, f.g.shardBytes)
+		return fmt.Errorf("%w: the table of shard %d of %q is gone (key %q)", ErrNotFound, s, h.name, h.tables[s])
+	case uint64(n) != h.g.strLen:
+		return fmt.Errorf("%w: the table of shard %d of %q holds %d bytes, want %d", ErrCorrupt, s, h.name, n, h.g.strLen)
 	}
 	return nil
 }
@@ -73,7 +73,7 @@ func (f *Filter) shardCheck(s int, cmds []redis.Cmder, errs []error) error {
 // Its cost over Contains: an HGET and a STRLEN in the pipeline, sent to
 // the same node.
 func (f *Filter) ContainsChecked(ctx context.Context, key []byte) (bool, error) {
-	return f.contains(ctx, key, true)
+	return f.lookupOne(ctx, f, key, true)
 }
 
 // ContainsBatchChecked is [Filter.ContainsBatch] with the check of
@@ -82,5 +82,5 @@ func (f *Filter) ContainsChecked(ctx context.Context, key []byte) (bool, error) 
 // in errs[i], and the call returns the first error. The check costs an
 // HGET and a STRLEN per shard and round of up to 8,192 keys.
 func (f *Filter) ContainsBatchChecked(ctx context.Context, keys [][]byte, found []bool, errs []error) error {
-	return f.containsBatch(ctx, keys, found, errs, true)
+	return f.lookupBatch(ctx, f, keys, found, errs, true)
 }

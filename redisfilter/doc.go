@@ -1,4 +1,4 @@
-// Package redisfilter keeps the module's cuckoo and Bloom filters in stock
+// Package redisfilter keeps the module's cuckoo, window and Bloom filters in stock
 // Redis (7.0 or later) or Valkey, standalone or Redis Cluster, with no
 // module: one filter shared by any number of processes on any number of
 // hosts, larger than one machine's memory if need be, and spread over a
@@ -39,6 +39,19 @@
 // Cluster does placement, failover and resharding; this package only
 // picks the shard. [Push] and [Filter.Snapshot] move a filter between a
 // file (or a library filter) and Redis without changing a bit.
+//
+// # Window filters
+//
+// [NewWindow] keeps the library's [cuckoo.Window] in Redis: a filter that
+// forgets keys older than its window ("seen by anyone in the fleet in the
+// last 24 hours?"), with deletes and nothing running in the background.
+// Its segments hold the library's stamped slots, its Lua functions write
+// them as the library does step by step (a test holds them to it, byte for
+// byte), and its time is Redis's: each write reads the server's clock
+// inside its function, each lookup reads it after the key's buckets, so
+// clients whose clocks differ agree. Writes run once under retries as
+// the cuckoo filter's do. [PushWindow] and [Window.Snapshot] move a
+// one-segment window to and from a window file, bit for bit.
 //
 // # Choosing parameters
 //
@@ -113,7 +126,7 @@
 //
 // # Concurrency
 //
-// A [Filter] or [Bloom] is a handle: safe for concurrent use by any
-// number of goroutines, and any number of handles in any number of
+// A [Filter], [Window] or [Bloom] is a handle: safe for concurrent use by
+// any number of goroutines, and any number of handles in any number of
 // processes may work on one filter at once.
 package redisfilter

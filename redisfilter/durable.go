@@ -35,10 +35,10 @@ func (f *Filter) Durable(replicas int, timeout time.Duration) *Filter {
 // times. It leaves a reply or an error in every command, and returns the
 // first error that is not a reply of Redis, or else one wrapping
 // ErrNotReplicated when a WAIT fell short or failed.
-func (f *Filter) sendDurable(ctx context.Context, cmds []redis.Cmder) error {
+func (h *shards) sendDurable(ctx context.Context, cmds []redis.Cmder) error {
 	var short, first error
 	for attempt := 0; len(cmds) > 0; attempt++ {
-		groups, err := f.byMaster(ctx, cmds)
+		groups, err := h.byMaster(ctx, cmds)
 		if err != nil {
 			for _, c := range cmds {
 				c.SetErr(err)
@@ -51,13 +51,13 @@ func (f *Filter) sendDurable(ctx context.Context, cmds []redis.Cmder) error {
 			for _, cmd := range group {
 				pipe.Process(ctx, cmd)
 			}
-			wait := redis.NewIntCmd(ctx, "wait", f.wait, f.waitTimeout.Milliseconds())
+			wait := redis.NewIntCmd(ctx, "wait", h.wait, h.waitTimeout.Milliseconds())
 			pipe.Process(ctx, wait)
 			pipe.Exec(ctx)
 			if err := firstTransportErr(group); err != nil {
 				// A master that does not answer may have been replaced:
 				// the next write asks the cluster again.
-				if cc, ok := f.rdb.(*redis.ClusterClient); ok {
+				if cc, ok := h.rdb.(*redis.ClusterClient); ok {
 					cc.ReloadState(ctx)
 				}
 				first = cmp(first, err)
@@ -71,12 +71,12 @@ func (f *Filter) sendDurable(ctx context.Context, cmds []redis.Cmder) error {
 			switch n, err := wait.Result(); {
 			case err != nil && short == nil:
 				short = fmt.Errorf("%w: WAIT on %s: %v", ErrNotReplicated, c.Options().Addr, err)
-			case err == nil && n < int64(f.wait) && short == nil:
-				short = fmt.Errorf("%w: %d of %d replicas of %s within %v", ErrNotReplicated, n, f.wait, c.Options().Addr, f.waitTimeout)
+			case err == nil && n < int64(h.wait) && short == nil:
+				short = fmt.Errorf("%w: %d of %d replicas of %s within %v", ErrNotReplicated, n, h.wait, c.Options().Addr, h.waitTimeout)
 			}
 		}
 		if len(moved) > 0 {
-			if cc, ok := f.rdb.(*redis.ClusterClient); ok {
+			if cc, ok := h.rdb.(*redis.ClusterClient); ok {
 				cc.ReloadState(ctx)
 			}
 			time.Sleep(time.Duration(attempt+1) * 50 * time.Millisecond)
@@ -90,13 +90,13 @@ func (f *Filter) sendDurable(ctx context.Context, cmds []redis.Cmder) error {
 }
 
 // byMaster groups write commands by the master of their first key.
-func (f *Filter) byMaster(ctx context.Context, cmds []redis.Cmder) (map[*redis.Client][]redis.Cmder, error) {
+func (h *shards) byMaster(ctx context.Context, cmds []redis.Cmder) (map[*redis.Client][]redis.Cmder, error) {
 	groups := map[*redis.Client][]redis.Cmder{}
-	cc, ok := f.rdb.(*redis.ClusterClient)
+	cc, ok := h.rdb.(*redis.ClusterClient)
 	if !ok {
-		c, ok := f.rdb.(*redis.Client)
+		c, ok := h.rdb.(*redis.Client)
 		if !ok {
-			return nil, fmt.Errorf("%w: Durable with a %T (it needs a *redis.Client or *redis.ClusterClient)", ErrUnsupported, f.rdb)
+			return nil, fmt.Errorf("%w: Durable with a %T (it needs a *redis.Client or *redis.ClusterClient)", ErrUnsupported, h.rdb)
 		}
 		groups[c] = cmds
 		return groups, nil

@@ -7,25 +7,29 @@ var (
 	// room can be made for a key in its shard; the shard is then exactly as
 	// it was.
 	ErrFull = errors.New("redisfilter: filter is full")
-	// ErrNotFound is returned by Open when no filter of that name exists,
+	// ErrNotFound is returned by Open (and OpenWindow) when no filter of
+	// that name exists,
 	// and by the operations of a Filter whose filter was dropped (or
 	// dropped and created again, or lost by Redis) since it was opened:
 	// its writes, Len, and the checked lookups (ContainsChecked); Contains
 	// reads such a filter as empty.
 	ErrNotFound = errors.New("redisfilter: no such filter")
-	// ErrMismatch is returned by New when a filter of that name exists
-	// with other parameters; nothing is changed.
+	// ErrMismatch is returned by New (and NewWindow, NewBloom) when a
+	// filter of that name exists with other parameters; nothing is
+	// changed.
 	ErrMismatch = errors.New("redisfilter: a filter of that name exists with other parameters")
-	// ErrExists is returned by Push when a filter of that name exists and
-	// replacing it was not asked for; nothing is changed.
+	// ErrExists is returned by Push (and PushWindow) when a filter of that
+	// name exists and replacing it was not asked for; nothing is changed.
 	ErrExists = errors.New("redisfilter: a filter of that name exists")
-	// ErrBusy is returned by New and Open while a filter of that name is
-	// being pushed (or a push of it was interrupted: push it again, with
-	// replace set).
+	// ErrBusy is returned by New and Open (NewWindow and OpenWindow) while
+	// a filter of that name is being pushed (or a push of it was
+	// interrupted: push it again, with replace set).
 	ErrBusy = errors.New("redisfilter: the filter is being pushed")
 	// ErrUnsupported is returned when the server lacks what a filter needs
-	// (Redis Functions, from Redis 7.0) or a filter file has a shape the
-	// Redis filters do not take (semi-sorted buckets, a growing table).
+	// (Redis Functions, from Redis 7.0), a filter file has a shape the
+	// Redis filters do not take (semi-sorted buckets, a growing table, a
+	// window shorter than MinWindow), or a window of several segments is
+	// to be snapshot (the library's Window has one table).
 	ErrUnsupported = errors.New("redisfilter: not supported")
 	// ErrNotReplicated is returned by the writes of a [Filter.Durable]
 	// filter when fewer replicas than asked acknowledged a write within the

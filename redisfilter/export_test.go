@@ -5,8 +5,11 @@ import (
 	"encoding/binary"
 	"fmt"
 	"strconv"
+	"strings"
+	"time"
 
 	"github.com/dedupkit/cuckoo"
+	"github.com/redis/go-redis/v9"
 )
 
 // Shard is one shard's state in the terms of the library's encoding: the
@@ -120,4 +123,107 @@ func Alt(f *Filter, i, fp uint64) uint64 { return f.g.alt(i, fp) }
 func Slot(f *Filter, table []byte, i, j uint64) uint64 {
 	lo, n, sh := f.g.span(i)
 	return f.g.slot(table[lo:lo+n], sh, j)
+}
+
+// WindowShard is one window shard's state as the Lua functions keep it.
+type WindowShard struct {
+	Table  []byte // the table, without the trailer
+	Epoch  int64  // the trailer: the epoch of the latest write
+	Cursor uint64
+	Counts [16]uint64 // the non-empty slots of each stamp, as counted
+	End    [2]int64   // eh, el
+}
+
+// WindowShardState returns shard s of w.
+func WindowShardState(ctx context.Context, w *Window, s int) (WindowShard, error) {
+	v, err := w.rdb.FCallRO(ctx, fnDump, []string{w.tables[s], w.counters[s]}, w.m.id).Slice()
+	if err != nil {
+		return WindowShard{}, err
+	}
+	str, _ := v[0].(string)
+	fields, _ := v[1].([]any)
+	if uint64(len(str)) != w.g.strLen {
+		return WindowShard{}, fmt.Errorf("a string of %d bytes, want %d", len(str), w.g.strLen)
+	}
+	sh := WindowShard{Table: []byte(str[:w.g.shardBytes]), Epoch: int64(binary.BigEndian.Uint64([]byte(str[w.g.shardBytes:])))}
+	for k := 0; k+1 < len(fields); k += 2 {
+		name, _ := fields[k].(string)
+		val, _ := fields[k+1].(string)
+		if name == "id" {
+			continue
+		}
+		n, err := strconv.ParseInt(val, 10, 64)
+		if err != nil {
+			return WindowShard{}, fmt.Errorf("field %q = %q", name, val)
+		}
+		switch {
+		case name == "c":
+			sh.Cursor = uint64(n)
+		case name == "eh":
+			sh.End[0] = n
+		case name == "el":
+			sh.End[1] = n
+		case len(name) > 1 && name[0] == 's':
+			st, err := strconv.Atoi(name[1:])
+			if err != nil || st > 15 || n < 0 {
+				return WindowShard{}, fmt.Errorf("field %q = %q", name, val)
+			}
+			sh.Counts[st] = uint64(n)
+		default:
+			return WindowShard{}, fmt.Errorf("field %q", name)
+		}
+	}
+	return sh, nil
+}
+
+// WindowSlot returns slot j of bucket i of a window shard's table bytes.
+func WindowSlot(w *Window, table []byte, i, j uint64) uint64 {
+	lo, n, sh := w.g.span(i)
+	return w.g.slot(table[lo:lo+n], sh, j)
+}
+
+// WindowLocate returns key's shard, its two buckets (counted from the
+// shard's first) and its fingerprint.
+func WindowLocate(w *Window, key []byte) (shard int, i1, i2, fp uint64) { return w.g.locateKey(key) }
+
+// TestClockKey is the key the test clock library reads its time from:
+// "seconds nanoseconds".
+const TestClockKey = "ckf-test-clock"
+
+// LoadTestClockLibrary loads into rdb (a server of the test's own) the
+// Functions library with its clock reading TestClockKey instead of the
+// server's TIME, at a revision no client replaces.
+func LoadTestClockLibrary(ctx context.Context, rdb redis.UniversalClient) error {
+	return loadClockLibrary(ctx, rdb, "local s, ns = string.match(redis.call('GET', '"+TestClockKey+"'), '(%d+) (%d+)')\n\treturn tonumber(s), tonumber(ns)")
+}
+
+// LoadSkewedClockLibrary loads into rdb (a server of the test's own) the
+// Functions library with its clock reading the server's TIME plus skew:
+// how a server whose clock is skew ahead answers.
+func LoadSkewedClockLibrary(ctx context.Context, rdb redis.UniversalClient, skew time.Duration) error {
+	s, ns := int64(skew/time.Second), int64(skew%time.Second)
+	return loadClockLibrary(ctx, rdb, fmt.Sprintf(`local t = redis.call('TIME')
+	local s, ns = tonumber(t[1]) + %d, tonumber(t[2]) * 1000 + %d
+	if ns >= 1e9 then
+		ns, s = ns - 1e9, s + 1
+	elseif ns < 0 then
+		ns, s = ns + 1e9, s - 1
+	end
+	return s, ns`, s, ns))
+}
+
+// loadClockLibrary loads the library with its clock's body replaced.
+func loadClockLibrary(ctx context.Context, rdb redis.UniversalClient, body string) error {
+	const real = "local t = redis.call('TIME')\n\treturn tonumber(t[1]), tonumber(t[2]) * 1000"
+	if strings.Count(luaLibrary, real) != 1 {
+		return fmt.Errorf("the library's clock is not %q", real)
+	}
+	code := strings.Replace(luaLibrary, real, body, 1)
+	code = strings.Replace(code, fmt.Sprintf("-- revision %d\n", libraryRevision), "-- revision 1000000\n", 1)
+	return rdb.FunctionLoadReplace(ctx, code).Err()
+}
+
+// SetTestClock sets the test clock's time.
+func SetTestClock(ctx context.Context, rdb redis.UniversalClient, t time.Time) error {
+	return rdb.Set(ctx, TestClockKey, fmt.Sprintf("%d %d", t.Unix(), t.Nanosecond()), 0).Err()
 }

@@ -71,21 +71,8 @@ func Push(ctx context.Context, rdb redis.UniversalClient, name string, src *cuck
 	if err := ensureFunctions(ctx, rdb); err != nil {
 		return nil, err
 	}
-	key := metaKey(cuckooPrefix, name)
-	for {
-		old, err := claimMeta(ctx, rdb, key, m.encode())
-		if err != nil {
-			return nil, err
-		}
-		if old == "" {
-			break
-		}
-		if !replace {
-			return nil, fmt.Errorf("%w: %q", ErrExists, name)
-		}
-		if err := dropAny(ctx, rdb, name, old); err != nil {
-			return nil, err
-		}
+	if err := claimName(ctx, rdb, cuckooPrefix, name, m.encode(), replace); err != nil {
+		return nil, err
 	}
 	f := newFilter(rdb, name, m, retry)
 	words := le.Uint64(enc[hdrWords:])
@@ -114,21 +101,26 @@ func Push(ctx context.Context, rdb redis.UniversalClient, name string, src *cuck
 		return nil, err
 	}
 	f.m.state = stateReady
-	if err := rdb.SetArgs(ctx, key, f.m.encode(), redis.SetArgs{Mode: "XX"}).Err(); err != nil {
+	if err := rdb.SetArgs(ctx, metaKey(cuckooPrefix, name), f.m.encode(), redis.SetArgs{Mode: "XX"}).Err(); err != nil {
 		return nil, err
 	}
 	return f, nil
 }
 
-// dropAny drops the cuckoo filter whose metadata is old, whatever its
-// state.
-func dropAny(ctx context.Context, rdb redis.UniversalClient, name, old string) error {
-	m, err := parseMeta(old, "cuckoo")
+// dropAny drops the filter of a kind (its key prefix) called name whose
+// metadata is old, whatever its state.
+func dropAny(ctx context.Context, rdb redis.UniversalClient, prefix, name, old string) error {
+	kind := "cuckoo"
+	if prefix == windowPrefix {
+		kind = "window"
+	}
+	m, err := parseMeta(old, kind)
 	if err != nil {
 		// Metadata we cannot read: remove just that key.
-		return rdb.Del(ctx, metaKey(cuckooPrefix, name)).Err()
+		return rdb.Del(ctx, metaKey(prefix, name)).Err()
 	}
-	return newFilter(rdb, name, m, retryPolicy{}).Drop(ctx)
+	h := newShards(rdb, prefix, name, m, retryPolicy{})
+	return h.drop(ctx)
 }
 
 // Snapshot returns a library filter holding the filter's current state:

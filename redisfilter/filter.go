@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"time"
 
 	"github.com/dedupkit/cuckoo"
 	"github.com/redis/go-redis/v9"
@@ -32,21 +31,7 @@ import (
 // [WithRetryHorizon] for the limits.
 //
 // A Filter is safe for concurrent use by multiple goroutines.
-type Filter struct {
-	rdb      redis.UniversalClient
-	name     string
-	m        meta
-	g        geometry
-	tables   []string // shard s's table key
-	counters []string // shard s's hash key
-	records  []string // the prefix of shard s's record keys (see recordKey)
-	retry    retryPolicy
-	ids      *idSource // shared by a Filter and its Durable twin
-
-	// Durable: replicas to wait for after each write, and how long.
-	wait        int
-	waitTimeout time.Duration
-}
+type Filter struct{ shards }
 
 // New returns the cuckoo filter called name in rdb, creating it empty if
 // it does not exist, sized like the library's [cuckoo.New](capacity,
@@ -182,13 +167,7 @@ func open(ctx context.Context, rdb redis.UniversalClient, name string, m meta, r
 }
 
 func newFilter(rdb redis.UniversalClient, name string, m meta, retry retryPolicy) *Filter {
-	f := &Filter{rdb: rdb, name: name, m: m, g: newGeometry(&m), retry: retry, ids: newIDSource()}
-	for s := range m.shards {
-		f.tables = append(f.tables, shardKey(cuckooPrefix, "t", name, s, m.shards))
-		f.counters = append(f.counters, shardKey(cuckooPrefix, "c", name, s, m.shards))
-		f.records = append(f.records, recordPrefix(name, s, m.shards))
-	}
-	return f
+	return &Filter{newShards(rdb, cuckooPrefix, name, m, retry)}
 }
 
 // create makes every shard that is not yet a shard of this filter an
@@ -197,30 +176,6 @@ func (f *Filter) create(ctx context.Context) error {
 	return f.eachShard(ctx, func(s int) redis.Cmder {
 		return f.fcall(ctx, fnCreate, s, []any{f.m.id, f.g.shardBytes})
 	}, func(s int, c redis.Cmder) error { return c.Err() })
-}
-
-// shardBatch is the most shards one pipeline of eachShard addresses.
-const shardBatch = 1024
-
-// eachShard sends one command per shard, made by mk, in pipelines of
-// shardBatch, and gives each reply to check.
-func (f *Filter) eachShard(ctx context.Context, mk func(s int) redis.Cmder, check func(s int, c redis.Cmder) error) error {
-	for lo := 0; lo < f.m.shards; lo += shardBatch {
-		hi := min(lo+shardBatch, f.m.shards)
-		cmds := make([]redis.Cmder, 0, hi-lo)
-		for s := lo; s < hi; s++ {
-			cmds = append(cmds, mk(s))
-		}
-		if err := f.run(ctx, cmds); err != nil {
-			return err
-		}
-		for s := lo; s < hi; s++ {
-			if err := check(s, cmds[s-lo]); err != nil {
-				return replyErr(err)
-			}
-		}
-	}
-	return nil
 }
 
 // Name returns the filter's name.
@@ -258,13 +213,7 @@ func (f *Filter) Seed() uint64 { return f.m.seed }
 // listed: the keys that remember writes' replies for the retry window,
 // named ckf:{TAG}:r:ID:NAME in the slot of their shard (so the pattern
 // ckf:*:NAME matches every key of the filter but its metadata).
-func (f *Filter) Keys() []string {
-	k := []string{metaKey(cuckooPrefix, f.name)}
-	for s := range f.tables {
-		k = append(k, f.tables[s], f.counters[s])
-	}
-	return k
-}
+func (f *Filter) Keys() []string { return f.keys() }
 
 // TableBytes returns the bytes of the shards' tables together: the
 // library filter's table, without its duplicate counters.
@@ -317,9 +266,9 @@ func (f *Filter) addOne(ctx context.Context, key []byte, unique bool) (int64, er
 
 // callOne calls write function fn of shard s for one key, with args
 // after the table's, until it settles, and returns its code.
-func (f *Filter) callOne(ctx context.Context, fn string, s int, args []any) (int64, error) {
-	cmd := f.writeCmd(ctx, fn, s, args)
-	errs, _, short := f.retry.settle(ctx, []redis.Cmder{cmd}, rememberedWrites, f.sender(ctx))
+func (h *shards) callOne(ctx context.Context, fn string, s int, args []any) (int64, error) {
+	cmd := h.writeCmd(ctx, fn, s, args)
+	errs, _, short := h.retry.settle(ctx, []redis.Cmder{cmd}, rememberedWrites, h.sender(ctx))
 	if errs[0] != nil {
 		return 0, replyErr(errs[0])
 	}
@@ -348,38 +297,7 @@ func boolArg(b bool) int {
 // dropped filter, or one Redis lost, reports every key absent: use
 // [Filter.ContainsChecked] where that must be told from absence.
 func (f *Filter) Contains(ctx context.Context, key []byte) (bool, error) {
-	return f.contains(ctx, key, false)
-}
-
-// contains is Contains, and ContainsChecked when check is set.
-func (f *Filter) contains(ctx context.Context, key []byte, check bool) (bool, error) {
-	s, i1, i2, fp := f.g.locateKey(key)
-	args := make([]any, 0, 2+3*(f.g.fields(i1)+f.g.fields(i2)))
-	args = append(args, "bitfield_ro", f.tables[s])
-	args = f.g.appendFields(args, i1)
-	args = f.g.appendFields(args, i2)
-	cmd := redis.NewIntSliceCmd(ctx, args...)
-	cmd.SetFirstKeyPos(1)
-	cmds := []redis.Cmder{cmd}
-	if check {
-		cmds = f.appendShardCheck(ctx, cmds, s)
-	}
-	errs, _, _ := f.retry.settle(ctx, cmds, reads, f.sender(ctx))
-	if errs[0] != nil {
-		return false, errs[0]
-	}
-	if check {
-		if err := f.shardCheck(s, cmds[1:], errs[1:]); err != nil {
-			return false, err
-		}
-	}
-	var buf [maxBucketBytes]byte
-	bb, sh, rest := f.g.bucketBytes(buf[:], cmd.Val(), i1)
-	if f.g.has(bb, sh, fp) {
-		return true, nil
-	}
-	bb, sh, _ = f.g.bucketBytes(buf[:], rest, i2)
-	return f.g.has(bb, sh, fp), nil
+	return f.lookupOne(ctx, f, key, false)
 }
 
 // Delete removes one copy of key and reports whether there was one, as
@@ -454,11 +372,4 @@ func (f *Filter) Len(ctx context.Context) (uint64, error) {
 // find it), then its shards. Filters opened before fail their writes with
 // [ErrNotFound] and report every key absent. Do not Drop a filter while
 // another client is creating it with New.
-func (f *Filter) Drop(ctx context.Context) error {
-	if err := f.rdb.Del(ctx, metaKey(cuckooPrefix, f.name)).Err(); err != nil {
-		return err
-	}
-	return f.eachShard(ctx, func(s int) redis.Cmder {
-		return redis.NewIntCmd(ctx, "del", f.tables[s], f.counters[s])
-	}, func(s int, c redis.Cmder) error { return c.Err() })
-}
+func (f *Filter) Drop(ctx context.Context) error { return f.drop(ctx) }

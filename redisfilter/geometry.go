@@ -10,17 +10,23 @@ import (
 	"github.com/dedupkit/cuckoo/internal/hash"
 )
 
-// geometry is the layout of a cuckoo filter's shards: each is segment s of
-// the library's segmented table (docs/format.md), its bytes the segment's
+// geometry is the layout of a filter's shards: each is segment s of the
+// library's segmented table (docs/format.md), its bytes the segment's
 // little-endian words, so bit k of the shard's string is bit k%8 of byte
-// k/8. Bucket i of a shard is the b·f-bit field starting at bit i·b·f.
+// k/8. Bucket i of a shard is the b·s-bit field starting at bit i·b·s,
+// where a slot of s bits holds a fingerprint of f bits: s = f in a cuckoo
+// filter, f + the stamp's bits in a window (the stamp in the slot's low
+// bits, docs/window.md).
 type geometry struct {
 	b, f       uint64 // slots per bucket, bits per fingerprint
-	bucketBits uint64 // b·f
+	slotBits   uint64 // s
+	slotMask   uint64 // 2^s − 1
+	bucketBits uint64 // b·s
 	buckets    uint64 // buckets of the whole table
 	shards     uint64
 	perShard   uint64 // buckets of one shard
-	shardBytes uint64 // bytes of one shard's string: its words·8
+	shardBytes uint64 // bytes of one shard's table: its words·8
+	strLen     uint64 // bytes of one shard's string: the table, then a window's trailer
 	fpMax      uint64 // 2^f − 1
 	seed       uint64
 }
@@ -29,13 +35,22 @@ func newGeometry(m *meta) geometry {
 	g := geometry{
 		b: uint64(m.b), f: uint64(m.f), buckets: m.buckets, shards: uint64(m.shards), seed: m.seed,
 	}
-	g.bucketBits = g.b * g.f
+	g.slotBits = g.f
+	if m.kind == "window" {
+		g.slotBits += cuckoo.WindowStampBits
+	}
+	g.slotMask = 1<<g.slotBits - 1
+	g.bucketBits = g.b * g.slotBits
 	g.perShard = g.buckets / g.shards
 	// The table's words, split evenly: a segment of a multiple of 64
 	// buckets is a whole number of words, and a single shard holds the
 	// last partial word too.
 	words := (g.buckets*g.bucketBits + 63) / 64
 	g.shardBytes = words / g.shards * 8
+	g.strLen = g.shardBytes
+	if m.kind == "window" {
+		g.strLen += trailerBytes
+	}
 	g.fpMax = 1<<g.f - 1
 	return g
 }
@@ -51,6 +66,13 @@ func (g *geometry) locate(h uint64) (shard int, i1, i2, fp uint64) {
 
 func (g *geometry) locateKey(key []byte) (shard int, i1, i2, fp uint64) {
 	return g.locate(hash.Sum64(key, g.seed))
+}
+
+// locateHash is locateKey that also returns the key's hash.
+func (g *geometry) locateHash(key []byte) (shard int, i1, i2, fp, h uint64) {
+	h = hash.Sum64(key, g.seed)
+	shard, i1, i2, fp = g.locate(h)
+	return shard, i1, i2, fp, h
 }
 
 // alt returns the other bucket of fp in bucket i of a shard.
@@ -127,13 +149,13 @@ func (g *geometry) bucketBytes(dst []byte, vals []int64, i uint64) ([]byte, uint
 // slot returns slot j of a bucket whose bytes are bb and whose first bit
 // is bit shift of bb[0]. A slot spans at most 5 bytes (7 + 32 bits).
 func (g *geometry) slot(bb []byte, shift uint, j uint64) uint64 {
-	o := uint64(shift) + j*g.f
+	o := uint64(shift) + j*g.slotBits
 	k, r := o/8, o%8
 	var w uint64
-	for q := min(k+(r+g.f+7)/8, uint64(len(bb))); q > k; q-- {
+	for q := min(k+(r+g.slotBits+7)/8, uint64(len(bb))); q > k; q-- {
 		w = w<<8 | uint64(bb[q-1])
 	}
-	return w >> r & g.fpMax
+	return w >> r & g.slotMask
 }
 
 // has reports whether a bucket holds fp.

@@ -14,6 +14,10 @@ import (
 //	                        kept for the retry window (retry.go)
 //	ckb:m:N                 Bloom filter metadata
 //	ckb:{TAG}:S:N           Bloom shard S's blocks
+//	ckw:m:N                 window filter metadata
+//	ckw:{TAG}:t:S:N         window shard S's table, then its epoch
+//	ckw:{TAG}:c:S:N         window shard S's hash: id, sweep, stamp counts
+//	ckw:{TAG}:r:ID:N        the reply of write call ID on a window shard
 //
 // TAG is a hash tag chosen for the slot the shard should live in (see
 // shardSlot), so a shard's keys share a slot and the shards spread over
@@ -48,8 +52,8 @@ func shardKey(prefix, kind, name string, s, n int) string {
 
 // recordPrefix returns the start of the record keys of shard s of n of
 // filter name, to which a call's request id, ':' and the name are added.
-func recordPrefix(name string, s, n int) string {
-	return cuckooPrefix + "{" + slotTag(shardSlot(name, s, n)) + "}:r:"
+func recordPrefix(prefix, name string, s, n int) string {
+	return prefix + "{" + slotTag(shardSlot(name, s, n)) + "}:r:"
 }
 
 // numSlots is the number of hash slots of Redis Cluster.

@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/dedupkit/cuckoo"
 	"github.com/redis/go-redis/v9"
@@ -23,6 +24,13 @@ import (
 //	format=1 kind=bloom hash=xxh3 k=10 blocks=20480 shards=16 seed=42
 //	capacity=1000000 fpr=0.001 id=... state=ready
 //
+//	format=1 kind=window hash=xxh3 b=4 f=12 buckets=294912 shards=16
+//	seed=42 kicks=500 capacity=1000000 window=86400000000000 id=...
+//	state=ready
+//
+// A window's capacity is its keys a window, and window its length in
+// nanoseconds; its f is the fingerprint's width, a slot holding the
+// stamp's bits too.
 // state is creating (New claimed the name and is making the shards: any
 // New or Open of the same parameters finishes the job), pushing (Push is
 // uploading shards) or ready. id is drawn at random when the name is
@@ -30,15 +38,16 @@ import (
 // client of a filter that was dropped and created again fails instead of
 // writing into the new one. Frozen: format=1 names this layout.
 type meta struct {
-	kind     string // "cuckoo" or "bloom"
-	b, f     int    // cuckoo: slots per bucket, fingerprint bits
-	buckets  uint64 // cuckoo: buckets of the whole table (all shards)
+	kind     string // "cuckoo", "bloom" or "window"
+	b, f     int    // cuckoo, window: slots per bucket, fingerprint bits
+	buckets  uint64 // cuckoo, window: buckets of the whole table (all shards)
 	k        int    // bloom: bits per key
 	blocks   uint64 // bloom: 512-bit blocks of the whole table
 	shards   int
 	seed     uint64
-	kicks    int // cuckoo
+	kicks    int // cuckoo, window
 	capacity uint64
+	window   int64   // window: its length in ns
 	fpr      float64 // bloom: the target rate
 	id       string
 	state    string
@@ -56,7 +65,7 @@ func (m *meta) encode() string {
 	b.WriteString("format=1")
 	field("kind", m.kind)
 	field("hash", "xxh3")
-	if m.kind == "cuckoo" {
+	if m.tabled() {
 		field("b", m.b)
 		field("f", m.f)
 		field("buckets", m.buckets)
@@ -64,6 +73,9 @@ func (m *meta) encode() string {
 		field("seed", m.seed)
 		field("kicks", m.kicks)
 		field("capacity", m.capacity)
+		if m.kind == "window" {
+			field("window", m.window)
+		}
 	} else {
 		field("k", m.k)
 		field("blocks", m.blocks)
@@ -108,11 +120,14 @@ func parseMeta(s, kind string) (meta, error) {
 	m.shards = int(num("shards", 1, 1<<16))
 	m.seed = num("seed", 0, 1<<64-1)
 	m.capacity = num("capacity", 1, 1<<62)
-	if kind == "cuckoo" {
+	if m.tabled() {
 		m.b = int(num("b", 1, cuckoo.MaxBucketSize))
 		m.f = int(num("f", 4, 32))
 		m.buckets = num("buckets", 2, 1<<32)
 		m.kicks = int(num("kicks", 1, 1<<20))
+		if kind == "window" {
+			m.window = int64(num("window", uint64(MinWindow), uint64(cuckoo.MaxWindow)))
+		}
 	} else {
 		m.k = int(num("k", 1, 64))
 		m.blocks = num("blocks", 1, 1<<37)
@@ -142,13 +157,15 @@ func parseMeta(s, kind string) (meta, error) {
 // checkShape checks the table's geometry against the shard count.
 func (m *meta) checkShape() error {
 	switch {
-	case m.kind == "cuckoo" && (m.b < 1 || m.b > cuckoo.MaxBucketSize):
+	case m.tabled() && (m.b < 1 || m.b > cuckoo.MaxBucketSize):
 		return fmt.Errorf("bucket size %d", m.b)
-	case m.kind == "cuckoo" && m.buckets%2 != 0:
+	case m.kind == "window" && (m.b != 2 && m.b != 4 && m.b != 8 || m.f > cuckoo.MaxWindowFingerprintBits):
+		return fmt.Errorf("a window of %d-slot buckets of %d-bit fingerprints", m.b, m.f)
+	case m.tabled() && m.buckets%2 != 0:
 		return fmt.Errorf("odd bucket count %d", m.buckets)
-	case m.kind == "cuckoo" && m.shards > 1 && m.buckets%(uint64(m.shards)*64) != 0:
+	case m.tabled() && m.shards > 1 && m.buckets%(uint64(m.shards)*64) != 0:
 		return fmt.Errorf("%d buckets do not split into %d shards of whole 64-bucket groups", m.buckets, m.shards)
-	case m.kind == "cuckoo" && m.capacity > m.buckets*uint64(m.b):
+	case m.tabled() && m.capacity > m.buckets*uint64(m.b):
 		return fmt.Errorf("capacity %d above %d slots", m.capacity, m.buckets*uint64(m.b))
 	case m.kind == "bloom" && m.blocks%uint64(m.shards) != 0:
 		return fmt.Errorf("%d blocks do not split into %d shards", m.blocks, m.shards)
@@ -180,7 +197,10 @@ func (m *meta) params(seed, shards bool) map[string]string {
 	if shards {
 		p["shards"] = strconv.Itoa(m.shards)
 	}
-	if m.kind == "cuckoo" {
+	if m.kind == "window" {
+		p["window"] = time.Duration(m.window).String()
+	}
+	if m.tabled() {
 		p["bucket size"] = strconv.Itoa(m.b)
 		p["fingerprint bits"] = strconv.Itoa(m.f)
 		p["max kicks"] = strconv.Itoa(m.kicks)
@@ -200,6 +220,10 @@ func (m *meta) params(seed, shards bool) map[string]string {
 	}
 	return p
 }
+
+// tabled reports whether the filter is a cuckoo table (a cuckoo filter or
+// a window), not a Bloom filter.
+func (m *meta) tabled() bool { return m.kind != "bloom" }
 
 // newID returns a random instance id.
 func newID() string {

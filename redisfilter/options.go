@@ -34,10 +34,11 @@ type config struct {
 
 // WithFalsePositiveRate sets the target false-positive rate p of a new
 // filter, which holding its capacity of keys has an expected rate of at
-// most p. For [New] it chooses the smallest fingerprint width that meets
-// p, as [cuckoo.WithFalsePositiveRate] does, and cannot be combined with
-// [WithFingerprintBits]; without it New uses the library's default
-// 16-bit fingerprints (about 0.012 %). For [NewBloom] it sizes the bits
+// most p. For [New] and [NewWindow] it chooses the smallest fingerprint
+// width that meets p, as [cuckoo.WithFalsePositiveRate] does, and cannot
+// be combined with [WithFingerprintBits]; without it New uses the
+// library's default 16-bit fingerprints (about 0.012 %), NewWindow the
+// library window's 12 bits (about 0.19 %). For [NewBloom] it sizes the bits
 // as [bloom.WithFalsePositiveRate] does, [bloom.DefaultFalsePositiveRate]
 // (the same 0.012 %) without it.
 func WithFalsePositiveRate(p float64) Option {
@@ -52,7 +53,8 @@ func WithFalsePositiveRate(p float64) Option {
 }
 
 // WithFingerprintBits sets the fingerprint width, 4 to 32 bits (default
-// 16), as [cuckoo.WithFingerprintBits] does. Cuckoo filters only.
+// 16), as [cuckoo.WithFingerprintBits] does; a window's, 4 to 28 (default
+// 12). Cuckoo filters and windows only.
 func WithFingerprintBits(bits int) Option {
 	return func(c *config) error {
 		c.fpBits, c.cuckooOK = bits, true
@@ -64,8 +66,8 @@ func WithFingerprintBits(bits int) Option {
 // WithBucketSize sets the slots per bucket, 1 to [cuckoo.MaxBucketSize]
 // (default 4), as [cuckoo.WithBucketSize] does; the library's constraints
 // on the other parameters apply (1-slot buckets need 16-bit fingerprints or
-// wider). The Lua functions and the lookups work on any size alike.
-// Cuckoo filters only.
+// wider). The Lua functions and the lookups work on any size alike. A
+// window's buckets have 2, 4 or 8 slots. Cuckoo filters and windows only.
 func WithBucketSize(slots int) Option {
 	return func(c *config) error {
 		if slots < 1 || slots > cuckoo.MaxBucketSize {
@@ -79,7 +81,7 @@ func WithBucketSize(slots int) Option {
 
 // WithMaxKicks bounds the fingerprints one insert may displace before it
 // gives up with [ErrFull] (default 500), as [cuckoo.WithMaxKicks] does.
-// Cuckoo filters only.
+// Cuckoo filters and windows only.
 func WithMaxKicks(n int) Option {
 	return func(c *config) error {
 		c.kicks, c.cuckooOK = n, true
@@ -114,6 +116,8 @@ func WithSeed(seed uint64) Option {
 // among the counts up to about twice that the one whose segments best
 // fill the allocator's size classes (which are a quarter of a power of two
 // apart, so a segment just past one wastes up to a fifth of its memory).
+// A window's segments hold at most 32,768 keys a window by default (see
+// [NewWindow]); a window of one segment is what [Window.Snapshot] takes.
 func WithSegments(n int) Option {
 	return func(c *config) error {
 		if n < 1 || n > cuckoo.MaxSegments {

@@ -174,13 +174,15 @@ type keyResult struct {
 	err    error
 }
 
-// writeOp is one of the writes of both filters, run on keys.
+// writeOp is one of the writes of the filters, run on keys: of a cuckoo
+// filter or a Bloom filter (run), or of a window (wrun).
 type writeOp struct {
 	name    string
 	bloom   bool
 	deletes bool // the keys are added before, once
 	batch   bool
 	run     func(ctx context.Context, f *redisfilter.Filter, b *redisfilter.Bloom, keys [][]byte) []keyResult
+	wrun    func(ctx context.Context, w *redisfilter.Window, keys [][]byte) []keyResult
 }
 
 // batchResults turns a batch's slices into results.
@@ -237,6 +239,23 @@ var writeOps = []writeOp{
 		}
 		return batchResults(added, errs)
 	}},
+	{name: "Window.AddUnique", wrun: func(ctx context.Context, w *redisfilter.Window, k [][]byte) []keyResult {
+		added, err := w.AddUnique(ctx, k[0])
+		return []keyResult{{added, err}}
+	}},
+	{name: "Window.TouchBatch", batch: true, wrun: func(ctx context.Context, w *redisfilter.Window, k [][]byte) []keyResult {
+		seen, errs := make([]bool, len(k)), make([]error, len(k))
+		w.TouchBatch(ctx, k, seen, errs)
+		for i := range seen {
+			seen[i] = !seen[i] && errs[i] == nil
+		}
+		return batchResults(seen, errs)
+	}},
+	{name: "Window.DeleteBatch", deletes: true, batch: true, wrun: func(ctx context.Context, w *redisfilter.Window, k [][]byte) []keyResult {
+		deleted, errs := make([]bool, len(k)), make([]error, len(k))
+		w.DeleteBatch(ctx, k, deleted, errs)
+		return batchResults(deleted, errs)
+	}},
 }
 
 // refusal is a way to make Redis refuse every write: once start returns,
@@ -290,7 +309,7 @@ var refusals = []refusal{
 
 // busyOps are the writes run through a BUSY refusal in the quick run (a
 // busy script keeps a core busy; the rule is the same for every write).
-var busyOps = map[string]bool{"AddUnique": true, "DeleteBatch": true, "Bloom.AddBatch": true}
+var busyOps = map[string]bool{"AddUnique": true, "DeleteBatch": true, "Bloom.AddBatch": true, "Window.TouchBatch": true}
 
 // refusalCase is one write through one refusal.
 type refusalCase struct {
@@ -339,21 +358,30 @@ func runRefusal(t *testing.T, c refusalCase) {
 	opts := []redisfilter.Option{redisfilter.WithSeed(0x4ef5), redisfilter.WithSegments(2)}
 	var check *redisfilter.Filter
 	var checkBloom *redisfilter.Bloom
+	var checkWindow *redisfilter.Window
 	var err error
 	cmd := "fcall"
-	if c.op.bloom {
+	switch {
+	case c.op.bloom:
 		cmd = "bitfield"
 		checkBloom, err = redisfilter.NewBloom(ctx, slow, name, 1000, append(opts, redisfilter.WithFalsePositiveRate(0.01))...)
-	} else {
+	case c.op.wrun != nil:
+		// 28-bit fingerprints: no two of the keys collide; an hour: no
+		// key expires during the test.
+		checkWindow, err = redisfilter.NewWindow(ctx, slow, name, 1000, time.Hour, append(opts, redisfilter.WithFingerprintBits(28))...)
+		if err == nil && c.op.deletes {
+			err = checkWindow.AddBatch(ctx, in, make([]error, len(in)))
+		}
+	default:
 		// 32-bit fingerprints: no two of the keys collide, so a key's
 		// count is its own.
 		check, err = redisfilter.New(ctx, slow, name, 1000, append(opts, redisfilter.WithFingerprintBits(32))...)
+		if err == nil && c.op.deletes {
+			addAll(t, ctx, check, in)
+		}
 	}
 	if err != nil {
 		t.Fatal(err)
-	}
-	if c.op.deletes {
-		addAll(t, ctx, check, in)
 	}
 	var tap wireTap
 	var hook writeHook
@@ -370,11 +398,15 @@ func runRefusal(t *testing.T, c refusalCase) {
 	horizon := redisfilter.WithRetryHorizon(c.refusal.horizon)
 	var f *redisfilter.Filter
 	var b *redisfilter.Bloom
-	for f == nil && b == nil {
+	var w *redisfilter.Window
+	for f == nil && b == nil && w == nil {
 		// The short read timeout may fail an open on a busy machine.
-		if c.op.bloom {
+		switch {
+		case c.op.bloom:
 			b, err = redisfilter.OpenBloom(ctx, rdb, name, horizon)
-		} else {
+		case c.op.wrun != nil:
+			w, err = redisfilter.OpenWindow(ctx, rdb, name, horizon)
+		default:
 			f, err = redisfilter.Open(ctx, rdb, name, horizon)
 		}
 		if ctx.Err() != nil {
@@ -404,7 +436,12 @@ func runRefusal(t *testing.T, c refusalCase) {
 	} else {
 		c.refusal.start(t, s)
 	}
-	got := c.op.run(ctx, f, b, in)
+	var got []keyResult
+	if c.op.wrun != nil {
+		got = c.op.wrun(ctx, w, in)
+	} else {
+		got = c.op.run(ctx, f, b, in)
+	}
 	if c.lostCopy && hook.sends.Load() < 2 {
 		s.Resume()
 		t.Fatalf("the write returned after one send: %v", got[0].err)
@@ -412,11 +449,16 @@ func runRefusal(t *testing.T, c refusalCase) {
 	c.refusal.end(t, s)
 
 	present := make([]bool, n)
-	if c.op.bloom {
+	switch {
+	case c.op.bloom:
 		if err := checkBloom.ContainsBatch(ctx, in, present, make([]error, n)); err != nil {
 			t.Fatal(err)
 		}
-	} else {
+	case c.op.wrun != nil:
+		if err := checkWindow.ContainsBatch(ctx, in, present, make([]error, n)); err != nil {
+			t.Fatal(err)
+		}
+	default:
 		for i, k := range in {
 			count, err := check.Count(ctx, k)
 			if err != nil {
@@ -455,8 +497,9 @@ func runRefusal(t *testing.T, c refusalCase) {
 	t.Logf("%s: %d sends; %v", c.op.name, hook.sends.Load(), got[0].err)
 }
 
-// TestRefusalAfterLostCopyIsUnconfirmed sends every write of both filters
-// to a paused server (SIGSTOP), where its first copy waits and times out;
+// TestRefusalAfterLostCopyIsUnconfirmed sends every write of the filters
+// (a cuckoo filter's, a Bloom filter's, a window's) to a paused server
+// (SIGSTOP), where its first copy waits and times out;
 // the server then resumes and runs that copy, and is made to refuse
 // (CONFIG SET maxmemory 1; a script running past the retry horizon, which
 // Redis answers BUSY) before the write sends a copy again. Every key's
@@ -474,7 +517,7 @@ func TestRefusalAfterLostCopyIsUnconfirmed(t *testing.T) {
 	}
 }
 
-// TestRefusalIsNotApplied runs every write of both filters against a
+// TestRefusalIsNotApplied runs every write of the filters against a
 // server that refuses from the start (out of memory; busy with a script
 // past the retry horizon): every key's error is the refusal (or, for a
 // batch's keys after a call refused until the horizon, ErrNotSent), not
@@ -583,6 +626,10 @@ func TestWriteOnDoneContextIsNotSent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	w, err := redisfilter.NewWindow(ctx, rdb, name+":window", 1000, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
 	done, cancel := context.WithCancel(ctx)
 	cancel()
 	in := keys("done", 3)
@@ -591,7 +638,13 @@ func TestWriteOnDoneContextIsNotSent(t *testing.T) {
 		if op.batch {
 			k = in
 		}
-		for i, r := range op.run(done, f, b, k) {
+		var results []keyResult
+		if op.wrun != nil {
+			results = op.wrun(done, w, k)
+		} else {
+			results = op.run(done, f, b, k)
+		}
+		for i, r := range results {
 			if !errors.Is(r.err, redisfilter.ErrNotSent) || r.answer {
 				t.Fatalf("%s on a done context: key %d: %v, %v", op.name, i, r.answer, r.err)
 			}
@@ -599,5 +652,8 @@ func TestWriteOnDoneContextIsNotSent(t *testing.T) {
 	}
 	if n, err := f.Len(ctx); err != nil || n != 0 {
 		t.Fatalf("Len = %d, %v", n, err)
+	}
+	if n, err := w.Len(ctx); err != nil || n != 0 {
+		t.Fatalf("window Len = %d, %v", n, err)
 	}
 }

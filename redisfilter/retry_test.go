@@ -92,7 +92,7 @@ type outcome struct {
 type stream struct {
 	op      string
 	f       *redisfilter.Filter // on the client with the stall's read timeout
-	check   *redisfilter.Filter // on a client with generous timeouts
+	probe   *redisfilter.Filter // on a client with generous timeouts
 	mu      sync.Mutex
 	results map[string]outcome
 	sent    atomic.Int64 // writes returned
@@ -101,6 +101,39 @@ type stream struct {
 // runStall runs a stream of each of stallOps, each by 4 goroutines,
 // through one stall of one server.
 func runStall(t *testing.T, c stall) {
+	runStallOf(t, c, func(ctx context.Context, slow, rdb redis.UniversalClient, handle []redisfilter.Option) []stallStream {
+		// 32-bit fingerprints and a fixed seed: no two of the keys
+		// collide (checked by the counts below, which would find a pair),
+		// so a key reported present was added by its own call.
+		opts := []redisfilter.Option{redisfilter.WithFingerprintBits(32), redisfilter.WithSeed(0x57a11), redisfilter.WithSegments(4)}
+		var streams []stallStream
+		for _, op := range stallOps {
+			check, err := redisfilter.New(ctx, slow, "stall-"+op, 1<<20, opts...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			f := openRetrying(t, ctx, rdb, check.Name(), handle...)
+			streams = append(streams, &stream{op: op, f: f, probe: check, results: map[string]outcome{}})
+		}
+		return streams
+	})
+}
+
+// stallStream is a stream of writes of new, distinct keys that runStallOf
+// drives through a stall, and checks afterwards.
+type stallStream interface {
+	// write writes new keys named after prefix: one, or a batch of n.
+	write(ctx context.Context, prefix string, n int)
+	// written is the number of writes returned.
+	written() int64
+	// check checks every result reported against the filter.
+	check(t *testing.T, ctx context.Context)
+}
+
+// runStallOf runs the streams open makes (given a client with the
+// stall's read timeout, its twin with generous ones, and the handles'
+// options), each by 4 goroutines, through one stall of one server.
+func runStallOf(t *testing.T, c stall, open func(ctx context.Context, slow, rdb redis.UniversalClient, handle []redisfilter.Option) []stallStream) {
 	ctx := ctxOf(t)
 	s := redistest.NewServer(t, redistest.Config{Debug: true})
 	opt := &redis.Options{Addr: s.Addr}
@@ -113,10 +146,6 @@ func runStall(t *testing.T, c stall) {
 	// generous timeouts, so that a busy machine does not fail the test's
 	// own setup.
 	slow := rdb.WithTimeout(redistest.ClientTimeout)
-	// 32-bit fingerprints and a fixed seed: no two of the keys collide
-	// (checked by the counts below, which would find a pair), so a key
-	// reported present was added by its own call.
-	opts := []redisfilter.Option{redisfilter.WithFingerprintBits(32), redisfilter.WithSeed(0x57a11), redisfilter.WithSegments(4)}
 	var handle []redisfilter.Option
 	if c.horizon != 0 {
 		handle = append(handle, redisfilter.WithRetryHorizon(c.horizon))
@@ -126,18 +155,11 @@ func runStall(t *testing.T, c stall) {
 		batch   = 200
 	)
 	var (
-		streams []*stream
-		stop    atomic.Bool
-		wg      sync.WaitGroup
+		stop atomic.Bool
+		wg   sync.WaitGroup
 	)
-	for _, op := range stallOps {
-		check, err := redisfilter.New(ctx, slow, "stall-"+op, 1<<20, opts...)
-		if err != nil {
-			t.Fatal(err)
-		}
-		f := openRetrying(t, ctx, rdb, check.Name(), handle...)
-		st := &stream{op: op, f: f, check: check, results: map[string]outcome{}}
-		streams = append(streams, st)
+	streams := open(ctx, slow, rdb, handle)
+	for _, st := range streams {
 		for w := range writers {
 			wg.Add(1)
 			go func() {
@@ -153,13 +175,13 @@ func runStall(t *testing.T, c stall) {
 	progress := func() []int64 {
 		var p []int64
 		for _, st := range streams {
-			p = append(p, st.sent.Load())
+			p = append(p, st.written())
 		}
 		return p
 	}
 	waitFor := func(want []int64) {
 		for i, st := range streams {
-			for st.sent.Load() < want[i]+2*writers {
+			for st.written() < want[i]+2*writers {
 				time.Sleep(time.Millisecond)
 			}
 		}
@@ -172,7 +194,7 @@ func runStall(t *testing.T, c stall) {
 	stop.Store(true)
 	wg.Wait()
 	for _, st := range streams {
-		checkOutcomes(t, ctx, st.check, st.op, st.results)
+		st.check(t, ctx)
 	}
 }
 
@@ -189,6 +211,12 @@ func openRetrying(t *testing.T, ctx context.Context, rdb redis.UniversalClient, 
 			t.Fatal(err)
 		}
 	}
+}
+
+func (st *stream) written() int64 { return st.sent.Load() }
+
+func (st *stream) check(t *testing.T, ctx context.Context) {
+	checkOutcomes(t, ctx, st.probe, st.op, st.results)
 }
 
 // write writes new keys named after prefix: one, or a batch of n.

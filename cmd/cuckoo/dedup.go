@@ -19,6 +19,9 @@ Write each line of the files (or of standard input) the first time it is
 seen, in input order. Memory is the filter (at the default rate, about 2.5
 bytes per line of input, whatever the lines' length) plus a few MiB of
 buffers, so it handles files far larger than 'sort -u' or awk can hold.
+It uses every core: the input is read, split and hashed, and the output
+written, on other cores than the one that asks the filter; the output is
+the same as on one core (GOMAXPROCS=1) with the same --seed.
 
 A new line is dropped wrongly only when the filter gives a false positive,
 with probability at most --fpr per distinct line (--stats prints the
@@ -40,10 +43,12 @@ carry the seen lines across runs.
 
 --exact drops only lines seen before, with no false positives at any size
 (lines compared as above: a trailing CR is not part of a line, which awk
-'!seen[$0]++' takes it to be): the seen lines go to a store on disk (about
-9 bytes of RAM per distinct line), in a temporary directory; --exact-dir
-DIR keeps that store, so its lines count as seen in later runs ('cuckoo
-store has DIR LINE' reads it). --redis URL --name NAME makes the
+'!seen[$0]++' takes it to be): the seen lines go to a scratch file in
+$TMPDIR, gone when the run ends, behind an index in RAM (9 to 19 bytes per
+distinct line); --exact-dir DIR keeps them in a store instead (about 9
+bytes of RAM per distinct line; each line is recorded before the next is
+read, which is slower), so they count as seen in later runs ('cuckoo store
+has DIR LINE' reads it). --redis URL --name NAME makes the
 seen-set the cuckoo filter NAME in Redis, shared by every run that names
 it, on any machine: --capacity N creates it if missing ('cuckoo push'
 uploads one); when it is full, dedup stops with exit status 4.
@@ -58,7 +63,9 @@ one before it is judged at the latest time seen. A key is forgotten
 between D and D + D/14 after its last line (--stats says exactly).
 --capacity N is the most distinct keys one window holds (default: the
 input's lines, 1,048,576 for a pipe); past it dedup stops with status 4.
---state carries the window across runs.
+--state carries the window across runs. With --redis URL --name NAME the
+window is the window filter NAME in Redis, shared by every run that names
+it; a line's time is then Redis's clock (or --time-field's).
 
 --kafka BROKERS --from TOPIC --to TOPIC --group NAME reads Kafka topics
 with a consumer group and writes each record not seen before in its
@@ -86,6 +93,7 @@ Examples:
   cuckoo dedup --redis $REDIS --name crawler:seen --capacity 10M --fpr 1e-6 monday.txt
   cuckoo dedup --window 24h --time-field 1 --key 2 events.log    # time in field 1, id in field 2
   cuckoo dedup --window 7d --state week.ckoo hourly.txt           # (hourly) lines not seen in 7 days
+  cuckoo dedup --redis $REDIS --name events:day --window 24h --capacity 10M events.log
   cuckoo dedup --kafka localhost:9092 --from clicks --to clicks-unique --group dedup --window 24h
 
 --key takes a field spec as cut -f does: 2, 1,3, 2-4, 3-. Fields are split
@@ -274,8 +282,8 @@ func runDedup(e *env, f *dedupFlags, names []string) error {
 	if f.redis.url == "" && (f.redis.name != "" || f.redis.cluster || f.redis.wait.set) {
 		return usageErr(remedy, "--name, --cluster and --redis-wait are about a filter in Redis; give --redis URL too")
 	}
-	if f.window.window.set && (f.exact.on() || f.redis.url != "") {
-		return usageErr(remedy, "--window keeps its own seen-set, which forgets; --exact and --redis keep others")
+	if f.window.window.set && f.exact.on() {
+		return usageErr(remedy, "--window keeps its own seen-set, which forgets; --exact keeps another")
 	}
 	if f.exact.on() && f.redis.url != "" {
 		return usageErr(remedy, "--exact keeps its own seen-set and --redis shares a filter in Redis; give one")

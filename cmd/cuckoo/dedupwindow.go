@@ -128,24 +128,39 @@ func openWindowSeen(e *env, f *dedupFlags, s *seenSet, ins []input) (handled boo
 			return true, paramErr(remedy, err)
 		}
 	}
-	var times *dedup.TimeField
+	times, err := timeField(f)
+	if err != nil {
+		return true, err
+	}
 	now := new(time.Time)
-	if wf.timeField != "" {
-		format, err := dedup.ParseTimeFormat(wf.timeFormat)
-		if err != nil {
-			return true, usageErr(remedy, "bad --time-format: %v", err)
-		}
-		delim, err := dedup.ParseDelimiter(f.fields.delimiter)
-		if err != nil {
-			return true, usageErr(remedy, "bad --delimiter: %v", err)
-		}
-		if times, err = dedup.NewTimeField(wf.timeField, delim, f.fields.csv, format); err != nil {
-			return true, usageErr(remedy, "bad --time-field %q: %v", wf.timeField, err)
-		}
+	if times != nil {
 		filter.SetWindowClock(func() time.Time { return *now })
 	}
 	s.set, s.filter = dedup.NewWindowSet(filter, times, now), filter
 	return true, nil
+}
+
+// timeField returns the reader of the lines' times --time-field and
+// --time-format ask for, or nil (arrival time) without --time-field.
+func timeField(f *dedupFlags) (*dedup.TimeField, error) {
+	const remedy = "see 'cuckoo dedup --help'"
+	wf := &f.window
+	if wf.timeField == "" {
+		return nil, nil
+	}
+	format, err := dedup.ParseTimeFormat(wf.timeFormat)
+	if err != nil {
+		return nil, usageErr(remedy, "bad --time-format: %v", err)
+	}
+	delim, err := dedup.ParseDelimiter(f.fields.delimiter)
+	if err != nil {
+		return nil, usageErr(remedy, "bad --delimiter: %v", err)
+	}
+	times, err := dedup.NewTimeField(wf.timeField, delim, f.fields.csv, format)
+	if err != nil {
+		return nil, usageErr(remedy, "bad --time-field %q: %v", wf.timeField, err)
+	}
+	return times, nil
 }
 
 // windowSpec describes the new window filter the flags ask for: --capacity

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -22,6 +23,10 @@ number of clients can then add, delete and look up keys at once (the Go
 package github.com/dedupkit/cuckoo/redisfilter, or 'cuckoo dedup --redis').
 'cuckoo pull' writes it back to a file, bit for bit.
 
+A window filter file ('cuckoo dedup --window D --state FILE') becomes the
+window filter NAME, of one segment, its keys' ages going on by Redis's
+clock ('cuckoo dedup --redis URL --name NAME --window D' uses it).
+
 The filter is stored in as many Redis keys (shards) as the file has
 segments: build it with 'cuckoo build --segments N' so that a cluster's
 masters share it (16 or more for a large filter; see docs/redis.md). A
@@ -35,6 +40,8 @@ Examples:
   cuckoo build --segments 16 --capacity 10M -o seen.ckoo urls.txt
   cuckoo push seen.ckoo --redis redis://localhost:6379 --name crawler:seen
   cuckoo push seen.ckoo --redis 10.0.0.1:7000,10.0.0.2:7000 --name seen --replace
+  cuckoo dedup --window 24h --state day.ckoo events.log > new.log
+  cuckoo push day.ckoo --redis redis://localhost:6379 --name events:day
 `
 
 type pushFlags struct {
@@ -60,6 +67,9 @@ func runPush(e *env, f *pushFlags, args []string) error {
 	loaded, err := e.loadFilter(path)
 	if err != nil {
 		return err
+	}
+	if w := loaded.Window(); w != nil {
+		return pushWindow(e, f, path, w)
 	}
 	if loaded.Kind() != filterfile.Cuckoo {
 		return usageErr("build it with 'cuckoo build --segments N' (without --grow or --bloom)",
@@ -97,7 +107,10 @@ Write the shared cuckoo filter NAME in Redis to a filter file: the same
 parameters, seed and table as in Redis (a filter pushed and pulled back is
 the file pushed, byte for byte). The file is checked by the library's
 decoder before it is written, atomically. Each shard is read in one step;
-shards written to meanwhile are read at slightly different moments.
+shards written to meanwhile are read at slightly different moments. A
+window filter NAME of one segment is written as a window filter file
+(with its keys' ages), which 'cuckoo dedup --window D --state FILE' goes
+on with.
 
 Examples:
   cuckoo pull --redis redis://localhost:6379 --name crawler:seen -o seen.ckoo
@@ -133,11 +146,21 @@ func runPull(e *env, f *pullFlags, args []string) error {
 		return err
 	}
 	defer rdb.Close()
+	var snap io.WriterTo
 	rf, err := redisfilter.Open(ctx, rdb, f.redis.name)
-	if err != nil {
-		return redisErr(&f.redis, err)
+	if errors.Is(err, redisfilter.ErrNotFound) {
+		var rw *redisfilter.Window
+		if rw, err = redisfilter.OpenWindow(ctx, rdb, f.redis.name); err == nil {
+			snap, err = rw.Snapshot(ctx)
+		} else if errors.Is(err, redisfilter.ErrNotFound) {
+			err = redisfilter.ErrNotFound // the filter's message, not the window's
+		}
+	} else if err == nil {
+		snap, err = rf.Snapshot(ctx)
 	}
-	snap, err := rf.Snapshot(ctx)
+	if errors.Is(err, redisfilter.ErrUnsupported) {
+		return usageErr("pull takes a window of one segment, such as one cuckoo push made", "%v", unwrap(err))
+	}
 	if err != nil {
 		return redisErr(&f.redis, err)
 	}
@@ -145,4 +168,24 @@ func runPull(e *env, f *pullFlags, args []string) error {
 		_, err := snap.WriteTo(w)
 		return err
 	})
+}
+
+// pushWindow is push of a window filter file.
+func pushWindow(e *env, f *pushFlags, path string, w *cuckoo.Window) error {
+	ctx := context.Background()
+	rdb, err := f.redis.connect(ctx, "push")
+	if err != nil {
+		return err
+	}
+	defer rdb.Close()
+	rw, err := redisfilter.PushWindow(ctx, rdb, f.redis.name, w, f.replace)
+	if errors.Is(err, redisfilter.ErrUnsupported) {
+		return usageErr("see 'cuckoo push --help'", "%s: %v", path, unwrap(err))
+	}
+	if err != nil {
+		return redisErr(&f.redis, err)
+	}
+	fmt.Fprintf(e.stderr, "cuckoo push: %s: a window of %v, %s keys a window, %s in it now, as %q\n", path,
+		rw.Window(), units.Count(rw.Capacity()), units.Counted(w.Len(), "key"), f.redis.name)
+	return nil
 }

@@ -133,8 +133,10 @@ func respCommand(args ...string) []byte {
 }
 
 // isWriteChunk reports whether a chunk a client sent carries a write of a
-// cuckoo filter in Redis.
-func isWriteChunk(chunk []byte) bool { return bytes.Contains(chunk, []byte("ckf2_add")) }
+// cuckoo filter or a window filter in Redis.
+func isWriteChunk(chunk []byte) bool {
+	return bytes.Contains(chunk, []byte("ckf2_add")) || bytes.Contains(chunk, []byte("ckf2_wadd"))
+}
 
 // atWrite returns a proxy's before that calls act before it forwards
 // the nth chunk carrying a write, and forwards every chunk as it is.
@@ -291,13 +293,35 @@ func checkNoLineLost(t *testing.T, lines []string, out string, r remedy) {
 // refuses the copies dedup sends again (OOM). dedup must exit 3 with the
 // 100 lines in its unconfirmed file, so that printing them after the
 // output loses none. Before, it exited 3 with no file and no line named,
-// and every later run treated the 100 lines as seen.
+// and every later run treated the 100 lines as seen. The same holds with
+// --window (an hour: no key expires meanwhile): a window filter's writes
+// follow the same rule.
 func TestDedupRedisLostReplyThenOOM(t *testing.T) {
 	t.Parallel()
+	for _, mode := range redisSeenModes {
+		t.Run(mode.name, func(t *testing.T) {
+			t.Parallel()
+			lostReplyThenOOM(t, mode.flags)
+		})
+	}
+}
+
+// redisSeenModes are the seen-sets of dedup --redis: a cuckoo filter, and
+// a window filter (of an hour, in which no key of a test expires).
+var redisSeenModes = []struct {
+	name  string
+	flags []string
+}{{"filter", nil}, {"window", []string{"--window", "1h"}}}
+
+func lostReplyThenOOM(t *testing.T, mode []string) {
 	s := redistest.NewServer(t, redistest.Config{Debug: true})
 	e := newEnv(t)
 	url := redisURL(s)
-	e.run("", "dedup", "--redis", url, "--name", "seen", "--capacity", "1M", "--fingerprint-bits", "32").want(t, 0, "dedup")
+	bits := "32"
+	if len(mode) > 0 {
+		bits = "28"
+	}
+	e.run("", append([]string{"dedup", "--redis", url, "--name", "seen", "--capacity", "1M", "--fingerprint-bits", bits}, mode...)...).want(t, 0, "dedup")
 	probe := redis.NewClient(&redis.Options{Addr: s.Addr, ReadTimeout: 50 * time.Millisecond, MaxRetries: -1})
 	defer probe.Close()
 	slept := make(chan error, 1)
@@ -314,7 +338,7 @@ func TestDedupRedisLostReplyThenOOM(t *testing.T) {
 		return respCommand("CONFIG", "SET", "maxmemory", "1"), true
 	})
 	lines := seqLines(1, 100)
-	args := []string{"dedup", "--redis", "redis://" + p.addr + "?read_timeout=1s", "--name", "seen"}
+	args := append([]string{"dedup", "--redis", "redis://" + p.addr + "?read_timeout=1s", "--name", "seen"}, mode...)
 	r := runDedupIn(t, e.dir, []byte(strings.Join(lines, "\n")+"\n"), args...)
 	if err := <-slept; err != nil {
 		t.Fatal(err)
@@ -334,9 +358,9 @@ func TestDedupRedisLostReplyThenOOM(t *testing.T) {
 	if len(rem.print) != 1 || len(rem.again) != 0 || rem.from != 0 {
 		t.Fatalf("remedy %+v, want one file to print", rem)
 	}
-	checkNoLineLost(t, lines, rem.follow(t, e.dir, lines, r.stdout, "dedup", "--redis", url, "--name", "seen"), rem)
+	checkNoLineLost(t, lines, rem.follow(t, e.dir, lines, r.stdout, append([]string{"dedup", "--redis", url, "--name", "seen"}, mode...)...), rem)
 	// Redis recorded them: a later run prints none of them.
-	if again := runDedupIn(t, e.dir, []byte(strings.Join(lines, "\n")+"\n"), "dedup", "--redis", url, "--name", "seen"); again.code != 0 || again.stdout != "" {
+	if again := runDedupIn(t, e.dir, []byte(strings.Join(lines, "\n")+"\n"), append([]string{"dedup", "--redis", url, "--name", "seen"}, mode...)...); again.code != 0 || again.stdout != "" {
 		t.Fatalf("a later run: status %d, printed %d lines", again.code, strings.Count(again.stdout, "\n"))
 	}
 }

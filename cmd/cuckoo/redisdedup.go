@@ -28,7 +28,10 @@ const redisDedupBatch = 8192
 // machines) dedup one stream: each line is printed by the one process
 // whose atomic test-and-insert added its key. With --capacity the filter
 // is created if missing (with --fpr, --seed, --bucket-size and
-// --fingerprint-bits); without, it must exist.
+// --fingerprint-bits); without, it must exist. With --window D the
+// seen-set is the window filter N (redisfilter.Window), which forgets
+// keys older than D by Redis's clock, or by the lines' own times with
+// --time-field; --capacity is then its keys a window.
 func runRedisDedup(e *env, f *dedupFlags, keyer *dedup.KeyExtractor, ins []input) error {
 	const remedy = "see 'cuckoo dedup --help'"
 	if f.save != "" || f.load != "" || f.state != "" || f.output != "" {
@@ -37,6 +40,17 @@ func runRedisDedup(e *env, f *dedupFlags, keyer *dedup.KeyExtractor, ins []input
 	ff := &f.filter
 	if ff.grow || ff.semi || ff.bloom.kind != 0 {
 		return usageErr(remedy, "--grow, --semi-sorted and --bloom do not apply to a filter in Redis")
+	}
+	win := f.window.window.set
+	switch {
+	case !win && (f.window.timeField != "" || f.window.timeFormat != ""):
+		return usageErr(remedy, "--time-field and --time-format are about --window; give --window DURATION")
+	case f.window.timeFormat != "" && f.window.timeField == "":
+		return usageErr(remedy, "--time-format says how --time-field's time is written; give --time-field N")
+	}
+	times, err := timeField(f)
+	if err != nil {
+		return err
 	}
 	// A batch waits up to --redis-wait for a stalled, restarting or
 	// failing-over server: its writes are resent until then, and run once.
@@ -63,7 +77,13 @@ func runRedisDedup(e *env, f *dedupFlags, keyer *dedup.KeyExtractor, ins []input
 		if ff.seed.set {
 			opts = append(opts, redisfilter.WithSeed(ff.seed.n))
 		}
-		if _, err := redisfilter.NewPlan(ff.capacity.n, opts...); err != nil {
+		var err error
+		if win {
+			_, err = redisfilter.NewWindowPlan(ff.capacity.n, f.window.window.d, opts...)
+		} else {
+			_, err = redisfilter.NewPlan(ff.capacity.n, opts...)
+		}
+		if err != nil {
 			return paramErr("see the command's --help for the ranges", err)
 		}
 	} else if ff.anySet() {
@@ -76,17 +96,9 @@ func runRedisDedup(e *env, f *dedupFlags, keyer *dedup.KeyExtractor, ins []input
 		return err
 	}
 	defer rdb.Close()
-	var seen *redisfilter.Filter
-	if ff.capacity.set {
-		seen, err = redisfilter.New(ctx, rdb, f.redis.name, ff.capacity.n, opts...)
-	} else {
-		seen, err = redisfilter.Open(ctx, rdb, f.redis.name, wait)
-	}
+	seen, err := openRedisSeen(ctx, rdb, f, opts, wait)
 	if err != nil {
-		if errors.Is(err, redisfilter.ErrNotFound) {
-			return dataErr("give --capacity N to create it", "no filter %q in Redis at %s", f.redis.name, f.redis.url)
-		}
-		return redisErr(&f.redis, err)
+		return err
 	}
 
 	out := newBufWriter(e.stdout)
@@ -95,6 +107,7 @@ func runRedisDedup(e *env, f *dedupFlags, keyer *dedup.KeyExtractor, ins []input
 		arena             []byte
 		lineEnds, keyEnds []int
 		keys              [][]byte
+		lineTimes         []time.Time // with --time-field: each line's
 		added             = make([]bool, redisDedupBatch)
 		errs              = make([]error, redisDedupBatch)
 		linesIn, dropped  uint64
@@ -146,7 +159,7 @@ func runRedisDedup(e *env, f *dedupFlags, keyer *dedup.KeyExtractor, ins []input
 			keys = append(keys, arena[lineEnds[i]:keyEnds[i]])
 		}
 		added, errs = added[:n], errs[:n]
-		seen.AddUniqueBatch(ctx, keys, added, errs)
+		seen.addUnique(ctx, keys, lineTimes, added, errs)
 		// The batch's last keys not sent, after the call it could not
 		// confirm (or the interrupt): the run goes on from there.
 		tail := n
@@ -198,7 +211,7 @@ func runRedisDedup(e *env, f *dedupFlags, keyer *dedup.KeyExtractor, ins []input
 			// The saved lines are the arena's: saved before it is reused.
 			err = u.stopErr(e, &f.redis, interrupted.Load())
 		}
-		arena, lineEnds, keyEnds = arena[:0], lineEnds[:0], keyEnds[:0]
+		arena, lineEnds, keyEnds, lineTimes = arena[:0], lineEnds[:0], keyEnds[:0], lineTimes[:0]
 		if err != nil && interrupted.Load() {
 			stopNote = err.Error()
 			return errStopped
@@ -207,8 +220,21 @@ func runRedisDedup(e *env, f *dedupFlags, keyer *dedup.KeyExtractor, ins []input
 	}
 	var sendErr error
 	runErr := readBatches(e, ins, kr, lines[:], keyBuf[:], func(n int) error {
-		linesIn += uint64(n)
 		for j := range n {
+			if times != nil {
+				at, err := times.Time(dedup.Content(lines[j]))
+				if err != nil {
+					// The lines before it are deduplicated; the run stops
+					// at it.
+					if sendErr = send(true); sendErr != nil {
+						return sendErr
+					}
+					return dataErr(fmt.Sprintf("mend line %d (or drop it), then run dedup again on the lines from it on", linesIn+1),
+						"line %d (counted over all inputs): %v", linesIn+1, err)
+				}
+				lineTimes = append(lineTimes, at)
+			}
+			linesIn++
 			arena = append(arena, lines[j]...)
 			lineEnds = append(lineEnds, len(arena))
 			arena = append(arena, keyBuf[j]...)
@@ -243,10 +269,103 @@ func runRedisDedup(e *env, f *dedupFlags, keyer *dedup.KeyExtractor, ins []input
 	}
 	if f.stats {
 		secs := max(time.Since(start).Seconds(), 1e-9)
-		fmt.Fprintf(e.stderr, "cuckoo dedup: %s in, %s out, %s dropped as seen (by this or another process); filter %q in Redis, %s; %.2f s, %s lines/s\n",
-			units.Counted(linesIn, "line"), units.Count(written), units.Count(dropped), f.redis.name, units.Counted(uint64(seen.Segments()), "segment"), secs, units.SI(float64(linesIn)/secs))
+		fmt.Fprintf(e.stderr, "cuckoo dedup: %s in, %s out, %s dropped as seen (by this or another process); %s %q in Redis, %s; %.2f s, %s lines/s\n",
+			units.Counted(linesIn, "line"), units.Count(written), units.Count(dropped), seen.kind(), f.redis.name, units.Counted(uint64(seen.segments()), "segment"), secs, units.SI(float64(linesIn)/secs))
+		if w := seen.window; w != nil {
+			fmt.Fprintf(e.stderr, "cuckoo dedup: window %v (keys are forgotten between %v and %v after their last line, by %s)\n",
+				w.Window(), w.Window(), (w.Window() + w.Granularity()).Round(time.Millisecond), seen.clock(times != nil))
+		}
 	}
 	return nil
+}
+
+// redisSeen is the seen-set of a dedup --redis: a cuckoo filter, or a
+// window filter with --window.
+type redisSeen struct {
+	filter *redisfilter.Filter
+	window *redisfilter.Window
+}
+
+// openRedisSeen opens the seen-set the flags name, creating it with
+// --capacity (and opts).
+func openRedisSeen(ctx context.Context, rdb redis.UniversalClient, f *dedupFlags, opts []redisfilter.Option, wait redisfilter.Option) (*redisSeen, error) {
+	var s redisSeen
+	var err error
+	name, capacity := f.redis.name, &f.filter.capacity
+	switch {
+	case f.window.window.set && capacity.set:
+		s.window, err = redisfilter.NewWindow(ctx, rdb, name, capacity.n, f.window.window.d, opts...)
+	case f.window.window.set:
+		s.window, err = redisfilter.OpenWindow(ctx, rdb, name, wait)
+		if err == nil && s.window.Window() != f.window.window.d {
+			return nil, usageErr("give --window "+s.window.Window().String()+", or another --name",
+				"the window filter %q in Redis at %s keeps a window of %v, not %v", name, f.redis.url, s.window.Window(), f.window.window.d)
+		}
+	case capacity.set:
+		s.filter, err = redisfilter.New(ctx, rdb, name, capacity.n, opts...)
+	default:
+		s.filter, err = redisfilter.Open(ctx, rdb, name, wait)
+	}
+	if errors.Is(err, redisfilter.ErrNotFound) {
+		// A filter of the other kind under the name is a likelier mistake
+		// than none.
+		if f.window.window.set {
+			if _, oerr := redisfilter.Open(ctx, rdb, name, wait); oerr == nil {
+				return nil, usageErr("drop --window to use it, or give another --name",
+					"%q in Redis at %s is a cuckoo filter, not a window filter", name, f.redis.url)
+			}
+			return nil, dataErr("give --capacity N (keys a window) to create it", "no window filter %q in Redis at %s", name, f.redis.url)
+		}
+		if w, oerr := redisfilter.OpenWindow(ctx, rdb, name, wait); oerr == nil {
+			return nil, usageErr("give --window "+w.Window().String()+" to use it, or another --name",
+				"%q in Redis at %s is a window filter", name, f.redis.url)
+		}
+		return nil, dataErr("give --capacity N to create it", "no filter %q in Redis at %s", name, f.redis.url)
+	}
+	if err != nil {
+		return nil, redisErr(&f.redis, err)
+	}
+	return &s, nil
+}
+
+// addUnique tests and inserts keys, as AddUniqueBatch does: a window
+// touches them (every line counts as seen), at their lines' times when
+// at is not nil, and reports added for the keys it did not hold.
+func (s *redisSeen) addUnique(ctx context.Context, keys [][]byte, at []time.Time, added []bool, errs []error) {
+	if s.filter != nil {
+		s.filter.AddUniqueBatch(ctx, keys, added, errs)
+		return
+	}
+	if at != nil {
+		s.window.TouchBatchAt(ctx, keys, at, added, errs)
+	} else {
+		s.window.TouchBatch(ctx, keys, added, errs)
+	}
+	for i := range added {
+		added[i] = !added[i] && errs[i] == nil
+	}
+}
+
+func (s *redisSeen) segments() int {
+	if s.filter != nil {
+		return s.filter.Segments()
+	}
+	return s.window.Segments()
+}
+
+func (s *redisSeen) kind() string {
+	if s.filter != nil {
+		return "filter"
+	}
+	return "window filter"
+}
+
+// clock names what the window's time is.
+func (s *redisSeen) clock(eventTime bool) string {
+	if eventTime {
+		return "the lines' times (--time-field)"
+	}
+	return "Redis's clock"
 }
 
 // errStopped is what a batch sent after an interrupt returns.

@@ -613,7 +613,7 @@ type exactFlags struct {
 }
 
 func (f *exactFlags) register(fs *flag.FlagSet) {
-	fs.BoolVar(&f.exact, "exact", false, "exact: no line dropped wrongly, at any size; seen lines go to a store in a temporary directory (about 9 bytes of RAM per distinct line)")
+	fs.BoolVar(&f.exact, "exact", false, "exact: no line dropped wrongly, at any size; seen lines go to a scratch file in a temporary directory (9 to 19 bytes of RAM per distinct line)")
 	fs.Var((*nameValue)(&f.dir), "exact-dir", "--exact, keeping the seen lines in the store `dir` (created if needed): its lines count as seen in later runs")
 }
 
@@ -635,7 +635,14 @@ func runExactDedup(e *env, f *dedupFlags, keyer *dedup.KeyExtractor, ins []input
 		out = outFile
 	}
 	bar := e.startBar("dedup", totalSize(ins), f.quiet, f.output == "" && !f.count)
-	d, err := exactdedup.New(out, exactdedup.Config{Dir: f.exact.dir, Key: keyer, Duplicates: f.duplicates, CountOnly: f.count, OnRead: bar.AddChunk})
+	var lines uint64
+	if f.exact.dir == "" {
+		if lines, _, err = estimateLines(e, ins); err != nil {
+			outFile.abort()
+			return err
+		}
+	}
+	d, err := exactdedup.New(out, exactdedup.Config{Dir: f.exact.dir, Lines: lines, Key: keyer, Duplicates: f.duplicates, CountOnly: f.count, OnRead: bar.AddChunk})
 	if err != nil {
 		outFile.abort()
 		return storeErr(f.exact.dir, err)
@@ -694,8 +701,12 @@ func runExactDedup(e *env, f *dedupFlags, keyer *dedup.KeyExtractor, ins []input
 		secs := max(time.Since(start).Seconds(), 1e-9)
 		fmt.Fprintf(e.stderr, "cuckoo dedup: %s in (%s), %s out, %s dropped as repeats (exact)\n",
 			units.Counted(st.LinesIn, "line"), units.Bytes(st.BytesIn), units.Count(st.LinesOut), units.Count(st.LinesIn-st.Distinct))
-		fmt.Fprintf(e.stderr, "cuckoo dedup: store index %s (%.2f bytes per distinct line), log %s\n",
-			units.Bytes(st.Store.IndexBytes), float64(st.Store.IndexBytes)/max(1, float64(st.Store.Keys)), units.Bytes(st.Store.LogBytes))
+		fmt.Fprintf(e.stderr, "cuckoo dedup: index %s (%.2f bytes per distinct line), log %s\n",
+			units.Bytes(st.IndexBytes), float64(st.IndexBytes)/max(1, float64(st.Keys)), units.Bytes(st.LogBytes))
+		if f.exact.dir == "" {
+			fmt.Fprintf(e.stderr, "cuckoo dedup: the log was read %s times (a line seen before, in an earlier block, not among the lines kept in memory)\n",
+				units.Count(st.LogReads))
+		}
 		fmt.Fprintf(e.stderr, "cuckoo dedup: %.2f s, %s lines/s\n", secs, units.SI(float64(st.LinesIn)/secs))
 	}
 	return nil

@@ -216,6 +216,14 @@ func NewKeyExtractor(spec Spec, delim string, csv bool) *KeyExtractor {
 	return k
 }
 
+// Clone returns an extractor of the same keys with buffers of its own,
+// for another goroutine.
+func (k *KeyExtractor) Clone() *KeyExtractor {
+	c := *k
+	c.scratch, c.fields = nil, nil
+	return &c
+}
+
 // SlicesContent reports whether every key Key returns is a slice of the
 // content it was given (one field selected, not CSV), never the scratch
 // buffer: such a key stays valid while the content does, across calls.

@@ -130,6 +130,33 @@ func TestKeyDistinguishes(t *testing.T) {
 	}
 }
 
+// TestCloneKeepsItsOwnBuffer checks that a clone gives the same keys as
+// its original and builds them in a buffer of its own: a key the original
+// built in its scratch buffer is not overwritten by the clone's next key.
+func TestCloneKeepsItsOwnBuffer(t *testing.T) {
+	for _, c := range []struct {
+		spec, delim string
+		csv         bool
+	}{{"1,3", ",", false}, {"2", ",", true}, {"2-", "", false}} {
+		s, err := ParseSpec(c.spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		k := NewKeyExtractor(s, c.delim, c.csv)
+		line := []byte(`a,"b""x",c,d`)
+		want := string(k.Key(line)) // the original's buffers in use
+		clone := k.Clone()
+		if got := string(clone.Key(line)); got != want {
+			t.Errorf("%+v: the clone's key %q, the original's %q", c, got, want)
+		}
+		kept := k.Key(line)
+		clone.Key([]byte(`p,"q""y",r,s`))
+		if string(kept) != want {
+			t.Errorf("%+v: the clone's key overwrote the original's: %q, want %q", c, kept, want)
+		}
+	}
+}
+
 func TestKeyExtractorAllocs(t *testing.T) {
 	for _, spec := range []string{"2", "1,3"} {
 		s, _ := ParseSpec(spec)

@@ -46,6 +46,16 @@ func NewTimeField(spec, delim string, csv bool, format TimeFormat) (*TimeField, 
 	return tf, nil
 }
 
+// Clone returns a reader of the same times with buffers of its own, for
+// another goroutine.
+func (tf *TimeField) Clone() *TimeField {
+	c := &TimeField{spec: tf.spec, format: tf.format}
+	for _, k := range tf.fields {
+		c.fields = append(c.fields, k.Clone())
+	}
+	return c
+}
+
 // Time returns the time of a line's content.
 func (tf *TimeField) Time(content []byte) (time.Time, error) {
 	text := tf.fields[0].Key(content)

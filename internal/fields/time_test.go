@@ -57,6 +57,27 @@ func TestTimeFormats(t *testing.T) {
 	}
 }
 
+// TestTimeFieldClone checks that a clone reads the same times as its
+// original, on its own buffers.
+func TestTimeFieldClone(t *testing.T) {
+	f, _ := ParseTimeFormat("2006-01-02 15:04:05")
+	tf, err := NewTimeField("2-3", "", false, f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	clone := tf.Clone()
+	for _, line := range []string{"id-7  2026-03-01   12:00:01 payload", "x 2026-03-02 00:00:00"} {
+		a, errA := tf.Time([]byte(line))
+		b, errB := clone.Time([]byte(line))
+		if errA != nil || errB != nil || !a.Equal(b) {
+			t.Errorf("%q: original %v, %v; clone %v, %v", line, a, errA, b, errB)
+		}
+	}
+	if _, err := clone.Time([]byte("x y z")); !errors.Is(err, ErrTime) {
+		t.Errorf("a clone's bad time: %v, want ErrTime", err)
+	}
+}
+
 func TestTimeField(t *testing.T) {
 	f, _ := ParseTimeFormat("2006-01-02 15:04:05")
 	tf, err := NewTimeField("2-3", "", false, f)

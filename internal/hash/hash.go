@@ -136,3 +136,18 @@ func Mix64(x uint64) uint64 {
 	x ^= x >> 31
 	return x
 }
+
+// Stream computes [Sum64] of bytes given in pieces, for a key too long to
+// hold in one slice: Sum64 of the pieces joined, with the seed of
+// NewStream (XXH3's streaming form, which gives what the one-shot
+// function gives; TestStreamMatchesSum64 checks it at every split).
+type Stream struct{ h *xxh3.Hasher }
+
+// NewStream returns a Stream with seed and no bytes yet.
+func NewStream(seed uint64) *Stream { return &Stream{xxh3.NewSeed(seed)} }
+
+// Write adds p to the bytes hashed. It never fails.
+func (s *Stream) Write(p []byte) { s.h.Write(p) }
+
+// Sum64 returns Sum64 of the bytes written so far.
+func (s *Stream) Sum64() uint64 { return s.h.Sum64() }

@@ -312,3 +312,27 @@ func BenchmarkShortVsLibrary(b *testing.B) {
 		})
 	}
 }
+
+// TestStreamMatchesSum64: a Stream gives Sum64 of the bytes it was given,
+// whatever the pieces, across XXH3's length classes (0–16, 17–128,
+// 129–240, longer) and its 1024-byte blocks.
+func TestStreamMatchesSum64(t *testing.T) {
+	data := make([]byte, 5000)
+	for i := range data {
+		data[i] = byte(i*131 + i>>7)
+	}
+	for _, n := range []int{0, 1, 3, 4, 8, 9, 16, 17, 100, 128, 129, 240, 241, 1023, 1024, 1025, 4096, 5000} {
+		for _, seed := range []uint64{0, 1, 0x9e3779b97f4a7c15} {
+			want := Sum64(data[:n], seed)
+			for _, piece := range []int{1, 7, 64, 1000, n + 1} {
+				s := NewStream(seed)
+				for lo := 0; lo < n; lo += piece {
+					s.Write(data[lo:min(lo+piece, n)])
+				}
+				if got := s.Sum64(); got != want {
+					t.Fatalf("n=%d seed=%#x pieces of %d: %#x, Sum64 %#x", n, seed, piece, got, want)
+				}
+			}
+		}
+	}
+}

@@ -11,6 +11,13 @@
 //
 //	go run ./redisfilter/internal/redisbench -n 1000000 -rounds 3
 //
+// With -window D it measures a window filter (redisfilter.NewWindow of n
+// keys a window D, at the rate) against the cuckoo filter of the same
+// capacity and rate instead, each with its default segments: both filled
+// from empty, then looked up.
+//
+//	go run ./redisfilter/internal/redisbench -n 1000000 -rounds 5 -window 24h -fpr 0.0019
+//
 // A benchmark, not a test: run it near the end of a change, on a quiet
 // machine, with nice.
 package main
@@ -43,6 +50,7 @@ func main() {
 	rounds := flag.Int("rounds", 3, "interleaved rounds")
 	fpr := flag.Float64("fpr", 0.001, "the filter's false-positive rate")
 	only := flag.String("only", "", "single or cluster (default both)")
+	window := flag.Duration("window", 0, "measure a window filter of this window against the cuckoo filter (0: the cuckoo filter against a set)")
 	flag.Parse()
 
 	dir, err := os.MkdirTemp("", "redisbench-")
@@ -92,12 +100,21 @@ func main() {
 
 	for _, t := range tops {
 		res := map[string][]float64{}
-		var shards int
+		var shards, peerShards int
 		for r := range *rounds {
-			f, err := redisfilter.New(ctx, t.rdb, fmt.Sprintf("bench-%d", r), uint64(*n), redisfilter.WithFalsePositiveRate(*fpr))
-			check(err)
-			shards = f.Segments()
-			set := setOf(t.rdb, shards)
+			var f, set members
+			if *window == 0 {
+				cf, err := redisfilter.New(ctx, t.rdb, fmt.Sprintf("bench-%d", r), uint64(*n), redisfilter.WithFalsePositiveRate(*fpr))
+				check(err)
+				f, set = cf, setOf(t.rdb, cf.Segments())
+			} else {
+				w, err := redisfilter.NewWindow(ctx, t.rdb, fmt.Sprintf("bench-%d", r), uint64(*n), *window, redisfilter.WithFalsePositiveRate(*fpr))
+				check(err)
+				cf, err := redisfilter.New(ctx, t.rdb, fmt.Sprintf("bench-peer-%d", r), uint64(*n), redisfilter.WithFalsePositiveRate(*fpr))
+				check(err)
+				f, set = w, cf
+			}
+			shards, peerShards = f.Segments(), set.Segments()
 			errs := make([]error, *n)
 			found := make([]bool, *n)
 
@@ -110,7 +127,7 @@ func main() {
 					for _, e := range errs {
 						check(e)
 					}
-				}, func() { measure(ctx, t.rdb, res, "add set", *n, func() { set.add(ctx, present) }) }},
+				}, func() { measure(ctx, t.rdb, res, "add set", *n, func() { check(set.AddBatch(ctx, present, errs)) }) }},
 				{func() {
 					measure(ctx, t.rdb, res, "hit filter", *n, func() { check(f.ContainsBatch(ctx, present, found, errs)) })
 					for _, ok := range found {
@@ -118,7 +135,9 @@ func main() {
 							check(fmt.Errorf("a false negative"))
 						}
 					}
-				}, func() { measure(ctx, t.rdb, res, "hit set", *n, func() { set.contains(ctx, present) }) }},
+				}, func() {
+					measure(ctx, t.rdb, res, "hit set", *n, func() { check(set.ContainsBatch(ctx, present, found, errs)) })
+				}},
 				{func() {
 					measure(ctx, t.rdb, res, "miss filter", *n, func() { check(f.ContainsBatch(ctx, absent, found, errs)) })
 					for _, ok := range found {
@@ -126,7 +145,9 @@ func main() {
 							fp++
 						}
 					}
-				}, func() { measure(ctx, t.rdb, res, "miss set", *n, func() { set.contains(ctx, absent) }) }},
+				}, func() {
+					measure(ctx, t.rdb, res, "miss set", *n, func() { check(set.ContainsBatch(ctx, absent, found, errs)) })
+				}},
 			}
 			for _, st := range steps {
 				if r%2 == 0 {
@@ -140,23 +161,44 @@ func main() {
 			mem, err := f.MemoryUsage(ctx)
 			check(err)
 			res["mem filter"] = append(res["mem filter"], float64(mem)/float64(*n))
-			res["mem set"] = append(res["mem set"], float64(set.memory(ctx))/float64(*n))
+			mem, err = set.MemoryUsage(ctx)
+			check(err)
+			res["mem set"] = append(res["mem set"], float64(mem)/float64(*n))
 			res["fpr"] = append(res["fpr"], float64(fp)/float64(*n))
 			check(f.Drop(ctx))
-			set.drop(ctx)
+			check(set.Drop(ctx))
 			fmt.Fprintf(os.Stderr, "%s round %d done\n", t.name, r+1)
 		}
 		m := func(k string) float64 { return median(res[k]) }
-		fmt.Printf("### %s (%d filter shards, %d set keys)\n\n", t.name, shards, shards)
-		fmt.Printf("| operation, %d keys | cuckoo filter in Redis | set (SADD/SISMEMBER pipelined) | filter / set |\n", *n)
+		if *window == 0 {
+			fmt.Printf("### %s (%d filter shards, %d set keys)\n\n", t.name, shards, shards)
+			fmt.Printf("| operation, %d keys | cuckoo filter in Redis | set (SADD/SISMEMBER pipelined) | filter / set |\n", *n)
+		} else {
+			fmt.Printf("### %s (window: %d segments; cuckoo filter: %d)\n\n", t.name, shards, peerShards)
+			fmt.Printf("| operation, %d keys | window filter (%v) | cuckoo filter | window / filter (time per key: the median of the rounds' ratios) |\n", *n, *window)
+		}
 		fmt.Printf("|---|---:|---:|---:|\n")
 		for _, op := range []struct{ label, key string }{
 			{"add (AddBatch / SADD), keys/s", "add"},
 			{"lookup of present keys (ContainsBatch / SISMEMBER), keys/s", "hit"},
 			{"lookup of absent keys, keys/s", "miss"},
 		} {
+			if *window != 0 {
+				// Both sides are filters: the operations are the batches.
+				op.label = strings.NewReplacer(" / SADD", "", " / SISMEMBER", "").Replace(op.label)
+			}
 			a, b := m(op.key+" filter"), m(op.key+" set")
-			fmt.Printf("| %s | %s | %s | %.2f× |\n", op.label, si(a), si(b), a/b)
+			ratio := fmt.Sprintf("%.2f×", a/b)
+			if *window != 0 {
+				// Paired rounds: the ratio of each round's times, whose
+				// median holds still where the times themselves swing.
+				var rs []float64
+				for r := range res[op.key+" filter"] {
+					rs = append(rs, res[op.key+" set"][r]/res[op.key+" filter"][r])
+				}
+				ratio = fmt.Sprintf("%.2f (%s)", median(rs), ratios(rs))
+			}
+			fmt.Printf("| %s | %s | %s | %s |\n", op.label, si(a), si(b), ratio)
 		}
 		for _, op := range []struct{ label, key string }{
 			{"server CPU per key added, µs", "add"},
@@ -166,13 +208,27 @@ func main() {
 			a, b := m(op.key+" filter cpu"), m(op.key+" set cpu")
 			fmt.Printf("| %s | %.3f | %.3f | %.2f× |\n", op.label, a, b, a/b)
 		}
-		fmt.Printf("| memory per key (MEMORY USAGE), bytes | %.2f | %.2f | 1/%.1f |\n", m("mem filter"), m("mem set"), m("mem set")/m("mem filter"))
-		fmt.Printf("| false-positive rate measured | %.4f %% | 0 | |\n\n", 100*m("fpr"))
+		if *window == 0 {
+			fmt.Printf("| memory per key (MEMORY USAGE), bytes | %.2f | %.2f | 1/%.1f |\n", m("mem filter"), m("mem set"), m("mem set")/m("mem filter"))
+			fmt.Printf("| false-positive rate measured | %.4f %% | 0 | |\n\n", 100*m("fpr"))
+		} else {
+			fmt.Printf("| memory per key (MEMORY USAGE), bytes | %.2f | %.2f | %.2f× |\n", m("mem filter"), m("mem set"), m("mem filter")/m("mem set"))
+			fmt.Printf("| false-positive rate measured (window) | %.4f %% | | |\n\n", 100*m("fpr"))
+		}
 		fmt.Printf("Rounds (keys/s): add %s / %s; hit %s / %s; miss %s / %s\n\n",
 			list(res["add filter"]), list(res["add set"]), list(res["hit filter"]), list(res["hit set"]), list(res["miss filter"]), list(res["miss set"]))
 		t.rdb.Close()
 		t.stop()
 	}
+}
+
+// members is what a round measures: a filter, a window, or a set.
+type members interface {
+	AddBatch(ctx context.Context, keys [][]byte, errs []error) error
+	ContainsBatch(ctx context.Context, keys [][]byte, found []bool, errs []error) error
+	MemoryUsage(ctx context.Context) (uint64, error)
+	Drop(ctx context.Context) error
+	Segments() int
 }
 
 // set is the exact set, split into keys as the filter is into shards.
@@ -193,13 +249,20 @@ func (s *set) key(member []byte) string {
 	return s.keys[hash.Sum64(member, 0)%uint64(len(s.keys))]
 }
 
-func (s *set) add(ctx context.Context, members [][]byte) {
+// AddBatch adds the members with SADD, pipelined (errs is unused).
+func (s *set) AddBatch(ctx context.Context, members [][]byte, _ []error) error {
 	s.each(ctx, members, func(p redis.Pipeliner, key string, m []byte) { p.SAdd(ctx, key, m) })
+	return nil
 }
 
-func (s *set) contains(ctx context.Context, members [][]byte) {
+// ContainsBatch looks the members up with SISMEMBER, pipelined (the
+// replies are not read into found).
+func (s *set) ContainsBatch(ctx context.Context, members [][]byte, _ []bool, _ []error) error {
 	s.each(ctx, members, func(p redis.Pipeliner, key string, m []byte) { p.SIsMember(ctx, key, m) })
+	return nil
 }
+
+func (s *set) Segments() int { return len(s.keys) }
 
 // each sends one command per member, made by cmd, in pipelines of batch.
 func (s *set) each(ctx context.Context, members [][]byte, cmd func(p redis.Pipeliner, key string, m []byte)) {
@@ -213,20 +276,25 @@ func (s *set) each(ctx context.Context, members [][]byte, cmd func(p redis.Pipel
 	}
 }
 
-func (s *set) memory(ctx context.Context) uint64 {
+func (s *set) MemoryUsage(ctx context.Context) (uint64, error) {
 	var total uint64
 	for _, k := range s.keys {
 		n, err := s.rdb.MemoryUsage(ctx, k, 0).Result()
-		check(err)
+		if err != nil {
+			return 0, err
+		}
 		total += uint64(n)
 	}
-	return total
+	return total, nil
 }
 
-func (s *set) drop(ctx context.Context) {
+func (s *set) Drop(ctx context.Context) error {
 	for _, k := range s.keys {
-		s.rdb.Del(ctx, k)
+		if err := s.rdb.Del(ctx, k).Err(); err != nil {
+			return err
+		}
 	}
+	return nil
 }
 
 func randKeys(rng *rand.Rand, n int) [][]byte {
@@ -301,6 +369,14 @@ func si(v float64) string {
 		return fmt.Sprintf("%.0fk", v/1e3)
 	}
 	return fmt.Sprintf("%.0f", v)
+}
+
+func ratios(v []float64) string {
+	var s []string
+	for _, x := range v {
+		s = append(s, fmt.Sprintf("%.2f", x))
+	}
+	return strings.Join(s, " ")
 }
 
 func list(v []float64) string {

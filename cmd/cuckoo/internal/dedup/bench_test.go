@@ -2,6 +2,7 @@ package dedup
 
 import (
 	"bytes"
+	"fmt"
 	"io"
 	"strconv"
 	"sync"
@@ -24,27 +25,33 @@ var urlInput = sync.OnceValue(func() []byte {
 })
 
 // BenchmarkDedup measures the whole engine on 1M URL-like lines (30 %
-// repeats): splitting, hashing, the filter and the output buffer.
+// repeats): splitting, hashing, the filter and the output buffer, on one
+// goroutine and on the pipeline, with a fixed-size and a growing filter.
 func BenchmarkDedup(b *testing.B) {
 	data := urlInput()
-	for _, fpr := range []float64{1e-4, 1e-7} {
-		b.Run("n=1M/fpr="+strconv.FormatFloat(fpr, 'g', -1, 64), func(b *testing.B) {
-			b.SetBytes(int64(len(data)))
-			b.ReportAllocs()
-			r := bytes.NewReader(data)
-			for b.Loop() {
-				seen, err := filterfile.New(filterfile.Spec{Kind: filterfile.Cuckoo, Capacity: 1_000_000, FPR: fpr, Seed: 1, SeedSet: true})
-				if err != nil {
-					b.Fatal(err)
-				}
-				d := New(seen, io.Discard, Config{})
-				r.Reset(data)
-				if err := d.Run(r); err != nil {
-					b.Fatal(err)
-				}
-				d.Flush()
+	for _, kind := range []filterfile.Kind{filterfile.Cuckoo, filterfile.CuckooScalable} {
+		for _, fpr := range []float64{1e-4, 1e-7} {
+			for _, seq := range []bool{true, false} {
+				name := fmt.Sprintf("n=1M/kind=%s/fpr=%s/sequential=%v", kind, strconv.FormatFloat(fpr, 'g', -1, 64), seq)
+				b.Run(name, func(b *testing.B) {
+					b.SetBytes(int64(len(data)))
+					b.ReportAllocs()
+					r := bytes.NewReader(data)
+					for b.Loop() {
+						seen, err := filterfile.New(filterfile.Spec{Kind: kind, Capacity: 1_000_000, FPR: fpr, Seed: 1, SeedSet: true})
+						if err != nil {
+							b.Fatal(err)
+						}
+						d := New(seen, io.Discard, Config{Sequential: seq})
+						r.Reset(data)
+						if err := d.Run(r); err != nil {
+							b.Fatal(err)
+						}
+						d.Flush()
+					}
+				})
 			}
-		})
+		}
 	}
 }
 

@@ -3,12 +3,23 @@
 // it), asks a filter whether the key was seen, and writes the lines seen
 // for the first time (or only the repeats) in input order.
 //
-// Memory is the filter, the read and write buffers, and the longest line
-// that does not fit in the read buffer; it does not grow with the input.
-// A line is dropped wrongly only when the filter gives a false positive for
-// its key, with the filter's false-positive rate at that moment; no line
-// seen for the first time is ever kept twice (a filter has no false
-// negatives).
+// A Deduper works on every core: one goroutine reads the input in blocks
+// of whole lines, others split the blocks into lines and key and hash
+// them, the caller's goroutine alone hands each block's keys to the
+// filter, in input order, and another writes the lines kept
+// (pipeline.go). The filter sees the keys in the same order and gives the
+// same answers as if one goroutine did everything, so the output is the
+// same.
+//
+// Memory is the filter plus a bounded number of blocks (Config.BufferSize
+// each, with about 13 bytes of line table per line, at most a sixteenth
+// of the block's size in lines) and the write buffer; a line longer than
+// a block costs its size once more (twice when its key must be one slice:
+// fields of it, or a seen-set that keeps keys). It does not grow with the
+// input. A line is dropped wrongly only when the filter gives a false
+// positive for its key, with the filter's false-positive rate at that
+// moment; no line seen for the first time is ever kept twice (a filter
+// has no false negatives).
 package dedup
 
 import (
@@ -16,10 +27,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime"
 )
 
 // Set is the seen-set a Deduper records keys in: a filter
-// (*filterfile.Filter), or any set that offers these methods.
+// (*filterfile.Filter), or any set that offers these methods. A Set may
+// also be a HashSet or a BlockSet, which a Deduper then uses instead.
 type Set interface {
 	// AddUniqueBatch adds each key the set does not hold, in order:
 	// added[i] reports whether keys[i] was added. It returns how many
@@ -33,6 +46,32 @@ type Set interface {
 	RateIsCheap() bool
 }
 
+// HashSet is a Set that takes its keys' hashes in place of the keys, so
+// that the hashing is done on other goroutines than the set's.
+type HashSet interface {
+	Set
+	// HashSeed returns the seed with which AddUniqueHashBatch of
+	// hash.Sum64(key, seed) is AddUniqueBatch of key, and true; or false,
+	// when the set takes only keys.
+	HashSeed() (seed uint64, ok bool)
+	// AddUniqueHashBatch is AddUniqueBatch for the keys' hashes.
+	AddUniqueHashBatch(hashes []uint64, added []bool) (processed int, err error)
+}
+
+// BlockSet is a Set that takes a block of lines at a time, with what it
+// needs computed for each line (its key, hash, first line of the block
+// with the same key, time) on other goroutines than its own.
+type BlockSet interface {
+	Set
+	// Needs says what the set wants computed for each line. It is called
+	// once, by New.
+	Needs() Needs
+	// AddUniqueBlock is AddUniqueBatch for the lines of b: added[i]
+	// reports whether line i's key was added. It returns how many lines
+	// it processed: b.Len(), or fewer with the error that stopped it.
+	AddUniqueBlock(b *Block, added []bool) (processed int, err error)
+}
+
 // Config says what a Deduper writes and how it reads.
 type Config struct {
 	// Key extracts a key from each line's content; nil keys on the whole
@@ -43,15 +82,21 @@ type Config struct {
 	Duplicates bool
 	// CountOnly writes no lines; the caller reports Stats.
 	CountOnly bool
-	// BufferSize is the read buffer (DefaultBufferSize when 0).
+	// BufferSize is the size of a block (DefaultBlockSize when 0).
 	BufferSize int
+	// Workers is how many goroutines split, key and hash blocks: 0 for
+	// one fewer than GOMAXPROCS (at least 1, at most 4).
+	Workers int
+	// Sequential does all the work on the goroutine that calls Run, as
+	// happens anyway when GOMAXPROCS is 1: the same output, on one core.
+	Sequential bool
 	// TrackFalsePositives computes Stats.ExpectedFalsePositives. It is
 	// free for cuckoo filters; for Bloom filters, whose rate is computed
 	// from the whole bit array, it costs O(log n) passes over it.
 	TrackFalsePositives bool
 	// OnRead, when set, is called after every read with the bytes read
-	// (valid only during the call): once per buffer fill, for progress
-	// reports.
+	// (valid only during the call), for progress reports: on another
+	// goroutine than Run's unless the Deduper is sequential.
 	OnRead func(chunk []byte)
 }
 
@@ -64,8 +109,8 @@ type Stats struct {
 	BytesIn  uint64 // bytes read
 	// ExpectedFalsePositives is the expected number of lines dropped
 	// wrongly: the sum, over the keys added, of the filter's false-positive
-	// rate when each was looked up (integrated once per buffer fill, or
-	// every 1/16 growth for a Bloom filter). Only with
+	// rate when each was looked up (integrated once per block, or every
+	// 1/16 growth for a Bloom filter). Only with
 	// Config.TrackFalsePositives.
 	ExpectedFalsePositives float64
 }
@@ -75,53 +120,78 @@ type Stats struct {
 // the input.
 var ErrOutput = errors.New("dedup: writing the output")
 
-// batchSize is the most lines handed to the filter at once.
-const batchSize = 64
+// outputBuffer is the size of the output's buffer: runs of lines kept
+// that fill it go out in one write from their block.
+const outputBuffer = 64 << 10
+
+// maxWorkers bounds Config.Workers' default: the set's goroutine, not the
+// hashing, sets the pace.
+const maxWorkers = 4
 
 // Deduper removes repeated lines from one or more inputs that share one
-// filter, writing to one output. It is not safe for concurrent use.
+// filter, writing to one output. Its methods are not safe for concurrent
+// use; Run uses other goroutines itself.
 type Deduper struct {
-	seen Set
-	cfg  Config
-	kr   *KeyReader
-	out  *bufio.Writer
+	seen   Set
+	hashes HashSet  // seen, when it takes hashes
+	blocks BlockSet // seen, when it takes blocks
+	needs  Needs
+	cfg    Config
+	out    *bufio.Writer
+	size   int // block size
 
-	// One batch of lines, their keys, and which keys were added.
-	lines, keys [batchSize][]byte
-	added       [batchSize]bool
+	workers    int
+	sequential bool
+	preparers  []*preparer // one per worker (the first for a sequential run)
+	pool       *blockPool  // blocks kept from one Run to the next
+	reader     *blockReader
+	pair       [2]*Block // a sequential run's blocks
 
-	stats Stats
-	// False-positive accounting: the rate at the last fill, and the keys
-	// added since.
+	stats    Stats
+	runLines uint64 // lines of the current Run decided
+	// False-positive accounting: the rate at the last settlement, and the
+	// keys added since.
 	lastRate  float64
 	sinceFill uint64
 }
 
 // New returns a Deduper that records keys in seen (which may already hold
-// keys: those lines count as seen) and writes to out through a 1 MiB
-// buffer. Call Flush when done.
+// keys: those lines count as seen) and writes to out through a buffer of
+// outputBuffer bytes. Call Flush when done.
 func New(seen Set, out io.Writer, cfg Config) *Deduper {
-	d := &Deduper{
-		seen: seen,
-		cfg:  cfg,
-		kr:   NewKeyReader(cfg.Key, cfg.BufferSize),
-		out:  bufio.NewWriterSize(out, DefaultBufferSize),
+	d := &Deduper{seen: seen, cfg: cfg, out: bufio.NewWriterSize(out, outputBuffer), size: cfg.BufferSize}
+	if d.size <= 0 {
+		d.size = DefaultBlockSize
+	}
+	if bs, ok := seen.(BlockSet); ok {
+		d.blocks, d.needs = bs, bs.Needs()
+		if d.needs.Links {
+			d.needs.Keys, d.needs.Hash = true, true
+		}
+	} else if hs, ok := seen.(HashSet); ok {
+		if seed, ok := hs.HashSeed(); ok {
+			d.hashes, d.needs = hs, Needs{Hash: true, Seed: seed}
+		}
+	}
+	if d.blocks == nil && d.hashes == nil {
+		d.needs = Needs{Keys: true}
+	}
+	procs := runtime.GOMAXPROCS(0)
+	d.sequential = cfg.Sequential || procs == 1
+	d.workers = cfg.Workers
+	if d.workers <= 0 {
+		d.workers = min(max(procs-1, 1), maxWorkers)
+	}
+	if d.sequential {
+		d.workers = 1
+	}
+	for range d.workers {
+		d.preparers = append(d.preparers, newPreparer(d.needs, cfg.Key, d.size))
 	}
 	if cfg.TrackFalsePositives {
 		d.lastRate = seen.FalsePositiveRate()
 	}
-	d.kr.OnRead(d.onRead)
 	return d
-}
-
-func (d *Deduper) onRead(chunk []byte) {
-	d.stats.BytesIn += uint64(len(chunk))
-	if d.cfg.TrackFalsePositives && (d.seen.RateIsCheap() || d.sinceFill*16 >= d.stats.Added) {
-		d.settle()
-	}
-	if d.cfg.OnRead != nil {
-		d.cfg.OnRead(chunk)
-	}
 }
 
 // settle adds the expected false positives among the keys added since the
@@ -149,70 +219,143 @@ func (e *LineError) Error() string { return fmt.Sprintf("line %d: %v", e.Line, e
 func (e *LineError) Unwrap() error { return e.Err }
 
 // Run dedups the lines of r, continuing from the keys seen so far. It
-// stops at the first error: a read error, a write error (wrapping
-// ErrOutput), or the filter's (a
-// full fixed-capacity filter gives a *LineError wrapping
-// filterfile.ErrFull; that line is not written, the lines before it are).
+// stops at the first error: a read error (after the lines before it), a
+// write error (wrapping ErrOutput), or the filter's (a full
+// fixed-capacity filter gives a *LineError wrapping filterfile.ErrFull;
+// that line is not written, the lines before it are). After an error
+// other than the input's, a goroutine may still be waiting in a Read of
+// r: it reads no more once that returns.
 func (d *Deduper) Run(r io.Reader) error {
-	kr := d.kr
-	kr.Reset(r)
-	lines, keys, added := &d.lines, &d.keys, &d.added
-	for {
-		n := kr.NextBatch(lines[:], keys[:])
-		if n == 0 {
-			break
+	if d.reader == nil {
+		d.reader = new(blockReader)
+	}
+	br := d.reader
+	*br = blockReader{r: r, onRead: d.cfg.OnRead}
+	d.runLines = 0
+	if d.sequential {
+		return d.runSequential(br)
+	}
+	return d.runConcurrent(br)
+}
+
+// own decides the lines of block b, in order, and counts them; it
+// returns the error that ends the run (a *LineError for the set's).
+func (d *Deduper) own(b *Block) error {
+	n, err := d.decide(b)
+	b.upto = n
+	var added, out uint64
+	for _, a := range b.added[:n] {
+		if a {
+			added++
 		}
-		// The filter hashes the whole batch and prefetches its buckets
-		// before it adds the keys one by one, in order: the cache misses
-		// of a big table overlap instead of following one another.
-		done, err := d.addBatch(lines[:n], keys[:n], added[:n])
-		// Lines to write that lie next to each other in the read buffer
-		// (most of them) go out in one Write.
-		var run []byte
-		for i, line := range lines[:done] {
-			if added[i] {
-				d.sinceFill++
-				d.stats.Added++
-			}
-			if added[i] == d.cfg.Duplicates || d.cfg.CountOnly {
-				continue
-			}
-			d.stats.LinesOut++
-			if adjacent(run, line) {
-				run = run[:len(run)+len(line)]
-				continue
-			}
-			if werr := d.write(run); werr != nil {
-				d.stats.LinesIn += kr.Line() - uint64(n-i)
-				return werr
-			}
-			run = line
-		}
-		if werr := d.write(run); werr != nil {
-			d.stats.LinesIn += kr.Line() - uint64(n-done)
-			return werr
-		}
-		if err != nil {
-			line := kr.Line() - uint64(n-done) + 1
-			d.stats.LinesIn += line - 1
-			return &LineError{Line: line, Err: err}
+		if a != d.cfg.Duplicates {
+			out++
 		}
 	}
-	d.stats.LinesIn += kr.Line()
-	return kr.Err()
+	d.stats.Added += added
+	d.sinceFill += added
+	if !d.cfg.CountOnly {
+		d.stats.LinesOut += out
+	}
+	d.stats.LinesIn += uint64(n)
+	d.runLines += uint64(n)
+	switch {
+	case n == b.n:
+		d.stats.BytesIn += uint64(b.bytes)
+	case n > 0:
+		d.stats.BytesIn += uint64(b.ends[n-1])
+	}
+	if d.cfg.TrackFalsePositives && (d.seen.RateIsCheap() || d.sinceFill*16 >= d.stats.Added) {
+		d.settle()
+	}
+	if err != nil {
+		return &LineError{Line: d.runLines + 1, Err: err}
+	}
+	return nil
 }
 
-// adjacent reports whether line starts where run ends in memory, so that
-// run[:len(run)+len(line)] is both. Only lines that end in '\n' are
-// joined: a last line without one gets its '\n' from write.
-func adjacent(run, line []byte) bool {
-	return len(run) > 0 && run[len(run)-1] == '\n' && cap(run)-len(run) >= len(line) &&
-		&run[:len(run)+1][len(run)] == &line[0]
+// decide hands the lines of b to the set.
+func (d *Deduper) decide(b *Block) (int, error) {
+	added := b.added[:b.n]
+	switch {
+	case d.blocks != nil:
+		return d.blocks.AddUniqueBlock(b, added)
+	case d.hashes != nil:
+		return d.hashes.AddUniqueHashBatch(b.hash[:b.n], added)
+	}
+	return d.seen.AddUniqueBatch(b.keys[:b.n], added)
 }
 
-// write writes lines (one, or several adjacent ones), adding a '\n' to a
-// last line without one.
-func (d *Deduper) write(lines []byte) error {
+// write writes the lines of b the set decided (b.upto) that are to be
+// written. Lines next to each other go out in one Write; a last line
+// without '\n' gets one.
+func (d *Deduper) write(b *Block) error {
+	if d.cfg.CountOnly {
+		if b.long != nil {
+			d.releaseLong(b)
+		}
+		return nil
+	}
+	dups := d.cfg.Duplicates
+	if b.long != nil {
+		defer d.releaseLong(b)
+		if b.upto == 0 || b.added[0] == dups {
+			return nil
+		}
+		var last byte
+		for _, piece := range b.long {
+			if len(piece) == 0 {
+				continue
+			}
+			if _, err := d.out.Write(piece); err != nil {
+				return outputErr(err)
+			}
+			last = piece[len(piece)-1]
+		}
+		if last != '\n' {
+			if err := d.out.WriteByte('\n'); err != nil {
+				return outputErr(err)
+			}
+		}
+		return nil
+	}
+	from, to, start := 0, 0, 0 // the run of lines to write is data[from:to]
+	for i, a := range b.added[:b.upto] {
+		end := int(b.ends[i])
+		if a != dups {
+			if to != start {
+				if err := d.writeRun(b.data[from:to]); err != nil {
+					return err
+				}
+				from = start
+			}
+			to = end
+		}
+		start = end
+	}
+	return d.writeRun(b.data[from:to])
+}
+
+// releaseLong drops the pieces of a long line once written, collects
+// the garbage after a big one, and lets the reader take the next long
+// line.
+func (d *Deduper) releaseLong(b *Block) {
+	size := b.bytes
+	clear(b.long[:cap(b.long)])
+	b.long = b.long[:0]
+	if b.keys != nil {
+		b.keys[0] = nil
+	}
+	if size > bigLine {
+		runtime.GC()
+	}
+	if d.reader.longs != nil {
+		<-d.reader.longs
+	}
+}
+
+// writeRun writes lines, adding a '\n' to a last line without one.
+func (d *Deduper) writeRun(lines []byte) error {
 	if len(lines) == 0 {
 		return nil
 	}
@@ -220,6 +363,10 @@ func (d *Deduper) write(lines []byte) error {
 	if err == nil && lines[len(lines)-1] != '\n' {
 		err = d.out.WriteByte('\n')
 	}
+	return outputErr(err)
+}
+
+func outputErr(err error) error {
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrOutput, err)
 	}
@@ -227,12 +374,7 @@ func (d *Deduper) write(lines []byte) error {
 }
 
 // Flush writes out what is buffered. Its error wraps ErrOutput.
-func (d *Deduper) Flush() error {
-	if err := d.out.Flush(); err != nil {
-		return fmt.Errorf("%w: %w", ErrOutput, err)
-	}
-	return nil
-}
+func (d *Deduper) Flush() error { return outputErr(d.out.Flush()) }
 
 // Stats returns the counts so far.
 func (d *Deduper) Stats() Stats {

@@ -298,20 +298,32 @@ func TestEstimateLines(t *testing.T) {
 	}
 }
 
+// TestDedupAllocs: a Run allocates nothing per line. On one goroutine it
+// allocates nothing at all once its blocks exist; on several, a few
+// things per Run (the goroutines and their channels), as many for 1,000
+// lines as for 100,000.
 func TestDedupAllocs(t *testing.T) {
-	data := bytes.Repeat([]byte("https://example.com/a\nhttps://example.com/b\n"), 500)
-	seen := newSeen(t, 1000, 1e-4, 1)
-	var out bytes.Buffer
-	out.Grow(1 << 16)
-	d := New(seen, &out, Config{})
-	r := bytes.NewReader(data)
-	d.Run(r)
-	allocs := testing.AllocsPerRun(10, func() {
-		r.Reset(data)
-		out.Reset()
+	perRun := func(sequential bool, lines int) float64 {
+		data := bytes.Repeat([]byte("https://example.com/a\nhttps://example.com/b\n"), lines/2)
+		seen := newSeen(t, 1000, 1e-4, 1)
+		var out bytes.Buffer
+		out.Grow(1 << 16)
+		d := New(seen, &out, Config{Sequential: sequential})
+		r := bytes.NewReader(data)
 		d.Run(r)
-	})
-	if allocs != 0 {
-		t.Fatalf("%v allocations per run of 1000 lines, want 0", allocs)
+		return testing.AllocsPerRun(10, func() {
+			r.Reset(data)
+			out.Reset()
+			if err := d.Run(r); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+	if allocs := perRun(true, 1000); allocs != 0 {
+		t.Errorf("sequential: %v allocations per run of 1000 lines, want 0", allocs)
+	}
+	small, large := perRun(false, 1000), perRun(false, 100_000)
+	if large > small+1 || small > 40 {
+		t.Errorf("concurrent: %v allocations per run of 1,000 lines, %v of 100,000: want a few, the same", small, large)
 	}
 }

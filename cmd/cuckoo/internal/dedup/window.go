@@ -21,15 +21,6 @@ type Window interface {
 	FalsePositiveRate() float64
 }
 
-// LineSet is a Set that also reads the lines its keys come from (a
-// WindowSet reads each line's time). A Deduper gives a LineSet the lines.
-type LineSet interface {
-	Set
-	// AddUniqueLines is AddUniqueBatch with the lines (their content
-	// and terminator) the keys come from: keys[i] is from lines[i].
-	AddUniqueLines(lines, keys [][]byte, added []bool) (processed int, err error)
-}
-
 // WindowSet is the Set of a window dedup: added[i] is true when keys[i]
 // was not in the window (its line is written), and every key is made
 // fresh.
@@ -47,10 +38,11 @@ func NewWindowSet(w Window, times *TimeField, now *time.Time) *WindowSet {
 	return &WindowSet{w: w, times: times, now: now}
 }
 
-// AddUniqueBatch is AddUniqueLines for arrival time.
+// AddUniqueBatch touches every key at one reading of the clock: for
+// arrival time (a WindowSet of event time takes blocks, AddUniqueBlock).
 func (s *WindowSet) AddUniqueBatch(keys [][]byte, added []bool) (int, error) {
 	if s.times != nil {
-		panic("dedup: a WindowSet of event time needs the lines (AddUniqueLines)")
+		panic("dedup: a WindowSet of event time needs the lines' times (AddUniqueBlock)")
 	}
 	n, err := s.w.TouchBatch(keys, added)
 	for i := range added[:n] {
@@ -59,18 +51,21 @@ func (s *WindowSet) AddUniqueBatch(keys [][]byte, added []bool) (int, error) {
 	return n, err
 }
 
-// AddUniqueLines touches each key at its line's time; it stops at the
-// first line without a time (an error wrapping ErrTime) or the window's
-// error (a full one's wraps cuckoo.ErrFull).
-func (s *WindowSet) AddUniqueLines(lines, keys [][]byte, added []bool) (int, error) {
+// Needs asks for the lines' keys, and for event time their times, which
+// the Deduper's workers read.
+func (s *WindowSet) Needs() Needs { return Needs{Keys: true, Times: s.times} }
+
+// AddUniqueBlock touches each key of b; by event time at its line's time,
+// one at a time. It stops at the first line without a time (an error
+// wrapping ErrTime) or the window's error (a full one's wraps
+// cuckoo.ErrFull).
+func (s *WindowSet) AddUniqueBlock(b *Block, added []bool) (int, error) {
+	keys := b.Keys()
 	if s.times == nil {
 		return s.AddUniqueBatch(keys, added)
 	}
-	for i, line := range lines {
-		t, err := s.times.Time(Content(line))
-		if err != nil {
-			return i, err
-		}
+	times, timeErr := b.Times()
+	for i, t := range times {
 		*s.now = t
 		seen, err := s.w.Touch(keys[i])
 		if err != nil {
@@ -78,7 +73,7 @@ func (s *WindowSet) AddUniqueLines(lines, keys [][]byte, added []bool) (int, err
 		}
 		added[i] = !seen
 	}
-	return len(lines), nil
+	return len(times), timeErr
 }
 
 // FalsePositiveRate is the window's rate now.
@@ -86,12 +81,3 @@ func (s *WindowSet) FalsePositiveRate() float64 { return s.w.FalsePositiveRate()
 
 // RateIsCheap is true: a window's rate is O(1).
 func (s *WindowSet) RateIsCheap() bool { return true }
-
-// addBatch hands a batch to the Deduper's set: with its lines to a
-// LineSet.
-func (d *Deduper) addBatch(lines, keys [][]byte, added []bool) (int, error) {
-	if ls, ok := d.seen.(LineSet); ok {
-		return ls.AddUniqueLines(lines, keys, added)
-	}
-	return d.seen.AddUniqueBatch(keys, added)
-}

@@ -1,11 +1,24 @@
 // Package exactdedup is the engine of 'cuckoo dedup --exact': line dedup
-// with no false drops at any size. Each line's key goes to a store.Store
-// with PutIfAbsent: the store's index in RAM is the filter (a tag of 15
-// bits or more per key), which sends fewer than 0.1 % of new lines to the
-// disk; a line whose tag matches is verified against the key in the log.
-// RAM is the index, about 9 bytes per distinct line, plus the buffers;
-// the lines themselves go to the store's log on disk, in a temporary
-// directory or one the caller keeps.
+// with no false drops at any size.
+//
+// A run that keeps nothing (no Config.Dir) records the distinct keys in
+// a scratch seen-set: an append-only log in a temporary file, written
+// without syncs, and an index in RAM from each key's hash to its record,
+// whose fragments of the hash act as a filter in front of the log, so
+// that a new key seldom reads the log (at most about 1 in 600 times,
+// at the largest sizes before the index is rebuilt), and a repeat once
+// to confirm it (a repeat of a line earlier in the same block of input
+// is confirmed in memory, and the log's newest MiB is read there). It
+// runs on dedup's pipeline:
+// the input is read, split and hashed on other goroutines than the one
+// that owns the seen-set. RAM is the index, 9.4 to 19 bytes per distinct
+// line (it doubles as it fills), plus the buffers; the lines themselves
+// go to the log on disk.
+//
+// A kept seen-set (Config.Dir) is a store.Store, and each line's key goes
+// to it with PutIfAbsent, one at a time: the store's index in RAM is the
+// filter (a tag of 15 bits or more per key), about 9 bytes per distinct
+// line, and its log keeps the lines for later runs.
 //
 // Lines are read as package dedup reads them, as cuckoo dedup without
 // --exact does: "a\r\n" and "a\n" are the same line (each printed as
@@ -21,8 +34,8 @@
 // The store's keys are the lines' keys, each behind a byte that keeps
 // them apart from the store's other keys: 1 and the key, or, for a key
 // of store.MaxKeySize bytes or more, 2 and its SHA-256 (the key itself is
-// then the value, and compared). A kept store (Config.Dir) also holds
-// the key "\x00dedup --exact-dir", which marks it as a seen-set, so that
+// then the value, and compared). A kept store also holds the key
+// "\x00dedup --exact-dir", which marks it as a seen-set, so that
 // 'cuckoo store' reads its keys as lines (IsSeenSet, StoreKey).
 package exactdedup
 
@@ -32,7 +45,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"sync"
 
 	"github.com/dedupkit/cuckoo/cmd/cuckoo/internal/dedup"
@@ -42,39 +54,54 @@ import (
 // Config says what a Deduper writes and where it keeps the seen keys.
 type Config struct {
 	// Dir is the store of seen keys, kept after Close (keys already in it
-	// count as seen); "" makes a temporary one in TempDir, removed by
-	// Close.
+	// count as seen); "" keeps nothing: the seen keys go to a scratch log
+	// in TempDir, removed by Close.
 	Dir string
-	// TempDir is where the temporary store goes ("": os.TempDir()).
+	// TempDir is where the scratch log goes ("": os.TempDir()).
 	TempDir string
+	// Lines is how many lines the input has, about (0: unknown), to size
+	// the scratch log's index from.
+	Lines uint64
 	// Key extracts each line's key from its content (nil: the content).
 	Key *dedup.KeyExtractor
 	// Duplicates writes the repeats instead of the first occurrences.
 	Duplicates bool
 	// CountOnly writes no lines.
 	CountOnly bool
-	// OnRead is called with each chunk read (for progress).
+	// OnRead is called with each chunk read (for progress), on another
+	// goroutine than Run's when nothing is kept.
 	OnRead func(chunk []byte)
+	// Sequential does a run that keeps nothing on Run's goroutine alone
+	// (see dedup.Config).
+	Sequential bool
 }
 
 // Stats counts what a Deduper did.
 type Stats struct {
 	LinesIn, LinesOut, Distinct, BytesIn uint64
-	Store                                store.Stats
+	Keys                                 uint64 // the keys in the seen-set (a kept one's from earlier runs too)
+	IndexBytes                           uint64 // the RAM of the seen-set's index
+	LogBytes                             uint64 // the bytes of its log on disk
+	LogReads                             uint64 // reads of the scratch log's file
 }
 
 // Deduper removes repeated lines. Its methods are not safe for concurrent
 // use, except Stop, which may be called while Run runs.
 type Deduper struct {
 	cfg Config
+
+	// A run that keeps nothing: a scratch seen-set behind dedup's
+	// pipeline.
+	scratch *scratch
+	pipe    *dedup.Deduper
+
+	// A kept store: one line at a time.
 	kr  *dedup.KeyReader
 	key []byte
-
 	// mu is held while a line is recorded and written, so that Stop finds
 	// every line recorded in the store also in the output buffer.
 	mu      sync.Mutex
 	s       *store.Store
-	tmp     string
 	out     *bufio.Writer
 	stats   Stats
 	stopped bool
@@ -103,38 +130,33 @@ func StoreKey(k []byte) (key []byte, ok bool) {
 }
 
 // ErrOutput wraps the errors of writing the output.
-var ErrOutput = errors.New("exactdedup: writing the output")
+var ErrOutput = dedup.ErrOutput
 
 // ErrStopped is returned by Run after Stop.
 var ErrStopped = errors.New("exactdedup: stopped")
 
-// New opens the store of seen keys and returns a Deduper writing to out.
+// New opens the seen-set (a kept store, or a new scratch log) and returns
+// a Deduper writing to out.
 func New(out io.Writer, cfg Config) (*Deduper, error) {
-	d := &Deduper{cfg: cfg, kr: dedup.NewKeyReader(cfg.Key, 0), out: bufio.NewWriterSize(out, dedup.DefaultBufferSize)}
-	dir := cfg.Dir
-	if dir == "" {
-		tmp, err := os.MkdirTemp(cfg.TempDir, "cuckoo-exact-")
+	d := &Deduper{cfg: cfg}
+	if cfg.Dir == "" {
+		sc, err := newScratch(cfg.TempDir, cfg.Lines)
 		if err != nil {
 			return nil, err
 		}
-		d.tmp, dir = tmp, tmp
+		d.scratch = sc
+		d.pipe = dedup.New(sc, out, dedup.Config{Key: cfg.Key, Duplicates: cfg.Duplicates, CountOnly: cfg.CountOnly,
+			OnRead: cfg.OnRead, Sequential: cfg.Sequential})
+		return d, nil
 	}
-	opts := []store.Option{store.WithSync(store.SyncNever), store.WithAutoCompact(0, 0)}
-	if d.tmp != "" {
-		// Nothing recovers a temporary store: index checkpoints would
-		// only cost writes.
-		opts = append(opts, store.WithCheckpoints(0, 0))
-	}
-	s, err := store.Open(dir, opts...)
-	if err == nil && d.tmp == "" {
+	d.kr, d.out = dedup.NewKeyReader(cfg.Key, 0), bufio.NewWriterSize(out, dedup.DefaultBufferSize)
+	s, err := store.Open(cfg.Dir, store.WithSync(store.SyncNever), store.WithAutoCompact(0, 0))
+	if err == nil {
 		if err = markSeenSet(s); err != nil {
 			s.Close()
 		}
 	}
 	if err != nil {
-		if d.tmp != "" {
-			os.RemoveAll(d.tmp)
-		}
 		return nil, err
 	}
 	d.s = s
@@ -218,6 +240,13 @@ func (d *Deduper) seen(k []byte) (bool, error) {
 
 // Run dedups the lines of r, continuing from the keys seen so far.
 func (d *Deduper) Run(r io.Reader) error {
+	if d.pipe != nil {
+		err := d.pipe.Run(r)
+		if errors.Is(err, ErrStopped) {
+			return ErrStopped
+		}
+		return err
+	}
 	d.kr.Reset(r)
 	for {
 		line, k, ok := d.kr.Next()
@@ -262,11 +291,16 @@ func (d *Deduper) line(line, k []byte) error {
 	return nil
 }
 
-// Stop ends a run from another goroutine (on an interrupt): after the
-// line being recorded, it writes the buffered output, so that every line
-// recorded as seen has been written, and closes the store (a temporary
-// one is removed). Run then returns ErrStopped; Close does nothing more.
+// Stop ends a run from another goroutine (on an interrupt). With a kept
+// store, after the line being recorded, it writes the buffered output,
+// so that every line recorded as seen has been written, and closes the
+// store; with a scratch log, after the block being recorded, it closes
+// and removes the log. Run then returns ErrStopped; Close does nothing
+// more.
 func (d *Deduper) Stop() error {
+	if d.scratch != nil {
+		return d.scratch.stop()
+	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.stopped {
@@ -274,7 +308,7 @@ func (d *Deduper) Stop() error {
 	}
 	d.stopped = true
 	err := d.flush()
-	if cerr := d.close(); err == nil {
+	if cerr := d.s.Close(); err == nil {
 		err = cerr
 	}
 	return err
@@ -282,6 +316,9 @@ func (d *Deduper) Stop() error {
 
 // Flush writes what is buffered.
 func (d *Deduper) Flush() error {
+	if d.pipe != nil {
+		return d.pipe.Flush()
+	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	return d.flush()
@@ -294,35 +331,36 @@ func (d *Deduper) flush() error {
 	return nil
 }
 
-// Stats returns the counts so far (without the store's, once stopped or
-// closed).
+// Stats returns the counts so far (without the seen-set's, once stopped
+// or closed).
 func (d *Deduper) Stats() Stats {
+	if d.pipe != nil {
+		ps := d.pipe.Stats()
+		st := Stats{LinesIn: ps.LinesIn, LinesOut: ps.LinesOut, Distinct: ps.Added, BytesIn: ps.BytesIn, Keys: ps.Added}
+		st.IndexBytes, st.LogBytes, st.LogReads = d.scratch.sizes()
+		return st
+	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	st := d.stats
 	if !d.stopped {
-		st.Store = d.s.Stats()
+		ss := d.s.Stats()
+		st.Keys, st.IndexBytes, st.LogBytes = ss.Keys, ss.IndexBytes, ss.LogBytes
 	}
 	return st
 }
 
-// Close closes the store, and removes it if it is temporary.
+// Close closes the seen-set: a kept store stays, a scratch log is
+// removed.
 func (d *Deduper) Close() error {
+	if d.scratch != nil {
+		return d.scratch.stop()
+	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.stopped {
 		return nil
 	}
 	d.stopped = true
-	return d.close()
-}
-
-func (d *Deduper) close() error {
-	err := d.s.Close()
-	if d.tmp != "" {
-		if rerr := os.RemoveAll(d.tmp); err == nil {
-			err = rerr
-		}
-	}
-	return err
+	return d.s.Close()
 }

@@ -110,6 +110,8 @@ func nearMisses() []byte {
 	return b.Bytes()
 }
 
+// TestMatchesAwk: the output is awk's (with the CR rule), with a scratch
+// log and with a kept store.
 func TestMatchesAwk(t *testing.T) {
 	g := urlgen.New(testseed.Seed(t), 0.3)
 	var urls bytes.Buffer
@@ -124,24 +126,36 @@ func TestMatchesAwk(t *testing.T) {
 		"urls":        urls.Bytes(),
 		"empty":       nil,
 	} {
-		t.Run("input="+name, func(t *testing.T) {
-			want := awk(t, input)
-			got, st := run(t, input, exactdedup.Config{TempDir: t.TempDir()})
-			if !bytes.Equal(got, want) {
-				t.Fatalf("output differs from awk's: %d bytes, awk %d", len(got), len(want))
+		want := awk(t, input)
+		for _, kept := range []bool{false, true} {
+			if kept && testing.Short() && len(input) > 1<<20 {
+				continue // the store's path, one line at a time, on the small inputs only
 			}
-			t.Logf("%d lines in, %d out; index %d bytes", st.LinesIn, st.LinesOut, st.Store.IndexBytes)
-		})
+			t.Run(fmt.Sprintf("input=%s/kept=%v", name, kept), func(t *testing.T) {
+				cfg := exactdedup.Config{TempDir: t.TempDir()}
+				if kept {
+					cfg.Dir = filepath.Join(t.TempDir(), "seen")
+				}
+				got, st := run(t, input, cfg)
+				if !bytes.Equal(got, want) {
+					t.Fatalf("output differs from awk's: %d bytes, awk %d", len(got), len(want))
+				}
+				t.Logf("%d lines in, %d out; index %d bytes", st.LinesIn, st.LinesOut, st.IndexBytes)
+			})
+		}
 	}
 }
 
-// TestLongLines: lines longer than the store's keys are deduped exactly.
+// TestLongLines: lines longer than the store's keys (and than a block of
+// input) are deduped exactly, with a scratch log and with a kept store.
 func TestLongLines(t *testing.T) {
 	long := strings.Repeat("x", 2<<20)
 	input := []byte(long + "\n" + long + "y\n" + long + "\n" + "short\n" + long + "y\n")
-	got, _ := run(t, input, exactdedup.Config{TempDir: t.TempDir()})
-	if want := long + "\n" + long + "y\n" + "short\n"; string(got) != want {
-		t.Fatalf("got %d bytes, want %d", len(got), len(want))
+	for _, dir := range []string{"", filepath.Join(t.TempDir(), "seen")} {
+		got, _ := run(t, input, exactdedup.Config{TempDir: t.TempDir(), Dir: dir})
+		if want := long + "\n" + long + "y\n" + "short\n"; string(got) != want {
+			t.Fatalf("kept in %q: got %d bytes, want %d", dir, len(got), len(want))
+		}
 	}
 }
 
@@ -199,5 +213,91 @@ func TestSeenSetMark(t *testing.T) {
 	defer s.Close()
 	if marked, _ := exactdedup.IsSeenSet(s); marked || s.Len() != 1 {
 		t.Fatalf("the refused store changed: marked %v, %d keys", marked, s.Len())
+	}
+}
+
+// model is dedup by a Go map of the lines' keys (the CR rule's), with
+// every line written ending in "\n".
+func model(input []byte, dups bool) []byte {
+	seen := map[string]bool{}
+	var out bytes.Buffer
+	for line := range bytes.Lines(input) {
+		k := bytes.TrimSuffix(bytes.TrimSuffix(line, []byte("\n")), []byte("\r"))
+		if seen[string(k)] == dups {
+			out.Write(bytes.TrimSuffix(line, []byte("\n")))
+			out.WriteByte('\n')
+		}
+		seen[string(k)] = true
+	}
+	return out.Bytes()
+}
+
+// TestScratchMatchesModel: a run that keeps nothing prints what a Go map
+// of the keys says, on one core or several, for the first occurrences
+// and the repeats, on lines with binary bytes, CRs, near misses, lines
+// longer than a block and than the log's buffer, and repeats near and
+// far (in the same block of input and in earlier ones, in the log's
+// buffer and in its file).
+func TestScratchMatchesModel(t *testing.T) {
+	r := testseed.New(testseed.Seed(t))
+	var in bytes.Buffer
+	lines := 100_000
+	if testing.Short() {
+		lines = 30_000
+	}
+	for i := range lines {
+		switch {
+		case i%20_000 == 1:
+			in.WriteString(strings.Repeat("L", 1<<20+r.IntN(2))) // past the log's buffer
+		case i%2000 == 2:
+			in.WriteString(strings.Repeat(fmt.Sprint(r.IntN(3)), 200_000+r.IntN(2))) // past a block
+		case r.IntN(40) == 0:
+			p := make([]byte, r.IntN(30))
+			for j := range p {
+				p[j] = byte(r.IntN(256))
+			}
+			in.Write(bytes.ReplaceAll(p, []byte("\n"), []byte("\r")))
+		case r.IntN(40) == 0:
+			fmt.Fprintf(&in, "line %d\r", r.IntN(1000))
+		default:
+			fmt.Fprintf(&in, "line %d", r.IntN(20_000))
+		}
+		in.WriteString("\n")
+	}
+	in.WriteString("line 17") // no "\n"
+	for _, seq := range []bool{false, true} {
+		for _, dups := range []bool{false, true} {
+			got, st := run(t, in.Bytes(), exactdedup.Config{TempDir: t.TempDir(), Sequential: seq, Duplicates: dups})
+			if want := model(in.Bytes(), dups); !bytes.Equal(got, want) {
+				t.Fatalf("sequential %v, duplicates %v: output differs from the model: %d bytes, want %d", seq, dups, len(got), len(want))
+			}
+			if st.LinesIn != uint64(lines)+1 || st.BytesIn != uint64(in.Len()) {
+				t.Fatalf("stats %+v", st)
+			}
+		}
+	}
+}
+
+// TestScratchLeavesNoFile: on Linux and macOS the scratch log is unlinked
+// as soon as it is made, so that nothing is left behind even by a run
+// that is killed; Close leaves nothing anywhere.
+func TestScratchLeavesNoFile(t *testing.T) {
+	tmp := t.TempDir()
+	d, err := exactdedup.New(io.Discard, exactdedup.Config{TempDir: tmp})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Run(strings.NewReader("a\nb\na\n")); err != nil {
+		t.Fatal(err)
+	}
+	names, _ := os.ReadDir(tmp)
+	if (runtime.GOOS == "linux" || runtime.GOOS == "darwin") && len(names) != 0 {
+		t.Fatalf("during the run, %s holds %v", tmp, names)
+	}
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if names, _ = os.ReadDir(tmp); len(names) != 0 {
+		t.Fatalf("after Close, %s holds %v", tmp, names)
 	}
 }

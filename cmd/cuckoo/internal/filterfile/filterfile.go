@@ -219,6 +219,35 @@ func (f *Filter) AddUniqueBatch(keys [][]byte, added []bool) (processed int, err
 	return n, full(err)
 }
 
+// hashBatcher is a kind that takes keys' hashes in batches.
+type hashBatcher interface {
+	AddUniqueHashBatch(hashes []uint64, added []bool) (processed int, err error)
+}
+
+// HashSeed returns the filter's seed and true when AddUniqueHashBatch
+// takes the hashes this module's filters give keys, hash.Sum64(key,
+// seed): for the cuckoo filters of fixed size and the growing ones. For
+// the other kinds it returns false.
+func (f *Filter) HashSeed() (seed uint64, ok bool) {
+	switch f.f.(type) {
+	case cuckooFilter, cuckooScalable:
+		return f.f.Seed(), true
+	}
+	return 0, false
+}
+
+// AddUniqueHashBatch is AddUniqueBatch for keys given by their hashes,
+// hash.Sum64(key, seed) with the seed HashSeed returns: the same answers
+// and the same filter afterwards. It panics for a kind for which HashSeed
+// returns false.
+func (f *Filter) AddUniqueHashBatch(hashes []uint64, added []bool) (processed int, err error) {
+	if _, ok := f.HashSeed(); !ok {
+		panic("filterfile: AddUniqueHashBatch on a " + f.kind.Description())
+	}
+	n, err := f.f.(hashBatcher).AddUniqueHashBatch(hashes, added)
+	return n, full(err)
+}
+
 // full wraps a filter package's ErrFull in this package's.
 func full(err error) error {
 	if err != nil && errors.Is(err, cuckoo.ErrFull) && !errors.Is(err, ErrFull) {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/dedupkit/cuckoo"
 	"github.com/dedupkit/cuckoo/bloom"
+	"github.com/dedupkit/cuckoo/internal/hash"
 )
 
 func key(i int) []byte { return []byte(fmt.Sprintf("key-%d", i)) }
@@ -252,6 +253,59 @@ func TestAddUniqueBatch(t *testing.T) {
 			}
 			if a.Len() != b.Len() {
 				t.Fatalf("Len %d vs %d", a.Len(), b.Len())
+			}
+		})
+	}
+}
+
+// TestAddUniqueHashBatch: for the kinds whose HashSeed says so, adding
+// keys by their hashes (hash.Sum64 with that seed) gives the answers and
+// the filter, byte for byte, that adding the keys gives; up to full,
+// for a fixed-size filter, where both stop at the same key.
+func TestAddUniqueHashBatch(t *testing.T) {
+	for _, s := range specs() {
+		s.Capacity = 3000
+		t.Run("kind="+s.Kind.String(), func(t *testing.T) {
+			byKey, _ := New(s)
+			byHash, _ := New(s)
+			seed, ok := byHash.HashSeed()
+			if want := s.Kind == Cuckoo || s.Kind == CuckooScalable; ok != want {
+				t.Fatalf("HashSeed ok %v, want %v", ok, want)
+			}
+			if !ok {
+				defer func() {
+					if recover() == nil {
+						t.Fatal("AddUniqueHashBatch did not panic for a kind without HashSeed")
+					}
+				}()
+				byHash.AddUniqueHashBatch([]uint64{1}, make([]bool, 1))
+				return
+			}
+			if seed != byHash.Seed() {
+				t.Fatalf("HashSeed %d, Seed %d", seed, byHash.Seed())
+			}
+			var keys [][]byte
+			var hs []uint64
+			for i := range 5000 { // repeats, and past a fixed filter's capacity
+				keys = append(keys, key(i%4000))
+				hs = append(hs, hash.Sum64(keys[i], seed))
+			}
+			a, b := make([]bool, len(keys)), make([]bool, len(keys))
+			na, erra := byKey.AddUniqueBatch(keys, a)
+			nb, errb := byHash.AddUniqueHashBatch(hs, b)
+			if na != nb || (erra == nil) != (errb == nil) || errb != nil && !errors.Is(errb, ErrFull) {
+				t.Fatalf("by key %d, %v; by hash %d, %v", na, erra, nb, errb)
+			}
+			for i := range na {
+				if a[i] != b[i] {
+					t.Fatalf("key %d: by key %v, by hash %v", i, a[i], b[i])
+				}
+			}
+			var ea, eb bytes.Buffer
+			byKey.WriteTo(&ea)
+			byHash.WriteTo(&eb)
+			if !bytes.Equal(ea.Bytes(), eb.Bytes()) {
+				t.Fatal("the filters differ")
 			}
 		})
 	}

@@ -1,0 +1,277 @@
+package exactdedup
+
+import (
+	"fmt"
+	"math"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/dedupkit/cuckoo/internal/hash"
+	"github.com/dedupkit/cuckoo/internal/testseed"
+)
+
+// TestIndexFindsEveryEntry is a model test: entries go in (random
+// hashes, some of them equal, some equal in their low bits, which share
+// a first bucket and fragments), the table doubles as it fills, from the
+// smallest size past a chunk, and after every insert and every doubling
+// each entry's location is among its hash's candidates, the count is
+// the entries', and every bucket is filled in order.
+func TestIndexFindsEveryEntry(t *testing.T) {
+	seed := testseed.Seed(t)
+	r := testseed.New(seed)
+	ix := newIndex(minBuckets)
+	type entry struct{ h, loc uint64 }
+	var all []entry
+	check := func(when string) {
+		t.Helper()
+		var locs []uint64
+		for _, e := range all {
+			if locs = ix.candidates(e.h, locs[:0]); !slices.Contains(locs, e.loc) {
+				t.Fatalf("%s: entry %#x at %d is not a candidate (k %d, fragments of %d bits)", when, e.h, e.loc, ix.k, ix.fragBits)
+			}
+		}
+		n := uint64(0)
+		for b := range uint64(1) << ix.k {
+			bucket := ix.bucket(b)
+			i := slices.Index(bucket, 0)
+			if i >= 0 && slices.ContainsFunc(bucket[i:], func(e uint64) bool { return e != 0 }) {
+				t.Fatalf("%s: bucket %d has a slot in use after an empty one", when, b)
+			}
+			n += uint64(len(bucket) - len(slices.DeleteFunc(slices.Clone(bucket), func(e uint64) bool { return e != 0 })))
+		}
+		if n != ix.count || n != uint64(len(all)) {
+			t.Fatalf("%s: %d slots in use, count %d, %d entries", when, n, ix.count, len(all))
+		}
+	}
+	doublings, n, want := 0, 150_000, 5
+	if testing.Short() {
+		n, want = 60_000, 4
+	}
+	for i := range n {
+		h := r.Uint64()
+		switch r.IntN(20) {
+		case 0:
+			if len(all) > 0 {
+				h = all[r.IntN(len(all))].h // the same hash: another key
+			}
+		case 1:
+			if len(all) > 0 {
+				h = all[r.IntN(len(all))].h ^ 1<<63 // the same buckets and fragment until the top bits count
+			}
+		}
+		loc := uint64(i) + 1
+		for !ix.insert(h, loc) {
+			if !ix.double() {
+				t.Fatalf("the table did not double at %d entries, k %d", len(all), ix.k)
+			}
+			doublings++
+			check(fmt.Sprintf("after doubling %d", doublings))
+		}
+		all = append(all, entry{h, loc})
+		if i%10_000 == 0 {
+			check(fmt.Sprintf("after %d entries", i+1))
+		}
+	}
+	check("at the end")
+	if doublings < want || ix.fragBits != maxFrag-uint(doublings) {
+		t.Fatalf("%d doublings, fragments of %d bits", doublings, ix.fragBits)
+	}
+	t.Logf("seed %d: %d doublings, k %d, load %.2f", seed, doublings, ix.k, float64(ix.count)/float64(uint64(1)<<ix.k*bucketSlots))
+}
+
+// TestIndexFillsToItsLimit: inserts find room up to the load at which
+// the table doubles, at sizes of one chunk and of many.
+func TestIndexFillsToItsLimit(t *testing.T) {
+	r := testseed.New(testseed.Seed(t))
+	for _, k := range []uint{minBuckets, chunkShift + 2} {
+		ix := newIndex(k)
+		for i := range ix.limit {
+			if !ix.insert(r.Uint64(), i+1) {
+				t.Fatalf("k %d: no room at %d of %d entries", k, i, ix.limit)
+			}
+		}
+		if ix.insert(r.Uint64(), 1) {
+			t.Fatalf("k %d: an insert past the limit", k)
+		}
+	}
+}
+
+// TestIndexAbsentHashesRarelyMatch: a hash never inserted has a
+// candidate about 8 × load × 2^−fragBits of the time (the slots of its
+// two buckets whose which fits: 8 on average); that is how often a new
+// key reads the log. Checked at 5σ over 10^6 lookups, with whole
+// fragments and with the shortest.
+func TestIndexAbsentHashesRarelyMatch(t *testing.T) {
+	r := testseed.New(testseed.Seed(t))
+	for _, frag := range []uint{maxFrag, minFrag} {
+		ix := newIndex(14)
+		ix.fragBits = frag
+		for i := range ix.limit {
+			ix.insert(r.Uint64(), i+1)
+		}
+		n := 1_000_000
+		if testing.Short() {
+			n = 200_000
+		}
+		hits := 0
+		var locs []uint64
+		for range n {
+			hits += len(ix.candidates(r.Uint64(), locs[:0]))
+		}
+		load := float64(ix.count) / float64(uint64(1)<<ix.k*bucketSlots)
+		mean := float64(n) * 8 * load / float64(uint64(1)<<frag)
+		if float64(hits) > mean+5*math.Sqrt(mean)+1 {
+			t.Fatalf("fragments of %d bits, load %.2f: %d candidates for %d absent hashes, expected %.1f", frag, load, hits, n, mean)
+		}
+		t.Logf("fragments of %d bits, load %.2f: %d candidates for %d absent hashes (expected %.1f)", frag, load, hits, n, mean)
+	}
+}
+
+func newTestScratch(t *testing.T) *scratch {
+	t.Helper()
+	s, err := newScratch(t.TempDir(), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.stop() })
+	return s
+}
+
+// TestScratchTellsKeysOfOneHashApart: keys with the same hash (given
+// here, as no XXH3 collision is at hand) and keys that differ in one
+// byte, in their length, or past the first read of the log, are told
+// apart: none is taken for another, in the log's buffer or in its file.
+func TestScratchTellsKeysOfOneHashApart(t *testing.T) {
+	s := newTestScratch(t)
+	long := strings.Repeat("x", readChunk+100)
+	keys := [][]byte{[]byte("a"), []byte("b"), []byte(""), []byte("a\x00"), []byte(long), []byte(long + "y"),
+		[]byte(long[:len(long)-1] + "z"), []byte(strings.Repeat("x", logBuffer+10))}
+	for round, where := range []string{"buffer", "file"} {
+		for i, k := range keys {
+			const h = 0x0123456789abcdef // one hash for all
+			seen, err := s.seen(k, h)
+			if err != nil || seen != (round == 1) {
+				t.Fatalf("%s: key %d (%d bytes): seen %v, %v", where, i, len(k), seen, err)
+			}
+			if round == 0 {
+				if err := s.add(k, h); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		if err := s.flush(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if s.reads == 0 {
+		t.Fatal("no key was read from the file")
+	}
+}
+
+// TestScratchRebuild: an index rebuilt from the log finds every key, long
+// ones too, whether in the file or the buffer, and no other; the log's
+// keys are the ones added.
+func TestScratchRebuild(t *testing.T) {
+	s := newTestScratch(t)
+	added := make([]bool, 1)
+	key := func(i int) []byte {
+		if i%1000 == 7 {
+			return []byte(fmt.Sprintf("%d%s", i, strings.Repeat("-", readChunk+i)))
+		}
+		return []byte(fmt.Sprintf("key %d", i))
+	}
+	for i := range 20_000 {
+		if _, err := s.AddUniqueBatch([][]byte{key(i)}, added); err != nil || !added[0] {
+			t.Fatalf("key %d: added %v, %v", i, added[0], err)
+		}
+	}
+	before := s.ix.k
+	if err := s.rebuild(); err != nil {
+		t.Fatal(err)
+	}
+	if s.ix.fragBits != maxFrag || s.ix.k < before {
+		t.Fatalf("rebuilt with fragments of %d bits, k %d (was %d)", s.ix.fragBits, s.ix.k, before)
+	}
+	for i := range 21_000 {
+		k := key(i)
+		seen, err := s.seen(k, hash.Sum64(k, s.seed))
+		if err != nil || seen != (i < 20_000) {
+			t.Fatalf("key %d: seen %v, %v", i, seen, err)
+		}
+	}
+}
+
+// TestScratchStopRemovesTheLog: after stop, the log's file is gone and
+// the set refuses blocks with ErrStopped.
+func TestScratchStopRemovesTheLog(t *testing.T) {
+	dir := t.TempDir()
+	s, err := newScratch(dir, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.AddUniqueBatch([][]byte{[]byte("a")}, make([]bool, 1))
+	if err := s.stop(); err != nil {
+		t.Fatal(err)
+	}
+	if names, _ := os.ReadDir(dir); len(names) != 0 {
+		t.Fatalf("left %v", names)
+	}
+	if _, err := s.AddUniqueBatch([][]byte{[]byte("b")}, make([]bool, 1)); err != ErrStopped {
+		t.Fatalf("after stop: %v", err)
+	}
+	if err := s.stop(); err != nil {
+		t.Fatalf("a second stop: %v", err)
+	}
+}
+
+// TestScratchReadsTheLogRarely: new keys hardly ever read the log's
+// file (about 8 × load × 2^−23 of them).
+func TestScratchReadsTheLogRarely(t *testing.T) {
+	s := newTestScratch(t)
+	added := make([]bool, 1)
+	n := 300_000
+	if testing.Short() {
+		n = 100_000
+	}
+	for i := range n {
+		k := []byte(fmt.Sprintf("distinct line number %d, long enough to fill the log", i))
+		s.AddUniqueBatch([][]byte{k}, added)
+	}
+	if s.reads > 30 {
+		t.Fatalf("%d reads of the log for %d new keys", s.reads, n)
+	}
+}
+
+// TestScratchHotKeysSpareReads: a short key added or confirmed last is
+// confirmed again without reading the file; a key of the same hash that
+// differs is still read and told apart, and a long key is always read.
+func TestScratchHotKeysSpareReads(t *testing.T) {
+	s := newTestScratch(t)
+	long := []byte(strings.Repeat("z", hotKeyMax+1))
+	const h = 42
+	for _, k := range [][]byte{[]byte("hot"), long} {
+		if err := s.add(k, h); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.flush()
+	for i, c := range []struct {
+		key   []byte
+		seen  bool
+		reads uint64
+	}{
+		{long, true, 2},           // too long to keep: both records read
+		{[]byte("hot"), true, 0},  // kept
+		{[]byte("hot"), true, 0},  // still kept
+		{[]byte("hoT"), false, 2}, // the same hash, another key: both records read
+		{[]byte("hot"), true, 0},  // kept
+	} {
+		before := s.reads
+		seen, err := s.seen(c.key, h)
+		if err != nil || seen != c.seen || s.reads-before != c.reads {
+			t.Fatalf("step %d (%q): seen %v, %v, %d reads; want %v, %d reads", i, c.key, seen, err, s.reads-before, c.seen, c.reads)
+		}
+	}
+}

@@ -1,0 +1,179 @@
+package redisfilter
+
+import (
+	"context"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// shards is what a cuckoo filter and a window kept in Redis share: a
+// handle on the shards of one named filter (a table string and a hash
+// each, in one hash slot), its metadata, and how calls reach the shards:
+// the Functions library, the request ids and retry rule of writes
+// (retry.go), Durable's WAIT. [Filter] and [Window] embed it.
+type shards struct {
+	rdb      redis.UniversalClient
+	name     string
+	prefix   string // the kind's key prefix (keys.go)
+	m        meta
+	g        geometry
+	tables   []string // shard s's table key
+	counters []string // shard s's hash key
+	records  []string // the prefix of shard s's record keys (see recordKey)
+	retry    retryPolicy
+	ids      *idSource // shared by a handle and its Durable twin
+
+	// Durable: replicas to wait for after each write, and how long.
+	wait        int
+	waitTimeout time.Duration
+}
+
+func newShards(rdb redis.UniversalClient, prefix, name string, m meta, retry retryPolicy) shards {
+	h := shards{rdb: rdb, name: name, prefix: prefix, m: m, g: newGeometry(&m), retry: retry, ids: newIDSource()}
+	for s := range m.shards {
+		h.tables = append(h.tables, shardKey(prefix, "t", name, s, m.shards))
+		h.counters = append(h.counters, shardKey(prefix, "c", name, s, m.shards))
+		h.records = append(h.records, recordPrefix(prefix, name, s, m.shards))
+	}
+	return h
+}
+
+// keys returns the Redis keys of the filter: its metadata, then each
+// shard's table and hash.
+func (h *shards) keys() []string {
+	k := []string{metaKey(h.prefix, h.name)}
+	for s := range h.tables {
+		k = append(k, h.tables[s], h.counters[s])
+	}
+	return k
+}
+
+// fcall returns an FCALL of fn on shard s's two keys with args (after the
+// keys), routed by its first key.
+func (h *shards) fcall(ctx context.Context, fn string, s int, args []any) *redis.Cmd {
+	a := make([]any, 0, 5+len(args))
+	a = append(a, "fcall", fn, 2, h.tables[s], h.counters[s])
+	a = append(a, args...)
+	cmd := redis.NewCmd(ctx, a...)
+	cmd.SetFirstKeyPos(3)
+	return cmd
+}
+
+// writeCmd returns a call of write function fn on shard s with a new
+// request id: its keys are the shard's two and the call's record, its
+// arguments the table's (header), the retry window, then args.
+func (h *shards) writeCmd(ctx context.Context, fn string, s int, args []any) *redis.Cmd {
+	a := make([]any, 0, 12+len(args))
+	a = append(a, "fcall", fn, 3, h.tables[s], h.counters[s], h.recordKey(s))
+	a = append(a, h.m.id, h.g.b, h.g.slotBits, h.g.perShard, h.m.kicks, h.retry.window.Milliseconds())
+	a = append(a, args...)
+	cmd := redis.NewCmd(ctx, a...)
+	cmd.SetFirstKeyPos(3)
+	return cmd
+}
+
+// recordKey returns the key of a new write call's remembered reply in
+// shard s: the shard's record prefix, a new request id and the name.
+func (h *shards) recordKey(s int) string {
+	return h.records[s] + h.ids.next() + ":" + h.name
+}
+
+// header returns the arguments every table function takes first: the
+// instance id, the bucket size, the slot width, the shard's buckets and
+// max kicks.
+func (h *shards) header(extra int) []any {
+	a := make([]any, 0, 5+extra)
+	return append(a, h.m.id, h.g.b, h.g.slotBits, h.g.perShard, h.m.kicks)
+}
+
+// sender returns run bound to ctx, for settle.
+func (h *shards) sender(ctx context.Context) func([]redis.Cmder) error {
+	return func(cmds []redis.Cmder) error { return h.run(ctx, cmds) }
+}
+
+// run sends cmds in one pipeline (one per node of a cluster), loading
+// the functions and resending the commands a node refused for want of
+// them. It returns the first transport error; errors replied by Redis are
+// left in their commands.
+func (h *shards) run(ctx context.Context, cmds []redis.Cmder) error {
+	for attempt := 0; ; attempt++ {
+		if err := h.send(ctx, cmds); err != nil {
+			return err
+		}
+		var missing []redis.Cmder
+		for _, c := range cmds {
+			if err := c.Err(); err != nil && strings.Contains(err.Error(), "Function not found") {
+				missing = append(missing, c)
+			}
+		}
+		if len(missing) == 0 || attempt == 1 {
+			return nil
+		}
+		// A node the library never reached: a master added to the
+		// cluster, or a server restarted without its data.
+		if err := ensureFunctions(ctx, h.rdb); err != nil {
+			return err
+		}
+		for _, c := range missing {
+			c.SetErr(nil)
+		}
+		cmds = missing
+	}
+}
+
+// send sends cmds in one pipeline. With Durable, writes go to the
+// shards' masters with a WAIT after them (see durable.go).
+func (h *shards) send(ctx context.Context, cmds []redis.Cmder) error {
+	if h.wait > 0 && isWrite(cmds) {
+		return h.sendDurable(ctx, cmds)
+	}
+	return pipeline(ctx, h.rdb, cmds)
+}
+
+// shardBatch is the most shards one pipeline of eachShard addresses.
+const shardBatch = 1024
+
+// eachShard sends one command per shard, made by mk, in pipelines of
+// shardBatch, and gives each reply to check.
+func (h *shards) eachShard(ctx context.Context, mk func(s int) redis.Cmder, check func(s int, c redis.Cmder) error) error {
+	for lo := 0; lo < h.m.shards; lo += shardBatch {
+		hi := min(lo+shardBatch, h.m.shards)
+		cmds := make([]redis.Cmder, 0, hi-lo)
+		for s := lo; s < hi; s++ {
+			cmds = append(cmds, mk(s))
+		}
+		if err := h.run(ctx, cmds); err != nil {
+			return err
+		}
+		for s := lo; s < hi; s++ {
+			if err := check(s, cmds[s-lo]); err != nil {
+				return replyErr(err)
+			}
+		}
+	}
+	return nil
+}
+
+// drop deletes the filter: its metadata first (so New and Open no longer
+// find it), then its shards.
+func (h *shards) drop(ctx context.Context) error {
+	if err := h.rdb.Del(ctx, metaKey(h.prefix, h.name)).Err(); err != nil {
+		return err
+	}
+	return h.eachShard(ctx, func(s int) redis.Cmder {
+		return redis.NewIntCmd(ctx, "del", h.tables[s], h.counters[s])
+	}, func(s int, c redis.Cmder) error { return c.Err() })
+}
+
+// group locates keys and returns their places and their indexes ordered
+// by shard, keys of a shard in input order.
+func (h *shards) group(keys [][]byte) ([]located, []int32) {
+	loc := make([]located, len(keys))
+	for i, k := range keys {
+		l := &loc[i]
+		l.shard, l.i1, l.i2, l.fp, l.h = h.g.locateHash(k)
+	}
+	return loc, orderByShard(loc, h.m.shards)
+}

@@ -1,0 +1,206 @@
+package redisfilter
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"math"
+	"strconv"
+
+	"github.com/dedupkit/cuckoo"
+	"github.com/dedupkit/cuckoo/internal/codec"
+	"github.com/redis/go-redis/v9"
+)
+
+// A window of one segment is the library Window's table, epoch and sweep
+// cursor, so a window file (docs/format.md, kind 3) converts to a shard
+// and back without touching a slot. The layout of the file's header:
+const (
+	whdrKind      = 6  // 3 = Window
+	whdrSlots     = 8  // b
+	whdrBits      = 9  // f
+	whdrStampBits = 12 // 4
+	whdrEpochs    = 13 // 14
+	whdrKicks     = 16 // uint32
+	whdrSeed      = 24
+	whdrPerWindow = 32
+	whdrWindow    = 40 // ns
+	whdrEpoch     = 48 // int64: the epoch of the latest write
+	whdrCursor    = 56
+	whdrBuckets   = 64
+	whdrWords     = 72
+	whdrSize      = 80
+	kindWindow    = 3
+)
+
+// PushWindow uploads a library window into Redis as the window filter
+// called name, with the same parameters, seed, table, epoch and sweep
+// cursor: every lookup and later write gives the same answer there as in
+// src would at the same times (by the clock of the segment's server from
+// then on). The window is one segment (the library's Window has one
+// table), whose whole load one master serves; its window must be at
+// least [MinWindow].
+//
+// If a window of that name exists, PushWindow returns an error wrapping
+// [ErrExists], unless replace is set: then it drops it first. While the
+// upload runs, NewWindow and OpenWindow of the name return [ErrBusy]. It
+// takes the handle's options only ([WithRetryWindow], [WithRetryHorizon]).
+func PushWindow(ctx context.Context, rdb redis.UniversalClient, name string, src *cuckoo.Window, replace bool, opts ...Option) (*Window, error) {
+	retry, err := handleOptions(opts)
+	if err != nil {
+		return nil, err
+	}
+	enc, err := src.MarshalBinary()
+	if err != nil {
+		return nil, err
+	}
+	le := binary.LittleEndian
+	if string(enc[:4]) != "CKOO" || le.Uint16(enc[4:]) != 1 || enc[whdrKind] != kindWindow || enc[7] != 0 || enc[10] != 1 ||
+		enc[whdrStampBits] != cuckoo.WindowStampBits || enc[whdrEpochs] != cuckoo.WindowEpochs {
+		return nil, fmt.Errorf("%w: a window encoding of a layout PushWindow does not know (%x)", ErrUnsupported, enc[:16])
+	}
+	window := int64(le.Uint64(enc[whdrWindow:]))
+	if window < int64(MinWindow) {
+		return nil, fmt.Errorf("%w: a window of %v; Redis windows are at least %v", ErrUnsupported, src.Window(), MinWindow)
+	}
+	m := meta{
+		kind: "window", b: int(enc[whdrSlots]), f: int(enc[whdrBits]), buckets: le.Uint64(enc[whdrBuckets:]), shards: 1,
+		seed: le.Uint64(enc[whdrSeed:]), kicks: int(le.Uint32(enc[whdrKicks:])), capacity: le.Uint64(enc[whdrPerWindow:]),
+		window: window, id: newID(), state: statePushing,
+	}
+	words := le.Uint64(enc[whdrWords:])
+	if sb := 8*words + trailerBytes; sb > maxShardBytes {
+		return nil, fmt.Errorf("%w: a window of %d bytes, above Redis's 512 MiB strings", ErrUnsupported, sb)
+	}
+	if err := ensureFunctions(ctx, rdb); err != nil {
+		return nil, err
+	}
+	if err := claimName(ctx, rdb, windowPrefix, name, m.encode(), replace); err != nil {
+		return nil, err
+	}
+	w := newWindow(rdb, name, m, retry)
+	epoch := int64(le.Uint64(enc[whdrEpoch:]))
+	table := enc[whdrSize : whdrSize+8*words]
+	args := []any{w.m.id, string(table) + w.trailer(epoch), le.Uint64(enc[whdrCursor:])}
+	// The first nanosecond of the next epoch; none (-1) when it is before
+	// 1970, as every time the server reads is past it.
+	eh, el := int64(-1), int64(0)
+	if next := (epoch + 1) * w.gran; epoch+1 > 0 && next > 0 {
+		eh, el = next>>32, next&math.MaxUint32
+	}
+	args = append(args, eh, el)
+	for _, n := range w.stampCounts(table) {
+		args = append(args, n)
+	}
+	if err := w.eachShard(ctx, func(s int) redis.Cmder { return w.fcall(ctx, fnWSet, s, args) },
+		func(s int, c redis.Cmder) error { return c.Err() }); err != nil {
+		return nil, err
+	}
+	w.m.state = stateReady
+	if err := rdb.SetArgs(ctx, metaKey(windowPrefix, name), w.m.encode(), redis.SetArgs{Mode: "XX"}).Err(); err != nil {
+		return nil, err
+	}
+	return w, nil
+}
+
+// stampCounts returns the non-empty slots of each stamp in a shard's
+// table.
+func (w *Window) stampCounts(table []byte) [1 << cuckoo.WindowStampBits]uint64 {
+	var n [1 << cuckoo.WindowStampBits]uint64
+	g := &w.g
+	for i := range g.perShard {
+		lo, c, sh := g.span(i)
+		for j := range g.b {
+			if v := g.slot(table[lo:lo+c], sh, j); v != 0 {
+				n[v&(1<<cuckoo.WindowStampBits-1)]++
+			}
+		}
+	}
+	return n
+}
+
+// claimName sets the metadata key of filter name of a kind (its prefix)
+// to value unless a filter of that name exists: then it returns an error
+// wrapping ErrExists, or with replace drops that filter first.
+func claimName(ctx context.Context, rdb redis.UniversalClient, prefix, name, value string, replace bool) error {
+	key := metaKey(prefix, name)
+	for {
+		old, err := claimMeta(ctx, rdb, key, value)
+		if err != nil {
+			return err
+		}
+		if old == "" {
+			return nil
+		}
+		if !replace {
+			return fmt.Errorf("%w: %q", ErrExists, name)
+		}
+		if err := dropAny(ctx, rdb, prefix, name, old); err != nil {
+			return err
+		}
+	}
+}
+
+// Snapshot returns a library window holding the window's state: the same
+// parameters, seed, table, epoch and sweep cursor, so it answers every
+// lookup as the Redis window does at the same time, and its encoding
+// (MarshalBinary) is the window file of the shard (a window pushed and
+// snapshot back is the window pushed, byte for byte). The segment is read
+// atomically (one read-only function call), and checked by the library's
+// decoder: a shard whose contents break a window invariant gives an error
+// wrapping [ErrCorrupt]. The library's Window has one table, so only a
+// window of one segment ([WithSegments](1)) can be snapshot; others give
+// an error wrapping [ErrUnsupported]. The returned Window reads the
+// default clock (the local wall clock), and [cuckoo.WithClock] cannot be
+// set on it afterwards: decode its encoding into a Window of your own
+// clock if need be.
+func (w *Window) Snapshot(ctx context.Context) (*cuckoo.Window, error) {
+	if w.m.shards != 1 {
+		return nil, fmt.Errorf("%w: window %q has %d segments; the library's Window has one table (make a window to snapshot with WithSegments(1))", ErrUnsupported, w.name, w.m.shards)
+	}
+	g := &w.g
+	cmd := redis.NewSliceCmd(ctx, "fcall_ro", fnDump, 2, w.tables[0], w.counters[0], w.m.id)
+	cmd.SetFirstKeyPos(3)
+	if err := w.run(ctx, []redis.Cmder{cmd}); err != nil {
+		return nil, err
+	}
+	v, err := cmd.Result()
+	if err != nil {
+		return nil, replyErr(err)
+	}
+	str, ok := v[0].(string)
+	fields, ok2 := v[1].([]any)
+	if !ok || !ok2 || uint64(len(str)) != g.strLen {
+		return nil, fmt.Errorf("%w: segment 0 of %q: a string of %d bytes (want %d)", ErrCorrupt, w.name, len(str), g.strLen)
+	}
+	var cursor uint64
+	for k := 0; k+1 < len(fields); k += 2 {
+		if name, _ := fields[k].(string); name == "c" {
+			val, _ := fields[k+1].(string)
+			if cursor, err = strconv.ParseUint(val, 10, 64); err != nil {
+				return nil, fmt.Errorf("%w: segment 0 of %q: cursor %q", ErrCorrupt, w.name, val)
+			}
+		}
+	}
+	le := binary.LittleEndian
+	enc := make([]byte, whdrSize, whdrSize+len(str)+4)
+	copy(enc, "CKOO")
+	le.PutUint16(enc[4:], 1)
+	enc[whdrKind], enc[whdrSlots], enc[whdrBits], enc[10] = kindWindow, byte(g.b), byte(g.f), 1
+	enc[whdrStampBits], enc[whdrEpochs] = cuckoo.WindowStampBits, cuckoo.WindowEpochs
+	le.PutUint32(enc[whdrKicks:], uint32(w.m.kicks))
+	le.PutUint64(enc[whdrSeed:], w.m.seed)
+	le.PutUint64(enc[whdrPerWindow:], w.m.capacity)
+	le.PutUint64(enc[whdrWindow:], uint64(w.m.window))
+	le.PutUint64(enc[whdrEpoch:], binary.BigEndian.Uint64([]byte(str[g.shardBytes:])))
+	le.PutUint64(enc[whdrCursor:], cursor)
+	le.PutUint64(enc[whdrBuckets:], w.m.buckets)
+	le.PutUint64(enc[whdrWords:], g.shardBytes/8)
+	enc = append(enc, str[:g.shardBytes]...)
+	enc = le.AppendUint32(enc, codec.Checksum(enc))
+	var out cuckoo.Window
+	if err := out.UnmarshalBinary(enc); err != nil {
+		return nil, fmt.Errorf("%w: %q does not decode as a window: %w", ErrCorrupt, w.name, err)
+	}
+	return &out, nil
+}
