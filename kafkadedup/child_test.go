@@ -2,13 +2,16 @@ package kafkadedup
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"os/signal"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -49,7 +52,12 @@ const (
 func (s childSpec) options(logf func(string, ...any)) []Option {
 	client := []kgo.Opt{kgo.SeedBrokers(s.Addr)}
 	if s.SessionTimeout > 0 {
-		client = append(client, kgo.SessionTimeout(s.SessionTimeout), kgo.HeartbeatInterval(s.SessionTimeout/5))
+		// A rebalance waits for the members to join again up to the
+		// rebalance timeout (Kafka's default, 60 s): a zombie resumed
+		// (or a member killed) in the middle of one would hold up the
+		// others that long.
+		client = append(client, kgo.SessionTimeout(s.SessionTimeout), kgo.HeartbeatInterval(s.SessionTimeout/5),
+			kgo.RebalanceTimeout(3*s.SessionTimeout))
 	}
 	if s.TxnTimeout > 0 {
 		client = append(client, kgo.TransactionTimeout(s.TxnTimeout))
@@ -107,11 +115,31 @@ func childMain() bool {
 
 // child is a running child process.
 type child struct {
-	t     testing.TB
-	txns  int // transactions announced so far
-	cmd   *exec.Cmd
-	done  chan error
-	lines chan string // what it prints on standard output
+	t      testing.TB
+	txns   int // transactions announced so far
+	cmd    *exec.Cmd
+	done   chan error
+	lines  chan string   // what it prints on standard output
+	stderr *lockedBuffer // what it prints on standard error (logged too)
+}
+
+// lockedBuffer is a bytes.Buffer that a child's output may be written to
+// while the test reads it.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
 
 // startChild starts a child running spec; it is killed when the test
@@ -121,7 +149,8 @@ func startChild(t testing.TB, s childSpec) *child {
 	spec, _ := json.Marshal(s)
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), envChild+"="+string(spec))
-	cmd.Stderr = os.Stderr
+	stderr := new(lockedBuffer)
+	cmd.Stderr = io.MultiWriter(kafkatest.LogWriter(t, ""), stderr)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -129,7 +158,7 @@ func startChild(t testing.TB, s childSpec) *child {
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("starting a child: %v", err)
 	}
-	c := &child{t: t, cmd: cmd, done: make(chan error, 1), lines: make(chan string, 1024)}
+	c := &child{t: t, cmd: cmd, done: make(chan error, 1), lines: make(chan string, 1024), stderr: stderr}
 	go func() {
 		sc := bufio.NewScanner(out)
 		for sc.Scan() {

@@ -1,6 +1,7 @@
 package kafkadedup
 
 import (
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -175,6 +176,44 @@ func TestBrokerRestart(t *testing.T) {
 	a.signal(syscall.SIGTERM)
 	if err := a.wait(); err != nil {
 		t.Fatalf("the processor after the broker's restart: %v", err)
+	}
+	finish(t, broker, spec, c, recs)
+}
+
+// Two processors given one instance ID (a mistake: an instance ID names
+// one running processor): the second fences the first. It takes the
+// first's transactional ID, so the broker bumps the ID's epoch and aborts
+// the first's open transaction, whose end is then refused; and its static
+// membership takes the first's place in the group. The first stops with
+// an error that says it was fenced, its transaction's records never show,
+// and the second goes on from the committed offsets: the output stays
+// exact.
+func TestSameInstanceIDFencesTheFirstProcessor(t *testing.T) {
+	t.Parallel()
+	broker, spec, c := crashSetup(t, 4)
+	rng := testseed.Rand(t)
+	recs := genInput(rng, 2000, 4, 500, time.Minute)
+	produceInput(t, broker.Addr, "in", recs[:1000])
+	first := spec
+	first.InTxn, first.Announce = 500*time.Millisecond, true
+	a := startChild(t, first)
+	a.waitLine(inTxnLine)
+	spec.InTxn, spec.Announce = time.Millisecond, true // the same Instance
+	b := startChild(t, spec)
+	b.waitLine(startedLine)
+	err := a.wait()
+	if err == nil {
+		t.Fatal("the first processor exited 0: it was not fenced")
+	}
+	stderr := a.stderr.String()
+	if !strings.Contains(stderr, "fenced") && !strings.Contains(stderr, "FENCED") {
+		t.Fatalf("the first processor exited with %v, without saying it was fenced:\n%s", err, stderr)
+	}
+	b.waitLine(inTxnLine)
+	produceInput(t, broker.Addr, "in", recs[1000:])
+	b.signal(syscall.SIGTERM)
+	if err := b.wait(); err != nil {
+		t.Fatalf("the second processor after SIGTERM: %v", err)
 	}
 	finish(t, broker, spec, c, recs)
 }

@@ -121,7 +121,7 @@ func filterKept(t testing.TB, c *config, recs []inRec) map[string]bool {
 			}
 			filters[r.part] = f
 		}
-		keep, err := f.judge([]byte(r.key), r.ts)
+		keep, err := judgeOne(f, []byte(r.key), r.ts)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -130,6 +130,22 @@ func filterKept(t testing.TB, c *config, recs []inRec) map[string]bool {
 		}
 	}
 	return kept
+}
+
+// judgeOne is the rule for one record, one filter call a key: the model
+// the Processor's batches must match. It records key as seen at time t and
+// reports whether the record is kept.
+func judgeOne(s *seen, key []byte, t time.Time) (keep bool, err error) {
+	switch {
+	case s.window != nil:
+		*s.now = t
+		seen, err := s.window.Touch(key)
+		return !seen, err
+	case s.fixed != nil:
+		return s.fixed.AddUnique(key)
+	default:
+		return s.growing.AddUnique(key)
+	}
 }
 
 // checkOutput checks the output records against the input: each is an

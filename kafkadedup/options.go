@@ -17,6 +17,7 @@ type config struct {
 	instance   string
 
 	window   time.Duration // 0: no window, dedup forever
+	epoch    int64         // the window's epoch in ns, as a cuckoo.Window of it counts them
 	capacity uint64        // keys a window per partition; without a window, a fixed filter's capacity (0: growing)
 	fpr      float64
 	seed     uint64
@@ -28,6 +29,7 @@ type config struct {
 
 	snapshotEvery    int64
 	snapshotInterval time.Duration
+	fetchBytes       int32
 	idle             time.Duration // 0: run until the context ends
 	timeout          time.Duration // bound on reaching the cluster and on each step that waits for it
 	logf             func(format string, args ...any)
@@ -35,6 +37,9 @@ type config struct {
 	// testHookInTxn, set by the tests only, runs inside each transaction
 	// after its records were produced and before it ends.
 	testHookInTxn func()
+	// testHookJudged, set by the tests only, sees each batch judged (or
+	// replayed): its records, and whether each is kept.
+	testHookJudged func(recs []*kgo.Record, keep []bool)
 }
 
 // Defaults.
@@ -65,7 +70,16 @@ const (
 	// for: how long the group waits for a silent member before moving its
 	// partitions.
 	DefaultSessionTimeout = 10 * time.Second
+	// DefaultFetchBytes is the most bytes of input a Processor fetches at
+	// once when WithFetchBytes is not given.
+	DefaultFetchBytes = 1 << 20
 )
+
+// minPartitionFetchBytes is the least a Processor asks of one partition in
+// a fetch: a share of the fetch bytes smaller than a producer's batch would
+// leave partitions out of fetches (a broker sends a batch larger than a
+// partition's share only as a fetch's first).
+const minPartitionFetchBytes = 64 << 10
 
 // WithClient passes options to the franz-go clients the Processor makes:
 // the seed brokers (kgo.SeedBrokers, required), TLS (kgo.DialTLSConfig),
@@ -75,7 +89,8 @@ const (
 // fetches, stable offset fetches, control records kept (so that committed
 // offsets pass transaction markers), its own rebalance callbacks, and the
 // partitioner (Kafka's default for the output, the chosen partition for
-// the state topic). kgo.TransactionTimeout (default
+// the state topic), and the fetch sizes (see WithFetchBytes).
+// kgo.TransactionTimeout (default
 // DefaultTransactionTimeout), kgo.SessionTimeout (DefaultSessionTimeout)
 // and kgo.ConsumeResetOffset (the earliest offset) may be overridden here.
 func WithClient(opts ...kgo.Opt) Option {
@@ -214,6 +229,27 @@ func WithSnapshotEvery(records int64, interval time.Duration) Option {
 			return fmt.Errorf("%w: snapshot every %d records or %v", ErrInvalidParameter, records, interval)
 		}
 		c.snapshotEvery, c.snapshotInterval = records, interval
+		return nil
+	}
+}
+
+// WithFetchBytes bounds the input a Processor fetches at once, in bytes
+// as the records are stored (compressed, if they are), and so its memory
+// beyond the filters: each poll's records are one transaction's, and
+// franz-go holds them decoded, several times their stored size when they
+// are small or compress well, while it fetches the next poll's. The bound
+// is kgo.FetchMaxBytes of every fetch, and it is split evenly among the
+// partitions the Processor owns (kgo.FetchMaxPartitionBytes, each at
+// least 64 KiB), so that the fetches of all brokers together stay within
+// it too. Larger fetches make fewer, larger transactions. The default is
+// DefaultFetchBytes; n must be between 1 KiB and 64 MiB. A broker sends a
+// record batch larger than the bound whole.
+func WithFetchBytes(n int) Option {
+	return func(c *config) error {
+		if n < 1<<10 || n > 64<<20 {
+			return fmt.Errorf("%w: fetch bytes %d outside [1 KiB, 64 MiB]", ErrInvalidParameter, n)
+		}
+		c.fetchBytes = int32(n)
 		return nil
 	}
 }

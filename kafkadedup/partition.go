@@ -77,21 +77,26 @@ func readSeen(c *config, r io.Reader) (*seen, error) {
 	return s, nil
 }
 
-// judge records key as seen at time t (read only by a window), and
-// reports whether the record is kept: its key was not seen within the
-// window before it (or ever, without a window).
-func (s *seen) judge(key []byte, t time.Time) (keep bool, err error) {
+// judgeBatch records keys as seen, in order, at time t (read only by a
+// window), and sets keep[i] to whether keys[i] is kept: it was not seen
+// within the window before (or ever, without a window), by an earlier key
+// of the batch either. It returns how many keys it judged: len(keys), or
+// fewer with the error of a full filter, which did not take keys[judged].
+func (s *seen) judgeBatch(keys [][]byte, t time.Time, keep []bool) (judged int, err error) {
 	switch {
 	case s.window != nil:
 		// Time never goes back within a partition: the Window holds its
 		// time at the latest it has seen.
 		*s.now = t
-		seen, err := s.window.Touch(key)
-		return !seen, err
+		judged, err = s.window.TouchBatch(keys, keep)
+		for i := range keep[:judged] {
+			keep[i] = !keep[i]
+		}
+		return judged, err
 	case s.fixed != nil:
-		return s.fixed.AddUnique(key)
+		return s.fixed.AddUniqueBatch(keys, keep)
 	default:
-		return s.growing.AddUnique(key)
+		return s.growing.AddUniqueBatch(keys, keep)
 	}
 }
 
@@ -149,4 +154,7 @@ type partition struct {
 	// lso is the partition's last stable offset, as the latest fetch of
 	// it said: what it lags behind.
 	lso int64
+	// latest is the latest time of a record the filter has judged (with
+	// a window).
+	latest time.Time
 }

@@ -16,6 +16,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/dedupkit/cuckoo"
 )
 
 // Processor reads input topics with a consumer group and writes to an
@@ -44,16 +46,27 @@ type Processor struct {
 	// judged since it was assigned; only the loop touches it.
 	parts map[topicPartition]*partition
 
-	// revoked is what the group took away since the loop last looked;
-	// the callbacks that fill it run on the client's goroutines.
-	revoked struct {
+	// assignment is what the group gave and took away; the callbacks
+	// that keep it run on the client's goroutines.
+	assignment struct {
 		sync.Mutex
-		list []topicPartition
+		owned   map[topicPartition]struct{} // the partitions owned now
+		revoked []topicPartition            // taken away since the loop last looked
 	}
 
+	// batch is the records being judged together; only the loop touches
+	// it.
+	batch batch
+
+	// misplacedNoted holds the partitions whose first misplaced record
+	// (see Stats.Misplaced) has been noted; only the loop touches it.
+	misplacedNoted map[topicPartition]bool
+
 	// produceErr is the first error of a record produced in the open
-	// transaction.
+	// transaction; promise, the callback of every produced record, sets
+	// it.
 	produceErr atomic.Pointer[error]
+	promise    func(*kgo.Record, error)
 
 	mu    sync.Mutex // guards stats
 	stats Stats
@@ -79,19 +92,26 @@ type Stats struct {
 	// Misplaced counts records judged by their record key that are not in
 	// the partition Kafka's default partitioner gives that key: their
 	// duplicates may be in other partitions, where the rule does not look.
+	// The first of each partition is named in a note (WithLogf), once a
+	// run.
 	Misplaced uint64
 
-	Transactions  uint64 // committed
-	Aborted       uint64 // aborted, by a rebalance or a failure
-	Restores      uint64 // partitions whose state was restored
-	Replayed      uint64 // input records replayed by restores
-	Snapshots     uint64 // snapshots committed
-	SnapshotBytes uint64 // their bytes
+	Transactions  uint64        // committed
+	Aborted       uint64        // aborted, by a rebalance or a failure
+	Restores      uint64        // partitions whose state was restored
+	Replayed      uint64        // input records replayed by restores
+	RestoreTime   time.Duration // spent restoring: reading snapshots and replaying
+	ReplayTime    time.Duration // of which replaying
+	Snapshots     uint64        // snapshots committed
+	SnapshotBytes uint64        // their bytes
 
-	Partitions         int     // input partitions whose state is held now
-	Keys               uint64  // keys in their filters
-	FilterBytes        uint64  // the filters' memory
-	Lag                int64   // records behind the last stable offsets, over the partitions held
+	Partitions  int    // input partitions whose state is held now
+	Keys        uint64 // keys in their filters
+	FilterBytes uint64 // the filters' memory
+	// Lag is the records behind the last stable offsets, over the
+	// partitions held, as of the last committed transaction; 0 until a
+	// fetch has told them.
+	Lag                int64
 	ExpectedFalseDrops float64 // expected number of kept-worthy records dropped by a false positive
 }
 
@@ -113,6 +133,7 @@ func New(group string, from []string, to string, opts ...Option) (*Processor, er
 		fpr:              DefaultFalsePositiveRate,
 		snapshotEvery:    DefaultSnapshotEvery,
 		snapshotInterval: DefaultSnapshotInterval,
+		fetchBytes:       DefaultFetchBytes,
 		timeout:          DefaultTimeout,
 		stateTopic:       group + "-cuckoo-state",
 		logf:             func(string, ...any) {},
@@ -127,6 +148,9 @@ func New(group string, from []string, to string, opts ...Option) (*Processor, er
 	}
 	if c.window > 0 && c.capacity == 0 {
 		c.capacity = DefaultWindowCapacity
+	}
+	if c.window > 0 {
+		c.epoch = (int64(c.window) + cuckoo.WindowEpochs - 1) / cuckoo.WindowEpochs
 	}
 	if c.stateTopic == to || slices.Contains(from, c.stateTopic) {
 		return nil, fmt.Errorf("%w: the state topic %s is an input or the output", ErrInvalidParameter, c.stateTopic)
@@ -147,7 +171,13 @@ func New(group string, from []string, to string, opts ...Option) (*Processor, er
 		txnID += hex.EncodeToString(b[:])
 	}
 	p := &Processor{group: group, from: slices.Clone(from), to: to, cfg: c, txnID: txnID,
-		parts: map[topicPartition]*partition{}}
+		parts: map[topicPartition]*partition{}, misplacedNoted: map[topicPartition]bool{}}
+	p.assignment.owned = map[topicPartition]struct{}{}
+	p.promise = func(_ *kgo.Record, err error) {
+		if err != nil {
+			p.produceErr.CompareAndSwap(nil, &err)
+		}
+	}
 	return p, nil
 }
 
@@ -176,6 +206,9 @@ func (p *Processor) Run(ctx context.Context) error {
 	defer adminClient.Close()
 	p.adminClient, p.admin = adminClient, kadm.NewClient(adminClient)
 	if err := p.checkTopics(ctx); err != nil {
+		if ctx.Err() != nil {
+			return nil // stopped before the first transaction
+		}
 		return err
 	}
 	p.sess, err = kgo.NewGroupTransactSession(p.sessionOpts()...)
@@ -196,6 +229,12 @@ func (p *Processor) sessionOpts() []kgo.Opt {
 		kgo.SessionTimeout(DefaultSessionTimeout),
 	}
 	opts = append(opts, p.cfg.client...)
+	// Until the group says which partitions are this member's, each
+	// partition's share of the fetch bytes is as if it owned them all.
+	inputs := 0
+	for _, n := range p.inputCounts {
+		inputs += n
+	}
 	opts = append(opts,
 		kgo.ConsumerGroup(p.group),
 		kgo.ConsumeTopics(p.from...),
@@ -203,7 +242,10 @@ func (p *Processor) sessionOpts() []kgo.Opt {
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
 		kgo.RequireStableFetchOffsets(),
 		kgo.KeepControlRecords(),
+		kgo.FetchMaxBytes(p.cfg.fetchBytes),
+		kgo.FetchMaxPartitionBytes(partitionFetchBytes(p.cfg.fetchBytes, inputs)),
 		kgo.RecordPartitioner(routePartitioner{state: p.cfg.stateTopic, def: kgo.UniformBytesPartitioner(64<<10, true, true, nil)}),
+		kgo.OnPartitionsAssigned(p.onAssigned),
 		kgo.OnPartitionsRevoked(p.onRevoked),
 		kgo.OnPartitionsLost(p.onRevoked),
 	)
@@ -229,25 +271,56 @@ func (r routePartitioner) ForTopic(t string) kgo.TopicPartitioner {
 	return r.def.ForTopic(t)
 }
 
-// onRevoked is the callback of revoked and lost partitions: the loop drops
-// their state before it judges another record.
-func (p *Processor) onRevoked(_ context.Context, _ *kgo.Client, revoked map[string][]int32) {
-	p.revoked.Lock()
-	defer p.revoked.Unlock()
-	for t, ps := range revoked {
+// partitionFetchBytes is one partition's share of the fetch bytes when
+// the Processor owns owned partitions: the shares of all the partitions,
+// whichever brokers lead them, add up to the fetch bytes, unless the
+// floor of a share (minPartitionFetchBytes) is above an even split.
+func partitionFetchBytes(fetch int32, owned int) int32 {
+	share := fetch / int32(min(max(owned, 1), 1<<20))
+	return min(fetch, max(share, minPartitionFetchBytes))
+}
+
+// onAssigned is the callback of assigned partitions.
+func (p *Processor) onAssigned(_ context.Context, cl *kgo.Client, assigned map[string][]int32) {
+	p.reassigned(cl, assigned, true)
+}
+
+// onRevoked is the callback of revoked and lost partitions.
+func (p *Processor) onRevoked(_ context.Context, cl *kgo.Client, revoked map[string][]int32) {
+	p.reassigned(cl, revoked, false)
+}
+
+// reassigned notes the partitions the group gave (gained) or took away:
+// the loop drops the state of those taken away before it judges another
+// record, and each partition owned has a share of the fetch bytes that
+// follows their number.
+func (p *Processor) reassigned(cl *kgo.Client, changed map[string][]int32, gained bool) {
+	a := &p.assignment
+	a.Lock()
+	defer a.Unlock()
+	for t, ps := range changed {
 		for _, part := range ps {
-			p.revoked.list = append(p.revoked.list, topicPartition{t, part})
+			tp := topicPartition{t, part}
+			if gained {
+				a.owned[tp] = struct{}{}
+				continue
+			}
+			a.revoked = append(a.revoked, tp)
+			delete(a.owned, tp)
 		}
+	}
+	if len(a.owned) > 0 {
+		cl.UpdateFetchMaxBytes(p.cfg.fetchBytes, partitionFetchBytes(p.cfg.fetchBytes, len(a.owned)))
 	}
 }
 
 // dropRevoked forgets the state of the partitions revoked since the last
 // call: if one comes back, another member may have moved it on.
 func (p *Processor) dropRevoked() {
-	p.revoked.Lock()
-	revoked := p.revoked.list
-	p.revoked.list = nil
-	p.revoked.Unlock()
+	p.assignment.Lock()
+	revoked := p.assignment.revoked
+	p.assignment.revoked = nil
+	p.assignment.Unlock()
 	for _, tp := range revoked {
 		delete(p.parts, tp)
 	}
@@ -462,88 +535,6 @@ func (p *Processor) setPointers(req *kmsg.TxnOffsetCommitRequest) error {
 		}
 	}
 	return nil
-}
-
-// judgeAll judges a partition's records of the transaction, writing those
-// it keeps and snapshotting the filter whenever it has judged
-// snapshotEvery records since the last snapshot.
-func (p *Processor) judgeAll(ctx context.Context, st *partition, recs []*kgo.Record, n *txnCounts) error {
-	var kept uint64
-	for _, r := range recs {
-		if r.Attrs.IsControl() {
-			st.next = r.Offset + 1
-			continue
-		}
-		if st.sinceSnapshot >= p.cfg.snapshotEvery {
-			if err := p.snapshot(ctx, st, n); err != nil {
-				return err
-			}
-		}
-		keep, err := p.judge(st, r, n)
-		switch {
-		case errors.Is(err, ErrUnreadable) && p.cfg.passUnreadable:
-			n.unreadable++
-			kept++
-			keep = true
-		case err != nil:
-			return fmt.Errorf("%s offset %d: %w", topicPartition{st.topic, st.part}, r.Offset, err)
-		case keep:
-			kept++
-		default:
-			n.dropped++
-		}
-		st.next = r.Offset + 1
-		st.sinceSnapshot++
-		n.in++
-		if keep {
-			p.sess.Produce(ctx, &kgo.Record{Topic: p.to, Key: r.Key, Value: r.Value, Headers: r.Headers, Timestamp: r.Timestamp}, p.promise)
-		}
-	}
-	n.kept += kept
-	_, _, rate := st.seen.size()
-	n.falseDrops += float64(kept) * rate
-	return nil
-}
-
-// promise records the first error of a produced record.
-func (p *Processor) promise(_ *kgo.Record, err error) {
-	if err != nil {
-		p.produceErr.CompareAndSwap(nil, &err)
-	}
-}
-
-// judge reads a record's key (and time, for a window) and judges it.
-func (p *Processor) judge(st *partition, r *kgo.Record, n *txnCounts) (keep bool, err error) {
-	var key []byte
-	if p.cfg.key == nil {
-		if r.Key == nil {
-			return false, fmt.Errorf("%w: the record has no key (dedup by a field of the value instead)", ErrUnreadable)
-		}
-		key = r.Key
-		if n != nil && p.keyPlacement != nil {
-			if count := p.inputCounts[st.topic]; count > 0 && p.keyPlacement.Partition(r, count) != int(st.part) {
-				n.misplaced++
-				if n.misplaced == 1 {
-					p.cfg.logf("%s offset %d: the record is not in the partition Kafka's default partitioner gives its key: its duplicates may be in other partitions, which the rule does not look at (docs/kafka.md, Partitions)", topicPartition{st.topic, st.part}, r.Offset)
-				}
-			}
-		}
-	} else if key, err = p.cfg.key(r); err != nil {
-		return false, err
-	}
-	var t time.Time
-	if p.cfg.window > 0 {
-		if p.cfg.time == nil {
-			t = r.Timestamp
-		} else if t, err = p.cfg.time(r); err != nil {
-			return false, err
-		}
-	}
-	keep, err = st.seen.judge(key, t)
-	if err != nil {
-		return false, fmt.Errorf("the partition's filter: %w", err)
-	}
-	return keep, nil
 }
 
 // committed adds a committed transaction's counts to the Stats.

@@ -8,6 +8,8 @@ import (
 	"net"
 	"reflect"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -70,6 +72,18 @@ func newProcessor(t testing.TB, addr string, opts ...Option) *Processor {
 		t.Fatal(err)
 	}
 	return p
+}
+
+// A Processor stopped while it starts (a SIGTERM as it checks the
+// topics) returns nil, as one stopped between transactions does.
+func TestRunStoppedWhileStartingReturnsNil(t *testing.T) {
+	t.Parallel()
+	addr := setup(t, 1, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := newProcessor(t, addr).Run(ctx); err != nil {
+		t.Fatalf("Run with its context done = %v, want nil", err)
+	}
 }
 
 func TestNoWindowDedupsForever(t *testing.T) {
@@ -144,6 +158,43 @@ func TestOutputRecordsAreTheInputsAsRead(t *testing.T) {
 	}
 }
 
+// Records not where Kafka's default partitioner puts their key are all
+// counted in Stats.Misplaced, and noted once for each partition, however
+// many transactions they span.
+func TestMisplacedRecordsAreNotedOncePerPartition(t *testing.T) {
+	t.Parallel()
+	recs := genInput(testseed.Rand(t), 2000, 2, 400, time.Minute)
+	addr := setup(t, 2, recs)
+	var mu sync.Mutex
+	notes := map[string]int{}
+	noter := WithLogf(func(format string, args ...any) {
+		line := fmt.Sprintf(format, args...)
+		if part, _, ok := strings.Cut(line, " offset "); ok && strings.Contains(line, "default partitioner") {
+			mu.Lock()
+			notes[part]++
+			mu.Unlock()
+		}
+	})
+	p := newProcessor(t, addr, WithFetchBytes(1<<10), noter) // several transactions
+	st := runUntilIdle(t, p)
+	place := kgo.StickyKeyPartitioner(nil).ForTopic("in")
+	var misplaced uint64
+	for _, r := range recs {
+		if place.Partition(&kgo.Record{Key: []byte(r.key)}, 2) != int(r.part) {
+			misplaced++
+		}
+	}
+	if st.Misplaced != misplaced || misplaced == 0 {
+		t.Errorf("Stats.Misplaced = %d, want %d", st.Misplaced, misplaced)
+	}
+	if st.Transactions < 3 {
+		t.Errorf("%d transactions: the test wants several", st.Transactions)
+	}
+	if want := map[string]int{"in/0": 1, "in/1": 1}; !reflect.DeepEqual(notes, want) {
+		t.Errorf("notes by partition %v, want %v", notes, want)
+	}
+}
+
 func TestKeyAndTimeForms(t *testing.T) {
 	t.Parallel()
 	// The same events as CSV ("r7,user-3,2026-03-01T00:49:00Z": the
@@ -215,22 +266,59 @@ func TestKeyAndTimeForms(t *testing.T) {
 	}
 }
 
-// runInBackground runs p until the test ends or Run returns, and returns
-// a function that stops it and returns Run's error.
-func runInBackground(t testing.TB, p *Processor) (stop func() error) {
+// background is a Processor running in a goroutine of the test.
+type background struct {
+	t      testing.TB
+	cancel context.CancelFunc
+	done   chan struct{}
+	err    error // Run's, once done is closed
+}
+
+// runInBackground runs p until the test ends, stop is called, or Run
+// returns.
+func runInBackground(t testing.TB, p *Processor) *background {
 	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- p.Run(ctx) }()
-	t.Cleanup(cancel)
-	return func() error {
+	bg := &background{t: t, cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(bg.done)
+		bg.err = p.Run(ctx)
+	}()
+	t.Cleanup(func() {
 		cancel()
+		<-bg.done
+	})
+	return bg
+}
+
+// waitFor polls cond until it is true, as kafkatest.Eventually does, and
+// fails the test at once with Run's error if Run returns first.
+func (bg *background) waitFor(what string, cond func() bool) {
+	bg.t.Helper()
+	deadline := time.Now().Add(kafkatest.Wait)
+	for !cond() {
 		select {
-		case err := <-done:
-			return err
-		case <-time.After(kafkatest.Wait):
-			t.Fatalf("Run did not return within %v of its context's end", kafkatest.Wait)
-			return nil
+		case <-bg.done:
+			if cond() {
+				return
+			}
+			bg.t.Fatalf("Run returned (%v) before %s", bg.err, what)
+		case <-time.After(20 * time.Millisecond):
 		}
+		if time.Now().After(deadline) {
+			bg.t.Fatalf("still waiting after %v for %s", kafkatest.Wait, what)
+		}
+	}
+}
+
+// stop ends Run's context and returns Run's error.
+func (bg *background) stop() error {
+	bg.cancel()
+	select {
+	case <-bg.done:
+		return bg.err
+	case <-time.After(kafkatest.Wait):
+		bg.t.Fatalf("Run did not return within %v of its context's end", kafkatest.Wait)
+		return nil
 	}
 }
 
@@ -252,6 +340,74 @@ func TestRestartReplaysAtMostTheSnapshotInterval(t *testing.T) {
 	st = runUntilIdle(t, second)
 	if st.Restores != 2 || st.Replayed > 2*every {
 		t.Fatalf("restarted: %d restores replayed %d records, want 2 and at most %d", st.Restores, st.Replayed, 2*every)
+	}
+	checkOutput(t, &second.cfg, recs, kafkatest.ReadCommitted(t, addr, "out"))
+}
+
+// A restore that finds the committed offsets held by a transaction
+// (UNSTABLE_OFFSET_COMMIT: another member's still open, or one just
+// ended) asks again until they are stable, and restores the snapshot they
+// name: it neither stops Run nor starts from an empty filter.
+func TestRestoreWaitsOutUnstableOffsets(t *testing.T) {
+	t.Parallel()
+	const every = 100
+	recs := genInput(testseed.Rand(t), 1500, 2, 400, time.Minute)
+	c := kafkatest.StartCluster(t)
+	addr := c.ListenAddrs()[0]
+	kafkatest.CreateTopic(t, addr, "in", 2)
+	kafkatest.CreateTopic(t, addr, "out", 2)
+	produceInput(t, addr, "in", recs[:1000])
+	opts := []Option{WithWindow(time.Hour), WithCapacity(1000), WithSnapshotEvery(every, time.Hour)}
+	runUntilIdle(t, newProcessor(t, addr, opts...))
+	produceInput(t, addr, "in", recs[1000:])
+	// The next offset fetches of the admin client (of all the group's
+	// topics, requiring stable offsets: the restores') are answered as if
+	// a transaction held every offset of in.
+	var unstable atomic.Int32
+	c.ControlKey(int16(kmsg.OffsetFetch), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		r := req.(*kmsg.OffsetFetchRequest)
+		allTopics := r.Topics == nil && (len(r.Groups) == 0 || r.Groups[0].Topics == nil)
+		if !r.RequireStable || !allTopics || unstable.Add(1) > 6 {
+			return nil, nil, false
+		}
+		c.KeepControl()
+		resp := r.ResponseKind().(*kmsg.OffsetFetchResponse)
+		topic := func() kmsg.OffsetFetchResponseGroupTopic {
+			t := kmsg.NewOffsetFetchResponseGroupTopic()
+			t.Topic = "in"
+			for part := range int32(2) {
+				p := kmsg.NewOffsetFetchResponseGroupTopicPartition()
+				p.Partition, p.Offset, p.LeaderEpoch, p.ErrorCode = part, -1, -1, kerr.UnstableOffsetCommit.Code
+				t.Partitions = append(t.Partitions, p)
+			}
+			return t
+		}
+		for _, rg := range r.Groups {
+			g := kmsg.NewOffsetFetchResponseGroup()
+			g.Group = rg.Group
+			g.Topics = append(g.Topics, topic())
+			resp.Groups = append(resp.Groups, g)
+		}
+		if len(r.Groups) == 0 { // before v8: one group
+			t := topic()
+			rt := kmsg.NewOffsetFetchResponseTopic()
+			rt.Topic = t.Topic
+			for _, p := range t.Partitions {
+				rp := kmsg.NewOffsetFetchResponseTopicPartition()
+				rp.Partition, rp.Offset, rp.LeaderEpoch, rp.ErrorCode = p.Partition, p.Offset, p.LeaderEpoch, p.ErrorCode
+				rt.Partitions = append(rt.Partitions, rp)
+			}
+			resp.Topics = append(resp.Topics, rt)
+		}
+		return resp, nil, true
+	})
+	second := newProcessor(t, addr, opts...)
+	st := runUntilIdle(t, second)
+	if n := unstable.Load(); n <= 6 {
+		t.Fatalf("%d offset fetches of all topics requiring stable offsets, want more than the 6 answered unstable", n)
+	}
+	if st.Restores != 2 || st.Replayed > 2*every {
+		t.Fatalf("%d restores replayed %d records, want 2 from their snapshots (at most %d)", st.Restores, st.Replayed, 2*every)
 	}
 	checkOutput(t, &second.cfg, recs, kafkatest.ReadCommitted(t, addr, "out"))
 }
@@ -300,8 +456,8 @@ func TestAbortedTransactionIsJudgedAgain(t *testing.T) {
 	recs := genInput(testseed.Rand(t), 2000, 2, 500, time.Minute)
 	produceInput(t, addr, "in", recs[:1000])
 	p := newProcessor(t, addr, WithWindow(time.Hour), WithCapacity(1000), WithSnapshotEvery(300, time.Hour), WithExitWhenIdle(time.Hour))
-	stop := runInBackground(t, p)
-	kafkatest.Eventually(t, "the first records committed", func() bool { return p.Stats().In == 1000 })
+	bg := runInBackground(t, p)
+	bg.waitFor("the first records committed", func() bool { return p.Stats().In == 1000 })
 	// Refuse the next commit of offsets: the session aborts.
 	c.ControlKey(int16(kmsg.TxnOffsetCommit), func(req kmsg.Request) (kmsg.Response, error, bool) {
 		r := req.(*kmsg.TxnOffsetCommitRequest)
@@ -319,12 +475,14 @@ func TestAbortedTransactionIsJudgedAgain(t *testing.T) {
 		return resp, nil, true
 	})
 	produceInput(t, addr, "in", recs[1000:])
-	kafkatest.Eventually(t, "all records committed", func() bool { return p.Stats().In == 2000 })
-	if err := stop(); err != nil {
+	// At least: a record judged twice (in committed transactions) would
+	// show in the output's check, not in a wait that never ends.
+	bg.waitFor("all records committed", func() bool { return p.Stats().In >= 2000 })
+	if err := bg.stop(); err != nil {
 		t.Fatal(err)
 	}
-	if st := p.Stats(); st.Aborted == 0 || st.Restores < 4 {
-		t.Fatalf("%d aborted transactions and %d restores, want at least 1 and 4", st.Aborted, st.Restores)
+	if st := p.Stats(); st.In != 2000 || st.Aborted == 0 || st.Restores < 4 {
+		t.Fatalf("%d records judged, %d aborted transactions and %d restores, want 2000 and at least 1 and 4", st.In, st.Aborted, st.Restores)
 	}
 	checkOutput(t, &p.cfg, recs, kafkatest.ReadCommitted(t, addr, "out"))
 }
@@ -479,3 +637,99 @@ func TestMissingSnapshotIsErrState(t *testing.T) {
 }
 
 func ptr(s string) *string { return &s }
+
+func TestNewRefusesBadParameters(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		name string
+		opts []Option
+	}{
+		{"window=0", []Option{WithWindow(0)}},
+		{"capacity=0", []Option{WithCapacity(0)}},
+		{"fpr=0", []Option{WithFalsePositiveRate(0)}},
+		{"fpr=1", []Option{WithFalsePositiveRate(1)}},
+		{"key=nil", []Option{WithKey(nil)}},
+		{"time=nil", []Option{WithTime(nil)}},
+		{"state=empty", []Option{WithStateTopic("")}},
+		{"state=output", []Option{WithStateTopic("out")}},
+		{"instance=empty", []Option{WithInstanceID("")}},
+		{"snapshot=0", []Option{WithSnapshotEvery(0, time.Minute)}},
+		{"snapshot=0s", []Option{WithSnapshotEvery(10, 0)}},
+		{"idle=0", []Option{WithExitWhenIdle(0)}},
+		{"timeout=0", []Option{WithTimeout(0)}},
+		{"fetch=1023", []Option{WithFetchBytes(1023)}},
+		{"fetch=64MiB+1", []Option{WithFetchBytes(64<<20 + 1)}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if _, err := New("g", []string{"in"}, "out", c.opts...); !errors.Is(err, ErrInvalidParameter) {
+				t.Fatalf("New = %v, want ErrInvalidParameter", err)
+			}
+		})
+	}
+	for _, bounds := range []int{1 << 10, 64 << 20} {
+		if _, err := New("g", []string{"in"}, "out", WithFetchBytes(bounds)); err != nil {
+			t.Fatalf("WithFetchBytes(%d): %v", bounds, err)
+		}
+	}
+}
+
+// The fetch bytes are shared evenly among the partitions a member owns,
+// at least 64 KiB each: a member that owns half the partitions asks
+// twice as much of each as one that owns them all.
+func TestFetchBytesAreSharedAmongOwnedPartitions(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		fetch   int32
+		owned   int
+		want    int32
+		because string
+	}{
+		{1 << 20, 4, 256 << 10, "an even share"},
+		{1 << 20, 0, 1 << 20, "nothing owned yet: all of it"},
+		{1 << 20, 64, 64 << 10, "the floor"},
+		{32 << 10, 4, 32 << 10, "never more than the fetch bytes"},
+		{64 << 20, 1<<31 - 1, 64 << 10, "any number of partitions"},
+	} {
+		if got := partitionFetchBytes(c.fetch, c.owned); got != c.want {
+			t.Errorf("partitionFetchBytes(%d, %d) = %d, want %d (%s)", c.fetch, c.owned, got, c.want, c.because)
+		}
+	}
+	recs := genInput(testseed.Rand(t), 4000, 4, 1000, time.Minute)
+	addr := setup(t, 4, recs[:1000])
+	const fetch = 512 << 10
+	share := func(p *Processor) int32 { return p.sess.Client().OptValue(kgo.FetchMaxPartitionBytes).(int32) }
+	opts := []Option{WithFetchBytes(fetch), WithExitWhenIdle(time.Hour)}
+	a, b := newProcessor(t, addr, opts...), newProcessor(t, addr, opts...)
+	bgA := runInBackground(t, a)
+	bgA.waitFor("a's first records", func() bool { return a.Stats().In > 0 })
+	bgB := runInBackground(t, b) // the group gives b half the partitions
+	// Before the records come: a, owning all, would judge them all.
+	bgB.waitFor("b's partitions", func() bool { return b.owns() > 0 })
+	produceInput(t, addr, "in", recs[1000:3000])
+	bgB.waitFor("b's first records", func() bool { return b.Stats().In > 0 })
+	if err := bgB.stop(); err != nil { // a takes them all back
+		t.Fatal(err)
+	}
+	produceInput(t, addr, "in", recs[3000:])
+	bgA.waitFor("every record", func() bool { return a.Stats().In+b.Stats().In >= uint64(len(recs)) })
+	if err := bgA.stop(); err != nil {
+		t.Fatal(err)
+	}
+	if got := share(b); got != fetch/2 {
+		t.Errorf("b, owning 2 of 4 partitions, asked %d bytes of each, want %d", got, fetch/2)
+	}
+	if got := share(a); got != fetch/4 {
+		t.Errorf("a, owning all 4 partitions, asked %d bytes of each, want %d", got, fetch/4)
+	}
+	if got := a.sess.Client().OptValue(kgo.FetchMaxBytes).(int32); got != fetch {
+		t.Errorf("a asked %d bytes a fetch, want %d", got, fetch)
+	}
+	checkOutput(t, &a.cfg, recs, kafkatest.ReadCommitted(t, addr, "out"))
+}
+
+// owns returns the number of partitions the group gives p now.
+func (p *Processor) owns() int {
+	p.assignment.Lock()
+	defer p.assignment.Unlock()
+	return len(p.assignment.owned)
+}

@@ -6,9 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"syscall"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -18,21 +20,26 @@ import (
 // updated by a replay of the input from the pointer's base to first,
 // which writes nothing.
 func (p *Processor) restore(ctx context.Context, tp topicPartition, first int64) error {
-	cctx, cancel := context.WithTimeout(ctx, p.cfg.timeout)
-	offsets, err := p.admin.FetchOffsetsForTopics(kadm.RequireStable(cctx), p.group, tp.topic)
-	cancel()
+	start := time.Now()
+	o, err := p.committedOffset(ctx, tp)
 	if err != nil {
-		return p.clusterErr("fetching the committed offsets", err)
+		return err
 	}
 	st := &partition{topic: tp.topic, part: tp.part, lastSnapshot: time.Now(), lso: -1}
 	var ptr pointer
 	var ours bool
 	committed := int64(-1)
-	if o, ok := offsets.Lookup(tp.topic, tp.part); ok && o.Err == nil && o.At >= 0 {
+	if o.At >= 0 {
 		committed = o.At
 		if ptr, ours, err = parsePointer(o.Metadata); err != nil {
 			return fmt.Errorf("%s: %w", tp, err)
 		}
+	}
+	if committed >= 0 && first > committed {
+		// The consumer's position is past the committed offset: the
+		// records between were not judged in a committed transaction, and
+		// the replay below judges them without writing them.
+		p.cfg.logf("%s: the group's position %d is past its committed offset %d: the records between are replayed, not judged", tp, first, committed)
 	}
 	switch {
 	case !ours:
@@ -53,20 +60,66 @@ func (p *Processor) restore(ctx context.Context, tp topicPartition, first int64)
 		return err
 	}
 	st.ptr, st.next = ptr, ptr.base
+	replayStart := time.Now()
 	replayed, err := p.replay(ctx, st, first)
 	if err != nil {
 		return fmt.Errorf("%s: replaying offsets %d to %d: %w", tp, ptr.base, first, err)
 	}
 	p.parts[tp] = st
 	b, k, _ := st.seen.size()
+	end := time.Now()
 	p.mu.Lock()
 	p.stats.Restores++
 	p.stats.Replayed += replayed
+	p.stats.RestoreTime += end.Sub(start)
+	p.stats.ReplayTime += end.Sub(replayStart)
 	p.stats.Partitions++ // until the next commit counts them again
 	p.stats.FilterBytes += b
 	p.stats.Keys += k
 	p.mu.Unlock()
 	return nil
+}
+
+// committedOffset returns the group's committed offset of tp (At < 0:
+// none) and its metadata, asking again, within the timeout, while a broker
+// is away for a moment or a transaction holds the offset: one still open
+// (another member's, whose partitions moved here) or just ended (its
+// markers not written yet) makes the broker answer UNSTABLE_OFFSET_COMMIT
+// until it is done, and the offset before it is not the state to restore.
+func (p *Processor) committedOffset(ctx context.Context, tp topicPartition) (kadm.OffsetResponse, error) {
+	cctx, cancel := context.WithTimeout(ctx, p.cfg.timeout)
+	defer cancel()
+	for pause := 10 * time.Millisecond; ; pause = min(2*pause, 500*time.Millisecond) {
+		offsets, err := p.admin.FetchOffsetsForTopics(kadm.RequireStable(cctx), p.group, tp.topic)
+		o, ok := offsets.Lookup(tp.topic, tp.part)
+		if err == nil && ok {
+			err = o.Err // kadm gives a partition's error as the request's too
+		}
+		switch {
+		case err == nil && ok:
+			return o, nil
+		case err == nil:
+			return kadm.OffsetResponse{}, fmt.Errorf("kafkadedup: fetching the committed offsets: no answer for %s", tp)
+		case errors.Is(err, kerr.UnstableOffsetCommit), cctx.Err() == nil && brokerAway(err):
+			// A transaction holds the offset; or the broker is away for
+			// a moment (restarting, the coordinator moving): ask again.
+		default:
+			return kadm.OffsetResponse{}, p.clusterErr(fmt.Sprintf("fetching the committed offset of %s", tp), err)
+		}
+		select {
+		case <-cctx.Done():
+			return kadm.OffsetResponse{}, p.clusterErr(fmt.Sprintf("fetching the committed offset of %s (%v)", tp, err), cctx.Err())
+		case <-time.After(pause):
+		}
+	}
+}
+
+// brokerAway reports whether err is one of a broker that went away or is
+// not back yet: the connection closed, refused or reset, or an error
+// Kafka calls retriable.
+func brokerAway(err error) bool {
+	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNREFUSED) ||
+		errors.Is(err, syscall.ECONNRESET) || kerr.IsRetriable(err)
 }
 
 // readerClient returns a client that reads one partition from offset at,
@@ -77,6 +130,8 @@ func (p *Processor) readerClient(topic string, part int32, at int64) (*kgo.Clien
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
 		kgo.KeepControlRecords(),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.FetchMaxBytes(p.cfg.fetchBytes),
+		kgo.FetchMaxPartitionBytes(p.cfg.fetchBytes),
 	)
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {
@@ -124,6 +179,8 @@ func (p *Processor) replay(ctx context.Context, st *partition, until int64) (uin
 	}
 	defer cl.Close()
 	var replayed uint64
+	b := &p.batch
+	b.reset()
 	for st.next < until {
 		recs, err := p.poll(ctx, cl, fmt.Sprintf("%s/%d from offset %d", st.topic, st.part, st.next))
 		if err != nil {
@@ -133,15 +190,17 @@ func (p *Processor) replay(ctx context.Context, st *partition, until int64) (uin
 			if r.Offset >= until {
 				break
 			}
-			st.next = r.Offset + 1
 			if r.Attrs.IsControl() {
+				b.next = r.Offset + 1
 				continue
 			}
-			if _, err := p.judge(st, r, nil); err != nil && !errors.Is(err, ErrUnreadable) {
+			if err := p.add(ctx, st, r, nil); err != nil {
 				return replayed, err
 			}
-			st.sinceSnapshot++
 			replayed++
+		}
+		if err := p.flush(ctx, st, nil); err != nil {
+			return replayed, err
 		}
 		if len(recs) > 0 && recs[len(recs)-1].Offset >= until-1 {
 			break
@@ -153,22 +212,30 @@ func (p *Processor) replay(ctx context.Context, st *partition, until int64) (uin
 
 // readSnapshot reads the filter of the snapshot ptr names.
 func (p *Processor) readSnapshot(ctx context.Context, tp topicPartition, ptr pointer) (*seen, error) {
-	// A state partition that ends before the snapshot's chunks (the topic
-	// deleted and made again, truncated) is an error at once, not a wait.
-	cctx, cancel := context.WithTimeout(ctx, p.cfg.timeout)
-	ends, err := p.admin.ListEndOffsets(cctx, p.cfg.stateTopic)
-	cancel()
-	if err != nil {
-		return nil, p.clusterErr("listing the state topic's end offsets", err)
-	}
-	if end, ok := ends.Lookup(p.cfg.stateTopic, ptr.statePartition); !ok || end.Err != nil || end.Offset < ptr.offset+int64(ptr.chunks) {
-		return nil, fmt.Errorf("%w: the state topic's partition ends before the snapshot's %d chunks", ErrState, ptr.chunks)
-	}
 	cl, err := p.readerClient(p.cfg.stateTopic, ptr.statePartition, ptr.offset)
 	if err != nil {
 		return nil, err
 	}
 	defer cl.Close()
+	// A state partition that ends before the snapshot's chunks (the topic
+	// deleted and made again, truncated) is an error at once, not a wait.
+	// The reader's client asks: the admin client's metadata, cached, may
+	// be older than a state topic created moments ago.
+	cctx, cancel := context.WithTimeout(ctx, p.cfg.timeout)
+	ends, err := kadm.NewClient(cl).ListEndOffsets(cctx, p.cfg.stateTopic)
+	cancel()
+	if err != nil {
+		return nil, p.clusterErr("listing the state topic's end offsets", err)
+	}
+	end, ok := ends.Lookup(p.cfg.stateTopic, ptr.statePartition)
+	switch {
+	case !ok || errors.Is(end.Err, kerr.UnknownTopicOrPartition):
+		return nil, fmt.Errorf("%w: the state topic has no partition %d", ErrState, ptr.statePartition)
+	case end.Err != nil:
+		return nil, p.clusterErr("listing the state topic's end offsets", end.Err)
+	case end.Offset < ptr.offset+int64(ptr.chunks):
+		return nil, fmt.Errorf("%w: the state topic's partition ends before the snapshot's %d chunks", ErrState, ptr.chunks)
+	}
 	r := &chunkReader{p: p, ctx: ctx, cl: cl, tp: tp, ptr: ptr}
 	s, err := readSeen(&p.cfg, r)
 	switch {

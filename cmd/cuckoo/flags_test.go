@@ -60,6 +60,7 @@ var badValues = map[string][][]string{
 	"exit-when-idle":     {{"--exit-when-idle", "soon"}, {"--exit-when-idle", "-1s"}},
 	"kafka-timeout":      {{"--kafka-timeout", "soon"}, {"--kafka-timeout", "-1s"}},
 	"snapshot-every":     {{"--snapshot-every", "0"}, {"--snapshot-every", "often"}},
+	"fetch-bytes":        {{"--fetch-bytes", "100"}, {"--fetch-bytes", "128Mi"}, {"--fetch-bytes", "lots"}},
 	"tls-ca":             {{"--tls-ca", ""}},
 	"tls-cert":           {{"--tls-cert", ""}},
 	"tls-key":            {{"--tls-key", ""}},

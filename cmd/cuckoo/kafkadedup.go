@@ -8,6 +8,7 @@ import (
 	"flag"
 	"fmt"
 	"math"
+	"net"
 	"os"
 	"os/signal"
 	"runtime/debug"
@@ -42,7 +43,9 @@ type kafkaFlags struct {
 	idle           windowValue
 	timeout        windowValue
 	snapshotEvery  countValue
+	fetchBytes     countValue
 	passUnreadable bool
+	metrics        string
 
 	tls                            bool
 	tlsCA, tlsCert, tlsKey, tlsSNI string
@@ -64,6 +67,8 @@ func (f *kafkaFlags) register(fs *flag.FlagSet) {
 	fs.Var(&f.idle, "exit-when-idle", "with --kafka: exit 0 once caught up and no record came for this `duration` (default: run until SIGINT or SIGTERM)")
 	fs.Var(&f.timeout, "kafka-timeout", "with --kafka: how long to wait for the cluster before stopping with status 3 (default 30s)")
 	fs.Var(&f.snapshotEvery, "snapshot-every", "with --kafka: snapshot a partition's filter every `N` records: what a restart replays at most (default 1M)")
+	fs.Var(&f.fetchBytes, "fetch-bytes", "with --kafka: fetch at most `N` bytes of input at once, the records of one transaction: memory against throughput (default 1Mi, 1048576)")
+	fs.Var((*nameValue)(&f.metrics), "metrics", "with --kafka: serve Prometheus metrics on http://`address`/metrics (host:port), with /healthz and /readyz")
 	fs.BoolVar(&f.passUnreadable, "pass-unreadable", false, "with --kafka: write a record whose key or time cannot be read, unjudged, instead of stopping")
 	fs.BoolVar(&f.tls, "tls", false, "with --kafka: connect with TLS (the system's CAs unless --tls-ca)")
 	fs.Var((*nameValue)(&f.tlsCA), "tls-ca", "with --kafka: TLS: the CA certificates `file` (PEM) that signed the brokers' certificates")
@@ -94,7 +99,7 @@ func (f *kafkaFlags) stray() string {
 	for name, set := range map[string]bool{
 		"--from": f.from != "", "--to": f.to != "", "--group": f.group != "", "--instance": f.instance != "",
 		"--state-topic": f.stateTopic != "", "--exit-when-idle": f.idle.set, "--kafka-timeout": f.timeout.set,
-		"--snapshot-every": f.snapshotEvery.set, "--pass-unreadable": f.passUnreadable, "--tls": f.tls,
+		"--snapshot-every": f.snapshotEvery.set, "--fetch-bytes": f.fetchBytes.set, "--pass-unreadable": f.passUnreadable, "--tls": f.tls, "--metrics": f.metrics != "",
 		"--tls-ca": f.tlsCA != "", "--tls-cert": f.tlsCert != "", "--tls-key": f.tlsKey != "",
 		"--tls-server-name": f.tlsSNI != "", "--sasl": f.sasl != "", "--sasl-user": f.saslUser != "",
 		"--sasl-password-file": f.saslPassFile != "",
@@ -133,6 +138,11 @@ func runKafkaDedup(e *env, f *dedupFlags, names []string) (handled bool, err err
 	case f.filter.capacity.set && f.filter.capacity.n == 0:
 		return true, usageErr(remedy, "--capacity 0: a filter must hold at least one key")
 	}
+	if kf.metrics != "" {
+		if _, _, err := net.SplitHostPort(kf.metrics); err != nil {
+			return true, usageErr("give a host:port such as 127.0.0.1:9121, or :9121 for every address", "bad --metrics %q", kf.metrics)
+		}
+	}
 	opts, err := kafkaOptions(e, f)
 	if err != nil {
 		return true, err
@@ -147,9 +157,26 @@ func runKafkaDedup(e *env, f *dedupFlags, names []string) (handled bool, err err
 	signal.Reset(os.Interrupt, syscall.SIGTERM)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if kf.metrics != "" {
+		ops, err := startOps(kf.metrics, func(format string, args ...any) {
+			fmt.Fprintf(e.stderr, "cuckoo dedup: "+format+"\n", args...)
+		})
+		if err != nil {
+			return true, dataErr("choose another --metrics address", "%v", err)
+		}
+		defer ops.close()
+		ops.serveKafka(kf.group, p.Stats)
+		if !f.quiet {
+			fmt.Fprintf(e.stderr, "cuckoo dedup: metrics on http://%s/metrics, health on /healthz and /readyz\n", ops.addr())
+		}
+	}
 	start := time.Now()
 	bar := e.startKafkaLine(p, f.quiet, start)
-	stopLimit := limitMemory(p)
+	fetch := uint64(kafkadedup.DefaultFetchBytes)
+	if kf.fetchBytes.set {
+		fetch = kf.fetchBytes.n
+	}
+	stopLimit := limitMemory(p, kafkaHeadroom(fetch))
 	runErr := p.Run(ctx)
 	stopLimit()
 	bar.Finish()
@@ -162,18 +189,25 @@ func runKafkaDedup(e *env, f *dedupFlags, names []string) (handled bool, err err
 	return true, nil
 }
 
-// kafkaHeadroom is the memory a Kafka run takes beyond its filters: the
-// records of a poll and of the open transaction, franz-go's buffers, the
-// runtime.
-const kafkaHeadroom = 48 << 20
+// kafkaHeadroom is the memory a Kafka run takes beyond its filters when
+// it fetches at most fetch bytes at once: the runtime and franz-go's
+// buffers, and the records in flight. Those are a fetch being judged, the
+// next one fetched meanwhile and the output records, all decoded: about
+// 20 times the fetch bytes for records of 16-byte values (docs/kafka.md,
+// Memory), more for smaller ones; 32 times leaves the collector room, and
+// at the default fetch bytes (1 MiB) the headroom is 48 MiB.
+func kafkaHeadroom(fetch uint64) int64 {
+	return 16<<20 + 32*int64(min(fetch, 1<<30))
+}
 
 // limitMemory keeps Go's soft memory limit at the filters' size plus
-// kafkaHeadroom while p runs, unless GOMEMLIMIT is set. The filters are
-// most of the heap and never garbage; by default (GOGC=100) the collector
+// headroom while p runs, unless GOMEMLIMIT is set. The filters are most
+// of the heap and never garbage; by default (GOGC=100) the collector
 // would let the heap grow to twice them, when the garbage is only the
 // records of the last polls. The limit makes it collect before that (the
-// filters, pointer-free, cost its marking nothing).
-func limitMemory(p *kafkadedup.Processor) (stop func()) {
+// filters, pointer-free, cost its marking nothing); the headroom must
+// hold the records in flight, or the collector would run back to back.
+func limitMemory(p *kafkadedup.Processor, headroom int64) (stop func()) {
 	if os.Getenv("GOMEMLIMIT") != "" {
 		return func() {}
 	}
@@ -184,7 +218,7 @@ func limitMemory(p *kafkadedup.Processor) (stop func()) {
 		t := time.NewTicker(100 * time.Millisecond)
 		defer t.Stop()
 		for {
-			debug.SetMemoryLimit(int64(p.Stats().FilterBytes) + kafkaHeadroom)
+			debug.SetMemoryLimit(int64(p.Stats().FilterBytes) + headroom)
 			select {
 			case <-done:
 				return
@@ -277,6 +311,12 @@ func kafkaOptions(e *env, f *dedupFlags) ([]kafkadedup.Option, error) {
 			return nil, usageErr(remedy, "bad --snapshot-every %d: want 1 or more", kf.snapshotEvery.n)
 		}
 		opts = append(opts, kafkadedup.WithSnapshotEvery(int64(kf.snapshotEvery.n), kafkadedup.DefaultSnapshotInterval))
+	}
+	if kf.fetchBytes.set {
+		if kf.fetchBytes.n < 1<<10 || kf.fetchBytes.n > 64<<20 {
+			return nil, usageErr(remedy, "bad --fetch-bytes %d: want 1024 to 67108864", kf.fetchBytes.n)
+		}
+		opts = append(opts, kafkadedup.WithFetchBytes(int(kf.fetchBytes.n)))
 	}
 	if kf.passUnreadable {
 		opts = append(opts, kafkadedup.WithPassUnreadable())
@@ -442,8 +482,8 @@ func printKafkaStats(e *env, st kafkadedup.Stats, elapsed time.Duration) {
 		fmt.Fprintf(w, "cuckoo dedup: %s not in the partition Kafka's default partitioner gives their key (docs/kafka.md, Partitions)\n",
 			units.Counted(st.Misplaced, "record"))
 	}
-	fmt.Fprintf(w, "cuckoo dedup: %s committed, %s aborted; %s restored, replaying %s; %s, %s\n",
+	fmt.Fprintf(w, "cuckoo dedup: %s committed, %s aborted; %s restored in %.2f s, replaying %s; %s, %s\n",
 		units.Counted(st.Transactions, "transaction"), units.Count(st.Aborted), units.Counted(st.Restores, "partition"),
-		units.Counted(st.Replayed, "record"), units.Counted(st.Snapshots, "snapshot"), units.Bytes(st.SnapshotBytes))
+		st.RestoreTime.Seconds(), units.Counted(st.Replayed, "record"), units.Counted(st.Snapshots, "snapshot"), units.Bytes(st.SnapshotBytes))
 	fmt.Fprintf(w, "cuckoo dedup: %.2f s, %s records/s\n", secs, units.SI(float64(st.In)/secs))
 }

@@ -1,7 +1,7 @@
 package main
 
 import (
-	"bytes"
+	"bufio"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -70,13 +70,14 @@ func TestKafkaDedup(t *testing.T) {
 	// without a window, only each user's first.
 	kafkaEvents(t, addr, 200, false)
 	e := newEnv(t)
+	// Fetches of 2 kB: many small transactions.
 	r := e.run("", "dedup", "--kafka", addr, "--from", "in", "--to", "out", "--group", "g", "--window", "1h",
-		"--capacity", "1000", "--exit-when-idle", "300ms", "--stats")
+		"--capacity", "1000", "--exit-when-idle", "300ms", "--fetch-bytes", "2k", "--stats")
 	r.want(t, 0, "dedup")
 	if got := len(kafkaOutput(t, addr)); got != 200 {
 		t.Fatalf("--window 1h kept %d of 200 events, want all\n%s", got, r.stderr)
 	}
-	for _, want := range []string{"200 records in, 200 kept, 0 dropped as seen", "filters: 2 partitions", "committed, 0 aborted"} {
+	for _, want := range []string{"200 records in, 200 kept, 0 dropped as seen", "filters: 2 partitions", "committed, 0 aborted", "2 partitions restored in "} {
 		if !strings.Contains(r.stderr, want) {
 			t.Fatalf("--stats printed %q, without %q", r.stderr, want)
 		}
@@ -109,7 +110,8 @@ func TestKafkaDedupJSONKeyAndTime(t *testing.T) {
 }
 
 // SIGTERM finishes the open transaction and exits 0, with everything it
-// committed in the output.
+// committed in the output. Meanwhile --metrics serves the processor's
+// counts, which a scrape finds once the records are out.
 func TestKafkaDedupStopsOnSIGTERM(t *testing.T) {
 	t.Parallel()
 	if buildErr != nil {
@@ -117,14 +119,51 @@ func TestKafkaDedupStopsOnSIGTERM(t *testing.T) {
 	}
 	addr := kafkatest.Start(t)
 	kafkaEvents(t, addr, 100, false)
-	cmd := exec.Command(binary, "dedup", "--kafka", addr, "--from", "in", "--to", "out", "--group", "g", "--window", "1h", "--capacity", "1000")
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
+	cmd := exec.Command(binary, "dedup", "--kafka", addr, "--from", "in", "--to", "out", "--group", "g", "--window", "1h", "--capacity", "1000",
+		"--metrics", "127.0.0.1:0")
+	pipe, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	var stderr strings.Builder
+	metricsAt := make(chan string, 1)
+	copied := make(chan struct{})
+	go func() {
+		defer close(copied)
+		sc := bufio.NewScanner(pipe)
+		for sc.Scan() {
+			stderr.WriteString(sc.Text() + "\n")
+			if rest, ok := strings.CutPrefix(sc.Text(), "cuckoo dedup: metrics on http://"); ok {
+				at, _, _ := strings.Cut(rest, "/")
+				metricsAt <- at
+			}
+		}
+	}()
 	kafkatest.Eventually(t, "the records in the output", func() bool { return len(kafkaOutput(t, addr)) == 100 })
+	select {
+	case at := <-metricsAt:
+		// The counts of the committed transactions: every record, once.
+		kafkatest.Eventually(t, "the metrics", func() bool {
+			code, body := httpGet(t, "http://"+at+"/metrics")
+			return code == 200 && strings.Contains(body, `cuckoo_kafka_records_total{group="g"} 100`+"\n") &&
+				strings.Contains(body, "go_goroutines ")
+		})
+		if code, body := httpGet(t, "http://"+at+"/readyz"); code != 200 {
+			t.Errorf("/readyz: %d %s", code, body)
+		}
+	case <-time.After(kafkatest.Wait):
+		t.Errorf("no line naming the metrics' address")
+	}
 	cmd.Process.Signal(syscall.SIGTERM)
+	select { // standard error read to its end before Wait closes it
+	case <-copied:
+	case <-time.After(kafkatest.Wait):
+		cmd.Process.Kill()
+		<-copied
+	}
 	if code := waitExit(t, cmd); code != 0 {
 		t.Fatalf("exit status %d after SIGTERM, want 0\n%s", code, stderr.String())
 	}
@@ -165,6 +204,8 @@ func TestKafkaDedupErrors(t *testing.T) {
 		{append(k, "--sasl", "plain"), 2, "--sasl needs --sasl-user"},
 		{append(k, "--tls-cert", "x.txt"), 2, "--tls-cert and --tls-key go together"},
 		{append(k, "--to", "in"), 2, "is an input too"},
+		{append(k, "--fetch-bytes", "100"), 2, "bad --fetch-bytes 100"},
+		{append(k, "--fetch-bytes", "1e12"), 2, "bad --fetch-bytes"},
 		{[]string{"dedup", "--kafka", closed, "--from", "in", "--to", "out", "--group", "g"}, 3, "no broker of --kafka " + closed + " answered"},
 		{append(k, "--to", "nowhere"), 3, "no such topic: nowhere"},
 		{append(k, "--from", "nothing"), 3, "no such topic: nothing"},

@@ -14,21 +14,25 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/dedupkit/cuckoo/kafkadedup"
+	"github.com/dedupkit/cuckoo/kafkadedup/kafkametrics"
 	"github.com/dedupkit/cuckoo/server"
 	"github.com/dedupkit/cuckoo/server/servermetrics"
 )
 
-// opsServer is the HTTP server of `cuckoo serve --metrics`: the
-// server's metrics with the Go runtime's and the process's on /metrics,
-// /healthz (the process is alive) and /readyz (the data directory is
-// loaded and the server accepts connections). It starts before the data
-// directory is loaded, so that an orchestrator sees a long replay as
-// alive and not ready rather than as no answer.
+// opsServer is the HTTP server of `cuckoo serve --metrics` and `cuckoo
+// dedup --kafka --metrics`: the server's (or the Kafka processor's)
+// metrics with the Go runtime's and the process's on /metrics, /healthz
+// (the process is alive) and /readyz (serve: the data directory is loaded
+// and the server accepts connections; dedup: the processor runs). It
+// starts before the data directory is loaded, so that an orchestrator
+// sees a long replay as alive and not ready rather than as no answer.
 type opsServer struct {
-	reg  *prometheus.Registry
-	srv  atomic.Pointer[server.Server] // set once New has loaded the data
-	http *http.Server
-	ln   net.Listener
+	reg   *prometheus.Registry
+	srv   atomic.Pointer[server.Server] // set once New has loaded the data
+	kafka atomic.Bool                   // set once a Kafka processor runs
+	http  *http.Server
+	ln    net.Listener
 }
 
 // startOps listens on addr and serves the endpoints; logf gets the HTTP
@@ -63,11 +67,20 @@ func (o *opsServer) serve(srv *server.Server) {
 	o.srv.Store(srv)
 }
 
+// serveKafka makes the endpoints report on a Kafka processor that runs.
+func (o *opsServer) serveKafka(group string, stats func() kafkadedup.Stats) {
+	o.reg.MustRegister(kafkametrics.NewCollector(group, stats))
+	o.kafka.Store(true)
+}
+
 // ready answers /readyz: 200 once the data directory is loaded and the
-// server accepts connections; 503, saying why, before and while it stops.
+// server accepts connections (or the Kafka processor runs); 503, saying
+// why, before and while it stops.
 func (o *opsServer) ready(w http.ResponseWriter, _ *http.Request) {
 	srv := o.srv.Load()
 	switch {
+	case o.kafka.Load():
+		fmt.Fprintln(w, "ready")
 	case srv == nil:
 		http.Error(w, "loading the data directory", http.StatusServiceUnavailable)
 	case srv.Addr() == nil:

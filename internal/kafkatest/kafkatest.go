@@ -10,8 +10,10 @@ package kafkatest
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -19,6 +21,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -185,6 +188,40 @@ func Eventually(t testing.TB, what string, cond func() bool) {
 	}
 }
 
+// LogWriter returns a writer that logs each line written to it with
+// t.Log, after prefix: a child process's standard error, shown only when
+// the test fails or runs with -v. The process must be waited for before
+// the test ends (exec.Cmd.Wait returns once the writes are done).
+func LogWriter(t testing.TB, prefix string) io.Writer {
+	return &logWriter{t: t, prefix: prefix}
+}
+
+type logWriter struct {
+	t      testing.TB
+	prefix string
+	mu     sync.Mutex
+	line   []byte // the unfinished last line
+}
+
+func (w *logWriter) Write(b []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.line = append(w.line, b...)
+	for {
+		i := bytes.IndexByte(w.line, '\n')
+		if i < 0 {
+			break
+		}
+		w.t.Log(w.prefix + string(w.line[:i]))
+		w.line = w.line[i+1:]
+	}
+	if len(w.line) > 64<<10 { // a line without end
+		w.t.Log(w.prefix + string(w.line))
+		w.line = w.line[:0]
+	}
+	return len(b), nil
+}
+
 // The environment of a broker process: its data directory, and the
 // ports to listen on (when it restarts).
 const (
@@ -253,7 +290,7 @@ func (p *Process) start(port string) {
 	p.t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), envDir+"="+filepath.Join(p.dir, "data"), envPorts+"="+port)
-	cmd.Stderr = os.Stderr
+	cmd.Stderr = LogWriter(p.t, "broker: ")
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		p.t.Fatal(err)

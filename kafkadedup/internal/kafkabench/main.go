@@ -2,17 +2,19 @@
 // one run and prints the table of docs/benchmarks.md ("Kafka dedup"):
 //
 //   - throughput: the time from start to caught up (the group's committed
-//     offsets at the end of every input partition) of `cuckoo dedup
-//     --kafka` and of a transactional pass-through copy of the same topic
-//     (franz-go's GroupTransactSession, one transaction per poll, the same
-//     client defaults), in interleaved rounds; and the output's check
-//     against the exact rule (duplicates let through, records dropped
-//     wrongly);
-//   - memory: the resident size of `cuckoo dedup --kafka` caught up with
-//     10⁷ distinct keys in its window, against its filters' size;
+//     offsets at the end of every input partition), and the CPU time, of
+//     `cuckoo dedup --kafka` and of a transactional pass-through copy of
+//     the same topic (franz-go's GroupTransactSession, one transaction per
+//     poll, the client's defaults but for the fetch sizes, which are the
+//     processor's), in interleaved rounds; and the output's check against
+//     the exact rule (duplicates let through, records dropped wrongly);
+//   - memory: the resident size of `cuckoo dedup --kafka` at its peak
+//     (VmHWM) over a run that ends caught up with 10⁷ distinct keys in its
+//     window, and once caught up, against its filters' size; and the heap
+//     live after each collection (GODEBUG=gctrace=1);
 //   - restart: the same processor killed (SIGKILL) with that state, then
 //     started again with new records waiting: the time to its first output
-//     record.
+//     record, and the restores' time its --stats gives.
 //
 // Run it from the repository root (it builds cmd/cuckoo):
 //
@@ -39,20 +41,26 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/dedupkit/cuckoo"
+	"github.com/dedupkit/cuckoo/kafkadedup"
 )
 
 var (
-	records    = flag.Int("records", 1_000_000, "records of the throughput runs")
+	records    = flag.Int("records", 1_000_000, "records of the throughput runs (0: skip them)")
 	repeats    = flag.Float64("repeats", 0.3, "share of the throughput records that repeat an earlier key")
 	rounds     = flag.Int("rounds", 3, "interleaved rounds of the throughput runs")
 	memKeys    = flag.Int("keys", 10_000_000, "distinct keys of the memory and restart runs (0: skip them)")
 	partitions = flag.Int("partitions", 4, "partitions of every topic")
 	valueSize  = flag.Int("value", 100, "bytes of each record's value")
+	fetchBytes = flag.Int("fetch", kafkadedup.DefaultFetchBytes, "the processor's --fetch-bytes, whose fetch sizes the pass-through takes too")
 )
 
 func main() {
 	if len(os.Args) > 1 && os.Args[1] == "passthrough" {
-		passThrough(os.Args[2], os.Args[3], os.Args[4], os.Args[5])
+		fetch, err := strconv.Atoi(os.Args[6])
+		check(err)
+		share, err := strconv.Atoi(os.Args[7])
+		check(err)
+		passThrough(os.Args[2], os.Args[3], os.Args[4], os.Args[5], int32(fetch), int32(share))
 		return
 	}
 	flag.Parse()
@@ -73,7 +81,9 @@ func main() {
 	fmt.Printf("kafkabench: %s, %d partitions, kfake broker in this process at %s; load average %s\n",
 		time.Now().UTC().Format("2006-01-02 15:04 UTC"), *partitions, addr, loadAverage())
 
-	throughput(addr, cuckoo, self)
+	if *records > 0 {
+		throughput(addr, cuckoo, self)
+	}
 	if *memKeys > 0 {
 		memoryAndRestart(addr, cuckoo)
 	}
@@ -96,7 +106,7 @@ func throughput(addr, cuckoo, self string) {
 	}
 	produce(addr, "in", keys)
 	fmt.Printf("throughput input: %d records, %d distinct keys (%d repeats), %d-byte values\n", len(keys), distinct, len(keys)-distinct, *valueSize)
-	var pt, dd []time.Duration
+	var pt, dd, ptCPU, ddCPU []time.Duration
 	for r := range *rounds {
 		name := fmt.Sprint(r)
 		createTopic(addr, "pt"+name)
@@ -104,11 +114,15 @@ func throughput(addr, cuckoo, self string) {
 		// Alternate which runs first.
 		runs := []func(){
 			func() {
-				pt = append(pt, timeToCaughtUp(addr, "pt"+name, exec.Command(self, "passthrough", addr, "pt"+name, "in", "pt"+name)))
+				d, cpu := timeToCaughtUp(addr, "pt"+name, exec.Command(self, "passthrough", addr, "pt"+name, "in", "pt"+name,
+					fmt.Sprint(*fetchBytes), fmt.Sprint(min(*fetchBytes, max(*fetchBytes / *partitions, 64<<10)))))
+				pt, ptCPU = append(pt, d), append(ptCPU, cpu)
 			},
 			func() {
-				dd = append(dd, timeToCaughtUp(addr, "dd"+name, exec.Command(cuckoo, "dedup", "--kafka", addr, "--from", "in", "--to", "dd"+name,
-					"--group", "dd"+name, "--window", "24h", "--capacity", fmt.Sprint(2*distinct / *partitions), "-q")))
+				d, cpu := timeToCaughtUp(addr, "dd"+name, exec.Command(cuckoo, "dedup", "--kafka", addr, "--from", "in", "--to", "dd"+name,
+					"--group", "dd"+name, "--window", "24h", "--capacity", fmt.Sprint(2*distinct / *partitions),
+					"--fetch-bytes", fmt.Sprint(*fetchBytes), "-q"))
+				dd, ddCPU = append(dd, d), append(ddCPU, cpu)
 			},
 		}
 		if r%2 == 1 {
@@ -122,6 +136,8 @@ func throughput(addr, cuckoo, self string) {
 	mpt, mdd := median(pt), median(dd)
 	fmt.Printf("throughput: pass-through median %.2f s (%.0f records/s), dedup median %.2f s (%.0f records/s): ratio %.2f\n",
 		mpt.Seconds(), float64(*records)/mpt.Seconds(), mdd.Seconds(), float64(*records)/mdd.Seconds(), mdd.Seconds()/mpt.Seconds())
+	cpt, cdd := median(ptCPU), median(ddCPU)
+	fmt.Printf("CPU: pass-through median %.2f s, dedup median %.2f s: ratio %.2f\n", cpt.Seconds(), cdd.Seconds(), cdd.Seconds()/cpt.Seconds())
 
 	// Every key is within the window (24 h) of its first record: the rule
 	// keeps each key's first record and nothing else.
@@ -154,13 +170,16 @@ func memoryAndRestart(addr, cuckoo string) {
 	keys = nil
 	capacity := fmt.Sprint(*memKeys / *partitions * 21 / 20) // 5 % above a partition's share
 	args := []string{"dedup", "--kafka", addr, "--from", "big", "--to", "big-out", "--group", "big", "--window", "24h",
-		"--capacity", capacity, "--instance", "bench", "-q"}
+		"--capacity", capacity, "--instance", "bench", "--fetch-bytes", fmt.Sprint(*fetchBytes), "-q"}
 	cmd := exec.Command(cuckoo, args...)
+	// The collector's trace tells the heap live after each collection.
+	cmd.Env = append(os.Environ(), "GODEBUG=gctrace=1")
 	stderr, err := cmd.StderrPipe()
 	check(err)
 	start := time.Now()
 	check(cmd.Start())
-	go drain(stderr)
+	live := make(chan gcLive, 1)
+	go func() { live <- drainGC(stderr) }()
 	// The resident size, sampled while the processor works: the largest,
 	// and when.
 	var peak uint64
@@ -188,6 +207,8 @@ func memoryAndRestart(addr, cuckoo string) {
 	rss, hwm := status(cmd.Process.Pid, "VmRSS"), status(cmd.Process.Pid, "VmHWM")
 	cmd.Process.Signal(syscall.SIGKILL)
 	cmd.Wait()
+	gc := <-live
+	fmt.Printf("memory: %d collections; the largest heap live after one %s, the largest goal %s\n", gc.collections, mib(gc.maxLive), mib(gc.maxGoal))
 	// The filters: as many windows as partitions, of capacity keys each.
 	filterBytes := windowBytes(capacity)
 	fmt.Printf("memory: %d distinct keys in %.1f s; resident %s (peak %s); filters %s (%.2f bytes a key in the window); resident − filters %s\n",
@@ -200,8 +221,9 @@ func memoryAndRestart(addr, cuckoo string) {
 	}
 	produce(addr, "big", fresh)
 	before := endOffsets(addr, "big-out")
-	cmd = exec.Command(cuckoo, args...)
-	drainCmd(cmd)
+	cmd = exec.Command(cuckoo, append(args, "--stats")...)
+	var restartErr strings.Builder
+	cmd.Stdout, cmd.Stderr = os.Stderr, &restartErr
 	start = time.Now()
 	check(cmd.Start())
 	for endOffsets(addr, "big-out") == before {
@@ -214,6 +236,12 @@ func memoryAndRestart(addr, cuckoo string) {
 		*memKeys, time.Since(start).Seconds())
 	cmd.Process.Signal(syscall.SIGTERM)
 	cmd.Wait()
+	// Its --stats: the restores' time and what they replayed.
+	for _, line := range strings.Split(restartErr.String(), "\n") {
+		if strings.Contains(line, " restored in ") {
+			fmt.Printf("restart: %s\n", strings.TrimPrefix(line, "cuckoo dedup: "))
+		}
+	}
 }
 
 // windowBytes is the memory of the processor's filters: one window of
@@ -227,11 +255,15 @@ func windowBytes(capacity string) uint64 {
 
 // passThrough is the baseline: a transactional copy of one topic to
 // another with a GroupTransactSession, one transaction per poll, with the
-// client's defaults, as `cuckoo dedup --kafka` has them.
-func passThrough(addr, group, from, to string) {
+// client's defaults but for the fetch sizes, which are those `cuckoo dedup
+// --kafka` takes when it owns every partition of the input (see
+// kafkadedup.WithFetchBytes): fetch bytes in all, share a partition (an
+// even share of them, at least 64 KiB).
+func passThrough(addr, group, from, to string, fetch, share int32) {
 	s, err := kgo.NewGroupTransactSession(kgo.SeedBrokers(addr), kgo.ConsumerGroup(group), kgo.ConsumeTopics(from),
 		kgo.TransactionalID("passthrough-"+group), kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.RequireStableFetchOffsets(),
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.FetchMaxBytes(fetch), kgo.FetchMaxPartitionBytes(share))
 	check(err)
 	defer s.Close()
 	ctx := context.Background()
@@ -251,20 +283,20 @@ func passThrough(addr, group, from, to string) {
 }
 
 // timeToCaughtUp starts cmd and returns the time until the group's
-// committed offsets reach the end of the input, then stops it. It prints
-// the CPU time the process used meanwhile, which a busy machine does not
+// committed offsets reach the end of the input, then stops it; and the
+// CPU time the process used meanwhile, which a busy machine does not
 // stretch.
-func timeToCaughtUp(addr, group string, cmd *exec.Cmd) time.Duration {
+func timeToCaughtUp(addr, group string, cmd *exec.Cmd) (elapsed, cpu time.Duration) {
 	drainCmd(cmd)
 	start := time.Now()
 	check(cmd.Start())
 	waitCaughtUp(addr, group, "in")
-	d := time.Since(start)
-	cpu := cpuTime(cmd.Process.Pid)
+	elapsed = time.Since(start)
+	cpu = cpuTime(cmd.Process.Pid)
 	cmd.Process.Signal(syscall.SIGKILL)
 	cmd.Wait()
-	fmt.Printf("  %s: %.2f s, %.2f s of CPU\n", group, d.Seconds(), cpu.Seconds())
-	return d
+	fmt.Printf("  %s: %.2f s, %.2f s of CPU\n", group, elapsed.Seconds(), cpu.Seconds())
+	return elapsed, cpu
 }
 
 // cpuTime returns the user and system time of process pid, from /proc.
@@ -438,11 +470,41 @@ func windowSize(n uint64) uint64 {
 	return w.SizeInBytes()
 }
 
-func drain(r interface{ Read([]byte) (int, error) }) {
+// gcLive is what a process's GODEBUG=gctrace=1 lines say.
+type gcLive struct {
+	collections      int
+	maxLive, maxGoal uint64 // bytes
+}
+
+// drainGC reads what a process prints on standard error until it ends,
+// passing on all but its collector's trace lines ("gc 7 @1.2s 3%: …,
+// 80->81->40 MB, 82 MB goal, …"), whose live heaps (40) and goals (82) it
+// returns the largest of.
+func drainGC(r interface{ Read([]byte) (int, error) }) gcLive {
+	var g gcLive
 	sc := bufio.NewScanner(r)
 	for sc.Scan() {
-		fmt.Fprintln(os.Stderr, sc.Text())
+		line := sc.Text()
+		if !strings.HasPrefix(line, "gc ") {
+			fmt.Fprintln(os.Stderr, line)
+			continue
+		}
+		g.collections++
+		for _, part := range strings.Split(line, ", ") {
+			switch f := strings.Fields(part); {
+			case len(f) == 2 && f[1] == "MB" && strings.Count(f[0], "->") == 2:
+				heaps := strings.Split(f[0], "->")
+				if mb, err := strconv.ParseFloat(heaps[2], 64); err == nil {
+					g.maxLive = max(g.maxLive, uint64(mb*(1<<20)))
+				}
+			case len(f) == 3 && f[1] == "MB" && f[2] == "goal":
+				if mb, err := strconv.ParseFloat(f[0], 64); err == nil {
+					g.maxGoal = max(g.maxGoal, uint64(mb*(1<<20)))
+				}
+			}
+		}
 	}
+	return g
 }
 
 func check(err error) {
