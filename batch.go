@@ -36,11 +36,11 @@ type batch struct {
 // stage locates hash h as the k-th key of the group.
 func (f *Filter) stage(b *batch, k int, h uint64) {
 	k &= batchGroup - 1 // k < batchGroup already; the mask proves it to the compiler
-	i1, fp := f.locate(h)
-	i2 := f.t.AltIndex(i1, fp)
+	i1, fp := f.m.T.Locate(h)
+	i2 := f.m.T.AltIndex(i1, fp)
 	b.h[k], b.i1[k], b.i2[k], b.fp[k] = h, i1, i2, fp
-	b.lines[2*k] = i1 * f.t.BucketBits >> 6
-	b.lines[2*k+1] = i2 * f.t.BucketBits >> 6
+	b.lines[2*k] = i1 * f.m.T.BucketBits >> 6
+	b.lines[2*k+1] = i2 * f.m.T.BucketBits >> 6
 }
 
 // stageKeys hashes and locates up to batchGroup keys into b and prefetches
@@ -50,7 +50,7 @@ func (f *Filter) stageKeys(b *batch, keys [][]byte) {
 	for k, key := range keys {
 		f.stage(b, k, hash.Sum64(key, f.seed))
 	}
-	table.Prefetch(f.t.Words, b.lines[:2*b.n])
+	table.Prefetch(f.m.T.Words, b.lines[:2*b.n])
 }
 
 // stageHashes is stageKeys for hashes.
@@ -59,12 +59,12 @@ func (f *Filter) stageHashes(b *batch, hs []uint64) {
 	for k, h := range hs {
 		f.stage(b, k, h)
 	}
-	table.Prefetch(f.t.Words, b.lines[:2*b.n])
+	table.Prefetch(f.m.T.Words, b.lines[:2*b.n])
 }
 
 // probe looks up the keys staged in b.
 func (f *Filter) probe(b *batch, found []bool) {
-	t := &f.t
+	t := &f.m.T
 	i1, i2, fp := b.i1[:b.n], b.i2[:b.n], b.fp[:b.n]
 	found = found[:len(i1)]
 	if t.Aligned {
@@ -90,7 +90,7 @@ func (f *Filter) ContainsBatch(keys [][]byte, found []bool) {
 	if len(found) < len(keys) {
 		panic("cuckoo: ContainsBatch: found is shorter than keys")
 	}
-	if f.t.NumBuckets == 0 {
+	if f.m.T.NumBuckets == 0 {
 		clear(found[:len(keys)])
 		return
 	}
@@ -106,7 +106,7 @@ func (f *Filter) ContainsHashBatch(hashes []uint64, found []bool) {
 	if len(found) < len(hashes) {
 		panic("cuckoo: ContainsHashBatch: found is shorter than hashes")
 	}
-	if f.t.NumBuckets == 0 {
+	if f.m.T.NumBuckets == 0 {
 		clear(found[:len(hashes)])
 		return
 	}
@@ -148,7 +148,7 @@ func (f *Filter) addBatch(keys [][]byte, hashes []uint64, unique []bool) (int, e
 	if keys != nil {
 		n = len(keys)
 	}
-	if f.t.NumBuckets == 0 {
+	if f.m.T.NumBuckets == 0 {
 		if n == 0 {
 			return 0, nil
 		}

@@ -175,15 +175,16 @@ func decodeChain(d *codec.Decoder, kind byte) (*cchain, error) {
 		}
 		return ch, nil
 	}
-	f, err := decodeFilter(d) // rejects any other kind
+	e, err := decodeFilter(d) // rejects any other kind
 	if err != nil {
 		return nil, err
 	}
-	if f.t.Semi {
+	f := filterOf(e)
+	if f.m.T.Semi {
 		return nil, errSemiConcurrent
 	}
 	ch := &cchain{seed: f.seed, maxKicks: f.maxKicks}
-	ch.tables = []*ctable{ctableFrom(f, nil, 0, f.t.NumBuckets*f.t.Slots, tableOpen)}
+	ch.tables = []*ctable{ctableFrom(&f, nil, 0, f.m.T.NumBuckets*f.m.T.Slots, tableOpen)}
 	return ch, nil
 }
 

@@ -866,14 +866,14 @@ func (c *ctable) snapshotLocked(words []uint64) (*Filter, table.Counters) {
 	copy(words, c.t.Words)
 	t.Words = words
 	f.init(t, c.seed, c.capacity, c.maxKicks)
-	f.occupied = c.slotsUsed()
-	f.count = f.occupied
+	f.m.Occupied = c.slotsUsed()
+	f.m.Items = f.m.Occupied
 	var over table.Counters
 	for i := range c.stripes {
 		st := &c.stripes[i]
 		for k, v := range st.dups {
-			f.dups.Set(k, v)
-			f.count += v
+			f.m.Dups.Set(k, v)
+			f.m.Items += v
 		}
 		for k, v := range st.over {
 			over.Set(k, v)
@@ -886,10 +886,10 @@ func (c *ctable) snapshotLocked(words []uint64) (*Filter, table.Counters) {
 // words, and its overflow counters: every counter goes to the stripe of
 // its pair's lower bucket, every count to the first tally.
 func ctableFrom(f *Filter, over table.Counters, gen uint32, limit uint64, state tableState) *ctable {
-	c := &ctable{t: f.t, seed: f.seed, capacity: f.capacity, maxKicks: f.maxKicks}
+	c := &ctable{t: f.m.T, seed: f.seed, capacity: f.capacity, maxKicks: f.maxKicks}
 	c.setUp(gen, limit)
-	items := f.count
-	for k, v := range f.dups {
+	items := f.m.Items
+	for k, v := range f.m.Dups {
 		c.stripeOf(k>>32).dups.Set(k, v)
 	}
 	for k, v := range over {
@@ -898,10 +898,10 @@ func ctableFrom(f *Filter, over table.Counters, gen uint32, limit uint64, state 
 	for _, v := range over {
 		items += v
 	}
-	c.tallies[0].slots.Store(int64(f.occupied) * oneSlot)
-	c.tallies[0].copies.Store(int64(items - f.occupied))
+	c.tallies[0].slots.Store(int64(f.m.Occupied) * oneSlot)
+	c.tallies[0].copies.Store(int64(items - f.m.Occupied))
 	if c.limited {
-		c.occ.Store(f.occupied)
+		c.occ.Store(f.m.Occupied)
 	}
 	c.state = state
 	if state == tableSealed {

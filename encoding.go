@@ -1,7 +1,6 @@
 package cuckoo
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -83,32 +82,31 @@ var errPreV1 = fmt.Errorf("%w: written by a version of github.com/dedupkit/cucko
 // grows in place). Encoding and decoding a table go through it, and each
 // filter checks what its own invariants add (decodeFilter, decodeLevel).
 type tableEncoding struct {
-	t        table.Table // with its words
-	flags    uint8       // flagGrowing or 0; flagSemiSort follows t
+	m        table.Multiset // the table with its words, the items and the counters; Occupied is not encoded
+	flags    uint8          // flagGrowing or 0; flagSemiSort follows the table
 	seed     uint64
 	capacity uint64
 	maxKicks int
-	count    uint64
-	dups     table.Counters
 }
 
-// encoding returns the filter's table encoding.
-func (f *Filter) encoding() tableEncoding {
-	return tableEncoding{t: f.t, seed: f.seed, capacity: f.capacity, maxKicks: f.maxKicks, count: f.count, dups: f.dups}
-}
+// maxItems bounds the items of an encoded filter, copies included:
+// decoders refuse counts above it, so Len and every sum of counters of a
+// decoded filter fit in a uint64 (see table.MaxItems, which every insert
+// keeps to).
+const maxItems = table.MaxItems
 
 // size returns the exact number of bytes of the encoding.
 func (e *tableEncoding) size() int64 {
-	w := int64(len(e.t.Words))
+	w := int64(len(e.m.T.Words))
 	if w > 0 {
 		w-- // the padding word is not written
 	}
-	return headerSize + 8*w + dupEntrySize*int64(len(e.dups)) + checksumSize
+	return headerSize + 8*w + dupEntrySize*int64(len(e.m.Dups)) + checksumSize
 }
 
 // writeTo writes the encoding to w.
 func (e *tableEncoding) writeTo(w io.Writer) (int64, error) {
-	t := &e.t
+	t := &e.m.T
 	enc := codec.NewEncoder(w, e.size())
 	enc.Bytes([]byte(magic))
 	enc.Uint16(formatVersion)
@@ -126,83 +124,21 @@ func (e *tableEncoding) writeTo(w io.Writer) (int64, error) {
 	enc.Uint64(e.seed)
 	enc.Uint64(e.capacity)
 	enc.Uint64(t.NumBuckets)
-	enc.Uint64(e.count)
+	enc.Uint64(e.m.Items)
 	words := t.Words
 	if len(words) > 0 {
 		words = words[:len(words)-1]
 	}
 	enc.Uint64(uint64(len(words)))
-	enc.Uint64(uint64(len(e.dups)))
+	enc.Uint64(uint64(len(e.m.Dups)))
 	enc.Uint32(uint32(t.Segments))
 	enc.Uint32(0)
 	enc.Words(words)
-	for _, k := range e.dups.SortedKeys() {
+	for _, k := range e.m.Dups.SortedKeys() {
 		enc.Uint64(k)
-		enc.Uint64(e.dups[k])
+		enc.Uint64(e.m.Dups[k])
 	}
 	return enc.Finish()
-}
-
-// EncodedSize returns the exact number of bytes MarshalBinary and WriteTo
-// produce for the filter's current state.
-func (f *Filter) EncodedSize() int64 {
-	e := f.encoding()
-	return e.size()
-}
-
-// MarshalBinary encodes the filter: parameters, seed, table and duplicate
-// counters, with a checksum. The same state always gives the same bytes, and
-// they are what WriteTo writes. docs/format.md describes the format.
-func (f *Filter) MarshalBinary() ([]byte, error) {
-	var buf bytes.Buffer
-	buf.Grow(int(f.EncodedSize()))
-	if _, err := f.WriteTo(&buf); err != nil {
-		return nil, err
-	}
-	return buf.Bytes(), nil
-}
-
-// WriteTo writes the encoding of the filter to w and returns the number of
-// bytes written. It only reads the filter, so concurrent readers may go on.
-func (f *Filter) WriteTo(w io.Writer) (int64, error) {
-	if f.t.NumBuckets == 0 {
-		return 0, errors.New("cuckoo: the zero Filter has no table to encode")
-	}
-	e := f.encoding()
-	return e.writeTo(w)
-}
-
-// UnmarshalBinary replaces the filter's state with the one encoded in data
-// by MarshalBinary or WriteTo. Damaged, truncated or foreign data gives an
-// error wrapping [ErrCorrupt] and leaves the filter unchanged. A header that
-// claims more than data holds is rejected before anything is allocated.
-func (f *Filter) UnmarshalBinary(data []byte) error {
-	d := codec.NewBytesDecoder(data)
-	g, err := decodeFilter(d)
-	if err == nil {
-		err = d.ExpectEnd()
-	}
-	if err != nil {
-		return asDecodeError(err)
-	}
-	*f = *g
-	return nil
-}
-
-// ReadFrom replaces the filter's state with one read from r, as written by
-// WriteTo, and returns the number of bytes read. It reads exactly the
-// encoding and nothing after it. On error (wrapping [ErrCorrupt] when the
-// data is bad) the filter is unchanged. Memory grows with the data actually
-// read, so a header that lies about the table's size cannot make it
-// allocate much more than the stream delivers.
-func (f *Filter) ReadFrom(r io.Reader) (int64, error) {
-	d := codec.NewDecoder(r)
-	g, err := decodeFilter(d)
-	if err != nil {
-		return d.Read(), asDecodeError(err)
-	}
-	*f = *g
-	return d.Read(), nil
 }
 
 // asDecodeError gives a decoding error its final form: errors about the data wrap
@@ -276,7 +212,7 @@ func kindName(kind uint8) string {
 // decodeFilter reads one encoded Filter and checks it completely: checksum,
 // parameter ranges, table size, and every invariant the operations keep, so
 // that a decoded filter behaves exactly like one built by operations.
-func decodeFilter(d *codec.Decoder) (*Filter, error) {
+func decodeFilter(d *codec.Decoder) (*tableEncoding, error) {
 	e, err := decodeTableEncoding(d)
 	if err != nil {
 		return nil, err
@@ -287,7 +223,7 @@ func decodeFilter(d *codec.Decoder) (*Filter, error) {
 	// The capacity guarantee needs at least the buckets New plans for the
 	// capacity and shape. More are fine: a Scalable's tables round their
 	// bucket counts up, and each loads as a Filter.
-	t := &e.t
+	t := &e.m.T
 	m, ok := bucketsFor(e.capacity, t.Slots, t.FPBits)
 	if t.Segments > 1 {
 		m, ok = segmentedBuckets(e.capacity, t.Segments, t.Slots, t.FPBits)
@@ -295,25 +231,25 @@ func decodeFilter(d *codec.Decoder) (*Filter, error) {
 	if !ok || t.NumBuckets < m {
 		return nil, bad("%d buckets for capacity %d, fewer than the %d New plans", t.NumBuckets, e.capacity, m)
 	}
-	return filterFrom(e)
+	if err := e.checkPlain(); err != nil {
+		return nil, err
+	}
+	return e, nil
 }
 
-// filterFrom returns the Filter of a decoded table encoding, checking what
-// a Filter's invariants add to it.
-func filterFrom(e *tableEncoding) (*Filter, error) {
-	t := &e.t
+// checkPlain checks what the invariants of a plain table (a Filter's, or
+// a full table of a Scalable) add to a decoded table encoding, and counts
+// its occupied slots.
+func (e *tableEncoding) checkPlain() error {
+	t := &e.m.T
 	if e.capacity > t.NumBuckets*t.Slots {
-		return nil, bad("capacity %d for %d slots", e.capacity, t.NumBuckets*t.Slots)
+		return bad("capacity %d for %d slots", e.capacity, t.NumBuckets*t.Slots)
 	}
-	f := &Filter{}
-	f.init(e.t, e.seed, e.capacity, e.maxKicks)
-	f.count = e.count
-	f.dups = e.dups
-	f.occupied = f.t.OccupiedSlots()
-	if err := f.validate(false); err != nil {
-		return nil, bad("%v", err)
+	e.m.Occupied = t.OccupiedSlots()
+	if err := e.m.Validate(false); err != nil {
+		return bad("%v", err)
 	}
-	return f, nil
+	return nil
 }
 
 // decodeTableEncoding reads one table encoding and checks what the format
@@ -409,6 +345,6 @@ func decodeTableEncoding(d *codec.Decoder) (*tableEncoding, error) {
 			}
 		}
 	}
-	return &tableEncoding{t: t, flags: flags & flagGrowing, seed: seed, capacity: capacity,
-		maxKicks: int(maxKicks), count: count, dups: dups}, nil
+	return &tableEncoding{m: table.Multiset{T: t, Items: count, Dups: dups}, flags: flags & flagGrowing,
+		seed: seed, capacity: capacity, maxKicks: int(maxKicks)}, nil
 }

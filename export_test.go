@@ -14,10 +14,10 @@ import (
 // CheckInvariants returns the first broken invariant, scanning the whole
 // table.
 func (f *Filter) CheckInvariants() error {
-	if f.t.NumBuckets == 0 {
+	if f.m.T.NumBuckets == 0 {
 		return nil
 	}
-	return f.validate(true)
+	return f.m.Validate(true)
 }
 
 // AltIndexForTest exposes the alternate-bucket function of a table of
@@ -36,7 +36,7 @@ func TargetLoad(b, f int) float64 { return targetLoad(uint64(b), uint64(f)) }
 func SmallTableMargin(capacity uint64, b int) float64 { return smallTableMargin(capacity, uint64(b)) }
 
 // TableBytes is the memory of the table alone.
-func (f *Filter) TableBytes() uint64 { return uint64(len(f.t.Words)) * 8 }
+func (f *Filter) TableBytes() uint64 { return uint64(len(f.m.T.Words)) * 8 }
 
 // ExpectedFPR is the model the filter's FalsePositiveRate uses.
 func ExpectedFPR(load float64, b, fpBits int) float64 {
@@ -53,8 +53,8 @@ func SetHugePages(on bool) bool {
 
 // BucketsForTest returns the two buckets of key.
 func (f *Filter) BucketsForTest(key []byte) (i1, i2 uint64) {
-	i1, fp := f.locate(hash.Sum64(key, f.seed))
-	return i1, f.t.AltIndex(i1, fp)
+	i1, i2, _ = f.m.T.Pair(hash.Sum64(key, f.seed))
+	return i1, i2
 }
 
 // CheckInvariants returns the first broken invariant of the chain or of one
@@ -71,7 +71,7 @@ func (s *Scalable) CheckInvariants() error {
 			if n := lv.grow.t.OccupiedSlots(); n != lv.grow.occupied {
 				return fmt.Errorf("growing table: %d slots occupied, %d recorded", n, lv.grow.occupied)
 			}
-		} else if err := lv.f.validate(true); err != nil {
+		} else if err := lv.f.m.Validate(true); err != nil {
 			return err
 		}
 	}
@@ -131,7 +131,7 @@ func (c *Concurrent) CheckInvariants() error {
 	case err != nil:
 		return err
 	case f != nil:
-		return f.validate(true)
+		return f.m.Validate(true)
 	}
 	if err := s.CheckInvariants(); err != nil {
 		return err

@@ -171,7 +171,7 @@ func (lv *level) table() *table.Table {
 	if lv.grow != nil {
 		return &lv.grow.t
 	}
-	return &lv.f.t
+	return &lv.f.m.T
 }
 
 // fpBits is the fingerprint width of the level's generation.
@@ -179,7 +179,7 @@ func (lv *level) fpBits() uint64 {
 	if lv.grow != nil {
 		return lv.grow.fpBits
 	}
-	return lv.f.t.FPBits
+	return lv.f.m.T.FPBits
 }
 
 // occupied returns the number of non-empty slots.
@@ -187,7 +187,7 @@ func (lv *level) occupied() uint64 {
 	if lv.grow != nil {
 		return lv.grow.occupied
 	}
-	return lv.f.occupied
+	return lv.f.m.Occupied
 }
 
 // items returns the copies the table holds, in slots and in its duplicate
@@ -196,7 +196,7 @@ func (lv *level) items() uint64 {
 	if lv.grow != nil {
 		return lv.grow.occupied
 	}
-	return lv.f.count
+	return lv.f.m.Items
 }
 
 // slotCopies returns how many slots hold h's fingerprint.
@@ -204,14 +204,14 @@ func (lv *level) slotCopies(h uint64) uint64 {
 	if lv.grow != nil {
 		return lv.grow.slotCopies(h)
 	}
-	return lv.f.CountHash(h) - lv.f.dups[lv.pairKeyOf(h)]
+	return lv.f.m.SlotCopies(h)
 }
 
 // finishGrowing makes the fully grown table a Filter.
 func (lv *level) finishGrowing(seed uint64, maxKicks int) {
 	g := lv.grow
 	lv.f.init(g.t, seed, lv.capacity, maxKicks)
-	lv.f.count, lv.f.occupied = g.occupied, g.occupied
+	lv.f.m.Items, lv.f.m.Occupied = g.occupied, g.occupied
 	lv.grow = nil
 }
 
@@ -244,7 +244,7 @@ func (s *Scalable) reprobe() {
 	bytes := s.plainBytes()
 	for _, lv := range s.levels {
 		if lv.grow == nil {
-			s.probe = append(s.probe, probeOf(&lv.f.t, bytes))
+			s.probe = append(s.probe, probeOf(&lv.f.m.T, bytes))
 		}
 	}
 }
@@ -254,7 +254,7 @@ func (s *Scalable) plainBytes() uint64 {
 	var n uint64
 	for _, lv := range s.levels {
 		if lv.grow == nil {
-			n += uint64(len(lv.f.t.Words)) * 8
+			n += uint64(len(lv.f.m.T.Words)) * 8
 		}
 	}
 	return n
@@ -458,7 +458,7 @@ func (s *Scalable) addCopy(lv *level, h uint64) {
 		if lv.grow.slotCopies(h) < table.MaxSlotCopies && s.addGrowing(lv, h) {
 			return
 		}
-	} else if copies := lv.slotCopies(h); copies >= table.MaxSlotCopies || lv.f.occupied < lv.limit {
+	} else if copies := lv.slotCopies(h); copies >= table.MaxSlotCopies || lv.f.m.Occupied < lv.limit {
 		if copies < table.MaxSlotCopies && lv != s.levels[len(s.levels)-1] {
 			if lv.placeCopy(h) {
 				return
@@ -476,14 +476,7 @@ func (s *Scalable) addCopy(lv *level, h uint64) {
 // buckets in lv's plain table, moving nothing, and reports whether there
 // was one.
 func (lv *level) placeCopy(h uint64) bool {
-	f := &lv.f
-	i1, fp := f.locate(h)
-	if i2 := f.t.AltIndex(i1, fp); !f.t.Insert(i1, fp) && !f.t.Insert(i2, fp) {
-		return false
-	}
-	f.count++
-	f.occupied++
-	return true
+	return lv.f.m.Place(h)
 }
 
 // addNew puts a fingerprint no table holds into the newest table, or into
@@ -494,7 +487,7 @@ func (s *Scalable) addNew(h uint64) {
 		if s.addGrowing(lv, h) {
 			return
 		}
-	} else if lv.f.occupied < lv.limit && lv.f.AddHash(h) == nil {
+	} else if lv.f.m.Occupied < lv.limit && lv.f.AddHash(h) == nil {
 		return
 	}
 	lv = s.grow()
@@ -527,7 +520,7 @@ func (s *Scalable) addGrowing(lv *level, h uint64) bool {
 		if g.splitPair() {
 			lv.finishGrowing(s.seed, s.maxKicks)
 			s.reprobe()
-			return lv.f.occupied < lv.limit && lv.f.AddHash(h) == nil
+			return lv.f.m.Occupied < lv.limit && lv.f.AddHash(h) == nil
 		}
 	}
 }
@@ -537,7 +530,7 @@ func (s *Scalable) addGrowing(lv *level, h uint64) bool {
 // needs a displacement there.
 func (s *Scalable) grow() *level {
 	last := s.levels[len(s.levels)-1]
-	last.f.ins = table.Inserts{}
+	last.f.m.Ins = table.Inserts{}
 	if last.gen+1 >= maxGenerations {
 		// Unreachable in practice: the tables reach 2^32 buckets long before.
 		panic("cuckoo: Scalable has grown past the generation limit")
@@ -602,8 +595,8 @@ func (lv *level) pairKeyOf(h uint64) uint64 {
 	if lv.grow != nil {
 		return lv.grow.pairKey(h)
 	}
-	i1, fp := lv.f.locate(h)
-	return table.PairKey(i1, lv.f.t.AltIndex(i1, fp), fp)
+	i1, i2, fp := lv.f.m.T.Pair(h)
+	return table.PairKey(i1, i2, fp)
 }
 
 // dropEmpty releases the oldest tables while they hold nothing (a window
@@ -794,7 +787,7 @@ func (s *Scalable) validate() error {
 		if lv.grow != nil {
 			continue
 		}
-		if k >= len(s.probe) || s.probe[k] != probeOf(&lv.f.t, bytes) {
+		if k >= len(s.probe) || s.probe[k] != probeOf(&lv.f.m.T, bytes) {
 			return fmt.Errorf("the probe of table %d is not the table's", k)
 		}
 		k++
@@ -816,7 +809,7 @@ func (s *Scalable) validate() error {
 		var n uint64
 		// The counters are keyed by the plain table's buckets, also while
 		// the table grows.
-		m, fpRange := lv.f.t.NumBuckets, lv.f.t.FPMask
+		m, fpRange := lv.f.m.T.NumBuckets, lv.f.m.T.FPMask
 		if lv.grow != nil {
 			m, fpRange = lv.grow.final, lv.grow.fpRange
 		}
@@ -830,7 +823,7 @@ func (s *Scalable) validate() error {
 				return fmt.Errorf("table %d: overflow counter %#x not keyed by the lower bucket", i, pk)
 			}
 			if g := lv.grow; g != nil && !g.holds(b, fp) && !g.holds(j, fp) ||
-				g == nil && !lv.f.t.HoldsEither(b, fp, j, fp) {
+				g == nil && !lv.f.m.T.HoldsEither(b, fp, j, fp) {
 				return fmt.Errorf("table %d: overflow counter %#x without a slot copy", i, pk)
 			}
 			if n+c < n {

@@ -9,6 +9,7 @@ import (
 	"math"
 
 	"github.com/dedupkit/cuckoo/internal/codec"
+	"github.com/dedupkit/cuckoo/internal/table"
 )
 
 // The encoding of a Scalable, format version 1: the header, each table as
@@ -259,7 +260,7 @@ func decodeScalable(d *codec.Decoder) (*Scalable, error) {
 // generation's capacity and the tags' count.
 func (lv *level) encoding(s *Scalable) tableEncoding {
 	if g := lv.grow; g != nil {
-		return tableEncoding{t: g.t, flags: flagGrowing, seed: s.seed, capacity: lv.capacity, maxKicks: s.maxKicks, count: g.occupied}
+		return tableEncoding{m: table.Multiset{T: g.t, Items: g.occupied}, flags: flagGrowing, seed: s.seed, capacity: lv.capacity, maxKicks: s.maxKicks}
 	}
 	return lv.f.encoding()
 }
@@ -280,7 +281,7 @@ func decodeLevel(d *codec.Decoder, s *Scalable, gen generation, newest bool) (*l
 	if sub.n != 0 {
 		return nil, bad("%d bytes after the table's encoding", sub.n)
 	}
-	t := &e.t
+	t := &e.m.T
 	switch {
 	case t.Slots != s.g.slots || t.Semi != s.g.semi || e.seed != s.seed || e.maxKicks != s.maxKicks:
 		return nil, bad("table parameters differ from the filter's")
@@ -300,15 +301,15 @@ func decodeLevel(d *codec.Decoder, s *Scalable, gen generation, newest bool) (*l
 		case !ok || t.FPBits != g.tagBits():
 			return nil, bad("growing table of %d bits, %d buckets is not one of generation %d (%d bits, %d buckets)",
 				t.FPBits, t.NumBuckets, gen.k, gen.fpBits, gen.numBuckets)
-		case len(e.dups) != 0:
+		case len(e.m.Dups) != 0:
 			return nil, bad("growing table with duplicate counters")
 		}
-		g.t = e.t
+		g.t = e.m.T
 		g.refresh()
 		g.occupied = g.t.OccupiedSlots()
 		switch {
-		case g.occupied != e.count:
-			return nil, bad("growing table: %d items, %d slots occupied", e.count, g.occupied)
+		case g.occupied != e.m.Items:
+			return nil, bad("growing table: %d items, %d slots occupied", e.m.Items, g.occupied)
 		case g.crowdedPast():
 			return nil, bad("growing table: %d of %d slots occupied, past its load", g.occupied, g.t.NumBuckets*g.t.Slots)
 		}
@@ -322,11 +323,10 @@ func decodeLevel(d *codec.Decoder, s *Scalable, gen generation, newest bool) (*l
 		return nil, bad("table of %d bits, %d buckets is not generation %d (%d bits, %d buckets)",
 			t.FPBits, t.NumBuckets, gen.k, gen.fpBits, gen.numBuckets)
 	}
-	f, err := filterFrom(e)
-	if err != nil {
+	if err := e.checkPlain(); err != nil {
 		return nil, err
 	}
-	lv.f = *f
+	lv.f = filterOf(e)
 	return lv, nil
 }
 
