@@ -509,9 +509,11 @@ func (s *Scalable) addGrowing(lv *level, h uint64) bool {
 			// The generation's bound holds while its table grows too:
 			// 1-slot buckets, which fill less than the growing table's
 			// load, reach it before the table has its full size. The
-			// table takes that size at once, and the caller a new one.
+			// table takes that size at once, and the caller a new one;
+			// the lookups read it as a plain table from now on.
 			g.growToFull()
 			lv.finishGrowing(s.seed, s.maxKicks)
+			s.reprobe()
 			return false
 		}
 		if !g.crowded() && g.insert(h, s.maxKicks) {

@@ -246,6 +246,42 @@ func TestScalableDuplicates(t *testing.T) {
 	}
 }
 
+// TestScalableCopyFinishingGrowingTable adds keys to Scalables of 1-slot
+// buckets, whose growing tables reach their generation's limit before
+// their full size, and after each key, to a copy of the filter, a second
+// copy of that key: a copy that finds the newest table at its limit makes
+// it take its full size, and every key must still be found at once.
+func TestScalableCopyFinishingGrowingTable(t *testing.T) {
+	// With these seeds the first growing table reaches its limit after
+	// about 690 keys.
+	for seed := range uint64(2) {
+		s, err := cuckoo.NewScalable(10, cuckoo.WithBucketSize(1), cuckoo.WithSeed(seed))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range uint64(800) {
+			s.Add(key(seed, i))
+			data, err := s.MarshalBinary()
+			if err != nil {
+				t.Fatal(err)
+			}
+			var twin cuckoo.Scalable
+			if err := twin.UnmarshalBinary(data); err != nil {
+				t.Fatal(err)
+			}
+			twin.Add(key(seed, i)) // a copy of a key of the newest table
+			for _, j := range []uint64{i, i / 2, 0} {
+				if !twin.Contains(key(seed, j)) {
+					t.Fatalf("seed %d: key %d lost after a copy of key %d (%d tables)", seed, j, i, twin.NumTables())
+				}
+			}
+			if err := twin.CheckInvariants(); err != nil {
+				t.Fatalf("seed %d, a copy of key %d: %v", seed, i, err)
+			}
+		}
+	}
+}
+
 // TestScalableOverflow re-adds keys whose table is full: a second slot copy
 // then has no room in the key's table, and the copy must be counted beside
 // it rather than go to a newer table.
