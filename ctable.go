@@ -134,7 +134,6 @@ type ctable struct {
 	// wherever the allocator puts it (see table.CacheLine).
 	_        [table.CacheLine - 8]byte
 	t        table.Table // t.words is accessed atomically
-	seed     uint64
 	capacity uint64
 	maxKicks int
 	vers     []atomic.Uint64
@@ -222,9 +221,9 @@ const maxStripes = 1024
 
 // newCtable returns an empty table of the shape of gen (the table of a
 // fixed-capacity filter is a generation 0 whose limit is every slot) with
-// the chain's seed and max kicks.
+// the chain's max kicks.
 func newCtable(gen generation, slots uint64, ch *cchain) *ctable {
-	c := &ctable{t: table.New(gen.numBuckets, slots, gen.fpBits, false), seed: ch.seed, capacity: gen.capacity, maxKicks: ch.maxKicks}
+	c := &ctable{t: table.New(gen.numBuckets, slots, gen.fpBits, false), capacity: gen.capacity, maxKicks: ch.maxKicks}
 	c.setUp(gen.k, gen.limit)
 	return c
 }
@@ -856,40 +855,38 @@ func (c *ctable) snapshotBuffer() []uint64 {
 }
 
 // snapshotLocked copies the table, into words (from snapshotBuffer), as a
-// Filter and its overflow counters; the caller holds every stripe lock, so
-// no writer runs and plain reads of the words are ordered after every
-// write.
-func (c *ctable) snapshotLocked(words []uint64) (*Filter, table.Counters) {
-	f := &Filter{}
+// plain table with its duplicate counters (a Filter's), and its overflow
+// counters; the caller holds every stripe lock, so no writer runs and
+// plain reads of the words are ordered after every write.
+func (c *ctable) snapshotLocked(words []uint64) (table.Multiset, table.Counters) {
 	t := table.Layout(c.t.NumBuckets, c.t.Slots, c.t.FPBits, false)
 	t.Segment(c.t.Segments)
 	copy(words, c.t.Words)
 	t.Words = words
-	f.init(t, c.seed, c.capacity, c.maxKicks)
-	f.m.Occupied = c.slotsUsed()
-	f.m.Items = f.m.Occupied
+	m := table.Multiset{T: t, Occupied: c.slotsUsed()}
+	m.Items = m.Occupied
 	var over table.Counters
 	for i := range c.stripes {
 		st := &c.stripes[i]
 		for k, v := range st.dups {
-			f.m.Dups.Set(k, v)
-			f.m.Items += v
+			m.Dups.Set(k, v)
+			m.Items += v
 		}
 		for k, v := range st.over {
 			over.Set(k, v)
 		}
 	}
-	return f, over
+	return m, over
 }
 
-// ctableFrom builds a table around a decoded (validated) Filter, taking its
-// words, and its overflow counters: every counter goes to the stripe of
-// its pair's lower bucket, every count to the first tally.
-func ctableFrom(f *Filter, over table.Counters, gen uint32, limit uint64, state tableState) *ctable {
-	c := &ctable{t: f.m.T, seed: f.seed, capacity: f.capacity, maxKicks: f.maxKicks}
+// ctableFrom builds a table around a decoded (validated) plain table and
+// its overflow counters, taking its words: every counter goes to the
+// stripe of its pair's lower bucket, every count to the first tally.
+func ctableFrom(m *table.Multiset, capacity uint64, maxKicks int, over table.Counters, gen uint32, limit uint64, state tableState) *ctable {
+	c := &ctable{t: m.T, capacity: capacity, maxKicks: maxKicks}
 	c.setUp(gen, limit)
-	items := f.m.Items
-	for k, v := range f.m.Dups {
+	items := m.Items
+	for k, v := range m.Dups {
 		c.stripeOf(k>>32).dups.Set(k, v)
 	}
 	for k, v := range over {
@@ -898,10 +895,10 @@ func ctableFrom(f *Filter, over table.Counters, gen uint32, limit uint64, state 
 	for _, v := range over {
 		items += v
 	}
-	c.tallies[0].slots.Store(int64(f.m.Occupied) * oneSlot)
-	c.tallies[0].copies.Store(int64(items - f.m.Occupied))
+	c.tallies[0].slots.Store(int64(m.Occupied) * oneSlot)
+	c.tallies[0].copies.Store(int64(items - m.Occupied))
 	if c.limited {
-		c.occ.Store(f.m.Occupied)
+		c.occ.Store(m.Occupied)
 	}
 	c.state = state
 	if state == tableSealed {

@@ -223,10 +223,15 @@ func (f *Filter) FalsePositiveRate() float64 {
 // SizeInBytes returns the memory the filter holds: the table, the duplicate
 // counters (an estimate of the map's size) and the fixed parts.
 func (f *Filter) SizeInBytes() uint64 {
+	return multisetBytes(&f.m)
+}
+
+// multisetBytes is the memory a Filter's table and counters hold, with the
+// fixed parts of a Filter: a Scalable's plain tables count the same.
+func multisetBytes(m *table.Multiset) uint64 {
 	const fixed = 256 // the struct and slice headers, rounded up
 	const perDup = 32 // a map entry of two words, with the map's overhead
-	return uint64(len(f.m.T.Words))*8 + uint64(len(f.m.Dups))*perDup +
-		f.m.Ins.Bytes() + fixed
+	return uint64(len(m.T.Words))*8 + uint64(len(m.Dups))*perDup + m.Ins.Bytes() + fixed
 }
 
 // FingerprintBits returns the fingerprint width f in bits.

@@ -3,12 +3,11 @@ package cuckoo
 import (
 	"errors"
 	"fmt"
-	"slices"
 
-	"github.com/dedupkit/cuckoo/internal/addr"
 	"github.com/dedupkit/cuckoo/internal/hash"
 	"github.com/dedupkit/cuckoo/internal/invariants"
 	"github.com/dedupkit/cuckoo/internal/table"
+	"github.com/dedupkit/cuckoo/internal/table/chain"
 )
 
 // DefaultScalableCapacity is the initial capacity of a zero [Scalable]
@@ -114,105 +113,13 @@ const DefaultScalableCapacity = 1024
 // options and an initial capacity of DefaultScalableCapacity, with a
 // random seed.
 //
-// Invariants:
-//   - levels is oldest first; levels[k].gen == levels[0].gen+k, and each
-//     table has the shape of its generation (growth.at), or, the newest
-//     only, is growing toward it (level.grow, growtable.go).
-//   - only the newest table receives fingerprints no table holds; an older
-//     table gains only copies of fingerprints it holds (so a key matched by
-//     no table never becomes matched by an older one).
-//   - a table never holds more than its generation's limit of occupied
-//     slots.
-//   - overflow counters (copies a full table had no slot for) exist only
-//     for (pair, fp) that have a slot copy in their table; extra is their
-//     sum.
-//   - with more than one table, the oldest holds at least one item.
+// Its tables are a chainState (growth.go), whose invariants it keeps.
 type Scalable struct {
-	levels []*level
+	chainState
 	// probe holds the plain tables of levels (all but a newest one that
-	// grows in place), oldest first, as lookups read them (chainprobe.go);
+	// grows in place), oldest first, as lookups read them (chain.Probe);
 	// reprobe rebuilds it whenever levels changes.
-	probe    []chainLevel
-	g        schedule
-	seed     uint64
-	maxKicks int
-	extra    uint64 // Σ level.nOver
-}
-
-// level is one table of a Scalable: a Filter, or, the newest only, a table
-// growing in place toward its generation's shape. Each method below is the
-// one place an operation chooses between the two.
-type level struct {
-	// f is the table once it is plain; while the table grows it is the
-	// zero Filter and grow holds the table (growtable.go).
-	f        Filter
-	grow     *growTable
-	gen      uint32
-	capacity uint64 // generation.capacity
-	limit    uint64 // most occupied slots: generation.limit
-	// over counts copies of (pair, fp) that belong in this table (it
-	// already holds the fingerprint) when it had no room for a second slot
-	// copy: they cannot go to a newer table without breaking the rule that
-	// a key's copies sit in one table.
-	over  table.Counters
-	nOver uint64
-}
-
-// contains reports whether the level's table reports h.
-func (lv *level) contains(h uint64) bool {
-	if lv.grow != nil {
-		return lv.grow.contains(h)
-	}
-	return lv.f.ContainsHash(h)
-}
-
-// table returns the level's table.
-func (lv *level) table() *table.Table {
-	if lv.grow != nil {
-		return &lv.grow.t
-	}
-	return &lv.f.m.T
-}
-
-// fpBits is the fingerprint width of the level's generation.
-func (lv *level) fpBits() uint64 {
-	if lv.grow != nil {
-		return lv.grow.fpBits
-	}
-	return lv.f.m.T.FPBits
-}
-
-// occupied returns the number of non-empty slots.
-func (lv *level) occupied() uint64 {
-	if lv.grow != nil {
-		return lv.grow.occupied
-	}
-	return lv.f.m.Occupied
-}
-
-// items returns the copies the table holds, in slots and in its duplicate
-// counters (a growing table has none); the overflow counters are apart.
-func (lv *level) items() uint64 {
-	if lv.grow != nil {
-		return lv.grow.occupied
-	}
-	return lv.f.m.Items
-}
-
-// slotCopies returns how many slots hold h's fingerprint.
-func (lv *level) slotCopies(h uint64) uint64 {
-	if lv.grow != nil {
-		return lv.grow.slotCopies(h)
-	}
-	return lv.f.m.SlotCopies(h)
-}
-
-// finishGrowing makes the fully grown table a Filter.
-func (lv *level) finishGrowing(seed uint64, maxKicks int) {
-	g := lv.grow
-	lv.f.init(g.t, seed, lv.capacity, maxKicks)
-	lv.f.m.Items, lv.f.m.Occupied = g.occupied, g.occupied
-	lv.grow = nil
+	probe []chain.Probe
 }
 
 // NewScalable returns an empty growing filter whose first table holds
@@ -232,8 +139,8 @@ func NewScalable(initialCapacity uint64, opts ...Option) (*Scalable, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Scalable{g: g, seed: c.seed, maxKicks: c.maxKicks}
-	s.levels = []*level{s.newLevel(g.at(0))}
+	s := &Scalable{chainState: chainState{g: g, seed: c.seed, maxKicks: c.maxKicks}}
+	s.levels = []*chain.Level{s.newLevel(g.at(0))}
 	s.reprobe()
 	return s, nil
 }
@@ -243,8 +150,8 @@ func (s *Scalable) reprobe() {
 	s.probe = s.probe[:0]
 	bytes := s.plainBytes()
 	for _, lv := range s.levels {
-		if lv.grow == nil {
-			s.probe = append(s.probe, probeOf(&lv.f.m.T, bytes))
+		if lv.Grow == nil {
+			s.probe = append(s.probe, chain.NewProbe(&lv.Plain.T, bytes))
 		}
 	}
 }
@@ -253,32 +160,23 @@ func (s *Scalable) reprobe() {
 func (s *Scalable) plainBytes() uint64 {
 	var n uint64
 	for _, lv := range s.levels {
-		if lv.grow == nil {
-			n += uint64(len(lv.f.m.T.Words)) * 8
+		if lv.Grow == nil {
+			n += uint64(len(lv.Plain.T.Words)) * 8
 		}
 	}
 	return n
 }
 
-// probeOf returns the probe of plain table t in a chain whose plain tables
-// take chainBytes: a large table is prefetched when they take farChainBytes
-// or more.
-func probeOf(t *table.Table, chainBytes uint64) chainLevel {
-	c := chainLevelOf(t)
-	c.prefetch = c.large && chainBytes >= farChainBytes
-	return c
-}
-
 // newLevel returns an empty table of generation gen: growing in place
 // from 1/2^R of its size when the chain does so, except for the
 // first generation, whose size is the capacity asked for.
-func (s *Scalable) newLevel(gen generation) *level {
-	lv := &level{gen: gen.k, capacity: gen.capacity, limit: gen.limit}
+func (s *Scalable) newLevel(gen generation) *chain.Level {
+	lv := &chain.Level{Gen: gen.k, Capacity: gen.capacity, Limit: gen.limit}
 	if r := s.g.reserveOf(gen.fpBits); gen.k > 0 && r > 0 {
-		lv.grow = newGrowTable(gen.numBuckets, s.g.slots, gen.fpBits, r, s.g.semi)
+		lv.Grow = chain.NewGrowing(gen.numBuckets, s.g.slots, gen.fpBits, r, s.g.semi)
 		return lv
 	}
-	lv.f.init(table.New(gen.numBuckets, s.g.slots, gen.fpBits, s.g.semi), s.seed, gen.capacity, s.maxKicks)
+	lv.Plain.T = table.New(gen.numBuckets, s.g.slots, gen.fpBits, s.g.semi)
 	return lv
 }
 
@@ -405,40 +303,24 @@ func (s *Scalable) AddHash(h uint64) error {
 func (s *Scalable) home(h uint64) int {
 	g := s.growing()
 	if g == nil {
-		return chainFirst(s.probe, h)
+		return chain.First(s.probe, h)
 	}
-	j1, tag1, j2, tag2 := s.locateGrowing(g, h)
-	if i := chainFind(s.probe, h, false); i >= 0 {
+	j1, tag1, j2, tag2 := g.Locate(h, s.probe)
+	if i := chain.Find(s.probe, h, false); i >= 0 {
 		return i // the plain tables are the first of levels
 	}
-	if g.rd.holds(j1, tag1, j2, tag2) {
+	if g.Holds(j1, tag1, j2, tag2) {
 		return len(s.levels) - 1
 	}
 	return -1
 }
 
 // growing returns the newest table if it grows in place, or nil.
-func (s *Scalable) growing() *growTable {
+func (s *Scalable) growing() *chain.Growing {
 	if n := len(s.levels); n > len(s.probe) {
-		return s.levels[n-1].grow
+		return s.levels[n-1].Grow
 	}
 	return nil
-}
-
-// locateGrowing returns where h is in the growing table g (growTable.where)
-// and, in a chain whose lookups prefetch (chainFar), prefetches its
-// buckets, if g is large, and the chain's: a lookup then waits for all of
-// its cache misses at once rather than for the growing table's first.
-func (s *Scalable) locateGrowing(g *growTable, h uint64) (j1, tag1, j2, tag2 uint64) {
-	j1, tag1, j2, tag2 = g.where(h)
-	if chainFar(s.probe) {
-		if g.rd.large {
-			lines := [2]uint64{j1 * g.rd.bb >> 6, j2 * g.rd.bb >> 6}
-			g.Prefetch(lines[:])
-		}
-		prefetchChain(s.probe, h)
-	}
-	return j1, tag1, j2, tag2
 }
 
 // addCopy adds a copy of h to lv, which reports h already: to the table's
@@ -450,94 +332,66 @@ func (s *Scalable) locateGrowing(g *growTable, h uint64) (j1, tag1, j2, tag2 uin
 // maxKicks moves and a breadth-first search, undone when they fail) would
 // fail for most copies, at the cost of hundreds of moves each. A copy goes
 // there only into an empty slot of its two buckets, else to the counters.
-func (s *Scalable) addCopy(lv *level, h uint64) {
-	pk := lv.pairKeyOf(h)
-	if lv.grow != nil {
+func (s *Scalable) addCopy(lv *chain.Level, h uint64) {
+	if lv.Grow != nil {
 		// A growing table keeps no counted copies of its own: those beyond
 		// the slots go to the overflow counters, keyed by the final buckets.
-		if lv.grow.slotCopies(h) < table.MaxSlotCopies && s.addGrowing(lv, h) {
+		if lv.Grow.SlotCopies(h) < table.MaxSlotCopies && s.addGrowing(lv, h) {
 			return
 		}
-	} else if copies := lv.slotCopies(h); copies >= table.MaxSlotCopies || lv.f.m.Occupied < lv.limit {
+	} else if copies := lv.SlotCopies(h); copies >= table.MaxSlotCopies || lv.Plain.Occupied < lv.Limit {
 		if copies < table.MaxSlotCopies && lv != s.levels[len(s.levels)-1] {
-			if lv.placeCopy(h) {
+			if lv.Plain.Place(h) {
 				return
 			}
-		} else if lv.f.AddHash(h) == nil {
+		} else if lv.Plain.Add(h, s.maxKicks) {
 			return
 		}
 	}
-	lv.over.Add(pk)
-	lv.nOver++
+	lv.AddOver(h)
 	s.extra++
-}
-
-// placeCopy puts a slot copy of h into an empty slot of one of its
-// buckets in lv's plain table, moving nothing, and reports whether there
-// was one.
-func (lv *level) placeCopy(h uint64) bool {
-	return lv.f.m.Place(h)
 }
 
 // addNew puts a fingerprint no table holds into the newest table, or into
 // a new one when the newest is full.
 func (s *Scalable) addNew(h uint64) {
 	lv := s.levels[len(s.levels)-1]
-	if lv.grow != nil {
+	if lv.Grow != nil {
 		if s.addGrowing(lv, h) {
 			return
 		}
-	} else if lv.f.m.Occupied < lv.limit && lv.f.AddHash(h) == nil {
+	} else if lv.Plain.Occupied < lv.Limit && lv.Plain.Add(h, s.maxKicks) {
 		return
 	}
 	lv = s.grow()
-	if lv.grow != nil && s.addGrowing(lv, h) || lv.grow == nil && lv.f.AddHash(h) == nil {
+	if lv.Grow != nil && s.addGrowing(lv, h) || lv.Grow == nil && lv.Plain.Add(h, s.maxKicks) {
 		return
 	}
 	panic("cuckoo: a new table refused its first key")
 }
 
-// addGrowing puts a slot copy of h into lv's growing table. It splits a
-// pair of buckets before the insert while the table is crowded, and after
-// an insert that found no room; when the table reaches its full size it
-// becomes plain and the Filter takes the key. It reports false when that
-// plain table has no room (or is at its limit).
-func (s *Scalable) addGrowing(lv *level, h uint64) bool {
-	g := lv.grow
-	for {
-		if g.occupied >= lv.limit {
-			// The generation's bound holds while its table grows too:
-			// 1-slot buckets, which fill less than the growing table's
-			// load, reach it before the table has its full size. The
-			// table takes that size at once, and the caller a new one;
-			// the lookups read it as a plain table from now on.
-			g.growToFull()
-			lv.finishGrowing(s.seed, s.maxKicks)
-			s.reprobe()
-			return false
-		}
-		if !g.crowded() && g.insert(h, s.maxKicks) {
-			return true
-		}
-		if g.splitPair() {
-			lv.finishGrowing(s.seed, s.maxKicks)
-			s.reprobe()
-			return lv.f.m.Occupied < lv.limit && lv.f.AddHash(h) == nil
-		}
+// addGrowing puts a slot copy of h into lv's growing table
+// (chain.Level.AddGrowing), and reports whether it did; when the table
+// becomes plain, the lookups read it as a plain table from then on.
+func (s *Scalable) addGrowing(lv *chain.Level, h uint64) bool {
+	added, finished := lv.AddGrowing(h, s.maxKicks)
+	if finished {
+		s.reprobe()
 	}
+	return added
 }
 
 // grow adds the next generation's table and returns it. The table it
 // closes keeps no insertion scratch: it is reallocated if a copy ever
 // needs a displacement there.
-func (s *Scalable) grow() *level {
+func (s *Scalable) grow() *chain.Level {
 	last := s.levels[len(s.levels)-1]
-	last.f.m.Ins = table.Inserts{}
-	if last.gen+1 >= maxGenerations {
+	last.Plain.Ins = table.Inserts{}
+	if last.Gen+1 >= maxGenerations {
 		// Unreachable in practice: the tables reach 2^32 buckets long before.
 		panic("cuckoo: Scalable has grown past the generation limit")
 	}
-	lv := s.newLevel(s.g.at(last.gen + 1))
+	lv := s.newLevel(s.g.at(last.Gen + 1))
 	s.levels = append(s.levels, lv)
 	s.reprobe()
 	return lv
@@ -547,17 +401,18 @@ func (s *Scalable) grow() *level {
 //
 // Tables are probed newest (largest) first: the newest holds about half
 // the keys, the one before a quarter, and so on. An absent key probes all
-// of them, in one loop (chainHas) that lets the CPU overlap their
+// of them, in one loop (chain.Has) that lets the CPU overlap their
 // independent loads. In a chain large enough to miss the caches, the
 // buckets of the growing table and of the large plain tables are
-// prefetched before any is compared (locateGrowing, prefetchChain).
+// prefetched before any is compared (chain.Growing.Locate,
+// chain.PrefetchFar).
 func (s *Scalable) ContainsHash(h uint64) bool {
 	g := s.growing()
 	if g == nil {
-		return chainHas(s.probe, h)
+		return chain.Has(s.probe, h)
 	}
-	j1, tag1, j2, tag2 := s.locateGrowing(g, h)
-	return g.rd.holds(j1, tag1, j2, tag2) || chainFind(s.probe, h, true) >= 0
+	j1, tag1, j2, tag2 := g.Locate(h, s.probe)
+	return g.Holds(j1, tag1, j2, tag2) || chain.Find(s.probe, h, true) >= 0
 }
 
 // DeleteHash is [Scalable.Delete] for a key's 64-bit hash.
@@ -567,13 +422,9 @@ func (s *Scalable) DeleteHash(h uint64) bool {
 		return false
 	}
 	lv := s.levels[i]
-	if lv.nOver > 0 && lv.takeOver(h) {
+	if lv.NOver > 0 && lv.TakeOver(h) {
 		s.extra--
-	} else if lv.grow != nil {
-		if !lv.grow.remove(h) {
-			panic("cuckoo: a growing table reports a key it cannot delete")
-		}
-	} else if !lv.f.DeleteHash(h) {
+	} else if !lv.Remove(h) {
 		panic("cuckoo: a table reports a key it cannot delete")
 	}
 	s.dropEmpty()
@@ -583,34 +434,10 @@ func (s *Scalable) DeleteHash(h uint64) bool {
 	return true
 }
 
-// takeOver removes one overflow copy of h, if there is one. Overflow
-// copies go first, so the slot copy they rely on stays while they last.
-func (lv *level) takeOver(h uint64) bool {
-	if !lv.over.Take(lv.pairKeyOf(h)) {
-		return false
-	}
-	lv.nOver--
-	return true
-}
-
-func (lv *level) pairKeyOf(h uint64) uint64 {
-	if lv.grow != nil {
-		return lv.grow.pairKey(h)
-	}
-	i1, i2, fp := lv.f.m.T.Pair(h)
-	return table.PairKey(i1, i2, fp)
-}
-
-// dropEmpty releases the oldest tables while they hold nothing (a window
-// of keys deleted in the order they were added empties them one by one).
-// The newest table always stays.
+// dropEmpty releases the oldest tables while they hold nothing
+// (chainState.dropEmpty).
 func (s *Scalable) dropEmpty() {
-	n := 0
-	for n < len(s.levels)-1 && s.levels[n].items() == 0 && s.levels[n].nOver == 0 {
-		n++
-	}
-	if n > 0 {
-		s.levels = slices.Delete(s.levels, 0, n)
+	if s.chainState.dropEmpty() {
 		s.reprobe()
 	}
 }
@@ -621,24 +448,14 @@ func (s *Scalable) CountHash(h uint64) uint64 {
 	if i < 0 {
 		return 0
 	}
-	lv := s.levels[i]
-	var n uint64
-	if lv.grow != nil {
-		n = lv.grow.slotCopies(h)
-	} else {
-		n = lv.f.CountHash(h)
-	}
-	if lv.nOver > 0 {
-		n += lv.over[lv.pairKeyOf(h)]
-	}
-	return n
+	return s.levels[i].Count(h)
 }
 
 // Len returns the number of items stored, copies included.
 func (s *Scalable) Len() uint64 {
 	n := s.extra
 	for _, lv := range s.levels {
-		n += lv.items()
+		n += lv.Items()
 	}
 	return n
 }
@@ -649,7 +466,7 @@ func (s *Scalable) Len() uint64 {
 func (s *Scalable) Capacity() uint64 {
 	var n uint64
 	for _, lv := range s.levels {
-		n += lv.capacity
+		n += lv.Capacity
 	}
 	return n
 }
@@ -662,8 +479,8 @@ func (s *Scalable) InitialCapacity() uint64 { return s.g.initial }
 func (s *Scalable) LoadFactor() float64 {
 	var used, slots uint64
 	for _, lv := range s.levels {
-		t := lv.table()
-		used += lv.occupied()
+		t := lv.Table()
+		used += lv.Occupied()
 		slots += t.NumBuckets * t.Slots
 	}
 	if slots == 0 {
@@ -678,19 +495,20 @@ func (s *Scalable) LoadFactor() float64 {
 func (s *Scalable) FalsePositiveRate() float64 {
 	miss := 1.0
 	for _, lv := range s.levels {
-		miss *= 1 - lv.falsePositiveRate()
+		miss *= 1 - levelRate(lv)
 	}
 	return 1 - miss
 }
 
-// falsePositiveRate is the level's expected rate at its load. A growing
-// table's is that of the plain table it grows into, holding the same
-// fingerprints (growtable.go shows why).
-func (lv *level) falsePositiveRate() float64 {
-	if g := lv.grow; g != nil {
-		return expectedFPR(float64(g.occupied)/float64(g.final*g.t.Slots), g.t.Slots, g.fpBits)
+// levelRate is the expected false-positive rate of a table at its load.
+// A growing table's is that of the plain table it grows into, holding the
+// same fingerprints (chain/growing.go shows why).
+func levelRate(lv *chain.Level) float64 {
+	t, m := lv.Table(), lv.Table().NumBuckets
+	if g := lv.Grow; g != nil {
+		m = g.Final()
 	}
-	return lv.f.FalsePositiveRate()
+	return expectedFPR(float64(lv.Occupied())/float64(m*t.Slots), t.Slots, lv.FPBits())
 }
 
 // TargetFalsePositiveRate returns the bound the filter's false-positive
@@ -707,12 +525,12 @@ func (s *Scalable) SizeInBytes() uint64 {
 	const perOver = 32
 	n := uint64(fixed)
 	for _, lv := range s.levels {
-		n += uint64(len(lv.over))*perOver + 64
-		if g := lv.grow; g != nil {
+		n += uint64(len(lv.Over))*perOver + 64
+		if g := lv.Grow; g != nil {
 			// The words allocated ahead of the splits, and the search queue.
-			n += uint64(cap(g.t.Words))*8 + g.search.Bytes()
+			n += g.Bytes()
 		} else {
-			n += lv.f.SizeInBytes()
+			n += multisetBytes(&lv.Plain)
 		}
 	}
 	return n
@@ -747,13 +565,13 @@ func (s *Scalable) Reset() {
 	if s.levels == nil {
 		return
 	}
-	if first := s.levels[0]; first.gen == 0 {
-		first.f.Reset()
-		first.over, first.nOver = nil, 0
+	if first := s.levels[0]; first.Gen == 0 {
+		first.Plain.Reset()
+		first.Over, first.NOver = nil, 0
 		clear(s.levels[1:])
 		s.levels = s.levels[:1]
 	} else {
-		s.levels = []*level{s.newLevel(s.g.at(0))}
+		s.levels = []*chain.Level{s.newLevel(s.g.at(0))}
 	}
 	s.extra = 0
 	s.reprobe()
@@ -761,15 +579,23 @@ func (s *Scalable) Reset() {
 
 // checkInvariants panics if a structural invariant is broken. It walks
 // the overflow counters, so it runs in full only while they are few (the
-// tests make them few on purpose), and checks the chain always.
+// tests make them few on purpose), and checks the chain always, and the
+// plain tables' own invariants in full where they are small.
 func (s *Scalable) checkInvariants() {
 	var err error
 	if s.extra <= 64 {
 		err = s.validate()
 	} else {
 		for i, lv := range s.levels {
-			if lv.occupied() > lv.limit || i > 0 && lv.gen != s.levels[i-1].gen+1 {
+			if lv.Occupied() > lv.Limit || i > 0 && lv.Gen != s.levels[i-1].Gen+1 {
 				err = fmt.Errorf("table %d breaks its generation", i)
+			}
+		}
+	}
+	for i, lv := range s.levels {
+		if lv.Grow == nil && err == nil {
+			if e := lv.Plain.Validate(len(lv.Plain.T.Words) <= 256); e != nil {
+				err = fmt.Errorf("table %d: %w", i, e)
 			}
 		}
 	}
@@ -778,74 +604,24 @@ func (s *Scalable) checkInvariants() {
 	}
 }
 
-// validate checks the chain's invariants; each table's own are checked by
-// its Filter. The decoder shares it.
+// validate checks the chain's invariants (chainState.validate) and that
+// the lookups' probe is the plain tables'.
 func (s *Scalable) validate() error {
-	if len(s.levels) == 0 {
-		return errors.New("no table")
+	if err := s.chainState.validate(); err != nil {
+		return err
 	}
 	k, bytes := 0, s.plainBytes()
 	for _, lv := range s.levels {
-		if lv.grow != nil {
+		if lv.Grow != nil {
 			continue
 		}
-		if k >= len(s.probe) || s.probe[k] != probeOf(&lv.f.m.T, bytes) {
+		if k >= len(s.probe) || s.probe[k] != chain.NewProbe(&lv.Plain.T, bytes) {
 			return fmt.Errorf("the probe of table %d is not the table's", k)
 		}
 		k++
 	}
 	if k != len(s.probe) {
 		return errors.New("probes for tables that are not there")
-	}
-	var extra uint64
-	for i, lv := range s.levels {
-		if i > 0 && lv.gen != s.levels[i-1].gen+1 {
-			return fmt.Errorf("table %d is generation %d after %d", i, lv.gen, s.levels[i-1].gen)
-		}
-		if lv.occupied() > lv.limit {
-			return fmt.Errorf("table %d holds %d slots, more than its limit %d", i, lv.occupied(), lv.limit)
-		}
-		if lv.grow != nil && i != len(s.levels)-1 {
-			return fmt.Errorf("table %d grows but is not the newest", i)
-		}
-		var n uint64
-		// The counters are keyed by the plain table's buckets, also while
-		// the table grows.
-		m, fpRange := lv.f.m.T.NumBuckets, lv.f.m.T.FPMask
-		if lv.grow != nil {
-			m, fpRange = lv.grow.final, lv.grow.fpRange
-		}
-		for pk, c := range lv.over {
-			b, fp := pk>>32, pk&0xffffffff
-			if c == 0 || b >= m || fp == 0 || fp > fpRange {
-				return fmt.Errorf("table %d: overflow counter %#x: %d copies out of range", i, pk, c)
-			}
-			j := addr.Alt(b, fp, m)
-			if j < b {
-				return fmt.Errorf("table %d: overflow counter %#x not keyed by the lower bucket", i, pk)
-			}
-			if g := lv.grow; g != nil && !g.holds(b, fp) && !g.holds(j, fp) ||
-				g == nil && !lv.f.m.T.HoldsEither(b, fp, j, fp) {
-				return fmt.Errorf("table %d: overflow counter %#x without a slot copy", i, pk)
-			}
-			if n+c < n {
-				return fmt.Errorf("table %d: overflow counters overflow", i)
-			}
-			n += c
-		}
-		if n != lv.nOver {
-			return fmt.Errorf("table %d: overflow counters sum to %d, recorded %d", i, n, lv.nOver)
-		}
-		if extra+n < extra {
-			return errors.New("overflow counters overflow")
-		}
-		extra += n
-	}
-	if extra != s.extra {
-		return fmt.Errorf("overflow copies %d, recorded %d", extra, s.extra)
-	}
-	if first := s.levels[0]; len(s.levels) > 1 && first.items() == 0 && first.nOver == 0 {
-		return errors.New("the oldest of several tables is empty")
 	}
 	return nil
 }

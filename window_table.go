@@ -99,6 +99,11 @@ func newWTable(numBuckets, slots, fpBits uint64) wtable {
 	return t
 }
 
+// Locator returns the table's addressing for a batch's pipeline.
+func (t *wtable) Locator() table.Locator {
+	return table.NewLocator(t.words, t.numBuckets, t.fpMask, t.bucketBits)
+}
+
 // payloadWords is the number of words the buckets take, padding excluded.
 func (t *wtable) payloadWords() uint64 { return (t.numBuckets*t.bucketBits + 63) / 64 }
 
