@@ -55,36 +55,9 @@ func (ch *cchain) containsChunk(hs []uint64, found []bool) {
 		if !ok {
 			return
 		}
-		ch.tables[i].hasBatch(rest, res)
+		ch.tables[i].ContainsBatch(rest, res)
 		p.Record(found)
 	}
-}
-
-// hasBatch sets found[k] to has(hs[k]), table.BatchGroup keys at a time, the
-// next group's buckets prefetched while the current group is probed.
-func (c *ctable) hasBatch(hs []uint64, found []bool) {
-	var lines [2 * table.BatchGroup]uint64
-	c.prefetchGroup(hs[:min(table.BatchGroup, len(hs))], &lines)
-	for lo := 0; lo < len(hs); lo += table.BatchGroup {
-		hi := min(lo+table.BatchGroup, len(hs))
-		if hi < len(hs) {
-			c.prefetchGroup(hs[hi:min(hi+table.BatchGroup, len(hs))], &lines)
-		}
-		for k := lo; k < hi; k++ {
-			found[k] = c.has(hs[k])
-		}
-	}
-}
-
-// prefetchGroup prefetches the two buckets of up to table.BatchGroup hashes.
-func (c *ctable) prefetchGroup(hs []uint64, lines *[2 * table.BatchGroup]uint64) {
-	hs = hs[:min(len(hs), table.BatchGroup)]
-	for k, h := range hs {
-		i1, fp := c.t.Locate(h)
-		lines[2*k] = i1 * c.t.BucketBits >> 6
-		lines[2*k+1] = c.t.AltIndex(i1, fp) * c.t.BucketBits >> 6
-	}
-	table.PrefetchShared(c.t.Words, lines[:2*len(hs)])
 }
 
 // AddBatch adds every key, in order, as Add would. It stops at the first

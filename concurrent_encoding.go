@@ -9,6 +9,7 @@ import (
 
 	"github.com/dedupkit/cuckoo/internal/codec"
 	"github.com/dedupkit/cuckoo/internal/table/chain"
+	"github.com/dedupkit/cuckoo/internal/table/concurrent"
 )
 
 // snapshot copies the state: the table encoding of a fixed-capacity
@@ -31,27 +32,28 @@ func (c *Concurrent) snapshot() (*tableEncoding, *chainState, error) {
 	// while mu is held.
 	bufs := make([][]uint64, len(ch.tables))
 	for i, t := range ch.tables {
-		bufs[i] = t.snapshotBuffer()
+		bufs[i] = t.SnapshotBuffer()
 	}
 	start := time.Now()
 	for _, t := range ch.tables {
-		t.exclusive()
+		t.Exclusive()
 	}
 	defer func() {
 		for i := len(ch.tables) - 1; i >= 0; i-- {
-			ch.tables[i].endExclusive()
+			ch.tables[i].EndExclusive()
 		}
 		c.pause.Store(int64(time.Since(start)))
 	}()
 	if ch.grow == nil {
 		t := ch.tables[0]
-		m, _ := t.snapshotLocked(bufs[0])
-		return &tableEncoding{m: m, seed: ch.seed, capacity: t.capacity, maxKicks: ch.maxKicks}, nil, nil
+		m, _ := t.SnapshotLocked(bufs[0])
+		return &tableEncoding{m: m, seed: ch.seed, capacity: t.Gen().Capacity, maxKicks: ch.maxKicks}, nil, nil
 	}
 	st := &chainState{g: *ch.grow, seed: ch.seed, maxKicks: ch.maxKicks}
 	for i, t := range ch.tables {
-		m, over := t.snapshotLocked(bufs[i])
-		lv := &chain.Level{Plain: m, Gen: t.gen, Capacity: t.capacity, Limit: t.limit, Over: over}
+		m, over := t.SnapshotLocked(bufs[i])
+		g := t.Gen()
+		lv := &chain.Level{Plain: m, Gen: g.K, Capacity: g.Capacity, Limit: g.Limit, Over: over}
 		for _, v := range over {
 			lv.NOver += v
 		}
@@ -173,13 +175,12 @@ func decodeChain(d *codec.Decoder, kind byte) (*cchain, error) {
 				// its full size, as it would have in a chain that doubles.
 				lv.GrowToFull()
 			}
-			state := tableSealed
+			state := concurrent.Sealed
 			if i == len(st.levels)-1 {
-				state = tableOpen
+				state = concurrent.Open
 			}
-			t := ctableFrom(&lv.Plain, lv.Capacity, st.maxKicks, lv.Over, lv.Gen, lv.Limit, state)
-			t.growing = true
-			ch.tables = append(ch.tables, t)
+			g := concurrent.Gen{K: lv.Gen, Capacity: lv.Capacity, Limit: lv.Limit, Growing: true}
+			ch.tables = append(ch.tables, concurrent.From(&lv.Plain, st.maxKicks, lv.Over, g, state))
 		}
 		return ch, nil
 	}
@@ -192,7 +193,8 @@ func decodeChain(d *codec.Decoder, kind byte) (*cchain, error) {
 		return nil, errSemiConcurrent
 	}
 	ch := &cchain{seed: e.seed, maxKicks: e.maxKicks}
-	ch.tables = []*ctable{ctableFrom(&e.m, e.capacity, e.maxKicks, nil, 0, t.NumBuckets*t.Slots, tableOpen)}
+	g := concurrent.Gen{Capacity: e.capacity, Limit: t.NumBuckets * t.Slots}
+	ch.tables = []*concurrent.Table{concurrent.From(&e.m, e.maxKicks, nil, g, concurrent.Open)}
 	return ch, nil
 }
 

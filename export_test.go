@@ -150,7 +150,7 @@ func (c *Concurrent) Moves() uint64 {
 	var n uint64
 	if ch := c.st.Load(); ch != nil {
 		for _, t := range ch.tables {
-			n += t.moves.Load()
+			n += t.Moves()
 		}
 	}
 	return n

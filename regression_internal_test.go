@@ -49,7 +49,7 @@ func TestSnapshotRacesRelease(t *testing.T) {
 				t.Fatalf("delete %d", i)
 			}
 		}
-		if got := c.st.Load().tables[0].items(); got != 1 {
+		if got := c.st.Load().tables[0].Items(); got != 1 {
 			t.Fatalf("first table holds %d items", got)
 		}
 		done := make(chan []byte)

@@ -5,8 +5,8 @@ import "unsafe"
 // CacheLine is the size of a CPU cache line (64 bytes on amd64 and arm64).
 //
 // A Concurrent's lookups read data that other cores' writers may sit next
-// to: its struct, its chain (cchain), the table list, each ctable, the
-// version counters and the table words. If another object shared a cache
+// to: its struct, its chain, the table list, each table
+// (internal/table/concurrent), the version counters and the table words. If another object shared a cache
 // line with them and a core wrote it often, every such write would take
 // the line away from the reading cores (false sharing): two goroutines
 // doing nothing but lookups then run at one goroutine's speed. So each of
