@@ -35,7 +35,7 @@ func (w *Window) ContainsHashBatch(hashes []uint64, found []bool) {
 }
 
 func (w *Window) containsBatch(keys [][]byte, hashes []uint64, found []bool) {
-	if w.t.numBuckets == 0 || len(found) == 0 {
+	if w.t.NumBuckets() == 0 || len(found) == 0 {
 		clear(found)
 		return
 	}
@@ -87,7 +87,7 @@ func (w *Window) putBatch(keys [][]byte, out []bool, mode putMode, unique bool) 
 	if len(keys) == 0 {
 		return 0, nil
 	}
-	if w.t.numBuckets == 0 {
+	if w.t.NumBuckets() == 0 {
 		return 0, errZeroWindow
 	}
 	ns := w.nanos()
