@@ -60,19 +60,7 @@ func New(capacity uint64, opts ...Option) (*Filter, error) {
 	}
 	t := table.New(p.NumBuckets, uint64(c.slots), uint64(p.FingerprintBits), c.semi)
 	t.Segment(uint64(c.segments))
-	f := &Filter{}
-	f.init(t, c.seed, capacity, c.maxKicks)
-	return f, nil
-}
-
-// init sets up f around t, empty of counters.
-func (f *Filter) init(t table.Table, seed, capacity uint64, maxKicks int) {
-	*f = Filter{
-		m:        table.Multiset{T: t},
-		seed:     seed,
-		capacity: capacity,
-		maxKicks: maxKicks,
-	}
+	return &Filter{m: table.Multiset{T: t}, seed: c.seed, capacity: capacity, maxKicks: c.maxKicks}, nil
 }
 
 // Add inserts one copy of key. The filter is a multiset: adding a key n
@@ -223,15 +211,8 @@ func (f *Filter) FalsePositiveRate() float64 {
 // SizeInBytes returns the memory the filter holds: the table, the duplicate
 // counters (an estimate of the map's size) and the fixed parts.
 func (f *Filter) SizeInBytes() uint64 {
-	return multisetBytes(&f.m)
-}
-
-// multisetBytes is the memory a Filter's table and counters hold, with the
-// fixed parts of a Filter: a Scalable's plain tables count the same.
-func multisetBytes(m *table.Multiset) uint64 {
 	const fixed = 256 // the struct and slice headers, rounded up
-	const perDup = 32 // a map entry of two words, with the map's overhead
-	return uint64(len(m.T.Words))*8 + uint64(len(m.Dups))*perDup + m.Ins.Bytes() + fixed
+	return f.m.Bytes() + fixed
 }
 
 // FingerprintBits returns the fingerprint width f in bits.

@@ -46,7 +46,7 @@ const DefaultScalableCapacity = 1024
 // the newest table (after the first, whose size is the capacity asked for)
 // starts at a sixteenth of its size, with 4 more bits per slot (fewer for
 // fingerprints over 28 bits), and grows two buckets at a time by linear
-// hashing, at a load of 0.8 (growtable.go); each time it doubles, its slots
+// hashing, at a load of 0.8 (chain.Growing); each time it doubles, its slots
 // drop a bit, and at full size it has dropped them all and fills like a
 // Filter. Averaged over a growth of 1000× (sizes evenly spaced on a log
 // scale) the tables take at most 1.6 × (log2(2/p) + 3) bits per item for a
@@ -62,7 +62,7 @@ const DefaultScalableCapacity = 1024
 // tables at 1000 times the initial capacity with growth 2. The tables are
 // probed in one loop over a small array of their geometry, each bucket
 // read with one or two loads and compared with no branch, so that the
-// CPU keeps the loads of several tables in flight (chainprobe.go); still,
+// CPU keeps the loads of several tables in flight (chain.Probe); still,
 // each table costs about what a Filter's lookup costs, and an absent key
 // pays for every table (docs/benchmarks.md has the figures). A larger
 // [WithGrowth] makes fewer tables for the same growth, at some memory: 6
@@ -522,15 +522,17 @@ func (s *Scalable) TargetFalsePositiveRate() float64 { return s.g.bound }
 // counters, and the fixed parts.
 func (s *Scalable) SizeInBytes() uint64 {
 	const fixed = 128
-	const perOver = 32
+	const perLevel = 64  // a level's struct
+	const perPlain = 256 // a plain table's headers, as a Filter's
+	const perOver = 32   // an overflow counter: a map entry of two words, with the map's overhead
 	n := uint64(fixed)
 	for _, lv := range s.levels {
-		n += uint64(len(lv.Over))*perOver + 64
+		n += uint64(len(lv.Over))*perOver + perLevel
 		if g := lv.Grow; g != nil {
 			// The words allocated ahead of the splits, and the search queue.
 			n += g.Bytes()
 		} else {
-			n += multisetBytes(&lv.Plain)
+			n += lv.Plain.Bytes() + perPlain
 		}
 	}
 	return n

@@ -8,7 +8,7 @@ import (
 	"github.com/dedupkit/cuckoo/internal/codec"
 )
 
-// A Scalable's encoding is its chain's (chain_encoding.go has the layout).
+// A Scalable's encoding is its chain's (encoding.go has the layout).
 
 // EncodedSize returns the exact number of bytes MarshalBinary and WriteTo
 // produce for the filter's current state.

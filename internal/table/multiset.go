@@ -120,6 +120,14 @@ func (m *Multiset) SlotCopies(h uint64) uint64 {
 	return m.T.Copies(i1, fp) + m.T.Copies(i2, fp)
 }
 
+// Bytes returns the memory the table holds: its words, its counters (an
+// estimate of the map's size: an entry of two words, with the map's
+// overhead) and its inserts' scratch.
+func (m *Multiset) Bytes() uint64 {
+	const perDup = 32
+	return uint64(len(m.T.Words))*8 + uint64(len(m.Dups))*perDup + m.Ins.Bytes()
+}
+
 // Reset removes every item, keeping the table's memory.
 func (m *Multiset) Reset() {
 	m.T.Reset()

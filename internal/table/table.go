@@ -25,9 +25,8 @@ import (
 //
 // The methods without a prefix (Holds, HoldsEither, Copies, Slot, Insert,
 // Replace, Swap, Unswap) work on either layout; Plain* and semi* methods
-// on one only. A Scalable's growing table (the root package's
-// growtable.go) stores tags, not fingerprints, in the same layout: to the
-// table they are just values.
+// on one only. A Scalable's growing table (chain.Growing) stores tags, not
+// fingerprints, in the same layout: to the table they are just values.
 //
 // Invariants:
 //   - NumBuckets is even and in [2, 2^32]: AltIndex has no fixed point
