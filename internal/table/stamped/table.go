@@ -542,6 +542,14 @@ type View struct {
 	expired uint64
 }
 
+// View returns the table as the search for room sees it while the
+// entries stamped expired are free. It is the table's own (its inserts
+// search through it), valid until the next call.
+func (t *Table) View(expired uint64) *View {
+	t.sc.kind = View{t: t, expired: expired}
+	return &t.sc.kind
+}
+
 func (s *View) Shape() (slots, bucketBits uint64) { return s.t.slots, s.t.bucketBits }
 
 func (s *View) Other(b, v uint64) (alt, altV uint64) {
@@ -644,8 +652,7 @@ func (t *Table) moveOne(i1, i2, x, y, v, expired uint64) bool {
 // when empty or expired: it explores up to budget slots, moves nothing
 // unless it finds a chain, and moves the chain hole first.
 func (t *Table) searchPath(sc *scratch, i1, i2, v, expired uint64, budget int) bool {
-	sc.kind = View{t: t, expired: expired}
-	q, end, ok := sc.search.Room(&sc.kind, i1, i2, budget)
+	q, end, ok := sc.search.Room(t.View(expired), i1, i2, budget)
 	if !ok {
 		return false
 	}
