@@ -22,12 +22,8 @@ func TestPadding(t *testing.T) {
 		{"Concurrent.st", unsafe.Sizeof(c), unsafe.Offsetof(c.st), unsafe.Offsetof(c.st) + unsafe.Sizeof(c.st)},
 		{"cchain tables..epoch", unsafe.Sizeof(ch), unsafe.Offsetof(ch.tables), unsafe.Offsetof(ch.epoch) + unsafe.Sizeof(ch.epoch)},
 	} {
-		for a := uintptr(0); a < table.CacheLine; a += 8 {
-			first := (a + x.from) &^ (table.CacheLine - 1)
-			end := (a + x.to + table.CacheLine - 1) &^ (table.CacheLine - 1)
-			if first < a || end > a+x.size {
-				t.Errorf("%s placed at %d mod 64: lines [%d, %d) leave the struct [%d, %d)", x.what, a, first, end, a, a+x.size)
-			}
+		if a, first, end, ok := table.LinesInside(x.size, x.from, x.to); !ok {
+			t.Errorf("%s placed at %d mod 64: lines [%d, %d) leave the struct [%d, %d)", x.what, a, first, end, a, a+x.size)
 		}
 	}
 }

@@ -30,3 +30,20 @@ func PaddedCopy[T any](ts []T) []T {
 	copy(out, ts)
 	return out
 }
+
+// LinesInside reports whether, wherever the allocator places a struct of
+// size bytes (at any 8-byte aligned address), the cache lines that hold
+// its bytes [from, to) lie inside it, and if not, the first placement (the
+// struct's address mod CacheLine) that breaks it and the lines there: what
+// the padding of the structs that lookups read must keep (their tests ask
+// it).
+func LinesInside(size, from, to uintptr) (at, first, end uintptr, ok bool) {
+	for a := uintptr(0); a < CacheLine; a += 8 {
+		first = (a + from) &^ (CacheLine - 1)
+		end = (a + to + CacheLine - 1) &^ (CacheLine - 1)
+		if first < a || end > a+size {
+			return a, first, end, false
+		}
+	}
+	return 0, 0, 0, true
+}

@@ -21,12 +21,8 @@ func TestPadding(t *testing.T) {
 		{"Table t..frozen", unsafe.Sizeof(ct), unsafe.Offsetof(ct.t), unsafe.Offsetof(ct.frozen) + unsafe.Sizeof(ct.frozen)},
 		{"Table occ..moves", unsafe.Sizeof(ct), unsafe.Offsetof(ct.occ), unsafe.Offsetof(ct.moves) + unsafe.Sizeof(ct.moves)},
 	} {
-		for a := uintptr(0); a < table.CacheLine; a += 8 {
-			first := (a + x.from) &^ (table.CacheLine - 1)
-			end := (a + x.to + table.CacheLine - 1) &^ (table.CacheLine - 1)
-			if first < a || end > a+x.size {
-				t.Errorf("%s placed at %d mod 64: lines [%d, %d) leave the struct [%d, %d)", x.what, a, first, end, a, a+x.size)
-			}
+		if a, first, end, ok := table.LinesInside(x.size, x.from, x.to); !ok {
+			t.Errorf("%s placed at %d mod 64: lines [%d, %d) leave the struct [%d, %d)", x.what, a, first, end, a, a+x.size)
 		}
 	}
 	if unsafe.Offsetof(ct.occ) < unsafe.Offsetof(ct.frozen)+unsafe.Sizeof(ct.frozen)+table.CacheLine {
