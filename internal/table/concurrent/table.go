@@ -475,11 +475,7 @@ const (
 // Add inserts h's fingerprint as kind says.
 func (c *Table) Add(h uint64, kind AddKind) AddResult {
 	i1, fp := c.t.Locate(h)
-	return c.add(i1, fp, c.t.AltIndex(i1, fp), kind)
-}
-
-// add inserts fp for a key whose buckets are i1 and i2.
-func (c *Table) add(i1, fp, i2 uint64, kind AddKind) AddResult {
+	i2 := c.t.AltIndex(i1, fp)
 	if kind == AddMulti && !c.growing && c.addFast(i1, fp, i2) {
 		return Done
 	}
@@ -530,7 +526,7 @@ func (c *Table) addFast(i1, fp, i2 uint64) bool {
 	return ok
 }
 
-// addSlow is add when both buckets are full: move fingerprints to free a
+// addSlow is Add when both buckets are full: move fingerprints to free a
 // slot of one, then try again.
 func (c *Table) addSlow(i1, fp, i2 uint64, kind AddKind) AddResult {
 	sc := scratchPool.Get().(*table.Scratch)
@@ -556,7 +552,7 @@ func (c *Table) addUnderLocks(i1, fp, i2 uint64, kind AddKind, overflow bool) (A
 	return c.addLocked(i1, fp, i2, kind, overflow)
 }
 
-// addLocked is one attempt of add, with the stripes of i1 and i2 locked.
+// addLocked is one attempt of Add, with the stripes of i1 and i2 locked.
 // It reports done false when both buckets are full and room must be made.
 // overflow (addCopy only) counts the copy beside the table instead.
 func (c *Table) addLocked(i1, fp, i2 uint64, kind AddKind, overflow bool) (AddResult, bool) {
@@ -686,16 +682,12 @@ const (
 	Gone               // the table was Released: rescan the chain
 )
 
-// Remove deletes one copy of h's fingerprint (see remove).
+// Remove deletes one copy of h's fingerprint from its bucket pair: a
+// counted copy first (overflow, then duplicates), so the slot copies they
+// rely on stay while they last.
 func (c *Table) Remove(h uint64) DelResult {
 	i1, fp := c.t.Locate(h)
-	return c.remove(i1, fp, c.t.AltIndex(i1, fp))
-}
-
-// remove deletes one copy of fp from the pair (i1, i2): a counted copy
-// first (overflow, then duplicates), so the slot copies they rely on stay
-// while they last.
-func (c *Table) remove(i1, fp, i2 uint64) DelResult {
+	i2 := c.t.AltIndex(i1, fp)
 	a, b := c.lock2(i1, i2)
 	defer unlock2(a, b)
 	if c.state == Dropped {
@@ -727,11 +719,7 @@ func (c *Table) remove(i1, fp, i2 uint64) DelResult {
 // counters included.
 func (c *Table) Count(h uint64) uint64 {
 	i1, fp := c.t.Locate(h)
-	return c.count(i1, fp, c.t.AltIndex(i1, fp))
-}
-
-// count returns the copies of fp in the pair (i1, i2), counters included.
-func (c *Table) count(i1, fp, i2 uint64) uint64 {
+	i2 := c.t.AltIndex(i1, fp)
 	a, b := c.lock2(i1, i2)
 	defer unlock2(a, b)
 	home := c.stripeOf(min(i1, i2))
