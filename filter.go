@@ -159,7 +159,7 @@ func (f *Filter) AddHash(h uint64) error {
 		return ErrFull
 	}
 	if invariants.Enabled {
-		f.checkInvariants()
+		f.m.Check()
 	}
 	return nil
 }
@@ -175,7 +175,7 @@ func (f *Filter) DeleteHash(h uint64) bool {
 		return false
 	}
 	if invariants.Enabled {
-		f.checkInvariants()
+		f.m.Check()
 	}
 	return true
 }
@@ -241,12 +241,3 @@ func (f *Filter) MaxKicks() int { return f.maxKicks }
 
 // Reset removes every item, keeping the parameters, the seed and the memory.
 func (f *Filter) Reset() { f.m.Reset() }
-
-// checkInvariants panics if a structural invariant is broken. It scans the
-// whole table, so it runs in full only on small tables (the tests build
-// those on purpose), and checks the counters always.
-func (f *Filter) checkInvariants() {
-	if err := f.m.Validate(len(f.m.T.Words) <= 256); err != nil {
-		panic("cuckoo: invariant broken: " + err.Error())
-	}
-}

@@ -135,6 +135,16 @@ func (m *Multiset) Reset() {
 	m.Items, m.Occupied = 0, 0
 }
 
+// Check panics if an invariant is broken: the check the builds with
+// invariants (internal/invariants) make after each write. It scans the
+// whole table only when it is small (the tests build those on purpose),
+// and checks the counters always.
+func (m *Multiset) Check() {
+	if err := m.Validate(len(m.T.Words) <= 256); err != nil {
+		panic("cuckoo: invariant broken: " + err.Error())
+	}
+}
+
 // Validate checks the invariants; full adds the O(table) ones. Decoders
 // share it: they must reject any state the operations cannot reach.
 func (m *Multiset) Validate(full bool) error {
