@@ -9,19 +9,6 @@ import (
 	"github.com/dedupkit/cuckoo/internal/table/concurrent"
 )
 
-// cchain is an immutable view of a Concurrent's tables; a change of the
-// chain publishes a new one. Operations that must retry reload it, and
-// start over when its epoch changed (the state was replaced).
-type cchain struct {
-	_        [table.CacheLine]byte // see table.CacheLine
-	tables   []*concurrent.Table   // oldest first; the last takes new fingerprints
-	seed     uint64
-	maxKicks int
-	grow     *schedule // nil: a fixed capacity
-	epoch    uint64
-	_        [table.CacheLine]byte
-}
-
 // Concurrent is a cuckoo filter that any number of goroutines may use at
 // once, for any mix of operations. It has the methods of [Filter], with the
 // same guarantees: no false negatives (also while other goroutines move
@@ -101,6 +88,19 @@ type Concurrent struct {
 // errZeroConcurrent is the error of an insert on the zero Concurrent, naming what makes
 // one.
 var errZeroConcurrent = fmt.Errorf("%w: the zero Concurrent has no table; create it with NewConcurrent, or decode into it", ErrUninitialized)
+
+// cchain is an immutable view of a Concurrent's tables; a change of the
+// chain publishes a new one. Operations that must retry reload it, and
+// start over when its epoch changed (the state was replaced).
+type cchain struct {
+	_        [table.CacheLine]byte // see table.CacheLine
+	tables   []*concurrent.Table   // oldest first; the last takes new fingerprints
+	seed     uint64
+	maxKicks int
+	grow     *schedule // nil: a fixed capacity
+	epoch    uint64
+	_        [table.CacheLine]byte
+}
 
 // NewConcurrent returns an empty concurrent filter that holds at least
 // capacity distinct keys, with the options of [New]; with [WithGrowth] it

@@ -31,11 +31,8 @@ import (
 // error wrapping [ErrUninitialized] and changes nothing (its size is not
 // known: create filters with [New]). It can decode
 // ([Filter.UnmarshalBinary], [Filter.ReadFrom]).
-//
-// Its table and the copies counted beside it are a table.Multiset, whose
-// invariants it keeps.
 type Filter struct {
-	m        table.Multiset
+	m        table.Multiset // the table and the copies counted beside it, with their invariants
 	seed     uint64
 	capacity uint64
 	maxKicks int

@@ -112,9 +112,8 @@ const DefaultScalableCapacity = 1024
 // Scalable is an empty filter: the first Add sets it up with the default
 // options and an initial capacity of DefaultScalableCapacity, with a
 // random seed.
-//
-// Its tables are a chainState (growth.go), whose invariants it keeps.
 type Scalable struct {
+	// The tables, with the invariants of a chainState (growth.go).
 	chainState
 	// probe holds the plain tables of levels (all but a newest one that
 	// grows in place), oldest first, as lookups read them (chain.Probe);
