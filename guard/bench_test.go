@@ -203,6 +203,50 @@ func BenchmarkGetManyShared(b *testing.B) {
 		b.ReportMetric(float64(tr.Nanoseconds())/float64(b.N*batch), "redisfilter-ns/key")
 		b.ReportMetric(float64(tg)/float64(tr), "guard/redisfilter")
 	})
+	// A Get at a time against redisfilter's Contains, in turn in blocks
+	// of 64 within one run, through a client that honours context
+	// deadlines (the set's lookup runs in the caller's goroutine) and one
+	// that does not (the set waits for the reply in a goroutine of its
+	// own, to return by the read timeout).
+	for _, c := range []struct {
+		name    string
+		honours bool
+	}{{"client=default", false}, {"client=context-deadlines", true}} {
+		crdb := redis.NewClient(&redis.Options{Addr: srv.Addr, ContextTimeoutEnabled: c.honours})
+		defer crdb.Close()
+		cset, err := guard.OpenShared(ctx, crdb, "bench")
+		if err != nil {
+			b.Fatal(err)
+		}
+		cg := guard.New(cset, noLoad)
+		cf, err := redisfilter.Open(ctx, crdb, "bench")
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Run("batch=1/"+c.name+"/interleaved", func(b *testing.B) {
+			const block = 64
+			var tg, tr time.Duration
+			i, n := 0, 0
+			for b.Loop() {
+				t := time.Now()
+				for range block {
+					cg.Get(ctx, keys[i%batch])
+					i++
+				}
+				tg += time.Since(t)
+				t = time.Now()
+				for range block {
+					cf.Contains(ctx, keys[i%batch])
+					i++
+				}
+				tr += time.Since(t)
+				n += block
+			}
+			b.ReportMetric(float64(tg.Nanoseconds())/float64(n), "guard-ns/op")
+			b.ReportMetric(float64(tr.Nanoseconds())/float64(n), "redisfilter-ns/op")
+			b.ReportMetric(float64(tg)/float64(tr), "guard/redisfilter")
+		})
+	}
 	b.Run("batch=1/impl=guard", func(b *testing.B) {
 		i := 0
 		for b.Loop() {

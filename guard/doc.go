@@ -52,13 +52,19 @@
 //     row from any load already running; it takes "not found" only from a
 //     load that began after it arrived, so a row committed just before a
 //     lookup began is never hidden by an older answer.
-//  5. Failure policy: when the filter cannot answer (Redis down), Get goes
-//     to load by default (fail open, counted in Stats.FailedOpen), or
-//     returns the set's error under [WithFailClosed]. Insert and Remove
-//     return the filter's error and never leave the filter missing a
-//     committed row: if the filter add fails, the write is not run; if the
-//     filter delete fails after the write, the filter keeps the key and
-//     the error wraps [ErrStale].
+//  5. Failure policy: when the filter cannot answer (Redis down, or not
+//     answering within the read timeout, 1 s by default: see
+//     [WithReadTimeout]), Get goes to load by default (fail open, counted
+//     in Stats.FailedOpen), or returns the set's error under
+//     [WithFailClosed]. Insert and Remove return the filter's error and
+//     never leave the filter missing a committed row: if the filter add
+//     fails, the write is not run; if the filter delete fails after the
+//     write, the filter keeps the key and the error wraps [ErrStale].
+//  6. Lost data is not read as empty: when Redis loses a Shared set's
+//     data (a FLUSHALL, a restart without persistence, a failover to an
+//     empty replica, an eviction), every lookup that would read it fails
+//     over as in 5, with an error wrapping [ErrLost] (Stats.Lost), until
+//     a Rebuild recovers the set.
 //
 // # What the writes must do
 //

@@ -26,6 +26,18 @@ var (
 	// current set stays in place, right.
 	ErrAbandoned = errors.New("guard: rebuild abandoned")
 
+	// ErrLost is wrapped by the error of a lookup of a Shared set whose
+	// data Redis lost: the set's pointer is gone after this process had
+	// read it, or the keys of its current generation are gone (a
+	// FLUSHALL, a restart without persistence, a failover to a replica
+	// that lacked them, an eviction, a DEL). A lost generation cannot say
+	// that a key is absent, so such a lookup fails over as the failure
+	// policy says (Get calls load, or under [WithFailClosed] returns this
+	// error), and Stats.Lost counts it. Inserts and Removes go on, adding
+	// to and deleting from what is left. A Rebuild recovers the set: its
+	// fresh generation becomes current.
+	ErrLost = errors.New("guard: the Shared set's data is gone from Redis")
+
 	// ErrInvalidParameter is wrapped by the errors of calls given
 	// arguments they cannot use: a nil fresh set, a fresh set of another
 	// kind than the current one, a generation name already in use, slices

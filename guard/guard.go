@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/dedupkit/cuckoo"
 )
@@ -90,7 +91,7 @@ func New[V any](set Set, load Loader[V], opts ...Option) *Guard[V] {
 	if load == nil {
 		panic("guard: New needs a Loader")
 	}
-	g := &Guard[V]{load: load, cfg: config{grace: DefaultGrace, workers: defaultWorkers}}
+	g := &Guard[V]{load: load, cfg: config{grace: DefaultGrace, readTimeout: DefaultReadTimeout, workers: defaultWorkers}}
 	for _, o := range opts {
 		o(&g.cfg)
 	}
@@ -106,10 +107,12 @@ func New[V any](set Set, load Loader[V], opts ...Option) *Guard[V] {
 // returns what load returns. Concurrent Gets of one key share one call of
 // load (see the package documentation for which answers they share).
 //
-// When the filter cannot answer (a Shared set whose Redis is down), Get
-// calls load (fail open) or, under [WithFailClosed], returns an error
-// wrapping the set's. A Get of an absent key through a Local set costs a
-// filter lookup and a counter increment, and allocates nothing.
+// When the filter cannot answer (a Shared set whose Redis is down, or has
+// not answered within the read timeout of [WithReadTimeout], or lost the
+// set's data: see [ErrLost]), Get calls load (fail open) or, under
+// [WithFailClosed], returns an error wrapping the set's. A Get of an
+// absent key through a Local set costs a filter lookup and a counter
+// increment, and allocates nothing.
 func (g *Guard[V]) Get(ctx context.Context, key []byte) (V, error) {
 	v := g.view.Load()
 	if f := v.local; f != nil {
@@ -119,16 +122,13 @@ func (g *Guard[V]) Get(ctx context.Context, key []byte) (V, error) {
 			return zero, ErrNotFound
 		}
 	} else if v.cur != nil {
-		ok, err := v.cur.Contains(ctx, key)
+		ok, err := g.contains(ctx, v.cur, key)
 		switch {
 		case err != nil:
-			g.count.add(cErrors)
-			if g.cfg.failClosed {
-				g.count.add(cFailedClosed)
+			if err = g.setFailed(err); err != nil {
 				var zero V
-				return zero, fmt.Errorf("guard: the filter cannot answer: %w", err)
+				return zero, err
 			}
-			g.count.add(cFailedOpen)
 		case !ok:
 			g.count.add(cBlocked)
 			var zero V
@@ -138,6 +138,50 @@ func (g *Guard[V]) Get(ctx context.Context, key []byte) (V, error) {
 		g.count.add(cUnguarded)
 	}
 	return g.loadShared(ctx, key)
+}
+
+// contains asks set whether it may hold key, giving it the read timeout.
+func (g *Guard[V]) contains(ctx context.Context, set Set, key []byte) (bool, error) {
+	rctx, cancel := context.WithTimeout(ctx, g.cfg.readTimeout)
+	ok, err := set.Contains(rctx, key)
+	cancel()
+	return ok, timedOut(ctx, rctx, g.cfg.readTimeout, err)
+}
+
+// timedOut says so in err when the lookup context rctx, derived from ctx
+// with the given read timeout, ran out.
+func timedOut(ctx, rctx context.Context, timeout time.Duration, err error) error {
+	if err != nil && ctx.Err() == nil && errors.Is(rctx.Err(), context.DeadlineExceeded) {
+		return fmt.Errorf("guard: no answer within the read timeout (%v): %w", timeout, err)
+	}
+	return err
+}
+
+// setFailed counts a lookup that the set could not answer, and returns
+// the error Get returns for it (see failOver).
+func (g *Guard[V]) setFailed(err error) error {
+	g.countSetError(err)
+	return g.failOver(err)
+}
+
+// countSetError counts a failed operation of the set.
+func (g *Guard[V]) countSetError(err error) {
+	g.count.add(cErrors)
+	if errors.Is(err, ErrLost) {
+		g.count.add(cLost)
+	}
+}
+
+// failOver applies the failure policy to a key the set could not answer:
+// it returns nil to fail open (go on to load), or err, wrapped, under
+// WithFailClosed.
+func (g *Guard[V]) failOver(err error) error {
+	if g.cfg.failClosed {
+		g.count.add(cFailedClosed)
+		return fmt.Errorf("guard: the filter cannot answer: %w", err)
+	}
+	g.count.add(cFailedOpen)
+	return nil
 }
 
 // loadShared calls load for a key the filter let through, or shares a
@@ -177,16 +221,24 @@ func (g *Guard[V]) countedLoad(ctx context.Context, key []byte) (V, error) {
 // key whose row exists adds another copy of its fingerprint (the filter
 // is a multiset): harmless, but each extra copy outlives the row by one
 // Remove, and costs a load per lookup of the key until a Rebuild.
+//
+// A Shared set whose data Redis lost (see [ErrLost]) is no reason to
+// refuse the write: no lookup reads what is gone, so Insert adds the key
+// to what is left (a Rebuild's fresh generation, say), runs write, and
+// counts the loss in Stats.Lost.
 func (g *Guard[V]) Insert(ctx context.Context, key []byte, write func(context.Context) error) error {
 	v := g.acquire()
 	defer g.release(v)
 	var used *sharedState
 	switch {
 	case v.shared != nil:
-		st, err := v.shared.add(ctx, key)
+		st, lost, err := v.shared.add(ctx, key)
 		if err != nil {
 			g.count.add(cErrors)
 			return fmt.Errorf("guard: insert: the filter add failed, the write was not run: %w", err)
+		}
+		if lost {
+			g.count.add(cLost)
 		}
 		used = st
 	case v.cur != nil:
@@ -239,7 +291,8 @@ func (g *Guard[V]) Insert(ctx context.Context, key []byte, write func(context.Co
 // filter keeps its fingerprint (a load per lookup of the key until a
 // Rebuild); do not run the write again. While a Rebuild runs, the key is
 // deleted from the current set only: the fresh set may or may not have it
-// from the scan, and keeps a copy until the next Rebuild.
+// from the scan, and keeps a copy until the next Rebuild. A Shared set's
+// generation that is gone is skipped, as for Insert.
 func (g *Guard[V]) Remove(ctx context.Context, key []byte, write func(context.Context) error) error {
 	v := g.acquire()
 	defer g.release(v)
@@ -259,7 +312,10 @@ func (g *Guard[V]) Remove(ctx context.Context, key []byte, write func(context.Co
 	case stErr != nil:
 		err = stErr
 	case v.shared != nil:
-		_, err = v.shared.delete(ctx, key, st)
+		var lost bool
+		if _, lost, err = v.shared.delete(ctx, key, st); lost {
+			g.count.add(cLost)
+		}
 	case v.cur != nil:
 		_, err = v.cur.Delete(ctx, key)
 	}

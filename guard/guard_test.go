@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -668,5 +669,76 @@ func TestInsertFreshAddFailsAfterSwap(t *testing.T) {
 	fresh.release <- errSetDown
 	if err := <-inserted; !errors.Is(err, errSetDown) || ran {
 		t.Fatalf("Insert whose add to the swapped-in set failed: %v, write ran %v", err, ran)
+	}
+}
+
+// stalledSet is a Set whose lookups never answer: they wait for their
+// context to end, recording its deadline.
+type stalledSet struct {
+	guard.Set
+	mu        sync.Mutex
+	deadlines []time.Time
+}
+
+func (s *stalledSet) Contains(ctx context.Context, key []byte) (bool, error) {
+	d, ok := ctx.Deadline()
+	if !ok {
+		return false, errors.New("a lookup without a deadline")
+	}
+	s.mu.Lock()
+	s.deadlines = append(s.deadlines, d)
+	s.mu.Unlock()
+	<-ctx.Done()
+	return false, ctx.Err()
+}
+
+// TestReadTimeoutBoundsLookups: Get gives the set's lookup the read
+// timeout as its context's deadline, and GetMany one read timeout per
+// 8,192 keys; a set that does not answer by then fails over, and the
+// error says why. The deadlines are checked against the moments before
+// and after the call, plus the timeout: exact whatever the machine's
+// speed.
+func TestReadTimeoutBoundsLookups(t *testing.T) {
+	ctx := context.Background()
+	db := newMemTable(1)
+	db.rows["a"] = "row a"
+	set := &stalledSet{}
+	const d = 20 * time.Millisecond
+	open := guard.New(guard.Set(set), db.load, guard.WithReadTimeout(d))
+	closed := guard.New(guard.Set(set), db.load, guard.WithReadTimeout(d), guard.WithFailClosed())
+	within := func(before, after time.Time, timeout time.Duration) {
+		t.Helper()
+		set.mu.Lock()
+		got := set.deadlines[len(set.deadlines)-1]
+		set.mu.Unlock()
+		if got.Before(before.Add(timeout)) || got.After(after.Add(timeout)) {
+			t.Fatalf("the set's deadline is %v after the call began, want %v", got.Sub(before), timeout)
+		}
+	}
+
+	before := time.Now()
+	if v, err := open.Get(ctx, []byte("a")); err != nil || v != "row a" {
+		t.Fatalf("fail open: %q, %v", v, err)
+	}
+	within(before, time.Now(), d)
+	before = time.Now()
+	_, err := closed.Get(ctx, []byte("a"))
+	if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "read timeout") {
+		t.Fatalf("fail closed: %v, want the read timeout's error", err)
+	}
+	within(before, time.Now(), d)
+
+	keys := make([][]byte, 8193)
+	for i := range keys {
+		keys[i] = []byte("a")
+	}
+	vals, errs := make([]string, len(keys)), make([]error, len(keys))
+	before = time.Now()
+	if err := open.GetMany(ctx, keys, vals, errs); err != nil || errs[0] != nil || vals[8192] != "row a" {
+		t.Fatalf("GetMany, fail open: %v, %v, %q", err, errs[0], vals[8192])
+	}
+	within(before, time.Now(), 2*d)
+	if s := open.Stats(); s.FailedOpen != 1+8193 || s.Errors != 2 {
+		t.Errorf("fail open: %+v", s)
 	}
 }

@@ -3,12 +3,19 @@ package guard
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
+
+	"github.com/dedupkit/cuckoo/redisfilter"
 )
 
 // manyLoads is the most loads one GetMany runs at once.
 const manyLoads = 8
+
+// keysPerReadTimeout is the keys of a GetMany that one read timeout
+// covers: a round of a Shared set's batch lookup.
+const keysPerReadTimeout = 8192
 
 // GetMany looks up many keys at once: vals[i] and errs[i] are what
 // Get(ctx, keys[i]) would return. The filter answers for all the keys in
@@ -31,14 +38,20 @@ func (g *Guard[V]) GetMany(ctx context.Context, keys [][]byte, vals []V, errs []
 	switch {
 	case v.local != nil:
 		v.local.ContainsBatch(keys, found)
-	case v.shared != nil:
-		setErr = v.shared.containsBatch(ctx, keys, found)
 	case v.cur != nil:
-		for i, k := range keys {
-			if found[i], setErr = v.cur.Contains(ctx, k); setErr != nil {
-				break
+		timeout := g.cfg.readTimeout * time.Duration(max(1, (len(keys)+keysPerReadTimeout-1)/keysPerReadTimeout))
+		rctx, cancel := context.WithTimeout(ctx, timeout)
+		if v.shared != nil {
+			setErr = v.shared.containsBatch(rctx, keys, found)
+		} else {
+			for i, k := range keys {
+				if found[i], setErr = v.cur.Contains(rctx, k); setErr != nil {
+					break
+				}
 			}
 		}
+		cancel()
+		setErr = timedOut(ctx, rctx, timeout, setErr)
 	}
 	var zero V
 	switch {
@@ -50,14 +63,12 @@ func (g *Guard[V]) GetMany(ctx context.Context, keys [][]byte, vals []V, errs []
 			found[i] = true
 		}
 	case setErr != nil:
-		g.count.add(cErrors)
+		g.countSetError(setErr)
 		for i := range keys {
-			if g.cfg.failClosed {
-				g.count.add(cFailedClosed)
-				vals[i], errs[i] = zero, fmt.Errorf("guard: the filter cannot answer: %w", setErr)
+			if err := g.failOver(setErr); err != nil {
+				vals[i], errs[i] = zero, err
 				found[i] = false
 			} else {
-				g.count.add(cFailedOpen)
 				found[i] = true
 			}
 		}
@@ -85,27 +96,47 @@ func (g *Guard[V]) GetMany(ctx context.Context, keys [][]byte, vals []V, errs []
 }
 
 // containsBatch is the batch lookup of the current generation, with the
-// staleness rule of Contains. A key the filter did not answer fails the
-// whole batch, so that the failure policy decides for every key.
+// checks of Contains. A key the filter did not answer fails the whole
+// batch, so that the failure policy decides for every key.
 func (s *sharedSet) containsBatch(ctx context.Context, keys [][]byte, found []bool) error {
-	errs := make([]error, len(keys))
-	st, err := s.state(ctx)
-	for range 3 {
-		if err != nil {
-			return err
+	if s.waitsPast(ctx) {
+		// The lookup may go on after this returns: it gets keys of its
+		// own, and its own answers, copied back if it finishes in time.
+		keys = cloneKeys(keys)
+		out := found
+		found = make([]bool, len(keys))
+		_, err := lookUp(ctx, s, func(ctx context.Context) (struct{}, error) {
+			return struct{}{}, s.lookUpBatch(ctx, keys, found)
+		})
+		if err == nil {
+			copy(out, found)
 		}
-		if err := st.cur.ContainsBatch(ctx, keys, found, errs); err != nil {
-			return err
-		}
-		for _, err := range errs {
-			if err != nil {
-				return err
-			}
-		}
-		if time.Since(st.sent) < st.grace {
-			return nil
-		}
-		st, err = s.stateSince(ctx, time.Now())
+		return err
 	}
-	return errTooSlow
+	return s.lookUpBatch(ctx, keys, found)
+}
+
+func (s *sharedSet) lookUpBatch(ctx context.Context, keys [][]byte, found []bool) error {
+	errs := make([]error, len(keys))
+	return s.lookUpCurrent(ctx, func(ctx context.Context, cur *redisfilter.Filter) (no bool, err error) {
+		if err := cur.ContainsBatchChecked(ctx, keys, found, errs); err != nil {
+			return false, err // a key it could not read
+		}
+		return slices.Contains(found, false), nil
+	})
+}
+
+// cloneKeys returns a copy of keys in one buffer.
+func cloneKeys(keys [][]byte) [][]byte {
+	n := 0
+	for _, k := range keys {
+		n += len(k)
+	}
+	buf := make([]byte, 0, n)
+	out := make([][]byte, len(keys))
+	for i, k := range keys {
+		buf = append(buf, k...)
+		out[i] = buf[len(buf)-len(k) : len(buf) : len(buf)]
+	}
+	return out
 }

@@ -6,13 +6,18 @@ import "time"
 type Option func(*config)
 
 type config struct {
-	failClosed bool
-	grace      time.Duration
-	workers    int
+	failClosed  bool
+	grace       time.Duration
+	readTimeout time.Duration
+	workers     int
 }
 
 // DefaultGrace is the grace period of [WithGrace] when none is given.
 const DefaultGrace = 10 * time.Second
+
+// DefaultReadTimeout is the read timeout of [WithReadTimeout] when none is
+// given.
+const DefaultReadTimeout = time.Second
 
 // defaultWorkers is the default of WithRebuildConcurrency.
 const defaultWorkers = 32
@@ -23,6 +28,28 @@ const defaultWorkers = 32
 // fail open: such a lookup goes to load, and Stats counts it in
 // FailedOpen.
 func WithFailClosed() Option { return func(c *config) { c.failClosed = true } }
+
+// WithReadTimeout bounds how long a lookup waits for its set's answer
+// (default [DefaultReadTimeout]): a Get whose Shared set has not answered
+// within d (Redis down, stalled or paused; a lookup without a reply is
+// sent again until then) fails over as the failure policy says: load, or
+// an error under [WithFailClosed]. A lookup changes nothing, so nothing
+// is lost by giving up on it; writes keep their own retries (see
+// [redisfilter.WithRetryHorizon]). GetMany allows d per 8,192 keys.
+//
+// The set's lookup gets a context with that deadline. A Shared set stops
+// waiting at it even when its go-redis client does not honour context
+// deadlines, by waiting for the reply in another goroutine, which costs
+// a goroutine and a hand-off per lookup (docs/guard.md measures it); a
+// client made with ContextTimeoutEnabled honours them and spares that.
+// The read timeout does not apply to Local sets, which never wait. It
+// must be positive.
+func WithReadTimeout(d time.Duration) Option {
+	if d <= 0 {
+		panic("guard: WithReadTimeout needs a positive duration")
+	}
+	return func(c *config) { c.readTimeout = d }
+}
 
 // WithGrace sets the grace period of a Shared set's Rebuild (default
 // [DefaultGrace]). Rebuild waits this long after announcing the fresh

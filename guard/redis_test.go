@@ -46,6 +46,21 @@ func newGeneration(t testing.TB, rdb redis.UniversalClient, name string, capacit
 	return f
 }
 
+// sharedTable returns a table of rows 0 to rows-1 and the first
+// generation of a Shared set called name, filled with their keys.
+func sharedTable(t testing.TB, rdb redis.UniversalClient, name string, rows int, capacity uint64) (*memTable, *redisfilter.Filter) {
+	t.Helper()
+	db := newMemTable(1)
+	for i := range rows {
+		db.rows[string(rowKey(i))] = "row " + string(rowKey(i))
+	}
+	first := newGeneration(t, rdb, name, capacity)
+	if n, err := guard.Fill(context.Background(), guard.Shared(first), db.scan); err != nil || n != int64(rows) {
+		t.Fatalf("Fill: %d, %v", n, err)
+	}
+	return db, first
+}
+
 func openShared(t testing.TB, rdb redis.UniversalClient, name string) guard.Set {
 	t.Helper()
 	s, err := guard.OpenShared(context.Background(), rdb, name)
@@ -287,67 +302,100 @@ func TestRedisRebuildAbandoned(t *testing.T) {
 	}
 }
 
-// TestRedisDown: with Redis gone, Get fails open (or closed, as asked),
-// Insert fails without running its write, Remove runs its write and says
-// the filter is stale. Two ways for Redis to go: long enough before the
-// lookups that each reads the set's pointer again and fails at once
-// (pointer=stale), and just before them, so that the first lookup relies
-// on the pointer it read and waits out redisfilter's retry horizon (30 s
-// by default) before it fails (pointer=fresh, a long check).
+// TestRedisDown: with Redis killed (connections refused) or stopped
+// (SIGSTOP: connections accepted, nothing answered), Get fails over
+// within the read timeout (1 s by default): fail open loads the row,
+// fail closed returns the set's error. Before, a lookup that relied on
+// a fresh read of the pointer waited out redisfilter's retry horizon
+// (30 s) first. Each lookup here must return within 10 s, ten times the
+// read timeout and a third of the 30 s it used to take and of the 30 s
+// ReadTimeout of the test's clients, so neither a busy machine nor the
+// old behaviour can pass for the other. The set's pointer is fresh (the
+// lookup reads the generation at once) or stale (it reads the pointer
+// first); the client either honours context deadlines
+// (ContextTimeoutEnabled) or not (the set then waits for the reply in a
+// goroutine of its own). With Redis killed and the pointer stale,
+// Insert fails without running its write, and Remove runs its write and
+// says the filter is stale.
 func TestRedisDown(t *testing.T) {
-	t.Run("pointer=stale", func(t *testing.T) { testRedisDown(t, true) })
-	t.Run("pointer=fresh", func(t *testing.T) {
-		testlong.Skip(t)
-		testRedisDown(t, false)
-	})
+	for _, c := range []struct {
+		name                   string
+		stopped, stale, ctxTTL bool
+	}{
+		{"killed/pointer=stale", false, true, false},
+		{"killed/pointer=fresh", false, false, false},
+		{"stopped/pointer=fresh", true, false, false},
+		{"stopped/pointer=fresh/client-honours-deadlines", true, false, true},
+		{"stopped/pointer=stale", true, true, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			testRedisDown(t, c.stopped, c.stale, c.ctxTTL)
+		})
+	}
 }
 
-func testRedisDown(t *testing.T, stale bool) {
+func testRedisDown(t *testing.T, stopped, stale, ctxDeadlines bool) {
 	ctx := context.Background()
 	fl := newFleet(t, 0)
-	// Fail fast once the server is gone (connections refused), and
-	// quietly; until then, generous timeouts.
-	rdb := redis.NewClient(&redis.Options{Addr: fl.srv.Addr, DialerRetries: 1, MaxRetries: -1, DialTimeout: redistest.ClientTimeout,
-		ReadTimeout: redistest.ClientTimeout, WriteTimeout: redistest.ClientTimeout})
+	opts := &redis.Options{Addr: fl.srv.Addr, DialTimeout: redistest.ClientTimeout, ReadTimeout: redistest.ClientTimeout,
+		WriteTimeout: redistest.ClientTimeout, ContextTimeoutEnabled: ctxDeadlines}
+	if !stopped {
+		// Writes fail fast once the server is gone (connections refused),
+		// and quietly.
+		opts.DialerRetries, opts.MaxRetries = 1, -1
+		redis.SetLogger(quietLogger{})
+		t.Cleanup(func() { redis.SetLogger(stderrLogger{}) })
+	}
+	rdb := redis.NewClient(opts)
 	t.Cleanup(func() { rdb.Close() })
-	redis.SetLogger(quietLogger{})
-	t.Cleanup(func() { redis.SetLogger(stderrLogger{}) })
-	db := newMemTable(1)
-	for i := range 10 {
-		db.rows[string(rowKey(i))] = "x"
-	}
-	first := newGeneration(t, rdb, "down", 1000)
-	if _, err := guard.Fill(ctx, guard.Shared(first), db.scan); err != nil {
-		t.Fatal(err)
-	}
+	db, _ := sharedTable(t, rdb, "down", 10, 1000)
 	set := openShared(t, rdb, "down")
-	var opts []guard.Option
+	var gopts []guard.Option
 	if stale {
 		// A short grace period: the set reads its pointer again before
 		// a lookup once an eighth of it has passed since the last read.
-		opts = append(opts, guard.WithGrace(testGrace))
+		gopts = append(gopts, guard.WithGrace(testGrace))
 	}
-	open := guard.New(set, db.load, opts...)
-	closed := guard.New(set, db.load, append(opts, guard.WithFailClosed())...)
+	open := guard.New(set, db.load, gopts...)
+	closed := guard.New(set, db.load, append(gopts, guard.WithFailClosed())...)
 	if _, err := open.Get(ctx, rowKey(1)); err != nil {
 		t.Fatal(err)
 	}
-	fl.srv.Kill()
+	if stopped {
+		if err := fl.srv.Pause(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { fl.srv.Resume() })
+	} else {
+		fl.srv.Kill()
+	}
 	if stale {
 		time.Sleep(testGrace) // well past the refresh interval, testGrace/8
 	}
 
-	if _, err := open.Get(ctx, rowKey(1)); err != nil {
+	if _, err := failsOver(t, func() (string, error) { return open.Get(ctx, rowKey(1)) }); err != nil {
 		t.Fatalf("fail open, a row: %v", err)
 	}
-	if _, err := open.Get(ctx, []byte("absent")); !errors.Is(err, guard.ErrNotFound) {
+	if _, err := failsOver(t, func() (string, error) { return open.Get(ctx, []byte("absent")) }); !errors.Is(err, guard.ErrNotFound) {
 		t.Fatalf("fail open, an absent key: %v", err)
 	}
 	if s := open.Stats(); s.FailedOpen != 2 || s.Loads != 3 {
 		t.Errorf("fail open: %+v", s)
 	}
-	if _, err := closed.Get(ctx, rowKey(1)); err == nil || errors.Is(err, guard.ErrNotFound) {
+	if _, err := failsOver(t, func() (string, error) { return closed.Get(ctx, rowKey(1)) }); err == nil || errors.Is(err, guard.ErrNotFound) {
 		t.Fatalf("fail closed: %v, want the set's error", err)
+	} else {
+		t.Logf("fail closed: %v", err)
+	}
+	keys := [][]byte{rowKey(2), rowKey(3), []byte("absent")}
+	vals, errs := make([]string, len(keys)), make([]error, len(keys))
+	failsOver(t, func() (string, error) { return "", open.GetMany(ctx, keys, vals, errs) })
+	if errs[0] != nil || errs[1] != nil || !errors.Is(errs[2], guard.ErrNotFound) {
+		t.Fatalf("GetMany, fail open: %v", errs)
+	}
+	if stopped || !stale {
+		return
 	}
 	ran := false
 	if err := open.Insert(ctx, []byte("new"), func(context.Context) error { ran = true; return nil }); err == nil || ran {
@@ -360,6 +408,30 @@ func testRedisDown(t *testing.T, stale bool) {
 	}
 	if ok, _ := db.exists(ctx, k); ok {
 		t.Fatal("Remove with Redis down did not run its write")
+	}
+}
+
+// failsOver returns what lookup returns, failing the test if it takes
+// more than 10 s: see TestRedisDown for why that deadline.
+func failsOver(t *testing.T, lookup func() (string, error)) (string, error) {
+	t.Helper()
+	type result struct {
+		v   string
+		err error
+	}
+	done := make(chan result, 1)
+	start := time.Now()
+	go func() {
+		v, err := lookup()
+		done <- result{v, err}
+	}()
+	select {
+	case r := <-done:
+		t.Logf("failed over after %v", time.Since(start).Round(time.Millisecond))
+		return r.v, r.err
+	case <-time.After(10 * time.Second):
+		t.Fatal("the lookup has not failed over after 10 s (the read timeout is 1 s)")
+		return "", nil
 	}
 }
 

@@ -14,7 +14,10 @@ import (
 type Set interface {
 	// Contains reports whether key may be in the set: true for every key
 	// added and not deleted, true with the filter's false-positive rate
-	// for other keys.
+	// for other keys. It should return by ctx's deadline: the guard gives
+	// it the read timeout ([WithReadTimeout]). A set that cannot tell
+	// whether it holds the key (its data is gone) must return an error,
+	// never false.
 	Contains(ctx context.Context, key []byte) (bool, error)
 	// Add inserts one copy of key (a multiset insert: a key added twice
 	// takes two deletes to go). On an error the set holds the key or is

@@ -1,6 +1,7 @@
 package guard
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -64,6 +65,9 @@ type sharedSet struct {
 	name  string
 	rdb   redis.UniversalClient // nil: usable only as a Rebuild's fresh generation
 	first *redisfilter.Filter   // the filter Shared was given; nil from OpenShared
+	// honoursDeadlines: rdb stops waiting for a reply at its context's
+	// deadline (see lookUp).
+	honoursDeadlines bool
 	// defaultGrace is the grace period, in nanoseconds, before the set has
 	// a pointer: the largest of its guards' (WithGrace).
 	defaultGrace atomic.Int64
@@ -73,13 +77,19 @@ type sharedSet struct {
 
 // sharedState is a set's generations as read from Redis at one moment.
 type sharedState struct {
-	raw     string  // the pointer's value; "" when the set has none
-	p       pointer // parsed, or made up from the set's name when raw is ""
-	cur     *redisfilter.Filter
+	raw     string                // the pointer's value; "" when the set has none
+	p       pointer               // parsed, or made up from the set's name when raw is ""
+	cur     *redisfilter.Filter   // nil when it is gone
 	next    *redisfilter.Filter   // nil when no Rebuild runs
 	retired []*redisfilter.Filter // those still in Redis
 	sent    time.Time             // when the read of the pointer was sent
 	grace   time.Duration
+	// lost, when not nil, wraps ErrLost and says why lookups cannot use
+	// this view: the current generation is gone, or the pointer is (then
+	// pointerGone is set, and p and the generations are those of the last
+	// pointer read, which writes keep adding to).
+	lost        error
+	pointerGone bool
 }
 
 // Shared returns the set called f.Name() for a fleet of processes: every
@@ -94,24 +104,54 @@ type sharedState struct {
 // Shared of a new, empty filter of another name.
 //
 // Each operation costs the filter's round trip (a lookup: one
-// BITFIELD_RO; a write: one function call per generation it reaches),
-// plus one GET of the set's pointer per process every grace period / 8.
-// The set reads the pointer through f's Redis client ([redisfilter.Filter.Client]).
+// BITFIELD_RO, with an HGET and a STRLEN in the same pipeline that prove
+// the generation is there, as [redisfilter.Filter.ContainsChecked] does;
+// a write: one function call per generation it reaches), plus one GET of
+// the set's pointer per process every grace period / 8. The set reads the
+// pointer through f's Redis client ([redisfilter.Filter.Client]).
+//
+// If Redis loses the set's data (its pointer, or its current
+// generation's keys), lookups fail with an error wrapping [ErrLost]
+// rather than read an empty filter, until a Rebuild recovers the set.
 func Shared(f *redisfilter.Filter) Set {
 	if f == nil {
 		panic("guard: Shared of a nil filter")
 	}
-	return &sharedSet{name: f.Name(), first: f, rdb: f.Client()}
+	return newSharedSet(f.Name(), f.Client(), f)
+}
+
+func newSharedSet(name string, rdb redis.UniversalClient, first *redisfilter.Filter) *sharedSet {
+	return &sharedSet{name: name, rdb: rdb, first: first, honoursDeadlines: honoursDeadlines(rdb)}
+}
+
+// honoursDeadlines reports whether rdb stops waiting for a reply at its
+// context's deadline: a go-redis client made with ContextTimeoutEnabled
+// does; others wait for their own ReadTimeout (3 s by default, retried),
+// however soon the deadline.
+func honoursDeadlines(rdb redis.UniversalClient) bool {
+	switch c := rdb.(type) {
+	case *redis.Client:
+		return c.Options().ContextTimeoutEnabled
+	case *redis.ClusterClient:
+		return c.Options().ContextTimeoutEnabled
+	}
+	return false
 }
 
 // OpenShared returns the Shared set called name in rdb: the generation
 // its name points to, or, before any Rebuild, the redisfilter filter
 // called name. It returns an error wrapping [redisfilter.ErrNotFound]
-// when there is neither. See [Shared].
+// when there is neither. A set whose pointer names a generation that is
+// gone opens, lost (see [ErrLost]): its lookups fail over until a
+// Rebuild. See [Shared].
 func OpenShared(ctx context.Context, rdb redis.UniversalClient, name string) (Set, error) {
-	s := &sharedSet{name: name, rdb: rdb}
-	if _, err := s.stateSince(ctx, time.Now()); err != nil {
+	s := newSharedSet(name, rdb, nil)
+	st, err := s.stateSince(ctx, time.Now())
+	if err != nil {
 		return nil, err
+	}
+	if st.raw == "" && st.cur == nil {
+		return nil, fmt.Errorf("guard: no Shared set %q (no pointer %q, no filter of that name): %w", name, pointerKey(name), redisfilter.ErrNotFound)
 	}
 	return s, nil
 }
@@ -128,8 +168,9 @@ func (s *sharedSet) useGrace(d time.Duration) {
 			break
 		}
 	}
-	// A view read before has the old period: read the pointer again.
-	if st := s.st.Load(); st != nil && st.raw == "" {
+	// A view read before has the old period: read the pointer again. (Not
+	// a view whose pointer is gone: it holds the last pointer's period.)
+	if st := s.st.Load(); st != nil && st.raw == "" && !st.pointerGone {
 		s.st.CompareAndSwap(st, nil)
 	}
 }
@@ -176,14 +217,25 @@ func (s *sharedSet) stateSince(ctx context.Context, since time.Time) (*sharedSta
 		return nil, fmt.Errorf("guard: reading the pointer of %q: %w", s.name, err)
 	}
 	var st *sharedState
-	if old != nil && old.raw == raw {
+	switch {
+	case raw == "" && old != nil && (old.raw != "" || old.pointerGone):
+		// The pointer was there and is gone: Redis lost it (a pointer is
+		// never deleted). Keep the last view's generations, for writes
+		// and for a Rebuild to announce its fresh one over them.
+		c := *old
+		st = &c
+		st.raw, st.pointerGone = "", true
+		st.lost = fmt.Errorf("%w: the pointer of %q (key %q) is gone", ErrLost, s.name, pointerKey(s.name))
+	case old != nil && old.raw == raw:
 		c := *old
 		st = &c
 		if raw == "" {
 			st.grace = s.noPointerGrace()
 		}
-	} else if st, err = s.resolve(ctx, raw); err != nil {
-		return nil, err
+	default:
+		if st, err = s.resolve(ctx, raw); err != nil {
+			return nil, err
+		}
 	}
 	st.sent = sent
 	s.st.Store(st)
@@ -208,7 +260,10 @@ func (s *sharedSet) resolve(ctx context.Context, raw string) (*sharedState, erro
 		return redisfilter.Open(ctx, s.rdb, name)
 	}
 	var err error
-	if st.cur, err = open(st.p.Cur); err != nil {
+	if st.cur, err = open(st.p.Cur); errors.Is(err, redisfilter.ErrNotFound) {
+		st.cur = nil
+		st.lost = fmt.Errorf("%w: the current generation %q of %q: %w", ErrLost, st.p.Cur, s.name, err)
+	} else if err != nil {
 		return nil, fmt.Errorf("guard: the current generation %q of %q: %w", st.p.Cur, s.name, err)
 	}
 	if st.p.Next != "" {
@@ -239,70 +294,163 @@ func (s *sharedSet) resolve(ctx context.Context, raw string) (*sharedState, erro
 var errTooSlow = errors.New("guard: Redis answers more slowly than the grace period allows")
 
 // Contains reports whether key may be in the set's current generation.
+// It returns an error wrapping ErrLost when the generation or the
+// set's pointer is gone, and returns by ctx's deadline.
 func (s *sharedSet) Contains(ctx context.Context, key []byte) (bool, error) {
+	if s.waitsPast(ctx) {
+		key = bytes.Clone(key) // read by the lookup after Contains returned, maybe
+	}
+	return lookUp(ctx, s, func(ctx context.Context) (bool, error) { return s.contains(ctx, key) })
+}
+
+func (s *sharedSet) contains(ctx context.Context, key []byte) (bool, error) {
+	var ok bool
+	err := s.lookUpCurrent(ctx, func(ctx context.Context, cur *redisfilter.Filter) (no bool, err error) {
+		ok, err = cur.ContainsChecked(ctx, key)
+		return !ok, err
+	})
+	return ok, err
+}
+
+// lookUpCurrent runs read, a lookup of the current generation, with the
+// checks that make its "no" right: the view it reads must be usable (not
+// lost); a reply with a "no" in it (read returns no) must come within
+// the grace period of the view's read of the pointer, else it reads the
+// pointer again and asks again; and a generation that is gone is asked
+// again from a fresh view, in case the view was stale, before the set
+// is declared lost.
+func (s *sharedSet) lookUpCurrent(ctx context.Context, read func(ctx context.Context, cur *redisfilter.Filter) (no bool, err error)) error {
 	st, err := s.state(ctx)
 	for range 3 {
 		if err != nil {
-			return false, err
+			return err
 		}
-		ok, err := st.cur.Contains(ctx, key)
+		if st.lost != nil {
+			return st.lost
+		}
+		no, err := read(ctx, st.cur)
+		if errors.Is(err, redisfilter.ErrNotFound) {
+			fresh, ferr := s.stateSince(ctx, time.Now())
+			if ferr == nil && fresh.raw == st.raw && fresh.lost == nil {
+				return fmt.Errorf("%w: the current generation %q of %q: %w", ErrLost, st.p.Cur, s.name, err)
+			}
+			st, err = fresh, ferr
+			continue
+		}
 		if err != nil {
-			return false, err
+			return err
 		}
 		// A "no" relies on the generation being live when it was read: it
 		// is, if the read was within the grace period of the pointer's.
-		if ok || time.Since(st.sent) < st.grace {
-			return ok, nil
+		if !no || time.Since(st.sent) < st.grace {
+			return nil
 		}
 		st, err = s.stateSince(ctx, time.Now())
 	}
-	return false, errTooSlow
+	return errTooSlow
+}
+
+// waitsPast reports whether a lookup with ctx would wait past ctx's
+// deadline, for want of a client that honours it.
+func (s *sharedSet) waitsPast(ctx context.Context) bool {
+	if s.honoursDeadlines {
+		return false
+	}
+	_, ok := ctx.Deadline()
+	return ok
+}
+
+// lookUp returns read(ctx), or ctx's error once ctx is done if read has
+// not returned by then (when s.waitsPast(ctx): then read runs in a
+// goroutine of its own, which ends when the client gives up).
+func lookUp[T any](ctx context.Context, s *sharedSet, read func(context.Context) (T, error)) (T, error) {
+	if !s.waitsPast(ctx) {
+		return read(ctx)
+	}
+	type result struct {
+		v   T
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		v, err := read(ctx)
+		done <- result{v, err}
+	}()
+	select {
+	case r := <-done:
+		return r.v, r.err
+	case <-ctx.Done():
+		select {
+		case r := <-done:
+			return r.v, r.err
+		default:
+		}
+		var zero T
+		return zero, fmt.Errorf("guard: no reply from Redis for %q: %w", s.name, context.Cause(ctx))
+	}
 }
 
 // Add adds key to every generation a write must reach: the current one,
 // a fresh one being filled, and those retired within the grace period.
+// A generation that is gone is skipped (see add).
 func (s *sharedSet) Add(ctx context.Context, key []byte) error {
-	_, err := s.add(ctx, key)
+	_, _, err := s.add(ctx, key)
 	return err
 }
 
 // Delete deletes key from the current generation and the retired ones,
-// and reports whether the current one held it.
+// and reports whether the current one held it. A generation that is
+// gone is skipped.
 func (s *sharedSet) Delete(ctx context.Context, key []byte) (bool, error) {
 	st, err := s.state(ctx)
 	if err != nil {
 		return false, err
 	}
-	return s.delete(ctx, key, st)
+	found, _, err := s.delete(ctx, key, st)
+	return found, err
 }
 
-// add is Add; it returns the state whose generations it reached.
-func (s *sharedSet) add(ctx context.Context, key []byte) (*sharedState, error) {
+// add is Add; it returns the state whose generations it reached, and
+// whether the set was lost (its current generation or its pointer gone).
+// The current generation, once gone, is skipped: lookups never read it
+// (they check that it is there; see lookUpCurrent), and the Rebuild that
+// replaces it scans the rows of the writes that skipped it, as it scans
+// those that reached it (it waits the grace period after announcing its
+// fresh generation, which writes from then on reach).
+func (s *sharedSet) add(ctx context.Context, key []byte) (*sharedState, bool, error) {
 	st, err := s.state(ctx)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
-	if err = st.cur.Add(ctx, key); errors.Is(err, redisfilter.ErrNotFound) {
-		// The generation is gone: the view is stale. Read it again.
-		if st, err = s.stateSince(ctx, time.Now()); err != nil {
-			return nil, err
+	curGone := st.cur == nil
+	if !curGone {
+		if err = st.cur.Add(ctx, key); errors.Is(err, redisfilter.ErrNotFound) {
+			// The generation is gone: the view may be stale. Read it again.
+			if st, err = s.stateSince(ctx, time.Now()); err != nil {
+				return nil, false, err
+			}
+			if curGone = st.cur == nil; !curGone {
+				err = st.cur.Add(ctx, key)
+			}
 		}
-		err = st.cur.Add(ctx, key)
-	}
-	if err != nil {
-		return nil, err
+		if errors.Is(err, redisfilter.ErrNotFound) {
+			curGone, err = true, nil
+		}
+		if err != nil {
+			return nil, false, err
+		}
 	}
 	for _, r := range st.retired {
 		if err := r.Add(ctx, key); err != nil && !errors.Is(err, redisfilter.ErrNotFound) {
-			return nil, err
+			return nil, false, err
 		}
 	}
 	if st.next != nil {
 		if err := st.next.Add(ctx, key); err != nil && !s.abandonNext(ctx, st.p.Next) {
-			return nil, err
+			return nil, false, err
 		}
 	}
-	return st, nil
+	return st, curGone || st.lost != nil, nil
 }
 
 // settle runs after the write of an Insert that added key to the
@@ -320,8 +468,8 @@ func (s *sharedSet) settle(ctx context.Context, key []byte, used *sharedState) (
 		return true, err
 	}
 	had := func(name string) bool { return used.p.has(name) }
-	if !had(st.p.Cur) {
-		if err := st.cur.Add(ctx, key); err != nil {
+	if st.cur != nil && !had(st.p.Cur) {
+		if err := st.cur.Add(ctx, key); err != nil && !errors.Is(err, redisfilter.ErrNotFound) {
 			return true, err
 		}
 	}
@@ -343,18 +491,25 @@ func (s *sharedSet) settle(ctx context.Context, key []byte, used *sharedState) (
 // delete deletes key from the generations of st that held every live key
 // when st was read: the current one and the retired ones, not a fresh one
 // (its scan may have missed the key). A generation that is gone is
-// skipped.
-func (s *sharedSet) delete(ctx context.Context, key []byte, st *sharedState) (bool, error) {
-	found, err := st.cur.Delete(ctx, key)
-	if err != nil && !errors.Is(err, redisfilter.ErrNotFound) {
-		return false, err
+// skipped; lost reports that the set was lost (its current generation or
+// its pointer gone).
+func (s *sharedSet) delete(ctx context.Context, key []byte, st *sharedState) (found, lost bool, err error) {
+	lost = st.cur == nil || st.lost != nil
+	if st.cur != nil {
+		found, err = st.cur.Delete(ctx, key)
+		if errors.Is(err, redisfilter.ErrNotFound) {
+			lost, err = true, nil
+		}
+		if err != nil {
+			return false, lost, err
+		}
 	}
 	for _, r := range st.retired {
 		if _, err := r.Delete(ctx, key); err != nil && !errors.Is(err, redisfilter.ErrNotFound) {
-			return found, err
+			return found, lost, err
 		}
 	}
-	return found, nil
+	return found, lost, nil
 }
 
 // abandonNext takes the fresh generation next out of the set's pointer,
@@ -367,6 +522,12 @@ func (s *sharedSet) abandonNext(ctx context.Context, next string) bool {
 		st, err := s.stateSince(ctx, time.Now())
 		if err != nil {
 			return false
+		}
+		if st.pointerGone {
+			// No Rebuild can swap next in without the pointer (see
+			// rebuildShared), and one that writes a new pointer announces
+			// a fresh generation of its own.
+			return true
 		}
 		if st.p.Next != next {
 			return !st.p.has(next)
@@ -512,12 +673,18 @@ func (g *Guard[V]) rebuildShared(ctx context.Context, cur, fresh *sharedSet, sca
 		return fmt.Errorf("guard: rebuild: %w", err)
 	}
 
-	// Swap, unless a write gave fresh up or another Rebuild replaced it.
+	// Swap, unless a write gave fresh up, another Rebuild replaced it, or
+	// Redis lost the pointer: writes that started since know of no fresh
+	// generation.
 	var old *redisfilter.Filter
+	var oldName string
 	for {
 		st, err := cur.stateSince(ctx, time.Now())
 		if err != nil {
 			return err
+		}
+		if st.pointerGone {
+			return fmt.Errorf("guard: rebuild: %w", st.lost)
 		}
 		if st.p.Next != name {
 			return fmt.Errorf("%w: a write could not add its key to %q, or another Rebuild of %q replaced it", ErrAbandoned, name, cur.name)
@@ -531,7 +698,7 @@ func (g *Guard[V]) rebuildShared(ctx context.Context, cur, fresh *sharedSet, sca
 			return err
 		}
 		if ok {
-			old = st.cur
+			old, oldName = st.cur, st.p.Cur
 			break
 		}
 	}
@@ -544,11 +711,11 @@ func (g *Guard[V]) rebuildShared(ctx context.Context, cur, fresh *sharedSet, sca
 	}
 	for {
 		st, err := cur.stateSince(ctx, time.Now())
-		if err != nil {
+		if err != nil || st.pointerGone {
 			return nil
 		}
 		np := st.p
-		np.Retired = slices.DeleteFunc(slices.Clone(st.p.Retired), func(r retired) bool { return r.Name == old.Name() })
+		np.Retired = slices.DeleteFunc(slices.Clone(st.p.Retired), func(r retired) bool { return r.Name == oldName })
 		if len(np.Retired) == len(st.p.Retired) {
 			break
 		}
@@ -561,7 +728,9 @@ func (g *Guard[V]) rebuildShared(ctx context.Context, cur, fresh *sharedSet, sca
 			break
 		}
 	}
-	old.Drop(ctx)
+	if old != nil { // nil: it was gone already
+		old.Drop(ctx)
+	}
 	return nil
 }
 

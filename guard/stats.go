@@ -38,6 +38,12 @@ type Stats struct {
 	// FailedClosed counts lookups that returned the set's error because
 	// the filter could not answer, under [WithFailClosed].
 	FailedClosed uint64
+	// Lost counts lookups (a GetMany once, as in Errors), Inserts and
+	// Removes that found the Shared set's data gone from Redis (see
+	// [ErrLost]): the lookups failed over (and count in Errors and
+	// FailedOpen or FailedClosed too); the writes skipped what was gone.
+	// Any rise says the set needs a Rebuild.
+	Lost uint64
 	// Unguarded counts lookups made while the guard had no set (New with
 	// a nil set, before the first Rebuild): each went to load.
 	Unguarded uint64
@@ -73,6 +79,7 @@ const (
 	cErrors
 	cFailedOpen
 	cFailedClosed
+	cLost
 	cUnguarded
 	cLateAdds
 	cRebuilds
@@ -122,6 +129,7 @@ func (c *counters) stats() Stats {
 		Errors:       c.sum(cErrors),
 		FailedOpen:   c.sum(cFailedOpen),
 		FailedClosed: c.sum(cFailedClosed),
+		Lost:         c.sum(cLost),
 		Unguarded:    c.sum(cUnguarded),
 		LateAdds:     c.sum(cLateAdds),
 		Rebuilds:     c.sum(cRebuilds),

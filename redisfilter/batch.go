@@ -105,11 +105,17 @@ func markNotSent(errs []error, i int) {
 // keys, up to three pipelines in flight at once. found and errs must be
 // at least as long as keys.
 func (f *Filter) ContainsBatch(ctx context.Context, keys [][]byte, found []bool, errs []error) error {
+	return f.containsBatch(ctx, keys, found, errs, false)
+}
+
+// containsBatch is ContainsBatch, and ContainsBatchChecked when check is
+// set.
+func (f *Filter) containsBatch(ctx context.Context, keys [][]byte, found []bool, errs []error, check bool) error {
 	if err := checkBatch(len(keys), len(found), len(errs)); err != nil {
 		return err
 	}
 	sent, err := overlapRounds(len(keys), func(lo, hi int) (bool, error) {
-		return f.containsRound(ctx, keys[lo:hi], found[lo:hi], errs[lo:hi])
+		return f.containsRound(ctx, keys[lo:hi], found[lo:hi], errs[lo:hi], check)
 	})
 	markNotSent(errs[sent:len(keys)], 0)
 	return err
@@ -160,11 +166,34 @@ func overlapRounds(n int, round func(lo, hi int) (stop bool, err error)) (sent i
 	return min(lo, n), first
 }
 
-func (f *Filter) containsRound(ctx context.Context, keys [][]byte, found []bool, errs []error) (stop bool, err error) {
+// containsRound looks up one round's keys; with check, each shard's
+// reads are followed by its shardCheck commands, and a shard that fails
+// them fails its keys.
+func (f *Filter) containsRound(ctx context.Context, keys [][]byte, found []bool, errs []error, check bool) (stop bool, err error) {
 	loc, order := f.group(keys)
 	var cmds []redis.Cmder
 	var groups [][]int32
+	// checks[s] is the index in cmds of shard s's check commands, which
+	// follow the shard's reads (see appendShardCheck).
+	var checks map[int]int
+	if check {
+		checks = make(map[int]int)
+	}
+	last := -1
+	addCheck := func() {
+		if check && last >= 0 {
+			checks[last] = len(cmds)
+			cmds = f.appendShardCheck(ctx, cmds, last)
+			for range shardChecks {
+				groups = append(groups, nil)
+			}
+		}
+	}
 	chunks(loc, order, lookupChunk, func(s int, idx []int32) {
+		if s != last {
+			addCheck()
+			last = s
+		}
 		n := 2
 		for _, i := range idx {
 			n += 3 * (f.g.fields(loc[i].i1) + f.g.fields(loc[i].i2))
@@ -180,13 +209,23 @@ func (f *Filter) containsRound(ctx context.Context, keys [][]byte, found []bool,
 		cmds = append(cmds, cmd)
 		groups = append(groups, idx)
 	})
+	addCheck()
 	cerrs, stop, _ := f.retry.settle(ctx, cmds, reads, func(cmds []redis.Cmder) error { return pipeline(ctx, f.rdb, cmds) })
 	var buf [maxBucketBytes]byte
 	for c, cmd := range cmds {
-		if cerrs[c] != nil {
-			err = cmp(err, cerrs[c])
+		if groups[c] == nil {
+			continue // a check, read with its shard's reads
+		}
+		cerr := cerrs[c]
+		if check && cerr == nil {
+			s := loc[groups[c][0]].shard
+			k := checks[s]
+			cerr = f.shardCheck(s, cmds[k:k+shardChecks], cerrs[k:k+shardChecks])
+		}
+		if cerr != nil {
+			err = cmp(err, cerr)
 			for _, i := range groups[c] {
-				found[i], errs[i] = false, cerrs[c]
+				found[i], errs[i] = false, cerr
 			}
 			continue
 		}
@@ -205,9 +244,11 @@ func (f *Filter) containsRound(ctx context.Context, keys [][]byte, found []bool,
 }
 
 // AddBatch adds every key, as Add does, and sets errs[i] to key i's
-// result: nil (added), [ErrFull], an error Redis replied (not added), an
-// error wrapping [ErrUnconfirmed] (no reply within the retry horizon:
-// maybe added), or [ErrNotSent] (the batch stopped before it: not added).
+// result: nil (added), [ErrFull] (not added), an error wrapping
+// [ErrUnconfirmed] (a copy of its call may have run, and no reply to
+// believe came within the retry horizon: maybe added), one wrapping
+// [ErrNotSent] (not sent: not added), or another error, such as a
+// refusal Redis replied to every copy of its call (not added).
 // It returns the first error other than ErrFull, if any. It groups the
 // keys by shard and calls the insert function once per 32 keys of a
 // shard, in pipelines (one per node of a cluster, in parallel) of up to

@@ -21,8 +21,10 @@ import (
 // A Bloom is safe for concurrent use, and any number of clients may add
 // and look up at once: setting bits commutes. Keys cannot be deleted. An
 // add may run any number of times, so one whose outcome is unknown (no
-// reply) is sent again until the retry horizon ([WithRetryHorizon]), and
-// after it returns an error wrapping [ErrUnconfirmed].
+// reply) is sent again until the retry horizon ([WithRetryHorizon]); its
+// errors mean what a [Filter]'s do: [ErrUnconfirmed] if a copy may have
+// run (whatever a later copy was told), [ErrNotSent] if none reached
+// Redis, any other error not applied.
 type Bloom struct {
 	rdb    redis.UniversalClient
 	name   string
@@ -200,7 +202,7 @@ func (b *Bloom) locate(key []byte, offs []int64) (int, []int64) {
 
 // Add adds key: one BITFIELD on its shard, setting its k bits, sent
 // until it has a reply or the retry horizon passes (then the error wraps
-// [ErrUnconfirmed]).
+// [ErrUnconfirmed] if a copy may have run).
 func (b *Bloom) Add(ctx context.Context, key []byte) error {
 	var buf [64]int64
 	s, offs := b.locate(key, buf[:0])
@@ -259,9 +261,10 @@ func (b *Bloom) Contains(ctx context.Context, key []byte) (bool, error) {
 }
 
 // AddBatch adds every key and sets errs[i] to key i's result: nil
-// (added), an error Redis replied, an error wrapping [ErrUnconfirmed]
-// (no reply within the retry horizon: maybe added) or [ErrNotSent] (the
-// batch stopped before it). It returns the first of those errors. One
+// (added), an error wrapping [ErrUnconfirmed] (maybe added), one wrapping
+// [ErrNotSent] (not sent), or another error, such as a refusal Redis
+// replied to every copy (not added). It returns the first of those
+// errors. One
 // BITFIELD per 128 keys of a shard, in pipelines (one per node of a
 // cluster) of up to 8,192 keys, up to three of them in flight at once.
 // errs must be at least as long as keys.

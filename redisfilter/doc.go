@@ -62,29 +62,36 @@
 // # Retries: writes run once
 //
 // A client that gets no reply cannot tell whether the server ran the
-// command, and go-redis sends it again (MaxRetries, 3 by default): when a
-// stalled server wakes, every copy runs. So each write call carries a
-// request id, and its shard remembers the reply of the call's first run
-// for the retry window W ([WithRetryWindow], default 60 s): a copy
-// returns that reply and changes nothing. A call whose outcome is
-// unknown (a timeout, a lost connection, a server loading, busy or
-// failing over) is sent again with the same id until the retry horizon
-// H ([WithRetryHorizon], default 30 s, at most W/2), and a reply is
-// believed only within 0.9·W of the first send, while the record of the
-// first run must still be there. So a stall, restart or failover shorter
-// than H only delays a write, and:
+// command, and a copy sent again runs too when a stalled server wakes.
+// So each write call carries a request id, and its shard remembers the
+// reply of the call's first run for the retry window W
+// ([WithRetryWindow], default 60 s): a copy returns that reply and
+// changes nothing. A call whose outcome is unknown (a timeout, a lost
+// connection, a server loading, busy or failing over) is sent again with
+// the same id until the retry horizon H ([WithRetryHorizon], default
+// 30 s, at most W/2), and a reply is believed only within 0.9·W of the
+// first send, while the record of the first run must still be there.
+// This package sends every copy of a write itself (go-redis sends none
+// again on its own), so it knows whether one may have run. So a stall,
+// restart or failover shorter than H only delays a write, and:
 //
 //   - a nil error comes with the true answer: AddUnique's added = false
 //     means the key (or one of the same fingerprint) was there before
 //     the call, never that the call's own first copy added it;
-//   - an error wrapping [ErrUnconfirmed] means the write was sent and no
-//     reply came within H: it may have been applied, once;
-//   - a batch gives every key its own result: a key it did not send
-//     (after a call it could not confirm, or when the context ended) has
-//     [ErrNotSent], a key it could not read has found = false and an
-//     error; never a false or a nil error for a key not answered;
-//   - any other error (ErrFull, an error Redis replied) means the write
-//     was not applied.
+//   - an error wrapping [ErrUnconfirmed] means a copy of the write
+//     reached Redis and no reply that can be believed came within H: it
+//     may have been applied, once. That holds whatever a later copy was
+//     told: a refusal (OOM, BUSY, LOADING) of a later copy speaks for
+//     that copy only, and the error wraps it;
+//   - an error wrapping [ErrNotSent] means no copy reached Redis: a
+//     batch's key after the batch stopped (after a call it could not
+//     confirm, or when the context ended), or a write whose context ended
+//     first or that could not connect within H;
+//   - any other error ([ErrFull], [ErrNotFound], an error Redis replied
+//     to every copy it was sent) means the write was not applied;
+//   - a batch gives every key its own result, and a key it could not
+//     read has found = false and an error: never a false or a nil error
+//     for a key not answered.
 //
 // A record costs about 150 bytes in Redis for the window: per key, 150
 // for single-key writes and about 5 for batches, which send 32 keys per

@@ -9,7 +9,9 @@ var (
 	ErrFull = errors.New("redisfilter: filter is full")
 	// ErrNotFound is returned by Open when no filter of that name exists,
 	// and by the operations of a Filter whose filter was dropped (or
-	// dropped and created again) since it was opened.
+	// dropped and created again, or lost by Redis) since it was opened:
+	// its writes, Len, and the checked lookups (ContainsChecked); Contains
+	// reads such a filter as empty.
 	ErrNotFound = errors.New("redisfilter: no such filter")
 	// ErrMismatch is returned by New when a filter of that name exists
 	// with other parameters; nothing is changed.
@@ -31,20 +33,26 @@ var (
 	// master fails before its replicas receive it.
 	ErrNotReplicated = errors.New("redisfilter: write not acknowledged by enough replicas")
 	// ErrUnconfirmed is wrapped by the error of a write (and of each key
-	// of a batch) whose outcome is unknown: it was sent, and no reply
-	// that can be believed came back within the retry horizon
-	// ([WithRetryHorizon]) or before the context ended, because the
-	// server stalled, restarted or failed over, or the network failed. The
-	// write may have been applied, or may be applied yet by a copy waiting
-	// in a stalled server; it is applied at most once if that copy runs
-	// within the retry window ([WithRetryWindow]) of the first. Nothing
-	// else about the filter is uncertain. The error also wraps the last
-	// cause (a timeout, a closed connection, the context's error).
+	// of a batch) whose outcome is unknown: a copy of it reached Redis and
+	// got no reply that can be believed (a timeout, a lost connection, a
+	// reply too late: the server stalled, restarted or failed over, or
+	// the network failed), and no later copy got one either, within the
+	// retry horizon ([WithRetryHorizon]) or before the context ended. A
+	// later copy that Redis refused (out of memory, busy, loading) does
+	// not settle it: the refusal speaks for that copy only, and the
+	// error wraps it. The write may have been applied, or may be applied
+	// yet by a copy waiting in a stalled server; it is applied at most
+	// once if that copy runs within the retry window ([WithRetryWindow])
+	// of the first. Nothing else about the filter is uncertain. The error
+	// also wraps the last cause (a timeout, a closed connection, a
+	// refusal, the context's error).
 	ErrUnconfirmed = errors.New("redisfilter: write not confirmed (it may or may not have been applied)")
-	// ErrNotSent is the error of each key of a batch that stopped before
-	// sending it (after a key it could not confirm, or when the context
-	// ended): nothing was done for that key.
-	ErrNotSent = errors.New("redisfilter: not sent (the batch stopped before this key)")
+	// ErrNotSent is wrapped by the error of a write that never reached
+	// Redis, so nothing was done: each key of a batch after the batch
+	// stopped (after a call it could not confirm, or when the context
+	// ended), and a write whose context ended before it was sent or no
+	// send of which could connect within the retry horizon.
+	ErrNotSent = errors.New("redisfilter: not sent (nothing was done)")
 	// ErrCorrupt is returned when a filter's keys in Redis do not hold what
 	// this package wrote (metadata it cannot parse, a shard of the wrong
 	// size or with counters that break the filter's invariants).

@@ -303,8 +303,9 @@ func TestReplicaLoss(t *testing.T) {
 
 // TestNoFunctions runs against a server whose FUNCTION and FCALL commands
 // are renamed away, which answers them as Redis 6 does ("unknown
-// command"): New fails with ErrUnsupported naming the version needed,
-// while Bloom filters, which need no functions, work.
+// command"): New fails with ErrUnsupported naming the version needed (and
+// what the server is: here one that says it is a Redis 7 but does not
+// offer Functions), while Bloom filters, which need no functions, work.
 func TestNoFunctions(t *testing.T) {
 	t.Parallel()
 	ctx := ctxOf(t)

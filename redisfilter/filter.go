@@ -19,16 +19,17 @@ import (
 //
 // Writes run once however often they are sent: each call carries a
 // request id and its shard remembers the reply of the call's first run
-// for the retry window, so a copy sent again (by go-redis, whose reply
-// timed out while the first copy waited in a stalled server, or by this
-// package) answers what the first did and changes nothing. A write whose
-// outcome is unknown (no reply: a timeout, a lost connection, a server
-// loading or failing over) is sent again until the retry horizon; after
-// it, the write's error wraps [ErrUnconfirmed]. So a nil error always
-// comes with the true answer, and an error says what is known: a reply
-// of Redis (the write was not applied), [ErrUnconfirmed] (it may have
-// been), [ErrNotSent] (a batch's key it never sent). See
-// [WithRetryWindow] and [WithRetryHorizon] for the limits.
+// for the retry window, so a copy sent again (whose first copy's reply
+// timed out while it waited in a stalled server) answers what the first
+// did and changes nothing. A write whose outcome is unknown (no reply: a
+// timeout, a lost connection, a server loading or failing over) is sent
+// again until the retry horizon. So a nil error always comes with the
+// true answer, and an error says what is known: [ErrUnconfirmed] (a copy
+// reached Redis and got no reply that can be believed: it may have been
+// applied, whatever a later copy was told), [ErrNotSent] (no copy
+// reached Redis), or any other error, such as a refusal Redis replied to
+// every copy (the write was not applied). See [WithRetryWindow] and
+// [WithRetryHorizon] for the limits.
 //
 // A Filter is safe for concurrent use by multiple goroutines.
 type Filter struct {
@@ -66,20 +67,9 @@ type Filter struct {
 // names the version needed. Its cost: a few round trips, plus one
 // function call per shard when it creates the filter.
 func New(ctx context.Context, rdb redis.UniversalClient, name string, capacity uint64, opts ...Option) (*Filter, error) {
-	c, err := resolve(opts)
+	c, p, retry, err := plan(capacity, opts)
 	if err != nil {
 		return nil, err
-	}
-	retry, err := c.resolveRetry()
-	if err != nil {
-		return nil, err
-	}
-	p, err := c.cuckooPlan(capacity)
-	if err != nil {
-		return nil, err
-	}
-	if sb := planShardBytes(&p); sb > maxShardBytes {
-		return nil, fmt.Errorf("%w: segments of %d bytes, above Redis's 512 MiB strings: give WithSegments %d or more", ErrInvalidParameter, sb, (sb*uint64(p.Segments)+maxShardBytes-1)/maxShardBytes)
 	}
 	kicks := c.kicks
 	if kicks == 0 {
@@ -107,6 +97,36 @@ func New(ctx context.Context, rdb redis.UniversalClient, name string, capacity u
 		}
 	}
 	return open(ctx, rdb, name, m, retry)
+}
+
+// NewPlan returns the table [New] would make for capacity keys with
+// opts (its segments, bucket size, fingerprint width, buckets and
+// expected false-positive rate), or the error New would return for those
+// parameters (wrapping [ErrInvalidParameter]), without a server: to
+// check parameters before connecting, or to size a filter.
+func NewPlan(capacity uint64, opts ...Option) (cuckoo.Plan, error) {
+	_, p, _, err := plan(capacity, opts)
+	return p, err
+}
+
+// plan resolves New's options and plans its table.
+func plan(capacity uint64, opts []Option) (config, cuckoo.Plan, retryPolicy, error) {
+	c, err := resolve(opts)
+	if err != nil {
+		return c, cuckoo.Plan{}, retryPolicy{}, err
+	}
+	retry, err := c.resolveRetry()
+	if err != nil {
+		return c, cuckoo.Plan{}, retry, err
+	}
+	p, err := c.cuckooPlan(capacity)
+	if err != nil {
+		return c, p, retry, err
+	}
+	if sb := planShardBytes(&p); sb > maxShardBytes {
+		return c, p, retry, fmt.Errorf("%w: segments of %d bytes, above Redis's 512 MiB strings: give WithSegments %d or more", ErrInvalidParameter, sb, (sb*uint64(p.Segments)+maxShardBytes-1)/maxShardBytes)
+	}
+	return c, p, retry, nil
 }
 
 // Open returns the existing cuckoo filter called name, or an error
@@ -254,9 +274,11 @@ func (f *Filter) TableBytes() uint64 { return f.g.shardBytes * uint64(f.m.shards
 // multiset insert, copies beyond the second of a fingerprint in its bucket
 // pair counted in the shard's hash, so a key added n times counts n and
 // takes two slots. It returns [ErrFull] when its shard has no room (the
-// shard is then exactly as it was), or an error wrapping [ErrUnconfirmed]
-// when no reply came within the retry horizon. One function call on the
-// key's shard, run once however often it is sent.
+// shard is then exactly as it was), an error wrapping [ErrUnconfirmed]
+// when a copy of the call may have run and no reply to believe came
+// within the retry horizon, or another error when it was not applied (see
+// [Filter]). One function call on the key's shard, run once however
+// often it is sent.
 func (f *Filter) Add(ctx context.Context, key []byte) error {
 	r, err := f.addOne(ctx, key, false)
 	if err != nil && !errors.Is(err, ErrNotReplicated) {
@@ -275,7 +297,8 @@ func (f *Filter) Add(ctx context.Context, key []byte) error {
 // false with a nil error only when the filter held key (or a key of the
 // same fingerprint) before this call: the answer of the call's first
 // run, however often it was sent; an error wrapping [ErrUnconfirmed]
-// means the key may or may not have been added by this call.
+// means the key may or may not have been added by this call, and any
+// other error that it was not (see [Filter]).
 func (f *Filter) AddUnique(ctx context.Context, key []byte) (added bool, err error) {
 	r, err := f.addOne(ctx, key, true)
 	if err != nil && !errors.Is(err, ErrNotReplicated) {
@@ -322,8 +345,14 @@ func boolArg(b bool) int {
 // for any other. It reads the key's two buckets with one BITFIELD_RO (no
 // script), so it may be served by a replica when the client reads from
 // replicas, sent again until the retry horizon if no reply comes. A
-// dropped filter reports every key absent.
+// dropped filter, or one Redis lost, reports every key absent: use
+// [Filter.ContainsChecked] where that must be told from absence.
 func (f *Filter) Contains(ctx context.Context, key []byte) (bool, error) {
+	return f.contains(ctx, key, false)
+}
+
+// contains is Contains, and ContainsChecked when check is set.
+func (f *Filter) contains(ctx context.Context, key []byte, check bool) (bool, error) {
 	s, i1, i2, fp := f.g.locateKey(key)
 	args := make([]any, 0, 2+3*(f.g.fields(i1)+f.g.fields(i2)))
 	args = append(args, "bitfield_ro", f.tables[s])
@@ -331,8 +360,18 @@ func (f *Filter) Contains(ctx context.Context, key []byte) (bool, error) {
 	args = f.g.appendFields(args, i2)
 	cmd := redis.NewIntSliceCmd(ctx, args...)
 	cmd.SetFirstKeyPos(1)
-	if errs, _, _ := f.retry.settle(ctx, []redis.Cmder{cmd}, reads, f.sender(ctx)); errs[0] != nil {
+	cmds := []redis.Cmder{cmd}
+	if check {
+		cmds = f.appendShardCheck(ctx, cmds, s)
+	}
+	errs, _, _ := f.retry.settle(ctx, cmds, reads, f.sender(ctx))
+	if errs[0] != nil {
 		return false, errs[0]
+	}
+	if check {
+		if err := f.shardCheck(s, cmds[1:], errs[1:]); err != nil {
+			return false, err
+		}
 	}
 	var buf [maxBucketBytes]byte
 	bb, sh, rest := f.g.bucketBytes(buf[:], cmd.Val(), i1)
@@ -349,7 +388,9 @@ func (f *Filter) Contains(ctx context.Context, key []byte) (bool, error) {
 // another key that shares it (with the false-positive probability), which
 // then reads as absent. One function call on the key's shard, run once
 // however often it is sent; an error wrapping [ErrUnconfirmed] means the
-// copy may or may not have been removed.
+// copy may or may not have been removed (so deleting again may remove a
+// second copy: [Filter.Count] tells), and any other error that it was
+// not.
 func (f *Filter) Delete(ctx context.Context, key []byte) (bool, error) {
 	s, i1, _, fp := f.g.locateKey(key)
 	code, err := f.callOne(ctx, fnDel, s, []any{i1, fp})

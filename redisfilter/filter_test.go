@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/dedupkit/cuckoo/internal/testlong"
 	"github.com/dedupkit/cuckoo/internal/testseed"
@@ -467,4 +468,38 @@ func TestBatchRounds(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestNewPlanIsNewsTable checks that NewPlan, which needs no server,
+// describes the table New makes (segments, bucket size, fingerprint
+// width, buckets) and refuses what New refuses, with the same error.
+func TestNewPlanIsNewsTable(t *testing.T) {
+	t.Parallel()
+	rdb := singleClient(t)
+	ctx := ctxOf(t)
+	for _, c := range []struct {
+		capacity uint64
+		opts     []redisfilter.Option
+	}{
+		{1000, nil},
+		{3_000_000, []redisfilter.Option{redisfilter.WithFalsePositiveRate(1e-6)}},
+		{70_000, []redisfilter.Option{redisfilter.WithBucketSize(2), redisfilter.WithFingerprintBits(12)}},
+		{100_000, []redisfilter.Option{redisfilter.WithSegments(7), redisfilter.WithBucketSize(8)}},
+		{10, []redisfilter.Option{redisfilter.WithFalsePositiveRate(1e-9)}},
+		{10, []redisfilter.Option{redisfilter.WithFingerprintBits(40)}},
+		{10, []redisfilter.Option{redisfilter.WithRetryWindow(time.Second), redisfilter.WithRetryHorizon(time.Second)}},
+	} {
+		p, planErr := redisfilter.NewPlan(c.capacity, c.opts...)
+		f, newErr := redisfilter.New(ctx, rdb, uniqueName(t), c.capacity, c.opts...)
+		switch {
+		case planErr != nil || newErr != nil:
+			if planErr == nil || newErr == nil || planErr.Error() != newErr.Error() || !errors.Is(planErr, redisfilter.ErrInvalidParameter) {
+				t.Fatalf("capacity %d: NewPlan: %v; New: %v", c.capacity, planErr, newErr)
+			}
+		case p.Segments != f.Segments() || p.BucketSize != f.BucketSize() || p.FingerprintBits != f.FingerprintBits() || p.NumBuckets != f.NumBuckets():
+			t.Fatalf("capacity %d: NewPlan %+v; New made %d segments, b=%d, f=%d, %d buckets", c.capacity, p, f.Segments(), f.BucketSize(), f.FingerprintBits(), f.NumBuckets())
+		default:
+			f.Drop(ctx)
+		}
+	}
 }

@@ -79,20 +79,45 @@ func ensureFunctions(ctx context.Context, rdb redis.UniversalClient) error {
 	}
 }
 
-// noFunctions explains err when the server does not know FUNCTION.
+// noFunctions explains err when the server does not know FUNCTION, from
+// what its INFO says it is: cuckoo serve (which answers RedisBloom's CF.*
+// and BF.* commands itself, and says redis_version 8.0.0 for the clients
+// that check it), a Redis older than 7.0, or a server that claims a
+// version with Functions but is not a Redis that has them (a proxy,
+// another implementation).
 func noFunctions(ctx context.Context, c redis.Cmdable, err error) error {
 	if !isUnknownCommand(err) {
 		return err
 	}
-	version := "an unknown version"
+	const need = "redisfilter's filters need Redis 7.0 or later, or Valkey 7.2 or later"
+	var version, cuckooVersion string
 	if info, ierr := c.Info(ctx, "server").Result(); ierr == nil {
 		for _, l := range strings.Split(info, "\n") {
-			if v, ok := strings.CutPrefix(strings.TrimSpace(l), "redis_version:"); ok {
-				version = "version " + v
+			l = strings.TrimSpace(l)
+			if v, ok := strings.CutPrefix(l, "redis_version:"); ok {
+				version = v
+			}
+			if v, ok := strings.CutPrefix(l, "cuckoo_version:"); ok {
+				cuckooVersion = v
 			}
 		}
 	}
-	return fmt.Errorf("%w: the server (%s) has no Redis Functions (FUNCTION: %v); redisfilter's cuckoo filters need Redis 7.0 or later, or Valkey 7.2 or later", ErrUnsupported, version, err)
+	switch {
+	case cuckooVersion != "":
+		return fmt.Errorf("%w: the server is cuckoo serve (%s), which has no Redis Functions: it answers RedisBloom's CF.* and BF.* commands itself; %s", ErrUnsupported, cuckooVersion, need)
+	case version == "":
+		return fmt.Errorf("%w: the server has no Redis Functions (FUNCTION: %v) and does not say its version; %s", ErrUnsupported, err, need)
+	case major(version) >= 7:
+		return fmt.Errorf("%w: the server says it is Redis %s but has no Redis Functions (FUNCTION: %v): it is not a Redis that offers them (a proxy, another server, or FUNCTION renamed away); %s", ErrUnsupported, version, err, need)
+	}
+	return fmt.Errorf("%w: the server is Redis %s, which has no Redis Functions; %s", ErrUnsupported, version, need)
+}
+
+// major returns the major number of a version such as 7.0.15 (0 when it
+// has none).
+func major(version string) int {
+	n, _ := strconv.Atoi(strings.SplitN(version, ".", 2)[0])
+	return n
 }
 
 func isUnknownCommand(err error) bool {

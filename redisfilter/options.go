@@ -129,8 +129,8 @@ func WithSegments(n int) Option {
 // write call (default [DefaultRetryWindow], or twice the retry horizon
 // if that is longer): a copy of the call that runs within W of the first
 // run returns the first run's reply and changes nothing, so a write runs
-// once however often it is sent, by this package or by go-redis's own
-// retries. Each write call keeps one small key in its shard's hash slot
+// once however often this package sends it (go-redis does not send a
+// write again on its own: every copy is counted). Each write call keeps one small key in its shard's hash slot
 // for W: about 130 bytes plus the filter's name for a single-key write,
 // 5 bytes per key for batches (docs/redis.md gives the figures). A
 // longer window spends more memory and survives longer stalls: a copy
@@ -152,15 +152,17 @@ func WithRetryWindow(w time.Duration) Option {
 // WithRetryHorizon sets H, how long a write (or lookup) whose outcome is
 // unknown is sent again (default [DefaultRetryHorizon], or half the retry
 // window if that is shorter): no reply came back (a timeout, a closed
-// connection: the server stalled, restarted or failed over), or the
-// server answered that it cannot run it yet (LOADING, BUSY, TRYAGAIN,
-// CLUSTERDOWN, MASTERDOWN, READONLY). go-redis's own retries happen
-// within each send. Past H the call returns an error wrapping
-// [ErrUnconfirmed] (reads: saying no reply came), and a batch stops,
-// marking the keys it did not send with [ErrNotSent]. 0 sends each call
-// once (go-redis may still retry it); the horizon must be at most half
-// the retry window, so that the last send's reply, which may take
-// several of the client's read timeouts, still arrives within it.
+// connection: the server stalled, restarted or failed over), no
+// connection could be made, or the server answered that it cannot run it
+// yet (LOADING, BUSY, TRYAGAIN, CLUSTERDOWN, MASTERDOWN, READONLY). A
+// write is sent by this package only, once per send; go-redis's own
+// retries apply within each send of a lookup. Past H a write returns an
+// error wrapping [ErrUnconfirmed] if some copy of it may have run, else
+// the last refusal (or [ErrNotSent] if no copy reached Redis); a lookup,
+// an error saying no reply came; and a batch stops, marking the keys it
+// did not send with [ErrNotSent]. 0 sends each call once; the horizon
+// must be at most half the retry window, so that the last send's reply
+// still arrives within it.
 func WithRetryHorizon(h time.Duration) Option {
 	return func(c *config) error {
 		if h < 0 {

@@ -39,10 +39,11 @@ func (c stall) String() string {
 var stallOps = []string{"AddUnique", "AddUniqueBatch", "AddBatch"}
 
 // TestStall streams writes of new, distinct keys into a filter while the
-// server sleeps (DEBUG SLEEP) longer than the client's read timeout, with
-// go-redis's retries on (MaxRetries 3: a command or pipeline whose reply
-// timed out is sent again while the first copy waits in the server), and
-// then checks every reported result against the filter: a key reported
+// server sleeps (DEBUG SLEEP) longer than the client's read timeout, so
+// that a write whose reply timed out is sent again while its first copy
+// waits in the server (by this package; by go-redis too, before writes
+// went out through settle alone), and then checks every reported result
+// against the filter: a key reported
 // added (or, for AddBatch, with a nil error) is there exactly once; a key
 // reported present with a nil error would be a wrong answer, since every
 // key is new; a key with an error has ErrUnconfirmed (and is there at
@@ -59,11 +60,11 @@ var stallOps = []string{"AddUnique", "AddUniqueBatch", "AddBatch"}
 func TestStall(t *testing.T) {
 	t.Parallel()
 	cases := []stall{
-		// Within go-redis's first retry (after a backoff of 8 to 16 ms):
-		// the retry's copy runs after the first.
+		// Within the first resend (after a backoff of 20 ms): the
+		// resent copy runs after the first.
 		{sleep: 170 * time.Millisecond, readTimeout: 100 * time.Millisecond},
-		// Past go-redis's retries: the first copy runs after go-redis gave
-		// up, and this package's resends are answered.
+		// Past several resends: the first copy runs after some of them
+		// timed out, and a later one is answered.
 		{sleep: 1200 * time.Millisecond, readTimeout: 100 * time.Millisecond},
 		// Past the retry horizon: the writes in flight are unconfirmed.
 		{sleep: 1200 * time.Millisecond, readTimeout: 100 * time.Millisecond, horizon: 300 * time.Millisecond},

@@ -4,30 +4,44 @@ package server
 // order each key's writes ran. It is a sequence of files
 // appendonly.<epoch>.log in the data directory, a new one begun by each
 // snapshot (keyspace.go explains the epochs). A file is a sequence of
-// records:
+// records, each of format 2 since this version, of format 1 before:
 //
+//	format 2:
+//	+--------------------------+-------------+-------------+-----------------+------------------------------+
+//	| 1<<31 | length (u32)     | CRC-32C u32 | CRC-32C u32 | epoch (uvarint) | command: RESP array of bulks |
+//	+--------------------------+-------------+-------------+-----------------+------------------------------+
+//	                            \__ of the body ___________/ \____ the body: `length` bytes ____________/
+//	 \__________ of the header's first 8 bytes __/
+//
+//	format 1:
 //	+------------+-------------+-----------------+------------------------------+
 //	| length u32 | CRC-32C u32 | epoch (uvarint) | command: RESP array of bulks |
 //	+------------+-------------+-----------------+------------------------------+
-//	              \___________ over the `length` bytes that follow ___________/
 //
-// Both integers are little-endian. The command is encoded exactly as a
-// client sends it (the same codec serves the wire and the disk), so
-// `strings appendonly.1.log` shows what was written. A filter's creation
-// is logged as CF.RESERVE or BF.RESERVE with every parameter spelled out;
-// a cuckoo filter's also with the plan version its table was sized by
-// (PLAN, internal/replay) and, for a fixed one, its bucket count
+// All integers are little-endian. The top bit of the first word tells the
+// formats apart (a format 1 length is below 2^31); a file may hold records
+// of format 1 and then of format 2 (a server of this version appends to
+// the file an older one wrote), never the reverse. The command is encoded
+// exactly as a client sends it (the same codec serves the wire and the
+// disk), so `strings appendonly.1.log` shows what was written. A filter's
+// creation is logged as CF.RESERVE or BF.RESERVE with every parameter
+// spelled out; a cuckoo filter's also with the plan version its table was
+// sized by (PLAN, internal/replay) and, for a fixed one, its bucket count
 // (BUCKETS): options only a replay accepts, so that a replay builds the
 // same tables whatever the library would plan now (cfParams in cf.go;
-// docs/server.md, Recovery, lists the versions). A record is written
-// only after its command succeeded, and a client's reply is sent only
-// after its batch's records were handed to the operating system (and, with
-// appendfsync always, fsynced): an acknowledged write is in the log.
+// docs/server.md, Recovery, lists the versions). A record is written only
+// after its command succeeded, and a client's reply is sent only after
+// its batch's records were handed to the operating system (and, with
+// appendfsync always, fsynced): an acknowledged write is in the log, whole.
 //
-// A record is whole or torn. Recovery reads each file to its end; a torn
-// last record (a crash in the middle of a write) is cut off, while a bad
-// record with valid data after it is damage, which stops the server from
-// starting until Config.Repair cuts the log there.
+// A record is whole, torn or damaged. Recovery reads each file to its end
+// and cuts a torn end off only when it can prove that the end is torn,
+// that is, that it holds no record ever written whole (readLog says how);
+// anything else that fails a check is damage, which stops the server from
+// starting until Config.Repair cuts the log there. The second checksum of
+// format 2 is what makes the proof possible: a length is trusted only once
+// its header's checksum matches, so a damaged length is never taken for a
+// record that runs past the end of the file.
 // These constants are frozen.
 
 import (
@@ -44,6 +58,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/dedupkit/cuckoo/internal/codec"
 	"github.com/dedupkit/cuckoo/internal/vfs"
@@ -51,9 +66,16 @@ import (
 )
 
 const (
-	recordHeader = 8
-	logPrefix    = "appendonly."
-	logSuffix    = ".log"
+	recordHeader  = 12      // format 2
+	recordFormat2 = 1 << 31 // the flag of format 2, in a record's first word
+	headerV1      = 8       // format 1
+	logPrefix     = "appendonly."
+	logSuffix     = ".log"
+
+	// maxLogRecord bounds the body of a record recovery reads: the largest
+	// command any client-query-buffer-limit lets through, and room for its
+	// epoch and headers.
+	maxLogRecord = MaxQueryBufferLimit + 1<<20
 )
 
 // FsyncPolicy says when the append-only log is flushed to stable storage
@@ -125,6 +147,9 @@ type aof struct {
 	failed  atomic.Bool  // mu.err is set
 	written atomic.Int64 // logical offset handed to the operating system
 	synced  atomic.Int64 // logical offset fsynced
+
+	fsyncs    durationHistogram // for Stats
+	lastFsync atomic.Int64      // unix nanoseconds of the last good fsync
 }
 
 // openAOF opens (creating it if needed) the log file of epoch for
@@ -154,15 +179,16 @@ func (a *aof) append(epoch uint64, args [][]byte) int64 {
 	a.mu.Lock()
 	b := a.mu.buf
 	start := len(b)
-	b = append(b, 0, 0, 0, 0, 0, 0, 0, 0)
+	b = append(b, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
 	b = binary.AppendUvarint(b, epoch)
 	b = resp.AppendArray(b, len(args))
 	for _, arg := range args {
 		b = resp.AppendBulk(b, arg)
 	}
 	body := b[start+recordHeader:]
-	binary.LittleEndian.PutUint32(b[start:], uint32(len(body)))
+	binary.LittleEndian.PutUint32(b[start:], uint32(len(body))|recordFormat2)
 	binary.LittleEndian.PutUint32(b[start+4:], codec.Checksum(body))
+	binary.LittleEndian.PutUint32(b[start+8:], codec.Checksum(b[start:start+8]))
 	a.mu.buf = b
 	a.mu.end += int64(len(b) - start)
 	end := a.mu.end
@@ -242,7 +268,10 @@ func (a *aof) syncLocked() error {
 		return err
 	}
 	w := a.written.Load()
-	if err := f.Sync(); err != nil {
+	start := monotonicNow()
+	err = f.Sync()
+	a.fsyncs.observe(monotonicNow() - start)
+	if err != nil {
 		// After a failed fsync the kernel may have dropped the pages:
 		// nothing written since the last good fsync can be trusted.
 		a.mu.Lock()
@@ -252,6 +281,7 @@ func (a *aof) syncLocked() error {
 		return err
 	}
 	a.synced.Store(w)
+	a.lastFsync.Store(time.Now().UnixNano())
 	return nil
 }
 
@@ -343,15 +373,40 @@ func (d *logDamage) Error() string {
 	return fmt.Sprintf("%s is damaged at byte %d (%s)", d.file, d.offset, d.reason)
 }
 
-// errTorn is returned by readLog when the file ends inside its last record.
+// errTorn is the error readLog returns, wrapped, for a file whose end it
+// proved torn.
 var errTorn = errors.New("torn last record")
 
+// tornEnd is a torn end of a log file, and the proof that it is one.
+type tornEnd struct{ proof string }
+
+func (e *tornEnd) Error() string        { return e.proof }
+func (e *tornEnd) Is(target error) bool { return target == errTorn }
+
 // readLog calls fn for each record of the log file at path, with the
-// record's offset. It returns the offset after the last whole record
-// it read, and: nil at a clean end; errTorn when the file ends inside a
-// record (or in zeros, which a crash can leave past the last write); a
-// *logDamage for a bad record followed by more data; fn's error, wrapped
-// in a *logDamage at that record.
+// record's offset. It returns the offset after the last whole record it
+// read, and: nil at a clean end; an error that errors.Is errTorn when
+// what follows is a torn write; a *logDamage for anything else that
+// fails a check, and for fn's error, at that record. maxRecord bounds a
+// record's body.
+//
+// A write the crash interrupted leaves a prefix of its bytes (a process
+// killed in the middle of a write), and a machine crash may also leave
+// zeros where the file's last blocks were never written. So the end from
+// the first record that fails a check is torn, and cut, only when one of
+// these holds, and nothing else:
+//   - the file ends inside the record's header;
+//   - the header's checksum matches (format 2) and its length runs past
+//     the end of the file;
+//   - the file is zeros from inside the part of the record it was checking
+//     to its end (the header when the header fails, the whole record when
+//     the body does): a record written whole ends with "\r\n", never a
+//     zero byte;
+//   - format 1, which has no header checksum: the length runs past the end
+//     of the file, and no prefix of what follows the header has the
+//     record's checksum, so it is not a whole record with a damaged length.
+//
+// One damaged bit of a whole log therefore never passes for a torn end.
 func readLog(path string, maxRecord int64, fn func(off int64, epoch uint64, args [][]byte) error) (int64, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -362,30 +417,70 @@ func readLog(path string, maxRecord int64, fn func(off int64, epoch uint64, args
 	if err != nil {
 		return 0, err
 	}
-	size := fi.Size()
-	br := bufio.NewReaderSize(f, 1<<16)
-	name := filepath.Base(path)
+	return readLogFrom(f, fi.Size(), filepath.Base(path), maxRecord, fn)
+}
+
+// readLogFrom is readLog of the size bytes of r, a log file named name.
+func readLogFrom(r io.ReaderAt, size int64, name string, maxRecord int64, fn func(off int64, epoch uint64, args [][]byte) error) (int64, error) {
+	lf := &logFile{r: r, name: name, size: size, zeros: -1}
+	br := bufio.NewReaderSize(io.NewSectionReader(r, 0, size), int(min(size, 1<<16)))
 	var off int64
 	var body []byte
+	format2 := false // a record of format 2 was read: no format 1 after it
 	rd := resp.NewReader(nil, resp.Limits{MaxCommand: int(maxRecord)})
-	for off < size {
-		if size-off < recordHeader {
-			return off, errTorn
+	for off < lf.size {
+		rest := lf.size - off
+		if rest < 4 {
+			return off, &tornEnd{"the file ends inside a record's header"}
 		}
-		var h [recordHeader]byte
-		if _, err := io.ReadFull(br, h[:]); err != nil {
+		h, err := br.Peek(int(min(rest, recordHeader)))
+		if err != nil {
 			return off, err
 		}
-		n := int64(binary.LittleEndian.Uint32(h[:]))
+		word := binary.LittleEndian.Uint32(h)
+		var n, end int64
+		if format2 || word&recordFormat2 != 0 {
+			format2 = true
+			if rest < recordHeader {
+				return off, &tornEnd{"the file ends inside a record's header"}
+			}
+			if word&recordFormat2 == 0 {
+				return off, lf.failed(off, off+recordHeader, "a record of format 1 after records of format 2")
+			}
+			if codec.Checksum(h[:8]) != binary.LittleEndian.Uint32(h[8:]) {
+				return off, lf.failed(off, off+recordHeader, "a header checksum mismatch")
+			}
+			n = int64(word &^ recordFormat2)
+			if n == 0 || n > maxRecord {
+				return off, &logDamage{lf.name, off, fmt.Sprintf("a record length of %d", n)}
+			}
+			end = off + recordHeader + n
+			if end > lf.size {
+				return off, &tornEnd{"the file ends inside a record whose header is whole"}
+			}
+		} else {
+			if rest < headerV1 {
+				return off, &tornEnd{"the file ends inside a record's header"}
+			}
+			n = int64(word)
+			if n == 0 || n > maxRecord {
+				return off, lf.failed(off, off+headerV1, fmt.Sprintf("a record length of %d", n))
+			}
+			end = off + headerV1 + n
+			if end > lf.size {
+				whole, err := lf.hasChecksumPrefix(off+headerV1, n, binary.LittleEndian.Uint32(h[4:]))
+				if err != nil {
+					return off, err
+				}
+				if whole {
+					return off, &logDamage{lf.name, off, fmt.Sprintf("a record length of %d past the end of the file, with a whole record before it", n)}
+				}
+				return off, &tornEnd{"the file ends inside a record of format 1, and no prefix of it has its checksum"}
+			}
+		}
 		sum := binary.LittleEndian.Uint32(h[4:])
-		if n == 0 && sum == 0 {
-			return off, tornOrDamage(br, name, off, "a zero header")
-		}
-		if n == 0 || n > maxRecord {
-			return off, &logDamage{name, off, fmt.Sprintf("a record length of %d", n)}
-		}
-		if off+recordHeader+n > size {
-			return off, errTorn
+		if _, err := br.Discard(int(end - n - off)); err != nil {
+			return off, err
 		}
 		if int64(cap(body)) < n {
 			body = make([]byte, n)
@@ -395,38 +490,99 @@ func readLog(path string, maxRecord int64, fn func(off int64, epoch uint64, args
 			return off, err
 		}
 		if codec.Checksum(body) != sum {
-			if off+recordHeader+n == size {
-				return off, errTorn
-			}
-			return off, &logDamage{name, off, "a checksum mismatch"}
+			return off, lf.failed(off, end, "a checksum mismatch")
 		}
 		epoch, args, err := decodeRecord(rd, body)
 		if err != nil {
-			return off, &logDamage{name, off, err.Error()}
+			return off, &logDamage{lf.name, off, err.Error()}
 		}
 		if err := fn(off, epoch, args); err != nil {
-			return off, &logDamage{name, off, err.Error()}
+			return off, &logDamage{lf.name, off, err.Error()}
 		}
-		off += recordHeader + n
+		off = end
 	}
 	return off, nil
 }
 
-// tornOrDamage decides, at a record that cannot be read, whether the rest
-// of the file is zeros (a torn end) or data (damage).
-func tornOrDamage(br *bufio.Reader, name string, off int64, what string) error {
-	var buf [4096]byte
-	for {
-		n, err := br.Read(buf[:])
-		for _, c := range buf[:n] {
-			if c != 0 {
-				return &logDamage{name, off, what + " before more data"}
+// logFile is a log file readLog reads, with what its proofs need.
+type logFile struct {
+	r     io.ReaderAt
+	name  string
+	size  int64
+	zeros int64 // where the zeros that end the file begin; -1: not known yet
+}
+
+// failed returns what a record at off that failed a check over its bytes
+// up to checked is: a torn end if the file is zeros from before checked
+// to its end (the record was never written whole, see readLog), else
+// damage.
+func (lf *logFile) failed(off, checked int64, reason string) error {
+	z, err := lf.zeroTail()
+	if err != nil {
+		return err
+	}
+	switch {
+	case z <= off:
+		return &tornEnd{fmt.Sprintf("the file is zeros from byte %d to its end", z)}
+	case z < checked:
+		return &tornEnd{fmt.Sprintf("%s, and the file is zeros from byte %d to its end", reason, z)}
+	}
+	return &logDamage{lf.name, off, reason}
+}
+
+// zeroTail returns the offset from which the file holds only zeros (its
+// size when its last byte is not zero).
+func (lf *logFile) zeroTail() (int64, error) {
+	if lf.zeros >= 0 {
+		return lf.zeros, nil
+	}
+	buf := make([]byte, min(lf.size, 64<<10))
+	end := lf.size
+	for end > 0 {
+		start := max(0, end-int64(len(buf)))
+		chunk := buf[:end-start]
+		if _, err := lf.r.ReadAt(chunk, start); err != nil {
+			return 0, err
+		}
+		for i := len(chunk) - 1; i >= 0; i-- {
+			if chunk[i] != 0 {
+				lf.zeros = start + int64(i) + 1
+				return lf.zeros, nil
 			}
 		}
-		if err != nil {
-			return errTorn
+		end = start
+	}
+	lf.zeros = 0
+	return 0, nil
+}
+
+// hasChecksumPrefix reports whether some prefix of the file's bytes from
+// start, at most limit long and ending with '\n' (as every record body
+// does), has the CRC-32C sum: a whole record whose length was damaged.
+func (lf *logFile) hasChecksumPrefix(start, limit int64, sum uint32) (bool, error) {
+	end := min(lf.size, start+limit)
+	buf := make([]byte, min(end-start, 64<<10))
+	var crc uint32
+	for pos := start; pos < end; {
+		chunk := buf[:min(int64(len(buf)), end-pos)]
+		if _, err := lf.r.ReadAt(chunk, pos); err != nil {
+			return false, err
+		}
+		pos += int64(len(chunk))
+		for len(chunk) > 0 {
+			i := bytes.IndexByte(chunk, '\n')
+			if i < 0 {
+				crc = codec.UpdateChecksum(crc, chunk)
+				break
+			}
+			crc = codec.UpdateChecksum(crc, chunk[:i+1])
+			if crc == sum {
+				return true, nil
+			}
+			chunk = chunk[i+1:]
 		}
 	}
+	return false, nil
 }
 
 // decodeRecord splits a record body into its epoch and command, read with

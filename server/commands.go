@@ -43,6 +43,7 @@ type command struct {
 	summary                 string // for COMMAND DOCS
 	group                   string
 	exec                    func(c *call)
+	slot                    int // its index in commandSlots
 }
 
 // handle builds a command's exec from its parse function.
@@ -94,8 +95,9 @@ type call struct {
 	w      *resp.Writer
 	args   [][]byte
 	cmd    *command
-	replay bool  // replaying the log: nothing is logged
-	logOff int64 // the log offset after this command's records
+	replay bool   // replaying the log: nothing is logged
+	logOff int64  // the log offset after this command's records
+	result result // how the command ended, for the statistics (stats.go)
 }
 
 // settings returns the filter settings the command runs with.
@@ -113,7 +115,18 @@ func (c *call) fail(err error) {
 	if errors.Is(err, errArity) {
 		err = arityError{c.cmd.name}
 	}
-	c.w.Error(replyText(err))
+	text := replyText(err)
+	c.w.Error(text)
+	if c.replay {
+		return
+	}
+	k := replyErrorKind(text)
+	c.s.countError(k)
+	if k == errKindWrongType {
+		c.result = resultWrongType
+	} else if c.result == resultOK {
+		c.result = resultError
+	}
 }
 
 // readExisting returns key's filter of kind k locked for reading, or
@@ -144,15 +157,19 @@ func (c *call) log(epoch uint64, args [][]byte) {
 	}
 }
 
+// commandSlots lists the commands; a command's slot is its index, by
+// which the statistics find it without looking up its name.
+var commandSlots = slices.Concat(cfCommands, windowCommands, bfCommands, keyCommands, serverCommands)
+
 var commandTable = buildTable()
 
 func buildTable() map[string]*command {
-	cmds := slices.Concat(cfCommands, windowCommands, bfCommands, keyCommands, serverCommands)
-	m := make(map[string]*command, len(cmds))
-	for _, c := range cmds {
+	m := make(map[string]*command, len(commandSlots))
+	for i, c := range commandSlots {
 		if m[c.name] != nil || c.name != strings.ToLower(c.name) {
 			panic("server: bad command table entry " + c.name)
 		}
+		c.slot = i
 		m[c.name] = c
 	}
 	return m
@@ -185,7 +202,7 @@ func (s *Server) exec(c *call, cl *client, w *resp.Writer, args [][]byte) {
 	*c = call{s: s, cl: cl, w: w, args: args, replay: cl == nil}
 	cmd := lookupCommand(args[0])
 	if cmd == nil {
-		w.Error(string(unknownCommand(args)))
+		c.fail(unknownCommand(args))
 		return
 	}
 	c.cmd = cmd
@@ -195,25 +212,28 @@ func (s *Server) exec(c *call, cl *client, w *resp.Writer, args [][]byte) {
 	}
 	if cl != nil {
 		if s.cfg.Password != "" && !cl.authed && cmd.flags&flagNoAuth == 0 {
-			w.Error(string(errNoAuth))
+			c.fail(errNoAuth)
 			return
 		}
 		if cmd.flags&flagWrite != 0 && s.aof != nil && s.aof.failed.Load() {
-			w.Error(string(misconf(s.aof.err())))
+			c.fail(misconf(s.aof.err()))
 			return
 		}
 		if cmd.flags&flagDenyOOM != 0 && s.overMemory(0) {
-			w.Error(string(errOOM))
+			c.fail(errOOM)
 			return
 		}
+	} else {
+		s.stats.recovery.records++
 	}
 	cmd.exec(c)
 }
 
-// overMemory reports whether MaxMemory is set and the filters' memory,
-// with extra more bytes, is past it.
+// overMemory reports whether MaxMemory is set and the memory it counts,
+// the filters' and the clients' buffers (clientbuf.go), with extra more
+// bytes, is past it.
 func (s *Server) overMemory(extra int64) bool {
-	return s.cfg.MaxMemory > 0 && s.ks.used.Load()+extra > s.cfg.MaxMemory
+	return s.cfg.MaxMemory > 0 && s.ks.used.Load()+s.clientBufs.used()+extra > s.cfg.MaxMemory
 }
 
 // Argument parsing shared by the commands.

@@ -1,6 +1,8 @@
 package server
 
 import (
+	"errors"
+	"io"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -35,6 +37,7 @@ type client struct {
 	addr    string
 	created time.Time
 	rd      *resp.Reader
+	lim     *resp.Limits // the limits rd has, once authenticated
 	w       *resp.Writer
 	authed  bool
 	quit    bool
@@ -44,8 +47,10 @@ type client struct {
 	// offset already made durable for this client.
 	logOff, flushed int64
 
-	cmds    atomic.Int64
-	lastCmd atomic.Int64 // unix nanoseconds
+	cmds     atomic.Int64
+	lastCmd  atomic.Int64  // unix nanoseconds
+	cmdStats *commandStats // nil without Config.CommandStats
+	sample   commandSample // which commands cmdStats times
 
 	mu struct { // read by CLIENT LIST and INFO from other connections
 		sync.Mutex
@@ -60,6 +65,7 @@ func (s *Server) serveConn(nc net.Conn) {
 	s.totalConns.Add(1)
 	if s.numClients.Add(1) > int64(s.cfg.MaxClients) {
 		s.numClients.Add(-1)
+		s.stats.rejectedConns.Add(1)
 		nc.SetWriteDeadline(time.Now().Add(time.Second))
 		nc.Write([]byte("-" + string(errMaxClients) + "\r\n"))
 		nc.Close()
@@ -74,12 +80,13 @@ func (s *Server) serveConn(nc net.Conn) {
 		created: time.Now(),
 		authed:  s.cfg.Password == "",
 	}
+	c.cmdStats, c.sample = s.commandStatsFor(c.id), newCommandSample(c.id)
 	c.lastCmd.Store(c.created.UnixNano())
 	// Every field is set before the client is registered, where other
 	// connections (CLIENT LIST) and Shutdown see it.
 	onLoop := s.toLoop(c)
 	if !onLoop {
-		c.rd = resp.NewReader(nc, c.limits())
+		c.rd = c.newReader(nc)
 		c.w = resp.NewWriter(nc, s.cfg.MaxOutputBuffer)
 	}
 	s.mu.Lock()
@@ -98,12 +105,29 @@ func (s *Server) serveConn(nc net.Conn) {
 	c.closed()
 }
 
-// limits returns the request limits the client has now.
-func (c *client) limits() resp.Limits {
-	if !c.authed {
-		return unauthLimits
+// newReader returns the reader of the client's requests from rd, with its
+// buffer from the server's and the limits the client has now.
+func (c *client) newReader(rd io.Reader) *resp.Reader {
+	lim := &unauthLimits
+	if c.authed {
+		c.lim = c.s.clientBufs.limits.Load()
+		lim = c.lim
 	}
-	return c.s.cfg.Limits
+	r := resp.NewReader(rd, *lim)
+	r.SetMemory(&c.s.clientBufs)
+	return r
+}
+
+// refreshLimits gives an authenticated client the limits CONFIG SET set
+// last, before it parses what arrived.
+func (c *client) refreshLimits() {
+	if !c.authed {
+		return
+	}
+	if lim := c.s.clientBufs.limits.Load(); lim != c.lim {
+		c.lim = lim
+		c.rd.SetLimits(*lim)
+	}
 }
 
 // closed unregisters a client whose connection has ended, and closes the
@@ -116,8 +140,14 @@ func (c *client) closed() {
 		s.totalCmds.Add(c.cmds.Load())
 	}
 	s.mu.Unlock()
+	if c.w != nil && c.w.Err() == resp.ErrOutputLimit {
+		s.countError(errKindOutputLimit)
+	}
 	if c.nc != nil {
 		c.nc.Close()
+	}
+	if c.rd != nil {
+		c.rd.Release() // the buffers do not outlive the client
 	}
 	c.closeLoopConn()
 	s.numClients.Add(-1)
@@ -141,7 +171,8 @@ func (c *client) serveGoroutine() {
 		if s.closing.Load() {
 			return
 		}
-		if c.rd.Fill() != nil {
+		if err := c.rd.Fill(); err != nil {
+			c.queryBufferLimit(err)
 			return
 		}
 	}
@@ -152,12 +183,20 @@ func (c *client) serveGoroutine() {
 // or a failed write, whose replies it has sent.
 func (c *client) runBuffered() bool {
 	s := c.s
+	c.refreshLimits()
 	for {
 		args, err := c.rd.Next()
 		if err != nil {
 			// Malformed request: answer what came before it, then say why
-			// and hang up, as Redis does.
-			if c.finishBatch() {
+			// and hang up, as Redis does; past the query buffer limit,
+			// Redis hangs up without a reply.
+			overLimit := c.queryBufferLimit(err)
+			if overLimit {
+				s.countError(errKindQueryBufferLimit)
+			} else {
+				s.countError(errKindProtocol)
+			}
+			if c.finishBatch() && !overLimit {
 				c.w.Error(protocolReply(err, c.authed))
 				c.w.Flush()
 			}
@@ -166,8 +205,15 @@ func (c *client) runBuffered() bool {
 		if args == nil {
 			return true
 		}
+		var start int64 // when the statistics time this command
+		if c.cmdStats != nil {
+			start = c.sample.begin()
+		}
 		s.exec(&c.call, c, c.w, args)
 		c.cmds.Add(1)
+		if c.cmdStats != nil {
+			c.cmdStats.count(&c.call, start)
+		}
 		if c.call.logOff > c.logOff {
 			c.logOff = c.call.logOff
 		}
@@ -211,7 +257,23 @@ func (c *client) logDurable(off int64) bool {
 // setAuthed marks the client authenticated and lifts its request limits.
 func (c *client) setAuthed() {
 	c.authed = true
-	c.rd.SetLimits(c.s.cfg.Limits)
+	c.lim = c.s.clientBufs.limits.Load()
+	c.rd.SetLimits(*c.lim)
+}
+
+// queryBufferLimit reports whether err is a command past the client's
+// query buffer limit, which it then logs and counts, as Redis does.
+func (c *client) queryBufferLimit(err error) bool {
+	if !errors.Is(err, resp.ErrQueryBufferLimit) {
+		return false
+	}
+	c.s.clientBufs.limitCloses.Add(1)
+	limit := unauthLimits.MaxCommand
+	if c.authed {
+		limit = c.lim.MaxCommand
+	}
+	c.s.logf("closing client %d (%s) that reached client-query-buffer-limit (%d bytes)", c.id, c.addr, limit)
+	return true
 }
 
 // wake makes a client waiting for requests see that the server is

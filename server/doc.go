@@ -56,4 +56,15 @@
 // the newest snapshot and replays the log after it; it cuts a torn last
 // record (a crash during a write) and refuses to start on any other damage
 // unless Config.Repair is set.
+//
+// # Operating
+//
+// Server.Stats returns the figures an operator watches: connections,
+// errors by kind, keys and memory by type of filter, fills and growths,
+// the log's fsyncs, snapshots and the replay at start, and, with
+// Config.CommandStats, each command's count and the durations of a
+// sample of them. Package server/servermetrics exports them as Prometheus
+// metrics, as `cuckoo serve --metrics` serves them. Shutdown's context
+// bounds a graceful stop; docs/server.md ("Operating") describes each
+// figure, the health checks and the signals.
 package server

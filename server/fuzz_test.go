@@ -2,6 +2,7 @@ package server
 
 import (
 	"bytes"
+	"encoding/binary"
 	"os"
 	"path/filepath"
 	"testing"
@@ -80,6 +81,9 @@ func FuzzReadLog(f *testing.F) {
 		valid = append(valid, encodeRecordForTest(3, args...)...)
 	}
 	f.Add(valid)
+	f.Add(reframeV1(valid))
+	first := recordHeader + int(binary.LittleEndian.Uint32(valid)&^recordFormat2)
+	f.Add(append(reframeV1(valid[:first]), valid[first:]...)) // format 1, then 2
 	f.Add(valid[:len(valid)-3])
 	f.Add(append(append([]byte(nil), valid...), make([]byte, 20)...))
 	f.Add([]byte{0xff, 0xff, 0xff, 0x7f, 1, 2, 3, 4})

@@ -60,6 +60,8 @@ type keyspace struct {
 	used  atomic.Int64 // the objects' SizeInBytes, summed
 	count atomic.Int64 // keys
 	dirty atomic.Bool  // a write since the last snapshot began
+
+	growths [numFilterTypes]atomic.Int64 // tables added to growing filters, by type (Stats)
 }
 
 func newKeyspace() *keyspace {
@@ -147,6 +149,7 @@ func (ks *keyspace) create(key []byte, fresh *object) (o *object, epoch uint64, 
 		epoch = ks.epoch.Load()
 		fresh.snapEpoch.Store(epoch)
 		fresh.size = fresh.sizeInBytes()
+		fresh.numTables = fresh.tableCount()
 		sh.m[fresh.name] = fresh
 		ks.used.Add(fresh.size)
 		ks.count.Add(1)
@@ -155,11 +158,16 @@ func (ks *keyspace) create(key []byte, fresh *object) (o *object, epoch uint64, 
 	}
 }
 
-// unlockWrite accounts the object's memory and unlocks it.
+// unlockWrite accounts the object's memory, and the tables a growing
+// filter added (which changed its memory), and unlocks it.
 func (ks *keyspace) unlockWrite(o *object) {
 	if n := o.sizeInBytes(); n != o.size {
 		ks.used.Add(n - o.size)
 		o.size = n
+		if t := o.tableCount(); t != o.numTables {
+			ks.growths[o.filterType()].Add(int64(max(t-o.numTables, 0)))
+			o.numTables = t
+		}
 	}
 	o.mu.Unlock()
 }

@@ -79,6 +79,7 @@ func (lc *loopConn) Write(p []byte) (int, error) {
 		return 0, lc.err
 	}
 	lc.pending = append(lc.pending, p...)
+	lc.l.s.clientBufs.output.Add(int64(len(p)))
 	lc.l.watchOut(lc, true)
 	return size, nil
 }
@@ -116,7 +117,9 @@ func (lc *loopConn) flushPending() {
 			return
 		}
 		lc.pending = lc.pending[n:]
+		lc.l.s.clientBufs.output.Add(-int64(n))
 	}
+	lc.l.s.clientBufs.output.Add(-int64(len(lc.pending)))
 	lc.pending = nil
 	lc.l.watchOut(lc, false)
 }
@@ -280,7 +283,7 @@ func (s *Server) toLoop(c *client) bool {
 	c.nc = nil
 	l := s.loops[c.id%int64(len(s.loops))]
 	c.lc = &loopConn{l: l, fd: fd}
-	c.rd = resp.NewReader(c.lc, c.limits())
+	c.rd = c.newReader(c.lc)
 	c.w = resp.NewWriter(c.lc, s.cfg.MaxOutputBuffer)
 	return true
 }
@@ -404,6 +407,7 @@ func (l *loop) takeInbox() bool {
 // arrived; their replies wait for the end of the round.
 func (l *loop) readable(c *client) {
 	if err := c.rd.Fill(); err != nil {
+		c.queryBufferLimit(err)
 		c.lc.closing = true
 		return
 	}
@@ -510,5 +514,7 @@ func (l *loop) close(c *client) {
 	syscall.EpollCtl(l.epfd, syscall.EPOLL_CTL_DEL, c.lc.fd, nil)
 	syscall.Close(c.lc.fd)
 	c.lc.fd = -1
+	l.s.clientBufs.output.Add(-int64(len(c.lc.pending)))
+	c.lc.pending = nil
 	c.closed()
 }

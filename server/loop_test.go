@@ -24,6 +24,8 @@ func TestGoroutineConnections(t *testing.T) {
 		"HugeLengthHeader": TestHugeLengthHeader, "Pipeline100k": TestPipeline100k, "MaxClients": TestMaxClients,
 		"OutputLimit": TestOutputLimit, "IdleTimeout": TestIdleTimeout, "ShutdownFinishesCommands": TestShutdownFinishesCommands,
 		"ShutdownCommand": TestShutdownCommand, "ClientList": TestClientList, "ManyClients": TestManyClients,
+		"StatsCommandsByResult": TestStatsCommandsByResult, "StatsProtocolAndOutputErrors": TestStatsProtocolAndOutputErrors,
+		"QueryLimitsApply": TestQueryLimitsApply, "ClientBuffersCountAgainstMaxMemory": TestClientBuffersCountAgainstMaxMemory,
 	} {
 		t.Run(name, test)
 	}

@@ -78,9 +78,10 @@ type object struct {
 
 	// name, dead and size are guarded by mu (written under the write
 	// lock).
-	name string
-	dead bool
-	size int64 // SizeInBytes when last accounted in keyspace.used
+	name      string
+	dead      bool
+	size      int64 // SizeInBytes when last accounted in keyspace.used
+	numTables int   // tableCount when last accounted in keyspace.growths
 	// dump is the encoding CF.SCANDUMP/BF.SCANDUMP serves chunks of,
 	// taken when a dump starts (iterator 0).
 	dumpMu sync.Mutex
@@ -171,6 +172,18 @@ func (w *windowFilter) WriteTo(out io.Writer) (int64, error) { return w.w.WriteT
 func (v *cfValue) infoSize() uint64 {
 	_, n := v.writer()
 	return uint64(n)
+}
+
+// capacity returns the items the filter was sized for: a growing one's,
+// the tables' it has so far.
+func (v *cfValue) capacity() uint64 {
+	switch {
+	case v.win != nil:
+		return v.win.w.Capacity()
+	case v.f != nil:
+		return v.f.Capacity()
+	}
+	return v.s.Capacity()
 }
 
 func (v *cfValue) tables() int {
@@ -372,5 +385,6 @@ func decodeObject(p []byte, want kind) (*object, error) {
 		return nil, fmt.Errorf("%w: %v", errObjectCorrupt, err)
 	}
 	o.size = o.sizeInBytes()
+	o.numTables = o.tableCount()
 	return o, nil
 }

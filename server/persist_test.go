@@ -173,12 +173,31 @@ func logPath(t *testing.T, dir string) string {
 	return filepath.Join(dir, logName(epochs[len(epochs)-1]))
 }
 
-// TestTornTail: a log that ends inside a record (a crash during a write)
-// loses only that record, is cut, and is reported.
+// TestTornTail: a log that ends in a torn write (a crash during a write:
+// the file ends inside a record, or holds zeros where a machine crash
+// left its last blocks unwritten) loses only that record, is cut, and
+// the cut is reported with its proof.
 func TestTornTail(t *testing.T) {
 	parallel(t)
-	for _, tail := range []string{"half", "header", "zeros", "bad-checksum"} {
-		t.Run("tail="+tail, func(t *testing.T) {
+	rec := encodeRecordForTest(1, "CF.ADD", "k", "lost")
+	zeroedFrom := func(n int) []byte {
+		b := append([]byte(nil), rec...)
+		clear(b[n:])
+		return append(b, make([]byte, 100)...)
+	}
+	for _, tc := range []struct {
+		tail  string
+		extra []byte
+		proof string
+	}{
+		{"half", rec[:len(rec)/2], "the file ends inside a record whose header is whole"},
+		{"header", rec[:5], "the file ends inside a record's header"},
+		{"zeros", make([]byte, 300), "the file is zeros from byte"},
+		{"zeroed-header", zeroedFrom(6), "a header checksum mismatch, and the file is zeros from byte"},
+		{"zeroed-body", zeroedFrom(recordHeader + 10), "a checksum mismatch, and the file is zeros from byte"},
+		{"zeroed-last-byte", zeroedFrom(len(rec) - 1), "a checksum mismatch, and the file is zeros from byte"},
+	} {
+		t.Run("tail="+tc.tail, func(t *testing.T) {
 			cfg := testConfig(t)
 			var log logSink
 			cfg.Logf = log.logf
@@ -191,28 +210,16 @@ func TestTornTail(t *testing.T) {
 			s.Close()
 			path := logPath(t, cfg.Dir)
 			before, _ := os.ReadFile(path)
-			rec := encodeRecordForTest(1, "CF.ADD", "k", "lost")
-			var extra []byte
-			switch tail {
-			case "half":
-				extra = rec[:len(rec)/2]
-			case "header":
-				extra = rec[:5]
-			case "zeros":
-				extra = make([]byte, 300)
-			case "bad-checksum":
-				extra = append([]byte(nil), rec...)
-				extra[len(extra)-3] ^= 1
-			}
-			os.WriteFile(path, append(before, extra...), 0o640)
+			os.WriteFile(path, append(before, tc.extra...), 0o640)
 			_, addr = startServer(t, cfg)
 			sameState(t, "after a torn tail", state(t, dial(t, addr)), want)
 			after, _ := os.ReadFile(path)
 			if len(after) < len(before) || string(after[:len(before)]) != string(before) {
 				t.Fatal("the good records were changed")
 			}
-			if !strings.Contains(log.String(), "cut the torn last record") {
-				t.Fatalf("the cut was not reported; log:\n%s", log.String())
+			cut := fmt.Sprintf("cut the torn end of %s at byte %d, %d bytes (%s", logName(0), len(before), len(tc.extra), tc.proof)
+			if !strings.Contains(log.String(), cut) {
+				t.Fatalf("the cut was not reported as %q; log:\n%s", cut, log.String())
 			}
 		})
 	}

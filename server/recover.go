@@ -35,14 +35,13 @@ func (s *Server) recover() error {
 			replay = append(replay, e)
 		}
 	}
-	maxRecord := int64(s.recordLimit())
 	records := 0
 	var c call
 	w := resp.NewWriter(&s.replayOut, 0)
 	for i, e := range replay {
 		path := filepath.Join(dir, logName(e))
 		last := i == len(replay)-1
-		end, err := readLog(path, maxRecord, func(off int64, epoch uint64, args [][]byte) error {
+		end, err := readLog(path, maxLogRecord, func(off int64, epoch uint64, args [][]byte) error {
 			if epoch < snapEpoch {
 				return nil // in the snapshot already
 			}
@@ -59,7 +58,7 @@ func (s *Server) recover() error {
 			if terr := truncateLog(path, end); terr != nil {
 				return fmt.Errorf("%w %s: cutting the torn end of %s: %v", ErrDataDir, dir, logName(e), terr)
 			}
-			s.logf("cut the torn last record of %s: %d bytes at byte %d (a write the crash interrupted, never acknowledged)", logName(e), size-end, end)
+			s.logf("cut the torn end of %s at byte %d, %d bytes (%v): a write the crash interrupted, never acknowledged", logName(e), end, size-end, err)
 		case s.cfg.Repair && (errors.As(err, &damage) || errors.Is(err, errTorn)):
 			if terr := truncateLog(path, end); terr != nil {
 				return fmt.Errorf("%w %s: repairing %s: %v", ErrDataDir, dir, logName(e), terr)
@@ -90,7 +89,7 @@ func (s *Server) recover() error {
 		s.aof = a
 	}
 	if keys > 0 || records > 0 {
-		s.logf("loaded %d keys from the snapshot and %d log records in %v: %d keys", keys, records, time.Since(start).Round(time.Millisecond), s.ks.count.Load())
+		s.logf("loaded %s from the snapshot and %s in %v: %s", plural(keys, "key"), plural(records, "log record"), time.Since(start).Round(time.Millisecond), plural(s.ks.count.Load(), "key"))
 	}
 	if !s.cfg.AppendOnly && len(replay) > 0 {
 		// The log holds writes the snapshot lacks: keep them in a new
@@ -100,15 +99,6 @@ func (s *Server) recover() error {
 		}
 	}
 	return nil
-}
-
-// recordLimit is the largest log record the limits let a client write.
-func (s *Server) recordLimit() int {
-	lim := s.cfg.Limits.MaxCommand
-	if lim <= 0 {
-		lim = resp.DefaultLimits.MaxCommand
-	}
-	return lim + 64 // the epoch and headers a command's record adds
 }
 
 // replay runs one logged command during recovery. A logged command
@@ -134,4 +124,12 @@ func fileSize(path string) int64 {
 		return 0
 	}
 	return fi.Size()
+}
+
+// plural is n and noun, with an s unless n is 1: "1 key", "3 keys".
+func plural[N int | int64 | uint64](n N, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }

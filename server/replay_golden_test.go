@@ -14,13 +14,15 @@ import (
 var replayGolden = flag.String("replay.golden", "", "TestReplayGoldenWrite writes a data directory and what it holds to this directory")
 
 // The golden data directories of testdata/replay, one per plan version of
-// the log (internal/replay): each holds a log (log/), the snapshot taken
-// after replaying it (snapshot/), and want.txt, every key's type, a digest
-// of its dump and, for cuckoo filters, CF.INFO. plan0 was written by the
-// server before the log recorded plan versions (commit d2ca4bc), plan2 by
-// this one; both with TestReplayGoldenWrite. The servers that read them
-// must build the same filters, byte for byte, forever.
-var replayGoldenDirs = []string{"plan0", "plan2"}
+// the log (internal/replay) and per log format (aof.go): each holds a log
+// (log/), the snapshot taken after replaying it (snapshot/), and want.txt,
+// every key's type, a digest of its dump and, for cuckoo filters, CF.INFO.
+// plan0 was written by the server before the log recorded plan versions
+// (commit d2ca4bc) and plan2 by the one of commit fa790a4, both in log
+// format 1; plan2-format2 by this one; all with TestReplayGoldenWrite.
+// The servers that read them must build the same filters, byte for byte,
+// forever.
+var replayGoldenDirs = []string{"plan0", "plan2", "plan2-format2"}
 
 // TestReplayGolden: every golden log replays, and every golden snapshot
 // loads, to the filters the server that wrote them held.

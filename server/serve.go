@@ -69,7 +69,10 @@ type Config struct {
 	MaxOutputBuffer int
 	// IdleTimeout closes a connection idle for that long (0: never).
 	IdleTimeout time.Duration
-	// Limits bound each request (zero fields: resp.DefaultLimits).
+	// Limits bound each request (zero fields: resp.DefaultLimits): MaxBulk
+	// is Redis's proto-max-bulk-len and MaxCommand its
+	// client-query-buffer-limit, which CONFIG SET changes while the server
+	// runs. New refuses a limit past MaxQueryBufferLimit.
 	Limits resp.Limits
 
 	// Filters are the parameters of the filters the commands create
@@ -77,6 +80,11 @@ type Config struct {
 	// CONFIG SET changes while the server runs. The zero value takes
 	// DefaultFilterSettings; New refuses a value out of range.
 	Filters FilterSettings
+
+	// CommandStats counts every command by command and result, and times
+	// a random sample of them (Stats.Commands), for an atomic addition
+	// per command, and two clock readings per command of the sample.
+	CommandStats bool
 
 	// Logf, when set, receives the server's log lines (recovery, snapshots,
 	// errors), without a trailing newline.
@@ -122,8 +130,11 @@ type Server struct {
 
 	nextClientID atomic.Int64
 	numClients   atomic.Int64
+	clientBufs   clientBuffers // the clients' query buffers and pending replies
+	configMu     sync.Mutex    // held by CONFIG SET
 	totalConns   atomic.Int64
 	totalCmds    atomic.Int64
+	stats        serverStats // what Stats reports that the rest does not keep (stats.go)
 
 	mu struct {
 		sync.Mutex
@@ -146,6 +157,8 @@ type Server struct {
 		lastOK     atomic.Bool
 		count      atomic.Int64
 		fileSize   atomic.Int64 // bytes of the last snapshot file
+		took       atomic.Int64 // nanoseconds the last good snapshot took
+		abandon    atomic.Bool  // a Shutdown ran out of time: stop writing snapshots (snapshot.go)
 	}
 
 	stopBG chan struct{}
@@ -186,8 +199,14 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	cfg.Filters = filters
+	limits, err := normalizedLimits(cfg.Limits)
+	if err != nil {
+		return nil, err
+	}
+	cfg.Limits = limits
 	s := &Server{cfg: cfg, ks: newKeyspace(), started: time.Now(), stopBG: make(chan struct{})}
 	s.filters.Store(&filters)
+	s.clientBufs.limits.Store(&limits)
 	s.logf = cfg.Logf
 	if s.logf == nil {
 		s.logf = func(string, ...any) {}
@@ -197,13 +216,16 @@ func New(cfg Config) (*Server, error) {
 	s.mu.loads = make(map[string]*pendingLoad)
 	s.shutdown.done = make(chan struct{})
 	s.save.lastOK.Store(true)
+	s.initStats()
 	if cfg.Dir != "" {
+		start := time.Now()
 		if err := s.openDir(); err != nil {
 			if s.lock != nil {
 				s.lock.Close()
 			}
 			return nil, err
 		}
+		s.stats.recovery.duration = time.Since(start)
 	}
 	s.bg.Add(1)
 	go s.background()
@@ -318,10 +340,14 @@ func (s *Server) Serve(ln net.Listener) error {
 // Shutdown stops the server gracefully: it stops accepting connections,
 // lets each connection finish the commands it has received, closes them,
 // flushes and fsyncs the log, takes a snapshot if cfg.SaveOnShutdown, and
-// unlocks the data directory. If ctx ends first, the connections still open
-// are closed at once and the rest goes on. It returns the first error of
-// the log or the snapshot; later calls wait for the first and return its
-// result.
+// unlocks the data directory. If ctx ends first, the connections still
+// open are closed at once (a command whose reply was not sent was not
+// acknowledged), and, when the append-only log is on, a snapshot being
+// written is abandoned and none is taken: the log keeps every write, and
+// the next New replays it. The log is flushed and fsynced in every case,
+// and without a log the snapshot is taken whatever ctx says. Shutdown
+// returns the first error of the log or the snapshot; later calls wait
+// for the first and return its result.
 func (s *Server) Shutdown(ctx context.Context) error {
 	return s.stop(ctx, s.cfg.SaveOnShutdown)
 }
@@ -348,6 +374,10 @@ func (s *Server) stop(ctx context.Context, save bool) error {
 }
 
 func (s *Server) doStop(ctx context.Context, save bool) error {
+	if s.aof != nil {
+		stopAbandon := context.AfterFunc(ctx, func() { s.save.abandon.Store(true) })
+		defer stopAbandon()
+	}
 	s.mu.Lock()
 	s.closing.Store(true)
 	for ln := range s.mu.listeners {
@@ -383,7 +413,14 @@ func (s *Server) doStop(ctx context.Context, save bool) error {
 
 	var err error
 	if save && s.cfg.Dir != "" {
-		if serr := s.snapshot(); serr != nil {
+		serr := errSnapshotAbandoned
+		if s.aof == nil || ctx.Err() == nil {
+			serr = s.snapshot()
+		}
+		switch {
+		case serr == errSnapshotAbandoned:
+			s.logf("no snapshot on shutdown: out of time; the log keeps every write, and the next start replays it")
+		case serr != nil:
 			err = serr
 			s.logf("snapshot on shutdown: %v", serr)
 		}

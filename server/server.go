@@ -4,6 +4,7 @@ package server
 // the client libraries send around the data commands.
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"crypto/subtle"
@@ -11,11 +12,12 @@ import (
 	"net"
 	"os"
 	"runtime"
-	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/dedupkit/cuckoo/internal/buildinfo"
 )
 
 // redisVersion is the Redis version whose commands and replies this server
@@ -512,7 +514,10 @@ func (s *Server) writeInfo(b *strings.Builder, section string) {
 	case "server":
 		b.WriteString("# Server\r\n")
 		line("redis_version", redisVersion)
-		line("cuckoo_version", moduleVersion())
+		build := buildinfo.Read()
+		line("cuckoo_version", build.Version)
+		line("cuckoo_git_sha1", cmp.Or(build.Revision, "00000000"))
+		line("cuckoo_git_dirty", boolInt(build.Modified))
 		line("redis_mode", "standalone")
 		line("os", runtime.GOOS+" "+runtime.GOARCH)
 		line("arch_bits", strconv.IntSize)
@@ -534,14 +539,16 @@ func (s *Server) writeInfo(b *strings.Builder, section string) {
 		var ms runtime.MemStats
 		runtime.ReadMemStats(&ms)
 		b.WriteString("# Memory\r\n")
-		line("used_memory", ms.HeapAlloc)
-		line("used_memory_human", humanBytes(int64(ms.HeapAlloc)))
+		used := int64(ms.HeapAlloc) + s.clientBufs.system.Load()
+		line("used_memory", used)
+		line("used_memory_human", humanBytes(used))
 		if rss := residentBytes(); rss > 0 {
 			line("used_memory_rss", rss)
 			line("used_memory_rss_human", humanBytes(rss))
 		}
 		line("used_memory_dataset", s.ks.used.Load())
 		line("used_memory_dataset_human", humanBytes(s.ks.used.Load()))
+		line("mem_clients_normal", s.clientBufs.used())
 		line("maxmemory", s.cfg.MaxMemory)
 		line("maxmemory_human", humanBytes(s.cfg.MaxMemory))
 		line("maxmemory_policy", "noeviction")
@@ -569,6 +576,7 @@ func (s *Server) writeInfo(b *strings.Builder, section string) {
 		}
 		s.mu.Unlock()
 		line("total_commands_processed", s.totalCmds.Load()+n)
+		line("client_query_buffer_limit_disconnections", s.clientBufs.limitCloses.Load())
 	case "keyspace":
 		b.WriteString("# Keyspace\r\n")
 		if n := s.ks.count.Load(); n > 0 {
@@ -621,20 +629,6 @@ func residentBytes() int64 {
 	return pages * int64(os.Getpagesize())
 }
 
-// moduleVersion returns the version of the module this binary was built
-// from, as the Go toolchain recorded it.
-func moduleVersion() string {
-	if bi, ok := debug.ReadBuildInfo(); ok {
-		for _, dep := range bi.Deps {
-			if dep.Path == "github.com/dedupkit/cuckoo" {
-				return dep.Version
-			}
-		}
-		return bi.Main.Version
-	}
-	return "(unknown)"
-}
-
 // CONFIG GET pattern... | CONFIG SET parameter value [parameter value ...]:
 // the configuration, of which the filter settings (Redis 8's bf-* and cf-*
 // names, settings.go) can be changed while the server runs; the rest is
@@ -663,12 +657,13 @@ func parseConfig(args [][]byte) (configReq, error) {
 		seen := map[string]bool{}
 		for i := 0; i < len(r.args); i += 2 {
 			name := strings.ToLower(string(r.args[i]))
+			mutable := lookupSetting(name) != nil || slices.Contains(queryLimitNames, name)
 			switch {
-			case lookupSetting(name) == nil && !slices.Contains(fixedConfigNames, name):
+			case !mutable && !slices.Contains(fixedConfigNames, name):
 				return r, replyError(fmt.Sprintf("ERR Unknown option or number of arguments for CONFIG SET - '%.128s'", r.args[i]))
 			case seen[name]:
 				return r, configSetError(name, "duplicate parameter")
-			case lookupSetting(name) == nil:
+			case !mutable:
 				return r, configSetError(name, "can't set immutable config")
 			}
 			seen[name] = true
@@ -716,6 +711,10 @@ func (r configReq) run(c *call) {
 		{"protected-mode", yesNo(s.cfg.ProtectedMode)},
 		{"databases", "1"},
 	}
+	lim := s.clientBufs.limits.Load()
+	for _, name := range queryLimitNames {
+		params = append(params, [2]string{name, strconv.Itoa(*queryLimit(lim, name))})
+	}
 	fs := s.filters.Load()
 	for _, name := range FilterSettingNames() {
 		v, _ := fs.Get(name)
@@ -738,24 +737,29 @@ func (r configReq) run(c *call) {
 }
 
 // runSet applies the settings of a CONFIG SET all at once, or none of
-// them: a CONFIG SET running at the same time on another connection
-// either sees all of them or applies its own first.
+// them: CONFIG SETs run one at a time, and a command sees the settings
+// before one or after it.
 func (r configReq) runSet(c *call) {
-	for {
-		old := c.s.filters.Load()
-		next := *old
-		for i := 0; i < len(r.args); i += 2 {
-			name := strings.ToLower(string(r.args[i]))
-			if err := next.Set(name, string(r.args[i+1])); err != nil {
-				c.fail(configSetError(name, err.Error()))
-				return
-			}
+	s := c.s
+	s.configMu.Lock()
+	defer s.configMu.Unlock()
+	filters, limits := *s.filters.Load(), *s.clientBufs.limits.Load()
+	for i := 0; i < len(r.args); i += 2 {
+		name, value := strings.ToLower(string(r.args[i])), string(r.args[i+1])
+		var err error
+		if queryLimit(&limits, name) != nil {
+			err = setQueryLimit(&limits, name, value)
+		} else {
+			err = filters.Set(name, value)
 		}
-		if c.s.filters.CompareAndSwap(old, &next) {
-			c.w.OK()
+		if err != nil {
+			c.fail(configSetError(name, err.Error()))
 			return
 		}
 	}
+	s.filters.Store(&filters)
+	s.clientBufs.limits.Store(&limits)
+	c.w.OK()
 }
 
 func yesNo(b bool) string {

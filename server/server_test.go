@@ -1,9 +1,12 @@
 package server
 
 import (
+	"cmp"
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/dedupkit/cuckoo/internal/buildinfo"
 )
 
 // TestHelloReply pins HELLO's exact bytes: a map in RESP3, a flat array
@@ -40,6 +43,15 @@ func TestInfo(t *testing.T) {
 		"# Memory\r\n", "used_memory:", "used_memory_dataset:", "maxmemory:0\r\n", "# Persistence\r\n",
 		"aof_enabled:1\r\n", "rdb_bgsave_in_progress:0\r\n", "# Stats\r\n", "total_commands_processed:",
 		"# Keyspace\r\n", "db0:keys=1,expires=0,avg_ttl=0\r\n"} {
+		if !strings.Contains(info, want) {
+			t.Errorf("INFO lacks %q", want)
+		}
+	}
+	// The build, as `cuckoo version` reports it: the module version and
+	// revision (zeros, as Redis writes them, when none was recorded).
+	build := buildinfo.Read()
+	for _, want := range []string{"cuckoo_version:" + build.Version + "\r\n", "cuckoo_git_sha1:" + cmp.Or(build.Revision, "00000000") + "\r\n",
+		"go_version:" + build.GoVersion + "\r\n"} {
 		if !strings.Contains(info, want) {
 			t.Errorf("INFO lacks %q", want)
 		}

@@ -92,3 +92,36 @@ func newClosedListener() net.Listener {
 	ln, _ := net.Listen("tcp", "127.0.0.1:0")
 	return ln
 }
+
+// TestShutdownOutOfTime: a Shutdown whose context has ended takes no
+// snapshot when the log keeps the writes, and a restart finds them in the
+// log; without a log, the snapshot is taken all the same.
+func TestShutdownOutOfTime(t *testing.T) {
+	parallel(t)
+	for _, appendOnly := range []bool{true, false} {
+		t.Run(fmt.Sprint("appendonly=", appendOnly), func(t *testing.T) {
+			cfg := testConfig(t)
+			cfg.AppendOnly = appendOnly
+			cfg.SaveOnShutdown = true
+			var logs logSink
+			cfg.Logf = logs.logf
+			s, addr := startServer(t, cfg)
+			dial(t, addr).do("CF.ADD", "k", "x")
+			ctx, cancel := context.WithCancel(context.Background())
+			cancel()
+			if err := s.Shutdown(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if snapshots := s.Stats().Snapshot.Count; snapshots != map[bool]int64{true: 0, false: 1}[appendOnly] {
+				t.Fatalf("%d snapshots taken; log:\n%s", snapshots, logs.String())
+			}
+			if appendOnly && !strings.Contains(logs.String(), "no snapshot on shutdown: out of time") {
+				t.Fatalf("log:\n%s", logs.String())
+			}
+			_, addr = startServer(t, cfg)
+			if got := dial(t, addr).do("CF.EXISTS", "k", "x"); got != ":1\r\n" {
+				t.Fatalf("after a restart: %q", got)
+			}
+		})
+	}
+}

@@ -109,9 +109,18 @@ func (s *Server) snapshot() error {
 	return s.snapshotLocked()
 }
 
+// errSnapshotAbandoned is the error of a snapshot that a Shutdown out of
+// time abandoned: the log keeps every write it would have saved.
+var errSnapshotAbandoned = errors.New("server: snapshot abandoned: the server is stopping, and the log keeps every write")
+
 // snapshotLocked takes a snapshot. The caller holds s.save.
 func (s *Server) snapshotLocked() (err error) {
 	defer s.save.running.Store(false)
+	defer func() {
+		if err != nil && err != errSnapshotAbandoned {
+			s.countError(errKindSnapshot)
+		}
+	}()
 	start := time.Now()
 	run := &snapshotRun{epoch: s.ks.epoch.Load() + 1}
 	s.ks.snap.Store(run)
@@ -132,7 +141,9 @@ func (s *Server) snapshotLocked() (err error) {
 	defer func() {
 		if err != nil {
 			f.Abort()
-			s.save.lastOK.Store(false)
+			if err != errSnapshotAbandoned {
+				s.save.lastOK.Store(false)
+			}
 		}
 	}()
 	bw := bufio.NewWriterSize(f, 1<<20)
@@ -155,6 +166,9 @@ func (s *Server) snapshotLocked() (err error) {
 	for i := range s.ks.shards {
 		objs = s.ks.objects(i, objs[:0])
 		for _, o := range objs {
+			if s.save.abandon.Load() {
+				return errSnapshotAbandoned
+			}
 			name, enc, err := scanCopy(o, run.epoch)
 			if err != nil {
 				return err
@@ -186,11 +200,12 @@ func (s *Server) snapshotLocked() (err error) {
 		return err
 	}
 	s.save.last.Store(time.Now().Unix())
+	s.save.took.Store(int64(time.Since(start)))
 	s.save.lastOK.Store(true)
 	s.save.count.Add(1)
 	s.save.fileSize.Store(n)
 	s.removeLogsBefore(run.epoch)
-	s.logf("snapshot of %d keys written to %s in %v (%d bytes)", count, path, time.Since(start).Round(time.Millisecond), n)
+	s.logf("snapshot of %s written to %s in %v (%d bytes)", plural(count, "key"), path, time.Since(start).Round(time.Millisecond), n)
 	// The copies are garbage now, as large as the filters: give the memory
 	// back at once rather than when the heap next doubles.
 	debug.FreeOSMemory()

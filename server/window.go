@@ -250,7 +250,7 @@ func parseCFWindowAt(args [][]byte) (cfWindowAt, error) {
 
 func (r cfWindowAt) run(c *call) {
 	if !c.replay {
-		c.w.Error(string(unknownCommand(c.args)))
+		c.fail(unknownCommand(c.args))
 		return
 	}
 	o, _, err := c.s.ks.writeLock(r.key, kindCF)

@@ -44,7 +44,7 @@ func (f *benchFlags) register(fs *flag.FlagSet) {
 	fs.Var(&f.items, "items", "keys per filter `N` (default 1,000,000)")
 	fs.Var(&f.fpr, "fpr", fmt.Sprintf("target false-positive `rate` of every filter (default %v)", filterfile.DefaultPlanRate))
 	fs.Var(&f.seed, "seed", "`seed` of the keys and the filters (default 1)")
-	fs.StringVar(&f.svg, "svg", "", "draw the results to `file` (SVG)")
+	fs.Var((*nameValue)(&f.svg), "svg", "draw the results to `file` (SVG)")
 	fs.BoolVar(&f.asJSON, "json", false, "print the results as JSON")
 }
 
@@ -88,7 +88,7 @@ func runBench(e *env, f *benchFlags) error {
 	}
 	results, err := quickbench.Run(cfg)
 	if err != nil {
-		return dataErr("this is a bug; please report it", "%v", err)
+		return dataErr("this is a bug; please report it", "%v", unwrap(err))
 	}
 	if f.svg != "" {
 		if err := e.writeFile(f.svg, func(w io.Writer) error { return benchFigure(cfg, results, w) }); err != nil {

@@ -101,8 +101,8 @@ func (h *headroomValue) or(def float64) float64 {
 }
 
 func (f *buildFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&f.output, "o", "", "write the filter to `file` (required)")
-	fs.StringVar(&f.output, "output", "", "the same as -o")
+	fs.Var((*nameValue)(&f.output), "o", "write the filter to `file` (required)")
+	fs.Var((*nameValue)(&f.output), "output", "the same as -o")
 	f.filter.register(fs, false)
 	f.fields.register(fs)
 	fs.BoolVar(&f.unique, "unique", false, "add a key only if the filter does not report it already (set semantics)")
@@ -110,7 +110,7 @@ func (f *buildFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&f.quiet, "quiet", false, "no progress bar")
 	fs.BoolVar(&f.quiet, "q", false, "the same as --quiet")
 	fs.Var(&f.headroom, "headroom", fmt.Sprintf("room for later 'cuckoo add's in a fixed-size filter sized from the input files, in `percent` of their lines (default %d%%)", defaultHeadroom))
-	fs.IntVar(&f.segments, "segments", 0, "split the fixed-size cuckoo filter's table into `N` segments (1 to 65536); 'cuckoo push' stores each in one Redis key (see docs/redis.md)")
+	fs.Var((*segmentsValue)(&f.segments), "segments", "split the fixed-size cuckoo filter's table into `N` segments (1 to 65536); 'cuckoo push' stores each in one Redis key (see docs/redis.md)")
 }
 
 func buildCommand() *command {
@@ -165,7 +165,7 @@ func runBuild(e *env, f *buildFlags, names []string) error {
 			continue
 		}
 		if err != nil {
-			return keysError(err, filter, "", f.filter.capacity.set)
+			return keysError(err, filter, "", 0, f.filter.capacity.set, func() inputLines { return countLines(e, ins) })
 		}
 		break
 	}

@@ -60,6 +60,17 @@ between D and D + D/14 after its last line (--stats says exactly).
 input's lines, 1,048,576 for a pipe); past it dedup stops with status 4.
 --state carries the window across runs.
 
+--kafka BROKERS --from TOPIC --to TOPIC --group NAME reads Kafka topics
+with a consumer group and writes each record not seen before in its
+partition (within --window, by the record's timestamp or --time-field) to
+the output topic, exactly once: the output and the offsets are committed in
+one transaction, and each partition's filter is restored from snapshots in
+a compacted topic after a crash or a rebalance. The key is the record's key,
+or --key (a field spec of the value, or a JSON path such as .user.id).
+SIGINT and SIGTERM finish the open transaction and exit 0; --exit-when-idle
+D exits 0 once caught up and idle for D. docs/kafka.md has the guarantee,
+the state, TLS and SASL.
+
 Examples:
   cuckoo dedup urls.txt > unique.txt
   cat *.log | cuckoo dedup --stats > unique.log
@@ -75,6 +86,7 @@ Examples:
   cuckoo dedup --redis $REDIS --name crawler:seen --capacity 10M --fpr 1e-6 monday.txt
   cuckoo dedup --window 24h --time-field 1 --key 2 events.log    # time in field 1, id in field 2
   cuckoo dedup --window 7d --state week.ckoo hourly.txt           # (hourly) lines not seen in 7 days
+  cuckoo dedup --kafka localhost:9092 --from clicks --to clicks-unique --group dedup --window 24h
 
 --key takes a field spec as cut -f does: 2, 1,3, 2-4, 3-. Fields are split
 on runs of blanks (as awk does) unless --delimiter is given; --csv honours
@@ -95,25 +107,27 @@ type dedupFlags struct {
 	exact      exactFlags
 	redis      redisFlags  // --redis, --name: the seen-set is a filter in Redis (redisdedup.go)
 	window     windowFlags // --window: the seen-set forgets old keys (dedupwindow.go)
+	kafka      kafkaFlags  // --kafka: Kafka topics in and out, exactly once (kafkadedup.go)
 }
 
 func (f *dedupFlags) register(fs *flag.FlagSet) {
 	f.filter.register(fs, true)
-	fs.StringVar(&f.key, "key", "", "dedup on these fields only: a field `spec` as cut -f (2, 1,3, 2-4, 3-)")
+	fs.Var((*fieldSpecValue)(&f.key), "key", "dedup on these fields only: a field `spec` as cut -f (2, 1,3, 2-4, 3-)")
 	f.fields.register(fs)
 	fs.BoolVar(&f.duplicates, "duplicates", false, "print only the repeats (every line seen before) instead")
 	fs.BoolVar(&f.count, "count", false, "print only how many lines were dropped as repeats")
 	fs.BoolVar(&f.stats, "stats", false, "print lines in and out, memory and expected false positives on standard error")
-	fs.StringVar(&f.save, "save", "", "save the seen-set to `file` after a successful run (atomically)")
-	fs.StringVar(&f.load, "load", "", "start from the seen-set in `file`: its lines count as seen")
-	fs.StringVar(&f.state, "state", "", "--load `file` if it exists, and --save it after the run")
-	fs.StringVar(&f.output, "o", "", "write to `file` (atomically; it may be an input) instead of standard output")
+	fs.Var((*nameValue)(&f.save), "save", "save the seen-set to `file` after a successful run (atomically)")
+	fs.Var((*nameValue)(&f.load), "load", "start from the seen-set in `file`: its lines count as seen")
+	fs.Var((*nameValue)(&f.state), "state", "--load `file` if it exists, and --save it after the run")
+	fs.Var((*nameValue)(&f.output), "o", "write to `file` (atomically; it may be an input) instead of standard output")
 	fs.BoolVar(&f.quiet, "quiet", false, "no progress bar")
 	fs.BoolVar(&f.quiet, "q", false, "the same as --quiet")
 	f.exact.register(fs)
 	f.redis.register(fs)
 	f.redis.registerWait(fs)
 	f.window.register(fs)
+	f.kafka.register(fs)
 }
 
 func dedupCommand() *command {
@@ -230,6 +244,14 @@ func (s *seenSet) closeAhead() {
 
 func runDedup(e *env, f *dedupFlags, names []string) error {
 	const remedy = "see 'cuckoo dedup --help'"
+	if handled, err := runKafkaDedup(e, f, names); handled {
+		return err
+	}
+	for _, spec := range []struct{ flag, value string }{{"--key", f.key}, {"--field", f.fields.field}, {"--time-field", f.window.timeField}} {
+		if isJSONPath(spec.value) {
+			return usageErr("give a field spec (2, 1,3, 2-4) for lines", "%s %s is a JSON path, which only --kafka reads", spec.flag, spec.value)
+		}
+	}
 	if f.key != "" && f.fields.field != "" && f.key != f.fields.field {
 		return usageErr(remedy, "--key and --field are the same flag; give one")
 	}
@@ -301,7 +323,7 @@ func runDedup(e *env, f *dedupFlags, names []string) error {
 			err = d.Run(r)
 			closeIn()
 			if err != nil {
-				return dedupError(&ins[i], err, seen, f.filter.capacity.set)
+				return dedupError(&ins[i], err, seen, f.filter.capacity.set, func() inputLines { return countLines(e, ins) })
 			}
 		}
 		return nil
@@ -337,21 +359,30 @@ func runDedup(e *env, f *dedupFlags, names []string) error {
 	return nil
 }
 
-// dedupError explains a failure of the dedup engine on an input.
-func dedupError(in *input, err error, seen *seenSet, capacitySet bool) error {
+// dedupError explains a failure of the dedup engine on an input. lines
+// counts the inputs' lines, for the remedy of a full filter (called only
+// then).
+func dedupError(in *input, err error, seen *seenSet, capacitySet bool, lines func() inputLines) error {
 	if errors.Is(err, filterfile.ErrFull) && seen.filter != nil {
-		remedy := fmt.Sprintf("rerun with a larger --capacity (e.g. %d), or without --capacity to let the filter grow", 2*seen.filter.Capacity())
+		// capacity is the larger --capacity to suggest.
+		capacity := func() string {
+			n, why := lines().capacityFor(seen.filter.Capacity())
+			return fmt.Sprintf("%d: %s", n, why)
+		}
+		var remedy string
 		switch {
 		case seen.filter.Window() != nil && seen.loaded != "":
 			remedy = "the window in " + seen.loaded + " holds more keys than it was made for; start a new file with a larger --capacity (keys a window)"
 		case seen.filter.Window() != nil:
-			remedy = fmt.Sprintf("rerun with a larger --capacity: the most keys a window holds (e.g. %d)", 2*seen.filter.Capacity())
+			remedy = fmt.Sprintf("rerun with a larger --capacity: the most keys a window holds (%s)", capacity())
 		case seen.loaded != "":
 			remedy = "the filter in " + seen.loaded + " has no room left; rebuild it larger with 'cuckoo build --capacity N'"
 		case seen.filter.Kind().IsBloom() && capacitySet:
-			remedy = fmt.Sprintf("rerun with a larger --capacity (e.g. %d), or with --bloom=scalable, which grows", 2*seen.filter.Capacity())
+			remedy = fmt.Sprintf("rerun with a larger --capacity (%s), or with --bloom=scalable, which grows", capacity())
 		case seen.filter.Kind().IsBloom():
 			remedy = "rerun with --capacity N above the number of distinct lines, or with --bloom=scalable, which grows"
+		default:
+			remedy = fmt.Sprintf("rerun with a larger --capacity (%s), or without --capacity to let the filter grow", capacity())
 		}
 		var line uint64
 		var le *dedup.LineError

@@ -27,8 +27,14 @@ type windowFlags struct {
 
 func (f *windowFlags) register(fs *flag.FlagSet) {
 	fs.Var(&f.window, "window", "drop a line only if its key was seen within this `duration` before it (90m, 24h, 7d): a filter that forgets older keys")
-	fs.StringVar(&f.timeField, "time-field", "", "with --window: each line's time is in this `field` (RFC 3339 or Unix seconds), not when it is read")
-	fs.StringVar(&f.timeFormat, "time-format", "", "with --time-field: how the time is written: rfc3339, unix, unix-ms, unix-us, unix-ns, or a Go `layout` such as \"2006-01-02 15:04:05\"")
+	fs.Var((*fieldSpecValue)(&f.timeField), "time-field", "with --window: each line's time is in this `field` (RFC 3339 or Unix seconds), not when it is read")
+	fs.Func("time-format", "with --time-field: how the time is written: rfc3339, unix, unix-ms, unix-us, unix-ns, or a Go `layout` such as \"2006-01-02 15:04:05\"", func(s string) error {
+		if _, err := dedup.ParseTimeFormat(s); err != nil {
+			return wantError(err.Error())
+		}
+		f.timeFormat = s
+		return nil
+	})
 }
 
 // windowValue is --window: a positive duration, in Go's syntax or with

@@ -33,7 +33,9 @@ const deleteHelp = `Usage: cuckoo delete FILE [flags] [KEYS-FILE...]
 Delete keys from the filter file FILE, in place and atomically (see
 'cuckoo add --help'): one copy of each key, one per line from the
 KEYS-FILEs (or standard input), or the --key values. Keys that are not in
-the filter are counted and reported, and change nothing.
+the filter change nothing; they are counted and reported, and make the
+exit status 1, as for 'cuckoo store del' (the file is written all the
+same, with the other keys deleted).
 
 Delete only keys that were added: a filter cannot tell a key from another
 with the same fingerprint, so deleting a key never added may remove that
@@ -111,7 +113,8 @@ func runEdit(e *env, cmd string, f *editFlags, pos []string) error {
 				continue
 			}
 			if err := addOne(filter, []byte(k), f.unique); err != nil {
-				return keysError(&keyError{input: "--key", line: uint64(i + 1), err: err}, filter, path, false)
+				return keysError(&keyError{input: "--key", line: uint64(i + 1), err: err}, filter, path, before, false,
+					func() inputLines { return keyLines(len(f.keys)) })
 			}
 		}
 	} else {
@@ -127,7 +130,7 @@ func runEdit(e *env, cmd string, f *editFlags, pos []string) error {
 		}
 		e.stopBar()
 		if err != nil {
-			return keysError(err, filter, path, false)
+			return keysError(err, filter, path, before, false, func() inputLines { return countLines(e, ins) })
 		}
 	}
 	if err := e.writeFile(path, func(w io.Writer) error {
@@ -144,6 +147,7 @@ func runEdit(e *env, cmd string, f *editFlags, pos []string) error {
 		fmt.Fprintf(e.stderr, "cuckoo delete: %s of %s %s not in the filter; %s changed nothing\n",
 			units.Count(missing), units.Counted(lines, "key"), were, they)
 	}
+
 	if f.stats {
 		after := filter.Len()
 		verb, diff := "added", after-before
@@ -152,6 +156,11 @@ func runEdit(e *env, cmd string, f *editFlags, pos []string) error {
 		}
 		fmt.Fprintf(e.stderr, "cuckoo %s: %s %s from %s\n", cmd, units.Counted(diff, "item"), verb, units.Counted(lines, "key"))
 		printFilterSummary(e.stderr, cmd, path, filter, lines, time.Since(start))
+	}
+	if missing > 0 {
+		// An absent key is the run's answer, as for query --key and
+		// store del: status 1, the file written all the same.
+		return exitCode(exitAbsent)
 	}
 	return nil
 }

@@ -4,6 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
+	"slices"
+	"strings"
 	"syscall"
 )
 
@@ -11,12 +14,22 @@ import (
 // them, so they never change meaning.
 const (
 	exitOK          = 0   // success
-	exitAbsent      = 1   // a key is absent: query --key, store get, store has, store del
+	exitAbsent      = 1   // a key is absent: query --key, delete, store get, store has, store del
 	exitUsage       = 2   // bad command line: unknown command or flag, bad value, missing argument
 	exitData        = 3   // a file, store, Redis server or port is missing, unreadable, damaged, busy, or cannot be written
-	exitFull        = 4   // a fixed-capacity filter (or dedup --redis's filter in Redis) is full
+	exitFull        = 4   // a fixed-capacity filter (dedup --redis's in Redis, dedup --kafka's of a partition) is full
 	exitInterrupted = 130 // interrupted by Ctrl-C (SIGINT); 143 for SIGTERM; serve stops gracefully and exits 0
 )
+
+// signalStatus is the exit status of a command a signal stopped (serve's
+// second signal): 130 for SIGINT, 128 + 15 for SIGTERM, as the shell
+// reports a process the signal killed.
+func signalStatus(s os.Signal) int {
+	if s == syscall.SIGTERM {
+		return 128 + int(syscall.SIGTERM)
+	}
+	return exitInterrupted
+}
 
 // exitBrokenPipe is the status of a command whose standard output was
 // closed by its reader (| head): 128 + SIGPIPE, as the shell reports a
@@ -26,17 +39,19 @@ const exitBrokenPipe = 128 + int(syscall.SIGPIPE)
 
 const exitStatusHelp = `Exit status:
   0    success
-  1    a key is absent: query --key, store get, store has, store del
+  1    a key is absent: query --key, delete, store get, store has, store del
   2    usage error: unknown command or flag, bad flag value, missing argument
   3    data or I/O error: missing or unreadable file, damaged filter file or
-       store, store open in another process, write failure, Redis
-       unreachable or refusing, serve's data directory busy or damaged or
-       its port taken; a file being written is left as it was
+       store, store open in another process, write failure, Redis or Kafka
+       unreachable or refusing, a record dedup --kafka cannot read, serve's
+       data directory busy or damaged or its port taken; a file being
+       written is left as it was
   4    a fixed-capacity filter is full (dedup --redis: the filter in
-       Redis); a file being written is left as it was
+       Redis; dedup --kafka: a partition's filter); a file being written
+       is left as it was
   130  interrupted (Ctrl-C; 143: SIGTERM); a file being written is left as
-       it was; serve instead stops gracefully and exits 0; 141, quietly:
-       the reader of the output went away (| head)`
+       it was; serve and dedup --kafka instead stop gracefully and exit 0;
+       141, quietly: the reader of the output went away (| head)`
 
 // cliError is an error with its exit status and the remedy to print
 // after it: "cuckoo <cmd>: <problem>; <remedy>".
@@ -103,12 +118,32 @@ func cause(err error) error {
 	return err
 }
 
-// unwrap shortens a path error to its operation and system error, for
-// messages that already name the file.
+// unwrap shortens an error for a message of the command, which already
+// names the file and is prefixed with the command's name: a path error to
+// its operation and system error, and the module's errors without their
+// packages' prefixes ("store: too large: value of …" reads "too large:
+// value of …"), so that a message reads once prefixed.
 func unwrap(err error) error {
 	var pe *fs.PathError
 	if errors.As(err, &pe) {
 		return fmt.Errorf("%s: %w", pe.Op, pe.Err)
 	}
-	return err
+	return errors.New(withoutPrefixes(err.Error()))
+}
+
+// packagePrefixes are the prefixes of the error texts of the module's
+// packages (store.ErrTooLarge is "store: too large").
+var packagePrefixes = []string{"cuckoo", "bloom", "store", "filestore", "filterfile", "exactdedup", "dedup", "redisfilter", "server", "resp"}
+
+// withoutPrefixes drops from msg the parts, between ": ", that are a
+// package's prefix.
+func withoutPrefixes(msg string) string {
+	parts := strings.Split(msg, ": ")
+	kept := parts[:0]
+	for _, p := range parts {
+		if !slices.Contains(packagePrefixes, p) {
+			kept = append(kept, p)
+		}
+	}
+	return strings.Join(kept, ": ")
 }

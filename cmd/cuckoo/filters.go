@@ -15,6 +15,7 @@ import (
 	"github.com/dedupkit/cuckoo/bloom"
 	"github.com/dedupkit/cuckoo/cmd/cuckoo/internal/filterfile"
 	"github.com/dedupkit/cuckoo/cmd/cuckoo/internal/units"
+	"github.com/dedupkit/cuckoo/redisfilter"
 )
 
 // filterFlags describe a new filter.
@@ -23,7 +24,7 @@ type filterFlags struct {
 	capacity    countValue
 	seed        seedValue
 	bucketSize  bucketValue
-	fingerprint intValue
+	fingerprint fingerprintValue
 	semi        bool
 	grow        bool
 	bloom       bloomValue
@@ -129,6 +130,19 @@ func (v *bucketValue) Set(s string) error {
 	return nil
 }
 
+// fingerprintValue is --fingerprint-bits: the widths a cuckoo filter
+// takes.
+type fingerprintValue int
+
+func (v *fingerprintValue) String() string { return (*intValue)(v).String() }
+
+func (v *fingerprintValue) Set(s string) error {
+	if err := (*intValue)(v).Set(s); err != nil || *v < cuckoo.MinFingerprintBits || *v > cuckoo.MaxFingerprintBits {
+		return wantError(fmt.Sprintf("want %d to %d bits", cuckoo.MinFingerprintBits, cuckoo.MaxFingerprintBits))
+	}
+	return nil
+}
+
 // checkBucketSize refuses a --bucket-size that the filter described by
 // what does not take, naming the sizes it does (allowed).
 func (f *filterFlags) checkBucketSize(what string, allowed ...int) error {
@@ -152,7 +166,7 @@ func (f *filterFlags) checkBucketSize(what string, allowed ...int) error {
 // parameter: ") is the library's prefix, not the user's.
 func paramErr(remedy string, err error) error {
 	msg := err.Error()
-	for _, sentinel := range []error{cuckoo.ErrInvalidParameter, bloom.ErrInvalidParameter} {
+	for _, sentinel := range []error{redisfilter.ErrInvalidParameter, cuckoo.ErrInvalidParameter, bloom.ErrInvalidParameter} {
 		msg = strings.TrimPrefix(msg, sentinel.Error()+": ")
 	}
 	return usageErr(remedy, "cannot make that filter: %s", msg)

@@ -7,8 +7,12 @@ import (
 	"io"
 	"strconv"
 	"strings"
+	"time"
 
+	"github.com/dedupkit/cuckoo"
+	"github.com/dedupkit/cuckoo/cmd/cuckoo/internal/dedup"
 	"github.com/dedupkit/cuckoo/cmd/cuckoo/internal/units"
+	"github.com/dedupkit/cuckoo/internal/fields"
 )
 
 // newFlags returns an empty flag set for a command. The flag package only
@@ -26,6 +30,20 @@ func newFlags(name string) *flag.FlagSet {
 // bool flag takes a value only after "="). -h and --help, unless a command
 // declares them, ask for the help. The messages are the CLI's own: the
 // flag package only holds the declarations and the values.
+//
+// The contract, which the tests hold every flag of every command to:
+//   - a flag that takes a value never takes a flag as it: the next
+//     argument is its value unless it starts with "--" ("--" included) or
+//     is -NAME[=…] for a flag of the command (or -h, -help); then the
+//     flag "needs a value". A value that starts with a dash but names no
+//     flag (-, or the field spec -2, or -1 for a number, refused by its
+//     flag) is taken; any value at all can be given after "=":
+//     --key=--odd;
+//   - every value is checked when it is set, by its flag.Value (the
+//     types of this file; nameValue refuses the empty name), so that a
+//     bad one is status 2 with one line naming the flag as typed: "bad
+//     --fpr value "2": …". What only a combination of flags can refuse is
+//     checked by the command, also status 2, naming the flags.
 func parseArgs(fs *flag.FlagSet, cmd string, args []string) ([]string, error) {
 	remedy := "see 'cuckoo " + cmd + " --help'"
 	var pos []string
@@ -52,6 +70,14 @@ func parseArgs(fs *flag.FlagSet, cmd string, args []string) ([]string, error) {
 			if i+1 == len(args) {
 				return nil, usageErr(remedy, "flag %s needs a value", flagName(name))
 			}
+			if next := args[i+1]; isFlag(fs, next) {
+				what := next + " is a flag"
+				if next == "--" {
+					what = "-- ends the flags"
+				}
+				return nil, usageErr(remedy, "flag %s needs a value, and %s (give a value that starts with a dash as %s=VALUE)",
+					flagName(name), what, flagName(name))
+			}
 			i++
 			value = args[i]
 		}
@@ -66,11 +92,44 @@ func parseArgs(fs *flag.FlagSet, cmd string, args []string) ([]string, error) {
 				reason = string(want)
 			case isBoolFlag(f):
 				reason = "want true or false"
+			default:
+				reason = flagPackageWant(f, reason)
 			}
 			return nil, usageErr(remedy, "bad %s value %q: %s", flagName(name), value, reason)
 		}
 	}
 	return pos, nil
+}
+
+// flagPackageWant says what a value of one of the flag package's own
+// types should be, for its terse "parse error" and "value out of range".
+func flagPackageWant(f *flag.Flag, reason string) string {
+	g, ok := f.Value.(flag.Getter)
+	if !ok {
+		return reason
+	}
+	switch g.Get().(type) {
+	case int, int64, uint, uint64:
+		return "want a whole number, in range"
+	case time.Duration:
+		return "want a duration such as 30s or 5m"
+	case float64:
+		return "want a number"
+	}
+	return reason
+}
+
+// isFlag reports whether arg, met where a flag's value is expected, is a
+// flag rather than the value (see parseArgs).
+func isFlag(fs *flag.FlagSet, arg string) bool {
+	if strings.HasPrefix(arg, "--") {
+		return true
+	}
+	if len(arg) < 2 || arg[0] != '-' {
+		return false
+	}
+	name, _, _ := strings.Cut(arg[1:], "=")
+	return fs.Lookup(name) != nil || name == "h" || name == "help"
 }
 
 // flagName is a flag as users type it: -o, --fpr.
@@ -192,6 +251,62 @@ func (v *intValue) Set(s string) error {
 		return wantError("want a whole number")
 	}
 	*v = intValue(n)
+	return nil
+}
+
+// nameValue is a flag whose value names something (a file, a directory, a
+// filter in Redis, a variable): any name but the
+// empty one, which would read as the flag not given (an unset variable in
+// `-o $OUT` would otherwise send the output elsewhere).
+type nameValue string
+
+func (p *nameValue) String() string {
+	if p == nil {
+		return ""
+	}
+	return string(*p)
+}
+
+func (p *nameValue) Set(s string) error {
+	if s == "" {
+		return wantError("want a name, not an empty one")
+	}
+	*p = nameValue(s)
+	return nil
+}
+
+// fieldSpecValue is a field spec as cut -f takes it: 2, 1,3, 2-4, 3-, -2;
+// or a JSON path (.user.id, $.user.id), which only dedup --kafka reads
+// (runDedup refuses one for lines).
+type fieldSpecValue string
+
+func (v *fieldSpecValue) String() string { return (*nameValue)(v).String() }
+
+func (v *fieldSpecValue) Set(s string) error {
+	if isJSONPath(s) {
+		if _, err := fields.ParseJSONPath(s); err != nil {
+			return wantError(fmt.Sprintf("a JSON path such as .user.id (%v)", trimPrefixes(err)))
+		}
+		*v = fieldSpecValue(s)
+		return nil
+	}
+	if _, err := dedup.ParseFieldSpec(s); err != nil {
+		return wantError(strings.TrimPrefix(err.Error(), dedup.ErrFieldSpec.Error()+": "))
+	}
+	*v = fieldSpecValue(s)
+	return nil
+}
+
+// segmentsValue is build's --segments: 1 to cuckoo.MaxSegments (0 is
+// refused: leaving the flag out is one segment).
+type segmentsValue int
+
+func (v *segmentsValue) String() string { return (*intValue)(v).String() }
+
+func (v *segmentsValue) Set(s string) error {
+	if err := (*intValue)(v).Set(s); err != nil || *v < 1 || *v > cuckoo.MaxSegments {
+		return wantError(fmt.Sprintf("want 1 to %d", cuckoo.MaxSegments))
+	}
 	return nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"os"
 
 	"github.com/dedupkit/cuckoo/cmd/cuckoo/internal/dedup"
+	"github.com/dedupkit/cuckoo/cmd/cuckoo/internal/units"
 )
 
 // input is one input stream of lines.
@@ -141,6 +142,48 @@ func estimateLines(e *env, ins []input) (uint64, bool, error) {
 		lines += n
 	}
 	return lines, true, nil
+}
+
+// inputLines is the number of lines of a run's inputs, for the remedy of
+// a full filter, which suggests a --capacity that holds them: there are
+// never more distinct keys than lines.
+type inputLines struct {
+	n     uint64
+	known bool // false for input of unknown size (a pipe)
+	exact bool // counted, rather than estimated from above from a sample
+}
+
+// countLines counts (up to dedup.DefaultEstimateBudget bytes in all,
+// else estimates from above) the lines of the inputs. An error leaves
+// them unknown: the remedy it serves then says less.
+func countLines(e *env, ins []input) inputLines {
+	n, known, err := estimateLines(e, ins)
+	if err != nil || !known {
+		return inputLines{}
+	}
+	return inputLines{n: n, known: true, exact: totalSize(ins) <= dedup.DefaultEstimateBudget}
+}
+
+// keyLines is the inputLines of keys given on the command line (--key).
+func keyLines(n int) inputLines { return inputLines{n: uint64(n), known: true, exact: true} }
+
+// counted is the count in a message, of noun: "4,000 lines", or "about
+// 2,100,000 lines".
+func (l inputLines) counted(noun string) string {
+	if l.exact {
+		return units.Counted(l.n, noun)
+	}
+	return "about " + units.Counted(l.n, noun)
+}
+
+// capacityFor returns the --capacity to suggest for the inputs when a
+// filter of capacity now was full: their lines when known (and more than
+// now), else twice now.
+func (l inputLines) capacityFor(now uint64) (capacity uint64, why string) {
+	if l.known && l.n > now {
+		return l.n, "the input's " + l.counted("line")
+	}
+	return 2 * now, "twice the capacity"
 }
 
 // readBatches reads the lines of the inputs in turn through kr, a batch at

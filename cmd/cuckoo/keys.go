@@ -19,8 +19,14 @@ type fieldFlags struct {
 }
 
 func (f *fieldFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&f.field, "field", "", "use these fields of each line as the key: a field `spec` as cut -f (2, 1,3, 2-4, 3-)")
+	fs.Var((*fieldSpecValue)(&f.field), "field", "use these fields of each line as the key: a field `spec` as cut -f (2, 1,3, 2-4, 3-)")
 	fs.Func("delimiter", "field `delimiter` (default: runs of blanks; \\t for tab)", func(s string) error {
+		switch d, err := dedup.ParseDelimiter(s); {
+		case err != nil:
+			return wantError(err.Error())
+		case d == "":
+			return wantError("want a delimiter; leave the flag out to split on runs of blanks")
+		}
 		f.delimiter, f.delimSet = s, true
 		return nil
 	})
@@ -59,6 +65,8 @@ func (f *fieldFlags) extractor(cmd, flagName string) (*dedup.KeyExtractor, error
 		}
 		return nil, nil
 	}
+	// Both were checked when the flags were set (fieldSpecValue and the
+	// --delimiter function): these errors cannot happen.
 	spec, err := dedup.ParseFieldSpec(f.field)
 	if err != nil {
 		return nil, usageErr(remedy, "bad --%s %q: %v", flagName, f.field, err)
@@ -66,9 +74,6 @@ func (f *fieldFlags) extractor(cmd, flagName string) (*dedup.KeyExtractor, error
 	delim, err := dedup.ParseDelimiter(f.delimiter)
 	if err != nil {
 		return nil, usageErr(remedy, "bad --delimiter: %v", err)
-	}
-	if f.delimSet && delim == "" {
-		return nil, usageErr(remedy, "empty --delimiter; leave it out to split on blanks")
 	}
 	return dedup.NewKeyExtractor(spec, delim, f.csv), nil
 }
@@ -145,8 +150,10 @@ func deleteKeys(e *env, ins []input, keyer *dedup.KeyExtractor, filter *filterfi
 
 // keysError explains an error of addKeys or deleteKeys (or of keys given
 // with --key) for cmd. The file was built by this run, or, when loaded is
-// set, read from that file, which is left unchanged.
-func keysError(err error, filter *filterfile.Filter, loaded string, capacitySet bool) error {
+// set, read from that file, which is left unchanged, holding held items.
+// lines counts the keys to add, for the remedy of a full filter (called
+// only then).
+func keysError(err error, filter *filterfile.Filter, loaded string, held uint64, capacitySet bool, lines func() inputLines) error {
 	var ke *keyError
 	if !errors.As(err, &ke) {
 		return err
@@ -159,11 +166,17 @@ func keysError(err error, filter *filterfile.Filter, loaded string, capacitySet 
 			if filter.Kind().IsBloom() {
 				grow = "--bloom=scalable"
 			}
+			need := units.Count(held) + " plus the keys to add"
+			if l := lines(); l.known {
+				need = fmt.Sprintf("%s (the %s it holds and the %s to add)", units.Count(held+l.n),
+					units.Counted(held, "item"), l.counted("key"))
+			}
 			remedy = fmt.Sprintf("%s is unchanged; rebuild it with room for the new keys: 'cuckoo build --capacity N' "+
-				"with N at least %s plus the keys to add, a larger --headroom (the default leaves %d %%), or %s for a file that grows",
-				loaded, units.Count(filter.Len()), defaultHeadroom, grow)
+				"with N at least %s, a larger --headroom (the default leaves %d %%), or %s for a file that grows",
+				loaded, need, defaultHeadroom, grow)
 		case capacitySet:
-			remedy = fmt.Sprintf("give a larger --capacity (e.g. %d), or leave it out to size the filter from the input; nothing was written", 2*filter.Capacity())
+			n, why := lines().capacityFor(filter.Capacity())
+			remedy = fmt.Sprintf("give a larger --capacity (%d: %s), or leave it out to size the filter from the input; nothing was written", n, why)
 		}
 		return fullError(filter, ke.input, ke.line, "key", remedy)
 	}

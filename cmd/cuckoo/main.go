@@ -114,10 +114,7 @@ func main() {
 	go func() {
 		s := <-sig
 		fmt.Fprintf(os.Stderr, "cuckoo %s: %s\n", e.cmd, e.interrupt())
-		if s == syscall.SIGTERM {
-			os.Exit(128 + int(syscall.SIGTERM))
-		}
-		os.Exit(exitInterrupted)
+		os.Exit(signalStatus(s))
 	}()
 	os.Exit(run(e, os.Args[1:]))
 }

@@ -145,6 +145,11 @@ func (r result) want(t *testing.T, code int, cmd string) {
 		if strings.Count(r.stderr, "\n") != 1 || !strings.HasPrefix(msg, prefix) || !strings.Contains(msg, "; ") {
 			t.Fatalf("error output %q: want one line %q<problem>; <remedy>", r.stderr, prefix)
 		}
+		// Prefixed once: the command's name, not a package's after it
+		// ("cuckoo store: store: too large").
+		if body := strings.TrimPrefix(msg, prefix); withoutPrefixes(body) != body {
+			t.Fatalf("error output %q: a package's prefix after the command's", r.stderr)
+		}
 	}
 }
 
@@ -185,12 +190,21 @@ func TestHelp(t *testing.T) {
 func TestVersion(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	for _, args := range [][]string{{"version"}, {"--version"}} {
+	var first string
+	for _, args := range [][]string{{"version"}, {"--version"}, {"serve", "--version"}} {
 		r := e.run("", args...)
-		r.want(t, exitOK, "version")
+		r.want(t, exitOK, args[0])
 		if !strings.HasPrefix(r.stdout, "cuckoo ") || !strings.Contains(r.stdout, "go1.") || !strings.Contains(r.stdout, "CKOO") {
-			t.Fatalf("version output %q", r.stdout)
+			t.Fatalf("%q: version output %q", args, r.stdout)
 		}
+		if first == "" {
+			first = r.stdout
+		} else if r.stdout != first {
+			t.Fatalf("%q prints %q, cuckoo version %q", args, r.stdout, first)
+		}
+	}
+	if names := e.files(); len(names) != 0 {
+		t.Fatalf("serve --version left %v", names)
 	}
 	e.run("", "version", "extra").want(t, exitUsage, "version")
 }
@@ -464,10 +478,16 @@ func TestBuildQueryAddDelete(t *testing.T) {
 
 	e.run("", "delete", "f.ckoo", "--key", "apple").want(t, exitOK, "delete")
 	e.run("", "query", "f.ckoo", "--key", "apple").want(t, exitAbsent, "query")
-	r = e.run("", "delete", "f.ckoo", "--key", "never-added")
-	r.want(t, exitOK, "delete")
-	if r.stderr != "cuckoo delete: 1 of 1 key was not in the filter; it changed nothing\n" {
-		t.Fatalf("delete of a missing key: stderr %q", r.stderr)
+	// A key that is absent is the answer 1, as for store del; the file is
+	// written all the same, without the keys that were there.
+	r = e.run("", "delete", "f.ckoo", "--key", "never-added", "--key", "fig")
+	if r.code != exitAbsent || r.stderr != "cuckoo delete: 1 of 2 keys was not in the filter; it changed nothing\n" {
+		t.Fatalf("delete of a missing key: status %d, stderr %q", r.code, r.stderr)
+	}
+	e.run("", "query", "f.ckoo", "--key", "fig").want(t, exitAbsent, "query")
+	e.run("fig\n", "add", "f.ckoo").want(t, exitOK, "add")
+	if r := e.run("", "delete", "-q", "f.ckoo", "--key", "never-added"); r.code != exitAbsent || r.stderr != "" {
+		t.Fatalf("delete -q of a missing key: status %d, stderr %q", r.code, r.stderr)
 	}
 
 	r = e.run("", "info", "f.ckoo")
@@ -662,6 +682,12 @@ func TestBench(t *testing.T) {
 // waitExit waits for cmd with a deadline.
 func waitExit(t *testing.T, cmd *exec.Cmd) int {
 	t.Helper()
+	return waitExitWithin(t, cmd, 20*time.Second)
+}
+
+// waitExitWithin waits for cmd for up to d, and returns its exit status.
+func waitExitWithin(t *testing.T, cmd *exec.Cmd, d time.Duration) int {
+	t.Helper()
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
 	select {
@@ -674,7 +700,7 @@ func waitExit(t *testing.T, cmd *exec.Cmd) int {
 			t.Fatal(err)
 		}
 		return 0
-	case <-time.After(20 * time.Second):
+	case <-time.After(d):
 		cmd.Process.Kill()
 		t.Fatal("the command did not exit after the interrupt")
 		return -1

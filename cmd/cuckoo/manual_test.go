@@ -30,12 +30,14 @@ import (
 var exitStatusUsers = map[string]map[string][]string{
 	"exitAbsent": {
 		"runQuery": {"query --key"},
+		"runEdit":  {"delete"},
 		"storeSub": {"store get", "store has", "store del"},
 	},
 	"exitFull": {
-		"fullError":     {"fixed-capacity filter"},
-		"redisErr":      {"dedup --redis"},
-		"runRedisDedup": {"dedup --redis"},
+		"fullError": {"fixed-capacity filter"},
+		"redisErr":  {"dedup --redis"},
+		"stopErr":   {"dedup --redis"},
+		"kafkaErr":  {"dedup --kafka"},
 	},
 }
 
@@ -348,7 +350,9 @@ func TestExitStatusCases(t *testing.T) {
 	}
 
 	srv := redistest.NewServer(t, redistest.Config{})
-	r = e.run("", "dedup", "--redis", redisURL(srv), "--name", "small", "--capacity", "100", "keys.txt")
+	// In the directory, the file of the lines the full filter did not
+	// record.
+	r = runDedupIn(t, e.dir, nil, "dedup", "--redis", redisURL(srv), "--name", "small", "--capacity", "100", "keys.txt")
 	r.want(t, exitFull, "dedup")
 	if !strings.Contains(r.stderr, "in Redis is full") {
 		t.Fatalf("a full filter in Redis: %q", r.stderr)

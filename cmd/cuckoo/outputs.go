@@ -102,15 +102,25 @@ type outputFile struct {
 
 // createOutput starts replacing path, under the lock lockFiles took, or
 // else under its own until commit or abort.
-func (e *env) createOutput(path string) (*outputFile, error) {
+func (e *env) createOutput(path string) (*outputFile, error) { return e.startOutput(path, false) }
+
+// startOutput is createOutput, or, underLock, the replacement of one of a
+// batch of files under a lock the caller holds (vfs.CreateUnder).
+func (e *env) startOutput(path string, underLock bool) (*outputFile, error) {
 	e.mu.Lock()
-	l := e.locks[canonical(path)]
+	var l *vfs.WriterLock
+	if len(e.locks) > 0 && !underLock { // canonical costs a stat per element of the path
+		l = e.locks[canonical(path)]
+	}
 	e.mu.Unlock()
 	var f *vfs.Replacement
 	var err error
-	if l != nil {
+	switch {
+	case underLock:
+		f, err = vfs.CreateUnder(path, 0o644)
+	case l != nil:
 		f, err = l.Create(0o644)
-	} else {
+	default:
 		f, err = vfs.Create(path, 0o644, e.waiting(path))
 	}
 	if err != nil {
@@ -127,12 +137,21 @@ func (e *env) createOutput(path string) (*outputFile, error) {
 
 func (o *outputFile) Write(p []byte) (int, error) { return o.f.Write(p) }
 
-// commit puts the file in place.
-func (o *outputFile) commit() error {
+// commit puts the file in place, synced.
+func (o *outputFile) commit() error { return o.put(true) }
+
+// put puts the file in place; unsynced (sync false), for a caller that
+// makes a batch of files durable at once with vfs.SyncWritten.
+func (o *outputFile) put(sync bool) error {
 	if o == nil {
 		return nil
 	}
-	err := o.f.Commit()
+	var err error
+	if sync {
+		err = o.f.Commit()
+	} else {
+		err = o.f.CommitUnsynced()
+	}
 	o.e.mu.Lock()
 	if _, ok := o.e.pending[o.f]; ok {
 		delete(o.e.pending, o.f)
@@ -160,11 +179,23 @@ func (o *outputFile) abort() {
 
 // writeFile replaces path atomically with what write writes.
 func (e *env) writeFile(path string, write func(w io.Writer) error) error {
-	o, err := e.createOutput(path)
+	return e.replaceFile(path, newBufWriter(nil), writeMode{}, write)
+}
+
+// writeMode is how replaceFile writes a file: by default under its own
+// lock and synced, as writeFile does; as one of a batch of files (store
+// export --to), under a lock the caller holds (underLock) and put in
+// place unsynced, for one vfs.SyncWritten of them all (noSync).
+type writeMode struct{ underLock, noSync bool }
+
+// replaceFile replaces path atomically with what write writes, through
+// bw (reset to the file; a caller writing many files reuses one).
+func (e *env) replaceFile(path string, bw *bufio.Writer, mode writeMode, write func(w io.Writer) error) error {
+	o, err := e.startOutput(path, mode.underLock)
 	if err != nil {
 		return err
 	}
-	bw := newBufWriter(o)
+	bw.Reset(o)
 	err = write(bw)
 	if err == nil {
 		err = bw.Flush()
@@ -173,7 +204,7 @@ func (e *env) writeFile(path string, write func(w io.Writer) error) error {
 		o.abort()
 		return dataErr("the previous file, if any, is unchanged", "writing %s: %v", path, unwrap(err))
 	}
-	return o.commit()
+	return o.put(!mode.noSync)
 }
 
 func newBufWriter(w io.Writer) *bufio.Writer { return bufio.NewWriterSize(w, 1<<20) }

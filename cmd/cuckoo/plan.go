@@ -48,7 +48,7 @@ func (f *planFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&f.needs.Delete, "delete", false, "keys must be deletable: recommend only filters that delete")
 	fs.BoolVar(&f.needs.Grow, "grow", false, "the number of keys is not known: recommend only filters that grow")
 	fs.BoolVar(&f.needs.Smallest, "smallest", false, "recommend the smallest filter, whatever its speed")
-	fs.StringVar(&f.svg, "svg", "", "draw bits per item against the rate for every filter to `file` (SVG)")
+	fs.Var((*nameValue)(&f.svg), "svg", "draw bits per item against the rate for every filter to `file` (SVG)")
 	fs.BoolVar(&f.asJSON, "json", false, "print the plan as JSON")
 }
 
@@ -71,7 +71,7 @@ func runPlan(e *env, f *planFlags) error {
 	}
 	p, err := planner.New(f.items.n, f.fpr.or(filterfile.DefaultPlanRate), f.needs)
 	if err != nil {
-		return usageErr("see 'cuckoo plan --help'", "%v", err)
+		return usageErr("see 'cuckoo plan --help'", "%v", unwrap(err))
 	}
 	if f.svg != "" {
 		if err := e.writeFile(f.svg, func(w io.Writer) error { return planChart(p).Write(w) }); err != nil {

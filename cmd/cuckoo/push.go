@@ -67,11 +67,11 @@ func runPush(e *env, f *pushFlags, args []string) error {
 	}
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return dataErr(remedyRead, "%s: %v", path, err)
+		return dataErr(remedyRead, "%s: %v", path, unwrap(err))
 	}
 	var src cuckoo.Filter
 	if err := src.UnmarshalBinary(data); err != nil {
-		return dataErr("rebuild it with 'cuckoo build'", "%s: %v", path, err)
+		return dataErr("rebuild it with 'cuckoo build'", "%s: %v", path, unwrap(err))
 	}
 	if src.SemiSorted() {
 		return usageErr("build it without --semi-sorted", "%s has semi-sorted buckets, which Redis filters do not take", path)
@@ -86,8 +86,8 @@ func runPush(e *env, f *pushFlags, args []string) error {
 	if err != nil {
 		return redisErr(&f.redis, err)
 	}
-	fmt.Fprintf(e.stderr, "cuckoo push: %s: %s items in %d segments (%s) as %q\n", path,
-		units.Count(src.Len()), rf.Segments(), units.Bytes(rf.TableBytes()), f.redis.name)
+	fmt.Fprintf(e.stderr, "cuckoo push: %s: %s in %s (%s) as %q\n", path,
+		units.Counted(src.Len(), "item"), units.Counted(uint64(rf.Segments()), "segment"), units.Bytes(rf.TableBytes()), f.redis.name)
 	return nil
 }
 
@@ -111,8 +111,8 @@ type pullFlags struct {
 
 func (f *pullFlags) register(fs *flag.FlagSet) {
 	f.redis.register(fs)
-	fs.StringVar(&f.output, "o", "", "write the filter to `file` (required)")
-	fs.StringVar(&f.output, "output", "", "the same as -o `file`")
+	fs.Var((*nameValue)(&f.output), "o", "write the filter to `file` (required)")
+	fs.Var((*nameValue)(&f.output), "output", "the same as -o `file`")
 }
 
 func pullCommand() *command {

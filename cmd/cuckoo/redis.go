@@ -5,6 +5,8 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"net"
+	"strconv"
 	"strings"
 	"time"
 
@@ -41,9 +43,34 @@ func (v *waitValue) Set(s string) error {
 }
 
 func (f *redisFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&f.url, "redis", "", "the Redis server: a `URL` (redis://[user:password@]host:port[/db], rediss:// for TLS) or host:port; several host:port, comma-separated, for a cluster")
-	fs.StringVar(&f.name, "name", "", "the filter's `name` in Redis")
+	fs.Var((*redisURLValue)(&f.url), "redis", "the Redis server: a `URL` (redis://[user:password@]host:port[/db], rediss:// for TLS) or host:port; several host:port, comma-separated, for a cluster")
+	fs.Var((*nameValue)(&f.name), "name", "the filter's `name` in Redis")
 	fs.BoolVar(&f.cluster, "cluster", false, "the server is a node of a Redis Cluster (implied by several addresses)")
+}
+
+// redisURLValue is --redis: a redis:// or rediss:// URL, or host:port,
+// several comma-separated for a cluster. The URL's own fields (a user, a
+// database, options) are go-redis's to check, when it is used.
+type redisURLValue string
+
+func (v *redisURLValue) String() string { return (*nameValue)(v).String() }
+
+func (v *redisURLValue) Set(s string) error {
+	const want = "want a redis:// or rediss:// URL, or host:port (several, comma-separated, for a cluster)"
+	if scheme, rest, ok := strings.Cut(s, "://"); ok {
+		if scheme != "redis" && scheme != "rediss" || rest == "" {
+			return wantError(want)
+		}
+	} else {
+		for _, a := range strings.Split(s, ",") {
+			_, port, err := net.SplitHostPort(a)
+			if n, perr := strconv.Atoi(port); err != nil || perr != nil || n < 1 || n > 65535 {
+				return wantError(want)
+			}
+		}
+	}
+	*v = redisURLValue(s)
+	return nil
 }
 
 // registerWait registers --redis-wait, for the commands whose writes
@@ -81,13 +108,8 @@ func (f *redisFlags) connect(ctx context.Context, cmd string) (redis.UniversalCl
 			}
 			rdb = redis.NewClient(opt)
 		}
-	default:
+	default: // host:port, several for a cluster (checked by redisURLValue)
 		addrs := strings.Split(f.url, ",")
-		for _, a := range addrs {
-			if !strings.Contains(a, ":") {
-				return nil, usageErr(remedy, "bad --redis %q: want a URL or host:port", f.url)
-			}
-		}
 		rdb = redis.NewUniversalClient(&redis.UniversalOptions{Addrs: addrs, IsClusterMode: f.cluster})
 	}
 	// The client logs dial failures itself; the command reports errors
@@ -132,13 +154,15 @@ func redisErr(f *redisFlags, err error) error {
 	case errors.Is(err, redisfilter.ErrExists):
 		return dataErr("give --replace to replace it, or another --name", "a filter %q exists in Redis at %s", f.name, f.url)
 	case errors.Is(err, redisfilter.ErrMismatch):
-		return usageErr("use the filter's own parameters, or another --name", "%v", err)
+		return usageErr("use the filter's own parameters, or another --name", "%v", unwrap(err))
+	case errors.Is(err, redisfilter.ErrInvalidParameter):
+		return paramErr("see the command's --help for the ranges", err)
 	case errors.Is(err, redisfilter.ErrFull):
 		return &cliError{code: exitFull, msg: fmt.Sprintf("the filter %q in Redis is full", f.name), remedy: "push a larger one, or use another --name"}
 	case errors.Is(err, redisfilter.ErrBusy):
 		return dataErr("if no push is running, one was interrupted: rerun it with 'cuckoo push --replace'", "the filter %q in Redis is being pushed", f.name)
 	case errors.Is(err, redisfilter.ErrUnsupported), errors.Is(err, redisfilter.ErrCorrupt):
-		return dataErr("nothing was changed", "%v", err)
+		return dataErr("nothing was changed", "%v", unwrap(err))
 	}
-	return dataErr(remedyRedis, "Redis at %s: %v", f.url, err)
+	return dataErr(remedyRedis, "Redis at %s: %v", f.url, unwrap(err))
 }

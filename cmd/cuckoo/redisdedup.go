@@ -16,6 +16,7 @@ import (
 	"github.com/dedupkit/cuckoo/cmd/cuckoo/internal/filterfile"
 	"github.com/dedupkit/cuckoo/cmd/cuckoo/internal/units"
 	"github.com/dedupkit/cuckoo/redisfilter"
+	"github.com/redis/go-redis/v9"
 )
 
 // redisDedupBatch is the most lines sent to Redis at once: one pipeline
@@ -37,19 +38,17 @@ func runRedisDedup(e *env, f *dedupFlags, keyer *dedup.KeyExtractor, ins []input
 	if ff.grow || ff.semi || ff.bloom.kind != 0 {
 		return usageErr(remedy, "--grow, --semi-sorted and --bloom do not apply to a filter in Redis")
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	rdb, err := f.redis.connect(ctx, "dedup")
-	if err != nil {
-		return err
-	}
-	defer rdb.Close()
-	var seen *redisfilter.Filter
 	// A batch waits up to --redis-wait for a stalled, restarting or
 	// failing-over server: its writes are resent until then, and run once.
 	wait := redisfilter.WithRetryHorizon(f.redis.wait.d)
+	opts := []redisfilter.Option{wait}
 	if ff.capacity.set {
-		opts := []redisfilter.Option{wait}
+		// The parameters are checked before Redis is asked, as without
+		// --redis: a mistake is a usage error whether the server is up
+		// or not.
+		if _, _, err := ff.spec(e, "dedup", ins); err != nil {
+			return err
+		}
 		switch {
 		case ff.fingerprint != 0:
 			opts = append(opts, redisfilter.WithFingerprintBits(int(ff.fingerprint)))
@@ -64,11 +63,23 @@ func runRedisDedup(e *env, f *dedupFlags, keyer *dedup.KeyExtractor, ins []input
 		if ff.seed.set {
 			opts = append(opts, redisfilter.WithSeed(ff.seed.n))
 		}
+		if _, err := redisfilter.NewPlan(ff.capacity.n, opts...); err != nil {
+			return paramErr("see the command's --help for the ranges", err)
+		}
+	} else if ff.anySet() {
+		return usageErr("give --capacity N too, to create the filter", "--fpr, --seed, --bucket-size and --fingerprint-bits describe a new filter")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	rdb, err := f.redis.connect(ctx, "dedup")
+	if err != nil {
+		return err
+	}
+	defer rdb.Close()
+	var seen *redisfilter.Filter
+	if ff.capacity.set {
 		seen, err = redisfilter.New(ctx, rdb, f.redis.name, ff.capacity.n, opts...)
 	} else {
-		if ff.anySet() {
-			return usageErr("give --capacity N too, to create the filter", "--fpr, --seed, --bucket-size and --fingerprint-bits describe a new filter")
-		}
 		seen, err = redisfilter.Open(ctx, rdb, f.redis.name, wait)
 	}
 	if err != nil {
@@ -112,12 +123,12 @@ func runRedisDedup(e *env, f *dedupFlags, keyer *dedup.KeyExtractor, ins []input
 	var lines, keyBuf [dedup.MaxBatch][]byte
 	// send tests and inserts the batch's keys in Redis and writes the
 	// lines the flags ask for: those of every key Redis answered for,
-	// whatever happened to the others. A key Redis could not take (a full
-	// filter) fails the run after those lines are written. Keys whose
-	// writes Redis did not confirm within --redis-wait (it stalled, or the
-	// connection was lost) may be recorded without their lines written:
-	// those lines are saved to a file, and the error names them and the
-	// lines not sent.
+	// whatever happened to the others. The others stop the run after
+	// those lines are written, and the error names each of them (see
+	// unsettled): lines whose outcome is unknown (Redis did not confirm
+	// them within --redis-wait: they may be recorded), lines Redis did not
+	// record (it refused them, the filter is full, they could not be
+	// sent), and the first line not sent.
 	send := func(final bool) error {
 		mu.Lock()
 		defer mu.Unlock()
@@ -135,34 +146,28 @@ func runRedisDedup(e *env, f *dedupFlags, keyer *dedup.KeyExtractor, ins []input
 			keys = append(keys, arena[lineEnds[i]:keyEnds[i]])
 		}
 		added, errs = added[:n], errs[:n]
-		batchErr := seen.AddUniqueBatch(ctx, keys, added, errs)
-		var (
-			refused     error    // the first key Redis did not take
-			unconfirmed [][]byte // lines whose keys Redis did not confirm
-			lineNums    []uint64 // their numbers
-			notSent     uint64   // the first line not sent, or 0
-		)
+		seen.AddUniqueBatch(ctx, keys, added, errs)
+		// The batch's last keys not sent, after the call it could not
+		// confirm (or the interrupt): the run goes on from there.
+		tail := n
+		for tail > 0 && errors.Is(errs[tail-1], redisfilter.ErrNotSent) {
+			tail--
+		}
+		var u unsettled
+		for _, err := range errs[:tail] {
+			if err != nil {
+				u.track()
+				break
+			}
+		}
 		lineStart := 0
-		for i := range n {
+		for i := range tail {
 			line := arena[lineStart:lineEnds[i]]
 			lineStart = keyEnds[i]
-			switch {
-			case errors.Is(errs[i], redisfilter.ErrUnconfirmed):
-				unconfirmed = append(unconfirmed, line)
-				lineNums = append(lineNums, firstLine+uint64(i))
-				continue
-			case errors.Is(errs[i], redisfilter.ErrNotSent):
-				if notSent == 0 {
-					notSent = firstLine + uint64(i)
-				}
-				continue
-			case errs[i] != nil:
-				if refused == nil {
-					refused = redisErr(&f.redis, errs[i])
-					if ce, ok := refused.(*cliError); ok && ce.code == exitFull {
-						ce.msg = fmt.Sprintf("the filter %q in Redis is full: line %d was not recorded (the lines Redis took are written)", f.redis.name, firstLine+uint64(i))
-					}
-				}
+			if u.tracking() {
+				u.note(keys[i], line, firstLine+uint64(i), added[i], errs[i])
+			}
+			if errs[i] != nil {
 				continue
 			}
 			if !added[i] {
@@ -177,23 +182,28 @@ func runRedisDedup(e *env, f *dedupFlags, keyer *dedup.KeyExtractor, ins []input
 				out.WriteByte('\n')
 			}
 		}
-		var lost error
-		if len(unconfirmed) > 0 || notSent != 0 {
-			if notSent == 0 && !final {
-				notSent = linesIn + 1 // the run stops reading here
-			}
-			lost = unconfirmedErr(e, &f.redis, batchErr, interrupted.Load(), unconfirmed, lineNums, notSent)
+		u.sort()
+		switch {
+		case tail < n:
+			u.notSent = firstLine + uint64(tail)
+		case !u.empty() && !final:
+			u.notSent = linesIn + 1 // the run stops reading here
 		}
-		arena, lineEnds, keyEnds = arena[:0], lineEnds[:0], keyEnds[:0]
 		// bufio.Writer keeps its first error: a failed write shows here.
 		if _, err := out.Write(nil); err != nil {
 			return batchLinesErr(dataErr(remedyWrite, "writing the output: %v", cause(err)), firstLine, linesIn)
 		}
-		if lost != nil && interrupted.Load() {
-			stopNote = lost.Error()
+		var err error
+		if !u.empty() {
+			// The saved lines are the arena's: saved before it is reused.
+			err = u.stopErr(e, &f.redis, interrupted.Load())
+		}
+		arena, lineEnds, keyEnds = arena[:0], lineEnds[:0], keyEnds[:0]
+		if err != nil && interrupted.Load() {
+			stopNote = err.Error()
 			return errStopped
 		}
-		return cmpErr(lost, refused)
+		return err
 	}
 	var sendErr error
 	runErr := readBatches(e, ins, kr, lines[:], keyBuf[:], func(n int) error {
@@ -233,14 +243,227 @@ func runRedisDedup(e *env, f *dedupFlags, keyer *dedup.KeyExtractor, ins []input
 	}
 	if f.stats {
 		secs := max(time.Since(start).Seconds(), 1e-9)
-		fmt.Fprintf(e.stderr, "cuckoo dedup: %s lines in, %s out, %s dropped as seen (by this or another process); filter %q in Redis, %d segments; %.2f s, %s lines/s\n",
-			units.Count(linesIn), units.Count(written), units.Count(dropped), f.redis.name, seen.Segments(), secs, units.SI(float64(linesIn)/secs))
+		fmt.Fprintf(e.stderr, "cuckoo dedup: %s in, %s out, %s dropped as seen (by this or another process); filter %q in Redis, %s; %.2f s, %s lines/s\n",
+			units.Counted(linesIn, "line"), units.Count(written), units.Count(dropped), f.redis.name, units.Counted(uint64(seen.Segments()), "segment"), secs, units.SI(float64(linesIn)/secs))
 	}
 	return nil
 }
 
 // errStopped is what a batch sent after an interrupt returns.
 var errStopped = errors.New("stopped by an interrupt")
+
+// unsettled holds the lines of a batch whose keys Redis did not answer
+// for, as the run stops: what is known of each, and where each is, so
+// that following the message loses none of them.
+type unsettled struct {
+	// unconfirmed: sent, and not confirmed: they may or may not be
+	// recorded in Redis (a copy may even run later).
+	unconfirmed lineSet
+	// notRecorded: not recorded in Redis (refused, the filter full,
+	// never sent).
+	notRecorded lineSet
+	// notSent is the first line of the run's last lines, none of which
+	// was sent (0: none).
+	notSent uint64
+	// The first error of each set.
+	unconfirmedErr, notRecordedErr error
+
+	// While the batch is read (track): each distinct key's first line
+	// and what its answers, in input order, say of it.
+	fates []keyFate
+	index map[string]int // key → its fate
+}
+
+// keyFate is what a batch's answers say of one distinct key.
+type keyFate struct {
+	line []byte // its first line
+	num  uint64
+	fate fate
+	err  error // the error that made it unconfirmed or not recorded
+}
+
+type fate uint8
+
+const (
+	// settled: printed, or seen before the batch (or in it).
+	settled fate = iota
+	// unconfirmedFate: a write of it may have run, unconfirmed; whether
+	// it was new is unknown.
+	unconfirmedFate
+	// notRecordedFate: no write of it was recorded.
+	notRecordedFate
+)
+
+// lineSet is lines of the input and their numbers (counted over all
+// inputs), in input order.
+type lineSet struct {
+	lines [][]byte
+	nums  []uint64
+}
+
+func (s *lineSet) add(line []byte, num uint64) {
+	s.lines = append(s.lines, line)
+	s.nums = append(s.nums, num)
+}
+
+func (u *unsettled) empty() bool {
+	return len(u.unconfirmed.nums) == 0 && len(u.notRecorded.nums) == 0 && u.notSent == 0
+}
+
+// track starts noting the batch's keys (a batch with errors: the others
+// need no note).
+func (u *unsettled) track() { u.index = map[string]int{} }
+
+func (u *unsettled) tracking() bool { return u.index != nil }
+
+// note notes the answer for key, on line number num: added, and err.
+// Redis runs the writes of one key (one shard) in input order, so a
+// key's first answer that is known decides for the lines after it: a
+// key added or present is settled, and its later lines are repeats;
+// after an unconfirmed write, "added" means that write did not add it
+// (the line was printed), and "present" leaves it unknown.
+func (u *unsettled) note(key, line []byte, num uint64, added bool, err error) {
+	i, ok := u.index[string(key)]
+	if !ok {
+		f := keyFate{line: line, num: num, err: err}
+		switch {
+		case err == nil:
+			f.fate = settled
+		case errors.Is(err, redisfilter.ErrUnconfirmed):
+			f.fate = unconfirmedFate
+		default:
+			f.fate = notRecordedFate
+		}
+		u.index[string(key)] = len(u.fates)
+		u.fates = append(u.fates, f)
+		return
+	}
+	f := &u.fates[i]
+	switch {
+	case f.fate == settled:
+		// A repeat of a key already answered for.
+	case err == nil && (added || f.fate == notRecordedFate):
+		// Printed here, or present without any write of this batch.
+		f.fate = settled
+	case err == nil:
+		// Present after an unconfirmed write: that write may have added
+		// it, so it stays unconfirmed.
+	case errors.Is(err, redisfilter.ErrUnconfirmed):
+		f.fate, f.err = unconfirmedFate, err
+	}
+}
+
+// sort files the noted keys' first lines by fate.
+func (u *unsettled) sort() {
+	for _, f := range u.fates {
+		switch f.fate {
+		case unconfirmedFate:
+			u.unconfirmed.add(f.line, f.num)
+			u.unconfirmedErr = cmpErr(u.unconfirmedErr, f.err)
+		case notRecordedFate:
+			u.notRecorded.add(f.line, f.num)
+			u.notRecordedErr = cmpErr(u.notRecordedErr, f.err)
+		}
+	}
+	u.fates, u.index = nil, nil
+}
+
+// stopErr saves the lines to files (or, if none can be made, to standard
+// error) and returns the error that says what is known of each line,
+// where it is, and what to do to lose none: print the unconfirmed lines
+// after the output, and dedup the lines not recorded and those not sent
+// again. interrupted says that an interrupt stopped the wait.
+func (u *unsettled) stopErr(e *env, f *redisFlags, interrupted bool) error {
+	var msgs []string
+	code := exitData
+	remedy := "check the server"
+	var again []string // what to run dedup on again
+	if n := len(u.notRecorded.nums); n > 0 {
+		why := redisErr(f, u.notRecordedErr).(*cliError)
+		switch {
+		case errors.Is(u.notRecordedErr, redisfilter.ErrFull):
+			code, remedy = exitFull, "give the filter room (push a larger one, or use another --name)"
+		case why.code == exitUsage:
+			code, remedy = exitUsage, why.remedy
+		case errors.Is(u.notRecordedErr, redisfilter.ErrNotSent):
+			why.msg = fmt.Sprintf("they could not be sent to Redis at %s (%v)", f.url, lastCause(u.notRecordedErr))
+		}
+		where := saveLines(e, "not-recorded", "the lines Redis did not record", u.notRecorded.lines)
+		msgs = append(msgs, fmt.Sprintf("%s %s not recorded in Redis, nor printed: %s; %s %s",
+			lineCount(u.notRecorded.nums), wereOrWas(n), why.msg, theyOrIt(n), where))
+		again = append(again, "the lines "+where)
+	}
+	if n := len(u.unconfirmed.nums); n > 0 {
+		cause := lastCause(u.unconfirmedErr)
+		why := fmt.Sprintf("Redis at %s did not answer within --redis-wait %v (%v)", f.url, f.wait.d, cause)
+		var refusal redis.Error
+		switch {
+		case errors.As(cause, &refusal):
+			why = fmt.Sprintf("an earlier copy got no reply, and Redis at %s refused a later one (%v)", f.url, cause)
+		case interrupted:
+			why = fmt.Sprintf("Redis at %s had not confirmed %s when the run was interrupted", f.url, themOrIt(n))
+		}
+		where := saveLines(e, "unconfirmed", "the lines Redis did not confirm", u.unconfirmed.lines)
+		msgs = append(msgs, fmt.Sprintf("%s %s sent and not printed, and may or may not be recorded in Redis as seen: %s; %s %s",
+			lineCount(u.unconfirmed.nums), wereOrWas(n), why, theyOrIt(n), where))
+		code = exitData
+		if n == 1 {
+			remedy += "; to lose nothing, print the line " + where + " after the output (if it was seen before, it is then printed twice)"
+		} else {
+			remedy += "; to lose none of them, print the lines " + where + " after the output (a line among them seen before is then printed twice)"
+		}
+	}
+	if u.notSent != 0 {
+		msgs = append(msgs, fmt.Sprintf("no line from line %d on (counted over all inputs) was sent", u.notSent))
+		again = append(again, fmt.Sprintf("the lines from line %d on", u.notSent))
+	}
+	if len(again) > 0 {
+		remedy += "; run dedup again on " + strings.Join(again, ", then on ")
+	}
+	return &cliError{code: code, msg: strings.Join(msgs, "; "), remedy: remedy}
+}
+
+// lastCause returns the last error err wraps (a timeout, a closed
+// connection, a refusal): the cause, without this module's words.
+func lastCause(err error) error {
+	for {
+		u, ok := err.(interface{ Unwrap() []error })
+		if !ok {
+			return err
+		}
+		errs := u.Unwrap()
+		err = errs[len(errs)-1]
+	}
+}
+
+// lineCount names the lines numbered nums and, for several, how many.
+func lineCount(nums []uint64) string {
+	if len(nums) == 1 {
+		return lineList(nums, 20)
+	}
+	return fmt.Sprintf("%s (%s lines)", lineList(nums, 20), units.Count(uint64(len(nums))))
+}
+
+func wereOrWas(n int) string {
+	if n == 1 {
+		return "was"
+	}
+	return "were"
+}
+
+func theyOrIt(n int) string {
+	if n == 1 {
+		return "it is"
+	}
+	return "they are"
+}
+
+func themOrIt(n int) string {
+	if n == 1 {
+		return "it"
+	}
+	return "them"
+}
 
 // cmpErr returns the first non-nil of a and b.
 func cmpErr(a, b error) error {
@@ -250,50 +473,11 @@ func cmpErr(a, b error) error {
 	return b
 }
 
-// unconfirmedErr saves the lines whose keys Redis did not confirm (the
-// lines numbered nums) to a file, or to standard error if no file can be
-// made, and returns the error that names them, where they are, and the
-// first line not sent (0: the input ended before it). err is the batch's
-// error; interrupted says that an interrupt stopped the wait.
-func unconfirmedErr(e *env, f *redisFlags, err error, interrupted bool, lines [][]byte, nums []uint64, notSent uint64) error {
-	// The last error err wraps is the cause: a timeout, a closed
-	// connection.
-	for {
-		u, ok := err.(interface{ Unwrap() []error })
-		if !ok {
-			break
-		}
-		errs := u.Unwrap()
-		err = errs[len(errs)-1]
-	}
-	msg := fmt.Sprintf("Redis at %s did not answer within --redis-wait %v (%v)", f.url, f.wait.d, err)
-	if interrupted {
-		msg = fmt.Sprintf("Redis at %s had not answered", f.url)
-	}
-	remedy := "check the server"
-	if len(lines) > 0 {
-		where := saveLines(e, lines)
-		if len(lines) == 1 {
-			msg += fmt.Sprintf(": %s was sent and not printed, and may or may not be recorded in Redis as seen; it is %s", lineList(nums, 20), where)
-			remedy += "; to lose nothing, print it after the output (if it was seen before this run, it is then printed twice)"
-		} else {
-			msg += fmt.Sprintf(": %s (%s lines) were sent and not printed, and may or may not be recorded in Redis as seen; they are %s",
-				lineList(nums, 20), units.Count(uint64(len(lines))), where)
-			remedy += "; to lose none of them, print them after the output (a line seen before this run is then printed twice)"
-		}
-	}
-	if notSent != 0 {
-		msg += fmt.Sprintf("; no line from line %d on (counted over all inputs) was sent", notSent)
-		remedy += "; run dedup again on the lines not sent"
-	}
-	return dataErr(remedy, "%s", msg)
-}
-
 // saveLines writes lines, each ended by a newline, to a new file in the
-// temporary directory, and returns where they are ("in FILE"); if it
-// cannot, it writes them to standard error after a line saying what they
-// are ("on standard error, above").
-func saveLines(e *env, lines [][]byte) string {
+// temporary directory named after kind, and returns where they are ("in
+// FILE"); if it cannot, it writes them to standard error after a line
+// naming them as what, and returns "on standard error, above".
+func saveLines(e *env, kind, what string, lines [][]byte) string {
 	var b bytes.Buffer
 	for _, l := range lines {
 		b.Write(l)
@@ -301,7 +485,7 @@ func saveLines(e *env, lines [][]byte) string {
 			b.WriteByte('\n')
 		}
 	}
-	f, err := os.CreateTemp("", "cuckoo-dedup-unconfirmed-*.txt")
+	f, err := os.CreateTemp("", "cuckoo-dedup-"+kind+"-*.txt")
 	if err == nil {
 		_, err = f.Write(b.Bytes())
 		if err == nil {
@@ -315,7 +499,7 @@ func saveLines(e *env, lines [][]byte) string {
 		}
 		os.Remove(f.Name())
 	}
-	fmt.Fprintf(e.stderr, "cuckoo dedup: the lines Redis did not confirm (%v saving them to a file):\n", err)
+	fmt.Fprintf(e.stderr, "cuckoo dedup: %s (%v saving them to a file):\n", what, err)
 	e.stderr.Write(b.Bytes())
 	return "on standard error, above"
 }

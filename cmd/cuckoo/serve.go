@@ -26,8 +26,15 @@ Serve the filters to any Redis client: RedisBloom's CF.* (cuckoo) and BF.*
 Jedis and redis-benchmark work unchanged. Data persists in --dir: an
 append-only log of every write (fsynced as --appendfsync says) and periodic
 snapshots; a restart loads both. SIGINT, SIGTERM or SHUTDOWN stops it
-gracefully: commands received are answered, the log is flushed, a snapshot
-is taken, and it exits with status 0.
+gracefully: commands received are answered, the log is flushed and
+fsynced, a snapshot is taken, and it exits with status 0. A stop that
+takes longer than --shutdown-timeout closes the connections left and skips
+the snapshot (the next start replays the log); a second signal exits at
+once (status 130 or 143), losing no acknowledged write either.
+
+--metrics serves Prometheus metrics on http://ADDR/metrics, with /healthz
+(alive) and /readyz (the data loaded and the port served) for
+orchestrators.
 
 The flags named as Redis 8's settings (--cf-bucket-size, --bf-error-rate,
 …) give the parameters of the filters the commands create without being
@@ -43,6 +50,7 @@ Examples:
   redis-cli CF.ADD seen https://a.com/
   cuckoo serve --port 6380 --dir filters --appendfsync always
   cuckoo serve --config serve.conf --port 6380 --dir filters
+  cuckoo serve --metrics 127.0.0.1:9121
 
 docs/server.md has the command table, the limits, and how to operate it.
 `
@@ -64,9 +72,13 @@ type serveFlags struct {
 	maxFilterSize  string
 	outputLimit    string
 	maxBulk        string
+	queryLimit     string
 	timeout        time.Duration
 	threads        int
 	repair         bool
+	metrics        string
+	stopTimeout    time.Duration
+	version        bool
 	// filters are the bf-* and cf-* settings (server.FilterSettings), each
 	// a flag of its Redis 8 name, set as CONFIG SET sets it.
 	filters server.FilterSettings
@@ -76,25 +88,30 @@ type serveFlags struct {
 
 func (f *serveFlags) register(fs *flag.FlagSet) {
 	f.fs = fs
-	fs.StringVar(&f.config, "config", "", "read settings from `file` (name value lines; flags win)")
+	fs.Var((*nameValue)(&f.config), "config", "read settings from `file` (name value lines; flags win)")
 	fs.StringVar(&f.bind, "bind", "127.0.0.1", "listen on this `address`")
 	fs.IntVar(&f.port, "port", 6379, "listen on this TCP `port` (0: any free port)")
-	fs.StringVar(&f.dir, "dir", "cuckoo-data", "keep the data in this `directory`")
+	f.dir = "cuckoo-data"
+	fs.Var((*nameValue)(&f.dir), "dir", "keep the data in this `directory`")
 	fs.StringVar(&f.requirePass, "requirepass", "", "require this `password` (AUTH or HELLO AUTH)")
-	fs.StringVar(&f.requirePassEnv, "requirepass-env", "", "require the password in this environment `variable`, when set")
+	fs.Var((*nameValue)(&f.requirePassEnv), "requirepass-env", "require the password in this environment `variable`, when set")
 	fs.StringVar(&f.protectedMode, "protected-mode", "yes", "whether to refuse a non-loopback --bind without a password (`yes|no`)")
 	fs.StringVar(&f.appendOnly, "appendonly", "yes", "whether to log every write to the append-only log (`yes|no`; no: snapshots only)")
 	fs.StringVar(&f.appendFsync, "appendfsync", "everysec", "when to fsync the log: the `policy` always, everysec or no")
 	fs.DurationVar(&f.saveInterval, "save-interval", 5*time.Minute, "take a snapshot this often when there were writes (0: never)")
 	fs.StringVar(&f.saveOnShutdown, "save-on-shutdown", "yes", "whether to take a snapshot when stopping (`yes|no`)")
 	fs.IntVar(&f.maxClients, "maxclients", server.DefaultMaxClients, "serve at most `n` connections")
-	fs.StringVar(&f.maxMemory, "maxmemory", "0", "refuse writes that add memory past this `size` of filters (0: no limit)")
+	fs.StringVar(&f.maxMemory, "maxmemory", "0", "refuse writes that add memory past this `size` of filters and client buffers (0: no limit)")
 	fs.StringVar(&f.maxFilterSize, "max-filter-size", "16gb", "largest `size` one CF.RESERVE or BF.RESERVE may ask for")
 	fs.StringVar(&f.outputLimit, "client-output-buffer-limit", "256mb", "disconnect a client whose pending replies pass this `size`")
-	fs.StringVar(&f.maxBulk, "proto-max-bulk-len", "512mb", "largest request argument, a `size`")
+	fs.StringVar(&f.maxBulk, "proto-max-bulk-len", "512mb", "largest request argument, a `size` (at most 1gb)")
+	fs.StringVar(&f.queryLimit, "client-query-buffer-limit", "1gb", "disconnect a client whose one command passes this `size` (at most 1gb)")
 	fs.DurationVar(&f.timeout, "timeout", 0, "close connections idle this long (0: never)")
 	fs.IntVar(&f.threads, "threads", 0, "run Go code on at most `n` threads at once (GOMAXPROCS; 0: one per CPU)")
 	fs.BoolVar(&f.repair, "repair", false, "start from a damaged log by cutting it before the damage")
+	fs.StringVar(&f.metrics, "metrics", "", "serve Prometheus metrics, /healthz and /readyz over HTTP on this `address` (host:port)")
+	fs.DurationVar(&f.stopTimeout, "shutdown-timeout", 10*time.Second, "on SIGTERM or SIGINT, close the connections left and skip the snapshot after this long")
+	fs.BoolVar(&f.version, "version", false, "print the version and exit")
 	f.filters = server.DefaultFilterSettings()
 	for _, name := range server.FilterSettingNames() {
 		fs.Var(filterSetting{&f.filters, name}, name, filterSettingUsage[name])
@@ -138,6 +155,10 @@ func runServe(e *env, f *serveFlags, pos []string) error {
 	if err := noArgs("serve", pos); err != nil {
 		return err
 	}
+	if f.version {
+		fmt.Fprintln(e.stdout, versionString())
+		return nil
+	}
 	cfg, err := f.serverConfig()
 	if err != nil {
 		return err
@@ -145,6 +166,7 @@ func runServe(e *env, f *serveFlags, pos []string) error {
 	cfg.Logf = func(format string, args ...any) {
 		fmt.Fprintf(e.stderr, "cuckoo serve: "+format+"\n", args...)
 	}
+	cfg.CommandStats = f.metrics != ""
 	// The server stops gracefully on SIGINT and SIGTERM, instead of the
 	// immediate exit the other commands make.
 	signal.Reset(os.Interrupt, syscall.SIGTERM)
@@ -162,9 +184,29 @@ func runServe(e *env, f *serveFlags, pos []string) error {
 		runtime.GOMAXPROCS(f.threads)
 	}
 	// The port first: a server that cannot listen touches no directory.
-	ln, err := net.Listen("tcp", cfg.Addr)
+	// An IPv4 --bind listens on IPv4 only, as Redis's bind does (Go's
+	// "tcp" would make 0.0.0.0 every IPv6 address too).
+	network := "tcp"
+	if ip := net.ParseIP(f.bind); ip != nil && ip.To4() != nil {
+		network = "tcp4"
+	}
+	ln, err := net.Listen(network, cfg.Addr)
 	if err != nil {
 		return dataErr("choose another --port or --bind", "%v", err)
+	}
+	if fi, err := os.Stat(cfg.Dir); err == nil && !fi.IsDir() {
+		ln.Close()
+		return dataErr("give --dir a directory (it is created if missing)", "--dir %s is not a directory", cfg.Dir)
+	}
+	// The metrics' port too, served at once: /healthz answers while the
+	// data directory loads, /readyz once it is loaded.
+	var ops *opsServer
+	if f.metrics != "" {
+		if ops, err = startOps(f.metrics, cfg.Logf); err != nil {
+			ln.Close()
+			return dataErr("choose another --metrics address", "%v", err)
+		}
+		defer ops.close()
 	}
 	srv, err := server.New(cfg)
 	if err != nil {
@@ -190,11 +232,15 @@ func runServe(e *env, f *serveFlags, pos []string) error {
 		}
 	}
 	fmt.Fprintf(e.stdout, "cuckoo serve: listening on %s, %s\n", ln.Addr(), data)
+	if ops != nil {
+		ops.serve(srv)
+		fmt.Fprintf(e.stdout, "cuckoo serve: metrics on http://%s/metrics, health on /healthz and /readyz\n", ops.addr())
+	}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	select {
 	case s := <-sig:
-		fmt.Fprintf(e.stderr, "cuckoo serve: %v: stopping\n", s)
+		fmt.Fprintf(e.stderr, "cuckoo serve: %v: stopping (again to stop at once)\n", s)
 	case <-srv.Done():
 	case err := <-served:
 		if !errors.Is(err, server.ErrClosed) {
@@ -202,7 +248,18 @@ func runServe(e *env, f *serveFlags, pos []string) error {
 			return dataErr("", "serving: %v", err)
 		}
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	// A second signal stops at once: every acknowledged write is in the
+	// log already (handed to the system before its reply was sent).
+	go func() {
+		s := <-sig
+		lost := "the next start replays the log"
+		if !cfg.AppendOnly {
+			lost = "the writes since the last snapshot are lost (--appendonly no)"
+		}
+		fmt.Fprintf(e.stderr, "cuckoo serve: %v again: exiting at once; %s\n", s, lost)
+		os.Exit(signalStatus(s))
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), f.stopTimeout)
 	defer cancel()
 	if err := srv.Shutdown(ctx); err != nil {
 		return dataErr("the append-only log has every acknowledged write; see docs/server.md, Recovery", "stopping: %v", err)
@@ -253,6 +310,14 @@ func (f *serveFlags) serverConfig() (server.Config, error) {
 			return cfg, usageErr("give 0 (never) or a positive duration, such as 30s or 5m", "bad --%s %v", d.name, d.val)
 		}
 	}
+	if f.stopTimeout < 0 {
+		return cfg, usageErr("give 0 (stop at once) or a positive duration, such as 10s", "bad --shutdown-timeout %v", f.stopTimeout)
+	}
+	if f.metrics != "" {
+		if _, _, err := net.SplitHostPort(f.metrics); err != nil {
+			return cfg, usageErr("give a host:port such as 127.0.0.1:9121, or :9121 for every address", "bad --metrics %q", f.metrics)
+		}
+	}
 	cfg.Addr = net.JoinHostPort(f.bind, strconv.Itoa(f.port))
 	cfg.Dir = f.dir
 	cfg.Password = f.requirePass
@@ -301,12 +366,17 @@ func (f *serveFlags) serverConfig() (server.Config, error) {
 	if err != nil {
 		return cfg, err
 	}
-	// The server reads 0 as its default for these three, not as "no
+	query, err := parseSize("client-query-buffer-limit", f.queryLimit)
+	if err != nil {
+		return cfg, err
+	}
+	// The server reads 0 as its default for these four, not as "no
 	// limit": a 0 given is refused rather than silently replaced.
 	for _, s := range []struct {
 		name, val string
 		n         int64
-	}{{"max-filter-size", f.maxFilterSize, cfg.MaxFilterBytes}, {"client-output-buffer-limit", f.outputLimit, out}, {"proto-max-bulk-len", f.maxBulk, bulk}} {
+	}{{"max-filter-size", f.maxFilterSize, cfg.MaxFilterBytes}, {"client-output-buffer-limit", f.outputLimit, out},
+		{"proto-max-bulk-len", f.maxBulk, bulk}, {"client-query-buffer-limit", f.queryLimit, query}} {
 		if s.n == 0 {
 			return cfg, usageErr("give a positive size such as 100mb", "bad --%s %q", s.name, s.val)
 		}
@@ -314,24 +384,31 @@ func (f *serveFlags) serverConfig() (server.Config, error) {
 	if out > math.MaxInt {
 		return cfg, usageErr("give a smaller size", "bad --client-output-buffer-limit %q", f.outputLimit)
 	}
-	if bulk > 1<<30 {
-		return cfg, usageErr("give at most 1gb", "bad --proto-max-bulk-len %q", f.maxBulk)
+	for _, s := range []struct {
+		name, val string
+		n         int64
+	}{{"proto-max-bulk-len", f.maxBulk, bulk}, {"client-query-buffer-limit", f.queryLimit, query}} {
+		if s.n > server.MaxQueryBufferLimit {
+			return cfg, usageErr("give at most 1gb", "bad --%s %q", s.name, s.val)
+		}
 	}
 	cfg.MaxOutputBuffer = int(out)
 	cfg.Limits.MaxBulk = int(bulk)
+	cfg.Limits.MaxCommand = int(query)
 	if cfg.MaxClients <= 0 {
 		return cfg, usageErr("give a positive number", "bad --maxclients %d", cfg.MaxClients)
 	}
 	return cfg, nil
 }
 
-// validBind reports whether addr is empty (every address), an IP address
-// or a host name: labels of letters, digits and '-', the last not all
+// validBind reports whether addr is an IP address (0.0.0.0 or :: for every
+// address; not an empty one, which an unset variable gives) or a host
+// name: labels of letters, digits and '-', the last not all
 // digits (1.2.3.4.5 is a mistyped address, not a name). Whether a name
 // resolves, and to an address of this machine, only listening tells
 // (status 3).
 func validBind(addr string) bool {
-	if addr == "" || net.ParseIP(addr) != nil {
+	if net.ParseIP(addr) != nil {
 		return true
 	}
 	labels := strings.Split(addr, ".")
@@ -361,25 +438,14 @@ func parseYesNo(name, v string) (bool, error) {
 	return false, usageErr("give yes or no", "bad --%s %q", name, v)
 }
 
-// parseSize parses a byte size as Redis's configuration does: 1000, 1k
-// (1000), 1kb (1024), 1m, 1mb, 1g, 1gb.
+// parseSize parses a byte size as Redis's configuration does
+// (server.ParseMemory): 1000, 1k (1000), 1kb (1024), 1m, 1mb, 1g, 1gb.
 func parseSize(name, v string) (int64, error) {
-	s := strings.ToLower(strings.TrimSpace(v))
-	mult := int64(1)
-	for _, u := range []struct {
-		suffix string
-		mult   int64
-	}{{"kb", 1 << 10}, {"mb", 1 << 20}, {"gb", 1 << 30}, {"k", 1e3}, {"m", 1e6}, {"g", 1e9}, {"b", 1}} {
-		if strings.HasSuffix(s, u.suffix) {
-			s, mult = strings.TrimSuffix(s, u.suffix), u.mult
-			break
-		}
-	}
-	n, err := strconv.ParseInt(s, 10, 64)
-	if err != nil || n < 0 || n > (1<<62)/mult {
+	n, err := server.ParseMemory(strings.TrimSpace(v))
+	if err != nil {
 		return 0, usageErr("give a size such as 100mb or 2gb", "bad --%s %q", name, v)
 	}
-	return n * mult, nil
+	return n, nil
 }
 
 // readConfig applies the settings of a config file to the flags the

@@ -38,20 +38,22 @@ func TestServeDefaults(t *testing.T) {
 	}
 	if cfg.Addr != "127.0.0.1:6379" || cfg.Dir != "cuckoo-data" || !cfg.AppendOnly || cfg.Fsync != server.FsyncEverySec ||
 		!cfg.ProtectedMode || cfg.Password != "" || !cfg.SaveOnShutdown || cfg.SaveInterval != 5*time.Minute ||
-		cfg.MaxMemory != 0 || cfg.MaxClients != server.DefaultMaxClients || cfg.Limits.MaxBulk != 512<<20 {
+		cfg.MaxMemory != 0 || cfg.MaxClients != server.DefaultMaxClients || cfg.Limits.MaxBulk != 512<<20 ||
+		cfg.Limits.MaxCommand != 1<<30 {
 		t.Fatalf("defaults: %+v", cfg)
 	}
 	cfg, err = parseServe(t, "--port", "7000", "--bind", "::1", "--appendfsync", "always", "--maxmemory", "2gb",
-		"--appendonly", "no", "--timeout", "30s", "--max-filter-size", "100m")
+		"--appendonly", "no", "--timeout", "30s", "--max-filter-size", "100m", "--client-query-buffer-limit", "64mb")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if cfg.Addr != "[::1]:7000" || cfg.Fsync != server.FsyncAlways || cfg.MaxMemory != 2<<30 || cfg.AppendOnly ||
-		cfg.IdleTimeout != 30*time.Second || cfg.MaxFilterBytes != 100e6 {
+		cfg.IdleTimeout != 30*time.Second || cfg.MaxFilterBytes != 100e6 || cfg.Limits.MaxCommand != 64<<20 {
 		t.Fatalf("flags: %+v", cfg)
 	}
 	for _, bad := range [][]string{{"--appendfsync", "sometimes"}, {"--maxmemory", "lots"}, {"--protected-mode", "maybe"},
-		{"--proto-max-bulk-len", "2gb"}, {"--maxclients", "0"}} {
+		{"--proto-max-bulk-len", "2gb"}, {"--client-query-buffer-limit", "2gb"}, {"--client-query-buffer-limit", "0"},
+		{"--maxclients", "0"}, {"--metrics", "9121"}, {"--shutdown-timeout", "-1s"}} {
 		if _, err := parseServe(t, bad...); err == nil {
 			t.Errorf("%q accepted", bad)
 		}
@@ -113,6 +115,14 @@ func TestServeConfigFile(t *testing.T) {
 // and its first line of output.
 func startServe(t *testing.T, dir string, args ...string) (*exec.Cmd, string, *bytes.Buffer) {
 	t.Helper()
+	cmd, lines, stderr := startServeLines(t, dir, 1, args...)
+	return cmd, lines[0], stderr
+}
+
+// startServeLines runs `cuckoo serve` with args in dir and returns the
+// process and its first n lines of output.
+func startServeLines(t *testing.T, dir string, n int, args ...string) (*exec.Cmd, []string, *bytes.Buffer) {
+	t.Helper()
 	if buildErr != nil {
 		t.Fatal(buildErr)
 	}
@@ -125,11 +135,16 @@ func startServe(t *testing.T, dir string, args ...string) (*exec.Cmd, string, *b
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	line, err := bufio.NewReader(out).ReadString('\n')
-	if err != nil {
-		t.Fatalf("serve printed nothing: %v\n%s", err, stderr.String())
+	br := bufio.NewReader(out)
+	var lines []string
+	for range n {
+		line, err := br.ReadString('\n')
+		if err != nil {
+			t.Fatalf("serve printed %q: %v\n%s", lines, err, stderr.String())
+		}
+		lines = append(lines, line)
 	}
-	return cmd, line, &stderr
+	return cmd, lines, &stderr
 }
 
 var listenLine = regexp.MustCompile(`^cuckoo serve: listening on (127\.0\.0\.1:\d+), data in (\S+) \(append-only log, fsync everysec\)\n$`)
@@ -177,7 +192,7 @@ func TestServeRun(t *testing.T) {
 	if err := cmd.Wait(); err != nil {
 		t.Fatalf("serve after SIGTERM: %v\n%s", err, stderr.String())
 	}
-	if !strings.Contains(stderr.String(), "terminated: stopping") || !strings.Contains(stderr.String(), "snapshot of 1 keys") {
+	if !strings.Contains(stderr.String(), "terminated: stopping") || !strings.Contains(stderr.String(), "snapshot of 1 key ") {
 		t.Fatalf("stderr: %s", stderr.String())
 	}
 	if _, err := os.Stat(filepath.Join(dir, "data", "snapshot.ckdb")); err != nil {
@@ -251,4 +266,53 @@ func TestServeRefusals(t *testing.T) {
 	}
 	r = e.run("", "serve", "extra")
 	r.want(t, exitUsage, "serve")
+}
+
+// TestServeSaysWhatItBound checks that serve prints the address it bound:
+// 0.0.0.0, an IPv4 address, is IPv4 only and printed as given (not as
+// [::]), and that a --dir that is a file is said to be one.
+func TestServeSaysWhatItBound(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	_, line, _ := startServe(t, dir, "--bind", "0.0.0.0", "--protected-mode", "no", "--port", "0", "--dir", "data")
+	if !regexp.MustCompile(`^cuckoo serve: listening on 0\.0\.0\.0:\d+, `).MatchString(line) {
+		t.Errorf("--bind 0.0.0.0: %q", line)
+	}
+	e := &sandbox{t, dir}
+	e.write("seen.ckoo", "not a directory")
+	r := e.run("", "serve", "--port", "0", "--dir", "seen.ckoo")
+	r.want(t, exitData, "serve")
+	if !strings.Contains(r.stderr, "--dir seen.ckoo is not a directory") || strings.Contains(r.stderr, "Recovery") {
+		t.Errorf("--dir FILE: %q", r.stderr)
+	}
+}
+
+// TestRedisPathAgainstServe points the commands that need Redis
+// Functions at cuckoo serve: they fail with status 3 and a message that
+// says what the server is and what to use, without contradicting itself.
+func TestRedisPathAgainstServe(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	_, line, _ := startServe(t, dir, "--port", "0", "--dir", "data")
+	m := listenLine.FindStringSubmatch(line)
+	if m == nil {
+		t.Fatalf("first line %q", line)
+	}
+	e := &sandbox{t, dir}
+	e.write("keys.txt", lines(0, 100))
+	e.run("", "build", "--capacity", "1000", "-o", "f.ckoo", "keys.txt").want(t, exitOK, "build")
+	for _, c := range []struct {
+		cmd  string
+		args []string
+	}{
+		{"push", []string{"push", "f.ckoo", "--redis", m[1], "--name", "seen"}},
+		{"dedup", []string{"dedup", "--redis", m[1], "--name", "seen", "--capacity", "1000", "keys.txt"}},
+	} {
+		r := e.run("", c.args...)
+		r.want(t, exitData, c.cmd)
+		if !strings.Contains(r.stderr, "the server is cuckoo serve") || !strings.Contains(r.stderr, "Redis 7.0 or later, or Valkey") ||
+			strings.Contains(r.stderr, "version 8") {
+			t.Errorf("%v: %q", c.args, r.stderr)
+		}
+	}
 }

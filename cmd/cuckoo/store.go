@@ -17,6 +17,7 @@ import (
 	"github.com/dedupkit/cuckoo/cmd/cuckoo/internal/exactdedup"
 	"github.com/dedupkit/cuckoo/cmd/cuckoo/internal/filestore"
 	"github.com/dedupkit/cuckoo/cmd/cuckoo/internal/units"
+	"github.com/dedupkit/cuckoo/internal/vfs"
 	"github.com/dedupkit/cuckoo/store"
 )
 
@@ -78,8 +79,8 @@ type storeFlags struct {
 
 func (f *storeFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.sync, "sync", "everysec", "when writes are synced: the `policy` always, everysec or never (the store is synced when the command ends)")
-	fs.StringVar(&f.output, "o", "", "export: write to `file` (atomically) instead of standard output")
-	fs.StringVar(&f.to, "to", "", "export: write the files named (and those under the names, or all) into `directory`, each atomically")
+	fs.Var((*nameValue)(&f.output), "o", "export: write to `file` (atomically) instead of standard output")
+	fs.Var((*nameValue)(&f.to), "to", "export: write the files named (and those under the names, or all) into `directory`, each atomically")
 	fs.BoolVar(&f.quiet, "quiet", false, "import, export --to: no summary")
 	fs.BoolVar(&f.quiet, "q", false, "the same as --quiet")
 }
@@ -218,7 +219,7 @@ func storeSub(e *env, f *storeFlags, s *store.Store, sub, dir string, args []str
 			return storeErr(dir, err)
 		}
 		st := s.Stats()
-		fmt.Fprintf(out, "%s: ok: every record's checksum verified; %s keys, log %s\n", dir, units.Count(st.Keys), units.Bytes(st.LogBytes))
+		fmt.Fprintf(out, "%s: ok: every record's checksum verified; %s, log %s\n", dir, units.Counted(st.Keys, "key"), units.Bytes(st.LogBytes))
 	case "list":
 		fst, err := filestore.New(s)
 		if err != nil {
@@ -254,20 +255,24 @@ func storeExport(e *env, out io.Writer, f *storeFlags, s *store.Store, dir strin
 			return usageErr("give --to DIR to export several files, or those under a directory name",
 				"store export without --to writes one file")
 		}
-		info, err := fst.Info(names[0])
+		name, err := findFile(fst, names[0])
 		if errors.Is(err, filestore.ErrNoFile) {
 			return noFile(names[0])
 		}
 		if err != nil {
 			return storeErr(dir, err)
 		}
+		info, err := fst.Info(name)
+		if err != nil {
+			return storeErr(dir, err)
+		}
 		if f.output == "" {
-			if err := fst.Export(names[0], out); err != nil {
+			if err := fst.Export(name, out); err != nil {
 				return storeErr(dir, err)
 			}
 			return nil
 		}
-		if err := e.writeFile(f.output, func(w io.Writer) error { return fst.Export(names[0], w) }); err != nil {
+		if err := e.writeFile(f.output, func(w io.Writer) error { return fst.Export(name, w) }); err != nil {
 			return err
 		}
 		return setPerm(f.output, info)
@@ -283,9 +288,7 @@ func storeExport(e *env, out io.Writer, f *storeFlags, s *store.Store, dir strin
 	byPath := map[string]string{}
 	var clash error
 	err = fst.List(func(name string, size uint64) bool {
-		i := slices.IndexFunc(names, func(p string) bool {
-			return name == p || strings.HasPrefix(name, strings.TrimSuffix(p, "/")+"/")
-		})
+		i := slices.IndexFunc(names, func(p string) bool { return fileUnder(name, p) })
 		if i < 0 && len(names) > 0 {
 			return true
 		}
@@ -312,27 +315,105 @@ func storeExport(e *env, out io.Writer, f *storeFlags, s *store.Store, dir strin
 			return dataErr("'cuckoo store list "+dir+"' lists the files", "%s holds no file %q, nor files under it", dir, names[i])
 		}
 	}
+	// Each file is put in place atomically; they are made durable all at
+	// once at the end (two fsyncs per file would take most of the time),
+	// or each before its rename with --sync always. One lock of OUT keeps
+	// another export out, rather than a lock file made and removed for
+	// each file.
+	eachSynced := f.sync == store.SyncAlways.String()
+	if err := os.MkdirAll(f.to, 0o755); err != nil {
+		return dataErr(remedyWrite, "%v", unwrap(err))
+	}
+	if err := e.lockFiles(filepath.Join(f.to, ".")); err != nil {
+		return err
+	}
+	mode := writeMode{underLock: true, noSync: !eachSynced}
+	var written []string
+	bw := newBufWriter(nil)
+	made := map[string]bool{} // directories made
 	var bytesOut uint64
-	for n, t := range targets {
-		info, err := fst.Info(t.name)
-		if err != nil {
-			return storeErr(dir, err)
+	err = func() error {
+		for _, t := range targets {
+			info, err := fst.Info(t.name)
+			if err != nil {
+				return storeErr(dir, err)
+			}
+			if d := filepath.Dir(t.path); !made[d] {
+				if err := os.MkdirAll(d, 0o755); err != nil {
+					return dataErr(remedyWrite, "%v (%s written)", err, units.Counted(uint64(len(written)), "file"))
+				}
+				made[d] = true
+			}
+			if err := e.replaceFile(t.path, bw, mode, func(w io.Writer) error { return fst.Export(t.name, w) }); err != nil {
+				return err
+			}
+			written = append(written, t.path)
+			if err := setPerm(t.path, info); err != nil {
+				return err
+			}
+			bytesOut += info.Size
 		}
-		if err := os.MkdirAll(filepath.Dir(t.path), 0o755); err != nil {
-			return dataErr(remedyWrite, "%v (%s written)", err, units.Counted(uint64(n), "file"))
+		return nil
+	}()
+	if !eachSynced {
+		if serr := vfs.SyncWritten(written); err == nil && serr != nil {
+			err = dataErr(remedyWrite, "%v (%s written, not all synced)", unwrap(serr), units.Counted(uint64(len(written)), "file"))
 		}
-		if err := e.writeFile(t.path, func(w io.Writer) error { return fst.Export(t.name, w) }); err != nil {
-			return err
-		}
-		if err := setPerm(t.path, info); err != nil {
-			return err
-		}
-		bytesOut += info.Size
+	}
+	if err != nil {
+		return err
 	}
 	if !f.quiet {
 		fmt.Fprintf(out, "exported %s, %s, to %s\n", units.Counted(uint64(len(targets)), "file"), units.Bytes(bytesOut), f.to)
 	}
 	return nil
+}
+
+// fileName is the name a file given as path is imported under, and
+// the form of a NAME that export matches: the path cleaned (no "./", no
+// trailing "/", "a/../b" as "b"), with slashes, so that "./tree/a.txt",
+// "tree//a.txt" and "tree/a.txt" name one file.
+func fileName(path string) string { return filepath.ToSlash(filepath.Clean(path)) }
+
+// fileUnder reports whether the file imported as name is NAME or under it
+// as a directory, both compared as fileName gives them (a store imported
+// by an older version may hold names as they were given). The NAME "."
+// is every relative name.
+func fileUnder(name, NAME string) bool {
+	name, NAME = fileName(name), fileName(NAME)
+	switch {
+	case name == NAME:
+		return true
+	case NAME == ".":
+		return !strings.HasPrefix(name, "/") && name != ".." && !strings.HasPrefix(name, "../")
+	case NAME == "/":
+		return strings.HasPrefix(name, "/")
+	}
+	return strings.HasPrefix(name, NAME+"/")
+}
+
+// findFile returns the name under which the store holds the file NAME
+// names: NAME as fileName gives it, or as given, or, in a store imported
+// by an older version, which kept names as given, one that fileName
+// makes equal to it; filestore.ErrNoFile when there is none.
+func findFile(fst *filestore.Store, NAME string) (string, error) {
+	for _, n := range []string{fileName(NAME), NAME} {
+		if _, err := fst.Info(n); !errors.Is(err, filestore.ErrNoFile) {
+			return n, err
+		}
+	}
+	found := ""
+	err := fst.List(func(name string, size uint64) bool {
+		if fileName(name) == fileName(NAME) {
+			found = name
+			return false
+		}
+		return true
+	})
+	if err == nil && found == "" {
+		err = filestore.ErrNoFile
+	}
+	return found, err
 }
 
 // setPerm gives an exported file the permission bits it was imported
@@ -342,7 +423,7 @@ func setPerm(path string, info filestore.Info) error {
 		return nil
 	}
 	if err := os.Chmod(path, info.Perm); err != nil {
-		return dataErr(remedyWrite, "%v", err)
+		return dataErr(remedyWrite, "%v", unwrap(err))
 	}
 	return nil
 }
@@ -404,7 +485,7 @@ func storeImport(e *env, out io.Writer, f *storeFlags, s *store.Store, dir strin
 			return fileErr(path, err, "check the name")
 		}
 		defer r.Close()
-		st, err := fst.ImportMode(path, mode, r)
+		st, err := fst.ImportMode(fileName(path), mode, r)
 		if err != nil {
 			return failed("importing "+path, err)
 		}
@@ -464,8 +545,8 @@ func storeImport(e *env, out io.Writer, f *storeFlags, s *store.Store, dir strin
 		return failed("syncing "+dir, err)
 	}
 	if !f.quiet {
-		fmt.Fprintf(out, "imported %s files, %s (%s unchanged); new chunk data %s; the store grew by %s\n",
-			units.Count(uint64(files)), units.Bytes(uint64(bytesIn)), units.Count(uint64(unchanged)), units.Bytes(uint64(newBytes)), units.Bytes(uint64(grew)))
+		fmt.Fprintf(out, "imported %s, %s (%s unchanged); new chunk data %s; the store grew by %s\n",
+			units.Counted(uint64(files), "file"), units.Bytes(uint64(bytesIn)), units.Count(uint64(unchanged)), units.Bytes(uint64(newBytes)), units.Bytes(uint64(grew)))
 	}
 	if len(skipped) > 0 {
 		what := units.Count(uint64(len(skipped))) + " entries that are not regular files or directories"
@@ -516,11 +597,11 @@ func storeErr(dir string, err error) error {
 	case errors.Is(err, store.ErrNotStore):
 		return dataErr("give a new or empty directory, or a store", "%s", notStore(err))
 	case errors.Is(err, exactdedup.ErrNotSeenSet):
-		return dataErr("give --exact-dir a directory of its own", "%s: %v", dir, err)
+		return dataErr("give --exact-dir a directory of its own", "%s: %v", dir, unwrap(err))
 	case errors.As(err, &ce):
 		return dataErr("restore the store from a backup", "%s is damaged: %s at offset %d: %s", dir, ce.File, ce.Offset, ce.Detail)
 	case errors.Is(err, store.ErrTooLarge):
-		return dataErr(fmt.Sprintf("keys hold up to %d bytes, values %d", store.MaxKeySize, store.MaxValueSize), "%v", err)
+		return dataErr(fmt.Sprintf("keys hold up to %d bytes, values %d", store.MaxKeySize, store.MaxValueSize), "%v", unwrap(err))
 	}
 	return dataErr(remedyWrite, "%s: %v", dir, unwrap(err))
 }
@@ -533,7 +614,7 @@ type exactFlags struct {
 
 func (f *exactFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&f.exact, "exact", false, "exact: no line dropped wrongly, at any size; seen lines go to a store in a temporary directory (about 9 bytes of RAM per distinct line)")
-	fs.StringVar(&f.dir, "exact-dir", "", "--exact, keeping the seen lines in the store `dir` (created if needed): its lines count as seen in later runs")
+	fs.Var((*nameValue)(&f.dir), "exact-dir", "--exact, keeping the seen lines in the store `dir` (created if needed): its lines count as seen in later runs")
 }
 
 func (f *exactFlags) on() bool { return f.exact || f.dir != "" }
@@ -611,8 +692,8 @@ func runExactDedup(e *env, f *dedupFlags, keyer *dedup.KeyExtractor, ins []input
 	}
 	if f.stats {
 		secs := max(time.Since(start).Seconds(), 1e-9)
-		fmt.Fprintf(e.stderr, "cuckoo dedup: %s lines in (%s), %s out, %s dropped as repeats (exact)\n",
-			units.Count(st.LinesIn), units.Bytes(st.BytesIn), units.Count(st.LinesOut), units.Count(st.LinesIn-st.Distinct))
+		fmt.Fprintf(e.stderr, "cuckoo dedup: %s in (%s), %s out, %s dropped as repeats (exact)\n",
+			units.Counted(st.LinesIn, "line"), units.Bytes(st.BytesIn), units.Count(st.LinesOut), units.Count(st.LinesIn-st.Distinct))
 		fmt.Fprintf(e.stderr, "cuckoo dedup: store index %s (%.2f bytes per distinct line), log %s\n",
 			units.Bytes(st.Store.IndexBytes), float64(st.Store.IndexBytes)/max(1, float64(st.Store.Keys)), units.Bytes(st.Store.LogBytes))
 		fmt.Fprintf(e.stderr, "cuckoo dedup: %.2f s, %s lines/s\n", secs, units.SI(float64(st.LinesIn)/secs))

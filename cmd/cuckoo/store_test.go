@@ -10,6 +10,9 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/dedupkit/cuckoo/cmd/cuckoo/internal/filestore"
+	"github.com/dedupkit/cuckoo/store"
 )
 
 func TestStoreCommands(t *testing.T) {
@@ -340,4 +343,101 @@ func (e *sandbox) sh(script string, args ...string) result {
 	cmd := exec.Command("sh", append([]string{"-c", script, binary}, args...)...)
 	cmd.Dir = e.dir
 	return runCmd(e.t, cmd)
+}
+
+// TestStoreNamesNormalised imports files by several spellings of their
+// paths and exports them by others: "./", a trailing "/", "//" and ".."
+// name the same file at import and at export; a store whose names an
+// older version kept as given ("./old/a.txt") exports by any spelling too.
+func TestStoreNamesNormalised(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	os.MkdirAll(filepath.Join(e.dir, "tree/sub"), 0o755)
+	e.write("tree/sub/x", "x\n")
+	e.write("tree/a.txt", "a\n")
+	e.run("", "store", "import", "-q", "rel.d", "tree").want(t, exitOK, "store")
+	e.run("", "store", "import", "-q", "rel.d", "./tree/a.txt").want(t, exitOK, "store")
+	if r := e.run("", "store", "list", "rel.d"); r.stdout != "2\ttree/a.txt\n2\ttree/sub/x\n" {
+		t.Fatalf("list after importing ./tree/a.txt again: %q", r.stdout)
+	}
+	for _, name := range []string{"./tree/sub/x", "tree//sub/x", "tree/../tree/sub/x", "tree/sub/./x"} {
+		if r := e.run("", "store", "export", "rel.d", name); r.code != exitOK || r.stdout != "x\n" {
+			t.Errorf("export %s: status %d, %q %q", name, r.code, r.stdout, r.stderr)
+		}
+	}
+	for i, name := range []string{"./tree/sub/", "tree/sub", "./tree", "tree/", "."} {
+		out := fmt.Sprintf("out%d", i)
+		e.run("", "store", "export", "-q", "rel.d", "--to", out, name).want(t, exitOK, "store")
+		if b, err := os.ReadFile(filepath.Join(e.dir, out, "tree/sub/x")); err != nil || string(b) != "x\n" {
+			t.Errorf("export --to %s: %q, %v", name, b, err)
+		}
+	}
+
+	// A name kept as given, as older versions did.
+	s, err := store.Open(filepath.Join(e.dir, "old.d"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fst, err := filestore.New(s)
+	if err == nil {
+		_, err = fst.Import("./old/a.txt", strings.NewReader("old\n"))
+	}
+	if cerr := s.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"old/a.txt", "./old/a.txt", "old//a.txt"} {
+		if r := e.run("", "store", "export", "old.d", name); r.code != exitOK || r.stdout != "old\n" {
+			t.Errorf("export %s from an older store: status %d, %q %q", name, r.code, r.stdout, r.stderr)
+		}
+	}
+	e.run("", "store", "export", "-q", "old.d", "--to", "oldout", "old").want(t, exitOK, "store")
+	if b, err := os.ReadFile(filepath.Join(e.dir, "oldout/old/a.txt")); err != nil || string(b) != "old\n" {
+		t.Errorf("export --to of an older store's name: %q, %v", b, err)
+	}
+}
+
+// TestStoreExportSyncPolicies exports a tree with the default policy
+// (every file synced once, at the end) and with --sync always (each before
+// its rename): the same files, with the summary line; and export leaves no
+// temporary or lock file behind.
+func TestStoreExportSyncPolicies(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	for i := range 50 {
+		os.MkdirAll(filepath.Join(e.dir, fmt.Sprintf("tree/d%d", i%7)), 0o755)
+		e.write(fmt.Sprintf("tree/d%d/f%d", i%7, i), strings.Repeat(fmt.Sprintf("line %d\n", i), i))
+	}
+	e.run("", "store", "import", "-q", "t.d", "tree").want(t, exitOK, "store")
+	for _, policy := range []string{"everysec", "always", "never"} {
+		out := "out-" + policy
+		r := e.run("", "store", "export", "--sync", policy, "t.d", "--to", out)
+		r.want(t, exitOK, "store")
+		if !strings.HasPrefix(r.stdout, "exported 50 files, ") {
+			t.Errorf("--sync %s: %q", policy, r.stdout)
+		}
+		err := filepath.WalkDir(filepath.Join(e.dir, "tree"), func(p string, d os.DirEntry, err error) error {
+			if err != nil || d.IsDir() {
+				return err
+			}
+			rel, _ := filepath.Rel(e.dir, p)
+			want, _ := os.ReadFile(p)
+			got, err := os.ReadFile(filepath.Join(e.dir, out, rel))
+			if err != nil || string(got) != string(want) {
+				t.Errorf("--sync %s: %s: %d bytes, want %d (%v)", policy, rel, len(got), len(want), err)
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		filepath.WalkDir(filepath.Join(e.dir, out), func(p string, d os.DirEntry, err error) error {
+			if err == nil && strings.HasPrefix(d.Name(), ".") {
+				t.Errorf("--sync %s: %s left behind", policy, p)
+			}
+			return nil
+		})
+	}
 }

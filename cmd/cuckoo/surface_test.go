@@ -85,7 +85,7 @@ func TestBucketSizeMessages(t *testing.T) {
 		{"build", []string{"build", "-o", "f", "--bucket-size", "256", "in.txt"}, "want 1 to 255 slots"},
 		{"build", []string{"build", "-o", "f", "--bucket-size", "3", "--semi-sorted", "in.txt"}, "a semi-sorted filter has buckets of 4 slots"},
 		{"dedup", []string{"dedup", "--window", "1h", "--bucket-size", "3", "in.txt"}, "a window filter (--window) has buckets of 2, 4 or 8 slots"},
-		{"build", []string{"build", "-o", "f", "--fingerprint-bits", "40", "in.txt"}, "cannot make that filter: fingerprint bits 40"},
+		{"build", []string{"build", "-o", "f", "--fingerprint-bits", "40", "in.txt"}, `bad --fingerprint-bits value "40": want 4 to 32 bits`},
 	} {
 		r := e.run("", c.args...)
 		r.want(t, exitUsage, c.cmd)
@@ -248,11 +248,115 @@ func TestStoreExportMany(t *testing.T) {
 			t.Errorf("%s: %q, %v", p, b, err)
 		}
 	}
-	e.run("", "store", "import", "s2.d", "tree/a.txt").want(t, exitOK, "store")
+	// A relative name that climbs to the root lands where the absolute
+	// name does.
+	climb := strings.Repeat("../", strings.Count(filepath.ToSlash(e.dir), "/")) + strings.TrimPrefix(filepath.ToSlash(abs), "/")
+	e.run("", "store", "import", "s2.d", climb).want(t, exitOK, "store")
 	r = e.run("", "store", "export", "s2.d", "--to", "clash")
 	r.want(t, exitUsage, "store")
 	if !strings.Contains(r.stderr, "would both be written to") {
 		t.Errorf("two names, one path: %q", r.stderr)
 	}
 	e.run("", "store", "export", "s.d", "--to", "x", "-o", "y", "tree/a.txt").want(t, exitUsage, "store")
+}
+
+// TestMessagesCountInWords checks the messages that count things: one
+// of a thing is in the singular ("1 file", not "1 files"), and a library's
+// error reads once prefixed ("cuckoo store: too large: …", not "cuckoo
+// store: store: too large: …").
+func TestMessagesCountInWords(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.write("one.txt", "a\n")
+	for _, c := range []struct {
+		stdin string
+		args  []string
+		out   string // in standard output and standard error
+		not   string
+	}{
+		{"", []string{"store", "import", "s.d", "one.txt"}, "imported 1 file, ", "1 files"},
+		{"", []string{"store", "put", "k.d", "k", "v"}, "", ""},
+		{"", []string{"store", "check", "k.d"}, "; 1 key, ", "1 keys"},
+		{"", []string{"dedup", "--exact", "--stats", "one.txt"}, "cuckoo dedup: 1 line in ", "1 lines"},
+		{"", []string{"build", "--stats", "-o", "one.ckoo", "one.txt"}, "1 item from 1 line", "1 items"},
+	} {
+		r := e.run(c.stdin, c.args...)
+		r.want(t, exitOK, c.args[0])
+		all := r.stdout + r.stderr
+		if !strings.Contains(all, c.out) || c.not != "" && strings.Contains(all, c.not) {
+			t.Errorf("%v: %q, want %q", c.args, all, c.out)
+		}
+	}
+	// A value past the store's limit: once prefixed (want checks it).
+	big := strings.Repeat("v", 64<<20+1)
+	r := e.run(big, "store", "put", "k.d", "big")
+	r.want(t, exitData, "store")
+	if !strings.HasPrefix(r.stderr, "cuckoo store: too large: value of ") {
+		t.Errorf("too large: %q", r.stderr)
+	}
+}
+
+// TestFullFilterSuggestsTheInputsLines checks that a full filter's remedy
+// suggests a --capacity that holds the input (its lines) when the input
+// is a file, and twice the capacity when it is a pipe.
+func TestFullFilterSuggestsTheInputsLines(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.write("in.txt", lines(0, 5000))
+	for _, c := range []struct {
+		stdin string
+		args  []string
+		want  string
+	}{
+		{"", []string{"dedup", "--capacity", "100", "in.txt"}, "--capacity (5000: the input's 5,000 lines)"},
+		{lines(0, 5000), []string{"dedup", "--capacity", "100"}, "--capacity (200: twice the capacity)"},
+		{"", []string{"dedup", "--bloom", "--capacity", "100", "in.txt"}, "--capacity (5000: the input's 5,000 lines)"},
+		{"", []string{"dedup", "--window", "1h", "--capacity", "100", "in.txt"}, "(5000: the input's 5,000 lines)"},
+		{"", []string{"build", "--capacity", "100", "-o", "f.ckoo", "in.txt"}, "--capacity (5000: the input's 5,000 lines)"},
+	} {
+		r := e.run(c.stdin, c.args...)
+		r.want(t, exitFull, c.args[0])
+		if !strings.Contains(r.stderr, c.want) {
+			t.Errorf("%v: %q, want %q", c.args, r.stderr, c.want)
+		}
+	}
+	e.write("ten.txt", lines(0, 10))
+	e.run("", "build", "--capacity", "10", "--headroom", "0", "-o", "small.ckoo", "ten.txt").want(t, exitUsage, "build")
+	e.run("", "build", "--capacity", "10", "-o", "small.ckoo", "ten.txt").want(t, exitOK, "build")
+	r := e.run("", "add", "small.ckoo", "in.txt")
+	r.want(t, exitFull, "add")
+	if !strings.Contains(r.stderr, "N at least 5,010 (the 10 items it holds and the 5,000 keys to add)") {
+		t.Errorf("add: %q", r.stderr)
+	}
+}
+
+// TestInfoSaysHowItemsCount checks that info says whether a filter's
+// items count a key added twice: cuckoo and counting Bloom filters count
+// each copy, the other Bloom filters cannot.
+func TestInfoSaysHowItemsCount(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.write("twice.txt", lines(0, 10)+lines(0, 10))
+	for _, c := range []struct {
+		kind string
+		want string
+	}{
+		{"", "20 (each copy of a key counts)"},
+		{"--grow", "20 (each copy of a key counts)"},
+		{"--bloom=counting", "20 added (each copy of a key counts)"},
+		{"--bloom", "10 added (a key added again sets no bit and is not counted again)"},
+		{"--bloom=classic", "10 added (a key added again sets no bit and is not counted again)"},
+		{"--bloom=scalable", "10 added (a key added again sets no bit and is not counted again)"},
+	} {
+		args := []string{"build", "--seed", "1", "-o", "f.ckoo", "twice.txt"}
+		if c.kind != "" {
+			args = append(args, c.kind)
+		}
+		e.run("", args...).want(t, exitOK, "build")
+		r := e.run("", "info", "f.ckoo")
+		r.want(t, exitOK, "info")
+		if !strings.Contains(r.stdout, "items                        "+c.want+"\n") && !strings.Contains(r.stdout, " "+c.want+"\n") {
+			t.Errorf("%s: info says\n%s\nwant items %q", c.kind, r.stdout, c.want)
+		}
+	}
 }

@@ -40,6 +40,11 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 // Checksum returns the CRC-32C of p, the checksum the encoder appends.
 func Checksum(p []byte) uint32 { return crc32.Checksum(p, castagnoli) }
 
+// UpdateChecksum returns the CRC-32C of the bytes whose CRC-32C is crc
+// followed by p: UpdateChecksum(Checksum(a), b) is Checksum(a+b), and
+// UpdateChecksum(0, p) is Checksum(p).
+func UpdateChecksum(crc uint32, p []byte) uint32 { return crc32.Update(crc, castagnoli, p) }
+
 // encoderBufSize is the staging buffer of an Encoder: large enough that a
 // table is written in few calls, small enough to be cheap for tiny filters.
 const encoderBufSize = 64 << 10

@@ -6,6 +6,7 @@ import (
 	"go/token"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -20,13 +21,14 @@ const module = "github.com/dedupkit/cuckoo"
 // may import packages of a lower layer, and its own subpackages, and
 // nothing else. Packages of one layer do not import each other.
 //
-//	cmd, examples → server, store, guard → redisfilter → cuckoo (root), bloom → internal
+//	cmd, examples → server, store, guard, kafkadedup → redisfilter → cuckoo (root), bloom → internal
 var layers = map[string]int{
 	"cmd":         0,
 	"examples":    0,
 	"server":      1,
 	"store":       1,
 	"guard":       1,
+	"kafkadedup":  1,
 	"redisfilter": 2,
 	"":            3, // the root package: cuckoo
 	"bloom":       3,
@@ -59,6 +61,22 @@ func restricted(imp string) (tree string, users []string, ok bool) {
 
 // within reports whether package pkg is tree or lies below it.
 func within(pkg, tree string) bool { return pkg == tree || strings.HasPrefix(pkg, tree+"/") }
+
+// metricsImport is the prefix of the import paths of Prometheus's client
+// libraries (github.com/prometheus/client_golang and what it brings).
+// The packages of this module that export metrics with them are the
+// commands and the adapters beside the libraries whose figures they
+// export, each named for its library and "metrics" (server/servermetrics,
+// guard/guardmetrics): the libraries themselves stay free of them, so a
+// program that embeds a filter, a store or a guard takes no metrics
+// library with it.
+const metricsImport = "github.com/prometheus/"
+
+// mayImportMetrics reports whether package pkg (relative to the module
+// root) may import Prometheus's client libraries.
+func mayImportMetrics(pkg string) bool {
+	return unit(pkg) == "cmd" || strings.Contains(pkg, "/") && strings.HasSuffix(path.Base(pkg), "metrics")
+}
 
 // unit returns the first element of a module-relative package path.
 func unit(pkg string) string {
@@ -154,6 +172,9 @@ func TestImportDirection(t *testing.T) {
 		}
 		for _, spec := range f.Imports {
 			imp, _ := strconv.Unquote(spec.Path.Value)
+			if strings.HasPrefix(imp, metricsImport) && !mayImportMetrics(pkg) {
+				t.Errorf("%s imports %s: only the commands and the metrics adapters (…/<library>metrics) may (internal/lint, docs/architecture.md)", rel, imp)
+			}
 			if imp != module && !strings.HasPrefix(imp, module+"/") {
 				continue
 			}
@@ -211,6 +232,11 @@ func TestAllowed(t *testing.T) {
 		{"redisfilter", "internal/vfs", false},
 		{"guard", "internal/vfs", false},
 		{"internal/codec", "internal/vfs", false},
+		{"kafkadedup", "", true},
+		{"kafkadedup", "internal/fields", true},
+		{"kafkadedup", "store", false},
+		{"", "kafkadedup", false},
+		{"cmd/cuckoo", "kafkadedup", true},
 		{"", "internal/table", true},
 		{"internal/table", "internal/addr", true},
 		{"internal/table", "", false},
@@ -229,6 +255,29 @@ func TestAllowed(t *testing.T) {
 	} {
 		if got := allowed(tc.pkg, tc.imp); got != tc.ok {
 			t.Errorf("allowed(%q, %q) = %v, want %v", tc.pkg, tc.imp, got, tc.ok)
+		}
+	}
+}
+
+func TestMayImportMetrics(t *testing.T) {
+	for pkg, ok := range map[string]bool{
+		"cmd/cuckoo":                  true,
+		"server/servermetrics":        true,
+		"guard/guardmetrics":          true,
+		"kafkadedup/kafkametrics":     true,
+		"server":                      false,
+		"guard":                       false,
+		"":                            false,
+		"bloom":                       false,
+		"store":                       false,
+		"redisfilter":                 false,
+		"kafkadedup":                  false,
+		"metrics":                     false,
+		"internal/hash":               false,
+		"server/internal/serverbench": false,
+	} {
+		if got := mayImportMetrics(pkg); got != ok {
+			t.Errorf("mayImportMetrics(%q) = %v, want %v", pkg, got, ok)
 		}
 	}
 }

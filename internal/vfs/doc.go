@@ -32,4 +32,7 @@
 // ones, never a mix. [Replace] does it in any [FS]; [Create] and
 // [WriteFile] do it in the operating system's, holding the writers' lock
 // and keeping the old file's permission bits and symbolic links.
+// A caller that replaces many files (an export of a tree) commits each
+// without the syncs ([Replacement.CommitUnsynced]) and makes them durable
+// together with [SyncWritten].
 package vfs

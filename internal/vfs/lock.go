@@ -73,17 +73,7 @@ type WriterLock struct {
 // with Unlock. A file system without flock (some network file systems)
 // is written without the lock.
 func Acquire(path string, waiting func()) (*WriterLock, error) {
-	target := path
-	if fi, err := os.Lstat(path); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
-		if t, err := filepath.EvalSymlinks(path); err == nil {
-			target = t
-		}
-	}
-	dir, base := filepath.Split(target)
-	if dir == "" {
-		dir = "."
-	}
-	l := &WriterLock{target: target, path: filepath.Join(dir, "."+base+".lock")}
+	l := unlocked(path)
 	if !flockSupported {
 		return l, nil
 	}
@@ -115,6 +105,22 @@ func Acquire(path string, waiting func()) (*WriterLock, error) {
 	}
 	os.Remove(l.tempPath())
 	return l, nil
+}
+
+// unlocked returns the WriterLock of path, not taken: its target (a
+// symbolic link resolved) and its lock file's name.
+func unlocked(path string) *WriterLock {
+	target := path
+	if fi, err := os.Lstat(path); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
+		if t, err := filepath.EvalSymlinks(path); err == nil {
+			target = t
+		}
+	}
+	dir, base := filepath.Split(target)
+	if dir == "" {
+		dir = "."
+	}
+	return &WriterLock{target: target, path: filepath.Join(dir, "."+base+".lock")}
 }
 
 // tempPath is the name of the temporary file of a writer holding the

@@ -95,6 +95,19 @@ func Create(path string, perm fs.FileMode, waiting func()) (*Replacement, error)
 	return r, nil
 }
 
+// CreateUnder starts a replacement of the file at path, like [Create],
+// for a caller that keeps other writers away by a lock of its own (one
+// [Acquire] of the directory it fills): it takes no writers' lock of
+// path, so that a batch of many files does not create and remove a lock
+// file for each (on ext4, creating files among many just removed is
+// slow). The temporary file has the name Create gives it, and one a
+// killed writer left is removed first.
+func CreateUnder(path string, perm fs.FileMode) (*Replacement, error) {
+	l := unlocked(path)
+	os.Remove(l.tempPath())
+	return l.Create(perm)
+}
+
 // Create starts a replacement of the locked file, like the function
 // [Create], but leaves the lock held after Commit and Abort: the caller
 // unlocks it.
@@ -152,6 +165,33 @@ func (r *Replacement) Commit() error {
 	}
 	r.committed = true
 	return syncDirAfterRename(filepath.Dir(r.path))
+}
+
+// CommitUnsynced puts the new contents in place as Commit does, but
+// syncs neither the file nor its directory, for a caller that replaces
+// many files and makes them durable at once with [SyncWritten]. Until
+// then readers, errors and interrupts see what Commit promises (the old
+// contents or the complete new ones), but a crash may leave the target
+// with either, or, on file systems that do not order a rename after the
+// data it renames, empty.
+func (r *Replacement) CommitUnsynced() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.done {
+		return errors.New("vfs: already committed or aborted")
+	}
+	r.done = true
+	defer r.lock.Unlock()
+	err := r.f.Close()
+	if err == nil {
+		err = os.Rename(r.tmp, r.path)
+	}
+	if err != nil {
+		os.Remove(r.tmp)
+		return fmt.Errorf("writing %s: %w", r.path, unwrapPath(err))
+	}
+	r.committed = true
+	return nil
 }
 
 // Abort drops the replacement: the temporary file is closed and removed,

@@ -265,3 +265,85 @@ func TestLeftoversRemoved(t *testing.T) {
 		t.Fatalf("directory holds %v, want .g.tmp and f", names)
 	}
 }
+
+// TestCommitUnsyncedThenSyncWritten replaces files without syncing each,
+// then syncs them together: each target holds its new contents (and
+// keeps an old file's mode), nothing temporary is left, Abort after the
+// commit reports it, and SyncWritten of a path that is gone is an error.
+func TestCommitUnsyncedThenSyncWritten(t *testing.T) {
+	dir := t.TempDir()
+	sub := filepath.Join(dir, "sub")
+	if err := os.Mkdir(sub, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	old := filepath.Join(sub, "old")
+	if err := os.WriteFile(old, []byte("before"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	paths := []string{filepath.Join(dir, "a"), old, filepath.Join(sub, "b")}
+	for _, p := range paths {
+		r, err := vfs.Create(p, 0o644, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := r.Write([]byte("new " + filepath.Base(p))); err != nil {
+			t.Fatal(err)
+		}
+		if err := r.CommitUnsynced(); err != nil {
+			t.Fatal(err)
+		}
+		if err := r.Abort(); !errors.Is(err, vfs.ErrCommitted) {
+			t.Fatalf("Abort after CommitUnsynced: %v", err)
+		}
+		if err := r.CommitUnsynced(); err == nil {
+			t.Fatal("a second commit succeeded")
+		}
+	}
+	if err := vfs.SyncWritten(paths); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range paths {
+		if got := string(mustRead(t, p)); got != "new "+filepath.Base(p) {
+			t.Errorf("%s: %q", p, got)
+		}
+	}
+	if fi, _ := os.Stat(old); fi.Mode().Perm() != 0o600 {
+		t.Errorf("the replaced file's mode: %v, want 0600", fi.Mode().Perm())
+	}
+	if got := entries(t, sub); len(got) != 2 {
+		t.Errorf("left in %s: %v", sub, got)
+	}
+	if err := vfs.SyncWritten([]string{filepath.Join(dir, "gone", "x")}); err == nil {
+		t.Error("SyncWritten of a missing directory's file: no error")
+	}
+}
+
+// TestCreateUnderTakesNoLockFile replaces a file under the caller's own
+// lock: no lock file is made beside it, the temporary file a killed
+// writer left is removed first, and the target ends with the new bytes.
+func TestCreateUnderTakesNoLockFile(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "x")
+	if err := os.WriteFile(filepath.Join(dir, ".x.tmp"), []byte("left by a killed writer"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r, err := vfs.CreateUnder(p, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, ".x.lock")); err == nil {
+		t.Error("CreateUnder made a lock file")
+	}
+	if _, err := r.Write([]byte("new")); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.CommitUnsynced(); err != nil {
+		t.Fatal(err)
+	}
+	if got := string(mustRead(t, p)); got != "new" {
+		t.Errorf("x: %q", got)
+	}
+	if got := entries(t, dir); len(got) != 1 {
+		t.Errorf("left in the directory: %v", got)
+	}
+}

@@ -17,7 +17,10 @@
 // arrives, and a client can never make the Reader hold more than one
 // command of [Limits.MaxCommand] bytes. A malformed or oversized request is
 // a [*ProtocolError]: the reply text Redis sends for it, after which the
-// connection must be closed, since the stream is out of step.
+// connection must be closed, since the stream is out of step. The Reader's
+// buffer grows with the data that arrives and shrinks back after a big
+// command; a server that counts its clients' buffers, or takes the big
+// ones from elsewhere than the Go heap, gives it a [Memory].
 //
 // # Replies
 //

@@ -23,6 +23,12 @@ var (
 	ErrBulkTooLong  = &ProtocolError{"invalid bulk length"}
 )
 
+// ErrQueryBufferLimit is the error of a command larger than
+// Limits.MaxCommand, found from its headers before its data is read (or
+// of a buffer that would pass the limit). Redis closes the connection of
+// a client past its query buffer limit without a reply.
+var ErrQueryBufferLimit = &ProtocolError{"command larger than the query buffer limit"}
+
 // ProtocolError is a malformed or oversized request. Reason is the text
 // Redis sends after "ERR Protocol error: ", such as "invalid bulk length".
 type ProtocolError struct {
@@ -44,5 +50,4 @@ var (
 	errBigMultibulk     = &ProtocolError{"too big mbulk count string"}
 	errBigBulkCount     = &ProtocolError{"too big bulk count string"}
 	errUnbalanced       = &ProtocolError{"unbalanced quotes in request"}
-	errBigCommand       = &ProtocolError{"command larger than the query buffer limit"}
 )

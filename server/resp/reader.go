@@ -2,6 +2,7 @@ package resp
 
 import (
 	"bytes"
+	"errors"
 	"io"
 )
 
@@ -18,7 +19,8 @@ type Limits struct {
 	MaxInline int
 	// MaxCommand is the most bytes one command may take on the wire,
 	// headers included: the most a Reader ever buffers (Redis:
-	// client-query-buffer-limit, 1 GiB).
+	// client-query-buffer-limit, 1 GiB). A command past it fails with
+	// ErrQueryBufferLimit.
 	MaxCommand int
 }
 
@@ -43,16 +45,21 @@ const (
 // with few reads. A Reader is not safe for concurrent use.
 //
 // The arguments it returns point into its buffer: they stay valid until
-// the next call of Next, Fill or ReadCommand, and must be copied to be
-// kept.
+// the next call of Next, Fill, ReadCommand or Release, and must be copied
+// to be kept.
+//
+// Its buffer grows with the data that arrives, up to one command of
+// Limits.MaxCommand, and shrinks back once a big command has been read;
+// it comes from the Go heap, or from the Memory given to SetMemory.
 //
 // After a protocol error or a read error, every later call returns the
 // same error.
 type Reader struct {
 	rd  io.Reader
-	buf []byte
-	r   int // start of unread data (and of the partial command)
-	w   int // end of data
+	mem Memory // nil: the Go heap
+	buf []byte // nil until the first Fill, and after Release
+	r   int    // start of unread data (and of the partial command)
+	w   int    // end of data
 	lim Limits
 
 	// A command whose array header has been read but not all its
@@ -70,12 +77,66 @@ type Reader struct {
 	err  error
 }
 
+// Memory provides a Reader's buffer, when the Go heap should not (a server
+// that counts its clients' buffers, or returns a big one to the system as
+// soon as it is given back). A Reader calls it only when its buffer must
+// grow, shrink or go: never for a command that fits in the buffer it has.
+type Memory interface {
+	// Resize returns a buffer of at least size bytes whose first keep
+	// bytes are buf's, and takes buf back (buf is nil for the first
+	// buffer). With size 0 it takes buf back and returns nil. On an error
+	// buf stays the caller's, unchanged. A Reader passes back exactly the
+	// slices Resize returned it, and never uses one after passing it.
+	Resize(buf []byte, keep, size int) ([]byte, error)
+}
+
+// errReleased is the sticky error of a Reader after Release.
+var errReleased = errors.New("resp: Reader released")
+
 // NewReader returns a Reader of rd with the given limits; zero fields of
-// lim take the value of DefaultLimits.
+// lim take the value of DefaultLimits. It allocates its buffer at its first
+// read.
 func NewReader(rd io.Reader, lim Limits) *Reader {
-	r := &Reader{rd: rd, buf: make([]byte, initialBuffer)}
+	r := &Reader{rd: rd}
 	r.SetLimits(lim)
 	return r
+}
+
+// SetMemory makes the Reader take its buffers from m (nil: the Go heap).
+// It must be called before the first read.
+func (r *Reader) SetMemory(m Memory) { r.mem = m }
+
+// Release gives the Reader's buffer back, dropping what it holds; the
+// arguments it returned are invalid from then on, and every later call
+// fails, until Reset. A Reader whose buffers come from a Memory must be
+// released once it is no longer needed.
+func (r *Reader) Release() {
+	r.resize(0, 0)
+	r.Reset(nil)
+	r.err = errReleased
+}
+
+// resize replaces the buffer by one of at least size bytes (none for 0)
+// that begins with the first keep bytes of the current one.
+func (r *Reader) resize(keep, size int) error {
+	if r.mem != nil {
+		if r.buf == nil && size == 0 {
+			return nil
+		}
+		nb, err := r.mem.Resize(r.buf, keep, size)
+		if err != nil {
+			return err
+		}
+		r.buf = nb
+		return nil
+	}
+	var nb []byte
+	if size > 0 {
+		nb = make([]byte, size)
+		copy(nb, r.buf[:keep])
+	}
+	r.buf = nb
+	return nil
 }
 
 // SetLimits changes the limits for the requests not yet parsed; zero fields
@@ -261,7 +322,7 @@ func (r *Reader) bulks() (bool, error) {
 		start := nl + 1
 		end := start + int(n)
 		if end+2-r.r > r.lim.MaxCommand {
-			return false, errBigCommand
+			return false, ErrQueryBufferLimit
 		}
 		if end+2 > r.w {
 			r.need = end + 2 - r.r
@@ -415,15 +476,27 @@ func splitInline(line []byte, args [][]byte) ([][]byte, error) {
 // moves the unread data to the front, and when one command fills the whole
 // buffer it doubles it. The buffer grows with the data that arrives, never
 // with what a header announces, so a 1 GB length header with no data
-// behind it costs nothing.
+// behind it costs nothing; and once a command that made it grow has been
+// read, the buffer goes back to its first size.
 func (r *Reader) Fill() error {
 	if r.err != nil {
 		return r.err
 	}
 	if r.r == r.w {
 		r.r, r.w = 0, 0
-		if len(r.buf) > maxIdleBuffer && r.argc == 0 {
-			r.buf = make([]byte, initialBuffer)
+	}
+	switch {
+	case r.buf == nil:
+		if err := r.resize(0, initialBuffer); err != nil {
+			return r.setErr(err)
+		}
+	case len(r.buf) > maxIdleBuffer && r.argc == 0 && r.w-r.r <= initialBuffer/2:
+		// A big command has been read, and what follows it is small.
+		copy(r.buf, r.buf[r.r:r.w])
+		r.w -= r.r
+		r.r = 0
+		if err := r.resize(r.w, initialBuffer); err != nil {
+			return r.setErr(err)
 		}
 	}
 	if r.w == len(r.buf) {
@@ -432,20 +505,20 @@ func (r *Reader) Fill() error {
 			r.w -= r.r
 			r.r = 0
 		} else {
+			// bulks() refuses a command past MaxCommand from its headers;
+			// the inline headers of the next one may follow it.
+			limit := r.lim.MaxCommand + r.lim.MaxInline
+			if len(r.buf) >= limit {
+				return r.setErr(ErrQueryBufferLimit)
+			}
 			size := 2 * len(r.buf)
 			if r.need > r.w && size > r.need {
 				size = r.need // the command's exact size is known
 			}
-			if limit := r.lim.MaxCommand + r.lim.MaxInline; size > limit {
-				size = limit // bulks() refuses a command past MaxCommand
+			if err := r.resize(r.w, min(size, limit)); err != nil {
+				return r.setErr(err)
 			}
-			nb := make([]byte, size)
-			copy(nb, r.buf[:r.w])
-			r.buf = nb
 		}
-	}
-	if r.w == len(r.buf) {
-		return r.setErr(errBigCommand)
 	}
 	n, err := r.rd.Read(r.buf[r.w:])
 	r.w += n

@@ -174,8 +174,29 @@ func TestReaderHugeHeader(t *testing.T) {
 	}
 }
 
+// countingMemory is a resp.Memory that counts the bytes it has given out,
+// and fails once it would pass limit (0: never).
+type countingMemory struct {
+	held, peak, limit int
+}
+
+func (m *countingMemory) Resize(buf []byte, keep, size int) ([]byte, error) {
+	if m.limit > 0 && m.held-len(buf)+size > m.limit {
+		return nil, errors.New("out of memory")
+	}
+	var nb []byte
+	if size > 0 {
+		nb = make([]byte, size)
+		copy(nb, buf[:keep])
+	}
+	m.held += size - len(buf)
+	m.peak = max(m.peak, m.held)
+	return nb, nil
+}
+
 // TestReaderBigCommand reads one 3 MiB bulk string delivered a byte at a
-// time in places, and checks the buffer shrinks back afterwards.
+// time in places: the buffer grows to about the command, no more, and
+// shrinks back once it has been read; Release gives back the rest.
 func TestReaderBigCommand(t *testing.T) {
 	big := bytes.Repeat([]byte("x"), 3<<20)
 	var in bytes.Buffer
@@ -183,9 +204,14 @@ func TestReaderBigCommand(t *testing.T) {
 	in.Write(big)
 	in.WriteString("\r\n*1\r\n$4\r\nPING\r\n")
 	rd := resp.NewReader(iotest.HalfReader(&in), resp.Limits{})
+	var mem countingMemory
+	rd.SetMemory(&mem)
 	args, err := rd.ReadCommand()
 	if err != nil || len(args) != 2 || !bytes.Equal(args[1], big) {
 		t.Fatalf("first command: %d args, err %v", len(args), err)
+	}
+	if mem.peak > len(big)+64<<10 {
+		t.Fatalf("reading a command of %d bytes held %d", len(big), mem.peak)
 	}
 	args, err = rd.ReadCommand()
 	if err != nil || len(args) != 1 || string(args[0]) != "PING" {
@@ -193,6 +219,39 @@ func TestReaderBigCommand(t *testing.T) {
 	}
 	if _, err := rd.ReadCommand(); err != io.EOF {
 		t.Fatalf("end: %v, want io.EOF", err)
+	}
+	if mem.held > 64<<10 {
+		t.Fatalf("%d bytes held after the big command was read", mem.held)
+	}
+	rd.Release()
+	if mem.held != 0 {
+		t.Fatalf("%d bytes held after Release", mem.held)
+	}
+	if _, err := rd.ReadCommand(); err == nil {
+		t.Fatal("a released Reader read on")
+	}
+}
+
+// TestReaderMemoryRefused: a Memory that refuses to grow the buffer fails
+// the read, for good, and the Reader holds what it held.
+func TestReaderMemoryRefused(t *testing.T) {
+	var in bytes.Buffer
+	fmt.Fprintf(&in, "*1\r\n$4\r\nPING\r\n*2\r\n$4\r\nECHO\r\n$%d\r\n%s\r\n", 1<<20, bytes.Repeat([]byte("y"), 1<<20))
+	rd := resp.NewReader(&in, resp.Limits{})
+	mem := countingMemory{limit: 256 << 10}
+	rd.SetMemory(&mem)
+	if args, err := rd.ReadCommand(); err != nil || string(args[0]) != "PING" {
+		t.Fatalf("the first command: %q, %v", args, err)
+	}
+	_, err := rd.ReadCommand()
+	if err == nil || err.Error() != "out of memory" {
+		t.Fatalf("a command the memory cannot hold: %v", err)
+	}
+	if _, again := rd.ReadCommand(); again != err {
+		t.Fatalf("then %v, want the same error", again)
+	}
+	if mem.held == 0 || mem.held > mem.limit {
+		t.Fatalf("%d bytes held after the refusal", mem.held)
 	}
 }
 

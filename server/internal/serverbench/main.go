@@ -16,6 +16,7 @@ package main
 
 import (
 	"bufio"
+	"cmp"
 	"encoding/csv"
 	"flag"
 	"fmt"
@@ -41,6 +42,7 @@ var (
 	skipTput  = flag.Bool("skip-throughput", false, "run only the memory comparison")
 	pin       = flag.Bool("pin", false, "per core: every server on CPU 0 (cuckoo with --threads 1), redis-benchmark on CPU 1 (taskset), unpipelined; server CPU per request from /proc")
 	baseline  = flag.String("baseline", "", "with -pin, also measure this cuckoo `binary` (an earlier build) in the same rounds")
+	extraArgs = flag.String("args", "", "more `flags` for the cuckoo serve under test, not the baseline (\"--metrics 127.0.0.1:0\")")
 )
 
 // server is a server under test.
@@ -188,7 +190,9 @@ func main() {
 		port := freePort()
 		return start(name, port, pinned(append([]string{bin, "serve", "--port", strconv.Itoa(port), "--dir", filepath.Join(tmp, name), "--save-on-shutdown", "no"}, extra...))...)
 	}
-	newCuckoo := func(name string, extra ...string) *server { return newCuckooOf(cuckoo, name, extra...) }
+	newCuckoo := func(name string, extra ...string) *server {
+		return newCuckooOf(cuckoo, name, append(extra, strings.Fields(*extraArgs)...)...)
+	}
 	switch {
 	case *pin:
 		perCore(newRedis, newCuckooOf, cuckoo)
@@ -393,7 +397,7 @@ func load(s *server, cf bool) {
 // server's process spent per request, which a shared machine disturbs
 // less than the throughput.
 func perCore(newRedis func(string, ...string) *server, newCuckooOf func(string, string, ...string) *server, cuckoo string) {
-	servers := []*server{newRedis("redis"), newCuckooOf(cuckoo, "cuckoo", "--threads", "1")}
+	servers := []*server{newRedis("redis"), newCuckooOf(cuckoo, "cuckoo", append([]string{"--threads", "1"}, strings.Fields(*extraArgs)...)...)}
 	if *baseline != "" {
 		servers = append(servers, newCuckooOf(*baseline, "cuckoo-baseline", "--threads", "1"))
 	}
@@ -453,6 +457,25 @@ func perCore(newRedis func(string, ...string) *server, newCuckooOf func(string, 
 			fmt.Printf(" %.0f | %.2f | %.2f (%s) | %.2f (%s) |", median(c.rps), median(c.cpu), median(tr), spread(tr), median(cr), spread(cr))
 		}
 		fmt.Println()
+	}
+	fmt.Println()
+	if *baseline == "" {
+		return
+	}
+	fmt.Printf("This build (%s) against the baseline (%s), in the same rounds: median over rounds of the ratio, with the smallest and largest.\n\n",
+		cmp.Or(*extraArgs, "no extra flags"), *baseline)
+	fmt.Println("| operation | pipeline | throughput, this / baseline | CPU per request, this / baseline |")
+	fmt.Println("|---|---:|---:|---:|")
+	for _, t := range tests {
+		c := results[fmt.Sprintf("cuckoo|%s|%d", t.name, t.pipeline)]
+		b := results[fmt.Sprintf("cuckoo-baseline|%s|%d", t.name, t.pipeline)]
+		var tr, cr []float64
+		for i := range c.rps {
+			tr = append(tr, c.rps[i]/b.rps[i])
+			cr = append(cr, c.cpu[i]/b.cpu[i])
+		}
+		spread3 := func(xs []float64) string { return fmt.Sprintf("%.3f–%.3f", slices.Min(xs), slices.Max(xs)) }
+		fmt.Printf("| %s | %d | %.3f (%s) | %.3f (%s) |\n", t.cuckoo[0], t.pipeline, median(tr), spread3(tr), median(cr), spread3(cr))
 	}
 	fmt.Println()
 }

@@ -234,7 +234,7 @@ func (k *KeyReader) NextBatch(lines, keys [][]byte) int {
 		}
 		return n
 	}
-	if k.keyer.single != 0 && !k.keyer.csv {
+	if k.keyer.SlicesContent() {
 		for i := range keys {
 			keys[i] = k.keyer.Key(Content(lines[i]))
 		}

@@ -42,7 +42,7 @@ func (b bloomFilter) AddUniqueBatch(keys [][]byte, added []bool) (int, error) {
 }
 
 func (b bloomFilter) facts(add addFact) {
-	bloomFacts(add, b.Filter, b.EstimatedCount(), b.HashCount(), "false positives at capacity")
+	bloomFacts(add, b.Filter, b.EstimatedCount(), b.HashCount(), "false positives at capacity", repeatsUncounted)
 }
 
 // bloomCounting is the BloomCounting kind: a bloom.Counting.
@@ -79,7 +79,7 @@ func (b bloomCounting) AddUniqueBatch(keys [][]byte, added []bool) (int, error) 
 }
 
 func (b bloomCounting) facts(add addFact) {
-	bloomFacts(add, b.Counting, b.EstimatedCount(), b.HashCount(), "false positives at capacity")
+	bloomFacts(add, b.Counting, b.EstimatedCount(), b.HashCount(), "false positives at capacity", copiesCount)
 }
 
 // bloomScalable is the BloomScalable kind: a bloom.Scalable, which grows
@@ -111,7 +111,7 @@ func (b bloomScalable) AddUniqueBatch(keys [][]byte, added []bool) (int, error) 
 }
 
 func (b bloomScalable) facts(add addFact) {
-	bloomFacts(add, b.Scalable, b.EstimatedCount(), 0, "false positives, bound")
+	bloomFacts(add, b.Scalable, b.EstimatedCount(), 0, "false positives, bound", repeatsUncounted)
 	add("layers", "layers", b.NumTables(), fmt.Sprint(b.NumTables()))
 }
 
@@ -167,7 +167,7 @@ func addUniqueFixed(f fixedBloom, key []byte) (bool, error) {
 }
 
 func bloomFull(f fixedBloom) error {
-	return fmt.Errorf("%w: a Bloom filter of fixed size holds its capacity of %d keys", ErrFull, f.Capacity())
+	return fmt.Errorf("%w: a Bloom filter of fixed size holds its capacity of %s", ErrFull, units.Counted(f.Capacity(), "key"))
 }
 
 // containsEach is ContainsBatch one key at a time.
@@ -196,8 +196,8 @@ func bloomFacts(add addFact, f interface {
 	Capacity() uint64
 	FalsePositiveRate() float64
 	TargetFalsePositiveRate() float64
-}, estimated uint64, k int, targetLabel string) {
-	add("items", "items", f.Len(), units.Count(f.Len())+" added")
+}, estimated uint64, k int, targetLabel, counted string) {
+	add("items", "items", f.Len(), units.Count(f.Len())+" added"+counted)
 	add("estimated_keys", "estimated keys", estimated, units.Count(estimated)+" (from the bits set)")
 	add("capacity", "capacity", f.Capacity(), units.Counted(f.Capacity(), "key")+" at the target rate")
 	if k != 0 {

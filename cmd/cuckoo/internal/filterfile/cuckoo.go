@@ -39,7 +39,7 @@ func (c cuckooFilter) plan() (cuckoo.Plan, error) {
 }
 
 func (c cuckooFilter) facts(add addFact) {
-	add("items", "items", c.Len(), units.Count(c.Len()))
+	add("items", "items", c.Len(), units.Count(c.Len())+copiesCount)
 	add("capacity", "capacity", c.Capacity(), units.Counted(c.Capacity(), "distinct key"))
 	cuckooShape(add, c.LoadFactor(), c.BucketSize(), c.FingerprintBits(), c.SemiSorted(), "")
 	add("buckets", "buckets", c.NumBuckets(), units.Count(c.NumBuckets()))
@@ -67,7 +67,7 @@ func emptyCuckooScalable() impl { return cuckooScalable{new(cuckoo.Scalable)} }
 func (c cuckooScalable) Delete(key []byte) (bool, error) { return c.Scalable.Delete(key), nil }
 
 func (c cuckooScalable) facts(add addFact) {
-	add("items", "items", c.Len(), units.Count(c.Len()))
+	add("items", "items", c.Len(), units.Count(c.Len())+copiesCount)
 	add("capacity", "capacity", c.Capacity(), units.Counted(c.Capacity(), "distinct key")+" in the current tables (it grows)")
 	add("initial_capacity", "initial capacity", c.InitialCapacity(), units.Count(c.InitialCapacity()))
 	add("tables", "tables", c.NumTables(), fmt.Sprintf("%d (growth ×%g)", c.NumTables(), c.Growth()))

@@ -42,6 +42,16 @@ func (fs Fields) MarshalJSON() ([]byte, error) {
 	return b.Bytes(), nil
 }
 
+// How the items of a filter count a key added more than once, after the
+// count in Info: a filter that stores copies (cuckoo filters, counting
+// Bloom filters: a copy needs a delete of its own) counts each, a plain
+// Bloom filter cannot tell a repeat from a key already there (it sets no
+// bit) and counts neither.
+const (
+	copiesCount      = " (each copy of a key counts)"
+	repeatsUncounted = " (a key added again sets no bit and is not counted again)"
+)
+
 // addFact adds one fact to a list of Fields.
 type addFact = func(key, label string, v any, text string)
 

@@ -47,6 +47,7 @@ type Bar struct {
 
 	bytes atomic.Uint64
 	lines atomic.Uint64
+	text  func(width int) string // NewLine's; nil: Render's bar
 
 	mu      sync.Mutex // serializes drawing with Finish and Clear
 	drawn   bool       // a bar is on the screen
@@ -70,6 +71,32 @@ func New(w io.Writer, label string, total int64, enabled bool) *Bar {
 		stop: make(chan struct{}), done: make(chan struct{})}
 	go b.loop()
 	return b
+}
+
+// NewLine starts a status line on w, redrawn from text (given the
+// terminal's width) until Finish, for a command whose progress is not
+// bytes read (a stream that has no end); it returns nil when enabled is
+// false.
+func NewLine(w io.Writer, text func(width int) string, enabled bool) *Bar {
+	b := New(w, "", 0, enabled)
+	if b != nil {
+		b.mu.Lock()
+		b.text = text
+		b.mu.Unlock()
+	}
+	return b
+}
+
+// Note prints line on a line of its own above the bar, which the next
+// redraw puts back.
+func (b *Bar) Note(line string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.drawn {
+		fmt.Fprint(b.w, "\r\x1b[K")
+		b.drawn = false
+	}
+	fmt.Fprintln(b.w, line)
 }
 
 func (b *Bar) loop() {
@@ -109,8 +136,14 @@ func (b *Bar) draw() {
 	if b.stopped {
 		return
 	}
-	s := State{Label: b.label, Bytes: b.bytes.Load(), Lines: b.lines.Load(), Total: b.total, Elapsed: time.Since(b.start)}
-	fmt.Fprint(b.w, "\r"+Render(s, b.width)+"\x1b[K")
+	text := ""
+	if b.text != nil {
+		text = fit(b.text(b.width), b.width)
+	} else {
+		s := State{Label: b.label, Bytes: b.bytes.Load(), Lines: b.lines.Load(), Total: b.total, Elapsed: time.Since(b.start)}
+		text = Render(s, b.width)
+	}
+	fmt.Fprint(b.w, "\r"+text+"\x1b[K")
 	b.drawn = true
 }
 

@@ -1,4 +1,4 @@
-package dedup
+package fields
 
 import (
 	"bytes"
@@ -25,20 +25,20 @@ func TestParseFieldSpec(t *testing.T) {
 		{"4,1-2,3", "1-4"},
 		{"7,7,7", "7"},
 	} {
-		s, err := ParseFieldSpec(c.in)
+		s, err := ParseSpec(c.in)
 		if err != nil {
-			t.Errorf("ParseFieldSpec(%q): %v", c.in, err)
+			t.Errorf("ParseSpec(%q): %v", c.in, err)
 			continue
 		}
 		if got := s.String(); got != c.want {
-			t.Errorf("ParseFieldSpec(%q) = %q, want %q", c.in, got, c.want)
+			t.Errorf("ParseSpec(%q) = %q, want %q", c.in, got, c.want)
 		}
 	}
 	for _, in := range []string{"", " ", "0", "-", "a", "1,", ",1", "3-2", "1--2", "-0", "1-0", "2000000", "+1", "1.5", "1 2"} {
-		if s, err := ParseFieldSpec(in); err == nil {
-			t.Errorf("ParseFieldSpec(%q) = %q, want an error", in, s)
-		} else if !errors.Is(err, ErrFieldSpec) {
-			t.Errorf("ParseFieldSpec(%q) error %v does not wrap ErrFieldSpec", in, err)
+		if s, err := ParseSpec(in); err == nil {
+			t.Errorf("ParseSpec(%q) = %q, want an error", in, s)
+		} else if !errors.Is(err, ErrSpec) {
+			t.Errorf("ParseSpec(%q) error %v does not wrap ErrSpec", in, err)
 		}
 	}
 }
@@ -60,7 +60,7 @@ func TestParseDelimiter(t *testing.T) {
 // keyOf returns the key for spec over line, with a KeyExtractor.
 func keyOf(t testing.TB, spec, delim string, csv bool, line string) string {
 	t.Helper()
-	s, err := ParseFieldSpec(spec)
+	s, err := ParseSpec(spec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,7 +132,7 @@ func TestKeyDistinguishes(t *testing.T) {
 
 func TestKeyExtractorAllocs(t *testing.T) {
 	for _, spec := range []string{"2", "1,3"} {
-		s, _ := ParseFieldSpec(spec)
+		s, _ := ParseSpec(spec)
 		k := NewKeyExtractor(s, ",", false)
 		line := []byte("alpha,beta,gamma,delta")
 		k.Key(line) // sizes the scratch buffer
@@ -157,12 +157,12 @@ func FuzzFieldSpec(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, in string) {
-		s, err := ParseFieldSpec(in)
+		s, err := ParseSpec(in)
 		if err != nil {
 			return
 		}
 		canon := s.String()
-		s2, err := ParseFieldSpec(canon)
+		s2, err := ParseSpec(canon)
 		if err != nil {
 			t.Fatalf("canonical form %q of %q does not parse: %v", canon, in, err)
 		}
@@ -181,7 +181,7 @@ func FuzzKey(f *testing.F) {
 	f.Add("2-", "::", false, []byte("a::b::c"), []byte("a::b"))
 	f.Add("2", ",", true, []byte(`a,"b,""c",d`), []byte(`a,b,d`))
 	f.Fuzz(func(t *testing.T, spec, delim string, csv bool, line1, line2 []byte) {
-		s, err := ParseFieldSpec(spec)
+		s, err := ParseSpec(spec)
 		if err != nil {
 			return
 		}
@@ -190,7 +190,7 @@ func FuzzKey(f *testing.F) {
 			return
 		}
 		k := NewKeyExtractor(s, d, csv)
-		c1, c2 := Content(line1), Content(line2)
+		c1, c2 := line1, line2
 		key1 := bytes.Clone(k.Key(c1))
 		key2 := k.Key(c2)
 		if csv || bytes.Contains(c1, []byte{'\n'}) {

@@ -1,0 +1,481 @@
+package kafkadedup
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/sasl/plain"
+
+	"github.com/dedupkit/cuckoo"
+	"github.com/dedupkit/cuckoo/internal/kafkatest"
+	"github.com/dedupkit/cuckoo/internal/testseed"
+)
+
+// quickOpts are the options every in-process test gives: the broker, a
+// fixed seed (so that filterKept predicts the filters exactly), a short
+// idle exit.
+func quickOpts(t testing.TB, addr string) []Option {
+	start := time.Now()
+	return []Option{WithClient(kgo.SeedBrokers(addr)), WithSeed(7), WithExitWhenIdle(300 * time.Millisecond),
+		WithLogf(func(format string, args ...any) {
+			t.Logf("%v: "+format, append([]any{time.Since(start).Round(time.Millisecond)}, args...)...)
+		})}
+}
+
+func TestWindowDedupMatchesTheModel(t *testing.T) {
+	t.Parallel()
+	addr := kafkatest.Start(t)
+	kafkatest.CreateTopic(t, addr, "in", 3)
+	kafkatest.CreateTopic(t, addr, "out", 3)
+	rng := testseed.Rand(t)
+	recs := genInput(rng, 3000, 3, 400, time.Minute)
+	produceInput(t, addr, "in", recs)
+	p, err := New("g", []string{"in"}, "out", append(quickOpts(t, addr), WithWindow(2*time.Hour), WithCapacity(2000))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := runUntilIdle(t, p)
+	checkOutput(t, &p.cfg, recs, kafkatest.ReadCommitted(t, addr, "out"))
+	if st.In != uint64(len(recs)) || st.Kept+st.Dropped != st.In {
+		t.Fatalf("stats %+v for %d records", st, len(recs))
+	}
+}
+
+// setup starts a broker with the topics in and out of parts partitions,
+// and writes recs to in.
+func setup(t *testing.T, parts int32, recs []inRec) string {
+	addr := kafkatest.Start(t)
+	kafkatest.CreateTopic(t, addr, "in", parts)
+	kafkatest.CreateTopic(t, addr, "out", parts)
+	produceInput(t, addr, "in", recs)
+	return addr
+}
+
+func newProcessor(t testing.TB, addr string, opts ...Option) *Processor {
+	t.Helper()
+	p, err := New("g", []string{"in"}, "out", append(quickOpts(t, addr), opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestNoWindowDedupsForever(t *testing.T) {
+	t.Parallel()
+	recs := genInput(testseed.Rand(t), 3000, 2, 800, time.Hour)
+	for _, c := range []struct {
+		name string
+		opts []Option
+	}{
+		{"filter=growing", nil},
+		{"filter=fixed", []Option{WithCapacity(5000)}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			addr := setup(t, 2, recs)
+			p := newProcessor(t, addr, c.opts...)
+			runUntilIdle(t, p)
+			checkOutput(t, &p.cfg, recs, kafkatest.ReadCommitted(t, addr, "out"))
+		})
+	}
+}
+
+func TestFullFilterStopsWithErrFull(t *testing.T) {
+	t.Parallel()
+	recs := genInput(testseed.Rand(t), 3000, 1, 3000, time.Hour)
+	addr := setup(t, 1, recs)
+	p := newProcessor(t, addr, WithCapacity(200))
+	err := p.Run(context.Background())
+	if !errors.Is(err, cuckoo.ErrFull) || !strings.Contains(err.Error(), "in/0 offset") {
+		t.Fatalf("Run = %v, want an error wrapping cuckoo.ErrFull naming the record", err)
+	}
+	if out := kafkatest.ReadCommitted(t, addr, "out"); len(out) != 0 {
+		t.Fatalf("%d records written by the failed transaction", len(out))
+	}
+}
+
+// The output records are the input's key, value, headers and timestamp,
+// in the partition Kafka's default partitioner gives their key (murmur2),
+// whatever the input's partition.
+func TestOutputRecordsAreTheInputsAsRead(t *testing.T) {
+	t.Parallel()
+	addr := kafkatest.Start(t)
+	kafkatest.CreateTopic(t, addr, "in", 3)
+	kafkatest.CreateTopic(t, addr, "out", 5)
+	cl := kafkatest.Client(t, addr, kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	ts := time.Date(2026, 1, 2, 3, 4, 5, 6e6, time.UTC)
+	var in []*kgo.Record
+	for i := range 60 {
+		in = append(in, &kgo.Record{Topic: "in", Partition: int32(i % 3), Key: []byte(fmt.Sprintf("k%d", i)),
+			Value: []byte(fmt.Sprintf("v%d", i)), Timestamp: ts.Add(time.Duration(i) * time.Second),
+			Headers: []kgo.RecordHeader{{Key: "h", Value: []byte{byte(i)}}, {Key: "empty"}}})
+	}
+	kafkatest.Produce(t, cl, in...)
+	runUntilIdle(t, newProcessor(t, addr))
+	out := kafkatest.ReadCommitted(t, addr, "out")
+	if len(out) != len(in) {
+		t.Fatalf("%d records out, want %d", len(out), len(in))
+	}
+	place := kgo.StickyKeyPartitioner(nil).ForTopic("out")
+	byKey := map[string]*kgo.Record{}
+	for _, r := range in {
+		byKey[string(r.Key)] = r
+	}
+	for _, r := range out {
+		w := byKey[string(r.Key)]
+		switch {
+		case w == nil || !bytes.Equal(r.Value, w.Value) || !r.Timestamp.Equal(w.Timestamp) || !reflect.DeepEqual(r.Headers, w.Headers):
+			t.Fatalf("out: %q %q %v %v; in: %+v", r.Key, r.Value, r.Timestamp, r.Headers, w)
+		case int(r.Partition) != place.Partition(r, 5):
+			t.Fatalf("%q in partition %d, Kafka's default partitioner gives %d", r.Key, r.Partition, place.Partition(r, 5))
+		}
+	}
+}
+
+func TestKeyAndTimeForms(t *testing.T) {
+	t.Parallel()
+	// The same events as CSV ("r7,user-3,2026-03-01T00:49:00Z": the
+	// record's id, the key, the time) in one topic, as JSON in another
+	// ({"r": "r7", "u": {"id": "user-3"}, "at": <Unix ms>}).
+	base := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
+	rng := testseed.Rand(t)
+	var recs []inRec
+	var values []string
+	for i := range 600 {
+		id := fmt.Sprintf("user-%d", rng.IntN(150))
+		ts := base.Add(time.Duration(i) * 7 * time.Minute)
+		recs = append(recs, inRec{key: id, ts: ts, id: fmt.Sprintf("r%d", i)})
+		values = append(values, fmt.Sprintf(`r%d,%s,%s`, i, id, ts.Format(time.RFC3339)),
+			fmt.Sprintf(`{"r": "r%d", "u": {"id": "%s"}, "at": %d}`, i, id, ts.UnixMilli()))
+	}
+	addr := kafkatest.Start(t)
+	kafkatest.CreateTopic(t, addr, "csv", 1)
+	kafkatest.CreateTopic(t, addr, "json", 1)
+	cl := kafkatest.Client(t, addr)
+	var in []*kgo.Record
+	for i, v := range values {
+		// No record key, and a Kafka timestamp that is not the event's.
+		in = append(in, &kgo.Record{Topic: []string{"csv", "json"}[i%2], Value: []byte(v), Timestamp: base})
+	}
+	kafkatest.Produce(t, cl, in...)
+	fieldKey, err := KeyFields("2", ",", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fieldTime, err := TimeFields("3", ",", false, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	jsonKey, err := KeyJSON(".u.id")
+	if err != nil {
+		t.Fatal(err)
+	}
+	jsonTime, err := TimeJSON("$.at", "unix-ms")
+	if err != nil {
+		t.Fatal(err)
+	}
+	funcKey := func(r *kgo.Record) ([]byte, error) { // the key, by hand
+		return bytes.Split(r.Value, []byte(","))[1], nil
+	}
+	for i, c := range []struct {
+		in    string
+		forms []Option
+	}{
+		{"csv", []Option{WithKey(fieldKey), WithTime(fieldTime)}},
+		{"json", []Option{WithKey(jsonKey), WithTime(jsonTime)}},
+		{"csv", []Option{WithKey(funcKey), WithTime(fieldTime)}},
+	} {
+		t.Run(fmt.Sprintf("forms=%d", i), func(t *testing.T) {
+			out := "out" + fmt.Sprint(i)
+			kafkatest.CreateTopic(t, addr, out, 1)
+			p, err := New(fmt.Sprint("g", i), []string{c.in}, out, append(quickOpts(t, addr), append(c.forms, WithWindow(3*time.Hour), WithCapacity(1000))...)...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			runUntilIdle(t, p)
+			var ids []string
+			for _, r := range kafkatest.ReadCommitted(t, addr, out) {
+				id, _, _ := strings.Cut(strings.TrimPrefix(string(r.Value), `{"r": "`), ",")
+				ids = append(ids, strings.TrimSuffix(id, `"`))
+			}
+			checkIDs(t, &p.cfg, recs, ids)
+		})
+	}
+}
+
+// runInBackground runs p until the test ends or Run returns, and returns
+// a function that stops it and returns Run's error.
+func runInBackground(t testing.TB, p *Processor) (stop func() error) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- p.Run(ctx) }()
+	t.Cleanup(cancel)
+	return func() error {
+		cancel()
+		select {
+		case err := <-done:
+			return err
+		case <-time.After(kafkatest.Wait):
+			t.Fatalf("Run did not return within %v of its context's end", kafkatest.Wait)
+			return nil
+		}
+	}
+}
+
+// A Processor stopped and started again restores each partition from its
+// snapshot and replays no more than the snapshot interval of records.
+func TestRestartReplaysAtMostTheSnapshotInterval(t *testing.T) {
+	t.Parallel()
+	const every = 100
+	recs := genInput(testseed.Rand(t), 2000, 2, 500, time.Minute)
+	addr := setup(t, 2, recs[:1234])
+	opts := []Option{WithWindow(time.Hour), WithCapacity(1000), WithSnapshotEvery(every, time.Hour)}
+	first := newProcessor(t, addr, opts...)
+	st := runUntilIdle(t, first)
+	if st.Snapshots < 1234/every-2 {
+		t.Fatalf("%d snapshots for 1234 records, one every %d", st.Snapshots, every)
+	}
+	produceInput(t, addr, "in", recs[1234:])
+	second := newProcessor(t, addr, opts...)
+	st = runUntilIdle(t, second)
+	if st.Restores != 2 || st.Replayed > 2*every {
+		t.Fatalf("restarted: %d restores replayed %d records, want 2 and at most %d", st.Restores, st.Replayed, 2*every)
+	}
+	checkOutput(t, &second.cfg, recs, kafkatest.ReadCommitted(t, addr, "out"))
+}
+
+// Snapshots larger than the state topic's largest message are cut into
+// chunks under it; they are read back whole, after compaction too (the
+// tombstones of a shorter snapshot's unused chunks included).
+func TestSnapshotChunksFitTheStateTopic(t *testing.T) {
+	t.Parallel()
+	c := kafkatest.StartCluster(t)
+	addr := c.ListenAddrs()[0]
+	// Compact applies retention too: the records' times are months old.
+	kafkatest.CreateTopic(t, addr, "in", 1, "retention.ms", "-1")
+	kafkatest.CreateTopic(t, addr, "out", 1, "retention.ms", "-1")
+	kafkatest.CreateTopic(t, addr, "state", 1, "cleanup.policy", "compact", "max.message.bytes", "8192", "retention.ms", "-1")
+	recs := genInput(testseed.Rand(t), 6000, 1, 4000, time.Minute)
+	opts := []Option{WithWindow(time.Hour), WithCapacity(20000), WithSnapshotEvery(1000, time.Hour), WithStateTopic("state")}
+	for i, part := range [][]inRec{recs[:2500], recs[2500:4000], recs[4000:]} {
+		produceInput(t, addr, "in", part)
+		p := newProcessor(t, addr, opts...)
+		st := runUntilIdle(t, p)
+		if i > 0 && st.Restores != 1 {
+			t.Fatalf("run %d: %d restores", i, st.Restores)
+		}
+		for _, r := range kafkatest.ReadCommitted(t, addr, "state") {
+			if len(r.Value) > 8192-100 {
+				t.Fatalf("a chunk of %d bytes in a topic of 8,192-byte messages", len(r.Value))
+			}
+		}
+		c.Compact()
+		if i == 2 {
+			checkOutput(t, &p.cfg, recs, kafkatest.ReadCommitted(t, addr, "out"))
+		}
+	}
+}
+
+// A transaction whose offsets' commit the broker refuses is aborted: the
+// partitions go back to their committed state and the records are judged
+// again, once.
+func TestAbortedTransactionIsJudgedAgain(t *testing.T) {
+	t.Parallel()
+	c := kafkatest.StartCluster(t)
+	addr := c.ListenAddrs()[0]
+	kafkatest.CreateTopic(t, addr, "in", 2)
+	kafkatest.CreateTopic(t, addr, "out", 2)
+	recs := genInput(testseed.Rand(t), 2000, 2, 500, time.Minute)
+	produceInput(t, addr, "in", recs[:1000])
+	p := newProcessor(t, addr, WithWindow(time.Hour), WithCapacity(1000), WithSnapshotEvery(300, time.Hour), WithExitWhenIdle(time.Hour))
+	stop := runInBackground(t, p)
+	kafkatest.Eventually(t, "the first records committed", func() bool { return p.Stats().In == 1000 })
+	// Refuse the next commit of offsets: the session aborts.
+	c.ControlKey(int16(kmsg.TxnOffsetCommit), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		r := req.(*kmsg.TxnOffsetCommitRequest)
+		resp := r.ResponseKind().(*kmsg.TxnOffsetCommitResponse)
+		for _, rt := range r.Topics {
+			t := kmsg.NewTxnOffsetCommitResponseTopic()
+			t.Topic, t.TopicID = rt.Topic, rt.TopicID
+			for _, rp := range rt.Partitions {
+				p := kmsg.NewTxnOffsetCommitResponseTopicPartition()
+				p.Partition, p.ErrorCode = rp.Partition, kerr.IllegalGeneration.Code
+				t.Partitions = append(t.Partitions, p)
+			}
+			resp.Topics = append(resp.Topics, t)
+		}
+		return resp, nil, true
+	})
+	produceInput(t, addr, "in", recs[1000:])
+	kafkatest.Eventually(t, "all records committed", func() bool { return p.Stats().In == 2000 })
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	if st := p.Stats(); st.Aborted == 0 || st.Restores < 4 {
+		t.Fatalf("%d aborted transactions and %d restores, want at least 1 and 4", st.Aborted, st.Restores)
+	}
+	checkOutput(t, &p.cfg, recs, kafkatest.ReadCommitted(t, addr, "out"))
+}
+
+// The output of one Processor, written in transactions (commit markers
+// among its records), is the input of another, which still catches up
+// and exits when idle: its committed offsets pass the markers.
+func TestTransactionalInputIsCaughtUp(t *testing.T) {
+	t.Parallel()
+	recs := genInput(testseed.Rand(t), 1500, 2, 400, time.Minute)
+	addr := setup(t, 2, recs)
+	kafkatest.CreateTopic(t, addr, "out2", 2)
+	// Without a window: the first output has each key once, and the
+	// second keeps it all.
+	runUntilIdle(t, newProcessor(t, addr))
+	p, err := New("g2", []string{"out"}, "out2", quickOpts(t, addr)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runUntilIdle(t, p)
+	first, second := kafkatest.ReadCommitted(t, addr, "out"), kafkatest.ReadCommitted(t, addr, "out2")
+	if len(second) != len(first) {
+		t.Fatalf("deduplicated again: %d records, from %d", len(second), len(first))
+	}
+}
+
+func TestUnreadableRecords(t *testing.T) {
+	t.Parallel()
+	addr := kafkatest.Start(t)
+	kafkatest.CreateTopic(t, addr, "in", 1)
+	kafkatest.CreateTopic(t, addr, "out", 1)
+	cl := kafkatest.Client(t, addr)
+	kafkatest.Produce(t, cl, &kgo.Record{Topic: "in", Key: []byte("a"), Value: []byte("1")},
+		&kgo.Record{Topic: "in", Value: []byte("no key")},
+		&kgo.Record{Topic: "in", Key: []byte("a"), Value: []byte("2")})
+	err := newProcessor(t, addr).Run(context.Background())
+	if !errors.Is(err, ErrUnreadable) || !strings.Contains(err.Error(), "in/0 offset 1: ") {
+		t.Fatalf("Run = %v, want ErrUnreadable naming in/0 offset 1", err)
+	}
+	if out := kafkatest.ReadCommitted(t, addr, "out"); len(out) != 0 {
+		t.Fatalf("%d records written by the failed transaction", len(out))
+	}
+	p := newProcessor(t, addr, WithPassUnreadable())
+	if st := runUntilIdle(t, p); st.Unreadable != 1 || st.Kept != 2 || st.Dropped != 1 {
+		t.Fatalf("stats %+v: want 1 unreadable passed, 2 written, 1 dropped", st)
+	}
+	var got []string
+	for _, r := range kafkatest.ReadCommitted(t, addr, "out") {
+		got = append(got, string(r.Value))
+	}
+	if strings.Join(got, " ") != "1 no key" {
+		t.Fatalf("output %q", got)
+	}
+}
+
+// Errors of the cluster come at once, with what to do, never as a wait.
+func TestClusterErrors(t *testing.T) {
+	t.Parallel()
+	addr := kafkatest.Start(t)
+	kafkatest.CreateTopic(t, addr, "in", 1)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := ln.Addr().String()
+	ln.Close()
+	for _, c := range []struct {
+		name     string
+		addr     string
+		from, to string
+		want     error
+	}{
+		{"missing=output", addr, "in", "nowhere", ErrNoTopic},
+		{"missing=input", addr, "nothing", "in", ErrNoTopic},
+		{"broker=closed", closed, "in", "out", ErrUnreachable},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			p, err := New("g", []string{c.from}, c.to, WithClient(kgo.SeedBrokers(c.addr)), WithTimeout(5*time.Second))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := p.Run(context.Background()); !errors.Is(err, c.want) {
+				t.Fatalf("Run = %v, want %v", err, c.want)
+			}
+		})
+	}
+}
+
+// A user the cluster does not let into the group gets the group's
+// authorization error from Run.
+func TestUnauthorizedGroup(t *testing.T) {
+	t.Parallel()
+	lit := kmsg.ACLResourcePatternTypeLiteral
+	allow := func(res kmsg.ACLResourceType, name string, op kmsg.ACLOperation) kfake.ACL {
+		return kfake.ACL{Resource: res, Name: name, Pattern: lit, Operation: op, Allow: true}
+	}
+	addr := kafkatest.Start(t, kfake.EnableSASL(), kfake.EnableACLs(), kfake.Superuser("PLAIN", "admin", "admin"),
+		kfake.User("PLAIN", "app", "secret",
+			allow(kmsg.ACLResourceTypeTopic, "*", kmsg.ACLOperationAll),
+			allow(kmsg.ACLResourceTypeTransactionalId, "*", kmsg.ACLOperationAll),
+			allow(kmsg.ACLResourceTypeCluster, "kafka-cluster", kmsg.ACLOperationAll),
+			allow(kmsg.ACLResourceTypeGroup, "allowed", kmsg.ACLOperationAll)))
+	admin := []kgo.Opt{kgo.SeedBrokers(addr), kgo.SASL(plain.Auth{User: "admin", Pass: "admin"}.AsMechanism())}
+	adm := kadm.NewClient(kafkatest.Client(t, addr, admin[1:]...))
+	for _, topic := range []string{"in", "out"} {
+		if _, err := adm.CreateTopic(context.Background(), 1, -1, nil, topic); err != nil {
+			t.Fatal(err)
+		}
+	}
+	kafkatest.Produce(t, kafkatest.Client(t, addr, admin[1:]...), &kgo.Record{Topic: "in", Key: []byte("k"), Value: []byte("v")})
+	app := kgo.SASL(plain.Auth{User: "app", Pass: "secret"}.AsMechanism())
+	p, err := New("denied", []string{"in"}, "out", WithClient(kgo.SeedBrokers(addr), app), WithStateTopic("state"), WithTimeout(10*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), kafkatest.Wait)
+	defer cancel()
+	if err := p.Run(ctx); !errors.Is(err, kerr.GroupAuthorizationFailed) {
+		t.Fatalf("Run = %v, want GROUP_AUTHORIZATION_FAILED", err)
+	}
+	p, err = New("allowed", []string{"in"}, "out", WithClient(kgo.SeedBrokers(addr), app), WithStateTopic("state"), WithExitWhenIdle(300*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := runUntilIdle(t, p); st.Kept != 1 {
+		t.Fatalf("the allowed group kept %d records, want 1", st.Kept)
+	}
+}
+
+// A snapshot the committed offsets point at that is gone (its topic
+// deleted and made again) stops Run with ErrState rather than starting
+// the partition over without saying so.
+func TestMissingSnapshotIsErrState(t *testing.T) {
+	t.Parallel()
+	recs := genInput(testseed.Rand(t), 600, 1, 300, time.Minute)
+	addr := setup(t, 1, recs[:400])
+	opts := []Option{WithWindow(time.Hour), WithCapacity(1000), WithSnapshotEvery(100, time.Hour), WithStateTopic("state")}
+	runUntilIdle(t, newProcessor(t, addr, opts...))
+	adm := kadm.NewClient(kafkatest.Client(t, addr))
+	if _, err := adm.DeleteTopics(context.Background(), "state"); err != nil {
+		t.Fatal(err)
+	}
+	kafkatest.Eventually(t, "the state topic deleted", func() bool {
+		_, err := adm.CreateTopic(context.Background(), 1, -1, map[string]*string{"cleanup.policy": ptr("compact")}, "state")
+		return err == nil
+	})
+	produceInput(t, addr, "in", recs[400:])
+	err := newProcessor(t, addr, opts...).Run(context.Background())
+	if !errors.Is(err, ErrState) || !strings.Contains(err.Error(), "in/0: reading its snapshot") {
+		t.Fatalf("Run = %v, want ErrState naming the partition", err)
+	}
+}
+
+func ptr(s string) *string { return &s }

@@ -1,0 +1,337 @@
+package kafkadedup
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// restore makes the state of tp whose first record to judge is at offset
+// first (the consumer's position, at or after the committed offset): the
+// snapshot the committed offset's pointer names (or an empty filter),
+// updated by a replay of the input from the pointer's base to first,
+// which writes nothing.
+func (p *Processor) restore(ctx context.Context, tp topicPartition, first int64) error {
+	cctx, cancel := context.WithTimeout(ctx, p.cfg.timeout)
+	offsets, err := p.admin.FetchOffsetsForTopics(kadm.RequireStable(cctx), p.group, tp.topic)
+	cancel()
+	if err != nil {
+		return p.clusterErr("fetching the committed offsets", err)
+	}
+	st := &partition{topic: tp.topic, part: tp.part, lastSnapshot: time.Now(), lso: -1}
+	var ptr pointer
+	var ours bool
+	committed := int64(-1)
+	if o, ok := offsets.Lookup(tp.topic, tp.part); ok && o.Err == nil && o.At >= 0 {
+		committed = o.At
+		if ptr, ours, err = parsePointer(o.Metadata); err != nil {
+			return fmt.Errorf("%s: %w", tp, err)
+		}
+	}
+	switch {
+	case !ours:
+		if committed > 0 {
+			p.cfg.logf("%s: the committed offset %d carries no state of this package: the partition starts with an empty filter at offset %d", tp, committed, first)
+		}
+		ptr = pointer{base: first}
+	case ptr.base > first:
+		p.cfg.logf("%s: the state covers the input up to offset %d, past the group's position %d (its offsets were reset): the partition starts with an empty filter at offset %d", tp, ptr.base, first, first)
+		ptr = pointer{base: first}
+	}
+	if ptr.chunks > 0 {
+		st.seen, err = p.readSnapshot(ctx, tp, ptr)
+		if err != nil {
+			return fmt.Errorf("%s: reading its snapshot at %s/%d offset %d: %w", tp, p.cfg.stateTopic, ptr.statePartition, ptr.offset, err)
+		}
+	} else if st.seen, err = newSeen(&p.cfg); err != nil {
+		return err
+	}
+	st.ptr, st.next = ptr, ptr.base
+	replayed, err := p.replay(ctx, st, first)
+	if err != nil {
+		return fmt.Errorf("%s: replaying offsets %d to %d: %w", tp, ptr.base, first, err)
+	}
+	p.parts[tp] = st
+	b, k, _ := st.seen.size()
+	p.mu.Lock()
+	p.stats.Restores++
+	p.stats.Replayed += replayed
+	p.stats.Partitions++ // until the next commit counts them again
+	p.stats.FilterBytes += b
+	p.stats.Keys += k
+	p.mu.Unlock()
+	return nil
+}
+
+// readerClient returns a client that reads one partition from offset at,
+// committed records only.
+func (p *Processor) readerClient(topic string, part int32, at int64) (*kgo.Client, error) {
+	opts := append(append([]kgo.Opt{}, p.cfg.client...),
+		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {part: kgo.NewOffset().At(at)}}),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		kgo.KeepControlRecords(),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+	)
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidParameter, err)
+	}
+	return cl, nil
+}
+
+// poll returns the next records of a reader, within the timeout.
+func (p *Processor) poll(ctx context.Context, cl *kgo.Client, what string) ([]*kgo.Record, error) {
+	pctx, cancel := context.WithTimeout(ctx, p.cfg.timeout)
+	defer cancel()
+	fs := cl.PollFetches(pctx)
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	for _, fe := range fs.Errors() {
+		if errors.Is(fe.Err, context.DeadlineExceeded) {
+			return nil, fmt.Errorf("%w: no record of %s within %v", ErrState, what, p.cfg.timeout)
+		}
+		return nil, fe.Err
+	}
+	return fs.Records(), nil
+}
+
+// replay judges st's input records from st.next up to until, writing
+// nothing, and returns how many it judged. Unreadable records are
+// skipped: the live run stopped at them, or let them through unjudged.
+func (p *Processor) replay(ctx context.Context, st *partition, until int64) (uint64, error) {
+	if st.next >= until {
+		return 0, nil
+	}
+	cctx, cancel := context.WithTimeout(ctx, p.cfg.timeout)
+	starts, err := p.admin.ListStartOffsets(cctx, st.topic)
+	cancel()
+	if err != nil {
+		return 0, p.clusterErr("listing the start offsets", err)
+	}
+	if s, ok := starts.Lookup(st.topic, st.part); ok && s.Err == nil && s.Offset > st.next {
+		p.cfg.logf("%s: the records from offset %d to %d are gone (retention or deletion) before they could be replayed: duplicates of their keys may be let through", topicPartition{st.topic, st.part}, st.next, s.Offset)
+	}
+	cl, err := p.readerClient(st.topic, st.part, st.next)
+	if err != nil {
+		return 0, err
+	}
+	defer cl.Close()
+	var replayed uint64
+	for st.next < until {
+		recs, err := p.poll(ctx, cl, fmt.Sprintf("%s/%d from offset %d", st.topic, st.part, st.next))
+		if err != nil {
+			return replayed, err
+		}
+		for _, r := range recs {
+			if r.Offset >= until {
+				break
+			}
+			st.next = r.Offset + 1
+			if r.Attrs.IsControl() {
+				continue
+			}
+			if _, err := p.judge(st, r, nil); err != nil && !errors.Is(err, ErrUnreadable) {
+				return replayed, err
+			}
+			st.sinceSnapshot++
+			replayed++
+		}
+		if len(recs) > 0 && recs[len(recs)-1].Offset >= until-1 {
+			break
+		}
+	}
+	st.next = until
+	return replayed, nil
+}
+
+// readSnapshot reads the filter of the snapshot ptr names.
+func (p *Processor) readSnapshot(ctx context.Context, tp topicPartition, ptr pointer) (*seen, error) {
+	// A state partition that ends before the snapshot's chunks (the topic
+	// deleted and made again, truncated) is an error at once, not a wait.
+	cctx, cancel := context.WithTimeout(ctx, p.cfg.timeout)
+	ends, err := p.admin.ListEndOffsets(cctx, p.cfg.stateTopic)
+	cancel()
+	if err != nil {
+		return nil, p.clusterErr("listing the state topic's end offsets", err)
+	}
+	if end, ok := ends.Lookup(p.cfg.stateTopic, ptr.statePartition); !ok || end.Err != nil || end.Offset < ptr.offset+int64(ptr.chunks) {
+		return nil, fmt.Errorf("%w: the state topic's partition ends before the snapshot's %d chunks", ErrState, ptr.chunks)
+	}
+	cl, err := p.readerClient(p.cfg.stateTopic, ptr.statePartition, ptr.offset)
+	if err != nil {
+		return nil, err
+	}
+	defer cl.Close()
+	r := &chunkReader{p: p, ctx: ctx, cl: cl, tp: tp, ptr: ptr}
+	s, err := readSeen(&p.cfg, r)
+	switch {
+	case err != nil && r.err != nil:
+		return nil, r.err
+	case err != nil:
+		return nil, fmt.Errorf("%w: %w", ErrState, err)
+	case r.read != ptr.size || r.index != ptr.chunks || len(r.chunk) != 0:
+		return nil, fmt.Errorf("%w: the snapshot holds %d bytes in %d chunks, not the %d in %d its pointer says", ErrState, r.read, r.index, ptr.size, ptr.chunks)
+	}
+	return s, nil
+}
+
+// chunkReader reads the payloads of a snapshot's chunks in order, from the
+// records of its state partition: the chunks are written one after another,
+// possibly among the chunks of other partitions' snapshots, which it
+// skips.
+type chunkReader struct {
+	p     *Processor
+	ctx   context.Context
+	cl    *kgo.Client
+	tp    topicPartition
+	ptr   pointer
+	recs  []*kgo.Record
+	chunk []byte // the unread rest of the current chunk
+	index int32  // chunks read
+	read  int64  // bytes read
+	err   error  // why the last chunk could not be read
+}
+
+func (r *chunkReader) Read(b []byte) (int, error) {
+	for len(r.chunk) == 0 {
+		if r.index == r.ptr.chunks {
+			return 0, io.EOF
+		}
+		if r.err = r.next(); r.err != nil {
+			return 0, r.err
+		}
+	}
+	n := copy(b, r.chunk)
+	r.chunk = r.chunk[n:]
+	r.read += int64(n)
+	return n, nil
+}
+
+// next finds the next chunk of the snapshot.
+func (r *chunkReader) next() error {
+	want := chunkKey(r.p.group, r.tp.topic, r.tp.part, r.index)
+	for {
+		for len(r.recs) > 0 {
+			rec := r.recs[0]
+			r.recs = r.recs[1:]
+			if rec.Attrs.IsControl() || !bytes.Equal(rec.Key, want) {
+				continue
+			}
+			h, payload, err := parseChunk(rec.Value)
+			if err != nil {
+				return err
+			}
+			if h.id != r.ptr.id {
+				if r.index == 0 && rec.Offset == r.ptr.offset {
+					return fmt.Errorf("%w: the record at the snapshot's offset belongs to another snapshot", ErrState)
+				}
+				continue
+			}
+			if h.index != r.index || h.chunks != r.ptr.chunks || h.base != r.ptr.base {
+				return fmt.Errorf("%w: chunk %d of the snapshot says it is chunk %d of %d from offset %d", ErrState, r.index, h.index, h.chunks, h.base)
+			}
+			r.chunk = payload
+			r.index++
+			return nil
+		}
+		recs, err := r.p.poll(r.ctx, r.cl, fmt.Sprintf("the snapshot's chunk %d", r.index))
+		if err != nil {
+			return err
+		}
+		r.recs = recs
+	}
+}
+
+// snapshot writes st's filter to the state topic, in the open
+// transaction, and points st's state at it: the filter's encoding cut into
+// chunks, each sent as it is full (one chunk's memory at a time), and a
+// tombstone for each chunk of the previous snapshot past the new one's
+// last, so that compaction removes them.
+func (p *Processor) snapshot(ctx context.Context, st *partition, n *txnCounts) error {
+	tp := topicPartition{st.topic, st.part}
+	size := st.seen.encodedSize()
+	chunks := (size + int64(p.chunkPayload) - 1) / int64(p.chunkPayload)
+	if chunks > 1<<31-1 {
+		return fmt.Errorf("kafkadedup: %s: a snapshot of %d bytes needs more than 2^31 chunks", tp, size)
+	}
+	w := &chunkWriter{p: p, ctx: ctx, tp: tp, part: p.statePartition(tp),
+		header: chunkHeader{id: randomID(), base: st.next, chunks: int32(chunks)}}
+	if _, err := st.seen.writeTo(w); err != nil {
+		return fmt.Errorf("kafkadedup: %s: writing a snapshot: %w", tp, err)
+	}
+	if err := w.flush(); err != nil {
+		return fmt.Errorf("kafkadedup: %s: writing a snapshot: %w", tp, err)
+	}
+	for i := int32(chunks); i < st.ptr.chunks; i++ {
+		tomb := &kgo.Record{Topic: p.cfg.stateTopic, Partition: st.ptr.statePartition, Key: chunkKey(p.group, tp.topic, tp.part, i)}
+		p.sess.Produce(ctx, tomb, p.promise)
+	}
+	st.ptr = pointer{base: st.next, statePartition: w.part, offset: w.first, chunks: int32(chunks), size: size, id: w.header.id}
+	st.sinceSnapshot = 0
+	st.lastSnapshot = time.Now()
+	n.snapshots++
+	n.snapshotBytes += uint64(size)
+	return nil
+}
+
+// chunkWriter cuts a filter's encoding into chunk records and sends each
+// to the state partition when it is full, waiting for it to be written
+// (so that its buffer can be reused and the offset of the first is known).
+type chunkWriter struct {
+	p      *Processor
+	ctx    context.Context
+	tp     topicPartition
+	part   int32
+	header chunkHeader
+	buf    []byte
+	first  int64 // the offset of chunk 0
+}
+
+func (w *chunkWriter) Write(b []byte) (int, error) {
+	written := 0
+	for len(b) > 0 {
+		if w.buf == nil {
+			w.buf = make([]byte, 0, chunkHeaderSize+w.p.chunkPayload)
+		}
+		if len(w.buf) == 0 {
+			w.buf = w.header.append(w.buf)
+		}
+		n := copy(w.buf[len(w.buf):cap(w.buf)], b)
+		w.buf = w.buf[:len(w.buf)+n]
+		b = b[n:]
+		written += n
+		if len(w.buf) == cap(w.buf) {
+			if err := w.flush(); err != nil {
+				return written, err
+			}
+		}
+	}
+	return written, nil
+}
+
+// flush sends the chunk in the buffer, if any.
+func (w *chunkWriter) flush() error {
+	if len(w.buf) <= chunkHeaderSize {
+		return nil
+	}
+	rec := &kgo.Record{Topic: w.p.cfg.stateTopic, Partition: w.part,
+		Key: chunkKey(w.p.group, w.tp.topic, w.tp.part, w.header.index), Value: w.buf}
+	ctx, cancel := context.WithTimeout(w.ctx, w.p.cfg.timeout)
+	defer cancel()
+	if err := w.p.sess.ProduceSync(ctx, rec).FirstErr(); err != nil {
+		return err
+	}
+	if w.header.index == 0 {
+		w.first = rec.Offset
+	}
+	w.header.index++
+	w.buf = w.buf[:0]
+	return nil
+}
