@@ -29,7 +29,7 @@ const DefaultScalableCapacity = 1024
 // bound: the filter's rate stays at or below it at every size
 // ([Scalable.TargetFalsePositiveRate] returns it); the tables' own bounds
 // add up to at most 15/16 of it, and the rate measured over a growth of
-// 1000× stays below it (TestIssue16ScalableRateIsABound). The bound holds
+// 1000× stays below it (TestScalableRateIsABoundAtEverySize). The bound holds
 // while the tables hold up to 2^36 (6.9·10^10) keys in all; NewScalable
 // refuses a rate too small to keep that far with fingerprints of at most 32
 // bits (with 4-slot buckets and the default growth, 1e-7 is kept from an

@@ -18,7 +18,7 @@ import (
 	"github.com/dedupkit/cuckoo"
 )
 
-var fullGrowthFlag = flag.Bool("growth.full", false, "TestScalableGrowth and TestIssue16ScalableRateIsABound: grow from 10,000 to 10 million keys in every mode, at every rate (the reported figures; the long checks, CUCKOO_LONG=1, do too)")
+var fullGrowthFlag = flag.Bool("growth.full", false, "TestScalableGrowth and TestScalableRateIsABoundAtEverySize: grow from 10,000 to 10 million keys in every mode, at every rate (the reported figures; the long checks, CUCKOO_LONG=1, do too)")
 
 // fullGrowth reports whether the growth tests grow from 10,000 to 10
 // million keys: with -growth.full, and in the long checks.
@@ -1088,7 +1088,7 @@ func BenchmarkScalable_Add(b *testing.B) {
 	}
 }
 
-// TestIssue16ScalableRateIsABound: the rate given to NewScalable is a bound
+// TestScalableRateIsABoundAtEverySize: the rate given to NewScalable is a bound
 // at every size. A filter of p = 1 % and one of 0.1 % grow 1000-fold from
 // 1,000 keys; at every doubling, and at 10×, 100× and 1000×, the measured
 // rate over enough absent keys (50/p: 5σ of an expected rate of 0.87p,
@@ -1096,7 +1096,7 @@ func BenchmarkScalable_Add(b *testing.B) {
 // the tables' bounds add up to at most 15/16 of it. The quick run grows
 // the filter of 1 % only; the long checks (CUCKOO_LONG=1) grow both from
 // 10,000 keys, and one of 0.01 % too.
-func TestIssue16ScalableRateIsABound(t *testing.T) {
+func TestScalableRateIsABoundAtEverySize(t *testing.T) {
 	t.Parallel()
 	rates := []float64{0.01, 0.001}
 	if fullGrowth() {
