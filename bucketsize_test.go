@@ -217,7 +217,7 @@ func TestOneSlotNeedsWideFingerprints(t *testing.T) {
 	}
 }
 
-// TestBucketCapacityHolds is TestIssue16CapacityHolds for the odd bucket
+// TestBucketCapacityHolds is TestNewHoldsItsCapacityAtEverySeed for the odd bucket
 // sizes: New(n) has room for n distinct keys for n from 1 to 1000, for
 // many seeds (20,000 with CUCKOO_LONG=1).
 func TestBucketCapacityHolds(t *testing.T) {

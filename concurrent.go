@@ -4,9 +4,9 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
-	"unsafe"
 
 	"github.com/dedupkit/cuckoo/internal/table"
+	"github.com/dedupkit/cuckoo/internal/table/concurrent"
 )
 
 // Concurrent is a cuckoo filter that any number of goroutines may use at
@@ -23,9 +23,10 @@ import (
 // no lock either: while one of the key's buckets has an empty slot, the
 // insert claims it with one compare-and-swap. Displacements, deletes, AddUnique and the tables of a
 // growing filter lock the stripes (1 of up to 1024) of the buckets they
-// change, so writers of different keys still run in parallel. ctable.go
-// explains why a reader racing a displacement still finds its key, and
-// why lock-free inserts and locked writers never write one slot.
+// change, so writers of different keys still run in parallel. The engine's
+// concurrent table (internal/table/concurrent) explains why a reader
+// racing a displacement still finds its key, and why lock-free inserts and
+// locked writers never write one slot.
 //
 // Lookups scale with the cores: they write nothing shared. Inserts scale
 // less, as every insert makes a cache line dirty that another core may
@@ -88,6 +89,19 @@ type Concurrent struct {
 // one.
 var errZeroConcurrent = fmt.Errorf("%w: the zero Concurrent has no table; create it with NewConcurrent, or decode into it", ErrUninitialized)
 
+// cchain is an immutable view of a Concurrent's tables; a change of the
+// chain publishes a new one. Operations that must retry reload it, and
+// start over when its epoch changed (the state was replaced).
+type cchain struct {
+	_        [table.CacheLine]byte // see table.CacheLine
+	tables   []*concurrent.Table   // oldest first; the last takes new fingerprints
+	seed     uint64
+	maxKicks int
+	grow     *schedule // nil: a fixed capacity
+	epoch    uint64
+	_        [table.CacheLine]byte
+}
+
 // NewConcurrent returns an empty concurrent filter that holds at least
 // capacity distinct keys, with the options of [New]; with [WithGrowth] it
 // grows past capacity like a [Scalable]. It returns an error wrapping
@@ -114,24 +128,26 @@ func NewConcurrent(capacity uint64, opts ...Option) (*Concurrent, error) {
 			return nil, err
 		}
 		ch.grow = &g
-		ch.tables = []*ctable{ch.newGeneration(g.at(0))}
+		ch.tables = []*concurrent.Table{ch.newGeneration(g.at(0))}
 	} else {
 		p, err := fixedPlan(capacity, c)
 		if err != nil {
 			return nil, err
 		}
 		slots := p.NumBuckets * uint64(c.slots)
-		ch.tables = []*ctable{newCtable(generation{capacity: capacity, fpBits: uint64(p.FingerprintBits), numBuckets: p.NumBuckets, limit: slots}, uint64(c.slots), ch)}
+		g := concurrent.Gen{Capacity: capacity, Limit: slots}
+		ch.tables = []*concurrent.Table{concurrent.New(p.NumBuckets, uint64(c.slots), uint64(p.FingerprintBits), ch.maxKicks, g)}
 	}
 	cf := &Concurrent{}
 	cf.publish(ch)
 	return cf, nil
 }
 
-func (ch *cchain) newGeneration(gen generation) *ctable {
-	t := newCtable(gen, ch.grow.slots, ch)
-	t.growing = true
-	return t
+// newGeneration returns an empty table of generation gen of the growing
+// chain ch.
+func (ch *cchain) newGeneration(gen generation) *concurrent.Table {
+	g := concurrent.Gen{K: gen.k, Capacity: gen.capacity, Limit: gen.limit, Growing: true}
+	return concurrent.New(gen.numBuckets, ch.grow.slots, gen.fpBits, ch.maxKicks, g)
 }
 
 // publish makes ch, which no other goroutine has seen yet, the state.
@@ -143,7 +159,7 @@ func (c *Concurrent) publish(ch *cchain) {
 }
 
 // with returns a copy of the chain with other tables.
-func (ch *cchain) with(tables []*ctable) *cchain {
+func (ch *cchain) with(tables []*concurrent.Table) *cchain {
 	n := *ch
 	n.tables = tables
 	return &n
@@ -153,7 +169,7 @@ func (ch *cchain) with(tables []*ctable) *cchain {
 func (ch *cchain) contains(h uint64) bool {
 	ts := ch.tables
 	for i := len(ts) - 1; i >= 0; i-- {
-		if ts[i].has(h) {
+		if ts[i].Contains(h) {
 			return true
 		}
 	}
@@ -165,7 +181,7 @@ func (ch *cchain) contains(h uint64) bool {
 // copies in one table).
 func (ch *cchain) home(h uint64, n int) int {
 	for i, t := range ch.tables[:n] {
-		if t.has(h) {
+		if t.Contains(h) {
 			return i
 		}
 	}
@@ -224,20 +240,19 @@ func (c *Concurrent) add(ch *cchain, h uint64) (ok bool, err error) {
 		// goes to the newest, which counts a copy beside itself rather than
 		// let it spill into a newer table (addLocked).
 		last := len(ch.tables) - 1
-		t, kind := ch.tables[last], addMulti
+		t, kind := ch.tables[last], concurrent.AddMulti
 		if i := ch.home(h, last); i >= 0 {
-			t, kind = ch.tables[i], addSealed
+			t, kind = ch.tables[i], concurrent.AddSealed
 		}
-		i1, fp := t.t.Locate(h)
-		switch t.add(i1, fp, t.t.AltIndex(i1, fp), kind) {
-		case addDone:
+		switch t.Add(h, kind) {
+		case concurrent.Done:
 			return true, nil
-		case addNoRoom:
+		case concurrent.NoRoom:
 			if ch.grow == nil {
 				return true, ErrFull
 			}
 			c.growFrom(ch)
-		case addReroute:
+		case concurrent.Reroute:
 			c.wait()
 		}
 		if ch, ok = c.next(ch); !ok {
@@ -281,18 +296,17 @@ func (c *Concurrent) addUnique(ch *cchain, h uint64) (ok, inserted bool, err err
 			return true, false, nil
 		}
 		t := ch.tables[len(ch.tables)-1]
-		i1, fp := t.t.Locate(h)
-		switch t.add(i1, fp, t.t.AltIndex(i1, fp), addUnique) {
-		case addDone:
+		switch t.Add(h, concurrent.AddUnique) {
+		case concurrent.Done:
 			return true, true, nil
-		case addPresent:
+		case concurrent.Present:
 			return true, false, nil
-		case addNoRoom:
+		case concurrent.NoRoom:
 			if ch.grow == nil {
 				return true, false, ErrFull
 			}
 			c.growFrom(ch)
-		case addReroute:
+		case concurrent.Reroute:
 			c.wait()
 		}
 		if ch, ok = c.next(ch); !ok {
@@ -358,13 +372,12 @@ func (c *Concurrent) delete(ch *cchain, h uint64) (bool, bool) {
 			}
 		}
 		t := ch.tables[i]
-		i1, fp := t.t.Locate(h)
-		switch t.remove(i1, fp, t.t.AltIndex(i1, fp)) {
-		case deleted:
+		switch t.Remove(h) {
+		case concurrent.Deleted:
 			return true, true
-		case notFound:
+		case concurrent.NotFound:
 			return false, true
-		case released:
+		case concurrent.Released:
 			c.release(ch)
 			return true, true
 		}
@@ -405,9 +418,7 @@ func (ch *cchain) count(h uint64) uint64 {
 			return 0
 		}
 	}
-	t := ch.tables[i]
-	i1, fp := t.t.Locate(h)
-	return t.count(i1, fp, t.t.AltIndex(i1, fp))
+	return ch.tables[i].Count(h)
 }
 
 // growFrom adds the next table to a growing filter whose newest table in
@@ -419,11 +430,12 @@ func (c *Concurrent) growFrom(ch *cchain) {
 		return
 	}
 	last := ch.tables[len(ch.tables)-1]
-	if last.gen+1 >= maxGenerations {
+	next := last.Gen().K + 1
+	if next >= maxGenerations {
 		panic("cuckoo: Concurrent has grown past the generation limit")
 	}
-	last.seal()
-	tables := append(ch.tables[:len(ch.tables):len(ch.tables)], ch.newGeneration(ch.grow.at(last.gen+1)))
+	last.Seal()
+	tables := append(ch.tables[:len(ch.tables):len(ch.tables)], ch.newGeneration(ch.grow.at(next)))
 	c.publish(ch.with(dropLeading(tables)))
 }
 
@@ -443,9 +455,9 @@ func (c *Concurrent) release(ch *cchain) {
 
 // dropLeading releases the oldest sealed tables while they hold nothing
 // and returns the rest.
-func dropLeading(ts []*ctable) []*ctable {
+func dropLeading(ts []*concurrent.Table) []*concurrent.Table {
 	n := 0
-	for n < len(ts)-1 && ts[n].drop() {
+	for n < len(ts)-1 && ts[n].Drop() {
 		n++
 	}
 	return ts[n:]
@@ -457,7 +469,7 @@ func (c *Concurrent) Len() uint64 {
 	var n uint64
 	if ch := c.st.Load(); ch != nil {
 		for _, t := range ch.tables {
-			n += t.items()
+			n += t.Items()
 		}
 	}
 	return n
@@ -469,7 +481,7 @@ func (c *Concurrent) Capacity() uint64 {
 	var n uint64
 	if ch := c.st.Load(); ch != nil {
 		for _, t := range ch.tables {
-			n += t.capacity
+			n += t.Gen().Capacity
 		}
 	}
 	return n
@@ -480,8 +492,9 @@ func (c *Concurrent) LoadFactor() float64 {
 	var used, slots uint64
 	if ch := c.st.Load(); ch != nil {
 		for _, t := range ch.tables {
-			used += t.slotsUsed()
-			slots += t.t.NumBuckets * t.t.Slots
+			m, b, _ := t.Size()
+			used += t.SlotsUsed()
+			slots += m * b
 		}
 	}
 	if slots == 0 {
@@ -497,8 +510,9 @@ func (c *Concurrent) FalsePositiveRate() float64 {
 	miss := 1.0
 	if ch := c.st.Load(); ch != nil {
 		for _, t := range ch.tables {
-			load := float64(t.slotsUsed()) / float64(t.t.NumBuckets*t.t.Slots)
-			miss *= 1 - expectedFPR(load, t.t.Slots, t.t.FPBits)
+			m, b, f := t.Size()
+			load := float64(t.SlotsUsed()) / float64(m*b)
+			miss *= 1 - expectedFPR(load, b, f)
 		}
 	}
 	return 1 - miss
@@ -507,16 +521,11 @@ func (c *Concurrent) FalsePositiveRate() float64 {
 // SizeInBytes returns the memory the filter holds: tables, locks, version
 // counters, duplicate counters (estimated) and the fixed parts.
 func (c *Concurrent) SizeInBytes() uint64 {
-	const fixed, perStripe, perDup = 512, 72, 32
+	const fixed = 512
 	n := uint64(fixed)
 	if ch := c.st.Load(); ch != nil {
 		for _, t := range ch.tables {
-			n += uint64(len(t.t.Words))*8 + uint64(len(t.stripes))*perStripe + uint64(unsafe.Sizeof(*t.tallies))
-			for i := range t.stripes {
-				t.stripes[i].mu.Lock()
-				n += uint64(len(t.stripes[i].dups)+len(t.stripes[i].over)) * perDup
-				t.stripes[i].mu.Unlock()
-			}
+			n += t.Bytes()
 		}
 	}
 	return n
@@ -545,7 +554,8 @@ func (c *Concurrent) FingerprintBits() int {
 		if ch.grow != nil {
 			return int(ch.grow.f0)
 		}
-		return int(ch.tables[0].t.FPBits)
+		_, _, f := ch.tables[0].Size()
+		return int(f)
 	}
 	return 0
 }
@@ -553,7 +563,8 @@ func (c *Concurrent) FingerprintBits() int {
 // BucketSize returns the number of slots per bucket.
 func (c *Concurrent) BucketSize() int {
 	if ch := c.st.Load(); ch != nil {
-		return int(ch.tables[0].t.Slots)
+		_, b, _ := ch.tables[0].Size()
+		return int(b)
 	}
 	return 0
 }
@@ -585,10 +596,10 @@ func (c *Concurrent) Reset() {
 		return
 	}
 	if ch.grow == nil {
-		ch.tables[0].reset()
+		ch.tables[0].Reset()
 		return
 	}
-	n := ch.with([]*ctable{ch.newGeneration(ch.grow.at(0))})
+	n := ch.with([]*concurrent.Table{ch.newGeneration(ch.grow.at(0))})
 	n.epoch = c.epoch.Add(1)
 	c.publish(n)
 }

@@ -4,7 +4,7 @@ import "github.com/dedupkit/cuckoo/internal/table"
 
 // Batch operations of a Concurrent. Lookups probe the tables newest first
 // for a chunk of keys at a time, each table with its next group's buckets
-// prefetched while the current group is probed (the pipeline of batch.go),
+// prefetched while the current group is probed (as in table.Pipeline),
 // so that the cache misses of many keys overlap. Inserts go one key at a
 // time, in order, as a loop of single calls would; they are batched only
 // for the hashing.
@@ -22,10 +22,10 @@ func (c *Concurrent) ContainsBatch(keys [][]byte, found []bool) {
 		clear(found[:len(keys)])
 		return
 	}
-	var hs [batchChunk]uint64
-	for lo := 0; lo < len(keys); lo += batchChunk {
-		hi := min(lo+batchChunk, len(keys))
-		ch.containsChunk(hashKeys(keys[lo:hi], ch.seed, &hs), found[lo:hi])
+	var hs [table.BatchChunk]uint64
+	for lo := 0; lo < len(keys); lo += table.BatchChunk {
+		hi := min(lo+table.BatchChunk, len(keys))
+		ch.containsChunk(table.HashKeys(keys[lo:hi], ch.seed, &hs), found[lo:hi])
 	}
 }
 
@@ -40,51 +40,24 @@ func (c *Concurrent) ContainsHashBatch(hashes []uint64, found []bool) {
 		clear(found[:len(hashes)])
 		return
 	}
-	for lo := 0; lo < len(hashes); lo += batchChunk {
-		hi := min(lo+batchChunk, len(hashes))
+	for lo := 0; lo < len(hashes); lo += table.BatchChunk {
+		hi := min(lo+table.BatchChunk, len(hashes))
 		ch.containsChunk(hashes[lo:hi], found[lo:hi])
 	}
 }
 
-// containsChunk is ContainsHashBatch for at most batchChunk hashes.
+// containsChunk is ContainsHashBatch for at most table.BatchChunk hashes.
 func (ch *cchain) containsChunk(hs []uint64, found []bool) {
-	var p chainProbe
-	p.start(hs, found)
+	var p table.Pending
+	p.Start(hs, found)
 	for i := len(ch.tables) - 1; i >= 0; i-- {
-		rest, res, ok := p.next()
+		rest, res, ok := p.Next()
 		if !ok {
 			return
 		}
-		ch.tables[i].hasBatch(rest, res)
-		p.record(found)
+		ch.tables[i].ContainsBatch(rest, res)
+		p.Record(found)
 	}
-}
-
-// hasBatch sets found[k] to has(hs[k]), batchGroup keys at a time, the
-// next group's buckets prefetched while the current group is probed.
-func (c *ctable) hasBatch(hs []uint64, found []bool) {
-	var lines [2 * batchGroup]uint64
-	c.prefetchGroup(hs[:min(batchGroup, len(hs))], &lines)
-	for lo := 0; lo < len(hs); lo += batchGroup {
-		hi := min(lo+batchGroup, len(hs))
-		if hi < len(hs) {
-			c.prefetchGroup(hs[hi:min(hi+batchGroup, len(hs))], &lines)
-		}
-		for k := lo; k < hi; k++ {
-			found[k] = c.has(hs[k])
-		}
-	}
-}
-
-// prefetchGroup prefetches the two buckets of up to batchGroup hashes.
-func (c *ctable) prefetchGroup(hs []uint64, lines *[2 * batchGroup]uint64) {
-	hs = hs[:min(len(hs), batchGroup)]
-	for k, h := range hs {
-		i1, fp := c.t.Locate(h)
-		lines[2*k] = i1 * c.t.BucketBits >> 6
-		lines[2*k+1] = c.t.AltIndex(i1, fp) * c.t.BucketBits >> 6
-	}
-	table.PrefetchShared(c.t.Words, lines[:2*len(hs)])
 }
 
 // AddBatch adds every key, in order, as Add would. It stops at the first

@@ -8,12 +8,14 @@ import (
 	"time"
 
 	"github.com/dedupkit/cuckoo/internal/codec"
+	"github.com/dedupkit/cuckoo/internal/table/chain"
+	"github.com/dedupkit/cuckoo/internal/table/concurrent"
 )
 
-// snapshot copies the state: a Filter for a fixed-capacity filter, a
-// Scalable for a growing one. Writers wait while the tables are copied;
-// readers do not.
-func (c *Concurrent) snapshot() (*Filter, *Scalable, error) {
+// snapshot copies the state: the table encoding of a fixed-capacity
+// filter (a Filter's), the chain of a growing one (a Scalable's). Writers
+// wait while the tables are copied; readers do not.
+func (c *Concurrent) snapshot() (*tableEncoding, *chainState, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	ch := c.st.Load()
@@ -30,51 +32,60 @@ func (c *Concurrent) snapshot() (*Filter, *Scalable, error) {
 	// while mu is held.
 	bufs := make([][]uint64, len(ch.tables))
 	for i, t := range ch.tables {
-		bufs[i] = t.snapshotBuffer()
+		bufs[i] = t.SnapshotBuffer()
 	}
 	start := time.Now()
 	for _, t := range ch.tables {
-		t.exclusive()
+		t.Exclusive()
 	}
 	defer func() {
 		for i := len(ch.tables) - 1; i >= 0; i-- {
-			ch.tables[i].endExclusive()
+			ch.tables[i].EndExclusive()
 		}
 		c.pause.Store(int64(time.Since(start)))
 	}()
 	if ch.grow == nil {
-		f, _ := ch.tables[0].snapshotLocked(bufs[0])
-		return f, nil, nil
+		t := ch.tables[0]
+		m, _ := t.SnapshotLocked(bufs[0])
+		return &tableEncoding{m: m, seed: ch.seed, capacity: t.Gen().Capacity, maxKicks: ch.maxKicks}, nil, nil
 	}
-	s := &Scalable{g: *ch.grow, seed: ch.seed, maxKicks: ch.maxKicks}
+	st := &chainState{g: *ch.grow, seed: ch.seed, maxKicks: ch.maxKicks}
 	for i, t := range ch.tables {
-		f, over := t.snapshotLocked(bufs[i])
-		lv := &level{f: *f, gen: t.gen, limit: t.limit, over: over}
+		m, over := t.SnapshotLocked(bufs[i])
+		g := t.Gen()
+		lv := &chain.Level{Plain: m, Gen: g.K, Capacity: g.Capacity, Limit: g.Limit, Over: over}
 		for _, v := range over {
-			lv.nOver += v
+			lv.NOver += v
 		}
-		s.extra += lv.nOver
-		s.levels = append(s.levels, lv)
+		st.extra += lv.NOver
+		st.levels = append(st.levels, lv)
 	}
-	s.reprobe()
 	// A delete may have emptied the oldest tables between dropLeading and
 	// the locks: the encoding holds no empty oldest table.
-	s.dropEmpty()
-	return nil, s, nil
+	st.dropEmpty()
+	return nil, st, nil
 }
 
 // MarshalBinary encodes a consistent snapshot of the filter: as a Filter
 // (kind 1) for a fixed-capacity filter, as a Scalable (kind 2) for a
 // growing one. It allocates a copy of the tables.
 func (c *Concurrent) MarshalBinary() ([]byte, error) {
-	f, s, err := c.snapshot()
+	e, st, err := c.snapshot()
 	if err != nil {
 		return nil, err
 	}
-	if f != nil {
-		return f.MarshalBinary()
+	var buf bytes.Buffer
+	if e != nil {
+		buf.Grow(int(e.size()))
+		_, err = e.writeTo(&buf)
+	} else {
+		buf.Grow(int(st.encodedSize()))
+		_, err = st.writeTo(&buf)
 	}
-	return s.MarshalBinary()
+	if err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
 }
 
 // WriteTo writes the encoding of a consistent snapshot of the filter to w
@@ -82,14 +93,14 @@ func (c *Concurrent) MarshalBinary() ([]byte, error) {
 // Writers wait only while the tables are copied in memory, not during the
 // writes to w.
 func (c *Concurrent) WriteTo(w io.Writer) (int64, error) {
-	f, s, err := c.snapshot()
+	e, st, err := c.snapshot()
 	if err != nil {
 		return 0, err
 	}
-	if f != nil {
-		return f.WriteTo(w)
+	if e != nil {
+		return e.writeTo(w)
 	}
-	return s.WriteTo(w)
+	return st.writeTo(w)
 }
 
 // UnmarshalBinary replaces the filter's state with one encoded by a
@@ -149,41 +160,41 @@ func (c *Concurrent) ReadFrom(r io.Reader) (int64, error) {
 // decodeChain decodes a Filter or a Scalable, by kind, into a chain.
 func decodeChain(d *codec.Decoder, kind byte) (*cchain, error) {
 	if kind == kindScalable {
-		s, err := decodeScalable(d)
+		st, err := decodeChainState(d)
 		if err != nil {
 			return nil, err
 		}
-		if s.g.semi {
+		if st.g.semi {
 			return nil, errSemiConcurrent
 		}
-		g := s.g
-		ch := &cchain{seed: s.seed, maxKicks: s.maxKicks, grow: &g}
-		for i, lv := range s.levels {
-			if lv.grow != nil {
+		g := st.g
+		ch := &cchain{seed: st.seed, maxKicks: st.maxKicks, grow: &g}
+		for i, lv := range st.levels {
+			if lv.Grow != nil {
 				// A Concurrent's tables are plain: the growing one takes
 				// its full size, as it would have in a chain that doubles.
-				lv.grow.growToFull()
-				lv.finishGrowing(s.seed, s.maxKicks)
+				lv.GrowToFull()
 			}
-			state := tableSealed
-			if i == len(s.levels)-1 {
-				state = tableOpen
+			state := concurrent.Sealed
+			if i == len(st.levels)-1 {
+				state = concurrent.Open
 			}
-			t := ctableFrom(&lv.f, lv.over, lv.gen, lv.limit, state)
-			t.growing = true
-			ch.tables = append(ch.tables, t)
+			g := concurrent.Gen{K: lv.Gen, Capacity: lv.Capacity, Limit: lv.Limit, Growing: true}
+			ch.tables = append(ch.tables, concurrent.From(&lv.Plain, st.maxKicks, lv.Over, g, state))
 		}
 		return ch, nil
 	}
-	f, err := decodeFilter(d) // rejects any other kind
+	e, err := decodeFilter(d) // rejects any other kind
 	if err != nil {
 		return nil, err
 	}
-	if f.t.Semi {
+	t := &e.m.T
+	if t.Semi {
 		return nil, errSemiConcurrent
 	}
-	ch := &cchain{seed: f.seed, maxKicks: f.maxKicks}
-	ch.tables = []*ctable{ctableFrom(f, nil, 0, f.t.NumBuckets*f.t.Slots, tableOpen)}
+	ch := &cchain{seed: e.seed, maxKicks: e.maxKicks}
+	g := concurrent.Gen{Capacity: e.capacity, Limit: t.NumBuckets * t.Slots}
+	ch.tables = []*concurrent.Table{concurrent.From(&e.m, e.maxKicks, nil, g, concurrent.Open)}
 	return ch, nil
 }
 

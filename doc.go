@@ -24,7 +24,7 @@
 //     the load where inserts start to fail, wider for small tables: for
 //     each n of 1, 2, 3, 7, 100 and 1000 and each bucket size, none of
 //     20,000 filters with different seeds refused one of its n keys
-//     (TestIssue16CapacityHolds; TestBucketCapacityHolds for sizes other
+//     (TestNewHoldsItsCapacityAtEverySeed; TestBucketCapacityHolds for sizes other
 //     than 2, 4 and 8, with CUCKOO_LONG=1). A cuckoo filter can only make this
 //     unlikely, not impossible, and 2-slot buckets have the longest tail
 //     (measured: one filter of 300 keys in 20,000 could not place its

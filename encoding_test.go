@@ -370,10 +370,10 @@ func checkGoldenFilter(t *testing.T, file string, data []byte) *cuckoo.Filter {
 	return &g
 }
 
-// TestIssue16PreV1Refused: files written before format 1 was frozen carry
+// TestDecodersRefusePreFormat1Files: files written before format 1 was frozen carry
 // the same version number but a retired hash (the hash byte is 0); every
 // decoder refuses them with an error that says so.
-func TestIssue16PreV1Refused(t *testing.T) {
+func TestDecodersRefusePreFormat1Files(t *testing.T) {
 	for _, file := range []string{"pre-v1-filter.bin", "pre-v1-scalable.bin"} {
 		data, err := os.ReadFile(filepath.Join("testdata", file))
 		if err != nil {
@@ -404,11 +404,11 @@ func TestIssue16PreV1Refused(t *testing.T) {
 	}
 }
 
-// TestIssue16CountersBounded: an encoding whose counters add up past the
+// TestDecodersRefuseCountersPastTheItemBound: an encoding whose counters add up past the
 // bound on items (here a duplicate counter of 2^62 with the item count to
 // match, and a Scalable overflow counter of 2^63, both re-signed) is
 // refused: loaded, Len would overflow on later Adds.
-func TestIssue16CountersBounded(t *testing.T) {
+func TestDecodersRefuseCountersPastTheItemBound(t *testing.T) {
 	f := sample(t, 4, 12)
 	data := mustMarshal(t, f)
 	// The last duplicate counter's copies are the 8 bytes before the CRC.

@@ -14,10 +14,10 @@ import (
 // CheckInvariants returns the first broken invariant, scanning the whole
 // table.
 func (f *Filter) CheckInvariants() error {
-	if f.t.NumBuckets == 0 {
+	if f.m.T.NumBuckets == 0 {
 		return nil
 	}
-	return f.validate(true)
+	return f.m.Validate(true)
 }
 
 // AltIndexForTest exposes the alternate-bucket function of a table of
@@ -36,7 +36,7 @@ func TargetLoad(b, f int) float64 { return targetLoad(uint64(b), uint64(f)) }
 func SmallTableMargin(capacity uint64, b int) float64 { return smallTableMargin(capacity, uint64(b)) }
 
 // TableBytes is the memory of the table alone.
-func (f *Filter) TableBytes() uint64 { return uint64(len(f.t.Words)) * 8 }
+func (f *Filter) TableBytes() uint64 { return uint64(len(f.m.T.Words)) * 8 }
 
 // ExpectedFPR is the model the filter's FalsePositiveRate uses.
 func ExpectedFPR(load float64, b, fpBits int) float64 {
@@ -53,8 +53,8 @@ func SetHugePages(on bool) bool {
 
 // BucketsForTest returns the two buckets of key.
 func (f *Filter) BucketsForTest(key []byte) (i1, i2 uint64) {
-	i1, fp := f.locate(hash.Sum64(key, f.seed))
-	return i1, f.t.AltIndex(i1, fp)
+	i1, i2, _ = f.m.T.Pair(hash.Sum64(key, f.seed))
+	return i1, i2
 }
 
 // CheckInvariants returns the first broken invariant of the chain or of one
@@ -64,14 +64,14 @@ func (s *Scalable) CheckInvariants() error {
 		return nil
 	}
 	for _, lv := range s.levels {
-		if lv.grow != nil {
-			if j, ok := lv.grow.check(); !ok {
+		if g := lv.Grow; g != nil {
+			if j, ok := g.Check(); !ok {
 				return fmt.Errorf("growing table: bucket %d holds a misplaced tag", j)
 			}
-			if n := lv.grow.t.OccupiedSlots(); n != lv.grow.occupied {
-				return fmt.Errorf("growing table: %d slots occupied, %d recorded", n, lv.grow.occupied)
+			if n := g.T.OccupiedSlots(); n != g.Occupied {
+				return fmt.Errorf("growing table: %d slots occupied, %d recorded", n, g.Occupied)
 			}
-		} else if err := lv.f.validate(true); err != nil {
+		} else if err := lv.Plain.Validate(true); err != nil {
 			return err
 		}
 	}
@@ -80,7 +80,7 @@ func (s *Scalable) CheckInvariants() error {
 
 // NewestGrowing reports whether the newest table is growing in place.
 func (s *Scalable) NewestGrowing() bool {
-	return len(s.levels) > 0 && s.levels[len(s.levels)-1].grow != nil
+	return len(s.levels) > 0 && s.levels[len(s.levels)-1].Grow != nil
 }
 
 // NewestGrowingLevel returns the level of the newest table while it grows
@@ -89,7 +89,8 @@ func (s *Scalable) NewestGrowingLevel() int {
 	if !s.NewestGrowing() {
 		return -1
 	}
-	return int(s.levels[len(s.levels)-1].grow.depth)
+	_, depth, _ := s.levels[len(s.levels)-1].Grow.Geometry()
+	return int(depth)
 }
 
 // OverflowCopies returns the copies counted beside full tables.
@@ -100,7 +101,7 @@ func (s *Scalable) OverflowCopies() uint64 { return s.extra }
 func (s *Scalable) TableFingerprintBits() []int {
 	var w []int
 	for _, lv := range s.levels {
-		w = append(w, int(lv.fpBits()))
+		w = append(w, int(lv.FPBits()))
 	}
 	return w
 }
@@ -109,7 +110,7 @@ func (s *Scalable) TableFingerprintBits() []int {
 func (s *Scalable) TableBytes() uint64 {
 	var n uint64
 	for _, lv := range s.levels {
-		n += uint64(cap(lv.table().Words)) * 8
+		n += uint64(cap(lv.Table().Words)) * 8
 	}
 	return n
 }
@@ -119,20 +120,22 @@ func (s *Scalable) TableBytes() uint64 {
 func (s *Scalable) RateBound() float64 {
 	var b float64
 	for _, lv := range s.levels {
-		b += rateBound(lv.table().Slots, lv.fpBits())
+		b += rateBound(lv.Table().Slots, lv.FPBits())
 	}
 	return b
 }
 
 // CheckInvariants checks a snapshot of the filter, as the decoder would.
 func (c *Concurrent) CheckInvariants() error {
-	f, s, err := c.snapshot()
+	e, st, err := c.snapshot()
 	switch {
 	case err != nil:
 		return err
-	case f != nil:
-		return f.validate(true)
+	case e != nil:
+		return e.m.Validate(true)
 	}
+	var s Scalable
+	s.adopt(st)
 	if err := s.CheckInvariants(); err != nil {
 		return err
 	}
@@ -147,7 +150,7 @@ func (c *Concurrent) Moves() uint64 {
 	var n uint64
 	if ch := c.st.Load(); ch != nil {
 		for _, t := range ch.tables {
-			n += t.moves.Load()
+			n += t.Moves()
 		}
 	}
 	return n

@@ -1,8 +1,12 @@
 package cuckoo
 
 import (
+	"errors"
 	"fmt"
 	"math"
+	"slices"
+
+	"github.com/dedupkit/cuckoo/internal/table/chain"
 )
 
 // How a growing filter ([Scalable], or [Concurrent] with [WithGrowth]) adds
@@ -12,7 +16,7 @@ import (
 // of the options, so a decoder can check every table of a file against
 // them, and a filter loaded from a file grows exactly like the one saved.
 //
-// A Scalable's tables after the first grow in place (growtable.go): a
+// A Scalable's tables after the first grow in place (chain.Growing): a
 // table starts at 1/2^R of its generation's bucket count (R = growReserve,
 // a sixteenth, or a little more for fingerprints over 28 bits) and reaches
 // it before the next generation starts, so its shape is still the
@@ -127,7 +131,7 @@ type schedule struct {
 }
 
 // growReserve is R, the reserve bits of a table growing in place
-// (growtable.go): it starts at 1/2^R of its generation's size. Each
+// (chain.Growing): it starts at 1/2^R of its generation's size. Each
 // reserve bit costs a bit per slot until the table's size tells it, and
 // each halving of the first size saves what the empty start costs; at 4
 // the two about balance. Frozen: generations' bucket counts are multiples
@@ -137,6 +141,13 @@ const growReserve = 4
 // reserveOf is R for a generation of width f.
 func (g *schedule) reserveOf(f uint64) uint64 {
 	return reserveBits(growReserve, f)
+}
+
+// reserveBits is R for a generation of width f in a chain whose tables
+// grow in place with up to r reserve bits: r, or fewer where f+R would
+// pass the widest slot.
+func reserveBits(r, f uint64) uint64 {
+	return min(r, MaxFingerprintBits-f)
 }
 
 // newGrowth checks the parameters of a growing filter and derives the
@@ -381,4 +392,80 @@ func (g *schedule) at(k uint32) generation {
 		it.next()
 	}
 	return it.cur
+}
+
+// chainState is a growing filter's chain as its encoding holds it: the
+// schedule, the seed and kicks every table shares, and the tables, oldest
+// first. A Scalable is one (with the probe of its lookups); a Concurrent
+// with WithGrowth makes one of its tables to encode them, and takes its
+// tables from a decoded one.
+//
+// Invariants:
+//   - levels is oldest first; levels[k].Gen == levels[0].Gen+k, and each
+//     table has the shape of its generation (schedule.at), or, the newest
+//     only, is growing toward it (chain.Level.Grow).
+//   - only the newest table receives fingerprints no table holds; an older
+//     table gains only copies of fingerprints it holds (so a key matched by
+//     no table never becomes matched by an older one).
+//   - a table never holds more than its generation's limit of occupied
+//     slots.
+//   - overflow counters (copies a full table had no slot for) exist only
+//     for (pair, fp) that have a slot copy in their table; extra is their
+//     sum.
+//   - with more than one table, the oldest holds at least one item.
+type chainState struct {
+	levels   []*chain.Level
+	g        schedule
+	seed     uint64
+	maxKicks int
+	extra    uint64 // Σ chain.Level.NOver
+}
+
+// dropEmpty releases the oldest tables while they hold nothing (a window
+// of keys deleted in the order they were added empties them one by one),
+// and reports whether it released any. The newest table always stays.
+func (st *chainState) dropEmpty() bool {
+	n := 0
+	for n < len(st.levels)-1 && st.levels[n].Items() == 0 && st.levels[n].NOver == 0 {
+		n++
+	}
+	if n == 0 {
+		return false
+	}
+	st.levels = slices.Delete(st.levels, 0, n)
+	return true
+}
+
+// validate checks the chain's invariants; each plain table's own are
+// checked by its Multiset, a growing table's by its decoder.
+func (st *chainState) validate() error {
+	if len(st.levels) == 0 {
+		return errors.New("no table")
+	}
+	var extra uint64
+	for i, lv := range st.levels {
+		if i > 0 && lv.Gen != st.levels[i-1].Gen+1 {
+			return fmt.Errorf("table %d is generation %d after %d", i, lv.Gen, st.levels[i-1].Gen)
+		}
+		if lv.Occupied() > lv.Limit {
+			return fmt.Errorf("table %d holds %d slots, more than its limit %d", i, lv.Occupied(), lv.Limit)
+		}
+		if lv.Grow != nil && i != len(st.levels)-1 {
+			return fmt.Errorf("table %d grows but is not the newest", i)
+		}
+		if err := lv.CheckOver(); err != nil {
+			return fmt.Errorf("table %d: %w", i, err)
+		}
+		if extra+lv.NOver < extra {
+			return errors.New("overflow counters overflow")
+		}
+		extra += lv.NOver
+	}
+	if extra != st.extra {
+		return fmt.Errorf("overflow copies %d, recorded %d", extra, st.extra)
+	}
+	if first := st.levels[0]; len(st.levels) > 1 && first.Items() == 0 && first.NOver == 0 {
+		return errors.New("the oldest of several tables is empty")
+	}
+	return nil
 }

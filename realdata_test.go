@@ -73,7 +73,7 @@ func nearMisses(line string, lines map[string]bool, fn func(string)) {
 	}
 }
 
-// TestIssue16NearMisses fills a filter of 32-bit fingerprints with the
+// TestNearMissesOfGoSourceLinesDoNotCollide fills a filter of 32-bit fingerprints with the
 // short lines of Go's source tree and probes every near miss of every line.
 // By chance, each probe is a false positive with probability about
 // 2·b·load/2^32 (the filter's own estimate), so the expected count over all
@@ -84,7 +84,7 @@ func nearMisses(line string, lines map[string]bool, fn func(string)) {
 // of the tree (about 100,000 lines, 10 million near misses) in the long
 // checks (CUCKOO_LONG=1); a sixteenth of that otherwise (a 64th under the
 // race detector).
-func TestIssue16NearMisses(t *testing.T) {
+func TestNearMissesOfGoSourceLinesDoNotCollide(t *testing.T) {
 	t.Parallel()
 	all := goSourceLines(t, 24)
 	set := make(map[string]bool, len(all))
@@ -140,12 +140,12 @@ func poissonQuantile(mean, p float64) int {
 	return k
 }
 
-// TestIssue16DecimalKeys: with the keys "0" to "999999" in a filter sized
+// TestDecimalKeysStayApart: with the keys "0" to "999999" in a filter sized
 // for them at 10^-4, absent decimal numbers are false positives at the
 // filter's own estimate (within 5σ), and deleting a number never deletes
 // another number (the first hash made DeleteString("10000") remove "1000").
 // The keys are "0" to "99999" outside the long checks (CUCKOO_LONG=1).
-func TestIssue16DecimalKeys(t *testing.T) {
+func TestDecimalKeysStayApart(t *testing.T) {
 	t.Parallel()
 	n := sized(1_000_000, 100_000, 100_000, 20_000)
 	f, err := cuckoo.New(uint64(n), cuckoo.WithFalsePositiveRate(1e-4), cuckoo.WithSeed(16))

@@ -49,7 +49,7 @@ func TestSnapshotRacesRelease(t *testing.T) {
 				t.Fatalf("delete %d", i)
 			}
 		}
-		if got := c.st.Load().tables[0].items(); got != 1 {
+		if got := c.st.Load().tables[0].Items(); got != 1 {
 			t.Fatalf("first table holds %d items", got)
 		}
 		done := make(chan []byte)
@@ -123,14 +123,17 @@ func TestGrowingTableOverCrowdedRefused(t *testing.T) {
 	for i := uint64(0); !s.NewestGrowing() || len(s.levels) < 2; i++ {
 		s.Add(regressionKey(i))
 	}
-	g := s.levels[len(s.levels)-1].grow
-	for i := uint64(1 << 20); g.insert(bytesKey(regressionKey(i)).hash(s.seed), s.maxKicks); i++ {
+	g := s.levels[len(s.levels)-1].Grow
+	for i := uint64(1 << 20); g.Insert(bytesKey(regressionKey(i)).hash(s.seed), s.maxKicks); i++ {
 	}
-	load := float64(g.occupied) / float64(g.t.NumBuckets*g.t.Slots)
+	if !g.CrowdedPast() {
+		t.Fatal("the growing table is not past its load")
+	}
+	load := float64(g.Occupied) / float64(g.T.NumBuckets*g.T.Slots)
 	data, _ := s.MarshalBinary()
 	var d Scalable
 	if err := d.UnmarshalBinary(data); err == nil {
-		t.Errorf("decoder accepted a growing table at load %.2f > %.2f, which no operation leaves", load, float64(growLoadNum)/growLoadDen)
+		t.Errorf("decoder accepted a growing table at load %.2f, past the load an insert splits at, which no operation leaves", load)
 	}
 }
 

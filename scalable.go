@@ -3,12 +3,11 @@ package cuckoo
 import (
 	"errors"
 	"fmt"
-	"slices"
 
-	"github.com/dedupkit/cuckoo/internal/addr"
 	"github.com/dedupkit/cuckoo/internal/hash"
 	"github.com/dedupkit/cuckoo/internal/invariants"
 	"github.com/dedupkit/cuckoo/internal/table"
+	"github.com/dedupkit/cuckoo/internal/table/chain"
 )
 
 // DefaultScalableCapacity is the initial capacity of a zero [Scalable]
@@ -30,7 +29,7 @@ const DefaultScalableCapacity = 1024
 // bound: the filter's rate stays at or below it at every size
 // ([Scalable.TargetFalsePositiveRate] returns it); the tables' own bounds
 // add up to at most 15/16 of it, and the rate measured over a growth of
-// 1000× stays below it (TestIssue16ScalableRateIsABound). The bound holds
+// 1000× stays below it (TestScalableRateIsABoundAtEverySize). The bound holds
 // while the tables hold up to 2^36 (6.9·10^10) keys in all; NewScalable
 // refuses a rate too small to keep that far with fingerprints of at most 32
 // bits (with 4-slot buckets and the default growth, 1e-7 is kept from an
@@ -47,7 +46,7 @@ const DefaultScalableCapacity = 1024
 // the newest table (after the first, whose size is the capacity asked for)
 // starts at a sixteenth of its size, with 4 more bits per slot (fewer for
 // fingerprints over 28 bits), and grows two buckets at a time by linear
-// hashing, at a load of 0.8 (growtable.go); each time it doubles, its slots
+// hashing, at a load of 0.8 (chain.Growing); each time it doubles, its slots
 // drop a bit, and at full size it has dropped them all and fills like a
 // Filter. Averaged over a growth of 1000× (sizes evenly spaced on a log
 // scale) the tables take at most 1.6 × (log2(2/p) + 3) bits per item for a
@@ -63,7 +62,7 @@ const DefaultScalableCapacity = 1024
 // tables at 1000 times the initial capacity with growth 2. The tables are
 // probed in one loop over a small array of their geometry, each bucket
 // read with one or two loads and compared with no branch, so that the
-// CPU keeps the loads of several tables in flight (chainprobe.go); still,
+// CPU keeps the loads of several tables in flight (chain.Probe); still,
 // each table costs about what a Filter's lookup costs, and an absent key
 // pays for every table (docs/benchmarks.md has the figures). A larger
 // [WithGrowth] makes fewer tables for the same growth, at some memory: 6
@@ -113,106 +112,13 @@ const DefaultScalableCapacity = 1024
 // Scalable is an empty filter: the first Add sets it up with the default
 // options and an initial capacity of DefaultScalableCapacity, with a
 // random seed.
-//
-// Invariants:
-//   - levels is oldest first; levels[k].gen == levels[0].gen+k, and each
-//     table has the shape of its generation (growth.at), or, the newest
-//     only, is growing toward it (level.grow, growtable.go).
-//   - only the newest table receives fingerprints no table holds; an older
-//     table gains only copies of fingerprints it holds (so a key matched by
-//     no table never becomes matched by an older one).
-//   - a table never holds more than its generation's limit of occupied
-//     slots.
-//   - overflow counters (copies a full table had no slot for) exist only
-//     for (pair, fp) that have a slot copy in their table; extra is their
-//     sum.
-//   - with more than one table, the oldest holds at least one item.
 type Scalable struct {
-	levels []*level
+	// The tables, with the invariants of a chainState (growth.go).
+	chainState
 	// probe holds the plain tables of levels (all but a newest one that
-	// grows in place), oldest first, as lookups read them (chainprobe.go);
+	// grows in place), oldest first, as lookups read them (chain.Probe);
 	// reprobe rebuilds it whenever levels changes.
-	probe    []chainLevel
-	g        schedule
-	seed     uint64
-	maxKicks int
-	extra    uint64 // Σ level.nOver
-}
-
-// level is one table of a Scalable: a Filter, or, the newest only, a table
-// growing in place toward its generation's shape. Each method below is the
-// one place an operation chooses between the two.
-type level struct {
-	// f is the table once it is plain; while the table grows it is the
-	// zero Filter and grow holds the table (growtable.go).
-	f        Filter
-	grow     *growTable
-	gen      uint32
-	capacity uint64 // generation.capacity
-	limit    uint64 // most occupied slots: generation.limit
-	// over counts copies of (pair, fp) that belong in this table (it
-	// already holds the fingerprint) when it had no room for a second slot
-	// copy: they cannot go to a newer table without breaking the rule that
-	// a key's copies sit in one table.
-	over  table.Counters
-	nOver uint64
-}
-
-// contains reports whether the level's table reports h.
-func (lv *level) contains(h uint64) bool {
-	if lv.grow != nil {
-		return lv.grow.contains(h)
-	}
-	return lv.f.ContainsHash(h)
-}
-
-// table returns the level's table.
-func (lv *level) table() *table.Table {
-	if lv.grow != nil {
-		return &lv.grow.t
-	}
-	return &lv.f.t
-}
-
-// fpBits is the fingerprint width of the level's generation.
-func (lv *level) fpBits() uint64 {
-	if lv.grow != nil {
-		return lv.grow.fpBits
-	}
-	return lv.f.t.FPBits
-}
-
-// occupied returns the number of non-empty slots.
-func (lv *level) occupied() uint64 {
-	if lv.grow != nil {
-		return lv.grow.occupied
-	}
-	return lv.f.occupied
-}
-
-// items returns the copies the table holds, in slots and in its duplicate
-// counters (a growing table has none); the overflow counters are apart.
-func (lv *level) items() uint64 {
-	if lv.grow != nil {
-		return lv.grow.occupied
-	}
-	return lv.f.count
-}
-
-// slotCopies returns how many slots hold h's fingerprint.
-func (lv *level) slotCopies(h uint64) uint64 {
-	if lv.grow != nil {
-		return lv.grow.slotCopies(h)
-	}
-	return lv.f.CountHash(h) - lv.f.dups[lv.pairKeyOf(h)]
-}
-
-// finishGrowing makes the fully grown table a Filter.
-func (lv *level) finishGrowing(seed uint64, maxKicks int) {
-	g := lv.grow
-	lv.f.init(g.t, seed, lv.capacity, maxKicks)
-	lv.f.count, lv.f.occupied = g.occupied, g.occupied
-	lv.grow = nil
+	probe []chain.Probe
 }
 
 // NewScalable returns an empty growing filter whose first table holds
@@ -232,8 +138,8 @@ func NewScalable(initialCapacity uint64, opts ...Option) (*Scalable, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Scalable{g: g, seed: c.seed, maxKicks: c.maxKicks}
-	s.levels = []*level{s.newLevel(g.at(0))}
+	s := &Scalable{chainState: chainState{g: g, seed: c.seed, maxKicks: c.maxKicks}}
+	s.levels = []*chain.Level{s.newLevel(g.at(0))}
 	s.reprobe()
 	return s, nil
 }
@@ -243,8 +149,8 @@ func (s *Scalable) reprobe() {
 	s.probe = s.probe[:0]
 	bytes := s.plainBytes()
 	for _, lv := range s.levels {
-		if lv.grow == nil {
-			s.probe = append(s.probe, probeOf(&lv.f.t, bytes))
+		if lv.Grow == nil {
+			s.probe = append(s.probe, chain.NewProbe(&lv.Plain.T, bytes))
 		}
 	}
 }
@@ -253,32 +159,23 @@ func (s *Scalable) reprobe() {
 func (s *Scalable) plainBytes() uint64 {
 	var n uint64
 	for _, lv := range s.levels {
-		if lv.grow == nil {
-			n += uint64(len(lv.f.t.Words)) * 8
+		if lv.Grow == nil {
+			n += uint64(len(lv.Plain.T.Words)) * 8
 		}
 	}
 	return n
 }
 
-// probeOf returns the probe of plain table t in a chain whose plain tables
-// take chainBytes: a large table is prefetched when they take farChainBytes
-// or more.
-func probeOf(t *table.Table, chainBytes uint64) chainLevel {
-	c := chainLevelOf(t)
-	c.prefetch = c.large && chainBytes >= farChainBytes
-	return c
-}
-
 // newLevel returns an empty table of generation gen: growing in place
 // from 1/2^R of its size when the chain does so, except for the
 // first generation, whose size is the capacity asked for.
-func (s *Scalable) newLevel(gen generation) *level {
-	lv := &level{gen: gen.k, capacity: gen.capacity, limit: gen.limit}
+func (s *Scalable) newLevel(gen generation) *chain.Level {
+	lv := &chain.Level{Gen: gen.k, Capacity: gen.capacity, Limit: gen.limit}
 	if r := s.g.reserveOf(gen.fpBits); gen.k > 0 && r > 0 {
-		lv.grow = newGrowTable(gen.numBuckets, s.g.slots, gen.fpBits, r, s.g.semi)
+		lv.Grow = chain.NewGrowing(gen.numBuckets, s.g.slots, gen.fpBits, r, s.g.semi)
 		return lv
 	}
-	lv.f.init(table.New(gen.numBuckets, s.g.slots, gen.fpBits, s.g.semi), s.seed, gen.capacity, s.maxKicks)
+	lv.Plain.T = table.New(gen.numBuckets, s.g.slots, gen.fpBits, s.g.semi)
 	return lv
 }
 
@@ -405,40 +302,24 @@ func (s *Scalable) AddHash(h uint64) error {
 func (s *Scalable) home(h uint64) int {
 	g := s.growing()
 	if g == nil {
-		return chainFirst(s.probe, h)
+		return chain.First(s.probe, h)
 	}
-	j1, tag1, j2, tag2 := s.locateGrowing(g, h)
-	if i := chainFind(s.probe, h, false); i >= 0 {
+	j1, tag1, j2, tag2 := g.Locate(h, s.probe)
+	if i := chain.Find(s.probe, h, false); i >= 0 {
 		return i // the plain tables are the first of levels
 	}
-	if g.rd.holds(j1, tag1, j2, tag2) {
+	if g.Holds(j1, tag1, j2, tag2) {
 		return len(s.levels) - 1
 	}
 	return -1
 }
 
 // growing returns the newest table if it grows in place, or nil.
-func (s *Scalable) growing() *growTable {
+func (s *Scalable) growing() *chain.Growing {
 	if n := len(s.levels); n > len(s.probe) {
-		return s.levels[n-1].grow
+		return s.levels[n-1].Grow
 	}
 	return nil
-}
-
-// locateGrowing returns where h is in the growing table g (growTable.where)
-// and, in a chain whose lookups prefetch (chainFar), prefetches its
-// buckets, if g is large, and the chain's: a lookup then waits for all of
-// its cache misses at once rather than for the growing table's first.
-func (s *Scalable) locateGrowing(g *growTable, h uint64) (j1, tag1, j2, tag2 uint64) {
-	j1, tag1, j2, tag2 = g.where(h)
-	if chainFar(s.probe) {
-		if g.rd.large {
-			lines := [2]uint64{j1 * g.rd.bb >> 6, j2 * g.rd.bb >> 6}
-			g.Prefetch(lines[:])
-		}
-		prefetchChain(s.probe, h)
-	}
-	return j1, tag1, j2, tag2
 }
 
 // addCopy adds a copy of h to lv, which reports h already: to the table's
@@ -450,99 +331,78 @@ func (s *Scalable) locateGrowing(g *growTable, h uint64) (j1, tag1, j2, tag2 uin
 // maxKicks moves and a breadth-first search, undone when they fail) would
 // fail for most copies, at the cost of hundreds of moves each. A copy goes
 // there only into an empty slot of its two buckets, else to the counters.
-func (s *Scalable) addCopy(lv *level, h uint64) {
-	pk := lv.pairKeyOf(h)
-	if lv.grow != nil {
+func (s *Scalable) addCopy(lv *chain.Level, h uint64) {
+	if lv.Grow != nil {
 		// A growing table keeps no counted copies of its own: those beyond
 		// the slots go to the overflow counters, keyed by the final buckets.
-		if lv.grow.slotCopies(h) < table.MaxSlotCopies && s.addGrowing(lv, h) {
+		if lv.Grow.SlotCopies(h) < table.MaxSlotCopies && s.addGrowing(lv, h) {
 			return
 		}
-	} else if copies := lv.slotCopies(h); copies >= table.MaxSlotCopies || lv.f.occupied < lv.limit {
+	} else if copies := lv.SlotCopies(h); copies >= table.MaxSlotCopies || lv.Plain.Occupied < lv.Limit {
 		if copies < table.MaxSlotCopies && lv != s.levels[len(s.levels)-1] {
-			if lv.placeCopy(h) {
+			if lv.Plain.Place(h) {
 				return
 			}
-		} else if lv.f.AddHash(h) == nil {
+		} else if s.addPlain(lv, h) {
 			return
 		}
 	}
-	lv.over.Add(pk)
-	lv.nOver++
+	lv.AddOver(h)
 	s.extra++
-}
-
-// placeCopy puts a slot copy of h into an empty slot of one of its
-// buckets in lv's plain table, moving nothing, and reports whether there
-// was one.
-func (lv *level) placeCopy(h uint64) bool {
-	f := &lv.f
-	i1, fp := f.locate(h)
-	if i2 := f.t.AltIndex(i1, fp); !f.t.Insert(i1, fp) && !f.t.Insert(i2, fp) {
-		return false
-	}
-	f.count++
-	f.occupied++
-	return true
 }
 
 // addNew puts a fingerprint no table holds into the newest table, or into
 // a new one when the newest is full.
 func (s *Scalable) addNew(h uint64) {
 	lv := s.levels[len(s.levels)-1]
-	if lv.grow != nil {
+	if lv.Grow != nil {
 		if s.addGrowing(lv, h) {
 			return
 		}
-	} else if lv.f.occupied < lv.limit && lv.f.AddHash(h) == nil {
+	} else if lv.Plain.Occupied < lv.Limit && s.addPlain(lv, h) {
 		return
 	}
 	lv = s.grow()
-	if lv.grow != nil && s.addGrowing(lv, h) || lv.grow == nil && lv.f.AddHash(h) == nil {
+	if lv.Grow != nil && s.addGrowing(lv, h) || lv.Grow == nil && s.addPlain(lv, h) {
 		return
 	}
 	panic("cuckoo: a new table refused its first key")
 }
 
-// addGrowing puts a slot copy of h into lv's growing table. It splits a
-// pair of buckets before the insert while the table is crowded, and after
-// an insert that found no room; when the table reaches its full size it
-// becomes plain and the Filter takes the key. It reports false when that
-// plain table has no room (or is at its limit).
-func (s *Scalable) addGrowing(lv *level, h uint64) bool {
-	g := lv.grow
-	for {
-		if g.occupied >= lv.limit {
-			// The generation's bound holds while its table grows too:
-			// 1-slot buckets, which fill less than the growing table's
-			// load, reach it before the table has its full size. The
-			// table takes that size at once, and the caller a new one.
-			g.growToFull()
-			lv.finishGrowing(s.seed, s.maxKicks)
-			return false
-		}
-		if !g.crowded() && g.insert(h, s.maxKicks) {
-			return true
-		}
-		if g.splitPair() {
-			lv.finishGrowing(s.seed, s.maxKicks)
-			s.reprobe()
-			return lv.f.occupied < lv.limit && lv.f.AddHash(h) == nil
-		}
+// addPlain adds a copy of h to lv's plain table, and reports whether it
+// did; the builds with invariants check that table after it.
+func (s *Scalable) addPlain(lv *chain.Level, h uint64) bool {
+	if !lv.Plain.Add(h, s.maxKicks) {
+		return false
 	}
+	if invariants.Enabled {
+		lv.Plain.Check()
+	}
+	return true
+}
+
+// addGrowing puts a slot copy of h into lv's growing table
+// (chain.Level.AddGrowing), and reports whether it did; when the table
+// becomes plain, the lookups read it as a plain table from then on.
+func (s *Scalable) addGrowing(lv *chain.Level, h uint64) bool {
+	added, finished := lv.AddGrowing(h, s.maxKicks)
+	if finished {
+		s.reprobe()
+	}
+	return added
 }
 
 // grow adds the next generation's table and returns it. The table it
 // closes keeps no insertion scratch: it is reallocated if a copy ever
 // needs a displacement there.
-func (s *Scalable) grow() *level {
+func (s *Scalable) grow() *chain.Level {
 	last := s.levels[len(s.levels)-1]
-	last.f.ins = table.Inserts{}
-	if last.gen+1 >= maxGenerations {
+	last.Plain.Ins = table.Inserts{}
+	if last.Gen+1 >= maxGenerations {
 		// Unreachable in practice: the tables reach 2^32 buckets long before.
 		panic("cuckoo: Scalable has grown past the generation limit")
 	}
-	lv := s.newLevel(s.g.at(last.gen + 1))
+	lv := s.newLevel(s.g.at(last.Gen + 1))
 	s.levels = append(s.levels, lv)
 	s.reprobe()
 	return lv
@@ -552,17 +412,18 @@ func (s *Scalable) grow() *level {
 //
 // Tables are probed newest (largest) first: the newest holds about half
 // the keys, the one before a quarter, and so on. An absent key probes all
-// of them, in one loop (chainHas) that lets the CPU overlap their
+// of them, in one loop (chain.Has) that lets the CPU overlap their
 // independent loads. In a chain large enough to miss the caches, the
 // buckets of the growing table and of the large plain tables are
-// prefetched before any is compared (locateGrowing, prefetchChain).
+// prefetched before any is compared (chain.Growing.Locate,
+// chain.PrefetchFar).
 func (s *Scalable) ContainsHash(h uint64) bool {
 	g := s.growing()
 	if g == nil {
-		return chainHas(s.probe, h)
+		return chain.Has(s.probe, h)
 	}
-	j1, tag1, j2, tag2 := s.locateGrowing(g, h)
-	return g.rd.holds(j1, tag1, j2, tag2) || chainFind(s.probe, h, true) >= 0
+	j1, tag1, j2, tag2 := g.Locate(h, s.probe)
+	return g.Holds(j1, tag1, j2, tag2) || chain.Find(s.probe, h, true) >= 0
 }
 
 // DeleteHash is [Scalable.Delete] for a key's 64-bit hash.
@@ -572,14 +433,12 @@ func (s *Scalable) DeleteHash(h uint64) bool {
 		return false
 	}
 	lv := s.levels[i]
-	if lv.nOver > 0 && lv.takeOver(h) {
+	if lv.NOver > 0 && lv.TakeOver(h) {
 		s.extra--
-	} else if lv.grow != nil {
-		if !lv.grow.remove(h) {
-			panic("cuckoo: a growing table reports a key it cannot delete")
-		}
-	} else if !lv.f.DeleteHash(h) {
+	} else if !lv.Remove(h) {
 		panic("cuckoo: a table reports a key it cannot delete")
+	} else if invariants.Enabled && lv.Grow == nil {
+		lv.Plain.Check()
 	}
 	s.dropEmpty()
 	if invariants.Enabled {
@@ -588,34 +447,10 @@ func (s *Scalable) DeleteHash(h uint64) bool {
 	return true
 }
 
-// takeOver removes one overflow copy of h, if there is one. Overflow
-// copies go first, so the slot copy they rely on stays while they last.
-func (lv *level) takeOver(h uint64) bool {
-	if !lv.over.Take(lv.pairKeyOf(h)) {
-		return false
-	}
-	lv.nOver--
-	return true
-}
-
-func (lv *level) pairKeyOf(h uint64) uint64 {
-	if lv.grow != nil {
-		return lv.grow.pairKey(h)
-	}
-	i1, fp := lv.f.locate(h)
-	return table.PairKey(i1, lv.f.t.AltIndex(i1, fp), fp)
-}
-
-// dropEmpty releases the oldest tables while they hold nothing (a window
-// of keys deleted in the order they were added empties them one by one).
-// The newest table always stays.
+// dropEmpty releases the oldest tables while they hold nothing
+// (chainState.dropEmpty).
 func (s *Scalable) dropEmpty() {
-	n := 0
-	for n < len(s.levels)-1 && s.levels[n].items() == 0 && s.levels[n].nOver == 0 {
-		n++
-	}
-	if n > 0 {
-		s.levels = slices.Delete(s.levels, 0, n)
+	if s.chainState.dropEmpty() {
 		s.reprobe()
 	}
 }
@@ -626,24 +461,14 @@ func (s *Scalable) CountHash(h uint64) uint64 {
 	if i < 0 {
 		return 0
 	}
-	lv := s.levels[i]
-	var n uint64
-	if lv.grow != nil {
-		n = lv.grow.slotCopies(h)
-	} else {
-		n = lv.f.CountHash(h)
-	}
-	if lv.nOver > 0 {
-		n += lv.over[lv.pairKeyOf(h)]
-	}
-	return n
+	return s.levels[i].Count(h)
 }
 
 // Len returns the number of items stored, copies included.
 func (s *Scalable) Len() uint64 {
 	n := s.extra
 	for _, lv := range s.levels {
-		n += lv.items()
+		n += lv.Items()
 	}
 	return n
 }
@@ -654,7 +479,7 @@ func (s *Scalable) Len() uint64 {
 func (s *Scalable) Capacity() uint64 {
 	var n uint64
 	for _, lv := range s.levels {
-		n += lv.capacity
+		n += lv.Capacity
 	}
 	return n
 }
@@ -667,8 +492,8 @@ func (s *Scalable) InitialCapacity() uint64 { return s.g.initial }
 func (s *Scalable) LoadFactor() float64 {
 	var used, slots uint64
 	for _, lv := range s.levels {
-		t := lv.table()
-		used += lv.occupied()
+		t := lv.Table()
+		used += lv.Occupied()
 		slots += t.NumBuckets * t.Slots
 	}
 	if slots == 0 {
@@ -683,19 +508,20 @@ func (s *Scalable) LoadFactor() float64 {
 func (s *Scalable) FalsePositiveRate() float64 {
 	miss := 1.0
 	for _, lv := range s.levels {
-		miss *= 1 - lv.falsePositiveRate()
+		miss *= 1 - levelRate(lv)
 	}
 	return 1 - miss
 }
 
-// falsePositiveRate is the level's expected rate at its load. A growing
-// table's is that of the plain table it grows into, holding the same
-// fingerprints (growtable.go shows why).
-func (lv *level) falsePositiveRate() float64 {
-	if g := lv.grow; g != nil {
-		return expectedFPR(float64(g.occupied)/float64(g.final*g.t.Slots), g.t.Slots, g.fpBits)
+// levelRate is the expected false-positive rate of a table at its load.
+// A growing table's is that of the plain table it grows into, holding the
+// same fingerprints (chain/growing.go shows why).
+func levelRate(lv *chain.Level) float64 {
+	t, m := lv.Table(), lv.Table().NumBuckets
+	if g := lv.Grow; g != nil {
+		m = g.Final()
 	}
-	return lv.f.FalsePositiveRate()
+	return expectedFPR(float64(lv.Occupied())/float64(m*t.Slots), t.Slots, lv.FPBits())
 }
 
 // TargetFalsePositiveRate returns the bound the filter's false-positive
@@ -709,15 +535,17 @@ func (s *Scalable) TargetFalsePositiveRate() float64 { return s.g.bound }
 // counters, and the fixed parts.
 func (s *Scalable) SizeInBytes() uint64 {
 	const fixed = 128
-	const perOver = 32
+	const perLevel = 64  // a level's struct
+	const perPlain = 256 // a plain table's headers, as a Filter's
+	const perOver = 32   // an overflow counter: a map entry of two words, with the map's overhead
 	n := uint64(fixed)
 	for _, lv := range s.levels {
-		n += uint64(len(lv.over))*perOver + 64
-		if g := lv.grow; g != nil {
+		n += uint64(len(lv.Over))*perOver + perLevel
+		if g := lv.Grow; g != nil {
 			// The words allocated ahead of the splits, and the search queue.
-			n += uint64(cap(g.t.Words))*8 + g.search.Bytes()
+			n += g.Bytes()
 		} else {
-			n += lv.f.SizeInBytes()
+			n += lv.Plain.Bytes() + perPlain
 		}
 	}
 	return n
@@ -752,13 +580,13 @@ func (s *Scalable) Reset() {
 	if s.levels == nil {
 		return
 	}
-	if first := s.levels[0]; first.gen == 0 {
-		first.f.Reset()
-		first.over, first.nOver = nil, 0
+	if first := s.levels[0]; first.Gen == 0 {
+		first.Plain.Reset()
+		first.Over, first.NOver = nil, 0
 		clear(s.levels[1:])
 		s.levels = s.levels[:1]
 	} else {
-		s.levels = []*level{s.newLevel(s.g.at(0))}
+		s.levels = []*chain.Level{s.newLevel(s.g.at(0))}
 	}
 	s.extra = 0
 	s.reprobe()
@@ -766,14 +594,15 @@ func (s *Scalable) Reset() {
 
 // checkInvariants panics if a structural invariant is broken. It walks
 // the overflow counters, so it runs in full only while they are few (the
-// tests make them few on purpose), and checks the chain always.
+// tests make them few on purpose), and checks the chain always (each
+// plain table is checked on its own when written: addPlain).
 func (s *Scalable) checkInvariants() {
 	var err error
 	if s.extra <= 64 {
 		err = s.validate()
 	} else {
 		for i, lv := range s.levels {
-			if lv.occupied() > lv.limit || i > 0 && lv.gen != s.levels[i-1].gen+1 {
+			if lv.Occupied() > lv.Limit || i > 0 && lv.Gen != s.levels[i-1].Gen+1 {
 				err = fmt.Errorf("table %d breaks its generation", i)
 			}
 		}
@@ -783,74 +612,24 @@ func (s *Scalable) checkInvariants() {
 	}
 }
 
-// validate checks the chain's invariants; each table's own are checked by
-// its Filter. The decoder shares it.
+// validate checks the chain's invariants (chainState.validate) and that
+// the lookups' probe is the plain tables'.
 func (s *Scalable) validate() error {
-	if len(s.levels) == 0 {
-		return errors.New("no table")
+	if err := s.chainState.validate(); err != nil {
+		return err
 	}
 	k, bytes := 0, s.plainBytes()
 	for _, lv := range s.levels {
-		if lv.grow != nil {
+		if lv.Grow != nil {
 			continue
 		}
-		if k >= len(s.probe) || s.probe[k] != probeOf(&lv.f.t, bytes) {
+		if k >= len(s.probe) || s.probe[k] != chain.NewProbe(&lv.Plain.T, bytes) {
 			return fmt.Errorf("the probe of table %d is not the table's", k)
 		}
 		k++
 	}
 	if k != len(s.probe) {
 		return errors.New("probes for tables that are not there")
-	}
-	var extra uint64
-	for i, lv := range s.levels {
-		if i > 0 && lv.gen != s.levels[i-1].gen+1 {
-			return fmt.Errorf("table %d is generation %d after %d", i, lv.gen, s.levels[i-1].gen)
-		}
-		if lv.occupied() > lv.limit {
-			return fmt.Errorf("table %d holds %d slots, more than its limit %d", i, lv.occupied(), lv.limit)
-		}
-		if lv.grow != nil && i != len(s.levels)-1 {
-			return fmt.Errorf("table %d grows but is not the newest", i)
-		}
-		var n uint64
-		// The counters are keyed by the plain table's buckets, also while
-		// the table grows.
-		m, fpRange := lv.f.t.NumBuckets, lv.f.t.FPMask
-		if lv.grow != nil {
-			m, fpRange = lv.grow.final, lv.grow.fpRange
-		}
-		for pk, c := range lv.over {
-			b, fp := pk>>32, pk&0xffffffff
-			if c == 0 || b >= m || fp == 0 || fp > fpRange {
-				return fmt.Errorf("table %d: overflow counter %#x: %d copies out of range", i, pk, c)
-			}
-			j := addr.Alt(b, fp, m)
-			if j < b {
-				return fmt.Errorf("table %d: overflow counter %#x not keyed by the lower bucket", i, pk)
-			}
-			if g := lv.grow; g != nil && !g.holds(b, fp) && !g.holds(j, fp) ||
-				g == nil && !lv.f.t.HoldsEither(b, fp, j, fp) {
-				return fmt.Errorf("table %d: overflow counter %#x without a slot copy", i, pk)
-			}
-			if n+c < n {
-				return fmt.Errorf("table %d: overflow counters overflow", i)
-			}
-			n += c
-		}
-		if n != lv.nOver {
-			return fmt.Errorf("table %d: overflow counters sum to %d, recorded %d", i, n, lv.nOver)
-		}
-		if extra+n < extra {
-			return errors.New("overflow counters overflow")
-		}
-		extra += n
-	}
-	if extra != s.extra {
-		return fmt.Errorf("overflow copies %d, recorded %d", extra, s.extra)
-	}
-	if first := s.levels[0]; len(s.levels) > 1 && first.items() == 0 && first.nOver == 0 {
-		return errors.New("the oldest of several tables is empty")
 	}
 	return nil
 }

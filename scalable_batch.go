@@ -1,13 +1,16 @@
 package cuckoo
 
-import "github.com/dedupkit/cuckoo/internal/invariants"
+import (
+	"github.com/dedupkit/cuckoo/internal/invariants"
+	"github.com/dedupkit/cuckoo/internal/table"
+	"github.com/dedupkit/cuckoo/internal/table/chain"
+)
 
 // Batch operations of a Scalable. They hash a chunk of keys at once (with
 // the key bytes of the next group prefetched while a group is hashed).
 // Lookups then ask the newest tables about the chunk one table at a time
 // (containsChunk); adds go key by key, with the buckets of the next group
-// of keys in the newest table prefetched meanwhile (batch.go explains the
-// pipeline), so that the cache misses of many keys overlap.
+// of keys in the newest table prefetched meanwhile (table.Pipeline), so that the cache misses of many keys overlap.
 
 // ContainsBatch sets found[i] to s.Contains(keys[i]) for every key, asking
 // the newest tables about many keys at once, with the buckets of the next
@@ -19,10 +22,10 @@ func (s *Scalable) ContainsBatch(keys [][]byte, found []bool) {
 	if len(found) < len(keys) {
 		panic("cuckoo: ContainsBatch: found is shorter than keys")
 	}
-	var hs [batchChunk]uint64
-	for lo := 0; lo < len(keys); lo += batchChunk {
-		hi := min(lo+batchChunk, len(keys))
-		s.containsChunk(hashKeys(keys[lo:hi], s.seed, &hs), found[lo:hi])
+	var hs [table.BatchChunk]uint64
+	for lo := 0; lo < len(keys); lo += table.BatchChunk {
+		hi := min(lo+table.BatchChunk, len(keys))
+		s.containsChunk(table.HashKeys(keys[lo:hi], s.seed, &hs), found[lo:hi])
 	}
 }
 
@@ -32,38 +35,38 @@ func (s *Scalable) ContainsHashBatch(hashes []uint64, found []bool) {
 	if len(found) < len(hashes) {
 		panic("cuckoo: ContainsHashBatch: found is shorter than hashes")
 	}
-	for lo := 0; lo < len(hashes); lo += batchChunk {
-		hi := min(lo+batchChunk, len(hashes))
+	for lo := 0; lo < len(hashes); lo += table.BatchChunk {
+		hi := min(lo+table.BatchChunk, len(hashes))
 		s.containsChunk(hashes[lo:hi], found[lo:hi])
 	}
 }
 
-// containsChunk is ContainsHashBatch for at most batchChunk hashes. It
+// containsChunk is ContainsHashBatch for at most table.BatchChunk hashes. It
 // asks the newest tables one at a time, each about the whole chunk less
-// the keys a newer table reported (chainLevel.pass): they hold most keys,
+// the keys a newer table reported (chain.Probe.Pass): they hold most keys,
 // so most present keys are answered there, a table's geometry stays in
 // registers over its keys, and in the large tables the buckets of the
 // next group of keys are prefetched while a group is compared, so that
 // their cache misses overlap. The keys left (the absent ones, mostly) go
-// through the other tables key by key (chainHas), whose one loop costs
+// through the other tables key by key (chain.Has), whose one loop costs
 // fewer instructions per table where the buckets are in the caches.
 func (s *Scalable) containsChunk(hs []uint64, found []bool) {
-	var rest [batchChunk]uint64
-	var at [batchChunk]uint16
+	var rest [table.BatchChunk]uint64
+	var at [table.BatchChunk]uint16
 	n := copy(rest[:], hs)
 	for k := range n {
 		at[k] = uint16(k)
 	}
 	clear(found[:n])
 	if l := len(s.levels); l > len(s.probe) {
-		n = s.levels[l-1].grow.pass(rest[:n], at[:n], found)
+		n = s.levels[l-1].Grow.Pass(rest[:n], at[:n], found)
 	}
 	i := len(s.probe) - 1
-	for ; i >= 0 && n > 0 && (s.probe[i].large || len(s.probe)-i <= passTables); i-- {
-		n = s.probe[i].pass(rest[:n], at[:n], found)
+	for ; i >= 0 && n > 0 && (s.probe[i].Large || len(s.probe)-i <= passTables); i-- {
+		n = s.probe[i].Pass(rest[:n], at[:n], found)
 	}
 	for k, h := range rest[:n] {
-		found[at[k]] = chainHas(s.probe[:i+1], h)
+		found[at[k]] = chain.Has(s.probe[:i+1], h)
 	}
 }
 
@@ -103,23 +106,23 @@ func (s *Scalable) AddUniqueBatch(keys [][]byte, added []bool) (processed int, e
 // it, which is harmless.)
 func (s *Scalable) addBatch(keys [][]byte, unique []bool) {
 	s.setUp()
-	var hs [batchChunk]uint64
-	for lo := 0; lo < len(keys); lo += batchChunk {
-		hi := min(lo+batchChunk, len(keys))
-		hashes := hashKeys(keys[lo:hi], s.seed, &hs)
+	var hs [table.BatchChunk]uint64
+	for lo := 0; lo < len(keys); lo += table.BatchChunk {
+		hi := min(lo+table.BatchChunk, len(keys))
+		hashes := table.HashKeys(keys[lo:hi], s.seed, &hs)
 		if unique != nil {
 			s.addUniqueChunk(hashes, unique[lo:hi])
 			continue
 		}
-		if s.levels[len(s.levels)-1].grow != nil {
+		if s.levels[len(s.levels)-1].Grow != nil {
 			// A growing table locates its buckets its own way: prefetch
 			// the next group's while adding the current one's, asking
 			// again each group, as the table may have stopped growing.
-			var js, tags [2 * batchGroup]uint64
-			for g := 0; g < len(hashes); g += batchGroup {
-				end := min(g+batchGroup, len(hashes))
-				if lv := s.levels[len(s.levels)-1]; lv.grow != nil && end < len(hashes) {
-					lv.grow.stage(hashes[end:], &js, &tags)
+			var js, tags [2 * table.BatchGroup]uint64
+			for g := 0; g < len(hashes); g += table.BatchGroup {
+				end := min(g+table.BatchGroup, len(hashes))
+				if lv := s.levels[len(s.levels)-1]; lv.Grow != nil && end < len(hashes) {
+					lv.Grow.Stage(hashes[end:], &js, &tags)
 				}
 				for k := g; k < end; k++ {
 					if unique == nil {
@@ -131,10 +134,9 @@ func (s *Scalable) addBatch(keys [][]byte, unique []bool) {
 			}
 			continue
 		}
-		newest := &s.levels[len(s.levels)-1].f
-		p := newest.pipelineOf(nil, hashes)
-		for cur, start, ok := p.next(); ok; cur, start, ok = p.next() {
-			for k, h := range cur.h[:cur.n] {
+		p := table.NewPipeline(s.levels[len(s.levels)-1].Plain.T.Locator(), s.seed, nil, hashes)
+		for cur, start, ok := p.Next(); ok; cur, start, ok = p.Next() {
+			for k, h := range cur.H[:cur.N] {
 				if unique == nil {
 					s.AddHash(h)
 					continue
@@ -145,7 +147,7 @@ func (s *Scalable) addBatch(keys [][]byte, unique []bool) {
 	}
 }
 
-// addUniqueChunk is addUniqueHash for each of hs (at most batchChunk), in
+// addUniqueChunk is addUniqueHash for each of hs (at most table.BatchChunk), in
 // order, recording in added which it added. It first asks every table
 // about the whole chunk with the batch lookup (containsChunk), whose
 // misses overlap; then, key by key, only the tables that may have gained
@@ -153,7 +155,7 @@ func (s *Scalable) addBatch(keys [][]byte, unique []bool) {
 // AddUnique puts fingerprints nowhere else), so each key sees the keys
 // before it as in a loop of single calls.
 func (s *Scalable) addUniqueChunk(hs []uint64, added []bool) {
-	var before [batchChunk]bool
+	var before [table.BatchChunk]bool
 	known := before[:len(hs)]
 	s.containsChunk(hs, known)
 	first := len(s.levels) - 1
@@ -174,35 +176,9 @@ func (s *Scalable) addUniqueChunk(hs []uint64, added []bool) {
 // reports h.
 func (s *Scalable) reportsFrom(first int, h uint64) bool {
 	for _, lv := range s.levels[first:] {
-		if lv.contains(h) {
+		if lv.Contains(h) {
 			return true
 		}
 	}
 	return false
-}
-
-// pass is chainLevel.pass for a growing table, whose buckets are always
-// prefetched a group ahead: the newest table takes half the keys.
-func (g *growTable) pass(hs []uint64, at []uint16, found []bool) int {
-	at = at[:len(hs)]
-	var js, tags [2][2 * batchGroup]uint64
-	g.stage(hs, &js[0], &tags[0])
-	n := 0
-	for lo := 0; lo < len(hs); lo += batchGroup {
-		hi := min(lo+batchGroup, len(hs))
-		b := lo / batchGroup & 1
-		if hi < len(hs) {
-			g.stage(hs[hi:], &js[b^1], &tags[b^1])
-		}
-		for k := lo; k < hi; k++ {
-			x := 2 * (k - lo) & (2*batchGroup - 1)
-			hit := g.rd.holds(js[b][x], tags[b][x], js[b][x+1], tags[b][x+1])
-			found[at[k]] = hit
-			hs[n], at[n] = hs[k], at[k]
-			if !hit {
-				n++
-			}
-		}
-	}
-	return n
 }

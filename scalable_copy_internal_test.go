@@ -29,10 +29,10 @@ func TestScalableCopiesInClosedTables(t *testing.T) {
 	}
 	before := make([][]uint64, closed)
 	for k, lv := range s.levels[:closed] {
-		if lv.grow != nil {
+		if lv.Grow != nil {
 			t.Fatalf("closed table %d is growing", k)
 		}
-		before[k] = tableSlots(&lv.f.t)
+		before[k] = tableSlots(&lv.Plain.T)
 	}
 	// Three more copies of the first keys (most in the oldest tables).
 	added := map[uint64]uint64{}
@@ -46,7 +46,7 @@ func TestScalableCopiesInClosedTables(t *testing.T) {
 		}
 	}
 	for k, lv := range s.levels[:closed] {
-		after := tableSlots(&lv.f.t)
+		after := tableSlots(&lv.Plain.T)
 		for j, v := range before[k] {
 			if v != 0 && after[j] != v {
 				t.Fatalf("table %d, slot %d: fingerprint %#x moved (now %#x)", k, j, v, after[j])

@@ -18,7 +18,7 @@ import (
 	"github.com/dedupkit/cuckoo"
 )
 
-var fullGrowthFlag = flag.Bool("growth.full", false, "TestScalableGrowth and TestIssue16ScalableRateIsABound: grow from 10,000 to 10 million keys in every mode, at every rate (the reported figures; the long checks, CUCKOO_LONG=1, do too)")
+var fullGrowthFlag = flag.Bool("growth.full", false, "TestScalableGrowth and TestScalableRateIsABoundAtEverySize: grow from 10,000 to 10 million keys in every mode, at every rate (the reported figures; the long checks, CUCKOO_LONG=1, do too)")
 
 // fullGrowth reports whether the growth tests grow from 10,000 to 10
 // million keys: with -growth.full, and in the long checks.
@@ -243,6 +243,42 @@ func TestScalableDuplicates(t *testing.T) {
 	}
 	if err := s.CheckInvariants(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestScalableCopyFinishingGrowingTable adds keys to Scalables of 1-slot
+// buckets, whose growing tables reach their generation's limit before
+// their full size, and after each key, to a copy of the filter, a second
+// copy of that key: a copy that finds the newest table at its limit makes
+// it take its full size, and every key must still be found at once.
+func TestScalableCopyFinishingGrowingTable(t *testing.T) {
+	// With these seeds the first growing table reaches its limit after
+	// about 690 keys.
+	for seed := range uint64(2) {
+		s, err := cuckoo.NewScalable(10, cuckoo.WithBucketSize(1), cuckoo.WithSeed(seed))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range uint64(800) {
+			s.Add(key(seed, i))
+			data, err := s.MarshalBinary()
+			if err != nil {
+				t.Fatal(err)
+			}
+			var twin cuckoo.Scalable
+			if err := twin.UnmarshalBinary(data); err != nil {
+				t.Fatal(err)
+			}
+			twin.Add(key(seed, i)) // a copy of a key of the newest table
+			for _, j := range []uint64{i, i / 2, 0} {
+				if !twin.Contains(key(seed, j)) {
+					t.Fatalf("seed %d: key %d lost after a copy of key %d (%d tables)", seed, j, i, twin.NumTables())
+				}
+			}
+			if err := twin.CheckInvariants(); err != nil {
+				t.Fatalf("seed %d, a copy of key %d: %v", seed, i, err)
+			}
+		}
 	}
 }
 
@@ -1052,7 +1088,7 @@ func BenchmarkScalable_Add(b *testing.B) {
 	}
 }
 
-// TestIssue16ScalableRateIsABound: the rate given to NewScalable is a bound
+// TestScalableRateIsABoundAtEverySize: the rate given to NewScalable is a bound
 // at every size. A filter of p = 1 % and one of 0.1 % grow 1000-fold from
 // 1,000 keys; at every doubling, and at 10×, 100× and 1000×, the measured
 // rate over enough absent keys (50/p: 5σ of an expected rate of 0.87p,
@@ -1060,7 +1096,7 @@ func BenchmarkScalable_Add(b *testing.B) {
 // the tables' bounds add up to at most 15/16 of it. The quick run grows
 // the filter of 1 % only; the long checks (CUCKOO_LONG=1) grow both from
 // 10,000 keys, and one of 0.01 % too.
-func TestIssue16ScalableRateIsABound(t *testing.T) {
+func TestScalableRateIsABoundAtEverySize(t *testing.T) {
 	t.Parallel()
 	rates := []float64{0.01, 0.001}
 	if fullGrowth() {

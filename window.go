@@ -3,12 +3,11 @@ package cuckoo
 import (
 	"fmt"
 	"math"
-	"math/bits"
 	"time"
 
 	"github.com/dedupkit/cuckoo/internal/hash"
 	"github.com/dedupkit/cuckoo/internal/invariants"
-	"github.com/dedupkit/cuckoo/internal/table"
+	"github.com/dedupkit/cuckoo/internal/table/stamped"
 )
 
 // Window is a cuckoo filter that forgets: it answers "was this key added
@@ -91,7 +90,7 @@ var errZeroWindow = fmt.Errorf("%w: the zero Window has no table; create it with
 // or Touch returns an error wrapping [ErrUninitialized] (create windows
 // with [NewWindow]). It can decode, with the default clock.
 type Window struct {
-	t         wtable
+	t         stamped.Table
 	seed      uint64
 	perWindow uint64
 	window    int64 // ns
@@ -114,8 +113,6 @@ type Window struct {
 	epoch      int64
 	start, end int64
 	cursor     uint64
-
-	scratch wscratch
 }
 
 const (
@@ -124,7 +121,7 @@ const (
 	// live while its age in epochs is at most WindowEpochs, one stamp
 	// value marks the entries that expired in the current epoch, and none
 	// is left over (see Window.advance). Frozen: the encoding records it.
-	WindowEpochs = windowStamps - 2
+	WindowEpochs = stamped.Stamps - 2
 	// windowSweep is how many buckets each write sweeps: at the pace of a
 	// Window at capacity (n keys a window, about 0.28·n buckets, with the
 	// default shape) the pass of an epoch is done by the end of the epoch.
@@ -140,7 +137,7 @@ const (
 	DefaultWindowFingerprintBits = 12
 	// MaxWindowFingerprintBits is the widest fingerprint of a Window: a
 	// slot and its stamp fit 32 bits.
-	MaxWindowFingerprintBits = 32 - windowAgeBits
+	MaxWindowFingerprintBits = 32 - stamped.AgeBits
 	// MaxWindow is the longest window NewWindow accepts.
 	MaxWindow = time.Duration(windowLimitNanos)
 )
@@ -167,7 +164,7 @@ func NewWindow(perWindow uint64, window time.Duration, opts ...Option) (*Window,
 		return nil, err
 	}
 	w := &Window{
-		t:         newWTable(m, uint64(c.slots), uint64(c.fpBits)),
+		t:         stamped.New(m, uint64(c.slots), uint64(c.fpBits)),
 		seed:      c.seed,
 		perWindow: perWindow,
 		maxKicks:  c.maxKicks,
@@ -248,7 +245,7 @@ func (w *Window) setWindow(window int64) {
 // clock (which NewWindow does not read: an event clock may have no time
 // yet).
 func (w *Window) restart() {
-	w.t.reset()
+	w.t.Reset()
 	w.anchor()
 	w.setEpoch(floorDiv(-windowLimitNanos, w.gran))
 }
@@ -352,7 +349,7 @@ func (w *Window) lag(ns int64) int64 {
 // stamps returns the stamp of the current epoch and the one of the
 // entries that expired in it.
 func (w *Window) stamps() (now, expired uint64) {
-	return uint64(w.epoch) & (windowStamps - 1), uint64(w.epoch+1) & (windowStamps - 1)
+	return uint64(w.epoch) & (stamped.Stamps - 1), uint64(w.epoch+1) & (stamped.Stamps - 1)
 }
 
 // advanceTo brings the Window's epoch to the one of the clock's time ns,
@@ -396,15 +393,15 @@ func (w *Window) advanceTo(ns int64) {
 // a live one always is.
 func (w *Window) advance(e int64) {
 	j := e - w.epoch
-	ref := uint64(w.epoch) & (windowStamps - 1)
+	ref := uint64(w.epoch) & (stamped.Stamps - 1)
 	switch {
 	case j > WindowEpochs:
-		w.t.reset()
+		w.t.Reset()
 	case j == 1:
 		// The slots of age 15 are those the epoch's sweep empties.
-		w.t.sweepRange(w.cursor, w.t.numBuckets, (ref+1)&(windowStamps-1))
+		w.t.SweepRange(w.cursor, w.t.NumBuckets(), (ref+1)&(stamped.Stamps-1))
 	default:
-		w.t.age(0, ref, uint64(windowStamps-j))
+		w.t.Age(0, ref, uint64(stamped.Stamps-j))
 	}
 	w.setEpoch(e)
 }
@@ -412,11 +409,11 @@ func (w *Window) advance(e int64) {
 // sweepStep empties the expired slots of the next windowSweep buckets of
 // the epoch's pass.
 func (w *Window) sweepStep(expired uint64) {
-	if w.cursor >= w.t.numBuckets {
+	if w.cursor >= w.t.NumBuckets() {
 		return
 	}
-	end := min(w.cursor+windowSweep, w.t.numBuckets)
-	w.t.sweepRange(w.cursor, end, expired)
+	end := min(w.cursor+windowSweep, w.t.NumBuckets())
+	w.t.SweepRange(w.cursor, end, expired)
 	w.cursor = end
 }
 
@@ -431,56 +428,13 @@ const (
 // put writes the key of hash h at the clock's time ns and reports whether
 // it was in the window.
 func (w *Window) put(h uint64, ns int64, mode putMode) (seen bool, err error) {
-	t := &w.t
-	if t.numBuckets == 0 {
+	if w.t.NumBuckets() == 0 {
 		return false, errZeroWindow
 	}
 	w.advanceTo(ns)
 	now, expired := w.stamps()
-	i1, fp := t.locate(h)
-	i2 := t.altIndex(i1, fp)
-	v := fp<<windowAgeBits | now
-	if t.windows == 1 {
-		// One window a bucket (the default shape among others): both
-		// buckets read once, the live copy or the free slots found in the
-		// two reads, the slot written from its offset in them.
-		l := &t.full
-		x, y := t.window(i1, 0), t.window(i2, 0)
-		ex, ey := lanesStamped(x, expired, l), lanesStamped(y, expired, l)
-		b, word, z := i1, x, lanesHolding(x, fp, l)&^ex
-		if z == 0 {
-			b, word, z = i2, y, lanesHolding(y, fp, l)&^ey
-		}
-		switch {
-		case z != 0:
-			seen = true
-			if mode == putRefresh {
-				t.replaceLane(b, word, table.LaneStart(z, t.slotBits), v)
-			}
-		default:
-			// The placement rule of Filter.AddHash: the bucket with more
-			// free slots, the first on a tie.
-			fx, fy := lanesHolding(x, 0, l)|ex, lanesHolding(y, 0, l)|ey
-			if fx|fy == 0 {
-				if !t.moveOne(i1, i2, x, y, v, expired) && !t.makeRoom(&w.scratch, i1, i2, v, h, expired, w.maxKicks) {
-					return false, ErrFull
-				}
-				break
-			}
-			b, word, z = i1, x, fx
-			if bits.OnesCount64(fy) > bits.OnesCount64(fx) {
-				b, word, z = i2, y, fy
-			}
-			t.replaceLane(b, word, table.LaneStart(z, t.slotBits), v)
-		}
-	} else if b, s, live := t.findLive(i1, i2, fp, expired); live {
-		seen = true
-		if mode == putRefresh {
-			t.stamps[t.get(b, s)&(windowStamps-1)]--
-			t.set(b, s, v)
-			t.stamps[now]++
-		}
-	} else if !t.place(i1, i2, v, expired) && !t.makeRoom(&w.scratch, i1, i2, v, h, expired, w.maxKicks) {
+	seen, ok := w.t.Put(h, now, expired, mode == putRefresh, w.maxKicks)
+	if !ok {
 		return false, ErrFull
 	}
 	w.sweepStep(expired)
@@ -600,19 +554,19 @@ func (w *Window) ContainsUint64(key uint64) bool {
 // [Window.AddHash]).
 func (w *Window) ContainsHash(h uint64) bool {
 	t := &w.t
-	if t.numBuckets == 0 {
+	if t.NumBuckets() == 0 {
 		return false
 	}
-	i1, fp := t.locate(h)
-	i2 := t.altIndex(i1, fp)
-	if t.windows != 1 {
+	i1, fp := t.Locate(h)
+	i2 := t.AltIndex(i1, fp)
+	if !t.OneWindow() {
 		return w.holdsYoung(i1, i2, fp, &lazyClock{})
 	}
 	// One window a bucket (the default shape among others): both read
-	// before either is tested, and the clock only on a match.
-	l := &t.full
-	x, y := t.window(i1, 0), t.window(i2, 0)
-	mx, my := lanesHolding(x, fp, l), lanesHolding(y, fp, l)
+	// before either is tested, and the clock only on a match, in steps of
+	// the table that inline here (stamped.Table.Bucket).
+	x, y := t.Bucket(i1), t.Bucket(i2)
+	mx, my := t.Holding(x, fp), t.Holding(y, fp)
 	if mx|my == 0 {
 		return false
 	}
@@ -626,28 +580,29 @@ func (w *Window) ContainsHash(h uint64) bool {
 		ns = w.nanos()
 	}
 	ref, c, ok := w.youngAt(ns)
-	return ok && mx&lanesYoung(x, ref, c, t.slotBits, l)|my&lanesYoung(y, ref, c, t.slotBits, l) != 0
+	return ok && t.Young(x, y, mx, my, ref, c)
 }
 
-// youngAt returns what lanesYoung needs to tell the live entries at the
-// clock's time ns: the stamp of the latest write's epoch and 1 + the lag;
+// youngAt returns what the table's Young and HoldsYoung need to tell the
+// live entries at the clock's time ns: the stamp of the latest write's
+// epoch and 1 + the lag;
 // ok is false when the lag is so long that nothing is live.
 func (w *Window) youngAt(ns int64) (ref, c uint64, ok bool) {
 	lag := w.lag(ns)
 	if lag > WindowEpochs {
 		return 0, 0, false
 	}
-	return uint64(w.epoch) & (windowStamps - 1), uint64(lag) + 1, true
+	return uint64(w.epoch) & (stamped.Stamps - 1), uint64(lag) + 1, true
 }
 
 // holdsYoung is ContainsHash for every shape, reading the clock through
 // clk only when a fingerprint matches.
 func (w *Window) holdsYoung(i1, i2, fp uint64, clk *lazyClock) bool {
-	if !w.holdsFP(i1, i2, fp) {
+	if !w.t.Holds(i1, i2, fp) {
 		return false
 	}
 	ref, c, ok := w.youngAt(clk.nanos(w))
-	return ok && w.t.holdsYoung(i1, i2, fp, ref, c)
+	return ok && w.t.HoldsYoung(i1, i2, fp, ref, c)
 }
 
 // lazyClock reads a Window's clock once, when first asked: a lookup reads
@@ -662,19 +617,6 @@ func (c *lazyClock) nanos(w *Window) int64 {
 		c.ns, c.read = w.readNanos(), true
 	}
 	return c.ns
-}
-
-// holdsFP reports whether bucket i1 or i2 holds fp, of any age.
-func (w *Window) holdsFP(i1, i2, fp uint64) bool {
-	t := &w.t
-	for _, b := range [2]uint64{i1, i2} {
-		for win := range t.windows {
-			if lanesHolding(t.window(b, win), fp, t.lanesOf(win)) != 0 {
-				return true
-			}
-		}
-	}
-	return false
 }
 
 // Delete removes key from the window and reports whether it was there. A
@@ -698,14 +640,12 @@ func (w *Window) DeleteUint64(key uint64) bool {
 // DeleteHash is [Window.Delete] for a key's 64-bit hash (see
 // [Window.AddHash]).
 func (w *Window) DeleteHash(h uint64) bool {
-	t := &w.t
-	if t.numBuckets == 0 {
+	if w.t.NumBuckets() == 0 {
 		return false
 	}
 	w.advanceTo(w.nanos())
 	_, expired := w.stamps()
-	i1, fp := t.locate(h)
-	ok := t.clearLive(i1, t.altIndex(i1, fp), fp, expired)
+	ok := w.t.Delete(h, expired)
 	if invariants.Enabled {
 		w.checkInvariants()
 	}
@@ -716,7 +656,7 @@ func (w *Window) DeleteHash(h uint64) bool {
 // added within it, less those that share a slot with another (false
 // positives), plus those added up to a granularity before it.
 func (w *Window) Len() uint64 {
-	if w.t.numBuckets == 0 {
+	if w.t.NumBuckets() == 0 {
 		return 0
 	}
 	ref, c, ok := w.youngAt(w.readNanos())
@@ -724,8 +664,8 @@ func (w *Window) Len() uint64 {
 		return 0
 	}
 	var n uint64
-	for v, k := range w.t.stamps {
-		if (ref-uint64(v))&(windowStamps-1)+c < windowStamps {
+	for v, k := range w.t.Stamps() {
+		if (ref-uint64(v))&(stamped.Stamps-1)+c < stamped.Stamps {
 			n += k
 		}
 	}
@@ -757,35 +697,35 @@ func (w *Window) Granularity() time.Duration {
 // LoadFactor returns the fraction of slots that hold a key in the window
 // now.
 func (w *Window) LoadFactor() float64 {
-	if w.t.numBuckets == 0 {
+	if w.t.NumBuckets() == 0 {
 		return 0
 	}
-	return float64(w.Len()) / float64(w.t.numBuckets*w.t.slots)
+	return float64(w.Len()) / float64(w.t.NumBuckets()*w.t.Slots())
 }
 
 // FalsePositiveRate returns the expected probability that Contains reports
 // a key not in the window, at the current load: about 2·b·load/2^f, as for
 // a [Filter] (expired entries do not count).
 func (w *Window) FalsePositiveRate() float64 {
-	return expectedFPR(w.LoadFactor(), w.t.slots, w.t.fpBits)
+	return expectedFPR(w.LoadFactor(), w.t.Slots(), w.t.FPBits())
 }
 
 // SizeInBytes returns the memory the Window holds: its table, the scratch
 // of its inserts, and the fixed parts.
 func (w *Window) SizeInBytes() uint64 {
 	const fixed = 320 // the struct and slice headers, rounded up
-	return uint64(len(w.t.words))*8 + w.scratch.bytes() + fixed
+	return w.t.Bytes() + fixed
 }
 
 // FingerprintBits returns the fingerprint width f in bits (each slot holds
 // f + 4 bits with its stamp).
-func (w *Window) FingerprintBits() int { return int(w.t.fpBits) }
+func (w *Window) FingerprintBits() int { return int(w.t.FPBits()) }
 
 // BucketSize returns the number of slots per bucket.
-func (w *Window) BucketSize() int { return int(w.t.slots) }
+func (w *Window) BucketSize() int { return int(w.t.Slots()) }
 
 // NumBuckets returns the number of buckets in the table.
-func (w *Window) NumBuckets() uint64 { return w.t.numBuckets }
+func (w *Window) NumBuckets() uint64 { return w.t.NumBuckets() }
 
 // Seed returns the hash seed (see [Filter.Seed]).
 func (w *Window) Seed() uint64 { return w.seed }
@@ -797,7 +737,7 @@ func (w *Window) MaxKicks() int { return w.maxKicks }
 // from the clock, even if that is earlier than the Window's time was. It
 // keeps the parameters, the seed, the clock and the memory.
 func (w *Window) Reset() {
-	if w.t.numBuckets == 0 {
+	if w.t.NumBuckets() == 0 {
 		return
 	}
 	w.restart()
@@ -805,7 +745,7 @@ func (w *Window) Reset() {
 
 // checkInvariants panics if an invariant is broken (small tables in full).
 func (w *Window) checkInvariants() {
-	if err := w.validate(len(w.t.words) <= 256); err != nil {
+	if err := w.validate(len(w.t.Words()) <= 256); err != nil {
 		panic("cuckoo: Window invariant broken: " + err.Error())
 	}
 }
@@ -813,55 +753,9 @@ func (w *Window) checkInvariants() {
 // validate checks the invariants; full adds the O(table) ones. The decoder
 // runs it in full: it must refuse any state the operations cannot reach.
 func (w *Window) validate(full bool) error {
-	t := &w.t
-	if w.cursor > t.numBuckets {
-		return fmt.Errorf("sweep cursor %d past %d buckets", w.cursor, t.numBuckets)
-	}
-	if used := t.numBuckets * t.bucketBits; used%64 != 0 && t.words[used/64]>>(used%64) != 0 {
-		return fmt.Errorf("bits past the last bucket are set")
-	}
-	if t.words[len(t.words)-1] != 0 {
-		return fmt.Errorf("padding word is not zero")
-	}
-	if !full {
-		return nil
+	if w.cursor > w.t.NumBuckets() {
+		return fmt.Errorf("sweep cursor %d past %d buckets", w.cursor, w.t.NumBuckets())
 	}
 	_, expired := w.stamps()
-	var stamps [windowStamps]uint64
-	for i := range t.numBuckets {
-		for j := range t.slots {
-			v := t.get(i, j)
-			fp, stamp := v>>windowAgeBits, v&(windowStamps-1)
-			switch {
-			case v == 0:
-				continue
-			case fp == 0:
-				return fmt.Errorf("bucket %d slot %d: an empty slot with stamp %d", i, j, stamp)
-			case i < w.cursor && stamp == expired:
-				return fmt.Errorf("bucket %d slot %d: expired, behind the sweep", i, j)
-			}
-			stamps[stamp]++
-			if stamp == expired {
-				continue
-			}
-			// A key is in one slot: a live copy of fp in its buckets, no
-			// other.
-			alt := t.altIndex(i, fp)
-			n := 0
-			for _, b := range [2]uint64{i, alt} {
-				for k := range t.slots {
-					if u := t.get(b, k); u>>windowAgeBits == fp && u&(windowStamps-1) != expired {
-						n++
-					}
-				}
-			}
-			if n != 1 {
-				return fmt.Errorf("bucket %d slot %d: %d live copies of fingerprint %#x in its buckets", i, j, n, fp)
-			}
-		}
-	}
-	if stamps != t.stamps {
-		return fmt.Errorf("stamp counts %v, recorded %v", stamps, t.stamps)
-	}
-	return nil
+	return w.t.Validate(full, expired, w.cursor)
 }

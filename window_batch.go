@@ -1,46 +1,17 @@
 package cuckoo
 
-import (
-	"github.com/dedupkit/cuckoo/internal/hash"
+import "github.com/dedupkit/cuckoo/internal/table"
 
-	"github.com/dedupkit/cuckoo/internal/table"
-)
-
-// The batch methods of a Window work as a Filter's (batch.go): keys are
+// The batch methods of a Window work as a Filter's (table.Pipeline): keys are
 // hashed and located a group at a time, the buckets of the next group are
 // prefetched while the current one is worked on, and writes go in order,
 // each key seeing the effect of the keys before it. A batch reads the clock
 // once: its keys are added, and looked up, at one instant.
 
-// pipelineOf returns a pipeline over keys, or over hashes when keys is nil
-// (see Filter.pipelineOf).
-func (w *Window) pipelineOf(keys [][]byte, hashes []uint64) pipeline {
-	return newPipeline(pipeline{w: w, keys: keys, hashes: hashes})
-}
-
-// stage hashes (keys) or takes (hashes, when keys is nil) a group,
-// locates it and prefetches its buckets into b.
-func (w *Window) stage(b *batch, keys [][]byte, hashes []uint64) {
-	t := &w.t
-	b.n = len(hashes)
-	if keys != nil {
-		b.n = len(keys)
-	}
-	for k := range b.n {
-		k &= batchGroup - 1
-		var h uint64
-		if keys != nil {
-			h = hash.Sum64(keys[k], w.seed)
-		} else {
-			h = hashes[k]
-		}
-		i1, fp := t.locate(h)
-		i2 := t.altIndex(i1, fp)
-		b.h[k], b.i1[k], b.i2[k], b.fp[k] = h, i1, i2, fp
-		b.lines[2*k] = i1 * t.bucketBits >> 6
-		b.lines[2*k+1] = i2 * t.bucketBits >> 6
-	}
-	table.Prefetch(t.words, b.lines[:2*b.n])
+// pipelineOf returns the engine's pipeline over keys, or over hashes
+// when keys is nil, in the Window's table.
+func (w *Window) pipelineOf(keys [][]byte, hashes []uint64) table.Pipeline {
+	return table.NewPipeline(w.t.Locator(), w.seed, keys, hashes)
 }
 
 // ContainsBatch sets found[i] to w.Contains(keys[i]) for every key, with
@@ -64,15 +35,15 @@ func (w *Window) ContainsHashBatch(hashes []uint64, found []bool) {
 }
 
 func (w *Window) containsBatch(keys [][]byte, hashes []uint64, found []bool) {
-	if w.t.numBuckets == 0 || len(found) == 0 {
+	if w.t.NumBuckets() == 0 || len(found) == 0 {
 		clear(found)
 		return
 	}
 	var clk lazyClock
 	p := w.pipelineOf(keys, hashes)
-	for cur, start, ok := p.next(); ok; cur, start, ok = p.next() {
-		for k := range cur.n {
-			found[start+k] = w.holdsYoung(cur.i1[k], cur.i2[k], cur.fp[k], &clk)
+	for cur, start, ok := p.Next(); ok; cur, start, ok = p.Next() {
+		for k := range cur.N {
+			found[start+k] = w.holdsYoung(cur.I1[k], cur.I2[k], cur.FP[k], &clk)
 		}
 	}
 }
@@ -116,13 +87,13 @@ func (w *Window) putBatch(keys [][]byte, out []bool, mode putMode, unique bool) 
 	if len(keys) == 0 {
 		return 0, nil
 	}
-	if w.t.numBuckets == 0 {
+	if w.t.NumBuckets() == 0 {
 		return 0, errZeroWindow
 	}
 	ns := w.nanos()
 	p := w.pipelineOf(keys, nil)
-	for cur, start, ok := p.next(); ok; cur, start, ok = p.next() {
-		for k, h := range cur.h[:cur.n] {
+	for cur, start, ok := p.Next(); ok; cur, start, ok = p.Next() {
+		for k, h := range cur.H[:cur.N] {
 			seen, err := w.put(h, ns, mode)
 			if err != nil {
 				return start + k, err

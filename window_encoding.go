@@ -6,6 +6,7 @@ import (
 	"io"
 
 	"github.com/dedupkit/cuckoo/internal/codec"
+	"github.com/dedupkit/cuckoo/internal/table/stamped"
 )
 
 // The encoding of a Window, format version 1. All integers are
@@ -51,7 +52,7 @@ const (
 // EncodedSize returns the exact number of bytes MarshalBinary and WriteTo
 // produce.
 func (w *Window) EncodedSize() int64 {
-	return windowHeaderSize + 8*int64(w.t.payloadWords()) + checksumSize
+	return windowHeaderSize + 8*int64(w.t.PayloadWords()) + checksumSize
 }
 
 // MarshalBinary encodes the Window: parameters, seed, times and table,
@@ -71,7 +72,7 @@ func (w *Window) MarshalBinary() ([]byte, error) {
 // on.
 func (w *Window) WriteTo(out io.Writer) (int64, error) {
 	t := &w.t
-	if t.numBuckets == 0 {
+	if t.NumBuckets() == 0 {
 		return 0, errors.New("cuckoo: the zero Window has no table to encode")
 	}
 	enc := codec.NewEncoder(out, w.EncodedSize())
@@ -79,11 +80,11 @@ func (w *Window) WriteTo(out io.Writer) (int64, error) {
 	enc.Uint16(formatVersion)
 	enc.Uint8(kindWindow)
 	enc.Uint8(0)
-	enc.Uint8(uint8(t.slots))
-	enc.Uint8(uint8(t.fpBits))
+	enc.Uint8(uint8(t.Slots()))
+	enc.Uint8(uint8(t.FPBits()))
 	enc.Uint8(hashXXH3)
 	enc.Uint8(0)
-	enc.Uint8(windowAgeBits)
+	enc.Uint8(stamped.AgeBits)
 	enc.Uint8(WindowEpochs)
 	enc.Uint16(0)
 	enc.Uint32(uint32(w.maxKicks))
@@ -93,8 +94,8 @@ func (w *Window) WriteTo(out io.Writer) (int64, error) {
 	enc.Uint64(uint64(w.window))
 	enc.Uint64(uint64(w.epoch))
 	enc.Uint64(w.cursor)
-	enc.Uint64(t.numBuckets)
-	words := t.words[:len(t.words)-1]
+	enc.Uint64(t.NumBuckets())
+	words := t.Words()[:len(t.Words())-1]
 	enc.Uint64(uint64(len(words)))
 	enc.Words(words)
 	return enc.Finish()
@@ -170,8 +171,8 @@ func decodeWindow(d *codec.Decoder) (*Window, error) {
 		return nil, bad("bucket size %d", slots)
 	case fpBits < MinFingerprintBits || fpBits > MaxWindowFingerprintBits:
 		return nil, bad("fingerprint bits %d", fpBits)
-	case ageBits != windowAgeBits || epochs != WindowEpochs:
-		return nil, bad("%d stamp bits and %d epochs a window, not %d and %d", ageBits, epochs, windowAgeBits, WindowEpochs)
+	case ageBits != stamped.AgeBits || epochs != WindowEpochs:
+		return nil, bad("%d stamp bits and %d epochs a window, not %d and %d", ageBits, epochs, stamped.AgeBits, WindowEpochs)
 	case reserved16 != 0 || reserved32 != 0:
 		return nil, bad("reserved header bits set")
 	case maxKicks < 1 || maxKicks > MaxMaxKicks:
@@ -191,9 +192,9 @@ func decodeWindow(d *codec.Decoder) (*Window, error) {
 	if limit := windowLimitNanos / w.gran; epoch > limit || epoch < -limit-1 {
 		return nil, bad("epoch %d out of range", epoch)
 	}
-	t := wtableLayout(numBuckets, slots, fpBits)
-	if nWords != t.payloadWords() {
-		return nil, bad("table of %d words, want %d", nWords, t.payloadWords())
+	t := stamped.Layout(numBuckets, slots, fpBits)
+	if nWords != t.PayloadWords() {
+		return nil, bad("table of %d words, want %d", nWords, t.PayloadWords())
 	}
 	// The table is the one large allocation: WordsGrow checks its length
 	// against the input (or grows it with the data of a stream).
@@ -201,18 +202,11 @@ func decodeWindow(d *codec.Decoder) (*Window, error) {
 	if err := d.VerifyChecksum(); err != nil {
 		return nil, err
 	}
-	t.words = words
+	// The stamp counts, then every invariant against them.
+	t.Load(words)
 	w.t = t
 	w.setEpoch(epoch)
 	w.cursor = cursor
-	// The stamp counts, then every invariant against them.
-	for i := range numBuckets {
-		for j := range slots {
-			if v := t.get(i, j); v != 0 {
-				w.t.stamps[v&(windowStamps-1)]++
-			}
-		}
-	}
 	if err := w.validate(true); err != nil {
 		return nil, bad("%v", err)
 	}

@@ -5,7 +5,7 @@ package cuckoo
 // CheckInvariants returns the first broken invariant, scanning the whole
 // table.
 func (w *Window) CheckInvariants() error {
-	if w.t.numBuckets == 0 {
+	if w.t.NumBuckets() == 0 {
 		return nil
 	}
 	return w.validate(true)
@@ -15,8 +15,8 @@ func (w *Window) CheckInvariants() error {
 // pair (the lower bucket) and its fingerprint. Keys of one identity share
 // one entry.
 func (w *Window) IdentityForTest(h uint64) uint64 {
-	i1, fp := w.t.locate(h)
-	return min(i1, w.t.altIndex(i1, fp))<<32 | fp
+	i1, i2, fp := w.t.Pair(h)
+	return min(i1, i2)<<32 | fp
 }
 
 // EpochForTest returns the epoch of the latest write, and the epoch
@@ -29,11 +29,10 @@ func (w *Window) SweepCursorForTest() uint64 { return w.cursor }
 // StampOffsetForTest is the bit offset of slot j of bucket i's stamp in
 // the table, for tests that damage an encoding.
 func (w *Window) StampOffsetForTest(i, j uint64) uint64 {
-	return i*w.t.bucketBits + j*w.t.slotBits
+	return w.t.SlotOffset(i, j)
 }
 
 // SlotForTest returns the fingerprint and the stamp in slot j of bucket i.
 func (w *Window) SlotForTest(i, j uint64) (fp, stamp uint64) {
-	v := w.t.get(i, j)
-	return v >> windowAgeBits, v & (windowStamps - 1)
+	return w.t.Slot(i, j)
 }

@@ -4,7 +4,7 @@
 // medians of interleaved repetitions and the medians of the
 // per-repetition ratios Scalable ÷ Filter, as markdown. (The memory
 // averaged over a growth, which the papers report, is the root package's
-// TestScalableGrowth and TestIssue16ScalableRateIsABound with
+// TestScalableGrowth and TestScalableRateIsABoundAtEverySize with
 // -growth.full: they count the tables alone, as the papers do.)
 //
 //	cd bench && go run ./growth                      # 10^6 and 10^7 keys at 1e-4, 3 repetitions

@@ -19,16 +19,6 @@ import (
 // git and in bench/notes.md).
 var issueRef = regexp.MustCompile(`(?i:\bissues?\s*#?\d+)|Issues?\d+|(?:^|[^\w&#])#\d+\b`)
 
-// docIssueTODO lists the files whose doc comments still cite issues, with
-// what they cite, each left while another change rewrites its package
-// (TestNoIssueInDocComments skips them).
-//
-// TODO: empty this list once the root package's rework is merged.
-var docIssueTODO = map[string]string{
-	"doc.go":      "TestIssue16CapacityHolds, in the package doc's guarantees",
-	"scalable.go": "TestIssue16ScalableRateIsABound, in Scalable's doc",
-}
-
 // docComments returns the doc comments of a file: the package's, and
 // those of every declaration, its specs, and the fields and methods of
 // its struct and interface types, with the line comments beside them.
@@ -70,9 +60,6 @@ func TestNoIssueInDocComments(t *testing.T) {
 	for _, dir := range dirs {
 		for _, name := range pkgs[dir].files {
 			rel := path.Join(dir, name)
-			if _, todo := docIssueTODO[rel]; todo {
-				continue
-			}
 			f, err := parser.ParseFile(fset, filepath.Join(root, filepath.FromSlash(rel)), nil, parser.ParseComments|parser.SkipObjectResolution)
 			if err != nil {
 				t.Fatal(err)
@@ -88,11 +75,6 @@ func TestNoIssueInDocComments(t *testing.T) {
 					}
 				}
 			}
-		}
-	}
-	for rel := range docIssueTODO {
-		if !exists(root, rel) {
-			t.Errorf("docIssueTODO names %s, which does not exist: remove it", rel)
 		}
 	}
 }

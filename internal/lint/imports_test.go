@@ -36,16 +36,31 @@ var layers = map[string]int{
 }
 
 // only lists the packages that only some units may import, whatever
-// their layers: internal/vfs, the disk layer, is for the packages that
-// write files (the filters do no I/O); internal/table, the engine, is the
-// root package's, whose filters own its tables; internal/replay, the way
-// into the root's sizing that no public option offers, is for the root and
-// the server that replays its log.
+// their layers, each with the packages below it: internal/vfs, the disk
+// layer, is for the packages that write files (the filters do no I/O);
+// internal/table and its kinds of table (internal/table/...), the engine,
+// are the root package's, whose filters own its tables; internal/replay,
+// the way into the root's sizing that no public option offers, is for the
+// root and the server that replays its log. A package of a restricted tree
+// may import the rest of its tree.
 var only = map[string][]string{
 	"internal/vfs":    {"cmd", "server", "store"},
 	"internal/table":  {""},
 	"internal/replay": {"", "server"},
 }
+
+// restricted returns the tree of only that holds package imp, if any.
+func restricted(imp string) (tree string, users []string, ok bool) {
+	for tree, users := range only {
+		if imp == tree || strings.HasPrefix(imp, tree+"/") {
+			return tree, users, true
+		}
+	}
+	return "", nil, false
+}
+
+// within reports whether package pkg is tree or lies below it.
+func within(pkg, tree string) bool { return pkg == tree || strings.HasPrefix(pkg, tree+"/") }
 
 // metricsImport is the prefix of the import paths of Prometheus's client
 // libraries (github.com/prometheus/client_golang and what it brings).
@@ -72,7 +87,7 @@ func unit(pkg string) string {
 // allowed reports whether package pkg may import imp (both relative to
 // the module root).
 func allowed(pkg, imp string) bool {
-	if users, ok := only[imp]; ok && !slices.Contains(users, unit(pkg)) && !strings.HasPrefix(pkg, imp+"/") {
+	if tree, users, ok := restricted(imp); ok && !slices.Contains(users, unit(pkg)) && !within(pkg, tree) {
 		return false
 	}
 	if unit(pkg) == unit(imp) {
@@ -229,6 +244,14 @@ func TestAllowed(t *testing.T) {
 		{"store", "internal/table", false},
 		{"redisfilter", "internal/table", false},
 		{"cmd/cuckoo", "internal/table", false},
+		{"", "internal/table/concurrent", true},
+		{"internal/table/concurrent", "internal/table", true},
+		{"internal/table", "internal/table/concurrent", true},
+		{"internal/table/chain", "internal/table/stamped", true},
+		{"server", "internal/table/stamped", false},
+		{"bloom", "internal/table/chain", false},
+		{"internal/hash", "internal/table/chain", false},
+		{"internal/vfs/x", "internal/vfs", true},
 	} {
 		if got := allowed(tc.pkg, tc.imp); got != tc.ok {
 			t.Errorf("allowed(%q, %q) = %v, want %v", tc.pkg, tc.imp, got, tc.ok)

@@ -5,8 +5,8 @@ import "unsafe"
 // CacheLine is the size of a CPU cache line (64 bytes on amd64 and arm64).
 //
 // A Concurrent's lookups read data that other cores' writers may sit next
-// to: its struct, its chain (cchain), the table list, each ctable, the
-// version counters and the table words. If another object shared a cache
+// to: its struct, its chain, the table list, each table
+// (internal/table/concurrent), the version counters and the table words. If another object shared a cache
 // line with them and a core wrote it often, every such write would take
 // the line away from the reading cores (false sharing): two goroutines
 // doing nothing but lookups then run at one goroutine's speed. So each of
@@ -29,4 +29,21 @@ func PaddedCopy[T any](ts []T) []T {
 	out := Padded[T](uint64(len(ts)), 0)
 	copy(out, ts)
 	return out
+}
+
+// LinesInside reports whether, wherever the allocator places a struct of
+// size bytes (at any 8-byte aligned address), the cache lines that hold
+// its bytes [from, to) lie inside it, and if not, the first placement (the
+// struct's address mod CacheLine) that breaks it and the lines there: what
+// the padding of the structs that lookups read must keep (their tests ask
+// it).
+func LinesInside(size, from, to uintptr) (at, first, end uintptr, ok bool) {
+	for a := uintptr(0); a < CacheLine; a += 8 {
+		first = (a + from) &^ (CacheLine - 1)
+		end = (a + to + CacheLine - 1) &^ (CacheLine - 1)
+		if first < a || end > a+size {
+			return a, first, end, false
+		}
+	}
+	return 0, 0, 0, true
 }

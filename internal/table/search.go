@@ -19,7 +19,7 @@ import "github.com/dedupkit/cuckoo/internal/addr"
 //
 // Each table kind applies a found chain its own way: a single-threaded
 // table with PlaceChain, a Concurrent's table with a seqlock move per link
-// (ctable.shift).
+// (concurrent.Table.shift).
 
 // Budget is the one rule for how many slots a search for room
 // examines: two for each displacement an insert may make (kicks, the

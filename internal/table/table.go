@@ -25,9 +25,8 @@ import (
 //
 // The methods without a prefix (Holds, HoldsEither, Copies, Slot, Insert,
 // Replace, Swap, Unswap) work on either layout; Plain* and semi* methods
-// on one only. A Scalable's growing table (the root package's
-// growtable.go) stores tags, not fingerprints, in the same layout: to the
-// table they are just values.
+// on one only. A Scalable's growing table (chain.Growing) stores tags, not
+// fingerprints, in the same layout: to the table they are just values.
 //
 // Invariants:
 //   - NumBuckets is even and in [2, 2^32]: AltIndex has no fixed point
@@ -387,6 +386,13 @@ func (t *Table) Locate(h uint64) (bucket, fp uint64) {
 	return addr.Bucket(h, t.NumBuckets), addr.Fingerprint(h, t.FPMask)
 }
 
+// Pair returns the two buckets and the fingerprint of the key whose hash
+// is h.
+func (t *Table) Pair(h uint64) (i1, i2, fp uint64) {
+	i1, fp = t.Locate(h)
+	return i1, t.AltIndex(i1, fp), fp
+}
+
 // AltIndex returns the other bucket of a fingerprint fp stored in bucket i.
 // It is an involution, AltIndex(AltIndex(i, fp), fp) == i, and the two
 // buckets always differ (see addr.Alt). In a table of several segments
@@ -415,3 +421,51 @@ func (t *Table) OccupiedSlots() uint64 {
 }
 
 func (t *Table) Reset() { clear(t.Words) }
+
+// Contains reports whether the table holds the fingerprint of the key
+// whose hash is h in one of the key's buckets: always for a key added and
+// not deleted, with the false-positive probability for any other. The
+// zero Table holds nothing.
+func (t *Table) Contains(h uint64) bool {
+	if !t.FastLookup {
+		return t.containsGeneral(h)
+	}
+	// The common shapes (FastLookup: plain buckets of 8 to 64 bits that
+	// never straddle a word, one segment; 4 × 8 and 4 × 16 among them):
+	// both bucket words are loaded before anything is compared,
+	// with no call, no branch and no bounds check between the hash and the
+	// loads, so that the CPU can keep the cache misses of many lookups in
+	// flight. The test is the classic any-zero-lane one: (x − low) &^ x &
+	// high is non-zero exactly when some lane of x is zero (a borrow only
+	// runs up from a zero lane, so only lanes above a true zero can be
+	// reported falsely), which is all a lookup asks. The bits above a
+	// bucket of fewer than 64 bits are the next buckets', outside the high
+	// mask.
+	m, low := t.NumBuckets, t.LaneLow
+	fp := addr.Fingerprint(h, t.FPMask)
+	i1 := addr.Bucket(h, m)
+	i2 := addr.Alt(i1, fp, m)
+	x := t.BucketFast(i1) ^ fp*low
+	y := t.BucketFast(i2) ^ fp*low
+	return ((x-low)&^x|(y-low)&^y)&t.LaneHigh != 0
+}
+
+// containsGeneral is Contains for every other shape.
+func (t *Table) containsGeneral(h uint64) bool {
+	if t.NumBuckets == 0 {
+		return false
+	}
+	i1, fp := t.Locate(h)
+	i2 := t.AltIndex(i1, fp)
+	switch {
+	case t.Aligned:
+		rep := fp * t.LaneLow
+		x := t.AlignedBucket(i1) ^ rep
+		y := t.AlignedBucket(i2) ^ rep
+		return ZeroLanes(x, t.LaneRest, t.LaneHigh)|ZeroLanes(y, t.LaneRest, t.LaneHigh) != 0
+	case t.SemiOneWindow:
+		// Both buckets read before either is decoded.
+		return t.SemiHasEither(t.Window(i1*t.BucketBits), t.Window(i2*t.BucketBits), fp)
+	}
+	return t.HoldsEither(i1, fp, i2, fp)
+}

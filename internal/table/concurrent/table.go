@@ -1,4 +1,4 @@
-package cuckoo
+package concurrent
 
 import (
 	"math"
@@ -12,23 +12,11 @@ import (
 	"github.com/dedupkit/cuckoo/internal/table"
 )
 
-// cchain is an immutable view of a Concurrent's tables; a change of the
-// chain publishes a new one. Operations that must retry reload it, and
-// start over when its epoch changed (the state was replaced).
-type cchain struct {
-	_        [table.CacheLine]byte // see cacheLine
-	tables   []*ctable             // oldest first; the last takes new fingerprints
-	seed     uint64
-	maxKicks int
-	grow     *schedule // nil: a fixed capacity
-	epoch    uint64
-	_        [table.CacheLine]byte
-}
-
-// ctable is one cuckoo table shared by goroutines: the table of a
-// [Concurrent], or one table of a growing one. Its bucket layout, hashing
-// and duplicate counters are those of a Filter (plain buckets only), so a
-// snapshot of it is a Filter, and a decoded Filter can become one.
+// Table is one cuckoo table shared by goroutines: the table of the root
+// package's Concurrent, or one table of a growing one. Its bucket layout,
+// hashing and duplicate counters are those of a table.Multiset (a
+// Filter's; plain buckets only), so a snapshot of it is one
+// (SnapshotLocked), and a decoded one can become a Table (From).
 //
 // # Writers: lock striping
 //
@@ -111,15 +99,15 @@ type cchain struct {
 // Counts are kept in tallies rather than per stripe: a writer adds to the
 // tally of its own goroutine (tallyOf), so two cores rarely write one
 // counter line, which would cost a cache-line transfer per insert. A tally
-// also counts its lock-free inserts in progress: exclusive, which stops
+// also counts its lock-free inserts in progress: Exclusive, which stops
 // every writer for snapshots, sealing and Reset, takes every lock, sets
 // frozen (lock-free inserts then take the locked path), and waits for the
 // tallies' inserts in progress to end. An insert marks itself active
-// before it loads frozen, and exclusive sets frozen before it loads the
+// before it loads frozen, and Exclusive sets frozen before it loads the
 // marks, so with sequentially consistent atomics one of them sees the
 // other.
 //
-// Invariants (besides the Filter's):
+// Invariants (besides the Multiset's):
 //   - the tallies' items and slots add up to the table's items (copies
 //     included) and occupied slots, once the operations in progress end;
 //     a stripe's dups and over maps hold the counters of the bucket pairs
@@ -128,13 +116,12 @@ type cchain struct {
 //   - versions are even whenever no move is in progress in the stripe.
 //   - a slot that straddles two words is filled only by a holder of its
 //     stripe's lock; a slot in one word only by claim.
-type ctable struct {
+type Table struct {
 	// Every operation reads the fields from t to frozen; the padding
 	// before and after them keeps their cache lines inside the struct
 	// wherever the allocator puts it (see table.CacheLine).
 	_        [table.CacheLine - 8]byte
 	t        table.Table // t.words is accessed atomically
-	seed     uint64
 	capacity uint64
 	maxKicks int
 	vers     []atomic.Uint64
@@ -147,8 +134,8 @@ type ctable struct {
 	limit    uint64 // most occupied slots; limited: enforced with occ
 	limited  bool
 	// state is written with every stripe lock held and read with any one.
-	state  tableState
-	frozen atomic.Bool // set by exclusive: inserts take the locks
+	state  State
+	frozen atomic.Bool // set by Exclusive: inserts take the locks
 
 	// Written by some writers, so kept off the line of the fields above,
 	// which every operation reads.
@@ -193,19 +180,28 @@ const numTallies = 64
 // collisions), and one goroutine keeps its own while its stack stays put.
 // A goroutine that moves, or two that share a tally, only cost speed: the
 // figures are sums over every tally.
-func (c *ctable) tallyOf() *tally {
+func (c *Table) tallyOf() *tally {
 	var anchor byte
 	p := uint64(uintptr(unsafe.Pointer(&anchor)))
 	return &c.tallies[(p>>11)*0x9e3779b97f4a7c15>>(64-6)]
 }
 
-type tableState uint8
+// State is where a table is in its filter's chain.
+type State uint8
 
 const (
-	tableOpen    tableState = iota // takes new fingerprints
-	tableSealed                    // a newer table exists: copies only
-	tableDropped                   // released from the chain: empty
+	Open    State = iota // takes new fingerprints
+	Sealed               // a newer table exists: copies only
+	Dropped              // released from the chain: empty
 )
+
+// Gen is a table's place in its filter.
+type Gen struct {
+	K        uint32 // the generation: 0 for a fixed-capacity filter's one table
+	Capacity uint64 // the keys it was sized for
+	Limit    uint64 // most occupied slots (every slot: no limit)
+	Growing  bool   // a table of a growing filter (see addLocked)
+}
 
 // stripe is the lock and counter maps of a set of buckets, padded to a
 // cache line so writers of neighbouring stripes do not share one.
@@ -220,16 +216,16 @@ type stripe struct {
 // a lock once in a thousand inserts at most.
 const maxStripes = 1024
 
-// newCtable returns an empty table of the shape of gen (the table of a
-// fixed-capacity filter is a generation 0 whose limit is every slot) with
-// the chain's seed and max kicks.
-func newCtable(gen generation, slots uint64, ch *cchain) *ctable {
-	c := &ctable{t: table.New(gen.numBuckets, slots, gen.fpBits, false), seed: ch.seed, capacity: gen.capacity, maxKicks: ch.maxKicks}
-	c.setUp(gen.k, gen.limit)
+// New returns an empty table of numBuckets buckets of slots fingerprints
+// of fpBits bits, whose inserts move up to maxKicks fingerprints, placed
+// in its filter as g says.
+func New(numBuckets, slots, fpBits uint64, maxKicks int, g Gen) *Table {
+	c := &Table{t: table.New(numBuckets, slots, fpBits, false), maxKicks: maxKicks}
+	c.setUp(g)
 	return c
 }
 
-func (c *ctable) setUp(gen uint32, limit uint64) {
+func (c *Table) setUp(g Gen) {
 	n := uint64(1)
 	for n < maxStripes && n*8 <= c.t.NumBuckets {
 		n *= 2
@@ -239,17 +235,27 @@ func (c *ctable) setUp(gen uint32, limit uint64) {
 	c.stripes = make([]stripe, n)
 	c.tallies = new([numTallies]tally)
 	c.smask = n - 1
-	c.gen = gen
-	c.limit = limit
-	c.limited = limit < c.t.NumBuckets*c.t.Slots
+	c.gen, c.capacity, c.limit, c.growing = g.K, g.Capacity, g.Limit, g.Growing
+	c.limited = g.Limit < c.t.NumBuckets*c.t.Slots
+}
+
+// Gen returns the table's place in its filter.
+func (c *Table) Gen() Gen {
+	return Gen{K: c.gen, Capacity: c.capacity, Limit: c.limit, Growing: c.growing}
+}
+
+// Size returns the table's buckets, its slots per bucket and its
+// fingerprint width.
+func (c *Table) Size() (numBuckets, slots, fpBits uint64) {
+	return c.t.NumBuckets, c.t.Slots, c.t.FPBits
 }
 
 // stripeOf returns the stripe of bucket i.
-func (c *ctable) stripeOf(i uint64) *stripe { return &c.stripes[i&c.smask] }
+func (c *Table) stripeOf(i uint64) *stripe { return &c.stripes[i&c.smask] }
 
 // lock2 locks the stripes of buckets i and j, the lower stripe first, and
 // returns the second (nil when both are the same) for unlock2.
-func (c *ctable) lock2(i, j uint64) (a, b *stripe) {
+func (c *Table) lock2(i, j uint64) (a, b *stripe) {
 	si, sj := i&c.smask, j&c.smask
 	if si > sj {
 		si, sj = sj, si
@@ -270,10 +276,10 @@ func unlock2(a, b *stripe) {
 	a.mu.Unlock()
 }
 
-// exclusive stops every writer of the table, while readers go on: it locks
+// Exclusive stops every writer of the table, while readers go on: it locks
 // every stripe, in order, then freezes lock-free inserts and waits for
-// those in progress (see the type's doc). endExclusive undoes it.
-func (c *ctable) exclusive() {
+// those in progress (see the type's doc). EndExclusive undoes it.
+func (c *Table) Exclusive() {
 	for i := range c.stripes {
 		c.stripes[i].mu.Lock()
 	}
@@ -285,7 +291,7 @@ func (c *ctable) exclusive() {
 	}
 }
 
-func (c *ctable) endExclusive() {
+func (c *Table) EndExclusive() {
 	c.frozen.Store(false)
 	for i := len(c.stripes) - 1; i >= 0; i-- {
 		c.stripes[i].mu.Unlock()
@@ -293,12 +299,12 @@ func (c *ctable) endExclusive() {
 }
 
 // window is table.window with atomic loads.
-func (c *ctable) window(p uint64) uint64 { return table.AtomicLoadWindow(c.t.Words, p) }
+func (c *Table) window(p uint64) uint64 { return table.AtomicLoadWindow(c.t.Words, p) }
 
 // buckets returns the first 64 bits of buckets i and j: the whole buckets
 // when a bucket takes one window, with one load each when buckets never
 // straddle a word.
-func (c *ctable) buckets(i, j uint64) (x, y uint64) {
+func (c *Table) buckets(i, j uint64) (x, y uint64) {
 	p, q := i*c.t.BucketBits, j*c.t.BucketBits
 	if c.aligned {
 		return c.word(p) >> (p & 63), c.word(q) >> (q & 63)
@@ -307,11 +313,11 @@ func (c *ctable) buckets(i, j uint64) (x, y uint64) {
 }
 
 // word atomically loads the word holding bit p of the table.
-func (c *ctable) word(p uint64) uint64 { return atomic.LoadUint64(&c.t.Words[p>>6]) }
+func (c *Table) word(p uint64) uint64 { return atomic.LoadUint64(&c.t.Words[p>>6]) }
 
 // match returns, for window w of bucket i, the high bit of every lane
 // holding fp.
-func (c *ctable) match(i, w, fp uint64) uint64 {
+func (c *Table) match(i, w, fp uint64) uint64 {
 	t := &c.t
 	low, rest, high := t.LaneLow, t.LaneRest, t.LaneHigh
 	if w == t.Windows-1 {
@@ -321,7 +327,7 @@ func (c *ctable) match(i, w, fp uint64) uint64 {
 }
 
 // countIn returns how many slots of bucket i hold fp (0: empty slots).
-func (c *ctable) countIn(i, fp uint64) uint64 {
+func (c *Table) countIn(i, fp uint64) uint64 {
 	n := 0
 	for w := uint64(0); w < c.t.Windows; w++ {
 		n += bits.OnesCount64(c.match(i, w, fp))
@@ -330,7 +336,7 @@ func (c *ctable) countIn(i, fp uint64) uint64 {
 }
 
 // findIn returns the lowest slot of bucket i holding fp (0: an empty slot).
-func (c *ctable) findIn(i, fp uint64) (slot uint64, ok bool) {
+func (c *Table) findIn(i, fp uint64) (slot uint64, ok bool) {
 	t := &c.t
 	for w := uint64(0); w < t.Windows; w++ {
 		if z := c.match(i, w, fp); z != 0 {
@@ -341,13 +347,13 @@ func (c *ctable) findIn(i, fp uint64) (slot uint64, ok bool) {
 }
 
 // slotAt returns the fingerprint in slot s of bucket i.
-func (c *ctable) slotAt(i, s uint64) uint64 {
+func (c *Table) slotAt(i, s uint64) uint64 {
 	t := &c.t
 	return c.window(i*t.BucketBits+s*t.FPBits) & t.FPMask
 }
 
 // has2 reports whether bucket i or j holds fp, as one unvalidated read.
-func (c *ctable) has2(i, j, fp uint64) bool {
+func (c *Table) has2(i, j, fp uint64) bool {
 	t := &c.t
 	if t.Windows == 1 {
 		// buckets, written out: the lookup is the hot path.
@@ -383,7 +389,7 @@ func (c *ctable) has2(i, j, fp uint64) bool {
 // fill writes fp into slot s of bucket i, which the caller, holding the
 // bucket's stripe lock, found empty. It reports false when a lock-free
 // insert took the slot first.
-func (c *ctable) fill(i, s, fp uint64) bool {
+func (c *Table) fill(i, s, fp uint64) bool {
 	t := &c.t
 	p := i*t.BucketBits + s*t.FPBits
 	sh := p & 63
@@ -400,7 +406,7 @@ func (c *ctable) fill(i, s, fp uint64) bool {
 // claim writes fp into the slot at bit p, which lies in one word, if the
 // slot is empty, and reports whether it did. Other slots of the word may
 // change meanwhile: it then reads the word again.
-func (c *ctable) claim(p, fp uint64) bool {
+func (c *Table) claim(p, fp uint64) bool {
 	t := &c.t
 	w := &t.Words[p>>6]
 	sh := p & 63
@@ -416,7 +422,7 @@ func (c *ctable) claim(p, fp uint64) bool {
 }
 
 // empty clears slot s of bucket i; the caller holds its stripe lock.
-func (c *ctable) empty(i, s uint64) {
+func (c *Table) empty(i, s uint64) {
 	t := &c.t
 	p := i*t.BucketBits + s*t.FPBits
 	w := t.Words[p>>6 : p>>6+2 : p>>6+2]
@@ -427,9 +433,9 @@ func (c *ctable) empty(i, s uint64) {
 	}
 }
 
-// has reports whether the table holds h's fingerprint, validated against
-// concurrent moves (see the type's doc). It takes no lock.
-func (c *ctable) has(h uint64) bool {
+// Contains reports whether the table holds h's fingerprint, validated
+// against concurrent moves (see the type's doc). It takes no lock.
+func (c *Table) Contains(h uint64) bool {
 	i1, fp := c.t.Locate(h)
 	i2 := c.t.AltIndex(i1, fp)
 	va, vb := &c.vers[i1&c.smask], &c.vers[i2&c.smask]
@@ -447,29 +453,31 @@ func (c *ctable) has(h uint64) bool {
 	}
 }
 
-// addKind says which insertion an add is.
-type addKind uint8
+// AddKind says which insertion an add is.
+type AddKind uint8
 
 const (
-	addMulti  addKind = iota // one more copy (Add)
-	addUnique                // only if the pair holds no copy (AddUnique)
-	addSealed                // a copy into a sealed table that holds the fingerprint
+	AddMulti  AddKind = iota // one more copy (Add)
+	AddUnique                // only if the pair holds no copy (AddUnique)
+	AddSealed                // a copy into a sealed table that holds the fingerprint
 )
 
-// addResult is how an add ended.
-type addResult uint8
+// AddResult is how an add ended.
+type AddResult uint8
 
 const (
-	addDone    addResult = iota
-	addPresent           // addUnique: the pair holds the fingerprint already
-	addNoRoom            // the table is full (or at its limit)
-	addReroute           // the table was sealed or released, or lost the fingerprint: rescan the chain
+	Done    AddResult = iota
+	Present           // AddUnique: the pair holds the fingerprint already
+	NoRoom            // the table is full (or at its limit)
+	Reroute           // the table was sealed or Released, or lost the fingerprint: rescan the chain
 )
 
-// add inserts fp for a key whose buckets are i1 and i2.
-func (c *ctable) add(i1, fp, i2 uint64, kind addKind) addResult {
-	if kind == addMulti && !c.growing && c.addFast(i1, fp, i2) {
-		return addDone
+// Add inserts h's fingerprint as kind says.
+func (c *Table) Add(h uint64, kind AddKind) AddResult {
+	i1, fp := c.t.Locate(h)
+	i2 := c.t.AltIndex(i1, fp)
+	if kind == AddMulti && !c.growing && c.addFast(i1, fp, i2) {
+		return Done
 	}
 	if r, done := c.addUnderLocks(i1, fp, i2, kind, false); done {
 		return r
@@ -486,7 +494,7 @@ func (c *ctable) add(i1, fp, i2 uint64, kind addKind) addResult {
 // a pair can hold more than table.MaxSlotCopies slot copies. That wastes a slot
 // and nothing else: later copies go to the duplicate counters all the
 // same, and a delete takes those first.
-func (c *ctable) addFast(i1, fp, i2 uint64) bool {
+func (c *Table) addFast(i1, fp, i2 uint64) bool {
 	t := &c.t
 	tl := c.tallyOf()
 	tl.slots.Add(1) // one insert in progress
@@ -503,7 +511,7 @@ func (c *ctable) addFast(i1, fp, i2 uint64) bool {
 		if c.claim(p, fp) {
 			if invariants.Enabled {
 				// Widen the window between the claim and its count, which
-				// exclusive must wait out, so tests would see it if it did not.
+				// Exclusive must wait out, so tests would see it if it did not.
 				runtime.Gosched()
 			}
 			ok = true
@@ -518,15 +526,15 @@ func (c *ctable) addFast(i1, fp, i2 uint64) bool {
 	return ok
 }
 
-// addSlow is add when both buckets are full: move fingerprints to free a
+// addSlow is Add when both buckets are full: move fingerprints to free a
 // slot of one, then try again.
-func (c *ctable) addSlow(i1, fp, i2 uint64, kind addKind) addResult {
+func (c *Table) addSlow(i1, fp, i2 uint64, kind AddKind) AddResult {
 	sc := scratchPool.Get().(*table.Scratch)
 	defer scratchPool.Put(sc)
 	for {
 		if !c.makeRoom(i1, i2, sc) {
 			if !c.growing {
-				return addNoRoom
+				return NoRoom
 			}
 			r, _ := c.addUnderLocks(i1, fp, i2, kind, true)
 			return r
@@ -538,32 +546,32 @@ func (c *ctable) addSlow(i1, fp, i2 uint64, kind addKind) addResult {
 }
 
 // addUnderLocks is addLocked with the stripes of i1 and i2 locked.
-func (c *ctable) addUnderLocks(i1, fp, i2 uint64, kind addKind, overflow bool) (addResult, bool) {
+func (c *Table) addUnderLocks(i1, fp, i2 uint64, kind AddKind, overflow bool) (AddResult, bool) {
 	a, b := c.lock2(i1, i2)
 	defer unlock2(a, b)
 	return c.addLocked(i1, fp, i2, kind, overflow)
 }
 
-// addLocked is one attempt of add, with the stripes of i1 and i2 locked.
+// addLocked is one attempt of Add, with the stripes of i1 and i2 locked.
 // It reports done false when both buckets are full and room must be made.
 // overflow (addCopy only) counts the copy beside the table instead.
-func (c *ctable) addLocked(i1, fp, i2 uint64, kind addKind, overflow bool) (addResult, bool) {
-	if c.state == tableDropped || c.state == tableSealed && kind != addSealed {
-		return addReroute, true
+func (c *Table) addLocked(i1, fp, i2 uint64, kind AddKind, overflow bool) (AddResult, bool) {
+	if c.state == Dropped || c.state == Sealed && kind != AddSealed {
+		return Reroute, true
 	}
 	copies, i, s := c.probe(i1, i2, fp)
 	switch {
-	case kind == addUnique && copies > 0:
-		return addPresent, true
-	case kind == addSealed && copies == 0:
-		return addReroute, true
+	case kind == AddUnique && copies > 0:
+		return Present, true
+	case kind == AddSealed && copies == 0:
+		return Reroute, true
 	}
 	home := c.stripeOf(min(i1, i2))
 	pk := table.PairKey(i1, i2, fp)
 	if copies >= table.MaxSlotCopies {
 		home.dups.Add(pk)
 		c.counted(1, 0)
-		return addDone, true
+		return Done, true
 	}
 	if !overflow && c.reserve() {
 		if s == noSlot {
@@ -576,17 +584,17 @@ func (c *ctable) addLocked(i1, fp, i2 uint64, kind addKind, overflow bool) (addR
 			return c.addLocked(i1, fp, i2, kind, overflow)
 		}
 		c.counted(1, 1)
-		return addDone, true
+		return Done, true
 	}
 	if copies == 0 || !c.growing {
-		return addNoRoom, true
+		return NoRoom, true
 	}
 	// A table of a growing filter with no room for a second slot copy of a
 	// fingerprint it holds: count the copy beside it (see level.over). The
 	// copy must not go to a newer table: a key's copies stay in one table.
 	home.over.Add(pk)
 	c.counted(1, 0)
-	return addDone, true
+	return Done, true
 }
 
 // noSlot is probe's "no empty slot".
@@ -594,10 +602,10 @@ const noSlot = ^uint64(0)
 
 // probe reads buckets i1 and i2 for an insert: the copies of fp in both,
 // and where a new copy goes: slot s of bucket i, the lowest empty slot of
-// whichever bucket has more empty slots (i1 on a tie), as Filter.AddHash
+// whichever bucket has more empty slots (i1 on a tie), as Table.Add
 // places it; s is noSlot when both are full. The common shapes (a bucket
 // in one window) read each bucket once, both loads issued together.
-func (c *ctable) probe(i1, i2, fp uint64) (copies, i, s uint64) {
+func (c *Table) probe(i1, i2, fp uint64) (copies, i, s uint64) {
 	t := &c.t
 	if t.Windows == 1 {
 		w1, w2 := c.buckets(i1, i2)
@@ -626,7 +634,7 @@ func (c *ctable) probe(i1, i2, fp uint64) (copies, i, s uint64) {
 }
 
 // reserve takes one of the slots the limit allows; release gives it back.
-func (c *ctable) reserve() bool {
+func (c *Table) reserve() bool {
 	if !c.limited {
 		return true
 	}
@@ -641,7 +649,7 @@ func (c *ctable) reserve() bool {
 	}
 }
 
-func (c *ctable) release() {
+func (c *Table) release() {
 	if c.limited {
 		c.occ.Add(^uint64(0))
 	}
@@ -650,7 +658,7 @@ func (c *ctable) release() {
 // counted records items and slots added (negative: removed) by the caller,
 // which holds the stripe locks of the pair. It reports whether a sealed
 // table is now empty.
-func (c *ctable) counted(items, slots int64) bool {
+func (c *Table) counted(items, slots int64) bool {
 	tl := c.tallyOf()
 	if items != slots {
 		tl.copies.Add(items - slots)
@@ -661,27 +669,29 @@ func (c *ctable) counted(items, slots int64) bool {
 			c.release()
 		}
 	}
-	return c.state == tableSealed && c.live.Add(items) == 0
+	return c.state == Sealed && c.live.Add(items) == 0
 }
 
-// delResult is how a delete ended.
-type delResult uint8
+// DelResult is how a delete ended.
+type DelResult uint8
 
 const (
-	deleted  delResult = iota
-	notFound           // the pair holds no copy
-	released           // deleted, and the sealed table is now empty
-	gone               // the table was released: rescan the chain
+	Deleted  DelResult = iota
+	NotFound           // the pair holds no copy
+	Released           // Deleted, and the sealed table is now empty
+	Gone               // the table was Released: rescan the chain
 )
 
-// remove deletes one copy of fp from the pair (i1, i2): a counted copy
-// first (overflow, then duplicates), so the slot copies they rely on stay
-// while they last.
-func (c *ctable) remove(i1, fp, i2 uint64) delResult {
+// Remove deletes one copy of h's fingerprint from its bucket pair: a
+// counted copy first (overflow, then duplicates), so the slot copies they
+// rely on stay while they last.
+func (c *Table) Remove(h uint64) DelResult {
+	i1, fp := c.t.Locate(h)
+	i2 := c.t.AltIndex(i1, fp)
 	a, b := c.lock2(i1, i2)
 	defer unlock2(a, b)
-	if c.state == tableDropped {
-		return gone
+	if c.state == Dropped {
+		return Gone
 	}
 	home := c.stripeOf(min(i1, i2))
 	pk := table.PairKey(i1, i2, fp)
@@ -693,20 +703,23 @@ func (c *ctable) remove(i1, fp, i2 uint64) delResult {
 		if s, ok = c.findIn(i1, fp); !ok {
 			i = i2
 			if s, ok = c.findIn(i2, fp); !ok {
-				return notFound
+				return NotFound
 			}
 		}
 		c.empty(i, s)
 		slots = -1
 	}
 	if c.counted(-1, slots) {
-		return released
+		return Released
 	}
-	return deleted
+	return Deleted
 }
 
-// count returns the copies of fp in the pair (i1, i2), counters included.
-func (c *ctable) count(i1, fp, i2 uint64) uint64 {
+// Count returns the copies of h's fingerprint its bucket pair holds,
+// counters included.
+func (c *Table) Count(h uint64) uint64 {
+	i1, fp := c.t.Locate(h)
+	i2 := c.t.AltIndex(i1, fp)
 	a, b := c.lock2(i1, i2)
 	defer unlock2(a, b)
 	home := c.stripeOf(min(i1, i2))
@@ -728,7 +741,7 @@ var scratchPool = sync.Pool{New: func() any {
 // reports false when there is no such chain; true when it freed a slot, or
 // when another writer got in the way and the insert should simply look
 // again.
-func (c *ctable) makeRoom(i1, i2 uint64, sc *table.Scratch) bool {
+func (c *Table) makeRoom(i1, i2 uint64, sc *table.Scratch) bool {
 	q, end, ok := sc.Room(c, i1, i2, table.Budget(2*c.maxKicks, math.MaxInt))
 	if ok {
 		c.shift(q, end)
@@ -739,27 +752,27 @@ func (c *ctable) makeRoom(i1, i2 uint64, sc *table.Scratch) bool {
 // A Concurrent's table is the table.Kind of its writers' searches, which
 // read it with atomic loads while other writers move its values.
 
-func (c *ctable) Shape() (slots, bucketBits uint64) { return c.t.Slots, c.t.BucketBits }
+func (c *Table) Shape() (slots, bucketBits uint64) { return c.t.Slots, c.t.BucketBits }
 
-func (c *ctable) Other(b, v uint64) (alt, altV uint64) { return c.t.AltIndex(b, v), v }
+func (c *Table) Other(b, v uint64) (alt, altV uint64) { return c.t.AltIndex(b, v), v }
 
-func (c *ctable) Prefetch(lines []uint64) { table.PrefetchShared(c.t.Words, lines) }
+func (c *Table) Prefetch(lines []uint64) { table.PrefetchShared(c.t.Words, lines) }
 
-func (c *ctable) AppendBucket(q []table.Node, b, n uint64, parent int32) []table.Node {
+func (c *Table) AppendBucket(q []table.Node, b, n uint64, parent int32) []table.Node {
 	for sl := range n {
 		q = append(q, table.Node{Bucket: uint32(b), Tag: uint32(c.slotAt(b, sl)), Parent: parent})
 	}
 	return q
 }
 
-func (c *ctable) HasRoom(b uint64) bool {
+func (c *Table) HasRoom(b uint64) bool {
 	_, ok := c.findIn(b, 0)
 	return ok
 }
 
 // shift performs the chain ending at step k, last move first, stopping at
 // the first move that another writer made impossible.
-func (c *ctable) shift(q []table.Node, k int) {
+func (c *Table) shift(q []table.Node, k int) {
 	for ; k >= 0; k = int(q[k].Parent) {
 		if !c.move(uint64(q[k].Bucket), uint64(q[k].Tag)) {
 			return
@@ -769,7 +782,7 @@ func (c *ctable) shift(q []table.Node, k int) {
 
 // move moves one copy of fp from bucket src to an empty slot of its other
 // bucket, as a seqlock write on both buckets' stripes.
-func (c *ctable) move(src, fp uint64) bool {
+func (c *Table) move(src, fp uint64) bool {
 	dst := c.t.AltIndex(src, fp)
 	a, b := c.lock2(src, dst)
 	defer unlock2(a, b)
@@ -804,29 +817,29 @@ func (c *ctable) move(src, fp uint64) bool {
 	return ok
 }
 
-// seal makes the table take no new fingerprints (a newer table exists) and
+// Seal makes the table take no new fingerprints (a newer table exists) and
 // starts keeping its item count in live.
-func (c *ctable) seal() {
-	c.exclusive()
-	c.state = tableSealed
-	c.live.Store(int64(c.items()))
-	c.endExclusive()
+func (c *Table) Seal() {
+	c.Exclusive()
+	c.state = Sealed
+	c.live.Store(int64(c.Items()))
+	c.EndExclusive()
 }
 
-// drop releases a sealed table that holds nothing, and reports whether it
+// Drop releases a sealed table that holds nothing, and reports whether it
 // did.
-func (c *ctable) drop() bool {
-	c.exclusive()
-	defer c.endExclusive()
-	if c.state != tableSealed || c.items() != 0 {
+func (c *Table) Drop() bool {
+	c.Exclusive()
+	defer c.EndExclusive()
+	if c.state != Sealed || c.Items() != 0 {
 		return false
 	}
-	c.state = tableDropped
+	c.state = Dropped
 	return true
 }
 
-// items returns the number of items, copies included.
-func (c *ctable) items() uint64 {
+// Items returns the number of items, copies included.
+func (c *Table) Items() uint64 {
 	var n int64
 	for i := range c.tallies {
 		n += c.tallies[i].slots.Load()>>activeBits + c.tallies[i].copies.Load()
@@ -835,8 +848,8 @@ func (c *ctable) items() uint64 {
 	return uint64(max(n, 0))
 }
 
-// slotsUsed returns the number of occupied slots.
-func (c *ctable) slotsUsed() uint64 {
+// SlotsUsed returns the number of occupied slots.
+func (c *Table) SlotsUsed() uint64 {
 	var n int64
 	for i := range c.tallies {
 		n += c.tallies[i].slots.Load() >> activeBits
@@ -844,10 +857,10 @@ func (c *ctable) slotsUsed() uint64 {
 	return uint64(max(n, 0))
 }
 
-// snapshotBuffer returns memory for a snapshot's copy of the words, with
+// SnapshotBuffer returns memory for a snapshot's copy of the words, with
 // its pages already touched, so that the copy made while writers wait is a
 // plain memory copy and not a series of page faults.
-func (c *ctable) snapshotBuffer() []uint64 {
+func (c *Table) SnapshotBuffer() []uint64 {
 	w := make([]uint64, len(c.t.Words))
 	for i := 0; i < len(w); i += 512 { // one write per 4 KiB page
 		w[i] = 1
@@ -855,41 +868,39 @@ func (c *ctable) snapshotBuffer() []uint64 {
 	return w
 }
 
-// snapshotLocked copies the table, into words (from snapshotBuffer), as a
-// Filter and its overflow counters; the caller holds every stripe lock, so
-// no writer runs and plain reads of the words are ordered after every
-// write.
-func (c *ctable) snapshotLocked(words []uint64) (*Filter, table.Counters) {
-	f := &Filter{}
+// SnapshotLocked copies the table, into words (from SnapshotBuffer), as a
+// plain table with its duplicate counters (a Filter's), and its overflow
+// counters; the caller holds every stripe lock, so no writer runs and
+// plain reads of the words are ordered after every write.
+func (c *Table) SnapshotLocked(words []uint64) (table.Multiset, table.Counters) {
 	t := table.Layout(c.t.NumBuckets, c.t.Slots, c.t.FPBits, false)
 	t.Segment(c.t.Segments)
 	copy(words, c.t.Words)
 	t.Words = words
-	f.init(t, c.seed, c.capacity, c.maxKicks)
-	f.occupied = c.slotsUsed()
-	f.count = f.occupied
+	m := table.Multiset{T: t, Occupied: c.SlotsUsed()}
+	m.Items = m.Occupied
 	var over table.Counters
 	for i := range c.stripes {
 		st := &c.stripes[i]
 		for k, v := range st.dups {
-			f.dups.Set(k, v)
-			f.count += v
+			m.Dups.Set(k, v)
+			m.Items += v
 		}
 		for k, v := range st.over {
 			over.Set(k, v)
 		}
 	}
-	return f, over
+	return m, over
 }
 
-// ctableFrom builds a table around a decoded (validated) Filter, taking its
-// words, and its overflow counters: every counter goes to the stripe of
-// its pair's lower bucket, every count to the first tally.
-func ctableFrom(f *Filter, over table.Counters, gen uint32, limit uint64, state tableState) *ctable {
-	c := &ctable{t: f.t, seed: f.seed, capacity: f.capacity, maxKicks: f.maxKicks}
-	c.setUp(gen, limit)
-	items := f.count
-	for k, v := range f.dups {
+// From builds a table around a decoded (validated) plain table and
+// its overflow counters, taking its words: every counter goes to the
+// stripe of its pair's lower bucket, every count to the first tally.
+func From(m *table.Multiset, maxKicks int, over table.Counters, g Gen, state State) *Table {
+	c := &Table{t: m.T, maxKicks: maxKicks}
+	c.setUp(g)
+	items := m.Items
+	for k, v := range m.Dups {
 		c.stripeOf(k>>32).dups.Set(k, v)
 	}
 	for k, v := range over {
@@ -898,22 +909,22 @@ func ctableFrom(f *Filter, over table.Counters, gen uint32, limit uint64, state 
 	for _, v := range over {
 		items += v
 	}
-	c.tallies[0].slots.Store(int64(f.occupied) * oneSlot)
-	c.tallies[0].copies.Store(int64(items - f.occupied))
+	c.tallies[0].slots.Store(int64(m.Occupied) * oneSlot)
+	c.tallies[0].copies.Store(int64(items - m.Occupied))
 	if c.limited {
-		c.occ.Store(f.occupied)
+		c.occ.Store(m.Occupied)
 	}
 	c.state = state
-	if state == tableSealed {
-		c.live.Store(int64(c.items()))
+	if state == Sealed {
+		c.live.Store(int64(c.Items()))
 	}
 	return c
 }
 
-// reset empties the table in place.
-func (c *ctable) reset() {
-	c.exclusive()
-	defer c.endExclusive()
+// Reset empties the table in place.
+func (c *Table) Reset() {
+	c.Exclusive()
+	defer c.EndExclusive()
 	for i := range c.t.Words {
 		atomic.StoreUint64(&c.t.Words[i], 0)
 	}
@@ -921,9 +932,54 @@ func (c *ctable) reset() {
 		c.stripes[i].dups, c.stripes[i].over = nil, nil
 	}
 	for i := range c.tallies {
-		c.tallies[i].slots.Store(0) // no insert is in progress: exclusive waited
+		c.tallies[i].slots.Store(0) // no insert is in progress: Exclusive waited
 		c.tallies[i].copies.Store(0)
 	}
 	c.occ.Store(0)
 	c.live.Store(0)
+}
+
+// Moves returns the number of fingerprints displacements have moved.
+func (c *Table) Moves() uint64 { return c.moves.Load() }
+
+// Bytes returns the memory the table holds: its words, stripes and tallies,
+// and its counters (an estimate of the maps' size); it takes each stripe's
+// lock in turn to read them.
+func (c *Table) Bytes() uint64 {
+	const perStripe, perDup = 72, 32
+	n := uint64(len(c.t.Words))*8 + uint64(len(c.stripes))*perStripe + uint64(unsafe.Sizeof(*c.tallies))
+	for i := range c.stripes {
+		c.stripes[i].mu.Lock()
+		n += uint64(len(c.stripes[i].dups)+len(c.stripes[i].over)) * perDup
+		c.stripes[i].mu.Unlock()
+	}
+	return n
+}
+
+// ContainsBatch sets found[k] to Contains(hs[k]), table.BatchGroup keys at
+// a time, the next group's buckets prefetched while the current group is
+// probed.
+func (c *Table) ContainsBatch(hs []uint64, found []bool) {
+	var lines [2 * table.BatchGroup]uint64
+	c.prefetchGroup(hs[:min(table.BatchGroup, len(hs))], &lines)
+	for lo := 0; lo < len(hs); lo += table.BatchGroup {
+		hi := min(lo+table.BatchGroup, len(hs))
+		if hi < len(hs) {
+			c.prefetchGroup(hs[hi:min(hi+table.BatchGroup, len(hs))], &lines)
+		}
+		for k := lo; k < hi; k++ {
+			found[k] = c.Contains(hs[k])
+		}
+	}
+}
+
+// prefetchGroup prefetches the two buckets of up to table.BatchGroup hashes.
+func (c *Table) prefetchGroup(hs []uint64, lines *[2 * table.BatchGroup]uint64) {
+	hs = hs[:min(len(hs), table.BatchGroup)]
+	for k, h := range hs {
+		i1, fp := c.t.Locate(h)
+		lines[2*k] = i1 * c.t.BucketBits >> 6
+		lines[2*k+1] = c.t.AltIndex(i1, fp) * c.t.BucketBits >> 6
+	}
+	table.PrefetchShared(c.t.Words, lines[:2*len(hs)])
 }

@@ -7,78 +7,8 @@ import (
 	"testing"
 
 	"github.com/dedupkit/cuckoo/internal/codec"
+	"github.com/dedupkit/cuckoo/internal/table/chain"
 )
-
-// TestGrowTableAddresses checks, at every split point of a few table
-// sizes and reserves, that bucketOf maps each final
-// bucket into the table, that finalOf inverts it, that a final bucket's
-// image only moves when its own bucket is split, and that the tags are as
-// wide as the reserve bits the buckets do not yet tell.
-func TestGrowTableAddresses(t *testing.T) {
-	for _, tc := range []struct {
-		final, f, r uint64
-	}{
-		{8, 12, 2}, {24, 12, 2}, {40, 31, 2}, {1000, 16, 2},
-		{32, 12, 4}, {96, 12, 4}, {160, 29, 4}, {40, 31, 4}, {1024, 16, 4},
-	} {
-		r := reserveBits(tc.r, tc.f)
-		g := newGrowTable(tc.final, 4, tc.f, r, false)
-		tab := &g.t
-		if g.reserve != r || tab.FPBits != tc.f+r {
-			t.Fatalf("m=%d f=%d: reserve %d, tags of %d bits", tc.final, tc.f, g.reserve, tab.FPBits)
-		}
-		prev := make([]uint64, tc.final)
-		var mlBefore uint64
-		for step := 0; ; step++ {
-			for i := uint64(0); i < tc.final; i++ {
-				q := i / g.base
-				if mq := mulHi(i, g.recip); mq != q {
-					t.Fatalf("m=%d: %d/m0 = %d by the reciprocal, want %d", tc.final, i, mq, q)
-				}
-				j := g.bucketOf(i, q)
-				if j >= tab.NumBuckets {
-					t.Fatalf("m=%d step %d: final %d in bucket %d of %d", tc.final, step, i, j, tab.NumBuckets)
-				}
-				if back := g.finalOf(j, q>>g.depth); back != i {
-					t.Fatalf("m=%d step %d: finalOf(bucketOf(%d)) = %d", tc.final, step, i, back)
-				}
-				if step > 0 && j != prev[i] && j != prev[i]+mlBefore {
-					t.Fatalf("m=%d step %d: final %d moved from %d to %d, not to its image", tc.final, step, i, prev[i], j)
-				}
-				prev[i] = j
-			}
-			mlBefore = g.base << g.depth
-			if g.splitPair() {
-				break
-			}
-			want := tc.f + r - g.depth
-			if tab.FPBits != want || g.tagBits() != want {
-				t.Fatalf("m=%d f=%d level %d: tags of %d bits (geometry %d), want %d", tc.final, tc.f, g.depth, tab.FPBits, g.tagBits(), want)
-			}
-			if tab.NumBuckets%2 != 0 || g.split%2 != 0 {
-				t.Fatalf("m=%d: %d buckets, split %d: odd", tc.final, tab.NumBuckets, g.split)
-			}
-		}
-		if tab.NumBuckets != tc.final || tab.FPBits != tc.f {
-			t.Fatalf("m=%d: fully grown at %d buckets of %d bits", tc.final, tab.NumBuckets, tab.FPBits)
-		}
-	}
-	// The reciprocal is exact for every bucket index below 2^32.
-	r := rand.New(rand.NewPCG(1, 2))
-	for k := 0; k < 100000; k++ {
-		m0 := 2 + r.Uint64N(1<<31)
-		i := r.Uint64N(1 << 32)
-		if k%3 == 0 {
-			i = (i/m0)*m0 + m0 - 1 // just below a multiple
-			if i >= 1<<32 {
-				continue
-			}
-		}
-		if got := mulHi(i, ^uint64(0)/m0+1); got != i/m0 {
-			t.Fatalf("%d/%d: %d, want %d", i, m0, got, i/m0)
-		}
-	}
-}
 
 // TestGrowTableStrip fills a growing table through Scalable's own path
 // until it becomes plain, checking at every split that no key is lost,
@@ -97,23 +27,23 @@ func TestGrowTableStrip(t *testing.T) {
 		r := rand.New(rand.NewPCG(uint64(l.f), l.slots))
 		var hs []uint64
 		sawGrowing, splits := false, uint64(0)
-		for len(s.levels) < 3 || s.levels[len(s.levels)-1].grow != nil {
+		for len(s.levels) < 3 || s.levels[len(s.levels)-1].Grow != nil {
 			h := r.Uint64()
 			s.AddHash(h)
 			hs = append(hs, h)
 			lv := s.levels[len(s.levels)-1]
-			if lv.grow == nil {
+			if lv.Grow == nil {
 				continue
 			}
 			sawGrowing = true
-			if n := lv.grow.t.NumBuckets; n != splits {
+			if n := lv.Grow.T.NumBuckets; n != splits {
 				splits = n
 				for _, h := range hs {
 					if !s.ContainsHash(h) {
 						t.Fatalf("%+v: key lost at %d buckets", l, n)
 					}
 				}
-				if j, ok := lv.grow.check(); !ok {
+				if j, ok := lv.Grow.Check(); !ok {
 					t.Fatalf("%+v: bucket %d holds a misplaced tag", l, j)
 				}
 				if err := s.CheckInvariants(); err != nil {
@@ -121,13 +51,13 @@ func TestGrowTableStrip(t *testing.T) {
 				}
 			}
 		}
-		wantGrowing := s.g.reserveOf(s.levels[1].fpBits()) > 0
+		wantGrowing := s.g.reserveOf(s.levels[1].FPBits()) > 0
 		if sawGrowing != wantGrowing {
 			t.Fatalf("%+v: grew in place %v, want %v", l, sawGrowing, wantGrowing)
 		}
 		for _, lv := range s.levels {
-			if lv.table().NumBuckets != s.g.at(lv.gen).numBuckets || lv.table().FPBits != s.g.at(lv.gen).fpBits {
-				t.Fatalf("%+v: generation %d is not its plain table", l, lv.gen)
+			if lv.Table().NumBuckets != s.g.at(lv.Gen).numBuckets || lv.Table().FPBits != s.g.at(lv.Gen).fpBits {
+				t.Fatalf("%+v: generation %d is not its plain table", l, lv.Gen)
 			}
 		}
 		for _, h := range hs {
@@ -157,23 +87,30 @@ func grownMidway(t *testing.T) (*Scalable, []uint64) {
 	var hs []uint64
 	// Past its first level and mid-split, so that tags have dropped a
 	// reserve bit and buckets are of both kinds.
-	for len(s.levels) < 3 || s.NewestGrowingLevel() < 1 || s.levels[len(s.levels)-1].occupied() < 200 ||
-		s.levels[len(s.levels)-1].grow.split == 0 {
+	for len(s.levels) < 3 || s.NewestGrowingLevel() < 1 || s.levels[len(s.levels)-1].Occupied() < 200 ||
+		growingSplit(s) == 0 {
 		h := r.Uint64()
 		s.AddHash(h)
 		hs = append(hs, h)
 	}
 	lv := s.levels[len(s.levels)-1]
-	if lv.grow == nil {
+	if lv.Grow == nil {
 		t.Fatal("the newest table is not growing")
 	}
 	for k := 0; k < 5; k++ {
 		s.AddHash(hs[len(hs)-1]) // a hot key: slot copies, then counted ones
 	}
-	if lv.nOver == 0 {
+	if lv.NOver == 0 {
 		t.Fatal("no overflow copies in the growing table")
 	}
 	return s, hs
+}
+
+// growingSplit returns the buckets of its level the newest table, growing,
+// has split.
+func growingSplit(s *Scalable) uint64 {
+	_, _, split := s.levels[len(s.levels)-1].Grow.Geometry()
+	return split
 }
 
 // TestGrowingEncoding: a Scalable with a growing table round-trips; the
@@ -204,7 +141,7 @@ func TestGrowingEncoding(t *testing.T) {
 
 	lv := s.levels[len(s.levels)-1]
 	var buf bytes.Buffer
-	e := lv.encoding(s)
+	e := s.levelEncoding(lv)
 	if _, err := e.writeTo(&buf); err != nil {
 		t.Fatal(err)
 	}
@@ -215,22 +152,23 @@ func TestGrowingEncoding(t *testing.T) {
 
 	// Move one tag into a bucket it does not live in.
 	bad := *s
-	badLv, badGrow := *lv, *lv.grow
-	badGrow.t.Words = append([]uint64(nil), lv.grow.t.Words...)
-	badLv.grow = &badGrow
-	bad.levels = append(append([]*level(nil), s.levels[:len(s.levels)-1]...), &badLv)
-	tb := &badGrow.t
+	badLv, badGrow := *lv, *lv.Grow
+	badGrow.T.Words = append([]uint64(nil), lv.Grow.T.Words...)
+	badLv.Grow = &badGrow
+	bad.levels = append(append([]*chain.Level(nil), s.levels[:len(s.levels)-1]...), &badLv)
+	tb := &badGrow.T
+	base, depth, _ := badGrow.Geometry()
 	moved := false
 	// A tag moved to a bucket whose reserve bits it does not hold is a
 	// valid tag of another key (as a fingerprint moved in a Filter is);
 	// one that holds bits saying otherwise is misplaced: one block of m_ℓ
 	// buckets on, say, as the tags hold bit ℓ on.
-	for j := uint64(0); j+badLv.grow.base<<badLv.grow.depth < tb.NumBuckets && !moved; j++ {
-		dst := j + badLv.grow.base<<badLv.grow.depth
+	for j := uint64(0); j+base<<depth < tb.NumBuckets && !moved; j++ {
+		dst := j + base<<depth
 		for sl := uint64(0); sl < tb.Slots; sl++ {
 			if tag := tb.Slot(j, sl); tag != 0 && tb.Insert(dst, tag) {
 				tb.Replace(j, tag, 0)
-				if _, ok := badLv.grow.check(); !ok {
+				if _, ok := badLv.Grow.Check(); !ok {
 					moved = true
 					break
 				}
@@ -262,7 +200,7 @@ func TestGrowingEncoding(t *testing.T) {
 		t.Fatalf("Concurrent: Len %d, want %d", c.Len(), s.Len())
 	}
 	// The decoder that checks a stream sees the same.
-	if _, err := decodeScalable(codec.NewDecoder(bytes.NewReader(data))); err != nil {
+	if _, err := decodeChainState(codec.NewDecoder(bytes.NewReader(data))); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -277,8 +215,8 @@ func mustEncode(t *testing.T, s *Scalable) []byte {
 }
 
 // TestGrowingLookupsFar: with the chain's prefetch on (a chain of
-// farChainBytes or more, forced here on a small one) and the growing
-// table large, a lookup prefetches both before it probes (locateGrowing);
+// chain.FarChainBytes or more, forced here on a small one) and the growing
+// table large, a lookup prefetches both before it probes (Growing.Locate);
 // its answers are those of the same filter without the prefetches, for
 // every added key (each found) and for absent ones.
 func TestGrowingLookupsFar(t *testing.T) {
@@ -287,13 +225,13 @@ func TestGrowingLookupsFar(t *testing.T) {
 	if err := far.UnmarshalBinary(mustEncode(t, s)); err != nil {
 		t.Fatal(err)
 	}
-	if chainFar(far.probe) || far.growing() == nil {
+	if chain.Far(far.probe) || far.growing() == nil {
 		t.Fatal("want a near chain with a growing table to start from")
 	}
 	for k := range far.probe {
-		far.probe[k].prefetch = true
+		far.probe[k].Prefetch = true
 	}
-	far.growing().rd.large = true
+	far.growing().Probe().Large = true
 	r := rand.New(rand.NewPCG(5, 6))
 	for k := range len(hs) + 20000 {
 		h, added := r.Uint64(), false

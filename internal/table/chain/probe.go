@@ -1,4 +1,4 @@
-package cuckoo
+package chain
 
 import (
 	"math/bits"
@@ -10,7 +10,7 @@ import (
 
 // A lookup in a chain of tables (a Scalable's) probes every table for an
 // absent key, so what a table costs to probe is multiplied by their number
-// (ten after a growth of 1000×). chainLevel holds what a probe of one plain
+// (ten after a growth of 1000×). Probe holds what a probe of one plain
 // table reads, so that a lookup is one loop over a small array (it stays in
 // L1), the tables' geometry in registers as the loop goes, with no call per
 // table, no bounds check, and each bucket read with one or two loads: the
@@ -19,14 +19,14 @@ import (
 //
 // A bucket of at most 120 bits lies within the 16 bytes from the byte it
 // starts in; two 8-byte loads there and a shift give its bits from bit 0
-// (chainLevel.read). A table's words end with a padding word (table.Table),
+// (Probe.read). A table's words end with a padding word (table.Table),
 // which holds the last bucket's 16 bytes when buckets are 64 bits or more;
 // smaller buckets of at most 57 bits are read with one load, which the
 // padding word also covers. Other shapes (57 to 63 bits, more than 120,
 // semi-sorted) take the table's general probe.
 
-// chainLevel is one plain table of a chain, as its lookups see it.
-type chainLevel struct {
+// Probe is one plain table of a chain, as its lookups see it.
+type Probe struct {
 	words unsafe.Pointer // &t.Words[0]
 	m     uint64         // buckets
 	fpMax uint64         // 2^f − 1
@@ -39,23 +39,23 @@ type chainLevel struct {
 	lastLanes                   uint64 // the bits of the second window's lanes: fp·lastLow = fp·low & lastLanes
 	loads                       uint64 // 2: two loads; 1: one load; 0: t.HoldsEither
 	t                           *table.Table
-	large                       bool // the table takes largeTableBytes or more
-	prefetch                    bool // large, in a chain of farChainBytes or more: prefetchChain prefetches it
+	Large                       bool // the table takes LargeTableBytes or more
+	Prefetch                    bool // Large, in a chain of FarChainBytes or more: PrefetchFar prefetches it
 }
 
-// largeTableBytes is the size from which lookups prefetch a table's
-// buckets (prefetchChain, chainLevel.pass): the smaller tables of a chain,
+// LargeTableBytes is the size from which lookups prefetch a table's
+// buckets (PrefetchFar, Probe.Pass): the smaller tables of a chain,
 // together about as large as the largest of them, stay in a core's L2
 // cache between lookups; larger ones do not, beside the others.
-const largeTableBytes = 256 << 10
+const LargeTableBytes = 256 << 10
 
-// farChainBytes is the size of a chain's plain tables from which a single
+// FarChainBytes is the size of a chain's plain tables from which a single
 // lookup prefetches the large tables' buckets before it probes the chain
-// (prefetchChain): a smaller chain stays mostly in the caches, where
+// (PrefetchFar): a smaller chain stays mostly in the caches, where
 // locating a key's buckets twice costs a present key, which the newest
 // tables mostly hold, more than the prefetches save; in a larger one
 // even the tables of a few hundred KiB are evicted between lookups.
-const farChainBytes = 4 << 20
+const FarChainBytes = 4 << 20
 
 // anyZero returns nonzero when some lane of x (of the lanes low and high
 // describe) is zero: (x − low) &^ x & high is the classic test, which may
@@ -64,13 +64,16 @@ const farChainBytes = 4 << 20
 // operations where table.ZeroLanes, exact lane by lane, takes six.
 func anyZero(x, low, high uint64) uint64 { return (x - low) &^ x & high }
 
-// chainLevelOf returns the probe of plain table t.
-func chainLevelOf(t *table.Table) chainLevel {
-	c := chainLevel{
+// NewProbe returns the probe of plain table t in a chain whose plain
+// tables take chainBytes: a large table is prefetched (Prefetch) when they
+// take FarChainBytes or more. A table read on its own (a growing table's
+// reads) gives 0.
+func NewProbe(t *table.Table, chainBytes uint64) Probe {
+	c := Probe{
 		words: unsafe.Pointer(unsafe.SliceData(t.Words)),
 		m:     t.NumBuckets, fpMax: t.FPMask, bb: t.BucketBits, wb: t.WindowBits & 63,
 		low: t.LaneLow, rest: t.LaneRest, high: t.LaneHigh,
-		t: t, large: uint64(len(t.Words))*8 >= largeTableBytes,
+		t: t, Large: uint64(len(t.Words))*8 >= LargeTableBytes,
 	}
 	if t.Windows == 2 {
 		c.lastLow, c.lastRest, c.lastHigh = t.LastLow, t.LastRest, t.LastHigh
@@ -83,6 +86,7 @@ func chainLevelOf(t *table.Table) chainLevel {
 	case t.BucketBits <= 57:
 		c.loads = 1
 	}
+	c.Prefetch = c.Large && chainBytes >= FarChainBytes
 	return c
 }
 
@@ -96,7 +100,7 @@ func fastSlots(slots uint64) bool {
 // read returns the bits of bucket i from bit 0: the first 64 in w0, the
 // bits of its second window from bit 0 in w1 (both with the next
 // buckets' bits above, which the lane masks leave out). It needs loads = 2.
-func (c *chainLevel) read(i uint64) (w0, w1 uint64) {
+func (c *Probe) read(i uint64) (w0, w1 uint64) {
 	p := i * c.bb
 	at := unsafe.Add(c.words, p>>3)
 	sh := p & 7
@@ -110,23 +114,23 @@ func (c *chainLevel) read(i uint64) (w0, w1 uint64) {
 
 // read1 returns the bits of bucket i from bit 0 (a bucket of at most 57
 // bits: loads = 1).
-func (c *chainLevel) read1(i uint64) uint64 {
+func (c *Probe) read1(i uint64) uint64 {
 	p := i * c.bb
 	return *(*uint64)(unsafe.Add(c.words, p>>3)) >> (p & 7)
 }
 
 // has reports whether the table holds h's fingerprint in one of its
 // buckets.
-func (c *chainLevel) has(h uint64) bool {
+func (c *Probe) Has(h uint64) bool {
 	fp := addr.Fingerprint(h, c.fpMax)
 	i1 := addr.Bucket(h, c.m)
-	return c.holds(i1, fp, addr.Alt(i1, fp, c.m), fp)
+	return c.Holds(i1, fp, addr.Alt(i1, fp, c.m), fp)
 }
 
 // holds reports whether bucket i1 holds f1 or bucket i2 holds f2 (the two
 // differ in a growing table, whose tags carry bucket bits). Both buckets
 // are read before either is compared.
-func (c *chainLevel) holds(i1, f1, i2, f2 uint64) bool {
+func (c *Probe) Holds(i1, f1, i2, f2 uint64) bool {
 	switch c.loads {
 	case 2:
 		a0, a1 := c.read(i1)
@@ -142,7 +146,7 @@ func (c *chainLevel) holds(i1, f1, i2, f2 uint64) bool {
 }
 
 // empties returns the empty slots of bucket i.
-func (c *chainLevel) empties(i uint64) uint64 {
+func (c *Probe) Empties(i uint64) uint64 {
 	switch c.loads {
 	case 2:
 		w0, w1 := c.read(i)
@@ -153,36 +157,36 @@ func (c *chainLevel) empties(i uint64) uint64 {
 	return c.t.Copies(i, 0)
 }
 
-// chainHas reports whether any table of cs holds h's fingerprint,
+// Has reports whether any table of cs holds h's fingerprint,
 // probing them from the last (the newest of a Scalable's, which holds the
 // most keys) and stopping at the first that does.
-func chainHas(cs []chainLevel, h uint64) bool {
-	if chainFar(cs) {
-		prefetchChain(cs, h)
+func Has(cs []Probe, h uint64) bool {
+	if Far(cs) {
+		PrefetchFar(cs, h)
 	}
-	return chainFind(cs, h, true) >= 0
+	return Find(cs, h, true) >= 0
 }
 
-// chainFirst returns the index of the first table of cs that holds h's
+// First returns the index of the first table of cs that holds h's
 // fingerprint, or -1.
-func chainFirst(cs []chainLevel, h uint64) int {
-	if chainFar(cs) {
-		prefetchChain(cs, h)
+func First(cs []Probe, h uint64) int {
+	if Far(cs) {
+		PrefetchFar(cs, h)
 	}
-	return chainFind(cs, h, false)
+	return Find(cs, h, false)
 }
 
-// chainFar reports whether a lookup in cs prefetches the large tables'
-// buckets before it probes the chain (prefetchChain; see farChainBytes).
-func chainFar(cs []chainLevel) bool { return len(cs) > 0 && cs[len(cs)-1].prefetch }
+// Far reports whether a lookup in cs prefetches the large tables'
+// buckets before it probes the chain (PrefetchFar; see FarChainBytes).
+func Far(cs []Probe) bool { return len(cs) > 0 && cs[len(cs)-1].Prefetch }
 
-// chainFind returns the index of a table of cs that holds h's fingerprint,
+// Find returns the index of a table of cs that holds h's fingerprint,
 // the first such from the last table when newestFirst is set, from the
 // first otherwise, or -1. Each table's buckets are loaded before anything
 // is compared, and the loop's exit is predicted not taken for an absent
 // key, so the CPU issues the loads of the next tables while it compares.
 // The callers prefetch a far chain's large tables first.
-func chainFind(cs []chainLevel, h uint64, newestFirst bool) int {
+func Find(cs []Probe, h uint64, newestFirst bool) int {
 	k, end, step := 0, len(cs), 1
 	if newestFirst {
 		k, end, step = len(cs)-1, -1, -1
@@ -193,7 +197,7 @@ func chainFind(cs []chainLevel, h uint64, newestFirst bool) int {
 		i1 := addr.Bucket(h, c.m)
 		i2 := addr.Alt(i1, fp, c.m)
 		if c.loads != 2 {
-			if c.holds(i1, fp, i2, fp) {
+			if c.Holds(i1, fp, i2, fp) {
 				return k
 			}
 			continue
@@ -211,12 +215,12 @@ func chainFind(cs []chainLevel, h uint64, newestFirst bool) int {
 	return -1
 }
 
-// prefetchChain prefetches h's two buckets in each table of cs marked
-// prefetch (see farChainBytes): the CPU holds the instructions of only a table
+// PrefetchFar prefetches h's two buckets in each table of cs marked
+// prefetch (see FarChainBytes): the CPU holds the instructions of only a table
 // or two of a chain's loop in flight at once, so without it the misses of
 // the large tables of a long chain would come one or two at a time.
-func prefetchChain(cs []chainLevel, h uint64) {
-	for k := len(cs) - 1; k >= 0 && cs[k].prefetch; k-- {
+func PrefetchFar(cs []Probe, h uint64) {
+	for k := len(cs) - 1; k >= 0 && cs[k].Prefetch; k-- {
 		c := &cs[k]
 		fp := addr.Fingerprint(h, c.fpMax)
 		i1 := addr.Bucket(h, c.m)
@@ -225,13 +229,13 @@ func prefetchChain(cs []chainLevel, h uint64) {
 	}
 }
 
-// chainGroup is a group of keys located in one table.
-type chainGroup struct {
-	i1, i2, fp [batchGroup]uint64
+// group is a group of keys located in one table.
+type group struct {
+	i1, i2, fp [table.BatchGroup]uint64
 }
 
 // values reads bucket i's values (0: empty) into out[:slots] (loads ≥ 1).
-func (c *chainLevel) values(i uint64, out *[8]uint64) {
+func (c *Probe) Values(i uint64, out *[8]uint64) {
 	t := c.t
 	f, mask := t.FPBits&63, t.FPMask
 	var w0, w1 uint64
@@ -251,7 +255,7 @@ func (c *chainLevel) values(i uint64, out *[8]uint64) {
 // replace puts new in place of one copy of old in bucket i (old 0: an
 // empty slot), and reports false when the bucket holds no old: table.replace
 // with the bucket read as the lookups read it.
-func (c *chainLevel) replace(i, old, new uint64) bool {
+func (c *Probe) Replace(i, old, new uint64) bool {
 	if c.loads == 0 {
 		return c.t.Replace(i, old, new)
 	}
@@ -280,31 +284,31 @@ func (c *chainLevel) replace(i, old, new uint64) bool {
 // at, returning how many there are. It locates a group of hashes while it
 // compares the group before, and in a large table prefetches the located
 // buckets, so that their misses overlap.
-func (c *chainLevel) pass(hs []uint64, at []uint16, found []bool) int {
+func (c *Probe) Pass(hs []uint64, at []uint16, found []bool) int {
 	at = at[:len(hs)]
 	if c.loads != 2 {
 		n := 0
 		for k, h := range hs {
-			hit := c.has(h)
+			hit := c.Has(h)
 			found[at[k]] = hit
 			hs[n], at[n] = h, at[k]
 			n += 1 - b2u(hit)
 		}
 		return n
 	}
-	var gs [2]chainGroup
+	var gs [2]group
 	c.locate(hs, &gs[0])
 	words, bb, wb := c.words, c.bb, c.wb&63
 	low, high, lastLow, lastHigh, lastLanes := c.low, c.high, c.lastLow, c.lastHigh, c.lastLanes
 	n := 0
-	for lo := 0; lo < len(hs); lo += batchGroup {
-		hi := min(lo+batchGroup, len(hs))
-		g := &gs[lo/batchGroup&1]
+	for lo := 0; lo < len(hs); lo += table.BatchGroup {
+		hi := min(lo+table.BatchGroup, len(hs))
+		g := &gs[lo/table.BatchGroup&1]
 		if hi < len(hs) {
-			c.locate(hs[hi:], &gs[lo/batchGroup&1^1])
+			c.locate(hs[hi:], &gs[lo/table.BatchGroup&1^1])
 		}
 		for k := lo; k < hi; k++ {
-			x := (k - lo) & (batchGroup - 1)
+			x := (k - lo) & (table.BatchGroup - 1)
 			a0, a1 := readAt(words, g.i1[x]*bb, wb)
 			b0, b1 := readAt(words, g.i2[x]*bb, wb)
 			r := g.fp[x] * low
@@ -318,17 +322,17 @@ func (c *chainLevel) pass(hs []uint64, at []uint16, found []bool) int {
 	return n
 }
 
-// locate puts the buckets and fingerprints of up to batchGroup hashes in
+// locate puts the buckets and fingerprints of up to table.BatchGroup hashes in
 // g, prefetching the buckets' first lines if the table is large.
-func (c *chainLevel) locate(hs []uint64, g *chainGroup) {
-	hs = hs[:min(len(hs), batchGroup)]
+func (c *Probe) locate(hs []uint64, g *group) {
+	hs = hs[:min(len(hs), table.BatchGroup)]
 	for k, h := range hs {
 		fp := addr.Fingerprint(h, c.fpMax)
 		i1 := addr.Bucket(h, c.m)
 		g.i1[k], g.i2[k], g.fp[k] = i1, addr.Alt(i1, fp, c.m), fp
 	}
-	if c.large {
-		var lines [2 * batchGroup]uint64
+	if c.Large {
+		var lines [2 * table.BatchGroup]uint64
 		for k := range hs {
 			lines[2*k], lines[2*k+1] = g.i1[k]*c.bb>>6, g.i2[k]*c.bb>>6
 		}
@@ -336,7 +340,7 @@ func (c *chainLevel) locate(hs []uint64, g *chainGroup) {
 	}
 }
 
-// readAt is chainLevel.read of the bucket at bit p of words, whose first
+// readAt is Probe.read of the bucket at bit p of words, whose first
 // window has wb bits.
 func readAt(words unsafe.Pointer, p, wb uint64) (w0, w1 uint64) {
 	at := unsafe.Add(words, p>>3)

@@ -1,4 +1,4 @@
-package cuckoo
+package chain
 
 import (
 	"math/bits"
@@ -19,7 +19,7 @@ import (
 // # Addresses
 //
 // A key has the two buckets i1, i2 it will have in the generation's plain
-// table of m buckets (Filter.locate and altIndexOf over m: finals), and the
+// table of m buckets (Table.Locate and Table.AltIndex over m: finals), and the
 // same fingerprint fp. Write a final bucket as i = r + m0·q, m0 = m/2^R,
 // r < m0, q < 2^R: q is the bucket's reserve. For i1 it is the top R bits
 // of the hash; for i2 it is i2/m0, one multiply by a reciprocal (mulHi).
@@ -52,13 +52,14 @@ import (
 // When the last bucket is split (ℓ = R) every bucket is its own final
 // bucket, and repack drops the reserve bits left: what remains is, slot
 // for slot, the generation's plain table, and the level goes on as a
-// Filter. The overflow counters of a growing table are keyed by the final
+// plain one (Level.Plain). The overflow counters of a growing table are keyed by the final
 // buckets (table.PairKey of finals), so they need no change either.
 //
 // # Reserve
 //
 // Each reserve bit costs a bit per slot until the level that tells it,
-// and halves the empty table a generation starts with (growReserve).
+// and halves the empty table a generation starts with (the root
+// package's growReserve).
 //
 // # False positives
 //
@@ -68,8 +69,9 @@ import (
 // between the two kinds, the expected matches of a probe add up to
 // n/(m_ℓ·2^(f+R−ℓ)) = n/(m·2^f) per bucket: the rate of the plain table
 // with the same tags. So a growing table adds to the rate exactly what its
-// generation's table would at the same fill (level.falsePositiveRate), and
-// stays within its share of the chain's budget (growth.go).
+// generation's table would at the same fill (Scalable.FalsePositiveRate
+// counts it so), and stays within its share of the chain's budget (the
+// root package's growth.go).
 //
 // # Load
 //
@@ -86,7 +88,7 @@ import (
 //     (bucketOf(i, ⌊i/m0⌋) == j). check verifies it, for the decoder.
 //   - copies beyond table.MaxSlotCopies are kept in the level's overflow
 //     counters, keyed by table.PairKey of the final buckets.
-type growTable struct {
+type Growing struct {
 	final   uint64 // m: buckets when fully grown
 	base    uint64 // m0 = m >> reserve
 	recip   uint64 // ⌈2^64/m0⌉: i/m0 = mulHi(i, recip) for i < 2^32
@@ -96,14 +98,14 @@ type growTable struct {
 	depth   uint64 // ℓ: the tags hold q >> ℓ
 	split   uint64 // s
 
-	t        table.Table   // m_ℓ + s buckets of f+R−ℓ bit tags
-	occupied uint64        // non-empty slots of t
+	T        table.Table   // m_ℓ + s buckets of f+R−ℓ bit tags
+	Occupied uint64        // non-empty slots of T
 	search   table.Scratch // of insert's search
-	rd       chainLevel    // how t's buckets are read (refresh keeps it t's)
+	rd       Probe         // how T's buckets are read (refresh keeps it T's)
 }
 
-// refresh makes rd read t, after t's words or shape changed.
-func (g *growTable) refresh() { g.rd = chainLevelOf(&g.t) }
+// refresh makes rd read T, after T's words or shape changed.
+func (g *Growing) refresh() { g.rd = NewProbe(&g.T, 0) }
 
 // growLoad (growLoadNum/growLoadDen) is the load past which a growing
 // table splits a pair of buckets before an insert; an insert whose search
@@ -116,38 +118,31 @@ const (
 	growSearch               = 40
 )
 
-// reserveBits is R for a generation of width f in a chain whose tables
-// grow in place with up to r reserve bits: r, or fewer where f+R would
-// pass the widest slot.
-func reserveBits(r, f uint64) uint64 {
-	return min(r, MaxFingerprintBits-f)
-}
-
-// newGrowTable returns an empty table growing to final buckets of
+// NewGrowing returns an empty table growing to final buckets of
 // fpBits-bit fingerprints with r reserve bits: final>>r buckets of
 // fpBits+r-bit tags to start with. final must be a multiple of 2^(r+1),
 // r > 0.
-func newGrowTable(final, slots, fpBits, r uint64, semi bool) *growTable {
+func NewGrowing(final, slots, fpBits, r uint64, semi bool) *Growing {
 	g := growGeometry(final, fpBits, r)
-	g.t = table.New(g.base, slots, g.tagBits(), semi)
+	g.T = table.New(g.base, slots, g.TagBits(), semi)
 	g.refresh()
 	return g
 }
 
 // growGeometry returns the geometry of a table growing to final buckets of
 // fpBits-bit fingerprints with r reserve bits, before its first split.
-func growGeometry(final, fpBits, r uint64) *growTable {
-	g := &growTable{final: final, reserve: r, fpBits: fpBits, fpRange: 1<<fpBits - 1}
+func growGeometry(final, fpBits, r uint64) *Growing {
+	g := &Growing{final: final, reserve: r, fpBits: fpBits, fpRange: 1<<fpBits - 1}
 	g.base = final >> g.reserve
-	if g.base > 0 { // always, for a generation's shape (growFrom checks)
+	if g.base > 0 { // always, for a generation's shape (GrowingFrom checks)
 		g.recip = ^uint64(0)/g.base + 1
 	}
 	return g
 }
 
-// tagBits is the width of the table's slots: f plus the reserve bits the
+// TagBits is the width of the table's slots: f plus the reserve bits the
 // tags still hold.
-func (g *growTable) tagBits() uint64 {
+func (g *Growing) TagBits() uint64 {
 	return g.fpBits + g.reserve - g.depth
 }
 
@@ -160,11 +155,11 @@ func mulHi(a, b uint64) uint64 {
 }
 
 // where returns the buckets h's final buckets live in now, and its tag in
-// each. The final buckets and the fingerprint are Filter.locate's for the
-// generation's plain table. (Four results come back in registers; a struct
+// each. The final buckets and the fingerprint are those of the key in the
+// generation's plain table (finals). (Four results come back in registers; a struct
 // of all the intermediate values came back through memory, and cost
 // lookups twice as much.)
-func (g *growTable) where(h uint64) (j1, tag1, j2, tag2 uint64) {
+func (g *Growing) where(h uint64) (j1, tag1, j2, tag2 uint64) {
 	i1, i2, fp := g.finals(h)
 	// i1 = ⌊x·m0·2^R/2^32⌋ for x = h>>32, so ⌊i1/m0⌋ = ⌊x·2^R/2^32⌋: the
 	// top R bits of x.
@@ -174,19 +169,19 @@ func (g *growTable) where(h uint64) (j1, tag1, j2, tag2 uint64) {
 
 // tagOf is the tag of fingerprint fp whose final bucket has reserve q:
 // the reserve bits its bucket does not tell, above fp.
-func (g *growTable) tagOf(q, fp uint64) uint64 {
+func (g *Growing) tagOf(q, fp uint64) uint64 {
 	return q>>g.depth<<g.fpBits | fp
 }
 
 // finals returns h's two buckets in the plain table of the generation, and
-// its fingerprint, as Filter.locate and altIndex compute them there.
-func (g *growTable) finals(h uint64) (i1, i2, fp uint64) {
+// its fingerprint, as Table.Locate and Table.AltIndex compute them there.
+func (g *Growing) finals(h uint64) (i1, i2, fp uint64) {
 	fp, i1 = addr.Fingerprint(h, g.fpRange), addr.Bucket(h, g.final)
 	return i1, addr.Alt(i1, fp, g.final), fp
 }
 
 // bucketOf returns the bucket final bucket i (of reserve q) lives in now.
-func (g *growTable) bucketOf(i, q uint64) uint64 {
+func (g *Growing) bucketOf(i, q uint64) uint64 {
 	j := i - g.base*(q&^(1<<g.depth-1)) // i mod m_ℓ
 	k := i - g.base*(q&^(2<<g.depth-1)) // i mod m_(ℓ+1)
 	// k when j < split, without a branch: which side of the split point a
@@ -201,25 +196,25 @@ func (g *growTable) bucketOf(i, q uint64) uint64 {
 // m_ℓ is i mod m_ℓ, and the reserve bits from ℓ on (held by the tag, as
 // the bucket does not tell them all) say which of the blocks of m_ℓ
 // buckets i is in.
-func (g *growTable) finalOf(j, stored uint64) uint64 {
+func (g *Growing) finalOf(j, stored uint64) uint64 {
 	if ml := g.base << g.depth; j >= ml {
 		j -= ml
 	}
 	return j + g.base*(stored<<g.depth)
 }
 
-// contains reports whether t holds h's fingerprint.
-func (g *growTable) contains(h uint64) bool {
+// Contains reports whether the table holds h's fingerprint.
+func (g *Growing) Contains(h uint64) bool {
 	j1, tag1, j2, tag2 := g.where(h)
-	return g.rd.holds(j1, tag1, j2, tag2)
+	return g.rd.Holds(j1, tag1, j2, tag2)
 }
 
-// stage locates up to batchGroup hashes, two buckets and tags each, into
-// js and tags, and prefetches the buckets.
-func (g *growTable) stage(hs []uint64, js, tags *[2 * batchGroup]uint64) {
-	t := &g.t
-	var lines [2 * batchGroup]uint64
-	hs = hs[:min(len(hs), batchGroup)]
+// Stage locates up to table.BatchGroup hashes, two buckets and tags each,
+// into js and tags, and prefetches the buckets.
+func (g *Growing) Stage(hs []uint64, js, tags *[2 * table.BatchGroup]uint64) {
+	t := &g.T
+	var lines [2 * table.BatchGroup]uint64
+	hs = hs[:min(len(hs), table.BatchGroup)]
 	for k, h := range hs {
 		j1, tag1, j2, tag2 := g.where(h)
 		js[2*k], tags[2*k], js[2*k+1], tags[2*k+1] = j1, tag1, j2, tag2
@@ -228,67 +223,67 @@ func (g *growTable) stage(hs []uint64, js, tags *[2 * batchGroup]uint64) {
 	table.Prefetch(t.Words, lines[:2*len(hs)])
 }
 
-// slotCopies returns the number of slots holding h's fingerprint.
-func (g *growTable) slotCopies(h uint64) uint64 {
-	t := &g.t
+// SlotCopies returns the number of slots holding h's fingerprint.
+func (g *Growing) SlotCopies(h uint64) uint64 {
+	t := &g.T
 	j1, tag1, j2, tag2 := g.where(h)
 	return t.Copies(j1, tag1) + t.Copies(j2, tag2)
 }
 
-// holds reports whether final bucket i holds fingerprint fp.
-func (g *growTable) holds(i, fp uint64) bool {
-	t := &g.t
+// holdsFinal reports whether final bucket i holds fingerprint fp.
+func (g *Growing) holdsFinal(i, fp uint64) bool {
+	t := &g.T
 	q := mulHi(i, g.recip)
 	return t.Holds(g.bucketOf(i, q), g.tagOf(q, fp))
 }
 
 // growToFull splits the rest of the buckets: the table then is the
 // generation's plain table. Splits only move tags, so it cannot fail.
-func (g *growTable) growToFull() {
+func (g *Growing) growToFull() {
 	for !g.splitPair() {
 	}
 }
 
 // pairKey is the key of h's overflow counters: table.PairKey of its final
 // buckets, as in the plain table the table becomes.
-func (g *growTable) pairKey(h uint64) uint64 {
+func (g *Growing) pairKey(h uint64) uint64 {
 	i1, i2, fp := g.finals(h)
 	return table.PairKey(i1, i2, fp)
 }
 
-// crowdedPast reports whether the table holds more than growLoad of its
+// CrowdedPast reports whether the table holds more than growLoad of its
 // slots, which an insert never leaves (it splits first: crowded).
-func (g *growTable) crowdedPast() bool {
-	return growLoadDen*g.occupied > growLoadNum*g.t.NumBuckets*g.t.Slots
+func (g *Growing) CrowdedPast() bool {
+	return growLoadDen*g.Occupied > growLoadNum*g.T.NumBuckets*g.T.Slots
 }
 
 // crowded reports whether the table should split before taking another
 // fingerprint.
-func (g *growTable) crowded() bool {
-	return growLoadDen*(g.occupied+1) > growLoadNum*g.t.NumBuckets*g.t.Slots
+func (g *Growing) crowded() bool {
+	return growLoadDen*(g.Occupied+1) > growLoadNum*g.T.NumBuckets*g.T.Slots
 }
 
-// insert puts a copy of h's fingerprint in a slot, moving others if both
+// Insert puts a copy of h's fingerprint in a slot, moving others if both
 // buckets are full, and reports false, with the table unchanged, if a
 // search within table.Budget(maxKicks, growSearch) found no room: the
 // caller then splits, which is cheaper than a longer search.
-func (g *growTable) insert(h uint64, maxKicks int) bool {
+func (g *Growing) Insert(h uint64, maxKicks int) bool {
 	if g.place(h, maxKicks) {
-		g.occupied++
+		g.Occupied++
 		return true
 	}
 	return false
 }
 
-func (g *growTable) place(h uint64, maxKicks int) bool {
+func (g *Growing) place(h uint64, maxKicks int) bool {
 	j1, tag1, j2, tag2 := g.where(h)
 	// The emptier bucket first: two choices keep the buckets' loads even.
-	e1, e2 := g.rd.empties(j1), g.rd.empties(j2)
+	e1, e2 := g.rd.Empties(j1), g.rd.Empties(j2)
 	switch {
 	case e2 > e1:
-		return g.rd.replace(j2, 0, tag2)
+		return g.rd.Replace(j2, 0, tag2)
 	case e1 > 0:
-		return g.rd.replace(j1, 0, tag1)
+		return g.rd.Replace(j1, 0, tag1)
 	}
 	q, end, ok := g.search.Room(g, j1, j2, table.Budget(maxKicks, growSearch))
 	if ok {
@@ -301,43 +296,82 @@ func (g *growTable) place(h uint64, maxKicks int) bool {
 // tag's other bucket and its form there, and its buckets are read and
 // written as its lookups read them.
 
-func (g *growTable) Shape() (slots, bucketBits uint64) { return g.t.Slots, g.t.BucketBits }
+func (g *Growing) Shape() (slots, bucketBits uint64) { return g.T.Slots, g.T.BucketBits }
 
-func (g *growTable) Prefetch(lines []uint64) { table.Prefetch(g.t.Words, lines) }
+func (g *Growing) Prefetch(lines []uint64) { table.Prefetch(g.T.Words, lines) }
 
-func (g *growTable) AppendBucket(q []table.Node, b, n uint64, parent int32) []table.Node {
+func (g *Growing) AppendBucket(q []table.Node, b, n uint64, parent int32) []table.Node {
 	if g.rd.loads == 0 || n > 8 {
-		return g.t.AppendBucket(q, b, n, parent)
+		return g.T.AppendBucket(q, b, n, parent)
 	}
 	var v [8]uint64
-	g.rd.values(b, &v)
+	g.rd.Values(b, &v)
 	for _, x := range v[:n] {
 		q = append(q, table.Node{Bucket: uint32(b), Tag: uint32(x), Parent: parent})
 	}
 	return q
 }
 
-func (g *growTable) HasRoom(b uint64) bool { return g.rd.empties(b) != 0 }
+func (g *Growing) HasRoom(b uint64) bool { return g.rd.Empties(b) != 0 }
 
-func (g *growTable) Replace(b, old, new uint64) bool { return g.rd.replace(b, old, new) }
+func (g *Growing) Replace(b, old, new uint64) bool { return g.rd.Replace(b, old, new) }
 
 // Other returns the other bucket of the tag in bucket j, and its tag
 // there: the tag's other final bucket (from its final bucket, which the
 // bucket and the tag's reserve bits give), where that bucket lives now,
 // and the reserve bits of it the tag keeps.
-func (g *growTable) Other(j, tag uint64) (alt, altTag uint64) {
+func (g *Growing) Other(j, tag uint64) (alt, altTag uint64) {
 	fp := tag & g.fpRange
 	i := addr.Alt(g.finalOf(j, tag>>g.fpBits), fp, g.final)
 	q := mulHi(i, g.recip)
 	return g.bucketOf(i, q), g.tagOf(q, fp)
 }
 
+// Holds reports whether bucket j1 holds tag1 or bucket j2 holds tag2
+// (Locate's results), reading both buckets before comparing either.
+func (g *Growing) Holds(j1, tag1, j2, tag2 uint64) bool { return g.rd.Holds(j1, tag1, j2, tag2) }
+
+// Locate is where h's fingerprint is: the buckets it lives in now and its
+// tag in each. In a chain whose lookups prefetch (Far(ps), ps the chain's
+// plain tables) it also prefetches those buckets, if the table is large,
+// and the chain's (PrefetchFar): a lookup then waits for all of its cache
+// misses at once rather than for the growing table's first.
+func (g *Growing) Locate(h uint64, ps []Probe) (j1, tag1, j2, tag2 uint64) {
+	j1, tag1, j2, tag2 = g.where(h)
+	if Far(ps) {
+		if g.rd.Large {
+			lines := [2]uint64{j1 * g.rd.bb >> 6, j2 * g.rd.bb >> 6}
+			g.Prefetch(lines[:])
+		}
+		PrefetchFar(ps, h)
+	}
+	return j1, tag1, j2, tag2
+}
+
+// Final returns the buckets of the table once grown: its generation's.
+func (g *Growing) Final() uint64 { return g.final }
+
+// FPBits returns the fingerprint width of its generation.
+func (g *Growing) FPBits() uint64 { return g.fpBits }
+
+// Geometry returns how far the table has grown: m0 (its first size), ℓ
+// (the halvings done) and s (the buckets of this level split), so that it
+// holds m0·2^ℓ + s buckets.
+func (g *Growing) Geometry() (base, depth, split uint64) { return g.base, g.depth, g.split }
+
+// Bytes returns the memory the table holds: its words, the capacity
+// allocated ahead of the splits included, and its search's scratch.
+func (g *Growing) Bytes() uint64 { return uint64(cap(g.T.Words))*8 + g.search.Bytes() }
+
+// Probe returns how the table's buckets are read.
+func (g *Growing) Probe() *Probe { return &g.rd }
+
 // remove deletes one slot copy of h's fingerprint and reports whether
 // there was one.
-func (g *growTable) remove(h uint64) bool {
+func (g *Growing) remove(h uint64) bool {
 	j1, tag1, j2, tag2 := g.where(h)
-	if g.rd.replace(j1, tag1, 0) || g.rd.replace(j2, tag2, 0) {
-		g.occupied--
+	if g.rd.Replace(j1, tag1, 0) || g.rd.Replace(j2, tag2, 0) {
+		g.Occupied--
 		return true
 	}
 	return false
@@ -346,8 +380,8 @@ func (g *growTable) remove(h uint64) bool {
 // splitPair splits the next two buckets, appending their images, and
 // reports whether the table has reached its full size, and so become the
 // generation's plain table (its reserve bits dropped).
-func (g *growTable) splitPair() (full bool) {
-	t := &g.t
+func (g *Growing) splitPair() (full bool) {
+	t := &g.T
 	ml := g.base << g.depth
 	g.growWords(t.NumBuckets + 2)
 	var small [8]uint64
@@ -364,8 +398,8 @@ func (g *growTable) splitPair() (full bool) {
 		}
 		for _, tag := range tags[:t.Slots] {
 			if tag != 0 && tag>>g.fpBits&1 != 0 {
-				g.rd.replace(src, tag, 0)
-				g.rd.replace(dst, 0, tag)
+				g.rd.Replace(src, tag, 0)
+				g.rd.Replace(dst, 0, tag)
 			}
 		}
 	}
@@ -385,8 +419,8 @@ func (g *growTable) splitPair() (full bool) {
 // buckets need (doubling it would cost as much as the chain's doubling that
 // growing in place avoids), at the cost of copying the table about eight
 // times over as it grows.
-func (g *growTable) growWords(n uint64) {
-	t := &g.t
+func (g *Growing) growWords(n uint64) {
+	t := &g.T
 	need := (n*t.BucketBits+63)/64 + 1
 	if need <= uint64(cap(t.Words)) {
 		t.Words = t.Words[:need] // the same words: rd reads them still
@@ -400,7 +434,7 @@ func (g *growTable) growWords(n uint64) {
 
 // newWords returns need words for a growing table of bucketBits-bit
 // buckets, with room for an eighth more, up to the words of its full size.
-func (g *growTable) newWords(need, bucketBits uint64) []uint64 {
+func (g *Growing) newWords(need, bucketBits uint64) []uint64 {
 	most := (g.final*bucketBits+63)/64 + 1
 	words := table.Padded[uint64](need, min(most, need+need/8)-need)
 	table.AdviseHugePages(words)
@@ -412,8 +446,8 @@ func (g *growTable) newWords(need, bucketBits uint64) []uint64 {
 // now. When no reserve bit is left, t is the generation's plain table. A
 // table that goes on growing gets room for an eighth more buckets, as in
 // growWords.
-func (g *growTable) repack(drop uint64) {
-	t := &g.t
+func (g *Growing) repack(drop uint64) {
+	t := &g.T
 	p := table.Layout(t.NumBuckets, t.Slots, t.FPBits-drop, t.Semi)
 	need := p.PayloadWords() + 1
 	if p.FPBits == g.fpBits {
@@ -439,10 +473,11 @@ func (g *growTable) repack(drop uint64) {
 	g.refresh()
 }
 
-// growFrom returns the geometry of a growing table of numBuckets buckets
-// (as decoded), and whether numBuckets is one a table growing to final
-// buckets with r reserve bits passes through.
-func growFrom(final, numBuckets, fpBits, r uint64) (*growTable, bool) {
+// GrowingFrom returns the geometry of a growing table of numBuckets
+// buckets (as decoded), and whether numBuckets is one a table growing to
+// final buckets with r reserve bits passes through. Load gives it its
+// table.
+func GrowingFrom(final, numBuckets, fpBits, r uint64) (*Growing, bool) {
 	g := growGeometry(final, fpBits, r)
 	if g.reserve == 0 || g.base == 0 || final%(2<<g.reserve) != 0 {
 		return nil, false
@@ -457,10 +492,19 @@ func growFrom(final, numBuckets, fpBits, r uint64) (*growTable, bool) {
 	return g, true
 }
 
-// check verifies that every tag of t has a nonzero fingerprint and sits in
-// the bucket its final bucket lives in (the decoder's check).
-func (g *growTable) check() (bucket uint64, ok bool) {
-	t := &g.t
+// Load makes t (a decoded table of the geometry GrowingFrom gave) the
+// table, counting its occupied slots; the caller checks it (CrowdedPast,
+// Check).
+func (g *Growing) Load(t table.Table) {
+	g.T = t
+	g.refresh()
+	g.Occupied = t.OccupiedSlots()
+}
+
+// Check verifies that every tag of the table has a nonzero fingerprint
+// and sits in the bucket its final bucket lives in (the decoder's check).
+func (g *Growing) Check() (bucket uint64, ok bool) {
+	t := &g.T
 	for j := uint64(0); j < t.NumBuckets; j++ {
 		for s := uint64(0); s < t.Slots; s++ {
 			tag := t.Slot(j, s)
@@ -477,4 +521,31 @@ func (g *growTable) check() (bucket uint64, ok bool) {
 		}
 	}
 	return 0, true
+}
+
+// Pass is Probe.Pass for a growing table, whose buckets are always
+// prefetched a group ahead: the newest table of a chain takes half the
+// keys.
+func (g *Growing) Pass(hs []uint64, at []uint16, found []bool) int {
+	at = at[:len(hs)]
+	var js, tags [2][2 * table.BatchGroup]uint64
+	g.Stage(hs, &js[0], &tags[0])
+	n := 0
+	for lo := 0; lo < len(hs); lo += table.BatchGroup {
+		hi := min(lo+table.BatchGroup, len(hs))
+		b := lo / table.BatchGroup & 1
+		if hi < len(hs) {
+			g.Stage(hs[hi:], &js[b^1], &tags[b^1])
+		}
+		for k := lo; k < hi; k++ {
+			x := 2 * (k - lo) & (2*table.BatchGroup - 1)
+			hit := g.rd.Holds(js[b][x], tags[b][x], js[b][x+1], tags[b][x+1])
+			found[at[k]] = hit
+			hs[n], at[n] = hs[k], at[k]
+			if !hit {
+				n++
+			}
+		}
+	}
+	return n
 }
