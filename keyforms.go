@@ -71,23 +71,6 @@ func (s *Scalable) AddHashBatch(hashes []uint64) (added int, err error) {
 	return addHashes(s.AddHash, hashes)
 }
 
-// AddUniqueHashBatch is [Scalable.AddUniqueBatch] for keys' 64-bit hashes
-// (see [Filter.AddUniqueHashBatch]): it asks the tables about a chunk of
-// hashes at once and then adds them in order, as AddUniqueBatch does, so
-// a caller that hashes its keys elsewhere (on another goroutine) gets the
-// same overlapped cache misses.
-func (s *Scalable) AddUniqueHashBatch(hashes []uint64, added []bool) (processed int, err error) {
-	if len(added) < len(hashes) {
-		panic("cuckoo: AddUniqueHashBatch: added is shorter than hashes")
-	}
-	s.setUp()
-	for lo := 0; lo < len(hashes); lo += batchChunk {
-		hi := min(lo+batchChunk, len(hashes))
-		s.addUniqueChunk(hashes[lo:hi], added[lo:hi])
-	}
-	return len(hashes), nil
-}
-
 // DeleteBatch is [Filter.DeleteBatch] for a Scalable.
 func (s *Scalable) DeleteBatch(keys [][]byte, deleted []bool) {
 	deleteKeys("DeleteBatch", s.Delete, keys, deleted)

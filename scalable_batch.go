@@ -182,3 +182,20 @@ func (s *Scalable) reportsFrom(first int, h uint64) bool {
 	}
 	return false
 }
+
+// AddUniqueHashBatch is [Scalable.AddUniqueBatch] for keys' 64-bit hashes
+// (see [Filter.AddUniqueHashBatch]): it asks the tables about a chunk of
+// hashes at once and then adds them in order, as AddUniqueBatch does, so
+// a caller that hashes its keys elsewhere (on another goroutine) gets the
+// same overlapped cache misses.
+func (s *Scalable) AddUniqueHashBatch(hashes []uint64, added []bool) (processed int, err error) {
+	if len(added) < len(hashes) {
+		panic("cuckoo: AddUniqueHashBatch: added is shorter than hashes")
+	}
+	s.setUp()
+	for lo := 0; lo < len(hashes); lo += table.BatchChunk {
+		hi := min(lo+table.BatchChunk, len(hashes))
+		s.addUniqueChunk(hashes[lo:hi], added[lo:hi])
+	}
+	return len(hashes), nil
+}

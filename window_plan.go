@@ -4,12 +4,13 @@ import (
 	"fmt"
 
 	"github.com/dedupkit/cuckoo/internal/option"
+	"github.com/dedupkit/cuckoo/internal/table/stamped"
 )
 
 // WindowStampBits is the width of the age stamp beside each fingerprint in
 // a Window's slot (docs/window.md): a slot holds f + WindowStampBits bits.
 // Frozen: the encoding records it.
-const WindowStampBits = windowAgeBits
+const WindowStampBits = stamped.AgeBits
 
 // NewWindowPlan returns the Plan of NewWindow(perWindow, window, opts...)
 // (the window's length does not change the table), or the error NewWindow
@@ -48,8 +49,8 @@ func NewWindowPlan(perWindow uint64, opts ...Option) (Plan, error) {
 		}
 		m = plannedBuckets(least, segments)
 	}
-	layout := wtableLayout(m, slots, fpBits)
-	tableBytes := (layout.payloadWords() + 1) * 8
+	layout := stamped.Layout(m, slots, fpBits)
+	tableBytes := (layout.PayloadWords() + 1) * 8
 	load := float64(windowLive(perWindow)) / float64(m*slots)
 	return Plan{
 		Capacity:          perWindow,
