@@ -45,7 +45,7 @@ func ExampleNewPlan() {
 			panic(err)
 		}
 		fmt.Printf("f=%d: %.1f MB, %.2f bits/item, %.4f%% false positives at capacity\n",
-			bits, float64(p.TableBytes)/1e6, p.BitsPerItem, 100*p.FalsePositiveRate)
+			bits, float64(p.SizeInBytes)/1e6, p.BitsPerItem, 100*p.FalsePositiveRate)
 	}
 	// Output:
 	// f=8: 10.6 MB, 8.51 bits/item, 2.9115% false positives at capacity

@@ -19,7 +19,7 @@ type Plan struct {
 	SemiSorted      bool    // buckets stored semi-sorted: f-1 bits per slot
 	Segments        int     // segments of the table (WithSegments)
 	NumBuckets      uint64  // buckets in the table
-	TableBytes      uint64  // memory of the table
+	SizeInBytes     uint64  // memory of the table
 	Load            float64 // fraction of slots used when Capacity keys are in
 	BitsPerItem     float64 // table bits per key at capacity
 	// FalsePositiveRate is the expected rate with Capacity keys in.
@@ -91,7 +91,7 @@ func plan(capacity uint64, c config) (Plan, error) {
 		SemiSorted:        c.semi,
 		Segments:          c.segments,
 		NumBuckets:        m,
-		TableBytes:        tableBytes,
+		SizeInBytes:       tableBytes,
 		Load:              load,
 		BitsPerItem:       float64(tableBytes*8) / float64(capacity),
 		FalsePositiveRate: expectedFPR(load, slots, bits),

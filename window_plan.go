@@ -58,7 +58,7 @@ func NewWindowPlan(perWindow uint64, opts ...Option) (Plan, error) {
 		FingerprintBits:   c.fpBits,
 		Segments:          int(segments),
 		NumBuckets:        m,
-		TableBytes:        tableBytes,
+		SizeInBytes:       tableBytes,
 		Load:              load,
 		BitsPerItem:       float64(tableBytes*8) / float64(perWindow),
 		FalsePositiveRate: expectedFPR(load, slots, fpBits),

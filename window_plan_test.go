@@ -35,8 +35,8 @@ func TestNewWindowPlanDescribesNewWindow(t *testing.T) {
 					p.Capacity != n || p.Segments != 1 {
 					t.Fatalf("plan %+v; NewWindow: %d buckets of %d slots of %d bits", p, w.NumBuckets(), w.BucketSize(), w.FingerprintBits())
 				}
-				if want := uint64(w.EncodedSize()) - 80 - 4 + 8; p.TableBytes != want {
-					t.Fatalf("plan's table of %d bytes, the Window's %d (with its padding word)", p.TableBytes, want)
+				if want := uint64(w.EncodedSize()) - 80 - 4 + 8; p.SizeInBytes != want {
+					t.Fatalf("plan's table of %d bytes, the Window's %d (with its padding word)", p.SizeInBytes, want)
 				}
 			})
 		}

@@ -508,7 +508,7 @@ func TestWindowMemory(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		ratio := float64(w.SizeInBytes()) / float64(p.TableBytes)
+		ratio := float64(w.SizeInBytes()) / float64(p.SizeInBytes)
 		t.Logf("f=%d: %.2f bits a key, %.3f times a Filter's %.2f", f, float64(w.SizeInBytes()*8)/n, ratio, p.BitsPerItem)
 		if ratio > 1.5 {
 			t.Errorf("f=%d: a Window takes %.3f times a Filter", f, ratio)

@@ -215,9 +215,9 @@ func (f *Filter) Seed() uint64 { return f.m.seed }
 // ckf:*:NAME matches every key of the filter but its metadata).
 func (f *Filter) Keys() []string { return f.keys() }
 
-// TableBytes returns the bytes of the shards' tables together: the
+// SizeInBytes returns the bytes of the shards' tables together: the
 // library filter's table, without its duplicate counters.
-func (f *Filter) TableBytes() uint64 { return f.g.shardBytes * uint64(f.m.shards) }
+func (f *Filter) SizeInBytes() uint64 { return f.g.shardBytes * uint64(f.m.shards) }
 
 // Add inserts one copy of key, as the library's [cuckoo.Filter.Add]: a
 // multiset insert, copies beyond the second of a fingerprint in its bucket

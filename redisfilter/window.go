@@ -632,7 +632,7 @@ type WindowInfo struct {
 	NumBuckets      uint64
 	MaxKicks        int
 	Seed            uint64
-	TableBytes      uint64 // the segments' tables together
+	SizeInBytes     uint64 // the segments' tables together
 	Len             uint64 // the entries in the window now (Window.Len)
 }
 
@@ -645,7 +645,7 @@ func (w *Window) Info(ctx context.Context) (WindowInfo, error) {
 	return WindowInfo{
 		Name: w.name, Capacity: w.m.capacity, Window: w.Window(), Granularity: w.Granularity(),
 		Segments: w.m.shards, BucketSize: w.m.b, FingerprintBits: w.m.f, NumBuckets: w.m.buckets,
-		MaxKicks: w.m.kicks, Seed: w.m.seed, TableBytes: w.g.shardBytes * uint64(w.m.shards), Len: n,
+		MaxKicks: w.m.kicks, Seed: w.m.seed, SizeInBytes: w.g.shardBytes * uint64(w.m.shards), Len: n,
 	}, nil
 }
 

@@ -156,10 +156,10 @@ func (p *cfParams) newObject(c *call) (*object, error) {
 		return nil, errCFCreate
 	}
 	// Recovery recreates what was accepted, whatever the limits are now.
-	if !c.replay && int64(plan.TableBytes) > s.cfg.MaxFilterBytes {
+	if !c.replay && int64(plan.SizeInBytes) > s.cfg.MaxFilterBytes {
 		return nil, errNoMemoryFilter
 	}
-	if !c.replay && s.overMemory(int64(plan.TableBytes)) {
+	if !c.replay && s.overMemory(int64(plan.SizeInBytes)) {
 		return nil, errOOM
 	}
 	v := &cfValue{expansion: p.expansion}

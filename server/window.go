@@ -97,7 +97,7 @@ func (p *cfParams) newWindowObject(c *call) (*object, error) {
 	if err != nil {
 		return nil, errCFCreate
 	}
-	size := int64(plan.TableBytes) * int64(plan.FingerprintBits+4) / int64(plan.FingerprintBits)
+	size := int64(plan.SizeInBytes) * int64(plan.FingerprintBits+4) / int64(plan.FingerprintBits)
 	if !c.replay && size > c.s.cfg.MaxFilterBytes {
 		return nil, errNoMemoryFilter
 	}

@@ -201,11 +201,11 @@ func warnSegmentCost(e *env, spec filterfile.Spec) {
 	one := spec
 	one.Segments = 0
 	flat, err := filterfile.CuckooPlan(one)
-	if err != nil || seg.TableBytes <= 2*flat.TableBytes {
+	if err != nil || seg.SizeInBytes <= 2*flat.SizeInBytes {
 		return
 	}
 	fmt.Fprintf(e.stderr, "cuckoo build: warning: %d segments of about %s each take %s, %.0f× one table of the same capacity (%s): "+
 		"each segment is sized for its share of keys and that share's chance variation; fewer segments, or a larger --capacity, cost less per key\n",
-		spec.Segments, units.Counted(spec.Capacity/uint64(spec.Segments), "key"), units.Bytes(seg.TableBytes),
-		float64(seg.TableBytes)/float64(flat.TableBytes), units.Bytes(flat.TableBytes))
+		spec.Segments, units.Counted(spec.Capacity/uint64(spec.Segments), "key"), units.Bytes(seg.SizeInBytes),
+		float64(seg.SizeInBytes)/float64(flat.SizeInBytes), units.Bytes(flat.SizeInBytes))
 }

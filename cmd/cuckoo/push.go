@@ -97,7 +97,7 @@ func runPush(e *env, f *pushFlags, args []string) error {
 		return redisErr(&f.redis, err)
 	}
 	fmt.Fprintf(e.stderr, "cuckoo push: %s: %s in %s (%s) as %q\n", path,
-		units.Counted(src.Len(), "item"), units.Counted(uint64(rf.Segments()), "segment"), units.Bytes(rf.TableBytes()), f.redis.name)
+		units.Counted(src.Len(), "item"), units.Counted(uint64(rf.Segments()), "segment"), units.Bytes(rf.SizeInBytes()), f.redis.name)
 	return nil
 }
 

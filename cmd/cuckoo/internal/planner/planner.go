@@ -143,7 +143,7 @@ func fromCuckooPlan(pl cuckoo.Plan) Option {
 	return Option{
 		Name: name, Kind: "cuckoo",
 		BucketSize: pl.BucketSize, FingerprintBits: pl.FingerprintBits, SemiSorted: pl.SemiSorted,
-		Bytes: pl.TableBytes, BitsPerItem: pl.BitsPerItem, FPR: pl.FalsePositiveRate,
+		Bytes: pl.SizeInBytes, BitsPerItem: pl.BitsPerItem, FPR: pl.FalsePositiveRate,
 		Deletes: true, Lookup: "2 buckets (2 cache lines)", Available: true,
 	}
 }
