@@ -2,7 +2,7 @@ package guard
 
 // Generations returns the names of the current, fresh and retired
 // generations of a Shared set, as its process last read them.
-func Generations(set Set) (cur, next string, retired []string) {
+func Generations(set Filter) (cur, next string, retired []string) {
 	st := set.(*sharedSet).st.Load()
 	if st == nil {
 		return "", "", nil

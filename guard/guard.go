@@ -47,10 +47,10 @@ type Guard[V any] struct {
 // view is one state of a guard's sets. Its sets never change; a Rebuild
 // publishes a new view.
 type view struct {
-	cur    Set                // nil: no set yet; every lookup goes to load
+	cur    Filter             // nil: no set yet; every lookup goes to load
 	local  *cuckoo.Concurrent // cur's filter when cur is Local: Get calls it directly
 	shared *sharedSet         // cur when it is a Shared set
-	next   Set                // the fresh set a Rebuild fills, or nil
+	next   Filter             // the fresh set a Rebuild fills, or nil
 	run    *rebuildRun        // that Rebuild
 
 	// writers counts the Inserts and Removes that took this view and have
@@ -71,7 +71,7 @@ type rebuildRun struct {
 	swapped bool
 }
 
-func newView(cur Set) *view {
+func newView(cur Filter) *view {
 	v := &view{cur: cur}
 	switch s := cur.(type) {
 	case *localSet:
@@ -87,7 +87,7 @@ func newView(cur Set) *view {
 // writes, or let a Rebuild fill it); or it may be nil: then every lookup
 // goes to load until the first Rebuild installs a set, which is how a
 // service that is running already starts guarding its table.
-func New[V any](set Set, load Loader[V], opts ...Option) *Guard[V] {
+func New[V any](set Filter, load Loader[V], opts ...Option) *Guard[V] {
 	if load == nil {
 		panic("guard: New needs a Loader")
 	}
@@ -141,7 +141,7 @@ func (g *Guard[V]) Get(ctx context.Context, key []byte) (V, error) {
 }
 
 // contains asks set whether it may hold key, giving it the read timeout.
-func (g *Guard[V]) contains(ctx context.Context, set Set, key []byte) (bool, error) {
+func (g *Guard[V]) contains(ctx context.Context, set Filter, key []byte) (bool, error) {
 	rctx, cancel := context.WithTimeout(ctx, g.cfg.readTimeout)
 	ok, err := set.Contains(rctx, key)
 	cancel()

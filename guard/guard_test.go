@@ -23,9 +23,9 @@ func newFilter(t testing.TB, capacity uint64) *cuckoo.Concurrent {
 	return f
 }
 
-// faultySet is a Set whose operations fail on demand.
+// faultySet is a Filter whose operations fail on demand.
 type faultySet struct {
-	guard.Set
+	guard.Filter
 	failContains, failAdd, failDelete atomic.Pointer[error]
 	adds, deletes                     atomic.Int64
 }
@@ -36,7 +36,7 @@ func (s *faultySet) Contains(ctx context.Context, key []byte) (bool, error) {
 	if e := s.failContains.Load(); e != nil {
 		return false, *e
 	}
-	return s.Set.Contains(ctx, key)
+	return s.Filter.Contains(ctx, key)
 }
 
 func (s *faultySet) Add(ctx context.Context, key []byte) error {
@@ -44,7 +44,7 @@ func (s *faultySet) Add(ctx context.Context, key []byte) error {
 		return *e
 	}
 	s.adds.Add(1)
-	return s.Set.Add(ctx, key)
+	return s.Filter.Add(ctx, key)
 }
 
 func (s *faultySet) Delete(ctx context.Context, key []byte) (bool, error) {
@@ -52,7 +52,7 @@ func (s *faultySet) Delete(ctx context.Context, key []byte) (bool, error) {
 		return false, *e
 	}
 	s.deletes.Add(1)
-	return s.Set.Delete(ctx, key)
+	return s.Filter.Delete(ctx, key)
 }
 
 func fail(p *atomic.Pointer[error], err error) {
@@ -64,7 +64,7 @@ func fail(p *atomic.Pointer[error], err error) {
 }
 
 // fillTable puts rows 0..n-1 in db and returns a Local set holding them.
-func fillTable(t testing.TB, db *memTable, n int, capacity uint64) (*cuckoo.Concurrent, guard.Set) {
+func fillTable(t testing.TB, db *memTable, n int, capacity uint64) (*cuckoo.Concurrent, guard.Filter) {
 	t.Helper()
 	for i := range n {
 		db.rows[string(rowKey(i))] = "row " + string(rowKey(i))
@@ -128,8 +128,8 @@ func TestInsertAddsBeforeTheWrite(t *testing.T) {
 func TestInsertFilterFailureSkipsTheWrite(t *testing.T) {
 	ctx := context.Background()
 	db := newMemTable(1)
-	fs := &faultySet{Set: guard.Local(newFilter(t, 100))}
-	g := guard.New(guard.Set(fs), db.load)
+	fs := &faultySet{Filter: guard.Local(newFilter(t, 100))}
+	g := guard.New(guard.Filter(fs), db.load)
 	fail(&fs.failAdd, errSetDown)
 	ran := false
 	err := g.Insert(ctx, []byte("k"), func(context.Context) error { ran = true; return nil })
@@ -230,8 +230,8 @@ func TestRemoveFilterFailureIsStale(t *testing.T) {
 	ctx := context.Background()
 	db := newMemTable(1)
 	_, inner := fillTable(t, db, 10, 100)
-	fs := &faultySet{Set: inner}
-	g := guard.New(guard.Set(fs), db.load)
+	fs := &faultySet{Filter: inner}
+	g := guard.New(guard.Filter(fs), db.load)
 	fail(&fs.failDelete, errSetDown)
 	key := rowKey(1)
 	err := g.Remove(ctx, key, func(ctx context.Context) error { return db.remove(ctx, key) })
@@ -255,9 +255,9 @@ func TestFailOpenAndClosed(t *testing.T) {
 	ctx := context.Background()
 	db := newMemTable(1)
 	_, inner := fillTable(t, db, 10, 100)
-	fs := &faultySet{Set: inner}
-	open := guard.New(guard.Set(fs), db.load)
-	closed := guard.New(guard.Set(fs), db.load, guard.WithFailClosed())
+	fs := &faultySet{Filter: inner}
+	open := guard.New(guard.Filter(fs), db.load)
+	closed := guard.New(guard.Filter(fs), db.load, guard.WithFailClosed())
 	fail(&fs.failContains, errSetDown)
 
 	if v, err := open.Get(ctx, rowKey(2)); err != nil || v == "" {
@@ -458,7 +458,7 @@ func TestRebuildAbandonedWhenFreshFails(t *testing.T) {
 	db := newMemTable(1)
 	cur, set := fillTable(t, db, 10, 100)
 	g := guard.New(set, db.load)
-	fresh := &faultySet{Set: guard.Local(newFilter(t, 100))}
+	fresh := &faultySet{Filter: guard.Local(newFilter(t, 100))}
 	scan := func(ctx context.Context, yield func([]byte) error) error {
 		if err := db.scan(ctx, yield); err != nil {
 			return err
@@ -472,7 +472,7 @@ func TestRebuildAbandonedWhenFreshFails(t *testing.T) {
 		}
 		return nil
 	}
-	err := g.Rebuild(ctx, guard.Set(fresh), scan)
+	err := g.Rebuild(ctx, guard.Filter(fresh), scan)
 	if !errors.Is(err, guard.ErrAbandoned) || !errors.Is(err, errSetDown) {
 		t.Fatalf("Rebuild: %v, want ErrAbandoned wrapping the fresh set's error", err)
 	}
@@ -625,10 +625,10 @@ func TestGetAllocatesNothing(t *testing.T) {
 	}
 }
 
-// blockingSet is a Set whose Add of one key waits for a signal and then
+// blockingSet is a Filter whose Add of one key waits for a signal and then
 // fails.
 type blockingSet struct {
-	guard.Set
+	guard.Filter
 	key     string
 	entered chan struct{}
 	release chan error
@@ -639,7 +639,7 @@ func (s *blockingSet) Add(ctx context.Context, key []byte) error {
 		close(s.entered)
 		return <-s.release
 	}
-	return s.Set.Add(ctx, key)
+	return s.Filter.Add(ctx, key)
 }
 
 // TestInsertFreshAddFailsAfterSwap: an Insert whose add to the fresh set
@@ -650,7 +650,7 @@ func TestInsertFreshAddFailsAfterSwap(t *testing.T) {
 	db := newMemTable(1)
 	_, set := fillTable(t, db, 10, 100)
 	g := guard.New(set, db.load)
-	fresh := &blockingSet{Set: guard.Local(newFilter(t, 100)), key: "k", entered: make(chan struct{}), release: make(chan error)}
+	fresh := &blockingSet{Filter: guard.Local(newFilter(t, 100)), key: "k", entered: make(chan struct{}), release: make(chan error)}
 	inserted := make(chan error)
 	ran := false
 	scan := func(ctx context.Context, yield func([]byte) error) error {
@@ -663,7 +663,7 @@ func TestInsertFreshAddFailsAfterSwap(t *testing.T) {
 		<-fresh.entered // the Insert is adding to the fresh set
 		return db.scan(ctx, yield)
 	}
-	if err := g.Rebuild(ctx, guard.Set(fresh), scan); err != nil {
+	if err := g.Rebuild(ctx, guard.Filter(fresh), scan); err != nil {
 		t.Fatal(err)
 	}
 	fresh.release <- errSetDown
@@ -672,10 +672,10 @@ func TestInsertFreshAddFailsAfterSwap(t *testing.T) {
 	}
 }
 
-// stalledSet is a Set whose lookups never answer: they wait for their
+// stalledSet is a Filter whose lookups never answer: they wait for their
 // context to end, recording its deadline.
 type stalledSet struct {
-	guard.Set
+	guard.Filter
 	mu        sync.Mutex
 	deadlines []time.Time
 }
@@ -704,8 +704,8 @@ func TestReadTimeoutBoundsLookups(t *testing.T) {
 	db.rows["a"] = "row a"
 	set := &stalledSet{}
 	const d = 20 * time.Millisecond
-	open := guard.New(guard.Set(set), db.load, guard.WithReadTimeout(d))
-	closed := guard.New(guard.Set(set), db.load, guard.WithReadTimeout(d), guard.WithFailClosed())
+	open := guard.New(guard.Filter(set), db.load, guard.WithReadTimeout(d))
+	closed := guard.New(guard.Filter(set), db.load, guard.WithReadTimeout(d), guard.WithFailClosed())
 	within := func(before, after time.Time, timeout time.Duration) {
 		t.Helper()
 		set.mu.Lock()

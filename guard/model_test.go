@@ -109,10 +109,10 @@ func TestRateMatchesFilter(t *testing.T) {
 	}
 }
 
-// lostReplySet is a Set whose Delete deletes and then reports a timeout,
+// lostReplySet is a Filter whose Delete deletes and then reports a timeout,
 // as a call whose reply was lost would.
 type lostReplySet struct {
-	guard.Set
+	guard.Filter
 	calls int
 }
 
@@ -120,7 +120,7 @@ var errTimeout = errors.New("i/o timeout")
 
 func (s *lostReplySet) Delete(ctx context.Context, key []byte) (bool, error) {
 	s.calls++
-	s.Set.Delete(ctx, key)
+	s.Filter.Delete(ctx, key)
 	return false, errTimeout
 }
 
@@ -131,8 +131,8 @@ func TestRemoveDeletesOnce(t *testing.T) {
 	ctx := context.Background()
 	db := newMemTable(1)
 	f, inner := fillTable(t, db, 10, 100)
-	set := &lostReplySet{Set: inner}
-	g := guard.New(guard.Set(set), db.load)
+	set := &lostReplySet{Filter: inner}
+	g := guard.New(guard.Filter(set), db.load)
 	k := rowKey(4)
 	f.Add(k) // a second copy, as a second Insert of the key would leave
 	err := g.Remove(ctx, k, func(ctx context.Context) error { return db.remove(ctx, k) })

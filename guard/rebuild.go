@@ -45,7 +45,7 @@ type Scan = func(ctx context.Context, yield func(key []byte) error) error
 // On an error nothing changes for lookups: the current set stays. The
 // error wraps scan's or the fresh set's, or [ErrAbandoned] when a write
 // could not add its key to fresh.
-func (g *Guard[V]) Rebuild(ctx context.Context, fresh Set, scan Scan) error {
+func (g *Guard[V]) Rebuild(ctx context.Context, fresh Filter, scan Scan) error {
 	if fresh == nil {
 		return fmt.Errorf("%w: Rebuild of a nil set", ErrInvalidParameter)
 	}
@@ -76,7 +76,7 @@ func (g *Guard[V]) Rebuild(ctx context.Context, fresh Set, scan Scan) error {
 }
 
 // rebuildLocal is Rebuild of a set this guard alone uses.
-func (g *Guard[V]) rebuildLocal(ctx context.Context, fresh Set, scan Scan) (err error) {
+func (g *Guard[V]) rebuildLocal(ctx context.Context, fresh Filter, scan Scan) (err error) {
 	run := &rebuildRun{}
 	g.mu.Lock()
 	nv := newView(g.view.Load().cur)
@@ -114,7 +114,7 @@ func (g *Guard[V]) rebuildLocal(ctx context.Context, fresh Set, scan Scan) (err 
 }
 
 // addTo returns the add of set, for fill.
-func addTo(set Set) func(ctx context.Context, key []byte) error {
+func addTo(set Filter) func(ctx context.Context, key []byte) error {
 	if l, ok := set.(*localSet); ok {
 		return func(_ context.Context, key []byte) error { return l.f.Add(key) }
 	}
@@ -127,7 +127,7 @@ func addTo(set Set) func(ctx context.Context, key []byte) error {
 // writes run, use [Guard.Rebuild], which keeps them in step. scan is as
 // Rebuild's. Fill stops at the first error, of scan or of the set; a
 // Shared set is filled with 32 adds at a time.
-func Fill(ctx context.Context, set Set, scan Scan) (int64, error) {
+func Fill(ctx context.Context, set Filter, scan Scan) (int64, error) {
 	if s, ok := set.(*sharedSet); ok {
 		return fill(ctx, s.Add, defaultWorkers, scan)
 	}

@@ -61,7 +61,7 @@ func sharedTable(t testing.TB, rdb redis.UniversalClient, name string, rows int,
 	return db, first
 }
 
-func openShared(t testing.TB, rdb redis.UniversalClient, name string) guard.Set {
+func openShared(t testing.TB, rdb redis.UniversalClient, name string) guard.Filter {
 	t.Helper()
 	s, err := guard.OpenShared(context.Background(), rdb, name)
 	if err != nil {
@@ -140,7 +140,7 @@ func TestRedisSharedRebuild(t *testing.T) {
 	}
 
 	// Both processes now read the fresh generation; the first is gone.
-	for _, s := range []guard.Set{setA, setB} {
+	for _, s := range []guard.Filter{setA, setB} {
 		s.Contains(ctx, []byte("x")) // refreshes B's view if due
 	}
 	time.Sleep(testGrace / 4)

@@ -6,12 +6,12 @@ import (
 	"github.com/dedupkit/cuckoo"
 )
 
-// Set is the filter the guard consults: a local filter ([Local]) or one
+// Filter is the filter the guard consults: a local filter ([Local]) or one
 // shared through Redis by a fleet of processes ([Shared], [OpenShared]).
 // Any type with these methods will do, for example a wrapper that counts
 // or a filter of another kind; it must never report absent a key added
 // and not deleted, and it must be safe for concurrent use.
-type Set interface {
+type Filter interface {
 	// Contains reports whether key may be in the set: true for every key
 	// added and not deleted, true with the filter's false-positive rate
 	// for other keys. It should return by ctx's deadline: the guard gives
@@ -32,7 +32,7 @@ type Set interface {
 // filter is full (a filter made with [cuckoo.WithGrowth] grows instead).
 // Size it for the rows the table will hold before the next Rebuild. f
 // must not be nil.
-func Local(f *cuckoo.Concurrent) Set {
+func Local(f *cuckoo.Concurrent) Filter {
 	if f == nil {
 		panic("guard: Local of a nil filter")
 	}

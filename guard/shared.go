@@ -60,7 +60,7 @@ func (p *pointer) has(name string) bool {
 	return false
 }
 
-// sharedSet is a Set made by Shared or OpenShared.
+// sharedSet is a Filter made by Shared or OpenShared.
 type sharedSet struct {
 	name  string
 	rdb   redis.UniversalClient // nil: usable only as a Rebuild's fresh generation
@@ -113,7 +113,7 @@ type sharedState struct {
 // If Redis loses the set's data (its pointer, or its current
 // generation's keys), lookups fail with an error wrapping [ErrLost]
 // rather than read an empty filter, until a Rebuild recovers the set.
-func Shared(f *redisfilter.Filter) Set {
+func Shared(f *redisfilter.Filter) Filter {
 	if f == nil {
 		panic("guard: Shared of a nil filter")
 	}
@@ -144,7 +144,7 @@ func honoursDeadlines(rdb redis.UniversalClient) bool {
 // when there is neither. A set whose pointer names a generation that is
 // gone opens, lost (see [ErrLost]): its lookups fail over until a
 // Rebuild. See [Shared].
-func OpenShared(ctx context.Context, rdb redis.UniversalClient, name string) (Set, error) {
+func OpenShared(ctx context.Context, rdb redis.UniversalClient, name string) (Filter, error) {
 	s := newSharedSet(name, rdb, nil)
 	st, err := s.stateSince(ctx, time.Now())
 	if err != nil {

@@ -45,7 +45,7 @@ import (
 // held a window's rows. Each operation costs one round trip: a lookup
 // reads the key's buckets and the server's time, an Insert runs one
 // function call.
-func SharedWindow(w *redisfilter.Window) Set {
+func SharedWindow(w *redisfilter.Window) Filter {
 	if w == nil {
 		panic("guard: SharedWindow of a nil window")
 	}

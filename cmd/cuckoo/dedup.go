@@ -147,10 +147,10 @@ func dedupCommand() *command {
 // from the flags: a filter, new or loaded (--load, --state), saved after a
 // successful run (--save, --state). A flag that chooses another kind of
 // set (an exact one, one shared through a server) is declared in register
-// and handled in openSeen, which returns it as a dedup.Set with filter
+// and handled in openSeen, which returns it as a dedup.SeenSet with filter
 // and save left empty (refusing --save and the new-filter flags with it).
 type seenSet struct {
-	set    dedup.Set          // what the Deduper adds keys to
+	set    dedup.SeenSet      // what the Deduper adds keys to
 	filter *filterfile.Filter // set, when it is a filter: for --stats, --save and full filters
 	loaded string             // the file it was loaded from, if any
 	save   string             // the file to save it to after a successful run, if any

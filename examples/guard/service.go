@@ -85,7 +85,7 @@ type service struct {
 }
 
 // newFilter returns an empty filter for the users table.
-func (sv *service) newFilter() guard.Set {
+func (sv *service) newFilter() guard.Filter {
 	f, err := cuckoo.NewConcurrent(sv.capacity, cuckoo.WithFalsePositiveRate(0.001))
 	if err != nil {
 		panic(err) // the capacity comes from a flag checked at start

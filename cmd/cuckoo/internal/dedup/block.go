@@ -39,7 +39,7 @@ func blockLines(size int) int { return max(size/16, minBlockLines) }
 // Block is a run of consecutive lines of one input, with what the
 // seen-set asked to have computed for each (Needs): its key, its key's
 // hash, the first line of the block with the same key, its time. A
-// Deduper hands each block to its Set in input order. A Block and the
+// Deduper hands each block to its SeenSet in input order. A Block and the
 // slices its methods return are valid only during the call it is given
 // to.
 type Block struct {

@@ -30,10 +30,10 @@ import (
 	"runtime"
 )
 
-// Set is the seen-set a Deduper records keys in: a filter
-// (*filterfile.Filter), or any set that offers these methods. A Set may
+// SeenSet is the seen-set a Deduper records keys in: a filter
+// (*filterfile.Filter), or any set that offers these methods. A SeenSet may
 // also be a HashSet or a BlockSet, which a Deduper then uses instead.
-type Set interface {
+type SeenSet interface {
 	// AddUniqueBatch adds each key the set does not hold, in order:
 	// added[i] reports whether keys[i] was added. It returns how many
 	// keys it processed: len(keys), or fewer with the error that stopped
@@ -46,10 +46,10 @@ type Set interface {
 	RateIsCheap() bool
 }
 
-// HashSet is a Set that takes its keys' hashes in place of the keys, so
+// HashSet is a SeenSet that takes its keys' hashes in place of the keys, so
 // that the hashing is done on other goroutines than the set's.
 type HashSet interface {
-	Set
+	SeenSet
 	// HashSeed returns the seed with which AddUniqueHashBatch of
 	// hash.Sum64(key, seed) is AddUniqueBatch of key, and true; or false,
 	// when the set takes only keys.
@@ -58,11 +58,11 @@ type HashSet interface {
 	AddUniqueHashBatch(hashes []uint64, added []bool) (processed int, err error)
 }
 
-// BlockSet is a Set that takes a block of lines at a time, with what it
+// BlockSet is a SeenSet that takes a block of lines at a time, with what it
 // needs computed for each line (its key, hash, first line of the block
 // with the same key, time) on other goroutines than its own.
 type BlockSet interface {
-	Set
+	SeenSet
 	// Needs says what the set wants computed for each line. It is called
 	// once, by New.
 	Needs() Needs
@@ -132,7 +132,7 @@ const maxWorkers = 4
 // filter, writing to one output. Its methods are not safe for concurrent
 // use; Run uses other goroutines itself.
 type Deduper struct {
-	seen   Set
+	seen   SeenSet
 	hashes HashSet  // seen, when it takes hashes
 	blocks BlockSet // seen, when it takes blocks
 	needs  Needs
@@ -158,7 +158,7 @@ type Deduper struct {
 // New returns a Deduper that records keys in seen (which may already hold
 // keys: those lines count as seen) and writes to out through a buffer of
 // outputBuffer bytes. Call Flush when done.
-func New(seen Set, out io.Writer, cfg Config) *Deduper {
+func New(seen SeenSet, out io.Writer, cfg Config) *Deduper {
 	d := &Deduper{seen: seen, cfg: cfg, out: bufio.NewWriterSize(out, outputBuffer), size: cfg.BufferSize}
 	if d.size <= 0 {
 		d.size = DefaultBlockSize

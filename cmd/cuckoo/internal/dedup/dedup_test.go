@@ -100,7 +100,7 @@ func TestModel(t *testing.T) {
 	}
 }
 
-// exactSet is a Set without false positives: a Go map, as an exact
+// exactSet is a SeenSet without false positives: a Go map, as an exact
 // seen-set (a store, say) would be.
 type exactSet map[string]bool
 
@@ -115,7 +115,7 @@ func (s exactSet) AddUniqueBatch(keys [][]byte, added []bool) (int, error) {
 func (exactSet) FalsePositiveRate() float64 { return 0 }
 func (exactSet) RateIsCheap() bool          { return true }
 
-// TestExactSet: with a Set that has no false positives, the output is the
+// TestExactSet: with a SeenSet that has no false positives, the output is the
 // model's exactly, at any rate of repeats, and the expected false
 // positives are 0. It is how a seen-set other than a filter plugs in.
 func TestExactSet(t *testing.T) {

@@ -21,7 +21,7 @@ type Window interface {
 	FalsePositiveRate() float64
 }
 
-// WindowSet is the Set of a window dedup: added[i] is true when keys[i]
+// WindowSet is the SeenSet of a window dedup: added[i] is true when keys[i]
 // was not in the window (its line is written), and every key is made
 // fresh.
 type WindowSet struct {
