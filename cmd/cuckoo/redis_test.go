@@ -154,7 +154,7 @@ func dedupRedisShared(t *testing.T, mode []string) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			out[i] = runIn(t, e.dir, nil, append(args, in)...)
+			out[i] = runIn(t, e.dir, nil, append(args[:len(args):len(args)], in)...) // a copy each: two appends must not share args' spare room
 		}()
 	}
 	wg.Wait()
