@@ -487,6 +487,37 @@ func (c *Concurrent) Capacity() uint64 {
 	return n
 }
 
+// InitialCapacity returns the capacity of the first table: for a growing
+// filter, the one [WithGrowth]'s chain starts from (see
+// [Scalable.InitialCapacity]); for a fixed one, its Capacity.
+func (c *Concurrent) InitialCapacity() uint64 {
+	ch := c.st.Load()
+	switch {
+	case ch == nil:
+		return 0
+	case ch.grow != nil:
+		return ch.grow.initial
+	}
+	return ch.tables[0].Gen().Capacity
+}
+
+// TargetFalsePositiveRate returns the rate the filter keeps at or below:
+// for a growing filter, the bound it keeps as it grows (see
+// [Scalable.TargetFalsePositiveRate]); for a fixed one, the rate its
+// fingerprints give at its capacity (the Plan's FalsePositiveRate).
+func (c *Concurrent) TargetFalsePositiveRate() float64 {
+	ch := c.st.Load()
+	switch {
+	case ch == nil:
+		return 0
+	case ch.grow != nil:
+		return ch.grow.bound
+	}
+	t := ch.tables[0]
+	m, b, f := t.Size()
+	return expectedFPR(float64(t.Gen().Capacity)/float64(m*b), b, f)
+}
+
 // LoadFactor returns the fraction of slots that hold a fingerprint.
 func (c *Concurrent) LoadFactor() float64 {
 	var used, slots uint64

@@ -923,3 +923,39 @@ func TestConcurrentPlacesAsFilter(t *testing.T) {
 		}
 	}
 }
+
+// TestConcurrentReportsItsTargets: a cuckoo.Concurrent answers InitialCapacity
+// and TargetFalsePositiveRate as the filter it stands for does: a fixed
+// one as its Plan, a growing one as a Scalable of the same options; the
+// zero cuckoo.Concurrent answers 0.
+func TestConcurrentReportsItsTargets(t *testing.T) {
+	for _, opts := range [][]cuckoo.Option{nil, {cuckoo.WithFalsePositiveRate(1e-3)}, {cuckoo.WithFingerprintBits(12), cuckoo.WithBucketSize(2)}} {
+		c, err := cuckoo.NewConcurrent(100_000, opts...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := cuckoo.NewPlan(100_000, opts...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.InitialCapacity() != c.Capacity() || c.TargetFalsePositiveRate() != p.FalsePositiveRate {
+			t.Errorf("fixed %v: initial %d, target %g; want %d and the plan's %g", opts, c.InitialCapacity(), c.TargetFalsePositiveRate(), c.Capacity(), p.FalsePositiveRate)
+		}
+		grow := append(opts[:len(opts):len(opts)], cuckoo.WithGrowth(2))
+		g, err := cuckoo.NewConcurrent(1000, grow...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := cuckoo.NewScalable(1000, opts...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if g.InitialCapacity() != s.InitialCapacity() || g.TargetFalsePositiveRate() != s.TargetFalsePositiveRate() {
+			t.Errorf("growing %v: initial %d, target %g; the Scalable's %d and %g", opts, g.InitialCapacity(), g.TargetFalsePositiveRate(), s.InitialCapacity(), s.TargetFalsePositiveRate())
+		}
+	}
+	var zero cuckoo.Concurrent
+	if zero.InitialCapacity() != 0 || zero.TargetFalsePositiveRate() != 0 {
+		t.Error("the zero cuckoo.Concurrent reports targets")
+	}
+}

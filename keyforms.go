@@ -154,18 +154,6 @@ func deleteKeys[K any](name string, del func(K) bool, keys []K, deleted []bool) 
 	}
 }
 
-// AddHashBatch is [Window.AddBatch] for keys' 64-bit hashes (see
-// [Filter.AddHashBatch]).
-func (w *Window) AddHashBatch(hashes []uint64) (added int, err error) {
-	return addHashes(w.AddHash, hashes)
-}
-
-// AddUniqueHashBatch is [Window.AddUniqueBatch] for keys' 64-bit hashes
-// (see [Filter.AddUniqueHashBatch]).
-func (w *Window) AddUniqueHashBatch(hashes []uint64, added []bool) (processed int, err error) {
-	return addUniqueHashes("AddUniqueHashBatch", w.AddUniqueHash, hashes, added)
-}
-
 // DeleteBatch is [Filter.DeleteBatch] for a Window.
 func (w *Window) DeleteBatch(keys [][]byte, deleted []bool) {
 	deleteKeys("DeleteBatch", w.Delete, keys, deleted)

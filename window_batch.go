@@ -53,7 +53,7 @@ func (w *Window) containsBatch(keys [][]byte, hashes []uint64, found []bool) {
 // it added before it; the key that failed and those after it are not
 // added.
 func (w *Window) AddBatch(keys [][]byte) (added int, err error) {
-	return w.putBatch(keys, nil, putRefresh, false)
+	return w.putBatch(keys, nil, nil, putRefresh, false)
 }
 
 // AddUniqueBatch is [Window.AddUnique] for every key, in order, at one
@@ -66,7 +66,7 @@ func (w *Window) AddUniqueBatch(keys [][]byte, added []bool) (processed int, err
 	if len(added) < len(keys) {
 		panic("cuckoo: Window.AddUniqueBatch: added is shorter than keys")
 	}
-	return w.putBatch(keys, added, putUnique, true)
+	return w.putBatch(keys, nil, added, putUnique, true)
 }
 
 // TouchBatch is [Window.Touch] for every key, in order, at one reading of
@@ -78,20 +78,50 @@ func (w *Window) TouchBatch(keys [][]byte, seen []bool) (processed int, err erro
 	if len(seen) < len(keys) {
 		panic("cuckoo: Window.TouchBatch: seen is shorter than keys")
 	}
-	return w.putBatch(keys, seen, putRefresh, false)
+	return w.putBatch(keys, nil, seen, putRefresh, false)
 }
 
-// putBatch puts keys in order with mode, recording in out (when not nil)
-// whether each was seen, or added when unique.
-func (w *Window) putBatch(keys [][]byte, out []bool, mode putMode, unique bool) (int, error) {
-	if len(keys) == 0 {
+// AddHashBatch is [Window.AddBatch] for keys' 64-bit hashes (see
+// [Filter.AddHashBatch]): one reading of the clock, as AddBatch.
+func (w *Window) AddHashBatch(hashes []uint64) (added int, err error) {
+	return w.putBatch(nil, hashes, nil, putRefresh, false)
+}
+
+// AddUniqueHashBatch is [Window.AddUniqueBatch] for keys' 64-bit hashes
+// (see [Filter.AddUniqueHashBatch]). It panics if added is shorter than
+// hashes.
+func (w *Window) AddUniqueHashBatch(hashes []uint64, added []bool) (processed int, err error) {
+	if len(added) < len(hashes) {
+		panic("cuckoo: Window.AddUniqueHashBatch: added is shorter than hashes")
+	}
+	return w.putBatch(nil, hashes, added, putUnique, true)
+}
+
+// TouchHashBatch is [Window.TouchBatch] for keys' 64-bit hashes (see
+// [Window.AddHash]). It panics if seen is shorter than hashes.
+func (w *Window) TouchHashBatch(hashes []uint64, seen []bool) (processed int, err error) {
+	if len(seen) < len(hashes) {
+		panic("cuckoo: Window.TouchHashBatch: seen is shorter than hashes")
+	}
+	return w.putBatch(nil, hashes, seen, putRefresh, false)
+}
+
+// putBatch puts keys (or, when keys is nil, hashes) in order with mode,
+// recording in out (when not nil) whether each was seen, or added when
+// unique.
+func (w *Window) putBatch(keys [][]byte, hashes []uint64, out []bool, mode putMode, unique bool) (int, error) {
+	n := len(keys)
+	if keys == nil {
+		n = len(hashes)
+	}
+	if n == 0 {
 		return 0, nil
 	}
 	if w.t.NumBuckets() == 0 {
 		return 0, errZeroWindow
 	}
 	ns := w.nanos()
-	p := w.pipelineOf(keys, nil)
+	p := w.pipelineOf(keys, hashes)
 	for cur, start, ok := p.Next(); ok; cur, start, ok = p.Next() {
 		for k, h := range cur.H[:cur.N] {
 			seen, err := w.put(h, ns, mode)
@@ -103,5 +133,5 @@ func (w *Window) putBatch(keys [][]byte, out []bool, mode putMode, unique bool) 
 			}
 		}
 	}
-	return len(keys), nil
+	return n, nil
 }

@@ -365,16 +365,22 @@ func TestWindowKeyFormsAgree(t *testing.T) {
 
 func TestWindowBatchesMatchSingles(t *testing.T) {
 	rng := testRand(t)
-	clkA, clkB := &testClock{now: t0}, &testClock{now: t0}
+	// a takes batches of keys, b single keys, c batches of the keys'
+	// seeded hashes (the same keys: a hash form skips only the hashing).
+	clkA, clkB, clkC := &testClock{now: t0}, &testClock{now: t0}, &testClock{now: t0}
 	a := newTestWindow(t, 5000, time.Hour, clkA)
 	b := newTestWindow(t, 5000, time.Hour, clkB)
+	c := newTestWindow(t, 5000, time.Hour, clkC)
 	for round := range 40 {
 		keys := make([][]byte, rng.IntN(300))
+		hashes := make([]uint64, len(keys))
 		for i := range keys {
 			keys[i] = key(0, rng.Uint64N(6000))
+			hashes[i] = hash.Sum64(keys[i], c.Seed())
 		}
 		out := make([]bool, len(keys))
 		want := make([]bool, len(keys))
+		outH := make([]bool, len(keys))
 		switch round % 3 {
 		case 0:
 			if n, err := a.TouchBatch(keys, out); n != len(keys) || err != nil {
@@ -383,12 +389,18 @@ func TestWindowBatchesMatchSingles(t *testing.T) {
 			for i, k := range keys {
 				want[i], _ = b.Touch(k)
 			}
+			if n, err := c.TouchHashBatch(hashes, outH); n != len(keys) || err != nil {
+				t.Fatal(n, err)
+			}
 		case 1:
 			if n, err := a.AddUniqueBatch(keys, out); n != len(keys) || err != nil {
 				t.Fatal(n, err)
 			}
 			for i, k := range keys {
 				want[i], _ = b.AddUnique(k)
+			}
+			if n, err := c.AddUniqueHashBatch(hashes, outH); n != len(keys) || err != nil {
+				t.Fatal(n, err)
 			}
 		case 2:
 			if n, err := a.AddBatch(keys); n != len(keys) || err != nil {
@@ -397,9 +409,18 @@ func TestWindowBatchesMatchSingles(t *testing.T) {
 			for _, k := range keys {
 				b.Add(k)
 			}
+			if n, err := c.AddHashBatch(hashes); n != len(keys) || err != nil {
+				t.Fatal(n, err)
+			}
 		}
 		if !bytes.Equal(boolBytes(out), boolBytes(want)) && round%3 != 2 {
 			t.Fatalf("round %d: batch %v, singles %v", round, out, want)
+		}
+		if !bytes.Equal(boolBytes(outH), boolBytes(out)) && round%3 != 2 {
+			t.Fatalf("round %d: hash batch %v, key batch %v", round, outH, out)
+		}
+		if !bytes.Equal(mustMarshal(t, a), mustMarshal(t, c)) {
+			t.Fatalf("round %d: batches of keys and of their hashes built different tables", round)
 		}
 		probe := make([][]byte, 500)
 		hs := make([]uint64, len(probe))
@@ -419,7 +440,7 @@ func TestWindowBatchesMatchSingles(t *testing.T) {
 			t.Fatalf("round %d: batches and single calls built different tables", round)
 		}
 		step := time.Duration(rng.Int64N(int64(10 * time.Minute)))
-		clkA.now, clkB.now = clkA.now.Add(step), clkB.now.Add(step)
+		clkA.now, clkB.now, clkC.now = clkA.now.Add(step), clkB.now.Add(step), clkC.now.Add(step)
 	}
 }
 
