@@ -25,11 +25,12 @@ func decodeConcurrent(data []byte) (multiset, error) {
 
 // TestConcurrentModel runs the model test on one goroutine, for a fixed
 // filter (Add may fail; a failure changes nothing) and a growing one:
-// 2,500 steps each in the long checks (CUCKOO_LONG=1), 1,500 otherwise.
+// 2,500 steps each in the long checks (CUCKOO_LONG=1), 700 in the quick
+// run, 1,000 with -short.
 func TestConcurrentModel(t *testing.T) {
 	t.Parallel()
 	r := testRand(t)
-	steps := sized(2500, 1500, 1000, 300)
+	steps := sized(2500, 700, 1000, 300)
 	for _, b := range []int{2, 4, 8} {
 		for _, bits := range []int{4, 8, 13, 32} {
 			for _, growing := range []bool{false, true} {
@@ -142,7 +143,7 @@ func TestConcurrentStress(t *testing.T) {
 				t.Fatal(err)
 			}
 			workers := 4
-			ops := size(80_000, 40_000, 12_000) * *stressScale
+			ops := sized(80_000, 20_000, 40_000, 12_000) * *stressScale
 			const universe = 4000
 			models := make([]model, workers)
 			var wg sync.WaitGroup

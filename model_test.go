@@ -114,12 +114,12 @@ func runModel(t *testing.T, f *cuckoo.Filter, r *rand.Rand, steps int, universe 
 }
 
 // TestModel runs runModel on filters of every layout and many widths:
-// 20,000 steps each in the long checks (CUCKOO_LONG=1), 4,000 otherwise,
-// 1,000 under the race detector.
+// 20,000 steps each in the long checks (CUCKOO_LONG=1), 1,500 in the quick
+// run, 4,000 with -short, 1,000 under the race detector.
 func TestModel(t *testing.T) {
 	t.Parallel()
 	r := testRand(t)
-	steps := sized(20_000, 4_000, 4_000, 1_000)
+	steps := sized(20_000, 1_500, 4_000, 1_000)
 	for _, l := range layouts {
 		for _, bits := range []int{4, 8, 12, 16, 19, 32} {
 			t.Run(fmt.Sprintf("%v/f=%d", l, bits), func(t *testing.T) {

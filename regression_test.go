@@ -57,12 +57,13 @@ func TestConcurrentDecodeSegmented(t *testing.T) {
 
 // TestOverfillLosesNothing for segmented tables, and for a fixed Concurrent.
 // Outside the long checks (CUCKOO_LONG=1), which compare the bytes around
-// every failed Add, the first 200 failures of each filter are compared.
+// every failed Add of filters of 3,000 keys, the first 200 failures of
+// each filter are compared, of filters of 1,000 keys.
 func TestOverfillSegmentsAndConcurrent(t *testing.T) {
 	t.Parallel()
 	for _, segs := range []int{2, 5} {
 		for _, b := range []int{2, 4, 8} {
-			n := uint64(size(3000, 3000, 1000))
+			n := uint64(sized(3000, 1000, 3000, 1000))
 			f, err := cuckoo.New(n, cuckoo.WithSegments(segs), cuckoo.WithBucketSize(b), cuckoo.WithFingerprintBits(8), cuckoo.WithSeed(uint64(segs*10+b)))
 			if err != nil {
 				t.Fatal(err)

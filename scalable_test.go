@@ -150,12 +150,12 @@ func decodeScalable(data []byte) (multiset, error) {
 }
 
 // TestScalableModel runs the model test on growing filters of every
-// layout: 2,500 steps each in the long checks (CUCKOO_LONG=1), 1,500
-// otherwise.
+// layout: 2,500 steps each in the long checks (CUCKOO_LONG=1), 700 in the
+// quick run, 1,000 with -short.
 func TestScalableModel(t *testing.T) {
 	t.Parallel()
 	r := testRand(t)
-	steps := sized(2500, 1500, 1000, 400)
+	steps := sized(2500, 700, 1000, 400)
 	for _, l := range layouts {
 		for _, bits := range []int{4, 8, 13, 32} {
 			growths := []float64{2}
@@ -521,7 +521,7 @@ func TestScalableGrowth(t *testing.T) {
 				expected := s.FalsePositiveRate()
 				// 10,000/expected probes, enough for 5σ to be 5 % of the
 				// expectation, capped for speed (unless the growth is full).
-				probes := uint64(min(1e4/expected, float64(size(1e6, 5e5, 1e5))))
+				probes := uint64(min(1e4/expected, float64(sized(1e6, 2e5, 5e5, 1e5))))
 				if fullGrowth() {
 					probes = uint64(min(1e4/expected, 2e7))
 				}

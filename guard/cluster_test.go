@@ -15,6 +15,7 @@ import (
 // Rebuild from one process is seen by the other, and no row is reported
 // missing before or after it.
 func TestRedisClusterShared(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	cl := redistest.NewCluster(t, 3, 0, redistest.Config{})
 	client := func() redis.UniversalClient {

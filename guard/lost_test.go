@@ -235,6 +235,7 @@ func allRows(db *memTable) [][]byte {
 // current one, which lookups then read while the fresh one fills, so it
 // must hold the rows inserted meanwhile.
 func TestRedisLostPointerWritesKeepTheGenerations(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	fl := newFleet(t, 1)
 	rdb := fl.clients[0]
@@ -276,6 +277,7 @@ func TestRedisLostPointerWritesKeepTheGenerations(t *testing.T) {
 // (writes that began since know of no fresh generation): it fails with
 // ErrLost and writes no pointer back.
 func TestRedisRebuildStopsWhenThePointerIsLost(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	fl := newFleet(t, 1)
 	rdb := fl.clients[0]

@@ -186,6 +186,7 @@ func TestRedisSharedRebuild(t *testing.T) {
 // TestRedisSharedFollowsThePointer: Shared(f) of the first generation,
 // in a process that holds it, follows the set's pointer too.
 func TestRedisSharedFollowsThePointer(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	fl := newFleet(t, 2)
 	a, b := fl.clients[0], fl.clients[1]
@@ -214,6 +215,7 @@ func TestRedisSharedFollowsThePointer(t *testing.T) {
 // with Rebuilds from both, over a table whose writes fail before and
 // after committing.
 func TestRedisConcurrent(t *testing.T) {
+	t.Parallel()
 	rebuilds, writes := 1, 300
 	if testlong.Enabled() {
 		rebuilds, writes = 8, 3000
@@ -449,6 +451,7 @@ func (stderrLogger) Printf(_ context.Context, format string, args ...any) {
 // generation with every row of the scan whatever the number of adds in
 // flight, one at a time or many.
 func TestRedisRebuildConcurrency(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	fl := newFleet(t, 1)
 	rdb := fl.clients[0]

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/dedupkit/cuckoo/internal/testlong"
 	"github.com/dedupkit/cuckoo/redisfilter"
 	"github.com/redis/go-redis/v9"
 )
@@ -14,12 +15,17 @@ import (
 // whose table or hash is gone (where Contains says "absent"), with
 // ErrCorrupt for a table of the wrong length, and for every key once the
 // filter is dropped, or dropped and created again under its name. The
-// batch spans several rounds (20,000 keys).
+// batch spans several rounds (20,000 keys); ContainsChecked is held to
+// the batch on every 100th key (every 20th with CUCKOO_LONG=1).
 func TestCheckedLookupsTellGoneFromAbsent(t *testing.T) {
 	topologies(t, func(t *testing.T, rdb redis.UniversalClient) {
 		ctx := ctxOf(t)
 		name := uniqueName(t)
 		const n = 20000
+		singleEvery := 100
+		if testlong.Enabled() {
+			singleEvery = 20
+		}
 		f, err := redisfilter.New(ctx, rdb, name, n, redisfilter.WithSegments(4), redisfilter.WithFalsePositiveRate(0.01))
 		if err != nil {
 			t.Fatal(err)
@@ -40,7 +46,7 @@ func TestCheckedLookupsTellGoneFromAbsent(t *testing.T) {
 				if first == nil {
 					first = errs[i]
 				}
-				if i%20 != 0 {
+				if i%singleEvery != 0 {
 					continue
 				}
 				ok, err := f.ContainsChecked(ctx, k)

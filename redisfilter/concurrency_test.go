@@ -12,7 +12,7 @@ import (
 )
 
 // TestConcurrentClients runs 8 goroutines on each of 2 clients (their own
-// connection pools) against one filter: each adds its own keys, 600 (1500
+// connection pools) against one filter: each adds its own keys, 300 (1500
 // with CUCKOO_LONG=1; singly and in batches, some twice), deletes some,
 // and races the others to AddUnique a shared set. Afterwards every acknowledged key that was not
 // deleted is found, the counts add up, and each shared key was added by
@@ -51,7 +51,7 @@ func TestConcurrentClients(t *testing.T) {
 			t.Fatal(err)
 		}
 		const workers, shared = 16, 500
-		perWorker := 600
+		perWorker := 300
 		if testlong.Enabled() {
 			perWorker = 1500
 		}

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/dedupkit/cuckoo"
+	"github.com/dedupkit/cuckoo/internal/testlong"
 	"github.com/dedupkit/cuckoo/internal/testseed"
 	"github.com/dedupkit/cuckoo/redisfilter"
 	"github.com/redis/go-redis/v9"
@@ -77,14 +78,19 @@ func sameAnswers(t *testing.T, f *redisfilter.Filter, lib *cuckoo.Filter, n int)
 
 // TestPushThenPull pushes library filters (several shapes, one segment
 // and several) and checks that Redis answers exactly as the file's filter
-// does, and that the snapshot encodes to the same bytes as the file.
+// does, and that the snapshot encodes to the same bytes as the file: of
+// 5,000 keys (20,000 with CUCKOO_LONG=1).
 func TestPushThenPull(t *testing.T) {
 	topologies(t, func(t *testing.T, rdb redis.UniversalClient) {
 		ctx := ctxOf(t)
 		rng := testseed.Rand(t)
+		n := 5000
+		if testlong.Enabled() {
+			n = 20000
+		}
 		for _, s := range []struct{ b, f, segments int }{{4, 12, 4}, {2, 16, 1}, {8, 9, 2}, {4, 16, 7}, {3, 11, 2}} {
 			t.Run(fmt.Sprintf("b=%d/f=%d/segments=%d", s.b, s.f, s.segments), func(t *testing.T) {
-				lib := libraryFilter(t, 20000, cuckoo.WithBucketSize(s.b), cuckoo.WithFingerprintBits(s.f),
+				lib := libraryFilter(t, n, cuckoo.WithBucketSize(s.b), cuckoo.WithFingerprintBits(s.f),
 					cuckoo.WithSegments(s.segments), cuckoo.WithSeed(rng.Uint64()))
 				file, _ := lib.MarshalBinary()
 				name := uniqueName(t)
@@ -96,7 +102,7 @@ func TestPushThenPull(t *testing.T) {
 				if f.Segments() != s.segments || f.Seed() != lib.Seed() || f.NumBuckets() != lib.NumBuckets() {
 					t.Fatalf("pushed: %d shards, seed %d, %d buckets", f.Segments(), f.Seed(), f.NumBuckets())
 				}
-				sameAnswers(t, f, lib, 20000)
+				sameAnswers(t, f, lib, n)
 				snap, err := f.Snapshot(ctx)
 				if err != nil {
 					t.Fatal(err)
@@ -117,7 +123,7 @@ func TestPushThenPull(t *testing.T) {
 				if f, err = redisfilter.Push(ctx, rdb, name, lib, true); err != nil {
 					t.Fatal(err)
 				}
-				sameAnswers(t, f, lib, 20000)
+				sameAnswers(t, f, lib, n)
 			})
 		}
 	})
@@ -125,7 +131,8 @@ func TestPushThenPull(t *testing.T) {
 
 // TestPullThenPush builds a filter in Redis (with duplicates and deletes),
 // pulls it, and checks the library filter answers as Redis does; pushing
-// the pulled filter under another name gives the same bytes again.
+// the pulled filter under another name gives the same bytes again. The
+// filter holds 5,000 keys (15,000 with CUCKOO_LONG=1) less every fifth.
 func TestPullThenPush(t *testing.T) {
 	topologies(t, func(t *testing.T, rdb redis.UniversalClient) {
 		ctx := ctxOf(t)
@@ -137,7 +144,10 @@ func TestPullThenPush(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer f.Drop(ctx)
-		in := keys("p", 15000)
+		in := keys("p", 5000)
+		if testlong.Enabled() {
+			in = keys("p", 15000)
+		}
 		errs := make([]error, len(in))
 		if err := f.AddBatch(ctx, in, errs); err != nil {
 			t.Fatal(err)
@@ -198,7 +208,8 @@ func TestPushRefusesSemiSorted(t *testing.T) {
 // cuckoo.MaxBucketSize) and refuses others; a filter of odd or wide
 // buckets pushed from the library answers as the library does, and comes
 // back bit for bit. (TestLuaMatchesEngine holds the inserts and deletes of
-// odd sizes to the engine.)
+// odd sizes to the engine.) The quick run tries buckets of 1, 5 and
+// MaxBucketSize slots; the long checks (CUCKOO_LONG=1) 3 and 16 too.
 func TestAnyBucketSize(t *testing.T) {
 	t.Parallel()
 	ctx := ctxOf(t)
@@ -209,7 +220,11 @@ func TestAnyBucketSize(t *testing.T) {
 			t.Errorf("New with %d-slot buckets: %v, want ErrInvalidParameter", b, err)
 		}
 	}
-	for _, s := range []struct{ b, f int }{{1, 16}, {3, 12}, {5, 9}, {16, 20}, {cuckoo.MaxBucketSize, 32}} {
+	shapes := []struct{ b, f int }{{1, 16}, {5, 9}, {cuckoo.MaxBucketSize, 32}}
+	if testlong.Enabled() {
+		shapes = append(shapes, struct{ b, f int }{3, 12}, struct{ b, f int }{16, 20})
+	}
+	for _, s := range shapes {
 		f, err := redisfilter.New(ctx, rdb, uniqueName(t), 500, redisfilter.WithBucketSize(s.b), redisfilter.WithFingerprintBits(s.f))
 		if err != nil {
 			t.Fatalf("New with %d-slot buckets of %d bits: %v", s.b, s.f, err)

@@ -18,13 +18,13 @@ import (
 // every key the map holds, counts at least the map's count, and holds as
 // many items; at the end, that the filter's snapshot is a valid library
 // filter answering every lookup and count exactly as Redis does. The
-// shapes run in parallel, each with a generator of its own, for 1200 steps
+// shapes run in parallel, each with a generator of its own, for 600 steps
 // (3000 with CUCKOO_LONG=1).
 func TestModel(t *testing.T) {
 	topologies(t, func(t *testing.T, rdb redis.UniversalClient) {
 		ctx := ctxOf(t)
 		seed := testseed.Seed(t)
-		steps := 1200
+		steps := 600
 		if testlong.Enabled() {
 			steps = 3000
 		}
@@ -245,13 +245,18 @@ func TestDeleteTouchesOnlyItsKey(t *testing.T) {
 // refused insert leaves the shard bit for bit as it was, every key
 // accepted is found, and the filter took at least its capacity. The seeds
 // are fixed: how many keys a table takes before it is full depends on
-// them.
+// them. The quick run fills buckets of 4 and 3 slots; the long checks
+// (CUCKOO_LONG=1) 2, 4, 8, 3 and 5.
 func TestFullChangesNothing(t *testing.T) {
 	t.Parallel()
 	ctx := ctxOf(t)
 	rdb := singleClient(t)
 	rng := testseed.New(testseed.Fixed(t, 0xf011))
-	for _, b := range []int{2, 4, 8, 3, 5} {
+	sizes := []int{4, 3}
+	if testlong.Enabled() {
+		sizes = []int{2, 4, 8, 3, 5}
+	}
+	for _, b := range sizes {
 		f, err := redisfilter.New(ctx, rdb, uniqueName(t), 200, redisfilter.WithBucketSize(b), redisfilter.WithFingerprintBits(12),
 			redisfilter.WithSegments(1), redisfilter.WithMaxKicks(50), redisfilter.WithSeed(rng.Uint64()))
 		if err != nil {
@@ -306,18 +311,15 @@ func TestFullChangesNothing(t *testing.T) {
 }
 
 // TestCapacity fills filters of several shapes with exactly their capacity
-// of distinct keys, 10,000 (30,000 with CUCKOO_LONG=1, 5,000 with
-// -short): none is refused (New sizes like the library's New). The seed is
-// fixed: whether a table fills to its capacity depends on it.
+// of distinct keys, 5,000 (30,000 with CUCKOO_LONG=1): none is refused
+// (New sizes like the library's New). The seed is fixed: whether a table
+// fills to its capacity depends on it.
 func TestCapacity(t *testing.T) {
 	t.Parallel()
 	ctx := ctxOf(t)
 	rdb := singleClient(t)
-	n := 10000
-	switch {
-	case testing.Short():
-		n = 5000
-	case testlong.Enabled():
+	n := 5000
+	if testlong.Enabled() {
 		n = 30000
 	}
 	seed := testseed.Fixed(t, 0xca9)
@@ -403,12 +405,16 @@ func TestShardsOnEveryMaster(t *testing.T) {
 // round carries, so that several rounds are in flight at once: every
 // key's answer is the snapshot's, and every added key is found. The
 // Bloom filter's ContainsBatch must agree with its Contains. One key in
-// five was added, spread over every round.
+// five was added, spread over every round: of 30,000 keys, more than
+// roundsInFlight rounds (50,000 with CUCKOO_LONG=1).
 func TestBatchRounds(t *testing.T) {
 	topologies(t, func(t *testing.T, rdb redis.UniversalClient) {
 		ctx := ctxOf(t)
 		rng := testseed.Rand(t)
-		const n = 50000
+		n := 30000
+		if testlong.Enabled() {
+			n = 50000
+		}
 		in, out := keys("in", n/5), keys("out", n-n/5)
 		var all [][]byte
 		for i, k := range out {
@@ -418,7 +424,7 @@ func TestBatchRounds(t *testing.T) {
 			all = append(all, k)
 		}
 		added := func(i int) bool { return i%5 == 0 }
-		f, err := redisfilter.New(ctx, rdb, uniqueName(t), n, redisfilter.WithSeed(rng.Uint64()))
+		f, err := redisfilter.New(ctx, rdb, uniqueName(t), uint64(n), redisfilter.WithSeed(rng.Uint64()))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -442,7 +448,7 @@ func TestBatchRounds(t *testing.T) {
 		}
 
 		bloomName := uniqueName(t)
-		b, err := redisfilter.NewBloom(ctx, rdb, bloomName, n, redisfilter.WithFalsePositiveRate(0.01), redisfilter.WithSeed(rng.Uint64()))
+		b, err := redisfilter.NewBloom(ctx, rdb, bloomName, uint64(n), redisfilter.WithFalsePositiveRate(0.01), redisfilter.WithSeed(rng.Uint64()))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -179,15 +179,15 @@ func TestDedupLengthNearMisses(t *testing.T) {
 // one that does not, so that the test is deterministic (-seed N tries
 // another; TestDedupFalsePositivesExplained checks that drops are false
 // positives and as many as expected). The 10^7 lines are a long check
-// (CUCKOO_LONG=1); the quick version runs seq 1 1000000. (From the
-// pipe, 10^7 lines start the filter at 2^23 keys, from the first 8 MiB,
-// and grow it once; 10^6 lines, under 8 MiB, are counted before it starts.)
+// (CUCKOO_LONG=1); the quick version runs seq 1 500000. (From the pipe,
+// 10^7 lines start the filter at 2^23 keys, from the first 8 MiB, and grow
+// it once; 5*10^5 lines, under 8 MiB, are counted before it starts.)
 func TestDedupSeq10M(t *testing.T) {
 	t.Parallel()
 	if testing.Short() {
-		t.Skip("10^6 lines: run without -short")
+		t.Skip("5*10^5 lines: run without -short")
 	}
-	n := 1_000_000
+	n := 500_000
 	if testlong.Enabled() {
 		n = 10_000_000
 	}
@@ -226,13 +226,13 @@ func TestDedupSeq10M(t *testing.T) {
 // lines apart drops the second for every seed.
 //
 // The whole tree is a long check (CUCKOO_LONG=1); the quick version reads
-// the first 16 MB of it, in the walk's order.
+// the first 8 MB of it, in the walk's order.
 func TestDedupGoSourceTree(t *testing.T) {
 	t.Parallel()
 	if testing.Short() {
-		t.Skip("16 MB of Go source: run without -short")
+		t.Skip("8 MB of Go source: run without -short")
 	}
-	limit := 16 << 20
+	limit := 8 << 20
 	if testlong.Enabled() {
 		limit = math.MaxInt
 	}
@@ -249,7 +249,7 @@ func TestDedupGoSourceTree(t *testing.T) {
 		in.Write(b)
 		return err
 	})
-	if err != nil || in.Len() < 10<<20 {
+	if err != nil || in.Len() < min(limit, 10<<20) {
 		t.Skipf("no Go source tree at %s (%d bytes read, %v)", root, in.Len(), err)
 	}
 	want := awkDedup(in.Bytes())
