@@ -246,7 +246,10 @@ func TestWindowKillMidBatch(t *testing.T) {
 			switch {
 			case c.restart != 0 && err != nil:
 				t.Errorf("the server was back within the horizon, and TouchBatch returned %v", err)
-			case c.restart == 0 && (unconfirmed == 0 || notSent == 0 || !errors.Is(err, redisfilter.ErrUnconfirmed)):
+			case c.restart == 0 && (err == nil || unconfirmed+notSent == 0):
+				// Which keys are unconfirmed and which not sent depends on
+				// when the kill lands (a busy machine may send nothing
+				// before it); every key's outcome is checked above.
 				t.Errorf("the server was down until the batch gave up, and TouchBatch returned %v with %d keys unconfirmed, %d not sent", err, unconfirmed, notSent)
 			}
 		})
