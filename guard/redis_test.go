@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log"
+	"os"
 	"sync"
 	"testing"
 	"time"
@@ -345,9 +345,8 @@ func testRedisDown(t *testing.T, stopped, stale, ctxDeadlines bool) {
 	if !stopped {
 		// Writes fail fast once the server is gone (connections refused),
 		// and quietly.
+		// (go-redis's complaints about it are silenced in TestMain.)
 		opts.DialerRetries, opts.MaxRetries = 1, -1
-		redis.SetLogger(quietLogger{})
-		t.Cleanup(func() { redis.SetLogger(stderrLogger{}) })
 	}
 	rdb := redis.NewClient(opts)
 	t.Cleanup(func() { rdb.Close() })
@@ -437,15 +436,19 @@ func failsOver(t *testing.T, lookup func() (string, error)) (string, error) {
 	}
 }
 
+// TestMain silences go-redis's log before any test runs: the tests kill
+// and stop servers on purpose, and go-redis's logger is a process-wide
+// variable its goroutines read at any time, so setting it while tests run
+// (around one test, as this package once did) races with other tests'
+// clients.
+func TestMain(m *testing.M) {
+	redis.SetLogger(quietLogger{})
+	os.Exit(m.Run())
+}
+
 type quietLogger struct{}
 
 func (quietLogger) Printf(context.Context, string, ...any) {}
-
-type stderrLogger struct{}
-
-func (stderrLogger) Printf(_ context.Context, format string, args ...any) {
-	log.Printf(format, args...)
-}
 
 // TestRedisRebuildConcurrency: a Rebuild of a Shared set fills the fresh
 // generation with every row of the scan whatever the number of adds in
