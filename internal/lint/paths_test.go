@@ -18,7 +18,7 @@ import (
 // that does not exist. The checks are precise rather than broad, so that
 // they never cry wolf:
 //
-//   - anywhere: "../shared", and absolute paths under /work/, /home/,
+//   - anywhere: the sibling notes directory (siblingDir), and absolute paths under the work tree, /home/,
 //     /root/ or /Users/ where a path starts (not inside a URL), which name
 //     a machine, not the repository (/tmp/, /usr/bin/ and /etc/ are the
 //     same on every machine, and examples use them);
@@ -82,13 +82,17 @@ func repoFiles(t *testing.T, root string) []repoFile {
 	return files
 }
 
+// siblingDir is the notes directory beside the repository, which no file
+// of it may cite (spelled in two parts so that this file cites it neither).
+const siblingDir = "../" + "shared"
+
 var (
 	// machinePath is an absolute path of one machine, where a path
 	// starts: at the start of a line or after a blank, a quote, a
 	// bracket or "=".
 	machinePath = regexp.MustCompile("(?:^|[\\s\"'`(\\[<=,])(/(?:work|home|root|Users)/[^\\s\"'`)\\]>,]*)")
 	// siblingPath is a path out of the repository into a sibling.
-	siblingPath = regexp.MustCompile(`\.\./shared\b`)
+	siblingPath = regexp.MustCompile(regexp.QuoteMeta(siblingDir) + `\b`)
 	// capitalDoc is a document named in capitals: DESIGN.md.
 	capitalDoc = regexp.MustCompile(`\b[A-Z][A-Z0-9_-]+\.md\b`)
 	// docsFile is a file of docs/ named from anywhere.
@@ -159,14 +163,14 @@ func TestOutsidePaths(t *testing.T) {
 		line string
 		n    int
 	}{
-		{"see /work/shared/DESIGN.md", 2},
+		{"see /home/me/notes/DESIGN.md", 2},
 		{"cd /home/me/cuckoo", 1},
 		{"`/root/go/bin/cuckoo`", 1},
-		{"(../shared/STYLE.md)", 2},
+		{"(" + siblingDir + "/STYLE.md)", 2},
 		{"DESIGN.md says", 1},
 		{"docs/nope.md and docs/cli.md", 1},
 		{"README.md, docs/cli.md", 0},
-		{"https://example.com/home/page and http://x/work/y", 0},
+		{"https://example.com/home/page and http://x/home/y", 0},
 		{"/tmp/cuckoo dedup /tmp/urls.txt; /usr/bin/time -v; /etc/cuckoo/serve.conf", 0},
 		{"bench/docs/x.md", 0}, // not docs/ of the root
 	} {
