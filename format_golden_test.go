@@ -2,7 +2,9 @@ package cuckoo_test
 
 import (
 	"bytes"
+	"errors"
 	"path"
+	"strings"
 	"testing"
 
 	"github.com/dedupkit/cuckoo"
@@ -94,4 +96,51 @@ func growingScalable(t *testing.T, l layout, bits int) *cuckoo.Scalable {
 		s.Add(key(0, i))
 	}
 	return s
+}
+
+// TestDecodersRejectUnknownVersionsAndKinds: a file of every kind whose
+// version is one this build does not read, or whose kind byte is unknown,
+// gets ErrCorrupt saying so from every decoder (resealed, so the header's
+// check, not the checksum, must catch it).
+func TestDecodersRejectUnknownVersionsAndKinds(t *testing.T) {
+	decoders := map[string]func([]byte) error{
+		"Filter":     new(cuckoo.Filter).UnmarshalBinary,
+		"Scalable":   new(cuckoo.Scalable).UnmarshalBinary,
+		"Concurrent": new(cuckoo.Concurrent).UnmarshalBinary,
+		"Window":     new(cuckoo.Window).UnmarshalBinary,
+		"Filter.ReadFrom": func(p []byte) error {
+			_, err := new(cuckoo.Filter).ReadFrom(bytes.NewReader(p))
+			return err
+		},
+		"Concurrent.ReadFrom": func(p []byte) error {
+			_, err := new(cuckoo.Concurrent).ReadFrom(bytes.NewReader(p))
+			return err
+		},
+		"Window.ReadFrom": func(p []byte) error {
+			_, err := new(cuckoo.Window).ReadFrom(bytes.NewReader(p))
+			return err
+		},
+	}
+	for _, file := range []string{"encoders/filter-b4-f12.bin", "encoders/scalable-b4-f12.bin", "window-v1-b4-f12.bin"} {
+		good := golden(t, file, nil)
+		for _, c := range []struct {
+			name string
+			at   int
+			v    byte
+			want string
+		}{
+			{"version 0", 4, 0, "unsupported format version 0"},
+			{"version 2", 4, 2, "unsupported format version 2"},
+			{"kind 9", 6, 9, "kind 9"},
+		} {
+			data := bytes.Clone(good)
+			data[c.at] = c.v
+			data = reseal(data)
+			for name, decode := range decoders {
+				if err := decode(data); !errors.Is(err, cuckoo.ErrCorrupt) || !strings.Contains(err.Error(), c.want) {
+					t.Errorf("%s of %s with %s: %v; want ErrCorrupt saying %q", name, file, c.name, err, c.want)
+				}
+			}
+		}
+	}
 }

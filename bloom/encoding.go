@@ -126,7 +126,7 @@ func corrupt(d *codec.Decoder, format string, args ...any) {
 // readPrologue reads the magic, the version and the kind
 // (format.ReadStart), and checks the kind against want. The rest of every
 // header is version 1's, the only version of the Bloom files so far: a new
-// version adds its readers, chosen by the version this returns.
+// version adds its readers, chosen here by the start's version.
 func readPrologue(d *codec.Decoder, want ...format.Kind) format.Kind {
 	s, err := format.ReadStart(d, format.Bloom)
 	if err == nil {

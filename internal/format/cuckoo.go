@@ -94,7 +94,7 @@ func readPrologueV1(d *codec.Decoder, s Start, want Kind, flags uint8) (prologue
 	return p, nil
 }
 
-// reserved checks that reserved fields read as zero.
+// reservedZero checks that reserved fields read as zero.
 func reservedZero(d *codec.Decoder, fields ...uint64) error {
 	if err := d.Err(); err != nil {
 		return err
@@ -108,6 +108,21 @@ func reservedZero(d *codec.Decoder, fields ...uint64) error {
 }
 
 var le = binary.LittleEndian
+
+// readHeader reads the start of a cuckoo file, then the rest of its header
+// with the reader of its version: byVersion[v-1] reads version v. A new
+// version adds its reader to each header's list.
+func readHeader[H any](d *codec.Decoder, byVersion ...func(*codec.Decoder, Start) (H, error)) (H, error) {
+	var none H
+	s, err := ReadStart(d, Cuckoo)
+	if err != nil {
+		return none, err
+	}
+	if int(s.Version) > len(byVersion) {
+		return none, unsupported(s.Version)
+	}
+	return byVersion[s.Version-1](d, s)
+}
 
 // TableHeader is the header of a table's file (kind Filter): a Filter's,
 // and each table inside a chain's file. Version 1 layout:
@@ -159,15 +174,7 @@ func (h *TableHeader) Write(e *codec.Encoder) {
 // ReadTableHeader reads the header of a table's file, of any version this
 // build reads.
 func ReadTableHeader(d *codec.Decoder) (TableHeader, error) {
-	s, err := ReadStart(d, Cuckoo)
-	if err != nil {
-		return TableHeader{}, err
-	}
-	switch s.Version {
-	case Version1:
-		return readTableHeaderV1(d, s)
-	}
-	return TableHeader{}, unsupported(s.Version)
+	return readHeader(d, readTableHeaderV1)
 }
 
 func readTableHeaderV1(d *codec.Decoder, s Start) (TableHeader, error) {
@@ -234,15 +241,7 @@ func (h *ChainHeader) Write(e *codec.Encoder) {
 // ReadChainHeader reads the header of a chain's file, of any version this
 // build reads.
 func ReadChainHeader(d *codec.Decoder) (ChainHeader, error) {
-	s, err := ReadStart(d, Cuckoo)
-	if err != nil {
-		return ChainHeader{}, err
-	}
-	switch s.Version {
-	case Version1:
-		return readChainHeaderV1(d, s)
-	}
-	return ChainHeader{}, unsupported(s.Version)
+	return readHeader(d, readChainHeaderV1)
 }
 
 func readChainHeaderV1(d *codec.Decoder, s Start) (ChainHeader, error) {
@@ -312,15 +311,7 @@ func (h *WindowHeader) Write(e *codec.Encoder) {
 // ReadWindowHeader reads the header of a Window's file, of any version
 // this build reads.
 func ReadWindowHeader(d *codec.Decoder) (WindowHeader, error) {
-	s, err := ReadStart(d, Cuckoo)
-	if err != nil {
-		return WindowHeader{}, err
-	}
-	switch s.Version {
-	case Version1:
-		return readWindowHeaderV1(d, s)
-	}
-	return WindowHeader{}, unsupported(s.Version)
+	return readHeader(d, readWindowHeaderV1)
 }
 
 func readWindowHeaderV1(d *codec.Decoder, s Start) (WindowHeader, error) {

@@ -10,9 +10,10 @@
 // Every file starts with the same seven bytes in every version and family:
 // the magic (4 bytes), the format version (2 bytes, little-endian) and the
 // kind (1 byte), read by [ReadStart] and [Sniff]. The rest of a header is
-// read by the reader of the file's version, chosen by a switch on the
-// version in each Read function: a new version adds a case there and
-// raises [Latest], and decoders go on reading every version ever written.
+// read by the reader of the file's version, chosen from each header's list
+// of readers, one a version: a new version adds its reader to each list
+// and raises [Latest], and decoders go on reading every version ever
+// written.
 // Encoders write [Latest]. A header is returned as one struct whatever
 // version wrote it.
 //
