@@ -34,7 +34,7 @@ func TestConcurrentAdd(t *testing.T) {
 						if i%2 == 0 {
 							f.Add(kb.at(0, i))
 						} else {
-							f.AddUnique(kb.at(0, i))
+							addedOK(f.AddUnique(kb.at(0, i)))
 						}
 					}
 				}()
@@ -77,7 +77,7 @@ func TestConcurrentAddUnique(t *testing.T) {
 			var kb keyBuf
 			for j := range uint64(keys) {
 				i := (j*7919 + uint64(g)*104729) % keys // each goroutine its own order
-				if f.AddUnique(kb.at(0, i)) {
+				if addedOK(f.AddUnique(kb.at(0, i))) {
 					wins[i].Add(1)
 				}
 			}
@@ -190,7 +190,7 @@ func TestSyncWrappers(t *testing.T) {
 		wg2.Add(1)
 		go func() {
 			defer wg2.Done()
-			if ss.AddUnique(once) {
+			if addedOK(ss.AddUnique(once)) {
 				wins.Add(1)
 			}
 		}()
@@ -269,7 +269,7 @@ func TestSyncCountingForms(t *testing.T) {
 		case 0:
 			sc.AddString(k)
 		case 1:
-			if !sc.AddUnique([]byte(k)) && !sc.ContainsString(k) {
+			if !addedOK(sc.AddUnique([]byte(k))) && !sc.ContainsString(k) {
 				t.Fatalf("AddUnique(%q) = false for a key the filter does not hold", k)
 			}
 		}
@@ -280,7 +280,7 @@ func TestSyncCountingForms(t *testing.T) {
 			t.Fatalf("%q lost", k)
 		}
 	}
-	if sc.AddUnique([]byte("key-7")) {
+	if addedOK(sc.AddUnique([]byte("key-7"))) {
 		t.Error("AddUnique of a present key = true")
 	}
 	for i := 0; i < 2000; i += 4 {

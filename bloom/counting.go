@@ -38,9 +38,8 @@ import (
 //
 // The zero Counting is empty and has no table: Contains reports false,
 // Delete reports false, UnmarshalBinary or ReadFrom can decode into it,
-// Add and its key forms return an error wrapping [ErrUninitialized], and
-// AddUnique panics with a message that names NewCounting, for the reason
-// given on [Filter].
+// Add, AddUnique and their key forms return an error wrapping
+// [ErrUninitialized].
 type Counting struct {
 	table        // 16 four-bit counters per word; counter i at bits 4(i%16) of word i/16; cells = 16·len(words)
 	count uint64 // Add calls minus Delete calls that returned true
@@ -96,17 +95,21 @@ func (f *Counting) add(h uint64) error {
 }
 
 // AddUnique adds key unless Contains reports it present, and reports
-// whether it added it.
-func (f *Counting) AddUnique(key []byte) (added bool) {
+// whether it added it. On the zero Counting it returns an error wrapping
+// [ErrUninitialized], as Add does.
+func (f *Counting) AddUnique(key []byte) (added bool, err error) {
 	return f.addUniqueHash(hash.Sum64(key, f.seed))
 }
 
-func (f *Counting) addUniqueHash(h uint64) bool {
+func (f *Counting) addUniqueHash(h uint64) (bool, error) {
+	if len(f.words) == 0 {
+		return false, errZeroCounting
+	}
 	if f.containsHash(h) {
-		return false
+		return false, nil
 	}
 	f.addHash(h)
-	return true
+	return true, nil
 }
 
 // Contains reports whether key may be in the filter: false is certain, true

@@ -15,7 +15,11 @@ func Example() {
 		panic(err)
 	}
 	for _, url := range []string{"https://a.example/", "https://b.example/", "https://a.example/"} {
-		if !seen.AddUniqueString(url) {
+		added, err := seen.AddUniqueString(url)
+		if err != nil {
+			panic(err)
+		}
+		if !added {
 			fmt.Println("skip ", url)
 			continue
 		}

@@ -44,9 +44,7 @@ const (
 // The zero Filter is empty and has no table: Contains reports false,
 // UnmarshalBinary or ReadFrom can decode into it, Add and its key forms
 // return an error wrapping [ErrUninitialized] (a Filter has a fixed size
-// that only its constructor knows), and AddUnique, which has no error
-// result, panics with a message that names New: ignoring the write would
-// break the promise that an added key is always found.
+// that only its constructor knows), as AddUnique and its key forms do.
 //
 // # Invariants
 //
@@ -111,12 +109,24 @@ func (f *Filter) add(h uint64) error {
 // whether Contains would have reported false, in one pass over the key's
 // bits. When several goroutines add the same absent key at once, at least
 // one of them gets true. A false positive (a new key whose bits were all
-// set already) gets false and changes nothing.
-func (f *Filter) AddUnique(key []byte) (added bool) { return f.addHash(hash.Sum64(key, f.seed)) > 0 }
+// set already) gets false and changes nothing. On the zero Filter it
+// returns an error wrapping [ErrUninitialized], as Add does.
+func (f *Filter) AddUnique(key []byte) (added bool, err error) {
+	return f.addUnique(hash.Sum64(key, f.seed))
+}
 
 // AddUniqueString is [Filter.AddUnique] for a string key.
-func (f *Filter) AddUniqueString(key string) (added bool) {
-	return f.addHash(hash.Sum64String(key, f.seed)) > 0
+func (f *Filter) AddUniqueString(key string) (added bool, err error) {
+	return f.addUnique(hash.Sum64String(key, f.seed))
+}
+
+// addUnique is AddUnique of a key's hash: ErrUninitialized on the zero
+// Filter.
+func (f *Filter) addUnique(h uint64) (bool, error) {
+	if len(f.words) == 0 {
+		return false, errZeroFilter
+	}
+	return f.addHash(h) > 0, nil
 }
 
 // Contains reports whether key may be in the filter. A false answer is

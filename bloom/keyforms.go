@@ -16,12 +16,12 @@ func (f *Filter) AddUint64(key uint64) error { return f.add(hash.Sum64Uint64(key
 func (f *Filter) AddHash(h uint64) error { return f.add(h) }
 
 // AddUniqueUint64 is [Filter.AddUnique] for an integer key.
-func (f *Filter) AddUniqueUint64(key uint64) (added bool) {
-	return f.addHash(hash.Sum64Uint64(key, f.seed)) > 0
+func (f *Filter) AddUniqueUint64(key uint64) (added bool, err error) {
+	return f.addUnique(hash.Sum64Uint64(key, f.seed))
 }
 
 // AddUniqueHash is [Filter.AddUnique] for a key's 64-bit hash.
-func (f *Filter) AddUniqueHash(h uint64) (added bool) { return f.addHash(h) > 0 }
+func (f *Filter) AddUniqueHash(h uint64) (added bool, err error) { return f.addUnique(h) }
 
 // ContainsUint64 is [Filter.Contains] for an integer key.
 func (f *Filter) ContainsUint64(key uint64) bool {
@@ -38,17 +38,17 @@ func (f *Counting) AddUint64(key uint64) error { return f.add(hash.Sum64Uint64(k
 func (f *Counting) AddHash(h uint64) error { return f.add(h) }
 
 // AddUniqueString is [Counting.AddUnique] for a string key.
-func (f *Counting) AddUniqueString(key string) (added bool) {
+func (f *Counting) AddUniqueString(key string) (added bool, err error) {
 	return f.addUniqueHash(hash.Sum64String(key, f.seed))
 }
 
 // AddUniqueUint64 is [Counting.AddUnique] for an integer key.
-func (f *Counting) AddUniqueUint64(key uint64) (added bool) {
+func (f *Counting) AddUniqueUint64(key uint64) (added bool, err error) {
 	return f.addUniqueHash(hash.Sum64Uint64(key, f.seed))
 }
 
 // AddUniqueHash is [Counting.AddUnique] for a key's 64-bit hash.
-func (f *Counting) AddUniqueHash(h uint64) (added bool) { return f.addUniqueHash(h) }
+func (f *Counting) AddUniqueHash(h uint64) (added bool, err error) { return f.addUniqueHash(h) }
 
 // ContainsUint64 is [Counting.Contains] for an integer key.
 func (f *Counting) ContainsUint64(key uint64) bool {
@@ -81,15 +81,15 @@ func (s *Scalable) AddHash(h uint64) error {
 }
 
 // AddUniqueUint64 is [Scalable.AddUnique] for an integer key.
-func (s *Scalable) AddUniqueUint64(key uint64) (added bool) {
+func (s *Scalable) AddUniqueUint64(key uint64) (added bool, err error) {
 	s.setUp()
-	return s.addHash(hash.Sum64Uint64(key, s.seed))
+	return s.addHash(hash.Sum64Uint64(key, s.seed)), nil
 }
 
 // AddUniqueHash is [Scalable.AddUnique] for a key's 64-bit hash.
-func (s *Scalable) AddUniqueHash(h uint64) (added bool) {
+func (s *Scalable) AddUniqueHash(h uint64) (added bool, err error) {
 	s.setUp()
-	return s.addHash(h)
+	return s.addHash(h), nil
 }
 
 // ContainsUint64 is [Scalable.Contains] for an integer key.

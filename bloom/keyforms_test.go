@@ -13,10 +13,10 @@ import (
 type intForms interface {
 	set
 	AddUint64(key uint64) error
-	AddUniqueUint64(key uint64) bool
-	AddUnique(key []byte) bool
+	AddUniqueUint64(key uint64) (bool, error)
+	AddUnique(key []byte) (bool, error)
 	AddHash(h uint64) error
-	AddUniqueHash(h uint64) bool
+	AddUniqueHash(h uint64) (bool, error)
 	ContainsUint64(key uint64) bool
 	ContainsHash(h uint64) bool
 }
@@ -43,12 +43,12 @@ func TestKeyForms(t *testing.T) {
 					a.AddUint64(v)
 					b.Add(le(v))
 				case 1:
-					x, y = a.AddUniqueUint64(v), b.AddUnique(le(v))
+					x, y = addedOK(a.AddUniqueUint64(v)), addedOK(b.AddUnique(le(v)))
 				case 2:
 					a.AddHash(hash.Sum64Uint64(v, seed))
 					b.Add(le(v))
 				case 3:
-					x, y = a.AddUniqueHash(hash.Sum64Uint64(v, seed)), b.AddUnique(le(v))
+					x, y = addedOK(a.AddUniqueHash(hash.Sum64Uint64(v, seed))), addedOK(b.AddUnique(le(v)))
 				}
 				if x != y {
 					t.Fatalf("key %d: added %v, twin %v", v, x, y)
@@ -70,7 +70,7 @@ func TestKeyForms(t *testing.T) {
 	c, _ := bloom.NewCounting(100, bloom.WithSeed(seed))
 	c.AddUint64(7)
 	c.AddHash(hash.Sum64Uint64(8, seed))
-	if !c.AddUniqueString("s") || c.AddUniqueString("s") {
+	if !addedOK(c.AddUniqueString("s")) || addedOK(c.AddUniqueString("s")) {
 		t.Fatal("Counting.AddUniqueString")
 	}
 	if !c.DeleteUint64(8) || !c.DeleteHash(hash.Sum64Uint64(7, seed)) || c.ContainsUint64(7) || c.Len() != 1 {

@@ -204,16 +204,18 @@ func (s *Scalable) AddString(key string) error {
 }
 
 // AddUnique inserts key unless Contains reports it present, and reports
-// whether it inserted it. It is the same operation as Add, with the answer.
-func (s *Scalable) AddUnique(key []byte) (added bool) {
+// whether it inserted it. It is the same operation as Add, with the answer;
+// like Add, it never fails (the error, always nil, is there so that every
+// filter's AddUnique has one shape).
+func (s *Scalable) AddUnique(key []byte) (added bool, err error) {
 	s.setUp()
-	return s.addHash(hash.Sum64(key, s.seed))
+	return s.addHash(hash.Sum64(key, s.seed)), nil
 }
 
 // AddUniqueString is [Scalable.AddUnique] for a string key.
-func (s *Scalable) AddUniqueString(key string) (added bool) {
+func (s *Scalable) AddUniqueString(key string) (added bool, err error) {
 	s.setUp()
-	return s.addHash(hash.Sum64String(key, s.seed))
+	return s.addHash(hash.Sum64String(key, s.seed)), nil
 }
 
 // Contains reports whether key may be in the filter: false is certain, true

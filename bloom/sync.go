@@ -45,14 +45,14 @@ func (s *SyncCounting) AddString(key string) error {
 // AddUnique is [Counting.AddUnique] under the exclusive lock: the test
 // and the add are one step, so of several goroutines adding the same
 // absent key exactly one gets true.
-func (s *SyncCounting) AddUnique(key []byte) bool {
+func (s *SyncCounting) AddUnique(key []byte) (added bool, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.write().AddUnique(key)
 }
 
 // AddUniqueString is [Counting.AddUniqueString] under the exclusive lock.
-func (s *SyncCounting) AddUniqueString(key string) bool {
+func (s *SyncCounting) AddUniqueString(key string) (added bool, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.write().AddUniqueString(key)
@@ -156,7 +156,7 @@ func (w *SyncScalable) AddString(key string) error {
 
 // AddUnique is [Scalable.AddUnique] under the exclusive lock: of
 // several goroutines adding the same absent key, exactly one gets true.
-func (w *SyncScalable) AddUnique(key []byte) bool {
+func (w *SyncScalable) AddUnique(key []byte) (added bool, err error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.write().AddUnique(key)
@@ -164,7 +164,7 @@ func (w *SyncScalable) AddUnique(key []byte) bool {
 
 // AddUniqueString is [Scalable.AddUniqueString] under the exclusive
 // lock.
-func (w *SyncScalable) AddUniqueString(key string) bool {
+func (w *SyncScalable) AddUniqueString(key string) (added bool, err error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.write().AddUniqueString(key)

@@ -65,20 +65,10 @@ func TestZeroSyncWrappers(t *testing.T) {
 // TestZeroValueWrites checks the documented zero values: a zero Filter or
 // Counting reads as empty, refuses Add and its key forms with an error
 // wrapping ErrUninitialized that names its constructor (and stays empty),
-// and panics on AddUnique with a message naming it; a zero Scalable (and SyncScalable) sets itself up on the
+// and so AddUnique and its key forms; a zero Scalable (and SyncScalable) sets itself up on the
 // first write, as a zero cuckoo.Scalable does.
 func TestZeroValueWrites(t *testing.T) {
 	key := []byte("k")
-	panics := func(name, want string, fn func()) {
-		t.Helper()
-		defer func() {
-			r := recover()
-			if msg, _ := r.(string); !strings.Contains(msg, want) {
-				t.Errorf("%s: recovered %v, want a panic naming %s", name, r, want)
-			}
-		}()
-		fn()
-	}
 	var f bloom.Filter
 	if f.Contains(key) || f.ContainsString("k") || f.Len() != 0 || f.FalsePositiveRate() != 0 {
 		t.Fatal("the zero Filter is not empty")
@@ -95,33 +85,42 @@ func TestZeroValueWrites(t *testing.T) {
 		}
 	}
 	refuses("Filter", "New", map[string]func() error{
-		"Add":       func() error { return f.Add(key) },
-		"AddString": func() error { return f.AddString("k") },
-		"AddUint64": func() error { return f.AddUint64(7) },
-		"AddHash":   func() error { return f.AddHash(7) },
+		"Add":             func() error { return f.Add(key) },
+		"AddString":       func() error { return f.AddString("k") },
+		"AddUint64":       func() error { return f.AddUint64(7) },
+		"AddHash":         func() error { return f.AddHash(7) },
+		"AddUnique":       func() error { return refused(f.AddUnique(key)) },
+		"AddUniqueString": func() error { return refused(f.AddUniqueString("k")) },
+		"AddUniqueUint64": func() error { return refused(f.AddUniqueUint64(7)) },
+		"AddUniqueHash":   func() error { return refused(f.AddUniqueHash(7)) },
 	}, func() bool { return f.Len() == 0 && !f.Contains(key) })
-	panics("Filter.AddUnique", "New", func() { f.AddUnique(key) })
 	var c bloom.Counting
 	if c.Contains(key) || c.Delete(key) || c.Len() != 0 {
 		t.Fatal("the zero Counting is not empty")
 	}
 	refuses("Counting", "NewCounting", map[string]func() error{
-		"Add":       func() error { return c.Add(key) },
-		"AddString": func() error { return c.AddString("k") },
-		"AddUint64": func() error { return c.AddUint64(7) },
-		"AddHash":   func() error { return c.AddHash(7) },
+		"Add":             func() error { return c.Add(key) },
+		"AddString":       func() error { return c.AddString("k") },
+		"AddUint64":       func() error { return c.AddUint64(7) },
+		"AddHash":         func() error { return c.AddHash(7) },
+		"AddUnique":       func() error { return refused(c.AddUnique(key)) },
+		"AddUniqueString": func() error { return refused(c.AddUniqueString("k")) },
+		"AddUniqueUint64": func() error { return refused(c.AddUniqueUint64(7)) },
+		"AddUniqueHash":   func() error { return refused(c.AddUniqueHash(7)) },
 	}, func() bool { return c.Len() == 0 && !c.Contains(key) })
 	var sc bloom.SyncCounting
 	if err := sc.Add(key); !errors.Is(err, bloom.ErrUninitialized) {
 		t.Errorf("SyncCounting.Add on the zero value: %v, want ErrUninitialized", err)
 	}
-	panics("Counting.AddUnique", "NewCounting", func() { c.AddUnique(key) })
+	if added, err := sc.AddUnique(key); added || !errors.Is(err, bloom.ErrUninitialized) {
+		t.Errorf("SyncCounting.AddUnique on the zero value: %v, %v, want false and ErrUninitialized", added, err)
+	}
 
 	var s bloom.Scalable
 	if s.Contains(key) || s.Len() != 0 || s.NumTables() != 0 {
 		t.Fatal("the zero Scalable is not empty")
 	}
-	if !s.AddUnique(key) || s.AddUnique(key) || !s.Contains(key) || s.Len() != 1 {
+	if !addedOK(s.AddUnique(key)) || addedOK(s.AddUnique(key)) || !s.Contains(key) || s.Len() != 1 {
 		t.Fatal("the zero Scalable does not add")
 	}
 	if s.NumTables() != 1 || s.Capacity() != bloom.DefaultScalableCapacity || s.TargetFalsePositiveRate() != bloom.DefaultFalsePositiveRate {
@@ -134,4 +133,20 @@ func TestZeroValueWrites(t *testing.T) {
 	if !ss.ContainsString("k") || ss.Len() != 1 {
 		t.Fatal("the zero SyncScalable does not add")
 	}
+}
+
+// refused is the error of a refused AddUnique, or one saying it added.
+func refused(added bool, err error) error {
+	if added {
+		return errors.New("added")
+	}
+	return err
+}
+
+// addedOK is the answer of an AddUnique that must not fail.
+func addedOK(added bool, err error) bool {
+	if err != nil {
+		panic(err)
+	}
+	return added
 }

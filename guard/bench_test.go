@@ -52,7 +52,7 @@ func noLoad(context.Context, []byte) (string, error) { return "", guard.ErrNotFo
 // not a round trip): impl=guard against impl=contains.
 func BenchmarkGetAbsent(b *testing.B) {
 	f, absent := localBench(b)
-	g := guard.New(guard.Local(f), noLoad)
+	g := newGuard(b, guard.Local(f), noLoad)
 	ctx := context.Background()
 	mask := len(absent) - 1
 	for mask&(mask+1) != 0 { // a power of two minus one
@@ -102,7 +102,7 @@ func BenchmarkGetAbsent(b *testing.B) {
 // their ratio (guard/contains).
 func BenchmarkGetAbsentInterleaved(b *testing.B) {
 	f, absent := localBench(b)
-	g := guard.New(guard.Local(f), noLoad)
+	g := newGuard(b, guard.Local(f), noLoad)
 	ctx := context.Background()
 	mask := len(absent) - 1
 	for mask&(mask+1) != 0 {
@@ -160,7 +160,7 @@ func BenchmarkGetManyShared(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	g := guard.New(set, noLoad)
+	g := newGuard(b, set, noLoad)
 	const batch = 1000
 	keys := make([][]byte, batch)
 	for i := range keys {
@@ -218,7 +218,7 @@ func BenchmarkGetManyShared(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		cg := guard.New(cset, noLoad)
+		cg := newGuard(b, cset, noLoad)
 		cf, err := redisfilter.Open(ctx, crdb, "bench")
 		if err != nil {
 			b.Fatal(err)

@@ -36,9 +36,9 @@ func TestRedisClusterShared(t *testing.T) {
 	if _, err := guard.Fill(ctx, guard.Shared(first), db.scan); err != nil {
 		t.Fatal(err)
 	}
-	gA := guard.New(guard.Shared(first), db.load, guard.WithGrace(testGrace))
+	gA := newGuard(t, guard.Shared(first), db.load, guard.WithGrace(testGrace))
 	setB := openShared(t, b, name)
-	gB := guard.New(setB, db.load, guard.WithGrace(testGrace))
+	gB := newGuard(t, setB, db.load, guard.WithGrace(testGrace))
 	check := func(when string, g *guard.Guard[string]) {
 		t.Helper()
 		for i := range 300 {

@@ -14,7 +14,7 @@
 // filter in Redis that forgets keys by itself: its one difference is that
 // a key is forgotten a window after its last Insert.
 //
-//	g := guard.New(guard.Local(filter), loadUser) // filter holds every user id
+//	g, err := guard.New(guard.Local(filter), loadUser) // filter holds every user id
 //	u, err := g.Get(ctx, id)                      // guard.ErrNotFound, often without a query
 //	err = g.Insert(ctx, id, func(ctx context.Context) error { return insertUser(ctx, u) })
 //	err = g.Remove(ctx, id, func(ctx context.Context) error { return deleteUser(ctx, id) })

@@ -76,7 +76,10 @@ func Example() {
 	if _, err := guard.Fill(ctx, guard.Local(f), db.scan); err != nil {
 		panic(err)
 	}
-	g := guard.New(guard.Local(f), db.load)
+	g, err := guard.New(guard.Local(f), db.load)
+	if err != nil {
+		panic(err)
+	}
 
 	// Writes go through the guard: the filter learns of a row before it
 	// can be read, and forgets it only after it is gone.
@@ -108,7 +111,10 @@ func Example() {
 func ExampleGuard_Rebuild() {
 	ctx := context.Background()
 	db := &users{rows: map[string]string{"ada": "Ada Lovelace"}}
-	g := guard.New[string](nil, db.load) // no filter yet
+	g, err := guard.New[string](nil, db.load) // no filter yet
+	if err != nil {
+		panic(err)
+	}
 
 	fresh, err := cuckoo.NewConcurrent(1_000_000, cuckoo.WithSeed(1))
 	if err != nil {
@@ -128,7 +134,10 @@ func ExampleGuard_GetMany() {
 	db := &users{rows: map[string]string{"ada": "Ada Lovelace", "alan": "Alan Turing"}}
 	f, _ := cuckoo.NewConcurrent(1000, cuckoo.WithSeed(1))
 	guard.Fill(ctx, guard.Local(f), db.scan)
-	g := guard.New(guard.Local(f), db.load)
+	g, err := guard.New(guard.Local(f), db.load)
+	if err != nil {
+		panic(err)
+	}
 
 	ids := [][]byte{[]byte("ada"), []byte("nobody"), []byte("alan")}
 	names, errs := make([]string, len(ids)), make([]error, len(ids))

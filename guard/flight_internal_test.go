@@ -212,7 +212,10 @@ func TestFlightsForget(t *testing.T) {
 // load once, and the Stats say so.
 func TestGuardSharesLoads(t *testing.T) {
 	l := newGatedLoad(func(context.Context, int64) (string, error) { return "row", nil })
-	g := New[string](nil, l.load)
+	g, err := New[string](nil, l.load)
+	if err != nil {
+		t.Fatal(err)
+	}
 	var wg sync.WaitGroup
 	for range 10 {
 		wg.Add(1)

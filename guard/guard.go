@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/dedupkit/cuckoo"
+	"github.com/dedupkit/cuckoo/internal/option"
 )
 
 // Loader reads one row; it returns an error wrapping [ErrNotFound] when
@@ -87,19 +88,22 @@ func newView(cur Filter) *view {
 // writes, or let a Rebuild fill it); or it may be nil: then every lookup
 // goes to load until the first Rebuild installs a set, which is how a
 // service that is running already starts guarding its table.
-func New[V any](set Filter, load Loader[V], opts ...Option) *Guard[V] {
+//
+// A nil load, or an option given a bad value, makes New return an error
+// wrapping [ErrInvalidParameter] (and no guard).
+func New[V any](set Filter, load Loader[V], opts ...Option) (*Guard[V], error) {
 	if load == nil {
-		panic("guard: New needs a Loader")
+		return nil, fmt.Errorf("%w: New needs a Loader", ErrInvalidParameter)
 	}
 	g := &Guard[V]{load: load, cfg: config{grace: DefaultGrace, readTimeout: DefaultReadTimeout, workers: defaultWorkers}}
-	for _, o := range opts {
-		o(&g.cfg)
+	if err := option.Apply(&g.cfg, opts); err != nil {
+		return nil, err
 	}
 	if s, ok := set.(*sharedSet); ok {
 		s.useGrace(g.cfg.grace)
 	}
 	g.view.Store(newView(set))
-	return g
+	return g, nil
 }
 
 // Get returns the row of key. When the filter says the key is absent, it

@@ -81,7 +81,7 @@ func TestGetBlocksAbsentKeys(t *testing.T) {
 	ctx := context.Background()
 	db := newMemTable(1)
 	_, set := fillTable(t, db, 1000, 2000)
-	g := guard.New(set, db.load)
+	g := newGuard(t, set, db.load)
 	for i := range 1000 {
 		v, err := g.Get(ctx, rowKey(i))
 		if err != nil || v != "row "+string(rowKey(i)) {
@@ -109,7 +109,7 @@ func TestInsertAddsBeforeTheWrite(t *testing.T) {
 	ctx := context.Background()
 	db := newMemTable(1)
 	f, set := fillTable(t, db, 0, 100)
-	g := guard.New(set, db.load)
+	g := newGuard(t, set, db.load)
 	key := []byte("k")
 	err := g.Insert(ctx, key, func(ctx context.Context) error {
 		if !f.Contains(key) {
@@ -129,7 +129,7 @@ func TestInsertFilterFailureSkipsTheWrite(t *testing.T) {
 	ctx := context.Background()
 	db := newMemTable(1)
 	fs := &faultySet{Filter: guard.Local(newFilter(t, 100))}
-	g := guard.New(guard.Filter(fs), db.load)
+	g := newGuard(t, guard.Filter(fs), db.load)
 	fail(&fs.failAdd, errSetDown)
 	ran := false
 	err := g.Insert(ctx, []byte("k"), func(context.Context) error { ran = true; return nil })
@@ -141,7 +141,7 @@ func TestInsertFilterFailureSkipsTheWrite(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g2 := guard.New(guard.Local(tiny), db.load)
+	g2 := newGuard(t, guard.Local(tiny), db.load)
 	for i := 0; ; i++ {
 		ran = false
 		err = g2.Insert(ctx, fmt.Appendf(nil, "%d", i), func(context.Context) error { ran = true; return nil })
@@ -161,7 +161,7 @@ func TestFailedWriteLeavesAnExtraFingerprint(t *testing.T) {
 	ctx := context.Background()
 	db := newMemTable(1)
 	f, set := fillTable(t, db, 0, 100)
-	g := guard.New(set, db.load)
+	g := newGuard(t, set, db.load)
 	key := []byte("k")
 	// The write fails; it may or may not have committed: the fingerprint
 	// stays, so a committed row is never missed.
@@ -194,7 +194,7 @@ func TestRemoveDeletesOnlyAfterTheWrite(t *testing.T) {
 	ctx := context.Background()
 	db := newMemTable(1)
 	f, set := fillTable(t, db, 10, 100)
-	g := guard.New(set, db.load)
+	g := newGuard(t, set, db.load)
 	key := rowKey(3)
 
 	// The write fails: the filter keeps the key, and the row is found.
@@ -231,7 +231,7 @@ func TestRemoveFilterFailureIsStale(t *testing.T) {
 	db := newMemTable(1)
 	_, inner := fillTable(t, db, 10, 100)
 	fs := &faultySet{Filter: inner}
-	g := guard.New(guard.Filter(fs), db.load)
+	g := newGuard(t, guard.Filter(fs), db.load)
 	fail(&fs.failDelete, errSetDown)
 	key := rowKey(1)
 	err := g.Remove(ctx, key, func(ctx context.Context) error { return db.remove(ctx, key) })
@@ -256,8 +256,8 @@ func TestFailOpenAndClosed(t *testing.T) {
 	db := newMemTable(1)
 	_, inner := fillTable(t, db, 10, 100)
 	fs := &faultySet{Filter: inner}
-	open := guard.New(guard.Filter(fs), db.load)
-	closed := guard.New(guard.Filter(fs), db.load, guard.WithFailClosed())
+	open := newGuard(t, guard.Filter(fs), db.load)
+	closed := newGuard(t, guard.Filter(fs), db.load, guard.WithFailClosed())
 	fail(&fs.failContains, errSetDown)
 
 	if v, err := open.Get(ctx, rowKey(2)); err != nil || v == "" {
@@ -283,7 +283,7 @@ func TestRebuildFromNoSet(t *testing.T) {
 	for i := range 100 {
 		db.rows[string(rowKey(i))] = "x"
 	}
-	g := guard.New[string](nil, db.load)
+	g := newGuard[string](t, nil, db.load)
 	if _, err := g.Get(ctx, []byte("absent")); !errors.Is(err, guard.ErrNotFound) {
 		t.Fatal(err)
 	}
@@ -324,7 +324,7 @@ func TestRebuildWaitsForEarlierWrites(t *testing.T) {
 	ctx := context.Background()
 	db := newMemTable(1)
 	_, set := fillTable(t, db, 0, 100)
-	g := guard.New(set, db.load)
+	g := newGuard(t, set, db.load)
 	key := []byte("slow")
 	inWrite, release := make(chan struct{}), make(chan struct{})
 	done := make(chan error)
@@ -367,7 +367,7 @@ func TestRebuildWaitsForWritesOfOlderViews(t *testing.T) {
 	ctx := context.Background()
 	db := newMemTable(1)
 	_, set := fillTable(t, db, 0, 100)
-	g := guard.New(set, db.load)
+	g := newGuard(t, set, db.load)
 	key := []byte("slow")
 	inWrite, release := make(chan struct{}), make(chan struct{})
 	done := make(chan error)
@@ -411,7 +411,7 @@ func TestRebuildReachesBothSets(t *testing.T) {
 	ctx := context.Background()
 	db := newMemTable(1)
 	cur, set := fillTable(t, db, 10, 100)
-	g := guard.New(set, db.load)
+	g := newGuard(t, set, db.load)
 	fresh := newFilter(t, 100)
 	var checked bool
 	scan := func(ctx context.Context, yield func([]byte) error) error {
@@ -457,7 +457,7 @@ func TestRebuildAbandonedWhenFreshFails(t *testing.T) {
 	ctx := context.Background()
 	db := newMemTable(1)
 	cur, set := fillTable(t, db, 10, 100)
-	g := guard.New(set, db.load)
+	g := newGuard(t, set, db.load)
 	fresh := &faultySet{Filter: guard.Local(newFilter(t, 100))}
 	scan := func(ctx context.Context, yield func([]byte) error) error {
 		if err := db.scan(ctx, yield); err != nil {
@@ -499,7 +499,7 @@ func TestRebuildErrors(t *testing.T) {
 	ctx := context.Background()
 	db := newMemTable(1)
 	_, set := fillTable(t, db, 10, 100)
-	g := guard.New(set, db.load)
+	g := newGuard(t, set, db.load)
 	if err := g.Rebuild(ctx, nil, db.scan); !errors.Is(err, guard.ErrInvalidParameter) {
 		t.Errorf("Rebuild(nil): %v", err)
 	}
@@ -552,7 +552,7 @@ func TestConcurrentLocal(t *testing.T) {
 			if testing.Short() {
 				w.writes, w.rebuilds = 500, 10
 			}
-			g := guard.New(set, w.loader())
+			g := newGuard(t, set, w.loader())
 			w.guards = []*guard.Guard[string]{g}
 			w.rebuild = func(ctx context.Context, round int) error {
 				return g.Rebuild(ctx, guard.Local(newFilter(t, 1000)), db.scan)
@@ -580,7 +580,7 @@ func TestConcurrentInsertRemoveOneKey(t *testing.T) {
 	db := newMemTable(3)
 	db.writeDelay = 100e3
 	f, set := fillTable(t, db, 0, 100)
-	g := guard.New(set, db.load)
+	g := newGuard(t, set, db.load)
 	key := []byte("hot")
 	var wg sync.WaitGroup
 	for i := range 8 {
@@ -615,7 +615,7 @@ func TestGetAllocatesNothing(t *testing.T) {
 	ctx := context.Background()
 	db := newMemTable(1)
 	_, set := fillTable(t, db, 100, 1000)
-	g := guard.New(set, db.load)
+	g := newGuard(t, set, db.load)
 	key := []byte("absent")
 	if _, err := g.Get(ctx, key); !errors.Is(err, guard.ErrNotFound) {
 		t.Skip("the probe key is a false positive")
@@ -649,7 +649,7 @@ func TestInsertFreshAddFailsAfterSwap(t *testing.T) {
 	ctx := context.Background()
 	db := newMemTable(1)
 	_, set := fillTable(t, db, 10, 100)
-	g := guard.New(set, db.load)
+	g := newGuard(t, set, db.load)
 	fresh := &blockingSet{Filter: guard.Local(newFilter(t, 100)), key: "k", entered: make(chan struct{}), release: make(chan error)}
 	inserted := make(chan error)
 	ran := false
@@ -704,8 +704,8 @@ func TestReadTimeoutBoundsLookups(t *testing.T) {
 	db.rows["a"] = "row a"
 	set := &stalledSet{}
 	const d = 20 * time.Millisecond
-	open := guard.New(guard.Filter(set), db.load, guard.WithReadTimeout(d))
-	closed := guard.New(guard.Filter(set), db.load, guard.WithReadTimeout(d), guard.WithFailClosed())
+	open := newGuard(t, guard.Filter(set), db.load, guard.WithReadTimeout(d))
+	closed := newGuard(t, guard.Filter(set), db.load, guard.WithReadTimeout(d), guard.WithFailClosed())
 	within := func(before, after time.Time, timeout time.Duration) {
 		t.Helper()
 		set.mu.Lock()
@@ -740,5 +740,32 @@ func TestReadTimeoutBoundsLookups(t *testing.T) {
 	within(before, time.Now(), 2*d)
 	if s := open.Stats(); s.FailedOpen != 1+8193 || s.Errors != 2 {
 		t.Errorf("fail open: %+v", s)
+	}
+}
+
+// TestNewRefusesBadOptions: an option given a bad value, or a nil loader,
+// is an error wrapping ErrInvalidParameter naming it, and no guard.
+func TestNewRefusesBadOptions(t *testing.T) {
+	load := func(context.Context, []byte) (string, error) { return "", guard.ErrNotFound }
+	for _, c := range []struct {
+		name string
+		opt  guard.Option
+	}{
+		{"WithReadTimeout", guard.WithReadTimeout(0)},
+		{"WithReadTimeout", guard.WithReadTimeout(-time.Second)},
+		{"WithGrace", guard.WithGrace(0)},
+		{"WithRebuildConcurrency", guard.WithRebuildConcurrency(0)},
+		{"WithRebuildConcurrency", guard.WithRebuildConcurrency(-3)},
+	} {
+		g, err := guard.New(nil, load, guard.WithFailClosed(), c.opt)
+		if !errors.Is(err, guard.ErrInvalidParameter) || !strings.Contains(err.Error(), c.name) || g != nil {
+			t.Errorf("New with a bad %s = %v, %v: want no guard and an error wrapping ErrInvalidParameter naming the option", c.name, g, err)
+		}
+	}
+	if g, err := guard.New[string](nil, nil); !errors.Is(err, guard.ErrInvalidParameter) || g != nil {
+		t.Errorf("New with a nil loader = %v, %v: want no guard and ErrInvalidParameter", g, err)
+	}
+	if _, err := guard.New(nil, load, guard.WithReadTimeout(time.Millisecond), guard.WithGrace(time.Second), guard.WithRebuildConcurrency(1), nil); err != nil {
+		t.Errorf("New with good options (and a nil one): %v", err)
 	}
 }

@@ -88,8 +88,8 @@ func testLostData(t *testing.T, rebuilt bool, newcomer string, lose func(t *test
 	for i := range absent {
 		absent[i] = rowKey(rows + i)
 	}
-	open := guard.New(openShared(t, fl.clients[0], name), db.load, guard.WithGrace(testGrace))
-	closed := guard.New(openShared(t, fl.clients[1], name), db.load, guard.WithGrace(testGrace), guard.WithFailClosed())
+	open := newGuard(t, openShared(t, fl.clients[0], name), db.load, guard.WithGrace(testGrace))
+	closed := newGuard(t, openShared(t, fl.clients[1], name), db.load, guard.WithGrace(testGrace), guard.WithFailClosed())
 	cur := name
 	if rebuilt {
 		cur = name + "@2"
@@ -196,7 +196,7 @@ func testLostData(t *testing.T, rebuilt bool, newcomer string, lose func(t *test
 	case newcomer == "lost" && err != nil:
 		t.Fatalf("OpenShared of a set whose current generation is gone: %v", err)
 	case newcomer == "lost":
-		g := guard.New(set, db.load, guard.WithFailClosed())
+		g := newGuard(t, set, db.load, guard.WithFailClosed())
 		if _, err := g.Get(ctx, rowKey(1)); !errors.Is(err, guard.ErrLost) {
 			t.Fatalf("a process started after the loss, failing closed: %v", err)
 		}
@@ -210,7 +210,7 @@ func testLostData(t *testing.T, rebuilt bool, newcomer string, lose func(t *test
 	if _, err := closed.Get(ctx, inserted); err != nil {
 		t.Fatalf("the row inserted during the loss, after the Rebuild: %v", err)
 	}
-	g := guard.New(openShared(t, fl.clients[2], name), db.load, guard.WithFailClosed())
+	g := newGuard(t, openShared(t, fl.clients[2], name), db.load, guard.WithFailClosed())
 	for _, k := range allRows(db) {
 		if _, err := g.Get(ctx, k); err != nil {
 			t.Fatalf("a process started after the Rebuild: %s: %v", k, err)
@@ -240,7 +240,7 @@ func TestRedisLostPointerWritesKeepTheGenerations(t *testing.T) {
 	fl := newFleet(t, 1)
 	rdb := fl.clients[0]
 	db, first := sharedTable(t, rdb, "p", 100, 1000)
-	g := guard.New(guard.Shared(first), db.load, guard.WithGrace(testGrace), guard.WithFailClosed())
+	g := newGuard(t, guard.Shared(first), db.load, guard.WithGrace(testGrace), guard.WithFailClosed())
 	if err := g.Rebuild(ctx, guard.Shared(newGeneration(t, rdb, "p@2", 1000)), db.scan); err != nil {
 		t.Fatal(err)
 	}
@@ -282,7 +282,7 @@ func TestRedisRebuildStopsWhenThePointerIsLost(t *testing.T) {
 	fl := newFleet(t, 1)
 	rdb := fl.clients[0]
 	db, _ := sharedTable(t, rdb, "r", 100, 1000)
-	g := guard.New(openShared(t, rdb, "r"), db.load, guard.WithGrace(testGrace))
+	g := newGuard(t, openShared(t, rdb, "r"), db.load, guard.WithGrace(testGrace))
 	if err := g.Rebuild(ctx, guard.Shared(newGeneration(t, rdb, "r@2", 1000)), db.scan); err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"sync"
+	"testing"
 	"time"
 
 	"github.com/dedupkit/cuckoo/guard"
@@ -175,4 +176,15 @@ func (m *memTable) scan(ctx context.Context, yield func(key []byte) error) error
 		}
 		last, first = next, false
 	}
+}
+
+// newGuard is guard.New for a test: its options are the test's own, so an
+// error is the test's bug.
+func newGuard[V any](tb testing.TB, set guard.Filter, load guard.Loader[V], opts ...guard.Option) *guard.Guard[V] {
+	tb.Helper()
+	g, err := guard.New(set, load, opts...)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return g
 }

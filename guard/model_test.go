@@ -26,7 +26,7 @@ func TestModel(t *testing.T) {
 	db := newMemTable(*seed)
 	db.failBefore, db.failAfter = 0.1, 0.1
 	cur := newFilter(t, 2000)
-	g := guard.New(guard.Local(cur), db.load)
+	g := newGuard(t, guard.Local(cur), db.load)
 	steps := 20000
 	if testing.Short() {
 		steps = 5000
@@ -84,7 +84,7 @@ func TestRateMatchesFilter(t *testing.T) {
 				}
 			}
 			loads := 0
-			g := guard.New(guard.Local(f), func(context.Context, []byte) (int, error) {
+			g := newGuard(t, guard.Local(f), func(context.Context, []byte) (int, error) {
 				loads++
 				return 0, guard.ErrNotFound
 			})
@@ -132,7 +132,7 @@ func TestRemoveDeletesOnce(t *testing.T) {
 	db := newMemTable(1)
 	f, inner := fillTable(t, db, 10, 100)
 	set := &lostReplySet{Filter: inner}
-	g := guard.New(guard.Filter(set), db.load)
+	g := newGuard(t, guard.Filter(set), db.load)
 	k := rowKey(4)
 	f.Add(k) // a second copy, as a second Insert of the key would leave
 	err := g.Remove(ctx, k, func(ctx context.Context) error { return db.remove(ctx, k) })

@@ -1,9 +1,13 @@
 package guard
 
-import "time"
+import (
+	"fmt"
+	"time"
+)
 
-// Option configures a Guard (see [New]).
-type Option func(*config)
+// Option configures a Guard (see [New]). An option given a bad value
+// makes New return an error wrapping [ErrInvalidParameter].
+type Option func(*config) error
 
 type config struct {
 	failClosed  bool
@@ -27,7 +31,9 @@ const defaultWorkers = 32
 // database is spared at the cost of failed lookups. The default is to
 // fail open: such a lookup goes to load, and Stats counts it in
 // FailedOpen.
-func WithFailClosed() Option { return func(c *config) { c.failClosed = true } }
+func WithFailClosed() Option {
+	return func(c *config) error { c.failClosed = true; return nil }
+}
 
 // WithReadTimeout bounds how long a lookup waits for its set's answer
 // (default [DefaultReadTimeout]): a Get whose Shared set has not answered
@@ -45,10 +51,13 @@ func WithFailClosed() Option { return func(c *config) { c.failClosed = true } }
 // The read timeout does not apply to Local sets, which never wait. It
 // must be positive.
 func WithReadTimeout(d time.Duration) Option {
-	if d <= 0 {
-		panic("guard: WithReadTimeout needs a positive duration")
+	return func(c *config) error {
+		if d <= 0 {
+			return fmt.Errorf("%w: WithReadTimeout(%v): it needs a positive duration", ErrInvalidParameter, d)
+		}
+		c.readTimeout = d
+		return nil
 	}
-	return func(c *config) { c.readTimeout = d }
 }
 
 // WithGrace sets the grace period of a Shared set's Rebuild (default
@@ -69,10 +78,13 @@ func WithReadTimeout(d time.Duration) Option {
 // every process the same value. It must be positive; it does not matter
 // for Local sets.
 func WithGrace(d time.Duration) Option {
-	if d <= 0 {
-		panic("guard: WithGrace needs a positive duration")
+	return func(c *config) error {
+		if d <= 0 {
+			return fmt.Errorf("%w: WithGrace(%v): it needs a positive duration", ErrInvalidParameter, d)
+		}
+		c.grace = d
+		return nil
 	}
-	return func(c *config) { c.grace = d }
 }
 
 // WithRebuildConcurrency sets how many keys a Rebuild adds to a fresh
@@ -80,8 +92,11 @@ func WithGrace(d time.Duration) Option {
 // the scan's speed is about n round trips at a time. Local sets are
 // filled by the scanning goroutine alone. It must be positive.
 func WithRebuildConcurrency(n int) Option {
-	if n <= 0 {
-		panic("guard: WithRebuildConcurrency needs a positive count")
+	return func(c *config) error {
+		if n <= 0 {
+			return fmt.Errorf("%w: WithRebuildConcurrency(%d): it needs a positive count", ErrInvalidParameter, n)
+		}
+		c.workers = n
+		return nil
 	}
-	return func(c *config) { c.workers = n }
 }

@@ -167,7 +167,7 @@ func TestPostgresConcurrent(t *testing.T) {
 				if _, err := guard.Fill(ctx, guard.Local(f), db.scan); err != nil {
 					t.Fatal(err)
 				}
-				g := guard.New(guard.Local(f), w.loader())
+				g := newGuard(t, guard.Local(f), w.loader())
 				w.guards = []*guard.Guard[string]{g}
 				w.rebuild = func(ctx context.Context, _ int) error {
 					return g.Rebuild(ctx, guard.Local(newFilter(t, 4000)), db.scan)
@@ -181,7 +181,7 @@ func TestPostgresConcurrent(t *testing.T) {
 				for _, c := range fl.clients {
 					// The grace period is well above the longest write (a
 					// transaction held up to 2 ms, on a busy machine).
-					w.guards = append(w.guards, guard.New(openShared(t, c, "pg"), w.loader(), guard.WithGrace(500*time.Millisecond)))
+					w.guards = append(w.guards, newGuard(t, openShared(t, c, "pg"), w.loader(), guard.WithGrace(500*time.Millisecond)))
 				}
 				w.rebuilds = 3
 				w.rebuild = func(ctx context.Context, round int) error {

@@ -92,8 +92,8 @@ func TestRedisSharedRebuild(t *testing.T) {
 		t.Fatalf("Fill: %d, %v", n, err)
 	}
 	setA, setB := openShared(t, a, "users"), openShared(t, b, "users")
-	gA := guard.New(setA, db.load, guard.WithGrace(testGrace))
-	gB := guard.New(setB, db.load, guard.WithGrace(testGrace))
+	gA := newGuard(t, setA, db.load, guard.WithGrace(testGrace))
+	gB := newGuard(t, setB, db.load, guard.WithGrace(testGrace))
 
 	// B inserts while A rebuilds; a row B inserts is found by A at once.
 	var wg sync.WaitGroup
@@ -157,7 +157,7 @@ func TestRedisSharedRebuild(t *testing.T) {
 	if cur, _, _ := guard.Generations(setC); cur != "users@2" {
 		t.Errorf("a process started after the Rebuild opens %q", cur)
 	}
-	gC := guard.New(setC, db.load)
+	gC := newGuard(t, setC, db.load)
 	db.mu.Lock()
 	var rows [][]byte
 	for k := range db.rows {
@@ -197,8 +197,8 @@ func TestRedisSharedFollowsThePointer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	gA := guard.New(guard.Shared(first), db.load, guard.WithGrace(testGrace))
-	gB := guard.New(guard.Shared(fB), db.load, guard.WithGrace(testGrace))
+	gA := newGuard(t, guard.Shared(first), db.load, guard.WithGrace(testGrace))
+	gB := newGuard(t, guard.Shared(fB), db.load, guard.WithGrace(testGrace))
 	if err := gA.Rebuild(ctx, guard.Shared(newGeneration(t, a, name+"@2", 1000)), db.scan); err != nil {
 		t.Fatal(err)
 	}
@@ -233,7 +233,7 @@ func TestRedisConcurrent(t *testing.T) {
 	}
 	w := &workload{db: db, keys: 400, writers: 6, readers: 4, writes: writes, rebuilds: rebuilds, seed: 11, minChecked: 100}
 	for _, c := range fl.clients {
-		w.guards = append(w.guards, guard.New(openShared(t, c, "c"), w.loader(), guard.WithGrace(testGrace)))
+		w.guards = append(w.guards, newGuard(t, openShared(t, c, "c"), w.loader(), guard.WithGrace(testGrace)))
 	}
 	w.rebuild = func(ctx context.Context, round int) error {
 		c := fl.clients[round%2]
@@ -264,8 +264,8 @@ func TestRedisRebuildAbandoned(t *testing.T) {
 	db := newMemTable(1)
 	newGeneration(t, a, "ab", 1000)
 	setB := openShared(t, b, "ab")
-	gA := guard.New(openShared(t, a, "ab"), db.load, guard.WithGrace(testGrace))
-	gB := guard.New(setB, db.load, guard.WithGrace(testGrace))
+	gA := newGuard(t, openShared(t, a, "ab"), db.load, guard.WithGrace(testGrace))
+	gB := newGuard(t, setB, db.load, guard.WithGrace(testGrace))
 	tiny := newGeneration(t, a, "ab@2", 8) // fills up at once
 	scan := func(ctx context.Context, yield func([]byte) error) error {
 		// While the Rebuild waits out its grace period, B inserts more than
@@ -358,8 +358,8 @@ func testRedisDown(t *testing.T, stopped, stale, ctxDeadlines bool) {
 		// a lookup once an eighth of it has passed since the last read.
 		gopts = append(gopts, guard.WithGrace(testGrace))
 	}
-	open := guard.New(set, db.load, gopts...)
-	closed := guard.New(set, db.load, append(gopts, guard.WithFailClosed())...)
+	open := newGuard(t, set, db.load, gopts...)
+	closed := newGuard(t, set, db.load, append(gopts, guard.WithFailClosed())...)
 	if _, err := open.Get(ctx, rowKey(1)); err != nil {
 		t.Fatal(err)
 	}
@@ -467,7 +467,7 @@ func TestRedisRebuildConcurrency(t *testing.T) {
 	}
 	for _, n := range []int{1, 64} {
 		name := fmt.Sprintf("s-conc-%d", n)
-		g := guard.New(guard.Shared(newGeneration(t, rdb, name, 1000)), db.load,
+		g := newGuard(t, guard.Shared(newGeneration(t, rdb, name, 1000)), db.load,
 			guard.WithGrace(testGrace), guard.WithRebuildConcurrency(n))
 		if err := g.Rebuild(ctx, guard.Shared(newGeneration(t, rdb, name+"@2", 1000)), db.scan); err != nil {
 			t.Fatal(err)

@@ -71,7 +71,7 @@ func TestSharedWindowGuardsExpiringRows(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		guards = append(guards, guard.New(guard.SharedWindow(w), db.load))
+		guards = append(guards, newGuard(t, guard.SharedWindow(w), db.load))
 	}
 	const rows = 500
 	inserted := time.Now()

@@ -489,6 +489,19 @@ func TestResharding(t *testing.T) {
 		t.Fatalf("%d keys of slot %d left on the source", slotKeys, slot)
 	}
 	checkAll("keys migrated, slot migrating")
+	// A second client whose map of the slots is loaded now, before the slot
+	// moves, and not used again until after: its first lookup then goes to
+	// the source by its map and must follow the MOVED reply. (The first
+	// client's map may be reloaded at any moment after an ASK, so whether
+	// it meets a MOVED is chance.)
+	stale := redis.NewClusterClient(&redis.ClusterOptions{Addrs: c.Addrs(), Protocol: 2, DialTimeout: redistest.ClientTimeout,
+		ReadTimeout: redistest.ClientTimeout, WriteTimeout: redistest.ClientTimeout})
+	stale.OnNewNode(red.hook)
+	t.Cleanup(func() { stale.Close() })
+	staleFilter, err := redisfilter.Open(ctx, stale, "resharding")
+	if err != nil {
+		t.Fatal(err)
+	}
 	// Writes to the shard wait (TRYAGAIN) until the slot has moved:
 	// finish the move while they wait.
 	moved := make(chan error, 1)
@@ -505,6 +518,19 @@ func TestResharding(t *testing.T) {
 	addMore("asking")
 	if err := <-moved; err != nil {
 		t.Fatal(err)
+	}
+	movedBefore := red.moved.Load()
+	found := make([]bool, len(in))
+	if err := staleFilter.ContainsBatch(ctx, in, found, make([]error, len(in))); err != nil {
+		t.Fatalf("slot moved, a client with the old map: %v", err)
+	}
+	for i, ok := range found {
+		if !ok {
+			t.Fatalf("slot moved, a client with the old map: %s lost", in[i])
+		}
+	}
+	if red.moved.Load() == movedBefore {
+		t.Fatal("slot moved: a client with the old map of the slots met no MOVED reply")
 	}
 	checkAll("slot moved")
 	addMore("moved")

@@ -228,9 +228,9 @@ func (v *bfValue) addUnique(item []byte) (bool, error) {
 			}
 			return false, errBloomFull
 		}
-		return v.f.AddUnique(item), nil
+		return v.f.AddUnique(item)
 	}
-	return v.s.AddUnique(item), nil
+	return v.s.AddUnique(item)
 }
 
 // bfFilter is what the BF commands read of a Bloom filter: a bloom.Filter

@@ -14,9 +14,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dedupkit/cuckoo"
 	"github.com/dedupkit/cuckoo/bloom"
 	"github.com/dedupkit/cuckoo/cmd/cuckoo/internal/ptytest"
 )
+
+// docs/api.md: Add and AddUnique have one shape in both filter packages,
+// so a counting Bloom filter is a cuckoo.Set, and no wrapper is needed to
+// use the two alike.
+var _ cuckoo.Set = (*bloom.Counting)(nil)
 
 // What the command line promises about its files and its outputs, each
 // run as a user would: a full filter stops the run, an update of a file

@@ -71,7 +71,9 @@ func start(ctx context.Context, path string, users int, out io.Writer) (*service
 	sv := &service{st: st, capacity: uint64(max(2*n, 1000))}
 	// No filter yet: lookups go to the database until the Rebuild below
 	// fills one from a scan, while the service could already serve.
-	sv.g = guard.New[User](nil, st.load)
+	if sv.g, err = guard.New[User](nil, st.load); err != nil {
+		return nil, err
+	}
 	t := time.Now()
 	if err := sv.g.Rebuild(ctx, sv.newFilter(), st.scan); err != nil {
 		return nil, err

@@ -24,12 +24,16 @@ func newGuard(t *testing.T) *guard.Guard[string] {
 		t.Fatal(err)
 	}
 	f.Add([]byte("present"))
-	return guard.New(guard.Local(f), func(_ context.Context, key []byte) (string, error) {
+	g, err := guard.New(guard.Local(f), func(_ context.Context, key []byte) (string, error) {
 		if string(key) == "present" {
 			return "row", nil
 		}
 		return "", guard.ErrNotFound
 	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g
 }
 
 // TestCollectorFollowsStats: the counters are the guard's Stats, labelled

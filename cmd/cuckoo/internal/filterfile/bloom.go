@@ -35,10 +35,7 @@ func (b bloomFilter) AddUniqueBatch(keys [][]byte, added []bool) (int, error) {
 	if b.Len()+uint64(len(keys)) > b.Capacity() {
 		return addUniqueEach(b, keys, added) // it may fill up in this batch
 	}
-	for i, k := range keys {
-		added[i] = b.Filter.AddUnique(k)
-	}
-	return len(keys), nil
+	return addUniqueEach(b.Filter, keys, added)
 }
 
 func (b bloomFilter) facts(add addFact) {
@@ -72,10 +69,7 @@ func (b bloomCounting) AddUniqueBatch(keys [][]byte, added []bool) (int, error) 
 	if b.Len()+uint64(len(keys)) > b.Capacity() {
 		return addUniqueEach(b, keys, added) // it may fill up in this batch
 	}
-	for i, k := range keys {
-		added[i] = b.Counting.AddUnique(k)
-	}
-	return len(keys), nil
+	return addUniqueEach(b.Counting, keys, added)
 }
 
 func (b bloomCounting) facts(add addFact) {
@@ -100,8 +94,7 @@ func newBloomScalable(s Spec) (impl, error) {
 
 func emptyBloomScalable() impl { return bloomScalable{new(bloom.Scalable)} }
 
-func (b bloomScalable) AddUnique(key []byte) (bool, error) { return b.Scalable.AddUnique(key), nil }
-func (b bloomScalable) Delete([]byte) (bool, error)        { return false, ErrNoDelete }
+func (b bloomScalable) Delete([]byte) (bool, error) { return false, ErrNoDelete }
 func (b bloomScalable) ContainsBatch(keys [][]byte, found []bool) {
 	containsEach(b.Scalable, keys, found)
 }
@@ -134,7 +127,7 @@ func bloomOptions(s Spec) ([]bloom.Option, error) {
 // and bloom.Counting.
 type fixedBloom interface {
 	Add(key []byte) error
-	AddUnique(key []byte) bool
+	AddUnique(key []byte) (bool, error)
 	Contains(key []byte) bool
 	Len() uint64
 	Capacity() uint64
@@ -161,7 +154,7 @@ func addUniqueFixed(f fixedBloom, key []byte) (bool, error) {
 		}
 		return false, bloomFull(f)
 	}
-	return f.AddUnique(key), nil
+	return f.AddUnique(key)
 }
 
 func bloomFull(f fixedBloom) error {
@@ -176,7 +169,9 @@ func containsEach(f interface{ Contains([]byte) bool }, keys [][]byte, found []b
 }
 
 // addUniqueEach is AddUniqueBatch one key at a time.
-func addUniqueEach(f impl, keys [][]byte, added []bool) (int, error) {
+func addUniqueEach(f interface {
+	AddUnique([]byte) (bool, error)
+}, keys [][]byte, added []bool) (int, error) {
 	for i, k := range keys {
 		ok, err := f.AddUnique(k)
 		if err != nil {
