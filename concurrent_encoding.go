@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/dedupkit/cuckoo/internal/codec"
+	"github.com/dedupkit/cuckoo/internal/format"
 	"github.com/dedupkit/cuckoo/internal/table/chain"
 	"github.com/dedupkit/cuckoo/internal/table/concurrent"
 )
@@ -113,12 +114,8 @@ func (c *Concurrent) WriteTo(w io.Writer) (int64, error) {
 // gives one wrapping [ErrInvalidParameter]. On error the filter is
 // unchanged.
 func (c *Concurrent) UnmarshalBinary(data []byte) error {
-	var kind byte
-	if len(data) > 6 {
-		kind = data[6]
-	}
 	d := codec.NewBytesDecoder(data)
-	ch, err := decodeChain(d, kind)
+	ch, err := decodeChain(d, sniffKind(data))
 	if err == nil {
 		err = d.ExpectEnd()
 	}
@@ -141,7 +138,7 @@ func decodeError(err error) error {
 // [Concurrent.UnmarshalBinary]) and returns the number of bytes read. It
 // reads exactly the encoding.
 func (c *Concurrent) ReadFrom(r io.Reader) (int64, error) {
-	var head [8]byte
+	var head [format.StartSize]byte
 	n, err := io.ReadFull(r, head[:])
 	if err != nil {
 		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
@@ -150,16 +147,26 @@ func (c *Concurrent) ReadFrom(r io.Reader) (int64, error) {
 		return int64(n), asDecodeError(err)
 	}
 	d := codec.NewDecoder(io.MultiReader(bytes.NewReader(head[:]), r))
-	ch, err := decodeChain(d, head[6])
+	ch, err := decodeChain(d, sniffKind(head[:]))
 	if err != nil {
 		return d.Read(), decodeError(err)
 	}
 	return d.Read(), c.replace(ch)
 }
 
+// sniffKind returns the kind of encoding data starts with, or 0 when it
+// is not one this build reads: then the Filter decoder says what is wrong.
+func sniffKind(data []byte) format.Kind {
+	s, err := format.Sniff(data)
+	if err != nil {
+		return 0
+	}
+	return s.Kind
+}
+
 // decodeChain decodes a Filter or a Scalable, by kind, into a chain.
-func decodeChain(d *codec.Decoder, kind byte) (*cchain, error) {
-	if kind == kindScalable {
+func decodeChain(d *codec.Decoder, kind format.Kind) (*cchain, error) {
+	if kind == format.Scalable {
 		st, err := decodeChainState(d)
 		if err != nil {
 			return nil, err

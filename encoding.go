@@ -5,19 +5,20 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 
 	"github.com/dedupkit/cuckoo/internal/codec"
+	"github.com/dedupkit/cuckoo/internal/format"
 	"github.com/dedupkit/cuckoo/internal/table"
 	"github.com/dedupkit/cuckoo/internal/table/chain"
 )
 
 // The formats of the module's cuckoo filters: the encoding of a table
 // (kind 1: a Filter's, and each table of a chain's) and of a growing
-// filter's chain (kind 2: a Scalable's, and a growing Concurrent's), with
-// the prologue every encoding shares; a Window's (kind 3) is in
-// window_encoding.go. Each filter's methods that encode and decode go
-// through them (filter_encoding.go, scalable_encoding.go,
+// filter's chain (kind 2: a Scalable's, and a growing Concurrent's); a
+// Window's (kind 3) is in window_encoding.go. Their headers are written
+// and read by internal/format, the one place that knows the header's
+// bytes and reads every format version. Each filter's methods that encode
+// and decode go through them (filter_encoding.go, scalable_encoding.go,
 // concurrent_encoding.go).
 
 // The encoding of a Filter, format version 1. All integers are
@@ -58,35 +59,21 @@ import (
 // buckets.
 //
 // docs/format.md describes the same layout for readers in other languages.
-// The values below are frozen: a new layout gets a new version number, and
-// decoders keep reading every version ever written. Files written before
-// version 1 was frozen carry version 1 too, with 0 in the hash byte (their
-// hash is retired): decoders refuse them with errPreV1.
+// The header's bytes (magic, version, kind, offsets, flags, hash) are
+// internal/format's, which reads every version ever written and writes
+// the latest. Files written before version 1 was frozen carry version 1
+// too, with 0 in the hash byte (their hash is retired): decoders refuse
+// them with format.ErrPreV1.
 const (
-	magic         = "CKOO"
-	formatVersion = 1
-	kindFilter    = 1
-	// The other kinds: a growing filter's chain (below), a Window
-	// (window_encoding.go).
-	kindScalable = 2
-	kindWindow   = 3
-	flagSemiSort = 1 << 0
+	flagSemiSort = format.FlagSemiSort
 	// flagGrowing marks the table of a Scalable that is growing in place
 	// (chain.Growing): its slots hold tags of up to f+R bits, its buckets are
 	// not a plain table's, so it is not a Filter; the Filter decoder
 	// rejects it.
-	flagGrowing = 1 << 1
-	// hashXXH3 names the hash: XXH3-64 with the filter's seed. (0: the
-	// hash of the files written before version 1 was frozen, retired.)
-	hashXXH3     = 1
-	headerSize   = 72
-	checksumSize = 4
-	dupEntrySize = 16
+	flagGrowing  = format.FlagGrowing
+	checksumSize = format.ChecksumSize
+	dupEntrySize = format.TableCounterSize
 )
-
-// errPreV1 is the error for an encoding written before format version 1
-// was frozen.
-var errPreV1 = fmt.Errorf("%w: written by a version of github.com/dedupkit/cuckoo from before format 1.0, whose hash is retired; build the filter again from its keys", ErrCorrupt)
 
 // tableEncoding is the content of a table's encoding, the layout above:
 // a Filter's, and each table of a Scalable's (flagGrowing marking one that
@@ -112,38 +99,25 @@ func (e *tableEncoding) size() int64 {
 	if w > 0 {
 		w-- // the padding word is not written
 	}
-	return headerSize + 8*w + dupEntrySize*int64(len(e.m.Dups)) + checksumSize
+	return format.TableHeaderSize + 8*w + dupEntrySize*int64(len(e.m.Dups)) + checksumSize
 }
 
 // writeTo writes the encoding to w.
 func (e *tableEncoding) writeTo(w io.Writer) (int64, error) {
 	t := &e.m.T
 	enc := codec.NewEncoder(w, e.size())
-	enc.Bytes([]byte(magic))
-	enc.Uint16(formatVersion)
-	enc.Uint8(kindFilter)
 	flags := e.flags
 	if t.Semi {
 		flags |= flagSemiSort
 	}
-	enc.Uint8(flags)
-	enc.Uint8(uint8(t.Slots))
-	enc.Uint8(uint8(t.FPBits))
-	enc.Uint8(hashXXH3)
-	enc.Uint8(0)
-	enc.Uint32(uint32(e.maxKicks))
-	enc.Uint64(e.seed)
-	enc.Uint64(e.capacity)
-	enc.Uint64(t.NumBuckets)
-	enc.Uint64(e.m.Items)
 	words := t.Words
 	if len(words) > 0 {
 		words = words[:len(words)-1]
 	}
-	enc.Uint64(uint64(len(words)))
-	enc.Uint64(uint64(len(e.m.Dups)))
-	enc.Uint32(uint32(t.Segments))
-	enc.Uint32(0)
+	h := format.TableHeader{Flags: flags, Slots: uint8(t.Slots), FPBits: uint8(t.FPBits), MaxKicks: uint32(e.maxKicks),
+		Seed: e.seed, Capacity: e.capacity, Buckets: t.NumBuckets, Items: e.m.Items, Words: uint64(len(words)),
+		Counters: uint64(len(e.m.Dups)), Segments: uint32(t.Segments)}
+	h.Write(enc)
 	enc.Words(words)
 	for _, k := range e.m.Dups.SortedKeys() {
 		enc.Uint64(k)
@@ -159,7 +133,7 @@ func asDecodeError(err error) error {
 	switch {
 	case errors.Is(err, ErrCorrupt):
 		return err
-	case errors.Is(err, codec.ErrTruncated), errors.Is(err, codec.ErrChecksum),
+	case errors.Is(err, format.ErrHeader), errors.Is(err, codec.ErrTruncated), errors.Is(err, codec.ErrChecksum),
 		errors.Is(err, codec.ErrTooLarge), errors.Is(err, codec.ErrTrailing):
 		return fmt.Errorf("%w: %w", ErrCorrupt, err)
 	}
@@ -169,55 +143,6 @@ func asDecodeError(err error) error {
 // bad returns a validation error about the data.
 func bad(format string, args ...any) error {
 	return fmt.Errorf("%w: "+format, append([]any{ErrCorrupt}, args...)...)
-}
-
-// prologue is the first 12 bytes of every encoding of this package, which
-// all kinds share.
-type prologue struct {
-	kind, flags   uint8
-	slots, fpBits uint64
-}
-
-// decodePrologue reads and checks the prologue of an encoding of the given
-// kind: the magic, the version, the hash (a file written before format 1
-// was frozen gets errPreV1, whatever its kind), the kind and the reserved
-// byte.
-func decodePrologue(d *codec.Decoder, kind uint8) (prologue, error) {
-	var m [4]byte
-	for i := range m {
-		m[i] = d.Uint8()
-	}
-	version := d.Uint16()
-	p := prologue{kind: d.Uint8(), flags: d.Uint8(), slots: uint64(d.Uint8()), fpBits: uint64(d.Uint8())}
-	hashID, reserved := d.Uint8(), d.Uint8()
-	if err := d.Err(); err != nil {
-		return p, err
-	}
-	switch {
-	case string(m[:]) != magic:
-		return p, bad("not a cuckoo filter (magic %q)", m[:])
-	case version != formatVersion:
-		return p, bad("unsupported format version %d", version)
-	case hashID == 0 && reserved == 0:
-		return p, errPreV1
-	case hashID != hashXXH3:
-		return p, bad("unknown hash %d", hashID)
-	case p.kind != kind:
-		return p, bad("encoding of kind %d, not a %s", p.kind, kindName(kind))
-	case reserved != 0:
-		return p, bad("reserved header bits set")
-	}
-	return p, nil
-}
-
-func kindName(kind uint8) string {
-	switch kind {
-	case kindScalable:
-		return "Scalable"
-	case kindWindow:
-		return "Window"
-	}
-	return "Filter"
 }
 
 // decodeFilter reads one encoded Filter and checks it completely: checksum,
@@ -269,35 +194,21 @@ func (e *tableEncoding) checkPlain() error {
 // semi-sorted buckets, the checksum. What a table's items must add up to is
 // its filter's to check.
 func decodeTableEncoding(d *codec.Decoder) (*tableEncoding, error) {
-	p, err := decodePrologue(d, kindFilter)
+	h, err := format.ReadTableHeader(d)
 	if err != nil {
 		return nil, err
 	}
-	flags := p.flags
-	if flags&^(flagSemiSort|flagGrowing) != 0 {
-		return nil, bad("unknown flags %#x", flags)
-	}
+	flags := h.Flags
 	growing := flags&flagGrowing != 0
 	semi := flags&flagSemiSort != 0
-	slots, fpBits := p.slots, p.fpBits
-	maxKicks := uint64(d.Uint32())
-	seed := d.Uint64()
-	capacity := d.Uint64()
-	numBuckets := d.Uint64()
-	count := d.Uint64()
-	nWords := d.Uint64()
-	nDups := d.Uint64()
-	segments, reserved := uint64(d.Uint32()), d.Uint32()
-	if err := d.Err(); err != nil {
-		return nil, err
-	}
+	slots, fpBits := uint64(h.Slots), uint64(h.FPBits)
+	maxKicks, seed, capacity, numBuckets := uint64(h.MaxKicks), h.Seed, h.Capacity, h.Buckets
+	count, nWords, nDups, segments := h.Items, h.Words, h.Counters, uint64(h.Segments)
 	switch {
 	case !validBucketSize(slots):
 		return nil, bad("bucket size %d", slots)
 	case fpBits < MinFingerprintBits || fpBits > MaxFingerprintBits || validBucketSize(slots) && fpBits < minFingerprintBits(slots):
 		return nil, bad("fingerprint bits %d", fpBits)
-	case reserved != 0:
-		return nil, bad("reserved header bits set")
 	case maxKicks < 1 || maxKicks > MaxMaxKicks:
 		return nil, bad("max kicks %d", maxKicks)
 	case numBuckets < 2 || numBuckets > maxBuckets || numBuckets%2 != 0:
@@ -397,14 +308,13 @@ func decodeTableEncoding(d *codec.Decoder) (*tableEncoding, error) {
 // describes it for readers in other languages. Frozen, like the Filter's
 // format.
 const (
-	scalableHeaderSize = 64
-	overEntrySize      = 24
-	maxTableEncoding   = 1 << 62
+	overEntrySize    = 24
+	maxTableEncoding = 1 << 62
 )
 
 // encodedSize returns the exact number of bytes writeTo writes.
 func (s *chainState) encodedSize() int64 {
-	n := int64(scalableHeaderSize + checksumSize)
+	n := int64(format.ChainHeaderSize + checksumSize)
 	for _, lv := range s.levels {
 		e := s.levelEncoding(lv)
 		n += 8 + e.size() + overEntrySize*int64(len(lv.Over))
@@ -417,30 +327,18 @@ func (s *chainState) encodedSize() int64 {
 // same bytes.
 func (s *chainState) writeTo(w io.Writer) (int64, error) {
 	e := codec.NewEncoder(w, s.encodedSize())
-	e.Bytes([]byte(magic))
-	e.Uint16(formatVersion)
-	e.Uint8(kindScalable)
 	var flags uint8
 	if s.g.semi {
 		flags |= flagSemiSort
 	}
-	e.Uint8(flags)
-	e.Uint8(uint8(s.g.slots))
-	e.Uint8(uint8(s.g.f0))
-	e.Uint8(hashXXH3)
-	e.Uint8(0)
-	e.Uint32(uint32(s.maxKicks))
-	e.Uint64(s.seed)
-	e.Uint64(s.g.initial)
-	e.Uint64(math.Float64bits(s.g.factor))
-	e.Uint64(math.Float64bits(s.g.bound))
-	e.Uint32(s.levels[0].Gen)
-	e.Uint32(uint32(len(s.levels)))
 	var nOver uint64
 	for _, lv := range s.levels {
 		nOver += uint64(len(lv.Over))
 	}
-	e.Uint64(nOver)
+	h := format.ChainHeader{Flags: flags, Slots: uint8(s.g.slots), FPBits: uint8(s.g.f0), MaxKicks: uint32(s.maxKicks),
+		Seed: s.seed, Initial: s.g.initial, Factor: s.g.factor, Bound: s.g.bound,
+		First: s.levels[0].Gen, Tables: uint32(len(s.levels)), Overflow: nOver}
+	h.Write(e)
 	for _, lv := range s.levels {
 		le := s.levelEncoding(lv)
 		e.Uint64(uint64(le.size()))
@@ -471,23 +369,14 @@ func (w encoderWriter) Write(p []byte) (int, error) {
 // encoding), the overflow counters, the checksum and the chain's
 // invariants.
 func decodeChainState(d *codec.Decoder) (*chainState, error) {
-	p, err := decodePrologue(d, kindScalable)
+	h, err := format.ReadChainHeader(d)
 	if err != nil {
 		return nil, err
 	}
-	if p.flags&^flagSemiSort != 0 {
-		return nil, bad("unknown flags %#x", p.flags)
-	}
-	g := schedule{slots: p.slots, f0: p.fpBits, semi: p.flags&flagSemiSort != 0}
-	maxKicks := uint64(d.Uint32())
-	seed := d.Uint64()
-	g.initial = d.Uint64()
-	g.factor = math.Float64frombits(d.Uint64())
-	g.bound = math.Float64frombits(d.Uint64())
-	first, nTables, nOver := d.Uint32(), d.Uint32(), d.Uint64()
-	if err := d.Err(); err != nil {
-		return nil, err
-	}
+	g := schedule{slots: uint64(h.Slots), f0: uint64(h.FPBits), semi: h.Flags&flagSemiSort != 0,
+		initial: h.Initial, factor: h.Factor, bound: h.Bound}
+	maxKicks, seed := uint64(h.MaxKicks), h.Seed
+	first, nTables, nOver := h.First, h.Tables, h.Overflow
 	if err := g.check(); err != nil {
 		return nil, bad("%v", err)
 	}

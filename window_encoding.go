@@ -6,12 +6,14 @@ import (
 	"io"
 
 	"github.com/dedupkit/cuckoo/internal/codec"
+	"github.com/dedupkit/cuckoo/internal/format"
 	"github.com/dedupkit/cuckoo/internal/table/stamped"
 )
 
 // The encoding of a Window, format version 1. All integers are
 // little-endian; its first 12 bytes are the prologue every encoding of
-// this package shares (encoding.go).
+// this package shares, and its header is written and read by
+// internal/format (format.WindowHeader).
 //
 //	offset  size  field
 //	     0     4  magic "CKOO"
@@ -45,14 +47,10 @@ import (
 // docs/format.md describes the same layout. The values are frozen: a new
 // layout gets a new version number, and decoders keep reading every
 // version ever written.
-const (
-	windowHeaderSize = 80
-)
-
 // EncodedSize returns the exact number of bytes MarshalBinary and WriteTo
 // produce.
 func (w *Window) EncodedSize() int64 {
-	return windowHeaderSize + 8*int64(w.t.PayloadWords()) + checksumSize
+	return format.WindowHeaderSize + 8*int64(w.t.PayloadWords()) + checksumSize
 }
 
 // MarshalBinary encodes the Window: parameters, seed, times and table,
@@ -76,27 +74,11 @@ func (w *Window) WriteTo(out io.Writer) (int64, error) {
 		return 0, errors.New("cuckoo: the zero Window has no table to encode")
 	}
 	enc := codec.NewEncoder(out, w.EncodedSize())
-	enc.Bytes([]byte(magic))
-	enc.Uint16(formatVersion)
-	enc.Uint8(kindWindow)
-	enc.Uint8(0)
-	enc.Uint8(uint8(t.Slots()))
-	enc.Uint8(uint8(t.FPBits()))
-	enc.Uint8(hashXXH3)
-	enc.Uint8(0)
-	enc.Uint8(stamped.AgeBits)
-	enc.Uint8(WindowEpochs)
-	enc.Uint16(0)
-	enc.Uint32(uint32(w.maxKicks))
-	enc.Uint32(0)
-	enc.Uint64(w.seed)
-	enc.Uint64(w.perWindow)
-	enc.Uint64(uint64(w.window))
-	enc.Uint64(uint64(w.epoch))
-	enc.Uint64(w.cursor)
-	enc.Uint64(t.NumBuckets())
 	words := t.Words()[:len(t.Words())-1]
-	enc.Uint64(uint64(len(words)))
+	h := format.WindowHeader{Slots: uint8(t.Slots()), FPBits: uint8(t.FPBits()), StampBits: stamped.AgeBits, Epochs: WindowEpochs,
+		MaxKicks: uint32(w.maxKicks), Seed: w.seed, PerWindow: w.perWindow, Window: w.window, Epoch: w.epoch,
+		Cursor: w.cursor, Buckets: t.NumBuckets(), Words: uint64(len(words))}
+	h.Write(enc)
 	enc.Words(words)
 	return enc.Finish()
 }
@@ -147,34 +129,21 @@ func (w *Window) adopt(g *Window) {
 // checksum, parameter ranges, table size, and every invariant the
 // operations keep.
 func decodeWindow(d *codec.Decoder) (*Window, error) {
-	p, err := decodePrologue(d, kindWindow)
+	h, err := format.ReadWindowHeader(d)
 	if err != nil {
 		return nil, err
 	}
-	ageBits, epochs, reserved16 := d.Uint8(), d.Uint8(), d.Uint16()
-	maxKicks, reserved32 := uint64(d.Uint32()), d.Uint32()
-	seed := d.Uint64()
-	perWindow := d.Uint64()
-	window := int64(d.Uint64())
-	epoch := int64(d.Uint64())
-	cursor := d.Uint64()
-	numBuckets := d.Uint64()
-	nWords := d.Uint64()
-	if err := d.Err(); err != nil {
-		return nil, err
-	}
-	slots, fpBits := p.slots, p.fpBits
+	ageBits, epochs, maxKicks, seed := h.StampBits, h.Epochs, uint64(h.MaxKicks), h.Seed
+	perWindow, window, epoch, cursor := h.PerWindow, h.Window, h.Epoch, h.Cursor
+	numBuckets, nWords := h.Buckets, h.Words
+	slots, fpBits := uint64(h.Slots), uint64(h.FPBits)
 	switch {
-	case p.flags != 0:
-		return nil, bad("unknown flags %#x", p.flags)
 	case slots != 2 && slots != 4 && slots != 8:
 		return nil, bad("bucket size %d", slots)
 	case fpBits < MinFingerprintBits || fpBits > MaxWindowFingerprintBits:
 		return nil, bad("fingerprint bits %d", fpBits)
 	case ageBits != stamped.AgeBits || epochs != WindowEpochs:
 		return nil, bad("%d stamp bits and %d epochs a window, not %d and %d", ageBits, epochs, stamped.AgeBits, WindowEpochs)
-	case reserved16 != 0 || reserved32 != 0:
-		return nil, bad("reserved header bits set")
 	case maxKicks < 1 || maxKicks > MaxMaxKicks:
 		return nil, bad("max kicks %d", maxKicks)
 	case window < 1 || window > windowLimitNanos:

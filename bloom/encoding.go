@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 
 	"github.com/dedupkit/cuckoo/internal/codec"
+	"github.com/dedupkit/cuckoo/internal/format"
 	"github.com/dedupkit/cuckoo/internal/invariants"
 )
 
@@ -62,48 +63,37 @@ import (
 //	               40  8W  table words, as above
 //	     …     4  CRC-32C of every byte before it
 //
-// A reader must reject reserved bytes that are not zero. The values below
-// are frozen: a new layout gets a new version number, and decoders keep
-// reading every version ever written.
+// A reader must reject reserved bytes that are not zero. The values are
+// frozen: a new layout gets a new version number, and decoders keep
+// reading every version ever written. The first seven bytes (magic,
+// version, kind) and the hash byte's values are internal/format's, which
+// every filter file shares.
 const (
-	magic         = "BLMF"
-	formatVersion = 1
-
-	kindBlocked  = 1 // = layoutBlocked
-	kindClassic  = 2 // = layoutClassic
-	kindCounting = 3
-	kindScalable = 4
-
-	// hashXXH3 names the hash: XXH3-64 with the filter's seed. (0: the
-	// hash of the files written before version 1 was frozen, retired.)
-	hashXXH3 = 1
-
 	tableHeaderSize    = 56
 	scalableHeaderSize = 56
 	layerHeaderSize    = 40
 	checksumSize       = 4
 )
 
-var magicWord = uint32(magic[0]) | uint32(magic[1])<<8 | uint32(magic[2])<<16 | uint32(magic[3])<<24
-
-// kindName names a kind for error messages.
-func kindName(kind uint8) string {
-	switch kind {
-	case kindBlocked:
-		return "a blocked Filter"
-	case kindClassic:
-		return "a classic Filter"
-	case kindCounting:
-		return "a Counting filter"
-	case kindScalable:
-		return "a Scalable filter"
+// kind returns the file kind of a Filter of layout l.
+func (l layout) kind() format.Kind {
+	if l == layoutBlocked {
+		return format.BloomBlocked
 	}
-	return fmt.Sprintf("unknown kind %d", kind)
+	return format.BloomClassic
+}
+
+// layoutOf returns the layout of a Filter of file kind k.
+func layoutOf(k format.Kind) layout {
+	if k == format.BloomBlocked {
+		return layoutBlocked
+	}
+	return layoutClassic
 }
 
 // tableHeader is the header of kinds 1..3.
 type tableHeader struct {
-	kind     uint8
+	kind     format.Kind
 	k        uint8
 	cellBits uint8
 	seed     uint64
@@ -114,12 +104,10 @@ type tableHeader struct {
 }
 
 func (h *tableHeader) write(e *codec.Encoder) {
-	e.Uint32(magicWord)
-	e.Uint16(formatVersion)
-	e.Uint8(h.kind)
+	format.WriteStart(e, h.kind)
 	e.Uint8(h.k)
 	e.Uint8(h.cellBits)
-	e.Uint8(hashXXH3)
+	e.Uint8(format.HashXXH3)
 	for range 6 {
 		e.Uint8(0)
 	}
@@ -135,39 +123,20 @@ func corrupt(d *codec.Decoder, format string, args ...any) {
 	d.Fail(fmt.Errorf("%w: "+format, append([]any{ErrCorrupt}, args...)...))
 }
 
-// readPrologue reads the magic, the version and the kind, and checks the
-// kind against want.
-func readPrologue(d *codec.Decoder, want ...uint8) uint8 {
-	m := d.Uint32()
-	v := d.Uint16()
-	kind := d.Uint8()
-	if d.Err() != nil {
+// readPrologue reads the magic, the version and the kind
+// (format.ReadStart), and checks the kind against want. The rest of every
+// header is version 1's, the only version of the Bloom files so far: a new
+// version adds its readers, chosen here by the start's version.
+func readPrologue(d *codec.Decoder, want ...format.Kind) format.Kind {
+	s, err := format.ReadStart(d, format.Bloom)
+	if err == nil {
+		err = format.ExpectKind(s, want...)
+	}
+	if err != nil {
+		d.Fail(fmt.Errorf("%w: %w", ErrCorrupt, err))
 		return 0
 	}
-	if m != magicWord {
-		corrupt(d, "bad magic %#08x", m)
-		return 0
-	}
-	if v != formatVersion {
-		corrupt(d, "unknown format version %d", v)
-		return 0
-	}
-	for _, w := range want {
-		if kind == w {
-			return kind
-		}
-	}
-	var wantName string
-	switch want[0] {
-	case kindCounting:
-		wantName = "a Counting filter"
-	case kindScalable:
-		wantName = "a Scalable filter"
-	default:
-		wantName = "a Filter"
-	}
-	corrupt(d, "the input holds %s, not %s", kindName(kind), wantName)
-	return 0
+	return s.Kind
 }
 
 // readHash reads the hash byte. Files written before format 1 was frozen
@@ -177,14 +146,14 @@ func readHash(d *codec.Decoder) {
 	case d.Err() != nil:
 	case h == 0:
 		d.Fail(errPreV1)
-	case h != hashXXH3:
+	case h != format.HashXXH3:
 		corrupt(d, "unknown hash %d", h)
 	}
 }
 
 // errPreV1 is the error for an encoding written before format version 1
 // was frozen.
-var errPreV1 = fmt.Errorf("%w: written by a version of github.com/dedupkit/cuckoo from before format 1.0, whose hash is retired; build the filter again from its keys", ErrCorrupt)
+var errPreV1 = fmt.Errorf("%w: %w", ErrCorrupt, format.ErrPreV1)
 
 // readReserved reads n bytes that must be zero.
 func readReserved(d *codec.Decoder, n int) {
@@ -197,7 +166,7 @@ func readReserved(d *codec.Decoder, n int) {
 
 // readTableHeader reads the rest of the header of kinds 1..3 after the
 // prologue, and validates it.
-func readTableHeader(d *codec.Decoder, kind uint8) tableHeader {
+func readTableHeader(d *codec.Decoder, kind format.Kind) tableHeader {
 	h := tableHeader{kind: kind, k: d.Uint8(), cellBits: d.Uint8()}
 	readHash(d)
 	readReserved(d, 6)
@@ -210,22 +179,22 @@ func readTableHeader(d *codec.Decoder, kind uint8) tableHeader {
 		return h
 	}
 	wantBits := uint8(1)
-	if kind == kindCounting {
+	if kind == format.BloomCounting {
 		wantBits = counterBits
 	}
 	switch {
 	case h.k < 1 || h.k > maxK:
 		corrupt(d, "hash count %d outside [1, %d]", h.k, maxK)
 	case h.cellBits != wantBits:
-		corrupt(d, "%d bits per cell in %s", h.cellBits, kindName(kind))
+		corrupt(d, "%d bits per cell in %s", h.cellBits, kind)
 	case h.capacity < 1 || h.capacity > MaxCapacity:
 		corrupt(d, "capacity %d outside [1, %d]", h.capacity, uint64(MaxCapacity))
 	case !validRate(h.fpr):
 		corrupt(d, "target rate %v outside [%v, 1)", h.fpr, MinFalsePositiveRate)
 	default:
-		checkWords(d, layout(kind), h.words)
+		checkWords(d, layoutOf(kind), h.words)
 		cells := h.words * 64
-		if kind == kindCounting {
+		if kind == format.BloomCounting {
 			cells = h.words * countersPer
 		}
 		checkBacked(d, cells, h.capacity, h.fpr)
@@ -329,7 +298,7 @@ func (f *Filter) WriteTo(w io.Writer) (int64, error) {
 		return 0, errors.New("bloom: the zero Filter has no table to encode")
 	}
 	e := codec.NewEncoder(w, f.EncodedSize())
-	h := tableHeader{kind: uint8(f.layout), k: uint8(f.k), cellBits: 1, seed: f.seed,
+	h := tableHeader{kind: f.layout.kind(), k: uint8(f.k), cellBits: 1, seed: f.seed,
 		capacity: f.capacity, fpr: f.fpr, count: f.count.Load(), words: uint64(len(f.words))}
 	h.write(e)
 	writeWords(e, f.words)
@@ -372,13 +341,13 @@ func (f *Filter) set(g *Filter) {
 }
 
 func decodeFilter(d *codec.Decoder, bytes bool) (*Filter, error) {
-	kind := readPrologue(d, kindBlocked, kindClassic)
+	kind := readPrologue(d, format.BloomBlocked, format.BloomClassic)
 	h := readTableHeader(d, kind)
 	words := d.WordsGrow(h.words, 0, maxWords)
 	if err := finishDecode(d, bytes); err != nil {
 		return nil, err
 	}
-	f := &Filter{table: table{words: words, k: uint32(h.k), seed: h.seed, capacity: h.capacity, fpr: h.fpr}, layout: layout(kind)}
+	f := &Filter{table: table{words: words, k: uint32(h.k), seed: h.seed, capacity: h.capacity, fpr: h.fpr}, layout: layoutOf(kind)}
 	f.cells = cellsOf(f.layout, h.words)
 	f.count.Store(h.count)
 	if invariants.Enabled {
@@ -414,7 +383,7 @@ func (f *Counting) WriteTo(w io.Writer) (int64, error) {
 		return 0, errors.New("bloom: the zero Counting has no table to encode")
 	}
 	e := codec.NewEncoder(w, f.EncodedSize())
-	h := tableHeader{kind: kindCounting, k: uint8(f.k), cellBits: counterBits, seed: f.seed,
+	h := tableHeader{kind: format.BloomCounting, k: uint8(f.k), cellBits: counterBits, seed: f.seed,
 		capacity: f.capacity, fpr: f.fpr, count: f.count, words: uint64(len(f.words))}
 	h.write(e)
 	e.Words(f.words)
@@ -445,8 +414,8 @@ func (f *Counting) ReadFrom(r io.Reader) (int64, error) {
 }
 
 func decodeCounting(d *codec.Decoder, bytes bool) (*Counting, error) {
-	readPrologue(d, kindCounting)
-	h := readTableHeader(d, kindCounting)
+	readPrologue(d, format.BloomCounting)
+	h := readTableHeader(d, format.BloomCounting)
 	words := d.WordsGrow(h.words, 0, maxWords)
 	if err := finishDecode(d, bytes); err != nil {
 		return nil, err
@@ -490,10 +459,8 @@ func (s *Scalable) WriteTo(w io.Writer) (int64, error) {
 		return 0, errors.New("bloom: the zero Scalable has no layer to encode")
 	}
 	e := codec.NewEncoder(w, s.EncodedSize())
-	e.Uint32(magicWord)
-	e.Uint16(formatVersion)
-	e.Uint8(kindScalable)
-	e.Uint8(hashXXH3)
+	format.WriteStart(e, format.BloomScalable)
+	e.Uint8(format.HashXXH3)
 	e.Uint64(s.seed)
 	e.Uint64(s.capacity)
 	e.Uint64(math.Float64bits(s.fpr))
@@ -540,7 +507,7 @@ func (s *Scalable) ReadFrom(r io.Reader) (int64, error) {
 }
 
 func decodeScalable(d *codec.Decoder, bytes bool) (*Scalable, error) {
-	readPrologue(d, kindScalable)
+	readPrologue(d, format.BloomScalable)
 	readHash(d)
 	s := &Scalable{seed: d.Uint64(), capacity: d.Uint64()}
 	s.fpr = math.Float64frombits(d.Uint64())

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/dedupkit/cuckoo"
+	"github.com/dedupkit/cuckoo/internal/codec"
+	"github.com/dedupkit/cuckoo/internal/format"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -73,7 +75,7 @@ func PutShard(ctx context.Context, f *Filter, s int, sh Shard) error {
 // the segment's occupied slots plus its counted copies.
 func EngineShard(f *Filter, src *cuckoo.Filter, s int) (Shard, error) {
 	g := &f.g
-	w := segmentWriter{lo: hdrSize + uint64(s)*g.shardBytes, tableEnd: hdrSize + 8*g.shardBytes/8*g.shards}
+	w := segmentWriter{lo: format.TableHeaderSize + uint64(s)*g.shardBytes, tableEnd: format.TableHeaderSize + 8*g.shardBytes/8*g.shards}
 	w.hi = w.lo + g.shardBytes
 	if _, err := src.WriteTo(&w); err != nil {
 		return Shard{}, err
@@ -226,4 +228,13 @@ func loadClockLibrary(ctx context.Context, rdb redis.UniversalClient, body strin
 // SetTestClock sets the test clock's time.
 func SetTestClock(ctx context.Context, rdb redis.UniversalClient, t time.Time) error {
 	return rdb.Set(ctx, TestClockKey, fmt.Sprintf("%d %d", t.Unix(), t.Nanosecond()), 0).Err()
+}
+
+// fileTable returns the table's words of a library filter's file.
+func fileTable(enc []byte) []byte {
+	h, err := format.ReadTableHeader(codec.NewBytesDecoder(enc))
+	if err != nil {
+		panic(err)
+	}
+	return enc[format.TableHeaderSize : format.TableHeaderSize+8*h.Words]
 }

@@ -10,30 +10,14 @@ import (
 
 	"github.com/dedupkit/cuckoo"
 	"github.com/dedupkit/cuckoo/internal/codec"
+	"github.com/dedupkit/cuckoo/internal/format"
 	"github.com/redis/go-redis/v9"
 )
 
 // The shards of a filter are the segments of a library filter's table, so
-// a filter file (docs/format.md, format 1) converts to shards and back
-// without touching a bucket. The layout of the file's fixed header:
-const (
-	hdrMagic    = 0  // "CKOO"
-	hdrVersion  = 4  // uint16 = 1
-	hdrKind     = 6  // 1 = Filter
-	hdrFlags    = 7  // bit 0 semi-sorted, bit 1 growing table
-	hdrSlots    = 8  // b
-	hdrBits     = 9  // f
-	hdrHash     = 10 // 1 = XXH3-64
-	hdrKicks    = 12 // uint32
-	hdrSeed     = 16
-	hdrCapacity = 24
-	hdrBuckets  = 32
-	hdrItems    = 40
-	hdrWords    = 48
-	hdrCounters = 56
-	hdrSegments = 64 // uint32
-	hdrSize     = 72
-)
+// a filter file (docs/format.md, kind 1) converts to shards and back
+// without touching a bucket: its header is internal/format's TableHeader,
+// then the table's words, the duplicate counters and the checksum.
 
 // Push uploads a library filter into Redis as the cuckoo filter called
 // name, with the same parameters, seed and table: every lookup, count and
@@ -59,14 +43,18 @@ func Push(ctx context.Context, rdb redis.UniversalClient, name string, src *cuck
 	if err != nil {
 		return nil, err
 	}
-	le := binary.LittleEndian
-	m := meta{
-		kind: "cuckoo", b: int(enc[hdrSlots]), f: int(enc[hdrBits]), buckets: le.Uint64(enc[hdrBuckets:]),
-		shards: int(le.Uint32(enc[hdrSegments:])), seed: le.Uint64(enc[hdrSeed:]), kicks: int(le.Uint32(enc[hdrKicks:])),
-		capacity: le.Uint64(enc[hdrCapacity:]), id: newID(), state: statePushing,
+	// The library writes the latest format; the layout of the table and
+	// counters below is version 1's.
+	h, err := format.ReadTableHeader(codec.NewBytesDecoder(enc))
+	if err != nil {
+		return nil, fmt.Errorf("%w: the library's encoding: %w", ErrUnsupported, err)
 	}
-	if string(enc[:4]) != "CKOO" || le.Uint16(enc[hdrVersion:]) != 1 || enc[hdrKind] != 1 || enc[hdrFlags] != 0 || enc[hdrHash] != 1 {
-		return nil, fmt.Errorf("%w: a filter encoding of a layout Push does not know (%x)", ErrUnsupported, enc[:12])
+	if h.Version != format.Version1 || h.Flags != 0 {
+		return nil, fmt.Errorf("%w: a filter encoding of a layout Push does not know (%x)", ErrUnsupported, enc[:format.TableHeaderSize])
+	}
+	m := meta{
+		kind: "cuckoo", b: int(h.Slots), f: int(h.FPBits), buckets: h.Buckets, shards: int(h.Segments),
+		seed: h.Seed, kicks: int(h.MaxKicks), capacity: h.Capacity, id: newID(), state: statePushing,
 	}
 	if err := ensureFunctions(ctx, rdb); err != nil {
 		return nil, err
@@ -75,13 +63,14 @@ func Push(ctx context.Context, rdb redis.UniversalClient, name string, src *cuck
 		return nil, err
 	}
 	f := newFilter(rdb, name, m, retry)
-	words := le.Uint64(enc[hdrWords:])
-	table := enc[hdrSize : hdrSize+8*words]
+	le := binary.LittleEndian
+	tableEnd := format.TableHeaderSize + 8*h.Words
+	table := enc[format.TableHeaderSize:tableEnd]
 	counters := make([][]any, m.shards)
-	dups := enc[hdrSize+8*words : len(enc)-4]
-	for len(dups) >= 16 {
+	dups := enc[tableEnd : uint64(len(enc))-format.ChecksumSize]
+	for len(dups) >= format.TableCounterSize {
 		k, copies := le.Uint64(dups), le.Uint64(dups[8:])
-		dups = dups[16:]
+		dups = dups[format.TableCounterSize:]
 		i, fp := k>>32, k&0xffffffff
 		s := i / f.g.perShard
 		lo := i - s*f.g.perShard
@@ -136,7 +125,7 @@ func (f *Filter) Snapshot(ctx context.Context) (*cuckoo.Filter, error) {
 	words := g.shardBytes / 8 * g.shards
 	type counter struct{ key, copies uint64 }
 	var dups []counter
-	enc := make([]byte, hdrSize, hdrSize+8*words+4)
+	enc := make([]byte, format.TableHeaderSize, format.TableHeaderSize+8*words+format.ChecksumSize)
 	var items uint64
 	err := f.eachShard(ctx, func(s int) redis.Cmder {
 		cmd := redis.NewSliceCmd(ctx, "fcall_ro", fnDump, 2, f.tables[s], f.counters[s], f.m.id)
@@ -185,18 +174,10 @@ func (f *Filter) Snapshot(ctx context.Context) (*cuckoo.Filter, error) {
 		enc = le.AppendUint64(enc, d.key)
 		enc = le.AppendUint64(enc, d.copies)
 	}
-	copy(enc[hdrMagic:], "CKOO")
-	le.PutUint16(enc[hdrVersion:], 1)
-	enc[hdrKind], enc[hdrSlots], enc[hdrBits], enc[hdrHash] = 1, byte(g.b), byte(g.f), 1
-	le.PutUint32(enc[hdrKicks:], uint32(f.m.kicks))
-	le.PutUint64(enc[hdrSeed:], g.seed)
-	le.PutUint64(enc[hdrCapacity:], f.m.capacity)
-	le.PutUint64(enc[hdrBuckets:], g.buckets)
-	le.PutUint64(enc[hdrItems:], items)
-	le.PutUint64(enc[hdrWords:], words)
-	le.PutUint64(enc[hdrCounters:], uint64(len(dups)))
-	le.PutUint32(enc[hdrSegments:], uint32(g.shards))
-	enc = le.AppendUint32(enc, codec.Checksum(enc))
+	h := format.TableHeader{Slots: uint8(g.b), FPBits: uint8(g.f), MaxKicks: uint32(f.m.kicks), Seed: g.seed,
+		Capacity: f.m.capacity, Buckets: g.buckets, Items: items, Words: words, Counters: uint64(len(dups)), Segments: uint32(g.shards)}
+	h.Append(enc[:0]) // over the zeroes the file started with
+	enc = codec.AppendChecksum(enc)
 	var out cuckoo.Filter
 	if err := out.UnmarshalBinary(enc); err != nil {
 		return nil, fmt.Errorf("%w: %q does not decode as a filter: %w", ErrCorrupt, f.name, err)

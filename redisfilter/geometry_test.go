@@ -137,11 +137,10 @@ func TestLocateMatchesLibrary(t *testing.T) {
 		m := meta{kind: "cuckoo", b: s.b, f: s.f, buckets: lib.NumBuckets(), shards: s.segments, seed: lib.Seed()}
 		g := newGeometry(&m)
 		le := binary.LittleEndian
-		words := le.Uint64(enc[hdrWords:])
-		if words*8 != g.shardBytes*g.shards {
+		table := fileTable(enc)
+		if words := uint64(len(table)) / 8; words*8 != g.shardBytes*g.shards {
 			t.Fatalf("file has %d words, shards %d bytes", words, g.shardBytes*g.shards)
 		}
-		table := enc[hdrSize : hdrSize+8*words]
 		var key [8]byte
 		for i := range 60000 {
 			k := uint64(i) // the keys added, then others
@@ -174,7 +173,6 @@ func TestLocateMatchesLibrary(t *testing.T) {
 // the slots locate names, counted from the start of the table.
 func TestLocateMatchesEngine(t *testing.T) {
 	rng := testseed.Rand(t)
-	le := binary.LittleEndian
 	for range 150 {
 		b := 1 + rng.IntN(8)
 		fb := 4 + rng.IntN(29)
@@ -198,7 +196,7 @@ func TestLocateMatchesEngine(t *testing.T) {
 			lib.AddHash(h)
 			lib.AddHash(h)
 			enc, _ := lib.MarshalBinary()
-			table := enc[hdrSize : hdrSize+8*le.Uint64(enc[hdrWords:])]
+			table := fileTable(enc)
 			want := map[uint64]uint64{uint64(shard)*g.perShard + i1: fp, uint64(shard)*g.perShard + i2: fp}
 			for i := range g.buckets {
 				lo, n, sh := g.span(i)

@@ -9,29 +9,14 @@ import (
 
 	"github.com/dedupkit/cuckoo"
 	"github.com/dedupkit/cuckoo/internal/codec"
+	"github.com/dedupkit/cuckoo/internal/format"
 	"github.com/redis/go-redis/v9"
 )
 
 // A window of one segment is the library Window's table, epoch and sweep
 // cursor, so a window file (docs/format.md, kind 3) converts to a shard
-// and back without touching a slot. The layout of the file's header:
-const (
-	whdrKind      = 6  // 3 = Window
-	whdrSlots     = 8  // b
-	whdrBits      = 9  // f
-	whdrStampBits = 12 // 4
-	whdrEpochs    = 13 // 14
-	whdrKicks     = 16 // uint32
-	whdrSeed      = 24
-	whdrPerWindow = 32
-	whdrWindow    = 40 // ns
-	whdrEpoch     = 48 // int64: the epoch of the latest write
-	whdrCursor    = 56
-	whdrBuckets   = 64
-	whdrWords     = 72
-	whdrSize      = 80
-	kindWindow    = 3
-)
+// and back without touching a slot: its header is internal/format's
+// WindowHeader, then the table's words and the checksum.
 
 // PushWindow uploads a library window into Redis as the window filter
 // called name, with the same parameters, seed, table, epoch and sweep
@@ -54,21 +39,25 @@ func PushWindow(ctx context.Context, rdb redis.UniversalClient, name string, src
 	if err != nil {
 		return nil, err
 	}
-	le := binary.LittleEndian
-	if string(enc[:4]) != "CKOO" || le.Uint16(enc[4:]) != 1 || enc[whdrKind] != kindWindow || enc[7] != 0 || enc[10] != 1 ||
-		enc[whdrStampBits] != cuckoo.WindowStampBits || enc[whdrEpochs] != cuckoo.WindowEpochs {
-		return nil, fmt.Errorf("%w: a window encoding of a layout PushWindow does not know (%x)", ErrUnsupported, enc[:16])
+	// The library writes the latest format; the layout of the table below
+	// is version 1's.
+	h, err := format.ReadWindowHeader(codec.NewBytesDecoder(enc))
+	if err != nil {
+		return nil, fmt.Errorf("%w: the library's encoding: %w", ErrUnsupported, err)
 	}
-	window := int64(le.Uint64(enc[whdrWindow:]))
+	if h.Version != format.Version1 || h.StampBits != cuckoo.WindowStampBits || h.Epochs != cuckoo.WindowEpochs {
+		return nil, fmt.Errorf("%w: a window encoding of a layout PushWindow does not know (%x)", ErrUnsupported, enc[:format.WindowHeaderSize])
+	}
+	window := h.Window
 	if window < int64(MinWindow) {
 		return nil, fmt.Errorf("%w: a window of %v; Redis windows are at least %v", ErrUnsupported, src.Window(), MinWindow)
 	}
 	m := meta{
-		kind: "window", b: int(enc[whdrSlots]), f: int(enc[whdrBits]), buckets: le.Uint64(enc[whdrBuckets:]), shards: 1,
-		seed: le.Uint64(enc[whdrSeed:]), kicks: int(le.Uint32(enc[whdrKicks:])), capacity: le.Uint64(enc[whdrPerWindow:]),
+		kind: "window", b: int(h.Slots), f: int(h.FPBits), buckets: h.Buckets, shards: 1,
+		seed: h.Seed, kicks: int(h.MaxKicks), capacity: h.PerWindow,
 		window: window, id: newID(), state: statePushing,
 	}
-	words := le.Uint64(enc[whdrWords:])
+	words := h.Words
 	if sb := 8*words + trailerBytes; sb > maxShardBytes {
 		return nil, fmt.Errorf("%w: a window of %d bytes, above Redis's 512 MiB strings", ErrUnsupported, sb)
 	}
@@ -79,9 +68,9 @@ func PushWindow(ctx context.Context, rdb redis.UniversalClient, name string, src
 		return nil, err
 	}
 	w := newWindow(rdb, name, m, retry)
-	epoch := int64(le.Uint64(enc[whdrEpoch:]))
-	table := enc[whdrSize : whdrSize+8*words]
-	args := []any{w.m.id, string(table) + w.trailer(epoch), le.Uint64(enc[whdrCursor:])}
+	epoch := h.Epoch
+	table := enc[format.WindowHeaderSize : format.WindowHeaderSize+8*words]
+	args := []any{w.m.id, string(table) + w.trailer(epoch), h.Cursor}
 	// The first nanosecond of the next epoch; none (-1) when it is before
 	// 1970, as every time the server reads is past it.
 	eh, el := int64(-1), int64(0)
@@ -182,22 +171,12 @@ func (w *Window) Snapshot(ctx context.Context) (*cuckoo.Window, error) {
 			}
 		}
 	}
-	le := binary.LittleEndian
-	enc := make([]byte, whdrSize, whdrSize+len(str)+4)
-	copy(enc, "CKOO")
-	le.PutUint16(enc[4:], 1)
-	enc[whdrKind], enc[whdrSlots], enc[whdrBits], enc[10] = kindWindow, byte(g.b), byte(g.f), 1
-	enc[whdrStampBits], enc[whdrEpochs] = cuckoo.WindowStampBits, cuckoo.WindowEpochs
-	le.PutUint32(enc[whdrKicks:], uint32(w.m.kicks))
-	le.PutUint64(enc[whdrSeed:], w.m.seed)
-	le.PutUint64(enc[whdrPerWindow:], w.m.capacity)
-	le.PutUint64(enc[whdrWindow:], uint64(w.m.window))
-	le.PutUint64(enc[whdrEpoch:], binary.BigEndian.Uint64([]byte(str[g.shardBytes:])))
-	le.PutUint64(enc[whdrCursor:], cursor)
-	le.PutUint64(enc[whdrBuckets:], w.m.buckets)
-	le.PutUint64(enc[whdrWords:], g.shardBytes/8)
+	h := format.WindowHeader{Slots: uint8(g.b), FPBits: uint8(g.f), StampBits: cuckoo.WindowStampBits, Epochs: cuckoo.WindowEpochs,
+		MaxKicks: uint32(w.m.kicks), Seed: w.m.seed, PerWindow: w.m.capacity, Window: w.m.window,
+		Epoch: int64(binary.BigEndian.Uint64([]byte(str[g.shardBytes:]))), Cursor: cursor, Buckets: w.m.buckets, Words: g.shardBytes / 8}
+	enc := h.Append(make([]byte, 0, format.WindowHeaderSize+g.shardBytes+format.ChecksumSize))
 	enc = append(enc, str[:g.shardBytes]...)
-	enc = le.AppendUint32(enc, codec.Checksum(enc))
+	enc = codec.AppendChecksum(enc)
 	var out cuckoo.Window
 	if err := out.UnmarshalBinary(enc); err != nil {
 		return nil, fmt.Errorf("%w: %q does not decode as a window: %w", ErrCorrupt, w.name, err)

@@ -6,6 +6,7 @@ import (
 	"runtime"
 
 	"github.com/dedupkit/cuckoo/internal/buildinfo"
+	"github.com/dedupkit/cuckoo/internal/format"
 )
 
 const versionHelp = `Usage: cuckoo version
@@ -32,5 +33,6 @@ func versionCommand() *command {
 // and time when the build recorded them, Go version, platform.
 func versionString() string {
 	info := buildinfo.Read()
-	return fmt.Sprintf("%s\n%s %s/%s\nfile formats: cuckoo filters CKOO v1, Bloom filters BLMF v1", info, info.GoVersion, runtime.GOOS, runtime.GOARCH)
+	return fmt.Sprintf("%s\n%s %s/%s\nfile formats: cuckoo filters %s v%d, Bloom filters %s v%d", info, info.GoVersion, runtime.GOOS, runtime.GOARCH,
+		format.Cuckoo.Magic(), format.Latest, format.Bloom.Magic(), format.Latest)
 }

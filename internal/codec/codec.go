@@ -41,6 +41,10 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 // Checksum returns the CRC-32C of p, the checksum the encoder appends.
 func Checksum(p []byte) uint32 { return crc32.Checksum(p, castagnoli) }
 
+// AppendChecksum appends the trailer an Encoder's Finish writes, the
+// CRC-32C of p, to p: the framing of an encoding built in memory.
+func AppendChecksum(p []byte) []byte { return binary.LittleEndian.AppendUint32(p, Checksum(p)) }
+
 // UpdateChecksum returns the CRC-32C of the bytes whose CRC-32C is crc
 // followed by p: UpdateChecksum(Checksum(a), b) is Checksum(a+b), and
 // UpdateChecksum(0, p) is Checksum(p).

@@ -6,10 +6,10 @@
 //
 // Each kind is one entry of the table in kind.go and one type over its
 // package's filter (cuckoo.go, bloom.go). The kinds and their encodings are
-// those of the packages that define them: "CKOO" + version + kind byte at
-// offset 6 for the cuckoo filters, "BLMF" + version + kind byte for the
-// Bloom filters (docs/format.md). This package reads only those bytes;
-// decoding, with all its checks, is the filter package's.
+// those of the packages that define them; every encoding starts with a
+// magic, a format version and a kind byte, which internal/format reads for
+// this package (Sniff; docs/format.md). This package reads only those
+// bytes; decoding, with all its checks, is the filter package's.
 package filterfile
 
 import (
@@ -22,6 +22,7 @@ import (
 
 	"github.com/dedupkit/cuckoo"
 	"github.com/dedupkit/cuckoo/bloom"
+	"github.com/dedupkit/cuckoo/internal/format"
 	"github.com/dedupkit/cuckoo/internal/vfs"
 )
 
@@ -111,7 +112,7 @@ func New(s Spec) (*Filter, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Filter{kind: s.Kind, version: 1, f: f}, nil
+	return &Filter{kind: s.Kind, version: format.Latest, f: f}, nil
 }
 
 // Read decodes one filter of any kind from r, which must hold exactly the
@@ -133,7 +134,7 @@ func Read(r io.Reader) (*Filter, error) {
 	if err != nil {
 		return nil, err
 	}
-	if version != 1 {
+	if !format.Readable(version) {
 		return nil, fmt.Errorf("%w: %s format version %d (written by a newer version?)", ErrUnsupported, kind.Description(), version)
 	}
 	ki, _ := kind.info()

@@ -79,4 +79,4 @@ func (f *Filter) Info() Fields {
 	return fs
 }
 
-func (f *Filter) magic() string { ki, _ := f.kind.info(); return ki.magic }
+func (f *Filter) magic() string { ki, _ := f.kind.info(); return ki.file.Family().Magic() }

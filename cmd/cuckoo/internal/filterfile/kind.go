@@ -1,8 +1,10 @@
 package filterfile
 
 import (
-	"encoding/binary"
+	"errors"
 	"fmt"
+
+	"github.com/dedupkit/cuckoo/internal/format"
 )
 
 // Kind is a filter type. The values are this package's, not a file
@@ -26,8 +28,7 @@ const (
 type kindInfo struct {
 	name        string // as the CLI accepts and prints it
 	description string
-	magic       string // the first 4 bytes of its encoding
-	code        byte   // the kind byte at offset 6 of its encoding
+	file        format.Kind // what its encoding's header says it is
 	canDelete   bool
 	grows       bool
 	cheapRate   bool                     // FalsePositiveRate is O(1)
@@ -37,19 +38,19 @@ type kindInfo struct {
 
 var kinds = [...]kindInfo{
 	Cuckoo: {name: "cuckoo", description: "cuckoo filter (fixed capacity, supports delete)",
-		magic: "CKOO", code: 1, canDelete: true, cheapRate: true, new: newCuckoo, empty: emptyCuckoo},
+		file: format.Filter, canDelete: true, cheapRate: true, new: newCuckoo, empty: emptyCuckoo},
 	CuckooScalable: {name: "cuckoo-scalable", description: "scalable cuckoo filter (grows as needed, supports delete)",
-		magic: "CKOO", code: 2, canDelete: true, grows: true, cheapRate: true, new: newCuckooScalable, empty: emptyCuckooScalable},
+		file: format.Scalable, canDelete: true, grows: true, cheapRate: true, new: newCuckooScalable, empty: emptyCuckooScalable},
 	BloomBlocked: {name: "bloom-blocked", description: "blocked Bloom filter (one cache line per key, no delete)",
-		magic: "BLMF", code: 1, new: newBloomBlocked, empty: emptyBloom},
+		file: format.BloomBlocked, new: newBloomBlocked, empty: emptyBloom},
 	BloomClassic: {name: "bloom-classic", description: "classic Bloom filter (no delete)",
-		magic: "BLMF", code: 2, new: newBloomClassic, empty: emptyBloom},
+		file: format.BloomClassic, new: newBloomClassic, empty: emptyBloom},
 	BloomCounting: {name: "bloom-counting", description: "counting Bloom filter (4-bit counters, supports delete)",
-		magic: "BLMF", code: 3, canDelete: true, new: newBloomCounting, empty: emptyBloomCounting},
+		file: format.BloomCounting, canDelete: true, new: newBloomCounting, empty: emptyBloomCounting},
 	BloomScalable: {name: "bloom-scalable", description: "scalable Bloom filter (grows as needed, no delete)",
-		magic: "BLMF", code: 4, grows: true, new: newBloomScalable, empty: emptyBloomScalable},
+		file: format.BloomScalable, grows: true, new: newBloomScalable, empty: emptyBloomScalable},
 	CuckooWindow: {name: "cuckoo-window", description: "cuckoo filter with a time window (forgets keys older than its window)",
-		magic: "CKOO", code: 3, canDelete: true, cheapRate: true, new: newCuckooWindow, empty: emptyCuckooWindow},
+		file: format.Window, canDelete: true, cheapRate: true, new: newCuckooWindow, empty: emptyCuckooWindow},
 }
 
 // info returns the kind's entry; ok is false for a value that names no
@@ -84,7 +85,7 @@ func (k Kind) CanDelete() bool { ki, _ := k.info(); return ki.canDelete }
 func (k Kind) Grows() bool { ki, _ := k.info(); return ki.grows }
 
 // IsBloom reports whether the kind is one of the Bloom filters.
-func (k Kind) IsBloom() bool { ki, _ := k.info(); return ki.magic == "BLMF" }
+func (k Kind) IsBloom() bool { ki, _ := k.info(); return ki.file.Family() == format.Bloom }
 
 // ParseKind returns the kind named s (as String prints it).
 func ParseKind(s string) (Kind, bool) {
@@ -97,34 +98,26 @@ func ParseKind(s string) (Kind, bool) {
 }
 
 // HeaderSize is the number of leading bytes Sniff needs.
-const HeaderSize = 8
+const HeaderSize = format.StartSize
 
 // Sniff tells the kind of filter an encoding holds from its first
 // HeaderSize bytes, and its format version: every encoding this module
-// writes starts with a 4-byte magic, a 2-byte little-endian version and a
-// kind byte (docs/format.md). It returns an error wrapping ErrNotFilter
-// for anything else, and ErrUnsupported for a kind this package does not
-// know.
+// writes starts with a magic, a version and a kind byte (internal/format,
+// docs/format.md). It returns an error wrapping ErrNotFilter for anything
+// else, and ErrUnsupported for a kind this package does not know; whether
+// this build reads the version is Read's to check (format.Readable).
 func Sniff(head []byte) (kind Kind, version uint16, err error) {
-	if len(head) < HeaderSize {
-		return 0, 0, fmt.Errorf("%w: only %d bytes", ErrNotFilter, len(head))
+	s, err := format.Sniff(head)
+	switch {
+	case errors.Is(err, format.ErrNotFilter):
+		return 0, 0, fmt.Errorf("%w: %w", ErrNotFilter, err)
+	case errors.Is(err, format.ErrKind):
+		return 0, s.Version, fmt.Errorf("%w: %w", ErrUnsupported, err)
 	}
-	magic, version, code := string(head[:4]), binary.LittleEndian.Uint16(head[4:6]), head[6]
-	family := ""
 	for k, ki := range kinds {
-		if ki.magic != magic {
-			continue
-		}
-		if ki.code == code {
-			return Kind(k), version, nil
-		}
-		family = "Bloom"
-		if magic == "CKOO" {
-			family = "cuckoo"
+		if ki.name != "" && ki.file == s.Kind {
+			return Kind(k), s.Version, nil
 		}
 	}
-	if family != "" {
-		return 0, version, fmt.Errorf("%w: a %s filter of unknown kind %d (written by a newer version?)", ErrUnsupported, family, code)
-	}
-	return 0, 0, fmt.Errorf("%w: starts with % x", ErrNotFilter, head[:4])
+	return 0, s.Version, fmt.Errorf("%w: %s", ErrUnsupported, s.Kind)
 }
