@@ -227,6 +227,7 @@ func (p *Processor) sessionOpts() []kgo.Opt {
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 		kgo.TransactionTimeout(DefaultTransactionTimeout),
 		kgo.SessionTimeout(DefaultSessionTimeout),
+		kgo.FetchMaxWait(DefaultFetchMaxWait),
 	}
 	opts = append(opts, p.cfg.client...)
 	// Until the group says which partitions are this member's, each
