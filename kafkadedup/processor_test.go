@@ -38,12 +38,17 @@ func quickOpts(t testing.TB, addr string) []Option {
 }
 
 // testClientOpts are the client settings of every processor of the
-// tests, which make a rebalance quick: a member learns of one at its next
+// tests. They make a rebalance quick: a member learns of one at its next
 // heartbeat (franz-go's default interval is 3 s), and gives its partitions
 // up once its fetch in flight has returned, which a broker holds up to the
-// fetch's wait when there is nothing to read.
+// fetch's wait when there is nothing to read. And a transaction may last
+// as long as a test waits: on a machine busy with race-detector builds, a
+// transaction with a few snapshot chunks was fenced (INVALID_PRODUCER_EPOCH),
+// by all signs at the default timeout (20 s). (The tests that kill
+// processors set a short one of their own.)
 func testClientOpts() []kgo.Opt {
-	return []kgo.Opt{kgo.HeartbeatInterval(100 * time.Millisecond), kgo.FetchMaxWait(100 * time.Millisecond)}
+	return []kgo.Opt{kgo.HeartbeatInterval(100 * time.Millisecond), kgo.FetchMaxWait(100 * time.Millisecond),
+		kgo.TransactionTimeout(kafkatest.Wait)}
 }
 
 func TestWindowDedupMatchesTheModel(t *testing.T) {
