@@ -20,7 +20,11 @@
 //
 // Run it from the repository root (it builds cmd/cuckoo):
 //
-//	nice go run ./kafkadedup/internal/kafkabench
+//	go run ./kafkadedup/internal/kafkabench
+//
+// Not under nice(1) when wall times are measured: a niced process gets a
+// small share of the cores whenever anything else runs, and the run-queue
+// waits it prints show how much of the wall time that was.
 package main
 
 import (
