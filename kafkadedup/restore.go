@@ -190,21 +190,21 @@ func (p *Processor) replay(ctx context.Context, st *partition, until int64) (uin
 		return 0, nil
 	}
 	var start kadm.ListedOffset
+	var listed bool
 	if err := p.askAgain(ctx, "listing the start offsets", nil, func(ctx context.Context) error {
 		p.testHookListing("the start offsets")
 		starts, err := p.admin.ListStartOffsets(ctx, st.topic)
 		if err != nil {
 			return err
 		}
-		var ok bool
-		if start, ok = starts.Lookup(st.topic, st.part); !ok {
-			return fmt.Errorf("no answer for %s/%d", st.topic, st.part)
+		if start, listed = starts.Lookup(st.topic, st.part); listed {
+			return start.Err
 		}
-		return start.Err
+		return nil // unknown: the replay reads from st.next, and finds out
 	}); err != nil {
 		return 0, err
 	}
-	if start.Offset > st.next {
+	if listed && start.Offset > st.next {
 		p.cfg.logf("%s: the records from offset %d to %d are gone (retention or deletion) before they could be replayed: duplicates of their keys may be let through", topicPartition{st.topic, st.part}, st.next, start.Offset)
 	}
 	cl, err := p.readerClient(st.topic, st.part, st.next)
