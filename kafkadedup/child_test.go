@@ -40,27 +40,39 @@ type childSpec struct {
 	// one. With Announce, the child prints inTxnLine before it waits.
 	InTxn    time.Duration
 	Announce bool
+	// With PauseAtListing, the child's first restore that lists offsets
+	// prints listingLine and waits for SIGUSR1 before it asks; and each
+	// request the Processor asks again prints askAgainLine.
+	PauseAtListing bool
+	// RequestRetries, if not 0, is the client's own retries of a request
+	// (franz-go's default, 20, rides out a short absence of the broker
+	// inside the client).
+	RequestRetries int
 }
 
 const (
-	inTxnLine   = "kafkadedup child: in a transaction"
-	startedLine = "kafkadedup child: started"
+	inTxnLine    = "kafkadedup child: in a transaction"
+	startedLine  = "kafkadedup child: started"
+	listingLine  = "kafkadedup child: listing offsets"
+	askAgainLine = "kafkadedup child: asking again"
 )
 
 // options are the Processor's options of a child: those of the quick
 // tests (the same seed), and the spec's.
 func (s childSpec) options(logf func(string, ...any)) []Option {
-	client := []kgo.Opt{kgo.SeedBrokers(s.Addr)}
+	client := append(testClientOpts(), kgo.SeedBrokers(s.Addr))
 	if s.SessionTimeout > 0 {
 		// A rebalance waits for the members to join again up to the
 		// rebalance timeout (Kafka's default, 60 s): a zombie resumed
 		// (or a member killed) in the middle of one would hold up the
 		// others that long.
-		client = append(client, kgo.SessionTimeout(s.SessionTimeout), kgo.HeartbeatInterval(s.SessionTimeout/5),
-			kgo.RebalanceTimeout(3*s.SessionTimeout))
+		client = append(client, kgo.SessionTimeout(s.SessionTimeout), kgo.RebalanceTimeout(2*s.SessionTimeout))
 	}
 	if s.TxnTimeout > 0 {
 		client = append(client, kgo.TransactionTimeout(s.TxnTimeout))
+	}
+	if s.RequestRetries > 0 {
+		client = append(client, kgo.RequestRetries(s.RequestRetries))
 	}
 	opts := []Option{WithClient(client...), WithSeed(7), WithLogf(logf),
 		WithSnapshotEvery(s.SnapshotEvery, time.Second), WithTimeout(kafkatest.Wait)}
@@ -98,6 +110,20 @@ func childMain() bool {
 				fmt.Println(inTxnLine)
 			}
 			time.Sleep(s.InTxn)
+		}
+	}
+	if s.PauseAtListing {
+		resume := make(chan os.Signal, 1)
+		signal.Notify(resume, syscall.SIGUSR1)
+		var paused sync.Once
+		p.cfg.testHookListing = func(string) {
+			paused.Do(func() {
+				fmt.Println(listingLine)
+				<-resume
+			})
+		}
+		p.cfg.testHookAskAgain = func(what string, err error) {
+			fmt.Printf("%s: %s: %v\n", askAgainLine, what, err)
 		}
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)

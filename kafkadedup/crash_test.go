@@ -1,6 +1,7 @@
 package kafkadedup
 
 import (
+	"math/rand/v2"
 	"strings"
 	"syscall"
 	"testing"
@@ -34,6 +35,17 @@ func crashSetup(t *testing.T, parts int32) (*kafkatest.Process, childSpec, *conf
 	return broker, spec, &p.cfg
 }
 
+// halfWritten is crashSetup of 4 partitions, with an input of 2000
+// records made (and the test's random source), of which the first 1000
+// are written.
+func halfWritten(t *testing.T) (*kafkatest.Process, childSpec, *config, []inRec, *rand.Rand) {
+	broker, spec, c := crashSetup(t, 4)
+	rng := testseed.Rand(t)
+	recs := genInput(rng, 2000, 4, 500, time.Minute)
+	produceInput(t, broker.Addr, "in", recs[:1000])
+	return broker, spec, c, recs, rng
+}
+
 // produceSlowly writes recs in batches of 40, pause apart, so that
 // processors started meanwhile have records to work on; the channel it
 // returns is closed after the last batch.
@@ -54,7 +66,7 @@ func produceSlowly(t *testing.T, addr string, recs []inRec, pause time.Duration)
 // finish runs a last child until it has caught up and idled, and checks
 // the output.
 func finish(t *testing.T, broker *kafkatest.Process, spec childSpec, c *config, recs []inRec) {
-	spec.Idle, spec.InTxn = time.Second, 0
+	spec.Idle, spec.InTxn = 300*time.Millisecond, 0
 	if err := startChild(t, spec).wait(); err != nil {
 		t.Fatalf("the last processor: %v", err)
 	}
@@ -128,10 +140,7 @@ func TestRebalanceBetweenTwoProcessors(t *testing.T) {
 // out and was aborted), so that its records never show.
 func TestZombieCommitIsFenced(t *testing.T) {
 	t.Parallel()
-	broker, spec, c := crashSetup(t, 4)
-	rng := testseed.Rand(t)
-	recs := genInput(rng, 2000, 4, 500, time.Minute)
-	produceInput(t, broker.Addr, "in", recs[:1000])
+	broker, spec, c, recs, _ := halfWritten(t)
 	zombie := spec
 	zombie.InTxn, zombie.Announce = 300*time.Millisecond, true
 	a := startChild(t, zombie)
@@ -162,17 +171,13 @@ func TestZombieCommitIsFenced(t *testing.T) {
 // port) while a processor works; the processor rides it out.
 func TestBrokerRestart(t *testing.T) {
 	t.Parallel()
-	broker, spec, c := crashSetup(t, 4)
-	rng := testseed.Rand(t)
-	recs := genInput(rng, 2000, 4, 500, time.Minute)
-	half := len(recs) / 2
-	produceInput(t, broker.Addr, "in", recs[:half])
+	broker, spec, c, recs, rng := halfWritten(t)
 	spec.InTxn = 5 * time.Millisecond
 	a := startChild(t, spec)
 	a.waitLine(startedLine)
 	time.Sleep(time.Duration(rng.Int64N(int64(500 * time.Millisecond))))
 	broker.Restart()
-	produceInput(t, broker.Addr, "in", recs[half:])
+	produceInput(t, broker.Addr, "in", recs[1000:])
 	a.signal(syscall.SIGTERM)
 	if err := a.wait(); err != nil {
 		t.Fatalf("the processor after the broker's restart: %v", err)
@@ -180,26 +185,48 @@ func TestBrokerRestart(t *testing.T) {
 	finish(t, broker, spec, c, recs)
 }
 
+// A restore asks the cluster for offsets (the input's start, before a
+// replay; the state topic's end, before a snapshot's read) while the
+// broker is away: it asks again until the broker is back, and the output
+// stays exact. The child's client retries a request once only, so that
+// the broker's absence reaches the Processor instead of being ridden out
+// inside the client.
+func TestRestoreAsksAgainWhileTheBrokerRestarts(t *testing.T) {
+	t.Parallel()
+	// The first run leaves snapshots (every 150 records of a partition,
+	// about 250 each) and records judged since them.
+	broker, spec, c, recs, _ := halfWritten(t)
+	first := spec
+	first.Idle = 500 * time.Millisecond
+	if err := startChild(t, first).wait(); err != nil {
+		t.Fatalf("the first processor: %v", err)
+	}
+	produceInput(t, broker.Addr, "in", recs[1000:])
+	spec.PauseAtListing, spec.RequestRetries, spec.Idle = true, 1, 500*time.Millisecond
+	a := startChild(t, spec)
+	a.waitLine(listingLine)
+	broker.Stop()
+	a.signal(syscall.SIGUSR1)
+	a.waitLine(askAgainLine)
+	broker.StartAgain()
+	if err := a.wait(); err != nil {
+		t.Fatalf("the processor restoring while the broker restarted: %v", err)
+	}
+	checkOutput(t, c, recs, kafkatest.ReadCommitted(t, broker.Addr, "out"))
+}
+
 // Two processors given one instance ID (a mistake: an instance ID names
 // one running processor): the second fences the first. It takes the
 // first's transactional ID, so the broker bumps the ID's epoch and aborts
 // the first's open transaction, whose end is then refused; and its static
 // membership takes the first's place in the group. The first stops with
-// an error that says it was fenced, its transaction's records never show,
-// and the second goes on from the committed offsets: the output stays
-// exact.
+// an error that says it was fenced (by the group, at its next heartbeat,
+// when its transaction ended before the second came), its open
+// transaction's records never show, and the second goes on from the
+// committed offsets: the output stays exact.
 func TestSameInstanceIDFencesTheFirstProcessor(t *testing.T) {
-	if testing.Short() {
-		// Once in thirteen runs under -race (which CI runs with -short) the
-		// second processor began no transaction within two minutes; the
-		// quick and long runs keep the test until that is understood.
-		t.Skip("skipped with -short: a rare hang under -race is not yet understood")
-	}
 	t.Parallel()
-	broker, spec, c := crashSetup(t, 4)
-	rng := testseed.Rand(t)
-	recs := genInput(rng, 2000, 4, 500, time.Minute)
-	produceInput(t, broker.Addr, "in", recs[:1000])
+	broker, spec, c, recs, _ := halfWritten(t)
 	first := spec
 	first.InTxn, first.Announce = 500*time.Millisecond, true
 	a := startChild(t, first)
@@ -215,8 +242,11 @@ func TestSameInstanceIDFencesTheFirstProcessor(t *testing.T) {
 	if !strings.Contains(stderr, "fenced") && !strings.Contains(stderr, "FENCED") {
 		t.Fatalf("the first processor exited with %v, without saying it was fenced:\n%s", err, stderr)
 	}
-	b.waitLine(inTxnLine)
+	// The rest of the input is written before waiting for the second's
+	// transaction: if the first committed all it read before the second
+	// came, the second has nothing else to begin one with.
 	produceInput(t, broker.Addr, "in", recs[1000:])
+	b.waitLine(inTxnLine)
 	b.signal(syscall.SIGTERM)
 	if err := b.wait(); err != nil {
 		t.Fatalf("the second processor after SIGTERM: %v", err)

@@ -40,6 +40,12 @@ type config struct {
 	// testHookJudged, set by the tests only, sees each batch judged (or
 	// replayed): its records, and whether each is kept.
 	testHookJudged func(recs []*kgo.Record, keep []bool)
+	// testHookListing, set by the tests only, runs before a restore asks
+	// for a partition's start offset (a replay) or the state topic's end
+	// offsets (a snapshot's read); testHookAskAgain after a request to
+	// the cluster failed and before it is asked again.
+	testHookListing  func(what string)
+	testHookAskAgain func(what string, err error)
 }
 
 // Defaults.
@@ -70,6 +76,12 @@ const (
 	// for: how long the group waits for a silent member before moving its
 	// partitions.
 	DefaultSessionTimeout = 10 * time.Second
+	// DefaultFetchMaxWait is the longest a Processor's fetch waits at the
+	// broker when there is nothing to read (Kafka's Java consumer waits as
+	// long; franz-go's own default is 5 s). A member gives partitions up
+	// in a rebalance only once its fetch in flight has returned, so this
+	// bounds what a rebalance waits for it.
+	DefaultFetchMaxWait = 500 * time.Millisecond
 	// DefaultFetchBytes is the most bytes of input a Processor fetches at
 	// once when WithFetchBytes is not given.
 	DefaultFetchBytes = 1 << 20
@@ -91,8 +103,9 @@ const minPartitionFetchBytes = 64 << 10
 // partitioner (Kafka's default for the output, the chosen partition for
 // the state topic), and the fetch sizes (see WithFetchBytes).
 // kgo.TransactionTimeout (default
-// DefaultTransactionTimeout), kgo.SessionTimeout (DefaultSessionTimeout)
-// and kgo.ConsumeResetOffset (the earliest offset) may be overridden here.
+// DefaultTransactionTimeout), kgo.SessionTimeout (DefaultSessionTimeout),
+// kgo.FetchMaxWait (DefaultFetchMaxWait) and kgo.ConsumeResetOffset (the
+// earliest offset) may be overridden here.
 func WithClient(opts ...kgo.Opt) Option {
 	return func(c *config) error {
 		c.client = append(c.client, opts...)

@@ -227,6 +227,7 @@ func (p *Processor) sessionOpts() []kgo.Opt {
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 		kgo.TransactionTimeout(DefaultTransactionTimeout),
 		kgo.SessionTimeout(DefaultSessionTimeout),
+		kgo.FetchMaxWait(DefaultFetchMaxWait),
 	}
 	opts = append(opts, p.cfg.client...)
 	// Until the group says which partitions are this member's, each
@@ -572,22 +573,30 @@ func (p *Processor) caughtUp(ctx context.Context) (bool, error) {
 	if _, gen := p.sess.Client().GroupMetadata(); gen < 0 {
 		return false, nil // not in the group yet
 	}
-	cctx, cancel := context.WithTimeout(ctx, p.cfg.timeout)
-	defer cancel()
-	ends, err := p.admin.ListCommittedOffsets(cctx, p.from...)
-	if err != nil {
-		return false, p.clusterErr("listing the end offsets", err)
-	}
-	starts, err := p.admin.ListStartOffsets(cctx, p.from...)
-	if err != nil {
-		return false, p.clusterErr("listing the start offsets", err)
-	}
-	committed, err := p.admin.FetchOffsetsForTopics(kadm.RequireStable(cctx), p.group, p.from...)
-	if err != nil {
-		if errors.Is(err, kerr.UnstableOffsetCommit) {
-			return false, nil
+	// Each question is asked again while the broker is away (restarting,
+	// a coordinator moving), within the timeout, as a restore's are.
+	var ends, starts kadm.ListedOffsets
+	var committed kadm.OffsetResponses
+	unstable := false
+	err := p.askAgain(ctx, "listing the offsets", nil, func(ctx context.Context) error {
+		var err error
+		if ends, err = p.admin.ListCommittedOffsets(ctx, p.from...); err != nil {
+			return fmt.Errorf("the end offsets: %w", err)
 		}
-		return false, p.clusterErr("fetching the committed offsets", err)
+		if starts, err = p.admin.ListStartOffsets(ctx, p.from...); err != nil {
+			return fmt.Errorf("the start offsets: %w", err)
+		}
+		committed, err = p.admin.FetchOffsetsForTopics(kadm.RequireStable(ctx), p.group, p.from...)
+		if unstable = errors.Is(err, kerr.UnstableOffsetCommit); unstable {
+			return nil // a transaction holds them: not caught up yet
+		}
+		if err != nil {
+			return fmt.Errorf("the committed offsets: %w", err)
+		}
+		return nil
+	})
+	if err != nil || unstable {
+		return false, err
 	}
 	done := true
 	ends.Each(func(end kadm.ListedOffset) {

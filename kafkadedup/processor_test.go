@@ -25,15 +25,30 @@ import (
 	"github.com/dedupkit/cuckoo/internal/testseed"
 )
 
-// quickOpts are the options every in-process test gives: the broker, a
-// fixed seed (so that filterKept predicts the filters exactly), a short
-// idle exit.
+// quickOpts are the options every in-process test gives: the broker,
+// the client's settings of quick rebalances (testClientOpts), a fixed seed
+// (so that filterKept predicts the filters exactly), a short idle exit.
 func quickOpts(t testing.TB, addr string) []Option {
 	start := time.Now()
-	return []Option{WithClient(kgo.SeedBrokers(addr)), WithSeed(7), WithExitWhenIdle(300 * time.Millisecond),
+	return []Option{WithClient(append(testClientOpts(), kgo.SeedBrokers(addr))...), WithSeed(7),
+		WithExitWhenIdle(300 * time.Millisecond),
 		WithLogf(func(format string, args ...any) {
 			t.Logf("%v: "+format, append([]any{time.Since(start).Round(time.Millisecond)}, args...)...)
 		})}
+}
+
+// testClientOpts are the client settings of every processor of the
+// tests. They make a rebalance quick: a member learns of one at its next
+// heartbeat (franz-go's default interval is 3 s), and gives its partitions
+// up once its fetch in flight has returned, which a broker holds up to the
+// fetch's wait when there is nothing to read. And a transaction may last
+// as long as a test waits: on a machine busy with race-detector builds, a
+// transaction with a few snapshot chunks was fenced (INVALID_PRODUCER_EPOCH),
+// by all signs at the default timeout (20 s). (The tests that kill
+// processors set a short one of their own.)
+func testClientOpts() []kgo.Opt {
+	return []kgo.Opt{kgo.HeartbeatInterval(100 * time.Millisecond), kgo.FetchMaxWait(100 * time.Millisecond),
+		kgo.TransactionTimeout(kafkatest.Wait)}
 }
 
 func TestWindowDedupMatchesTheModel(t *testing.T) {

@@ -81,34 +81,51 @@ func (p *Processor) restore(ctx context.Context, tp topicPartition, first int64)
 }
 
 // committedOffset returns the group's committed offset of tp (At < 0:
-// none) and its metadata, asking again, within the timeout, while a broker
-// is away for a moment or a transaction holds the offset: one still open
-// (another member's, whose partitions moved here) or just ended (its
-// markers not written yet) makes the broker answer UNSTABLE_OFFSET_COMMIT
-// until it is done, and the offset before it is not the state to restore.
+// none) and its metadata, asking again while a transaction holds the
+// offset: one still open (another member's, whose partitions moved here)
+// or just ended (its markers not written yet) makes the broker answer
+// UNSTABLE_OFFSET_COMMIT until it is done, and the offset before it is
+// not the state to restore.
 func (p *Processor) committedOffset(ctx context.Context, tp topicPartition) (kadm.OffsetResponse, error) {
+	var o kadm.OffsetResponse
+	unstable := func(err error) bool { return errors.Is(err, kerr.UnstableOffsetCommit) }
+	err := p.askAgain(ctx, fmt.Sprintf("fetching the committed offset of %s", tp), unstable, func(ctx context.Context) error {
+		offsets, err := p.admin.FetchOffsetsForTopics(kadm.RequireStable(ctx), p.group, tp.topic)
+		if err != nil {
+			return err
+		}
+		var ok bool
+		if o, ok = offsets.Lookup(tp.topic, tp.part); !ok {
+			return fmt.Errorf("no answer for %s", tp)
+		}
+		return o.Err // kadm gives a partition's error as the request's too
+	})
+	return o, err
+}
+
+// askAgain calls ask until it returns nil, within the timeout, asking
+// again after an error of a broker that is away for a moment (restarting,
+// a coordinator or leader moving: brokerAway) or one that again accepts;
+// any other error is returned at once. The pauses between grow from
+// 10 ms to half a second.
+func (p *Processor) askAgain(ctx context.Context, what string, again func(error) bool, ask func(context.Context) error) error {
 	cctx, cancel := context.WithTimeout(ctx, p.cfg.timeout)
 	defer cancel()
 	for pause := 10 * time.Millisecond; ; pause = min(2*pause, 500*time.Millisecond) {
-		offsets, err := p.admin.FetchOffsetsForTopics(kadm.RequireStable(cctx), p.group, tp.topic)
-		o, ok := offsets.Lookup(tp.topic, tp.part)
-		if err == nil && ok {
-			err = o.Err // kadm gives a partition's error as the request's too
-		}
+		err := ask(cctx)
 		switch {
-		case err == nil && ok:
-			return o, nil
 		case err == nil:
-			return kadm.OffsetResponse{}, fmt.Errorf("kafkadedup: fetching the committed offsets: no answer for %s", tp)
-		case errors.Is(err, kerr.UnstableOffsetCommit), cctx.Err() == nil && brokerAway(err):
-			// A transaction holds the offset; or the broker is away for
-			// a moment (restarting, the coordinator moving): ask again.
+			return nil
+		case cctx.Err() == nil && (brokerAway(err) || again != nil && again(err)):
 		default:
-			return kadm.OffsetResponse{}, p.clusterErr(fmt.Sprintf("fetching the committed offset of %s", tp), err)
+			return p.clusterErr(what, err)
+		}
+		if p.cfg.testHookAskAgain != nil {
+			p.cfg.testHookAskAgain(what, err)
 		}
 		select {
 		case <-cctx.Done():
-			return kadm.OffsetResponse{}, p.clusterErr(fmt.Sprintf("fetching the committed offset of %s (%v)", tp, err), cctx.Err())
+			return p.clusterErr(fmt.Sprintf("%s (%v)", what, err), cctx.Err())
 		case <-time.After(pause):
 		}
 	}
@@ -120,6 +137,14 @@ func (p *Processor) committedOffset(ctx context.Context, tp topicPartition) (kad
 func brokerAway(err error) bool {
 	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNREFUSED) ||
 		errors.Is(err, syscall.ECONNRESET) || kerr.IsRetriable(err)
+}
+
+// testHookListing runs the test hook, if any, before a restore lists
+// offsets.
+func (p *Processor) testHookListing(what string) {
+	if p.cfg.testHookListing != nil {
+		p.cfg.testHookListing(what)
+	}
 }
 
 // readerClient returns a client that reads one partition from offset at,
@@ -164,14 +189,23 @@ func (p *Processor) replay(ctx context.Context, st *partition, until int64) (uin
 	if st.next >= until {
 		return 0, nil
 	}
-	cctx, cancel := context.WithTimeout(ctx, p.cfg.timeout)
-	starts, err := p.admin.ListStartOffsets(cctx, st.topic)
-	cancel()
-	if err != nil {
-		return 0, p.clusterErr("listing the start offsets", err)
+	var start kadm.ListedOffset
+	var listed bool
+	if err := p.askAgain(ctx, "listing the start offsets", nil, func(ctx context.Context) error {
+		p.testHookListing("the start offsets")
+		starts, err := p.admin.ListStartOffsets(ctx, st.topic)
+		if err != nil {
+			return err
+		}
+		if start, listed = starts.Lookup(st.topic, st.part); listed {
+			return start.Err
+		}
+		return nil // unknown: the replay reads from st.next, and finds out
+	}); err != nil {
+		return 0, err
 	}
-	if s, ok := starts.Lookup(st.topic, st.part); ok && s.Err == nil && s.Offset > st.next {
-		p.cfg.logf("%s: the records from offset %d to %d are gone (retention or deletion) before they could be replayed: duplicates of their keys may be let through", topicPartition{st.topic, st.part}, st.next, s.Offset)
+	if listed && start.Offset > st.next {
+		p.cfg.logf("%s: the records from offset %d to %d are gone (retention or deletion) before they could be replayed: duplicates of their keys may be let through", topicPartition{st.topic, st.part}, st.next, start.Offset)
 	}
 	cl, err := p.readerClient(st.topic, st.part, st.next)
 	if err != nil {
@@ -221,18 +255,25 @@ func (p *Processor) readSnapshot(ctx context.Context, tp topicPartition, ptr poi
 	// deleted and made again, truncated) is an error at once, not a wait.
 	// The reader's client asks: the admin client's metadata, cached, may
 	// be older than a state topic created moments ago.
-	cctx, cancel := context.WithTimeout(ctx, p.cfg.timeout)
-	ends, err := kadm.NewClient(cl).ListEndOffsets(cctx, p.cfg.stateTopic)
-	cancel()
-	if err != nil {
-		return nil, p.clusterErr("listing the state topic's end offsets", err)
+	var end kadm.ListedOffset
+	var found bool
+	if err := p.askAgain(ctx, "listing the state topic's end offsets", nil, func(ctx context.Context) error {
+		p.testHookListing("the state topic's end offsets")
+		ends, err := kadm.NewClient(cl).ListEndOffsets(ctx, p.cfg.stateTopic)
+		if err != nil {
+			return err
+		}
+		end, found = ends.Lookup(p.cfg.stateTopic, ptr.statePartition)
+		if !found || errors.Is(end.Err, kerr.UnknownTopicOrPartition) {
+			return nil // no such partition: an error of the state, below
+		}
+		return end.Err
+	}); err != nil {
+		return nil, err
 	}
-	end, ok := ends.Lookup(p.cfg.stateTopic, ptr.statePartition)
 	switch {
-	case !ok || errors.Is(end.Err, kerr.UnknownTopicOrPartition):
+	case !found || errors.Is(end.Err, kerr.UnknownTopicOrPartition):
 		return nil, fmt.Errorf("%w: the state topic has no partition %d", ErrState, ptr.statePartition)
-	case end.Err != nil:
-		return nil, p.clusterErr("listing the state topic's end offsets", end.Err)
 	case end.Offset < ptr.offset+int64(ptr.chunks):
 		return nil, fmt.Errorf("%w: the state topic's partition ends before the snapshot's %d chunks", ErrState, ptr.chunks)
 	}

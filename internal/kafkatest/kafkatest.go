@@ -12,12 +12,14 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strconv"
 	"strings"
@@ -233,9 +235,20 @@ const (
 // Main runs the tests (m.Run) and exits, or, in a process Process
 // started, runs a broker until SIGTERM. A test package that starts broker
 // processes calls it from its TestMain.
+//
+// The tests run more parallel tests at once than go test's default
+// (GOMAXPROCS), unless -parallel is given: tests on brokers wait (on a
+// group's rebalance, a session's timeout, a process's start) far more
+// than they compute.
 func Main(m *testing.M) {
 	dir := os.Getenv(envDir)
 	if dir == "" {
+		flag.Parse()
+		parallelSet := false
+		flag.Visit(func(f *flag.Flag) { parallelSet = parallelSet || f.Name == "test.parallel" })
+		if !parallelSet {
+			flag.Set("test.parallel", strconv.Itoa(max(6, 2*runtime.GOMAXPROCS(0))))
+		}
 		os.Exit(m.Run())
 	}
 	os.Exit(runBroker(dir, os.Getenv(envPorts)))
@@ -328,6 +341,13 @@ func (p *Process) start(port string) {
 func (p *Process) Restart() {
 	p.t.Helper()
 	p.Stop()
+	p.StartAgain()
+}
+
+// StartAgain starts a broker that Stop stopped, from its data, on the
+// same port: a test may act between the two while the broker is away.
+func (p *Process) StartAgain() {
+	p.t.Helper()
 	_, port, _ := strings.Cut(p.Addr, ":")
 	p.start(port)
 }

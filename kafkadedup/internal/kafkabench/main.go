@@ -2,10 +2,12 @@
 // one run and prints the table of docs/benchmarks.md ("Kafka dedup"):
 //
 //   - throughput: the time from start to caught up (the group's committed
-//     offsets at the end of every input partition), and the CPU time, of
+//     offsets at the end of every input partition), the CPU time, and the
+//     time spent ready to run but waiting for a CPU (it, and the broker),
+//     of
 //     `cuckoo dedup --kafka` and of a transactional pass-through copy of
 //     the same topic (franz-go's GroupTransactSession, one transaction per
-//     poll, the client's defaults but for the fetch sizes, which are the
+//     poll, the client's defaults but for the fetch settings, which are the
 //     processor's), in interleaved rounds; and the output's check against
 //     the exact rule (duplicates let through, records dropped wrongly);
 //   - memory: the resident size of `cuckoo dedup --kafka` at its peak
@@ -18,7 +20,11 @@
 //
 // Run it from the repository root (it builds cmd/cuckoo):
 //
-//	nice go run ./kafkadedup/internal/kafkabench
+//	go run ./kafkadedup/internal/kafkabench
+//
+// Not under nice(1) when wall times are measured: a niced process gets a
+// small share of the cores whenever anything else runs, and the run-queue
+// waits it prints show how much of the wall time that was.
 package main
 
 import (
@@ -29,6 +35,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -106,7 +113,7 @@ func throughput(addr, cuckoo, self string) {
 	}
 	produce(addr, "in", keys)
 	fmt.Printf("throughput input: %d records, %d distinct keys (%d repeats), %d-byte values\n", len(keys), distinct, len(keys)-distinct, *valueSize)
-	var pt, dd, ptCPU, ddCPU []time.Duration
+	var pt, dd []runCost
 	for r := range *rounds {
 		name := fmt.Sprint(r)
 		createTopic(addr, "pt"+name)
@@ -114,15 +121,13 @@ func throughput(addr, cuckoo, self string) {
 		// Alternate which runs first.
 		runs := []func(){
 			func() {
-				d, cpu := timeToCaughtUp(addr, "pt"+name, exec.Command(self, "passthrough", addr, "pt"+name, "in", "pt"+name,
-					fmt.Sprint(*fetchBytes), fmt.Sprint(min(*fetchBytes, max(*fetchBytes / *partitions, 64<<10)))))
-				pt, ptCPU = append(pt, d), append(ptCPU, cpu)
+				pt = append(pt, timeToCaughtUp(addr, "pt"+name, exec.Command(self, "passthrough", addr, "pt"+name, "in", "pt"+name,
+					fmt.Sprint(*fetchBytes), fmt.Sprint(min(*fetchBytes, max(*fetchBytes / *partitions, 64<<10))))))
 			},
 			func() {
-				d, cpu := timeToCaughtUp(addr, "dd"+name, exec.Command(cuckoo, "dedup", "--kafka", addr, "--from", "in", "--to", "dd"+name,
+				dd = append(dd, timeToCaughtUp(addr, "dd"+name, exec.Command(cuckoo, "dedup", "--kafka", addr, "--from", "in", "--to", "dd"+name,
 					"--group", "dd"+name, "--window", "24h", "--capacity", fmt.Sprint(2*distinct / *partitions),
-					"--fetch-bytes", fmt.Sprint(*fetchBytes), "-q"))
-				dd, ddCPU = append(dd, d), append(ddCPU, cpu)
+					"--fetch-bytes", fmt.Sprint(*fetchBytes), "-q")))
 			},
 		}
 		if r%2 == 1 {
@@ -131,13 +136,27 @@ func throughput(addr, cuckoo, self string) {
 		for _, run := range runs {
 			run()
 		}
-		fmt.Printf("round %d: pass-through %.2f s, dedup %.2f s\n", r, pt[r].Seconds(), dd[r].Seconds())
+		fmt.Printf("round %d: pass-through %.2f s, dedup %.2f s: ratio %.2f\n", r, pt[r].wall.Seconds(), dd[r].wall.Seconds(),
+			dd[r].wall.Seconds()/pt[r].wall.Seconds())
 	}
-	mpt, mdd := median(pt), median(dd)
-	fmt.Printf("throughput: pass-through median %.2f s (%.0f records/s), dedup median %.2f s (%.0f records/s): ratio %.2f\n",
-		mpt.Seconds(), float64(*records)/mpt.Seconds(), mdd.Seconds(), float64(*records)/mdd.Seconds(), mdd.Seconds()/mpt.Seconds())
-	cpt, cdd := median(ptCPU), median(ddCPU)
-	fmt.Printf("CPU: pass-through median %.2f s, dedup median %.2f s: ratio %.2f\n", cpt.Seconds(), cdd.Seconds(), cdd.Seconds()/cpt.Seconds())
+	for _, m := range []struct {
+		what string
+		of   func(runCost) time.Duration
+	}{
+		{"start to caught up", func(c runCost) time.Duration { return c.wall }},
+		{"CPU of the process", func(c runCost) time.Duration { return c.cpu }},
+		{"CPU of the broker", func(c runCost) time.Duration { return c.broker }},
+		{"waits for a CPU, process and broker", func(c runCost) time.Duration { return c.cpuWait + c.brokerWait }},
+	} {
+		mpt, mdd := medianOf(pt, m.of), medianOf(dd, m.of)
+		ratios := make([]float64, len(pt))
+		for i := range pt {
+			ratios[i] = m.of(dd[i]).Seconds() / m.of(pt[i]).Seconds()
+		}
+		slices.Sort(ratios)
+		fmt.Printf("%s: pass-through median %.2f s, dedup median %.2f s: ratio of the medians %.2f, median of the rounds' ratios %.2f\n",
+			m.what, mpt.Seconds(), mdd.Seconds(), mdd.Seconds()/mpt.Seconds(), ratios[len(ratios)/2])
+	}
 
 	// Every key is within the window (24 h) of its first record: the rule
 	// keeps each key's first record and nothing else.
@@ -255,48 +274,106 @@ func windowBytes(capacity string) uint64 {
 
 // passThrough is the baseline: a transactional copy of one topic to
 // another with a GroupTransactSession, one transaction per poll, with the
-// client's defaults but for the fetch sizes, which are those `cuckoo dedup
-// --kafka` takes when it owns every partition of the input (see
+// client's defaults but for the fetch settings, which are those `cuckoo
+// dedup --kafka` takes when it owns every partition of the input (see
 // kafkadedup.WithFetchBytes): fetch bytes in all, share a partition (an
-// even share of them, at least 64 KiB).
+// even share of them, at least 64 KiB), and the fetch's wait
+// (kafkadedup.DefaultFetchMaxWait).
 func passThrough(addr, group, from, to string, fetch, share int32) {
 	s, err := kgo.NewGroupTransactSession(kgo.SeedBrokers(addr), kgo.ConsumerGroup(group), kgo.ConsumeTopics(from),
 		kgo.TransactionalID("passthrough-"+group), kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.RequireStableFetchOffsets(),
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(kafkadedup.DefaultFetchMaxWait),
 		kgo.FetchMaxBytes(fetch), kgo.FetchMaxPartitionBytes(share))
 	check(err)
 	defer s.Close()
+	// Where the time goes, printed on SIGTERM: waiting in PollFetches,
+	// copying the records into the transaction, ending it.
+	var polling, copying, ending time.Duration
+	var txns, copied int
+	stopped, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
+	defer stop()
 	ctx := context.Background()
 	for {
-		fs := s.PollFetches(ctx)
+		t0 := time.Now()
+		fs := s.PollFetches(stopped)
+		if stopped.Err() != nil {
+			fmt.Fprintf(os.Stderr, "  pass-through: %d records in %d transactions: %.2f s in PollFetches, %.2f s copying, %.2f s ending transactions\n",
+				copied, txns, polling.Seconds(), copying.Seconds(), ending.Seconds())
+			return
+		}
 		if err := fs.Err0(); err != nil {
 			fail("pass-through: %v", err)
 		}
+		t1 := time.Now()
 		check(s.Begin())
 		fs.EachRecord(func(r *kgo.Record) {
 			s.Produce(ctx, &kgo.Record{Topic: to, Key: r.Key, Value: r.Value, Headers: r.Headers, Timestamp: r.Timestamp}, nil)
 		})
+		t2 := time.Now()
 		if _, err := s.End(ctx, kgo.TryCommit); err != nil {
 			fail("pass-through: %v", err)
 		}
+		polling, copying, ending = polling+t1.Sub(t0), copying+t2.Sub(t1), ending+time.Since(t2)
+		txns, copied = txns+1, copied+fs.NumRecords()
 	}
 }
 
+// runCost is where the wall-clock time of one run went: the CPU time the
+// process under test and the broker used, and the time their threads
+// were ready to run but waited for a CPU (the run-queue wait that a busy
+// machine, or nice(1), adds). What is left of the wall time beyond them
+// is time both spent blocked: on each other's round trips, or on timers.
+type runCost struct {
+	wall, cpu, cpuWait, broker, brokerWait time.Duration
+}
+
 // timeToCaughtUp starts cmd and returns the time until the group's
-// committed offsets reach the end of the input, then stops it; and the
-// CPU time the process used meanwhile, which a busy machine does not
-// stretch.
-func timeToCaughtUp(addr, group string, cmd *exec.Cmd) (elapsed, cpu time.Duration) {
+// committed offsets reach the end of the input, then stops it; and what
+// the process and the broker (this process) spent meanwhile, which a busy
+// machine does not stretch (CPU) or does (run-queue waits).
+func timeToCaughtUp(addr, group string, cmd *exec.Cmd) runCost {
 	drainCmd(cmd)
+	brokerRun, brokerWait := schedStat(os.Getpid())
 	start := time.Now()
 	check(cmd.Start())
 	waitCaughtUp(addr, group, "in")
-	elapsed = time.Since(start)
-	cpu = cpuTime(cmd.Process.Pid)
-	cmd.Process.Signal(syscall.SIGKILL)
+	c := runCost{wall: time.Since(start), cpu: cpuTime(cmd.Process.Pid)}
+	_, c.cpuWait = schedStat(cmd.Process.Pid)
+	run, wait := schedStat(os.Getpid())
+	c.broker, c.brokerWait = run-brokerRun, wait-brokerWait
+	// SIGTERM: the pass-through prints where its time went and exits;
+	// the processor finishes its transaction and exits.
+	cmd.Process.Signal(syscall.SIGTERM)
 	cmd.Wait()
-	fmt.Printf("  %s: %.2f s, %.2f s of CPU\n", group, elapsed.Seconds(), cpu.Seconds())
-	return elapsed, cpu
+	fmt.Printf("  %s: %.2f s; the process %.2f s of CPU, %.2f s waiting for a CPU; the broker %.2f s of CPU, %.2f s waiting for a CPU\n",
+		group, c.wall.Seconds(), c.cpu.Seconds(), c.cpuWait.Seconds(), c.broker.Seconds(), c.brokerWait.Seconds())
+	return c
+}
+
+// schedStat returns the time the threads of process pid have run on a
+// CPU and waited on a run queue, from /proc/pid/task/*/schedstat (Linux's
+// scheduler statistics, in nanoseconds; threads that have ended are not
+// counted, and Go's rarely end). The benchmark's own process is the
+// broker's, and counts the benchmark's own polling too, a small part.
+func schedStat(pid int) (run, wait time.Duration) {
+	tasks, err := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/schedstat", pid))
+	check(err)
+	for _, t := range tasks {
+		b, err := os.ReadFile(t)
+		if err != nil {
+			continue // the thread ended
+		}
+		f := strings.Fields(string(b))
+		if len(f) < 2 {
+			continue
+		}
+		r, err1 := strconv.ParseInt(f[0], 10, 64)
+		w, err2 := strconv.ParseInt(f[1], 10, 64)
+		if err1 == nil && err2 == nil {
+			run, wait = run+time.Duration(r), wait+time.Duration(w)
+		}
+	}
+	return run, wait
 }
 
 // cpuTime returns the user and system time of process pid, from /proc.
@@ -452,8 +529,12 @@ func loadAverage() string {
 
 func mib(n uint64) string { return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20)) }
 
-func median(ds []time.Duration) time.Duration {
-	s := slices.Clone(ds)
+// medianOf returns the median of of(c) over cs.
+func medianOf(cs []runCost, of func(runCost) time.Duration) time.Duration {
+	s := make([]time.Duration, len(cs))
+	for i, c := range cs {
+		s[i] = of(c)
+	}
 	slices.Sort(s)
 	return s[len(s)/2]
 }
