@@ -543,6 +543,7 @@ func TestRebuildErrors(t *testing.T) {
 // checks that no row that existed for a whole lookup is reported
 // missing, and that absent keys reach the loader at the filter's rate.
 func TestConcurrentLocal(t *testing.T) {
+	t.Parallel()
 	for _, live := range []bool{false, true} {
 		t.Run(fmt.Sprintf("liveScan=%v", live), func(t *testing.T) {
 			db := newMemTable(7)

@@ -28,6 +28,7 @@ import (
 // of the current generation's keys, and a restart of a server without
 // persistence.
 func TestRedisLostData(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		name    string
 		rebuilt bool // a Rebuild ran before the loss (the set has a pointer)

@@ -20,6 +20,7 @@ var seed = flag.Uint64("seed", 1, "seed of the random tests")
 // table in memory, and checks after each step that the filter holds at
 // least one copy of every row's key and that every row is found.
 func TestModel(t *testing.T) {
+	t.Parallel()
 	t.Logf("-seed %d", *seed)
 	rng := rand.New(rand.NewPCG(*seed, 2))
 	ctx := context.Background()
@@ -70,6 +71,7 @@ func TestModel(t *testing.T) {
 // TestRateMatchesFilter: lookups of absent keys reach the loader at the
 // filter's false-positive rate, and Stats measures that rate.
 func TestRateMatchesFilter(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	for _, p := range []float64{0.01, 0.001} {
 		t.Run(fmt.Sprintf("rate=%g", p), func(t *testing.T) {

@@ -3,6 +3,7 @@ package guard_test
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"os"
 	"sync"
@@ -80,6 +81,7 @@ const testGrace = 300 * time.Millisecond
 // fresh generation, the old generation is dropped, and a process that
 // starts afterwards opens the new one.
 func TestRedisSharedRebuild(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	fl := newFleet(t, 3)
 	a, b := fl.clients[0], fl.clients[1]
@@ -256,7 +258,9 @@ func TestRedisConcurrent(t *testing.T) {
 // TestRedisRebuildAbandoned: a process whose write cannot reach the fresh
 // generation gives the Rebuild up rather than fail the write; the
 // Rebuild returns ErrAbandoned, the set stays on its generation, and the
-// fresh one is dropped.
+// fresh one is dropped. B's inserts must reach Redis within the
+// Rebuild's grace period (testGrace), so it runs among the sequential
+// tests, before the parallel ones, which would take time from it.
 func TestRedisRebuildAbandoned(t *testing.T) {
 	ctx := context.Background()
 	fl := newFleet(t, 2)
@@ -320,6 +324,7 @@ func TestRedisRebuildAbandoned(t *testing.T) {
 // Insert fails without running its write, and Remove runs its write and
 // says the filter is stale.
 func TestRedisDown(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		name                   string
 		stopped, stale, ctxTTL bool
@@ -442,7 +447,9 @@ func failsOver(t *testing.T, lookup func() (string, error)) (string, error) {
 // (around one test, as this package once did) races with other tests'
 // clients.
 func TestMain(m *testing.M) {
+	flag.Parse()
 	redis.SetLogger(quietLogger{})
+	redistest.RaiseParallel(6)
 	os.Exit(m.Run())
 }
 

@@ -197,6 +197,7 @@ func TestPullThenPush(t *testing.T) {
 
 // TestPushRefusesSemiSorted: the Lua side knows only plain buckets.
 func TestPushRefusesSemiSorted(t *testing.T) {
+	t.Parallel()
 	ctx := ctxOf(t)
 	lib, _ := cuckoo.New(1000, cuckoo.WithSemiSorting())
 	if _, err := redisfilter.Push(ctx, singleClient(t), uniqueName(t), lib, false); !errors.Is(err, redisfilter.ErrUnsupported) {
@@ -255,6 +256,7 @@ func TestAnyBucketSize(t *testing.T) {
 // TestNewOpenDrop checks the life cycle: Open of an absent name, New of an
 // existing name with the same and with other parameters, Drop.
 func TestNewOpenDrop(t *testing.T) {
+	t.Parallel()
 	ctx := ctxOf(t)
 	rdb := singleClient(t)
 	name := uniqueName(t)

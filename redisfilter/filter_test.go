@@ -22,7 +22,6 @@ import (
 // (3000 with CUCKOO_LONG=1).
 func TestModel(t *testing.T) {
 	topologies(t, func(t *testing.T, rdb redis.UniversalClient) {
-		ctx := ctxOf(t)
 		seed := testseed.Seed(t)
 		steps := 600
 		if testlong.Enabled() {
@@ -31,6 +30,9 @@ func TestModel(t *testing.T) {
 		for i, shape := range []struct{ b, f, shards int }{{4, 16, 4}, {2, 12, 2}, {8, 7, 1}, {4, 13, 3}, {3, 10, 2}} {
 			t.Run(fmt.Sprintf("b=%d/f=%d/shards=%d", shape.b, shape.f, shape.shards), func(t *testing.T) {
 				t.Parallel()
+				// Its own deadline, from when it runs: a parallel subtest
+				// may wait long for its turn under the race detector.
+				ctx := ctxOf(t)
 				rng := testseed.New(seed + uint64(i))
 				const universe = 600
 				f, err := redisfilter.New(ctx, rdb, uniqueName(t), 2000, redisfilter.WithBucketSize(shape.b),

@@ -100,11 +100,17 @@ func FuzzBucketCodec(f *testing.F) {
 }
 
 // TestBucketCodecAllShapes runs the codec check over every bucket of
-// random shards of every shape.
+// random shards of every shape (with -short, every third fingerprint
+// width: the race detector adds nothing to this single goroutine's work).
 func TestBucketCodecAllShapes(t *testing.T) {
+	t.Parallel()
 	rng := testseed.Rand(t)
+	widthStep := uint64(1)
+	if testing.Short() {
+		widthStep = 3
+	}
 	for _, b := range []uint64{1, 2, 3, 4, 5, 8, 13, 16, cuckoo.MaxBucketSize} {
-		for fb := uint64(4); fb <= 32; fb++ {
+		for fb := uint64(4); fb <= 32; fb += widthStep {
 			g := testGeometry(b, fb, 128)
 			shard := make([]byte, g.shardBytes)
 			for i := range shard {
@@ -123,6 +129,7 @@ func TestBucketCodecAllShapes(t *testing.T) {
 // fingerprint from locate, and the slots from the codec give Contains and
 // Count exactly as the library does, for keys added and keys not.
 func TestLocateMatchesLibrary(t *testing.T) {
+	t.Parallel()
 	rng := testseed.Rand(t)
 	for _, s := range []struct{ b, f, segments int }{{4, 16, 5}, {2, 12, 1}, {8, 7, 3}, {4, 13, 2}} {
 		lib, err := cuckoo.New(30000, cuckoo.WithBucketSize(s.b), cuckoo.WithFingerprintBits(s.f),
@@ -172,8 +179,13 @@ func TestLocateMatchesLibrary(t *testing.T) {
 // bucket with more empty slots, the first on a tie), and those must be
 // the slots locate names, counted from the start of the table.
 func TestLocateMatchesEngine(t *testing.T) {
+	t.Parallel()
 	rng := testseed.Rand(t)
-	for range 150 {
+	filters := 150
+	if testing.Short() {
+		filters = 40 // the race detector adds nothing to this single goroutine's work
+	}
+	for range filters {
 		b := 1 + rng.IntN(8)
 		fb := 4 + rng.IntN(29)
 		segments := 1 + rng.IntN(6)

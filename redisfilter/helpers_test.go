@@ -5,7 +5,6 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"runtime"
 	"strconv"
 	"sync"
 	"testing"
@@ -28,14 +27,7 @@ var shared struct {
 
 func TestMain(m *testing.M) {
 	flag.Parse()
-	// Most parallel tests here wait on servers (a stall, a restart, a
-	// pause, a replica's sync) more than they compute: run more of them at
-	// once than go test's default (GOMAXPROCS), unless -parallel is given.
-	parallelSet := false
-	flag.Visit(func(f *flag.Flag) { parallelSet = parallelSet || f.Name == "test.parallel" })
-	if !parallelSet {
-		flag.Set("test.parallel", strconv.Itoa(max(6, 2*runtime.GOMAXPROCS(0))))
-	}
+	redistest.RaiseParallel(6)
 	if _, _, err := redistest.Binaries(); err != nil {
 		// The examples need a server and cannot skip: run the tests
 		// (which skip, saying how to install one) and the fuzz seeds only.
@@ -143,8 +135,18 @@ func clusterClientOf(t testing.TB, c *redistest.Cluster) *redis.ClusterClient {
 }
 
 // topologies runs fn against a single node and against the cluster, in
-// parallel.
+// parallel with each other and with the package's other parallel tests
+// (each test names its own filters).
 func topologies(t *testing.T, fn func(t *testing.T, rdb redis.UniversalClient)) {
+	t.Parallel()
+	topologiesBeforeParallel(t, fn)
+}
+
+// topologiesBeforeParallel is topologies for a test whose assertions follow
+// the real clock (a window's expiry): it runs among the sequential tests,
+// before the package's parallel ones, so that they take no time from it;
+// its two topologies still run together.
+func topologiesBeforeParallel(t *testing.T, fn func(t *testing.T, rdb redis.UniversalClient)) {
 	t.Run("single", func(t *testing.T) {
 		t.Parallel()
 		fn(t, singleClient(t))

@@ -210,6 +210,9 @@ func TestBloomMatchesLibrary(t *testing.T) {
 // run in 700. With these seeds and keys the rates are fixed numbers
 // within the bound.
 func TestBloomSharded(t *testing.T) {
+	if testing.Short() {
+		t.Skip("statistical test in -short mode")
+	}
 	topologies(t, func(t *testing.T, rdb redis.UniversalClient) {
 		ctx := ctxOf(t)
 		const probes = 200000

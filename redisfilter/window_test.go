@@ -129,7 +129,7 @@ func TestWindowNewOpenDrop(t *testing.T) {
 // batch added meanwhile keeps its own times. On a single node and on a
 // 3-master cluster (6 segments: two a master).
 func TestWindowFindsForTheWindowAndForgets(t *testing.T) {
-	topologies(t, func(t *testing.T, rdb redis.UniversalClient) {
+	topologiesBeforeParallel(t, func(t *testing.T, rdb redis.UniversalClient) {
 		ctx := ctxOf(t)
 		const window = 2800 * time.Millisecond
 		const n = 3000
@@ -308,6 +308,7 @@ func TestWindowOperations(t *testing.T) {
 // in the window stay found, and a refused insert leaves the segment's
 // table, epoch, cursor and counts exactly as they were.
 func TestWindowFullLeavesSegmentAsItWas(t *testing.T) {
+	t.Parallel()
 	ctx := ctxOf(t)
 	rdb := singleClient(t)
 	w, err := redisfilter.NewWindow(ctx, rdb, uniqueName(t), 100, time.Hour, redisfilter.WithSegments(1),

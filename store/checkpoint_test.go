@@ -20,6 +20,7 @@ import (
 // records, with every acknowledged write there. A compaction writes a
 // checkpoint of its own.
 func TestCheckpointBoundsReplay(t *testing.T) {
+	t.Parallel()
 	rng := testseed.Rand(t)
 	fs := store.NewMemFS()
 	opts := []store.Option{store.WithFS(fs), store.WithSync(store.SyncAlways), store.WithLogFileSize(16 << 10),
@@ -91,6 +92,7 @@ func crashedWithCheckpoints(t *testing.T, ops int) ackedStore {
 // write. A cut of the active log file below what the checkpoint covers
 // is ErrCorrupt; past it, a torn tail.
 func TestTruncateWithCheckpoints(t *testing.T) {
+	t.Parallel()
 	ops := 400
 	if testlong.Enabled() {
 		ops = 3000
@@ -148,6 +150,7 @@ func openFlipped(t *testing.T, fs *store.MemFS, want map[string]string, what str
 // wrong value. (The records of the active log file that no checkpoint
 // covers are those a crash may tear: a damaged last one is cut.)
 func TestFlippedBitsLog(t *testing.T) {
+	t.Parallel()
 	ops := 300
 	if testlong.Enabled() {
 		ops = 2000
@@ -189,6 +192,7 @@ func TestFlippedBitsLog(t *testing.T) {
 // and cuts it short: Open falls back to the log (a damaged checkpoint is
 // a cache lost) and has every acknowledged write, or refuses the store.
 func TestDamagedCheckpoint(t *testing.T) {
+	t.Parallel()
 	base := crashedWithCheckpoints(t, 400)
 	const idx = "db/INDEX"
 	full := base.fs.ReadFileBytes(idx)
@@ -225,6 +229,7 @@ func TestDamagedCheckpoint(t *testing.T) {
 // record are checked against the files, and reported with the file and
 // the offset.
 func TestCheckpointLengths(t *testing.T) {
+	t.Parallel()
 	base := buildAcked(t, testseed.Rand(t), 300, 60, true)
 	files := logFiles(base.fs)
 	last, sealed := files[len(files)-1], files[0]
@@ -294,6 +299,7 @@ func TestCheckpointLengths(t *testing.T) {
 // crash came after the compaction switched to the new log and before it
 // wrote its own) is not used: Open replays the whole log.
 func TestStaleCheckpoint(t *testing.T) {
+	t.Parallel()
 	base := buildAcked(t, testseed.Rand(t), 300, 60, true)
 	old := base.fs.ReadFileBytes("db/INDEX")
 	s, err := store.Open("db", store.WithFS(base.fs), store.WithLogFileSize(4<<10))
@@ -323,6 +329,7 @@ func TestStaleCheckpoint(t *testing.T) {
 // two writers and two readers go on (run with -race): readers always see
 // the values written, and a crash at the end loses no acknowledged write.
 func TestCheckpointConcurrent(t *testing.T) {
+	t.Parallel()
 	fs := store.NewMemFS()
 	s, err := store.Open("db", store.WithFS(fs), store.WithSync(store.SyncAlways), store.WithLogFileSize(64<<10),
 		store.WithAutoCompact(0.5, 64<<10), store.WithCheckpoints(0.2, 300))
@@ -406,6 +413,7 @@ func TestCheckpointConcurrent(t *testing.T) {
 // so that a crash of the machine later cannot leave the log shorter
 // than its checkpoint says.
 func TestInheritedTail(t *testing.T) {
+	t.Parallel()
 	for _, closeIt := range []bool{true, false} {
 		fs := store.NewMemFS()
 		s, err := store.Open("db", store.WithFS(fs), store.WithSync(store.SyncNever), store.WithBufferSize(512))

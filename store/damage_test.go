@@ -48,6 +48,7 @@ func logFilePath(fs *store.MemFS) string {
 // checkpoint of the Close that covered the record, the same cut is
 // damage.
 func TestTornTailEveryOffset(t *testing.T) {
+	t.Parallel()
 	const n = 20
 	base := store.NewMemFS()
 	fillFixed(t, base, n)
@@ -99,6 +100,7 @@ func TestTornTailEveryOffset(t *testing.T) {
 // reads only what follows the checkpoint, and Verify and a Get of the
 // damaged record report the same.
 func TestFlippedByte(t *testing.T) {
+	t.Parallel()
 	for _, at := range []int{0, 7, 9, 15, recSize - 1} {
 		for _, checkpoint := range []bool{false, true} {
 			fs := store.NewMemFS()
@@ -158,6 +160,7 @@ func TestFlippedByte(t *testing.T) {
 // directory of other files is not taken for a store; a log file or a
 // manifest replaced by something else is reported.
 func TestForeignFiles(t *testing.T) {
+	t.Parallel()
 	fs := store.NewMemFS()
 	fillFixed(t, fs, 10)
 	fs.WriteFileBytes("db/notes.txt", []byte("mine"))

@@ -15,6 +15,7 @@ import (
 // nothing; what was acknowledged stays readable, and survives once there
 // is room again, under every policy.
 func TestDiskFull(t *testing.T) {
+	t.Parallel()
 	for _, p := range []store.SyncPolicy{store.SyncAlways, store.SyncNever, store.SyncEverySecond} {
 		t.Run("sync="+p.String(), func(t *testing.T) {
 			fs := store.NewMemFS()
@@ -73,6 +74,7 @@ func TestDiskFull(t *testing.T) {
 // TestFailedSync: a failed sync makes writes fail from then on with
 // ErrFailed; reads go on.
 func TestFailedSync(t *testing.T) {
+	t.Parallel()
 	fs := store.NewMemFS()
 	s, err := store.Open("db", store.WithFS(fs), store.WithSync(store.SyncAlways))
 	if err != nil {
@@ -103,6 +105,7 @@ func TestFailedSync(t *testing.T) {
 
 // TestClosed: every method after Close returns ErrClosed.
 func TestClosed(t *testing.T) {
+	t.Parallel()
 	s, err := store.Open(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
@@ -133,6 +136,7 @@ func TestClosed(t *testing.T) {
 // TestLocked: a second Open of a directory fails until the first Store
 // is closed.
 func TestLocked(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	s, err := store.Open(dir)
 	if err != nil {
@@ -152,6 +156,7 @@ func TestLocked(t *testing.T) {
 // TestTooLarge: keys and values past the limits are refused, and those at
 // the limits taken.
 func TestTooLarge(t *testing.T) {
+	t.Parallel()
 	s, err := store.Open(t.TempDir(), store.WithSync(store.SyncNever))
 	if err != nil {
 		t.Fatal(err)
@@ -181,6 +186,7 @@ func TestTooLarge(t *testing.T) {
 // makes Open fail with ErrInvalidParameter before it creates anything;
 // the values at the ends of each range are taken.
 func TestOpenRefusesBadOptions(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name string
 		opt  store.Option

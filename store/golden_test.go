@@ -101,6 +101,7 @@ func checkModel(t *testing.T, s *store.Store, m *model) {
 // takes a new version. Run with -update to write the current version's
 // (only when adding a version: committed stores never change).
 func TestGoldenStores(t *testing.T) {
+	t.Parallel()
 	want := goldenOps(t, nil)
 	if *update {
 		dir := filepath.Join("testdata", "golden", goldenVersion)

@@ -59,6 +59,7 @@ func (f *fakeIndex) find(loc uint64) bool {
 // from 10^6 on), finds every entry, and keeps its structure through the
 // refreshes. The seed is fixed: the bytes per key depend a little on it.
 func TestIndexBytesPerKey(t *testing.T) {
+	t.Parallel()
 	n := uint64(1_000_000)
 	if testlong.Enabled() {
 		n = 10_000_000
@@ -92,6 +93,7 @@ func TestIndexBytesPerKey(t *testing.T) {
 // lookups, measured at the narrowest fragments (just before a refresh)
 // and after. The seed is fixed: the rate measured depends on it.
 func TestIndexAbsentMatches(t *testing.T) {
+	t.Parallel()
 	seed := testseed.Fixed(t, 1)
 	f := &fakeIndex{ix: newIndex(seed), seed: seed}
 	loc := uint64(1)
@@ -117,6 +119,7 @@ func TestIndexAbsentMatches(t *testing.T) {
 // TestIndexModel checks inserts, moves, splits, removes and refreshes
 // against a map of locations.
 func TestIndexModel(t *testing.T) {
+	t.Parallel()
 	rng := testseed.Rand(t)
 	seed := rng.Uint64()
 	f := &fakeIndex{ix: newIndex(seed), seed: seed}
@@ -223,6 +226,7 @@ func BenchmarkIndexInsert(b *testing.B) {
 // while the index goes on with inserts, moves, splits, removes, changed
 // locations and refreshes, and both decode to what they hold.
 func TestIndexSnapshot(t *testing.T) {
+	t.Parallel()
 	rng := testseed.Rand(t)
 	seed := rng.Uint64()
 	f := &fakeIndex{ix: newIndex(seed), seed: seed}

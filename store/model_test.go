@@ -82,6 +82,7 @@ func randValue(rng *rand.Rand) []byte {
 // fsyncs (thousands: every Compact, Close and sealed log file) make a step
 // cost milliseconds, 1500 (6000 with CUCKOO_LONG=1).
 func TestModel(t *testing.T) {
+	t.Parallel()
 	for _, fsName := range []string{"mem", "os"} {
 		t.Run("fs="+fsName, func(t *testing.T) {
 			t.Parallel()

@@ -15,6 +15,7 @@ import (
 // of 50 Puts each, with syncs of 2 ms, take far fewer than 400 syncs, and
 // every Put that returned survives a crash.
 func TestGroupCommit(t *testing.T) {
+	t.Parallel()
 	fs := store.NewMemFS()
 	s, err := store.Open("db", store.WithFS(fs), store.WithSync(store.SyncAlways))
 	if err != nil {
@@ -59,6 +60,7 @@ func TestGroupCommit(t *testing.T) {
 // -race) may run the loop's goroutine well after its tick. It logs how
 // long that took: about a second.
 func TestEverySecond(t *testing.T) {
+	t.Parallel()
 	fs := store.NewMemFS()
 	s, err := store.Open("db", store.WithFS(fs))
 	if err != nil {

@@ -163,6 +163,7 @@ func cutAndOpen(t *testing.T, base ackedStore, file string, cuts []int64) (corru
 // by a crash at every ~100th offset and at every record boundary: Open
 // either returns ErrCorrupt or has every acknowledged write.
 func TestTruncateSealedAfterCrash(t *testing.T) {
+	t.Parallel()
 	ops := 400
 	if testlong.Enabled() {
 		ops = 3000
@@ -185,6 +186,7 @@ func TestTruncateSealedAfterCrash(t *testing.T) {
 // store at every ~100th offset and every record boundary: Open either
 // returns ErrCorrupt or has every acknowledged write.
 func TestTruncateLastAfterClose(t *testing.T) {
+	t.Parallel()
 	ops := 400
 	if testlong.Enabled() {
 		ops = 3000

@@ -16,6 +16,7 @@ import (
 // TestLockFileExcludes: a second lock of one file fails with ErrLocked, through LockFile and through OS.Lock, until the first is
 // released; then it is taken again.
 func TestLockFileExcludes(t *testing.T) {
+	t.Parallel()
 	if !vfs.FlockSupported {
 		t.Skip("no flock on this system: LockFile does not lock")
 	}
@@ -112,6 +113,7 @@ func TestLockSerializes(t *testing.T) {
 // file and commit; the lock file is removed and re-created all along, and
 // no increment is lost. Run it with -race.
 func TestLockChurn(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "counter")
 	os.WriteFile(path, []byte("0"), 0o644)
 	const writers, rounds = 8, 25

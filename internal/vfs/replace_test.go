@@ -196,6 +196,7 @@ func TestSymlinkTargetReplaced(t *testing.T) {
 // Commit: whichever wins, the target is the old file or the whole new one,
 // and no temporary file is left. Run it with -race.
 func TestAbortRacesCommit(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	path := filepath.Join(dir, "f")
 	old := []byte("old")
@@ -271,6 +272,7 @@ func TestLeftoversRemoved(t *testing.T) {
 // keeps an old file's mode), nothing temporary is left, Abort after the
 // commit reports it, and SyncWritten of a path that is gone is an error.
 func TestCommitUnsyncedThenSyncWritten(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	sub := filepath.Join(dir, "sub")
 	if err := os.Mkdir(sub, 0o755); err != nil {
