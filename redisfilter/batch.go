@@ -11,9 +11,9 @@ import (
 // Batch sizes. A round is the keys one pipeline carries (bounding the
 // memory of the commands being built); a command carries up to
 // lookupChunk keys for lookups (one BITFIELD_RO) and writeChunk for
-// writes (one function call, during which the shard's server does nothing
+// writes (one function call, during which the segment's server does nothing
 // else: well under a millisecond below 90 % load, a few milliseconds when
-// a full shard makes its keys search and walk for room).
+// a full segment makes its keys search and walk for room).
 const (
 	roundKeys = 1 << 13
 	// roundsInFlight is how many rounds of reads overlap.
@@ -27,26 +27,26 @@ const (
 	writeRound = 1 << 12
 )
 
-// located is a key's place: its shard, buckets and fingerprint.
+// located is a key's place: its segment, buckets and fingerprint.
 type located struct {
-	shard      int
+	segment    int
 	i1, i2, fp uint64
 	h          uint64 // the key's hash
 }
 
-// orderByShard returns the indexes of loc ordered by shard (a stable
-// counting sort: keys of a shard stay in input order).
-func orderByShard(loc []located, shards int) []int32 {
-	counts := make([]int32, shards+1)
+// orderBySegment returns the indexes of loc ordered by segment (a stable
+// counting sort: keys of a segment stay in input order).
+func orderBySegment(loc []located, segments int) []int32 {
+	counts := make([]int32, segments+1)
 	for i := range loc {
-		counts[loc[i].shard+1]++
+		counts[loc[i].segment+1]++
 	}
-	for s := 1; s <= shards; s++ {
+	for s := 1; s <= segments; s++ {
 		counts[s] += counts[s-1]
 	}
 	order := make([]int32, len(loc))
 	for i := range loc {
-		s := loc[i].shard
+		s := loc[i].segment
 		order[counts[s]] = int32(i)
 		counts[s]++
 	}
@@ -54,12 +54,12 @@ func orderByShard(loc []located, shards int) []int32 {
 }
 
 // chunks calls fn for each run of at most n indexes of order that share a
-// shard.
-func chunks(loc []located, order []int32, n int, fn func(shard int, idx []int32)) {
+// segment.
+func chunks(loc []located, order []int32, n int, fn func(segment int, idx []int32)) {
 	for lo := 0; lo < len(order); {
-		s := loc[order[lo]].shard
+		s := loc[order[lo]].segment
 		hi := lo + 1
-		for hi < len(order) && hi-lo < n && loc[order[hi]].shard == s {
+		for hi < len(order) && hi-lo < n && loc[order[hi]].segment == s {
 			hi++
 		}
 		fn(s, order[lo:hi])
@@ -89,7 +89,7 @@ func markNotSent(errs []error, i int) {
 // for every key it read; a key it could not read gets found[i] = false
 // and the error in errs[i] (no reply within the retry horizon; or
 // [ErrNotSent], for the keys after the batch stopped). It returns the
-// first of those errors. It groups the keys by shard, reads each group's
+// first of those errors. It groups the keys by segment, reads each group's
 // buckets with one BITFIELD_RO per 128 keys, and sends the commands in
 // pipelines (one per node of a cluster, in parallel) of up to 8,192
 // keys, up to three pipelines in flight at once. found and errs must be
@@ -105,7 +105,7 @@ func (f *Filter) ContainsBatch(ctx context.Context, keys [][]byte, found []bool,
 // use it, and the Bloom filter's adds (setting bits commutes): while the
 // servers answer one round, the client builds the next and decodes the
 // last, so a single node's server is not left idle between pipelines.
-// The cuckoo filter's writes do not: their keys of a shard are added in
+// The cuckoo filter's writes do not: their keys of a segment are added in
 // input order.
 func overlapRounds(n int, round func(lo, hi int) (stop bool, err error)) (sent int, err error) {
 	if n <= roundKeys {
@@ -150,9 +150,9 @@ func overlapRounds(n int, round func(lo, hi int) (stop bool, err error)) (sent i
 // [ErrNotSent] (not sent: not added), or another error, such as a
 // refusal Redis replied to every copy of its call (not added).
 // It returns the first error other than ErrFull, if any. It groups the
-// keys by shard and calls the insert function once per 32 keys of a
-// shard, in pipelines (one per node of a cluster, in parallel) of up to
-// 4,096 keys; keys of one shard are added in their order in keys. Each
+// keys by segment and calls the insert function once per 32 keys of a
+// segment, in pipelines (one per node of a cluster, in parallel) of up to
+// 4,096 keys; keys of one segment are added in their order in keys. Each
 // call runs once however often it is sent; a pipeline is sent until each
 // of its calls has a reply or the retry horizon passes, and then, if
 // some call has none, the batch stops. errs must be at least as long as
@@ -200,13 +200,13 @@ func (f *Filter) DeleteBatch(ctx context.Context, keys [][]byte, deleted []bool,
 	return f.writeBatch(ctx, fnDel, nil, cuckooKeyArgs, keys, deleted, errs, func(code int64) (bool, error) { return code == 1, nil })
 }
 
-// writeBatch calls write function fn for keys, in chunks of one shard and
+// writeBatch calls write function fn for keys, in chunks of one segment and
 // rounds of writeRound keys, and sets each key's out[i] (if out is not
 // nil) and errs[i] from its reply code by result, or to false and the
 // error of its call. A call's arguments after the table's are head, then
 // keyArgs of each of its keys (i: the key's index in keys). A round
 // whose calls do not all settle ends the batch.
-func (h *shards) writeBatch(ctx context.Context, fn string, head []any, keyArgs func(args []any, l *located, i int) []any,
+func (h *segments) writeBatch(ctx context.Context, fn string, head []any, keyArgs func(args []any, l *located, i int) []any,
 	keys [][]byte, out []bool, errs []error, result func(code int64) (bool, error)) error {
 	var retErr error
 	set := func(i int, ok bool, err error) {

@@ -12,10 +12,10 @@ import (
 
 // Bloom is a blocked Bloom filter kept in Redis: the layout of the
 // library's [bloom.New], each key's k bits in one 512-bit block, so an add
-// is one BITFIELD SET and a lookup one BITFIELD_RO on one shard, with no
+// is one BITFIELD SET and a lookup one BITFIELD_RO on one segment, with no
 // script (Bloom filters work on any Redis from 6.0, and Valkey). The
-// blocks are split into shards as a cuckoo filter's buckets are; each
-// shard's string holds its blocks as the library's table holds them
+// blocks are split into segments as a cuckoo filter's buckets are; each
+// segment's string holds its blocks as the library's table holds them
 // (little-endian 64-bit words), so the bytes mean the same thing in both.
 //
 // A Bloom is safe for concurrent use, and any number of clients may add
@@ -26,12 +26,12 @@ import (
 // run (whatever a later copy was told), [ErrNotSent] if none reached
 // Redis, any other error not applied.
 type Bloom struct {
-	rdb    redis.UniversalClient
-	name   string
-	m      meta
-	perSh  uint64 // blocks per shard
-	shards []string
-	retry  retryPolicy
+	rdb      redis.UniversalClient
+	name     string
+	m        meta
+	perSh    uint64 // blocks per segment
+	segments []string
+	retry    retryPolicy
 }
 
 // golden is γ, the odd constant that steps the library's position stream
@@ -72,15 +72,15 @@ func NewBloom(ctx context.Context, rdb redis.UniversalClient, name string, capac
 	if err != nil {
 		return nil, err
 	}
-	shards := c.shards
-	if shards == 0 {
-		shards = bloomShards(capacity, blocks)
+	segments := c.segments
+	if segments == 0 {
+		segments = bloomSegments(capacity, blocks)
 	}
-	blocks = (blocks + uint64(shards) - 1) / uint64(shards) * uint64(shards)
-	if blocks/uint64(shards)*64 > maxShardBytes {
-		return nil, fmt.Errorf("%w: segments of %d bytes, above Redis's 512 MiB strings: give WithSegments a larger count", ErrInvalidParameter, blocks/uint64(shards)*64)
+	blocks = (blocks + uint64(segments) - 1) / uint64(segments) * uint64(segments)
+	if blocks/uint64(segments)*64 > maxSegmentBytes {
+		return nil, fmt.Errorf("%w: segments of %d bytes, above Redis's 512 MiB strings: give WithSegments a larger count", ErrInvalidParameter, blocks/uint64(segments)*64)
 	}
-	want := meta{kind: "bloom", k: k, blocks: blocks, shards: shards, seed: c.seed, capacity: capacity, fpr: fpr,
+	want := meta{kind: "bloom", k: k, blocks: blocks, segments: segments, seed: c.seed, capacity: capacity, fpr: fpr,
 		id: newID(), state: stateReady}
 	key := metaKey(bloomPrefix, name)
 	m := want
@@ -93,11 +93,11 @@ func NewBloom(ctx context.Context, rdb redis.UniversalClient, name string, capac
 	}
 	b := newBloom(rdb, name, m, retry)
 	if m.id == want.id {
-		// A new filter: make the shards (idempotently: writing 0 into the
+		// A new filter: make the segments (idempotently: writing 0 into the
 		// last bit creates a missing string of the right size and changes
 		// no existing one), then claim the name.
-		if err := b.eachShard(ctx, func(s int) redis.Cmder {
-			return redis.NewIntSliceCmd(ctx, "bitfield", b.shards[s], "incrby", "u1", b.perSh*512-1, 0)
+		if err := b.eachSegment(ctx, func(s int) redis.Cmder {
+			return redis.NewIntSliceCmd(ctx, "bitfield", b.segments[s], "incrby", "u1", b.perSh*512-1, 0)
 		}); err != nil {
 			return nil, err
 		}
@@ -113,7 +113,7 @@ func NewBloom(ctx context.Context, rdb redis.UniversalClient, name string, capac
 		}
 		b = newBloom(rdb, name, m, retry)
 	}
-	if d := m.diff(&want, c.seedSet, c.shards != 0); d != "" {
+	if d := m.diff(&want, c.seedSet, c.segments != 0); d != "" {
 		return nil, fmt.Errorf("%w: Bloom filter %q has %s", ErrMismatch, name, d)
 	}
 	return b, nil
@@ -135,9 +135,9 @@ func OpenBloom(ctx context.Context, rdb redis.UniversalClient, name string, opts
 }
 
 func newBloom(rdb redis.UniversalClient, name string, m meta, retry retryPolicy) *Bloom {
-	b := &Bloom{rdb: rdb, name: name, m: m, perSh: m.blocks / uint64(m.shards), retry: retry}
-	for s := range m.shards {
-		b.shards = append(b.shards, shardKey(bloomPrefix, "", name, s, m.shards))
+	b := &Bloom{rdb: rdb, name: name, m: m, perSh: m.blocks / uint64(m.segments), retry: retry}
+	for s := range m.segments {
+		b.segments = append(b.segments, segmentKey(bloomPrefix, "", name, s, m.segments))
 	}
 	return b
 }
@@ -168,15 +168,15 @@ func bloomSize(capacity uint64, fpr float64) (k int, blocks uint64, err error) {
 	return lib.HashCount(), blocks, nil
 }
 
-// bloomShards is the default shard count of a Bloom filter of blocks
+// bloomSegments is the default segment count of a Bloom filter of blocks
 // blocks for capacity keys, chosen as a cuckoo filter's (see WithSegments).
-func bloomShards(capacity, blocks uint64) int {
-	return fitShards(min(leastShards(capacity), blocks), func(s uint64) (uint64, bool) {
+func bloomSegments(capacity, blocks uint64) int {
+	return fitSegments(min(leastSegments(capacity), blocks), func(s uint64) (uint64, bool) {
 		return stringAlloc((blocks + s - 1) / s * 64), s <= blocks
 	})
 }
 
-// locate returns a key's shard and the Redis bit offsets (BITFIELD
+// locate returns a key's segment and the Redis bit offsets (BITFIELD
 // numbers bits most significant first) of its k bits: bit p of its block
 // is bit p%64 of the block's word p/64, the word stored little-endian.
 func (b *Bloom) locate(key []byte, offs []int64) (int, []int64) {
@@ -200,7 +200,7 @@ func (b *Bloom) locate(key []byte, offs []int64) (int, []int64) {
 	return int(s), offs
 }
 
-// Add adds key: one BITFIELD on its shard, setting its k bits, sent
+// Add adds key: one BITFIELD on its segment, setting its k bits, sent
 // until it has a reply or the retry horizon passes (then the error wraps
 // [ErrUnconfirmed] if a copy may have run).
 func (b *Bloom) Add(ctx context.Context, key []byte) error {
@@ -213,14 +213,14 @@ func (b *Bloom) Add(ctx context.Context, key []byte) error {
 }
 
 // bitfield returns the arguments of a BITFIELD (add: setting the bits at
-// offs to 1) or BITFIELD_RO (reading them) of shard s, with room for
+// offs to 1) or BITFIELD_RO (reading them) of segment s, with room for
 // the fields of keys keys.
 func (b *Bloom) bitfield(s int, add bool, offs []int64, keys int) []any {
 	args := make([]any, 0, 2+4*b.m.k*keys)
 	if add {
-		args = append(args, "bitfield", b.shards[s])
+		args = append(args, "bitfield", b.segments[s])
 	} else {
-		args = append(args, "bitfield_ro", b.shards[s])
+		args = append(args, "bitfield_ro", b.segments[s])
 	}
 	return appendBits(args, add, offs)
 }
@@ -265,7 +265,7 @@ func (b *Bloom) Contains(ctx context.Context, key []byte) (bool, error) {
 // [ErrNotSent] (not sent), or another error, such as a refusal Redis
 // replied to every copy (not added). It returns the first of those
 // errors. One
-// BITFIELD per 128 keys of a shard, in pipelines (one per node of a
+// BITFIELD per 128 keys of a segment, in pipelines (one per node of a
 // cluster) of up to 8,192 keys, up to three of them in flight at once.
 // errs must be at least as long as keys.
 func (b *Bloom) AddBatch(ctx context.Context, keys [][]byte, errs []error) error {
@@ -278,7 +278,7 @@ func (b *Bloom) AddBatch(ctx context.Context, keys [][]byte, errs []error) error
 // ContainsBatch sets found[i] to Contains(keys[i]) and errs[i] to nil
 // for every key it read; a key it could not read gets found[i] = false
 // and the error in errs[i], as [Filter.ContainsBatch] does. It returns
-// the first of those errors. One BITFIELD_RO per 128 keys of a shard, in
+// the first of those errors. One BITFIELD_RO per 128 keys of a segment, in
 // pipelines as AddBatch's. found and errs must be at least as long as
 // keys.
 func (b *Bloom) ContainsBatch(ctx context.Context, keys [][]byte, found []bool, errs []error) error {
@@ -299,10 +299,10 @@ func (b *Bloom) batch(ctx context.Context, keys [][]byte, add bool, found []bool
 		offs := make([][]int64, hi-lo)
 		for i, k := range keys[lo:hi] {
 			s, o := b.locate(k, buf[:0])
-			loc[i].shard = s
+			loc[i].segment = s
 			offs[i] = append([]int64(nil), o...)
 		}
-		order := orderByShard(loc, b.m.shards)
+		order := orderBySegment(loc, b.m.segments)
 		var cmds []redis.Cmder
 		var groups [][]int32
 		chunks(loc, order, lookupChunk, func(s int, idx []int32) {
@@ -351,11 +351,11 @@ func (b *Bloom) batch(ctx context.Context, keys [][]byte, add bool, found []bool
 	return err
 }
 
-// eachShard sends one command per shard, in pipelines.
-func (b *Bloom) eachShard(ctx context.Context, mk func(s int) redis.Cmder) error {
-	for lo := 0; lo < len(b.shards); lo += shardBatch {
+// eachSegment sends one command per segment, in pipelines.
+func (b *Bloom) eachSegment(ctx context.Context, mk func(s int) redis.Cmder) error {
+	for lo := 0; lo < len(b.segments); lo += segmentBatch {
 		var cmds []redis.Cmder
-		for s := lo; s < min(lo+shardBatch, len(b.shards)); s++ {
+		for s := lo; s < min(lo+segmentBatch, len(b.segments)); s++ {
 			cmds = append(cmds, mk(s))
 		}
 		pipeline(ctx, b.rdb, cmds)
@@ -384,14 +384,14 @@ func (b *Bloom) TargetFalsePositiveRate() float64 { return b.m.fpr }
 
 // Segments returns the number of segments (Redis strings) the blocks are
 // split into.
-func (b *Bloom) Segments() int { return b.m.shards }
+func (b *Bloom) Segments() int { return b.m.segments }
 
-// SizeInBytes returns the bytes of the shards' blocks together.
+// SizeInBytes returns the bytes of the segments' blocks together.
 func (b *Bloom) SizeInBytes() uint64 { return b.m.blocks * 64 }
 
 // Keys returns the Redis keys of the filter: its metadata, then its
-// shards.
-func (b *Bloom) Keys() []string { return append([]string{metaKey(bloomPrefix, b.name)}, b.shards...) }
+// segments.
+func (b *Bloom) Keys() []string { return append([]string{metaKey(bloomPrefix, b.name)}, b.segments...) }
 
 // MemoryUsage returns what Redis reports (MEMORY USAGE) for the filter's
 // keys together.
@@ -399,10 +399,10 @@ func (b *Bloom) MemoryUsage(ctx context.Context) (uint64, error) {
 	return memoryUsage(ctx, b.rdb, b.Keys())
 }
 
-// Drop deletes the filter: its metadata, then its shards.
+// Drop deletes the filter: its metadata, then its segments.
 func (b *Bloom) Drop(ctx context.Context) error {
 	if err := b.rdb.Del(ctx, metaKey(bloomPrefix, b.name)).Err(); err != nil {
 		return err
 	}
-	return b.eachShard(ctx, func(s int) redis.Cmder { return redis.NewIntCmd(ctx, "del", b.shards[s]) })
+	return b.eachSegment(ctx, func(s int) redis.Cmder { return redis.NewIntCmd(ctx, "del", b.segments[s]) })
 }

@@ -11,7 +11,7 @@ import (
 
 // TestCheckedLookupsTellGoneFromAbsent: ContainsChecked and
 // ContainsBatchChecked answer as Contains and ContainsBatch while the
-// filter is there, and fail with ErrNotFound for the keys of a shard
+// filter is there, and fail with ErrNotFound for the keys of a segment
 // whose table or hash is gone (where Contains says "absent"), with
 // ErrCorrupt for a table of the wrong length, and for every key once the
 // filter is dropped, or dropped and created again under its name. The
@@ -72,11 +72,11 @@ func TestCheckedLookupsTellGoneFromAbsent(t *testing.T) {
 			}
 		}
 
-		// A shard's table or hash gone, or its table cut short: its keys
+		// A segment's table or hash gone, or its table cut short: its keys
 		// fail (Contains says absent), the others answer as before.
-		keysOf := f.Keys() // metadata, then each shard's table and hash
+		keysOf := f.Keys() // metadata, then each segment's table and hash
 		for _, c := range []struct {
-			shard     int
+			segment   int
 			damage    []string
 			wantErr   error
 			tableGone bool
@@ -97,22 +97,22 @@ func TestCheckedLookupsTellGoneFromAbsent(t *testing.T) {
 			for i, k := range all {
 				s, _, _, _ := redisfilter.Locate(f, k)
 				switch {
-				case s <= c.shard && !errors.Is(errs[i], redisfilter.ErrNotFound) && !errors.Is(errs[i], redisfilter.ErrCorrupt):
-					t.Fatalf("after %q: %s of a damaged shard %d: %v, %v", c.damage, k, s, found[i], errs[i])
-				case s == c.shard && !errors.Is(errs[i], c.wantErr):
+				case s <= c.segment && !errors.Is(errs[i], redisfilter.ErrNotFound) && !errors.Is(errs[i], redisfilter.ErrCorrupt):
+					t.Fatalf("after %q: %s of a damaged segment %d: %v, %v", c.damage, k, s, found[i], errs[i])
+				case s == c.segment && !errors.Is(errs[i], c.wantErr):
 					t.Fatalf("after %q: %s: %v, want %v", c.damage, k, errs[i], c.wantErr)
-				case s > c.shard && (errs[i] != nil || found[i] != want[i]):
-					t.Fatalf("after %q: %s of an intact shard %d: %v, %v, want %v", c.damage, k, s, found[i], errs[i], want[i])
+				case s > c.segment && (errs[i] != nil || found[i] != want[i]):
+					t.Fatalf("after %q: %s of an intact segment %d: %v, %v, want %v", c.damage, k, s, found[i], errs[i], want[i])
 				}
-				if s == c.shard {
+				if s == c.segment {
 					failed++
 					if ok, err := f.Contains(ctx, k); c.tableGone && i < n/2 && (err != nil || ok) {
-						t.Fatalf("Contains of %s in a shard whose table is gone: %v, %v; want the silent false this test is about", k, ok, err)
+						t.Fatalf("Contains of %s in a segment whose table is gone: %v, %v; want the silent false this test is about", k, ok, err)
 					}
 				}
 			}
 			if failed == 0 {
-				t.Fatalf("no key in shard %d", c.shard)
+				t.Fatalf("no key in segment %d", c.segment)
 			}
 		}
 

@@ -1,20 +1,20 @@
 #!lua name=ckf2
 -- revision 3
 --
--- The write side of package redisfilter's cuckoo filters: one shard of a
+-- The write side of package redisfilter's cuckoo filters: one segment of a
 -- filter is a string key T (its table: buckets of b slots of f bits,
 -- packed low bits first, as in docs/format.md) and a hash key C in the same
 -- hash slot (field "id": the filter's instance id; "n": the items of the
--- shard, copies included; "<bucket>:<fp>": the copies of fp beyond the two
+-- segment, copies included; "<bucket>:<fp>": the copies of fp beyond the two
 -- its bucket pair holds, keyed by the pair's lower bucket).
 --
 -- The client hashes keys and passes each key's first bucket (counted from
--- the shard's first bucket) and fingerprint; it never sends the key. Every
+-- the segment's first bucket) and fingerprint; it never sends the key. Every
 -- number here stays below 2^48, so Lua's doubles hold it exactly; no bit
 -- operation is used.
 --
 -- Writes run once however often a client sends them: each call of
--- ckf2_add or ckf2_del names a third key R in the shard's slot, unique to
+-- ckf2_add or ckf2_del names a third key R in the segment's slot, unique to
 -- the call (the client's request id is in its name). The call's first run
 -- stores its reply in R for a window the client chooses; a run that finds
 -- R returns that reply and changes nothing. So a call that a client sends
@@ -28,8 +28,8 @@
 -- its library over an older revision, never over a newer one.
 
 -- Arguments common to the table functions: ARGV[1] id, [2] b, [3] f,
--- [4] buckets of the shard, [5] max kicks; then per-function arguments.
-local function shard(keys, args)
+-- [4] buckets of the segment, [5] max kicks; then per-function arguments.
+local function segment(keys, args)
 	local g = { T = keys[1], C = keys[2] }
 	g.b = tonumber(args[2])
 	g.f = tonumber(args[3])
@@ -56,7 +56,7 @@ local utype = { 'u8', 'u16', 'u24', 'u32', 'u40', 'u48' }
 -- maxFields bounds the fields of one BITFIELD_RO that fetch sends.
 local maxFields = 1000
 
--- stale returns an error reply unless the shard belongs to filter id.
+-- stale returns an error reply unless the segment belongs to filter id.
 local function stale(keys, id)
 	local got = redis.call('HGET', keys[2], 'id')
 	if got == id then
@@ -431,7 +431,7 @@ local function search(g, i1, i2, fp)
 end
 
 -- add inserts one copy of fp (buckets i1 and i2) and returns 1, or 0 when
--- no room can be made (the shard is then as it was). With unique it
+-- no room can be made (the segment is then as it was). With unique it
 -- returns 2, adding nothing, when fp is in either bucket already.
 local function add(g, i1, i2, fp, unique)
 	local v1, v2 = bucket(g, i1), bucket(g, i2)
@@ -461,7 +461,7 @@ local function add(g, i1, i2, fp, unique)
 	end
 	-- The engine's placement rule (cuckoo.Filter.AddHash): fp goes into
 	-- the first empty slot of the bucket with more empty slots, i1 on a
-	-- tie, so that a shard and a library filter given the same keys hold
+	-- tie, so that a segment and a library filter given the same keys hold
 	-- the same bytes.
 	if n2 > n1 then
 		set(g, i2, e2, fp)
@@ -556,7 +556,7 @@ end
 
 -- answered returns what a write call whose keys' arguments start at
 -- args[first], per arguments a key, replies without running: the reply
--- its first run stored, or an error if the shard is not filter id's; nil
+-- its first run stored, or an error if the segment is not filter id's; nil
 -- if it must run.
 local function answered(keys, args, first, per)
 	local done = replay(keys, (#args - first + 1) / per)
@@ -579,7 +579,7 @@ redis.register_function('ckf2_add', function(keys, args)
 	if reply then
 		return reply
 	end
-	local g = shard(keys, args)
+	local g = segment(keys, args)
 	local unique = args[7] == '1'
 	local i1, i2, fp = pairs2(g, args, 8)
 	local out, added = {}, 0
@@ -606,7 +606,7 @@ redis.register_function('ckf2_del', function(keys, args)
 	if reply then
 		return reply
 	end
-	local g = shard(keys, args)
+	local g = segment(keys, args)
 	local i1, i2, fp = pairs2(g, args, 7)
 	local out, removed = {}, 0
 	for k = 1, #i1 do
@@ -623,7 +623,7 @@ redis.register_function('ckf2_del', function(keys, args)
 end)
 
 -- register_read registers a function that writes nothing (flag no-writes:
--- it may run on a replica): a call for a shard of another filter gets
+-- it may run on a replica): a call for a segment of another filter gets
 -- stale's error, any other body's reply.
 local function register_read(name, body)
 	redis.register_function {
@@ -642,7 +642,7 @@ end
 -- ckf2_count: ARGV = id, b, f, buckets, kicks, first bucket, fingerprint.
 -- Returns {slot copies, counted copies as a decimal string}.
 register_read('ckf2_count', function(keys, args)
-	local g = shard(keys, args)
+	local g = segment(keys, args)
 	local i1, fp = tonumber(args[6]), tonumber(args[7])
 	local i2 = alt(g, i1, fp)
 	local n = 0
@@ -657,9 +657,9 @@ register_read('ckf2_count', function(keys, args)
 	return { n, redis.call('HGET', g.C, pair(i1, i2, fp)) or '0' }
 end)
 
--- ckf2_create: ARGV = id, table bytes. Makes the shard an empty one of
+-- ckf2_create: ARGV = id, table bytes. Makes the segment an empty one of
 -- filter id unless it is one already (then it is left alone). Returns 1
--- when it created the shard, 0 when it was there.
+-- when it created the segment, 0 when it was there.
 redis.register_function('ckf2_create', function(keys, args)
 	if redis.call('HGET', keys[2], 'id') == args[1] then
 		return 0
@@ -671,7 +671,7 @@ redis.register_function('ckf2_create', function(keys, args)
 end)
 
 -- ckf2_put: ARGV = id, table, items, then (counter field, copies) pairs.
--- Replaces the shard with the one given.
+-- Replaces the segment with the one given.
 redis.register_function('ckf2_put', function(keys, args)
 	redis.call('DEL', keys[1], keys[2])
 	redis.call('SETRANGE', keys[1], 0, args[2])
@@ -689,10 +689,10 @@ register_read('ckf2_dump', function(keys, args)
 end)
 
 -- Windows: a cuckoo filter that forgets (docs/window.md), the twin of the
--- library's cuckoo.Window. A window's shard is a string T (its table:
+-- library's cuckoo.Window. A window's segment is a string T (its table:
 -- buckets of b slots of s = f + 4 bits, each slot a fingerprint above a
 -- 4-bit stamp, packed as above; then an 8-byte trailer holding the epoch
--- E of the shard's latest write, a big-endian 64-bit integer, which
+-- E of the segment's latest write, a big-endian 64-bit integer, which
 -- lookups read with the buckets in one BITFIELD_RO) and a hash C ("id";
 -- "c": the sweep's cursor; "eh", "el": the first nanosecond of epoch
 -- E + 1, a Unix time in base 2^32, eh = -1 when any time is past it;
@@ -702,7 +702,7 @@ end)
 -- event's), and epochs are ⌊Unix ns / g⌋, g passed as two 32-bit halves;
 -- a time is a pair (hi, lo) in base 2^32, so every step is exact in
 -- doubles. Every function follows the library's Window step by step (the
--- same slots, stamps, sweep, search and walk), so a shard holds the bytes
+-- same slots, stamps, sweep, search and walk), so a segment holds the bytes
 -- of the library's table given the same keys at the same times
 -- (TestWindowLuaMatchesLibrary).
 
@@ -769,7 +769,7 @@ local function wstamps(g)
 	g.expired = (g.E + 1) % 16
 end
 
--- wload reads a window shard's state for a call whose arguments are
+-- wload reads a window segment's state for a call whose arguments are
 -- ARGV[7], [8]: the epoch length g (ns) in base 2^32.
 local function wload(g, keys, args)
 	g.gh, g.gl = tonumber(args[7]), tonumber(args[8])
@@ -1007,7 +1007,7 @@ local function wadvance(g, e)
 	wstamps(g)
 end
 
--- wadvance_to brings the shard's epoch to the one of time (nh, nl) if that
+-- wadvance_to brings the segment's epoch to the one of time (nh, nl) if that
 -- is later: its time never runs backwards.
 local function wadvance_to(g, nh, nl)
 	if g.eh >= 0 and (nh < g.eh or (nh == g.eh and nl < g.el)) then
@@ -1027,7 +1027,7 @@ local function wadvance_to(g, nh, nl)
 	g.eh, g.el = eh, el
 end
 
--- wsave writes what the call changed of the shard's state.
+-- wsave writes what the call changed of the segment's state.
 local function wsave(g)
 	if g.E ~= g.E0 then
 		redis.call('BITFIELD', g.T, 'SET', 'i64', g.tb * 8, string.format('%.0f', g.E))
@@ -1176,7 +1176,7 @@ local function wwalk(g, i1, i2, v, h, l)
 end
 
 -- wput writes the key of fingerprint fp (first bucket i1, walk state
--- (h, l)) at the shard's epoch, as the library's Window.put: a live copy
+-- (h, l)) at the segment's epoch, as the library's Window.put: a live copy
 -- is refreshed (unless unique) and the reply is 2; else the key takes a
 -- free slot of the bucket with more of them (i1 on a tie), or one the
 -- search or the walk makes, and the reply is 1; else 0 (no room: nothing
@@ -1229,7 +1229,7 @@ redis.register_function('ckf2_wadd', function(keys, args)
 	if reply then
 		return reply
 	end
-	local g = shard(keys, args)
+	local g = segment(keys, args)
 	wload(g, keys, args)
 	local unique = args[9] == '1'
 	local nh, nl
@@ -1269,7 +1269,7 @@ redis.register_function('ckf2_wdel', function(keys, args)
 	if reply then
 		return reply
 	end
-	local g = shard(keys, args)
+	local g = segment(keys, args)
 	wload(g, keys, args)
 	wadvance_to(g, nspair(clock()))
 	local i1, i2, fp = pairs2(g, args, 9)
@@ -1294,8 +1294,8 @@ redis.register_function('ckf2_wdel', function(keys, args)
 	return out
 end)
 
--- ckf2_wnow: the time lookups judge ages by, read after the shard's
--- buckets: {seconds, nanoseconds, the shard's id ('' if none), the
+-- ckf2_wnow: the time lookups judge ages by, read after the segment's
+-- buckets: {seconds, nanoseconds, the segment's id ('' if none), the
 -- table's length}. It writes nothing and checks nothing (a checked
 -- lookup compares the id and length).
 redis.register_function {
@@ -1322,8 +1322,8 @@ register_read('ckf2_wcount', function(keys, args)
 end)
 
 -- ckf2_wcreate: ARGV = id, trailer (8 bytes), table bytes. Makes the
--- shard an empty window shard of filter id unless it is one already
--- (then it is left alone). Returns 1 when it created the shard, 0 when it
+-- segment an empty window segment of filter id unless it is one already
+-- (then it is left alone). Returns 1 when it created the segment, 0 when it
 -- was there.
 redis.register_function('ckf2_wcreate', function(keys, args)
 	if redis.call('HGET', keys[2], 'id') == args[1] then
@@ -1336,7 +1336,7 @@ redis.register_function('ckf2_wcreate', function(keys, args)
 end)
 
 -- ckf2_wset: ARGV = id, string (table and trailer), cursor, eh, el, then
--- the counts of stamps 0 to 15. Replaces the shard with the one given.
+-- the counts of stamps 0 to 15. Replaces the segment with the one given.
 redis.register_function('ckf2_wset', function(keys, args)
 	redis.call('DEL', keys[1], keys[2])
 	redis.call('SET', keys[1], args[2])

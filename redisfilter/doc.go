@@ -19,25 +19,25 @@
 //
 // A cuckoo filter of S segments ([WithSegments]) is exactly the table of
 // a library [cuckoo.Filter] built with [cuckoo.WithSegments](S): segment s
-// is one Redis string (its shard key) holding segment s's buckets (the
-// file format's bytes, docs/format.md), beside a small hash with the shard's item count and its
-// duplicate counters. A key's two buckets always lie in one shard, chosen
+// is one Redis string (its segment key) holding segment s's buckets (the
+// file format's bytes, docs/format.md), beside a small hash with the segment's item count and its
+// duplicate counters. A key's two buckets always lie in one segment, chosen
 // by its hash. The client hashes keys (the library's seeded XXH3, the seed
 // kept in the filter's metadata key) and sends Redis only bucket indexes
 // and fingerprints:
 //
 //   - inserts and deletes run as Redis Functions (a Lua library, ckf2,
 //     loaded with FUNCTION LOAD on first use), so each is atomic on its
-//     shard: the function searches for room and moves fingerprints, and an
+//     segment: the function searches for room and moves fingerprints, and an
 //     insert that finds none changes nothing;
 //   - lookups run no script: one BITFIELD_RO reads both buckets, and the
 //     client compares the fingerprints.
 //
-// Shard keys carry hash tags chosen so that the shards sit at equal
+// Segment keys carry hash tags chosen so that the segments sit at equal
 // distances around the 16,384 slots of Redis Cluster: a cluster whose
-// masters hold equal slot ranges holds equal shares of the shards.
+// masters hold equal slot ranges holds equal shares of the segments.
 // Cluster does placement, failover and resharding; this package only
-// picks the shard. [Push] and [Filter.Snapshot] move a filter between a
+// picks the segment. [Push] and [Filter.Snapshot] move a filter between a
 // file (or a library filter) and Redis without changing a bit.
 //
 // # Window filters
@@ -62,7 +62,7 @@
 // (tests check both), and MEMORY USAGE over its keys is within 10 % of
 // the library filter's size (tested from 10^5 keys on). At 0.1 % a key
 // costs 14 to 16 bits in Redis (13-bit fingerprints at 95 % load, plus
-// the shards' overhead and the allocator's rounding), against some 65
+// the segments' overhead and the allocator's rounding), against some 65
 // bytes per 16-byte member of a Redis set.
 //
 // The segment count ([WithSegments]) trades spread against overhead: the
@@ -76,7 +76,7 @@
 //
 // A client that gets no reply cannot tell whether the server ran the
 // command, and a copy sent again runs too when a stalled server wakes.
-// So each write call carries a request id, and its shard remembers the
+// So each write call carries a request id, and its segment remembers the
 // reply of the call's first run for the retry window W
 // ([WithRetryWindow], default 60 s): a copy returns that reply and
 // changes nothing. A call whose outcome is unknown (a timeout, a lost
@@ -114,15 +114,15 @@
 //
 // # Consistency
 //
-// Each operation on a shard is atomic and the shard's operations are
-// serialized by Redis; operations on different shards are independent.
+// Each operation on a segment is atomic and the segment's operations are
+// serialized by Redis; operations on different segments are independent.
 // AddUnique is an atomic test-and-insert, so of several clients adding the
 // same key at once exactly one sees added = true. A write acknowledged by
 // the master is as durable as Redis makes it: with appendonly yes and
 // appendfsync always it survives a restart of the server; [Filter.Durable]
 // waits for replicas (WAIT) so that it survives a failover. Len and
-// Snapshot read the shards one after another: with writers running, they
-// see each shard at a slightly different moment.
+// Snapshot read the segments one after another: with writers running, they
+// see each segment at a slightly different moment.
 //
 // # Concurrency
 //

@@ -10,7 +10,7 @@ import (
 
 // Durable returns a Filter on the same filter whose writes (Add,
 // AddUnique, Delete and their batches) return only after replicas
-// replicas of each shard's master acknowledged them, with WAIT replicas
+// replicas of each segment's master acknowledged them, with WAIT replicas
 // timeout sent after them on the same connection. A write that fewer
 // replicas acknowledged within timeout was applied on the master and
 // returns an error wrapping [ErrNotReplicated] (a batch returns it after
@@ -28,14 +28,14 @@ func (f *Filter) Durable(replicas int, timeout time.Duration) *Filter {
 	return &d
 }
 
-// sendDurable sends write commands to the masters of their shards, each
+// sendDurable sends write commands to the masters of their segments, each
 // master's commands in one pipeline on one connection followed by WAIT.
 // Commands a master refuses with MOVED or ASK (a slot moved since the
 // cluster's map was read) are sent again, after a fresh map, up to 3
 // times. It leaves a reply or an error in every command, and returns the
 // first error that is not a reply of Redis, or else one wrapping
 // ErrNotReplicated when a WAIT fell short or failed.
-func (h *shards) sendDurable(ctx context.Context, cmds []redis.Cmder) error {
+func (h *segments) sendDurable(ctx context.Context, cmds []redis.Cmder) error {
 	var short, first error
 	for attempt := 0; len(cmds) > 0; attempt++ {
 		groups, err := h.byMaster(ctx, cmds)
@@ -90,7 +90,7 @@ func (h *shards) sendDurable(ctx context.Context, cmds []redis.Cmder) error {
 }
 
 // byMaster groups write commands by the master of their first key.
-func (h *shards) byMaster(ctx context.Context, cmds []redis.Cmder) (map[*redis.Client][]redis.Cmder, error) {
+func (h *segments) byMaster(ctx context.Context, cmds []redis.Cmder) (map[*redis.Client][]redis.Cmder, error) {
 	groups := map[*redis.Client][]redis.Cmder{}
 	cc, ok := h.rdb.(*redis.ClusterClient)
 	if !ok {

@@ -4,7 +4,7 @@ import "errors"
 
 var (
 	// ErrFull is returned by Add (and reported per key by AddBatch) when no
-	// room can be made for a key in its shard; the shard is then exactly as
+	// room can be made for a key in its segment; the segment is then exactly as
 	// it was.
 	ErrFull = errors.New("redisfilter: filter is full")
 	// ErrNotFound is returned by Open (and OpenWindow) when no filter of
@@ -58,7 +58,7 @@ var (
 	// send of which could connect within the retry horizon.
 	ErrNotSent = errors.New("redisfilter: not sent (nothing was done)")
 	// ErrCorrupt is returned when a filter's keys in Redis do not hold what
-	// this package wrote (metadata it cannot parse, a shard of the wrong
+	// this package wrote (metadata it cannot parse, a segment of the wrong
 	// size or with counters that break the filter's invariants).
 	ErrCorrupt = errors.New("redisfilter: filter data in Redis is damaged")
 	// ErrInvalidParameter is wrapped by the errors of New and NewBloom for

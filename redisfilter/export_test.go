@@ -14,26 +14,26 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// Shard is one shard's state in the terms of the library's encoding: the
+// Segment is one segment's state in the terms of the library's encoding: the
 // table's bytes, the duplicate counters keyed as the encoding keys them
 // (the pair's lower bucket, counted over the whole table, << 32 | fp),
 // and the items, copies included.
-type Shard struct {
+type Segment struct {
 	Table    []byte
 	Counters map[uint64]uint64
 	Items    uint64
 }
 
-// ShardState returns shard s of f as the Lua functions keep it.
-func ShardState(ctx context.Context, f *Filter, s int) (Shard, error) {
+// SegmentState returns segment s of f as the Lua functions keep it.
+func SegmentState(ctx context.Context, f *Filter, s int) (Segment, error) {
 	cmd := f.rdb.FCallRO(ctx, fnDump, []string{f.tables[s], f.counters[s]}, f.m.id)
 	v, err := cmd.Slice()
 	if err != nil {
-		return Shard{}, err
+		return Segment{}, err
 	}
 	table, _ := v[0].(string)
 	fields, _ := v[1].([]any)
-	sh := Shard{Table: []byte(table), Counters: map[uint64]uint64{}}
+	sh := Segment{Table: []byte(table), Counters: map[uint64]uint64{}}
 	for k := 0; k+1 < len(fields); k += 2 {
 		name, _ := fields[k].(string)
 		val, _ := fields[k+1].(string)
@@ -42,7 +42,7 @@ func ShardState(ctx context.Context, f *Filter, s int) (Shard, error) {
 			continue
 		}
 		if err != nil {
-			return Shard{}, fmt.Errorf("field %q = %q", name, val)
+			return Segment{}, fmt.Errorf("field %q = %q", name, val)
 		}
 		if name == "n" {
 			sh.Items = n
@@ -50,18 +50,18 @@ func ShardState(ctx context.Context, f *Filter, s int) (Shard, error) {
 		}
 		lo, fp, ok := parseCounterField(name)
 		if !ok {
-			return Shard{}, fmt.Errorf("field %q", name)
+			return Segment{}, fmt.Errorf("field %q", name)
 		}
-		sh.Counters[(uint64(s)*f.g.perShard+lo)<<32|fp] = n
+		sh.Counters[(uint64(s)*f.g.perSegment+lo)<<32|fp] = n
 	}
 	return sh, nil
 }
 
-// PutShard replaces shard s of f with sh (through the Lua functions).
-func PutShard(ctx context.Context, f *Filter, s int, sh Shard) error {
+// PutSegment replaces segment s of f with sh (through the Lua functions).
+func PutSegment(ctx context.Context, f *Filter, s int, sh Segment) error {
 	args := []any{f.m.id, sh.Table, sh.Items}
 	for k, c := range sh.Counters {
-		i, fp := k>>32-uint64(s)*f.g.perShard, k&0xffffffff
+		i, fp := k>>32-uint64(s)*f.g.perSegment, k&0xffffffff
 		args = append(args, counterField(i, f.g.alt(i, fp), fp), c)
 	}
 	cmd := f.fcall(ctx, fnPut, s, args)
@@ -69,25 +69,25 @@ func PutShard(ctx context.Context, f *Filter, s int, sh Shard) error {
 	return cmd.Err()
 }
 
-// EngineShard returns segment s of src, a library filter of f's geometry,
-// as ShardState returns a shard: read from src's encoding (WriteTo) as it
+// EngineSegment returns segment s of src, a library filter of f's geometry,
+// as SegmentState returns a segment: read from src's encoding (WriteTo) as it
 // streams by, keeping only the segment's bytes and the counters. Items are
 // the segment's occupied slots plus its counted copies.
-func EngineShard(f *Filter, src *cuckoo.Filter, s int) (Shard, error) {
+func EngineSegment(f *Filter, src *cuckoo.Filter, s int) (Segment, error) {
 	g := &f.g
-	w := segmentWriter{lo: format.TableHeaderSize + uint64(s)*g.shardBytes, tableEnd: format.TableHeaderSize + 8*g.shardBytes/8*g.shards}
-	w.hi = w.lo + g.shardBytes
+	w := segmentWriter{lo: format.TableHeaderSize + uint64(s)*g.segmentBytes, tableEnd: format.TableHeaderSize + 8*g.segmentBytes/8*g.segments}
+	w.hi = w.lo + g.segmentBytes
 	if _, err := src.WriteTo(&w); err != nil {
-		return Shard{}, err
+		return Segment{}, err
 	}
-	if uint64(len(w.table)) != g.shardBytes || len(w.tail) < 4 || (len(w.tail)-4)%16 != 0 {
-		return Shard{}, fmt.Errorf("encoding of %d table bytes and %d after, not a filter of shards of %d bytes", len(w.table), len(w.tail), g.shardBytes)
+	if uint64(len(w.table)) != g.segmentBytes || len(w.tail) < 4 || (len(w.tail)-4)%16 != 0 {
+		return Segment{}, fmt.Errorf("encoding of %d table bytes and %d after, not a filter of segments of %d bytes", len(w.table), len(w.tail), g.segmentBytes)
 	}
-	sh := Shard{Table: w.table, Counters: map[uint64]uint64{}, Items: g.occupied(w.table)}
+	sh := Segment{Table: w.table, Counters: map[uint64]uint64{}, Items: g.occupied(w.table)}
 	le := binary.LittleEndian
 	for d := w.tail[:len(w.tail)-4]; len(d) > 0; d = d[16:] {
 		k, c := le.Uint64(d), le.Uint64(d[8:])
-		if (k>>32)/g.perShard == uint64(s) {
+		if (k>>32)/g.perSegment == uint64(s) {
 			sh.Counters[k] = c
 			sh.Items += c
 		}
@@ -114,21 +114,21 @@ func (w *segmentWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// Locate returns key's shard, its two buckets (counted from the shard's
+// Locate returns key's segment, its two buckets (counted from the segment's
 // first) and its fingerprint, as f's client computes them.
-func Locate(f *Filter, key []byte) (shard int, i1, i2, fp uint64) { return f.g.locateKey(key) }
+func Locate(f *Filter, key []byte) (segment int, i1, i2, fp uint64) { return f.g.locateKey(key) }
 
-// Alt returns the other bucket of fp in bucket i of a shard of f.
+// Alt returns the other bucket of fp in bucket i of a segment of f.
 func Alt(f *Filter, i, fp uint64) uint64 { return f.g.alt(i, fp) }
 
-// Slot returns slot j of bucket i of a shard's table bytes.
+// Slot returns slot j of bucket i of a segment's table bytes.
 func Slot(f *Filter, table []byte, i, j uint64) uint64 {
 	lo, n, sh := f.g.span(i)
 	return f.g.slot(table[lo:lo+n], sh, j)
 }
 
-// WindowShard is one window shard's state as the Lua functions keep it.
-type WindowShard struct {
+// WindowSegment is one window segment's state as the Lua functions keep it.
+type WindowSegment struct {
 	Table  []byte // the table, without the trailer
 	Epoch  int64  // the trailer: the epoch of the latest write
 	Cursor uint64
@@ -136,18 +136,18 @@ type WindowShard struct {
 	End    [2]int64   // eh, el
 }
 
-// WindowShardState returns shard s of w.
-func WindowShardState(ctx context.Context, w *Window, s int) (WindowShard, error) {
+// WindowSegmentState returns segment s of w.
+func WindowSegmentState(ctx context.Context, w *Window, s int) (WindowSegment, error) {
 	v, err := w.rdb.FCallRO(ctx, fnDump, []string{w.tables[s], w.counters[s]}, w.m.id).Slice()
 	if err != nil {
-		return WindowShard{}, err
+		return WindowSegment{}, err
 	}
 	str, _ := v[0].(string)
 	fields, _ := v[1].([]any)
 	if uint64(len(str)) != w.g.strLen {
-		return WindowShard{}, fmt.Errorf("a string of %d bytes, want %d", len(str), w.g.strLen)
+		return WindowSegment{}, fmt.Errorf("a string of %d bytes, want %d", len(str), w.g.strLen)
 	}
-	sh := WindowShard{Table: []byte(str[:w.g.shardBytes]), Epoch: int64(binary.BigEndian.Uint64([]byte(str[w.g.shardBytes:])))}
+	sh := WindowSegment{Table: []byte(str[:w.g.segmentBytes]), Epoch: int64(binary.BigEndian.Uint64([]byte(str[w.g.segmentBytes:])))}
 	for k := 0; k+1 < len(fields); k += 2 {
 		name, _ := fields[k].(string)
 		val, _ := fields[k+1].(string)
@@ -156,7 +156,7 @@ func WindowShardState(ctx context.Context, w *Window, s int) (WindowShard, error
 		}
 		n, err := strconv.ParseInt(val, 10, 64)
 		if err != nil {
-			return WindowShard{}, fmt.Errorf("field %q = %q", name, val)
+			return WindowSegment{}, fmt.Errorf("field %q = %q", name, val)
 		}
 		switch {
 		case name == "c":
@@ -168,25 +168,25 @@ func WindowShardState(ctx context.Context, w *Window, s int) (WindowShard, error
 		case len(name) > 1 && name[0] == 's':
 			st, err := strconv.Atoi(name[1:])
 			if err != nil || st > 15 || n < 0 {
-				return WindowShard{}, fmt.Errorf("field %q = %q", name, val)
+				return WindowSegment{}, fmt.Errorf("field %q = %q", name, val)
 			}
 			sh.Counts[st] = uint64(n)
 		default:
-			return WindowShard{}, fmt.Errorf("field %q", name)
+			return WindowSegment{}, fmt.Errorf("field %q", name)
 		}
 	}
 	return sh, nil
 }
 
-// WindowSlot returns slot j of bucket i of a window shard's table bytes.
+// WindowSlot returns slot j of bucket i of a window segment's table bytes.
 func WindowSlot(w *Window, table []byte, i, j uint64) uint64 {
 	lo, n, sh := w.g.span(i)
 	return w.g.slot(table[lo:lo+n], sh, j)
 }
 
-// WindowLocate returns key's shard, its two buckets (counted from the
-// shard's first) and its fingerprint.
-func WindowLocate(w *Window, key []byte) (shard int, i1, i2, fp uint64) { return w.g.locateKey(key) }
+// WindowLocate returns key's segment, its two buckets (counted from the
+// segment's first) and its fingerprint.
+func WindowLocate(w *Window, key []byte) (segment int, i1, i2, fp uint64) { return w.g.locateKey(key) }
 
 // TestClockKey is the key the test clock library reads its time from:
 // "seconds nanoseconds".

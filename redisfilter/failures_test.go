@@ -209,7 +209,7 @@ func (w *durableWriters) check(t *testing.T, ctx context.Context, f *redisfilter
 
 // TestFailover runs the durableWriters with Durable(1) against a cluster
 // of 3 masters with a replica each, kills the master of slot 0 (a third
-// of the shards) in the middle, and restarts it once its replica has
+// of the segments) in the middle, and restarts it once its replica has
 // taken over; then it checks every result (durableWriters.check). A long
 // check (CUCKOO_LONG=1): six servers and a failover take 15 s.
 // TestReplicaLoss is its quick version.
@@ -370,10 +370,10 @@ func (h redirectHook) note(err error) {
 	}
 }
 
-// TestResharding moves the slot of one shard from its master to another
+// TestResharding moves the slot of one segment from its master to another
 // by hand, as redis-cli --cluster reshard does (every key of the slot:
-// the shard's two and the records of recent writes), with operations in
-// between: while the shard's keys sit on the new master but the slot is
+// the segment's two and the records of recent writes), with operations in
+// between: while the segment's keys sit on the new master but the slot is
 // still the old one's, the old master answers reads with ASK, and writes
 // (which name a new record key, which neither node holds) with TRYAGAIN
 // until the slot has moved: they wait and go on. Once the slot is
@@ -392,7 +392,7 @@ func TestResharding(t *testing.T) {
 	rdb.OnNewNode(red.hook)
 	t.Cleanup(func() { rdb.Close() })
 	// A fixed name (the cluster is the test's own): the metadata key must
-	// not share the moved shard's slot, or the source would still hold a
+	// not share the moved segment's slot, or the source would still hold a
 	// key of the slot and refuse to give it away (SETSLOT NODE), which a
 	// random name does in one run of 16,384. Checked below.
 	f, err := redisfilter.New(ctx, rdb, "resharding", 30000, redisfilter.WithSegments(3))
@@ -435,7 +435,7 @@ func TestResharding(t *testing.T) {
 		}
 	}
 	addMore("before")
-	keysOf := f.Keys() // meta, then table and hash of each shard
+	keysOf := f.Keys() // meta, then table and hash of each segment
 	table := keysOf[1]
 	slotText, err := c.Servers[0].Do("CLUSTER", "KEYSLOT", table)
 	if err != nil {
@@ -444,7 +444,7 @@ func TestResharding(t *testing.T) {
 	var slot int
 	fmt.Sscan(slotText, &slot)
 	if metaSlot, err := c.Servers[0].Do("CLUSTER", "KEYSLOT", keysOf[0]); err != nil || metaSlot == slotText {
-		t.Fatalf("the metadata key %s is in slot %s (%v), the moved shard's %s: choose another name", keysOf[0], metaSlot, err, slotText)
+		t.Fatalf("the metadata key %s is in slot %s (%v), the moved segment's %s: choose another name", keysOf[0], metaSlot, err, slotText)
 	}
 	src, err := c.MasterOf(slot)
 	if err != nil {
@@ -502,7 +502,7 @@ func TestResharding(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Writes to the shard wait (TRYAGAIN) until the slot has moved:
+	// Writes to the segment wait (TRYAGAIN) until the slot has moved:
 	// finish the move while they wait.
 	moved := make(chan error, 1)
 	go func() {

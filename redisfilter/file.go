@@ -14,8 +14,8 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// The shards of a filter are the segments of a library filter's table, so
-// a filter file (docs/format.md, kind 1) converts to shards and back
+// The segments of a filter are the segments of a library filter's table, so
+// a filter file (docs/format.md, kind 1) converts to segments and back
 // without touching a bucket: its header is internal/format's TableHeader,
 // then the table's words, the duplicate counters and the checksum.
 
@@ -23,13 +23,13 @@ import (
 // name, with the same parameters, seed and table: every lookup, count and
 // later insert gives the same answer there as in src. src must be a plain
 // (not semi-sorted) [cuckoo.Filter]; build it with
-// [cuckoo.WithSegments](n) to get n shards (a filter of one segment
-// becomes one shard, whose whole load one master serves).
+// [cuckoo.WithSegments](n) to get n segments (a filter of one segment
+// becomes one segment, whose whole load one master serves).
 //
 // If a filter of that name exists, Push returns an error wrapping
 // [ErrExists], unless replace is set: then it drops it first. While the
 // upload runs, New and Open of the name return [ErrBusy]. Push sends each
-// shard in one function call. It takes the handle's options only
+// segment in one function call. It takes the handle's options only
 // ([WithRetryWindow], [WithRetryHorizon]), for the Filter it returns.
 func Push(ctx context.Context, rdb redis.UniversalClient, name string, src *cuckoo.Filter, replace bool, opts ...Option) (*Filter, error) {
 	retry, err := handleOptions(opts)
@@ -53,7 +53,7 @@ func Push(ctx context.Context, rdb redis.UniversalClient, name string, src *cuck
 		return nil, fmt.Errorf("%w: a filter encoding of a layout Push does not know (%x)", ErrUnsupported, enc[:format.TableHeaderSize])
 	}
 	m := meta{
-		kind: "cuckoo", b: int(h.Slots), f: int(h.FPBits), buckets: h.Buckets, shards: int(h.Segments),
+		kind: "cuckoo", b: int(h.Slots), f: int(h.FPBits), buckets: h.Buckets, segments: int(h.Segments),
 		seed: h.Seed, kicks: int(h.MaxKicks), capacity: h.Capacity, id: newID(), state: statePushing,
 	}
 	if err := ensureFunctions(ctx, rdb); err != nil {
@@ -66,18 +66,18 @@ func Push(ctx context.Context, rdb redis.UniversalClient, name string, src *cuck
 	le := binary.LittleEndian
 	tableEnd := format.TableHeaderSize + 8*h.Words
 	table := enc[format.TableHeaderSize:tableEnd]
-	counters := make([][]any, m.shards)
+	counters := make([][]any, m.segments)
 	dups := enc[tableEnd : uint64(len(enc))-format.ChecksumSize]
 	for len(dups) >= format.TableCounterSize {
 		k, copies := le.Uint64(dups), le.Uint64(dups[8:])
 		dups = dups[format.TableCounterSize:]
 		i, fp := k>>32, k&0xffffffff
-		s := i / f.g.perShard
-		lo := i - s*f.g.perShard
+		s := i / f.g.perSegment
+		lo := i - s*f.g.perSegment
 		counters[s] = append(counters[s], counterField(lo, f.g.alt(lo, fp), fp), strconv.FormatUint(copies, 10))
 	}
-	err = f.eachShard(ctx, func(s int) redis.Cmder {
-		part := table[uint64(s)*f.g.shardBytes : uint64(s+1)*f.g.shardBytes]
+	err = f.eachSegment(ctx, func(s int) redis.Cmder {
+		part := table[uint64(s)*f.g.segmentBytes : uint64(s+1)*f.g.segmentBytes]
 		n := f.g.occupied(part)
 		for k := 1; k < len(counters[s]); k += 2 {
 			c, _ := strconv.ParseUint(counters[s][k].(string), 10, 64)
@@ -108,26 +108,26 @@ func dropAny(ctx context.Context, rdb redis.UniversalClient, prefix, name, old s
 		// Metadata we cannot read: remove just that key.
 		return rdb.Del(ctx, metaKey(prefix, name)).Err()
 	}
-	h := newShards(rdb, prefix, name, m, retryPolicy{})
+	h := newSegments(rdb, prefix, name, m, retryPolicy{})
 	return h.drop(ctx)
 }
 
 // Snapshot returns a library filter holding the filter's current state:
 // the same parameters, seed and table, so it answers every lookup and
 // count as the Redis filter does, and its encoding (MarshalBinary) is the
-// filter file of the shards. Each shard is read atomically (one read-only
-// function call); with concurrent writers the shards are read at slightly
+// filter file of the segments. Each segment is read atomically (one read-only
+// function call); with concurrent writers the segments are read at slightly
 // different moments. The result is checked by the library's decoder: a
-// shard whose contents break a filter invariant gives an error wrapping
+// segment whose contents break a filter invariant gives an error wrapping
 // [ErrCorrupt]. It holds the whole table in memory, twice while decoding.
 func (f *Filter) Snapshot(ctx context.Context) (*cuckoo.Filter, error) {
 	g := &f.g
-	words := g.shardBytes / 8 * g.shards
+	words := g.segmentBytes / 8 * g.segments
 	type counter struct{ key, copies uint64 }
 	var dups []counter
 	enc := make([]byte, format.TableHeaderSize, format.TableHeaderSize+8*words+format.ChecksumSize)
 	var items uint64
-	err := f.eachShard(ctx, func(s int) redis.Cmder {
+	err := f.eachSegment(ctx, func(s int) redis.Cmder {
 		cmd := redis.NewSliceCmd(ctx, "fcall_ro", fnDump, 2, f.tables[s], f.counters[s], f.m.id)
 		cmd.SetFirstKeyPos(3)
 		return cmd
@@ -138,8 +138,8 @@ func (f *Filter) Snapshot(ctx context.Context) (*cuckoo.Filter, error) {
 		}
 		table, ok := v[0].(string)
 		fields, ok2 := v[1].([]any)
-		if !ok || !ok2 || uint64(len(table)) != g.shardBytes || len(fields)%2 != 0 {
-			return fmt.Errorf("%w: shard %d of %q: a table of %d bytes (want %d)", ErrCorrupt, s, f.name, len(table), g.shardBytes)
+		if !ok || !ok2 || uint64(len(table)) != g.segmentBytes || len(fields)%2 != 0 {
+			return fmt.Errorf("%w: segment %d of %q: a table of %d bytes (want %d)", ErrCorrupt, s, f.name, len(table), g.segmentBytes)
 		}
 		enc = append(enc, table...)
 		for k := 0; k < len(fields); k += 2 {
@@ -150,17 +150,17 @@ func (f *Filter) Snapshot(ctx context.Context) (*cuckoo.Filter, error) {
 			}
 			n, err := strconv.ParseUint(val, 10, 64)
 			if err != nil {
-				return fmt.Errorf("%w: shard %d field %q = %q", ErrCorrupt, s, name, val)
+				return fmt.Errorf("%w: segment %d field %q = %q", ErrCorrupt, s, name, val)
 			}
 			switch name {
 			case "n":
 				items += n
 			default:
 				lo, fp, ok := parseCounterField(name)
-				if !ok || lo >= g.perShard || fp == 0 || fp > g.fpMax {
-					return fmt.Errorf("%w: shard %d counter %q", ErrCorrupt, s, name)
+				if !ok || lo >= g.perSegment || fp == 0 || fp > g.fpMax {
+					return fmt.Errorf("%w: segment %d counter %q", ErrCorrupt, s, name)
 				}
-				dups = append(dups, counter{(uint64(s)*g.perShard+lo)<<32 | fp, n})
+				dups = append(dups, counter{(uint64(s)*g.perSegment+lo)<<32 | fp, n})
 			}
 		}
 		return nil
@@ -175,7 +175,7 @@ func (f *Filter) Snapshot(ctx context.Context) (*cuckoo.Filter, error) {
 		enc = le.AppendUint64(enc, d.copies)
 	}
 	h := format.TableHeader{Slots: uint8(g.b), FPBits: uint8(g.f), MaxKicks: uint32(f.m.kicks), Seed: g.seed,
-		Capacity: f.m.capacity, Buckets: g.buckets, Items: items, Words: words, Counters: uint64(len(dups)), Segments: uint32(g.shards)}
+		Capacity: f.m.capacity, Buckets: g.buckets, Items: items, Words: words, Counters: uint64(len(dups)), Segments: uint32(g.segments)}
 	h.Append(enc[:0]) // over the zeroes the file started with
 	enc = codec.AppendChecksum(enc)
 	var out cuckoo.Filter
@@ -196,7 +196,7 @@ func cmpUint(a, b uint64) int {
 }
 
 // MemoryUsage returns what Redis reports (MEMORY USAGE, every element
-// counted) for the filter's keys together: its shards and its metadata.
+// counted) for the filter's keys together: its segments and its metadata.
 // One command per key, pipelined.
 func (f *Filter) MemoryUsage(ctx context.Context) (uint64, error) {
 	return memoryUsage(ctx, f.rdb, f.Keys())
@@ -205,10 +205,10 @@ func (f *Filter) MemoryUsage(ctx context.Context) (uint64, error) {
 // memoryUsage sums MEMORY USAGE over keys.
 func memoryUsage(ctx context.Context, rdb redis.UniversalClient, keys []string) (uint64, error) {
 	var total uint64
-	for lo := 0; lo < len(keys); lo += shardBatch {
+	for lo := 0; lo < len(keys); lo += segmentBatch {
 		pipe := rdb.Pipeline()
 		var cmds []*redis.IntCmd
-		for _, k := range keys[lo:min(lo+shardBatch, len(keys))] {
+		for _, k := range keys[lo:min(lo+segmentBatch, len(keys))] {
 			cmds = append(cmds, pipe.MemoryUsage(ctx, k, 0))
 		}
 		pipe.Exec(ctx)

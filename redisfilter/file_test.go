@@ -100,7 +100,7 @@ func TestPushThenPull(t *testing.T) {
 				}
 				defer f.Drop(ctx)
 				if f.Segments() != s.segments || f.Seed() != lib.Seed() || f.NumBuckets() != lib.NumBuckets() {
-					t.Fatalf("pushed: %d shards, seed %d, %d buckets", f.Segments(), f.Seed(), f.NumBuckets())
+					t.Fatalf("pushed: %d segments, seed %d, %d buckets", f.Segments(), f.Seed(), f.NumBuckets())
 				}
 				sameAnswers(t, f, lib, n)
 				snap, err := f.Snapshot(ctx)
@@ -287,7 +287,7 @@ func TestNewOpenDrop(t *testing.T) {
 		}
 	}
 	if h, err := redisfilter.New(ctx, rdb, name, 5000, redisfilter.WithFingerprintBits(12), redisfilter.WithSegments(f.Segments())); err != nil || h.Seed() != f.Seed() {
-		t.Fatalf("New with the filter's own shard count: %v", err)
+		t.Fatalf("New with the filter's own segment count: %v", err)
 	}
 	if _, err := redisfilter.New(ctx, rdb, name, 6000, redisfilter.WithFingerprintBits(12)); !errors.Is(err, redisfilter.ErrMismatch) {
 		t.Fatalf("New with another capacity: %v", err)

@@ -10,14 +10,14 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// Filter is a cuckoo filter kept in Redis: a handle on the shards and
+// Filter is a cuckoo filter kept in Redis: a handle on the segments and
 // metadata of one named filter, holding no keys itself. Every operation is
 // one round trip (a batch: one per node, pipelined); an insert or delete
-// runs as a Redis Function on its shard, atomically, so any number of
+// runs as a Redis Function on its segment, atomically, so any number of
 // Filters in any number of processes may use one filter at once.
 //
 // Writes run once however often they are sent: each call carries a
-// request id and its shard remembers the reply of the call's first run
+// request id and its segment remembers the reply of the call's first run
 // for the retry window, so a copy sent again (whose first copy's reply
 // timed out while it waited in a stalled server) answers what the first
 // did and changes nothing. A write whose outcome is unknown (no reply: a
@@ -31,7 +31,7 @@ import (
 // [WithRetryHorizon] for the limits.
 //
 // A Filter is safe for concurrent use by multiple goroutines.
-type Filter struct{ shards }
+type Filter struct{ segments }
 
 // New returns the cuckoo filter called name in rdb, creating it empty if
 // it does not exist, sized like the library's [cuckoo.New](capacity,
@@ -50,7 +50,7 @@ type Filter struct{ shards }
 // master that lacks it (or holds an older revision of it). It needs Redis 7.0 or later (or Valkey 7.2 or
 // later); an older server gets an error wrapping [ErrUnsupported] that
 // names the version needed. Its cost: a few round trips, plus one
-// function call per shard when it creates the filter.
+// function call per segment when it creates the filter.
 func New(ctx context.Context, rdb redis.UniversalClient, name string, capacity uint64, opts ...Option) (*Filter, error) {
 	c, p, retry, err := plan(capacity, opts)
 	if err != nil {
@@ -61,7 +61,7 @@ func New(ctx context.Context, rdb redis.UniversalClient, name string, capacity u
 		kicks = cuckoo.DefaultMaxKicks
 	}
 	want := meta{
-		kind: "cuckoo", b: p.BucketSize, f: p.FingerprintBits, buckets: p.NumBuckets, shards: p.Segments,
+		kind: "cuckoo", b: p.BucketSize, f: p.FingerprintBits, buckets: p.NumBuckets, segments: p.Segments,
 		seed: c.seed, kicks: kicks, capacity: capacity, id: newID(), state: stateCreating,
 	}
 	if err := ensureFunctions(ctx, rdb); err != nil {
@@ -77,7 +77,7 @@ func New(ctx context.Context, rdb redis.UniversalClient, name string, capacity u
 		if m, err = parseMeta(old, "cuckoo"); err != nil {
 			return nil, err
 		}
-		if d := m.diff(&want, c.seedSet, c.shards != 0); d != "" {
+		if d := m.diff(&want, c.seedSet, c.segments != 0); d != "" {
 			return nil, fmt.Errorf("%w: filter %q has %s", ErrMismatch, name, d)
 		}
 	}
@@ -108,8 +108,8 @@ func plan(capacity uint64, opts []Option) (config, cuckoo.Plan, retryPolicy, err
 	if err != nil {
 		return c, p, retry, err
 	}
-	if sb := planShardBytes(&p); sb > maxShardBytes {
-		return c, p, retry, fmt.Errorf("%w: segments of %d bytes, above Redis's 512 MiB strings: give WithSegments %d or more", ErrInvalidParameter, sb, (sb*uint64(p.Segments)+maxShardBytes-1)/maxShardBytes)
+	if sb := planSegmentBytes(&p); sb > maxSegmentBytes {
+		return c, p, retry, fmt.Errorf("%w: segments of %d bytes, above Redis's 512 MiB strings: give WithSegments %d or more", ErrInvalidParameter, sb, (sb*uint64(p.Segments)+maxSegmentBytes-1)/maxSegmentBytes)
 	}
 	return c, p, retry, nil
 }
@@ -167,14 +167,14 @@ func open(ctx context.Context, rdb redis.UniversalClient, name string, m meta, r
 }
 
 func newFilter(rdb redis.UniversalClient, name string, m meta, retry retryPolicy) *Filter {
-	return &Filter{newShards(rdb, cuckooPrefix, name, m, retry)}
+	return &Filter{newSegments(rdb, cuckooPrefix, name, m, retry)}
 }
 
-// create makes every shard that is not yet a shard of this filter an
+// create makes every segment that is not yet a segment of this filter an
 // empty one.
 func (f *Filter) create(ctx context.Context) error {
-	return f.eachShard(ctx, func(s int) redis.Cmder {
-		return f.fcall(ctx, fnCreate, s, []any{f.m.id, f.g.shardBytes})
+	return f.eachSegment(ctx, func(s int) redis.Cmder {
+		return f.fcall(ctx, fnCreate, s, []any{f.m.id, f.g.segmentBytes})
 	}, func(s int, c redis.Cmder) error { return c.Err() })
 }
 
@@ -191,7 +191,7 @@ func (f *Filter) Capacity() uint64 { return f.m.capacity }
 
 // Segments returns the number of segments (Redis strings) the table is
 // split into.
-func (f *Filter) Segments() int { return f.m.shards }
+func (f *Filter) Segments() int { return f.m.segments }
 
 // BucketSize returns the slots per bucket.
 func (f *Filter) BucketSize() int { return f.m.b }
@@ -199,7 +199,7 @@ func (f *Filter) BucketSize() int { return f.m.b }
 // FingerprintBits returns the fingerprint width.
 func (f *Filter) FingerprintBits() int { return f.m.f }
 
-// NumBuckets returns the buckets of the whole table (all shards).
+// NumBuckets returns the buckets of the whole table (all segments).
 func (f *Filter) NumBuckets() uint64 { return f.m.buckets }
 
 // MaxKicks returns the most fingerprints one insert may displace.
@@ -209,24 +209,24 @@ func (f *Filter) MaxKicks() int { return f.m.kicks }
 func (f *Filter) Seed() uint64 { return f.m.seed }
 
 // Keys returns the Redis keys of the filter: its metadata, then each
-// shard's table and hash (for ACL rules, monitoring or MIGRATE). Not
+// segment's table and hash (for ACL rules, monitoring or MIGRATE). Not
 // listed: the keys that remember writes' replies for the retry window,
-// named ckf:{TAG}:r:ID:NAME in the slot of their shard (so the pattern
+// named ckf:{TAG}:r:ID:NAME in the slot of their segment (so the pattern
 // ckf:*:NAME matches every key of the filter but its metadata).
 func (f *Filter) Keys() []string { return f.keys() }
 
-// SizeInBytes returns the bytes of the shards' tables together: the
+// SizeInBytes returns the bytes of the segments' tables together: the
 // library filter's table, without its duplicate counters.
-func (f *Filter) SizeInBytes() uint64 { return f.g.shardBytes * uint64(f.m.shards) }
+func (f *Filter) SizeInBytes() uint64 { return f.g.segmentBytes * uint64(f.m.segments) }
 
 // Add inserts one copy of key, as the library's [cuckoo.Filter.Add]: a
 // multiset insert, copies beyond the second of a fingerprint in its bucket
-// pair counted in the shard's hash, so a key added n times counts n and
-// takes two slots. It returns [ErrFull] when its shard has no room (the
-// shard is then exactly as it was), an error wrapping [ErrUnconfirmed]
+// pair counted in the segment's hash, so a key added n times counts n and
+// takes two slots. It returns [ErrFull] when its segment has no room (the
+// segment is then exactly as it was), an error wrapping [ErrUnconfirmed]
 // when a copy of the call may have run and no reply to believe came
 // within the retry horizon, or another error when it was not applied (see
-// [Filter]). One function call on the key's shard, run once however
+// [Filter]). One function call on the key's segment, run once however
 // often it is sent.
 func (f *Filter) Add(ctx context.Context, key []byte) error {
 	r, err := f.addOne(ctx, key, false)
@@ -241,7 +241,7 @@ func (f *Filter) Add(ctx context.Context, key []byte) error {
 
 // AddUnique adds key unless the filter reports it already, and says
 // whether it did; the test and the insert are one atomic step on the
-// key's shard, so of several clients adding one key at once exactly one
+// key's segment, so of several clients adding one key at once exactly one
 // gets true. A false positive makes it skip a key never added. added is
 // false with a nil error only when the filter held key (or a key of the
 // same fingerprint) before this call: the answer of the call's first
@@ -264,9 +264,9 @@ func (f *Filter) addOne(ctx context.Context, key []byte, unique bool) (int64, er
 	return f.callOne(ctx, fnAdd, s, []any{boolArg(unique), i1, fp})
 }
 
-// callOne calls write function fn of shard s for one key, with args
+// callOne calls write function fn of segment s for one key, with args
 // after the table's, until it settles, and returns its code.
-func (h *shards) callOne(ctx context.Context, fn string, s int, args []any) (int64, error) {
+func (h *segments) callOne(ctx context.Context, fn string, s int, args []any) (int64, error) {
 	cmd := h.writeCmd(ctx, fn, s, args)
 	errs, _, short := h.retry.settle(ctx, []redis.Cmder{cmd}, rememberedWrites, h.sender(ctx))
 	if errs[0] != nil {
@@ -304,7 +304,7 @@ func (f *Filter) Contains(ctx context.Context, key []byte) (bool, error) {
 // [cuckoo.Filter.Delete]: counted copies first, then a slot. Delete only
 // keys you added: deleting a key never added removes the fingerprint of
 // another key that shares it (with the false-positive probability), which
-// then reads as absent. One function call on the key's shard, run once
+// then reads as absent. One function call on the key's segment, run once
 // however often it is sent; an error wrapping [ErrUnconfirmed] means the
 // copy may or may not have been removed (so deleting again may remove a
 // second copy: [Filter.Count] tells), and any other error that it was
@@ -318,7 +318,7 @@ func (f *Filter) Delete(ctx context.Context, key []byte) (bool, error) {
 // Count returns how many copies of key's fingerprint its two buckets and
 // its duplicate counter hold: the times key was added and not deleted,
 // plus copies of colliding keys (so never less than the true count). One
-// read-only function call, atomic on the shard.
+// read-only function call, atomic on the segment.
 func (f *Filter) Count(ctx context.Context, key []byte) (uint64, error) {
 	s, i1, _, fp := f.g.locateKey(key)
 	args := append([]any{"fcall_ro", fnCount, 2, f.tables[s], f.counters[s]}, f.header(2)...)
@@ -343,12 +343,12 @@ func (f *Filter) Count(ctx context.Context, key []byte) (uint64, error) {
 }
 
 // Len returns the items in the filter, copies included: the sum of the
-// shards' counts, each read atomically (so with concurrent writers, a sum
-// of counts taken at slightly different moments). One HMGET per shard,
+// segments' counts, each read atomically (so with concurrent writers, a sum
+// of counts taken at slightly different moments). One HMGET per segment,
 // pipelined.
 func (f *Filter) Len(ctx context.Context) (uint64, error) {
 	var total uint64
-	err := f.eachShard(ctx, func(s int) redis.Cmder {
+	err := f.eachSegment(ctx, func(s int) redis.Cmder {
 		return redis.NewSliceCmd(ctx, "hmget", f.counters[s], "id", "n")
 	}, func(s int, c redis.Cmder) error {
 		v, err := c.(*redis.SliceCmd).Result()
@@ -356,11 +356,11 @@ func (f *Filter) Len(ctx context.Context) (uint64, error) {
 			return err
 		}
 		if v[0] != f.m.id {
-			return fmt.Errorf("%w: shard %d of %q", ErrNotFound, s, f.name)
+			return fmt.Errorf("%w: segment %d of %q", ErrNotFound, s, f.name)
 		}
 		n, err := strconv.ParseUint(fmt.Sprint(v[1]), 10, 64)
 		if err != nil {
-			return fmt.Errorf("%w: shard %d count %v", ErrCorrupt, s, v[1])
+			return fmt.Errorf("%w: segment %d count %v", ErrCorrupt, s, v[1])
 		}
 		total += n
 		return nil
@@ -369,7 +369,7 @@ func (f *Filter) Len(ctx context.Context) (uint64, error) {
 }
 
 // Drop deletes the filter: its metadata first (so New and Open no longer
-// find it), then its shards. Filters opened before fail their writes with
+// find it), then its segments. Filters opened before fail their writes with
 // [ErrNotFound] and report every key absent. Do not Drop a filter while
 // another client is creating it with New.
 func (f *Filter) Drop(ctx context.Context) error { return f.drop(ctx) }

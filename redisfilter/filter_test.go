@@ -27,8 +27,8 @@ func TestModel(t *testing.T) {
 		if testlong.Enabled() {
 			steps = 3000
 		}
-		for i, shape := range []struct{ b, f, shards int }{{4, 16, 4}, {2, 12, 2}, {8, 7, 1}, {4, 13, 3}, {3, 10, 2}} {
-			t.Run(fmt.Sprintf("b=%d/f=%d/shards=%d", shape.b, shape.f, shape.shards), func(t *testing.T) {
+		for i, shape := range []struct{ b, f, segments int }{{4, 16, 4}, {2, 12, 2}, {8, 7, 1}, {4, 13, 3}, {3, 10, 2}} {
+			t.Run(fmt.Sprintf("b=%d/f=%d/segments=%d", shape.b, shape.f, shape.segments), func(t *testing.T) {
 				t.Parallel()
 				// Its own deadline, from when it runs: a parallel subtest
 				// may wait long for its turn under the race detector.
@@ -36,7 +36,7 @@ func TestModel(t *testing.T) {
 				rng := testseed.New(seed + uint64(i))
 				const universe = 600
 				f, err := redisfilter.New(ctx, rdb, uniqueName(t), 2000, redisfilter.WithBucketSize(shape.b),
-					redisfilter.WithFingerprintBits(shape.f), redisfilter.WithSegments(shape.shards), redisfilter.WithSeed(rng.Uint64()))
+					redisfilter.WithFingerprintBits(shape.f), redisfilter.WithSegments(shape.segments), redisfilter.WithSeed(rng.Uint64()))
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -244,7 +244,7 @@ func TestDeleteTouchesOnlyItsKey(t *testing.T) {
 }
 
 // TestFullChangesNothing fills a small filter past its capacity: every
-// refused insert leaves the shard bit for bit as it was, every key
+// refused insert leaves the segment bit for bit as it was, every key
 // accepted is found, and the filter took at least its capacity. The seeds
 // are fixed: how many keys a table takes before it is full depends on
 // them. The quick run fills buckets of 4 and 3 slots; the long checks
@@ -325,9 +325,9 @@ func TestCapacity(t *testing.T) {
 		n = 30000
 	}
 	seed := testseed.Fixed(t, 0xca9)
-	for _, s := range []struct{ b, f, shards int }{{2, 12, 4}, {4, 8, 2}, {4, 16, 8}, {8, 12, 1}, {4, 13, 0}} {
+	for _, s := range []struct{ b, f, segments int }{{2, 12, 4}, {4, 8, 2}, {4, 16, 8}, {8, 12, 1}, {4, 13, 0}} {
 		f, err := redisfilter.New(ctx, rdb, uniqueName(t), uint64(n), redisfilter.WithBucketSize(s.b),
-			redisfilter.WithFingerprintBits(s.f), shardsOpt(s.shards), redisfilter.WithSeed(seed))
+			redisfilter.WithFingerprintBits(s.f), segmentsOpt(s.segments), redisfilter.WithSeed(seed))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -338,29 +338,29 @@ func TestCapacity(t *testing.T) {
 		}
 		for i, err := range errs {
 			if err != nil {
-				t.Fatalf("b=%d f=%d shards=%d: key %d of %d: %v", s.b, s.f, f.Segments(), i, n, err)
+				t.Fatalf("b=%d f=%d segments=%d: key %d of %d: %v", s.b, s.f, f.Segments(), i, n, err)
 			}
 		}
 		lib, err := f.Snapshot(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
-		t.Logf("b=%d f=%d shards=%d: load %.3f at capacity", s.b, s.f, f.Segments(), lib.LoadFactor())
+		t.Logf("b=%d f=%d segments=%d: load %.3f at capacity", s.b, s.f, f.Segments(), lib.LoadFactor())
 		f.Drop(ctx)
 	}
 }
 
-func shardsOpt(n int) redisfilter.Option {
+func segmentsOpt(n int) redisfilter.Option {
 	if n == 0 {
 		return nil
 	}
 	return redisfilter.WithSegments(n)
 }
 
-// TestShardsOnEveryMaster creates a filter of the default shard count on
-// the 3-master cluster and checks that every master holds shards, within
-// one of an equal share, and that each shard's two keys share a slot.
-func TestShardsOnEveryMaster(t *testing.T) {
+// TestSegmentsOnEveryMaster creates a filter of the default segment count on
+// the 3-master cluster and checks that every master holds segments, within
+// one of an equal share, and that each segment's two keys share a slot.
+func TestSegmentsOnEveryMaster(t *testing.T) {
 	t.Parallel()
 	if testing.Short() {
 		t.Skip("cluster in -short mode")
@@ -384,7 +384,7 @@ func TestShardsOnEveryMaster(t *testing.T) {
 			fmt.Sscan(text, &slots[j])
 		}
 		if slots[0] != slots[1] {
-			t.Fatalf("shard %d: table in slot %d, hash in slot %d", s, slots[0], slots[1])
+			t.Fatalf("segment %d: table in slot %d, hash in slot %d", s, slots[0], slots[1])
 		}
 		m, err := c.MasterOf(slots[0])
 		if err != nil {
@@ -392,13 +392,13 @@ func TestShardsOnEveryMaster(t *testing.T) {
 		}
 		perMaster[m.Addr]++
 	}
-	t.Logf("%d shards: %v", f.Segments(), perMaster)
+	t.Logf("%d segments: %v", f.Segments(), perMaster)
 	if len(perMaster) != 3 {
-		t.Fatalf("shards on %d masters of 3: %v", len(perMaster), perMaster)
+		t.Fatalf("segments on %d masters of 3: %v", len(perMaster), perMaster)
 	}
 	for addr, n := range perMaster {
 		if n < f.Segments()/3-1 || n > (f.Segments()+2)/3+1 {
-			t.Fatalf("master %s holds %d of %d shards", addr, n, f.Segments())
+			t.Fatalf("master %s holds %d of %d segments", addr, n, f.Segments())
 		}
 	}
 }

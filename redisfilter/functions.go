@@ -11,7 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// luaLibrary is the Redis Functions library that updates cuckoo shards,
+// luaLibrary is the Redis Functions library that updates cuckoo segments,
 // loaded with FUNCTION LOAD into every master.
 //
 //go:embed cuckoo.lua

@@ -10,30 +10,30 @@ import (
 	"github.com/dedupkit/cuckoo/internal/hash"
 )
 
-// geometry is the layout of a filter's shards: each is segment s of the
+// geometry is the layout of a filter's segments: each is segment s of the
 // library's segmented table (docs/format.md), its bytes the segment's
-// little-endian words, so bit k of the shard's string is bit k%8 of byte
-// k/8. Bucket i of a shard is the b·s-bit field starting at bit i·b·s,
+// little-endian words, so bit k of the segment's string is bit k%8 of byte
+// k/8. Bucket i of a segment is the b·s-bit field starting at bit i·b·s,
 // where a slot of s bits holds a fingerprint of f bits: s = f in a cuckoo
 // filter, f + the stamp's bits in a window (the stamp in the slot's low
 // bits, docs/window.md).
 type geometry struct {
-	b, f       uint64 // slots per bucket, bits per fingerprint
-	slotBits   uint64 // s
-	slotMask   uint64 // 2^s − 1
-	bucketBits uint64 // b·s
-	buckets    uint64 // buckets of the whole table
-	shards     uint64
-	perShard   uint64 // buckets of one shard
-	shardBytes uint64 // bytes of one shard's table: its words·8
-	strLen     uint64 // bytes of one shard's string: the table, then a window's trailer
-	fpMax      uint64 // 2^f − 1
-	seed       uint64
+	b, f         uint64 // slots per bucket, bits per fingerprint
+	slotBits     uint64 // s
+	slotMask     uint64 // 2^s − 1
+	bucketBits   uint64 // b·s
+	buckets      uint64 // buckets of the whole table
+	segments     uint64
+	perSegment   uint64 // buckets of one segment
+	segmentBytes uint64 // bytes of one segment's table: its words·8
+	strLen       uint64 // bytes of one segment's string: the table, then a window's trailer
+	fpMax        uint64 // 2^f − 1
+	seed         uint64
 }
 
 func newGeometry(m *meta) geometry {
 	g := geometry{
-		b: uint64(m.b), f: uint64(m.f), buckets: m.buckets, shards: uint64(m.shards), seed: m.seed,
+		b: uint64(m.b), f: uint64(m.f), buckets: m.buckets, segments: uint64(m.segments), seed: m.seed,
 	}
 	g.slotBits = g.f
 	if m.kind == "window" {
@@ -41,13 +41,13 @@ func newGeometry(m *meta) geometry {
 	}
 	g.slotMask = 1<<g.slotBits - 1
 	g.bucketBits = g.b * g.slotBits
-	g.perShard = g.buckets / g.shards
+	g.perSegment = g.buckets / g.segments
 	// The table's words, split evenly: a segment of a multiple of 64
-	// buckets is a whole number of words, and a single shard holds the
+	// buckets is a whole number of words, and a single segment holds the
 	// last partial word too.
 	words := (g.buckets*g.bucketBits + 63) / 64
-	g.shardBytes = words / g.shards * 8
-	g.strLen = g.shardBytes
+	g.segmentBytes = words / g.segments * 8
+	g.strLen = g.segmentBytes
 	if m.kind == "window" {
 		g.strLen += trailerBytes
 	}
@@ -55,33 +55,33 @@ func newGeometry(m *meta) geometry {
 	return g
 }
 
-// locate returns the shard of a key's hash, its first bucket counted
-// from the shard's first bucket, its fingerprint and its other bucket.
-func (g *geometry) locate(h uint64) (shard int, i1, i2, fp uint64) {
-	s := addr.Segment(h, g.shards)
-	i1 = addr.Bucket(h, g.buckets) - s*g.perShard
+// locate returns the segment of a key's hash, its first bucket counted
+// from the segment's first bucket, its fingerprint and its other bucket.
+func (g *geometry) locate(h uint64) (segment int, i1, i2, fp uint64) {
+	s := addr.Segment(h, g.segments)
+	i1 = addr.Bucket(h, g.buckets) - s*g.perSegment
 	fp = addr.Fingerprint(h, g.fpMax)
-	return int(s), i1, addr.Alt(i1, fp, g.perShard), fp
+	return int(s), i1, addr.Alt(i1, fp, g.perSegment), fp
 }
 
-func (g *geometry) locateKey(key []byte) (shard int, i1, i2, fp uint64) {
+func (g *geometry) locateKey(key []byte) (segment int, i1, i2, fp uint64) {
 	return g.locate(hash.Sum64(key, g.seed))
 }
 
 // locateHash is locateKey that also returns the key's hash.
-func (g *geometry) locateHash(key []byte) (shard int, i1, i2, fp, h uint64) {
+func (g *geometry) locateHash(key []byte) (segment int, i1, i2, fp, h uint64) {
 	h = hash.Sum64(key, g.seed)
-	shard, i1, i2, fp = g.locate(h)
-	return shard, i1, i2, fp, h
+	segment, i1, i2, fp = g.locate(h)
+	return segment, i1, i2, fp, h
 }
 
-// alt returns the other bucket of fp in bucket i of a shard.
-func (g *geometry) alt(i, fp uint64) uint64 { return addr.Alt(i, fp, g.perShard) }
+// alt returns the other bucket of fp in bucket i of a segment.
+func (g *geometry) alt(i, fp uint64) uint64 { return addr.Alt(i, fp, g.perSegment) }
 
-// occupied returns the non-empty slots of a shard's table.
+// occupied returns the non-empty slots of a segment's table.
 func (g *geometry) occupied(table []byte) uint64 {
 	var n uint64
-	for i := range g.perShard {
+	for i := range g.perSegment {
 		lo, c, sh := g.span(i)
 		for j := range g.b {
 			if g.slot(table[lo:lo+c], sh, j) != 0 {
@@ -180,7 +180,7 @@ func (g *geometry) count(bb []byte, shift uint, fp uint64) uint64 {
 }
 
 // counterField names the duplicate counter of fp in the pair of buckets
-// i1, i2 (local to the shard), as the Lua side does.
+// i1, i2 (local to the segment), as the Lua side does.
 func counterField(i1, i2, fp uint64) string {
 	b := strconv.AppendUint(make([]byte, 0, 24), min(i1, i2), 10)
 	b = append(b, ':')

@@ -34,7 +34,7 @@ func bitfieldGet(s []byte, typ string, off int64) int64 {
 }
 
 // refSlot reads slot j of bucket i straight from the bits: bit k of the
-// shard is bit k%8 of byte k/8 (the format's little-endian words).
+// segment is bit k%8 of byte k/8 (the format's little-endian words).
 func refSlot(g *geometry, s []byte, i, j uint64) uint64 {
 	var v uint64
 	start := i*g.bucketBits + j*g.f
@@ -47,7 +47,7 @@ func refSlot(g *geometry, s []byte, i, j uint64) uint64 {
 
 // checkCodec compares the lookup path's decoding of bucket i (fields,
 // replies as BITFIELD gives them, bytes, slots) with refSlot.
-func checkCodec(t *testing.T, g *geometry, shard []byte, i uint64) {
+func checkCodec(t *testing.T, g *geometry, segment []byte, i uint64) {
 	t.Helper()
 	args := g.appendFields(nil, i)
 	if len(args) != 3*g.fields(i) {
@@ -59,7 +59,7 @@ func checkCodec(t *testing.T, g *geometry, shard []byte, i uint64) {
 		if off%8 != 0 {
 			t.Fatalf("field at bit %d: not byte-aligned", off)
 		}
-		vals = append(vals, bitfieldGet(shard, args[k+1].(string), off))
+		vals = append(vals, bitfieldGet(segment, args[k+1].(string), off))
 	}
 	var buf [maxBucketBytes]byte
 	bb, sh, rest := g.bucketBytes(buf[:], vals, i)
@@ -67,18 +67,18 @@ func checkCodec(t *testing.T, g *geometry, shard []byte, i uint64) {
 		t.Fatalf("bucket %d: %d replies left over", i, len(rest))
 	}
 	for j := range g.b {
-		if got, want := g.slot(bb, sh, j), refSlot(g, shard, i, j); got != want {
+		if got, want := g.slot(bb, sh, j), refSlot(g, segment, i, j); got != want {
 			t.Fatalf("b=%d f=%d bucket %d slot %d: decoded %#x, bits say %#x", g.b, g.f, i, j, got, want)
 		}
 	}
 }
 
-func testGeometry(b, f, perShard uint64) geometry {
-	m := meta{kind: "cuckoo", b: int(b), f: int(f), buckets: perShard * 3, shards: 3}
+func testGeometry(b, f, perSegment uint64) geometry {
+	m := meta{kind: "cuckoo", b: int(b), f: int(f), buckets: perSegment * 3, segments: 3}
 	return newGeometry(&m)
 }
 
-// FuzzBucketCodec decodes random shard bytes, for every shape, through the
+// FuzzBucketCodec decodes random segment bytes, for every shape, through the
 // BITFIELD fields and checks each slot against the bits.
 func FuzzBucketCodec(f *testing.F) {
 	f.Add(uint8(4), uint8(16), uint16(3), []byte("0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"))
@@ -93,14 +93,14 @@ func FuzzBucketCodec(f *testing.F) {
 		}
 		fb := 4 + uint64(fbits)%29
 		g := testGeometry(b, fb, 64)
-		shard := make([]byte, g.shardBytes)
-		copy(shard, data)
-		checkCodec(t, &g, shard, uint64(bucket)%g.perShard)
+		segment := make([]byte, g.segmentBytes)
+		copy(segment, data)
+		checkCodec(t, &g, segment, uint64(bucket)%g.perSegment)
 	})
 }
 
 // TestBucketCodecAllShapes runs the codec check over every bucket of
-// random shards of every shape (with -short, every third fingerprint
+// random segments of every shape (with -short, every third fingerprint
 // width: the race detector adds nothing to this single goroutine's work).
 func TestBucketCodecAllShapes(t *testing.T) {
 	t.Parallel()
@@ -112,12 +112,12 @@ func TestBucketCodecAllShapes(t *testing.T) {
 	for _, b := range []uint64{1, 2, 3, 4, 5, 8, 13, 16, cuckoo.MaxBucketSize} {
 		for fb := uint64(4); fb <= 32; fb += widthStep {
 			g := testGeometry(b, fb, 128)
-			shard := make([]byte, g.shardBytes)
-			for i := range shard {
-				shard[i] = byte(rng.Uint32())
+			segment := make([]byte, g.segmentBytes)
+			for i := range segment {
+				segment[i] = byte(rng.Uint32())
 			}
-			for i := range g.perShard {
-				checkCodec(t, &g, shard, i)
+			for i := range g.perSegment {
+				checkCodec(t, &g, segment, i)
 			}
 		}
 	}
@@ -125,7 +125,7 @@ func TestBucketCodecAllShapes(t *testing.T) {
 
 // TestLocateMatchesLibrary checks the whole lookup path against the
 // library on the library's own table: for filters built with segments, the
-// shard bytes taken from the encoding, the key's shard, buckets and
+// segment bytes taken from the encoding, the key's segment, buckets and
 // fingerprint from locate, and the slots from the codec give Contains and
 // Count exactly as the library does, for keys added and keys not.
 func TestLocateMatchesLibrary(t *testing.T) {
@@ -141,12 +141,12 @@ func TestLocateMatchesLibrary(t *testing.T) {
 			lib.AddUint64(uint64(i))
 		}
 		enc, _ := lib.MarshalBinary()
-		m := meta{kind: "cuckoo", b: s.b, f: s.f, buckets: lib.NumBuckets(), shards: s.segments, seed: lib.Seed()}
+		m := meta{kind: "cuckoo", b: s.b, f: s.f, buckets: lib.NumBuckets(), segments: s.segments, seed: lib.Seed()}
 		g := newGeometry(&m)
 		le := binary.LittleEndian
 		table := fileTable(enc)
-		if words := uint64(len(table)) / 8; words*8 != g.shardBytes*g.shards {
-			t.Fatalf("file has %d words, shards %d bytes", words, g.shardBytes*g.shards)
+		if words := uint64(len(table)) / 8; words*8 != g.segmentBytes*g.segments {
+			t.Fatalf("file has %d words, segments %d bytes", words, g.segmentBytes*g.segments)
 		}
 		var key [8]byte
 		for i := range 60000 {
@@ -155,8 +155,8 @@ func TestLocateMatchesLibrary(t *testing.T) {
 				k = rng.Uint64() | 1<<63
 			}
 			le.PutUint64(key[:], k)
-			shard, i1, i2, fp := g.locateKey(key[:])
-			part := table[uint64(shard)*g.shardBytes : uint64(shard+1)*g.shardBytes]
+			segment, i1, i2, fp := g.locateKey(key[:])
+			part := table[uint64(segment)*g.segmentBytes : uint64(segment+1)*g.segmentBytes]
 			var n uint64
 			for _, bi := range []uint64{i1, i2} {
 				lo, c, sh := g.span(bi)
@@ -197,26 +197,26 @@ func TestLocateMatchesEngine(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		m := meta{kind: "cuckoo", b: b, f: fb, buckets: lib.NumBuckets(), shards: segments, seed: lib.Seed()}
+		m := meta{kind: "cuckoo", b: b, f: fb, buckets: lib.NumBuckets(), segments: segments, seed: lib.Seed()}
 		g := newGeometry(&m)
 		for range 8 {
 			h := rng.Uint64()
-			shard, i1, i2, fp := g.locate(h)
-			if i1 >= g.perShard || i2 >= g.perShard || i1 == i2 || g.alt(i2, fp) != i1 || fp == 0 || fp > g.fpMax {
-				t.Fatalf("b=%d f=%d %d buckets in %d shards, hash %#x: locate gives %d, %d, fp %#x", b, fb, g.buckets, segments, h, i1, i2, fp)
+			segment, i1, i2, fp := g.locate(h)
+			if i1 >= g.perSegment || i2 >= g.perSegment || i1 == i2 || g.alt(i2, fp) != i1 || fp == 0 || fp > g.fpMax {
+				t.Fatalf("b=%d f=%d %d buckets in %d segments, hash %#x: locate gives %d, %d, fp %#x", b, fb, g.buckets, segments, h, i1, i2, fp)
 			}
 			lib.AddHash(h)
 			lib.AddHash(h)
 			enc, _ := lib.MarshalBinary()
 			table := fileTable(enc)
-			want := map[uint64]uint64{uint64(shard)*g.perShard + i1: fp, uint64(shard)*g.perShard + i2: fp}
+			want := map[uint64]uint64{uint64(segment)*g.perSegment + i1: fp, uint64(segment)*g.perSegment + i2: fp}
 			for i := range g.buckets {
 				lo, n, sh := g.span(i)
 				for j := range g.b {
 					v := g.slot(table[lo:lo+n], sh, j)
 					if v != 0 && (want[i] != v || j != 0) || v == 0 && j == 0 && want[i] != 0 {
-						t.Fatalf("b=%d f=%d %d buckets in %d shards, hash %#x: bucket %d slot %d holds %#x; locate gives shard %d, buckets %d and %d, fp %#x",
-							b, fb, g.buckets, segments, h, i, j, v, shard, i1, i2, fp)
+						t.Fatalf("b=%d f=%d %d buckets in %d segments, hash %#x: bucket %d slot %d holds %#x; locate gives segment %d, buckets %d and %d, fp %#x",
+							b, fb, g.buckets, segments, h, i, j, v, segment, i1, i2, fp)
 					}
 				}
 			}

@@ -8,21 +8,21 @@ import (
 // Key names. A filter named N lives in:
 //
 //	ckf:m:N                 cuckoo filter metadata (a string, see meta.go)
-//	ckf:{TAG}:t:S:N         shard S's table (a string of packed buckets)
-//	ckf:{TAG}:c:S:N         shard S's hash: id, n and duplicate counters
-//	ckf:{TAG}:r:ID:N        the reply of write call ID on a shard of TAG,
+//	ckf:{TAG}:t:S:N         segment S's table (a string of packed buckets)
+//	ckf:{TAG}:c:S:N         segment S's hash: id, n and duplicate counters
+//	ckf:{TAG}:r:ID:N        the reply of write call ID on a segment of TAG,
 //	                        kept for the retry window (retry.go)
 //	ckb:m:N                 Bloom filter metadata
-//	ckb:{TAG}:S:N           Bloom shard S's blocks
+//	ckb:{TAG}:S:N           Bloom segment S's blocks
 //	ckw:m:N                 window filter metadata
-//	ckw:{TAG}:t:S:N         window shard S's table, then its epoch
-//	ckw:{TAG}:c:S:N         window shard S's hash: id, sweep, stamp counts
-//	ckw:{TAG}:r:ID:N        the reply of write call ID on a window shard
+//	ckw:{TAG}:t:S:N         window segment S's table, then its epoch
+//	ckw:{TAG}:c:S:N         window segment S's hash: id, sweep, stamp counts
+//	ckw:{TAG}:r:ID:N        the reply of write call ID on a window segment
 //
-// TAG is a hash tag chosen for the slot the shard should live in (see
-// shardSlot), so a shard's keys share a slot and the shards spread over
+// TAG is a hash tag chosen for the slot the segment should live in (see
+// segmentSlot), so a segment's keys share a slot and the segments spread over
 // the slots evenly. Every part before N has a fixed form (ID is hex
-// digits), so distinct (kind, shard or ID, name) triples give distinct
+// digits), so distinct (kind, segment or ID, name) triples give distinct
 // keys whatever N holds. Frozen: the names are how an existing filter is
 // found.
 const (
@@ -32,13 +32,13 @@ const (
 
 func metaKey(prefix, name string) string { return prefix + "m:" + name }
 
-// shardKey returns the key of shard s of n of filter name, of the given
-// kind ("t", "c", or "" for a Bloom shard).
-func shardKey(prefix, kind, name string, s, n int) string {
+// segmentKey returns the key of segment s of n of filter name, of the given
+// kind ("t", "c", or "" for a Bloom segment).
+func segmentKey(prefix, kind, name string, s, n int) string {
 	b := make([]byte, 0, len(prefix)+len(name)+24)
 	b = append(b, prefix...)
 	b = append(b, '{')
-	b = append(b, slotTag(shardSlot(name, s, n))...)
+	b = append(b, slotTag(segmentSlot(name, s, n))...)
 	b = append(b, '}', ':')
 	if kind != "" {
 		b = append(b, kind...)
@@ -50,21 +50,21 @@ func shardKey(prefix, kind, name string, s, n int) string {
 	return string(b)
 }
 
-// recordPrefix returns the start of the record keys of shard s of n of
+// recordPrefix returns the start of the record keys of segment s of n of
 // filter name, to which a call's request id, ':' and the name are added.
 func recordPrefix(prefix, name string, s, n int) string {
-	return prefix + "{" + slotTag(shardSlot(name, s, n)) + "}:r:"
+	return prefix + "{" + slotTag(segmentSlot(name, s, n)) + "}:r:"
 }
 
 // numSlots is the number of hash slots of Redis Cluster.
 const numSlots = 16384
 
-// shardSlot is the slot of shard s of a filter of n shards named name:
-// the shards sit at equal distances around the 16384 slots, from an
+// segmentSlot is the slot of segment s of a filter of n segments named name:
+// the segments sit at equal distances around the 16384 slots, from an
 // origin that the name chooses, so that each master of a cluster whose
-// masters serve equal ranges of slots holds an equal share of the shards
+// masters serve equal ranges of slots holds an equal share of the segments
 // (within one), and different filters start at different masters.
-func shardSlot(name string, s, n int) int {
+func segmentSlot(name string, s, n int) int {
 	origin := int(crc16([]byte(name)) % numSlots)
 	return (origin + s*numSlots/n + numSlots/(2*n)) % numSlots
 }

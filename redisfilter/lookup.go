@@ -8,48 +8,48 @@ import (
 
 // Lookups read a key's two buckets with BITFIELD_RO (no script), so a
 // replica may serve them. A reader is what a kind of filter adds to that
-// read: nothing, for a cuckoo filter (a checked lookup reads the shard's
-// id and length after it); for a window, the shard's epoch, read with
+// read: nothing, for a cuckoo filter (a checked lookup reads the segment's
+// id and length after it); for a window, the segment's epoch, read with
 // the buckets in each BITFIELD_RO, and the server's time, read after the
-// shard's buckets (window.go).
+// segment's buckets (window.go).
 type reader interface {
 	// head returns the fields each BITFIELD_RO reads before the keys'
 	// buckets; their replies come first.
 	head() []any
-	// tail appends the commands that follow shard s's reads in the
+	// tail appends the commands that follow segment s's reads in the
 	// pipeline (same slot, so same node and round trip).
 	tail(ctx context.Context, cmds []redis.Cmder, s int, check bool) []redis.Cmder
 	// tailLen is the number of commands tail appends.
 	tailLen(check bool) int
-	// state returns what match needs of shard s's tail replies (a
-	// window's time, in Unix ns), or the error that fails the shard's
-	// keys: the tail's, or the check's (the shard is gone).
+	// state returns what match needs of segment s's tail replies (a
+	// window's time, in Unix ns), or the error that fails the segment's
+	// keys: the tail's, or the check's (the segment is gone).
 	state(s int, cmds []redis.Cmder, errs []error, check bool) (int64, error)
 	// match reports whether key l is found, given its buckets' bytes and
 	// first bits, the replies to the command's head fields and the
-	// shard's state.
+	// segment's state.
 	match(l *located, bb1 []byte, sh1 uint, bb2 []byte, sh2 uint, head []int64, state int64) bool
 }
 
 // lookupOne looks key up: one BITFIELD_RO of its two buckets, then r's
 // tail, in one pipeline.
-func (h *shards) lookupOne(ctx context.Context, r reader, key []byte, check bool) (bool, error) {
+func (h *segments) lookupOne(ctx context.Context, r reader, key []byte, check bool) (bool, error) {
 	var l located
-	l.shard, l.i1, l.i2, l.fp, l.h = h.g.locateHash(key)
+	l.segment, l.i1, l.i2, l.fp, l.h = h.g.locateHash(key)
 	hd := r.head()
 	args := make([]any, 0, 2+len(hd)+3*(h.g.fields(l.i1)+h.g.fields(l.i2)))
-	args = append(args, "bitfield_ro", h.tables[l.shard])
+	args = append(args, "bitfield_ro", h.tables[l.segment])
 	args = append(args, hd...)
 	args = h.g.appendFields(args, l.i1)
 	args = h.g.appendFields(args, l.i2)
 	cmd := redis.NewIntSliceCmd(ctx, args...)
 	cmd.SetFirstKeyPos(1)
-	cmds := r.tail(ctx, []redis.Cmder{cmd}, l.shard, check)
+	cmds := r.tail(ctx, []redis.Cmder{cmd}, l.segment, check)
 	errs, _, _ := h.retry.settle(ctx, cmds, reads, h.sender(ctx))
 	if errs[0] != nil {
 		return false, errs[0]
 	}
-	st, err := r.state(l.shard, cmds[1:], errs[1:], check)
+	st, err := r.state(l.segment, cmds[1:], errs[1:], check)
 	if err != nil {
 		return false, err
 	}
@@ -64,7 +64,7 @@ func (h *shards) lookupOne(ctx context.Context, r reader, key []byte, check bool
 // lookupBatch is ContainsBatch (and ContainsBatchChecked, with check) of
 // a reader r: rounds of up to roundKeys keys, up to roundsInFlight at
 // once.
-func (h *shards) lookupBatch(ctx context.Context, r reader, keys [][]byte, found []bool, errs []error, check bool) error {
+func (h *segments) lookupBatch(ctx context.Context, r reader, keys [][]byte, found []bool, errs []error, check bool) error {
 	if err := checkBatch(len(keys), len(found), len(errs)); err != nil {
 		return err
 	}
@@ -76,16 +76,16 @@ func (h *shards) lookupBatch(ctx context.Context, r reader, keys [][]byte, found
 }
 
 // lookupRound looks up one round's keys: one BITFIELD_RO per lookupChunk
-// keys of a shard, each shard's reads followed by r's tail; a shard
-// whose tail fails (no reply, or the check says the shard is gone) fails
+// keys of a segment, each segment's reads followed by r's tail; a segment
+// whose tail fails (no reply, or the check says the segment is gone) fails
 // its keys.
-func (h *shards) lookupRound(ctx context.Context, r reader, keys [][]byte, found []bool, errs []error, check bool) (stop bool, err error) {
+func (h *segments) lookupRound(ctx context.Context, r reader, keys [][]byte, found []bool, errs []error, check bool) (stop bool, err error) {
 	loc, order := h.group(keys)
 	hd := r.head()
 	tailLen := r.tailLen(check)
 	var cmds []redis.Cmder
 	// groups[c] is the keys of command c, nil for a tail command; tails[s]
-	// is the index in cmds of shard s's tail, which follows its reads.
+	// is the index in cmds of segment s's tail, which follows its reads.
 	var groups [][]int32
 	tails := make(map[int]int)
 	last := -1
@@ -124,12 +124,12 @@ func (h *shards) lookupRound(ctx context.Context, r reader, keys [][]byte, found
 	var buf1, buf2 [maxBucketBytes]byte
 	for c, cmd := range cmds {
 		if groups[c] == nil {
-			continue // a tail, read with its shard's reads
+			continue // a tail, read with its segment's reads
 		}
 		cerr := cerrs[c]
 		var st int64
 		if cerr == nil && tailLen > 0 {
-			s := loc[groups[c][0]].shard
+			s := loc[groups[c][0]].segment
 			k := tails[s]
 			st, cerr = r.state(s, cmds[k:k+tailLen], cerrs[k:k+tailLen], check)
 		}
@@ -155,7 +155,7 @@ func (h *shards) lookupRound(ctx context.Context, r reader, keys [][]byte, found
 }
 
 // A cuckoo filter's lookups read the buckets alone; a checked one reads
-// the shard's id and length after them (checked.go).
+// the segment's id and length after them (checked.go).
 
 func (f *Filter) head() []any { return nil }
 
@@ -163,12 +163,12 @@ func (f *Filter) tail(ctx context.Context, cmds []redis.Cmder, s int, check bool
 	if !check {
 		return cmds
 	}
-	return f.appendShardCheck(ctx, cmds, s)
+	return f.appendSegmentCheck(ctx, cmds, s)
 }
 
 func (f *Filter) tailLen(check bool) int {
 	if check {
-		return shardChecks
+		return segmentChecks
 	}
 	return 0
 }
@@ -177,7 +177,7 @@ func (f *Filter) state(s int, cmds []redis.Cmder, errs []error, check bool) (int
 	if !check {
 		return 0, nil
 	}
-	return 0, f.shardCheck(s, cmds, errs)
+	return 0, f.segmentCheck(s, cmds, errs)
 }
 
 func (f *Filter) match(l *located, bb1 []byte, sh1 uint, bb2 []byte, sh2 uint, _ []int64, _ int64) bool {

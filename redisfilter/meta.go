@@ -18,32 +18,32 @@ import (
 // A filter's metadata is one string key of space-separated name=value
 // fields, readable with GET:
 //
-//	format=1 kind=cuckoo hash=xxh3 b=4 f=13 buckets=1179648 shards=16
+//	format=1 kind=cuckoo hash=xxh3 b=4 f=13 buckets=1179648 segments=16
 //	seed=42 kicks=500 capacity=1000000 id=9f86d081884c7d65 state=ready
 //
-//	format=1 kind=bloom hash=xxh3 k=10 blocks=20480 shards=16 seed=42
+//	format=1 kind=bloom hash=xxh3 k=10 blocks=20480 segments=16 seed=42
 //	capacity=1000000 fpr=0.001 id=... state=ready
 //
-//	format=1 kind=window hash=xxh3 b=4 f=12 buckets=294912 shards=16
+//	format=1 kind=window hash=xxh3 b=4 f=12 buckets=294912 segments=16
 //	seed=42 kicks=500 capacity=1000000 window=86400000000000 id=...
 //	state=ready
 //
 // A window's capacity is its keys a window, and window its length in
 // nanoseconds; its f is the fingerprint's width, a slot holding the
 // stamp's bits too.
-// state is creating (New claimed the name and is making the shards: any
+// state is creating (New claimed the name and is making the segments: any
 // New or Open of the same parameters finishes the job), pushing (Push is
-// uploading shards) or ready. id is drawn at random when the name is
-// claimed; every cuckoo shard records it, and every write checks it, so a
+// uploading segments) or ready. id is drawn at random when the name is
+// claimed; every cuckoo segment records it, and every write checks it, so a
 // client of a filter that was dropped and created again fails instead of
 // writing into the new one. Frozen: format=1 names this layout.
 type meta struct {
 	kind     string // "cuckoo", "bloom" or "window"
 	b, f     int    // cuckoo, window: slots per bucket, fingerprint bits
-	buckets  uint64 // cuckoo, window: buckets of the whole table (all shards)
+	buckets  uint64 // cuckoo, window: buckets of the whole table (all segments)
 	k        int    // bloom: bits per key
 	blocks   uint64 // bloom: 512-bit blocks of the whole table
-	shards   int
+	segments int
 	seed     uint64
 	kicks    int // cuckoo, window
 	capacity uint64
@@ -69,7 +69,7 @@ func (m *meta) encode() string {
 		field("b", m.b)
 		field("f", m.f)
 		field("buckets", m.buckets)
-		field("shards", m.shards)
+		field("segments", m.segments)
 		field("seed", m.seed)
 		field("kicks", m.kicks)
 		field("capacity", m.capacity)
@@ -79,7 +79,7 @@ func (m *meta) encode() string {
 	} else {
 		field("k", m.k)
 		field("blocks", m.blocks)
-		field("shards", m.shards)
+		field("segments", m.segments)
 		field("seed", m.seed)
 		field("capacity", m.capacity)
 		field("fpr", strconv.FormatFloat(m.fpr, 'g', -1, 64))
@@ -117,7 +117,7 @@ func parseMeta(s, kind string) (meta, error) {
 		return v
 	}
 	m := meta{kind: kind, id: fields["id"], state: fields["state"]}
-	m.shards = int(num("shards", 1, 1<<16))
+	m.segments = int(num("segments", 1, 1<<16))
 	m.seed = num("seed", 0, 1<<64-1)
 	m.capacity = num("capacity", 1, 1<<62)
 	if m.tabled() {
@@ -154,7 +154,7 @@ func parseMeta(s, kind string) (meta, error) {
 	return m, nil
 }
 
-// checkShape checks the table's geometry against the shard count.
+// checkShape checks the table's geometry against the segment count.
 func (m *meta) checkShape() error {
 	switch {
 	case m.tabled() && (m.b < 1 || m.b > cuckoo.MaxBucketSize):
@@ -163,23 +163,23 @@ func (m *meta) checkShape() error {
 		return fmt.Errorf("a window of %d-slot buckets of %d-bit fingerprints", m.b, m.f)
 	case m.tabled() && m.buckets%2 != 0:
 		return fmt.Errorf("odd bucket count %d", m.buckets)
-	case m.tabled() && m.shards > 1 && m.buckets%(uint64(m.shards)*64) != 0:
-		return fmt.Errorf("%d buckets do not split into %d shards of whole 64-bucket groups", m.buckets, m.shards)
+	case m.tabled() && m.segments > 1 && m.buckets%(uint64(m.segments)*64) != 0:
+		return fmt.Errorf("%d buckets do not split into %d segments of whole 64-bucket groups", m.buckets, m.segments)
 	case m.tabled() && m.capacity > m.buckets*uint64(m.b):
 		return fmt.Errorf("capacity %d above %d slots", m.capacity, m.buckets*uint64(m.b))
-	case m.kind == "bloom" && m.blocks%uint64(m.shards) != 0:
-		return fmt.Errorf("%d blocks do not split into %d shards", m.blocks, m.shards)
+	case m.kind == "bloom" && m.blocks%uint64(m.segments) != 0:
+		return fmt.Errorf("%d blocks do not split into %d segments", m.blocks, m.segments)
 	}
 	return nil
 }
 
 // diff lists the parameters in which m and want differ, for ErrMismatch:
-// not the id and the state, the seed only if seedSet, and the shard count
-// (and so the table's size) only if shardsSet: a filter made with the
+// not the id and the state, the seed only if seedSet, and the segment count
+// (and so the table's size) only if segmentsSet: a filter made with the
 // default count matches a request that leaves the count to the default,
 // whatever count the default gives today.
-func (m *meta) diff(want *meta, seedSet, shardsSet bool) string {
-	a, b := m.params(seedSet, shardsSet), want.params(seedSet, shardsSet)
+func (m *meta) diff(want *meta, seedSet, segmentsSet bool) string {
+	a, b := m.params(seedSet, segmentsSet), want.params(seedSet, segmentsSet)
 	var d []string
 	for k, v := range b {
 		if a[k] != v {
@@ -190,12 +190,12 @@ func (m *meta) diff(want *meta, seedSet, shardsSet bool) string {
 	return strings.Join(d, ", ")
 }
 
-func (m *meta) params(seed, shards bool) map[string]string {
+func (m *meta) params(seed, segments bool) map[string]string {
 	p := map[string]string{
 		"capacity": strconv.FormatUint(m.capacity, 10),
 	}
-	if shards {
-		p["shards"] = strconv.Itoa(m.shards)
+	if segments {
+		p["segments"] = strconv.Itoa(m.segments)
 	}
 	if m.kind == "window" {
 		p["window"] = time.Duration(m.window).String()
@@ -211,7 +211,7 @@ func (m *meta) params(seed, shards bool) map[string]string {
 	} else {
 		p["k"] = strconv.Itoa(m.k)
 		p["rate"] = strconv.FormatFloat(m.fpr, 'g', -1, 64)
-		if shards {
+		if segments {
 			p["blocks"] = strconv.FormatUint(m.blocks, 10)
 		}
 	}

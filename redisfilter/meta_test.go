@@ -13,8 +13,8 @@ import (
 // FuzzParseMeta: parsing never panics, and whatever parses encodes to a
 // string that parses to the same metadata.
 func FuzzParseMeta(f *testing.F) {
-	c := meta{kind: "cuckoo", b: 4, f: 13, buckets: 640, shards: 5, seed: 42, kicks: 500, capacity: 1000, id: "ab12", state: stateReady}
-	b := meta{kind: "bloom", k: 10, blocks: 40, shards: 4, seed: 7, capacity: 1000, fpr: 0.001, id: "cd", state: stateCreating}
+	c := meta{kind: "cuckoo", b: 4, f: 13, buckets: 640, segments: 5, seed: 42, kicks: 500, capacity: 1000, id: "ab12", state: stateReady}
+	b := meta{kind: "bloom", k: 10, blocks: 40, segments: 4, seed: 7, capacity: 1000, fpr: 0.001, id: "cd", state: stateCreating}
 	f.Add(c.encode(), "cuckoo")
 	f.Add(b.encode(), "bloom")
 	f.Add("format=1 kind=cuckoo hash=xxh3 b=4 f=99", "cuckoo")
@@ -35,7 +35,7 @@ func FuzzParseMeta(f *testing.F) {
 }
 
 func TestParseMetaRejects(t *testing.T) {
-	good := "format=1 kind=cuckoo hash=xxh3 b=4 f=13 buckets=640 shards=5 seed=42 kicks=500 capacity=1000 id=ab state=ready"
+	good := "format=1 kind=cuckoo hash=xxh3 b=4 f=13 buckets=640 segments=5 seed=42 kicks=500 capacity=1000 id=ab state=ready"
 	if _, err := parseMeta(good, "cuckoo"); err != nil {
 		t.Fatal(err)
 	}
@@ -46,11 +46,11 @@ func TestParseMetaRejects(t *testing.T) {
 		strings.Replace(good, "b=4", "b=256", 1),
 		strings.Replace(good, "f=13", "f=33", 1),
 		strings.Replace(good, "buckets=640", "buckets=641", 1),
-		strings.Replace(good, "buckets=640", "buckets=600", 1), // not 5 shards of whole 64-bucket groups
+		strings.Replace(good, "buckets=640", "buckets=600", 1), // not 5 segments of whole 64-bucket groups
 		strings.Replace(good, "capacity=1000", "capacity=3000", 1),
 		strings.Replace(good, "state=ready", "state=odd", 1),
 		strings.Replace(good, "id=ab", "id=", 1),
-		strings.Replace(good, "shards=5", "shards=0", 1),
+		strings.Replace(good, "segments=5", "segments=0", 1),
 		good + " junk",
 	} {
 		if _, err := parseMeta(bad, "cuckoo"); !errors.Is(err, ErrCorrupt) {
@@ -84,18 +84,18 @@ func TestCRC16(t *testing.T) {
 	}
 }
 
-// TestShardsSpread checks that the shards of a filter sit at equal
+// TestSegmentsSpread checks that the segments of a filter sit at equal
 // distances around the slots, so three masters of equal ranges hold
-// equal shares (within one), for every shard count.
-func TestShardsSpread(t *testing.T) {
+// equal shares (within one), for every segment count.
+func TestSegmentsSpread(t *testing.T) {
 	for n := 1; n <= 300; n++ {
 		name := fmt.Sprintf("filter-%d", n)
 		var per [3]int
 		seen := map[string]bool{}
 		for s := range n {
-			slot := shardSlot(name, s, n)
+			slot := segmentSlot(name, s, n)
 			per[slot*3/numSlots]++
-			k := shardKey(cuckooPrefix, "t", name, s, n)
+			k := segmentKey(cuckooPrefix, "t", name, s, n)
 			if seen[k] {
 				t.Fatalf("n=%d: key %s twice", n, k)
 			}
@@ -106,7 +106,7 @@ func TestShardsSpread(t *testing.T) {
 		}
 		for _, c := range per {
 			if c < n/3-1 || c > (n+2)/3+1 {
-				t.Fatalf("n=%d: masters hold %v shards", n, per)
+				t.Fatalf("n=%d: masters hold %v segments", n, per)
 			}
 		}
 	}
@@ -117,7 +117,7 @@ func TestShardsSpread(t *testing.T) {
 // today (a newer plan may add a few buckets); a parameter that differs
 // still does not match.
 func TestDiffIgnoresBucketCount(t *testing.T) {
-	have := meta{kind: "cuckoo", b: 4, f: 13, buckets: 640, shards: 5, seed: 42, kicks: 500, capacity: 1000}
+	have := meta{kind: "cuckoo", b: 4, f: 13, buckets: 640, segments: 5, seed: 42, kicks: 500, capacity: 1000}
 	want := have
 	want.buckets = 960
 	if d := have.diff(&want, true, true); d != "" {

@@ -22,7 +22,7 @@ type config struct {
 	fpBits    int     // 0: not set
 	slots     int     // 0: not set
 	kicks     int     // 0: not set
-	shards    int     // 0: default
+	segments  int     // 0: default
 	seed      uint64
 	seedSet   bool
 	cuckooOK  bool // an option only cuckoo filters take was given
@@ -103,7 +103,7 @@ func WithSeed(seed uint64) Option {
 
 // WithSegments sets the number of segments the table is split into (1 to
 // 65536), as [cuckoo.WithSegments] does for a library filter; each
-// segment is one Redis string (its shard key). Each segment is served by
+// segment is one Redis string (its segment key). Each segment is served by
 // the master of its hash slot, and one segment's operations run one at a
 // time, so more segments spread the load over more masters; each segment
 // also costs about 200 bytes of Redis overhead, and a cuckoo segment is
@@ -123,18 +123,18 @@ func WithSegments(n int) Option {
 		if n < 1 || n > cuckoo.MaxSegments {
 			return fmt.Errorf("%w: segments %d outside [1, %d]", ErrInvalidParameter, n, cuckoo.MaxSegments)
 		}
-		c.shards = n
+		c.segments = n
 		c.filterOpt = true
 		return nil
 	}
 }
 
-// WithRetryWindow sets W, how long a shard remembers the reply of each
+// WithRetryWindow sets W, how long a segment remembers the reply of each
 // write call (default [DefaultRetryWindow], or twice the retry horizon
 // if that is longer): a copy of the call that runs within W of the first
 // run returns the first run's reply and changes nothing, so a write runs
 // once however often this package sends it (go-redis does not send a
-// write again on its own: every copy is counted). Each write call keeps one small key in its shard's hash slot
+// write again on its own: every copy is counted). Each write call keeps one small key in its segment's hash slot
 // for W: about 130 bytes plus the filter's name for a single-key write,
 // 5 bytes per key for batches (docs/redis.md gives the figures). A
 // longer window spends more memory and survives longer stalls: a copy
@@ -189,9 +189,9 @@ func resolve(opts []Option) (config, error) {
 }
 
 // cuckooOptions returns the library options of c, for planning the table
-// of shards segments.
-func (c *config) cuckooOptions(shards int) []cuckoo.Option {
-	o := []cuckoo.Option{cuckoo.WithSegments(shards)}
+// of segments segments.
+func (c *config) cuckooOptions(segments int) []cuckoo.Option {
+	o := []cuckoo.Option{cuckoo.WithSegments(segments)}
 	if c.fpr != 0 {
 		o = append(o, cuckoo.WithFalsePositiveRate(c.fpr))
 	}
@@ -210,39 +210,39 @@ func (c *config) cuckooOptions(shards int) []cuckoo.Option {
 // cuckooPlan returns the plan of a filter of capacity keys: the library's
 // own plan for a table of that many segments.
 func (c *config) cuckooPlan(capacity uint64) (cuckoo.Plan, error) {
-	shards := c.shards
-	if shards == 0 {
+	segments := c.segments
+	if segments == 0 {
 		var err error
-		if shards, err = c.defaultShards(capacity); err != nil {
+		if segments, err = c.defaultSegments(capacity); err != nil {
 			return cuckoo.Plan{}, err
 		}
 	}
-	p, err := cuckoo.NewPlan(capacity, c.cuckooOptions(shards)...)
+	p, err := cuckoo.NewPlan(capacity, c.cuckooOptions(segments)...)
 	if err != nil {
 		return p, fmt.Errorf("%w: %w", ErrInvalidParameter, err)
 	}
 	return p, nil
 }
 
-// Sharding defaults (see WithSegments).
+// Segmenting defaults (see WithSegments).
 const (
-	maxKeysPerShard  = 1 << 20
-	minKeysPerShard  = 1 << 16
-	defaultMinShards = 16
-	maxShardBytes    = 512 << 20 // Redis's largest string
-	shardOverhead    = 200       // bytes of Redis bookkeeping per shard, about
+	maxKeysPerSegment  = 1 << 20
+	minKeysPerSegment  = 1 << 16
+	defaultMinSegments = 16
+	maxSegmentBytes    = 512 << 20 // Redis's largest string
+	segmentOverhead    = 200       // bytes of Redis bookkeeping per segment, about
 )
 
-// defaultShards picks the shard count of a filter of capacity keys.
-func (c *config) defaultShards(capacity uint64) (int, error) {
+// defaultSegments picks the segment count of a filter of capacity keys.
+func (c *config) defaultSegments(capacity uint64) (int, error) {
 	var perr error
-	s := fitShards(leastShards(capacity), func(s uint64) (uint64, bool) {
+	s := fitSegments(leastSegments(capacity), func(s uint64) (uint64, bool) {
 		p, err := cuckoo.NewPlan(capacity, c.cuckooOptions(int(s))...)
 		if err != nil {
 			perr = err
 			return 0, false
 		}
-		return stringAlloc(planShardBytes(&p)), true
+		return stringAlloc(planSegmentBytes(&p)), true
 	})
 	if s == 0 {
 		return 0, fmt.Errorf("%w: %w", ErrInvalidParameter, perr)
@@ -250,20 +250,20 @@ func (c *config) defaultShards(capacity uint64) (int, error) {
 	return s, nil
 }
 
-// leastShards is the fewest shards the default gives capacity keys: one
-// up to minKeysPerShard keys, else at least defaultMinShards (or one per
-// minKeysPerShard keys, if fewer) and one per maxKeysPerShard keys.
-func leastShards(capacity uint64) uint64 {
-	s := max(1, min(defaultMinShards, capacity/minKeysPerShard), (capacity+maxKeysPerShard-1)/maxKeysPerShard)
+// leastSegments is the fewest segments the default gives capacity keys: one
+// up to minKeysPerSegment keys, else at least defaultMinSegments (or one per
+// minKeysPerSegment keys, if fewer) and one per maxKeysPerSegment keys.
+func leastSegments(capacity uint64) uint64 {
+	s := max(1, min(defaultMinSegments, capacity/minKeysPerSegment), (capacity+maxKeysPerSegment-1)/maxKeysPerSegment)
 	return min(s, cuckoo.MaxSegments)
 }
 
-// fitShards returns the shard count from least to 2·least+4 whose shards
-// take the least memory in all, each shard's string taking alloc(s)
-// (false: s shards are not possible), plus shardOverhead; 0 if none is
+// fitSegments returns the segment count from least to 2·least+4 whose segments
+// take the least memory in all, each segment's string taking alloc(s)
+// (false: s segments are not possible), plus segmentOverhead; 0 if none is
 // possible. Allocators round a string up to a size class (a quarter of a
 // power of two apart), so nearby counts differ by up to 25 %.
-func fitShards(least uint64, alloc func(s uint64) (uint64, bool)) int {
+func fitSegments(least uint64, alloc func(s uint64) (uint64, bool)) int {
 	best, bestCost := 0, uint64(math.MaxUint64)
 	for s := least; s <= min(2*least+4, cuckoo.MaxSegments); s++ {
 		a, ok := alloc(s)
@@ -273,7 +273,7 @@ func fitShards(least uint64, alloc func(s uint64) (uint64, bool)) int {
 			}
 			break
 		}
-		if cost := s * (a + shardOverhead); cost < bestCost {
+		if cost := s * (a + segmentOverhead); cost < bestCost {
 			best, bestCost = int(s), cost
 		}
 	}
@@ -309,8 +309,8 @@ func sizeClass(n uint64) uint64 {
 	return (n + step - 1) / step * step
 }
 
-// planShardBytes returns the bytes of one shard of a plan's table.
-func planShardBytes(p *cuckoo.Plan) uint64 {
+// planSegmentBytes returns the bytes of one segment of a plan's table.
+func planSegmentBytes(p *cuckoo.Plan) uint64 {
 	words := (p.NumBuckets*uint64(p.BucketSize*p.FingerprintBits) + 63) / 64
 	return words / uint64(p.Segments) * 8
 }

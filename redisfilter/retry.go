@@ -26,7 +26,7 @@ import (
 // "present", about the key its own first copy added.
 //
 // So every write call carries a request id, unique to the call, and the
-// shard remembers the reply of the call's first run for a window W (the
+// segment remembers the reply of the call's first run for a window W (the
 // record key R, see cuckoo.lua): a copy that finds it returns the first
 // run's reply and changes nothing. The client sends a call whose outcome
 // is unknown again, with the same id, until a horizon H after its first
@@ -60,7 +60,7 @@ const (
 
 // retryPolicy is how long a handle's calls are remembered and resent.
 type retryPolicy struct {
-	window  time.Duration // W: how long a shard remembers a call's reply
+	window  time.Duration // W: how long a segment remembers a call's reply
 	horizon time.Duration // H: how long the client resends a call
 }
 

@@ -176,7 +176,7 @@ func TestLibraryRevisions(t *testing.T) {
 
 // TestRecordMemory measures what a write's record costs in Redis: the
 // growth of used_memory over 20,000 single-key writes, and over 4,000
-// calls of 32 keys of one shard (one record per 32 keys), with a long window
+// calls of 32 keys of one segment (one record per 32 keys), with a long window
 // so that none expires. docs/redis.md quotes the figures; the bounds
 // here are wide, as Redis's hash tables double in steps (adding 16 to 32
 // bytes a key, amortized, depending on where the count falls).

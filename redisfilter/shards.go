@@ -8,20 +8,20 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// shards is what a cuckoo filter and a window kept in Redis share: a
-// handle on the shards of one named filter (a table string and a hash
-// each, in one hash slot), its metadata, and how calls reach the shards:
+// segments is what a cuckoo filter and a window kept in Redis share: a
+// handle on the segments of one named filter (a table string and a hash
+// each, in one hash slot), its metadata, and how calls reach the segments:
 // the Functions library, the request ids and retry rule of writes
 // (retry.go), Durable's WAIT. [Filter] and [Window] embed it.
-type shards struct {
+type segments struct {
 	rdb      redis.UniversalClient
 	name     string
 	prefix   string // the kind's key prefix (keys.go)
 	m        meta
 	g        geometry
-	tables   []string // shard s's table key
-	counters []string // shard s's hash key
-	records  []string // the prefix of shard s's record keys (see recordKey)
+	tables   []string // segment s's table key
+	counters []string // segment s's hash key
+	records  []string // the prefix of segment s's record keys (see recordKey)
 	retry    retryPolicy
 	ids      *idSource // shared by a handle and its Durable twin
 
@@ -30,19 +30,19 @@ type shards struct {
 	waitTimeout time.Duration
 }
 
-func newShards(rdb redis.UniversalClient, prefix, name string, m meta, retry retryPolicy) shards {
-	h := shards{rdb: rdb, name: name, prefix: prefix, m: m, g: newGeometry(&m), retry: retry, ids: newIDSource()}
-	for s := range m.shards {
-		h.tables = append(h.tables, shardKey(prefix, "t", name, s, m.shards))
-		h.counters = append(h.counters, shardKey(prefix, "c", name, s, m.shards))
-		h.records = append(h.records, recordPrefix(prefix, name, s, m.shards))
+func newSegments(rdb redis.UniversalClient, prefix, name string, m meta, retry retryPolicy) segments {
+	h := segments{rdb: rdb, name: name, prefix: prefix, m: m, g: newGeometry(&m), retry: retry, ids: newIDSource()}
+	for s := range m.segments {
+		h.tables = append(h.tables, segmentKey(prefix, "t", name, s, m.segments))
+		h.counters = append(h.counters, segmentKey(prefix, "c", name, s, m.segments))
+		h.records = append(h.records, recordPrefix(prefix, name, s, m.segments))
 	}
 	return h
 }
 
 // keys returns the Redis keys of the filter: its metadata, then each
-// shard's table and hash.
-func (h *shards) keys() []string {
+// segment's table and hash.
+func (h *segments) keys() []string {
 	k := []string{metaKey(h.prefix, h.name)}
 	for s := range h.tables {
 		k = append(k, h.tables[s], h.counters[s])
@@ -50,9 +50,9 @@ func (h *shards) keys() []string {
 	return k
 }
 
-// fcall returns an FCALL of fn on shard s's two keys with args (after the
+// fcall returns an FCALL of fn on segment s's two keys with args (after the
 // keys), routed by its first key.
-func (h *shards) fcall(ctx context.Context, fn string, s int, args []any) *redis.Cmd {
+func (h *segments) fcall(ctx context.Context, fn string, s int, args []any) *redis.Cmd {
 	a := make([]any, 0, 5+len(args))
 	a = append(a, "fcall", fn, 2, h.tables[s], h.counters[s])
 	a = append(a, args...)
@@ -61,13 +61,13 @@ func (h *shards) fcall(ctx context.Context, fn string, s int, args []any) *redis
 	return cmd
 }
 
-// writeCmd returns a call of write function fn on shard s with a new
-// request id: its keys are the shard's two and the call's record, its
+// writeCmd returns a call of write function fn on segment s with a new
+// request id: its keys are the segment's two and the call's record, its
 // arguments the table's (header), the retry window, then args.
-func (h *shards) writeCmd(ctx context.Context, fn string, s int, args []any) *redis.Cmd {
+func (h *segments) writeCmd(ctx context.Context, fn string, s int, args []any) *redis.Cmd {
 	a := make([]any, 0, 12+len(args))
 	a = append(a, "fcall", fn, 3, h.tables[s], h.counters[s], h.recordKey(s))
-	a = append(a, h.m.id, h.g.b, h.g.slotBits, h.g.perShard, h.m.kicks, h.retry.window.Milliseconds())
+	a = append(a, h.m.id, h.g.b, h.g.slotBits, h.g.perSegment, h.m.kicks, h.retry.window.Milliseconds())
 	a = append(a, args...)
 	cmd := redis.NewCmd(ctx, a...)
 	cmd.SetFirstKeyPos(3)
@@ -75,21 +75,21 @@ func (h *shards) writeCmd(ctx context.Context, fn string, s int, args []any) *re
 }
 
 // recordKey returns the key of a new write call's remembered reply in
-// shard s: the shard's record prefix, a new request id and the name.
-func (h *shards) recordKey(s int) string {
+// segment s: the segment's record prefix, a new request id and the name.
+func (h *segments) recordKey(s int) string {
 	return h.records[s] + h.ids.next() + ":" + h.name
 }
 
 // header returns the arguments every table function takes first: the
-// instance id, the bucket size, the slot width, the shard's buckets and
+// instance id, the bucket size, the slot width, the segment's buckets and
 // max kicks.
-func (h *shards) header(extra int) []any {
+func (h *segments) header(extra int) []any {
 	a := make([]any, 0, 5+extra)
-	return append(a, h.m.id, h.g.b, h.g.slotBits, h.g.perShard, h.m.kicks)
+	return append(a, h.m.id, h.g.b, h.g.slotBits, h.g.perSegment, h.m.kicks)
 }
 
 // sender returns run bound to ctx, for settle.
-func (h *shards) sender(ctx context.Context) func([]redis.Cmder) error {
+func (h *segments) sender(ctx context.Context) func([]redis.Cmder) error {
 	return func(cmds []redis.Cmder) error { return h.run(ctx, cmds) }
 }
 
@@ -97,7 +97,7 @@ func (h *shards) sender(ctx context.Context) func([]redis.Cmder) error {
 // the functions and resending the commands a node refused for want of
 // them. It returns the first transport error; errors replied by Redis are
 // left in their commands.
-func (h *shards) run(ctx context.Context, cmds []redis.Cmder) error {
+func (h *segments) run(ctx context.Context, cmds []redis.Cmder) error {
 	for attempt := 0; ; attempt++ {
 		if err := h.send(ctx, cmds); err != nil {
 			return err
@@ -124,22 +124,22 @@ func (h *shards) run(ctx context.Context, cmds []redis.Cmder) error {
 }
 
 // send sends cmds in one pipeline. With Durable, writes go to the
-// shards' masters with a WAIT after them (see durable.go).
-func (h *shards) send(ctx context.Context, cmds []redis.Cmder) error {
+// segments' masters with a WAIT after them (see durable.go).
+func (h *segments) send(ctx context.Context, cmds []redis.Cmder) error {
 	if h.wait > 0 && isWrite(cmds) {
 		return h.sendDurable(ctx, cmds)
 	}
 	return pipeline(ctx, h.rdb, cmds)
 }
 
-// shardBatch is the most shards one pipeline of eachShard addresses.
-const shardBatch = 1024
+// segmentBatch is the most segments one pipeline of eachSegment addresses.
+const segmentBatch = 1024
 
-// eachShard sends one command per shard, made by mk, in pipelines of
-// shardBatch, and gives each reply to check.
-func (h *shards) eachShard(ctx context.Context, mk func(s int) redis.Cmder, check func(s int, c redis.Cmder) error) error {
-	for lo := 0; lo < h.m.shards; lo += shardBatch {
-		hi := min(lo+shardBatch, h.m.shards)
+// eachSegment sends one command per segment, made by mk, in pipelines of
+// segmentBatch, and gives each reply to check.
+func (h *segments) eachSegment(ctx context.Context, mk func(s int) redis.Cmder, check func(s int, c redis.Cmder) error) error {
+	for lo := 0; lo < h.m.segments; lo += segmentBatch {
+		hi := min(lo+segmentBatch, h.m.segments)
 		cmds := make([]redis.Cmder, 0, hi-lo)
 		for s := lo; s < hi; s++ {
 			cmds = append(cmds, mk(s))
@@ -157,23 +157,23 @@ func (h *shards) eachShard(ctx context.Context, mk func(s int) redis.Cmder, chec
 }
 
 // drop deletes the filter: its metadata first (so New and Open no longer
-// find it), then its shards.
-func (h *shards) drop(ctx context.Context) error {
+// find it), then its segments.
+func (h *segments) drop(ctx context.Context) error {
 	if err := h.rdb.Del(ctx, metaKey(h.prefix, h.name)).Err(); err != nil {
 		return err
 	}
-	return h.eachShard(ctx, func(s int) redis.Cmder {
+	return h.eachSegment(ctx, func(s int) redis.Cmder {
 		return redis.NewIntCmd(ctx, "del", h.tables[s], h.counters[s])
 	}, func(s int, c redis.Cmder) error { return c.Err() })
 }
 
 // group locates keys and returns their places and their indexes ordered
-// by shard, keys of a shard in input order.
-func (h *shards) group(keys [][]byte) ([]located, []int32) {
+// by segment, keys of a segment in input order.
+func (h *segments) group(keys [][]byte) ([]located, []int32) {
 	loc := make([]located, len(keys))
 	for i, k := range keys {
 		l := &loc[i]
-		l.shard, l.i1, l.i2, l.fp, l.h = h.g.locateHash(k)
+		l.segment, l.i1, l.i2, l.fp, l.h = h.g.locateHash(k)
 	}
-	return loc, orderByShard(loc, h.m.shards)
+	return loc, orderBySegment(loc, h.m.segments)
 }

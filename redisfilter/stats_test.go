@@ -35,18 +35,18 @@ func relErr(a, b float64) float64 { return math.Abs(a-b) / b }
 // filter of the same parameters, filled and probed with the same keys.
 // With 8-bit fingerprints the rate is about 3 %: 400,000 probes see about
 // 12,000 false positives, so each measured rate has a standard deviation
-// of 0.9 % of itself, 1.3 % for the difference. The one-shard filter is
+// of 0.9 % of itself, 1.3 % for the difference. The one-segment filter is
 // the library's table and leaves the whole 10 % bound to chance (about 8
-// standard deviations); the four shards of the other hold a little more
+// standard deviations); the four segments of the other hold a little more
 // room than the library's one table (each is sized for its share of the
 // keys plus 6 standard deviations), which lowers their rate by about
 // 3.5 %, so the bound is about 5 standard deviations from it: a failure
 // about once in 10^7 runs. The seeds are fixed all the same.
 //
 // Those are the long versions (CUCKOO_LONG=1), of 100,000 keys. The quick
-// one is the one-shard filter of 25,000 keys, probed as many times: its
+// one is the one-segment filter of 25,000 keys, probed as many times: its
 // bound still sits 8 standard deviations away (the probes, not the keys,
-// set the noise), while the four shards' extra room would grow to about 7 %
+// set the noise), while the four segments' extra room would grow to about 7 %
 // at that size.
 func TestFalsePositiveRate(t *testing.T) {
 	t.Parallel()
@@ -57,7 +57,7 @@ func TestFalsePositiveRate(t *testing.T) {
 	rdb := singleClient(t)
 	rng := testseed.New(testseed.Fixed(t, 0xf9))
 	const probes = 400000
-	type shape struct{ n, b, f, shards int }
+	type shape struct{ n, b, f, segments int }
 	shapes := []shape{{25000, 2, 8, 1}}
 	if testlong.Enabled() {
 		shapes = []shape{{100000, 4, 8, 4}, {100000, 2, 8, 1}}
@@ -66,7 +66,7 @@ func TestFalsePositiveRate(t *testing.T) {
 		n := s.n
 		seed := rng.Uint64()
 		f, err := redisfilter.New(ctx, rdb, uniqueName(t), uint64(n), redisfilter.WithBucketSize(s.b), redisfilter.WithFingerprintBits(s.f),
-			redisfilter.WithSegments(s.shards), redisfilter.WithSeed(seed))
+			redisfilter.WithSegments(s.segments), redisfilter.WithSeed(seed))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -93,7 +93,7 @@ func TestFalsePositiveRate(t *testing.T) {
 			t.Fatal(err)
 		}
 		r, lr := rates(out, found, lib.Contains)
-		t.Logf("n=%d b=%d f=%d shards=%d: rate %.4f %%, library %.4f %% (expected at its load %.4f %%)", n, s.b, s.f, f.Segments(), 100*r, 100*lr, 100*lib.FalsePositiveRate())
+		t.Logf("n=%d b=%d f=%d segments=%d: rate %.4f %%, library %.4f %% (expected at its load %.4f %%)", n, s.b, s.f, f.Segments(), 100*r, 100*lr, 100*lib.FalsePositiveRate())
 		if relErr(r, lr) > 0.10 {
 			t.Fatalf("rate %.5f is not within 10 %% of the library's %.5f", r, lr)
 		}
@@ -103,17 +103,17 @@ func TestFalsePositiveRate(t *testing.T) {
 
 // TestMemoryUsage compares MEMORY USAGE summed over a filter's keys with
 // the library's SizeInBytes for the same capacity and rate, with the
-// default shard count: within 10 % (from 10^5 keys on: a smaller filter
+// default segment count: within 10 % (from 10^5 keys on: a smaller filter
 // is one string, which the allocator may round up by up to 25 %).
 func TestMemoryUsage(t *testing.T) {
 	topologies(t, func(t *testing.T, rdb redis.UniversalClient) {
 		ctx := ctxOf(t)
 		for _, c := range []struct {
-			n      uint64
-			p      float64
-			shards int
+			n        uint64
+			p        float64
+			segments int
 		}{{1000000, 0.001, 0}, {300000, 0.0001, 0}, {1000000, 0.01, 0}, {4000000, 0.01, 0}, {150000, 0.001, 0}} {
-			f, err := redisfilter.New(ctx, rdb, uniqueName(t), c.n, redisfilter.WithFalsePositiveRate(c.p), shardsOpt(c.shards))
+			f, err := redisfilter.New(ctx, rdb, uniqueName(t), c.n, redisfilter.WithFalsePositiveRate(c.p), segmentsOpt(c.segments))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -122,7 +122,7 @@ func TestMemoryUsage(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			t.Logf("capacity %d at %g, %d shards: MEMORY USAGE %d bytes, library %d bytes (%+.1f %%)",
+			t.Logf("capacity %d at %g, %d segments: MEMORY USAGE %d bytes, library %d bytes (%+.1f %%)",
 				c.n, c.p, f.Segments(), used, lib.SizeInBytes(), 100*(float64(used)/float64(lib.SizeInBytes())-1))
 			if relErr(float64(used), float64(lib.SizeInBytes())) > 0.10 {
 				t.Fatalf("memory %d is not within 10 %% of the library's %d", used, lib.SizeInBytes())
@@ -133,8 +133,8 @@ func TestMemoryUsage(t *testing.T) {
 }
 
 // TestBloomMatchesLibrary adds the same keys with the same seed to a
-// one-shard Redis Bloom filter and to the library's blocked filter: the
-// shard's bytes are the library's table, bit for bit, and both answer
+// one-segment Redis Bloom filter and to the library's blocked filter: the
+// segment's bytes are the library's table, bit for bit, and both answer
 // every lookup alike. 10,000 keys go in with AddBatch, then 1,000 with Add,
 // at rates of 1 % and 10⁻⁷ (with CUCKOO_LONG=1: 5,000 with Add, and at
 // 10⁻⁴ too).
@@ -173,12 +173,12 @@ func TestBloomMatchesLibrary(t *testing.T) {
 		}
 		enc, _ := lib.MarshalBinary()
 		table := enc[56 : 56+lib.SizeInBytes()]
-		shard, err := rdb.Get(ctx, b.Keys()[1]).Bytes()
+		segment, err := rdb.Get(ctx, b.Keys()[1]).Bytes()
 		if err != nil {
 			t.Fatal(err)
 		}
-		if string(shard) != string(table) {
-			t.Fatalf("p=%g: the shard's bytes differ from the library's table", p)
+		if string(segment) != string(table) {
+			t.Fatalf("p=%g: the segment's bytes differ from the library's table", p)
 		}
 		found := make([]bool, len(in))
 		if err := b.ContainsBatch(ctx, in, found, make([]error, len(found))); err != nil {
@@ -198,10 +198,10 @@ func TestBloomMatchesLibrary(t *testing.T) {
 	}
 }
 
-// TestBloomSharded: a sharded Bloom filter (on the cluster too) finds
+// TestBloomSegmented: a segmented Bloom filter (on the cluster too) finds
 // every key added, its rate is within 10 % of the library's for the same
 // capacity and rate, and its memory within 10 % of the library's. Of
-// 20,000 keys (5 shards), and with CUCKOO_LONG=1 of 200,000 (9 shards).
+// 20,000 keys (5 segments), and with CUCKOO_LONG=1 of 200,000 (9 segments).
 //
 // The seeds are fixed. Each filter sees about 2,000 false positives among
 // the 200,000 probes, a standard deviation of about 45, so the difference
@@ -209,7 +209,7 @@ func TestBloomMatchesLibrary(t *testing.T) {
 // is only 3.2 of them: with random seeds the test would fail about one
 // run in 700. With these seeds and keys the rates are fixed numbers
 // within the bound.
-func TestBloomSharded(t *testing.T) {
+func TestBloomSegmented(t *testing.T) {
 	if testing.Short() {
 		t.Skip("statistical test in -short mode")
 	}
@@ -267,7 +267,7 @@ func TestBloomSharded(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		t.Logf("%d shards: rate %.3f %%, library %.3f %%; MEMORY USAGE %d, library %d", b.Segments(), 100*r, 100*lr, used, lib.SizeInBytes())
+		t.Logf("%d segments: rate %.3f %%, library %.3f %%; MEMORY USAGE %d, library %d", b.Segments(), 100*r, 100*lr, used, lib.SizeInBytes())
 		if relErr(r, lr) > 0.10 {
 			t.Fatalf("rate %.5f is not within 10 %% of the library's %.5f", r, lr)
 		}

@@ -25,14 +25,14 @@ const engineBits = 1 << 24
 // library's engine: one random sequence of inserts, duplicate inserts,
 // AddUnique calls, deletes and refusals runs through a Filter on a real
 // redis-server and through a cuckoo.Filter of the same geometry, seed and
-// max kicks, and after each step the test compares shard 0 with the
-// engine's segment 0 byte for byte: the table (the shard's string is the
+// max kicks, and after each step the test compares segment 0 with the
+// engine's segment 0 byte for byte: the table (the segment's string is the
 // segment's little-endian words, the same layout, so no mapping is
 // needed), the duplicate counters (keyed as the library's encoding keys
 // them) and the item count, besides each call's reply and the key's
-// Count. Shards other than 0 must stay empty on both sides.
+// Count. Segments other than 0 must stay empty on both sides.
 //
-// The keys are drawn from those that land in shard 0, so its 64 or so
+// The keys are drawn from those that land in segment 0, so its 64 or so
 // buckets fill up: inserts find both buckets full and move other
 // fingerprints, and at the end are refused (ErrFull) for want of room.
 // Both sides place a fingerprint in the first empty slot of the bucket
@@ -41,7 +41,7 @@ const engineBits = 1 << 24
 // budget, in the same order, and move it hole first; they delete the
 // first copy found in the first bucket, then the second. The engine
 // searches first only in tables of more than 2 MiB, so the library filter
-// has that many segments (the Redis filter as many shards).
+// has that many segments (the Redis filter as many segments).
 //
 // What cannot match is the random walk that follows a failed search: the
 // engine draws its moves from the key's 64-bit hash, which the Lua
@@ -53,12 +53,12 @@ const engineBits = 1 << 24
 // there the walks may end differently, so the test checks each side on
 // its own (every key the engine holds is found by both; a refusal leaves
 // its side exactly as it was), then copies the engine's segment into the
-// shard and goes on from there. With max kicks 1 a failed search leaves
+// segment and goes on from there. With max kicks 1 a failed search leaves
 // no walk that could succeed, so those refusals must match too.
 func TestLuaMatchesEngine(t *testing.T) {
 	t.Parallel()
 	type shape struct{ b, f, kicks, rounds int }
-	// rounds: steps per slot of a shard.
+	// rounds: steps per slot of a segment.
 	shapes := []shape{{4, 16, 1, 2}, {4, 16, 0, 2}, {3, 12, 0, 2}}
 	if testing.Short() {
 		// Max kicks 1 and the default, on odd buckets: the race detector
@@ -101,12 +101,12 @@ func TestLuaMatchesEngine(t *testing.T) {
 			if lib.NumBuckets()*uint64(sh.b*sh.f) < engineBits {
 				t.Fatalf("a table of %d bits: the engine would walk first", lib.NumBuckets()*uint64(sh.b*sh.f))
 			}
-			perShard := rf.NumBuckets() / uint64(segments)
-			if perShard > 128 {
-				t.Fatalf("shards of %d buckets: too many to fill in a short sequence", perShard)
+			perSegment := rf.NumBuckets() / uint64(segments)
+			if perSegment > 128 {
+				t.Fatalf("segments of %d buckets: too many to fill in a short sequence", perSegment)
 			}
-			slots := int(perShard) * sh.b
-			pool := shardKeys(rf, 2*slots)
+			slots := int(perSegment) * sh.b
+			pool := segmentKeys(rf, 2*slots)
 			tw := twin{t: t, rf: rf, lib: lib, live: map[string]int{}}
 			tw.sync()
 			// searched: inserts that found room by the search; walked:
@@ -116,7 +116,7 @@ func TestLuaMatchesEngine(t *testing.T) {
 			// Inserts (a fifth of them AddUnique, a fifth duplicates of a
 			// key held) and deletes (of keys held, and a few of keys
 			// that may not be): deletes are rare until the first refusal,
-			// then nearly as frequent as inserts, so the shard fills up,
+			// then nearly as frequent as inserts, so the segment fills up,
 			// then churns while full.
 			insert := func(k []byte, unique bool) (full bool) {
 				room, found := tw.needsRoom(k)
@@ -171,7 +171,7 @@ func TestLuaMatchesEngine(t *testing.T) {
 					t.Fatalf("step %d", step)
 				}
 			}
-			// Then the shard filled to the brim: keys not held are added
+			// Then the segment filled to the brim: keys not held are added
 			// until three are refused.
 			for i, n := 0, refused+3; refused < n && i < len(pool); i++ {
 				if tw.live[string(pool[i])] == 0 {
@@ -181,9 +181,9 @@ func TestLuaMatchesEngine(t *testing.T) {
 					t.Fatalf("filling up, key %d", i)
 				}
 			}
-			tw.checkOtherShards()
-			t.Logf("%d buckets a shard, %d steps: %d inserts made room by the search, %d needed the walk (%d of them ended differently), %d refused; %d keys live",
-				perShard, steps, searched, walked, differed, refused, len(tw.live))
+			tw.checkOtherSegments()
+			t.Logf("%d buckets a segment, %d steps: %d inserts made room by the search, %d needed the walk (%d of them ended differently), %d refused; %d keys live",
+				perSegment, steps, searched, walked, differed, refused, len(tw.live))
 			if searched == 0 || refused == 0 {
 				t.Fatalf("the sequence did not exercise the search (%d inserts) and refusals (%d)", searched, refused)
 			}
@@ -191,8 +191,8 @@ func TestLuaMatchesEngine(t *testing.T) {
 	}
 }
 
-// shardKeys returns n keys that land in shard 0 of f.
-func shardKeys(f *redisfilter.Filter, n int) [][]byte {
+// segmentKeys returns n keys that land in segment 0 of f.
+func segmentKeys(f *redisfilter.Filter, n int) [][]byte {
 	var out [][]byte
 	buf := []byte("twin-")
 	for i := 0; len(out) < n; i++ {
@@ -211,7 +211,7 @@ type twin struct {
 	lib    *cuckoo.Filter
 	live   map[string]int // copies of each key held, as the engine says
 	order  []string       // the keys of live, and keys once in it
-	last   redisfilter.Shard
+	last   redisfilter.Segment
 	failed bool
 }
 
@@ -338,7 +338,7 @@ func (w *twin) add(key []byte, unique, walk bool) (full, same bool) {
 		w.failed = true
 	}
 	if rErr != nil && !w.equal(before, r) {
-		w.t.Errorf("add %q refused by Redis: its shard changed", key)
+		w.t.Errorf("add %q refused by Redis: its segment changed", key)
 		w.failed = true
 	}
 	if agree && same {
@@ -373,13 +373,13 @@ func (w *twin) del(key []byte) {
 // compare reads both sides after a step on key and reports whether they
 // are equal; if they are not and the step may differ (lenient), it checks
 // that each side finds all its keys and leaves the rest to the caller.
-func (w *twin) compare(key []byte, lenient bool) (redis redisfilter.Shard, same bool) {
+func (w *twin) compare(key []byte, lenient bool) (redis redisfilter.Segment, same bool) {
 	ctx := ctxOf(w.t)
-	r, err := redisfilter.ShardState(ctx, w.rf, 0)
+	r, err := redisfilter.SegmentState(ctx, w.rf, 0)
 	if err != nil {
 		w.t.Fatal(err)
 	}
-	l, err := redisfilter.EngineShard(w.rf, w.lib, 0)
+	l, err := redisfilter.EngineSegment(w.rf, w.lib, 0)
 	if err != nil {
 		w.t.Fatal(err)
 	}
@@ -396,7 +396,7 @@ func (w *twin) compare(key []byte, lenient bool) (redis redisfilter.Shard, same 
 		return r, true
 	}
 	if !lenient {
-		w.t.Errorf("after a step on %q: Redis shard %s\nengine segment %s\nCount %d and %d\n%s", key, describe(r), describe(l), rc, w.lib.Count(key), w.slotDiff(r.Table, l.Table))
+		w.t.Errorf("after a step on %q: Redis segment %s\nengine segment %s\nCount %d and %d\n%s", key, describe(r), describe(l), rc, w.lib.Count(key), w.slotDiff(r.Table, l.Table))
 		w.failed = true
 		return r, false
 	}
@@ -427,9 +427,9 @@ func (w *twin) compare(key []byte, lenient bool) (redis redisfilter.Shard, same 
 	return r, false
 }
 
-// resync makes shard 0 the engine's segment 0.
+// resync makes segment 0 the engine's segment 0.
 func (w *twin) resync() {
-	if err := redisfilter.PutShard(ctxOf(w.t), w.rf, 0, w.last); err != nil {
+	if err := redisfilter.PutSegment(ctxOf(w.t), w.rf, 0, w.last); err != nil {
 		w.t.Fatal(err)
 	}
 }
@@ -437,33 +437,33 @@ func (w *twin) resync() {
 // sync records the empty state both sides start from.
 func (w *twin) sync() { w.compare(nil, false) }
 
-func (w *twin) equal(a, b redisfilter.Shard) bool {
+func (w *twin) equal(a, b redisfilter.Segment) bool {
 	return bytes.Equal(a.Table, b.Table) && a.Items == b.Items && maps.Equal(a.Counters, b.Counters)
 }
 
-// checkOtherShards checks that no shard but 0 holds anything, on either
+// checkOtherSegments checks that no segment but 0 holds anything, on either
 // side.
-func (w *twin) checkOtherShards() {
+func (w *twin) checkOtherSegments() {
 	ctx := ctxOf(w.t)
 	empty := make([]byte, len(w.last.Table))
 	for _, s := range []int{1, w.rf.Segments() / 2, w.rf.Segments() - 1} {
-		r, err := redisfilter.ShardState(ctx, w.rf, s)
+		r, err := redisfilter.SegmentState(ctx, w.rf, s)
 		if err != nil {
 			w.t.Fatal(err)
 		}
-		l, err := redisfilter.EngineShard(w.rf, w.lib, s)
+		l, err := redisfilter.EngineSegment(w.rf, w.lib, s)
 		if err != nil {
 			w.t.Fatal(err)
 		}
-		for _, sh := range []redisfilter.Shard{r, l} {
+		for _, sh := range []redisfilter.Segment{r, l} {
 			if !bytes.Equal(sh.Table, empty) || sh.Items != 0 || len(sh.Counters) != 0 {
-				w.t.Errorf("shard %d is not empty: %s", s, describe(sh))
+				w.t.Errorf("segment %d is not empty: %s", s, describe(sh))
 			}
 		}
 	}
 }
 
-func describe(s redisfilter.Shard) string {
+func describe(s redisfilter.Segment) string {
 	return fmt.Sprintf("%d items, counters %v, table %x", s.Items, s.Counters, s.Table)
 }
 

@@ -17,9 +17,9 @@ import (
 // (a cuckoo filter that forgets keys older than its window, docs/window.md)
 // on stock Redis or Redis Cluster, shared by any number of processes on any
 // number of hosts: "did anyone in the fleet see this id in the last 24
-// hours?". Its shards hold the library's stamped slots (a fingerprint and
+// hours?". Its segments hold the library's stamped slots (a fingerprint and
 // the 4-bit stamp of its epoch), and the Lua functions that write them
-// follow the library's Window step by step, so a shard holds the bytes of
+// follow the library's Window step by step, so a segment holds the bytes of
 // the library's table given the same keys at the same times.
 //
 // # Time
@@ -30,12 +30,12 @@ import (
 // those of the library: g = ⌈window/14⌉ long, counted from the Unix
 // epoch; a key added at time t is found until at least t + window and
 // never after t + window + [Window.Granularity] (15g − window, about
-// window/14: lookups read the exact time). Each shard keeps the epoch of
+// window/14: lookups read the exact time). Each segment keeps the epoch of
 // its latest write, and its time never runs backwards: a server whose
-// clock steps back holds the shard at its time until the clock catches
-// up, which keeps keys longer, never shorter. A shard's keys age by the
+// clock steps back holds the segment at its time until the clock catches
+// up, which keeps keys longer, never shorter. A segment's keys age by the
 // clock of the master that holds it: after a failover, by the replica's.
-// A replica whose clock runs d behind the old master's holds the shard's
+// A replica whose clock runs d behind the old master's holds the segment's
 // time until it catches up (keys kept up to d longer); one whose clock
 // runs d ahead ages them at once by d, so keys added less than d before
 // the failover may be forgotten up to d early. Keep the servers' clocks
@@ -46,9 +46,9 @@ import (
 // Expired slots are free for inserts; each write empties the expired
 // slots of the next few buckets and the first write of an epoch finishes
 // the pass (the library's sweep), so nothing runs in the background, and
-// the memory is fixed when the window is made. A shard that has not been
+// the memory is fixed when the window is made. A segment that has not been
 // written for more than 15 epochs is cleared by its next write; lookups
-// never write, and read such a shard as empty.
+// never write, and read such a segment as empty.
 //
 // # Retries and errors
 //
@@ -59,19 +59,19 @@ import (
 // A Window is safe for concurrent use by multiple goroutines, and any
 // number of handles in any number of processes may use one window.
 type Window struct {
-	shards
+	segments
 	gran int64 // the epoch length g in ns: ⌈window/14⌉
 	// the arguments every write takes after the table's: g's halves
 	gh, gl int64
-	// the BITFIELD_RO field that reads a shard's epoch
+	// the BITFIELD_RO field that reads a segment's epoch
 	epochField []any
 }
 
 const (
 	// windowPrefix starts the keys of a window (keys.go).
 	windowPrefix = "ckw:"
-	// trailerBytes is the length of the trailer after a window shard's
-	// table: the epoch of the shard's latest write (cuckoo.lua).
+	// trailerBytes is the length of the trailer after a window segment's
+	// table: the epoch of the segment's latest write (cuckoo.lua).
 	trailerBytes = 8
 	// MinWindow is the shortest window [NewWindow] takes: its epochs'
 	// numbers stay within what the Lua functions compute exactly, and its
@@ -135,7 +135,7 @@ func NewWindow(ctx context.Context, rdb redis.UniversalClient, name string, perW
 		kicks = cuckoo.DefaultMaxKicks
 	}
 	want := meta{
-		kind: "window", b: p.BucketSize, f: p.FingerprintBits, buckets: p.NumBuckets, shards: p.Segments,
+		kind: "window", b: p.BucketSize, f: p.FingerprintBits, buckets: p.NumBuckets, segments: p.Segments,
 		seed: c.seed, kicks: kicks, capacity: perWindow, window: int64(window), id: newID(), state: stateCreating,
 	}
 	if err := ensureFunctions(ctx, rdb); err != nil {
@@ -151,7 +151,7 @@ func NewWindow(ctx context.Context, rdb redis.UniversalClient, name string, perW
 		if m, err = parseMeta(old, "window"); err != nil {
 			return nil, err
 		}
-		if d := m.diff(&want, c.seedSet, c.shards != 0); d != "" {
+		if d := m.diff(&want, c.seedSet, c.segments != 0); d != "" {
 			return nil, fmt.Errorf("%w: window %q has %s", ErrMismatch, name, d)
 		}
 	}
@@ -168,10 +168,10 @@ func NewWindowPlan(perWindow uint64, window time.Duration, opts ...Option) (cuck
 	return p, err
 }
 
-// maxWindowKeysPerShard is the most keys a window's default segment
+// maxWindowKeysPerSegment is the most keys a window's default segment
 // holds (see NewWindow): a segment's epoch pass costs its server a walk
 // over its table in Lua.
-const maxWindowKeysPerShard = 1 << 15
+const maxWindowKeysPerSegment = 1 << 15
 
 // planWindow resolves NewWindow's options and plans its table.
 func planWindow(perWindow uint64, window time.Duration, opts []Option) (config, cuckoo.Plan, retryPolicy, error) {
@@ -186,28 +186,28 @@ func planWindow(perWindow uint64, window time.Duration, opts []Option) (config, 
 	if window < MinWindow || window > cuckoo.MaxWindow {
 		return c, cuckoo.Plan{}, retry, fmt.Errorf("%w: window %v outside [%v, %v]", ErrInvalidParameter, window, MinWindow, cuckoo.MaxWindow)
 	}
-	shards := c.shards
-	if shards == 0 {
-		least := (perWindow + maxWindowKeysPerShard - 1) / maxWindowKeysPerShard
+	segments := c.segments
+	if segments == 0 {
+		least := (perWindow + maxWindowKeysPerSegment - 1) / maxWindowKeysPerSegment
 		var perr error
-		shards = fitShards(min(least, cuckoo.MaxSegments), func(s uint64) (uint64, bool) {
+		segments = fitSegments(min(least, cuckoo.MaxSegments), func(s uint64) (uint64, bool) {
 			p, err := cuckoo.NewWindowPlan(perWindow, c.cuckooOptions(int(s))...)
 			if err != nil {
 				perr = err
 				return 0, false
 			}
-			return stringAlloc(planShardBytes(&p) + trailerBytes), true
+			return stringAlloc(planSegmentBytes(&p) + trailerBytes), true
 		})
-		if shards == 0 {
+		if segments == 0 {
 			return c, cuckoo.Plan{}, retry, fmt.Errorf("%w: %w", ErrInvalidParameter, perr)
 		}
 	}
-	p, err := cuckoo.NewWindowPlan(perWindow, c.cuckooOptions(shards)...)
+	p, err := cuckoo.NewWindowPlan(perWindow, c.cuckooOptions(segments)...)
 	if err != nil {
 		return c, p, retry, fmt.Errorf("%w: %w", ErrInvalidParameter, err)
 	}
-	if sb := planShardBytes(&p) + trailerBytes; sb > maxShardBytes {
-		return c, p, retry, fmt.Errorf("%w: segments of %d bytes, above Redis's 512 MiB strings: give WithSegments %d or more", ErrInvalidParameter, sb, (sb*uint64(p.Segments)+maxShardBytes-1)/maxShardBytes)
+	if sb := planSegmentBytes(&p) + trailerBytes; sb > maxSegmentBytes {
+		return c, p, retry, fmt.Errorf("%w: segments of %d bytes, above Redis's 512 MiB strings: give WithSegments %d or more", ErrInvalidParameter, sb, (sb*uint64(p.Segments)+maxSegmentBytes-1)/maxSegmentBytes)
 	}
 	return c, p, retry, nil
 }
@@ -240,8 +240,8 @@ func openWindow(ctx context.Context, rdb redis.UniversalClient, name string, m m
 	w := newWindow(rdb, name, m, retry)
 	if m.state == stateCreating {
 		trailer := w.trailer(restartEpoch(w.gran))
-		err := w.eachShard(ctx, func(s int) redis.Cmder {
-			return w.fcall(ctx, fnWCreate, s, []any{w.m.id, trailer, w.g.shardBytes})
+		err := w.eachSegment(ctx, func(s int) redis.Cmder {
+			return w.fcall(ctx, fnWCreate, s, []any{w.m.id, trailer, w.g.segmentBytes})
 		}, func(s int, c redis.Cmder) error { return c.Err() })
 		if err != nil {
 			return nil, err
@@ -255,9 +255,9 @@ func openWindow(ctx context.Context, rdb redis.UniversalClient, name string, m m
 }
 
 func newWindow(rdb redis.UniversalClient, name string, m meta, retry retryPolicy) *Window {
-	w := &Window{shards: newShards(rdb, windowPrefix, name, m, retry), gran: epochLength(m.window)}
+	w := &Window{segments: newSegments(rdb, windowPrefix, name, m, retry), gran: epochLength(m.window)}
 	w.gh, w.gl = w.gran>>32, w.gran&math.MaxUint32
-	w.epochField = []any{"GET", "i64", int64(8 * w.g.shardBytes)}
+	w.epochField = []any{"GET", "i64", int64(8 * w.g.segmentBytes)}
 	return w
 }
 
@@ -285,7 +285,7 @@ func floorDiv(a, b int64) int64 {
 	return q
 }
 
-// trailer returns the bytes of a shard's trailer holding epoch e.
+// trailer returns the bytes of a segment's trailer holding epoch e.
 func (w *Window) trailer(e int64) string {
 	var b [trailerBytes]byte
 	binary.BigEndian.PutUint64(b[:], uint64(e))
@@ -307,14 +307,14 @@ func (w *Window) Window() time.Duration { return time.Duration(w.m.window) }
 
 // Granularity returns how much longer than the window a key may be found:
 // a key added at time t is found until at least t + Window() and never
-// after t + Window() + Granularity(), by the clock of its shard's server.
+// after t + Window() + Granularity(), by the clock of its segment's server.
 func (w *Window) Granularity() time.Duration {
 	return time.Duration((cuckoo.WindowEpochs+1)*w.gran - w.m.window)
 }
 
 // Segments returns the number of segments (Redis strings) the table is
 // split into.
-func (w *Window) Segments() int { return w.m.shards }
+func (w *Window) Segments() int { return w.m.segments }
 
 // BucketSize returns the slots per bucket.
 func (w *Window) BucketSize() int { return w.m.b }
@@ -392,9 +392,9 @@ func (w *Window) AddUnique(ctx context.Context, key []byte) (added bool, err err
 // function's code; ErrFull when it is codeFull.
 func (w *Window) putOne(ctx context.Context, key []byte, unique bool) (int64, error) {
 	var l located
-	l.shard, l.i1, l.i2, l.fp, l.h = w.g.locateHash(key)
+	l.segment, l.i1, l.i2, l.fp, l.h = w.g.locateHash(key)
 	args := []any{w.gh, w.gl, boolArg(unique), 0}
-	code, err := w.callOne(ctx, fnWAdd, l.shard, w.putArgs(args, &l))
+	code, err := w.callOne(ctx, fnWAdd, l.segment, w.putArgs(args, &l))
 	if err != nil && !errors.Is(err, ErrNotReplicated) {
 		return 0, err
 	}
@@ -578,8 +578,8 @@ func (w *Window) DeleteBatch(ctx context.Context, keys [][]byte, deleted []bool,
 // moments.
 func (w *Window) Len(ctx context.Context) (uint64, error) {
 	var total uint64
-	err := w.eachShard(ctx, func(s int) redis.Cmder {
-		cmd := redis.NewIntSliceCmd(ctx, "fcall_ro", fnWCount, 2, w.tables[s], w.counters[s], w.m.id, w.g.shardBytes)
+	err := w.eachSegment(ctx, func(s int) redis.Cmder {
+		cmd := redis.NewIntSliceCmd(ctx, "fcall_ro", fnWCount, 2, w.tables[s], w.counters[s], w.m.id, w.g.segmentBytes)
 		cmd.SetFirstKeyPos(3)
 		return cmd
 	}, func(s int, c redis.Cmder) error {
@@ -605,8 +605,8 @@ func (w *Window) Len(ctx context.Context) (uint64, error) {
 	return total, err
 }
 
-// lag returns how many epochs the time ns is past a shard's epoch e (0
-// when it is not past it: the shard's time never runs backwards), and
+// lag returns how many epochs the time ns is past a segment's epoch e (0
+// when it is not past it: the segment's time never runs backwards), and
 // false when it is so far past that nothing is live.
 func (w *Window) lag(ns, e int64) (uint64, bool) {
 	now := floorDiv(ns, w.gran)
@@ -644,14 +644,14 @@ func (w *Window) Info(ctx context.Context) (WindowInfo, error) {
 	}
 	return WindowInfo{
 		Name: w.name, Capacity: w.m.capacity, Window: w.Window(), Granularity: w.Granularity(),
-		Segments: w.m.shards, BucketSize: w.m.b, FingerprintBits: w.m.f, NumBuckets: w.m.buckets,
-		MaxKicks: w.m.kicks, Seed: w.m.seed, SizeInBytes: w.g.shardBytes * uint64(w.m.shards), Len: n,
+		Segments: w.m.segments, BucketSize: w.m.b, FingerprintBits: w.m.f, NumBuckets: w.m.buckets,
+		MaxKicks: w.m.kicks, Seed: w.m.seed, SizeInBytes: w.g.segmentBytes * uint64(w.m.segments), Len: n,
 	}, nil
 }
 
-// A window's lookups read each shard's epoch with the buckets, in every
-// BITFIELD_RO (the head), and the server's time after the shard's reads
-// (the tail: ckf2_wnow, which returns the shard's id and length too, for
+// A window's lookups read each segment's epoch with the buckets, in every
+// BITFIELD_RO (the head), and the server's time after the segment's reads
+// (the tail: ckf2_wnow, which returns the segment's id and length too, for
 // a checked lookup). Read after the buckets, the time is never earlier
 // than the moment they were read: a lookup judges the entries it read at
 // a time within its round trip, as the library's reader does.

@@ -392,11 +392,11 @@ func TestWindowReplicates(t *testing.T) {
 		t.Fatal(err)
 	}
 	for s := range w.Segments() {
-		a, err := redisfilter.WindowShardState(ctx, w, s)
+		a, err := redisfilter.WindowSegmentState(ctx, w, s)
 		if err != nil {
 			t.Fatal(err)
 		}
-		b, err := redisfilter.WindowShardState(ctx, onReplica, s)
+		b, err := redisfilter.WindowSegmentState(ctx, onReplica, s)
 		if err != nil {
 			t.Fatal(err)
 		}

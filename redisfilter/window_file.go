@@ -14,7 +14,7 @@ import (
 )
 
 // A window of one segment is the library Window's table, epoch and sweep
-// cursor, so a window file (docs/format.md, kind 3) converts to a shard
+// cursor, so a window file (docs/format.md, kind 3) converts to a segment
 // and back without touching a slot: its header is internal/format's
 // WindowHeader, then the table's words and the checksum.
 
@@ -53,12 +53,12 @@ func PushWindow(ctx context.Context, rdb redis.UniversalClient, name string, src
 		return nil, fmt.Errorf("%w: a window of %v; Redis windows are at least %v", ErrUnsupported, src.Window(), MinWindow)
 	}
 	m := meta{
-		kind: "window", b: int(h.Slots), f: int(h.FPBits), buckets: h.Buckets, shards: 1,
+		kind: "window", b: int(h.Slots), f: int(h.FPBits), buckets: h.Buckets, segments: 1,
 		seed: h.Seed, kicks: int(h.MaxKicks), capacity: h.PerWindow,
 		window: window, id: newID(), state: statePushing,
 	}
 	words := h.Words
-	if sb := 8*words + trailerBytes; sb > maxShardBytes {
+	if sb := 8*words + trailerBytes; sb > maxSegmentBytes {
 		return nil, fmt.Errorf("%w: a window of %d bytes, above Redis's 512 MiB strings", ErrUnsupported, sb)
 	}
 	if err := ensureFunctions(ctx, rdb); err != nil {
@@ -81,7 +81,7 @@ func PushWindow(ctx context.Context, rdb redis.UniversalClient, name string, src
 	for _, n := range w.stampCounts(table) {
 		args = append(args, n)
 	}
-	if err := w.eachShard(ctx, func(s int) redis.Cmder { return w.fcall(ctx, fnWSet, s, args) },
+	if err := w.eachSegment(ctx, func(s int) redis.Cmder { return w.fcall(ctx, fnWSet, s, args) },
 		func(s int, c redis.Cmder) error { return c.Err() }); err != nil {
 		return nil, err
 	}
@@ -92,12 +92,12 @@ func PushWindow(ctx context.Context, rdb redis.UniversalClient, name string, src
 	return w, nil
 }
 
-// stampCounts returns the non-empty slots of each stamp in a shard's
+// stampCounts returns the non-empty slots of each stamp in a segment's
 // table.
 func (w *Window) stampCounts(table []byte) [1 << cuckoo.WindowStampBits]uint64 {
 	var n [1 << cuckoo.WindowStampBits]uint64
 	g := &w.g
-	for i := range g.perShard {
+	for i := range g.perSegment {
 		lo, c, sh := g.span(i)
 		for j := range g.b {
 			if v := g.slot(table[lo:lo+c], sh, j); v != 0 {
@@ -133,10 +133,10 @@ func claimName(ctx context.Context, rdb redis.UniversalClient, prefix, name, val
 // Snapshot returns a library window holding the window's state: the same
 // parameters, seed, table, epoch and sweep cursor, so it answers every
 // lookup as the Redis window does at the same time, and its encoding
-// (MarshalBinary) is the window file of the shard (a window pushed and
+// (MarshalBinary) is the window file of the segment (a window pushed and
 // snapshot back is the window pushed, byte for byte). The segment is read
 // atomically (one read-only function call), and checked by the library's
-// decoder: a shard whose contents break a window invariant gives an error
+// decoder: a segment whose contents break a window invariant gives an error
 // wrapping [ErrCorrupt]. The library's Window has one table, so only a
 // window of one segment ([WithSegments](1)) can be snapshot; others give
 // an error wrapping [ErrUnsupported]. The returned Window reads the
@@ -144,8 +144,8 @@ func claimName(ctx context.Context, rdb redis.UniversalClient, prefix, name, val
 // set on it afterwards: decode its encoding into a Window of your own
 // clock if need be.
 func (w *Window) Snapshot(ctx context.Context) (*cuckoo.Window, error) {
-	if w.m.shards != 1 {
-		return nil, fmt.Errorf("%w: window %q has %d segments; the library's Window has one table (make a window to snapshot with WithSegments(1))", ErrUnsupported, w.name, w.m.shards)
+	if w.m.segments != 1 {
+		return nil, fmt.Errorf("%w: window %q has %d segments; the library's Window has one table (make a window to snapshot with WithSegments(1))", ErrUnsupported, w.name, w.m.segments)
 	}
 	g := &w.g
 	cmd := redis.NewSliceCmd(ctx, "fcall_ro", fnDump, 2, w.tables[0], w.counters[0], w.m.id)
@@ -173,9 +173,9 @@ func (w *Window) Snapshot(ctx context.Context) (*cuckoo.Window, error) {
 	}
 	h := format.WindowHeader{Slots: uint8(g.b), FPBits: uint8(g.f), StampBits: cuckoo.WindowStampBits, Epochs: cuckoo.WindowEpochs,
 		MaxKicks: uint32(w.m.kicks), Seed: w.m.seed, PerWindow: w.m.capacity, Window: w.m.window,
-		Epoch: int64(binary.BigEndian.Uint64([]byte(str[g.shardBytes:]))), Cursor: cursor, Buckets: w.m.buckets, Words: g.shardBytes / 8}
-	enc := h.Append(make([]byte, 0, format.WindowHeaderSize+g.shardBytes+format.ChecksumSize))
-	enc = append(enc, str[:g.shardBytes]...)
+		Epoch: int64(binary.BigEndian.Uint64([]byte(str[g.segmentBytes:]))), Cursor: cursor, Buckets: w.m.buckets, Words: g.segmentBytes / 8}
+	enc := h.Append(make([]byte, 0, format.WindowHeaderSize+g.segmentBytes+format.ChecksumSize))
+	enc = append(enc, str[:g.segmentBytes]...)
 	enc = codec.AppendChecksum(enc)
 	var out cuckoo.Window
 	if err := out.UnmarshalBinary(enc); err != nil {

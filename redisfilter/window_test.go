@@ -335,7 +335,7 @@ func TestWindowFullLeavesSegmentAsItWas(t *testing.T) {
 	if full == 0 || len(held) < 100 {
 		t.Fatalf("%d keys held, %d refused", len(held), full)
 	}
-	before, err := redisfilter.WindowShardState(ctx, w, 0)
+	before, err := redisfilter.WindowSegmentState(ctx, w, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -350,7 +350,7 @@ func TestWindowFullLeavesSegmentAsItWas(t *testing.T) {
 			t.Fatal(err)
 		}
 		refused++
-		after, err := redisfilter.WindowShardState(ctx, w, 0)
+		after, err := redisfilter.WindowSegmentState(ctx, w, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -373,7 +373,7 @@ func TestWindowFullLeavesSegmentAsItWas(t *testing.T) {
 // TestWindowPushSnapshotBitIdentical: a library window pushed into Redis
 // and snapshot back is the window pushed, byte for byte, and answers as
 // it does; a window made in Redis, snapshot and pushed under another
-// name, holds the same shard (table, epoch, cursor, counts). A window of
+// name, holds the same segment (table, epoch, cursor, counts). A window of
 // several segments cannot be snapshot (ErrUnsupported); pushing over an
 // existing window needs replace (ErrExists otherwise).
 func TestWindowPushSnapshotBitIdentical(t *testing.T) {
@@ -418,7 +418,7 @@ func TestWindowPushSnapshotBitIdentical(t *testing.T) {
 			t.Fatalf("PushWindow over a window: %v", err)
 		}
 
-		// Made in Redis, snapshot, pushed elsewhere: the same shard.
+		// Made in Redis, snapshot, pushed elsewhere: the same segment.
 		// 28-bit fingerprints and a fixed seed: no two of the keys share
 		// a slot, so the deletes take only their own keys.
 		made, err := redisfilter.NewWindow(ctx, rdb, uniqueName(t), 5000, time.Hour, redisfilter.WithSegments(1),
@@ -443,11 +443,11 @@ func TestWindowPushSnapshotBitIdentical(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { copied.Drop(ctx) })
-		a, err := redisfilter.WindowShardState(ctx, made, 0)
+		a, err := redisfilter.WindowSegmentState(ctx, made, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
-		b, err := redisfilter.WindowShardState(ctx, copied, 0)
+		b, err := redisfilter.WindowSegmentState(ctx, copied, 0)
 		if err != nil {
 			t.Fatal(err)
 		}

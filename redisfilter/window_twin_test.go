@@ -25,8 +25,8 @@ import (
 // reading one test clock (the server's library is loaded with its clock
 // reading a key the test sets, LoadTestClockLibrary; the library Window's
 // WithClock returns the same time). After each step the test compares the
-// shard with the library's encoding byte for byte: the table, the epoch of
-// the latest write and the sweep's cursor, and the stamp counts the shard
+// segment with the library's encoding byte for byte: the table, the epoch of
+// the latest write and the sweep's cursor, and the stamp counts the segment
 // keeps with those of the library's table; and every reply: Add's error,
 // AddUnique's added, Touch's seen, Delete's found, Contains, Len.
 //
@@ -398,7 +398,7 @@ func (tw *windowTwin) length() string {
 	return "Len"
 }
 
-// compare fails the test unless the shard holds the library's table,
+// compare fails the test unless the segment holds the library's table,
 // epoch and cursor, and counts its stamps right.
 func (tw *windowTwin) compare(when string) {
 	t := tw.t
@@ -410,7 +410,7 @@ func (tw *windowTwin) compare(when string) {
 	le := binary.LittleEndian
 	epoch, cursor := int64(le.Uint64(enc[48:])), le.Uint64(enc[56:])
 	words := enc[80 : len(enc)-4]
-	sh, err := redisfilter.WindowShardState(tw.ctx, tw.rw, 0)
+	sh, err := redisfilter.WindowSegmentState(tw.ctx, tw.rw, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -434,6 +434,6 @@ func (tw *windowTwin) compare(when string) {
 		}
 	}
 	if counts != sh.Counts {
-		t.Fatalf("%s: stamp counts %v, the shard keeps %v", when, counts, sh.Counts)
+		t.Fatalf("%s: stamp counts %v, the segment keeps %v", when, counts, sh.Counts)
 	}
 }

@@ -57,7 +57,7 @@ type buildFlags struct {
 	stats  bool
 	quiet  bool
 
-	segments int // --segments: the table in N segments, the shards of 'cuckoo push'
+	segments int // --segments: the table in N segments, the segments of 'cuckoo push'
 
 	headroom headroomValue // --headroom: room beyond the input's lines, in percent
 }

@@ -27,7 +27,7 @@ A window filter file ('cuckoo dedup --window D --state FILE') becomes the
 window filter NAME, of one segment, its keys' ages going on by Redis's
 clock ('cuckoo dedup --redis URL --name NAME --window D' uses it).
 
-The filter is stored in as many Redis keys (shards) as the file has
+The filter is stored in as many Redis keys (segments) as the file has
 segments: build it with 'cuckoo build --segments N' so that a cluster's
 masters share it (16 or more for a large filter; see docs/redis.md). A
 file of one segment is one key, served by one master.
@@ -106,8 +106,8 @@ const pullHelp = `Usage: cuckoo pull --redis URL --name NAME -o FILE
 Write the shared cuckoo filter NAME in Redis to a filter file: the same
 parameters, seed and table as in Redis (a filter pushed and pulled back is
 the file pushed, byte for byte). The file is checked by the library's
-decoder before it is written, atomically. Each shard is read in one step;
-shards written to meanwhile are read at slightly different moments. A
+decoder before it is written, atomically. Each segment is read in one step;
+segments written to meanwhile are read at slightly different moments. A
 window filter NAME of one segment is written as a window filter file
 (with its keys' ages), which 'cuckoo dedup --window D --state FILE' goes
 on with.

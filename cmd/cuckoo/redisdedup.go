@@ -20,7 +20,7 @@ import (
 )
 
 // redisDedupBatch is the most lines sent to Redis at once: one pipeline
-// of test-and-insert calls, grouped by shard.
+// of test-and-insert calls, grouped by segment.
 const redisDedupBatch = 8192
 
 // runRedisDedup is 'cuckoo dedup --redis URL --name N': the seen-set is
@@ -436,7 +436,7 @@ func (u *unsettled) track() { u.index = map[string]int{} }
 func (u *unsettled) tracking() bool { return u.index != nil }
 
 // note notes the answer for key, on line number num: added, and err.
-// Redis runs the writes of one key (one shard) in input order, so a
+// Redis runs the writes of one key (one segment) in input order, so a
 // key's first answer that is known decides for the lines after it: a
 // key added or present is settled, and its later lines are repeats;
 // after an unconfirmed write, "added" means that write did not add it

@@ -3,7 +3,7 @@
 // 3-master cluster, redis-server on loopback): for n keys, AddBatch and
 // ContainsBatch of a cuckoo filter at the given rate against SADD and
 // SISMEMBER pipelined in batches of 32,768 keys, one pipeline after the
-// other, into a set split into as many keys as the filter has shards; the
+// other, into a set split into as many keys as the filter has segments; the
 // memory per key of each (MEMORY USAGE); and the servers' CPU time per
 // key (INFO cpu, summed over the masters), which is what bounds a server
 // shared by many clients. Rounds interleave the two (odd rounds run the
@@ -100,7 +100,7 @@ func main() {
 
 	for _, t := range tops {
 		res := map[string][]float64{}
-		var shards, peerShards int
+		var segments, peerSegments int
 		for r := range *rounds {
 			var f, set members
 			if *window == 0 {
@@ -114,7 +114,7 @@ func main() {
 				check(err)
 				f, set = w, cf
 			}
-			shards, peerShards = f.Segments(), set.Segments()
+			segments, peerSegments = f.Segments(), set.Segments()
 			errs := make([]error, *n)
 			found := make([]bool, *n)
 
@@ -171,10 +171,10 @@ func main() {
 		}
 		m := func(k string) float64 { return median(res[k]) }
 		if *window == 0 {
-			fmt.Printf("### %s (%d filter shards, %d set keys)\n\n", t.name, shards, shards)
+			fmt.Printf("### %s (%d filter segments, %d set keys)\n\n", t.name, segments, segments)
 			fmt.Printf("| operation, %d keys | cuckoo filter in Redis | set (SADD/SISMEMBER pipelined) | filter / set |\n", *n)
 		} else {
-			fmt.Printf("### %s (window: %d segments; cuckoo filter: %d)\n\n", t.name, shards, peerShards)
+			fmt.Printf("### %s (window: %d segments; cuckoo filter: %d)\n\n", t.name, segments, peerSegments)
 			fmt.Printf("| operation, %d keys | window filter (%v) | cuckoo filter | window / filter (time per key: the median of the rounds' ratios) |\n", *n, *window)
 		}
 		fmt.Printf("|---|---:|---:|---:|\n")
@@ -231,7 +231,7 @@ type members interface {
 	Segments() int
 }
 
-// set is the exact set, split into keys as the filter is into shards.
+// set is the exact set, split into keys as the filter is into segments.
 type set struct {
 	rdb  redis.UniversalClient
 	keys []string
