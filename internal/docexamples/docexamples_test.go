@@ -6,6 +6,7 @@ import (
 	"compress/gzip"
 	"context"
 	"encoding/base64"
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
@@ -18,8 +19,19 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dedupkit/cuckoo/internal/testbin"
 	"github.com/dedupkit/cuckoo/internal/testlong"
+	"github.com/dedupkit/cuckoo/internal/testparallel"
 )
+
+func TestMain(m *testing.M) {
+	flag.Parse()
+	// The documents run at once, each in a shell of its own: their
+	// examples wait on servers, on pipes and on one another far more than
+	// they compute.
+	testparallel.Raise(8)
+	os.Exit(m.Run())
+}
 
 // TestDocExamples runs the shell examples of README.md and docs/*.md as a
 // reader would, and fails when one does not do what it shows:
@@ -28,7 +40,8 @@ import (
 //     (what a fresh clone holds) with the fixtures below (urls.txt, …),
 //     the blocks of one document in turn in one directory, each in a
 //     subshell of its own, with the cuckoo command built from this tree
-//     first on PATH (and as GOBIN, where go install puts it);
+//     (as go run builds it) first on PATH (and as GOBIN, where go install
+//     puts it);
 //   - `go run ./cmd/cuckoo` and `go install ./cmd/cuckoo` are taken as
 //     done (the command built from this tree is on PATH): they compile
 //     the tree anew in the copy, which TestReadmeInstall does, in the
@@ -52,6 +65,7 @@ import (
 //
 // The lines left out, and why, are in skips; new blocks run by default.
 func TestDocExamples(t *testing.T) {
+	t.Parallel() // beside TestReadmeInstall
 	if testing.Short() {
 		// -short is for the instrumented builds (-race, -tags invariants,
 		// purego), whose code these examples do not exercise: they run
@@ -70,11 +84,15 @@ func TestDocExamples(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The command, linked once per version of the tree (go run's cache),
+	// under its name in a directory of its own: GOBIN too.
+	built, err := testbin.Build(root, "./cmd/cuckoo")
+	if err != nil {
+		t.Fatal(err)
+	}
 	bin := t.TempDir()
-	build := exec.Command("go", "build", "-o", filepath.Join(bin, "cuckoo"), "./cmd/cuckoo")
-	build.Dir = root
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
+	if err := os.Symlink(built, filepath.Join(bin, "cuckoo")); err != nil {
+		t.Fatal(err)
 	}
 	docs, _ := filepath.Glob(filepath.Join(root, "docs", "*.md"))
 	docs = append([]string{filepath.Join(root, "README.md")}, docs...)
@@ -672,6 +690,7 @@ func TestCommands(t *testing.T) {
 // go run ./cmd/cuckoo runs it too.
 func TestReadmeInstall(t *testing.T) {
 	testlong.Skip(t)
+	t.Parallel() // beside TestDocExamples
 	root, err := filepath.Abs("../..")
 	if err != nil {
 		t.Fatal(err)
