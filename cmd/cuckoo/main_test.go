@@ -14,43 +14,58 @@ import (
 	"time"
 
 	"github.com/dedupkit/cuckoo/internal/invariants"
+	"github.com/dedupkit/cuckoo/internal/testbin"
+	"github.com/dedupkit/cuckoo/internal/testparallel"
 )
 
-// The end-to-end tests build the command once and run it as users do:
-// on files, with arguments, reading its output and exit status.
+// The end-to-end tests run the command as users do: on files, with
+// arguments, reading its output and exit status. The command is this test
+// binary, which runs main instead of the tests when started with
+// asCommandEnv set (as every process the tests start is): the binary is
+// built and linked once, by go test, instead of a second time by go build.
+// It is built with the tests' build tags (invariants, race). Under the
+// race detector every process start costs about a second, and the tests
+// start hundreds: the command is then built without it (and linked once
+// per version, in go run's cache), unless CUCKOO_E2E_RACE=1; so it is
+// under coverage, whose instrumented binary reports on exit.
+
+// asCommandEnv, set to 1 in a process's environment, makes the test
+// binary the command.
+const asCommandEnv = "CUCKOO_TEST_BINARY_IS_COMMAND"
 
 var (
-	binary    string // the built command
-	buildErr  error
-	buildOnce = make(chan struct{})
+	binary   string // the command
+	buildErr error
 )
 
 func TestMain(m *testing.M) {
+	if os.Getenv(asCommandEnv) == "1" {
+		main() // exits
+	}
 	flag.Parse()
-	dir, err := os.MkdirTemp("", "cuckoo-e2e-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
+	// The tests spend most of their time waiting for the processes they
+	// start (the command, redis-server) and for the clocks of windows and
+	// timeouts.
+	testparallel.Raise(4)
+	os.Exit(runWithCommand(m))
+}
+
+// runWithCommand sets binary to the command and runs the tests.
+func runWithCommand(m *testing.M) int {
+	if (!raceEnabled || os.Getenv("CUCKOO_E2E_RACE") == "1") && testing.CoverMode() == "" {
+		self, err := os.Executable()
+		if err == nil {
+			binary = self
+			os.Setenv(asCommandEnv, "1")
+			return m.Run()
+		}
 	}
-	binary = filepath.Join(dir, "cuckoo")
-	// The binary is built with the invariant checks when the tests are.
-	// With CUCKOO_E2E_RACE=1 and -race it is built with the race detector
-	// too; not by default, because every process start then costs about a
-	// second, and the tests start a hundred.
-	args := []string{"build", "-o", binary}
-	if raceEnabled && os.Getenv("CUCKOO_E2E_RACE") == "1" {
-		args = append(args, "-race")
-	}
+	var tags []string
 	if invariants.Enabled {
-		args = append(args, "-tags", "invariants")
+		tags = []string{"-tags", "invariants"}
 	}
-	out, err := exec.Command("go", append(args, ".")...).CombinedOutput()
-	if err != nil {
-		buildErr = fmt.Errorf("go build: %v\n%s", err, out)
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
+	binary, buildErr = testbin.Build(".", ".", tags...)
+	return m.Run()
 }
 
 // result is one run of the command.

@@ -118,7 +118,8 @@ func TestPushPull(t *testing.T) {
 // Two distinct lines with the same fingerprint and bucket pair would make
 // the second a false positive, missing from the output. The filter is
 // large (a million keys, 32-bit fingerprints: about 270,000 buckets) so
-// that for any 32,000 distinct lines that happens with probability about
+// that for any 32,000 distinct lines (the long run's 60,000 lines; the
+// quick run's 24,000 are fewer) that happens with probability about
 // D²/(buckets·2^32) ≈ 1e-6, and its seed is fixed: whether it happens
 // depends only on the seed and the set of lines, not on which process
 // adds a line first, and with this seed and the net/http sources of Go
@@ -138,7 +139,13 @@ func TestDedupRedis(t *testing.T) {
 func dedupRedisShared(t *testing.T, mode []string) {
 	s := redistest.NewServer(t, redistest.Config{})
 	e := newEnv(t)
-	lines := goSourceLines(t, 60000)
+	// Each process's half spans batches (8,192 lines) in the quick run's
+	// 24,000 lines too.
+	n := 24000
+	if testlong.Enabled() {
+		n = 60000
+	}
+	lines := goSourceLines(t, n)
 	half := len(lines) / 2
 	e.write("a.txt", strings.Join(lines[:half], "\n")+"\n")
 	e.write("b.txt", strings.Join(lines[half:], "\n")+"\n")

@@ -6,6 +6,7 @@ import (
 	"compress/gzip"
 	"context"
 	"encoding/base64"
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
@@ -18,8 +19,19 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dedupkit/cuckoo/internal/testbin"
 	"github.com/dedupkit/cuckoo/internal/testlong"
+	"github.com/dedupkit/cuckoo/internal/testparallel"
 )
+
+func TestMain(m *testing.M) {
+	flag.Parse()
+	// The documents run at once, each in a shell of its own: their
+	// examples wait on servers, on pipes and on one another far more than
+	// they compute.
+	testparallel.Raise(8)
+	os.Exit(m.Run())
+}
 
 // TestDocExamples runs the shell examples of README.md and docs/*.md as a
 // reader would, and fails when one does not do what it shows:
@@ -28,7 +40,10 @@ import (
 //     (what a fresh clone holds) with the fixtures below (urls.txt, …),
 //     the blocks of one document in turn in one directory, each in a
 //     subshell of its own, with the cuckoo command built from this tree
-//     first on PATH (and as GOBIN, where go install puts it);
+//     (as go run builds it) first on PATH (and as GOBIN, where go install
+//     puts it);
+//   - a go test line that runs benchmarks (a long line) lists them
+//     instead, and must name one (benchmarksListed);
 //   - `go run ./cmd/cuckoo` and `go install ./cmd/cuckoo` are taken as
 //     done (the command built from this tree is on PATH): they compile
 //     the tree anew in the copy, which TestReadmeInstall does, in the
@@ -52,6 +67,7 @@ import (
 //
 // The lines left out, and why, are in skips; new blocks run by default.
 func TestDocExamples(t *testing.T) {
+	t.Parallel() // beside TestReadmeInstall
 	if testing.Short() {
 		// -short is for the instrumented builds (-race, -tags invariants,
 		// purego), whose code these examples do not exercise: they run
@@ -70,11 +86,15 @@ func TestDocExamples(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The command, linked once per version of the tree (go run's cache),
+	// under its name in a directory of its own: GOBIN too.
+	built, err := testbin.Build(root, "./cmd/cuckoo")
+	if err != nil {
+		t.Fatal(err)
+	}
 	bin := t.TempDir()
-	build := exec.Command("go", "build", "-o", filepath.Join(bin, "cuckoo"), "./cmd/cuckoo")
-	build.Dir = root
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
+	if err := os.Symlink(built, filepath.Join(bin, "cuckoo")); err != nil {
+		t.Fatal(err)
 	}
 	docs, _ := filepath.Glob(filepath.Join(root, "docs", "*.md"))
 	docs = append([]string{filepath.Join(root, "README.md")}, docs...)
@@ -143,7 +163,7 @@ var skips = map[string]map[string]string{
 	},
 	"docs/dedup-benchmark.md": {
 		"cd bench && go run ./dedupbench": "the benchmark: every mode against awk and sort, minutes",
-		"go test -run '^$' -bench Dedup":  "long: the dedup engine's benchmarks",
+		"go test -run '^$' -bench Dedup":  "long: the dedup engine's benchmarks (listed: CI runs each once)",
 	},
 	"docs/redis.md": {
 		"apt-get install": "installs a package",
@@ -158,7 +178,7 @@ var skips = map[string]map[string]string{
 		"go test -count=1 ./...": "the test suite, timed, which runs this test",
 	},
 	"docs/window.md": {
-		"go test -run '^$' -bench": "long: the window's benchmarks",
+		"go test -run '^$' -bench": "long: the window's benchmarks (listed: CI runs each once)",
 	},
 }
 
@@ -268,6 +288,22 @@ func splitComment(s string) (text, comment string) {
 // shownReply is a redis-cli reply as a comment shows it: "(integer) 1",
 // "OK", "0", "(false)", with what follows a ":" left out.
 var shownReply = regexp.MustCompile(`^(\(integer\) -?\d+|-?\d+|OK|\(nil\)|\(true\)|\(false\)|"[^"]*")(:.*)?$`)
+
+// benchmarkLine matches a go test command that runs benchmarks.
+var benchmarkLine = regexp.MustCompile(`^go test .*-bench `)
+
+// benchmarksListed returns, for a go test command that runs benchmarks,
+// one that lists them (go test -list) and fails unless it names one: the
+// package builds and the pattern names benchmarks, which is what the line
+// needs of this tree; their runs take minutes, for figures no one reads
+// here, and CI runs every benchmark once (-bench . -benchtime 1x) in its
+// long step. Any other command is returned as it is.
+func benchmarksListed(text string) string {
+	if !benchmarkLine.MatchString(text) {
+		return text
+	}
+	return strings.Replace(text, " -bench ", " -list ", 1) + " | grep -q '^Benchmark'"
+}
 
 // serverPort returns the port a command that starts a server in the
 // background listens on, or 0 when it starts none.
@@ -382,6 +418,7 @@ __wait_port() { local i; for i in $(seq 1200); do (exec 9<>/dev/tcp/127.0.0.1/$1
 				if strings.TrimSpace(text) == "go install ./cmd/cuckoo" {
 					text = ": built"
 				}
+				text = benchmarksListed(text)
 				if fields := strings.Fields(text); len(fields) > 0 && fields[0] == "redis-cli" {
 					if m := shownReply.FindStringSubmatch(c.comment); m != nil {
 						checks[c.line] = check{want: m[1]}
@@ -469,6 +506,12 @@ func runDoc(t *testing.T, root, bin, doc string, used map[string]bool) {
 	if runErr != nil {
 		if ee, ok := runErr.(*exec.ExitError); ok && ee.ExitCode() == 97 {
 			t.Skipf("no loopback in the namespace: %s", out.String())
+		}
+		// Killed, the shell reports nothing of the lines it did not run.
+		if ee, ok := runErr.(*exec.ExitError); ok {
+			if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+				t.Fatalf("the examples' shell was killed (%v)\n%s", ws.Signal(), tail(out.String()))
+			}
 		}
 	}
 	failed := false
@@ -658,6 +701,16 @@ func TestCommands(t *testing.T) {
 			t.Errorf("%q taken for a reply", c)
 		}
 	}
+	for in, want := range map[string]string{
+		"go test -run '^$' -bench 'A|B' -benchtime 40x":    "go test -run '^$' -list 'A|B' -benchtime 40x | grep -q '^Benchmark'",
+		"go test -run '^$' -bench Dedup -benchmem ./cmd/x": "go test -run '^$' -list Dedup -benchmem ./cmd/x | grep -q '^Benchmark'",
+		"go test -count=1 ./...":                           "go test -count=1 ./...",
+		"cuckoo dedup --count 3":                           "cuckoo dedup --count 3",
+	} {
+		if got := benchmarksListed(in); got != want {
+			t.Errorf("benchmarksListed(%q) = %q, want %q", in, got, want)
+		}
+	}
 	if !matches(check{want: "(integer) 1"}, "1\n") || !matches(check{want: "OK"}, "OK\n") || matches(check{want: "0"}, "1\n") {
 		t.Error("matches: redis-cli replies")
 	}
@@ -672,6 +725,7 @@ func TestCommands(t *testing.T) {
 // go run ./cmd/cuckoo runs it too.
 func TestReadmeInstall(t *testing.T) {
 	testlong.Skip(t)
+	t.Parallel() // beside TestDocExamples
 	root, err := filepath.Abs("../..")
 	if err != nil {
 		t.Fatal(err)
