@@ -13,6 +13,7 @@ import (
 	"github.com/dedupkit/cuckoo/guard"
 	"github.com/dedupkit/cuckoo/internal/redistest"
 	"github.com/dedupkit/cuckoo/internal/testlong"
+	"github.com/dedupkit/cuckoo/internal/testparallel"
 	"github.com/dedupkit/cuckoo/redisfilter"
 	"github.com/redis/go-redis/v9"
 )
@@ -449,7 +450,7 @@ func failsOver(t *testing.T, lookup func() (string, error)) (string, error) {
 func TestMain(m *testing.M) {
 	flag.Parse()
 	redis.SetLogger(quietLogger{})
-	redistest.RaiseParallel(6)
+	testparallel.Raise(3)
 	os.Exit(m.Run())
 }
 

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/dedupkit/cuckoo/internal/redistest"
+	"github.com/dedupkit/cuckoo/internal/testparallel"
 	"github.com/dedupkit/cuckoo/redisfilter"
 	"github.com/redis/go-redis/v9"
 )
@@ -27,7 +28,7 @@ var shared struct {
 
 func TestMain(m *testing.M) {
 	flag.Parse()
-	redistest.RaiseParallel(6)
+	testparallel.Raise(3)
 	if _, _, err := redistest.Binaries(); err != nil {
 		// The examples need a server and cannot skip: run the tests
 		// (which skip, saying how to install one) and the fuzz seeds only.

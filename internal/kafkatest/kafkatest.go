@@ -19,7 +19,6 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
-	"runtime"
 	"sort"
 	"strconv"
 	"strings"
@@ -31,6 +30,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/dedupkit/cuckoo/internal/testparallel"
 )
 
 // Wait is how long a test waits for a broker, a record or a group: far
@@ -244,11 +245,7 @@ func Main(m *testing.M) {
 	dir := os.Getenv(envDir)
 	if dir == "" {
 		flag.Parse()
-		parallelSet := false
-		flag.Visit(func(f *flag.Flag) { parallelSet = parallelSet || f.Name == "test.parallel" })
-		if !parallelSet {
-			flag.Set("test.parallel", strconv.Itoa(max(6, 2*runtime.GOMAXPROCS(0))))
-		}
+		testparallel.Raise(3)
 		os.Exit(m.Run())
 	}
 	os.Exit(runBroker(dir, os.Getenv(envPorts)))

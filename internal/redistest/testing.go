@@ -2,24 +2,8 @@ package redistest
 
 import (
 	"errors"
-	"flag"
-	"runtime"
-	"strconv"
 	"testing"
 )
-
-// RaiseParallel lets more parallel tests run at once than go test's
-// default (GOMAXPROCS): at least n, and twice GOMAXPROCS, unless the run
-// gave -test.parallel itself. It is for a package's TestMain, after
-// flag.Parse, in packages whose parallel tests mostly wait on servers (a
-// stall, a restart, a pause, a replica's sync) rather than compute.
-func RaiseParallel(n int) {
-	given := false
-	flag.Visit(func(f *flag.Flag) { given = given || f.Name == "test.parallel" })
-	if !given {
-		flag.Set("test.parallel", strconv.Itoa(max(n, 2*runtime.GOMAXPROCS(0))))
-	}
-}
 
 // NewServer starts a server for the test in a temporary directory and
 // stops it when the test ends. It skips the test when the binaries are
