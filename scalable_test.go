@@ -518,10 +518,11 @@ func TestScalableAllocs(t *testing.T) {
 // path stay below 1.6 × (log2(1/ε) + 3).
 // Without -growth.full or CUCKOO_LONG=1 the growth starts at 1,000 keys
 // for f = 8, whose memory has the least room under its bound, and at 300
-// for f = 12 and 16 (at 300 for all in -short mode, 100 under the race
-// detector): the same growth, smaller sizes, the same bounds.
+// for f = 12 and 16 (at 300 for all in -short mode): the same growth,
+// smaller sizes, the same bounds. It does not run under the race detector.
 func TestScalableGrowth(t *testing.T) {
 	t.Parallel()
+	testlong.SkipUnderRace(t)
 	for _, bits := range []int{8, 12, 16} {
 		initial := uint64(size(1000, 300, 100))
 		switch {
@@ -695,9 +696,11 @@ func TestScalableReadFromStream(t *testing.T) {
 
 // TestScalableDamageIsDetected cuts the encoding at every length and flips
 // bits all over it: each must fail with ErrCorrupt, never panic, and leave
-// the receiver as it was.
+// the receiver as it was. Under the race detector, which compiles in the
+// decoders' invariant checks, every 8th cut and flip.
 func TestScalableDamageIsDetected(t *testing.T) {
 	t.Parallel()
+	stride := size(1, 1, 8)
 	s := sampleScalable(t, layout{2, false}, 7)
 	data := mustMarshal(t, s)
 	var g cuckoo.Scalable
@@ -715,10 +718,10 @@ func TestScalableDamageIsDetected(t *testing.T) {
 			t.Fatalf("%s: a failed decode changed the filter", what)
 		}
 	}
-	for n := 0; n < len(data); n++ {
+	for n := 0; n < len(data); n += stride {
 		try(fmt.Sprintf("cut at %d", n), data[:n])
 	}
-	for bit := 0; bit < 8*len(data); bit += 1 + bit/64 {
+	for bit := 0; bit < 8*len(data); bit += stride + bit/64 {
 		bad := bytes.Clone(data)
 		bad[bit/8] ^= 1 << (bit % 8)
 		try(fmt.Sprintf("bit %d flipped", bit), bad)
@@ -1133,9 +1136,11 @@ func BenchmarkScalable_Add(b *testing.B) {
 // the tables' bounds add up to at most 15/16 of it. The quick run grows
 // the filter of 1 % only, from 300 keys (the mean bits per item are then
 // only logged, as in TestScalableGrowth); the long checks (CUCKOO_LONG=1)
-// grow both from 10,000 keys, and -growth.full one of 0.01 % too.
+// grow both from 10,000 keys, and -growth.full one of 0.01 % too. It does
+// not run under the race detector.
 func TestScalableRateIsABoundAtEverySize(t *testing.T) {
 	t.Parallel()
+	testlong.SkipUnderRace(t)
 	rates := []float64{0.01, 0.001}
 	if *fullGrowthFlag {
 		rates = append(rates, 0.0001) // 2·10^7 probes at each size
