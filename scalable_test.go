@@ -19,11 +19,11 @@ import (
 	"github.com/dedupkit/cuckoo/internal/testlong"
 )
 
-var fullGrowthFlag = flag.Bool("growth.full", false, "TestScalableGrowth and TestScalableRateIsABoundAtEverySize: grow from 10,000 to 10 million keys in every mode, at every rate, with 20 million probes (the reported figures; the long checks, CUCKOO_LONG=1, grow as far with fewer probes and rates)")
+var fullGrowthFlag = flag.Bool("growth.full", false, "TestScalableGrowth and TestScalableRateIsABoundAtEverySize: grow from 10,000 to 10 million keys in every mode, at every rate, with up to 20 million probes (the reported figures; the long checks, CUCKOO_LONG=1, grow from 1,000 to a million)")
 
 // fullGrowth reports whether the growth tests grow from 10,000 to 10
-// million keys: with -growth.full, and in the long checks.
-func fullGrowth() bool { return *fullGrowthFlag || longRun() }
+// million keys: with -growth.full (the long checks grow from 1,000).
+func fullGrowth() bool { return *fullGrowthFlag }
 
 // multiset is what the model tests need of a Scalable or a Concurrent.
 type multiset interface {
@@ -516,10 +516,11 @@ func TestScalableAllocs(t *testing.T) {
 // the model (within 5σ of the expected count) and stay at most B; the
 // tables' bounds must add up to at most B; bits per item averaged over the
 // path stay below 1.6 × (log2(1/ε) + 3).
-// Without -growth.full or CUCKOO_LONG=1 the growth starts at 1,000 keys
-// for f = 8, whose memory has the least room under its bound, and at 300
-// for f = 12 and 16 (at 300 for all in -short mode): the same growth,
-// smaller sizes, the same bounds. It does not run under the race detector.
+// Only -growth.full starts at 10,000 keys; the long checks (CUCKOO_LONG=1)
+// start at 1,000 keys, the quick run at 1,000 for f = 8, whose memory has
+// the least room under its bound, and at 300 for f = 12 and 16 (at 300
+// for all in -short mode): the same growth, smaller sizes, the same
+// bounds. It does not run under the race detector.
 func TestScalableGrowth(t *testing.T) {
 	t.Parallel()
 	testlong.SkipUnderRace(t)
@@ -528,6 +529,8 @@ func TestScalableGrowth(t *testing.T) {
 		switch {
 		case fullGrowth():
 			initial = 10_000
+		case longRun():
+			initial = 1000
 		case bits != 8:
 			initial = min(initial, 300)
 		}
@@ -1136,7 +1139,8 @@ func BenchmarkScalable_Add(b *testing.B) {
 // the tables' bounds add up to at most 15/16 of it. The quick run grows
 // the filter of 1 % only, from 300 keys (the mean bits per item are then
 // only logged, as in TestScalableGrowth); the long checks (CUCKOO_LONG=1)
-// grow both from 10,000 keys, and -growth.full one of 0.01 % too. It does
+// grow both from 1,000 keys, -growth.full from 10,000, and one of 0.01 %
+// too. It does
 // not run under the race detector.
 func TestScalableRateIsABoundAtEverySize(t *testing.T) {
 	t.Parallel()
@@ -1145,14 +1149,17 @@ func TestScalableRateIsABoundAtEverySize(t *testing.T) {
 	if *fullGrowthFlag {
 		rates = append(rates, 0.0001) // 2·10^7 probes at each size
 	}
-	if testing.Short() || testlong.RaceEnabled || !fullGrowth() {
+	if !fullGrowth() && !longRun() {
 		rates = rates[:1]
 	}
 	for _, p := range rates {
 		t.Run(fmt.Sprintf("p=%g", p), func(t *testing.T) {
 			initial := uint64(size(300, 300, 100))
-			if fullGrowth() {
+			switch {
+			case fullGrowth():
 				initial = 10_000
+			case longRun():
+				initial = 1000
 			}
 			s, err := cuckoo.NewScalable(initial, cuckoo.WithFalsePositiveRate(p), cuckoo.WithSeed(uint64(1/p)))
 			if err != nil {
