@@ -28,11 +28,13 @@ var oddShapes = []struct{ b, f int }{
 
 // TestAnyBucketSize: a Filter of any bucket size holds its capacity of
 // distinct keys, finds each, counts copies, deletes, and round-trips
-// through its encoding to the same bytes.
+// through its encoding to the same bytes. Filters of 3,000 keys; of
+// 1,000 under the race detector, which compiles in the invariant checks:
+// they walk the whole table after every operation.
 func TestAnyBucketSize(t *testing.T) {
+	n := uint64(size(3000, 3000, 1000))
 	for _, sh := range oddShapes {
 		t.Run(fmt.Sprintf("b=%d/f=%d", sh.b, sh.f), func(t *testing.T) {
-			const n = 3000
 			f, err := cuckoo.New(n, cuckoo.WithBucketSize(sh.b), cuckoo.WithFingerprintBits(sh.f), cuckoo.WithSeed(uint64(sh.b*100+sh.f)))
 			if err != nil {
 				t.Fatal(err)
@@ -91,11 +93,9 @@ func TestAnyBucketSize(t *testing.T) {
 // over at least 100/rate probes.
 func TestAnyBucketSizeRate(t *testing.T) {
 	t.Parallel()
-	// The race detector, which compiles in the invariant checks, takes a
-	// quarter of the keys and probes: the same 5σ bound.
-	scale := float64(size(1, 1, 4))
+	testlong.SkipUnderRace(t)
 	for _, sh := range []struct{ b, f int }{{1, 16}, {3, 8}, {5, 10}, {16, 12}} {
-		n := uint64(20_000 / scale)
+		n := uint64(20_000)
 		f, err := cuckoo.New(n, cuckoo.WithBucketSize(sh.b), cuckoo.WithFingerprintBits(sh.f), cuckoo.WithSeed(7))
 		if err != nil {
 			t.Fatal(err)
@@ -106,7 +106,7 @@ func TestAnyBucketSizeRate(t *testing.T) {
 			}
 		}
 		p := f.FalsePositiveRate()
-		probes := uint64(max(200_000, 100/p) / scale)
+		probes := uint64(max(200_000, 100/p))
 		fp := 0
 		for i := range probes {
 			if f.Contains(key(1, i)) {
@@ -122,17 +122,24 @@ func TestAnyBucketSizeRate(t *testing.T) {
 }
 
 // TestAnyBucketSizeScalable: a Scalable of any bucket size grows past
-// many tables without losing a key, and round-trips.
+// many tables without losing a key, and round-trips: 30,000 keys from
+// 100; under the race detector (which compiles in the invariant checks,
+// slow for buckets of hundreds of slots) 3,000 from 10, and buckets of up
+// to 16 slots.
 func TestAnyBucketSizeScalable(t *testing.T) {
 	t.Parallel()
 	for _, b := range []int{1, 3, 5, 16, 100, 255} {
 		t.Run(fmt.Sprint("b=", b), func(t *testing.T) {
-			s, err := cuckoo.NewScalable(100, cuckoo.WithBucketSize(b), cuckoo.WithSeed(uint64(b)))
+			if b > 16 {
+				// Tables of 3,000 keys have one or two buckets of this size.
+				testlong.SkipUnderRace(t)
+			}
+			s, err := cuckoo.NewScalable(uint64(size(100, 100, 10)), cuckoo.WithBucketSize(b), cuckoo.WithSeed(uint64(b)))
 			if err != nil {
 				t.Fatal(err)
 			}
-			const n = 30_000
-			for i := range uint64(n) {
+			n := uint64(size(30_000, 30_000, 3_000))
+			for i := range n {
 				if err := s.Add(key(0, i)); err != nil {
 					t.Fatalf("key %d refused: %v", i, err)
 				}
@@ -156,7 +163,7 @@ func TestAnyBucketSizeScalable(t *testing.T) {
 			if err := g.UnmarshalBinary(data); err != nil {
 				t.Fatal(err)
 			}
-			for i := range uint64(n) {
+			for i := range n {
 				if i%3 != 0 && !g.Contains(key(0, i)) {
 					t.Fatalf("key %d lost", i)
 				}
@@ -219,9 +226,11 @@ func TestOneSlotNeedsWideFingerprints(t *testing.T) {
 
 // TestBucketCapacityHolds is TestNewHoldsItsCapacityAtEverySeed for the odd bucket
 // sizes: New(n) has room for n distinct keys for n from 1 to 1000, for
-// many seeds (20,000 with CUCKOO_LONG=1).
+// many seeds (20,000 with CUCKOO_LONG=1, 300 otherwise; a tenth of that
+// for n = 1000).
 func TestBucketCapacityHolds(t *testing.T) {
 	t.Parallel()
+	testlong.SkipUnderRace(t)
 	seeds := uint64(300)
 	if testlong.Enabled() {
 		seeds = 20_000

@@ -123,7 +123,9 @@ func stressKey(k uint64) []byte { return key(0, k) }
 //
 // Fixed tables run with 16-bit fingerprints (4-slot buckets fill a word)
 // and 12-bit ones (slots straddle words, which lock-free inserts leave to
-// the locked path).
+// the locked path). Each goroutine does 80,000 operations in the long
+// checks (CUCKOO_LONG=1), 10,000 in the quick run, 4,000 under the race
+// detector.
 func TestConcurrentStress(t *testing.T) {
 	t.Parallel()
 	for _, shape := range []struct {
@@ -143,7 +145,7 @@ func TestConcurrentStress(t *testing.T) {
 				t.Fatal(err)
 			}
 			workers := 4
-			ops := sized(80_000, 20_000, 40_000, 12_000) * *stressScale
+			ops := sized(80_000, 10_000, 40_000, 4_000) * *stressScale
 			const universe = 4000
 			models := make([]model, workers)
 			var wg sync.WaitGroup
@@ -254,7 +256,9 @@ func TestConcurrentStress(t *testing.T) {
 // set of resident keys in a loop while writers churn other keys through a
 // nearly full table, so that resident fingerprints are moved between their
 // two buckets all the time. A reader that read a key's buckets on either
-// side of a move would report it absent.
+// side of a move would report it absent. The writers churn 6,000 rounds in
+// the long checks (CUCKOO_LONG=1), 2,000 in the quick run, 60 under the
+// race detector (whose readers spin all the while).
 func TestConcurrentReaders(t *testing.T) {
 	t.Parallel()
 	for _, b := range []int{2, 4, 8} {
@@ -270,7 +274,7 @@ func TestConcurrentReaders(t *testing.T) {
 					resident = append(resident, i)
 				}
 			}
-			rounds := size(6000, 3000, 300) * *stressScale
+			rounds := sized(6000, 2000, 3000, 60) * *stressScale
 			var stop atomic.Bool
 			var misses atomic.Int64
 			var readers sync.WaitGroup
@@ -329,12 +333,14 @@ func TestConcurrentReaders(t *testing.T) {
 // must be a valid filter whose counts match its slots); then every key
 // must be there, and the counts exact. Half the keys are added by every
 // goroutine at once, so that lock-free inserts of one fingerprint race.
+// Each goroutine adds 100,000 keys in the long checks (CUCKOO_LONG=1),
+// 25,000 in the quick run, 5,000 under the race detector.
 func TestConcurrentInsertRace(t *testing.T) {
 	t.Parallel()
 	for _, bits := range []int{16, 12, 8} {
 		t.Run(fmt.Sprintf("f=%d", bits), func(t *testing.T) {
 			const workers = 4
-			n := uint64(size(100_000, 40_000, 5_000))
+			n := uint64(sized(100_000, 25_000, 40_000, 5_000))
 			c, _ := cuckoo.NewConcurrent(4*n, cuckoo.WithFingerprintBits(bits), cuckoo.WithSeed(testRand(t).Uint64()))
 			var wg sync.WaitGroup
 			var stop atomic.Bool

@@ -103,7 +103,7 @@ func applyOps(t *testing.T, fl *cuckoo.Filter, ops []byte) {
 				t.Fatal(err)
 			}
 		}
-		m.check(t, fl, step)
+		checkSet(t, fl, m, step)
 	}
 	if err := fl.CheckInvariants(); err != nil {
 		t.Fatal(err)

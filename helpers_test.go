@@ -76,7 +76,7 @@ func (l layout) slotBits(bits int) int {
 // bounds never loosen.
 func size(normal, short, race int) int {
 	switch {
-	case raceEnabled:
+	case testlong.RaceEnabled:
 		return race
 	case testing.Short():
 		return short
@@ -90,7 +90,7 @@ func size(normal, short, race int) int {
 // bounds never loosen.
 func sized(long, quick, short, race int) int {
 	switch {
-	case raceEnabled:
+	case testlong.RaceEnabled:
 		return race
 	case testing.Short():
 		return short
@@ -102,7 +102,7 @@ func sized(long, quick, short, race int) int {
 
 // longRun reports whether a test runs its long version: when the long
 // checks run (CUCKOO_LONG=1), outside -short and the race detector.
-func longRun() bool { return testlong.Enabled() && !testing.Short() && !raceEnabled }
+func longRun() bool { return testlong.Enabled() && !testing.Short() && !testlong.RaceEnabled }
 
 var update = flag.Bool("update", false, "rewrite the golden files of the current format version and the fuzz seed corpus (review the diff)")
 

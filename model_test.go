@@ -21,29 +21,8 @@ func (m model) total() uint64 {
 	return n
 }
 
-// check asserts everything the filter promises about the model's keys: each
-// key with copies is found and counted at least that often, and Len is the
-// model's size.
-func (m model) check(t *testing.T, f *cuckoo.Filter, step int) {
-	t.Helper()
-	for k, c := range m {
-		if c == 0 {
-			continue
-		}
-		if !f.Contains(key(0, k)) {
-			t.Fatalf("step %d: key %d (%d copies) not found", step, k, c)
-		}
-		if got := f.Count(key(0, k)); got < c {
-			t.Fatalf("step %d: Count(key %d) = %d < %d copies", step, k, got, c)
-		}
-	}
-	if f.Len() != m.total() {
-		t.Fatalf("step %d: Len = %d, model holds %d", step, f.Len(), m.total())
-	}
-}
-
 // runModel applies steps random operations to f and to a model, checking
-// after every step. Keys come from a small universe so that duplicates,
+// after every step (checkStep). Keys come from a small universe so that duplicates,
 // deletes of present keys and full buckets all happen often.
 func runModel(t *testing.T, f *cuckoo.Filter, r *rand.Rand, steps int, universe uint64) {
 	m := model{}
@@ -103,13 +82,14 @@ func runModel(t *testing.T, f *cuckoo.Filter, r *rand.Rand, steps int, universe 
 				m[k]++
 			}
 		}
-		m.check(t, f, step)
+		checkStep(t, f, m, k, step)
 		if step%64 == 0 {
 			if err := f.CheckInvariants(); err != nil {
 				t.Fatalf("step %d: %v", step, err)
 			}
 		}
 	}
+	checkSet(t, f, m, steps)
 	t.Logf("%d steps, %d keys, %d items, %d full inserts, load %.3f", steps, len(m), m.total(), fulls, f.LoadFactor())
 }
 

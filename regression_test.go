@@ -55,22 +55,25 @@ func TestConcurrentDecodeSegmented(t *testing.T) {
 	checkDecode(t, mustMarshal(t, f), func() decodable { return new(cuckoo.Concurrent) }, cuckoo.ErrCorrupt, cuckoo.ErrInvalidParameter)
 }
 
-// TestOverfillLosesNothing for segmented tables, and for a fixed Concurrent.
-// Outside the long checks (CUCKOO_LONG=1), which compare the bytes around
-// every failed Add of filters of 3,000 keys, the first 200 failures of
-// each filter are compared, of filters of 1,000 keys.
+// TestOverfillLosesNothing for segmented tables, and for a fixed Concurrent:
+// up to four times the capacity added, until 2,000 adds have failed. The
+// long checks (CUCKOO_LONG=1) compare the bytes around every failed Add of
+// filters of 3,000 keys; the quick run the first 200 failures of each
+// filter, of filters of 1,000 keys, and the adds stop at the 400th
+// failure (each failure walks its whole kick path and back).
 func TestOverfillSegmentsAndConcurrent(t *testing.T) {
 	t.Parallel()
 	for _, segs := range []int{2, 5} {
 		for _, b := range []int{2, 4, 8} {
-			n := uint64(sized(3000, 1000, 3000, 1000))
+			n := uint64(sized(3000, 1000, 1000, 1000))
 			f, err := cuckoo.New(n, cuckoo.WithSegments(segs), cuckoo.WithBucketSize(b), cuckoo.WithFingerprintBits(8), cuckoo.WithSeed(uint64(segs*10+b)))
 			if err != nil {
 				t.Fatal(err)
 			}
 			var ok []uint64
 			fails := 0
-			for i := uint64(0); i < 4*n; i++ {
+			maxFails := sized(2000, 400, 400, 400)
+			for i := uint64(0); i < 4*n && fails < maxFails; i++ {
 				var before []byte
 				if fails < 200 || longRun() { // comparing bytes is slow
 					before = mustMarshal(t, f)
@@ -103,7 +106,7 @@ func TestOverfillSegmentsAndConcurrent(t *testing.T) {
 	for _, b := range []int{2, 4, 8} {
 		c, _ := cuckoo.NewConcurrent(2000, cuckoo.WithBucketSize(b), cuckoo.WithFingerprintBits(8), cuckoo.WithSeed(uint64(b)))
 		var ok []uint64
-		for i := uint64(0); i < 8000; i++ {
+		for i := uint64(0); i < 4000; i++ {
 			if c.Add(key(0, i)) == nil {
 				ok = append(ok, i)
 			}

@@ -16,13 +16,14 @@ import (
 	"testing"
 
 	"github.com/dedupkit/cuckoo"
+	"github.com/dedupkit/cuckoo/internal/testlong"
 )
 
-var fullGrowthFlag = flag.Bool("growth.full", false, "TestScalableGrowth and TestScalableRateIsABoundAtEverySize: grow from 10,000 to 10 million keys in every mode, at every rate (the reported figures; the long checks, CUCKOO_LONG=1, do too)")
+var fullGrowthFlag = flag.Bool("growth.full", false, "TestScalableGrowth and TestScalableRateIsABoundAtEverySize: grow from 10,000 to 10 million keys in every mode, at every rate, with up to 20 million probes (the reported figures; the long checks, CUCKOO_LONG=1, grow from 1,000 to a million)")
 
 // fullGrowth reports whether the growth tests grow from 10,000 to 10
-// million keys: with -growth.full, and in the long checks.
-func fullGrowth() bool { return *fullGrowthFlag || longRun() }
+// million keys: with -growth.full (the long checks grow from 1,000).
+func fullGrowth() bool { return *fullGrowthFlag }
 
 // multiset is what the model tests need of a Scalable or a Concurrent.
 type multiset interface {
@@ -49,6 +50,31 @@ func checkSet(t *testing.T, s multiset, m model, step int) {
 	}
 	if s.Len() != m.total() {
 		t.Fatalf("step %d: Len = %d, model holds %d", step, s.Len(), m.total())
+	}
+}
+
+// checkStep is the check after a model test's step, which touched key k:
+// k's copies are found and counted at every step, the whole model
+// (checkSet) at every 8th. A key that a step loses stays missing or
+// undercounted (adding it again cannot bring its count up to the model's,
+// deleting it fails), so the whole-model check still catches the loss,
+// at most 7 steps later; at every step it made the model tests quadratic
+// in the model's size. The tests call checkSet after their last step.
+func checkStep(t *testing.T, s multiset, m model, k uint64, step int) {
+	t.Helper()
+	if step%8 == 0 {
+		checkSet(t, s, m, step)
+		return
+	}
+	if c := m[k]; c > 0 {
+		var b [16]byte
+		putKey(&b, 0, k)
+		if !s.Contains(b[:]) {
+			t.Fatalf("step %d: key %d (%d copies) not found", step, k, c)
+		}
+		if got := s.Count(b[:]); got < c {
+			t.Fatalf("step %d: Count(key %d) = %d < %d copies", step, k, got, c)
+		}
 	}
 }
 
@@ -133,13 +159,14 @@ func (sm *setModel) run(t *testing.T, r *rand.Rand, steps int, universe uint64) 
 			}
 			sm.s = g
 		}
-		checkSet(t, sm.s, m, step)
+		checkStep(t, sm.s, m, k, step)
 		if step%50 == 0 {
 			if err := sm.s.CheckInvariants(); err != nil {
 				t.Fatalf("step %d: %v", step, err)
 			}
 		}
 	}
+	checkSet(t, sm.s, m, steps)
 	t.Logf("%d steps: %d keys, %d items, %d full inserts", steps, len(m), m.total(), fulls)
 }
 
@@ -342,6 +369,7 @@ func TestScalableDeleteKeepsOthers(t *testing.T) {
 			}
 			m := model{}
 			next := uint64(0)
+			var touched uint64
 			for i := 0; i < 400; i++ {
 				if r.IntN(3) > 0 || len(m) == 0 {
 					k := next
@@ -354,6 +382,7 @@ func TestScalableDeleteKeepsOthers(t *testing.T) {
 						t.Fatal(err)
 					}
 					m[k]++
+					touched = k
 				} else {
 					for k := range m {
 						if !s.Delete(key(0, k)) {
@@ -362,11 +391,13 @@ func TestScalableDeleteKeepsOthers(t *testing.T) {
 						if m[k]--; m[k] == 0 {
 							delete(m, k)
 						}
+						touched = k
 						break
 					}
 				}
-				checkSet(t, s, m, i)
+				checkStep(t, s, m, touched, i)
 			}
+			checkSet(t, s, m, 400)
 		}
 	}
 }
@@ -485,16 +516,24 @@ func TestScalableAllocs(t *testing.T) {
 // the model (within 5σ of the expected count) and stay at most B; the
 // tables' bounds must add up to at most B; bits per item averaged over the
 // path stay below 1.6 × (log2(1/ε) + 3).
-// Without -growth.full or CUCKOO_LONG=1 the growth starts at 1,000 keys
-// (at 300 in -short mode, 100 under the race detector): the same growth,
-// smaller sizes, the same bounds.
+// Only -growth.full starts at 10,000 keys; the long checks (CUCKOO_LONG=1)
+// start at 1,000 keys, the quick run at 1,000 for f = 8, whose memory has
+// the least room under its bound, and at 300 for f = 12 and 16 (at 300
+// for all in -short mode): the same growth, smaller sizes, the same
+// bounds. It does not run under the race detector.
 func TestScalableGrowth(t *testing.T) {
 	t.Parallel()
-	initial := uint64(size(1000, 300, 100))
-	if fullGrowth() {
-		initial = 10_000
-	}
+	testlong.SkipUnderRace(t)
 	for _, bits := range []int{8, 12, 16} {
+		initial := uint64(size(1000, 300, 100))
+		switch {
+		case fullGrowth():
+			initial = 10_000
+		case longRun():
+			initial = 1000
+		case bits != 8:
+			initial = min(initial, 300)
+		}
 		t.Run(fmt.Sprintf("f=%d/initial=%d", bits, initial), func(t *testing.T) {
 			s, err := cuckoo.NewScalable(initial, cuckoo.WithFingerprintBits(bits), cuckoo.WithSeed(uint64(bits)))
 			if err != nil {
@@ -520,9 +559,10 @@ func TestScalableGrowth(t *testing.T) {
 				}
 				expected := s.FalsePositiveRate()
 				// 10,000/expected probes, enough for 5σ to be 5 % of the
-				// expectation, capped for speed (unless the growth is full).
+				// expectation, capped for speed (at 10^6 in the long checks,
+				// 2·10^7 with -growth.full).
 				probes := uint64(min(1e4/expected, float64(sized(1e6, 2e5, 5e5, 1e5))))
-				if fullGrowth() {
+				if *fullGrowthFlag {
 					probes = uint64(min(1e4/expected, 2e7))
 				}
 				fps := uint64(0)
@@ -559,10 +599,11 @@ func TestScalableGrowth(t *testing.T) {
 			// f = 8 has the least room: its later tables need 4 more bits
 			// (12) for the rate, which alone, at the load a full table
 			// reaches, is 12.5 bits per item of the bound's 12.96; the mean
-			// is 12.72 from 1,000 and from 10,000 keys. Below 1,000 keys
-			// (-short, -race) the tables are so small that their fixed
-			// parts (whole cache lines, bucket counts rounded to multiples
-			// of 32) dominate: the mean is only logged.
+			// is 12.72 from 1,000 and from 10,000 keys. From fewer than
+			// 1,000 keys (the quick run's f = 12 and 16, -short, -race) the
+			// tables are so small that their fixed parts (whole cache
+			// lines, bucket counts rounded to multiples of 32) dominate:
+			// the mean is only logged.
 			limit := memBound
 			if initial >= 1000 && mean > limit {
 				t.Errorf("bits per item averaged over the growth path: %.2f > %.2f", mean, limit)
@@ -658,9 +699,11 @@ func TestScalableReadFromStream(t *testing.T) {
 
 // TestScalableDamageIsDetected cuts the encoding at every length and flips
 // bits all over it: each must fail with ErrCorrupt, never panic, and leave
-// the receiver as it was.
+// the receiver as it was. Under the race detector, which compiles in the
+// decoders' invariant checks, every 8th cut and flip.
 func TestScalableDamageIsDetected(t *testing.T) {
 	t.Parallel()
+	stride := size(1, 1, 8)
 	s := sampleScalable(t, layout{2, false}, 7)
 	data := mustMarshal(t, s)
 	var g cuckoo.Scalable
@@ -678,10 +721,10 @@ func TestScalableDamageIsDetected(t *testing.T) {
 			t.Fatalf("%s: a failed decode changed the filter", what)
 		}
 	}
-	for n := 0; n < len(data); n++ {
+	for n := 0; n < len(data); n += stride {
 		try(fmt.Sprintf("cut at %d", n), data[:n])
 	}
-	for bit := 0; bit < 8*len(data); bit += 1 + bit/64 {
+	for bit := 0; bit < 8*len(data); bit += stride + bit/64 {
 		bad := bytes.Clone(data)
 		bad[bit/8] ^= 1 << (bit % 8)
 		try(fmt.Sprintf("bit %d flipped", bit), bad)
@@ -1089,27 +1132,34 @@ func BenchmarkScalable_Add(b *testing.B) {
 }
 
 // TestScalableRateIsABoundAtEverySize: the rate given to NewScalable is a bound
-// at every size. A filter of p = 1 % and one of 0.1 % grow 1000-fold from
-// 1,000 keys; at every doubling, and at 10×, 100× and 1000×, the measured
+// at every size. A filter of p = 1 % and one of 0.1 % grow 1000-fold;
+// at every doubling, and at 10×, 100× and 1000×, the measured
 // rate over enough absent keys (50/p: 5σ of an expected rate of 0.87p,
 // what the chain reaches at 1000×, stays below p) must not exceed p, and
 // the tables' bounds add up to at most 15/16 of it. The quick run grows
-// the filter of 1 % only; the long checks (CUCKOO_LONG=1) grow both from
-// 10,000 keys, and one of 0.01 % too.
+// the filter of 1 % only, from 300 keys (the mean bits per item are then
+// only logged, as in TestScalableGrowth); the long checks (CUCKOO_LONG=1)
+// grow both from 1,000 keys, -growth.full from 10,000, and one of 0.01 %
+// too. It does
+// not run under the race detector.
 func TestScalableRateIsABoundAtEverySize(t *testing.T) {
 	t.Parallel()
+	testlong.SkipUnderRace(t)
 	rates := []float64{0.01, 0.001}
-	if fullGrowth() {
-		rates = append(rates, 0.0001)
+	if *fullGrowthFlag {
+		rates = append(rates, 0.0001) // 2·10^7 probes at each size
 	}
-	if testing.Short() || raceEnabled || !fullGrowth() {
+	if !fullGrowth() && !longRun() {
 		rates = rates[:1]
 	}
 	for _, p := range rates {
 		t.Run(fmt.Sprintf("p=%g", p), func(t *testing.T) {
-			initial := uint64(size(1000, 300, 100))
-			if fullGrowth() {
+			initial := uint64(size(300, 300, 100))
+			switch {
+			case fullGrowth():
 				initial = 10_000
+			case longRun():
+				initial = 1000
 			}
 			s, err := cuckoo.NewScalable(initial, cuckoo.WithFalsePositiveRate(p), cuckoo.WithSeed(uint64(1/p)))
 			if err != nil {

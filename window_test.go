@@ -123,13 +123,20 @@ func TestWindowGranularityBounds(t *testing.T) {
 // TestWindowSteadyStream: a stream of distinct keys at exactly the
 // capacity's pace never meets ErrFull, and every key of the last window is
 // found, for every shape, with the stream starting anywhere in an epoch.
+// The long checks (CUCKOO_LONG=1) add windows of 10^6 keys of the default
+// shape and of the fullest one (2-slot buckets); the race detector, which
+// compiles in the invariant checks after every operation, stops at 1,000.
 func TestWindowSteadyStream(t *testing.T) {
 	rng := testRand(t)
 	sizes := []uint64{1, 2, 7, 100, 1000, 20_000}
-	if testlong.Enabled() {
-		sizes = append(sizes, 1_000_000)
+	if testlong.RaceEnabled {
+		sizes = sizes[:5]
 	}
 	for _, s := range []struct{ b, f int }{{4, 12}, {2, 8}, {4, 16}, {8, 8}, {4, 6}, {2, 20}} {
+		sizes := sizes
+		if testlong.Enabled() && (s == struct{ b, f int }{4, 12} || s == struct{ b, f int }{2, 8}) {
+			sizes = append(sizes, 1_000_000)
+		}
 		for _, n := range sizes {
 			t.Run(fmt.Sprintf("b=%d/f=%d/n=%d", s.b, s.f, n), func(t *testing.T) {
 				const window = 24 * time.Hour
@@ -166,6 +173,7 @@ func TestWindowSteadyStream(t *testing.T) {
 // steady state (live keys, expired ones, a sweep under way): both at most
 // the rate asked for (and the expected one), within 5σ.
 func TestWindowFalsePositiveRate(t *testing.T) {
+	testlong.SkipUnderRace(t)
 	for _, tc := range []struct {
 		name string
 		opt  cuckoo.Option
@@ -228,8 +236,14 @@ func TestWindowFalsePositiveRate(t *testing.T) {
 // TestWindowStampsNeverWrap: an entry that no write meets keeps its stamp,
 // which repeats every 16 epochs; it must never read as young again, with
 // the clock idle, jumping ahead by any number of epochs, going back, or
-// leaping years. Each scenario checks every key against the exact model.
+// leaping years. Each scenario checks every key against the exact model,
+// in windows of 20 and 2,000 keys (of 20 only under the race detector,
+// which compiles in the invariant checks after every operation).
 func TestWindowStampsNeverWrap(t *testing.T) {
+	sizes := []uint64{20, 2000}
+	if testlong.RaceEnabled {
+		sizes = sizes[:1]
+	}
 	const window = 14 * time.Hour // one epoch an hour
 	scenarios := map[string][]float64{
 		// gaps between writes, in epochs (negative: the clock goes back)
@@ -244,7 +258,7 @@ func TestWindowStampsNeverWrap(t *testing.T) {
 	}
 	for name, gaps := range scenarios {
 		t.Run(name, func(t *testing.T) {
-			for _, n := range []uint64{20, 2000} {
+			for _, n := range sizes {
 				now := t0
 				w := newTestWindow(t, n, window, &testClock{}, cuckoo.WithClock(func() time.Time { return now }))
 				r := &windowRun{t: t, w: w, m: newWindowModel(w), now: &now, base: now}

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/dedupkit/cuckoo/bloom"
+	"github.com/dedupkit/cuckoo/internal/testlong"
 )
 
 // TestConcurrentAdd has many goroutines add distinct keys to one small
@@ -219,7 +220,7 @@ func (discard) Write(p []byte) (int, error) { return len(p), nil }
 // CPUs (checked while writing this test); atomic OR loses none.
 func TestConcurrentAddRounds(t *testing.T) {
 	rounds := 5000
-	if raceEnabled {
+	if testlong.RaceEnabled {
 		rounds = 300 // the race detector checks the accesses themselves
 	}
 	procs := max(2, runtime.GOMAXPROCS(0))

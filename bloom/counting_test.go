@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/dedupkit/cuckoo/bloom"
+	"github.com/dedupkit/cuckoo/internal/testlong"
 )
 
 // TestCountingModel applies random Adds, Deletes and lookups to a Counting
@@ -20,7 +21,7 @@ import (
 func TestCountingModel(t *testing.T) {
 	r := testRand(t)
 	steps := 30_000
-	if testing.Short() || raceEnabled {
+	if testing.Short() || testlong.RaceEnabled {
 		steps = 6_000
 	}
 	// A small filter and a small universe, so that counters are shared,

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/dedupkit/cuckoo/bloom"
+	"github.com/dedupkit/cuckoo/internal/testlong"
 )
 
 // params are a constructor's arguments, named.
@@ -324,7 +325,7 @@ func TestZeroValues(t *testing.T) {
 // from a tenth of the capacity to twice the capacity (measured: under 0.3 %
 // at 10^5 keys), for every kind.
 func TestEstimatedCount(t *testing.T) {
-	skipUnderRace(t)
+	testlong.SkipUnderRace(t)
 	const c = 100_000
 	for _, kind := range kinds {
 		for _, p := range []float64{0.1, 0.01, 0.0001} {

@@ -28,17 +28,7 @@ func statRand(t testing.TB) *rand.Rand {
 // CUCKOO_LONG=1, and then neither with -short nor under the race detector
 // (ten times slower). Otherwise they shrink the filters or the trials,
 // never their bounds.
-// skipUnderRace skips a test of one goroutine's statistics under the race
-// detector, which finds nothing there and makes it ten times slower; the
-// normal run checks it.
-func skipUnderRace(t *testing.T) {
-	t.Helper()
-	if raceEnabled {
-		t.Skip("one goroutine's statistics: checked without -race")
-	}
-}
-
-func full() bool { return testlong.Enabled() && !testing.Short() && !raceEnabled }
+func full() bool { return testlong.Enabled() && !testing.Short() && !testlong.RaceEnabled }
 
 // keyBuf holds one 16-byte key; at returns key i of a family in it without
 // allocating. Family 0 holds the keys tests add; others are never added.

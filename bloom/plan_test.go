@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/dedupkit/cuckoo/bloom"
+	"github.com/dedupkit/cuckoo/internal/testlong"
 )
 
 // planners are the plan functions of the three fixed-size constructors,
@@ -71,7 +72,7 @@ func TestPlanMatchesConstructors(t *testing.T) {
 // random seeds chance broke it about once in 10^5 runs.
 func TestPlanRateMeasured(t *testing.T) {
 	c, probes := uint64(100_000), uint64(1_000_000)
-	if raceEnabled {
+	if testlong.RaceEnabled {
 		c, probes = 20_000, 200_000
 	}
 	r := statRand(t)
@@ -106,7 +107,7 @@ func TestPlanRateMeasured(t *testing.T) {
 // filter's own estimate; always at most the target. The seeds are fixed
 // (statRand): the false positives among the keys depend on them.
 func TestScalablePlan(t *testing.T) {
-	skipUnderRace(t)
+	testlong.SkipUnderRace(t)
 	r := statRand(t)
 	for _, tc := range []struct {
 		capacity uint64

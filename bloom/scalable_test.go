@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/dedupkit/cuckoo/bloom"
+	"github.com/dedupkit/cuckoo/internal/testlong"
 )
 
 // TestScalableGrowth1000 grows a Scalable filter 1000× from its initial
@@ -19,7 +20,7 @@ import (
 // (ten times slower) the growth stops at 100×. The seeds are fixed
 // (statRand).
 func TestScalableGrowth1000(t *testing.T) {
-	skipUnderRace(t)
+	testlong.SkipUnderRace(t)
 	r := statRand(t)
 	cases := []struct {
 		name string

@@ -27,3 +27,14 @@ func Skip(t testing.TB) {
 		t.Skip("a long check: set " + Env + "=1 to run it")
 	}
 }
+
+// SkipUnderRace skips t under the race detector: for a heavy test of one
+// goroutine (statistics, big tables), in which the detector finds nothing
+// and which it makes five to twenty times slower. The runs without -race
+// (the quick run, the long checks) check it.
+func SkipUnderRace(t testing.TB) {
+	t.Helper()
+	if RaceEnabled {
+		t.Skip("one goroutine's work, in which the race detector finds nothing: the runs without -race check it")
+	}
+}
