@@ -15,6 +15,7 @@ import (
 
 	"github.com/dedupkit/cuckoo/internal/invariants"
 	"github.com/dedupkit/cuckoo/internal/testbin"
+	"github.com/dedupkit/cuckoo/internal/testlong"
 	"github.com/dedupkit/cuckoo/internal/testparallel"
 )
 
@@ -52,7 +53,7 @@ func TestMain(m *testing.M) {
 
 // runWithCommand sets binary to the command and runs the tests.
 func runWithCommand(m *testing.M) int {
-	if (!raceEnabled || os.Getenv("CUCKOO_E2E_RACE") == "1") && testing.CoverMode() == "" {
+	if (!testlong.RaceEnabled || os.Getenv("CUCKOO_E2E_RACE") == "1") && testing.CoverMode() == "" {
 		self, err := os.Executable()
 		if err == nil {
 			binary = self
