@@ -105,7 +105,9 @@ func TestSharedWindowGuardsExpiringRows(t *testing.T) {
 	if _, err := guards[1].Get(ctx, rowKey(0)); !errors.Is(err, guard.ErrNotFound) {
 		t.Fatalf("Get after Remove: %v", err)
 	}
-	if st := guards[1].Stats(); st.Missing == 0 {
+	// Read the clock after the Get returned: if the window had not ended
+	// then, Redis answered within it (a loaded machine may be past it).
+	if st := guards[1].Stats(); time.Since(inserted) < window && st.Missing == 0 {
 		t.Errorf("Get of a removed row before the window ends: no load (Stats %+v); a window's Delete does nothing", st)
 	}
 	// GetMany while the rows live.

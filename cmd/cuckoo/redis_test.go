@@ -476,6 +476,16 @@ func TestRedisSleepLosesNoLine(t *testing.T) {
 	}
 	res.want(t, 0, "dedup")
 	if res.stdout != strings.Join(lines, "\n")+"\n" {
-		t.Fatalf("%d lines printed, want seq 1 5000", strings.Count(res.stdout, "\n"))
+		printed := map[string]bool{}
+		for _, l := range strings.Split(res.stdout, "\n") {
+			printed[l] = true
+		}
+		var missing []string
+		for _, l := range lines {
+			if !printed[l] {
+				missing = append(missing, l)
+			}
+		}
+		t.Fatalf("%d lines printed, want seq 1 5000; missing %v; stderr:\n%s", strings.Count(res.stdout, "\n"), missing, res.stderr)
 	}
 }
