@@ -88,6 +88,30 @@ func BenchmarkFilter_Add(b *testing.B) {
 	}
 }
 
+// BenchmarkFilter_AddUnique is the test-and-add of a dedup loop over new
+// keys: the filter is reset each time it holds its capacity.
+func BenchmarkFilter_AddUnique(b *testing.B) {
+	for _, l := range filterLayouts {
+		b.Run(fmt.Sprintf("layout=%s/n=1M/fpr=0.001", layoutName(l.name)), func(b *testing.B) {
+			const n = 1_000_000
+			f, err := l.new(n, 0.001)
+			if err != nil {
+				b.Fatal(err)
+			}
+			var kb keyBuf
+			b.ReportAllocs()
+			i := uint64(0)
+			for b.Loop() {
+				if i%n == 0 && i > 0 {
+					f.Reset()
+				}
+				sink, _ = f.AddUnique(kb.at(0, i))
+				i++
+			}
+		})
+	}
+}
+
 func BenchmarkFilter_Contains(b *testing.B) {
 	for _, l := range filterLayouts {
 		for _, sz := range sizes {
