@@ -109,8 +109,8 @@
 // Nanoseconds per operation with 16-byte random keys, hashing included,
 // medians of 3 runs of the bench module on 2 cores (AMD EPYC),
 // go1.26.8, commit a5ec3ba (docs/benchmarks.md has every row, the peers and
-// the method; the table is written by go run . -report results/full.json
-// -doc ../doc.go in bench/):
+// the method; the bench module's -report writes the table here, given
+// -doc and this file's path):
 //
 //	setting (4-slot buckets)      bits/item  FPR       10^6: add  hit  miss   10^7: add  hit  miss
 //	f=8                             8.59      2.9 %            34   13    12         110   54    51

@@ -37,8 +37,8 @@ func renderDocTable(r *results, sum map[cell]*summary) (string, error) {
 	fmt.Fprintf(&b, "%s, hashing included,\n", docTableStart)
 	fmt.Fprintf(&b, "// medians of %d runs of the bench module on %d cores (%s),\n", r.Config.Reps, m.Cores, m.CPU)
 	fmt.Fprintf(&b, "// %s, commit %.7s (docs/benchmarks.md has every row, the peers and\n", m.GoVersion, m.Commit)
-	b.WriteString("// the method; the table is written by go run . -report results/full.json\n")
-	b.WriteString("// -doc ../doc.go in bench/):\n//\n")
+	b.WriteString("// the method; the bench module's -report writes the table here, given\n")
+	b.WriteString("// -doc and this file's path):\n//\n")
 	b.WriteString("//\tsetting (4-slot buckets)      bits/item  FPR       10^6: add  hit  miss   10^7: add  hit  miss\n")
 	for _, row := range docRows {
 		s6 := sum[cell{row[1], 1_000_000, rand16}]

@@ -18,11 +18,13 @@ import (
 // that does not exist. The checks are precise rather than broad, so that
 // they never cry wolf:
 //
-//   - anywhere: the sibling notes directory (siblingDir), and absolute paths under the work tree, /home/,
-//     /root/ or /Users/ where a path starts (not inside a URL), which name
-//     a machine, not the repository (/tmp/, /usr/bin/ and /etc/ are the
-//     same on every machine, and examples use them);
-//   - anywhere: a document named in capitals (DESIGN.md, STYLE.md) that
+//   - anywhere: a relative path that climbs out of the repository from the
+//     file's directory (../x in a top-level file), and absolute paths under
+//     the work tree, /home/, /root/ or /Users/ where a path starts (not
+//     inside a URL), which name a machine, not the repository (/tmp/,
+//     /usr/bin/ and /etc/ are the same on every machine, and examples use
+//     them);
+//   - anywhere: a document named in capitals (PLAN.md, say) that
 //     the repository does not hold, and a docs/NAME.md (or .svg) that is
 //     not there;
 //   - in Markdown: every relative link [text](target), with its #anchor
@@ -82,18 +84,15 @@ func repoFiles(t *testing.T, root string) []repoFile {
 	return files
 }
 
-// siblingDir is the notes directory beside the repository, which no file
-// of it may cite (spelled in two parts so that this file cites it neither).
-const siblingDir = "../" + "shared"
-
 var (
 	// machinePath is an absolute path of one machine, where a path
 	// starts: at the start of a line or after a blank, a quote, a
 	// bracket or "=".
 	machinePath = regexp.MustCompile("(?:^|[\\s\"'`(\\[<=,])(/(?:work|home|root|Users)/[^\\s\"'`)\\]>,]*)")
-	// siblingPath is a path out of the repository into a sibling.
-	siblingPath = regexp.MustCompile(regexp.QuoteMeta(siblingDir) + `\b`)
-	// capitalDoc is a document named in capitals: DESIGN.md.
+	// upPath is a relative path that begins by climbing, where a path
+	// starts: ../x, ../../x.
+	upPath = regexp.MustCompile("(?:^|[\\s\"'`(\\[<=,])((?:\\.\\./)+[\\w.-]+)")
+	// capitalDoc is a document named in capitals: PLAN.md.
 	capitalDoc = regexp.MustCompile(`\b[A-Z][A-Z0-9_-]+\.md\b`)
 	// docsFile is a file of docs/ named from anywhere.
 	docsFile = regexp.MustCompile(`(?:^|[^\w./-])(docs/[\w.-]+\.(?:md|svg))`)
@@ -120,7 +119,7 @@ func TestNoPathOutsideTheRepository(t *testing.T) {
 			continue
 		}
 		for i, line := range strings.Split(string(f.data), "\n") {
-			for _, problem := range outsidePaths(line, bases, func(p string) bool {
+			for _, problem := range outsidePaths(line, path.Dir(f.path), bases, func(p string) bool {
 				return exists(root, p) || exists(root, path.Join(path.Dir(f.path), p))
 			}) {
 				t.Errorf("%s:%d: %s", f.path, i+1, problem)
@@ -131,15 +130,18 @@ func TestNoPathOutsideTheRepository(t *testing.T) {
 
 // outsidePaths returns what is wrong with one line of a file: each path it
 // names outside the repository, and each document it names that the
-// repository does not hold (bases are the base names of its files; found
-// says whether a docs/ path exists).
-func outsidePaths(line string, bases map[string]bool, found func(string) bool) []string {
+// repository does not hold (dir is the file's directory, relative to the
+// root; bases are the base names of its files; found says whether a docs/
+// path exists).
+func outsidePaths(line, dir string, bases map[string]bool, found func(string) bool) []string {
 	var problems []string
 	for _, m := range machinePath.FindAllStringSubmatch(line, -1) {
 		problems = append(problems, m[1]+" is a path on one machine, outside the repository")
 	}
-	if m := siblingPath.FindString(line); m != "" {
-		problems = append(problems, m+" points outside the repository")
+	for _, m := range upPath.FindAllStringSubmatch(line, -1) {
+		if p := path.Join(dir, m[1]); p == ".." || strings.HasPrefix(p, "../") {
+			problems = append(problems, m[1]+" points outside the repository")
+		}
 	}
 	for _, m := range capitalDoc.FindAllString(line, -1) {
 		if !bases[m] {
@@ -163,19 +165,33 @@ func TestOutsidePaths(t *testing.T) {
 		line string
 		n    int
 	}{
-		{"see /home/me/notes/DESIGN.md", 2},
+		{"see /home/me/notes/PLAN.md", 2},
 		{"cd /home/me/cuckoo", 1},
 		{"`/root/go/bin/cuckoo`", 1},
-		{"(" + siblingDir + "/STYLE.md)", 2},
-		{"DESIGN.md says", 1},
+		{"(../notes/GUIDE.md)", 2},
+		{"../x.md", 1},
+		{"PLAN.md says", 1},
 		{"docs/nope.md and docs/cli.md", 1},
 		{"README.md, docs/cli.md", 0},
 		{"https://example.com/home/page and http://x/home/y", 0},
 		{"/tmp/cuckoo dedup /tmp/urls.txt; /usr/bin/time -v; /etc/cuckoo/serve.conf", 0},
 		{"bench/docs/x.md", 0}, // not docs/ of the root
 	} {
-		if got := outsidePaths(c.line, bases, found); len(got) != c.n {
+		if got := outsidePaths(c.line, ".", bases, found); len(got) != c.n {
 			t.Errorf("%q: %v, want %d problems", c.line, got, c.n)
+		}
+	}
+	// A climb is judged from the file's directory.
+	for _, c := range []struct {
+		dir, line string
+		n         int
+	}{
+		{"internal/lint", "(../README.md), \"../..\"", 0},
+		{"internal/lint", "../../../x", 1},
+		{"bench", "replace github.com/dedupkit/cuckoo => ../", 0},
+	} {
+		if got := outsidePaths(c.line, c.dir, bases, found); len(got) != c.n {
+			t.Errorf("%s: %q: %v, want %d problems", c.dir, c.line, got, c.n)
 		}
 	}
 }
