@@ -274,10 +274,7 @@ func checkGrid(header []string, rows []gridRow, sets map[string]map[string]map[s
 }
 
 func TestAPIGrid(t *testing.T) {
-	root, err := filepath.Abs("../..")
-	if err != nil {
-		t.Fatal(err)
-	}
+	root := repoRoot(t)
 	doc, err := os.ReadFile(filepath.Join(root, "docs", "api.md"))
 	if err != nil {
 		t.Fatal(err)

@@ -137,13 +137,10 @@ func holdsGo(t *testing.T, dir string) bool {
 
 // TestImportDirection fails when a package imports one above its layer.
 func TestImportDirection(t *testing.T) {
-	root, err := filepath.Abs("../..")
-	if err != nil {
-		t.Fatal(err)
-	}
+	root := repoRoot(t)
 	fset := token.NewFileSet()
 	checked := 0
-	err = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
