@@ -26,12 +26,12 @@ import (
 // run (whatever a later copy was told), [ErrNotSent] if none reached
 // Redis, any other error not applied.
 type Bloom struct {
-	rdb      redis.UniversalClient
-	name     string
-	m        meta
-	perSh    uint64 // blocks per segment
-	segments []string
-	retry    retryPolicy
+	rdb        redis.UniversalClient
+	name       string
+	m          meta
+	perSegment uint64 // blocks per segment
+	segments   []string
+	retry      retryPolicy
 }
 
 // golden is γ, the odd constant that steps the library's position stream
@@ -97,7 +97,7 @@ func NewBloom(ctx context.Context, rdb redis.UniversalClient, name string, capac
 		// last bit creates a missing string of the right size and changes
 		// no existing one), then claim the name.
 		if err := b.eachSegment(ctx, func(s int) redis.Cmder {
-			return redis.NewIntSliceCmd(ctx, "bitfield", b.segments[s], "incrby", "u1", b.perSh*512-1, 0)
+			return redis.NewIntSliceCmd(ctx, "bitfield", b.segments[s], "incrby", "u1", b.perSegment*512-1, 0)
 		}); err != nil {
 			return nil, err
 		}
@@ -135,7 +135,7 @@ func OpenBloom(ctx context.Context, rdb redis.UniversalClient, name string, opts
 }
 
 func newBloom(rdb redis.UniversalClient, name string, m meta, retry retryPolicy) *Bloom {
-	b := &Bloom{rdb: rdb, name: name, m: m, perSh: m.blocks / uint64(m.segments), retry: retry}
+	b := &Bloom{rdb: rdb, name: name, m: m, perSegment: m.blocks / uint64(m.segments), retry: retry}
 	for s := range m.segments {
 		b.segments = append(b.segments, segmentKey(bloomPrefix, "", name, s, m.segments))
 	}
@@ -182,8 +182,8 @@ func bloomSegments(capacity, blocks uint64) int {
 func (b *Bloom) locate(key []byte, offs []int64) (int, []int64) {
 	h := hash.Sum64(key, b.m.seed)
 	j, _ := bits.Mul64(h, b.m.blocks)
-	s := j / b.perSh
-	base := (j - s*b.perSh) * 512
+	s := j / b.perSegment
+	base := (j - s*b.perSegment) * 512
 	offs = offs[:0]
 	x, n := h, b.m.k
 	for n > 0 {

@@ -387,10 +387,16 @@ func TestResharding(t *testing.T) {
 	ctx := ctxOf(t)
 	c := redistest.NewCluster(t, 3, 0, redistest.Config{})
 	red := &redirects{}
-	rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: c.Addrs(), Protocol: 2, DialTimeout: redistest.ClientTimeout,
-		ReadTimeout: redistest.ClientTimeout, WriteTimeout: redistest.ClientTimeout})
-	rdb.OnNewNode(red.hook)
-	t.Cleanup(func() { rdb.Close() })
+	// newClient returns a client of the cluster whose nodes count the
+	// redirects they meet.
+	newClient := func() *redis.ClusterClient {
+		rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: c.Addrs(), Protocol: 2, DialTimeout: redistest.ClientTimeout,
+			ReadTimeout: redistest.ClientTimeout, WriteTimeout: redistest.ClientTimeout})
+		rdb.OnNewNode(red.hook)
+		t.Cleanup(func() { rdb.Close() })
+		return rdb
+	}
+	rdb := newClient()
 	// A fixed name (the cluster is the test's own): the metadata key must
 	// not share the moved segment's slot, or the source would still hold a
 	// key of the slot and refuse to give it away (SETSLOT NODE), which a
@@ -494,11 +500,7 @@ func TestResharding(t *testing.T) {
 	// the source by its map and must follow the MOVED reply. (The first
 	// client's map may be reloaded at any moment after an ASK, so whether
 	// it meets a MOVED is chance.)
-	stale := redis.NewClusterClient(&redis.ClusterOptions{Addrs: c.Addrs(), Protocol: 2, DialTimeout: redistest.ClientTimeout,
-		ReadTimeout: redistest.ClientTimeout, WriteTimeout: redistest.ClientTimeout})
-	stale.OnNewNode(red.hook)
-	t.Cleanup(func() { stale.Close() })
-	staleFilter, err := redisfilter.Open(ctx, stale, "resharding")
+	staleFilter, err := redisfilter.Open(ctx, newClient(), "resharding")
 	if err != nil {
 		t.Fatal(err)
 	}
