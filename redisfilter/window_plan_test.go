@@ -53,9 +53,9 @@ type windowMemoryBand struct {
 }
 
 var windowMemoryBands = []windowMemoryBand{
-	{3e5, 1e7 + 1, 12, 28, 1.5},
-	{1e5, 3e5, 12, 28, 1.51},
-	{1e4, 1e5, 14, 28, 1.52},
+	{3e5, 1e7 + 1, 12, cuckoo.MaxWindowFingerprintBits, 1.5},
+	{1e5, 3e5, 12, cuckoo.MaxWindowFingerprintBits, 1.51},
+	{1e4, 1e5, 14, cuckoo.MaxWindowFingerprintBits, 1.51},
 	{1e4, 1e5, 12, 13, 1.67},
 	{1e4, 1e7 + 1, 10, 11, 1.67},
 }
