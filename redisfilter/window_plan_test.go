@@ -139,3 +139,37 @@ func TestWindowPlanBands(t *testing.T) {
 		}
 	}
 }
+
+// TestWindowMemoryAccounting checks the rows of docs/benchmarks.md's
+// account of a window's memory at 0.19 % (Window filters in Redis): each
+// plan's segments, their strings' length and allocation, for a window
+// and a cuckoo filter.
+func TestWindowMemoryAccounting(t *testing.T) {
+	type side struct{ segments, str, alloc uint64 }
+	for _, c := range []struct {
+		n              uint64
+		window, filter side
+	}{
+		{10_000, side{1, 22_696, 24_576}, side{1, 15_888, 16_384}},
+		{29_512, side{1, 66_744, 81_920}, side{1, 46_696, 49_152}},
+		{100_000, side{5, 47_624, 49_152}, side{1, 158_064, 163_840}},
+		{200_000, side{17, 28_168, 28_672}, side{4, 81_408, 81_920}},
+		{1_000_000, side{36, 65_032, 65_536}, side{20, 81_408, 81_920}},
+		{10_000_000, side{360, 65_032, 65_536}, side{35, 456_960, 458_752}},
+	} {
+		wp, err := NewWindowPlan(c.n, 24*time.Hour, WithFalsePositiveRate(0.0019))
+		if err != nil {
+			t.Fatal(err)
+		}
+		fp, err := NewPlan(c.n, WithFalsePositiveRate(0.0019))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ws, fs := windowStringBytes(&wp), planSegmentBytes(&fp, fp.FingerprintBits)
+		w := side{uint64(wp.Segments), ws, stringAlloc(ws)}
+		f := side{uint64(fp.Segments), fs, stringAlloc(fs)}
+		if w != c.window || f != c.filter {
+			t.Errorf("%d keys: window %v, filter %v; the docs say %v and %v", c.n, w, f, c.window, c.filter)
+		}
+	}
+}
