@@ -172,7 +172,7 @@ func bloomSize(capacity uint64, fpr float64) (k int, blocks uint64, err error) {
 // blocks for capacity keys, chosen as a cuckoo filter's (see WithSegments).
 func bloomSegments(capacity, blocks uint64) int {
 	return fitSegments(min(leastSegments(capacity), blocks), func(s uint64) (uint64, bool) {
-		return stringAlloc((blocks + s - 1) / s * 64), s <= blocks
+		return (blocks + s - 1) / s * 64, s <= blocks
 	})
 }
 

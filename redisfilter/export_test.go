@@ -238,3 +238,9 @@ func fileTable(enc []byte) []byte {
 	}
 	return enc[format.TableHeaderSize : format.TableHeaderSize+8*h.Words]
 }
+
+// WindowPlanMemory and FilterPlanMemory return the Redis memory the
+// segment counts are chosen by (segmentsMemory) for a window's plan and a
+// cuckoo filter's.
+func WindowPlanMemory(p cuckoo.Plan) uint64 { return windowPlanMemory(&p) }
+func FilterPlanMemory(p cuckoo.Plan) uint64 { return filterPlanMemory(&p) }

@@ -108,7 +108,7 @@ func plan(capacity uint64, opts []Option) (config, cuckoo.Plan, retryPolicy, err
 	if err != nil {
 		return c, p, retry, err
 	}
-	if sb := planSegmentBytes(&p); sb > maxSegmentBytes {
+	if sb := planSegmentBytes(&p, p.FingerprintBits); sb > maxSegmentBytes {
 		return c, p, retry, fmt.Errorf("%w: segments of %d bytes, above Redis's 512 MiB strings: give WithSegments %d or more", ErrInvalidParameter, sb, (sb*uint64(p.Segments)+maxSegmentBytes-1)/maxSegmentBytes)
 	}
 	return c, p, retry, nil

@@ -242,7 +242,7 @@ func (c *config) defaultSegments(capacity uint64) (int, error) {
 			perr = err
 			return 0, false
 		}
-		return stringAlloc(planSegmentBytes(&p)), true
+		return planSegmentBytes(&p, p.FingerprintBits), true
 	})
 	if s == 0 {
 		return 0, fmt.Errorf("%w: %w", ErrInvalidParameter, perr)
@@ -259,26 +259,31 @@ func leastSegments(capacity uint64) uint64 {
 }
 
 // fitSegments returns the segment count from least to 2·least+4 whose segments
-// take the least memory in all, each segment's string taking alloc(s)
-// (false: s segments are not possible), plus segmentOverhead; 0 if none is
-// possible. Allocators round a string up to a size class (a quarter of a
-// power of two apart), so nearby counts differ by up to 25 %.
-func fitSegments(least uint64, alloc func(s uint64) (uint64, bool)) int {
+// take the least memory in all (segmentsMemory), each segment's string
+// being strLen(s) bytes (false: s segments are not possible); 0 if none
+// is possible. Allocators round a string up to a size class (a quarter of
+// a power of two apart), so nearby counts differ by up to 25 %.
+func fitSegments(least uint64, strLen func(s uint64) (uint64, bool)) int {
 	best, bestCost := 0, uint64(math.MaxUint64)
 	for s := least; s <= min(2*least+4, cuckoo.MaxSegments); s++ {
-		a, ok := alloc(s)
+		n, ok := strLen(s)
 		if !ok {
 			if best == 0 {
 				continue
 			}
 			break
 		}
-		if cost := s * (a + segmentOverhead); cost < bestCost {
+		if cost := segmentsMemory(s, n); cost < bestCost {
 			best, bestCost = int(s), cost
 		}
 	}
 	return best
 }
+
+// segmentsMemory is the memory s segments whose strings are n bytes long
+// take in Redis, about: each string's allocation, and segmentOverhead for
+// its keys and its hash.
+func segmentsMemory(s, n uint64) uint64 { return s * (stringAlloc(n) + segmentOverhead) }
 
 // stringAlloc is the memory a Redis string of n bytes takes: its header
 // (3, 5, 9 or 17 bytes by length), the bytes and a terminating 0, rounded
@@ -309,8 +314,10 @@ func sizeClass(n uint64) uint64 {
 	return (n + step - 1) / step * step
 }
 
-// planSegmentBytes returns the bytes of one segment of a plan's table.
-func planSegmentBytes(p *cuckoo.Plan) uint64 {
-	words := (p.NumBuckets*uint64(p.BucketSize*p.FingerprintBits) + 63) / 64
+// planSegmentBytes returns the bytes of one segment of a plan's table
+// whose slots are slotBits wide (newGeometry's rule): a cuckoo filter's
+// fingerprint, or a window's fingerprint and stamp.
+func planSegmentBytes(p *cuckoo.Plan, slotBits int) uint64 {
+	words := (p.NumBuckets*uint64(p.BucketSize*slotBits) + 63) / 64
 	return words / uint64(p.Segments) * 8
 }

@@ -196,7 +196,7 @@ func planWindow(perWindow uint64, window time.Duration, opts []Option) (config, 
 				perr = err
 				return 0, false
 			}
-			return stringAlloc(planSegmentBytes(&p) + trailerBytes), true
+			return windowStringBytes(&p), true
 		})
 		if segments == 0 {
 			return c, cuckoo.Plan{}, retry, fmt.Errorf("%w: %w", ErrInvalidParameter, perr)
@@ -206,10 +206,17 @@ func planWindow(perWindow uint64, window time.Duration, opts []Option) (config, 
 	if err != nil {
 		return c, p, retry, fmt.Errorf("%w: %w", ErrInvalidParameter, err)
 	}
-	if sb := planSegmentBytes(&p) + trailerBytes; sb > maxSegmentBytes {
+	if sb := windowStringBytes(&p); sb > maxSegmentBytes {
 		return c, p, retry, fmt.Errorf("%w: segments of %d bytes, above Redis's 512 MiB strings: give WithSegments %d or more", ErrInvalidParameter, sb, (sb*uint64(p.Segments)+maxSegmentBytes-1)/maxSegmentBytes)
 	}
 	return c, p, retry, nil
+}
+
+// windowStringBytes returns the length of each segment's string in a
+// window of plan p: its table, of slots of a fingerprint and a stamp, then
+// the trailer.
+func windowStringBytes(p *cuckoo.Plan) uint64 {
+	return planSegmentBytes(p, p.FingerprintBits+cuckoo.WindowStampBits) + trailerBytes
 }
 
 // OpenWindow returns the existing window filter called name, or an error

@@ -472,3 +472,63 @@ func TestWindowPushSnapshotBitIdentical(t *testing.T) {
 		}
 	})
 }
+
+// TestWindowMemoryUsageMatchesPlan measures MEMORY USAGE of windows and
+// cuckoo filters of the same capacity and rate (0.19 %, 12-bit
+// fingerprints) on a real server, each holding a thousand keys (so that
+// the segments' hashes hold their fields): of one string each (10^4 keys)
+// and of several (2 × 10^5 keys: 17 segments against 4). Each is within 3
+// % of the memory its plan counts (which leaves out the metadata key) (WindowPlanMemory, FilterPlanMemory),
+// which TestWindowPlanMemoryAgainstFilter holds over capacities and rates
+// without a server, and the window takes at most 1.5 times the filter's.
+func TestWindowMemoryUsageMatchesPlan(t *testing.T) {
+	rdb := singleClient(t)
+	ctx := ctxOf(t)
+	const rate = 0.0019
+	in := keys("memory", 1000)
+	for _, n := range []uint64{10_000, 200_000} {
+		wp, err := redisfilter.NewWindowPlan(n, 24*time.Hour, redisfilter.WithFalsePositiveRate(rate))
+		if err != nil {
+			t.Fatal(err)
+		}
+		fp, err := redisfilter.NewPlan(n, redisfilter.WithFalsePositiveRate(rate))
+		if err != nil {
+			t.Fatal(err)
+		}
+		w, err := redisfilter.NewWindow(ctx, rdb, uniqueName(t), n, 24*time.Hour, redisfilter.WithFalsePositiveRate(rate))
+		if err != nil {
+			t.Fatal(err)
+		}
+		f, err := redisfilter.New(ctx, rdb, uniqueName(t), n, redisfilter.WithFalsePositiveRate(rate))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if w.Segments() != wp.Segments || f.Segments() != fp.Segments {
+			t.Fatalf("%d keys: %d and %d segments, planned %d and %d", n, w.Segments(), f.Segments(), wp.Segments, fp.Segments)
+		}
+		errs := make([]error, len(in))
+		if err := w.AddBatch(ctx, in, errs); err != nil || errors.Join(errs...) != nil {
+			t.Fatal(err, errors.Join(errs...))
+		}
+		addAll(t, ctx, f, in)
+		wUsed, err := w.MemoryUsage(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fUsed, err := f.MemoryUsage(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wPlan, fPlan := redisfilter.WindowPlanMemory(wp), redisfilter.FilterPlanMemory(fp)
+		t.Logf("%d keys: window %d segments, MEMORY USAGE %d (plan %d); filter %d segments, %d (plan %d); %.3f×",
+			n, w.Segments(), wUsed, wPlan, f.Segments(), fUsed, fPlan, float64(wUsed)/float64(fUsed))
+		if relErr(float64(wUsed), float64(wPlan)) > 0.03 || relErr(float64(fUsed), float64(fPlan)) > 0.03 {
+			t.Errorf("%d keys: MEMORY USAGE %d and %d, not within 3 %% of the plans' %d and %d", n, wUsed, fUsed, wPlan, fPlan)
+		}
+		if float64(wUsed) > 1.5*float64(fUsed) {
+			t.Errorf("%d keys: the window takes %d bytes, more than 1.5 times the filter's %d", n, wUsed, fUsed)
+		}
+		w.Drop(ctx)
+		f.Drop(ctx)
+	}
+}

@@ -212,7 +212,7 @@ func main() {
 			fmt.Printf("| memory per key (MEMORY USAGE), bytes | %.2f | %.2f | 1/%.1f |\n", m("mem filter"), m("mem set"), m("mem set")/m("mem filter"))
 			fmt.Printf("| false-positive rate measured | %.4f %% | 0 | |\n\n", 100*m("fpr"))
 		} else {
-			fmt.Printf("| memory per key (MEMORY USAGE), bytes | %.2f | %.2f | %.2f× |\n", m("mem filter"), m("mem set"), m("mem filter")/m("mem set"))
+			fmt.Printf("| memory per key (MEMORY USAGE), bytes | %.3f | %.3f | %.3f× |\n", m("mem filter"), m("mem set"), m("mem filter")/m("mem set"))
 			fmt.Printf("| false-positive rate measured (window) | %.4f %% | | |\n\n", 100*m("fpr"))
 		}
 		fmt.Printf("Rounds (keys/s): add %s / %s; hit %s / %s; miss %s / %s\n\n",
