@@ -21,7 +21,7 @@ import (
 // shapes run in parallel, each with a generator of its own, for 600 steps
 // (3000 with CUCKOO_LONG=1).
 func TestModel(t *testing.T) {
-	topologies(t, func(t *testing.T, rdb redis.UniversalClient) {
+	bothTopologies(t, func(t *testing.T, rdb redis.UniversalClient) {
 		seed := testseed.Seed(t)
 		steps := 600
 		if testlong.Enabled() {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/dedupkit/cuckoo/internal/redistest"
+	"github.com/dedupkit/cuckoo/internal/testlong"
 	"github.com/dedupkit/cuckoo/internal/testparallel"
 	"github.com/dedupkit/cuckoo/redisfilter"
 	"github.com/redis/go-redis/v9"
@@ -135,12 +136,24 @@ func clusterClientOf(t testing.TB, c *redistest.Cluster) *redis.ClusterClient {
 	return cc
 }
 
-// topologies runs fn against a single node and against the cluster, in
-// parallel with each other and with the package's other parallel tests
-// (each test names its own filters).
+// topologies runs fn against a single node and, in the long run, against
+// the cluster, in parallel with each other and with the package's other
+// parallel tests (each test names its own filters). The cluster variants
+// run the same functions through a cluster client: they cost the quick run
+// about a third of this package's CPU and find what the long run finds.
+// What only a cluster does (redirects, resharding, segments spread over the
+// masters, a lost replica) has tests of its own, which the quick run keeps,
+// and the model tests keep their cluster variant there (bothTopologies).
 func topologies(t *testing.T, fn func(t *testing.T, rdb redis.UniversalClient)) {
 	t.Parallel()
-	topologiesBeforeParallel(t, fn)
+	runTopologies(t, testlong.Enabled(), fn)
+}
+
+// bothTopologies is topologies with the cluster variant in the quick run
+// too, for the model tests.
+func bothTopologies(t *testing.T, fn func(t *testing.T, rdb redis.UniversalClient)) {
+	t.Parallel()
+	runTopologies(t, true, fn)
 }
 
 // topologiesBeforeParallel is topologies for a test whose assertions follow
@@ -148,13 +161,22 @@ func topologies(t *testing.T, fn func(t *testing.T, rdb redis.UniversalClient)) 
 // before the package's parallel ones, so that they take no time from it;
 // its two topologies still run together.
 func topologiesBeforeParallel(t *testing.T, fn func(t *testing.T, rdb redis.UniversalClient)) {
+	runTopologies(t, testlong.Enabled(), fn)
+}
+
+// runTopologies runs fn on the single node and, if cluster is set and the
+// run is not -short (the race run), on the cluster.
+func runTopologies(t *testing.T, cluster bool, fn func(t *testing.T, rdb redis.UniversalClient)) {
 	t.Run("single", func(t *testing.T) {
 		t.Parallel()
 		fn(t, singleClient(t))
 	})
 	t.Run("cluster", func(t *testing.T) {
-		if testing.Short() {
+		switch {
+		case testing.Short():
 			t.Skip("cluster in -short mode")
+		case !cluster:
+			t.Skip("cluster variant in the long run only (CUCKOO_LONG=1)")
 		}
 		t.Parallel()
 		fn(t, clusterClient(t))

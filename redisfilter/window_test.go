@@ -220,7 +220,7 @@ func fpBoundOf(n int, p float64) int {
 // batches refuse result slices shorter than the keys with
 // ErrInvalidParameter.
 func TestWindowOperations(t *testing.T) {
-	topologies(t, func(t *testing.T, rdb redis.UniversalClient) {
+	bothTopologies(t, func(t *testing.T, rdb redis.UniversalClient) {
 		ctx := ctxOf(t)
 		w, err := redisfilter.NewWindow(ctx, rdb, uniqueName(t), 10_000, time.Hour, redisfilter.WithSegments(3),
 			redisfilter.WithFingerprintBits(28), redisfilter.WithSeed(3))

@@ -57,10 +57,9 @@ func TestWindowLuaMatchesLibrary(t *testing.T) {
 		{8, 16, 3, 24 * time.Hour, 400},
 		{8, 4, 0, 14 * time.Second, 300},
 	}
-	if testing.Short() {
-		// Each shape's steps are a single goroutine's, which the race
-		// detector adds nothing to: three of the five, one with max kicks
-		// above 1 and one with a window of seconds.
+	if !testlong.Enabled() {
+		// Three of the five, one with max kicks above 1 and one with a
+		// window of seconds; the long run has the five and seven more.
 		shapes = []shape{shapes[0], shapes[2], shapes[3]}
 	}
 	if testlong.Enabled() {
