@@ -102,6 +102,10 @@ func TestDocExamples(t *testing.T) {
 	for _, doc := range docs {
 		rel, _ := filepath.Rel(root, doc)
 		rel = filepath.ToSlash(rel)
+		if !testlong.Enabled() && !quickRunDocs[rel] {
+			t.Run(rel, func(t *testing.T) { t.Skip("in the long run (CUCKOO_LONG=1)") })
+			continue
+		}
 		used[rel] = map[string]bool{}
 		t.Run(rel, func(t *testing.T) {
 			runDoc(t, root, bin, rel, used[rel])
@@ -115,6 +119,11 @@ func TestDocExamples(t *testing.T) {
 		}
 	}
 }
+
+// quickRunDocs are the documents whose examples the quick run runs: the
+// newcomer's first hour (the README and the command's reference). The
+// others, about half of this test's CPU, run in the long run, which CI runs.
+var quickRunDocs = map[string]bool{"README.md": true, "docs/cli.md": true}
 
 // skips lists, by document, the lines not run (a line holding the text
 // given) and why. A reason that starts with "long:" runs the line in the
