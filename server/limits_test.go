@@ -96,7 +96,9 @@ func TestPipeline100k(t *testing.T) {
 		req.Write(encode("CF.ADD", "k", fmt.Sprint(i)))
 	}
 	go func() { c.nc.Write(req.Bytes()) }()
-	c.nc.SetReadDeadline(time.Now().Add(60 * time.Second))
+	// One deadline for all the replies, there only to fail with a message:
+	// the race run on a loaded machine once took more than a minute.
+	c.nc.SetReadDeadline(time.Now().Add(10 * testDeadline))
 	for i := range n {
 		line, err := c.br.ReadString('\n')
 		if err != nil || line != ":1\r\n" {
