@@ -89,12 +89,20 @@ func (f *Filter) AddUniqueString(key string) (added bool, err error) {
 	return f.addUniqueHash(hash.Sum64String(key, f.seed))
 }
 
+// addUniqueHash is ContainsHash and then AddHash, with the key's buckets
+// read once for both (table.Multiset.AddAbsent).
 func (f *Filter) addUniqueHash(h uint64) (bool, error) {
-	if f.ContainsHash(h) {
-		return false, nil
+	if f.m.T.NumBuckets == 0 {
+		return false, errZeroFilter
 	}
-	if err := f.AddHash(h); err != nil {
-		return false, err
+	switch f.m.AddAbsent(h, f.maxKicks) {
+	case table.Present:
+		return false, nil
+	case table.Full:
+		return false, ErrFull
+	}
+	if invariants.Enabled {
+		f.m.Check()
 	}
 	return true, nil
 }

@@ -362,11 +362,41 @@ func (s *Scalable) addNew(h uint64) {
 	} else if lv.Plain.Occupied < lv.Limit && s.addPlain(lv, h) {
 		return
 	}
-	lv = s.grow()
+	s.addToNext(h)
+}
+
+// addToNext adds the next generation's table and a copy of h to it.
+func (s *Scalable) addToNext(h uint64) {
+	lv := s.grow()
 	if lv.Grow != nil && s.addGrowing(lv, h) || lv.Grow == nil && s.addPlain(lv, h) {
 		return
 	}
 	panic("cuckoo: a new table refused its first key")
+}
+
+// addAbsent adds h, as addNew does, unless the newest table reports it,
+// and reports whether it added it. A plain table below its limit answers
+// and takes h in one read of h's buckets (table.Multiset.AddAbsent).
+func (s *Scalable) addAbsent(h uint64) bool {
+	lv := s.levels[len(s.levels)-1]
+	if lv.Grow != nil || lv.Plain.Occupied >= lv.Limit {
+		if lv.Contains(h) {
+			return false
+		}
+		s.addNew(h)
+		return true
+	}
+	switch lv.Plain.AddAbsent(h, s.maxKicks) {
+	case table.Present:
+		return false
+	case table.Stored:
+		if invariants.Enabled {
+			lv.Plain.Check()
+		}
+		return true
+	}
+	s.addToNext(h) // Full: the table is as it was
+	return true
 }
 
 // addPlain adds a copy of h to lv's plain table, and reports whether it

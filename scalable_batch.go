@@ -153,29 +153,26 @@ func (s *Scalable) addBatch(keys [][]byte, unique []bool) {
 // misses overlap; then, key by key, only the tables that may have gained
 // fingerprints since (the newest at the start and any added after it:
 // AddUnique puts fingerprints nowhere else), so each key sees the keys
-// before it as in a loop of single calls.
+// before it as in a loop of single calls. The newest table is asked by
+// the insert itself (addAbsent), which reads the key's buckets once to
+// learn both whether they hold its fingerprint and where it goes.
 func (s *Scalable) addUniqueChunk(hs []uint64, added []bool) {
 	var before [table.BatchChunk]bool
 	known := before[:len(hs)]
 	s.containsChunk(hs, known)
 	first := len(s.levels) - 1
 	for k, h := range hs {
-		if known[k] || s.reportsFrom(first, h) {
-			added[k] = false
-			continue
-		}
-		s.addNew(h)
-		if invariants.Enabled {
+		added[k] = !known[k] && !s.reportsBelowNewest(first, h) && s.addAbsent(h)
+		if invariants.Enabled && added[k] {
 			s.checkInvariants()
 		}
-		added[k] = true
 	}
 }
 
-// reportsFrom reports whether any of the tables from levels[first] on
-// reports h.
-func (s *Scalable) reportsFrom(first int, h uint64) bool {
-	for _, lv := range s.levels[first:] {
+// reportsBelowNewest reports whether any of the tables from levels[first]
+// on, the newest excepted, reports h.
+func (s *Scalable) reportsBelowNewest(first int, h uint64) bool {
+	for _, lv := range s.levels[first : len(s.levels)-1] {
 		if lv.Contains(h) {
 			return true
 		}

@@ -20,6 +20,9 @@ const (
 	Crowded
 	// Full: no room was found; the table is as it was.
 	Full
+	// Present (AddAbsent only): the key's buckets hold fp already; the
+	// table is unchanged.
+	Present
 )
 
 // kickStep is one move of the random walk: placed went into slot of
@@ -48,7 +51,26 @@ func (in *Inserts) Bytes() uint64 {
 // fingerprints on a walk, and reports how it ended. It needs a table of
 // one segment or with i2 = t.AltIndex(i1, fp).
 func (t *Table) Add(in *Inserts, i1, i2, fp, h uint64, maxKicks int) Outcome {
-	if t.Windows == 1 && !t.Semi {
+	return t.add(in, i1, i2, fp, h, maxKicks, MaxSlotCopies)
+}
+
+// AddAbsent is Add for a set: it puts fp into t unless one of its buckets
+// holds fp already, and then returns Present with the table unchanged. It
+// reads each bucket once for both questions, where Contains and then Add
+// would read them twice, so the table after it is the one Contains and
+// then Add build.
+func (t *Table) AddAbsent(in *Inserts, i1, i2, fp, h uint64, maxKicks int) Outcome {
+	if o := t.add(in, i1, i2, fp, h, maxKicks, 1); o != Crowded {
+		return o
+	}
+	return Present
+}
+
+// add is Add, with the key's buckets taken to be crowded (Crowded, the
+// table unchanged) when they hold most copies of fp.
+func (t *Table) add(in *Inserts, i1, i2, fp, h uint64, maxKicks int, most int) Outcome {
+	switch {
+	case t.Windows == 1 && !t.Semi:
 		// The common shapes: read each bucket once, find the copies of fp
 		// and the empty slots of both with four SWAR steps.
 		var p1, p2, w1, w2 uint64
@@ -62,7 +84,7 @@ func (t *Table) Add(in *Inserts, i1, i2, fp, h uint64, maxKicks int) Outcome {
 		rep := fp * t.LaneLow
 		copies := bits.OnesCount64(ZeroLanes(w1^rep, t.LaneRest, t.LaneHigh)) +
 			bits.OnesCount64(ZeroLanes(w2^rep, t.LaneRest, t.LaneHigh))
-		if copies >= MaxSlotCopies {
+		if copies >= most {
 			return Crowded
 		}
 		// The placement rule: fp goes into whichever bucket has more empty
@@ -85,8 +107,42 @@ func (t *Table) Add(in *Inserts, i1, i2, fp, h uint64, maxKicks int) Outcome {
 		} else if !t.makeRoom(in, i1, i2, fp, h, maxKicks) {
 			return Full
 		}
-	} else {
-		if t.Copies(i1, fp)+t.Copies(i2, fp) >= MaxSlotCopies {
+	case t.Windows == 2 && !t.Semi:
+		// Buckets of two windows (4 slots of 17 to 32 bits, the wider
+		// tables of a Scalable; 8 slots of 9 to 16): the same steps on
+		// both windows of each bucket, each window read once. The lowest
+		// empty slot of the chosen bucket is in its first window if that
+		// has one (Insert's choice).
+		p1, p2 := i1*t.BucketBits, i2*t.BucketBits
+		a0, a1 := t.windowPair(p1)
+		b0, b1 := t.windowPair(p2)
+		rep, repLast := fp*t.LaneLow, fp*t.LastLow
+		copies := bits.OnesCount64(ZeroLanes(a0^rep, t.LaneRest, t.LaneHigh)) +
+			bits.OnesCount64(ZeroLanes(a1^repLast, t.LastRest, t.LastHigh)) +
+			bits.OnesCount64(ZeroLanes(b0^rep, t.LaneRest, t.LaneHigh)) +
+			bits.OnesCount64(ZeroLanes(b1^repLast, t.LastRest, t.LastHigh))
+		if copies >= most {
+			return Crowded
+		}
+		za0, za1 := ZeroLanes(a0, t.LaneRest, t.LaneHigh), ZeroLanes(a1, t.LastRest, t.LastHigh)
+		zb0, zb1 := ZeroLanes(b0, t.LaneRest, t.LaneHigh), ZeroLanes(b1, t.LastRest, t.LastHigh)
+		e1 := bits.OnesCount64(za0) + bits.OnesCount64(za1)
+		e2 := bits.OnesCount64(zb0) + bits.OnesCount64(zb1)
+		second := -(uint64(e1-e2) >> 63) // the placement rule, as above
+		p := p1 ^ (p1^p2)&second
+		z0, z1 := za0^(za0^zb0)&second, za1^(za1^zb1)&second
+		switch {
+		case z0 != 0:
+			StoreBits(t.Words, p+LaneStart(z0, t.FPBits), t.FPMask, fp)
+		case z1 != 0:
+			StoreBits(t.Words, p+t.WindowBits+LaneStart(z1, t.FPBits), t.FPMask, fp)
+		default:
+			if !t.makeRoom(in, i1, i2, fp, h, maxKicks) {
+				return Full
+			}
+		}
+	default:
+		if t.Copies(i1, fp)+t.Copies(i2, fp) >= uint64(most) {
 			return Crowded
 		}
 		a, b := i1, i2 // the placement rule, as above

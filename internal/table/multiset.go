@@ -58,6 +58,28 @@ func (m *Multiset) Add(h uint64, maxKicks int) bool {
 	return true
 }
 
+// AddAbsent adds h as Add does unless the table holds h's fingerprint in
+// one of its buckets, and reports how it ended: Stored, Present (the
+// table holds it: unchanged) or Full (unchanged). It is Contains and then
+// Add with the buckets read once (Table.AddAbsent).
+func (m *Multiset) AddAbsent(h uint64, maxKicks int) Outcome {
+	t := &m.T
+	if m.Items >= MaxItems {
+		if t.Contains(h) {
+			return Present
+		}
+		return Full
+	}
+	i1, fp := t.Locate(h)
+	i2 := t.AltIndex(i1, fp)
+	o := t.AddAbsent(&m.Ins, i1, i2, fp, h, maxKicks)
+	if o == Stored {
+		m.Items++
+		m.Occupied++
+	}
+	return o
+}
+
 // Place puts a slot copy of h into an empty slot of one of its buckets,
 // moving nothing, and reports whether there was one: how a table too full
 // to search for room takes a copy.

@@ -130,6 +130,15 @@ func (t *Table) AppendBucket(q []Node, b, n uint64, parent int32) []Node {
 		for sl := range n {
 			q = append(q, node(w>>(sl*t.FPBits)&t.FPMask))
 		}
+	case t.Windows == 2:
+		w0, w1 := t.windowPair(b * t.BucketBits)
+		f := t.FPBits & 63
+		for sl := range min(n, t.Lanes) {
+			q = append(q, node(w0>>(sl*f)&t.FPMask))
+		}
+		for sl := t.Lanes; sl < n; sl++ {
+			q = append(q, node(w1>>((sl-t.Lanes)*f)&t.FPMask))
+		}
 	default:
 		for sl := range n {
 			q = append(q, node(t.plainGet(b, sl)))
@@ -147,6 +156,10 @@ func (t *Table) HasRoom(b uint64) bool {
 			w = t.Window(b * t.BucketBits)
 		}
 		return ZeroLanes(w, t.LaneRest, t.LaneHigh) != 0
+	}
+	if t.Windows == 2 && !t.Semi {
+		w0, w1 := t.windowPair(b * t.BucketBits)
+		return ZeroLanes(w0, t.LaneRest, t.LaneHigh)|ZeroLanes(w1, t.LastRest, t.LastHigh) != 0
 	}
 	return t.Copies(b, 0) != 0
 }

@@ -146,6 +146,21 @@ func (t *Table) PayloadWords() uint64 {
 // Window returns the 64 bits of the table starting at bit p.
 func (t *Table) Window(p uint64) uint64 { return LoadWindow(t.Words, p) }
 
+// windowPair returns the two windows of the plain bucket of two windows
+// (Windows == 2) that starts at bit p: its first lanes, and its last
+// lanes from bit 0, each with the next bits of the table above them.
+// Such a bucket has more than 64 bits and at most 128, so the three words
+// from p's hold it whole, and the table's padding word keeps them inside
+// the table. The shifts are split as in LoadWindow.
+func (t *Table) windowPair(p uint64) (first, last uint64) {
+	w := t.Words[p>>6:]
+	s := p & 63
+	lo := w[0]>>s | w[1]<<1<<(63-s)
+	hi := w[1]>>s | w[2]<<1<<(63-s)
+	wb := t.WindowBits - 1 // 0 to 63
+	return lo, lo>>wb>>1 | hi<<(63-wb)
+}
+
 // AlignedBucket returns bucket i of a table whose buckets never straddle a
 // word (BucketBits divides 64) in the low bits of the result: one load, and
 // a shift instead of a multiplication to find it. The bits above the bucket
@@ -243,6 +258,23 @@ func (t *Table) Replace(i, old, new uint64) bool {
 		}
 		sh := p&63 + LaneStart(z, t.FPBits)
 		*w = *w&^(t.FPMask<<sh) | new<<sh
+		return true
+	}
+	if t.Windows == 2 {
+		// Both windows read before either is tested, as in Add.
+		p := i * t.BucketBits
+		w0, w1 := t.windowPair(p)
+		z0 := ZeroLanes(w0^old*t.LaneLow, t.LaneRest, t.LaneHigh)
+		z1 := ZeroLanes(w1^old*t.LastLow, t.LastRest, t.LastHigh)
+		switch {
+		case z0 != 0:
+			p += LaneStart(z0, t.FPBits)
+		case z1 != 0:
+			p += t.WindowBits + LaneStart(z1, t.FPBits)
+		default:
+			return false
+		}
+		StoreBits(t.Words, p, t.FPMask, new)
 		return true
 	}
 	s, ok := t.plainFind(i, old)
