@@ -106,8 +106,10 @@ func TestDocExamples(t *testing.T) {
 			t.Run(rel, func(t *testing.T) { t.Skip("in the long run (CUCKOO_LONG=1)") })
 			continue
 		}
-		used[rel] = map[string]bool{}
 		t.Run(rel, func(t *testing.T) {
+			// Set here, so that a document -run leaves out has no skips
+			// checked; runDoc marks them before it pauses (t.Parallel).
+			used[rel] = map[string]bool{}
 			runDoc(t, root, bin, rel, used[rel])
 		})
 	}
