@@ -259,11 +259,14 @@ func TestRedisConcurrent(t *testing.T) {
 // TestRedisRebuildAbandoned: a process whose write cannot reach the fresh
 // generation gives the Rebuild up rather than fail the write; the
 // Rebuild returns ErrAbandoned, the set stays on its generation, and the
-// fresh one is dropped. B's inserts must reach Redis within the
-// Rebuild's grace period (testGrace), so it runs among the sequential
-// tests, before the parallel ones, which would take time from it.
+// fresh one is dropped. The Rebuild's scan waits for B's inserts: a
+// Rebuild that swapped the fresh generation in first (B slower than the
+// grace period, on a busy machine) would make it the current one, which
+// a write that cannot reach must fail, and the test would check nothing.
 func TestRedisRebuildAbandoned(t *testing.T) {
-	ctx := context.Background()
+	t.Parallel()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel) // a failed test's scan, still waiting
 	fl := newFleet(t, 2)
 	a, b := fl.clients[0], fl.clients[1]
 	db := newMemTable(1)
@@ -272,10 +275,16 @@ func TestRedisRebuildAbandoned(t *testing.T) {
 	gA := newGuard(t, openShared(t, a, "ab"), db.load, guard.WithGrace(testGrace))
 	gB := newGuard(t, setB, db.load, guard.WithGrace(testGrace))
 	tiny := newGeneration(t, a, "ab@2", 8) // fills up at once
+	inserted := make(chan struct{})
 	scan := func(ctx context.Context, yield func([]byte) error) error {
-		// While the Rebuild waits out its grace period, B inserts more than
-		// the fresh generation holds.
-		return nil
+		// B inserts more than the fresh generation holds, and gives the
+		// Rebuild up, before the Rebuild may swap it in.
+		select {
+		case <-inserted:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
 	}
 	done := make(chan error)
 	go func() { done <- gA.Rebuild(ctx, guard.Shared(tiny), scan) }()
@@ -293,6 +302,7 @@ func TestRedisRebuildAbandoned(t *testing.T) {
 			t.Fatalf("Insert %d while the fresh generation is full: %v", i, err)
 		}
 	}
+	close(inserted)
 	if err := <-done; !errors.Is(err, guard.ErrAbandoned) {
 		t.Fatalf("Rebuild: %v, want ErrAbandoned", err)
 	}
