@@ -47,33 +47,42 @@ var uniqueShapes = []struct {
 	{"f=12", []cuckoo.Option{cuckoo.WithFingerprintBits(12), cuckoo.WithSeed(1)}},
 }
 
-// addUniqueAll adds keys to f, a block at a time or one at a time, and
-// returns how many were added.
-func addUniqueAll(b *testing.B, f interface {
-	AddUnique([]byte) (bool, error)
-	AddUniqueBatch([][]byte, []bool) (int, error)
-}, keys [][]byte, mode string, added []bool) int {
-	n := 0
-	for lo := 0; lo < len(keys); lo += uniqueBlock {
-		block := keys[lo:min(lo+uniqueBlock, len(keys))]
-		if mode == "single" {
-			for i, k := range block {
-				ok, err := f.AddUnique(k)
-				if err != nil {
-					b.Fatal(err)
-				}
-				added[i] = ok
-			}
-		} else if _, err := f.AddUniqueBatch(block, added); err != nil {
+// uniqueSet is what these benchmarks fill: Filter and Scalable.
+type uniqueSet interface {
+	cuckoo.Set
+	cuckoo.Batcher
+}
+
+// benchAddUnique times filling a new set from newSet with the n keys
+// of keysKind, a block at a time or one at a time (mode), and reports
+// the time per key.
+func benchAddUnique(b *testing.B, n uint64, keysKind, mode string, newSet func() (uniqueSet, error)) {
+	keys := dedupKeys(keysKind, n)
+	added := make([]bool, uniqueBlock)
+	b.ReportAllocs()
+	for b.Loop() {
+		b.StopTimer()
+		f, err := newSet()
+		if err != nil {
 			b.Fatal(err)
 		}
-		for _, ok := range added[:len(block)] {
-			if ok {
-				n++
+		b.StartTimer()
+		for lo := 0; lo < len(keys); lo += uniqueBlock {
+			block := keys[lo:min(lo+uniqueBlock, len(keys))]
+			if mode == "batch" {
+				if _, err := f.AddUniqueBatch(block, added); err != nil {
+					b.Fatal(err)
+				}
+				continue
+			}
+			for _, k := range block {
+				if _, err := f.AddUnique(k); err != nil {
+					b.Fatal(err)
+				}
 			}
 		}
 	}
-	return n
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(uint64(b.N)*n), "ns/key")
 }
 
 // BenchmarkScalable_AddUnique fills a Scalable sized for the lines
@@ -84,26 +93,16 @@ func BenchmarkScalable_AddUnique(b *testing.B) {
 	for _, shape := range uniqueShapes {
 		for _, keysKind := range []string{"seq", "repeats"} {
 			for _, start := range []string{"sized", "grown"} {
+				capacity := uint64(n)
+				if start == "grown" {
+					capacity = n / 1000
+				}
 				for _, mode := range []string{"single", "batch"} {
 					name := fmt.Sprintf("n=%s/%s/keys=%s/start=%s/mode=%s", human(n), shape.name, keysKind, start, mode)
 					b.Run(name, func(b *testing.B) {
-						keys := dedupKeys(keysKind, n)
-						capacity := uint64(n)
-						if start == "grown" {
-							capacity = n / 1000
-						}
-						added := make([]bool, uniqueBlock)
-						b.ReportAllocs()
-						for b.Loop() {
-							b.StopTimer()
-							s, err := cuckoo.NewScalable(capacity, shape.opts...)
-							if err != nil {
-								b.Fatal(err)
-							}
-							b.StartTimer()
-							addUniqueAll(b, s, keys, mode, added)
-						}
-						b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/key")
+						benchAddUnique(b, n, keysKind, mode, func() (uniqueSet, error) {
+							return cuckoo.NewScalable(capacity, shape.opts...)
+						})
 					})
 				}
 			}
@@ -118,19 +117,9 @@ func BenchmarkFilter_AddUnique(b *testing.B) {
 		for _, keysKind := range []string{"seq", "repeats"} {
 			for _, mode := range []string{"single", "batch"} {
 				b.Run(fmt.Sprintf("n=%s/%s/keys=%s/mode=%s", human(n), shape.name, keysKind, mode), func(b *testing.B) {
-					keys := dedupKeys(keysKind, n)
-					added := make([]bool, uniqueBlock)
-					b.ReportAllocs()
-					for b.Loop() {
-						b.StopTimer()
-						f, err := cuckoo.New(n, shape.opts...)
-						if err != nil {
-							b.Fatal(err)
-						}
-						b.StartTimer()
-						addUniqueAll(b, f, keys, mode, added)
-					}
-					b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/key")
+					benchAddUnique(b, n, keysKind, mode, func() (uniqueSet, error) {
+						return cuckoo.New(n, shape.opts...)
+					})
 				})
 			}
 		}
