@@ -42,17 +42,21 @@ func newGeometry(m *meta) geometry {
 	g.slotMask = 1<<g.slotBits - 1
 	g.bucketBits = g.b * g.slotBits
 	g.perSegment = g.buckets / g.segments
-	// The table's words, split evenly: a segment of a multiple of 64
-	// buckets is a whole number of words, and a single segment holds the
-	// last partial word too.
-	words := (g.buckets*g.bucketBits + 63) / 64
-	g.segmentBytes = words / g.segments * 8
+	g.segmentBytes = segmentTableBytes(g.buckets, g.bucketBits, g.segments)
 	g.strLen = g.segmentBytes
 	if m.kind == "window" {
 		g.strLen += trailerBytes
 	}
 	g.fpMax = 1<<g.f - 1
 	return g
+}
+
+// segmentTableBytes is the bytes of each segment's table in a table of
+// buckets buckets of bucketBits bits: the table's words, split evenly (a
+// segment of a multiple of 64 buckets is a whole number of words, and a
+// single segment holds the last partial word too).
+func segmentTableBytes(buckets, bucketBits, segments uint64) uint64 {
+	return (buckets*bucketBits + 63) / 64 / segments * 8
 }
 
 // locate returns the segment of a key's hash, its first bucket counted

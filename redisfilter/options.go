@@ -315,9 +315,8 @@ func sizeClass(n uint64) uint64 {
 }
 
 // planSegmentBytes returns the bytes of one segment of a plan's table
-// whose slots are slotBits wide (newGeometry's rule): a cuckoo filter's
-// fingerprint, or a window's fingerprint and stamp.
+// whose slots are slotBits wide: a cuckoo filter's fingerprint, or a
+// window's fingerprint and stamp.
 func planSegmentBytes(p *cuckoo.Plan, slotBits int) uint64 {
-	words := (p.NumBuckets*uint64(p.BucketSize*slotBits) + 63) / 64
-	return words / uint64(p.Segments) * 8
+	return segmentTableBytes(p.NumBuckets, uint64(p.BucketSize*slotBits), uint64(p.Segments))
 }
