@@ -139,9 +139,9 @@ func clusterClientOf(t testing.TB, c *redistest.Cluster) *redis.ClusterClient {
 // topologies runs fn against a single node and, in the long run, against
 // the cluster, in parallel with each other and with the package's other
 // parallel tests (each test names its own filters). The cluster variants
-// run the same functions through a cluster client: they cost the quick run
-// about a third of this package's CPU and find what the long run finds.
-// What only a cluster does (redirects, resharding, segments spread over the
+// run the same functions through a cluster client, at the cost of a second
+// run of each test, so the quick run leaves them to the long one (the
+// split and its cost: docs/testing.md). What only a cluster does (redirects, resharding, segments spread over the
 // masters, a lost replica) has tests of its own, which the quick run keeps,
 // and the model tests keep their cluster variant there (bothTopologies).
 func topologies(t *testing.T, fn func(t *testing.T, rdb redis.UniversalClient)) {

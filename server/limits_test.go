@@ -97,7 +97,8 @@ func TestPipeline100k(t *testing.T) {
 	}
 	go func() { c.nc.Write(req.Bytes()) }()
 	// One deadline for all the replies, there only to fail with a message:
-	// the race run on a loaded machine once took more than a minute.
+	// ten replies' worth, as the race run on a loaded machine may take
+	// minutes for them all.
 	c.nc.SetReadDeadline(time.Now().Add(10 * testDeadline))
 	for i := range n {
 		line, err := c.br.ReadString('\n')

@@ -124,7 +124,7 @@ func TestDocExamples(t *testing.T) {
 
 // quickRunDocs are the documents whose examples the quick run runs: the
 // newcomer's first hour (the README and the command's reference). The
-// others, about half of this test's CPU, run in the long run, which CI runs.
+// others run in the long run, which CI runs.
 var quickRunDocs = map[string]bool{"README.md": true, "docs/cli.md": true}
 
 // skips lists, by document, the lines not run (a line holding the text
