@@ -127,6 +127,7 @@ func TestAnyBucketSizeRate(t *testing.T) {
 // slow for buckets of hundreds of slots) 3,000 from 10, and buckets of up
 // to 16 slots.
 func TestAnyBucketSizeScalable(t *testing.T) {
+	testlong.SkipQuickRun(t)
 	t.Parallel()
 	for _, b := range []int{1, 3, 5, 16, 100, 255} {
 		t.Run(fmt.Sprint("b=", b), func(t *testing.T) {

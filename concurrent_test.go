@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/dedupkit/cuckoo"
+
+	"github.com/dedupkit/cuckoo/internal/testlong"
 )
 
 var stressScale = flag.Int("stress", 1, "TestConcurrentStress and TestConcurrentReaders: multiply the work (about 5 s at 1 under -race -short)")
@@ -79,6 +81,7 @@ func TestConcurrentCapacity(t *testing.T) {
 // TestConcurrentOverfill adds far past capacity: every key whose Add
 // returned nil is still there after many ErrFull.
 func TestConcurrentOverfill(t *testing.T) {
+	testlong.SkipQuickRun(t)
 	t.Parallel()
 	for _, b := range []int{2, 4, 8} {
 		capacity := uint64(size(2000, 2000, 400))

@@ -188,6 +188,7 @@ func TestMemoryIsPacked(t *testing.T) {
 // those of 65,536 keys and more at three seeds (the quick run, at one, and
 // those of 100,001 keys only at f = 12 and 13, like the larger ones).
 func TestCapacityFits(t *testing.T) {
+	testlong.SkipQuickRun(t)
 	t.Parallel()
 	sizes := []uint64{1, 2, 3, 5, 7, 8, 9, 15, 16, 17, 100, 1000, 4099}
 	if !testlong.RaceEnabled {
@@ -237,6 +238,7 @@ func TestCapacityFits(t *testing.T) {
 // first case stops at load 0.880, below the 0.89 planned. The tables of
 // more than 10^6 keys are filled in the long checks (CUCKOO_LONG=1).
 func TestCapacityFitsSpreadOffsets(t *testing.T) {
+	testlong.SkipQuickRun(t)
 	t.Parallel()
 	cases := []struct {
 		l    layout
@@ -314,6 +316,7 @@ func TestFirstFailureLoad(t *testing.T) {
 // 3,000 keys in the long checks (CUCKOO_LONG=1), of 1,000 otherwise: each
 // failed Add walks its whole kick path and back.
 func TestOverfillLosesNothing(t *testing.T) {
+	testlong.SkipQuickRun(t)
 	t.Parallel()
 	for _, l := range layouts {
 		for _, bits := range []int{6, 12} {
@@ -432,6 +435,7 @@ func TestDuplicatesWithoutLimit(t *testing.T) {
 // under the race detector.
 // The filters' seeds are fixed: the outcome is the same on every run.
 func TestFalsePositiveRate(t *testing.T) {
+	testlong.SkipQuickRun(t)
 	t.Parallel()
 	testlong.SkipUnderRace(t)
 	quick := !longRun()

@@ -9,6 +9,8 @@ import (
 	"encoding/binary"
 	"testing"
 	"time"
+
+	"github.com/dedupkit/cuckoo/internal/testlong"
 )
 
 // regressionKey is a 16-byte key, as the black-box tests' key(0, i).
@@ -26,6 +28,7 @@ func regressionKey(i uint64) []byte {
 // of 20,000 keys instead of 100,000: the detector slows the copy as much
 // as the fill.
 func TestSnapshotRacesRelease(t *testing.T) {
+	testlong.SkipQuickRun(t)
 	t.Parallel()
 	capacity := uint64(100_000)
 	if testing.Short() {

@@ -12,6 +12,8 @@ import (
 	"testing"
 
 	"github.com/dedupkit/cuckoo"
+
+	"github.com/dedupkit/cuckoo/internal/testlong"
 )
 
 // A Concurrent loaded from a segmented Filter must round-trip without losing keys.
@@ -62,6 +64,7 @@ func TestConcurrentDecodeSegmented(t *testing.T) {
 // filter, of filters of 1,000 keys, and the adds stop at the 400th
 // failure (each failure walks its whole kick path and back).
 func TestOverfillSegmentsAndConcurrent(t *testing.T) {
+	testlong.SkipQuickRun(t)
 	t.Parallel()
 	for _, segs := range []int{2, 5} {
 		for _, b := range []int{2, 4, 8} {

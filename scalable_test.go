@@ -207,6 +207,7 @@ func TestScalableModel(t *testing.T) {
 // TestScalableNeverFull grows a filter a thousand-fold: every Add succeeds,
 // every key stays, and the tables are those of the schedule.
 func TestScalableNeverFull(t *testing.T) {
+	testlong.SkipQuickRun(t)
 	t.Parallel()
 	for _, l := range layouts {
 		t.Run(l.String(), func(t *testing.T) {
@@ -522,6 +523,7 @@ func TestScalableAllocs(t *testing.T) {
 // for all in -short mode): the same growth, smaller sizes, the same
 // bounds. It does not run under the race detector.
 func TestScalableGrowth(t *testing.T) {
+	testlong.SkipQuickRun(t)
 	t.Parallel()
 	testlong.SkipUnderRace(t)
 	for _, bits := range []int{8, 12, 16} {
@@ -1143,6 +1145,7 @@ func BenchmarkScalable_Add(b *testing.B) {
 // too. It does
 // not run under the race detector.
 func TestScalableRateIsABoundAtEverySize(t *testing.T) {
+	testlong.SkipQuickRun(t)
 	t.Parallel()
 	testlong.SkipUnderRace(t)
 	rates := []float64{0.01, 0.001}

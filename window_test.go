@@ -173,6 +173,7 @@ func TestWindowSteadyStream(t *testing.T) {
 // steady state (live keys, expired ones, a sweep under way): both at most
 // the rate asked for (and the expected one), within 5σ.
 func TestWindowFalsePositiveRate(t *testing.T) {
+	testlong.SkipQuickRun(t)
 	testlong.SkipUnderRace(t)
 	for _, tc := range []struct {
 		name string
@@ -240,6 +241,7 @@ func TestWindowFalsePositiveRate(t *testing.T) {
 // in windows of 20 and 2,000 keys (of 20 only under the race detector,
 // which compiles in the invariant checks after every operation).
 func TestWindowStampsNeverWrap(t *testing.T) {
+	testlong.SkipQuickRun(t)
 	sizes := []uint64{20, 2000}
 	if testlong.RaceEnabled {
 		sizes = sizes[:1]

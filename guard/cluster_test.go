@@ -7,6 +7,7 @@ import (
 
 	"github.com/dedupkit/cuckoo/guard"
 	"github.com/dedupkit/cuckoo/internal/redistest"
+	"github.com/dedupkit/cuckoo/internal/testlong"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -15,6 +16,7 @@ import (
 // Rebuild from one process is seen by the other, and no row is reported
 // missing before or after it.
 func TestRedisClusterShared(t *testing.T) {
+	testlong.SkipQuickRun(t)
 	t.Parallel()
 	ctx := context.Background()
 	cl := redistest.NewCluster(t, 3, 0, redistest.Config{})

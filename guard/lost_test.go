@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/dedupkit/cuckoo/guard"
+	"github.com/dedupkit/cuckoo/internal/testlong"
 	"github.com/dedupkit/cuckoo/redisfilter"
 )
 
@@ -28,6 +29,7 @@ import (
 // of the current generation's keys, and a restart of a server without
 // persistence.
 func TestRedisLostData(t *testing.T) {
+	testlong.SkipQuickRun(t)
 	t.Parallel()
 	for _, c := range []struct {
 		name    string
@@ -278,6 +280,7 @@ func TestRedisLostPointerWritesKeepTheGenerations(t *testing.T) {
 // (writes that began since know of no fresh generation): it fails with
 // ErrLost and writes no pointer back.
 func TestRedisRebuildStopsWhenThePointerIsLost(t *testing.T) {
+	testlong.SkipQuickRun(t)
 	t.Parallel()
 	ctx := context.Background()
 	fl := newFleet(t, 1)

@@ -82,6 +82,7 @@ const testGrace = 300 * time.Millisecond
 // fresh generation, the old generation is dropped, and a process that
 // starts afterwards opens the new one.
 func TestRedisSharedRebuild(t *testing.T) {
+	testlong.SkipQuickRun(t)
 	t.Parallel()
 	ctx := context.Background()
 	fl := newFleet(t, 3)
@@ -335,6 +336,7 @@ func TestRedisRebuildAbandoned(t *testing.T) {
 // Insert fails without running its write, and Remove runs its write and
 // says the filter is stale.
 func TestRedisDown(t *testing.T) {
+	testlong.SkipQuickRun(t)
 	t.Parallel()
 	for _, c := range []struct {
 		name                   string

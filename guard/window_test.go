@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/dedupkit/cuckoo/guard"
+	"github.com/dedupkit/cuckoo/internal/testlong"
 	"github.com/dedupkit/cuckoo/redisfilter"
 	"github.com/redis/go-redis/v9"
 )
@@ -62,6 +63,7 @@ func (e *expiringTable) load(_ context.Context, key []byte) (string, error) {
 // before the window ends), so it runs among the sequential tests, before
 // the parallel ones, which would take time from it.
 func TestSharedWindowGuardsExpiringRows(t *testing.T) {
+	testlong.SkipQuickRun(t)
 	ctx := context.Background()
 	f := newFleet(t, 2)
 	const window = 2800 * time.Millisecond

@@ -108,6 +108,7 @@ func TestKilledProcessorsLeaveExactOutput(t *testing.T) {
 }
 
 func TestRebalanceBetweenTwoProcessors(t *testing.T) {
+	testlong.SkipQuickRun(t)
 	t.Parallel()
 	broker, spec, c := crashSetup(t, 4)
 	rng := testseed.Rand(t)
@@ -170,6 +171,7 @@ func TestZombieCommitIsFenced(t *testing.T) {
 // The broker restarts (stopped, then started from its data on the same
 // port) while a processor works; the processor rides it out.
 func TestBrokerRestart(t *testing.T) {
+	testlong.SkipQuickRun(t)
 	t.Parallel()
 	broker, spec, c, recs, rng := halfWritten(t)
 	spec.InTxn = 5 * time.Millisecond
@@ -192,6 +194,7 @@ func TestBrokerRestart(t *testing.T) {
 // the broker's absence reaches the Processor instead of being ridden out
 // inside the client.
 func TestRestoreAsksAgainWhileTheBrokerRestarts(t *testing.T) {
+	testlong.SkipQuickRun(t)
 	t.Parallel()
 	// The first run leaves snapshots (every 150 records of a partition,
 	// about 250 each) and records judged since them.
@@ -225,6 +228,7 @@ func TestRestoreAsksAgainWhileTheBrokerRestarts(t *testing.T) {
 // transaction's records never show, and the second goes on from the
 // committed offsets: the output stays exact.
 func TestSameInstanceIDFencesTheFirstProcessor(t *testing.T) {
+	testlong.SkipQuickRun(t)
 	t.Parallel()
 	broker, spec, c, recs, _ := halfWritten(t)
 	first := spec

@@ -22,6 +22,7 @@ import (
 
 	"github.com/dedupkit/cuckoo"
 	"github.com/dedupkit/cuckoo/internal/kafkatest"
+	"github.com/dedupkit/cuckoo/internal/testlong"
 	"github.com/dedupkit/cuckoo/internal/testseed"
 )
 
@@ -431,6 +432,7 @@ func TestRestoreWaitsOutUnstableOffsets(t *testing.T) {
 // chunks under it; they are read back whole, after compaction too (the
 // tombstones of a shorter snapshot's unused chunks included).
 func TestSnapshotChunksFitTheStateTopic(t *testing.T) {
+	testlong.SkipQuickRun(t)
 	t.Parallel()
 	c := kafkatest.StartCluster(t)
 	addr := c.ListenAddrs()[0]

@@ -18,6 +18,7 @@ import (
 // batch spans several rounds (20,000 keys); ContainsChecked is held to
 // the batch on every 100th key (every 20th with CUCKOO_LONG=1).
 func TestCheckedLookupsTellGoneFromAbsent(t *testing.T) {
+	testlong.SkipQuickRun(t)
 	topologies(t, func(t *testing.T, rdb redis.UniversalClient) {
 		ctx := ctxOf(t)
 		name := uniqueName(t)

@@ -22,6 +22,7 @@ import (
 // every acknowledged key, duplicate count and the item count are back,
 // and so are the functions.
 func TestRestartWithAOF(t *testing.T) {
+	testlong.SkipQuickRun(t)
 	t.Parallel()
 	ctx := ctxOf(t)
 	s := redistest.NewServer(t, redistest.Config{AOF: true})
@@ -270,6 +271,7 @@ func TestFailover(t *testing.T) {
 // ErrNotReplicated) and restarted (it syncs again, and the writes are
 // acknowledged again); every result is checked (durableWriters.check).
 func TestReplicaLoss(t *testing.T) {
+	testlong.SkipQuickRun(t)
 	t.Parallel()
 	ctx := ctxOf(t)
 	master := redistest.NewServer(t, redistest.Config{Directives: []string{"repl-diskless-sync-delay 0"}})
@@ -380,6 +382,7 @@ func (h redirectHook) note(err error) {
 // reassigned, the old master answers MOVED. go-redis follows both; every
 // key stays found and new keys go in.
 func TestResharding(t *testing.T) {
+	testlong.SkipQuickRun(t)
 	t.Parallel()
 	if testing.Short() {
 		t.Skip("a cluster of its own in -short mode")

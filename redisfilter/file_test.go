@@ -81,6 +81,7 @@ func sameAnswers(t *testing.T, f *redisfilter.Filter, lib *cuckoo.Filter, n int)
 // does, and that the snapshot encodes to the same bytes as the file: of
 // 5,000 keys (20,000 with CUCKOO_LONG=1).
 func TestPushThenPull(t *testing.T) {
+	testlong.SkipQuickRun(t)
 	topologies(t, func(t *testing.T, rdb redis.UniversalClient) {
 		ctx := ctxOf(t)
 		rng := testseed.Rand(t)
@@ -212,6 +213,7 @@ func TestPushRefusesSemiSorted(t *testing.T) {
 // odd sizes to the engine.) The quick run tries buckets of 1, 5 and
 // MaxBucketSize slots; the long checks (CUCKOO_LONG=1) 3 and 16 too.
 func TestAnyBucketSize(t *testing.T) {
+	testlong.SkipQuickRun(t)
 	t.Parallel()
 	ctx := ctxOf(t)
 	rdb := singleClient(t)

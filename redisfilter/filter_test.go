@@ -199,6 +199,7 @@ func TestDuplicates(t *testing.T) {
 // all found, and the deleted half is found only at about the
 // false-positive rate (the seed is fixed).
 func TestDeleteTouchesOnlyItsKey(t *testing.T) {
+	testlong.SkipQuickRun(t)
 	topologies(t, func(t *testing.T, rdb redis.UniversalClient) {
 		ctx := ctxOf(t)
 		f, err := redisfilter.New(ctx, rdb, uniqueName(t), 20000, redisfilter.WithFingerprintBits(16), redisfilter.WithSegments(4),
@@ -317,6 +318,7 @@ func TestFullChangesNothing(t *testing.T) {
 // (New sizes like the library's New). The seed is fixed: whether a table
 // fills to its capacity depends on it.
 func TestCapacity(t *testing.T) {
+	testlong.SkipQuickRun(t)
 	t.Parallel()
 	ctx := ctxOf(t)
 	rdb := singleClient(t)
@@ -361,6 +363,7 @@ func segmentsOpt(n int) redisfilter.Option {
 // the 3-master cluster and checks that every master holds segments, within
 // one of an equal share, and that each segment's two keys share a slot.
 func TestSegmentsOnEveryMaster(t *testing.T) {
+	testlong.SkipQuickRun(t)
 	t.Parallel()
 	if testing.Short() {
 		t.Skip("cluster in -short mode")
@@ -410,6 +413,7 @@ func TestSegmentsOnEveryMaster(t *testing.T) {
 // five was added, spread over every round: of 30,000 keys, more than
 // roundsInFlight rounds (50,000 with CUCKOO_LONG=1).
 func TestBatchRounds(t *testing.T) {
+	testlong.SkipQuickRun(t)
 	topologies(t, func(t *testing.T, rdb redis.UniversalClient) {
 		ctx := ctxOf(t)
 		rng := testseed.Rand(t)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/dedupkit/cuckoo/internal/testlong"
 	"github.com/dedupkit/cuckoo/redisfilter"
 )
 
@@ -13,6 +14,7 @@ import (
 // client: the filters whose keys another node serves fail with a reply
 // IsClusterRedirect recognises, and the others work.
 func TestIsClusterRedirect(t *testing.T) {
+	testlong.SkipQuickRun(t)
 	t.Parallel()
 	c := sharedCluster(t)
 	rdb := clientOf(t, c.Server(c.Addrs()[0]))

@@ -508,6 +508,7 @@ func runRefusal(t *testing.T, c refusalCase) {
 // reported as if no copy had run ("OOM": not applied) while the key was
 // in the filter, and a Delete so misreported invited a second delete.
 func TestRefusalAfterLostCopyIsUnconfirmed(t *testing.T) {
+	testlong.SkipQuickRun(t)
 	t.Parallel()
 	for _, c := range refusalCases(true) {
 		t.Run(c.refusal.name+"/"+c.op.name, func(t *testing.T) {

@@ -233,6 +233,7 @@ func TestRecordMemory(t *testing.T) {
 // holds on a server that moves it only for the connection's own writes.)
 // Once the replica resumes, it acknowledges.
 func TestDurableReplay(t *testing.T) {
+	testlong.SkipQuickRun(t)
 	t.Parallel()
 	master, rdb, ctx := testServer(t, "repl-diskless-sync-delay 0")
 	replica := redistest.NewServer(t, redistest.Config{Directives: []string{"replicaof 127.0.0.1 " + strconv.Itoa(master.Port)}})

@@ -58,6 +58,7 @@ var stallOps = []string{"AddUnique", "AddUniqueBatch", "AddBatch"}
 // results in each stream (2 to 2,000 keys: added twice, or reported
 // present when new).
 func TestStall(t *testing.T) {
+	testlong.SkipQuickRun(t)
 	t.Parallel()
 	cases := []stall{
 		// Within the first resend (after a backoff of 20 ms): the
@@ -340,6 +341,7 @@ func (c *tally) report(t *testing.T, what string, keys int) {
 // the server after the batch returned: 15,904 of 20,000; 195,904 of
 // 200,000).
 func TestKillMidBatch(t *testing.T) {
+	testlong.SkipQuickRun(t)
 	t.Parallel()
 	type killCase struct {
 		keys    int
@@ -470,6 +472,7 @@ end`
 // it they fail with that refusal (not ErrUnconfirmed) and are not
 // applied.
 func TestBusyScript(t *testing.T) {
+	testlong.SkipQuickRun(t)
 	t.Parallel()
 	for _, c := range []struct {
 		horizon time.Duration
@@ -545,6 +548,7 @@ func TestBusyScript(t *testing.T) {
 // no lookup may report a key absent without one. After the server
 // resumes, the keys DeleteBatch did not send are still there.
 func TestBatchesMarkEveryKey(t *testing.T) {
+	testlong.SkipQuickRun(t)
 	t.Parallel()
 	ctx := ctxOf(t)
 	s := redistest.NewServer(t, redistest.Config{})

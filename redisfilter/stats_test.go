@@ -49,6 +49,7 @@ func relErr(a, b float64) float64 { return math.Abs(a-b) / b }
 // set the noise), while the four segments' extra room would grow to about 7 %
 // at that size.
 func TestFalsePositiveRate(t *testing.T) {
+	testlong.SkipQuickRun(t)
 	t.Parallel()
 	if testing.Short() {
 		t.Skip("statistical test in -short mode")
@@ -139,6 +140,7 @@ func TestMemoryUsage(t *testing.T) {
 // at rates of 1 % and 10⁻⁷ (with CUCKOO_LONG=1: 5,000 with Add, and at
 // 10⁻⁴ too).
 func TestBloomMatchesLibrary(t *testing.T) {
+	testlong.SkipQuickRun(t)
 	t.Parallel()
 	ctx := ctxOf(t)
 	rdb := singleClient(t)
@@ -210,6 +212,7 @@ func TestBloomMatchesLibrary(t *testing.T) {
 // run in 700. With these seeds and keys the rates are fixed numbers
 // within the bound.
 func TestBloomSegmented(t *testing.T) {
+	testlong.SkipQuickRun(t)
 	if testing.Short() {
 		t.Skip("statistical test in -short mode")
 	}

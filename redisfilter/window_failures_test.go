@@ -31,6 +31,7 @@ var windowStallOps = []string{"AddUnique", "AddUniqueBatch", "TouchBatch"}
 // may not be; one with ErrNotSent is not. The window is an hour long, so
 // no key expires during the test.
 func TestWindowStall(t *testing.T) {
+	testlong.SkipQuickRun(t)
 	t.Parallel()
 	// The quick run keeps a stall the retries outlast and one they give
 	// up on; a stall of many read timeouts that the retries outlast (the
@@ -160,6 +161,7 @@ func checkWindowOutcomes(t *testing.T, ctx context.Context, w *redisfilter.Windo
 // added; restarted after the batch gave up, the keys of the round in
 // flight are unconfirmed and the rest not sent.
 func TestWindowKillMidBatch(t *testing.T) {
+	testlong.SkipQuickRun(t)
 	t.Parallel()
 	type killCase struct {
 		keys    int
@@ -268,6 +270,7 @@ func TestWindowKillMidBatch(t *testing.T) {
 // longer, never shorter) until the clock catches up; 10 s ahead, and keys
 // added up to 10 s before are forgotten at once.
 func TestWindowServerClockDecides(t *testing.T) {
+	testlong.SkipQuickRun(t)
 	t.Parallel()
 	skipWithoutRedis(t)
 	ctx := ctxOf(t)
@@ -352,6 +355,7 @@ func TestWindowServerClockDecides(t *testing.T) {
 // sweep, counts) is then the master's, byte for byte, and a handle
 // reading from the replica answers as the master does.
 func TestWindowReplicates(t *testing.T) {
+	testlong.SkipQuickRun(t)
 	t.Parallel()
 	ctx := ctxOf(t)
 	master := redistest.NewServer(t, redistest.Config{Directives: []string{"repl-diskless-sync-delay 0"}})

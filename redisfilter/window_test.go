@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/dedupkit/cuckoo"
+	"github.com/dedupkit/cuckoo/internal/testlong"
 	"github.com/dedupkit/cuckoo/redisfilter"
 	"github.com/redis/go-redis/v9"
 )
@@ -129,6 +130,7 @@ func TestWindowNewOpenDrop(t *testing.T) {
 // batch added meanwhile keeps its own times. On a single node and on a
 // 3-master cluster (6 segments: two a master).
 func TestWindowFindsForTheWindowAndForgets(t *testing.T) {
+	testlong.SkipQuickRun(t)
 	topologiesBeforeParallel(t, func(t *testing.T, rdb redis.UniversalClient) {
 		ctx := ctxOf(t)
 		const window = 2800 * time.Millisecond
@@ -377,6 +379,7 @@ func TestWindowFullLeavesSegmentAsItWas(t *testing.T) {
 // several segments cannot be snapshot (ErrUnsupported); pushing over an
 // existing window needs replace (ErrExists otherwise).
 func TestWindowPushSnapshotBitIdentical(t *testing.T) {
+	testlong.SkipQuickRun(t)
 	topologies(t, func(t *testing.T, rdb redis.UniversalClient) {
 		ctx := ctxOf(t)
 		now := time.Now()

@@ -44,6 +44,7 @@ import (
 // library does, so walks match too), and are refused when no room is
 // left.
 func TestWindowLuaMatchesLibrary(t *testing.T) {
+	testlong.SkipQuickRun(t)
 	t.Parallel()
 	type shape struct {
 		b, f, kicks int

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/dedupkit/cuckoo/internal/codec"
+	"github.com/dedupkit/cuckoo/internal/testlong"
 )
 
 // smallLogCommands are the writes of the log the damage tests break: every
@@ -120,6 +121,7 @@ func reframeV1(data []byte) []byte {
 // every record (here every record was acknowledged). None may pass for a
 // torn end that cuts records.
 func TestLogBitFlipsNeverLoseWrites(t *testing.T) {
+	testlong.SkipQuickRun(t)
 	parallel(t)
 	for _, format := range []int{2, 1} {
 		t.Run(fmt.Sprint("format=", format), func(t *testing.T) {

@@ -82,6 +82,7 @@ func startChild(t *testing.T, dir string) (*exec.Cmd, string, *strings.Builder) 
 // whatever the policy, so the test shows that no reply ever precedes the
 // log. Snapshots run all the while, so kills also land during them.
 func TestKill9(t *testing.T) {
+	testlong.SkipQuickRun(t)
 	// Not parallel: it starts processes (see parallel).
 	if testing.Short() {
 		t.Skip("starts and kills a server process five times")

@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/dedupkit/cuckoo/internal/testlong"
 )
 
 // scanDumpAll dumps key with SCANDUMP and returns the chunks with their
@@ -40,6 +42,7 @@ func scanDumpAll(t *testing.T, c *conn, cmd, key string) (iters []string, chunks
 // loads them into new keys: each copy dumps to the same bytes (an equal
 // filter) and holds every item.
 func TestDumpRoundTrip(t *testing.T) {
+	testlong.SkipQuickRun(t)
 	old := maxDumpChunk
 	maxDumpChunk = 1000
 	defer func() { maxDumpChunk = old }()

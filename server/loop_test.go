@@ -8,12 +8,15 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/dedupkit/cuckoo/internal/testlong"
 )
 
 // TestGoroutineConnections runs the tests of the connection layer with a
 // goroutine per connection, the layer of systems without event loops (on
 // Linux the loops serve every test but this one).
 func TestGoroutineConnections(t *testing.T) {
+	testlong.SkipQuickRun(t)
 	if !useLoops {
 		t.Skip("connections are served by goroutines in every test here")
 	}

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/dedupkit/cuckoo/internal/testlong"
 	"github.com/dedupkit/cuckoo/internal/testseed"
 )
 
@@ -88,6 +89,7 @@ func writeLoad(t *testing.T, c *conn, rng *rand.Rand, n int) {
 // TestRestartRecovers: after random writes, a restart from the log alone,
 // then from a snapshot plus the log, gives back the exact same filters.
 func TestRestartRecovers(t *testing.T) {
+	testlong.SkipQuickRun(t)
 	parallel(t)
 	rng := testseed.Rand(t)
 	for _, sync := range []SyncPolicy{SyncEverySecond, SyncAlways, SyncNever} {
@@ -361,6 +363,7 @@ func TestDirLocked(t *testing.T) {
 // dump is loaded into another key, after a restart that replays the log,
 // and after one that loads a snapshot.
 func TestInfoDescribesFilter(t *testing.T) {
+	testlong.SkipQuickRun(t)
 	parallel(t)
 	cfg := testConfig(t)
 	s, addr := startServer(t, cfg)

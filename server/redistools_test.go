@@ -4,6 +4,8 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
+
+	"github.com/dedupkit/cuckoo/internal/testlong"
 )
 
 // needTool skips the test when a Redis tool is not installed.
@@ -75,6 +77,7 @@ func TestRedisCLI(t *testing.T) {
 // CF.EXISTS from 5 clients without an error, and the filter must hold the
 // items it added.
 func TestRedisBenchmark(t *testing.T) {
+	testlong.SkipQuickRun(t)
 	// Not parallel: it starts processes (see parallel).
 	bench := needTool(t, "redis-benchmark")
 	_, addr := startServer(t, testConfig(t))

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/dedupkit/cuckoo/internal/testlong"
 )
 
 func TestParseCFReserveWindow(t *testing.T) {
@@ -96,6 +98,7 @@ func TestWindowCommands(t *testing.T) {
 // they were written, so an item older than the window when the server
 // restarts is gone, not written anew by the replay.
 func TestWindowPersists(t *testing.T) {
+	testlong.SkipQuickRun(t)
 	parallel(t)
 	cfg := testConfig(t)
 	s, addr := startServer(t, cfg)

@@ -150,6 +150,7 @@ func openFlipped(t *testing.T, fs *store.MemFS, want map[string]string, what str
 // wrong value. (The records of the active log file that no checkpoint
 // covers are those a crash may tear: a damaged last one is cut.)
 func TestFlippedBitsLog(t *testing.T) {
+	testlong.SkipQuickRun(t)
 	t.Parallel()
 	ops := 300
 	if testlong.Enabled() {
@@ -192,6 +193,7 @@ func TestFlippedBitsLog(t *testing.T) {
 // and cuts it short: Open falls back to the log (a damaged checkpoint is
 // a cache lost) and has every acknowledged write, or refuses the store.
 func TestDamagedCheckpoint(t *testing.T) {
+	testlong.SkipQuickRun(t)
 	t.Parallel()
 	base := crashedWithCheckpoints(t, 400)
 	const idx = "db/INDEX"

@@ -70,6 +70,7 @@ func (m *ackModel) check(t *testing.T, s *store.Store) {
 // and checks that every acknowledged write (SyncAlways) is there and the
 // store takes writes.
 func TestCrashMemFS(t *testing.T) {
+	testlong.SkipQuickRun(t)
 	t.Parallel()
 	rng := testseed.Rand(t)
 	rounds := 300

@@ -8,6 +8,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/dedupkit/cuckoo/internal/testlong"
 	"github.com/dedupkit/cuckoo/store"
 )
 
@@ -156,6 +157,7 @@ func TestLocked(t *testing.T) {
 // TestTooLarge: keys and values past the limits are refused, and those at
 // the limits taken.
 func TestTooLarge(t *testing.T) {
+	testlong.SkipQuickRun(t)
 	t.Parallel()
 	s, err := store.Open(t.TempDir(), store.WithSync(store.SyncNever))
 	if err != nil {

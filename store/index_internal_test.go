@@ -59,6 +59,7 @@ func (f *fakeIndex) find(loc uint64) bool {
 // from 10^6 on), finds every entry, and keeps its structure through the
 // refreshes. The seed is fixed: the bytes per key depend a little on it.
 func TestIndexBytesPerKey(t *testing.T) {
+	testlong.SkipQuickRun(t)
 	t.Parallel()
 	n := uint64(1_000_000)
 	if testlong.Enabled() {
@@ -93,6 +94,7 @@ func TestIndexBytesPerKey(t *testing.T) {
 // lookups, measured at the narrowest fragments (just before a refresh)
 // and after. The seed is fixed: the rate measured depends on it.
 func TestIndexAbsentMatches(t *testing.T) {
+	testlong.SkipQuickRun(t)
 	t.Parallel()
 	seed := testseed.Fixed(t, 1)
 	f := &fakeIndex{ix: newIndex(seed), seed: seed}

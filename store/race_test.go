@@ -19,6 +19,7 @@ import (
 // Every write under SyncAlways waits for an fsync: it writes 50 keys (200
 // with CUCKOO_LONG=1), SyncNever 30,000.
 func TestConcurrent(t *testing.T) {
+	testlong.SkipQuickRun(t)
 	t.Parallel()
 	for _, p := range []store.SyncPolicy{store.SyncNever, store.SyncAlways} {
 		t.Run("sync="+p.String(), func(t *testing.T) {
@@ -124,6 +125,7 @@ func TestConcurrent(t *testing.T) {
 // key in 10^4 (measured: 28 of 300,000), so about once in 10^4 runs. With
 // seed 1 the index, and so every count here, is the same on every run.
 func TestAbsentKeysReadNoLog(t *testing.T) {
+	testlong.SkipQuickRun(t)
 	var reads atomic.Int64
 	store.SetLogReadHook(func() { reads.Add(1) })
 	defer store.SetLogReadHook(nil)

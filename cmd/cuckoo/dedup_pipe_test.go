@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/dedupkit/cuckoo/internal/testlong"
 	"github.com/dedupkit/cuckoo/internal/testseed"
 )
 
@@ -17,6 +18,7 @@ import (
 // within what the default rate (1e-4) promises for the distinct lines,
 // with 5σ of margin. The seed is fixed.
 func TestDedupPipeLarge(t *testing.T) {
+	testlong.SkipQuickRun(t)
 	t.Parallel()
 	const distinct, rate = 1_200_000, 1e-4
 	r := testseed.New(testseed.Fixed(t, 5))

@@ -119,6 +119,7 @@ func TestDedupExactAtLowRate(t *testing.T) {
 // seen-set says it grew. (A pipe's own start, from its first 8 MiB, is
 // TestDedupPipeLarge's.)
 func TestDedupGrows(t *testing.T) {
+	testlong.SkipQuickRun(t)
 	t.Parallel()
 	e := newEnv(t)
 	seed := exactSeed(t)
@@ -299,6 +300,7 @@ func TestDedupGoSourceTree(t *testing.T) {
 // keys never added. For the cuckoo filter this holds once the library
 // sizes a growing filter's tables for its target. The seed is fixed.
 func TestGrowingFilterRateBound(t *testing.T) {
+	testlong.SkipQuickRun(t)
 	t.Parallel()
 	const n, absent, p = 100_000, 400_000, 0.01
 	e := newEnv(t)

@@ -17,6 +17,7 @@ import (
 	"github.com/dedupkit/cuckoo"
 	"github.com/dedupkit/cuckoo/bloom"
 	"github.com/dedupkit/cuckoo/cmd/cuckoo/internal/ptytest"
+	"github.com/dedupkit/cuckoo/internal/testlong"
 )
 
 // docs/api.md: Add and AddUnique have one shape in both filter packages,
@@ -120,6 +121,7 @@ func TestOverfilledFileWarns(t *testing.T) {
 // TestUnwritableOutputFailsWithStatus3: every command whose output cannot be written
 // (/dev/full: no space left) exits with status 3 and one line saying so.
 func TestUnwritableOutputFailsWithStatus3(t *testing.T) {
+	testlong.SkipQuickRun(t)
 	t.Parallel()
 	full, err := os.OpenFile("/dev/full", os.O_WRONLY, 0)
 	if err != nil {
@@ -166,6 +168,7 @@ func TestUnwritableOutputFailsWithStatus3(t *testing.T) {
 // temporary file, reused by the next run on the same target, and the next
 // run to finish leaves none (20 kills used to leave 20 files).
 func TestKilledRunsLeaveNoLitter(t *testing.T) {
+	testlong.SkipQuickRun(t)
 	t.Parallel()
 	e := newEnv(t)
 	e.write("in.txt", "a\nb\n")

@@ -297,6 +297,7 @@ func checkNoLineLost(t *testing.T, lines []string, out string, r remedy) {
 // --window (an hour: no key expires meanwhile): a window filter's writes
 // follow the same rule.
 func TestDedupRedisLostReplyThenOOM(t *testing.T) {
+	testlong.SkipQuickRun(t)
 	t.Parallel()
 	for _, mode := range redisSeenModes {
 		t.Run(mode.name, func(t *testing.T) {
@@ -376,6 +377,7 @@ func lostReplyThenOOM(t *testing.T, mode []string) {
 // lines were named nowhere, and following the message lost them (4,095
 // of 4,096 in the report's run).
 func TestDedupRedisBusyPastWait(t *testing.T) {
+	testlong.SkipQuickRun(t)
 	t.Parallel()
 	s := redistest.NewServer(t, redistest.Config{Directives: []string{"busy-reply-threshold 20"}})
 	e := newEnv(t)

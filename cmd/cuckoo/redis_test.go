@@ -77,6 +77,7 @@ func testClient(s *redistest.Server) *redis.Client {
 // pushes it into a real Redis server, pulls it back (the same bytes),
 // and checks the errors of the Redis commands.
 func TestPushPull(t *testing.T) {
+	testlong.SkipQuickRun(t)
 	t.Parallel()
 	s := redistest.NewServer(t, redistest.Config{})
 	e := newEnv(t)
@@ -127,6 +128,7 @@ func TestPushPull(t *testing.T) {
 // (--window, an hour: no key expires during the test), with 28-bit
 // fingerprints, its widest (about 1e-5; with this seed, none).
 func TestDedupRedis(t *testing.T) {
+	testlong.SkipQuickRun(t)
 	t.Parallel()
 	for _, mode := range redisSeenModes {
 		t.Run(mode.name, func(t *testing.T) {
@@ -371,6 +373,7 @@ func dedupThroughPause(t *testing.T, lines []string, resumeAfterExit bool, flags
 // sent again answered "present" for lines their first copy added, which
 // were then missing from the output.
 func TestDedupRedisStall(t *testing.T) {
+	testlong.SkipQuickRun(t)
 	t.Parallel()
 	for _, c := range []struct {
 		name  string
@@ -397,6 +400,7 @@ func TestDedupRedisStall(t *testing.T) {
 // resumes, every line recorded in Redis is printed or in that file, no
 // line not sent is recorded, and following the message loses no line.
 func TestDedupRedisOutage(t *testing.T) {
+	testlong.SkipQuickRun(t)
 	t.Parallel()
 	lines := seqLines(1, 12000)
 	r, s := dedupThroughPause(t, lines, true, "--redis-wait", "300ms")

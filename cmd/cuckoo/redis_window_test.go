@@ -18,6 +18,7 @@ import (
 // again once the window and its granularity have passed since it was
 // last seen; every line counts as seen, printed or dropped.
 func TestDedupRedisWindowForgets(t *testing.T) {
+	testlong.SkipQuickRun(t)
 	t.Parallel()
 	s := redistest.NewServer(t, redistest.Config{})
 	e := newEnv(t)
@@ -55,6 +56,7 @@ func TestDedupRedisWindowForgets(t *testing.T) {
 // keys that come back after less and more than the window, and times that
 // go back a little.
 func TestDedupRedisWindowEventTime(t *testing.T) {
+	testlong.SkipQuickRun(t)
 	t.Parallel()
 	s := redistest.NewServer(t, redistest.Config{})
 	e := newEnv(t)

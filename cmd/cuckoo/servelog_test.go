@@ -140,6 +140,7 @@ func flipOutcome(dir, name string, data []byte, i, bit, want int, items []string
 // and the last record. TestLogBitFlipsNeverLoseWrites (server) tries every
 // bit in-process; TestServeRefusesEveryFlip every bit through the command.
 func TestServeRefusesFlippedLog(t *testing.T) {
+	testlong.SkipQuickRun(t)
 	t.Parallel()
 	dir := t.TempDir()
 	cmds := []string{"CF.RESERVE k 1000"}

@@ -185,6 +185,7 @@ func TestServeReturnsClientMemory(t *testing.T) {
 // size; and a restart, which loads the filter from the snapshot, holds all
 // of it.
 func TestServeReserveMemoryArrivesLater(t *testing.T) {
+	testlong.SkipQuickRun(t)
 	t.Parallel()
 	dir := t.TempDir()
 	cmd, line, stderr := startServe(t, dir, "--port", "0", "--dir", "data")

@@ -18,6 +18,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/dedupkit/cuckoo/internal/testlong"
 	"github.com/dedupkit/cuckoo/server"
 )
 
@@ -206,6 +207,7 @@ func waitUntil(t *testing.T, what string, cond func() bool) {
 // runs, the counter never goes back, and at the end it and the sampled
 // histogram account for every request.
 func TestServeMetricsUnderRedisBenchmark(t *testing.T) {
+	testlong.SkipQuickRun(t)
 	t.Parallel()
 	bench, err := exec.LookPath("redis-benchmark")
 	if err != nil {

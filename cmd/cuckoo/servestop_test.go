@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/dedupkit/cuckoo/internal/testlong"
 )
 
 // writeLoad runs clients that add distinct items to the filter "k" of the
@@ -163,6 +165,7 @@ func stallClient(t *testing.T, addr string) {
 // client that reads no replies, a second SIGTERM ends serve at once with
 // status 143, and every acknowledged write is there after a restart.
 func TestServeSecondSignalExitsAtOnce(t *testing.T) {
+	testlong.SkipQuickRun(t)
 	t.Parallel()
 	dir := t.TempDir()
 	args := []string{"--port", "0", "--dir", "data", "--shutdown-timeout", "1h"}
@@ -196,6 +199,7 @@ func TestServeSecondSignalExitsAtOnce(t *testing.T) {
 // the snapshot, and exits with status 0; a restart replays the log and
 // finds every acknowledged write.
 func TestServeShutdownTimeout(t *testing.T) {
+	testlong.SkipQuickRun(t)
 	t.Parallel()
 	dir := t.TempDir()
 	args := []string{"--port", "0", "--dir", "data", "--shutdown-timeout", "1s"}

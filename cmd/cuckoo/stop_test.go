@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/dedupkit/cuckoo/internal/redistest"
+	"github.com/dedupkit/cuckoo/internal/testlong"
 	"github.com/dedupkit/cuckoo/redisfilter"
 	"github.com/dedupkit/cuckoo/store"
 )
@@ -96,6 +97,7 @@ func outputLines(t *testing.T, dir string) map[string]bool {
 // (SIGINT and SIGTERM) mid-stream: the store holds exactly the lines
 // printed, so a later run prints every line the interrupted one did not.
 func TestExactDirStopKeepsStoreAndOutputInStep(t *testing.T) {
+	testlong.SkipQuickRun(t)
 	t.Parallel()
 	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
 		t.Run(sig.String(), func(t *testing.T) {
@@ -133,6 +135,7 @@ func TestExactDirStopKeepsStoreAndOutputInStep(t *testing.T) {
 // an interrupt or when its reader goes away (| head), which also exits
 // quietly with status 141.
 func TestExactTempDirRemoved(t *testing.T) {
+	testlong.SkipQuickRun(t)
 	t.Parallel()
 	dir := t.TempDir()
 	tmp := filepath.Join(dir, "tmp")
@@ -178,6 +181,7 @@ func TestExactTempDirRemoved(t *testing.T) {
 // new lines a second: the lines are long, so that a MiB of output, the
 // first to reach the file, is about 8,000 of them.)
 func TestDedupRedisStopPrintsWhatRedisTook(t *testing.T) {
+	testlong.SkipQuickRun(t)
 	t.Parallel()
 	s := redistest.NewServer(t, redistest.Config{})
 	dir := t.TempDir()

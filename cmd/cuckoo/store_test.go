@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/dedupkit/cuckoo/cmd/cuckoo/internal/filestore"
+	"github.com/dedupkit/cuckoo/internal/testlong"
 	"github.com/dedupkit/cuckoo/store"
 )
 
@@ -274,6 +275,7 @@ func TestStorePutClosedStdin(t *testing.T) {
 // for certain; each file the store lists exports intact, and the same
 // import run again completes the store.
 func TestStoreImportDiskFull(t *testing.T) {
+	testlong.SkipQuickRun(t)
 	t.Parallel()
 	if runtime.GOOS == "windows" {
 		t.Skip("needs sh")
@@ -404,6 +406,7 @@ func TestStoreNamesNormalised(t *testing.T) {
 // its rename): the same files, with the summary line; and export leaves no
 // temporary or lock file behind.
 func TestStoreExportSyncPolicies(t *testing.T) {
+	testlong.SkipQuickRun(t)
 	t.Parallel()
 	e := newEnv(t)
 	for i := range 50 {

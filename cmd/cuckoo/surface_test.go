@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/dedupkit/cuckoo/internal/redistest"
+	"github.com/dedupkit/cuckoo/internal/testlong"
 )
 
 // The tests of this file try the command as a newcomer does (issue 30,
@@ -143,6 +144,7 @@ func TestServeBadValues(t *testing.T) {
 // node tells it is one (INFO) and when only its MOVED replies do (a user
 // whose ACL denies INFO), and work with --cluster.
 func TestClusterNodeWithoutFlag(t *testing.T) {
+	testlong.SkipQuickRun(t)
 	t.Parallel()
 	c := redistest.NewCluster(t, 3, 0, redistest.Config{})
 	for _, addr := range c.Addrs() {
@@ -181,6 +183,7 @@ func TestClusterNodeWithoutFlag(t *testing.T) {
 // named, the files come back with their bytes and permission bits, and a
 // NAME that matches nothing writes nothing.
 func TestStoreExportMany(t *testing.T) {
+	testlong.SkipQuickRun(t)
 	t.Parallel()
 	e := newEnv(t)
 	files := map[string]os.FileMode{"tree/a.txt": 0o644, "tree/run.sh": 0o755, "tree/sub/private": 0o600, "tree/sub/deep/d.txt": 0o640}
@@ -265,6 +268,7 @@ func TestStoreExportMany(t *testing.T) {
 // error reads once prefixed ("cuckoo store: too large: …", not "cuckoo
 // store: store: too large: …").
 func TestMessagesCountInWords(t *testing.T) {
+	testlong.SkipQuickRun(t)
 	t.Parallel()
 	e := newEnv(t)
 	e.write("one.txt", "a\n")

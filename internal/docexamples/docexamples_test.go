@@ -67,6 +67,10 @@ func TestMain(m *testing.M) {
 //
 // The lines left out, and why, are in skips; new blocks run by default.
 func TestDocExamples(t *testing.T) {
+	// Every document's examples take the quick run's budget several times
+	// over (and the command built anew on a fresh clone): the long run
+	// runs them, as it does TestReadmeInstall.
+	testlong.Skip(t)
 	t.Parallel() // beside TestReadmeInstall
 	if testing.Short() {
 		// -short is for the instrumented builds (-race, -tags invariants,
@@ -102,10 +106,6 @@ func TestDocExamples(t *testing.T) {
 	for _, doc := range docs {
 		rel, _ := filepath.Rel(root, doc)
 		rel = filepath.ToSlash(rel)
-		if !testlong.Enabled() && !quickRunDocs[rel] {
-			t.Run(rel, func(t *testing.T) { t.Skip("in the long run (CUCKOO_LONG=1)") })
-			continue
-		}
 		t.Run(rel, func(t *testing.T) {
 			// Set here, so that a document -run leaves out has no skips
 			// checked; runDoc marks them before it pauses (t.Parallel).
@@ -122,36 +122,26 @@ func TestDocExamples(t *testing.T) {
 	}
 }
 
-// quickRunDocs are the documents whose examples the quick run runs: the
-// newcomer's first hour (the README and the command's reference). The
-// others run in the long run, which CI runs.
-var quickRunDocs = map[string]bool{"README.md": true, "docs/cli.md": true}
-
 // skips lists, by document, the lines not run (a line holding the text
-// given) and why. A reason that starts with "long:" runs the line in the
-// long run only (CUCKOO_LONG=1).
+// given) and why. A reason that starts with "run:" runs the console
+// command but does not compare its output with the one shown.
 var skips = map[string]map[string]string{
 	"README.md": {
 		"git clone <this repository>":       "a placeholder; the test runs in a copy of the repository",
 		"go test ./...":                     "the test suite, which runs this test",
 		"bash .ci/run":                      "CI itself",
 		"go test -run '^$' -bench . ":       "every benchmark of the root package, minutes; CI runs each once (-benchtime 1x)",
-		"go test -run '^$' -fuzz":           "long: a minute of fuzzing",
-		"cuckoo bench":                      "long: a benchmark of every filter",
 		"go get github.com/dedupkit/cuckoo": "needs the module published; go install ./cmd/cuckoo is run",
 	},
 	"docs/benchmarks.md": {
-		"cd bench && go run":                "the benchmark module's runs take minutes to hours",
-		"seq 1 5000000 > seq.txt":           "long: the inputs of a growth measurement",
-		"find $(go env GOROOT)/src -type f": "long: the inputs of a growth measurement",
-		"cuckoo dedup -q":                   "long: timed runs of a growth measurement",
-		"$PORT":                             "a server the benchmark starts; the port it prints",
-		"serverbench":                       "measures the server against redis-server: minutes",
-		"git archive ":                      "a build of an old commit, for a comparison",
-		"-bench BenchmarkCommandStats":      "a benchmark: minutes",
-		"-bench BenchmarkWindowEpochPass":   "a benchmark: minutes",
-		"kafkabench":                        "measures Kafka dedup at 10^6 and 10^7 records: minutes",
-		"redisbench":                        "measures Redis filters: minutes",
+		"cd bench && go run":              "the benchmark module's runs take minutes to hours",
+		"$PORT":                           "a server the benchmark starts; the port it prints",
+		"serverbench":                     "measures the server against redis-server: minutes",
+		"git archive ":                    "a build of an old commit, for a comparison",
+		"-bench BenchmarkCommandStats":    "a benchmark: minutes",
+		"-bench BenchmarkWindowEpochPass": "a benchmark: minutes",
+		"kafkabench":                      "measures Kafka dedup at 10^6 and 10^7 records: minutes",
+		"redisbench":                      "measures Redis filters: minutes",
 	},
 	"docs/kafka.md": {
 		"export CUCKOO_KAFKA_PASSWORD":         "the setting of a real cluster's password",
@@ -169,12 +159,10 @@ var skips = map[string]map[string]string{
 		"$ cuckoo dedup --redis redis://10.0.0.5":                     "a Redis that stalls: TestDedupRedisOutage stages it",
 		"$ cat /tmp/cuckoo-dedup-unconfirmed":                         "the file a stalled run wrote",
 		"$ tail -n +12289 urls.txt":                                   "the rest of a stalled run",
-		"$ cuckoo bench":                                              "long: a benchmark of every filter",
-		"$ cuckoo version":                                            "long: the version and revision are the build's (the command runs, its output is not compared)",
+		"$ cuckoo version":                                            "run: the version and revision are the build's",
 	},
 	"docs/dedup-benchmark.md": {
 		"cd bench && go run ./dedupbench": "the benchmark: every mode against awk and sort, minutes",
-		"go test -run '^$' -bench Dedup":  "long: the dedup engine's benchmarks (listed: CI runs each once)",
 	},
 	"docs/redis.md": {
 		"apt-get install": "installs a package",
@@ -188,9 +176,7 @@ var skips = map[string]map[string]string{
 		"go test ./...":          "the test suite, which runs this test",
 		"go test -count=1 ./...": "the test suite, timed, which runs this test",
 	},
-	"docs/window.md": {
-		"go test -run '^$' -bench": "long: the window's benchmarks (listed: CI runs each once)",
-	},
+	"docs/window.md": {},
 }
 
 // block is a fenced block of a document.
@@ -357,7 +343,6 @@ func script(t *testing.T, doc string, blocks []block, used map[string]bool) (str
 	emit(0, `__report() { printf '%s\n' "$*" >&3; }
 __expect() { local at=$1; shift; local got; got=$("$@" 2>&1); local s=$?; printf 'expect %s %s\n' "$at" "$(printf '%s' "$got" | base64 -w0)" >&3; return $s; }
 __wait_port() { local i; for i in $(seq 1200); do (exec 9<>/dev/tcp/127.0.0.1/$1) 2>/dev/null && return 0; sleep 0.1; done; __report nostart $2 $1; return 1; }`)
-	long := testlong.Enabled()
 	skipOf := func(text string) (string, bool) {
 		for sub, why := range skips[doc] {
 			if strings.Contains(text, sub) {
@@ -382,10 +367,10 @@ __wait_port() { local i; for i in $(seq 1200); do (exec 9<>/dev/tcp/127.0.0.1/$1
 					i++
 					out = append(out, b.lines[i])
 				}
-				if why, ok := skipOf("$ " + cmd); ok && !(long && strings.HasPrefix(why, "long:")) {
-					continue
-				} else if ok && strings.HasPrefix(why, "long:") && strings.Contains(why, "not compared") {
+				if why, ok := skipOf("$ " + cmd); ok && strings.HasPrefix(why, "run:") {
 					emit(at, "trap '__report fail $LINENO $?' ERR; "+cmd)
+					continue
+				} else if ok {
 					continue
 				}
 				checks[at] = check{want: strings.Join(out, "\n"), console: true}
@@ -417,7 +402,7 @@ __wait_port() { local i; for i in $(seq 1200); do (exec 9<>/dev/tcp/127.0.0.1/$1
 				if strings.TrimSpace(c.text) == "" {
 					continue
 				}
-				if why, ok := skipOf(c.text); ok && !(long && strings.HasPrefix(why, "long:")) {
+				if _, ok := skipOf(c.text); ok {
 					emit(c.line, ": skipped")
 					continue
 				}
@@ -480,10 +465,7 @@ func runDoc(t *testing.T, root, bin, doc string, used map[string]bool) {
 	}
 	lineOf = append([]int{0}, lineOf...) // the line before the script's
 
-	deadline := 5 * time.Minute
-	if testlong.Enabled() {
-		deadline = 20 * time.Minute
-	}
+	const deadline = 20 * time.Minute
 	ctx, cancel := context.WithTimeout(context.Background(), deadline)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "unshare", "-rn", "bash", scriptPath)

@@ -28,6 +28,20 @@ func Skip(t testing.TB) {
 	}
 }
 
+// SkipQuickRun skips t in the quick run (README's go test ./..., with
+// neither the long checks nor -short): for a check whose quick size still
+// costs seconds of a server's, a process's or a disk's time, which the
+// quick run leaves out so that a newcomer's first run ends within its
+// budget (docs/testing.md). The check loses nothing: the long run runs it
+// at its full size, and CI's instrumented runs (-race, -tags invariants,
+// -tags purego, all with -short) at its quick size.
+func SkipQuickRun(t testing.TB) {
+	t.Helper()
+	if !Enabled() && !testing.Short() {
+		t.Skip("left out of the quick run: it runs with " + Env + "=1 and with -short")
+	}
+}
+
 // SkipUnderRace skips t under the race detector: for a heavy test of one
 // goroutine (statistics, big tables), in which the detector finds nothing
 // and which it makes five to twenty times slower. The runs without -race
