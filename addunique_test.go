@@ -55,7 +55,7 @@ func goLinesWithNearMisses(t *testing.T, n int) [][]byte {
 // fingerprints (one).
 func TestAddUniqueBatchMatchesContainsThenAdd(t *testing.T) {
 	t.Parallel()
-	n := size(50_000, 30_000, 20_000)
+	n := sized(50_000, 15_000, 30_000, 20_000)
 	keySets := map[string][][]byte{
 		"seq":     dedupKeys("seq", uint64(n)),
 		"repeats": dedupKeys("repeats", uint64(n)),

@@ -29,6 +29,7 @@ import (
 // geometry: each shared key counts 1 there after adding every key; the
 // quick version's keys are a subset of the long one's).
 func TestConcurrentClients(t *testing.T) {
+	testlong.SkipQuickRun(t)
 	topologies(t, func(t *testing.T, first redis.UniversalClient) {
 		ctx := ctxOf(t)
 		var second redis.UniversalClient

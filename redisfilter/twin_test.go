@@ -56,6 +56,7 @@ const engineBits = 1 << 24
 // segment and goes on from there. With max kicks 1 a failed search leaves
 // no walk that could succeed, so those refusals must match too.
 func TestLuaMatchesEngine(t *testing.T) {
+	testlong.SkipQuickRun(t)
 	t.Parallel()
 	type shape struct{ b, f, kicks, rounds int }
 	// rounds: steps per slot of a segment.
