@@ -3,6 +3,7 @@ package table
 import (
 	"github.com/dedupkit/cuckoo/internal/addr"
 	"github.com/dedupkit/cuckoo/internal/hash"
+	"github.com/dedupkit/cuckoo/internal/prefetch"
 )
 
 // Batch operations overlap the memory accesses of many keys. A lookup in a
@@ -103,7 +104,7 @@ func (p *Pipeline) stage(b *Group, lo int) {
 	var keys [][]byte
 	var hashes []uint64
 	if p.keys != nil {
-		PrefetchKeys(p.keys[hi:min(hi+BatchGroup, p.n)])
+		prefetch.Keys(p.keys[hi:min(hi+BatchGroup, p.n)])
 		keys = p.keys[lo:hi]
 	} else {
 		hashes = p.hashes[lo:hi]
@@ -137,7 +138,7 @@ func (p *Pipeline) stage(b *Group, lo int) {
 			lines += 2
 		}
 	}
-	Prefetch(l.words, b.lines[:lines])
+	prefetch.Words(l.words, b.lines[:lines])
 }
 
 // Next returns the next group and the index of its first key, or false
@@ -180,10 +181,10 @@ func (t *Table) ContainsGroup(b *Group, found []bool) {
 // prefetching the key bytes of each group of keys while it hashes the
 // group before.
 func HashKeys(keys [][]byte, seed uint64, hs *[BatchChunk]uint64) []uint64 {
-	PrefetchKeys(keys[:min(BatchGroup, len(keys))])
+	prefetch.Keys(keys[:min(BatchGroup, len(keys))])
 	for lo := 0; lo < len(keys); lo += BatchGroup {
 		hi := min(lo+BatchGroup, len(keys))
-		PrefetchKeys(keys[hi:min(hi+BatchGroup, len(keys))])
+		prefetch.Keys(keys[hi:min(hi+BatchGroup, len(keys))])
 		for k, key := range keys[lo:hi] {
 			hs[(lo+k)&(BatchChunk-1)] = hash.Sum64(key, seed)
 		}

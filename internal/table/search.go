@@ -1,6 +1,9 @@
 package table
 
-import "github.com/dedupkit/cuckoo/internal/addr"
+import (
+	"github.com/dedupkit/cuckoo/internal/addr"
+	"github.com/dedupkit/cuckoo/internal/prefetch"
+)
 
 // The breadth-first search for room, shared by every table: when both
 // buckets of a key are full, find the shortest chain of moves that ends in
@@ -110,7 +113,7 @@ func (t *Table) Shape() (slots, bucketBits uint64) { return t.Slots, t.BucketBit
 
 func (t *Table) Other(b, v uint64) (alt, altV uint64) { return t.AltIndex(b, v), v }
 
-func (t *Table) Prefetch(lines []uint64) { Prefetch(t.Words, lines) }
+func (t *Table) Prefetch(lines []uint64) { prefetch.Words(t.Words, lines) }
 
 func (t *Table) AppendBucket(q []Node, b, n uint64, parent int32) []Node {
 	node := func(v uint64) Node { return Node{Bucket: uint32(b), Tag: uint32(v), Parent: parent} }

@@ -8,7 +8,7 @@ import (
 // TestLastReadWordCoversReadsInsideTable: for every bucket of tables of
 // every plain and semi-sorted shape whose buckets may straddle words (the
 // ones whose prefetches ask for LastReadWord's line), LastReadWord is an
-// index of the table's words (the portable Prefetch loads it) and no
+// index of the table's words (the portable prefetch.Words loads it) and no
 // read of the bucket goes past it: its own bits, LoadWindow's two words,
 // windowPair's three, and the 16 bytes from its first byte that the
 // chain's lookups read (buckets of 64 to 120 bits).

@@ -5,6 +5,7 @@ import (
 	"unsafe"
 
 	"github.com/dedupkit/cuckoo/internal/addr"
+	"github.com/dedupkit/cuckoo/internal/prefetch"
 	"github.com/dedupkit/cuckoo/internal/table"
 )
 
@@ -225,7 +226,7 @@ func PrefetchFar(cs []Probe, h uint64) {
 		fp := addr.Fingerprint(h, c.fpMax)
 		i1 := addr.Bucket(h, c.m)
 		lines := [2]uint64{i1 * c.bb >> 6, addr.Alt(i1, fp, c.m) * c.bb >> 6}
-		table.Prefetch(c.t.Words, lines[:])
+		prefetch.Words(c.t.Words, lines[:])
 	}
 }
 
@@ -340,7 +341,7 @@ func (c *Probe) locate(hs []uint64, g *group) {
 			lines[4*k], lines[4*k+1] = p1>>6, table.LastReadWord(p1, c.bb)
 			lines[4*k+2], lines[4*k+3] = p2>>6, table.LastReadWord(p2, c.bb)
 		}
-		table.Prefetch(c.t.Words, lines[:4*len(hs)])
+		prefetch.Words(c.t.Words, lines[:4*len(hs)])
 	}
 }
 

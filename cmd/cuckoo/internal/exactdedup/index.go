@@ -2,7 +2,7 @@ package exactdedup
 
 import (
 	"github.com/dedupkit/cuckoo/internal/hash"
-	"github.com/dedupkit/cuckoo/internal/table"
+	"github.com/dedupkit/cuckoo/internal/prefetch"
 )
 
 // The index of a scratch seen-set: a bucketized cuckoo hash table in RAM
@@ -134,7 +134,7 @@ func (ix *index) prefetch(h uint64) {
 
 func (ix *index) prefetchBucket(b uint64) {
 	at := [1]uint64{b & (chunkBuckets - 1) * bucketSlots}
-	table.Prefetch(ix.chunks[b>>chunkShift], at[:])
+	prefetch.Words(ix.chunks[b>>chunkShift], at[:])
 }
 
 // candidates appends to locs the locations of the entries with h's
