@@ -395,15 +395,22 @@ func (p *preparer) prepare(b *Block) {
 // hash is read before any later line's is moved to its place, as the
 // distinct lines never outnumber the lines.
 func (p *preparer) markRepeats(b *Block) {
-	clear(p.hashes)
-	mask := uint64(len(p.hashes) - 1)
+	// A table of twice the block's lines at least: a short block (a slow
+	// pipe's) clears only as much.
+	size := 1
+	for size < 2*b.n {
+		size <<= 1
+	}
+	table := p.hashes[:size]
+	clear(table)
+	mask := uint64(size - 1)
 	u := 0
 	for i := range b.n {
 		h := b.hash[i]
 		for s := h & mask; ; s = (s + 1) & mask {
-			e := p.hashes[s]
+			e := table[s]
 			if e == 0 {
-				p.hashes[s] = int32(u + 1)
+				table[s] = int32(u + 1)
 				b.hash[u], b.repeat[i] = h, false
 				u++
 				break
