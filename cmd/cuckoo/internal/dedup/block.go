@@ -107,9 +107,10 @@ type Needs struct {
 	Links bool
 	// Repeats, with Hash, has the lines whose hash an earlier line of the
 	// block has marked as repeats, and the others' hashes compacted to
-	// the front of the hashes in order (Block.hash[:Block.distinct]): for
-	// a set that sees only hashes, to which such a line is a repeat
-	// whatever its key.
+	// the front of the hashes in order (Block.hash[:Block.distinct], so
+	// Block.Hashes is not the lines' then): for a set that sees only
+	// hashes, to which such a line is a repeat whatever its key (a
+	// HashSet's Deduper asks for it).
 	Repeats bool
 	// Times asks for Block.Times, read with copies of this field.
 	Times *TimeField
@@ -391,9 +392,9 @@ func (p *preparer) prepare(b *Block) {
 }
 
 // markRepeats marks the lines of b whose hash an earlier line has, and
-// moves the others' hashes, in order, to the front of b.hash: a line's
-// hash is read before any later line's is moved to its place, as the
-// distinct lines never outnumber the lines.
+// moves the others' hashes, in order, to the front of b.hash, in place:
+// line i's hash goes to slot u <= i (the distinct lines before it), so no
+// hash is overwritten before it is read.
 func (p *preparer) markRepeats(b *Block) {
 	// A table of twice the block's lines at least: a short block (a slow
 	// pipe's) clears only as much.

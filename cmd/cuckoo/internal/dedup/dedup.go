@@ -47,7 +47,10 @@ type SeenSet interface {
 }
 
 // HashSet is a SeenSet that takes its keys' hashes in place of the keys, so
-// that the hashing is done on other goroutines than the set's.
+// that the hashing is done on other goroutines than the set's. A Deduper
+// hands it each distinct hash of a block once and answers a later line of
+// the block with the same hash itself, as a repeat: a set with no false
+// negatives holds a hash it was just given.
 type HashSet interface {
 	SeenSet
 	// HashSeed returns the seed with which AddUniqueHashBatch of
