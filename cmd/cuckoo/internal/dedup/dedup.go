@@ -299,6 +299,9 @@ func (d *Deduper) decide(b *Block) (int, error) {
 func (d *Deduper) decideHashes(b *Block, added []bool) (int, error) {
 	got, err := d.hashes.AddUniqueHashBatch(b.hash[:b.distinct], added[:b.distinct])
 	n := len(added)
+	if b.distinct == n {
+		return got, err // no repeats: every answer is in its place
+	}
 	if got < b.distinct {
 		// The lines decided end before the got-th distinct one.
 		k := 0
