@@ -180,7 +180,7 @@
 // the current one, so the misses of many keys overlap; [Scalable] and
 // [Concurrent] have the same batch methods. [Filter.DeleteBatch] and the
 // other hash batches complete the set (docs/api.md), as loops of single
-// calls. Tables of 32 MiB or more also
+// calls. Tables of 4 MiB or more also
 // ask Linux for transparent huge pages (madvise), which cuts TLB misses.
 // An insert puts a key's fingerprint in the emptier of its two buckets,
 // which keeps bucket loads even, and when both are full searches for a

@@ -3,6 +3,7 @@ package table
 import (
 	"github.com/dedupkit/cuckoo/internal/addr"
 	"github.com/dedupkit/cuckoo/internal/hash"
+	"github.com/dedupkit/cuckoo/internal/prefetch"
 )
 
 // Batch operations overlap the memory accesses of many keys. A lookup in a
@@ -31,7 +32,7 @@ const BatchChunk = 256
 type Group struct {
 	N             int // keys staged
 	H, I1, I2, FP [BatchGroup]uint64
-	lines         [2 * BatchGroup]uint64 // word indexes to prefetch
+	lines         [4 * BatchGroup]uint64 // word indexes to prefetch
 }
 
 // Locator is what a pipeline needs of a table to locate keys and prefetch
@@ -42,6 +43,9 @@ type Locator struct {
 	m, fpMask  uint64
 	segBuckets uint64 // buckets per segment; 0: one segment
 	bucketBits uint64
+	// straddles is set for a Table whose buckets may straddle words: a
+	// bucket's reads may then touch the line of LastReadWord too.
+	straddles bool
 }
 
 // NewLocator returns the Locator of a table of one segment, numBuckets
@@ -54,6 +58,7 @@ func NewLocator(words []uint64, numBuckets, fpMask, bucketBits uint64) Locator {
 // Locator returns the table's Locator.
 func (t *Table) Locator() Locator {
 	l := NewLocator(t.Words, t.NumBuckets, t.FPMask, t.BucketBits)
+	l.straddles = !t.Aligned
 	if t.Segments > 1 {
 		l.segBuckets = t.segBuckets
 	}
@@ -99,12 +104,13 @@ func (p *Pipeline) stage(b *Group, lo int) {
 	var keys [][]byte
 	var hashes []uint64
 	if p.keys != nil {
-		PrefetchKeys(p.keys[hi:min(hi+BatchGroup, p.n)])
+		prefetch.Keys(p.keys[hi:min(hi+BatchGroup, p.n)])
 		keys = p.keys[lo:hi]
 	} else {
 		hashes = p.hashes[lo:hi]
 	}
 	l := &p.loc
+	lines := 0
 	for k := range b.N {
 		k &= BatchGroup - 1 // k < BatchGroup already; the mask proves it to the compiler
 		var h uint64
@@ -122,10 +128,17 @@ func (p *Pipeline) stage(b *Group, lo int) {
 			i2 = base + addr.Alt(i1-base, fp, l.segBuckets)
 		}
 		b.H[k], b.I1[k], b.I2[k], b.FP[k] = h, i1, i2, fp
-		b.lines[2*k] = i1 * l.bucketBits >> 6
-		b.lines[2*k+1] = i2 * l.bucketBits >> 6
+		p1, p2 := i1*l.bucketBits, i2*l.bucketBits
+		b.lines[lines&(4*BatchGroup-1)] = p1 >> 6
+		b.lines[(lines+1)&(4*BatchGroup-1)] = p2 >> 6
+		lines += 2
+		if l.straddles {
+			b.lines[lines&(4*BatchGroup-1)] = LastReadWord(p1, l.bucketBits)
+			b.lines[(lines+1)&(4*BatchGroup-1)] = LastReadWord(p2, l.bucketBits)
+			lines += 2
+		}
 	}
-	Prefetch(l.words, b.lines[:2*b.N])
+	prefetch.Words(l.words, b.lines[:lines])
 }
 
 // Next returns the next group and the index of its first key, or false
@@ -168,10 +181,10 @@ func (t *Table) ContainsGroup(b *Group, found []bool) {
 // prefetching the key bytes of each group of keys while it hashes the
 // group before.
 func HashKeys(keys [][]byte, seed uint64, hs *[BatchChunk]uint64) []uint64 {
-	PrefetchKeys(keys[:min(BatchGroup, len(keys))])
+	prefetch.Keys(keys[:min(BatchGroup, len(keys))])
 	for lo := 0; lo < len(keys); lo += BatchGroup {
 		hi := min(lo+BatchGroup, len(keys))
-		PrefetchKeys(keys[hi:min(hi+BatchGroup, len(keys))])
+		prefetch.Keys(keys[hi:min(hi+BatchGroup, len(keys))])
 		for k, key := range keys[lo:hi] {
 			hs[(lo+k)&(BatchChunk-1)] = hash.Sum64(key, seed)
 		}

@@ -8,10 +8,17 @@ import (
 // hugePageSize is the size of a transparent huge page on x86-64 and arm64.
 const hugePageSize = 2 << 20
 
-// hugePagesMin is the table size from which New asks for huge pages: a
-// lookup in a table of tens of megabytes misses the TLB as well as the
-// caches, and a 2 MiB page covers 512 times the memory of a 4 KiB one.
-const hugePagesMin = 32 << 20
+// hugePagesMin is the table size from which New asks for huge pages. A
+// table of a few megabytes already outgrows what a core's TLB maps in 4
+// KiB pages (a second level of 1,536 to 2,048 entries on current x86-64
+// cores, shared with the rest of the process), so its lookups miss the
+// TLB as well as the caches, and under a hypervisor each such miss walks
+// two page tables; a 2 MiB page covers 512 times the memory of a 4 KiB
+// one. A huge page is resident whole once touched, but the random keys of
+// a cuckoo table touch every 4 KiB page of one this large within a few
+// thousand inserts anyway. Below 4 MiB a table holds at most one whole
+// aligned huge page.
+const hugePagesMin = 4 << 20
 
 // UseHugePages can be switched off by tests and benchmarks to measure the
 // difference.

@@ -1,6 +1,9 @@
 package table
 
-import "github.com/dedupkit/cuckoo/internal/addr"
+import (
+	"github.com/dedupkit/cuckoo/internal/addr"
+	"github.com/dedupkit/cuckoo/internal/prefetch"
+)
 
 // The breadth-first search for room, shared by every table: when both
 // buckets of a key are full, find the shortest chain of moves that ends in
@@ -110,7 +113,7 @@ func (t *Table) Shape() (slots, bucketBits uint64) { return t.Slots, t.BucketBit
 
 func (t *Table) Other(b, v uint64) (alt, altV uint64) { return t.AltIndex(b, v), v }
 
-func (t *Table) Prefetch(lines []uint64) { Prefetch(t.Words, lines) }
+func (t *Table) Prefetch(lines []uint64) { prefetch.Words(t.Words, lines) }
 
 func (t *Table) AppendBucket(q []Node, b, n uint64, parent int32) []Node {
 	node := func(v uint64) Node { return Node{Bucket: uint32(b), Tag: uint32(v), Parent: parent} }
@@ -171,8 +174,10 @@ func (t *Table) HasRoom(b uint64) bool {
 // its parents. A node whose slot reads empty (a Concurrent's table changes
 // while it is searched) ends the chain at its parent, whose move needs no
 // further room; end is then -1 for a root: the key's bucket has room.
-// lines is scratch for the word indexes of a level, returned as it grew;
-// with a capacity of budget the search allocates nothing.
+// lines is scratch for the word indexes of a level, returned as it grew
+// (two a node for a Table whose buckets may straddle words); with a
+// capacity of budget (2·budget for such a Table) the search allocates
+// nothing.
 func Search(s Kind, q []Node, lines []uint64, i1, i2 uint64, budget int) (_ []Node, _ []uint64, end int, ok bool) {
 	// A plain table of one segment whose buckets never straddle words, that
 	// no other goroutine uses (the common shapes of a Filter), is addressed
@@ -180,8 +185,9 @@ func Search(s Kind, q []Node, lines []uint64, i1, i2 uint64, budget int) (_ []No
 	// calls through Kind cost more than the work itself when the
 	// table is in the caches.
 	slots, bucketBits := s.Shape()
-	t, direct := s.(*Table)
-	direct = direct && t.Aligned && t.Segments == 1
+	t, isTable := s.(*Table)
+	direct := isTable && t.Aligned && t.Segments == 1
+	straddles := isTable && !t.Aligned // a read may touch LastReadWord's line too
 	var words []uint64
 	var m, shift, fpBits, fpMask, rest, high uint64
 	if direct {
@@ -207,6 +213,9 @@ func Search(s Kind, q []Node, lines []uint64, i1, i2 uint64, budget int) (_ []No
 			}
 			n.Alt = uint32(alt)
 			lines = append(lines, alt*bucketBits>>6)
+			if straddles {
+				lines = append(lines, LastReadWord(alt*bucketBits, bucketBits))
+			}
 		}
 		s.Prefetch(lines)
 		for k := lo; k < hi; k++ {

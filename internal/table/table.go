@@ -161,6 +161,25 @@ func (t *Table) windowPair(p uint64) (first, last uint64) {
 	return lo, lo>>wb>>1 | hi<<(63-wb)
 }
 
+// LastReadWord is the index of the last word the reads of a bucket of
+// bucketBits bits at bit p touch: LoadWindow's second word (a bucket of
+// at most 64 bits), windowPair's third (of at most 128, which also
+// covers the 16 bytes from p's byte that the chain's lookups read), or
+// the bucket's own last word. A prefetch of a bucket that may straddle
+// words asks for this word's line as well as p's: about one bucket of
+// 72 bits in four touches two lines, and the insert after a lookup would
+// otherwise wait on the line the prefetch left out. A table's padding
+// word keeps it an index of the table's words.
+func LastReadWord(p, bucketBits uint64) uint64 {
+	switch {
+	case bucketBits <= 64:
+		return p>>6 + 1
+	case bucketBits <= 128:
+		return p>>6 + 2
+	}
+	return (p + bucketBits - 1) >> 6
+}
+
 // AlignedBucket returns bucket i of a table whose buckets never straddle a
 // word (BucketBits divides 64) in the low bits of the result: one load, and
 // a shift instead of a multiplication to find it. The bits above the bucket

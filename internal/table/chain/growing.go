@@ -4,6 +4,7 @@ import (
 	"math/bits"
 
 	"github.com/dedupkit/cuckoo/internal/addr"
+	"github.com/dedupkit/cuckoo/internal/prefetch"
 	"github.com/dedupkit/cuckoo/internal/table"
 )
 
@@ -220,7 +221,7 @@ func (g *Growing) Stage(hs []uint64, js, tags *[2 * table.BatchGroup]uint64) {
 		js[2*k], tags[2*k], js[2*k+1], tags[2*k+1] = j1, tag1, j2, tag2
 		lines[2*k], lines[2*k+1] = j1*t.BucketBits>>6, j2*t.BucketBits>>6
 	}
-	table.Prefetch(t.Words, lines[:2*len(hs)])
+	prefetch.Words(t.Words, lines[:2*len(hs)])
 }
 
 // SlotCopies returns the number of slots holding h's fingerprint.
@@ -298,7 +299,7 @@ func (g *Growing) place(h uint64, maxKicks int) bool {
 
 func (g *Growing) Shape() (slots, bucketBits uint64) { return g.T.Slots, g.T.BucketBits }
 
-func (g *Growing) Prefetch(lines []uint64) { table.Prefetch(g.T.Words, lines) }
+func (g *Growing) Prefetch(lines []uint64) { prefetch.Words(g.T.Words, lines) }
 
 func (g *Growing) AppendBucket(q []table.Node, b, n uint64, parent int32) []table.Node {
 	if g.rd.loads == 0 || n > 8 {

@@ -5,6 +5,7 @@ import (
 	"unsafe"
 
 	"github.com/dedupkit/cuckoo/internal/addr"
+	"github.com/dedupkit/cuckoo/internal/prefetch"
 	"github.com/dedupkit/cuckoo/internal/table"
 )
 
@@ -225,7 +226,7 @@ func PrefetchFar(cs []Probe, h uint64) {
 		fp := addr.Fingerprint(h, c.fpMax)
 		i1 := addr.Bucket(h, c.m)
 		lines := [2]uint64{i1 * c.bb >> 6, addr.Alt(i1, fp, c.m) * c.bb >> 6}
-		table.Prefetch(c.t.Words, lines[:])
+		prefetch.Words(c.t.Words, lines[:])
 	}
 }
 
@@ -323,7 +324,9 @@ func (c *Probe) Pass(hs []uint64, at []uint16, found []bool) int {
 }
 
 // locate puts the buckets and fingerprints of up to table.BatchGroup hashes in
-// g, prefetching the buckets' first lines if the table is large.
+// g, prefetching the buckets' lines if the table is large: the line of
+// each bucket's first word and of the last word its reads touch
+// (table.LastReadWord), which the insert after the lookup reads too.
 func (c *Probe) locate(hs []uint64, g *group) {
 	hs = hs[:min(len(hs), table.BatchGroup)]
 	for k, h := range hs {
@@ -332,11 +335,13 @@ func (c *Probe) locate(hs []uint64, g *group) {
 		g.i1[k], g.i2[k], g.fp[k] = i1, addr.Alt(i1, fp, c.m), fp
 	}
 	if c.Large {
-		var lines [2 * table.BatchGroup]uint64
+		var lines [4 * table.BatchGroup]uint64
 		for k := range hs {
-			lines[2*k], lines[2*k+1] = g.i1[k]*c.bb>>6, g.i2[k]*c.bb>>6
+			p1, p2 := g.i1[k]*c.bb, g.i2[k]*c.bb
+			lines[4*k], lines[4*k+1] = p1>>6, table.LastReadWord(p1, c.bb)
+			lines[4*k+2], lines[4*k+3] = p2>>6, table.LastReadWord(p2, c.bb)
 		}
-		table.Prefetch(c.t.Words, lines[:2*len(hs)])
+		prefetch.Words(c.t.Words, lines[:4*len(hs)])
 	}
 }
 

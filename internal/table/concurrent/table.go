@@ -9,6 +9,7 @@ import (
 	"unsafe"
 
 	"github.com/dedupkit/cuckoo/internal/invariants"
+	"github.com/dedupkit/cuckoo/internal/prefetch"
 	"github.com/dedupkit/cuckoo/internal/table"
 )
 
@@ -756,7 +757,7 @@ func (c *Table) Shape() (slots, bucketBits uint64) { return c.t.Slots, c.t.Bucke
 
 func (c *Table) Other(b, v uint64) (alt, altV uint64) { return c.t.AltIndex(b, v), v }
 
-func (c *Table) Prefetch(lines []uint64) { table.PrefetchShared(c.t.Words, lines) }
+func (c *Table) Prefetch(lines []uint64) { prefetch.Shared(c.t.Words, lines) }
 
 func (c *Table) AppendBucket(q []table.Node, b, n uint64, parent int32) []table.Node {
 	for sl := range n {
@@ -981,5 +982,5 @@ func (c *Table) prefetchGroup(hs []uint64, lines *[2 * table.BatchGroup]uint64) 
 		lines[2*k] = i1 * c.t.BucketBits >> 6
 		lines[2*k+1] = c.t.AltIndex(i1, fp) * c.t.BucketBits >> 6
 	}
-	table.PrefetchShared(c.t.Words, lines[:2*len(hs)])
+	prefetch.Shared(c.t.Words, lines[:2*len(hs)])
 }

@@ -5,6 +5,7 @@ import (
 	"math/bits"
 
 	"github.com/dedupkit/cuckoo/internal/addr"
+	"github.com/dedupkit/cuckoo/internal/prefetch"
 	"github.com/dedupkit/cuckoo/internal/table"
 )
 
@@ -558,7 +559,7 @@ func (s *View) Other(b, v uint64) (alt, altV uint64) {
 
 func (s *View) HasRoom(b uint64) bool { return s.t.hasFree(b, s.expired) }
 
-func (s *View) Prefetch(lines []uint64) { table.Prefetch(s.t.words, lines) }
+func (s *View) Prefetch(lines []uint64) { prefetch.Words(s.t.words, lines) }
 
 func (s *View) AppendBucket(q []table.Node, b, n uint64, parent int32) []table.Node {
 	var vals [8]uint64
@@ -622,7 +623,7 @@ func (t *Table) moveOne(i1, i2, x, y, v, expired uint64) bool {
 		alts[k&7], alts[(k+t.slots)&15] = a1, a2
 		lines[k&7], lines[(k+t.slots)&15] = a1*bb>>6, a2*bb>>6
 	}
-	table.Prefetch(t.words, lines[:n&15])
+	prefetch.Words(t.words, lines[:n&15])
 	l := &t.full
 	for k := range n {
 		alt := alts[k&15]

@@ -53,7 +53,13 @@ type Block struct {
 	hash []uint64 // the hash of keys[i], when asked for
 	// first[i] is the first line of the block whose key equals keys[i],
 	// when asked for.
-	first   []int32
+	first []int32
+	// repeat[i] reports that an earlier line of the block has line i's
+	// hash, when asked for (Needs.Repeats); hash[:distinct] then holds the
+	// hashes of the other lines, in order.
+	repeat   []bool
+	distinct int
+
 	times   []time.Time
 	keyEnds []int32 // ends of the keys built in arena
 	arena   []byte  // keys the extractor built (several fields, CSV)
@@ -99,6 +105,13 @@ type Needs struct {
 	Seed uint64
 	// Links asks for Block.First; it implies Keys and Hash.
 	Links bool
+	// Repeats, with Hash, has the lines whose hash an earlier line of the
+	// block has marked as repeats, and the others' hashes compacted to
+	// the front of the hashes in order (Block.hash[:Block.distinct], so
+	// Block.Hashes is not the lines' then): for a set that sees only
+	// hashes, to which such a line is a repeat whatever its key (a
+	// HashSet's Deduper asks for it).
+	Repeats bool
 	// Times asks for Block.Times, read with copies of this field.
 	Times *TimeField
 }
@@ -116,6 +129,9 @@ func newBlock(size int, needs Needs) *Block {
 	}
 	if needs.Links {
 		b.first = make([]int32, lines)
+	}
+	if needs.Repeats {
+		b.repeat = make([]bool, lines)
 	}
 	if needs.Times != nil {
 		b.times = make([]time.Time, lines)
@@ -285,6 +301,9 @@ type preparer struct {
 	// (which the next key overwrites) rather than slicing the line.
 	built bool
 	links []int32 // an open-addressing table of lines (index + 1) by hash
+	// hashes is an open-addressing table of a block's distinct hashes
+	// (their index in the compacted hashes + 1), for Needs.Repeats.
+	hashes []int32
 }
 
 func newPreparer(needs Needs, keyer *KeyExtractor, size int) *preparer {
@@ -296,12 +315,15 @@ func newPreparer(needs Needs, keyer *KeyExtractor, size int) *preparer {
 	if needs.Times != nil {
 		p.times = needs.Times.Clone()
 	}
+	n := 1
+	for n < 2*blockLines(size) {
+		n <<= 1
+	}
 	if needs.Links {
-		n := 1
-		for n < 2*blockLines(size) {
-			n <<= 1
-		}
 		p.links = make([]int32, n)
+	}
+	if needs.Repeats {
+		p.hashes = make([]int32, n)
 	}
 	return p
 }
@@ -311,6 +333,9 @@ func newPreparer(needs Needs, keyer *KeyExtractor, size int) *preparer {
 func (p *preparer) prepare(b *Block) {
 	if b.long != nil {
 		p.prepareLong(b)
+		if p.needs.Repeats {
+			p.markRepeats(b)
+		}
 		return
 	}
 	data := b.data[:b.cut]
@@ -361,6 +386,43 @@ func (p *preparer) prepare(b *Block) {
 	if p.needs.Links {
 		p.link(b)
 	}
+	if p.needs.Repeats {
+		p.markRepeats(b)
+	}
+}
+
+// markRepeats marks the lines of b whose hash an earlier line has, and
+// moves the others' hashes, in order, to the front of b.hash, in place:
+// line i's hash goes to slot u <= i (the distinct lines before it), so no
+// hash is overwritten before it is read.
+func (p *preparer) markRepeats(b *Block) {
+	// A table of twice the block's lines at least: a short block (a slow
+	// pipe's) clears only as much.
+	size := 1
+	for size < 2*b.n {
+		size <<= 1
+	}
+	table := p.hashes[:size]
+	clear(table)
+	mask := uint64(size - 1)
+	u := 0
+	for i := range b.n {
+		h := b.hash[i]
+		for s := h & mask; ; s = (s + 1) & mask {
+			e := table[s]
+			if e == 0 {
+				table[s] = int32(u + 1)
+				b.hash[u], b.repeat[i] = h, false
+				u++
+				break
+			}
+			if b.hash[e-1] == h {
+				b.repeat[i] = true
+				break
+			}
+		}
+	}
+	b.distinct = u
 }
 
 // link sets b.first: a table of the block's first occurrences by hash,

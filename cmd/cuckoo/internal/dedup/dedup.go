@@ -47,7 +47,10 @@ type SeenSet interface {
 }
 
 // HashSet is a SeenSet that takes its keys' hashes in place of the keys, so
-// that the hashing is done on other goroutines than the set's.
+// that the hashing is done on other goroutines than the set's. A Deduper
+// hands it each distinct hash of a block once and answers a later line of
+// the block with the same hash itself, as a repeat: a set with no false
+// negatives holds a hash it was just given.
 type HashSet interface {
 	SeenSet
 	// HashSeed returns the seed with which AddUniqueHashBatch of
@@ -170,7 +173,7 @@ func New(seen SeenSet, out io.Writer, cfg Config) *Deduper {
 		}
 	} else if hs, ok := seen.(HashSet); ok {
 		if seed, ok := hs.HashSeed(); ok {
-			d.hashes, d.needs = hs, Needs{Hash: true, Seed: seed}
+			d.hashes, d.needs = hs, Needs{Hash: true, Seed: seed, Repeats: true}
 		}
 	}
 	if d.blocks == nil && d.hashes == nil {
@@ -281,9 +284,47 @@ func (d *Deduper) decide(b *Block) (int, error) {
 	case d.blocks != nil:
 		return d.blocks.AddUniqueBlock(b, added)
 	case d.hashes != nil:
-		return d.hashes.AddUniqueHashBatch(b.hash[:b.n], added)
+		return d.decideHashes(b, added)
 	}
 	return d.seen.AddUniqueBatch(b.keys[:b.n], added)
+}
+
+// decideHashes hands the set the hashes of b's lines that no earlier
+// line of the block has (b.hash[:b.distinct]), and answers the others
+// itself: a hash the set was given a moment before is one it holds, so
+// such a line is a repeat, as the set would have said. The set's answers
+// go to the front of added, and are spread to their lines from the back,
+// where no answer not yet spread is overwritten. It returns the lines
+// decided: those before the first hash the set did not process.
+func (d *Deduper) decideHashes(b *Block, added []bool) (int, error) {
+	got, err := d.hashes.AddUniqueHashBatch(b.hash[:b.distinct], added[:b.distinct])
+	n := len(added)
+	if b.distinct == n {
+		return got, err // no repeats: every answer is in its place
+	}
+	if got < b.distinct {
+		// The lines decided end before the got-th distinct one.
+		k := 0
+		for i, r := range b.repeat[:n] {
+			if !r {
+				if k == got {
+					n = i
+					break
+				}
+				k++
+			}
+		}
+	}
+	k := got - 1
+	for i := n - 1; i >= 0; i-- {
+		if b.repeat[i] {
+			added[i] = false
+			continue
+		}
+		added[i] = added[k]
+		k--
+	}
+	return n, err
 }
 
 // write writes the lines of b the set decided (b.upto) that are to be

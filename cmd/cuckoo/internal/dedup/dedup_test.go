@@ -262,6 +262,52 @@ func TestFullFilter(t *testing.T) {
 	}
 }
 
+// TestFullFilterAmongRepeats: a filter that fills in the middle of a
+// block whose lines repeat each other (which the Deduper answers itself,
+// handing the filter each hash of a block once) stops Run at the line
+// where one key at a time finds it full, with the same lines written
+// before it, on every core and on one, with blocks of a few lines and of
+// many.
+func TestFullFilterAmongRepeats(t *testing.T) {
+	var in strings.Builder
+	for i := range 2_000 {
+		fmt.Fprintf(&in, "key-%d\nkey-%d\n", i, i/3)
+	}
+	input := in.String()
+	ref := newSeen(t, 64, 0.001, 1)
+	var want strings.Builder
+	fullAt := 0
+	for n, line := range strings.SplitAfter(input, "\n") {
+		added, err := ref.AddUnique([]byte(strings.TrimSuffix(line, "\n")))
+		if err != nil {
+			fullAt = n + 1
+			break
+		}
+		if added {
+			want.WriteString(line)
+		}
+	}
+	if fullAt == 0 {
+		t.Fatal("the reference filter never filled")
+	}
+	for _, cfg := range []Config{{Sequential: true}, {}, {Workers: 2, BufferSize: 256}} {
+		var out bytes.Buffer
+		d := New(newSeen(t, 64, 0.001, 1), &out, cfg)
+		err := d.Run(strings.NewReader(input))
+		var le *LineError
+		if !errors.As(err, &le) || !errors.Is(err, filterfile.ErrFull) || le.Line != uint64(fullAt) {
+			t.Fatalf("%+v: Run = %v, want a LineError wrapping ErrFull at line %d", cfg, err, fullAt)
+		}
+		d.Flush()
+		if out.String() != want.String() {
+			t.Fatalf("%+v: wrote %q, one key at a time %q", cfg, out.String(), want.String())
+		}
+		if st := d.Stats(); st.LinesIn != uint64(fullAt-1) || st.Added != ref.Len() {
+			t.Fatalf("%+v: LinesIn %d, Added %d; want %d and %d", cfg, st.LinesIn, st.Added, fullAt-1, ref.Len())
+		}
+	}
+}
+
 func TestEstimateLines(t *testing.T) {
 	r, _ := testRand(t)
 	big := 40 << 20

@@ -1,6 +1,9 @@
 package exactdedup
 
-import "github.com/dedupkit/cuckoo/internal/hash"
+import (
+	"github.com/dedupkit/cuckoo/internal/hash"
+	"github.com/dedupkit/cuckoo/internal/prefetch"
+)
 
 // The index of a scratch seen-set: a bucketized cuckoo hash table in RAM
 // from a key's hash to the location of its record in the scratch log. A
@@ -119,12 +122,19 @@ func (ix *index) bucket(b uint64) []uint64 {
 	return c[o : o+bucketSlots : o+bucketSlots]
 }
 
-// touch reads the first slots of h's buckets, so that a lookup soon after
-// finds their lines in the cache: a prefetch (the caller keeps the
-// result, so the loads are made).
-func (ix *index) touch(h uint64) uint64 {
+// prefetch asks the CPU for the lines of h's buckets (a bucket is one
+// line) and returns at once, so that a lookup a little later finds them
+// in the cache. Unlike loads, the prefetches hold nothing up until they
+// arrive: the work on the keys before h goes on meanwhile.
+func (ix *index) prefetch(h uint64) {
 	b1, b2, _ := ix.locate(h)
-	return ix.bucket(b1)[0] + ix.bucket(b2)[0]
+	ix.prefetchBucket(b1)
+	ix.prefetchBucket(b2)
+}
+
+func (ix *index) prefetchBucket(b uint64) {
+	at := [1]uint64{b & (chunkBuckets - 1) * bucketSlots}
+	prefetch.Words(ix.chunks[b>>chunkShift], at[:])
 }
 
 // candidates appends to locs the locations of the entries with h's

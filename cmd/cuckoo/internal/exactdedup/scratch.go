@@ -44,7 +44,6 @@ type scratch struct {
 	locs    []uint64
 	rd      []byte // a read of the log
 	reads   uint64 // reads of the file
-	sink    uint64 // what touch loaded (so that the loads are made)
 	hot     *hotKeys
 }
 
@@ -89,8 +88,8 @@ const (
 	// maxInitialBuckets bounds the index a hint of lines starts it at
 	// (log2; 64 MiB).
 	maxInitialBuckets = 20
-	// lookGroup is how many lines' index buckets AddUniqueBlock touches
-	// at once.
+	// lookGroup is how many lines AddUniqueBlock looks up at once, with
+	// the index buckets of the next group's prefetched meanwhile.
 	lookGroup = 16
 )
 
@@ -146,13 +145,13 @@ func (s *scratch) AddUniqueBatch(keys [][]byte, added []bool) (int, error) {
 	return len(keys), nil
 }
 
-// AddUniqueBlock decides a block's lines a group at a time: the index
-// buckets of the group's lines are touched at once (so that their cache
-// misses overlap), then the first occurrence of each key in the block is
-// looked up, a later line with the same key is a repeat, and the new
-// keys are added, in order. Within a group the first occurrences are
-// distinct keys, so each is new exactly when the set held it before the
-// group.
+// AddUniqueBlock decides a block's lines a group at a time: the first
+// occurrence of each key in the block is looked up, a later line with the
+// same key is a repeat, and the new keys are added, in order, while the
+// index buckets of the next group's first occurrences are prefetched (so
+// that their cache misses overlap each other and this group's work).
+// Within a group the first occurrences are distinct keys, so each is new
+// exactly when the set held it before the group.
 func (s *scratch) AddUniqueBlock(b *dedup.Block, added []bool) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -160,14 +159,14 @@ func (s *scratch) AddUniqueBlock(b *dedup.Block, added []bool) (int, error) {
 		return 0, ErrStopped
 	}
 	keys, hs := b.Keys(), b.Hashes()
+	s.prefetchGroup(b, hs, 0)
 	for lo := 0; lo < len(keys); lo += lookGroup {
 		hi := min(lo+lookGroup, len(keys))
+		s.prefetchGroup(b, hs, hi)
 		// A repeat in the block, or of a kept key, needs no lookup.
 		var settled [lookGroup]bool
 		for i := lo; i < hi; i++ {
-			if settled[i-lo] = b.First(i) != i || s.hot.has(hs[i], keys[i]); !settled[i-lo] {
-				s.sink += s.ix.touch(hs[i])
-			}
+			settled[i-lo] = b.First(i) != i || s.hot.has(hs[i], keys[i])
 		}
 		var err error
 		for i := lo; i < hi; i++ {
@@ -194,6 +193,16 @@ func (s *scratch) AddUniqueBlock(b *dedup.Block, added []bool) (int, error) {
 		}
 	}
 	return len(keys), nil
+}
+
+// prefetchGroup prefetches the index buckets of the first occurrences
+// among the group of lines of b from lo (none past the block's end).
+func (s *scratch) prefetchGroup(b *dedup.Block, hs []uint64, lo int) {
+	for i := lo; i < min(lo+lookGroup, len(hs)); i++ {
+		if b.First(i) == i {
+			s.ix.prefetch(hs[i])
+		}
+	}
 }
 
 // seen reports whether the set holds key k, whose hash is h.

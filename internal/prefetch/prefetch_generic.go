@@ -1,16 +1,16 @@
 //go:build !amd64 || purego
 
-package table
+package prefetch
 
 import "sync/atomic"
 
-// Prefetch is the portable twin of the amd64 assembly: Go has no prefetch
+// Words is the portable twin of the amd64 assembly: Go has no prefetch
 // instruction, so it loads one word of each line. The loads are
 // independent, so the CPU overlaps their misses, which keeps part of the
 // benefit. Every i in idx must be a valid index of words.
 //
 //go:noinline
-func Prefetch(words []uint64, idx []uint64) uint64 {
+func Words(words []uint64, idx []uint64) uint64 {
 	var sink uint64
 	for _, i := range idx {
 		sink |= words[i]
@@ -18,10 +18,10 @@ func Prefetch(words []uint64, idx []uint64) uint64 {
 	return sink
 }
 
-// PrefetchKeys loads the first byte of every non-empty key (see Prefetch).
+// Keys loads the first byte of every non-empty key (see Words).
 //
 //go:noinline
-func PrefetchKeys(keys [][]byte) uint64 {
+func Keys(keys [][]byte) uint64 {
 	var sink uint64
 	for _, k := range keys {
 		if len(k) > 0 {
@@ -31,12 +31,12 @@ func PrefetchKeys(keys [][]byte) uint64 {
 	return sink
 }
 
-// PrefetchShared is Prefetch for the words of a table that other
+// Shared is Words for the words of a table that other
 // goroutines write with atomic operations (a Concurrent's): the loads are
 // atomic, so that the race detector sees no race.
 //
 //go:noinline
-func PrefetchShared(words []uint64, idx []uint64) uint64 {
+func Shared(words []uint64, idx []uint64) uint64 {
 	var sink uint64
 	for _, i := range idx {
 		sink |= atomic.LoadUint64(&words[i])
