@@ -58,6 +58,7 @@ func openInputs(e *env, cmd string, names []string) ([]input, error) {
 // open opens an input for reading.
 func (in *input) open(e *env) (io.Reader, func(), error) {
 	if in.name == "-" {
+		growPipe(e.stdinFile)
 		return e.stdin, func() {}, nil
 	}
 	f, err := os.Open(in.name)
