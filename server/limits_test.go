@@ -157,8 +157,11 @@ func TestIdleTimeout(t *testing.T) {
 	cfg.IdleTimeout = 100 * time.Millisecond
 	_, addr := startServer(t, cfg)
 	c := dial(t, addr)
-	c.do("PING")
+	// The server's idle clock starts after it reads the PING, so after
+	// start; taken once the reply is read, start could be later than the
+	// server's clock by however long the client waited to be scheduled.
 	start := time.Now()
+	c.do("PING")
 	readUntilClosed(t, c)
 	if time.Since(start) < 100*time.Millisecond {
 		t.Fatal("closed before the timeout")
