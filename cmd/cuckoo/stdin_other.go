@@ -7,6 +7,3 @@ import "os"
 // stdinClosed reports whether the standard input was closed when the
 // process started; only Unix systems tell.
 func stdinClosed(*os.File) bool { return false }
-
-// growPipe does nothing: only Linux lets a reader size a pipe.
-func growPipe(*os.File) {}

@@ -29,22 +29,3 @@ func stdinClosed(f *os.File) bool {
 	fl, err := unix.FcntlInt(uintptr(fd), unix.F_GETFL, 0)
 	return err == nil && fl&unix.O_ACCMODE == unix.O_RDWR
 }
-
-// pipeBytes is the pipe buffer a command asks for on a pipe it reads: the
-// unprivileged maximum on Linux (/proc/sys/fs/pipe-max-size).
-const pipeBytes = 1 << 20
-
-// growPipe asks for a larger buffer on f when it is a pipe (Linux's
-// F_SETPIPE_SZ; elsewhere, or refused, nothing changes). With the default
-// 64 KiB, a fast writer and dedup take turns every 64 KiB, two context
-// switches for each; with 1 MiB they run side by side on two cores.
-func growPipe(f *os.File) {
-	if f == nil {
-		return
-	}
-	var st unix.Stat_t
-	if unix.Fstat(int(f.Fd()), &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFIFO {
-		return
-	}
-	setPipeSize(int(f.Fd()), pipeBytes)
-}

@@ -315,10 +315,7 @@ func newPreparer(needs Needs, keyer *KeyExtractor, size int) *preparer {
 	if needs.Times != nil {
 		p.times = needs.Times.Clone()
 	}
-	n := 1
-	for n < 2*blockLines(size) {
-		n <<= 1
-	}
+	n := tableSize(blockLines(size))
 	if needs.Links {
 		p.links = make([]int32, n)
 	}
@@ -396,15 +393,8 @@ func (p *preparer) prepare(b *Block) {
 // line i's hash goes to slot u <= i (the distinct lines before it), so no
 // hash is overwritten before it is read.
 func (p *preparer) markRepeats(b *Block) {
-	// A table of twice the block's lines at least: a short block (a slow
-	// pipe's) clears only as much.
-	size := 1
-	for size < 2*b.n {
-		size <<= 1
-	}
-	table := p.hashes[:size]
-	clear(table)
-	mask := uint64(size - 1)
+	table := blockTable(p.hashes, b.n)
+	mask := uint64(len(table) - 1)
 	u := 0
 	for i := range b.n {
 		h := b.hash[i]
@@ -428,14 +418,14 @@ func (p *preparer) markRepeats(b *Block) {
 // link sets b.first: a table of the block's first occurrences by hash,
 // whose keys are compared, so that only equal keys are linked.
 func (p *preparer) link(b *Block) {
-	clear(p.links)
-	mask := uint64(len(p.links) - 1)
+	table := blockTable(p.links, b.n)
+	mask := uint64(len(table) - 1)
 	for i := range b.n {
 		h := b.hash[i]
 		for s := h & mask; ; s = (s + 1) & mask {
-			e := p.links[s]
+			e := table[s]
 			if e == 0 {
-				p.links[s] = int32(i + 1)
+				table[s] = int32(i + 1)
 				b.first[i] = int32(i)
 				break
 			}
@@ -445,6 +435,26 @@ func (p *preparer) link(b *Block) {
 			}
 		}
 	}
+}
+
+// tableSize is the entries of an open-addressing table for n lines: the
+// least power of two of at least 2n, so that a probe always finds an
+// empty slot.
+func tableSize(n int) int {
+	size := 1
+	for size < 2*n {
+		size <<= 1
+	}
+	return size
+}
+
+// blockTable returns the cleared front of table (tableSize of a full
+// block's lines) to use for a block of n lines: no larger than n needs,
+// so that a short block (a slow pipe's) clears only as much.
+func blockTable(table []int32, n int) []int32 {
+	table = table[:tableSize(n)]
+	clear(table)
+	return table
 }
 
 // prepareLong prepares a block of one long line. Its key is hashed
