@@ -704,7 +704,7 @@ func runExactDedup(e *env, f *dedupFlags, keyer *dedup.KeyExtractor, ins []input
 		fmt.Fprintf(e.stderr, "cuckoo dedup: index %s (%.2f bytes per distinct line), log %s\n",
 			units.Bytes(st.IndexBytes), float64(st.IndexBytes)/max(1, float64(st.Keys)), units.Bytes(st.LogBytes))
 		if f.exact.dir == "" {
-			fmt.Fprintf(e.stderr, "cuckoo dedup: the log was read %s times (a line seen before, in an earlier block, not among the lines kept in memory)\n",
+			fmt.Fprintf(e.stderr, "cuckoo dedup: the log was read %s times (for lines seen before, in earlier blocks, not among the lines and pages of it kept in memory)\n",
 				units.Count(st.LogReads))
 		}
 		fmt.Fprintf(e.stderr, "cuckoo dedup: %.2f s, %s lines/s\n", secs, units.SI(float64(st.LinesIn)/secs))

@@ -45,3 +45,22 @@ func AdviseHugePages(words []uint64) {
 		_ = syscall.Madvise(mem, syscall.MADV_HUGEPAGE)
 	}
 }
+
+// HugePageWords returns n zeroed words that start on a 2 MiB boundary,
+// advised for huge pages, for a table of a few 2 MiB chunks (which
+// AdviseHugePages, given memory at the Go allocator's 8 KiB alignment,
+// would mostly leave in 4 KiB pages). It asks the allocator for up to
+// 2 MiB more, which stays untouched and so not resident while the memory
+// is fresh from the system. Below 2 MiB, or with UseHugePages off, it is
+// make([]uint64, n).
+func HugePageWords(n int) []uint64 {
+	if !UseHugePages || n*8 < hugePageSize {
+		return make([]uint64, n)
+	}
+	w := make([]uint64, n+hugePageSize/8)
+	skip := (hugePageSize - int(uintptr(unsafe.Pointer(unsafe.SliceData(w)))%hugePageSize)) % hugePageSize / 8
+	w = w[skip : skip+n : skip+n]
+	mem := unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(w))), n*8&^(hugePageSize-1))
+	_ = syscall.Madvise(mem, syscall.MADV_HUGEPAGE)
+	return w
+}

@@ -7,3 +7,6 @@ var UseHugePages = true
 
 // AdviseHugePages does nothing outside Linux.
 func AdviseHugePages([]uint64) {}
+
+// HugePageWords is make([]uint64, n) outside Linux.
+func HugePageWords(n int) []uint64 { return make([]uint64, n) }

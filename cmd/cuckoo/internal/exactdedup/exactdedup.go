@@ -8,7 +8,8 @@
 // that a new key seldom reads the log (at most about 1 in 600 times,
 // at the largest sizes before the index is rebuilt), and a repeat once
 // to confirm it (a repeat of a line earlier in the same block of input
-// is confirmed in memory, and the log's newest MiB is read there). It
+// is confirmed in memory, and so are the log's newest MiB, its pages
+// read last and the short keys confirmed last). It
 // runs on dedup's pipeline:
 // the input is read, split and hashed on other goroutines than the one
 // that owns the seen-set. RAM is the index, 9.4 to 19 bytes per distinct
@@ -82,7 +83,7 @@ type Stats struct {
 	Keys                                 uint64 // the keys in the seen-set (a kept one's from earlier runs too)
 	IndexBytes                           uint64 // the RAM of the seen-set's index
 	LogBytes                             uint64 // the bytes of its log on disk
-	LogReads                             uint64 // reads of the scratch log's file
+	LogReads                             uint64 // reads of the scratch log's file (a page, or a record across pages)
 }
 
 // Deduper removes repeated lines. Its methods are not safe for concurrent

@@ -3,6 +3,7 @@ package exactdedup
 import (
 	"github.com/dedupkit/cuckoo/internal/hash"
 	"github.com/dedupkit/cuckoo/internal/prefetch"
+	"github.com/dedupkit/cuckoo/internal/table"
 )
 
 // The index of a scratch seen-set: a bucketized cuckoo hash table in RAM
@@ -68,8 +69,11 @@ const (
 	maxLoadNum, maxLoadDen = 85, 100
 	minBuckets             = 10 // log2
 	maxKicks               = 500
-	chunkShift             = 12 // log2 of the buckets in a chunk (256 KiB)
-	chunkBuckets           = 1 << chunkShift
+	// chunkShift is the log2 of the buckets in a chunk: 2 MiB, one huge
+	// page (table.HugePageWords), since the random lookups of a table of
+	// several MiB in 4 KiB pages miss the TLB as well as the caches.
+	chunkShift   = 15
+	chunkBuckets = 1 << chunkShift
 )
 
 // newIndex returns an empty index of 2^k buckets.
@@ -80,7 +84,7 @@ func newIndex(k uint) *index {
 		ix.chunks = [][]uint64{make([]uint64, 1<<k*bucketSlots)}
 	} else {
 		for range 1 << (k - chunkShift) {
-			ix.chunks = append(ix.chunks, make([]uint64, chunkBuckets*bucketSlots))
+			ix.chunks = append(ix.chunks, table.HugePageWords(chunkBuckets*bucketSlots))
 		}
 	}
 	ix.setLimit()
@@ -257,7 +261,7 @@ func (ix *index) double() bool {
 		ix.chunks[0] = c
 	} else {
 		for range 1 << (old - chunkShift) {
-			ix.chunks = append(ix.chunks, make([]uint64, chunkBuckets*bucketSlots))
+			ix.chunks = append(ix.chunks, table.HugePageWords(chunkBuckets*bucketSlots))
 		}
 	}
 	for b := range uint64(1) << old {

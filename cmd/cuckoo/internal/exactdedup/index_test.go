@@ -45,10 +45,9 @@ func TestIndexFindsEveryEntry(t *testing.T) {
 			t.Fatalf("%s: %d slots in use, count %d, %d entries", when, n, ix.count, len(all))
 		}
 	}
-	doublings, n, want := 0, 150_000, 5
-	if testing.Short() {
-		n, want = 60_000, 4
-	}
+	// 250,000 entries take the table from 2^10 buckets to 2^16: past one
+	// chunk of 2^15, so that the last doubling adds chunks.
+	doublings, n, want := 0, 250_000, 6
 	// Entries of one hash (and of the hash with its top bit flipped) share
 	// their two buckets at every size, so no index holds more than their
 	// 16 slots of them; copies of a copied hash are likelier to be copied
@@ -258,7 +257,9 @@ func TestScratchReadsTheLogRarely(t *testing.T) {
 
 // TestScratchHotKeysSpareReads: a short key added or confirmed last is
 // confirmed again without reading the file; a key of the same hash that
-// differs is still read and told apart, and a long key is always read.
+// differs is still read and told apart, and a long key is always read
+// (here the file's pages are dropped before each step, so that every
+// read of a record is one read of the file).
 func TestScratchHotKeysSpareReads(t *testing.T) {
 	s := newTestScratch(t)
 	long := []byte(strings.Repeat("z", hotKeyMax+1))
@@ -274,16 +275,86 @@ func TestScratchHotKeysSpareReads(t *testing.T) {
 		seen  bool
 		reads uint64
 	}{
-		{long, true, 2},           // too long to keep: both records read
+		{long, true, 1},           // too long to keep: read (one page holds both records)
 		{[]byte("hot"), true, 0},  // kept
 		{[]byte("hot"), true, 0},  // still kept
-		{[]byte("hoT"), false, 2}, // the same hash, another key: both records read
+		{[]byte("hoT"), false, 1}, // the same hash, another key: read and told apart
 		{[]byte("hot"), true, 0},  // kept
 	} {
+		s.pages = nil
 		before := s.reads
 		seen, err := s.seen(c.key, h)
 		if err != nil || seen != c.seen || s.reads-before != c.reads {
 			t.Fatalf("step %d (%q): seen %v, %v, %d reads; want %v, %d reads", i, c.key, seen, err, s.reads-before, c.seen, c.reads)
 		}
+	}
+}
+
+// TestScratchPagesSpareReads: the pages of the file read last confirm a
+// run of repeats with one read of the file per page (records within a
+// page; one across two, or longer than a page, is read as before), tell
+// a key of the same hash that differs apart, and the file's last page,
+// partial when it was read, is read again once the file has grown past
+// it.
+func TestScratchPagesSpareReads(t *testing.T) {
+	s := newTestScratch(t)
+	r := testseed.New(testseed.Seed(t))
+	key := func(i int) []byte {
+		n := r.IntN(200)
+		if i%500 == 3 {
+			n = pageSize + r.IntN(3*pageSize) // longer than a page
+		}
+		return fmt.Appendf(nil, "%d %s", i, strings.Repeat("p", n))
+	}
+	var keys [][]byte
+	addAndCheck := func(n int) {
+		t.Helper()
+		first := len(keys)
+		for i := range n {
+			k := key(first + i)
+			if err := s.add(k, hash.Sum64(k, s.seed)); err != nil {
+				t.Fatal(err)
+			}
+			keys = append(keys, k)
+		}
+		if err := s.flush(); err != nil {
+			t.Fatal(err)
+		}
+		if s.flushed%pageSize == 0 {
+			t.Fatal("the file ends on a page boundary: no partial page to test")
+		}
+		// Every key in order, none kept in memory but the file's pages
+		// (those the last check read stay): one read per page, and one or
+		// two per record across pages.
+		s.hot = new(hotKeys)
+		limit, off := uint64(0), int64(0)
+		for _, k := range keys {
+			end := off + int64(uvarintLen(uint64(len(k)))+len(k))
+			if (end-1)>>pageShift != off>>pageShift {
+				limit += 2
+			}
+			off = end
+		}
+		limit += uint64(s.flushed>>pageShift) + 1
+		before := s.reads
+		for i, k := range keys {
+			h := hash.Sum64(k, s.seed)
+			if seen, err := s.seen(k, h); err != nil || !seen {
+				t.Fatalf("key %d (%d bytes): seen %v, %v", i, len(k), seen, err)
+			}
+			miss := append(slices.Clone(k[:len(k)-1]), k[len(k)-1]^1)
+			if seen, err := s.seen(miss, h); err != nil || seen {
+				t.Fatalf("key %d with its last byte changed, of the same hash: seen %v, %v", i, seen, err)
+			}
+		}
+		if reads := s.reads - before; reads > limit {
+			t.Fatalf("%d reads of the file for %d keys in %d bytes, want at most %d", reads, len(keys), s.flushed, limit)
+		}
+	}
+	addAndCheck(3000)
+	last := s.flushed >> pageShift
+	addAndCheck(3000) // the first check read the then last page, partial, and holds it
+	if s.flushed>>pageShift == last {
+		t.Fatal("the file did not grow past its last page")
 	}
 }

@@ -1,0 +1,4 @@
+package table_test
+
+// hugePagesAligned says HugePageWords aligns its words (Linux only).
+const hugePagesAligned = true
