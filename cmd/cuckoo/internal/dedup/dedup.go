@@ -146,6 +146,7 @@ type Deduper struct {
 	workers    int
 	sequential bool
 	preparers  []*preparer // one per worker (the first for a sequential run)
+	ownPrep    *preparer   // the caller's goroutine's, for blocks it prepares while it waits (await)
 	pool       *blockPool  // blocks kept from one Run to the next
 	reader     *blockReader
 	pair       [2]*Block // a sequential run's blocks
@@ -190,6 +191,9 @@ func New(seen SeenSet, out io.Writer, cfg Config) *Deduper {
 	}
 	for range d.workers {
 		d.preparers = append(d.preparers, newPreparer(d.needs, cfg.Key, d.size))
+	}
+	if !d.sequential {
+		d.ownPrep = newPreparer(d.needs, cfg.Key, d.size)
 	}
 	if cfg.TrackFalsePositives {
 		d.lastRate = seen.FalsePositiveRate()

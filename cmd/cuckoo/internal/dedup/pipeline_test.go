@@ -450,3 +450,66 @@ func TestExpectedFalsePositivesBlockByBlock(t *testing.T) {
 		t.Fatalf("expected false positives %.2f, want %.2f ± 2 %%", st.ExpectedFalsePositives, want)
 	}
 }
+
+// TestAwaitPreparesBlocksNoWorkerTook: the caller's goroutine, waiting
+// for a block, prepares the blocks no worker has taken (here there is no
+// worker at all): await returns once its block is prepared, the blocks
+// before it are left prepared (their tokens sent), and each holds what a
+// worker's preparation gives.
+func TestAwaitPreparesBlocksNoWorkerTook(t *testing.T) {
+	r, _ := testRand(t)
+	const size = 4096
+	input := craftedInput(r, size)
+	input = append(input[:bytes.LastIndexByte(input, '\n')+1], seqInput(2000)...)
+	needs := Needs{Keys: true, Hash: true, Links: true}
+	// cut returns the input's blocks, unprepared.
+	cut := func() []*Block {
+		br := &blockReader{r: bytes.NewReader(input)}
+		var blocks []*Block
+		for {
+			b := newBlock(size, needs)
+			br.start(b)
+			if !br.fill(b) {
+				return blocks
+			}
+			blocks = append(blocks, b)
+		}
+	}
+	blocks, want := cut(), cut()
+	if len(blocks) < 3 {
+		t.Fatalf("%d blocks", len(blocks))
+	}
+	worker := newPreparer(needs, nil, size)
+	for _, b := range want {
+		worker.prepare(b)
+	}
+
+	d := &Deduper{ownPrep: newPreparer(needs, nil, size)}
+	work := make(chan *Block, len(blocks))
+	for _, b := range blocks {
+		work <- b
+	}
+	close(work)
+	last := blocks[len(blocks)-1]
+	done := make(chan (<-chan *Block))
+	go func() { done <- d.await(last, work) }()
+	select {
+	case <-done:
+	case <-time.After(time.Minute): // a guard against a hang, not a timing
+		t.Fatal("await did not prepare the blocks it waited behind")
+	}
+	for i, b := range blocks {
+		if b != last {
+			select {
+			case <-b.ready:
+			default:
+				t.Fatalf("block %d: prepared without its token", i)
+			}
+		}
+		w := want[i]
+		if b.n != w.n || !slices.Equal(b.ends[:b.n], w.ends[:w.n]) || !slices.Equal(b.Hashes(), w.Hashes()) ||
+			!slices.EqualFunc(b.Keys(), w.Keys(), bytes.Equal) || !slices.Equal(b.first[:b.n], w.first[:w.n]) {
+			t.Fatalf("block %d: %d lines prepared by await, unlike a worker's %d", i, b.n, w.n)
+		}
+	}
+}
