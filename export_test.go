@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/dedupkit/cuckoo/internal/hash"
+	"github.com/dedupkit/cuckoo/internal/hugepages"
 	"github.com/dedupkit/cuckoo/internal/table"
 )
 
@@ -46,8 +47,8 @@ func ExpectedFPR(load float64, b, fpBits int) float64 {
 // SetHugePages switches the huge-page advice of new tables on or off and
 // returns the previous setting.
 func SetHugePages(on bool) bool {
-	old := table.UseHugePages
-	table.UseHugePages = on
+	old := hugepages.Enabled
+	hugepages.Enabled = on
 	return old
 }
 

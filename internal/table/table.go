@@ -6,6 +6,7 @@ import (
 	"unsafe"
 
 	"github.com/dedupkit/cuckoo/internal/addr"
+	"github.com/dedupkit/cuckoo/internal/hugepages"
 )
 
 // Table is the bucket array every filter of this package is built on:
@@ -77,7 +78,7 @@ type Table struct {
 func New(numBuckets, slots, fpBits uint64, semi bool) Table {
 	t := Layout(numBuckets, slots, fpBits, semi)
 	t.Words = NewWords(t.PayloadWords() + 1)
-	AdviseHugePages(t.Words)
+	hugepages.Advise(t.Words)
 	return t
 }
 

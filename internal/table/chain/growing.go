@@ -4,6 +4,7 @@ import (
 	"math/bits"
 
 	"github.com/dedupkit/cuckoo/internal/addr"
+	"github.com/dedupkit/cuckoo/internal/hugepages"
 	"github.com/dedupkit/cuckoo/internal/prefetch"
 	"github.com/dedupkit/cuckoo/internal/table"
 )
@@ -438,7 +439,7 @@ func (g *Growing) growWords(n uint64) {
 func (g *Growing) newWords(need, bucketBits uint64) []uint64 {
 	most := (g.final*bucketBits+63)/64 + 1
 	words := table.Padded[uint64](need, min(most, need+need/8)-need)
-	table.AdviseHugePages(words)
+	hugepages.Advise(words)
 	return words
 }
 
@@ -453,7 +454,7 @@ func (g *Growing) repack(drop uint64) {
 	need := p.PayloadWords() + 1
 	if p.FPBits == g.fpBits {
 		p.Words = table.NewWords(need)
-		table.AdviseHugePages(p.Words)
+		hugepages.Advise(p.Words)
 	} else {
 		p.Words = g.newWords(need, p.BucketBits)
 	}

@@ -5,6 +5,7 @@ import (
 	"math/bits"
 
 	"github.com/dedupkit/cuckoo/internal/addr"
+	"github.com/dedupkit/cuckoo/internal/hugepages"
 	"github.com/dedupkit/cuckoo/internal/prefetch"
 	"github.com/dedupkit/cuckoo/internal/table"
 )
@@ -103,7 +104,7 @@ func Layout(numBuckets, slots, fpBits uint64) Table {
 func New(numBuckets, slots, fpBits uint64) Table {
 	t := Layout(numBuckets, slots, fpBits)
 	t.words = table.NewWords(t.PayloadWords() + 1)
-	table.AdviseHugePages(t.words)
+	hugepages.Advise(t.words)
 	return t
 }
 

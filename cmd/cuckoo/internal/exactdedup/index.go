@@ -3,7 +3,7 @@ package exactdedup
 import (
 	"github.com/dedupkit/cuckoo/internal/hash"
 	"github.com/dedupkit/cuckoo/internal/prefetch"
-	"github.com/dedupkit/cuckoo/internal/table"
+	"github.com/dedupkit/cuckoo/internal/hugepages"
 )
 
 // The index of a scratch seen-set: a bucketized cuckoo hash table in RAM
@@ -70,7 +70,7 @@ const (
 	minBuckets             = 10 // log2
 	maxKicks               = 500
 	// chunkShift is the log2 of the buckets in a chunk: 2 MiB, one huge
-	// page (table.HugePageWords), since the random lookups of a table of
+	// page (hugepages.Words), since the random lookups of a table of
 	// several MiB in 4 KiB pages miss the TLB as well as the caches.
 	chunkShift   = 15
 	chunkBuckets = 1 << chunkShift
@@ -84,7 +84,7 @@ func newIndex(k uint) *index {
 		ix.chunks = [][]uint64{make([]uint64, 1<<k*bucketSlots)}
 	} else {
 		for range 1 << (k - chunkShift) {
-			ix.chunks = append(ix.chunks, table.HugePageWords(chunkBuckets*bucketSlots))
+			ix.chunks = append(ix.chunks, hugepages.Words(chunkBuckets*bucketSlots))
 		}
 	}
 	ix.setLimit()
@@ -261,7 +261,7 @@ func (ix *index) double() bool {
 		ix.chunks[0] = c
 	} else {
 		for range 1 << (old - chunkShift) {
-			ix.chunks = append(ix.chunks, table.HugePageWords(chunkBuckets*bucketSlots))
+			ix.chunks = append(ix.chunks, hugepages.Words(chunkBuckets*bucketSlots))
 		}
 	}
 	for b := range uint64(1) << old {

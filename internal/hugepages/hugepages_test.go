@@ -1,18 +1,18 @@
-package table_test
+package hugepages_test
 
 import (
 	"testing"
 	"unsafe"
 
-	"github.com/dedupkit/cuckoo/internal/table"
+	"github.com/dedupkit/cuckoo/internal/hugepages"
 )
 
-// TestHugePageWordsAreZeroedAndBounded: the words are n, zero, and end
+// TestWordsAreZeroedAndBounded: the words are n, zero, and end
 // at their capacity (an append cannot run into the memory skipped for
 // alignment); from 2 MiB on Linux they start on a 2 MiB boundary.
-func TestHugePageWordsAreZeroedAndBounded(t *testing.T) {
+func TestWordsAreZeroedAndBounded(t *testing.T) {
 	for _, n := range []int{0, 1, 1000, 2 << 20 / 8, 3 << 20 / 8, 4<<20/8 + 5} {
-		w := table.HugePageWords(n)
+		w := hugepages.Words(n)
 		if len(w) != n || cap(w) != n {
 			t.Fatalf("n %d: len %d, cap %d", n, len(w), cap(w))
 		}
@@ -21,7 +21,7 @@ func TestHugePageWordsAreZeroedAndBounded(t *testing.T) {
 				t.Fatalf("n %d: word %d is %#x", n, i, x)
 			}
 		}
-		if table.UseHugePages && hugePagesAligned && n*8 >= 2<<20 {
+		if hugepages.Enabled && hugePagesAligned && n*8 >= 2<<20 {
 			if at := uintptr(unsafe.Pointer(&w[0])); at%(2<<20) != 0 {
 				t.Fatalf("n %d: starts at %#x, not on a 2 MiB boundary", n, at)
 			}

@@ -1,4 +1,4 @@
-package table
+package hugepages
 
 import (
 	"syscall"
@@ -8,7 +8,7 @@ import (
 // hugePageSize is the size of a transparent huge page on x86-64 and arm64.
 const hugePageSize = 2 << 20
 
-// hugePagesMin is the table size from which New asks for huge pages. A
+// hugePagesMin is the table size from which Advise asks for huge pages. A
 // table of a few megabytes already outgrows what a core's TLB maps in 4
 // KiB pages (a second level of 1,536 to 2,048 entries on current x86-64
 // cores, shared with the rest of the process), so its lookups miss the
@@ -20,17 +20,18 @@ const hugePageSize = 2 << 20
 // aligned huge page.
 const hugePagesMin = 4 << 20
 
-// UseHugePages can be switched off by tests and benchmarks to measure the
+// Enabled can be switched off by tests and benchmarks to measure the
 // difference.
-var UseHugePages = true
+var Enabled = true
 
-// AdviseHugePages asks Linux to back the whole 2 MiB pages inside words
-// with transparent huge pages (madvise MADV_HUGEPAGE). It is a hint: with
+// Advise asks Linux to back the whole 2 MiB pages inside words, a
+// table of at least 4 MiB, with transparent huge pages (madvise
+// MADV_HUGEPAGE). It is a hint: with
 // THP disabled, or on memory already touched, it may do nothing, and its
 // error is ignored. Memory the Go runtime hands out for a large slice is
 // usually fresh and untouched, so the pages fault in huge.
-func AdviseHugePages(words []uint64) {
-	if !UseHugePages || len(words)*8 < hugePagesMin {
+func Advise(words []uint64) {
+	if !Enabled || len(words)*8 < hugePagesMin {
 		return
 	}
 	mem := unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(words))), len(words)*8)
@@ -46,15 +47,15 @@ func AdviseHugePages(words []uint64) {
 	}
 }
 
-// HugePageWords returns n zeroed words that start on a 2 MiB boundary,
+// Words returns n zeroed words that start on a 2 MiB boundary,
 // advised for huge pages, for a table of a few 2 MiB chunks (which
-// AdviseHugePages, given memory at the Go allocator's 8 KiB alignment,
+// Advise, given memory at the Go allocator's 8 KiB alignment,
 // would mostly leave in 4 KiB pages). It asks the allocator for up to
 // 2 MiB more, which stays untouched and so not resident while the memory
-// is fresh from the system. Below 2 MiB, or with UseHugePages off, it is
+// is fresh from the system. Below 2 MiB, or with Enabled off, it is
 // make([]uint64, n).
-func HugePageWords(n int) []uint64 {
-	if !UseHugePages || n*8 < hugePageSize {
+func Words(n int) []uint64 {
+	if !Enabled || n*8 < hugePageSize {
 		return make([]uint64, n)
 	}
 	w := make([]uint64, n+hugePageSize/8)

@@ -1,0 +1,4 @@
+package hugepages_test
+
+// hugePagesAligned says Words aligns its words (Linux only).
+const hugePagesAligned = true

@@ -1,4 +1,0 @@
-package table_test
-
-// hugePagesAligned says HugePageWords aligns its words (Linux only).
-const hugePagesAligned = true

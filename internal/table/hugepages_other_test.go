@@ -1,6 +1,0 @@
-//go:build !linux
-
-package table_test
-
-// hugePagesAligned says HugePageWords aligns its words (Linux only).
-const hugePagesAligned = false
