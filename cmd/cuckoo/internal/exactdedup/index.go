@@ -2,8 +2,8 @@ package exactdedup
 
 import (
 	"github.com/dedupkit/cuckoo/internal/hash"
-	"github.com/dedupkit/cuckoo/internal/prefetch"
 	"github.com/dedupkit/cuckoo/internal/hugepages"
+	"github.com/dedupkit/cuckoo/internal/prefetch"
 )
 
 // The index of a scratch seen-set: a bucketized cuckoo hash table in RAM
