@@ -95,7 +95,14 @@ func (f *Filter) addUniqueHash(h uint64) (bool, error) {
 	if f.m.T.NumBuckets == 0 {
 		return false, errZeroFilter
 	}
-	switch f.m.AddAbsent(h, f.maxKicks) {
+	i1, i2, fp := f.m.T.Pair(h)
+	return f.addUniqueAt(h, i1, i2, fp)
+}
+
+// addUniqueAt is addUniqueHash for h located in the table already (i1,
+// i2 and fp as table.Table.Pair gives them). The table is not empty.
+func (f *Filter) addUniqueAt(h, i1, i2, fp uint64) (bool, error) {
+	switch f.m.AddAbsentAt(h, i1, i2, fp, f.maxKicks) {
 	case table.Present:
 		return false, nil
 	case table.Full:

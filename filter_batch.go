@@ -88,7 +88,7 @@ func (f *Filter) addBatch(keys [][]byte, hashes []uint64, unique []bool) (int, e
 				}
 				continue
 			}
-			ok, err := f.addUniqueHash(h)
+			ok, err := f.addUniqueAt(h, cur.I1[k], cur.I2[k], cur.FP[k])
 			if err != nil {
 				return start + k, err
 			}

@@ -386,7 +386,15 @@ func (s *Scalable) addAbsent(h uint64) bool {
 		s.addNew(h)
 		return true
 	}
-	switch lv.Plain.AddAbsent(h, s.maxKicks) {
+	i1, i2, fp := lv.Plain.T.Pair(h)
+	return s.addAbsentPlain(lv, h, i1, i2, fp)
+}
+
+// addAbsentPlain is addAbsent where the newest table, lv, is plain and
+// below its limit, with h located in it (i1, i2 and fp as
+// table.Table.Pair gives them).
+func (s *Scalable) addAbsentPlain(lv *chain.Level, h, i1, i2, fp uint64) bool {
+	switch lv.Plain.AddAbsentAt(h, i1, i2, fp, s.maxKicks) {
 	case table.Present:
 		return false
 	case table.Stored:

@@ -148,7 +148,8 @@ func (s *Scalable) addBatch(keys [][]byte, unique []bool) {
 }
 
 // addUniqueChunk is addUniqueHash for each of hs (at most table.BatchChunk), in
-// order, recording in added which it added. It first asks every table
+// order, recording in added which it added. With one plain table it is
+// addUniqueChunkOneTable. Else it first asks every table
 // about the whole chunk with the batch lookup (containsChunk), whose
 // misses overlap; then, key by key, only the tables that may have gained
 // fingerprints since (the newest at the start and any added after it:
@@ -157,6 +158,10 @@ func (s *Scalable) addBatch(keys [][]byte, unique []bool) {
 // the insert itself (addAbsent), which reads the key's buckets once to
 // learn both whether they hold its fingerprint and where it goes.
 func (s *Scalable) addUniqueChunk(hs []uint64, added []bool) {
+	if len(s.levels) == 1 && s.levels[0].Grow == nil {
+		s.addUniqueChunkOneTable(hs, added)
+		return
+	}
 	var before [table.BatchChunk]bool
 	known := before[:len(hs)]
 	s.containsChunk(hs, known)
@@ -165,6 +170,35 @@ func (s *Scalable) addUniqueChunk(hs []uint64, added []bool) {
 		added[k] = !known[k] && !s.reportsBelowNewest(first, h) && s.addAbsent(h)
 		if invariants.Enabled && added[k] {
 			s.checkInvariants()
+		}
+	}
+}
+
+// addUniqueChunkOneTable is addUniqueChunk for a chain of one plain
+// table, the whole chain of a Scalable sized for its keys: there the
+// insert alone answers (addAbsent reads the key's buckets once, to learn
+// both whether they hold its fingerprint and where it goes), so a batch
+// lookup first would read every bucket twice. Instead the buckets of the
+// next group of keys are prefetched while a group is added, as a Filter's
+// batches do. A table added meanwhile (the first one full) leaves the
+// first one below it, which reportsBelowNewest asks about every later
+// key.
+func (s *Scalable) addUniqueChunkOneTable(hs []uint64, added []bool) {
+	p := table.NewPipeline(s.levels[0].Plain.T.Locator(), s.seed, nil, hs)
+	for cur, start, ok := p.Next(); ok; cur, start, ok = p.Next() {
+		for k, h := range cur.H[:cur.N] {
+			var a bool
+			if lv := s.levels[0]; len(s.levels) == 1 && lv.Plain.Occupied < lv.Limit {
+				// Still the only table, and the one the pipeline located
+				// the keys in.
+				a = s.addAbsentPlain(lv, h, cur.I1[k], cur.I2[k], cur.FP[k])
+			} else {
+				a = !s.reportsBelowNewest(0, h) && s.addAbsent(h)
+			}
+			added[start+k] = a
+			if invariants.Enabled && a {
+				s.checkInvariants()
+			}
 		}
 	}
 }

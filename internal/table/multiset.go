@@ -63,6 +63,14 @@ func (m *Multiset) Add(h uint64, maxKicks int) bool {
 // table holds it: unchanged) or Full (unchanged). It is Contains and then
 // Add with the buckets read once (Table.AddAbsent).
 func (m *Multiset) AddAbsent(h uint64, maxKicks int) Outcome {
+	i1, i2, fp := m.T.Pair(h)
+	return m.AddAbsentAt(h, i1, i2, fp, maxKicks)
+}
+
+// AddAbsentAt is AddAbsent for h already located: i1, i2 and fp are
+// Table.Pair(h)'s (a Pipeline's Group holds them), so that a batch that
+// located its keys to prefetch their buckets does not locate them again.
+func (m *Multiset) AddAbsentAt(h, i1, i2, fp uint64, maxKicks int) Outcome {
 	t := &m.T
 	if m.Items >= MaxItems {
 		if t.Contains(h) {
@@ -70,8 +78,6 @@ func (m *Multiset) AddAbsent(h uint64, maxKicks int) Outcome {
 		}
 		return Full
 	}
-	i1, fp := t.Locate(h)
-	i2 := t.AltIndex(i1, fp)
 	o := t.AddAbsent(&m.Ins, i1, i2, fp, h, maxKicks)
 	if o == Stored {
 		m.Items++

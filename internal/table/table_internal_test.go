@@ -67,3 +67,38 @@ func TestLastReadWordCoversReadsInsideTable(t *testing.T) {
 		}
 	}
 }
+
+// TestPipelineLocatesAsPair: a Pipeline's groups hold each hash's buckets
+// and fingerprint as Table.Pair gives them, in tables of one segment and
+// of several, aligned or not, so that the batches may insert with them
+// (Multiset.AddAbsentAt) without locating the keys again.
+func TestPipelineLocatesAsPair(t *testing.T) {
+	hashes := make([]uint64, 1000)
+	x := uint64(0x9e3779b97f4a7c15)
+	for i := range hashes {
+		x ^= x << 13
+		x ^= x >> 7
+		x ^= x << 17
+		hashes[i] = x
+	}
+	for _, slots := range []uint64{2, 4, 8} {
+		for _, f := range []uint64{8, 12, 16, 17, 32} {
+			for _, segments := range []uint64{1, 4} {
+				tb := New(1<<10, slots, f, false)
+				if segments > 1 {
+					tb.Segment(segments)
+				}
+				p := NewPipeline(tb.Locator(), 0, nil, hashes)
+				for cur, start, ok := p.Next(); ok; cur, start, ok = p.Next() {
+					for k, h := range cur.H[:cur.N] {
+						i1, i2, fp := tb.Pair(h)
+						if h != hashes[start+k] || cur.I1[k] != i1 || cur.I2[k] != i2 || cur.FP[k] != fp {
+							t.Fatalf("b=%d f=%d segments=%d: hash %d located at (%d, %d, %#x), Pair (%d, %d, %#x)",
+								slots, f, segments, start+k, cur.I1[k], cur.I2[k], cur.FP[k], i1, i2, fp)
+						}
+					}
+				}
+			}
+		}
+	}
+}
