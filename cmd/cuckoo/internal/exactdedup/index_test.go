@@ -255,8 +255,8 @@ func TestScratchReadsTheLogRarely(t *testing.T) {
 	}
 }
 
-// TestScratchHotKeysSpareReads: a short key added or confirmed last is
-// confirmed again without reading the file; a key of the same hash that
+// TestScratchHotKeysSpareReads: a short key confirmed last is confirmed
+// again without reading the file; a key of the same hash that
 // differs is still read and told apart, and a long key is always read
 // (here the file's pages are dropped before each step, so that every
 // read of a record is one read of the file).
@@ -276,6 +276,7 @@ func TestScratchHotKeysSpareReads(t *testing.T) {
 		reads uint64
 	}{
 		{long, true, 1},           // too long to keep: read (one page holds both records)
+		{[]byte("hot"), true, 1},  // added, not kept: read, and kept from then on
 		{[]byte("hot"), true, 0},  // kept
 		{[]byte("hot"), true, 0},  // still kept
 		{[]byte("hoT"), false, 1}, // the same hash, another key: read and told apart
