@@ -30,8 +30,7 @@ type blockPool struct {
 // one being read, one waiting for the set, one with the set, one being
 // written, and one spare, so that one stage running late (on two cores,
 // the worker shares a core with the reader and the writer) does not stall
-// the others at once: on Go's source tree the spare makes a run about
-// 5 % faster, for 120 KiB.
+// the others at once.
 const blocksPerWorker = 4
 
 func newBlockPool(max, size int, needs Needs) *blockPool {
