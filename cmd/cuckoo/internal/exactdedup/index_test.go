@@ -359,3 +359,32 @@ func TestScratchPagesSpareReads(t *testing.T) {
 		t.Fatal("the file did not grow past its last page")
 	}
 }
+
+// TestScratchPageReadErrorIsReported: a read of the log's file that fails
+// is an error, for a record within a page and for one across pages, and
+// leaves no page held, so that the next lookup reads (and fails) again
+// rather than answering from a page never read.
+func TestScratchPageReadErrorIsReported(t *testing.T) {
+	s := newTestScratch(t)
+	short := []byte("a line within a page")
+	across := []byte(strings.Repeat("x", 2*pageSize))
+	for _, k := range [][]byte{short, across} {
+		if err := s.add(k, hash.Sum64(k, s.seed)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.flush(); err != nil {
+		t.Fatal(err)
+	}
+	s.f.Close() // every read of the file fails from here on
+	for round := range 2 {
+		for _, k := range [][]byte{short, across} {
+			if seen, err := s.seen(k, hash.Sum64(k, s.seed)); err == nil {
+				t.Fatalf("round %d, a key of %d bytes: seen %v and no error from a closed file", round, len(k), seen)
+			}
+		}
+		if s.pages != nil && slices.ContainsFunc(s.pages.at[:], func(at int64) bool { return at != 0 }) {
+			t.Fatalf("round %d: a page is held after its read failed", round)
+		}
+	}
+}
