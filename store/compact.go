@@ -309,7 +309,7 @@ func (w *outputWriter) flush() error {
 	if _, err := lf.f.WriteAt(w.buf, lf.size); err != nil {
 		return fmt.Errorf("store: writing %s: %w", lf.path, err)
 	}
-	lf.crc = crc32.Update(lf.crc, castagnoli, w.buf)
+	lf.crc = crc32.Update(lf.crc, castagnoli(), w.buf)
 	lf.size += int64(len(w.buf))
 	w.buf = w.buf[:0]
 	return nil

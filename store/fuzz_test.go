@@ -7,8 +7,33 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"testing"
 )
+
+// FuzzLogFileName: isLogFileName accepts exactly the names of the
+// pattern the log files' names follow, the name logFileName gives any id
+// among them.
+func FuzzLogFileName(f *testing.F) {
+	pattern := regexp.MustCompile(`^[0-9a-f]{16}\.log$`)
+	for _, name := range []string{logFileName(0), logFileName(1<<64 - 1), logFileName(0xabcdef), "0123456789ABCDEF.log",
+		"0123456789abcdeg.log", "0123456789abcde.log", "0123456789abcdef0.log", "0123456789abcdef.log.tmp",
+		"0123456789abcdef.lo", ".log", "", "MANIFEST", "0123456789abcdef/log", "0123456789abcdef\nlog"} {
+		f.Add(name)
+	}
+	f.Fuzz(func(t *testing.T, name string) {
+		if got, want := isLogFileName(name), pattern.MatchString(name); got != want {
+			t.Fatalf("isLogFileName(%q) = %v, the pattern says %v", name, got, want)
+		}
+		var id uint64
+		for _, c := range []byte(name) {
+			id = id*131 + uint64(c)
+		}
+		if !isLogFileName(logFileName(id)) {
+			t.Fatalf("logFileName(%d) = %q is not a log file's name", id, logFileName(id))
+		}
+	})
+}
 
 // FuzzRecord: the record decoder never panics, never accepts more bytes
 // than it was given, and a record it accepts re-encodes to the same

@@ -8,7 +8,7 @@ import (
 	"io/fs"
 	"math/rand/v2"
 	"path/filepath"
-	"regexp"
+	"strings"
 
 	"github.com/dedupkit/cuckoo/internal/invariants"
 	"github.com/dedupkit/cuckoo/internal/option"
@@ -17,14 +17,26 @@ import (
 
 const lockName = "LOCK"
 
-// logFilePattern matches the names of log files.
-var logFilePattern = regexp.MustCompile(`^[0-9a-f]{16}\.log$`)
+// isLogFileName reports whether name is a log file's: 16 lowercase hex
+// digits and ".log" (logFileName's form).
+func isLogFileName(name string) bool {
+	digits, ok := strings.CutSuffix(name, ".log")
+	if !ok || len(digits) != 16 {
+		return false
+	}
+	for _, c := range []byte(digits) {
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}
 
 // ours reports whether a file name is one a Store writes in its
 // directory. Open leaves every other file alone.
 func ours(name string) bool {
 	return name == manifestName || name == manifestName+".tmp" || name == lockName || name == idxName || name == idxName+".tmp" ||
-		logFilePattern.MatchString(name)
+		isLogFileName(name)
 }
 
 // Open opens the store in dir, creating dir and an empty store if
@@ -173,7 +185,7 @@ func (s *Store) load() error {
 	// renamed, are what a crash left of a rotation, a compaction or a
 	// checkpoint.
 	for _, name := range names {
-		if name == manifestName+".tmp" || name == idxName+".tmp" || logFilePattern.MatchString(name) && !listed[name] {
+		if name == manifestName+".tmp" || name == idxName+".tmp" || isLogFileName(name) && !listed[name] {
 			if err := s.fs.Remove(filepath.Join(s.dir, name)); err != nil {
 				return fmt.Errorf("store: removing %s: %w", name, err)
 			}
@@ -226,7 +238,7 @@ func (s *Store) load() error {
 	from := make([]int64, len(s.log.order))
 	crcs := make([]uint32, len(s.log.order))
 	for i := range from {
-		from[i], crcs[i] = logHeaderSize, crc32.Checksum(heads[i], castagnoli)
+		from[i], crcs[i] = logHeaderSize, crc32.Checksum(heads[i], castagnoli())
 	}
 	if ix != nil {
 		s.mu.ix, s.nextSeq, s.live = ix, ck.nextSeq, ck.live
@@ -307,7 +319,7 @@ func (s *Store) assignSlots(ck checkpoint) {
 // fileCRC returns the CRC-32C of the first n bytes of lf.
 func (s *Store) fileCRC(lf *logFile, n int64) (uint32, error) {
 	if lf.data != nil {
-		return crc32.Checksum(lf.data[:n], castagnoli), nil
+		return crc32.Checksum(lf.data[:n], castagnoli()), nil
 	}
 	crc := uint32(0)
 	buf := make([]byte, 1<<20)
@@ -316,7 +328,7 @@ func (s *Store) fileCRC(lf *logFile, n int64) (uint32, error) {
 		if _, err := lf.f.ReadAt(b, off); err != nil {
 			return 0, fmt.Errorf("store: reading %s: %w", lf.path, err)
 		}
-		crc = crc32.Update(crc, castagnoli, b)
+		crc = crc32.Update(crc, castagnoli(), b)
 		off += int64(len(b))
 	}
 	return crc, nil
@@ -380,11 +392,11 @@ func (s *Store) create(names []string) error {
 		}
 	}
 	for _, name := range names {
-		if !logFilePattern.MatchString(name) && name != manifestName+".tmp" && name != idxName && name != idxName+".tmp" {
+		if !isLogFileName(name) && name != manifestName+".tmp" && name != idxName && name != idxName+".tmp" {
 			continue
 		}
 		path := filepath.Join(s.dir, name)
-		if logFilePattern.MatchString(name) {
+		if isLogFileName(name) {
 			f, err := s.fs.Open(path)
 			if err != nil {
 				return fmt.Errorf("store: opening %s: %w", path, err)
@@ -537,7 +549,7 @@ func (sc *scanner) next() ([]byte, record, error) {
 		return nil, record{}, errors.New("record checksum mismatch")
 	}
 	sc.pos += int64(r.size)
-	sc.crc = crc32.Update(sc.crc, castagnoli, b[:r.size])
+	sc.crc = crc32.Update(sc.crc, castagnoli(), b[:r.size])
 	return b[:r.size], r, nil
 }
 

@@ -476,7 +476,7 @@ func (s *Store) Verify() error {
 			return &CorruptError{File: lf.path, Detail: err.Error()}
 		}
 		sc := newScanner(lf, logHeaderSize, sp.end)
-		sc.crc = crc32.Checksum(head, castagnoli)
+		sc.crc = crc32.Checksum(head, castagnoli())
 		for {
 			pos := sc.pos
 			_, _, err := sc.next()

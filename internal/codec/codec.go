@@ -36,10 +36,13 @@ var (
 	ErrTrailing = errors.New("trailing bytes after the checksum")
 )
 
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+// castagnoli returns the CRC-32C table. hash/crc32 makes it on the first
+// call, once: as a package variable it was made when a program started,
+// for every command of the CLI, whether or not it checks a checksum.
+func castagnoli() *crc32.Table { return crc32.MakeTable(crc32.Castagnoli) }
 
 // Checksum returns the CRC-32C of p, the checksum the encoder appends.
-func Checksum(p []byte) uint32 { return crc32.Checksum(p, castagnoli) }
+func Checksum(p []byte) uint32 { return crc32.Checksum(p, castagnoli()) }
 
 // AppendChecksum appends the trailer an Encoder's Finish writes, the
 // CRC-32C of p, to p: the framing of an encoding built in memory.
@@ -48,7 +51,7 @@ func AppendChecksum(p []byte) []byte { return binary.LittleEndian.AppendUint32(p
 // UpdateChecksum returns the CRC-32C of the bytes whose CRC-32C is crc
 // followed by p: UpdateChecksum(Checksum(a), b) is Checksum(a+b), and
 // UpdateChecksum(0, p) is Checksum(p).
-func UpdateChecksum(crc uint32, p []byte) uint32 { return crc32.Update(crc, castagnoli, p) }
+func UpdateChecksum(crc uint32, p []byte) uint32 { return crc32.Update(crc, castagnoli(), p) }
 
 // encoderBufSize is the staging buffer of an Encoder: large enough that a
 // table is written in few calls, small enough to be cheap for tiny filters.
@@ -81,7 +84,7 @@ func (e *Encoder) flush() {
 	if e.err != nil || len(e.buf) == 0 {
 		return
 	}
-	e.crc = crc32.Update(e.crc, castagnoli, e.buf)
+	e.crc = crc32.Update(e.crc, castagnoli(), e.buf)
 	n, err := e.w.Write(e.buf)
 	e.n += int64(n)
 	if err == nil && n != len(e.buf) {
@@ -241,7 +244,7 @@ func (d *Decoder) fill(p []byte) bool {
 		clear(p)
 		return false
 	}
-	d.crc = crc32.Update(d.crc, castagnoli, p)
+	d.crc = crc32.Update(d.crc, castagnoli(), p)
 	return true
 }
 
