@@ -233,16 +233,35 @@ func (br *blockReader) cut(b *Block) bool {
 	if br.err == nil {
 		end = bytes.LastIndexByte(data, '\n') + 1
 	}
-	if max := len(b.ends); bytes.Count(data[:end], []byte{'\n'}) >= max {
-		// Past the most lines: cut after the max-th.
-		end = 0
-		for range max {
-			end += bytes.IndexByte(data[end:], '\n') + 1
-		}
+	if e := nthLineEnd(data[:end], len(b.ends)); e >= 0 {
+		end = e // past the most lines: cut after the last one of them
 	}
 	b.cut, b.bytes = end, end
 	br.carry = data[end:]
 	return end > 0
+}
+
+// nthLineEnd returns the offset just past the n-th line end ('\n') of
+// data, or -1 if data holds fewer. It counts the line ends of a stretch
+// at a time and looks for them one by one only in the stretch that holds
+// the n-th: input of short lines (numbers, ids) fills a block's lines
+// long before its bytes, and a search per line end would cost as much as
+// the preparer's split that follows.
+func nthLineEnd(data []byte, n int) int {
+	const stretch = 4 << 10
+	for start := 0; start < len(data); start += stretch {
+		s := data[start:min(start+stretch, len(data))]
+		if k := bytes.Count(s, []byte{'\n'}); k < n {
+			n -= k
+			continue
+		}
+		end := start
+		for range n {
+			end += bytes.IndexByte(data[end:], '\n') + 1
+		}
+		return end
+	}
+	return -1
 }
 
 // fillLong reads the rest of a line longer than block b, whose full

@@ -290,6 +290,31 @@ func checkBlocks(t *testing.T, input []byte, size int, rd io.Reader) {
 	}
 }
 
+// TestNthLineEnd: the offset past the n-th line end, for lines of any
+// length around the stretches nthLineEnd counts at once, and -1 when
+// there are fewer.
+func TestNthLineEnd(t *testing.T) {
+	r, _ := testRand(t)
+	for _, input := range [][]byte{nil, []byte("\n"), []byte("x"), seqInput(5000), craftedInput(r, 20000),
+		bytes.Repeat([]byte("\n"), 9000), append(bytes.Repeat([]byte("y"), 4095), '\n', '\n')} {
+		var ends []int
+		for i, c := range input {
+			if c == '\n' {
+				ends = append(ends, i+1)
+			}
+		}
+		for n := 1; n <= len(ends)+2; n++ {
+			want := -1
+			if n <= len(ends) {
+				want = ends[n-1]
+			}
+			if got := nthLineEnd(input, n); got != want {
+				t.Fatalf("input of %d bytes, line %d: %d, want %d", len(input), n, got, want)
+			}
+		}
+	}
+}
+
 // FuzzBlockReader: whatever the input, the block size and the read sizes,
 // the blocks hold the input's lines, and their links join exactly the
 // equal keys.
