@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -337,8 +338,34 @@ func TestEstimateLines(t *testing.T) {
 	if n, _ := EstimateLines(strings.NewReader("no newline"), 10, 0); n != 1 {
 		t.Errorf("a file without a newline holds 1 line, estimate %d", n)
 	}
+	// Counted exactly a chunk at a time, around the chunks' edges, with and
+	// without a last line end, and a file shorter than its size said.
+	for _, size := range []int{sampleSize - 1, sampleSize, sampleSize + 1, 3*sampleSize + 7} {
+		data := bytes.Repeat([]byte("ab\n"), size/3+1)[:size]
+		want := uint64(bytes.Count(data, []byte{'\n'}))
+		if data[size-1] != '\n' {
+			want++
+		}
+		if n, err := EstimateLines(bytes.NewReader(data), int64(size), 0); n != want || err != nil {
+			t.Errorf("%d bytes: %d lines, %v; want %d", size, n, err, want)
+		}
+		if n, err := EstimateLines(bytes.NewReader(data), int64(size)+5000, 0); n != want || err != nil {
+			t.Errorf("%d bytes, 5000 fewer than said: %d lines, %v; want %d", size, n, err, want)
+		}
+	}
+	// A file within the budget is not read into memory whole.
+	data := bytes.Repeat([]byte("0123456789\n"), 400_000)
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	if n, _ := EstimateLines(bytes.NewReader(data), int64(len(data)), 0); n != 400_000 {
+		t.Fatalf("%d lines, want 400,000", n)
+	}
+	runtime.ReadMemStats(&after)
+	if got := after.TotalAlloc - before.TotalAlloc; got > 2*sampleSize {
+		t.Errorf("counting %d bytes allocated %d bytes", len(data), got)
+	}
 	// A tiny budget samples one chunk, still from above.
-	data := bytes.Repeat([]byte("0123456789\n"), 100_000)
+	data = bytes.Repeat([]byte("0123456789\n"), 100_000)
 	if n, _ := EstimateLines(bytes.NewReader(data), int64(len(data)), 1); n < 100_000 || n > 111_000 {
 		t.Errorf("one-chunk estimate %d for 100,000 lines", n)
 	}

@@ -35,21 +35,30 @@ func EstimateLines(r io.ReaderAt, size, budget int64) (uint64, error) {
 	if budget <= 0 {
 		budget = DefaultEstimateBudget
 	}
+	chunk := min(int64(sampleSize), size)
+	buf := make([]byte, chunk)
 	if size <= budget {
-		buf := make([]byte, size)
-		n, err := r.ReadAt(buf, 0)
-		if err != nil && err != io.EOF {
-			return 0, err
+		// Counted a chunk at a time: a buffer of the whole file would
+		// stay in the heap, and in the process's peak, for the run.
+		var lines uint64
+		last := byte('\n') // the last byte read
+		for off := int64(0); off < size; {
+			n, err := r.ReadAt(buf[:min(chunk, size-off)], off)
+			if err != nil && err != io.EOF {
+				return 0, err
+			}
+			if n == 0 {
+				break // the file is shorter than size now
+			}
+			lines += uint64(bytes.Count(buf[:n], []byte{'\n'}))
+			last, off = buf[n-1], off+int64(n)
 		}
-		lines := uint64(bytes.Count(buf[:n], []byte{'\n'}))
-		if n > 0 && buf[n-1] != '\n' {
-			lines++
+		if last != '\n' {
+			lines++ // a last line without a line end
 		}
 		return lines, nil
 	}
 	chunks := max(budget/2/sampleSize, 1)
-	chunk := min(int64(sampleSize), size)
-	buf := make([]byte, chunk)
 	var seen, breaks uint64
 	step := int64(0)
 	if chunks > 1 {
