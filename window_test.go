@@ -15,6 +15,7 @@ import (
 	"github.com/dedupkit/cuckoo/internal/hash"
 	"github.com/dedupkit/cuckoo/internal/replay"
 	"github.com/dedupkit/cuckoo/internal/testlong"
+	"github.com/dedupkit/cuckoo/internal/testseed"
 )
 
 // testClock is a clock a test moves by hand.
@@ -126,8 +127,14 @@ func TestWindowGranularityBounds(t *testing.T) {
 // The long checks (CUCKOO_LONG=1) add windows of 10^6 keys of the default
 // shape and of the fullest one (2-slot buckets); the race detector, which
 // compiles in the invariant checks after every operation, stops at 1,000.
+//
+// The seeds are fixed (testseed.Fixed; -seed N tries others): whether a
+// window takes its capacity depends on them, as for any cuckoo table. With
+// a drawn seed, 2 of 40,000 windows of 100 keys in 2-slot buckets with
+// 20-bit fingerprints met ErrFull at key 201 or 203 with 100 keys in the
+// window, so the test failed in about 1 run in 20,000.
 func TestWindowSteadyStream(t *testing.T) {
-	rng := testRand(t)
+	rng := testseed.New(testseed.Fixed(t, 1))
 	sizes := []uint64{1, 2, 7, 100, 1000, 20_000}
 	if testlong.RaceEnabled {
 		sizes = sizes[:5]

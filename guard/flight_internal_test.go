@@ -34,9 +34,13 @@ func (l *gatedLoad) load(ctx context.Context, key []byte) (string, error) {
 }
 
 // waitFor waits until want lookups wait for the load of key running now.
+// It polls until a deadline far beyond need (2 minutes, a bound for a
+// broken flight, not a timing assumption): 10,000 polls 100 µs apart, as
+// before, gave the goroutines about a second to start and wait, which a
+// loaded machine can take.
 func waitFor[V any](t *testing.T, fs *flights[V], key string, want int) {
 	t.Helper()
-	for range 10000 {
+	for deadline := time.Now().Add(2 * time.Minute); time.Now().Before(deadline); time.Sleep(100 * time.Microsecond) {
 		fs.mu.Lock()
 		n := -1
 		if f := fs.m[key]; f != nil {
@@ -46,7 +50,6 @@ func waitFor[V any](t *testing.T, fs *flights[V], key string, want int) {
 		if n == want {
 			return
 		}
-		time.Sleep(100 * time.Microsecond)
 	}
 	t.Fatalf("%d lookups never waited", want)
 }

@@ -114,8 +114,13 @@ func TestIndexFillsToItsLimit(t *testing.T) {
 // two buckets whose which fits: 8 on average); that is how often a new
 // key reads the log. Checked at 5σ over 10^6 lookups, with whole
 // fragments and with the shortest.
+//
+// The seed is fixed: with whole fragments the expected count is 0.8
+// (0.16 with -short), where 5σ is no bound: the count is Poisson, and 7
+// or more (4 with -short) came in about 1 run in 30,000 with a drawn seed
+// (measured: 500 counts of 10^6 lookups averaged 0.85, as Poisson).
 func TestIndexAbsentHashesRarelyMatch(t *testing.T) {
-	r := testseed.New(testseed.Seed(t))
+	r := testseed.New(testseed.Fixed(t, 1))
 	for _, frag := range []uint{maxFrag, minFrag} {
 		ix := newIndex(14)
 		ix.fragBits = frag
