@@ -448,9 +448,11 @@ func (w *Window) put(h uint64, ns int64, mode putMode) (seen bool, err error) {
 // already: it is then found for at least the window's length from now. A
 // key takes one slot however often it is added.
 //
-// It returns [ErrFull] when no room can be made for a new key (more keys
-// in the window than the Window was made for); the keys in the window are
-// then as they were. Add allocates nothing once the table has needed its
+// It returns [ErrFull] when no room can be made for a new key: with more
+// keys in the window than the Window was made for, or, rarely, with fewer,
+// as a Filter may refuse one of the keys it was made for (the package
+// documentation says how rarely; 2-slot buckets most often). The keys in
+// the window are then as they were. Add allocates nothing once the table has needed its
 // longest chain of moves.
 func (w *Window) Add(key []byte) error {
 	_, err := w.put(hash.Sum64(key, w.seed), w.nanos(), putRefresh)
