@@ -368,8 +368,9 @@ func (w *Window) Drop(ctx context.Context) error { return w.drop(ctx) }
 // Add adds key, or refreshes its age if it is in the window already: it is
 // then found for at least the window from now. A key takes one slot
 // however often it is added. It returns [ErrFull] when no room can be made
-// in its segment (more keys in the window than it was made for; the
-// segment's keys are kept), or another error as [Filter.Add] does. One
+// in its segment (more keys in the window than it was made for, or,
+// rarely, fewer, as for the module's cuckoo.Window; the segment's keys are
+// kept), or another error as [Filter.Add] does. One
 // function call on the key's segment, run once however often it is sent.
 func (w *Window) Add(ctx context.Context, key []byte) error {
 	_, err := w.putOne(ctx, key, false)
