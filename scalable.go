@@ -379,7 +379,7 @@ func (s *Scalable) addToNext(h uint64) {
 // and takes h in one read of h's buckets (table.Multiset.AddAbsent).
 func (s *Scalable) addAbsent(h uint64) bool {
 	lv := s.levels[len(s.levels)-1]
-	if lv.Grow != nil || lv.Plain.Occupied >= lv.Limit {
+	if !takesAbsent(lv) {
 		if lv.Contains(h) {
 			return false
 		}
@@ -390,8 +390,13 @@ func (s *Scalable) addAbsent(h uint64) bool {
 	return s.addAbsentPlain(lv, h, i1, i2, fp)
 }
 
-// addAbsentPlain is addAbsent where the newest table, lv, is plain and
-// below its limit, with h located in it (i1, i2 and fp as
+// takesAbsent reports whether lv, the newest table, answers and takes a
+// key in one read of its buckets (addAbsentPlain): a plain table below
+// its limit.
+func takesAbsent(lv *chain.Level) bool { return lv.Grow == nil && lv.Plain.Occupied < lv.Limit }
+
+// addAbsentPlain is addAbsent where the newest table, lv, takes absent
+// keys (takesAbsent), with h located in it (i1, i2 and fp as
 // table.Table.Pair gives them).
 func (s *Scalable) addAbsentPlain(lv *chain.Level, h, i1, i2, fp uint64) bool {
 	switch lv.Plain.AddAbsentAt(h, i1, i2, fp, s.maxKicks) {

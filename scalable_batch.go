@@ -188,7 +188,7 @@ func (s *Scalable) addUniqueChunkOneTable(hs []uint64, added []bool) {
 	for cur, start, ok := p.Next(); ok; cur, start, ok = p.Next() {
 		for k, h := range cur.H[:cur.N] {
 			var a bool
-			if lv := s.levels[0]; len(s.levels) == 1 && lv.Plain.Occupied < lv.Limit {
+			if lv := s.levels[0]; len(s.levels) == 1 && takesAbsent(lv) {
 				// Still the only table, and the one the pipeline located
 				// the keys in.
 				a = s.addAbsentPlain(lv, h, cur.I1[k], cur.I2[k], cur.FP[k])

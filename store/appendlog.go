@@ -2,12 +2,12 @@ package store
 
 import (
 	"fmt"
-	"hash/crc32"
 	"math"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
 
+	"github.com/dedupkit/cuckoo/internal/codec"
 	"github.com/dedupkit/cuckoo/internal/vfs"
 )
 
@@ -191,7 +191,7 @@ func (l *appendLog) writeAt(lf *logFile, b []byte) error {
 		return fmt.Errorf("store: writing %s: %w", lf.path, err)
 	}
 	l.written += uint64(len(b))
-	lf.crc = crc32.Update(lf.crc, castagnoli(), b)
+	lf.crc = codec.UpdateChecksum(lf.crc, b)
 	return nil
 }
 
@@ -335,7 +335,7 @@ func (l *appendLog) newLogFile() (*logFile, error) {
 		l.dropLogFile(lf)
 		return nil, fmt.Errorf("store: writing %s: %w", path, err)
 	}
-	lf.crc = crc32.Checksum(head, castagnoli())
+	lf.crc = codec.Checksum(head)
 	if err := f.Sync(); err != nil {
 		l.dropLogFile(lf)
 		return nil, fmt.Errorf("store: syncing %s: %w", path, err)

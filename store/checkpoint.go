@@ -6,12 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"hash"
-	"hash/crc32"
 	"io"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
 
+	"github.com/dedupkit/cuckoo/internal/codec"
 	"github.com/dedupkit/cuckoo/internal/vfs"
 )
 
@@ -70,7 +70,7 @@ type ckFile struct {
 
 // encodeIndex writes the checkpoint of ix to w, in version 2.
 func encodeIndex(w io.Writer, c checkpoint, ix *index) error {
-	crc := crc32.New(castagnoli())
+	crc := codec.NewChecksum()
 	bw := bufio.NewWriterSize(io.MultiWriter(w, crc), 1<<20)
 	var b []byte
 	b = append(b, idxMagic...)
@@ -132,7 +132,7 @@ func (c *crcReader) Read(p []byte) (int, error) {
 func decodeIndex(r io.Reader, total int64, seed uint64) (checkpoint, *index, error) {
 	var c checkpoint
 	bad := func(why string) (checkpoint, *index, error) { return c, nil, errors.New("index checkpoint: " + why) }
-	cr := &crcReader{r: bufio.NewReaderSize(r, 256<<10), crc: crc32.New(castagnoli())}
+	cr := &crcReader{r: bufio.NewReaderSize(r, 256<<10), crc: codec.NewChecksum()}
 	b := make([]byte, idxFixed)
 	if _, err := io.ReadFull(cr, b); err != nil || string(b[:8]) != idxMagic {
 		return bad("not a checkpoint")

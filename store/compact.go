@@ -4,9 +4,10 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"sync"
 	"sync/atomic"
+
+	"github.com/dedupkit/cuckoo/internal/codec"
 )
 
 // errStopped ends a compaction that Close interrupted.
@@ -309,7 +310,7 @@ func (w *outputWriter) flush() error {
 	if _, err := lf.f.WriteAt(w.buf, lf.size); err != nil {
 		return fmt.Errorf("store: writing %s: %w", lf.path, err)
 	}
-	lf.crc = crc32.Update(lf.crc, castagnoli(), w.buf)
+	lf.crc = codec.UpdateChecksum(lf.crc, w.buf)
 	lf.size += int64(len(w.buf))
 	w.buf = w.buf[:0]
 	return nil

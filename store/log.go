@@ -3,7 +3,8 @@ package store
 import (
 	"encoding/binary"
 	"errors"
-	"hash/crc32"
+
+	"github.com/dedupkit/cuckoo/internal/codec"
 )
 
 // The log is a sequence of log files, NNNNNNNNNNNNNNNN.log (the
@@ -57,10 +58,6 @@ const MaxValueSize = 64 << 20
 // writes, with room for the varints.
 const maxRecord = 1 + 2*binary.MaxVarintLen64 + MaxKeySize + MaxValueSize
 
-// castagnoli returns the CRC-32C table of the store's records, made by
-// hash/crc32 on the first call (see internal/codec's castagnoli()).
-func castagnoli() *crc32.Table { return crc32.MakeTable(crc32.Castagnoli) }
-
 // appendRecord appends the encoding of a record to dst.
 func appendRecord(dst []byte, kind byte, seq uint64, key, value []byte) []byte {
 	start := len(dst)
@@ -71,7 +68,7 @@ func appendRecord(dst []byte, kind byte, seq uint64, key, value []byte) []byte {
 	dst = append(dst, value...)
 	rec := dst[start:]
 	binary.LittleEndian.PutUint32(rec[4:], uint32(len(rec)-recPrefix))
-	binary.LittleEndian.PutUint32(rec, crc32.Checksum(rec[4:], castagnoli()))
+	binary.LittleEndian.PutUint32(rec, codec.Checksum(rec[4:]))
 	return dst
 }
 
@@ -138,7 +135,7 @@ func parseRecord(b []byte) (record, error) {
 // verify reports whether the record at the start of b, of size bytes,
 // has a correct checksum.
 func verify(b []byte, size int) bool {
-	return binary.LittleEndian.Uint32(b) == crc32.Checksum(b[4:size], castagnoli())
+	return binary.LittleEndian.Uint32(b) == codec.Checksum(b[4:size])
 }
 
 // decodeRecord is parseRecord then verify: the record at the start of b,
@@ -161,7 +158,7 @@ func appendLogHeader(dst []byte, id, seed uint64) []byte {
 	binary.LittleEndian.PutUint32(h[8:], logVersion)
 	binary.LittleEndian.PutUint64(h[16:], id)
 	binary.LittleEndian.PutUint64(h[24:], seed)
-	binary.LittleEndian.PutUint32(h[32:], crc32.Checksum(h[:32], castagnoli()))
+	binary.LittleEndian.PutUint32(h[32:], codec.Checksum(h[:32]))
 	return append(dst, h...)
 }
 
@@ -173,7 +170,7 @@ func parseLogHeader(b []byte) (id, seed uint64, err error) {
 	if string(b[:8]) != logMagic {
 		return 0, 0, errors.New("not a store log file (bad magic)")
 	}
-	if binary.LittleEndian.Uint32(b[32:]) != crc32.Checksum(b[:32], castagnoli()) {
+	if binary.LittleEndian.Uint32(b[32:]) != codec.Checksum(b[:32]) {
 		return 0, 0, errors.New("log file header checksum mismatch")
 	}
 	if v := binary.LittleEndian.Uint32(b[8:]); v != logVersion {

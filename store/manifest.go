@@ -4,7 +4,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash/crc32"
+
+	"github.com/dedupkit/cuckoo/internal/codec"
 )
 
 // The MANIFEST names the log files in log order and records the length
@@ -77,7 +78,7 @@ func (m *manifest) encode() []byte {
 		b = binary.LittleEndian.AppendUint32(b, lf.crc)
 		b = binary.LittleEndian.AppendUint32(b, 0)
 	}
-	return binary.LittleEndian.AppendUint32(b, crc32.Checksum(b, castagnoli()))
+	return binary.LittleEndian.AppendUint32(b, codec.Checksum(b))
 }
 
 // decodeManifest decodes a MANIFEST of either version. Every
@@ -87,7 +88,7 @@ func decodeManifest(b []byte) (manifest, error) {
 	if len(b) < manFixed+4 || string(b[:8]) != manMagic {
 		return m, errors.New("not a store manifest")
 	}
-	if binary.LittleEndian.Uint32(b[len(b)-4:]) != crc32.Checksum(b[:len(b)-4], castagnoli()) {
+	if binary.LittleEndian.Uint32(b[len(b)-4:]) != codec.Checksum(b[:len(b)-4]) {
 		return m, errors.New("manifest checksum mismatch")
 	}
 	m.version = int(binary.LittleEndian.Uint32(b[8:]))

@@ -3,13 +3,13 @@ package store
 import (
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"io"
 	"io/fs"
 	"math/rand/v2"
 	"path/filepath"
 	"strings"
 
+	"github.com/dedupkit/cuckoo/internal/codec"
 	"github.com/dedupkit/cuckoo/internal/invariants"
 	"github.com/dedupkit/cuckoo/internal/option"
 	"github.com/dedupkit/cuckoo/internal/vfs"
@@ -238,7 +238,7 @@ func (s *Store) load() error {
 	from := make([]int64, len(s.log.order))
 	crcs := make([]uint32, len(s.log.order))
 	for i := range from {
-		from[i], crcs[i] = logHeaderSize, crc32.Checksum(heads[i], castagnoli())
+		from[i], crcs[i] = logHeaderSize, codec.Checksum(heads[i])
 	}
 	if ix != nil {
 		s.mu.ix, s.nextSeq, s.live = ix, ck.nextSeq, ck.live
@@ -319,7 +319,7 @@ func (s *Store) assignSlots(ck checkpoint) {
 // fileCRC returns the CRC-32C of the first n bytes of lf.
 func (s *Store) fileCRC(lf *logFile, n int64) (uint32, error) {
 	if lf.data != nil {
-		return crc32.Checksum(lf.data[:n], castagnoli()), nil
+		return codec.Checksum(lf.data[:n]), nil
 	}
 	crc := uint32(0)
 	buf := make([]byte, 1<<20)
@@ -328,7 +328,7 @@ func (s *Store) fileCRC(lf *logFile, n int64) (uint32, error) {
 		if _, err := lf.f.ReadAt(b, off); err != nil {
 			return 0, fmt.Errorf("store: reading %s: %w", lf.path, err)
 		}
-		crc = crc32.Update(crc, castagnoli(), b)
+		crc = codec.UpdateChecksum(crc, b)
 		off += int64(len(b))
 	}
 	return crc, nil
@@ -549,7 +549,7 @@ func (sc *scanner) next() ([]byte, record, error) {
 		return nil, record{}, errors.New("record checksum mismatch")
 	}
 	sc.pos += int64(r.size)
-	sc.crc = crc32.Update(sc.crc, castagnoli(), b[:r.size])
+	sc.crc = codec.UpdateChecksum(sc.crc, b[:r.size])
 	return b[:r.size], r, nil
 }
 

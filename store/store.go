@@ -4,11 +4,11 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"io"
 	"sync"
 	"time"
 
+	"github.com/dedupkit/cuckoo/internal/codec"
 	"github.com/dedupkit/cuckoo/internal/hash"
 	"github.com/dedupkit/cuckoo/internal/invariants"
 	"github.com/dedupkit/cuckoo/internal/vfs"
@@ -476,7 +476,7 @@ func (s *Store) Verify() error {
 			return &CorruptError{File: lf.path, Detail: err.Error()}
 		}
 		sc := newScanner(lf, logHeaderSize, sp.end)
-		sc.crc = crc32.Checksum(head, castagnoli())
+		sc.crc = codec.Checksum(head)
 		for {
 			pos := sc.pos
 			_, _, err := sc.next()

@@ -19,6 +19,7 @@ package codec
 import (
 	"encoding/binary"
 	"errors"
+	"hash"
 	"hash/crc32"
 	"io"
 )
@@ -36,10 +37,13 @@ var (
 	ErrTrailing = errors.New("trailing bytes after the checksum")
 )
 
-// castagnoli returns the CRC-32C table. hash/crc32 makes it on the first
-// call, once: as a package variable it was made when a program started,
-// for every command of the CLI, whether or not it checks a checksum.
+// castagnoli returns the CRC-32C table, which hash/crc32 makes once, on
+// the first call: a program that never checks a checksum never makes it.
 func castagnoli() *crc32.Table { return crc32.MakeTable(crc32.Castagnoli) }
+
+// NewChecksum returns a running CRC-32C, the checksum of Checksum, for a
+// stream written or read through it.
+func NewChecksum() hash.Hash32 { return crc32.New(castagnoli()) }
 
 // Checksum returns the CRC-32C of p, the checksum the encoder appends.
 func Checksum(p []byte) uint32 { return crc32.Checksum(p, castagnoli()) }
