@@ -538,8 +538,15 @@ func parseCFInsert(args [][]byte, fs *FilterSettings) (cfInsert, error) {
 			if !ok {
 				return r, errCFBadCapacity
 			}
-			if p := defaultCFParams(fs, uint64(n)); n < 2*fs.CFBucketSize || !p.plannable() {
+			// A replayed CF.INSERT passed this check when it ran, and the
+			// filter it made was logged before it, parameters spelled out:
+			// its capacity is not used, and the range, which grows with
+			// the bucket size then in force, cannot be checked again.
+			if p := defaultCFParams(fs, uint64(n)); !fs.replay && (n < 2*fs.CFBucketSize || !p.plannable()) {
 				return r, cfInsertCapacityRange(cfMostCapacity(&p))
+			}
+			if n < 0 {
+				return r, errCFBadCapacity
 			}
 			r.capacity = uint64(n)
 			i++

@@ -77,10 +77,12 @@ func handleSettings[R request](parse func(args [][]byte, fs *FilterSettings) (R,
 // during a replay; but a logged command was accepted under the settings of
 // its time, which CONFIG SET may have changed since (it is not logged):
 // these admit every argument a server accepts (the smallest bucket size,
-// the most expansions).
+// the most expansions, and any capacity of CF.INSERT's, whose range
+// depends on the bucket size in force when it ran).
 var replaySettings = func() FilterSettings {
 	fs := DefaultFilterSettings()
 	fs.CFBucketSize, fs.CFMaxExpansions = 1, math.MaxInt64
+	fs.replay = true
 	return fs
 }()
 

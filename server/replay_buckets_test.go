@@ -64,3 +64,33 @@ func TestReplayKeepsBucketCounts(t *testing.T) {
 		t.Fatalf("an old record replays at %s buckets (want 127006), or x lost", got)
 	}
 }
+
+// TestReplayTakesCFInsertCapacityOfItsTime: a CF.INSERT whose CAPACITY
+// was in range for the bucket size in force (4 by default, 8 after CONFIG
+// SET) replays, although the capacity is beyond what 1-slot buckets can
+// plan: a restart from the log alone gives back every item, and the
+// writes after it.
+func TestReplayTakesCFInsertCapacityOfItsTime(t *testing.T) {
+	parallel(t)
+	cfg := testConfig(t)
+	s, addr := startServer(t, cfg)
+	c := dial(t, addr)
+	for _, cmd := range [][]string{
+		{"CF.RESERVE", "k", "1000"},
+		{"CF.INSERT", "k", "CAPACITY", "100000000", "ITEMS", "a", "b"},
+		{"CF.INSERTNX", "k", "CAPACITY", "200000000", "ITEMS", "c"},
+		{"CONFIG", "SET", "cf-bucket-size", "8"},
+		{"CF.INSERT", "k", "CAPACITY", "1000000000", "ITEMS", "d"},
+		{"CF.ADD", "k", "e"},
+	} {
+		if r := c.do(cmd...); strings.HasPrefix(r, "-") {
+			t.Fatalf("%q: %q", cmd, r)
+		}
+	}
+	s.Close() // no snapshot: the log alone
+	_, addr = startServer(t, cfg)
+	c = dial(t, addr)
+	if got, want := c.do("CF.MEXISTS", "k", "a", "b", "c", "d", "e"), "*5\r\n:1\r\n:1\r\n:1\r\n:1\r\n:1\r\n"; got != want {
+		t.Fatalf("after the replay: CF.MEXISTS %q, want %q", got, want)
+	}
+}

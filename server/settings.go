@@ -58,6 +58,10 @@ type FilterSettings struct {
 	// cuckoo filter with this many tables refuses CF.ADD, CF.ADDNX,
 	// CF.INSERT and CF.INSERTNX ("Maximum expansions reached"). Default 32.
 	CFMaxExpansions int64
+
+	// replay marks replaySettings: a replayed CF.INSERT's CAPACITY is not
+	// checked against them (see parseCFInsert).
+	replay bool
 }
 
 // DefaultFilterSettings returns the settings of `cuckoo serve` with no
