@@ -434,3 +434,53 @@ func TestInfoDescribesFilter(t *testing.T) {
 		t.Errorf("after loading a snapshot: %q\nwant %q", got, want)
 	}
 }
+
+// TestFailedSnapshotIsReported: a snapshot that fails before it writes
+// anything (the next log file cannot be created; the snapshot's own file
+// cannot) reports the failure where a successful one reports success:
+// SAVE's error reply, INFO's rdb_last_bgsave_status, Stats' LastOK. The
+// next snapshot that succeeds reports ok again.
+func TestFailedSnapshotIsReported(t *testing.T) {
+	parallel(t)
+	cfg := testConfig(t)
+	s, addr := startServer(t, cfg)
+	c := dial(t, addr)
+	status := func() string {
+		info := c.do("INFO", "persistence")
+		i := strings.Index(info, "rdb_last_bgsave_status:")
+		if i < 0 {
+			t.Fatalf("INFO persistence: %q", info)
+		}
+		return strings.Fields(info[i+len("rdb_last_bgsave_status:"):])[0]
+	}
+	for _, what := range []string{"the next log file", "the snapshot"} {
+		name := snapName
+		if what == "the next log file" {
+			name = logName(s.ks.epoch.Load() + 1)
+		}
+		c.do("CF.ADD", "k", what)
+		path := filepath.Join(cfg.Dir, name)
+		os.Remove(path) // the snapshot the last loop wrote
+		if err := os.Mkdir(path, 0o750); err != nil {
+			t.Fatal(err)
+		}
+		if r := c.do("SAVE"); !strings.HasPrefix(r, "-") {
+			t.Fatalf("%s is a directory: SAVE answered %q", what, r)
+		}
+		if got := status(); got != "err" {
+			t.Errorf("%s is a directory: rdb_last_bgsave_status %s after a failed SAVE", what, got)
+		}
+		if s.Stats().Snapshot.LastOK {
+			t.Errorf("%s is a directory: Stats' LastOK after a failed SAVE", what)
+		}
+		if err := os.Remove(path); err != nil {
+			t.Fatal(err)
+		}
+		if r := c.do("SAVE"); r != "+OK\r\n" {
+			t.Fatalf("SAVE: %q", r)
+		}
+		if got := status(); got != "ok" || !s.Stats().Snapshot.LastOK {
+			t.Errorf("after a snapshot that succeeded: rdb_last_bgsave_status %s, LastOK %v", got, s.Stats().Snapshot.LastOK)
+		}
+	}
+}

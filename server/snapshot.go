@@ -119,6 +119,7 @@ func (s *Server) snapshotLocked() (err error) {
 	defer func() {
 		if err != nil && err != errSnapshotAbandoned {
 			s.countError(errKindSnapshot)
+			s.save.lastOK.Store(false)
 		}
 	}()
 	start := time.Now()
@@ -141,9 +142,6 @@ func (s *Server) snapshotLocked() (err error) {
 	defer func() {
 		if err != nil {
 			f.Abort()
-			if err != errSnapshotAbandoned {
-				s.save.lastOK.Store(false)
-			}
 		}
 	}()
 	bw := bufio.NewWriterSize(f, 1<<20)
