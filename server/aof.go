@@ -433,7 +433,10 @@ func readLogFrom(r io.ReaderAt, size int64, name string, maxRecord int64, fn fun
 	var off int64
 	var body []byte
 	format2 := false // a record of format 2 was read: no format 1 after it
-	rd := resp.NewReader(nil, resp.Limits{MaxCommand: int(maxRecord)})
+	// A record is read whole, whatever its arguments: the record's own
+	// length bounds them, and a live limit (proto-max-bulk-len, which
+	// CONFIG SET may have raised) must not refuse what it let through.
+	rd := resp.NewReader(nil, resp.Limits{MaxCommand: int(maxRecord), MaxBulk: int(maxRecord), MaxArray: int(maxRecord)})
 	for off < lf.size {
 		rest := lf.size - off
 		if rest < 4 {
