@@ -148,11 +148,12 @@ type aof struct {
 
 	// io serializes the writes, fsyncs and file switches; it is taken
 	// before mu, never while holding it.
-	io      sync.Mutex
-	spare   []byte
-	failed  atomic.Bool  // mu.err is set
-	written atomic.Int64 // logical offset handed to the operating system
-	synced  atomic.Int64 // logical offset fsynced
+	io       sync.Mutex
+	spare    []byte
+	failed   atomic.Bool  // mu.err is set
+	appended atomic.Int64 // logical offset after the last record appended
+	written  atomic.Int64 // logical offset handed to the operating system
+	synced   atomic.Int64 // logical offset fsynced
 
 	fsyncs    durationHistogram // for Stats
 	lastFsync atomic.Int64      // unix nanoseconds of the last good fsync
@@ -198,6 +199,7 @@ func (a *aof) append(epoch uint64, args [][]byte) int64 {
 	a.mu.buf = b
 	a.mu.end += int64(len(b) - start)
 	end := a.mu.end
+	a.appended.Store(end)
 	a.mu.Unlock()
 	return end
 }
@@ -245,7 +247,14 @@ func (a *aof) writeLocked() error {
 	b, f, end := a.mu.buf, a.mu.file, a.mu.end
 	a.mu.buf, a.spare = a.spare[:0], nil
 	a.mu.Unlock()
-	n, err := writeLog(f, b)
+	var n int
+	var err error
+	if hook := logWriteHook.Load(); hook != nil {
+		err = (*hook)()
+	}
+	if err == nil {
+		n, err = writeLog(f, b)
+	}
 	a.mu.Lock()
 	a.mu.size += int64(n)
 	if err != nil {
@@ -382,6 +391,11 @@ func (d *logDamage) Error() string {
 // errTorn is the error readLog returns, wrapped, for a file whose end it
 // proved torn.
 var errTorn = errors.New("torn last record")
+
+// logWriteHook, when set (by tests), runs before each write of the log's
+// buffer: a test holds a write back with it, or fails it (the error is
+// taken as the write's).
+var logWriteHook atomic.Pointer[func() error]
 
 // tornEnd is a torn end of a log file, and the proof that it is one.
 type tornEnd struct{ proof string }

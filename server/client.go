@@ -43,9 +43,13 @@ type client struct {
 	quit    bool
 	call    call
 
-	// logOff is the log offset the pending replies wait for, flushed the
-	// offset already made durable for this client.
-	logOff, flushed int64
+	// logOff is the log offset after the records of the client's own
+	// pending writes, seenOff the log's end when its last command ran:
+	// a reply may tell of any write logged before it (another
+	// connection's CF.ADD that this one's CF.ADDNX found), so it waits
+	// until the log holds those too, as durably as its own. flushed is
+	// the offset already made durable for this client.
+	logOff, seenOff, flushed int64
 
 	cmds     atomic.Int64
 	lastCmd  atomic.Int64  // unix nanoseconds
@@ -214,9 +218,7 @@ func (c *client) runBuffered() bool {
 		if c.cmdStats != nil {
 			c.cmdStats.count(&c.call, start)
 		}
-		if c.call.logOff > c.logOff {
-			c.logOff = c.call.logOff
-		}
+		c.noteLog()
 		if c.quit || c.w.Err() != nil {
 			c.finishBatch()
 			return false
@@ -233,24 +235,42 @@ func (c *client) runBuffered() bool {
 // succeeded that the log could not keep.
 func (c *client) finishBatch() bool {
 	c.lastCmd.Store(time.Now().UnixNano())
-	if !c.logDurable(c.logOff) {
-		return false
+	if off := c.logWait(); off > c.flushed {
+		if !c.logFlushed(c.s.aof.flush(off, c.s.cfg.Sync == SyncAlways), off) {
+			c.s.logf("append-only log: %v; closing the connection of client %d without its replies", c.s.aof.err(), c.id)
+			return false
+		}
 	}
 	return c.w.Flush() == nil
 }
 
-// logDurable makes the log durable up to off, as the fsync policy says,
-// for this client's replies (another client may have done it already),
-// and reports false when it could not.
-func (c *client) logDurable(off int64) bool {
-	s := c.s
-	if off > c.flushed {
-		if err := s.aof.flush(off, s.cfg.Sync == SyncAlways); err != nil {
-			s.logf("append-only log: %v; closing the connection of client %d without its replies", err, c.id)
-			return false
-		}
-		c.flushed = off
+// noteLog records, after a command ran, the log offsets its reply waits
+// for: its own records', and the log's end (see seenOff).
+func (c *client) noteLog() {
+	if c.call.logOff > c.logOff {
+		c.logOff = c.call.logOff
 	}
+	if c.s.aof != nil {
+		if end := c.s.aof.appended.Load(); end > c.seenOff {
+			c.seenOff = end
+		}
+	}
+}
+
+// logWait returns the log offset the pending replies wait for.
+func (c *client) logWait() int64 { return max(c.logOff, c.seenOff) }
+
+// logFlushed takes the result err of making the log durable up to off
+// (logWait's), and reports whether the replies may be sent: not when the
+// log failed to keep a record of the client's own. A failure in records
+// the client only saw does not hold its replies back: the server refuses
+// writes from then on (MISCONF), and the records written so far are
+// durable; until a restart, a read may see the write that failed.
+func (c *client) logFlushed(err error, off int64) bool {
+	if err != nil && c.logOff > c.flushed {
+		return false
+	}
+	c.flushed = off
 	return true
 }
 

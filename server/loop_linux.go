@@ -436,7 +436,7 @@ func (l *loop) finishRound() {
 	now := time.Now().UnixNano()
 	var off int64
 	for _, c := range l.round {
-		off = max(off, c.logOff)
+		off = max(off, c.logWait())
 	}
 	var logErr error
 	if off > 0 {
@@ -447,12 +447,8 @@ func (l *loop) finishRound() {
 	for _, c := range l.round {
 		c.lc.touched = false
 		c.lastCmd.Store(now)
-		if c.logOff > c.flushed {
-			if logErr != nil {
-				c.lc.err = logErr
-			} else {
-				c.flushed = c.logOff
-			}
+		if want := c.logWait(); want > c.flushed && !c.logFlushed(logErr, want) {
+			c.lc.err = logErr
 		}
 		if c.lc.err == nil {
 			c.w.Flush()

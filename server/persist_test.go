@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/dedupkit/cuckoo/internal/testlong"
 	"github.com/dedupkit/cuckoo/internal/testseed"
@@ -482,5 +483,102 @@ func TestFailedSnapshotIsReported(t *testing.T) {
 		if got := status(); got != "ok" || !s.Stats().Snapshot.LastOK {
 			t.Errorf("after a snapshot that succeeded: rdb_last_bgsave_status %s, LastOK %v", got, s.Stats().Snapshot.LastOK)
 		}
+	}
+}
+
+// TestReplyWaitsForTheWritesItSaw: a reply that tells of another
+// connection's write (CF.ADDNX answering 0 for an item another client's
+// CF.ADD just added) waits until the log holds that write, as its own
+// writes' replies do: a kill -9 before the log write loses the write, and
+// no client may have been told of it. The log's write is held back while
+// the second client's command runs; its reply must not come until the
+// write is released. Both with event loops (the two connections on two
+// loops) and with a goroutine per connection.
+func TestReplyWaitsForTheWritesItSaw(t *testing.T) {
+	for _, loops := range []bool{true, false} {
+		t.Run(fmt.Sprint("loops=", loops), func(t *testing.T) {
+			if loops && !useLoops {
+				t.Skip("no event loops on this system")
+			}
+			old := useLoops
+			useLoops = loops
+			defer func() { useLoops = old }()
+			cfg := testConfig(t)
+			cfg.Sync = SyncEverySecond
+			_, addr := startServer(t, cfg)
+			a, b := dial(t, addr), dial(t, addr)
+			a.do("PING")
+			b.do("PING")
+
+			held, release := make(chan struct{}), make(chan struct{})
+			var once sync.Once
+			hold := func() error {
+				once.Do(func() { close(held); <-release })
+				return nil
+			}
+			logWriteHook.Store(&hold)
+			defer logWriteHook.Store(nil)
+			a.send(encode("CF.ADD", "k", "x"))
+			select {
+			case <-held:
+			case <-time.After(testDeadline):
+				t.Fatal("the log was never written")
+			}
+			b.send(encode("CF.ADDNX", "k", "x"))
+			if r, err := b.replyWithin(300 * time.Millisecond); err == nil {
+				close(release)
+				t.Fatalf("CF.ADDNX answered %q before the log held the CF.ADD it found", r)
+			}
+			close(release)
+			if r, err := a.reply(); err != nil || r != ":1\r\n" {
+				t.Fatalf("CF.ADD: %q, %v", r, err)
+			}
+			if r, err := b.reply(); err != nil || r != ":0\r\n" {
+				t.Fatalf("CF.ADDNX: %q, %v", r, err)
+			}
+		})
+	}
+}
+
+// TestLogWriteFailure: when a write of the log fails, the write is not
+// acknowledged (its connection is closed without the reply), every later
+// write is refused with MISCONF while reads go on, INFO says so, and a
+// restart gives back every acknowledged write and not the one that
+// failed.
+func TestLogWriteFailure(t *testing.T) {
+	cfg := testConfig(t)
+	s, addr := startServer(t, cfg)
+	a, b := dial(t, addr), dial(t, addr)
+	if r := a.do("CF.RESERVE", "k", "1000", "SEED", "1"); r != "+OK\r\n" { // no false positive for "failed"
+		t.Fatalf("CF.RESERVE: %q", r)
+	}
+	if r := a.do("CF.ADD", "k", "kept"); r != ":1\r\n" {
+		t.Fatalf("CF.ADD: %q", r)
+	}
+	fail := func() error { return errors.New("injected: no space left on device") }
+	logWriteHook.Store(&fail)
+	defer logWriteHook.Store(nil)
+	a.send(encode("CF.ADD", "k", "failed"))
+	if r, err := a.reply(); err == nil {
+		t.Fatalf("the write the log could not keep was answered %q", r)
+	}
+	if r := b.do("CF.ADD", "k", "later"); !strings.HasPrefix(r, "-MISCONF") {
+		t.Fatalf("a write after the failure: %q, want MISCONF", r)
+	}
+	if r := b.do("CF.EXISTS", "k", "kept"); r != ":1\r\n" {
+		t.Fatalf("a read after the failure: %q", r)
+	}
+	if info := b.do("INFO", "persistence"); !strings.Contains(info, "aof_last_write_status:err") {
+		t.Fatalf("INFO persistence after the failure: %q", info)
+	}
+	logWriteHook.Store(nil)
+	s.Close()
+	_, addr = startServer(t, cfg)
+	c := dial(t, addr)
+	if got, want := c.do("CF.MEXISTS", "k", "kept", "failed", "later"), "*3\r\n:1\r\n:0\r\n:0\r\n"; got != want {
+		t.Fatalf("after the restart: CF.MEXISTS %q, want %q", got, want)
+	}
+	if r := c.do("CF.ADD", "k", "again"); r != ":1\r\n" {
+		t.Fatalf("a write after the restart: %q", r)
 	}
 }
