@@ -221,6 +221,10 @@ func (s *Server) exec(c *call, cl *client, w *resp.Writer, args [][]byte) {
 			c.fail(misconf(s.aof.err()))
 			return
 		}
+		if cmd.flags&flagWrite != 0 && s.aof == nil && s.cfg.Dir != "" && !s.save.lastOK.Load() {
+			c.fail(errSnapshotMisconf)
+			return
+		}
 		if cmd.flags&flagDenyOOM != 0 && s.overMemory(0) {
 			c.fail(errOOM)
 			return

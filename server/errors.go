@@ -165,6 +165,11 @@ func unknownSubcommand(sub []byte, cmd string) replyError {
 	return replyError(fmt.Sprintf("ERR unknown subcommand '%.128s'. Try %s HELP.", sub, strings.ToUpper(cmd)))
 }
 
+// errSnapshotMisconf is the reply to writes, without the append-only
+// log, once a snapshot has failed and until one succeeds: the snapshots
+// are the only copy of the data (Redis's stop-writes-on-bgsave-error).
+var errSnapshotMisconf = replyError("MISCONF the last snapshot failed, and without the append-only log (--appendonly no) the snapshots are the only copy of the data: writes are refused until one succeeds (SAVE, BGSAVE); see the server's log")
+
 // misconf is the reply to writes once the append-only log has failed.
 func misconf(err error) replyError {
 	return replyError("MISCONF Errors writing to the AOF file: " + err.Error())

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"maps"
@@ -580,5 +581,104 @@ func TestLogWriteFailure(t *testing.T) {
 	}
 	if r := c.do("CF.ADD", "k", "again"); r != ":1\r\n" {
 		t.Fatalf("a write after the restart: %q", r)
+	}
+}
+
+// TestNoLogSnapshotFailureRefusesWrites: without the append-only log, a
+// failed snapshot makes the server refuse writes (MISCONF) while reads go
+// on, until a snapshot succeeds: the snapshots are the only copy of the
+// data, and no write is acknowledged that none can keep.
+func TestNoLogSnapshotFailureRefusesWrites(t *testing.T) {
+	parallel(t)
+	cfg := testConfig(t)
+	cfg.AppendOnly = false
+	_, addr := startServer(t, cfg)
+	c := dial(t, addr)
+	if r := c.do("CF.ADD", "k", "a"); r != ":1\r\n" {
+		t.Fatalf("CF.ADD: %q", r)
+	}
+	path := filepath.Join(cfg.Dir, snapName)
+	os.Remove(path)
+	if err := os.Mkdir(path, 0o750); err != nil {
+		t.Fatal(err)
+	}
+	if r := c.do("SAVE"); !strings.HasPrefix(r, "-") {
+		t.Fatalf("SAVE with the snapshot a directory: %q", r)
+	}
+	if r := c.do("CF.ADD", "k", "b"); !strings.HasPrefix(r, "-MISCONF") {
+		t.Fatalf("a write after the failed snapshot: %q, want MISCONF", r)
+	}
+	if r := c.do("CF.EXISTS", "k", "a"); r != ":1\r\n" {
+		t.Fatalf("a read after the failed snapshot: %q", r)
+	}
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	if r := c.do("SAVE"); r != "+OK\r\n" {
+		t.Fatalf("SAVE: %q", r)
+	}
+	if r := c.do("CF.ADD", "k", "b"); r != ":1\r\n" {
+		t.Fatalf("a write after a snapshot succeeded: %q", r)
+	}
+}
+
+// TestNoLogShutdownRetriesSnapshot: without the append-only log, a
+// Shutdown whose snapshot fails keeps the writes in memory and tries
+// again until it succeeds; the next start has them. Close ends the
+// retrying, and Shutdown then returns the snapshot's error.
+func TestNoLogShutdownRetriesSnapshot(t *testing.T) {
+	parallel(t)
+	for _, fix := range []bool{true, false} {
+		t.Run(fmt.Sprint("obstacle removed=", fix), func(t *testing.T) {
+			cfg := testConfig(t)
+			cfg.AppendOnly = false
+			cfg.SaveOnShutdown = true
+			retrying := make(chan struct{})
+			var once sync.Once
+			logf := cfg.Logf
+			cfg.Logf = func(format string, args ...any) {
+				logf(format, args...)
+				if strings.Contains(format, "trying again") {
+					once.Do(func() { close(retrying) })
+				}
+			}
+			s, addr := startServer(t, cfg)
+			c := dial(t, addr)
+			if r := c.do("CF.ADD", "k", "a"); r != ":1\r\n" {
+				t.Fatalf("CF.ADD: %q", r)
+			}
+			path := filepath.Join(cfg.Dir, snapName)
+			os.Remove(path)
+			if err := os.Mkdir(path, 0o750); err != nil {
+				t.Fatal(err)
+			}
+			stopped := make(chan error, 1)
+			go func() { stopped <- s.Shutdown(context.Background()) }()
+			select {
+			case <-retrying:
+			case err := <-stopped:
+				t.Fatalf("Shutdown returned %v without trying the snapshot again", err)
+			case <-time.After(testDeadline):
+				t.Fatal("no retry")
+			}
+			if !fix {
+				s.Close()
+				if err := <-stopped; err == nil {
+					t.Fatal("Shutdown ended by Close returned no error, with no snapshot taken")
+				}
+				return
+			}
+			if err := os.Remove(path); err != nil {
+				t.Fatal(err)
+			}
+			if err := <-stopped; err != nil {
+				t.Fatalf("Shutdown: %v", err)
+			}
+			cfg.Logf = logf
+			_, addr = startServer(t, cfg)
+			if r := dial(t, addr).do("CF.EXISTS", "k", "a"); r != ":1\r\n" {
+				t.Fatalf("after the restart: CF.EXISTS %q", r)
+			}
+		})
 	}
 }

@@ -152,9 +152,11 @@ type Server struct {
 	closing  atomic.Bool
 	conns    sync.WaitGroup
 	shutdown struct {
-		once sync.Once
-		done chan struct{}
-		err  error
+		once      sync.Once
+		done      chan struct{}
+		err       error
+		force     chan struct{} // closed by Close: a Shutdown retrying its snapshot gives up
+		forceOnce sync.Once
 	}
 
 	save struct {
@@ -224,7 +226,7 @@ func New(cfg Config) (*Server, error) {
 	s.mu.listeners = make(map[net.Listener]struct{})
 	s.mu.clients = make(map[*client]struct{})
 	s.mu.loads = make(map[string]*pendingLoad)
-	s.shutdown.done = make(chan struct{})
+	s.shutdown.done, s.shutdown.force = make(chan struct{}), make(chan struct{})
 	s.save.lastOK.Store(true)
 	s.initStats()
 	if cfg.Dir != "" {
@@ -355,7 +357,9 @@ func (s *Server) Serve(ln net.Listener) error {
 // acknowledged), and, when the append-only log is on, a snapshot being
 // written is abandoned and none is taken: the log keeps every write, and
 // the next New replays it. The log is flushed and fsynced in every case,
-// and without a log the snapshot is taken whatever ctx says. Shutdown
+// and without a log the snapshot is taken whatever ctx says: it is the
+// only copy of the writes since the last one, so one that fails is tried
+// again every second, until one succeeds or Close is called. Shutdown
 // returns the first error of the log or the snapshot; later calls wait
 // for the first and return its result.
 func (s *Server) Shutdown(ctx context.Context) error {
@@ -363,8 +367,11 @@ func (s *Server) Shutdown(ctx context.Context) error {
 }
 
 // Close stops the server at once: connections are closed without
-// finishing their commands, the log is flushed, no snapshot is taken.
+// finishing their commands, the log is flushed, no snapshot is taken. A
+// Shutdown retrying a snapshot that failed (without a log) stops trying,
+// and returns the snapshot's error.
 func (s *Server) Close() error {
+	s.shutdown.forceOnce.Do(func() { close(s.shutdown.force) })
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	return s.stop(ctx, false)
@@ -426,6 +433,16 @@ func (s *Server) doStop(ctx context.Context, save bool) error {
 		serr := errSnapshotAbandoned
 		if s.aof == nil || ctx.Err() == nil {
 			serr = s.snapshot()
+		}
+		for s.aof == nil && serr != nil {
+			s.logf("snapshot on shutdown: %v; without the append-only log the writes since the last snapshot are only in memory: trying again in %v", serr, snapshotRetry)
+			select {
+			case <-time.After(snapshotRetry):
+				serr = s.snapshot()
+				continue
+			case <-s.shutdown.force:
+			}
+			break
 		}
 		switch {
 		case serr == errSnapshotAbandoned:

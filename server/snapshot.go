@@ -109,6 +109,10 @@ func (s *Server) snapshot() error {
 	return s.snapshotLocked()
 }
 
+// snapshotRetry is the wait before a Shutdown without a log tries again a
+// snapshot that failed.
+const snapshotRetry = time.Second
+
 // errSnapshotAbandoned is the error of a snapshot that a Shutdown out of
 // time abandoned: the log keeps every write it would have saved.
 var errSnapshotAbandoned = errors.New("server: snapshot abandoned: the server is stopping, and the log keeps every write")

@@ -265,8 +265,8 @@ func (s *Server) commandStatsFor(id int64) *commandStats {
 //   - auth: a command before AUTH, or a wrong password (NOAUTH,
 //     WRONGPASS)
 //   - unknown_command: a command or subcommand the server does not know
-//   - log_failed: a write refused because the append-only log failed
-//     (MISCONF)
+//   - log_failed: a write refused because the append-only log failed,
+//     or, without the log, the last snapshot (MISCONF)
 //   - other: every other error reply: a wrong argument, a syntax error,
 //     a key that exists already, …
 //   - protocol: a malformed request, after which the connection is

@@ -262,6 +262,9 @@ func runServe(e *env, f *serveFlags, pos []string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), f.stopTimeout)
 	defer cancel()
 	if err := srv.Shutdown(ctx); err != nil {
+		if !cfg.AppendOnly {
+			return dataErr("without the append-only log, the writes since the last snapshot are lost", "stopping: %v", err)
+		}
 		return dataErr("the append-only log has every acknowledged write; see docs/server.md, Recovery", "stopping: %v", err)
 	}
 	return nil
