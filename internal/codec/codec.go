@@ -317,9 +317,9 @@ func (d *Decoder) Words(dst []uint64) {
 
 // WordsGrow reads n little-endian words into a new slice of length n+extra
 // (the extra words are zero: room for padding the caller keeps after the
-// payload). The slice grows as the data arrives, so a header that claims
-// more words than the stream holds costs at most about twice the bytes the
-// stream delivered. The slice's capacity is a whole number of 64-byte
+// payload). The slice grows as the data arrives, a chunk (1 MiB) at a
+// time, so a header that claims more words than the stream holds costs at
+// most about twice the bytes the stream delivered, or two chunks. The slice's capacity is a whole number of 64-byte
 // cache lines, so that no other object shares its first and last lines
 // (the cuckoo package's cacheLine explains why). It returns nil after an
 // error.
