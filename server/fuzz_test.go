@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -103,6 +104,47 @@ func FuzzReadLog(f *testing.F) {
 		})
 		if end > int64(len(data)) || err == nil && end != int64(len(data)) {
 			t.Fatalf("stopped at %d of %d with %v", end, len(data), err)
+		}
+	})
+}
+
+// FuzzLoadSnapshot: any snapshot file is loaded or refused without a
+// panic, and the one a server wrote loads.
+func FuzzLoadSnapshot(f *testing.F) {
+	cfg := testConfig(f)
+	cfg.Logf = func(string, ...any) {}
+	s, addr := startServer(f, cfg)
+	c := dial(f, addr)
+	for _, cmd := range [][]string{
+		{"CF.RESERVE", "fixed", "100", "EXPANSION", "0", "SEED", "1"},
+		{"CF.ADD", "fixed", "a"}, {"CF.ADD", "grown", "b"}, {"BF.ADD", "bloom", "c"},
+		{"CF.RESERVE", "window", "100", "WINDOW", "60"}, {"CF.ADD", "window", "d"},
+	} {
+		if r := c.do(cmd...); strings.HasPrefix(r, "-") {
+			f.Fatalf("%q: %q", cmd, r)
+		}
+	}
+	if r := c.do("SAVE"); r != "+OK\r\n" {
+		f.Fatalf("SAVE: %q", r)
+	}
+	valid, err := os.ReadFile(filepath.Join(cfg.Dir, snapName))
+	if err != nil {
+		f.Fatal(err)
+	}
+	s.Close()
+	f.Add(valid)
+	f.Add(valid[:len(valid)/2])
+	f.Add(valid[:len(valid)-1])
+	f.Add([]byte(snapMagic))
+	dir := f.TempDir()
+	f.Fuzz(func(t *testing.T, data []byte) {
+		path := filepath.Join(dir, snapName)
+		if err := os.WriteFile(path, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		_, _, _, err := loadSnapshot(path, newKeyspace(), 1<<30)
+		if err != nil && bytes.Equal(data, valid) {
+			t.Fatalf("the snapshot a server wrote: %v", err)
 		}
 	})
 }
