@@ -14,8 +14,10 @@ var (
 	ErrClosed = errors.New("store: closed")
 	// ErrCorrupt is wrapped by the errors of Open, Get and Verify that
 	// find a damaged log or manifest: a *CorruptError names the file and
-	// the offset. Open returns it for damage before the log's tail (a
-	// torn tail is cut, not reported), and opens nothing.
+	// the offset. Open returns it for every damaged record it reads, the
+	// last one included, and opens nothing; only a tail it proves torn
+	// (a write a crash cut short: the file ends before the record does)
+	// is cut, not reported.
 	ErrCorrupt = errors.New("store: corrupt")
 	// ErrTooLarge is returned by Put and PutIfAbsent for a key longer
 	// than MaxKeySize or a value longer than MaxValueSize, and when the

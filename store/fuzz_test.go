@@ -65,14 +65,30 @@ func FuzzRecord(f *testing.F) {
 	})
 }
 
-// FuzzRecover writes records (synced, so acknowledged), cuts the log at
-// an offset and may add garbage, then reopens: Open succeeds, and every
-// record that ended before the cut is there, with the state it gave.
+// FuzzRecover writes records (synced, so acknowledged), then damages
+// the log as a crash may, or as one flipped bit does, and reopens.
+//
+// With flip 0, it cuts the log at an offset and may add garbage: with
+// the checkpoint of Close, a log left shorter is ErrCorrupt; without it
+// (a crash before any checkpoint), Open succeeds with every record that
+// ended before the cut, and, with garbage after the cut, succeeds or
+// refuses the store (ErrCorrupt) at a record from the cut on, changing
+// nothing; then a cut at the offset the error names opens it.
+//
+// With flip n > 0, it flips bit n-1 (modulo the record's bits) of the
+// last record, in a log of full length: with the checkpoint of Close
+// (which covers the record) Open succeeds and Verify reports the damage;
+// without it, Open refuses the store (ErrCorrupt at the record) and
+// changes nothing, and a cut there opens it with every record before.
 func FuzzRecover(f *testing.F) {
-	f.Add([]byte("abcdefgh"), uint16(100), []byte{})
-	f.Add([]byte("aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"), uint16(333), []byte{1, 2, 3})
-	f.Add([]byte{0, 1, 2, 3, 250, 251, 252, 253}, uint16(0), []byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff})
-	f.Fuzz(func(t *testing.T, ops []byte, cut uint16, garbage []byte) {
+	f.Add([]byte("abcdefgh"), uint16(100), []byte{}, uint16(0))
+	f.Add([]byte("aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"), uint16(333), []byte{1, 2, 3}, uint16(0))
+	f.Add([]byte{0, 1, 2, 3, 250, 251, 252, 253}, uint16(0), []byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff}, uint16(0))
+	f.Add([]byte("abcdefgh"), uint16(0), []byte{}, uint16(1))
+	f.Add([]byte("abcdefgh"), uint16(0), []byte{}, uint16(8*4+3))   // the size field
+	f.Add([]byte("abcdefgh"), uint16(0), []byte{}, uint16(8*7+8))   // its highest bit
+	f.Add([]byte{0, 1, 2, 3, 240}, uint16(0), []byte{}, uint16(60)) // a tombstone
+	f.Fuzz(func(t *testing.T, ops []byte, cut uint16, garbage []byte, flip uint16) {
 		if len(ops) > 200 {
 			ops = ops[:200]
 		}
@@ -87,7 +103,7 @@ func FuzzRecover(f *testing.F) {
 		var ends []int64
 		var states []state
 		file := s.log.active().path
-		for i, op := range ops {
+		for _, op := range ops {
 			k := fmt.Sprint(op % 16)
 			if op >= 224 {
 				if ok, _ := s.Delete([]byte(k)); !ok {
@@ -101,7 +117,6 @@ func FuzzRecover(f *testing.F) {
 				}
 				cur[k] = string(v)
 			}
-			_ = i
 			snap := state{}
 			for a, b := range cur {
 				snap[a] = b
@@ -111,27 +126,123 @@ func FuzzRecover(f *testing.F) {
 		}
 		s.Close()
 		log := fs.ReadFileBytes(file)
+		// stateAt is the store the records ending at or before c give, and
+		// where the last of them ends.
+		stateAt := func(c int64) (state, int64) {
+			want, end := state{}, int64(logHeaderSize)
+			for i, e := range ends {
+				if e <= c {
+					want, end = states[i], e
+				}
+			}
+			return want, end
+		}
+		// checkState opens the store and compares it with want.
+		checkState := func(want state, what string) {
+			t.Helper()
+			s, err := Open("db", WithFS(fs))
+			if err != nil {
+				t.Fatalf("%s: %v", what, err)
+			}
+			defer s.Close()
+			for k, v := range want {
+				got, err := s.Get([]byte(k))
+				if err != nil || string(got) != v {
+					t.Fatalf("%s: key %s: %q %v, want %q", what, k, got, err, v)
+				}
+			}
+			if s.Len() != uint64(len(want)) {
+				t.Fatalf("%s: %d keys, want %d", what, s.Len(), len(want))
+			}
+			if err := s.Put([]byte("after"), []byte("recovery")); err != nil {
+				t.Fatal(err)
+			}
+		}
+		// refusal checks that err is a refusal at a record from at on that
+		// changed nothing, and returns its offset.
+		refusal := func(err error, at int64, damaged []byte, what string) int64 {
+			t.Helper()
+			var ce *CorruptError
+			if !errors.As(err, &ce) || !errors.Is(err, ErrCorrupt) || ce.File != file || ce.Offset < at || ce.Offset >= int64(len(damaged)) {
+				t.Fatalf("%s: Open: %v; want ErrCorrupt in %s at offset %d or later", what, err, file, at)
+			}
+			if !bytes.Equal(fs.ReadFileBytes(file), damaged) {
+				t.Fatalf("%s: Open refused the store but changed the log file", what)
+			}
+			return ce.Offset
+		}
+
+		if flip > 0 && len(ends) > 0 {
+			start := int64(logHeaderSize)
+			if len(ends) > 1 {
+				start = ends[len(ends)-2]
+			}
+			if ends[len(ends)-1] != int64(len(log)) {
+				t.Fatalf("records end at %d, the log file at %d", ends[len(ends)-1], len(log))
+			}
+			bit := int64(flip-1) % (8 * (int64(len(log)) - start))
+			damaged := bytes.Clone(log)
+			damaged[start+bit/8] ^= 1 << (bit % 8)
+			what := fmt.Sprintf("bit %d of the last record (%d bytes at %d) flipped", bit, int64(len(log))-start, start)
+			fs.WriteFileBytes(file, damaged)
+			// With the checkpoint of Close, which covers the record, Open
+			// does not read it; Verify does.
+			s, err := Open("db", WithFS(fs.Clone()))
+			if err != nil {
+				t.Fatalf("%s, with the checkpoint: %v", what, err)
+			}
+			if err := s.Verify(); !errors.Is(err, ErrCorrupt) {
+				t.Fatalf("%s, with the checkpoint: Verify: %v", what, err)
+			}
+			s.Close()
+			// Without it, as after a crash before any checkpoint.
+			fs.Remove("db/" + idxName)
+			s, err = Open("db", WithFS(fs))
+			if err == nil {
+				s.Close()
+			}
+			if off := refusal(err, start, damaged, what); off != start {
+				t.Fatalf("%s: refused at %d, want %d", what, off, start)
+			}
+			fs.WriteFileBytes(file, damaged[:start])
+			want, _ := stateAt(start)
+			checkState(want, what+", then cut at the record")
+			return
+		}
+
 		c := logHeaderSize + int64(cut)%(int64(len(log))-logHeaderSize+1)
-		fs.WriteFileBytes(file, append(log[:c:c], garbage...))
+		damaged := append(log[:c:c], garbage...)
+		fs.WriteFileBytes(file, damaged)
 		// With the checkpoint of Close, which recorded the log's length,
 		// a log left shorter is damage.
-		if _, err := Open("db", WithFS(fs.Clone())); c+int64(len(garbage)) < int64(len(log)) && !errors.Is(err, ErrCorrupt) {
+		if s, err := Open("db", WithFS(fs.Clone())); c+int64(len(garbage)) < int64(len(log)) && !errors.Is(err, ErrCorrupt) {
 			t.Fatalf("cut at %d (of %d), with the checkpoint: %v", c, len(log), err)
+		} else if err == nil {
+			s.Close()
 		}
 		// Without it, as after a crash before any checkpoint, the cut
 		// is a torn tail.
 		fs.Remove("db/" + idxName)
+		want, boundary := stateAt(c)
+		what := fmt.Sprintf("cut at %d (of %d) + %d bytes of garbage", c, len(log), len(garbage))
 		s, err = Open("db", WithFS(fs))
+		if err != nil && len(garbage) > 0 {
+			// Garbage after the cut may be no provable torn write.
+			off := refusal(err, boundary, damaged, what)
+			fs.WriteFileBytes(file, damaged[:off])
+			if off == boundary {
+				checkState(want, what+", then cut where refused")
+			} else if s, err := Open("db", WithFS(fs)); err != nil {
+				t.Fatalf("%s, then cut where refused: %v", what, err)
+			} else {
+				s.Close()
+			}
+			return
+		}
 		if err != nil {
-			t.Fatalf("cut at %d (of %d) + %d bytes of garbage: %v", c, len(log), len(garbage), err)
+			t.Fatalf("%s: %v", what, err)
 		}
 		defer s.Close()
-		want := state{}
-		for i, e := range ends {
-			if e <= c {
-				want = states[i]
-			}
-		}
 		if s.Len() < uint64(len(want)) && len(garbage) == 0 {
 			t.Fatalf("cut at %d: %d keys, want %d", c, s.Len(), len(want))
 		}

@@ -1,10 +1,12 @@
 package store
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
+	"math"
 	"math/rand/v2"
 	"path/filepath"
 	"strings"
@@ -54,15 +56,22 @@ func ours(name string) bool {
 // about the time of reading the log plus 1 to 4 µs per record on a
 // 2-core VM.
 //
-// A torn record at the end of the active log file, past what the
-// checkpoint covers (a write cut short by a crash), is cut off. Every
-// other damage Open sees returns an error wrapping ErrCorrupt (a
-// *CorruptError naming the file and offset) and opens nothing: a damaged
-// record among those it reads, a sealed log file whose length is not the
-// one the manifest recorded when it was sealed, a log file shorter than
-// the checkpoint recorded, a sealed log file whose checksum is wrong when
-// Open reads it whole. No record is ever dropped silently. Damage in
-// records Open does not read is reported by Get and Verify.
+// A record at the end of the active log file, past what the checkpoint
+// covers, that Open can prove torn (a write cut short by a crash) is cut
+// off: the file ends inside its checksum and size, or before the end its
+// size declares (and the record does not verify with the size of what
+// the file holds), or the file is zeros from its start on. A record the
+// file holds whole is never cut: one whose checksum fails there, the
+// last included, is damage, not a torn write. Every damage Open sees
+// returns an error wrapping ErrCorrupt (a *CorruptError naming the file
+// and offset) and opens nothing, changing no file: a damaged record among
+// those it reads, a sealed log file whose length is not the one the
+// manifest recorded when it was sealed, a log file shorter than the
+// checkpoint recorded, a sealed log file whose checksum is wrong when
+// Open reads it whole. No damaged record is dropped silently (a log cut
+// at a record boundary past the checkpoint is not damage Open can see:
+// docs/store.md, Limits). Damage in records Open does not read is
+// reported by Get and Verify.
 //
 // Files in dir that a Store does not write are left alone; log files
 // no manifest lists (left by a crash during a rotation or a compaction)
@@ -270,7 +279,8 @@ func (s *Store) load() error {
 				Detail: "sealed log file's records are intact, but its checksum is not the one the manifest recorded (records were changed, removed or moved)"}
 		}
 		if end < lf.size {
-			// A torn tail: cut it, so new records follow the intact ones.
+			// A tail proven torn (tornAt): cut it, so new records follow
+			// the intact ones.
 			// The cut need not be synced: a crash that undoes it leaves
 			// the same torn tail, cut again.
 			if err := lf.f.Truncate(end); err != nil {
@@ -432,8 +442,9 @@ func (s *Store) create(names []string) error {
 // replay applies the records of lf from offset from on to the index,
 // and returns where its intact records end and the CRC-32C of its bytes
 // up to there, going on from crc, that of the bytes before from. In the
-// last log file, damage with no intact record after it is a torn tail,
-// and replay returns its offset; any other damage is a *CorruptError.
+// last log file, a failing record with no intact record after it that
+// tornAt proves torn is a torn tail, and replay returns its offset; any
+// other damage is a *CorruptError.
 func (s *Store) replay(lf *logFile, from int64, crc uint32, last bool) (int64, uint32, error) {
 	sc := newScanner(lf, from, lf.size)
 	sc.crc = crc
@@ -445,7 +456,14 @@ func (s *Store) replay(lf *logFile, from int64, crc uint32, last bool) (int64, u
 		}
 		if err != nil {
 			if last && !sc.intactAfter(pos+1) {
-				return pos, sc.crc, nil
+				torn, detail, terr := sc.tornAt(pos)
+				if terr != nil {
+					return 0, 0, terr
+				}
+				if torn {
+					return pos, sc.crc, nil
+				}
+				return 0, 0, &CorruptError{File: lf.path, Offset: pos, Detail: detail}
 			}
 			return 0, 0, &CorruptError{File: lf.path, Offset: pos, Detail: err.Error()}
 		}
@@ -578,4 +596,92 @@ func (sc *scanner) intactAfter(pos int64) bool {
 		}
 	}
 	return false
+}
+
+// tornAt reports whether the record at pos, which fails its checks, is
+// provably a write cut short by a crash (the last log file's tail, with
+// no intact record after it), and, when it is not, what the damage is.
+// A crash leaves the file short: what a write put there ends before the
+// record's declared end. A damaged bit leaves the file whole, and one in
+// the size field looks like a length past the end of the file. So the
+// tail is torn only when one of these holds:
+//   - fewer bytes than a record's prefix (checksum and size) remain:
+//     a record written whole is longer;
+//   - every byte from pos to the end of the file is zero (a file system
+//     that extended the file before the data reached it): a record
+//     written whole has a set bit in its size field (at least 3) and one
+//     in its kind byte (1 to 3), so one flipped bit cannot leave only
+//     zeros;
+//   - the record's declared end is past the end of the file, and the
+//     record does not verify with its size field replaced by the bytes
+//     that remain (the checksum covers the size field): a record written
+//     whole with a damaged size field verifies so.
+//
+// Anything else is damage: a record whose declared end is within the
+// file but whose checksum (or structure) fails, whatever follows, and a
+// record that verifies with the size of what remains. A write cut short
+// whose file the file system extended with zeros or stale bytes after a
+// record's first bytes looks like such damage, and is refused too.
+func (sc *scanner) tornAt(pos int64) (torn bool, detail string, err error) {
+	rest := sc.end - pos
+	if rest < recPrefix {
+		return true, "", nil
+	}
+	zeros := true
+	err = sc.each(pos, sc.end, func(b []byte) bool {
+		for _, c := range b {
+			if c != 0 {
+				zeros = false
+				return false
+			}
+		}
+		return true
+	})
+	if err != nil || zeros {
+		return zeros, "", err
+	}
+	head, err := sc.bytesFrom(pos, recPrefix)
+	if err != nil {
+		return false, "", err
+	}
+	sum, size := uint32le(head), int64(uint32le(head[4:]))
+	if pos+recPrefix+size <= sc.end {
+		return false, fmt.Sprintf("the last record fails its checks, and the file holds all the %d bytes its size field declares: "+
+			"damage, not a write cut short (which leaves the file shorter than the record)", recPrefix+size), nil
+	}
+	have := rest - recPrefix
+	if have <= math.MaxUint32 {
+		var le [4]byte
+		binary.LittleEndian.PutUint32(le[:], uint32(have))
+		crc := codec.Checksum(le[:])
+		err = sc.each(pos+recPrefix, sc.end, func(b []byte) bool {
+			crc = codec.UpdateChecksum(crc, b)
+			return true
+		})
+		if err != nil {
+			return false, "", err
+		}
+		if crc == sum {
+			return false, fmt.Sprintf("the last record's size field says %d bytes, past the end of the file, but its checksum matches "+
+				"the %d bytes the file holds: a damaged size field, not a write cut short", size, have), nil
+		}
+	}
+	return true, "", nil
+}
+
+// each calls fn with the bytes of [from, to) in order, in pieces, until
+// fn returns false.
+func (sc *scanner) each(from, to int64, fn func([]byte) bool) error {
+	for p := from; p < to; {
+		b, err := sc.bytesFrom(p, 1)
+		if err != nil {
+			return err
+		}
+		b = b[:min(int64(len(b)), to-p)]
+		if !fn(b) {
+			return nil
+		}
+		p += int64(len(b))
+	}
+	return nil
 }
