@@ -599,7 +599,7 @@ func storeErr(dir string, err error) error {
 	case errors.Is(err, exactdedup.ErrNotSeenSet):
 		return dataErr("give --exact-dir a directory of its own", "%s: %v", dir, unwrap(err))
 	case errors.As(err, &ce):
-		return dataErr("restore the store from a backup", "%s is damaged: %s at offset %d: %s", dir, ce.File, ce.Offset, ce.Detail)
+		return dataErr("restore the store from a backup; damage in the last log file is repaired by cutting it at the offset named (docs/store.md, \"Repairing a refused tail\")", "%s is damaged: %s at offset %d: %s", dir, ce.File, ce.Offset, ce.Detail)
 	case errors.Is(err, store.ErrTooLarge):
 		return dataErr(fmt.Sprintf("keys hold up to %d bytes, values %d", store.MaxKeySize, store.MaxValueSize), "%v", unwrap(err))
 	}
