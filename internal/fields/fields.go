@@ -247,25 +247,32 @@ func (k *KeyExtractor) Key(content []byte) []byte {
 		}
 		f, next, more := k.cut(rest)
 		if !more && len(f) == 0 && k.delim == nil {
-			break // whitespace mode: no field left
+			k.appendMissing(i, &rk) // whitespace mode: no field left
+			break
 		}
 		if k.spec.selects(i, &rk) {
 			k.scratch = appendField(k.scratch, f)
 		}
 		if !more {
-			// Fields past the end are empty: encode the missing selected
-			// ones, so "a" and "a," give different keys only when they
-			// should.
-			for j := i + 1; k.last != 0 && j <= k.last; j++ {
-				if k.spec.selects(j, &rk) {
-					k.scratch = appendField(k.scratch, nil)
-				}
-			}
+			k.appendMissing(i+1, &rk)
 			break
 		}
 		rest = next
 	}
 	return k.scratch
+}
+
+// appendMissing encodes the selected fields from field i to the last one
+// selected as empty, for a line that ends before field i: fields past the
+// end are empty, as in awk, so "a", "a " and "" give the key of their
+// empty fields 2 and 3, and "a" and "a," different keys only when they
+// should. rk is Key's cursor in the spec's ranges.
+func (k *KeyExtractor) appendMissing(i int, rk *int) {
+	for j := i; k.last != 0 && j <= k.last; j++ {
+		if k.spec.selects(j, rk) {
+			k.scratch = appendField(k.scratch, nil)
+		}
+	}
 }
 
 func appendField(dst, f []byte) []byte {
