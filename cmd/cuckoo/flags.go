@@ -185,6 +185,28 @@ func (c *countValue) Set(s string) error {
 	return nil
 }
 
+// bytesValue is a byte-size flag: 1048576, 1Mi, 64MiB (ParseBytes).
+type bytesValue struct {
+	n   uint64
+	set bool
+}
+
+func (c *bytesValue) String() string {
+	if c == nil || !c.set {
+		return ""
+	}
+	return units.Count(c.n)
+}
+
+func (c *bytesValue) Set(s string) error {
+	n, err := units.ParseBytes(s)
+	if err != nil {
+		return wantOf(err)
+	}
+	c.n, c.set = n, true
+	return nil
+}
+
 // seedValue is a hash seed: decimal, or hexadecimal after 0x as info
 // prints it.
 type seedValue struct {

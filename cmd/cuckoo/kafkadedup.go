@@ -43,7 +43,7 @@ type kafkaFlags struct {
 	idle           windowValue
 	timeout        windowValue
 	snapshotEvery  countValue
-	fetchBytes     countValue
+	fetchBytes     bytesValue
 	passUnreadable bool
 	metrics        string
 
@@ -314,7 +314,7 @@ func kafkaOptions(e *env, f *dedupFlags) ([]kafkadedup.Option, error) {
 	}
 	if kf.fetchBytes.set {
 		if kf.fetchBytes.n < 1<<10 || kf.fetchBytes.n > 64<<20 {
-			return nil, usageErr(remedy, "bad --fetch-bytes %d: want 1024 to 67108864", kf.fetchBytes.n)
+			return nil, usageErr(remedy, "bad --fetch-bytes %d: want 1Ki to 64Mi (1024 to 67108864)", kf.fetchBytes.n)
 		}
 		opts = append(opts, kafkadedup.WithFetchBytes(int(kf.fetchBytes.n)))
 	}

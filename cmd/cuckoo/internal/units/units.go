@@ -175,6 +175,34 @@ func ParseCount(s string) (uint64, error) {
 	return uint64(x), nil
 }
 
+// ParseBytes parses a number of bytes: a count as ParseCount reads it
+// (1048576, 1M: 1,000,000), or a whole or fractional number with a binary
+// suffix Ki, Mi, Gi or Ti, with or without a final B (64Mi and 64MiB:
+// 67,108,864).
+func ParseBytes(s string) (uint64, error) {
+	t := strings.TrimSuffix(strings.TrimSpace(s), "B")
+	for i, suffix := range []string{"Ki", "Mi", "Gi", "Ti"} {
+		num, ok := strings.CutSuffix(t, suffix)
+		if !ok {
+			continue
+		}
+		x, err := strconv.ParseFloat(strings.TrimSpace(num), 64)
+		if err != nil || !(x >= 0) || strings.HasPrefix(num, "+") {
+			break
+		}
+		x *= float64(uint64(1) << (10 * (i + 1)))
+		if x != math.Trunc(x) || x >= 1<<64 {
+			return 0, &SyntaxError{s, "want a whole number of bytes below 2^64"}
+		}
+		return uint64(x), nil
+	}
+	n, err := ParseCount(s)
+	if err != nil {
+		return 0, &SyntaxError{s, "want a number of bytes such as 1048576, 1Mi or 64MiB"}
+	}
+	return n, nil
+}
+
 // ParseRate parses a probability strictly between 0 and 1: 0.001, 1e-4,
 // or a percentage, 0.1%.
 func ParseRate(s string) (float64, error) {

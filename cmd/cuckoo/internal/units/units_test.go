@@ -138,3 +138,25 @@ func TestCounted(t *testing.T) {
 		}
 	}
 }
+
+func TestParseBytes(t *testing.T) {
+	for _, c := range []struct {
+		s    string
+		want uint64
+		ok   bool
+	}{
+		{"1048576", 1 << 20, true}, {"1M", 1e6, true}, {"1Mi", 1 << 20, true}, {"1MiB", 1 << 20, true},
+		{"64Ki", 64 << 10, true}, {"64Mi", 64 << 20, true}, {"1.5Ki", 1536, true}, {"2Gi", 2 << 30, true},
+		{"1Ti", 1 << 40, true}, {" 4 Ki ", 4 << 10, true}, {"1_024", 1024, true},
+		{"0.1Ki", 0, false}, {"-1Ki", 0, false}, {"+1Ki", 0, false}, {"Ki", 0, false}, {"1Xi", 0, false},
+		{"16777216Ti", 0, false}, {"", 0, false}, {"NaNKi", 0, false},
+	} {
+		got, err := ParseBytes(c.s)
+		if (err == nil) != c.ok || got != c.want {
+			t.Errorf("ParseBytes(%q) = %d, %v; want %d, ok %v", c.s, got, err, c.want, c.ok)
+		}
+		if err != nil && !errors.Is(err, ErrSyntax) {
+			t.Errorf("ParseBytes(%q): %v does not match ErrSyntax", c.s, err)
+		}
+	}
+}
