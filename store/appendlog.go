@@ -35,7 +35,10 @@ type appendLog struct {
 	seed     uint64 // the store's, in every log file header and the manifest
 	fileSize int64  // a log file's size, past which a new one starts
 	bufSize  int    // the write buffer's size
-	policy   SyncPolicy
+	// beforeWrite, when set, runs before records are written to a file
+	// (WithBeforeWrite).
+	beforeWrite func()
+	policy      SyncPolicy
 
 	mu  *sync.RWMutex // the Store's mu: files, order, buf change under it (with wmu)
 	wmu *sync.Mutex   // the Store's wmu: the writers' lock
@@ -59,7 +62,7 @@ type appendLog struct {
 // newAppendLog returns the log of a store in dir, with no log file yet
 // (Open's load or create gives it its files).
 func newAppendLog(dir string, o *options, mu *sync.RWMutex, wmu *sync.Mutex) *appendLog {
-	l := &appendLog{dir: dir, fs: o.fs, fileSize: o.logFileSize, bufSize: o.bufSize, policy: o.sync, mu: mu, wmu: wmu}
+	l := &appendLog{dir: dir, fs: o.fs, fileSize: o.logFileSize, bufSize: o.bufSize, policy: o.sync, mu: mu, wmu: wmu, beforeWrite: o.beforeWrite}
 	l.scond = sync.NewCond(&l.smu)
 	return l
 }
@@ -183,6 +186,9 @@ func (l *appendLog) append(rec []byte, change func(loc uint64) error) (uint64, e
 // writeAt writes b at the end of log file lf's file (past its size). On a
 // failed write it cuts what was written, so the file is as it was.
 func (l *appendLog) writeAt(lf *logFile, b []byte) error {
+	if l.beforeWrite != nil {
+		l.beforeWrite()
+	}
 	_, err := lf.f.WriteAt(b, lf.size)
 	if err != nil {
 		if terr := lf.f.Truncate(lf.size); terr != nil {

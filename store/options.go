@@ -65,6 +65,7 @@ type options struct {
 	mustExist   bool
 	fs          vfs.FS
 	bufSize     int
+	beforeWrite func()
 }
 
 // Defaults of the options, and their bounds.
@@ -105,6 +106,18 @@ func defaults() options {
 		fs:          vfs.OS{},
 		bufSize:     bufferSize,
 	}
+}
+
+// WithBeforeWrite makes the store call fn before each write of records
+// to the log file: the buffered records, or one too large for the buffer.
+// A program that prints what it records calls its output's flush there,
+// so that nothing reaches the store's file before what it printed
+// reaches the output, whenever the process is killed: `cuckoo dedup
+// --exact-dir` does, so that a line is never seen in a later run without
+// having been printed. fn runs with the store's write lock held, and
+// must not call the store.
+func WithBeforeWrite(fn func()) Option {
+	return func(o *options) error { o.beforeWrite = fn; return nil }
 }
 
 // WithSync sets the sync policy (default SyncEverySecond); a value that is

@@ -46,8 +46,8 @@ carry the seen lines across runs.
 '!seen[$0]++' takes it to be): the seen lines go to a scratch file in
 $TMPDIR, gone when the run ends, behind an index in RAM (9 to 19 bytes per
 distinct line); --exact-dir DIR keeps them in a store instead (about 9
-bytes of RAM per distinct line; each line is recorded before the next is
-read, which is slower), so they count as seen in later runs ('cuckoo store
+bytes of RAM per distinct line; each line goes to the store before the
+next is read, which is slower), so they count as seen in later runs ('cuckoo store
 has DIR LINE' reads it). --redis URL --name NAME makes the
 seen-set the cuckoo filter NAME in Redis, shared by every run that names
 it, on any machine: --capacity N creates it if missing ('cuckoo push'

@@ -101,9 +101,14 @@ type Deduper struct {
 	key []byte
 	// mu is held while a line is recorded and written, so that Stop finds
 	// every line recorded in the store also in the output buffer.
-	mu      sync.Mutex
-	s       *store.Store
+	mu sync.Mutex
+	s  *store.Store
+	// outMu guards out and outErr: the store flushes the output
+	// (flushBeforeRecords) from whichever goroutine writes its records,
+	// a checkpoint's included.
+	outMu   sync.Mutex
 	out     *bufio.Writer
+	outErr  error // the output's error, met when the store had it flushed
 	stats   Stats
 	stopped bool
 }
@@ -151,7 +156,11 @@ func New(out io.Writer, cfg Config) (*Deduper, error) {
 		return d, nil
 	}
 	d.kr, d.out = dedup.NewKeyReader(cfg.Key, 0), bufio.NewWriterSize(out, dedup.DefaultBufferSize)
-	s, err := store.Open(cfg.Dir, store.WithSync(store.SyncNever), store.WithAutoCompact(0, 0))
+	// The output is flushed before the store writes records to its file,
+	// so that whenever the process is killed, every line recorded was
+	// printed (a later run may print a line again, never lose one).
+	s, err := store.Open(cfg.Dir, store.WithSync(store.SyncNever), store.WithAutoCompact(0, 0),
+		store.WithBeforeWrite(d.flushBeforeRecords))
 	if err == nil {
 		if err = markSeenSet(s); err != nil {
 			s.Close()
@@ -261,6 +270,12 @@ func (d *Deduper) Run(r io.Reader) error {
 	return d.kr.Err()
 }
 
+// printFirst is the length from which a new line is printed before its
+// key is recorded: the store writes a record too large for its buffer to
+// its file at once (after flushing the output, WithBeforeWrite), which
+// for a line recorded first would reach the file before the line.
+const printFirst = 64 << 10
+
 // line records one line's key k and writes the line if it is to be
 // printed, under d.mu.
 func (d *Deduper) line(line, k []byte) error {
@@ -270,17 +285,41 @@ func (d *Deduper) line(line, k []byte) error {
 		return ErrStopped
 	}
 	d.stats.LinesIn++
-	dup, err := d.seen(k)
+	var dup, printed bool
+	var err error
+	if len(k) >= printFirst && !d.cfg.Duplicates && !d.cfg.CountOnly {
+		if dup, err = d.has(k); err == nil && !dup {
+			if err := d.print(line); err != nil {
+				return err
+			}
+			printed = true
+			_, err = d.seen(k)
+		}
+	} else {
+		dup, err = d.seen(k)
+	}
+	if err == nil {
+		d.outMu.Lock()
+		err = d.outErr
+		d.outMu.Unlock()
+	}
 	if err != nil {
 		return fmt.Errorf("line %d: %w", d.kr.Line(), err)
 	}
 	if !dup {
 		d.stats.Distinct++
 	}
-	if dup != d.cfg.Duplicates || d.cfg.CountOnly {
+	if printed || dup != d.cfg.Duplicates || d.cfg.CountOnly {
 		return nil
 	}
+	return d.print(line)
+}
+
+// print writes line, with a '\n' if it has none.
+func (d *Deduper) print(line []byte) error {
 	d.stats.LinesOut++
+	d.outMu.Lock()
+	defer d.outMu.Unlock()
 	if _, err := d.out.Write(line); err != nil {
 		return fmt.Errorf("%w: %w", ErrOutput, err)
 	}
@@ -290,6 +329,40 @@ func (d *Deduper) line(line, k []byte) error {
 		}
 	}
 	return nil
+}
+
+// flushBeforeRecords is the store's WithBeforeWrite: it writes the
+// buffered output, whose lines' keys the store is about to write. An
+// error is kept for the line being recorded to return (outErr).
+func (d *Deduper) flushBeforeRecords() {
+	d.outMu.Lock()
+	defer d.outMu.Unlock()
+	if d.outErr == nil {
+		if err := d.out.Flush(); err != nil {
+			d.outErr = fmt.Errorf("%w: %w", ErrOutput, err)
+		}
+	}
+}
+
+// has reports whether key k was seen, recording nothing (seen's lookup).
+func (d *Deduper) has(k []byte) (bool, error) {
+	key, long := d.storeKey(k)
+	if !long {
+		return d.s.Has(key)
+	}
+	for i := byte(0); ; i++ {
+		old, err := d.s.Get(key)
+		if errors.Is(err, store.ErrNotFound) {
+			return false, nil
+		}
+		if err != nil {
+			return false, err
+		}
+		if len(k) > store.MaxValueSize || string(old) == string(k) {
+			return true, nil
+		}
+		key = append(key, i) // a SHA-256 collision: the next key
+	}
 }
 
 // Stop ends a run from another goroutine (on an interrupt). With a kept
@@ -326,6 +399,8 @@ func (d *Deduper) Flush() error {
 }
 
 func (d *Deduper) flush() error {
+	d.outMu.Lock()
+	defer d.outMu.Unlock()
 	if err := d.out.Flush(); err != nil {
 		return fmt.Errorf("%w: %w", ErrOutput, err)
 	}

@@ -301,3 +301,118 @@ func TestScratchLeavesNoFile(t *testing.T) {
 		t.Fatalf("after Close, %s holds %v", tmp, names)
 	}
 }
+
+// chunkReader hands out data chunk bytes at a time, calling before ahead
+// of every Read but the first: the moments between which a run is killed.
+type chunkReader struct {
+	data   []byte
+	chunk  int
+	reads  int
+	before func()
+}
+
+func (r *chunkReader) Read(p []byte) (int, error) {
+	if len(r.data) == 0 {
+		return 0, io.EOF
+	}
+	if r.reads++; r.reads > 1 {
+		r.before()
+	}
+	n := copy(p, r.data[:min(len(r.data), r.chunk)])
+	r.data = r.data[n:]
+	return n, nil
+}
+
+// TestKeptDirHoldsOnlyPrintedLines: whenever a run with a kept store is
+// killed (SIGKILL: the files as the operating system has them, here
+// copied between two reads of the input), every line the store's files
+// record has been printed, so that a later run never drops a line no run
+// printed. Short lines, whose records the store buffers, and lines long
+// enough that it writes their records at once. The copies are opened as
+// a store after a crash.
+func TestKeptDirHoldsOnlyPrintedLines(t *testing.T) {
+	var input bytes.Buffer
+	for i := range 150_000 {
+		fmt.Fprintf(&input, "%d\n", i%120_000)
+		switch i {
+		case 30_007, 90_007: // a key of 700 KB, written at once
+			input.WriteString(strings.Repeat(fmt.Sprint(i), 100_000) + "\n")
+		case 60_007: // past the longest key: stored under its hash
+			input.WriteString(strings.Repeat(fmt.Sprint(i), 200_000) + "\n")
+		}
+	}
+	dir := filepath.Join(t.TempDir(), "seen")
+	var out bytes.Buffer
+	d, err := exactdedup.New(&out, exactdedup.Config{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checks, parsed, logBytes := 0, 0, int64(0)
+	printed := map[string]bool{}
+	check := func() {
+		for {
+			i := bytes.IndexByte(out.Bytes()[parsed:], '\n')
+			if i < 0 {
+				break
+			}
+			printed[string(out.Bytes()[parsed:parsed+i])] = true
+			parsed += i + 1
+		}
+		files, err := os.ReadDir(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var size int64 // of the files: a check where the store wrote
+		for _, f := range files {
+			if fi, err := f.Info(); err == nil {
+				size += fi.Size()
+			}
+		}
+		if size == logBytes {
+			return
+		}
+		logBytes = size
+		checks++
+		crashed := t.TempDir()
+		for _, f := range files {
+			b, err := os.ReadFile(filepath.Join(dir, f.Name()))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(crashed, f.Name()), b, 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}
+		s, err := store.Open(crashed)
+		if err != nil {
+			t.Fatalf("after %d bytes of output: the store as a kill leaves it: %v", out.Len(), err)
+		}
+		defer s.Close()
+		err = s.Range(func(k, v []byte) bool {
+			line := ""
+			switch k[0] {
+			case 1:
+				line = string(k[1:])
+			case 2:
+				line = string(v)
+			default:
+				return true // the seen-set's mark
+			}
+			if !printed[line] {
+				t.Fatalf("after %d bytes of output: the store records a line of %d bytes that was not printed", out.Len(), len(line))
+			}
+			return true
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := d.Run(&chunkReader{data: input.Bytes(), chunk: 16 << 10, before: check}); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	check()
+	t.Logf("%d moments checked", checks)
+}
