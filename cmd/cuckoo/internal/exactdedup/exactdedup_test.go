@@ -332,12 +332,12 @@ func (r *chunkReader) Read(p []byte) (int, error) {
 // a store after a crash.
 func TestKeptDirHoldsOnlyPrintedLines(t *testing.T) {
 	var input bytes.Buffer
-	for i := range 150_000 {
-		fmt.Fprintf(&input, "%d\n", i%120_000)
+	for i := range 100_000 {
+		fmt.Fprintf(&input, "%d\n", i%80_000)
 		switch i {
-		case 30_007, 90_007: // a key of 700 KB, written at once
+		case 20_007, 70_007: // a key of 600 KB, written at once
 			input.WriteString(strings.Repeat(fmt.Sprint(i), 100_000) + "\n")
-		case 60_007: // past the longest key: stored under its hash
+		case 50_007: // past the longest key: stored under its hash
 			input.WriteString(strings.Repeat(fmt.Sprint(i), 200_000) + "\n")
 		}
 	}
