@@ -35,9 +35,9 @@ type appendLog struct {
 	seed     uint64 // the store's, in every log file header and the manifest
 	fileSize int64  // a log file's size, past which a new one starts
 	bufSize  int    // the write buffer's size
-	// beforeWrite, when set, runs before records are written to a file
-	// (WithBeforeWrite).
-	beforeWrite func()
+	// beforeWrite, when set, runs before records are written to a file,
+	// and its error stops the write (WithBeforeWrite).
+	beforeWrite func() error
 	policy      SyncPolicy
 
 	mu  *sync.RWMutex // the Store's mu: files, order, buf change under it (with wmu)
@@ -187,7 +187,9 @@ func (l *appendLog) append(rec []byte, change func(loc uint64) error) (uint64, e
 // failed write it cuts what was written, so the file is as it was.
 func (l *appendLog) writeAt(lf *logFile, b []byte) error {
 	if l.beforeWrite != nil {
-		l.beforeWrite()
+		if err := l.beforeWrite(); err != nil {
+			return err
+		}
 	}
 	_, err := lf.f.WriteAt(b, lf.size)
 	if err != nil {

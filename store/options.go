@@ -65,7 +65,7 @@ type options struct {
 	mustExist   bool
 	fs          vfs.FS
 	bufSize     int
-	beforeWrite func()
+	beforeWrite func() error
 }
 
 // Defaults of the options, and their bounds.
@@ -114,9 +114,13 @@ func defaults() options {
 // so that nothing reaches the store's file before what it printed
 // reaches the output, whenever the process is killed: `cuckoo dedup
 // --exact-dir` does, so that a line is never seen in a later run without
-// having been printed. fn runs with the store's write lock held, and
-// must not call the store.
-func WithBeforeWrite(fn func()) Option {
+// having been printed. When fn returns an error the records are not
+// written: the write that needed it (a Put, a Delete, Sync or Close)
+// returns the error, and the records stay buffered, for a later write
+// that fn allows (after a Close, they are gone). fn runs with the store's
+// write lock held, from whichever goroutine writes, and must not call the
+// store.
+func WithBeforeWrite(fn func() error) Option {
 	return func(o *options) error { o.beforeWrite = fn; return nil }
 }
 

@@ -332,9 +332,10 @@ func (d *Deduper) print(line []byte) error {
 }
 
 // flushBeforeRecords is the store's WithBeforeWrite: it writes the
-// buffered output, whose lines' keys the store is about to write. An
-// error is kept for the line being recorded to return (outErr).
-func (d *Deduper) flushBeforeRecords() {
+// buffered output, whose lines' keys the store is about to write. When
+// the output fails, so does the store's write: the keys of the lines not
+// written are not recorded either, and a later run prints them.
+func (d *Deduper) flushBeforeRecords() error {
 	d.outMu.Lock()
 	defer d.outMu.Unlock()
 	if d.outErr == nil {
@@ -342,6 +343,7 @@ func (d *Deduper) flushBeforeRecords() {
 			d.outErr = fmt.Errorf("%w: %w", ErrOutput, err)
 		}
 	}
+	return d.outErr
 }
 
 // has reports whether key k was seen, recording nothing (seen's lookup).

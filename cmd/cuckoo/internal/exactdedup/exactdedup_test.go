@@ -416,3 +416,55 @@ func TestKeptDirHoldsOnlyPrintedLines(t *testing.T) {
 	check()
 	t.Logf("%d moments checked", checks)
 }
+
+// failAfter is an output that takes n bytes, then fails.
+type failAfter struct {
+	n   int
+	got bytes.Buffer
+}
+
+func (w *failAfter) Write(p []byte) (int, error) {
+	k := min(len(p), w.n-w.got.Len())
+	w.got.Write(p[:k])
+	if k < len(p) {
+		return k, errors.New("no space left on device")
+	}
+	return k, nil
+}
+
+// TestKeptDirOutputFailureRecordsNoUnprintedLine: when the output fails,
+// the store records none of the lines not written, so that a later run
+// with a working output prints every line the first did not: together
+// the two print every distinct line.
+func TestKeptDirOutputFailureRecordsNoUnprintedLine(t *testing.T) {
+	var input bytes.Buffer
+	for i := range 200_000 {
+		fmt.Fprintf(&input, "%d\n", i%150_000)
+	}
+	dir := filepath.Join(t.TempDir(), "seen")
+	out := &failAfter{n: 700_000}
+	d, err := exactdedup.New(out, exactdedup.Config{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = d.Run(bytes.NewReader(input.Bytes()))
+	if err == nil {
+		err = d.Flush()
+	}
+	if !errors.Is(err, exactdedup.ErrOutput) {
+		t.Fatalf("Run with a failing output: %v, want ErrOutput", err)
+	}
+	d.Close()
+	again, _ := run(t, input.Bytes(), exactdedup.Config{Dir: dir})
+	printed := map[string]bool{}
+	for _, b := range [][]byte{out.got.Bytes(), again} {
+		for _, l := range bytes.Split(b, []byte("\n")) {
+			printed[string(l)] = true
+		}
+	}
+	for i := range 150_000 {
+		if !printed[fmt.Sprint(i)] {
+			t.Fatalf("line %d printed by neither run (the first printed %d bytes)", i, out.got.Len())
+		}
+	}
+}
