@@ -112,7 +112,13 @@ func runRedisDedup(e *env, f *dedupFlags, keyer *dedup.KeyExtractor, ins []input
 		errs              = make([]error, redisDedupBatch)
 		linesIn, dropped  uint64
 		written           uint64
-		start             = time.Now()
+		// flushed is the last line (counted over all inputs) whose
+		// batch's output was flushed without error: every line up to it
+		// that was to be printed is in the output. Each batch flushes its
+		// lines, so that a failed write names the lines after it, the
+		// only ones that may be recorded in Redis and not printed.
+		flushed uint64
+		start   = time.Now()
 
 		// mu is held while a batch is sent and its lines written, so that
 		// an interrupt finds every line Redis recorded for this run in the
@@ -136,12 +142,12 @@ func runRedisDedup(e *env, f *dedupFlags, keyer *dedup.KeyExtractor, ins []input
 	var lines, keyBuf [dedup.MaxBatch][]byte
 	// send tests and inserts the batch's keys in Redis and writes the
 	// lines the flags ask for: those of every key Redis answered for,
-	// whatever happened to the others. The others stop the run after
-	// those lines are written, and the error names each of them (see
-	// unsettled): lines whose outcome is unknown (Redis did not confirm
-	// them within --redis-wait: they may be recorded), lines Redis did not
-	// record (it refused them, the filter is full, they could not be
-	// sent), and the first line not sent.
+	// whatever happened to the others, and flushes them. The others stop
+	// the run after those lines are written, and the error names each of
+	// them (see unsettled): lines whose outcome is unknown (Redis did not
+	// confirm them within --redis-wait: they may be recorded), lines Redis
+	// did not record (it refused them, the filter is full, they could not
+	// be sent), and the first line not sent.
 	send := func(final bool) error {
 		mu.Lock()
 		defer mu.Unlock()
@@ -202,10 +208,13 @@ func runRedisDedup(e *env, f *dedupFlags, keyer *dedup.KeyExtractor, ins []input
 		case !u.empty() && !final:
 			u.notSent = linesIn + 1 // the run stops reading here
 		}
-		// bufio.Writer keeps its first error: a failed write shows here.
-		if _, err := out.Write(nil); err != nil {
-			return batchLinesErr(dataErr(remedyWrite, "writing the output: %v", cause(err)), firstLine, linesIn)
+		// Each batch flushes its lines: a failed write shows in the batch
+		// that made it, and the lines from the first one not flushed on
+		// may be recorded in Redis and not printed.
+		if err := out.Flush(); err != nil {
+			return batchLinesErr(dataErr(remedyWrite, "writing the output: %v", cause(err)), flushed+1, linesIn)
 		}
+		flushed = linesIn
 		var err error
 		if !u.empty() {
 			// The saved lines are the arena's: saved before it is reused.
