@@ -121,3 +121,114 @@ func TestDedupRedisOutputFailureNamesLines(t *testing.T) {
 	}
 	t.Logf("%d lines printed, %d recorded in Redis; the message names lines %d to %d", len(printed), recorded, first, last)
 }
+
+// TestDedupRedisStopAndStall: the run stops reading at a line (one whose
+// --time-field is not a time, or an input that fails) while Redis stalls
+// past --redis-wait on the batch of the lines before it. dedup exits 3,
+// and its message names both: the lines Redis did not confirm (saved to
+// a file) and, as a stop for Redis alone would, that no line from the
+// line the run stopped at on was sent, with the error at that line. It
+// used to name the batch's lines alone, as if the input ended there: the
+// line that stopped the run, its error and every line after it were
+// named nowhere, and following the message lost them.
+func TestDedupRedisStopAndStall(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		name string
+		args []string
+		// stop feeds what stops the run, after the first 50 lines.
+		stop func(w *io.PipeWriter)
+		want string // the stop's error, in the message
+	}{
+		{
+			name: "time",
+			args: []string{"--window", "1h", "--capacity", "1000", "--time-field", "1", "--key", "2"},
+			stop: func(w *io.PipeWriter) {
+				var b strings.Builder
+				b.WriteString("notatime id-x\n")
+				for i := 51; i <= 60; i++ {
+					fmt.Fprintf(&b, "1772366500 id-%d\n", i)
+				}
+				io.WriteString(w, b.String())
+				w.Close()
+			},
+			want: "; line 51 (counted over all inputs): ",
+		},
+		{
+			name: "read",
+			args: []string{"--capacity", "1000"},
+			stop: func(w *io.PipeWriter) { w.CloseWithError(errors.New("the disk went away")) },
+			want: "; reading -: the disk went away; ",
+		},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			s := redistest.NewServer(t, redistest.Config{})
+			paused := false
+			t.Cleanup(func() {
+				if paused {
+					s.Resume()
+				}
+			})
+			var first []string
+			for i := 1; i <= 50; i++ {
+				first = append(first, fmt.Sprintf("177236640%d id-%d", i%10, i))
+			}
+			r, w := io.Pipe()
+			// A read timeout of 200 ms: go-redis's own retries give up
+			// within the pause too.
+			args := append([]string{"dedup", "--redis", "redis://" + s.Addr + "?read_timeout=200ms", "--name", "stop-" + c.name, "--redis-wait", "300ms"}, c.args...)
+			type done struct {
+				code int
+				msg  string
+			}
+			var out bytes.Buffer
+			exited := make(chan done, 1)
+			go func() {
+				code, msg := runInProcess(t, r, &out, args...)
+				r.CloseWithError(io.ErrClosedPipe)
+				exited <- done{code, msg}
+			}()
+			// The command reads them once its filter is open in Redis,
+			// and sends none of them: a batch is 8,192 lines.
+			if _, err := io.WriteString(w, strings.Join(first, "\n")+"\n"); err != nil {
+				d := <-exited
+				t.Fatalf("dedup stopped early: %d, %s", d.code, d.msg)
+			}
+			if err := s.Pause(); err != nil {
+				t.Fatal(err)
+			}
+			paused = true
+			c.stop(w)
+			d := <-exited
+			if err := s.Resume(); err != nil {
+				t.Fatal(err)
+			}
+			paused = false
+			t.Log(d.msg)
+			if d.code != exitData {
+				t.Fatalf("status %d, want 3: %s", d.code, d.msg)
+			}
+			if out.Len() != 0 {
+				t.Fatalf("printed %q; Redis answered for no line", out.String())
+			}
+			m := regexp.MustCompile(`^cuckoo dedup: lines 1-50 \(50 lines\) were (?:sent and not printed, and may or may not be recorded in Redis as seen|not recorded in Redis, nor printed): [^;]*; they are in (\S+); no line from line 51 on \(counted over all inputs\) was sent; `).FindStringSubmatch(d.msg)
+			if m == nil {
+				t.Fatalf("the message does not name lines 1-50 and the lines from line 51 on: %s", d.msg)
+			}
+			if !strings.Contains(d.msg, c.want) {
+				t.Fatalf("the message does not name the stop (%q): %s", c.want, d.msg)
+			}
+			if !strings.HasSuffix(strings.TrimSpace(d.msg), "run dedup again on the lines from line 51 on") {
+				t.Fatalf("the message does not end saying to run dedup again from line 51: %s", d.msg)
+			}
+			saved, err := os.ReadFile(m[1])
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(saved) != strings.Join(first, "\n")+"\n" {
+				t.Fatalf("%s holds %q, not lines 1-50", m[1], saved)
+			}
+		})
+	}
+}
