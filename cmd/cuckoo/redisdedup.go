@@ -112,7 +112,13 @@ func runRedisDedup(e *env, f *dedupFlags, keyer *dedup.KeyExtractor, ins []input
 		errs              = make([]error, redisDedupBatch)
 		linesIn, dropped  uint64
 		written           uint64
-		start             = time.Now()
+		// flushed is the last line (counted over all inputs) whose
+		// batch's output was flushed without error: every line up to it
+		// that was to be printed is in the output. Each batch flushes its
+		// lines, so that a failed write names the lines after it, the
+		// only ones that may be recorded in Redis and not printed.
+		flushed uint64
+		start   = time.Now()
 
 		// mu is held while a batch is sent and its lines written, so that
 		// an interrupt finds every line Redis recorded for this run in the
@@ -136,13 +142,17 @@ func runRedisDedup(e *env, f *dedupFlags, keyer *dedup.KeyExtractor, ins []input
 	var lines, keyBuf [dedup.MaxBatch][]byte
 	// send tests and inserts the batch's keys in Redis and writes the
 	// lines the flags ask for: those of every key Redis answered for,
-	// whatever happened to the others. The others stop the run after
-	// those lines are written, and the error names each of them (see
-	// unsettled): lines whose outcome is unknown (Redis did not confirm
-	// them within --redis-wait: they may be recorded), lines Redis did not
-	// record (it refused them, the filter is full, they could not be
-	// sent), and the first line not sent.
-	send := func(final bool) error {
+	// whatever happened to the others, and flushes them. The others stop
+	// the run after those lines are written, and the error names each of
+	// them (see unsettled): lines whose outcome is unknown (Redis did not
+	// confirm them within --redis-wait: they may be recorded), lines Redis
+	// did not record (it refused them, the filter is full, they could not
+	// be sent), and the first line not sent. final says no line follows
+	// the batch; stop, that the run stops after it, at the next line, for
+	// that reason (a line that is not a time, an input that cannot be
+	// read): then the error says so too, and send returns stop itself
+	// when Redis answered for every line.
+	send := func(final bool, stop *stopReason) error {
 		mu.Lock()
 		defer mu.Unlock()
 		if stopped {
@@ -150,7 +160,7 @@ func runRedisDedup(e *env, f *dedupFlags, keyer *dedup.KeyExtractor, ins []input
 		}
 		n := len(lineEnds)
 		if n == 0 {
-			return nil
+			return stop.error()
 		}
 		firstLine := linesIn - uint64(n) + 1
 		// The arena holds each line, then its key.
@@ -199,17 +209,20 @@ func runRedisDedup(e *env, f *dedupFlags, keyer *dedup.KeyExtractor, ins []input
 		switch {
 		case tail < n:
 			u.notSent = firstLine + uint64(tail)
-		case !u.empty() && !final:
+		case !u.empty() && (!final || stop != nil):
 			u.notSent = linesIn + 1 // the run stops reading here
 		}
-		// bufio.Writer keeps its first error: a failed write shows here.
-		if _, err := out.Write(nil); err != nil {
-			return batchLinesErr(dataErr(remedyWrite, "writing the output: %v", cause(err)), firstLine, linesIn)
+		// Each batch flushes its lines: a failed write shows in the batch
+		// that made it, and the lines from the first one not flushed on
+		// may be recorded in Redis and not printed.
+		if err := out.Flush(); err != nil {
+			return batchLinesErr(dataErr(remedyWrite, "writing the output: %v", cause(err)), flushed+1, linesIn)
 		}
-		var err error
+		flushed = linesIn
+		err := stop.error()
 		if !u.empty() {
 			// The saved lines are the arena's: saved before it is reused.
-			err = u.stopErr(e, &f.redis, interrupted.Load())
+			err = u.stopErr(e, &f.redis, interrupted.Load(), stop)
 		}
 		arena, lineEnds, keyEnds, lineTimes = arena[:0], lineEnds[:0], keyEnds[:0], lineTimes[:0]
 		if err != nil && interrupted.Load() {
@@ -225,12 +238,13 @@ func runRedisDedup(e *env, f *dedupFlags, keyer *dedup.KeyExtractor, ins []input
 				at, err := times.Time(dedup.Content(lines[j]))
 				if err != nil {
 					// The lines before it are deduplicated; the run stops
-					// at it.
-					if sendErr = send(true); sendErr != nil {
-						return sendErr
-					}
-					return dataErr(fmt.Sprintf("mend line %d (or drop it), then run dedup again on the lines from it on", linesIn+1),
+					// at it, and the error names it, and the lines of the
+					// batch Redis did not answer for, if any.
+					fix := fmt.Sprintf("mend line %d (or drop it)", linesIn+1)
+					terr := dataErr(fix+", then run dedup again on the lines from it on",
 						"line %d (counted over all inputs): %v", linesIn+1, err)
+					sendErr = send(true, &stopReason{alone: terr, fix: fix})
+					return sendErr
 				}
 				lineTimes = append(lineTimes, at)
 			}
@@ -241,13 +255,24 @@ func runRedisDedup(e *env, f *dedupFlags, keyer *dedup.KeyExtractor, ins []input
 			keyEnds = append(keyEnds, len(arena))
 		}
 		if len(lineEnds) >= redisDedupBatch-dedup.MaxBatch {
-			sendErr = send(false)
+			sendErr = send(false, nil)
 		}
 		return sendErr
 	})
 	if sendErr == nil {
-		// The last batch, and after a read error the lines read before it.
-		if err := send(true); err != nil {
+		// The last batch, and after a read error the lines read before
+		// it: then the error names both the read error and the lines of
+		// the batch Redis did not answer for.
+		var stop *stopReason
+		if runErr != nil {
+			// "The lines before the error were processed" is not so for
+			// those Redis did not answer for, which the message names.
+			stop = &stopReason{alone: runErr, fix: remedyRead}
+			if ce, ok := runErr.(*cliError); ok {
+				stop.fix = strings.TrimSuffix(ce.remedy, "; the lines before the error were processed")
+			}
+		}
+		if err := send(true, stop); err != nil {
 			runErr = err
 		}
 	}
@@ -366,6 +391,34 @@ func (s *redisSeen) clock(eventTime bool) string {
 		return "the lines' times (--time-field)"
 	}
 	return "Redis's clock"
+}
+
+// stopReason is why a dedup --redis run stops reading before the end of
+// its input: a line whose field is not a time, an input that cannot be
+// read.
+type stopReason struct {
+	// alone is the run's error when Redis answered for every line of the
+	// last batch.
+	alone error
+	// fix is what to do before dedup runs again from the line, in a
+	// message that also names lines Redis did not answer for.
+	fix string
+}
+
+// error returns the error of the stop alone (nil for none).
+func (s *stopReason) error() error {
+	if s == nil {
+		return nil
+	}
+	return s.alone
+}
+
+// problem is the stop's problem, without its remedy.
+func (s *stopReason) problem() string {
+	if ce, ok := s.alone.(*cliError); ok {
+		return ce.msg
+	}
+	return s.alone.Error()
 }
 
 // errStopped is what a batch sent after an interrupt returns.
@@ -491,8 +544,10 @@ func (u *unsettled) sort() {
 // error) and returns the error that says what is known of each line,
 // where it is, and what to do to lose none: print the unconfirmed lines
 // after the output, and dedup the lines not recorded and those not sent
-// again. interrupted says that an interrupt stopped the wait.
-func (u *unsettled) stopErr(e *env, f *redisFlags, interrupted bool) error {
+// again. interrupted says that an interrupt stopped the wait; stop, if
+// not nil, why the run stopped reading after the batch: the message
+// names it too, and its fix comes before running dedup again.
+func (u *unsettled) stopErr(e *env, f *redisFlags, interrupted bool, stop *stopReason) error {
 	var msgs []string
 	code := exitData
 	remedy := "check the server"
@@ -535,6 +590,12 @@ func (u *unsettled) stopErr(e *env, f *redisFlags, interrupted bool) error {
 	if u.notSent != 0 {
 		msgs = append(msgs, fmt.Sprintf("no line from line %d on (counted over all inputs) was sent", u.notSent))
 		again = append(again, fmt.Sprintf("the lines from line %d on", u.notSent))
+	}
+	if stop != nil {
+		msgs = append(msgs, stop.problem())
+		if stop.fix != "" {
+			remedy += "; " + stop.fix
+		}
 	}
 	if len(again) > 0 {
 		remedy += "; run dedup again on " + strings.Join(again, ", then on ")
