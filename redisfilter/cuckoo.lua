@@ -1217,8 +1217,10 @@ end
 -- ckf2_wadd: KEYS = T, C, R; ARGV = id, b, s, buckets, kicks, retry
 -- window (ms), g high, g low, unique (0 or 1), timed (0 or 1), then per
 -- key: first bucket, fingerprint, walk state high, low, and when timed
--- its time (ns) high, low. Returns one code per key: 1 added, 2 in the
--- window (refreshed unless unique), 0 no room.
+-- its time (ns) high, low: the time the key is judged at, which the
+-- client makes the latest of the stream so far (window.go, eventTimes),
+-- as a segment sees only its own keys. Returns one code per key: 1 added,
+-- 2 in the window (refreshed unless unique), 0 no room.
 redis.register_function('ckf2_wadd', function(keys, args)
 	local timed = args[10] == '1'
 	local per = 4

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/dedupkit/cuckoo"
@@ -42,6 +44,11 @@ import (
 // in step (NTP), as Redis's own key expiry needs too. The *At writes
 // ([Window.TouchBatchAt], [Window.AddUniqueBatchAt]) bring their own
 // times instead: the events', for a stream deduplicated in event time.
+// Their time never runs backwards either, across segments: the handle
+// judges each key at the latest time it knows (see TouchBatchAt), as the
+// library's Window judges each key at the latest time its clock has
+// shown, so a stream written through one handle is judged key for key as
+// a [cuckoo.Window] judges it.
 //
 // Expired slots are free for inserts; each write empties the expired
 // slots of the next few buckets and the first write of an epoch finishes
@@ -61,6 +68,9 @@ import (
 type Window struct {
 	segments
 	gran int64 // the epoch length g in ns: ⌈window/14⌉
+	// the latest time of the keys the *At writes sent (shared by a
+	// handle and its Durable twin)
+	latest *eventClock
 	// the arguments every write takes after the table's: g's halves
 	gh, gl int64
 	// the BITFIELD_RO field that reads a segment's epoch
@@ -262,7 +272,7 @@ func openWindow(ctx context.Context, rdb redis.UniversalClient, name string, m m
 }
 
 func newWindow(rdb redis.UniversalClient, name string, m meta, retry retryPolicy) *Window {
-	w := &Window{segments: newSegments(rdb, windowPrefix, name, m, retry), gran: epochLength(m.window)}
+	w := &Window{segments: newSegments(rdb, windowPrefix, name, m, retry), gran: epochLength(m.window), latest: new(eventClock)}
 	w.gh, w.gl = w.gran>>32, w.gran&math.MaxUint32
 	w.epochField = []any{"GET", "i64", int64(8 * w.g.segmentBytes)}
 	return w
@@ -499,11 +509,25 @@ func (w *Window) AddUniqueBatch(ctx context.Context, keys [][]byte, added []bool
 // TouchBatchAt is TouchBatch with each key at its own time, times[i],
 // instead of the server's: the time of the events being deduplicated, so
 // that "seen within the window" means within the window of event time,
-// as the library's Window does with a clock of event times. A segment's
-// time never runs backwards: a key whose time is before the latest the
-// segment has seen is judged at that one. Times before 1970 count as
-// 1970. Use a window with these writes, or with the server's clock, not
-// both. times must be at least as long as keys.
+// as the library's Window does with a clock of event times.
+//
+// Time never runs backwards: key i is judged at the latest of its own
+// time, the times of the keys before it in this batch and in the
+// handle's earlier *At batches (its Durable twins' included), and the
+// newest epoch any of the window's segments held when the handle's first
+// *At write read them (one BITFIELD_RO a segment, pipelined, once a
+// handle). A late key, one whose time is before that, is judged at the
+// time the stream has reached, as by the library's Window, whichever
+// segment it falls in. Keys that other handles write meanwhile move this
+// one's time only through their segments: a key is judged at least at
+// the latest time its own segment has seen, but may be judged before a
+// newer time another handle gave other segments since this one read
+// them. Times before 1970 count as 1970. Use a window with these writes,
+// or with the server's clock, not both.
+//
+// If the first *At write of a handle cannot read the segments' epochs,
+// every key's error wraps [ErrNotSent] and the cause, and the next *At
+// write reads them again. times must be at least as long as keys.
 func (w *Window) TouchBatchAt(ctx context.Context, keys [][]byte, times []time.Time, seen []bool, errs []error) error {
 	if err := checkBatch(len(keys), len(seen), len(times)); err != nil {
 		return err
@@ -527,24 +551,34 @@ func (w *Window) putBatch(ctx context.Context, keys [][]byte, times []time.Time,
 	if err := checkBatch(len(keys), len(errs)); err != nil {
 		return err
 	}
-	timed := 0
-	if times != nil {
-		timed = 1
-	}
 	out := seen
 	if unique {
 		out = added
 	}
+	timed := 0
+	var at []int64
+	if times != nil {
+		timed = 1
+		var err error
+		if at, err = w.eventTimes(ctx, times[:len(keys)]); err != nil {
+			for i := range keys {
+				if out != nil {
+					out[i] = false
+				}
+				errs[i] = err
+			}
+			return err
+		}
+	}
 	head := []any{w.gh, w.gl, boolArg(unique), timed}
 	keyArgs := func(args []any, l *located, i int) []any {
 		args = w.putArgs(args, l)
-		if times != nil {
-			ns := eventNanos(times[i])
-			args = append(args, ns>>32, ns&math.MaxUint32)
+		if at != nil {
+			args = append(args, at[i]>>32, at[i]&math.MaxUint32)
 		}
 		return args
 	}
-	return w.writeBatch(ctx, fnWAdd, head, keyArgs, keys, out, errs, func(code int64) (bool, error) {
+	err := w.writeBatch(ctx, fnWAdd, head, keyArgs, keys, out, errs, func(code int64) (bool, error) {
 		switch code {
 		case codeFull:
 			return false, ErrFull
@@ -553,6 +587,92 @@ func (w *Window) putBatch(ctx context.Context, keys [][]byte, times []time.Time,
 		}
 		return unique, nil
 	})
+	// The handle's time becomes that of the last key sent (at only grows).
+	for i := len(at) - 1; i >= 0; i-- {
+		if !errors.Is(errs[i], ErrNotSent) {
+			w.latest.raise(at[i])
+			break
+		}
+	}
+	return err
+}
+
+// eventTimes returns the times, in Unix ns, the keys of an *At write are
+// judged at: key i's is the latest of its own time, those of the keys
+// before it, and the handle's (eventClock), as the library's Window with
+// a clock of event times judges each key at the latest time its clock
+// has shown. Each segment keeps its own time, and one that has not yet
+// seen the newest time would otherwise judge a late key at an older one.
+func (w *Window) eventTimes(ctx context.Context, times []time.Time) ([]int64, error) {
+	latest, err := w.latest.now(ctx, w)
+	if err != nil {
+		return nil, err
+	}
+	at := make([]int64, len(times))
+	for i, t := range times {
+		latest = max(latest, eventNanos(t))
+		at[i] = latest
+	}
+	return at, nil
+}
+
+// eventClock is a Window handle's time for the *At writes, in Unix ns
+// (0: none yet): the latest time of the keys it sent, and at least the
+// start of the newest epoch of the window's segments when its first *At
+// write read them. It only moves forward.
+type eventClock struct {
+	mu   sync.Mutex  // held while the segments' epochs are read
+	read atomic.Bool // they were
+	ns   atomic.Int64
+}
+
+// now returns the clock's time, reading the segments' epochs first if no
+// write of the handle has: the newest is the latest time any writer gave
+// the window (its time never runs backwards, whichever client wrote).
+// One BITFIELD_RO a segment, pipelined, once a handle; an error means
+// nothing was sent, and the next write reads them again.
+func (c *eventClock) now(ctx context.Context, w *Window) (int64, error) {
+	if !c.read.Load() {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if !c.read.Load() {
+			newest := int64(math.MinInt64)
+			err := w.eachSegment(ctx, func(s int) redis.Cmder {
+				cmd := redis.NewIntSliceCmd(ctx, append([]any{"bitfield_ro", w.tables[s]}, w.epochField...)...)
+				cmd.SetFirstKeyPos(1)
+				return cmd
+			}, func(s int, cmd redis.Cmder) error {
+				v, err := cmd.(*redis.IntSliceCmd).Result()
+				if err == nil && len(v) != 1 {
+					err = fmt.Errorf("%w: the epoch of segment %d of %q read as %v", ErrCorrupt, s, w.name, v)
+				}
+				if err == nil {
+					newest = max(newest, v[0])
+				}
+				return err
+			})
+			if err != nil {
+				return 0, fmt.Errorf("%w: reading the epochs of the segments of %q: %w", ErrNotSent, w.name, err)
+			}
+			// A segment never written holds the earliest epoch there is
+			// (restartEpoch), a missing one 0: neither is a time to keep.
+			if newest > 0 && newest <= (windowLimitNanos-1)/w.gran {
+				c.raise(newest * w.gran)
+			}
+			c.read.Store(true)
+		}
+	}
+	return c.ns.Load(), nil
+}
+
+// raise moves the clock's time on to ns if that is later.
+func (c *eventClock) raise(ns int64) {
+	for {
+		old := c.ns.Load()
+		if ns <= old || c.ns.CompareAndSwap(old, ns) {
+			return
+		}
+	}
 }
 
 // eventNanos returns an event's time in Unix ns, within [0, 2^62).

@@ -95,6 +95,86 @@ func TestDedupRedisWindowEventTime(t *testing.T) {
 	t.Logf("%d of %d lines printed, the same in Redis and on the machine", n, events)
 }
 
+// TestDedupRedisWindowEventTimeSegments: with --time-field, a window in
+// Redis of several segments prints exactly what --window prints on the
+// machine, with lines that come late (a time before the latest so far)
+// and time that jumps by about the window. Time never goes back: a late
+// line is judged at the latest time of any line so far, whichever
+// segment its key falls in, not at the time its segment last saw.
+// Before the client kept that time across segments, a late line whose
+// key's segment had not seen the newest time was judged at the
+// segment's older one: some late lines were dropped that --window
+// prints, and later repeats inside the window were printed.
+func TestDedupRedisWindowEventTimeSegments(t *testing.T) {
+	t.Parallel()
+	s := redistest.NewServer(t, redistest.Config{})
+	e := newEnv(t)
+	// 600 lines of 50 keys, a minute apart or less, 10 % of them late (up
+	// to 16 hours before the latest time); 3 % after a jump of an hour,
+	// and 4 % after one of 15 or 16 hours (past the window), each followed
+	// by two late lines, from before the jump, of keys among the last
+	// ten: a late line whose key's segment has not seen the jump yet is
+	// what the segments' own times judged wrongly (about 20 lines of the
+	// output differed).
+	rng := rand.New(rand.NewPCG(5, 6))
+	var b bytes.Buffer
+	at := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC).Unix()
+	const lines, ids = 600, 50
+	var recent []int
+	line := func(t int64, id int) {
+		fmt.Fprintf(&b, "%d id-%d x\n", t, id)
+		if recent = append(recent, id); len(recent) > 10 {
+			recent = recent[1:]
+		}
+	}
+	for n := 0; n < lines; n++ {
+		switch r := rng.IntN(100); {
+		case r < 4 && n+3 <= lines && len(recent) > 1:
+			before := at
+			at += int64(15+rng.IntN(2)) * 3600
+			line(at, rng.IntN(ids))
+			for range 2 {
+				line(before-int64(rng.IntN(3600)), recent[rng.IntN(len(recent)-1)])
+			}
+			n += 2
+			continue
+		case r < 7:
+			at += 3600
+		default:
+			at += int64(rng.IntN(60))
+		}
+		t := at
+		if rng.IntN(10) == 0 {
+			t -= int64(rng.IntN(16 * 3600))
+		}
+		line(t, rng.IntN(ids))
+	}
+	e.write("events.txt", b.String())
+	// 40,000 keys a window: 2 segments in Redis.
+	common := []string{"--window", "14h", "--time-field", "1", "--key", "2", "--capacity", "40000", "--fpr", "1e-6", "--seed", "42"}
+	local := e.run("", append([]string{"dedup"}, append(common, "events.txt")...)...)
+	local.want(t, 0, "dedup")
+	shared := e.run("", append([]string{"dedup", "--redis", redisURL(s), "--name", "events", "--stats"}, append(common, "events.txt")...)...)
+	shared.want(t, 0, "dedup")
+	if !strings.Contains(shared.stderr, "2 segments") {
+		t.Fatalf("want a window of 2 segments: %s", shared.stderr)
+	}
+	if shared.stdout != local.stdout {
+		l, r := strings.Split(local.stdout, "\n"), strings.Split(shared.stdout, "\n")
+		i := 0
+		for i < min(len(l), len(r)) && l[i] == r[i] {
+			i++
+		}
+		t.Fatalf("in Redis %d lines printed, on the machine %d: they differ from printed line %d (%q on the machine, %q in Redis)",
+			len(r)-1, len(l)-1, i+1, l[min(i, len(l)-1)], r[min(i, len(r)-1)])
+	}
+	n := strings.Count(local.stdout, "\n")
+	if n < lines/10 || n > lines*9/10 {
+		t.Fatalf("%d lines printed: the events do not exercise the window", n)
+	}
+	t.Logf("%d of %d lines printed, the same in Redis and on the machine", n, lines)
+}
+
 // TestDedupRedisWindowFlags: the flags of dedup --redis --window, and
 // the mistakes refused with status 2 (or 3 for a window not there).
 func TestDedupRedisWindowFlags(t *testing.T) {
