@@ -139,6 +139,11 @@ func TestDedupRedisStopAndStall(t *testing.T) {
 		// stop feeds what stops the run, after the first 50 lines.
 		stop func(w *io.PipeWriter)
 		want string // the stop's error, in the message
+		// sentNone: the batch's lines were not sent either. A window in
+		// event time reads its segments' times before its first write,
+		// and that read stalls: so the message says no line from line 1
+		// on was sent, and names the stop.
+		sentNone bool
 	}{
 		{
 			name: "time",
@@ -152,7 +157,8 @@ func TestDedupRedisStopAndStall(t *testing.T) {
 				io.WriteString(w, b.String())
 				w.Close()
 			},
-			want: "; line 51 (counted over all inputs): ",
+			want:     "; line 51 (counted over all inputs): ",
+			sentNone: true,
 		},
 		{
 			name: "read",
@@ -211,6 +217,14 @@ func TestDedupRedisStopAndStall(t *testing.T) {
 			}
 			if out.Len() != 0 {
 				t.Fatalf("printed %q; Redis answered for no line", out.String())
+			}
+			if c.sentNone {
+				want := "cuckoo dedup: no line from line 1 on (counted over all inputs) was sent; "
+				if !strings.HasPrefix(d.msg, want) || !strings.Contains(d.msg, c.want) ||
+					!strings.HasSuffix(strings.TrimSpace(d.msg), "run dedup again on the lines from line 1 on") {
+					t.Fatalf("the message does not say that no line was sent, and name the stop (%q): %s", c.want, d.msg)
+				}
+				return
 			}
 			m := regexp.MustCompile(`^cuckoo dedup: lines 1-50 \(50 lines\) were (?:sent and not printed, and may or may not be recorded in Redis as seen|not recorded in Redis, nor printed): [^;]*; they are in (\S+); no line from line 51 on \(counted over all inputs\) was sent; `).FindStringSubmatch(d.msg)
 			if m == nil {
