@@ -437,6 +437,17 @@ func TestInfoDescribesFilter(t *testing.T) {
 	}
 }
 
+// obstruct makes path a directory, removing the file there, so that
+// creating a file at path fails, and returns path (os.Remove lifts it).
+func obstruct(t *testing.T, path string) string {
+	t.Helper()
+	os.Remove(path)
+	if err := os.Mkdir(path, 0o750); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
 // TestFailedSnapshotIsReported: a snapshot that fails before it writes
 // anything (the next log file cannot be created; the snapshot's own file
 // cannot) reports the failure where a successful one reports success:
@@ -461,11 +472,7 @@ func TestFailedSnapshotIsReported(t *testing.T) {
 			name = logName(s.ks.epoch.Load() + 1)
 		}
 		c.do("CF.ADD", "k", what)
-		path := filepath.Join(cfg.Dir, name)
-		os.Remove(path) // the snapshot the last loop wrote
-		if err := os.Mkdir(path, 0o750); err != nil {
-			t.Fatal(err)
-		}
+		path := obstruct(t, filepath.Join(cfg.Dir, name))
 		if r := c.do("SAVE"); !strings.HasPrefix(r, "-") {
 			t.Fatalf("%s is a directory: SAVE answered %q", what, r)
 		}
@@ -597,11 +604,7 @@ func TestNoLogSnapshotFailureRefusesWrites(t *testing.T) {
 	if r := c.do("CF.ADD", "k", "a"); r != ":1\r\n" {
 		t.Fatalf("CF.ADD: %q", r)
 	}
-	path := filepath.Join(cfg.Dir, snapName)
-	os.Remove(path)
-	if err := os.Mkdir(path, 0o750); err != nil {
-		t.Fatal(err)
-	}
+	path := obstruct(t, filepath.Join(cfg.Dir, snapName))
 	if r := c.do("SAVE"); !strings.HasPrefix(r, "-") {
 		t.Fatalf("SAVE with the snapshot a directory: %q", r)
 	}
@@ -647,11 +650,7 @@ func TestNoLogShutdownRetriesSnapshot(t *testing.T) {
 			if r := c.do("CF.ADD", "k", "a"); r != ":1\r\n" {
 				t.Fatalf("CF.ADD: %q", r)
 			}
-			path := filepath.Join(cfg.Dir, snapName)
-			os.Remove(path)
-			if err := os.Mkdir(path, 0o750); err != nil {
-				t.Fatal(err)
-			}
+			path := obstruct(t, filepath.Join(cfg.Dir, snapName))
 			stopped := make(chan error, 1)
 			go func() { stopped <- s.Shutdown(context.Background()) }()
 			select {

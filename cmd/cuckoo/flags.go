@@ -185,18 +185,9 @@ func (c *countValue) Set(s string) error {
 	return nil
 }
 
-// bytesValue is a byte-size flag: 1048576, 1Mi, 64MiB (ParseBytes).
-type bytesValue struct {
-	n   uint64
-	set bool
-}
-
-func (c *bytesValue) String() string {
-	if c == nil || !c.set {
-		return ""
-	}
-	return units.Count(c.n)
-}
+// bytesValue is a byte-size flag: 1048576, 1Mi, 64MiB (ParseBytes); it
+// prints as a count.
+type bytesValue struct{ countValue }
 
 func (c *bytesValue) Set(s string) error {
 	n, err := units.ParseBytes(s)
