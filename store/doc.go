@@ -59,13 +59,14 @@
 // says what a crash can lose; the default, SyncEverySecond, loses at
 // most about the last second of writes, SyncAlways nothing that was
 // acknowledged (concurrent writers share each sync). After a crash Open
-// cuts a last record written after the last checkpoint only when it
-// proves it torn: the file ends before the record does (and the record
-// does not verify with the length the file holds), or is zeros from the
-// record on. A sealed log file of another length than recorded, a log
-// file shorter than the checkpoint recorded, and any damaged record Open
-// reads, the last one included, are ErrCorrupt with the file and offset,
-// and Open changes nothing: no damaged record is dropped silently.
+// cuts a last record written after the last checkpoint that fails its
+// checksum as a torn write (short, zeros or garbage at its end), unless
+// it verifies with one bit flipped back (its checksum, size field or
+// data): that is damage. A sealed log file of another length than
+// recorded, a log file shorter than the checkpoint recorded, and any
+// damaged record Open reads, the last one included when one flipped bit
+// explains it, are ErrCorrupt with the file and offset, and Open changes
+// nothing: no record damaged in one bit is dropped silently.
 // Compaction is atomic: a crash at any point leaves the old log or the
 // new one. One process at a time may open a directory (a lock file,
 // flock).

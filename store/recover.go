@@ -4,9 +4,11 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"io"
 	"io/fs"
 	"math"
+	"math/bits"
 	"math/rand/v2"
 	"path/filepath"
 	"strings"
@@ -57,20 +59,19 @@ func ours(name string) bool {
 // 2-core VM.
 //
 // A record at the end of the active log file, past what the checkpoint
-// covers, that Open can prove torn (a write cut short by a crash) is cut
-// off: the file ends inside its checksum and size, or before the end its
-// size declares (and the record does not verify with the size of what
-// the file holds), or the file is zeros from its start on. A record the
-// file holds whole is never cut: one whose checksum fails there, the
-// last included, is damage, not a torn write. Every damage Open sees
+// covers, that fails its checks is a write a crash cut short, and cut
+// off, unless it verifies with one bit flipped back (in its checksum,
+// its size field or the bytes the checksum covers) or with its size set
+// to what the file holds: that is damage (tornAt). Every damage Open sees
 // returns an error wrapping ErrCorrupt (a *CorruptError naming the file
 // and offset) and opens nothing, changing no file: a damaged record among
 // those it reads, a sealed log file whose length is not the one the
 // manifest recorded when it was sealed, a log file shorter than the
 // checkpoint recorded, a sealed log file whose checksum is wrong when
-// Open reads it whole. No damaged record is dropped silently (a log cut
-// at a record boundary past the checkpoint is not damage Open can see:
-// docs/store.md, Limits). Damage in records Open does not read is
+// Open reads it whole. No record damaged in one bit is dropped silently
+// (a last record damaged in more bits passes for a torn write, and a log
+// cut at a record boundary past the checkpoint is not damage Open can
+// see: docs/store.md, Limits). Damage in records Open does not read is
 // reported by Get and Verify.
 //
 // Files in dir that a Store does not write are left alone; log files
@@ -599,74 +600,85 @@ func (sc *scanner) intactAfter(pos int64) bool {
 }
 
 // tornAt reports whether the record at pos, which fails its checks, is
-// provably a write cut short by a crash (the last log file's tail, with
-// no intact record after it), and, when it is not, what the damage is.
-// A crash leaves the file short: what a write put there ends before the
-// record's declared end. A damaged bit leaves the file whole, and one in
-// the size field looks like a length past the end of the file. So the
-// tail is torn only when one of these holds:
-//   - fewer bytes than a record's prefix (checksum and size) remain:
-//     a record written whole is longer;
-//   - every byte from pos to the end of the file is zero (a file system
-//     that extended the file before the data reached it): a record
-//     written whole has a set bit in its size field (at least 3) and one
-//     in its kind byte (1 to 3), so one flipped bit cannot leave only
-//     zeros;
-//   - the record's declared end is past the end of the file, and the
-//     record does not verify with its size field replaced by the bytes
-//     that remain (the checksum covers the size field): a record written
-//     whole with a damaged size field verifies so.
-//
-// Anything else is damage: a record whose declared end is within the
-// file but whose checksum (or structure) fails, whatever follows, and a
-// record that verifies with the size of what remains. A write cut short
-// whose file the file system extended with zeros or stale bytes after a
-// record's first bytes looks like such damage, and is refused too.
+// a write cut short by a crash (the last log file's tail, with no intact
+// record after it), and, when it is not, what the damage is. A crash
+// leaves the end of the write it interrupted short, zeros, or garbage
+// (blocks the file system had not written); a damaged bit leaves the
+// record whole but for that bit. So the tail is damage, and refused,
+// when the record verifies once one bit is flipped back: in its
+// checksum, in its size field (which names the bytes the checksum
+// covers), or in the bytes the checksum covers; and when it verifies
+// with its size field set to the bytes the file holds (a damaged size
+// field). Anything else failing there is a torn write, and cut: fewer
+// bytes than a record's prefix, zeros, or bytes that verify with no one
+// bit flipped back. A torn write passes for damage only by chance, one in
+// 2^32 for each bit tried; a record damaged in more than one bit passes
+// for a torn write, and is cut (docs/store.md, Limits).
 func (sc *scanner) tornAt(pos int64) (torn bool, detail string, err error) {
-	rest := sc.end - pos
-	if rest < recPrefix {
+	if sc.end-pos < recPrefix {
 		return true, "", nil
 	}
-	zeros := true
+	var rec []byte // the file from pos on
 	err = sc.each(pos, sc.end, func(b []byte) bool {
-		for _, c := range b {
-			if c != 0 {
-				zeros = false
-				return false
-			}
-		}
+		rec = append(rec, b...)
 		return true
 	})
-	if err != nil || zeros {
-		return zeros, "", err
-	}
-	head, err := sc.bytesFrom(pos, recPrefix)
 	if err != nil {
 		return false, "", err
 	}
-	sum, size := uint32le(head), int64(uint32le(head[4:]))
-	if pos+recPrefix+size <= sc.end {
-		return false, fmt.Sprintf("the last record fails its checks, and the file holds all the %d bytes its size field declares: "+
-			"damage, not a write cut short (which leaves the file shorter than the record)", recPrefix+size), nil
-	}
-	have := rest - recPrefix
-	if have <= math.MaxUint32 {
-		var le [4]byte
-		binary.LittleEndian.PutUint32(le[:], uint32(have))
-		crc := codec.Checksum(le[:])
-		err = sc.each(pos+recPrefix, sc.end, func(b []byte) bool {
-			crc = codec.UpdateChecksum(crc, b)
-			return true
-		})
-		if err != nil {
-			return false, "", err
-		}
-		if crc == sum {
-			return false, fmt.Sprintf("the last record's size field says %d bytes, past the end of the file, but its checksum matches "+
-				"the %d bytes the file holds: a damaged size field, not a write cut short", size, have), nil
-		}
+	if d := oneBitDamage(rec); d != "" {
+		return false, "the last record fails its checks, and " + d + ": damage to a record written whole, not a write cut short", nil
 	}
 	return true, "", nil
+}
+
+// oneBitDamage says how rec, the bytes from a record that fails its
+// checksum to the end of the file, verifies with one bit flipped back or
+// with its size field set to what the file holds (tornAt), or "" if it
+// does not.
+func oneBitDamage(rec []byte) string {
+	sum, size := uint32le(rec), uint64(uint32le(rec[4:]))
+	covers := func(n uint64) bool { // the record verifies with size n
+		var le [4]byte
+		binary.LittleEndian.PutUint32(le[:], uint32(n))
+		return codec.UpdateChecksum(codec.Checksum(le[:]), rec[recPrefix:recPrefix+n]) == sum
+	}
+	if have := uint64(len(rec) - recPrefix); have != size && have <= math.MaxUint32 && covers(have) {
+		return fmt.Sprintf("its checksum matches the %d bytes the file holds, not the %d its size field says: a damaged size field", have, size)
+	}
+	for b := range 32 {
+		if n := size ^ 1<<b; n <= uint64(len(rec)-recPrefix) && covers(n) {
+			return fmt.Sprintf("it verifies with bit %d of its size field flipped back", b)
+		}
+	}
+	if size > uint64(len(rec)-recPrefix) {
+		return ""
+	}
+	covered := rec[4 : recPrefix+size]
+	syndrome := sum ^ codec.Checksum(covered)
+	if bits.OnesCount32(syndrome) == 1 {
+		return "its checksum differs from the one its bytes give in one bit"
+	}
+	// CRC-32C is linear: flipping bit j of byte i of the covered bytes
+	// changes the checksum by the checksum, from a zero state, of that
+	// bit followed by the bytes after it as zeros. d[j] is that for byte
+	// i, from the last byte back.
+	tab := crc32.MakeTable(crc32.Castagnoli)
+	var d [8]uint32
+	for j := range d {
+		d[j] = tab[1<<j]
+	}
+	for i := len(covered) - 1; i >= 0; i-- {
+		for j, x := range d {
+			if x == syndrome {
+				return fmt.Sprintf("it verifies with bit %d of its byte %d flipped back", j, 4+i)
+			}
+		}
+		for j, x := range d {
+			d[j] = tab[byte(x)] ^ x>>8
+		}
+	}
+	return ""
 }
 
 // each calls fn with the bytes of [from, to) in order, in pieces, until
