@@ -54,13 +54,12 @@ func runInProcess(t *testing.T, stdin io.Reader, stdout io.Writer, args ...strin
 }
 
 // TestDedupRedisOutputFailureNamesLines: standard output fails (after
-// 500 kB, in the second batch) while dedup --redis prints new lines; dedup exits 3 and its message names a range of lines that holds
+// 500 kB, in the second batch) while dedup --redis prints new lines;
+// dedup exits 3 and its message names a range of lines that holds
 // every line recorded in Redis and not printed. Every line before the
-// range is printed; no line after it is recorded. Before each batch
-// flushed its lines, the 1 MiB output buffer held several batches, the
-// failure showed in a later batch, and the message named only that one:
-// the lines of the batches before it, recorded and never printed, were
-// named nowhere.
+// range is printed; no line after it is recorded. The failure comes
+// after the first batch, so that a message naming the failing batch
+// alone would leave lines of an earlier one recorded and unnamed.
 func TestDedupRedisOutputFailureNamesLines(t *testing.T) {
 	t.Parallel()
 	s := redistest.NewServer(t, redistest.Config{})
@@ -127,10 +126,9 @@ func TestDedupRedisOutputFailureNamesLines(t *testing.T) {
 // past --redis-wait on the batch of the lines before it. dedup exits 3,
 // and its message names both: the lines Redis did not confirm (saved to
 // a file) and, as a stop for Redis alone would, that no line from the
-// line the run stopped at on was sent, with the error at that line. It
-// used to name the batch's lines alone, as if the input ended there: the
-// line that stopped the run, its error and every line after it were
-// named nowhere, and following the message lost them.
+// line the run stopped at on was sent, with the error at that line:
+// following the message loses no line, the one that stopped the run and
+// those after it included.
 func TestDedupRedisStopAndStall(t *testing.T) {
 	t.Parallel()
 	for _, c := range []struct {

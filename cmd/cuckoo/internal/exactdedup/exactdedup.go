@@ -108,7 +108,7 @@ type Deduper struct {
 	// a checkpoint's included.
 	outMu   sync.Mutex
 	out     *bufio.Writer
-	outErr  error // the output's error, met when the store had it flushed
+	outErr  error // the output's first error (flush)
 	stats   Stats
 	stopped bool
 }
@@ -160,7 +160,7 @@ func New(out io.Writer, cfg Config) (*Deduper, error) {
 	// so that whenever the process is killed, every line recorded was
 	// printed (a later run may print a line again, never lose one).
 	s, err := store.Open(cfg.Dir, store.WithSync(store.SyncNever), store.WithAutoCompact(0, 0),
-		store.WithBeforeWrite(d.flushBeforeRecords))
+		store.WithBeforeWrite(d.flush))
 	if err == nil {
 		if err = markSeenSet(s); err != nil {
 			s.Close()
@@ -331,21 +331,6 @@ func (d *Deduper) print(line []byte) error {
 	return nil
 }
 
-// flushBeforeRecords is the store's WithBeforeWrite: it writes the
-// buffered output, whose lines' keys the store is about to write. When
-// the output fails, so does the store's write: the keys of the lines not
-// written are not recorded either, and a later run prints them.
-func (d *Deduper) flushBeforeRecords() error {
-	d.outMu.Lock()
-	defer d.outMu.Unlock()
-	if d.outErr == nil {
-		if err := d.out.Flush(); err != nil {
-			d.outErr = fmt.Errorf("%w: %w", ErrOutput, err)
-		}
-	}
-	return d.outErr
-}
-
 // has reports whether key k was seen, recording nothing (seen's lookup).
 func (d *Deduper) has(k []byte) (bool, error) {
 	key, long := d.storeKey(k)
@@ -400,13 +385,20 @@ func (d *Deduper) Flush() error {
 	return d.flush()
 }
 
+// flush writes the buffered output. It is also the store's
+// WithBeforeWrite, which writes the keys of the lines flushed: when the
+// output fails, so does the store's write, so the keys of the lines not
+// written are not recorded either, and a later run prints them. The
+// first error is kept (outErr) for the line being recorded to return.
 func (d *Deduper) flush() error {
 	d.outMu.Lock()
 	defer d.outMu.Unlock()
-	if err := d.out.Flush(); err != nil {
-		return fmt.Errorf("%w: %w", ErrOutput, err)
+	if d.outErr == nil {
+		if err := d.out.Flush(); err != nil {
+			d.outErr = fmt.Errorf("%w: %w", ErrOutput, err)
+		}
 	}
-	return nil
+	return d.outErr
 }
 
 // Stats returns the counts so far (without the seen-set's, once stopped

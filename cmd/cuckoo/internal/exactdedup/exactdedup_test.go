@@ -374,14 +374,8 @@ func TestKeptDirHoldsOnlyPrintedLines(t *testing.T) {
 		logBytes = size
 		checks++
 		crashed := t.TempDir()
-		for _, f := range files {
-			b, err := os.ReadFile(filepath.Join(dir, f.Name()))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := os.WriteFile(filepath.Join(crashed, f.Name()), b, 0o600); err != nil {
-				t.Fatal(err)
-			}
+		if err := os.CopyFS(crashed, os.DirFS(dir)); err != nil {
+			t.Fatal(err)
 		}
 		s, err := store.Open(crashed)
 		if err != nil {
