@@ -84,6 +84,9 @@ func exitCode(code int) error { return &cliError{code: code} }
 const (
 	remedyRead  = "check that the file is readable"
 	remedyWrite = "check the free space and where the output goes"
+	// readProcessed follows remedyRead after a read error that stopped
+	// a run which had processed the lines before it (readBatches).
+	readProcessed = "; the lines before the error were processed"
 )
 
 // errHelp asks run to print the command's help and exit 0.

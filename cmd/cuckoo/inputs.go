@@ -211,7 +211,7 @@ func readBatches(e *env, ins []input, kr *dedup.KeyReader, lines, keys [][]byte,
 		err = kr.Err()
 		closeIn()
 		if err != nil {
-			return dataErr(remedyRead+"; the lines before the error were processed", "reading %s: %v", ins[i].name, unwrap(err))
+			return dataErr(remedyRead+readProcessed, "reading %s: %v", ins[i].name, unwrap(err))
 		}
 	}
 	return nil

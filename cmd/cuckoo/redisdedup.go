@@ -269,7 +269,7 @@ func runRedisDedup(e *env, f *dedupFlags, keyer *dedup.KeyExtractor, ins []input
 			// those Redis did not answer for, which the message names.
 			stop = &stopReason{alone: runErr, fix: remedyRead}
 			if ce, ok := runErr.(*cliError); ok {
-				stop.fix = strings.TrimSuffix(ce.remedy, "; the lines before the error were processed")
+				stop.fix = strings.TrimSuffix(ce.remedy, readProcessed)
 			}
 		}
 		if err := send(true, stop); err != nil {
