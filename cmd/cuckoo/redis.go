@@ -8,6 +8,7 @@ import (
 	"net"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/dedupkit/cuckoo/redisfilter"
@@ -112,9 +113,7 @@ func (f *redisFlags) connect(ctx context.Context, cmd string) (redis.UniversalCl
 		addrs := strings.Split(f.url, ",")
 		rdb = redis.NewUniversalClient(&redis.UniversalOptions{Addrs: addrs, IsClusterMode: f.cluster})
 	}
-	// The client logs dial failures itself; the command reports errors
-	// its own way, one line.
-	redis.SetLogger(quietLogger{})
+	quietRedisLog.Do(func() { redis.SetLogger(quietLogger{}) })
 	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	if err := rdb.Ping(pctx).Err(); err != nil {
@@ -133,6 +132,12 @@ func (f *redisFlags) connect(ctx context.Context, cmd string) (redis.UniversalCl
 	}
 	return rdb, nil
 }
+
+// quietRedisLog silences go-redis once per process. Its client logs dial
+// failures itself, and the command reports errors its own way, one line.
+// The logger is global, shared with every client of the process, so it is
+// set once rather than at each connection.
+var quietRedisLog sync.Once
 
 // quietLogger drops go-redis's log lines.
 type quietLogger struct{}

@@ -59,10 +59,12 @@ var metricsLine = regexp.MustCompile(`^cuckoo serve: metrics on http://(127\.0\.
 
 // testRedis returns a go-redis client of addr with the tests' generous
 // timeouts and no retries (a retried write would blur what was
-// acknowledged).
+// acknowledged). Its pipelines share the pool of its other commands
+// (PipelinePoolSize -1), so a client used one command at a time holds one
+// connection, which the tests of connected_clients count.
 func testRedis(addr string) *redis.Client {
 	return redis.NewClient(&redis.Options{Addr: addr, DialTimeout: 30 * time.Second, ReadTimeout: 30 * time.Second,
-		WriteTimeout: 30 * time.Second, MaxRetries: -1})
+		WriteTimeout: 30 * time.Second, MaxRetries: -1, PipelinePoolSize: -1})
 }
 
 // TestServeMetricsFollowCommands: with --metrics, serve prints where the
