@@ -35,6 +35,10 @@ var (
 	// store among them), or, with WithMustExist, a missing or empty
 	// directory. Nothing is created.
 	ErrNotStore = errors.New("store: not a store")
+	// ErrNotRepairable is wrapped by the error of Repair (a
+	// *RepairError) for damage that no cut of the last log file's tail
+	// repairs; Repair changes nothing then.
+	ErrNotRepairable = errors.New("store: not repairable by a cut of the last log file")
 	// ErrFailed is wrapped by the errors of every write after a sync of
 	// the log failed: what the operating system kept is unknown, so the
 	// Store takes no more writes; reads go on. Close and Open again to
