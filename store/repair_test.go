@@ -89,39 +89,17 @@ func repaired(t *testing.T, fs *store.MemFS, rep store.RepairReport, err error, 
 func TestRepairFlippedLastRecord(t *testing.T) {
 	t.Parallel()
 	n := 0
-	for _, lastOp := range lastOps {
-		for _, checkpoint := range []bool{true, false} {
-			for _, dropIndex := range []bool{false, true} {
-				if dropIndex && !checkpoint {
-					continue
-				}
-				cs := crashedStore(t, lastOp, checkpoint)
-				if dropIndex {
-					cs.fs.Remove("db/INDEX")
-				}
-				full := cs.fs.ReadFileBytes(cs.file)
-				for at := cs.start; at < len(full); at++ {
-					for bit := range 8 {
-						if !testlong.Enabled() && bit != at%8 {
-							continue
-						}
-						what := fmt.Sprintf("last record a %s, checkpoint %v, INDEX removed %v, byte %d bit %d flipped",
-							lastOp, checkpoint, dropIndex, at-cs.start, bit)
-						fs := cs.fs.Clone()
-						b := bytes.Clone(full)
-						b[at] ^= 1 << bit
-						fs.WriteFileBytes(cs.file, b)
-						rep, err := store.Repair("db", store.WithRepairFS(fs))
-						// A write after the repair: at each byte in the long run, at
-						// every 8th in the quick run.
-						write := testlong.Enabled() || (at-cs.start)%8 == 0
-						repaired(t, fs, rep, err, cs.file, b, cs.start, 1, cs.before, write, what)
-						n++
-					}
-				}
-			}
+	eachLastRecordFlip(t, func(cs crashState, fs *store.MemFS, b []byte, at, bit int, what string) {
+		if !testlong.Enabled() && bit != at%8 {
+			return
 		}
-	}
+		rep, err := store.Repair("db", store.WithRepairFS(fs))
+		// A write after the repair: at each byte in the long run, at
+		// every 8th in the quick run.
+		write := testlong.Enabled() || (at-cs.start)%8 == 0
+		repaired(t, fs, rep, err, cs.file, b, cs.start, 1, cs.before, write, what)
+		n++
+	})
 	t.Logf("%d repairs", n)
 }
 
@@ -175,11 +153,17 @@ func TestRepairChangesNothing(t *testing.T) {
 	full := cs.fs.ReadFileBytes(cs.file)
 	torn := cs.fs.Clone()
 	torn.WriteFileBytes(cs.file, full[:cs.start+5])
+	// What a crash in a rotation or a checkpoint leaves, which Open
+	// removes: a log file no manifest lists, INDEX.tmp, MANIFEST.tmp.
+	leftovers := cs.fs.Clone()
+	leftovers.WriteFileBytes("db/00000000000000ff.log", full[:40])
+	leftovers.WriteFileBytes("db/INDEX.tmp", []byte("a checkpoint never renamed"))
+	leftovers.WriteFileBytes("db/MANIFEST.tmp", []byte("a manifest never renamed"))
 	for _, c := range []struct {
 		what string
 		fs   *store.MemFS
 		torn int64
-	}{{"after Close", closed, 0}, {"after a crash", cs.fs.Clone(), 0}, {"a torn tail", torn, 5}} {
+	}{{"after Close", closed, 0}, {"after a crash", cs.fs.Clone(), 0}, {"a torn tail", torn, 5}, {"files a crash left", leftovers, 0}} {
 		for _, dry := range []bool{false, true} {
 			what := fmt.Sprintf("%s, dry run %v", c.what, dry)
 			before := files(c.fs)
