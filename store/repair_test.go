@@ -426,3 +426,64 @@ func TestRepairCrash(t *testing.T) {
 		t.Fatalf("the copy holds %d bytes, want %d", len(got), len(b)-cs.start)
 	}
 }
+
+// TestRepairOldAndLongStores: Repair leaves a store of the first format
+// version as it is (Open would rewrite its manifest), and repairs a
+// flipped last record in the last of several log files.
+func TestRepairOldAndLongStores(t *testing.T) {
+	t.Parallel()
+	v1 := store.NewMemFS()
+	golden := filepath.Join("testdata", "golden", "v1")
+	names, err := os.ReadDir(golden)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range names {
+		b, err := os.ReadFile(filepath.Join(golden, n.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		v1.WriteFileBytes("db/"+n.Name(), b)
+	}
+	v1.WriteFileBytes("db/LOCK", nil)
+	before := files(v1)
+	rep, err := store.Repair("db", store.WithRepairFS(v1))
+	if err != nil || rep.Damage != nil || rep.Cut {
+		t.Fatalf("Repair of the first version's golden store: %+v, %v", rep, err)
+	}
+	unchanged(t, v1, before, "the first version's golden store")
+
+	fs := store.NewMemFS()
+	s, err := store.Open("db", store.WithFS(fs), store.WithLogFileSize(4<<10), store.WithSeed(3), store.WithSync(store.SyncAlways))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{}
+	for i := range 200 {
+		k, v := fmt.Sprintf("key %d", i), fmt.Sprintf("value %d", i)
+		if err := s.Put([]byte(k), []byte(v)); err != nil {
+			t.Fatal(err)
+		}
+		want[k] = v
+	}
+	crashed := fs.ProcessCrash()
+	s.Close()
+	crashed.Remove("db/INDEX")
+	var last string
+	for _, n := range crashed.Names() {
+		if filepath.Ext(n) == ".log" {
+			last = n
+		}
+	}
+	if last == "db/0000000000000000.log" {
+		t.Fatal("one log file")
+	}
+	b := crashed.ReadFileBytes(last)
+	ends := store.RecordEnds(b)
+	start := int(ends[len(ends)-2])
+	b[len(b)-1] ^= 2
+	crashed.WriteFileBytes(last, b)
+	delete(want, "key 199")
+	rep, err = store.Repair("db", store.WithRepairFS(crashed))
+	repaired(t, crashed, rep, err, last, b, start, 1, want, true, "the last of several log files")
+}
