@@ -169,8 +169,12 @@ func Repair(dir string, opts ...RepairOption) (RepairReport, error) {
 		return rep, fmt.Errorf("store: opening %s: %w", ce.File, err)
 	}
 	defer f.Close()
-	if size, err := f.Size(); err != nil || size != in.lastSize {
-		return rep, fmt.Errorf("store: %s changed while it was read (%d bytes, then %d): %v", ce.File, in.lastSize, size, err)
+	size, err := f.Size()
+	if err != nil {
+		return rep, fmt.Errorf("store: reading %s: %w", ce.File, err)
+	}
+	if size != in.lastSize {
+		return rep, fmt.Errorf("store: %s changed while it was read (%d bytes, then %d)", ce.File, in.lastSize, size)
 	}
 	rep.Records = recordsFrom(&logFile{path: ce.File, f: f, size: in.lastSize}, ce.Offset)
 	copyPath, kept, err := copyName(o.fs, f, ce.File, ce.Offset, in.lastSize)

@@ -43,13 +43,13 @@ store of 'cuckoo dedup --exact-dir DIR', the keys are the lines seen:
   stats    keys, RAM and disk use; files, chunks and the dedup ratio
   compact  rewrite the live records, reclaiming overwritten and deleted ones
   check    read the whole log and verify every record's checksum
-  repair   cut damage that open refuses in the tail of the last log file,
-           copying the bytes cut to a file beside it first (named after
-           the log file and the offset); the records from the damage on
-           are lost. A store without damage is left as it is; other
-           damage is refused, changing nothing (restore a backup). With
-           --dry-run, say what would be cut, changing nothing. Exit status
-           0 when the store then opens, 3 when it does not
+  repair   cut away damage the other subcommands refuse in the tail of the
+           last log file, copying the bytes cut first to a new file beside
+           it (named after the log file and the offset); the records from
+           the damage on are lost. A store without damage is left as it
+           is; other damage is refused, changing nothing (restore a
+           backup). With --dry-run, say what would be cut, changing
+           nothing. Exit status 0 when the store then opens, 3 when not
   import   store files (directories: every regular file under them) as
            content-defined chunks, each distinct chunk once, under the path
            given, with their permission bits; importing again adds only
