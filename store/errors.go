@@ -12,9 +12,9 @@ var (
 	ErrNotFound = errors.New("store: key not found")
 	// ErrClosed is returned by every method called after Close.
 	ErrClosed = errors.New("store: closed")
-	// ErrCorrupt is wrapped by the errors of Open, Get and Verify that
-	// find a damaged log or manifest: a *CorruptError names the file and
-	// the offset. Open returns it for every damaged record it reads, the
+	// ErrCorrupt is wrapped by the errors of Open, Get, Verify and
+	// Repair that find a damaged log or manifest: a *CorruptError names
+	// the file and the offset. Open returns it for every damaged record it reads, the
 	// last one included when one flipped bit explains it, and opens
 	// nothing; a last record no flipped bit explains is a write a crash
 	// cut short, and is cut, not reported.
