@@ -66,7 +66,10 @@
 // recorded, a log file shorter than the checkpoint recorded, and any
 // damaged record Open reads, the last one included when one flipped bit
 // explains it, are ErrCorrupt with the file and offset, and Open changes
-// nothing: no record damaged in one bit is dropped silently.
+// nothing: no record damaged in one bit is dropped silently. Repair
+// (cuckoo store repair) cuts such damage from the tail of the last log
+// file, after copying the bytes it cuts to a file beside it, and refuses
+// damage a cut does not repair.
 // Compaction is atomic: a crash at any point leaves the old log or the
 // new one. One process at a time may open a directory (a lock file,
 // flock).

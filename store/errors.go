@@ -12,9 +12,9 @@ var (
 	ErrNotFound = errors.New("store: key not found")
 	// ErrClosed is returned by every method called after Close.
 	ErrClosed = errors.New("store: closed")
-	// ErrCorrupt is wrapped by the errors of Open, Get and Verify that
-	// find a damaged log or manifest: a *CorruptError names the file and
-	// the offset. Open returns it for every damaged record it reads, the
+	// ErrCorrupt is wrapped by the errors of Open, Get, Verify and
+	// Repair that find a damaged log or manifest: a *CorruptError names
+	// the file and the offset. Open returns it for every damaged record it reads, the
 	// last one included when one flipped bit explains it, and opens
 	// nothing; a last record no flipped bit explains is a write a crash
 	// cut short, and is cut, not reported.
@@ -35,6 +35,10 @@ var (
 	// store among them), or, with WithMustExist, a missing or empty
 	// directory. Nothing is created.
 	ErrNotStore = errors.New("store: not a store")
+	// ErrNotRepairable is wrapped by the error of Repair (a
+	// *RepairError) for damage that no cut of the last log file's tail
+	// repairs; Repair changes nothing then.
+	ErrNotRepairable = errors.New("store: not repairable by a cut of the last log file")
 	// ErrFailed is wrapped by the errors of every write after a sync of
 	// the log failed: what the operating system kept is unknown, so the
 	// Store takes no more writes; reads go on. Close and Open again to

@@ -87,3 +87,16 @@ func RecordEnds(file []byte) []int64 {
 	}
 	return ends
 }
+
+// WithRepairFS makes Repair work in fs instead of the operating
+// system's file system.
+func WithRepairFS(fs *MemFS) RepairOption {
+	return func(o *repairOptions) error { o.fs = fs; return nil }
+}
+
+// WithRepairStep makes Repair call fn after each of its steps: "copied"
+// (the copy of the bytes to cut is synced, with its directory) and "cut"
+// (the log file is cut and synced). An error from fn stops Repair there.
+func WithRepairStep(fn func(step string) error) RepairOption {
+	return func(o *repairOptions) error { o.step = fn; return nil }
+}

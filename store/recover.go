@@ -85,18 +85,13 @@ func Open(dir string, opts ...Option) (*Store, error) {
 	if err := option.Apply(&o, opts); err != nil {
 		return nil, err
 	}
-	s := &Store{dir: dir, fs: o.fs, opt: o, stop: make(chan struct{})}
-	s.log = newAppendLog(dir, &s.opt, &s.mu.RWMutex, &s.wmu)
-	s.checkpointer = checkpointer{log: s.log, ratio: o.ckRatio, min: o.ckMin, inline: o.ckInline}
+	s := newStore(dir, o)
 	if err := s.prepareDir(); err != nil {
 		return nil, err
 	}
-	lock, err := s.fs.Lock(filepath.Join(dir, lockName))
-	if errors.Is(err, vfs.ErrLocked) {
-		return nil, fmt.Errorf("%w: %s", ErrLocked, dir)
-	}
+	lock, err := lockDir(s.fs, dir)
 	if err != nil {
-		return nil, fmt.Errorf("store: locking %s: %w", dir, err)
+		return nil, err
 	}
 	s.lock = lock
 	if err := s.load(); err != nil {
@@ -114,6 +109,28 @@ func Open(dir string, opts ...Option) (*Store, error) {
 		go s.syncLoop()
 	}
 	return s, nil
+}
+
+// newStore returns a Store of dir with options o, before its files are
+// read.
+func newStore(dir string, o options) *Store {
+	s := &Store{dir: dir, fs: o.fs, opt: o, stop: make(chan struct{})}
+	s.log = newAppendLog(dir, &s.opt, &s.mu.RWMutex, &s.wmu)
+	s.checkpointer = checkpointer{log: s.log, ratio: o.ckRatio, min: o.ckMin, inline: o.ckInline}
+	return s
+}
+
+// lockDir takes the lock of the store directory dir: ErrLocked while
+// another Store (in this process or another) has it.
+func lockDir(fsys vfs.FS, dir string) (io.Closer, error) {
+	lock, err := fsys.Lock(filepath.Join(dir, lockName))
+	if errors.Is(err, vfs.ErrLocked) {
+		return nil, fmt.Errorf("%w: %s", ErrLocked, dir)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("store: locking %s: %w", dir, err)
+	}
+	return lock, nil
 }
 
 // prepareDir makes sure dir is a directory, creating it when Open may
@@ -186,6 +203,11 @@ func (s *Store) load() error {
 		return &CorruptError{File: mpath, Detail: err.Error()}
 	}
 	s.seed, s.log.seed, s.log.nextID = m.seed, m.seed, m.nextID
+	if s.inspect != nil {
+		for i, lf := range m.files {
+			s.inspect.noteFile(filepath.Join(s.dir, logFileName(lf.id)), i == len(m.files)-1)
+		}
+	}
 	s.mu.ix = newIndex(s.seed)
 	listed := map[string]bool{}
 	for _, lf := range m.files {
@@ -195,7 +217,7 @@ func (s *Store) load() error {
 	// renamed, are what a crash left of a rotation, a compaction or a
 	// checkpoint.
 	for _, name := range names {
-		if name == manifestName+".tmp" || name == idxName+".tmp" || isLogFileName(name) && !listed[name] {
+		if s.inspect == nil && (name == manifestName+".tmp" || name == idxName+".tmp" || isLogFileName(name) && !listed[name]) {
 			if err := s.fs.Remove(filepath.Join(s.dir, name)); err != nil {
 				return fmt.Errorf("store: removing %s: %w", name, err)
 			}
@@ -216,6 +238,12 @@ func (s *Store) load() error {
 		size, err := f.Size()
 		if err != nil {
 			return fmt.Errorf("store: reading %s: %w", path, err)
+		}
+		if s.inspect != nil && i == len(m.files)-1 {
+			s.inspect.lastSize = size
+			if s.inspect.cutAt >= 0 && size > s.inspect.cutAt {
+				size = s.inspect.cutAt // read as if cut there
+			}
 		}
 		head := make([]byte, logHeaderSize)
 		if size >= logHeaderSize {
@@ -279,7 +307,10 @@ func (s *Store) load() error {
 			return &CorruptError{File: lf.path, Offset: logHeaderSize,
 				Detail: "sealed log file's records are intact, but its checksum is not the one the manifest recorded (records were changed, removed or moved)"}
 		}
-		if end < lf.size {
+		if end < lf.size && s.inspect != nil {
+			// Read only: the tail is left, and the log read as if cut.
+			s.inspect.tornAt, s.inspect.torn = end, lf.size-end
+		} else if end < lf.size {
 			// A tail proven torn (tornAt): cut it, so new records follow
 			// the intact ones.
 			// The cut need not be synced: a crash that undoes it leaves
@@ -287,8 +318,8 @@ func (s *Store) load() error {
 			if err := lf.f.Truncate(end); err != nil {
 				return fmt.Errorf("store: cutting the torn tail of %s: %w", lf.path, err)
 			}
-			lf.size = end
 		}
+		lf.size = min(lf.size, end)
 		if last && lf.size > from[i] {
 			// Records past the checkpoint were written by a process that
 			// may not have synced them: counted as written, so that the
@@ -299,7 +330,7 @@ func (s *Store) load() error {
 		lf.crc = crc
 		s.log.bytes += lf.size
 	}
-	if m.version < manVersion {
+	if m.version < manVersion && s.inspect == nil {
 		// Record the sealed log files as they are, in the current format.
 		if err := s.log.writeManifest(s.log.order); err != nil {
 			return err

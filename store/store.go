@@ -55,6 +55,8 @@ type Store struct {
 	closeOnce sync.Once
 	stop      chan struct{}
 	bg        sync.WaitGroup
+
+	inspect *inspection // Repair's reads of the files: load changes none
 }
 
 func (s *Store) hash(key []byte) uint64 { return hash.Sum64(key, s.seed) }

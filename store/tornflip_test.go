@@ -140,6 +140,33 @@ func refused(t *testing.T, err error, file string, start int, what string) {
 func TestFlippedLastRecord(t *testing.T) {
 	t.Parallel()
 	flips := 0
+	eachLastRecordFlip(t, func(cs crashState, fs *store.MemFS, b []byte, at, bit int, what string) {
+		s, err := store.Open("db", store.WithFS(fs))
+		if err == nil {
+			s.Close()
+		}
+		refused(t, err, cs.file, cs.start, what)
+		if got := fs.ReadFileBytes(cs.file); !bytes.Equal(got, b) {
+			t.Fatalf("%s: Open refused the store but changed the log file (%d bytes, was %d)", what, len(got), len(b))
+		}
+		flips++
+		if bit == at%8 {
+			// The repair (one bit of each byte): cut at the offset the
+			// error names.
+			fs.WriteFileBytes(cs.file, b[:cs.start])
+			expectState(t, fs, cs.before, what+", then cut at the record")
+		}
+	})
+	t.Logf("%d flips of the last record, all refused", flips)
+}
+
+// eachLastRecordFlip calls fn for each bit of each byte of the last
+// record of the crashStates of lastOps, with the writer's checkpoint
+// (which does not cover the record), with it removed, and with none: fs
+// is a copy of the crash state whose log file holds b, the log file with
+// the bit flipped.
+func eachLastRecordFlip(t *testing.T, fn func(cs crashState, fs *store.MemFS, b []byte, at, bit int, what string)) {
+	t.Helper()
 	for _, lastOp := range lastOps {
 		for _, checkpoint := range []bool{true, false} {
 			for _, dropIndex := range []bool{false, true} {
@@ -159,27 +186,12 @@ func TestFlippedLastRecord(t *testing.T) {
 						b := bytes.Clone(full)
 						b[at] ^= 1 << bit
 						fs.WriteFileBytes(cs.file, b)
-						s, err := store.Open("db", store.WithFS(fs))
-						if err == nil {
-							s.Close()
-						}
-						refused(t, err, cs.file, cs.start, what)
-						if got := fs.ReadFileBytes(cs.file); !bytes.Equal(got, b) {
-							t.Fatalf("%s: Open refused the store but changed the log file (%d bytes, was %d)", what, len(got), len(b))
-						}
-						flips++
-						if bit == at%8 {
-							// The repair (one bit of each byte): cut at the
-							// offset the error names.
-							fs.WriteFileBytes(cs.file, b[:cs.start])
-							expectState(t, fs, cs.before, what+", then cut at the record")
-						}
+						fn(cs, fs, b, at, bit, what)
 					}
 				}
 			}
 		}
 	}
-	t.Logf("%d flips of the last record, all refused", flips)
 }
 
 // TestFlippedLastRecordOS flips each bit of the last record in a copy of

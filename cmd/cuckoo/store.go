@@ -24,6 +24,7 @@ import (
 const storeHelp = `Usage: cuckoo store put DIR KEY [VALUE]     (VALUE omitted: standard input)
        cuckoo store get|has|del DIR KEY
        cuckoo store stats|compact|check|list DIR
+       cuckoo store repair DIR [--dry-run]
        cuckoo store import DIR FILE-OR-DIRECTORY...
        cuckoo store export DIR NAME [-o FILE]
        cuckoo store export DIR --to OUT-DIR [NAME...]
@@ -42,6 +43,13 @@ store of 'cuckoo dedup --exact-dir DIR', the keys are the lines seen:
   stats    keys, RAM and disk use; files, chunks and the dedup ratio
   compact  rewrite the live records, reclaiming overwritten and deleted ones
   check    read the whole log and verify every record's checksum
+  repair   cut away damage the other subcommands refuse in the tail of the
+           last log file, copying the bytes cut first to a new file beside
+           it (named after the log file and the offset); the records from
+           the damage on are lost. A store without damage is left as it
+           is; other damage is refused, changing nothing (restore a
+           backup). With --dry-run, say what would be cut, changing
+           nothing. Exit status 0 when the store then opens, 3 when not
   import   store files (directories: every regular file under them) as
            content-defined chunks, each distinct chunk once, under the path
            given, with their permission bits; importing again adds only
@@ -63,6 +71,7 @@ Examples:
   cuckoo store export src.d $(go env GOROOT)/src/fmt/print.go > print.go
   cuckoo store export src.d --to restored $(go env GOROOT)/src/net
   cuckoo store stats src.d
+  cuckoo store repair seen.d --dry-run
 
 One process has a store open at a time: a second one fails at once (exit
 status 3). Exit status 3 also means a missing, damaged or unwritable store,
@@ -75,6 +84,7 @@ type storeFlags struct {
 	output string
 	to     string
 	quiet  bool
+	dryRun bool
 }
 
 func (f *storeFlags) register(fs *flag.FlagSet) {
@@ -83,6 +93,7 @@ func (f *storeFlags) register(fs *flag.FlagSet) {
 	fs.Var((*nameValue)(&f.to), "to", "export: write the files named (and those under the names, or all) into `directory`, each atomically")
 	fs.BoolVar(&f.quiet, "quiet", false, "import, export --to: no summary")
 	fs.BoolVar(&f.quiet, "q", false, "the same as --quiet")
+	fs.BoolVar(&f.dryRun, "dry-run", false, "repair: say what would be cut, and change nothing")
 }
 
 func storeCommand() *command {
@@ -94,7 +105,7 @@ func storeCommand() *command {
 // DIR: at least min, at most max (−1: any).
 var storeArgs = map[string][2]int{
 	"put": {1, 2}, "get": {1, 1}, "has": {1, 1}, "del": {1, 1},
-	"stats": {0, 0}, "compact": {0, 0}, "check": {0, 0}, "list": {0, 0},
+	"stats": {0, 0}, "compact": {0, 0}, "check": {0, 0}, "list": {0, 0}, "repair": {0, 0},
 	"import": {1, -1}, "export": {0, -1},
 }
 
@@ -120,6 +131,12 @@ func runStore(e *env, f *storeFlags, pos []string) error {
 		return usageErr(remedy, "bad --sync value %q: give always, everysec or never", f.sync)
 	}
 	policy := syncPolicies[i]
+	if f.dryRun && sub != "repair" {
+		return usageErr(remedy, "--dry-run is a flag of store repair")
+	}
+	if sub == "repair" {
+		return storeRepair(e, f, dir)
+	}
 	if sub == "put" && len(args) == 1 {
 		// The value from standard input, read before the store is opened
 		// (or created): a failure leaves no trace.
@@ -139,7 +156,7 @@ func runStore(e *env, f *storeFlags, pos []string) error {
 	}
 	s, err := store.Open(dir, opts...)
 	if !creates && errors.Is(err, store.ErrNotStore) {
-		return dataErr("a store is made by 'cuckoo store put DIR KEY VALUE' or 'cuckoo store import DIR FILE'", "%s", notStore(err))
+		return noStoreErr(err)
 	}
 	if err != nil {
 		return storeErr(dir, err)
@@ -149,6 +166,64 @@ func runStore(e *env, f *storeFlags, pos []string) error {
 		err = storeErr(dir, cerr)
 	}
 	return err
+}
+
+// noStoreErr explains an error wrapping store.ErrNotStore of a
+// subcommand that does not create a store.
+func noStoreErr(err error) error {
+	return dataErr("a store is made by 'cuckoo store put DIR KEY VALUE' or 'cuckoo store import DIR FILE'", "%s", notStore(err))
+}
+
+// storeRepair is 'store repair': store.Repair, and what it did. The
+// exit status is 0 when the store opens afterwards: it had no damage,
+// or the damage was cut.
+func storeRepair(e *env, f *storeFlags, dir string) error {
+	var opts []store.RepairOption
+	if f.dryRun {
+		opts = append(opts, store.WithDryRun())
+	}
+	rep, err := store.Repair(dir, opts...)
+	var re *store.RepairError
+	switch {
+	case errors.Is(err, store.ErrNotStore):
+		return noStoreErr(err)
+	case errors.As(err, &re):
+		d := re.Damage
+		return dataErr("restore the store from a backup (docs/store.md, \"Repairing a refused tail\")",
+			"%s is damaged: %s at offset %d: %s; repair cannot cut it away: %s; nothing was changed", dir, d.File, d.Offset, d.Detail, re.Reason)
+	case err != nil && rep.Cut:
+		return dataErr("the bytes cut are in "+rep.Copy, "%s: %v", dir, unwrap(err))
+	case err != nil:
+		return storeErr(dir, err)
+	}
+	out := newBufWriter(e.stdout)
+	defer out.Flush()
+	if rep.Damage == nil {
+		fmt.Fprintf(out, "%s: nothing to repair: the store opens, and every record verifies\n", dir)
+		if rep.Torn > 0 {
+			fmt.Fprintf(out, "%s: the last %s of %s, from offset %d, are a write a crash cut short, which the next open of the store cuts\n",
+				dir, units.Counted(uint64(rep.Torn), "byte"), rep.File, rep.TornAt)
+		}
+		return nil
+	}
+	records := "records that cannot be counted"
+	switch {
+	case rep.Records == 1:
+		records = "1 record (the damaged one)"
+	case rep.Records > 1:
+		records = units.Counted(uint64(rep.Records), "record") + " (the damaged one and those written after it)"
+	}
+	lost := fmt.Sprintf("%s, %s", units.Counted(uint64(rep.Bytes), "byte"), records)
+	d := rep.Damage
+	if f.dryRun {
+		return dataErr("run 'cuckoo store repair "+dir+"' to repair it",
+			"%s is damaged: %s at offset %d: %s; repair would cut the file there, losing %s, copied first to %s; nothing was changed (--dry-run)",
+			dir, d.File, d.Offset, d.Detail, lost, rep.Copy)
+	}
+	fmt.Fprintf(out, "%s: repaired: cut %s at offset %d, losing %s, kept in %s\n", dir, rep.File, rep.Offset, lost, rep.Copy)
+	fmt.Fprintf(out, "%s: the damage was: %s\n", dir, d.Detail)
+	fmt.Fprintf(out, "%s: the store opens, with every record before the offset\n", dir)
+	return nil
 }
 
 func storeSub(e *env, f *storeFlags, s *store.Store, sub, dir string, args []string) error {
@@ -599,7 +674,7 @@ func storeErr(dir string, err error) error {
 	case errors.Is(err, exactdedup.ErrNotSeenSet):
 		return dataErr("give --exact-dir a directory of its own", "%s: %v", dir, unwrap(err))
 	case errors.As(err, &ce):
-		return dataErr("restore the store from a backup; damage in the last log file is repaired by cutting it at the offset named (docs/store.md, \"Repairing a refused tail\")", "%s is damaged: %s at offset %d: %s", dir, ce.File, ce.Offset, ce.Detail)
+		return dataErr("run 'cuckoo store repair "+dir+"': it cuts damage in the tail of the last log file away, keeping a copy, and says when the store must be restored from a backup instead", "%s is damaged: %s at offset %d: %s", dir, ce.File, ce.Offset, ce.Detail)
 	case errors.Is(err, store.ErrTooLarge):
 		return dataErr(fmt.Sprintf("keys hold up to %d bytes, values %d", store.MaxKeySize, store.MaxValueSize), "%v", unwrap(err))
 	}

@@ -3,11 +3,14 @@ package main
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -443,4 +446,152 @@ func TestStoreExportSyncPolicies(t *testing.T) {
 			return nil
 		})
 	}
+}
+
+// dirFiles returns the files of dir with their bytes.
+func dirFiles(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	es, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := map[string]string{}
+	for _, e := range es {
+		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		m[e.Name()] = string(b)
+	}
+	return m
+}
+
+// TestStoreRepair: 'store repair' leaves a sound store as it is (status
+// 0); the damage open refuses in the last record, which every other
+// subcommand reports naming 'cuckoo store repair DIR' (status 3), it
+// reports with --dry-run, changing nothing (status 3), and cuts (status
+// 0), keeping the bytes cut in DIR/<log file>.cut-<offset>; the store
+// then has every other record and takes writes. Damage in a sealed log
+// file is refused (status 3), changing nothing; so are a store another
+// process has open and a path that holds no store.
+func TestStoreRepair(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	db := filepath.Join(e.dir, "db")
+	e.run("", "store", "put", "db", "k1", "v1").want(t, exitOK, "store")
+	e.run("", "store", "put", "db", "k2", "v2").want(t, exitOK, "store")
+	sound := dirFiles(t, db)
+	for _, args := range [][]string{{"store", "repair", "db"}, {"store", "repair", "--dry-run", "db"}} {
+		r := e.run("", args...)
+		r.want(t, exitOK, "store")
+		if r.stdout != "db: nothing to repair: the store opens, and every record verifies\n" {
+			t.Fatalf("%v on a sound store: %q", args, r.stdout)
+		}
+		if !maps.Equal(dirFiles(t, db), sound) {
+			t.Fatalf("%v changed a sound store", args)
+		}
+	}
+
+	// The last record's last byte, one bit flipped, with no checkpoint
+	// covering it (as after a crash).
+	os.Remove(filepath.Join(db, "INDEX"))
+	logFiles, _ := filepath.Glob(filepath.Join(db, "*.log"))
+	if len(logFiles) != 1 {
+		t.Fatalf("log files %v", logFiles)
+	}
+	logFile := logFiles[0]
+	full, _ := os.ReadFile(logFile)
+	full[len(full)-1] ^= 1
+	os.WriteFile(logFile, full, 0o644)
+	damaged := dirFiles(t, db)
+	r := e.run("", "store", "get", "db", "k1")
+	r.want(t, exitData, "store")
+	if !strings.Contains(r.stderr, "db is damaged") || !strings.Contains(r.stderr, "run 'cuckoo store repair db'") {
+		t.Fatalf("get of a store with a damaged last record: %s", r.stderr)
+	}
+	// The offset the error names: the second record's, which is as long
+	// as the first, after the log file's header of 40 bytes.
+	m := regexp.MustCompile(`at offset (\d+):`).FindStringSubmatch(r.stderr)
+	if m == nil {
+		t.Fatalf("no offset in %q", r.stderr)
+	}
+	start, _ := strconv.ParseInt(m[1], 10, 64)
+	if start-40 != int64(len(full))-start {
+		t.Fatalf("the error names offset %d in a log file of %d bytes, not the second of two records", start, len(full))
+	}
+	copyName := fmt.Sprintf("%s.cut-%d", filepath.Base(logFile), start)
+	r = e.run("", "store", "repair", "db", "--dry-run")
+	r.want(t, exitData, "store")
+	if !strings.Contains(r.stderr, fmt.Sprintf("at offset %d", start)) || !strings.Contains(r.stderr, "repair would cut") ||
+		!strings.Contains(r.stderr, copyName) || !strings.Contains(r.stderr, "nothing was changed") || r.stdout != "" {
+		t.Fatalf("repair --dry-run: %+v", r)
+	}
+	if !maps.Equal(dirFiles(t, db), damaged) {
+		t.Fatal("repair --dry-run changed the store")
+	}
+	r = e.run("", "store", "repair", "db")
+	r.want(t, exitOK, "store")
+	wantLine := fmt.Sprintf("db: repaired: cut %s at offset %d, losing %d bytes, 1 record (the damaged one), kept in %s\n",
+		filepath.Join("db", filepath.Base(logFile)), start, int64(len(full))-start, filepath.Join("db", copyName))
+	if !strings.HasPrefix(r.stdout, wantLine) || !strings.Contains(r.stdout, "the store opens") {
+		t.Fatalf("repair: %q, want it to start %q", r.stdout, wantLine)
+	}
+	after := dirFiles(t, db)
+	if after[copyName] != string(full[start:]) || after[filepath.Base(logFile)] != string(full[:start]) {
+		t.Fatalf("after repair: the copy holds %q, the log file %d bytes; want %q and %d", after[copyName], len(after[filepath.Base(logFile)]), full[start:], start)
+	}
+	if r := e.run("", "store", "get", "db", "k1"); r.code != exitOK || r.stdout != "v1" {
+		t.Fatalf("get k1 after the repair: %+v", r)
+	}
+	e.run("", "store", "get", "db", "k2").want(t, exitAbsent, "store")
+	e.run("", "store", "put", "db", "k3", "v3").want(t, exitOK, "store")
+	if r := e.run("", "store", "repair", "db"); r.code != exitOK || !strings.Contains(r.stdout, "nothing to repair") {
+		t.Fatalf("repair after the repair: %+v", r)
+	}
+
+	// A sealed log file: after a compaction the records are in one.
+	e.run("", "store", "put", "sealed", "k", "v").want(t, exitOK, "store")
+	e.run("", "store", "compact", "sealed").want(t, exitOK, "store")
+	logFiles, _ = filepath.Glob(filepath.Join(e.dir, "sealed", "*.log"))
+	for _, f := range logFiles {
+		if b, _ := os.ReadFile(f); len(b) > 45 {
+			b[45] ^= 1
+			os.WriteFile(f, b, 0o644)
+		}
+	}
+	before := dirFiles(t, filepath.Join(e.dir, "sealed"))
+	for _, args := range [][]string{{"store", "repair", "sealed"}, {"store", "repair", "sealed", "--dry-run"}} {
+		r = e.run("", args...)
+		r.want(t, exitData, "store")
+		if !strings.Contains(r.stderr, "sealed is damaged") || !strings.Contains(r.stderr, "repair cannot cut it away") ||
+			!strings.Contains(r.stderr, "sealed log file") || !strings.Contains(r.stderr, "restore the store from a backup") {
+			t.Fatalf("%v: %s", args, r.stderr)
+		}
+		if !maps.Equal(dirFiles(t, filepath.Join(e.dir, "sealed")), before) {
+			t.Fatalf("%v changed the store", args)
+		}
+	}
+
+	// Another process has the store open.
+	s, err := store.Open(filepath.Join(e.dir, "held"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	r = e.run("", "store", "repair", "held")
+	r.want(t, exitData, "store")
+	if !strings.Contains(r.stderr, "open in another process") {
+		t.Fatalf("repair of a store open elsewhere: %s", r.stderr)
+	}
+
+	r = e.run("", "store", "repair", "missing")
+	r.want(t, exitData, "store")
+	if !strings.Contains(r.stderr, "not a store: missing does not exist") {
+		t.Fatalf("repair of a missing store: %s", r.stderr)
+	}
+	if _, err := os.Stat(filepath.Join(e.dir, "missing")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("repair of a missing store created it: %v", err)
+	}
+	e.run("", "store", "repair", "db", "extra").want(t, exitUsage, "store")
+	e.run("", "store", "get", "db", "k1", "--dry-run").want(t, exitUsage, "store")
 }

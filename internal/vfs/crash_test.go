@@ -5,7 +5,9 @@ package vfs_test
 import (
 	"bytes"
 	"errors"
+	"io/fs"
 	"math/rand/v2"
+	"path/filepath"
 	"testing"
 
 	"github.com/dedupkit/cuckoo/internal/testseed"
@@ -269,5 +271,34 @@ func TestMemFSLock(t *testing.T) {
 		t.Fatalf("Lock after release: %v", err)
 	} else {
 		c.Close()
+	}
+}
+
+// TestCreateNew: CreateNew makes a file where there is none, and leaves
+// an existing file as it was (fs.ErrExist), in both file systems.
+func TestCreateNew(t *testing.T) {
+	dir := t.TempDir()
+	for _, c := range []struct {
+		name string
+		fsys vfs.FS
+		path string
+	}{
+		{"MemFS", vfs.NewMemFS(), "d/new"},
+		{"OS", vfs.OS{}, filepath.Join(dir, "new")},
+	} {
+		f, err := c.fsys.CreateNew(c.path)
+		if err != nil {
+			t.Fatalf("%s: CreateNew of a new name: %v", c.name, err)
+		}
+		if _, err := f.WriteAt([]byte("kept"), 0); err != nil {
+			t.Fatal(err)
+		}
+		f.Close()
+		if _, err := c.fsys.CreateNew(c.path); !errors.Is(err, fs.ErrExist) {
+			t.Fatalf("%s: CreateNew of an existing file: %v, want fs.ErrExist", c.name, err)
+		}
+		if b, err := c.fsys.ReadFile(c.path); err != nil || string(b) != "kept" {
+			t.Fatalf("%s: the existing file after CreateNew: %q %v", c.name, b, err)
+		}
 	}
 }

@@ -16,6 +16,10 @@ type FS interface {
 	MkdirAll(dir string) error
 	// Create creates name, or truncates it, for reading and writing.
 	Create(name string) (File, error)
+	// CreateNew creates name for reading and writing, and fails with an
+	// error wrapping fs.ErrExist when something of that name exists: it
+	// never truncates or replaces a file.
+	CreateNew(name string) (File, error)
 	// Open opens an existing file for reading and writing.
 	Open(name string) (File, error)
 	ReadFile(name string) ([]byte, error)
@@ -66,6 +70,16 @@ func (OS) IsDir(name string) (bool, error) {
 // Create creates or truncates name for reading and writing.
 func (OS) Create(name string) (File, error) {
 	f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	return &osFile{f: f}, nil
+}
+
+// CreateNew creates name for reading and writing (O_EXCL): an error
+// wrapping fs.ErrExist when something of that name exists.
+func (OS) CreateNew(name string) (File, error) {
+	f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
 		return nil, err
 	}

@@ -277,6 +277,21 @@ func (m *MemFS) Create(name string) (File, error) {
 	return &memHandle{fs: m, f: f}, nil
 }
 
+// CreateNew creates name as Create does, but fails with an error
+// wrapping fs.ErrExist when a file or directory has that name.
+func (m *MemFS) CreateNew(name string) (File, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.files[name] != nil || m.dirs[filepath.Clean(name)] {
+		return nil, &fs.PathError{Op: "create", Path: name, Err: fs.ErrExist}
+	}
+	f := &memFile{}
+	op := nsOp{op: 'c', to: name, f: f}
+	applyOp(m.files, op)
+	m.pending = append(m.pending, op)
+	return &memHandle{fs: m, f: f}, nil
+}
+
 // Open opens an existing file.
 func (m *MemFS) Open(name string) (File, error) {
 	m.mu.Lock()
