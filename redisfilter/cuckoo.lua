@@ -348,7 +348,7 @@ end
 -- kinds make when a key's buckets i1 and i2 are full (the engine's
 -- table.Search): for the shortest chain of moves that ends in a free
 -- slot, over at most min(2·kicks, 256) slots, a level at a time, reading
--- each level's other buckets at once; a node whose other bucket the chain
+-- each level's other buckets before looking in them; a node whose other bucket the chain
 -- uses is not expanded (moving into it would undo the chain). free(g, i)
 -- returns the first free slot of bucket i, or nil; fpof(v) the
 -- fingerprint of a slot's value v. It moves nothing, and returns the
@@ -380,7 +380,7 @@ local function room(g, i1, i2, free, fpof)
 	local lo = 1
 	while lo <= n do
 		local hi = n
-		-- Locate the level's other buckets and read them all at once.
+		-- Locate the level's other buckets and read them all first.
 		local list = {}
 		for k = lo, hi do
 			local a = alt(g, qb[k], fpof(qv[k]))
@@ -519,7 +519,7 @@ local function del(g, i1, i2, fp)
 end
 
 -- pairs2 reads the (first bucket, fingerprint) pairs of args from index
--- k on, computes each other bucket, and fetches all their buckets at once.
+-- k on, computes each other bucket, and fetches all their buckets first.
 local function pairs2(g, args, k)
 	local i1, i2, fp, all = {}, {}, {}, {}
 	for a = k, #args - 1, 2 do
