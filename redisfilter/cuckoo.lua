@@ -348,10 +348,10 @@ end
 -- kinds make when a key's buckets i1 and i2 are full (the engine's
 -- table.Search): for the shortest chain of moves that ends in a free
 -- slot, over at most min(2·kicks, 256) slots, a level at a time, reading
--- each level's other buckets before looking in them; a node whose other bucket the chain
--- uses is not expanded (moving into it would undo the chain). free(g, i)
--- returns the first free slot of bucket i, or nil; fpof(v) the
--- fingerprint of a slot's value v. It moves nothing, and returns the
+-- each level's other buckets before looking in any; a node whose other
+-- bucket the chain uses is not expanded (moving into it would undo the
+-- chain). free(g, i) returns the first free slot of bucket i, or nil;
+-- fpof(v) the fingerprint of a slot's value v. It moves nothing, and returns the
 -- queue (q.b: a node's bucket, q.v: its value, q.p: its parent, 0 for
 -- the key's own slots; node k holds slot (k-1) % b + 1 of its bucket,
 -- whole buckets being queued), the chain's last node and the free slot
