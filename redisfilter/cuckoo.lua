@@ -1,5 +1,5 @@
 #!lua name=ckf2
--- revision 3
+-- revision 4
 --
 -- The write side of package redisfilter's cuckoo filters: one segment of a
 -- filter is a string key T (its table: buckets of b slots of f bits,
@@ -49,12 +49,9 @@ end
 -- pow2[r] = 2^r.
 local pow2 = { [0] = 1, 2, 4, 8, 16, 32, 64, 128 }
 
--- BITFIELD types that read c whole bytes, c ≤ 6 so that every value is
--- exact in a double.
+-- BITFIELD types of c whole bytes, c ≤ 6 so that every value is exact in
+-- a double.
 local utype = { 'u8', 'u16', 'u24', 'u32', 'u40', 'u48' }
-
--- maxFields bounds the fields of one BITFIELD_RO that fetch sends.
-local maxFields = 1000
 
 -- stale returns an error reply unless the segment belongs to filter id.
 local function stale(keys, id)
@@ -91,88 +88,88 @@ end
 -- byte g.lo[i], the bucket starting at bit g.sh[i] of the first; g.raw[i]:
 -- its slots then), changes slots in its own copy (g.sl[i]; g.dirty lists
 -- the buckets copied), and at its end writes the bytes of the slots that
--- differ from what it read with one BITFIELD (flush). So a call of many
--- keys costs two table commands in all (its keys' buckets read at once,
--- its changes written at once) plus one read per bucket a displacement
--- reaches, and its Lua work is a decode of each bucket read and an encode
--- of each slot changed.
+-- differ from what it read with one BITFIELD (flush). A bucket is read
+-- with one GETRANGE of its bytes, which string.byte splits in one step:
+-- in Lua's doubles, cutting a BITFIELD_RO field into bytes costs more than
+-- a command (bench/notes.md has the measurements). So a call of k keys
+-- costs one read per bucket it reaches (2k, and those a displacement
+-- reaches) and one write, and its Lua work is a decode of each bucket
+-- read and an encode of each slot changed.
+
+-- pow2n[k] = 2^k, for k up to 63.
+local pow2n = { [0] = 1 }
+for k = 1, 63 do
+	pow2n[k] = pow2n[k - 1] * 2
+end
+
+-- slots[b] returns a new table of b zeros (b ≤ 8): a table made whole at
+-- once, not grown slot by slot.
+local slots = {
+	function() return { 0 } end,
+	function() return { 0, 0 } end,
+	function() return { 0, 0, 0 } end,
+	function() return { 0, 0, 0, 0 } end,
+	function() return { 0, 0, 0, 0, 0 } end,
+	function() return { 0, 0, 0, 0, 0, 0 } end,
+	function() return { 0, 0, 0, 0, 0, 0, 0 } end,
+	function() return { 0, 0, 0, 0, 0, 0, 0, 0 } end,
+}
 
 -- decode returns the b slots (from 1) of a bucket whose first bit is bit
--- sh of by[1].
+-- sh of by[1]: the bits not yet cut into slots are acc, nbits of them
+-- (fewer than f + 8, so acc is exact), taking a byte whenever a slot
+-- needs more.
 local function decode(g, by, sh)
-	local v = {}
-	for j = 0, g.b - 1 do
-		local o = sh + j * g.f
-		local r = o % 8
-		local k = (o - r) / 8
-		local x = 0
-		for q = k + g.nb[r], k + 1, -1 do
-			x = x * 256 + by[q]
+	local f, pf, b = g.f, g.pf, g.b
+	local v
+	if b <= 8 then
+		v = slots[b]()
+	else
+		v = {}
+	end
+	local p = pow2[sh]
+	local acc = by[1]
+	acc = (acc - acc % p) / p
+	local nbits, k = 8 - sh, 2
+	for j = 1, b do
+		while nbits < f do
+			acc = acc + by[k] * pow2n[nbits]
+			k = k + 1
+			nbits = nbits + 8
 		end
-		v[j + 1] = ((x - x % pow2[r]) / pow2[r]) % g.pf
+		local x = acc % pf
+		v[j] = x
+		acc = (acc - x) / pf
+		nbits = nbits - f
 	end
 	return v
 end
 
--- fetch reads the buckets of list not read yet, with one BITFIELD_RO per
--- 64 of them, or fewer when their fields pass maxFields (unpack, which
--- makes the command's arguments, returns at most a few thousand values,
--- and a bucket of wide slots needs many fields). Each bucket's bytes are read in fields of at most 6 bytes
--- (every value exact in a double); BITFIELD reads most significant bit
--- first, so a field of c bytes is their big-endian value.
+-- fetch reads the buckets of list not read yet, one GETRANGE each (a
+-- table shorter than the bucket's end, or absent, reads as zeros, as
+-- BITFIELD_RO reads it).
 local function fetch(g, list)
-	local cmd, want = { 'BITFIELD_RO', g.T }, {}
-	local function run()
-		if #want == 0 then
-			return
-		end
-		local r = redis.call(unpack(cmd))
-		local k = 1
-		for _, i in ipairs(want) do
-			local n, by = g.n[i], {}
-			for off = 0, n - 1, 6 do
-				local c = n - off
-				if c > 6 then
-					c = 6
-				end
-				local v = r[k]
-				k = k + 1
-				for q = off + c, off + 1, -1 do
-					local x = v % 256
-					by[q] = x
-					v = (v - x) / 256
-				end
-			end
-			g.by[i] = by
-			g.raw[i] = decode(g, by, g.sh[i])
-			g.sl[i] = g.raw[i]
-		end
-		cmd, want = { 'BITFIELD_RO', g.T }, {}
-	end
-	for _, i in ipairs(list) do
-		if not g.n[i] then
-			local p = i * g.B
+	local call, sbyte, T, B = redis.call, string.byte, g.T, g.B
+	local gn, glo, gsh, gby, graw, gsl = g.n, g.lo, g.sh, g.by, g.raw, g.sl
+	for x = 1, #list do
+		local i = list[x]
+		if not gn[i] then
+			local p = i * B
 			local sh = p % 8
 			local lo = (p - sh) / 8
-			local e = sh + g.B + 7
+			local e = sh + B + 7
 			local n = (e - e % 8) / 8
-			g.lo[i], g.sh[i], g.n[i] = lo, sh, n
-			for off = 0, n - 1, 6 do
-				local c = n - off
-				if c > 6 then
-					c = 6
-				end
-				cmd[#cmd + 1] = 'GET'
-				cmd[#cmd + 1] = utype[c]
-				cmd[#cmd + 1] = (lo + off) * 8
+			glo[i], gsh[i], gn[i] = lo, sh, n
+			local s = call('GETRANGE', T, lo, lo + n - 1)
+			if #s < n then
+				s = s .. string.rep('\0', n - #s)
 			end
-			want[#want + 1] = i
-			if #want == 64 or #cmd >= maxFields * 3 then
-				run()
-			end
+			local by = { sbyte(s, 1, n) }
+			gby[i] = by
+			local v = decode(g, by, sh)
+			graw[i], gsl[i] = v, v
 		end
 	end
-	run()
 end
 
 -- bucket returns the slots of bucket i as they are now (a table the
@@ -223,45 +220,65 @@ local function setfields(g, typ, offs, value)
 end
 
 -- flush writes the bytes of every slot that differs from what the call
--- read. Bytes shared with a neighbouring bucket start from what was read
--- and take each bucket's changes in turn, so each keeps the other's bits.
+-- read. A byte starts from what was read (every read of a call comes
+-- before its writes, so a byte two buckets share was read the same by
+-- both) and takes each change in turn, so a slot keeps the bits of the
+-- slots that share its bytes. The slots changed are written with one
+-- BITFIELD, for each a field of its bytes' final values (up to 6 bytes, a
+-- value below 2^48, which Redis turns into its exact decimal); fields
+-- that overlap write the same bytes alike.
 local function flush(g)
-	local bytes, touched = {}, {}
-	for _, i in ipairs(g.dirty) do
-		local lo, by = g.lo[i] - 1, g.by[i]
-		for q = 1, #by do
-			if bytes[lo + q] == nil then
-				bytes[lo + q] = by[q]
-			end
-		end
+	local dirty = g.dirty
+	if #dirty == 0 then
+		return
 	end
-	for _, i in ipairs(g.dirty) do
-		local raw, now, sh = g.raw[i], g.sl[i], g.sh[i]
-		for j = 1, g.b do
+	local glo, gby, gsh, graw, gsl, nb, f, b = g.lo, g.by, g.sh, g.raw, g.sl, g.nb, g.f, g.b
+	local bytes = {}
+	local bases, lens = {}, {}
+	for d = 1, #dirty do
+		local i = dirty[d]
+		local raw, now, by, lo = graw[i], gsl[i], gby[i], glo[i]
+		local o = gsh[i]
+		for j = 1, b do
 			if raw[j] ~= now[j] then
-				local o = sh + (j - 1) * g.f
 				local r = o % 8
-				local base = g.lo[i] + (o - r) / 8
-				local n = g.nb[r]
+				local base = lo + (o - r) / 8
+				local n = nb[r]
 				local v = 0
-				for q = n - 1, 0, -1 do
-					v = v * 256 + bytes[base + q]
+				for q = base + n - 1, base, -1 do
+					v = v * 256 + (bytes[q] or by[q - lo + 1])
 				end
 				v = v + (now[j] - raw[j]) * pow2[r]
-				for q = 0, n - 1 do
+				for q = base, base + n - 1 do
 					local c = v % 256
-					bytes[base + q] = c
-					touched[base + q] = true
+					bytes[q] = c
 					v = (v - c) / 256
 				end
+				bases[#bases + 1], lens[#lens + 1] = base, n
 			end
+			o = o + f
 		end
 	end
-	local offs = {}
-	for off in pairs(touched) do
-		offs[#offs + 1] = off
+	local call, T = redis.call, g.T
+	local cmd, c = { 'BITFIELD', T }, 2
+	for k = 1, #bases do
+		local base, n = bases[k], lens[k]
+		-- A slot spans at most 6 bytes (36 bits from bit 7); its field
+		-- is their big-endian value.
+		local v = 0
+		for q = base, base + n - 1 do
+			v = v * 256 + bytes[q]
+		end
+		cmd[c + 1], cmd[c + 2], cmd[c + 3], cmd[c + 4] = 'SET', utype[n], base * 8, v
+		c = c + 4
+		if c >= 2000 then
+			call(unpack(cmd))
+			cmd, c = { 'BITFIELD', T }, 2
+		end
 	end
-	setfields(g, 'u8', offs, bytes)
+	if c > 2 then
+		call(unpack(cmd))
+	end
 end
 
 -- first returns the first slot (from 1) of v holding x, or nil.
@@ -331,10 +348,10 @@ end
 -- kinds make when a key's buckets i1 and i2 are full (the engine's
 -- table.Search): for the shortest chain of moves that ends in a free
 -- slot, over at most min(2·kicks, 256) slots, a level at a time, reading
--- each level's other buckets at once; a node whose other bucket the chain
--- uses is not expanded (moving into it would undo the chain). free(g, i)
--- returns the first free slot of bucket i, or nil; fpof(v) the
--- fingerprint of a slot's value v. It moves nothing, and returns the
+-- each level's other buckets before looking in any; a node whose other
+-- bucket the chain uses is not expanded (moving into it would undo the
+-- chain). free(g, i) returns the first free slot of bucket i, or nil;
+-- fpof(v) the fingerprint of a slot's value v. It moves nothing, and returns the
 -- queue (q.b: a node's bucket, q.v: its value, q.p: its parent, 0 for
 -- the key's own slots; node k holds slot (k-1) % b + 1 of its bucket,
 -- whole buckets being queued), the chain's last node and the free slot
@@ -363,7 +380,7 @@ local function room(g, i1, i2, free, fpof)
 	local lo = 1
 	while lo <= n do
 		local hi = n
-		-- Locate the level's other buckets and read them all at once.
+		-- Locate the level's other buckets and read them all first.
 		local list = {}
 		for k = lo, hi do
 			local a = alt(g, qb[k], fpof(qv[k]))
@@ -502,7 +519,7 @@ local function del(g, i1, i2, fp)
 end
 
 -- pairs2 reads the (first bucket, fingerprint) pairs of args from index
--- k on, computes each other bucket, and fetches all their buckets at once.
+-- k on, computes each other bucket, and fetches all their buckets first.
 local function pairs2(g, args, k)
 	local i1, i2, fp, all = {}, {}, {}, {}
 	for a = k, #args - 1, 2 do
