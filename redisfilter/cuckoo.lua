@@ -351,11 +351,12 @@ end
 -- each level's other buckets before looking in any; a node whose other
 -- bucket the chain uses is not expanded (moving into it would undo the
 -- chain). free(g, i) returns the first free slot of bucket i, or nil;
--- fpof(v) the fingerprint of a slot's value v. It moves nothing, and returns the
--- queue (q.b: a node's bucket, q.v: its value, q.p: its parent, 0 for
--- the key's own slots; node k holds slot (k-1) % b + 1 of its bucket,
--- whole buckets being queued), the chain's last node and the free slot
--- of that node's other bucket (q.a); or nil when there is no chain.
+-- fpof(v) the fingerprint of a slot's value v. It moves nothing, and
+-- returns the queue (q.b: a node's bucket, q.v: its value, q.p: its
+-- parent, 0 for the key's own slots; node k holds slot (k-1) % b + 1 of
+-- its bucket, whole buckets being queued), the chain's last node and the
+-- free slot of that node's other bucket (q.a); or nil when there is no
+-- chain.
 local function room(g, i1, i2, free, fpof)
 	local budget = math.min(2 * g.kicks, 256)
 	local q = { b = {}, v = {}, p = {}, a = {} }

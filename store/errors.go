@@ -14,10 +14,10 @@ var (
 	ErrClosed = errors.New("store: closed")
 	// ErrCorrupt is wrapped by the errors of Open, Get, Verify and
 	// Repair that find a damaged log or manifest: a *CorruptError names
-	// the file and the offset. Open returns it for every damaged record it reads, the
-	// last one included when one flipped bit explains it, and opens
-	// nothing; a last record no flipped bit explains is a write a crash
-	// cut short, and is cut, not reported.
+	// the file and the offset. Open returns it for every damaged record
+	// it reads, the last one included when one flipped bit explains it,
+	// and opens nothing; a last record no flipped bit explains is a write
+	// a crash cut short, and is cut, not reported.
 	ErrCorrupt = errors.New("store: corrupt")
 	// ErrTooLarge is returned by Put and PutIfAbsent for a key longer
 	// than MaxKeySize or a value longer than MaxValueSize, and when the
