@@ -278,9 +278,8 @@ func CallDel(ctx context.Context, f *Filter, s int, pairs ...uint64) ([]int64, e
 // commands that take an integer refuse; Redis 7.0, and the releases that
 // fixed it, write integers in full), at a revision no client replaces.
 func LoadDtoaNumbersLibrary(ctx context.Context, rdb redis.UniversalClient) error {
-	const dtoa = `
--- A test's stand-in for redis.call: numbers become text as fpconv_dtoa
--- writes them.
+	return loadCallLibrary(ctx, rdb, `
+-- numbers become text as fpconv_dtoa writes them.
 local function dtoa(x)
 	if x ~= math.floor(x) or x ~= x or math.abs(x) >= 2 ^ 63 then
 		return string.format('%.17g', x)
@@ -298,7 +297,7 @@ local function dtoa(x)
 	return sign .. mantissa .. string.format('e+%02d', #digits - 1)
 end
 
-local function dtoa_call(...)
+local function test_call(...)
 	local n = select('#', ...)
 	local a = { ... }
 	for k = 1, n do
@@ -308,12 +307,41 @@ local function dtoa_call(...)
 	end
 	return redis.call(unpack(a, 1, n))
 end
-`
+`)
+}
+
+// LoadLargeNumbersRefusedLibrary loads into rdb (a server of the test's
+// own) the Functions library with every command it calls refused when
+// an argument is a Lua number of 10^8 or more in size: numbers that
+// large must reach commands as text, which every server reads alike
+// (LoadDtoaNumbersLibrary has one that does not), whatever their digits.
+// At a revision no client replaces.
+func LoadLargeNumbersRefusedLibrary(ctx context.Context, rdb redis.UniversalClient) error {
+	return loadCallLibrary(ctx, rdb, `
+-- numbers of 10^8 or more are refused.
+local function test_call(...)
+	local n = select('#', ...)
+	local a = { ... }
+	for k = 1, n do
+		local x = a[k]
+		if type(x) == 'number' and (x >= 1e8 or x <= -1e8) then
+			error(string.format('%s: argument %d is the number %.0f, not text', tostring(a[1]), k, x))
+		end
+	end
+	return redis.call(unpack(a, 1, n))
+end
+`)
+}
+
+// loadCallLibrary loads the library with every redis.call made through
+// test_call, which stand (Lua code defining test_call) defines, at a
+// revision no client replaces.
+func loadCallLibrary(ctx context.Context, rdb redis.UniversalClient, stand string) error {
 	head := fmt.Sprintf("-- revision %d\n", libraryRevision)
 	if strings.Count(luaLibrary, head) != 1 {
 		return fmt.Errorf("the library does not state its revision as %q", head)
 	}
-	code := strings.ReplaceAll(luaLibrary, "redis.call", "dtoa_call")
-	code = strings.Replace(code, head, "-- revision 1000000\n"+dtoa, 1)
+	code := strings.ReplaceAll(luaLibrary, "redis.call", "test_call")
+	code = strings.Replace(code, head, "-- revision 1000000\n\n-- A test's stand-in for redis.call:"+stand, 1)
 	return rdb.FunctionLoadReplace(ctx, code).Err()
 }

@@ -4,7 +4,9 @@ import (
 	"encoding/binary"
 	"math/bits"
 	"testing"
+	"time"
 
+	"github.com/dedupkit/cuckoo"
 	"github.com/dedupkit/cuckoo/internal/redistest"
 	"github.com/dedupkit/cuckoo/redisfilter"
 )
@@ -87,3 +89,69 @@ func TestFunctionsWriteIntegersInFull(t *testing.T) {
 
 // reversed returns the 32-bit slot that a u32 field of value v writes.
 func reversed(v uint32) uint64 { return uint64(bits.ReverseBytes32(v)) }
+
+// TestFunctionsPassLargeNumbersAsText runs inserts, deletes and lookups of
+// filters and windows (their epoch passes too) on a library whose
+// commands refuse a Lua number of 10^8 or more as an argument
+// (LoadLargeNumbersRefusedLibrary): every such number must reach Redis as
+// text, whatever its digits, so that no server turns it into text of its
+// own. Slots of 4 bytes and more make field values that large at nearly
+// every write, and a window's next epoch starts at a nanosecond count
+// that large.
+func TestFunctionsPassLargeNumbersAsText(t *testing.T) {
+	skipWithoutRedis(t)
+	t.Parallel()
+	ctx := ctxOf(t)
+	srv, err := redistest.Start(redistest.Config{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Stop() })
+	rdb := clientOf(t, srv)
+	if err := redisfilter.LoadLargeNumbersRefusedLibrary(ctx, rdb); err != nil {
+		t.Fatal(err)
+	}
+	ks := keys("large-", 1000)
+	errs := make([]error, len(ks))
+	done := make([]bool, len(ks))
+	for _, fb := range []int{32, 28, 13} {
+		f, err := redisfilter.New(ctx, rdb, uniqueName(t), uint64(len(ks)), redisfilter.WithFingerprintBits(fb), redisfilter.WithSegments(1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := f.AddBatch(ctx, ks, errs); err != nil {
+			t.Fatalf("%d bits: AddBatch: %v", fb, err)
+		}
+		if err := f.DeleteBatch(ctx, ks[:len(ks)/2], done, errs); err != nil {
+			t.Fatalf("%d bits: DeleteBatch: %v", fb, err)
+		}
+		if _, err := f.Count(ctx, ks[len(ks)-1]); err != nil {
+			t.Fatalf("%d bits: Count: %v", fb, err)
+		}
+		w, err := redisfilter.NewWindow(ctx, rdb, uniqueName(t), uint64(len(ks)), time.Second,
+			redisfilter.WithFingerprintBits(min(fb, cuckoo.MaxWindowFingerprintBits)), redisfilter.WithSegments(1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := w.AddBatch(ctx, ks, errs); err != nil {
+			t.Fatalf("%d bits: window AddBatch: %v", fb, err)
+		}
+		// Event times 10 ms apart from a fixed time: the sweep, passes
+		// of one epoch and more, and a leap that clears the segment.
+		at := make([]time.Time, len(ks))
+		base := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
+		for i := range at {
+			at[i] = base.Add(time.Duration(i) * 10 * time.Millisecond)
+		}
+		at[len(at)-1] = at[len(at)-2].Add(time.Hour)
+		if err := w.TouchBatchAt(ctx, ks, at, done, errs); err != nil {
+			t.Fatalf("%d bits: window TouchBatchAt: %v", fb, err)
+		}
+		if err := w.DeleteBatch(ctx, ks[:len(ks)/2], done, errs); err != nil {
+			t.Fatalf("%d bits: window DeleteBatch: %v", fb, err)
+		}
+		if _, err := w.Len(ctx); err != nil {
+			t.Fatalf("%d bits: window Len: %v", fb, err)
+		}
+	}
+}
