@@ -1,5 +1,5 @@
 #!lua name=ckf2
--- revision 4
+-- revision 5
 --
 -- The write side of package redisfilter's cuckoo filters: one segment of a
 -- filter is a string key T (its table: buckets of b slots of f bits,
@@ -52,6 +52,23 @@ local pow2 = { [0] = 1, 2, 4, 8, 16, 32, 64, 128 }
 -- BITFIELD types of c whole bytes, c ≤ 6 so that every value is exact in
 -- a double.
 local utype = { 'u8', 'u16', 'u24', 'u32', 'u40', 'u48' }
+
+-- decimal returns integer x (below 2^53 in size) as a command argument
+-- that every server reads as x: a number below 10^8 in size as it is,
+-- a larger one as its decimal digits. Redis 7.2 (7.2.0 to 7.2.4 at
+-- least) turns a Lua number into text with fpconv_dtoa, which writes an
+-- integer with eight or more trailing zeros in scientific notation
+-- (100000000 as "1e+08"), and the commands that take an integer (a
+-- BITFIELD offset or value, a GETRANGE or SETRANGE offset) refuse it
+-- (TestFunctionsWriteIntegersInFull); Redis 7.0, and the releases that
+-- fixed it, write integers whole. Every number that may pass 10^8 goes
+-- through it.
+local function decimal(x)
+	if x > -1e8 and x < 1e8 then
+		return x
+	end
+	return string.format('%.0f', x)
+end
 
 -- stale returns an error reply unless the segment belongs to filter id.
 local function stale(keys, id)
@@ -160,7 +177,7 @@ local function fetch(g, list)
 			local e = sh + B + 7
 			local n = (e - e % 8) / 8
 			glo[i], gsh[i], gn[i] = lo, sh, n
-			local s = call('GETRANGE', T, lo, lo + n - 1)
+			local s = call('GETRANGE', T, decimal(lo), decimal(lo + n - 1))
 			if #s < n then
 				s = s .. string.rep('\0', n - #s)
 			end
@@ -207,8 +224,8 @@ local function setfields(g, typ, offs, value)
 	for _, off in ipairs(offs) do
 		cmd[#cmd + 1] = 'SET'
 		cmd[#cmd + 1] = typ
-		cmd[#cmd + 1] = off * 8
-		cmd[#cmd + 1] = value[off]
+		cmd[#cmd + 1] = decimal(off * 8)
+		cmd[#cmd + 1] = decimal(value[off])
 		if #cmd >= 2000 then
 			redis.call(unpack(cmd))
 			cmd = { 'BITFIELD', g.T }
@@ -269,7 +286,7 @@ local function flush(g)
 		for q = base, base + n - 1 do
 			v = v * 256 + bytes[q]
 		end
-		cmd[c + 1], cmd[c + 2], cmd[c + 3], cmd[c + 4] = 'SET', utype[n], base * 8, v
+		cmd[c + 1], cmd[c + 2], cmd[c + 3], cmd[c + 4] = 'SET', utype[n], decimal(base * 8), decimal(v)
 		c = c + 4
 		if c >= 2000 then
 			call(unpack(cmd))
@@ -683,7 +700,7 @@ redis.register_function('ckf2_create', function(keys, args)
 		return 0
 	end
 	redis.call('DEL', keys[1], keys[2])
-	redis.call('SETRANGE', keys[1], tonumber(args[2]) - 1, '\0')
+	redis.call('SETRANGE', keys[1], decimal(tonumber(args[2]) - 1), '\0')
 	redis.call('HSET', keys[2], 'id', args[1], 'n', '0')
 	return 1
 end)
@@ -792,7 +809,7 @@ end
 local function wload(g, keys, args)
 	g.gh, g.gl = tonumber(args[7]), tonumber(args[8])
 	g.tb = math.ceil(g.m * g.B / 64) * 8
-	g.E = redis.call('BITFIELD_RO', keys[1], 'GET', 'i64', g.tb * 8)[1]
+	g.E = redis.call('BITFIELD_RO', keys[1], 'GET', 'i64', decimal(g.tb * 8))[1]
 	local st = redis.call('HMGET', keys[2], 'c', 'eh', 'el', 's0', 's1', 's2', 's3', 's4', 's5', 's6', 's7',
 		's8', 's9', 's10', 's11', 's12', 's13', 's14', 's15')
 	g.cursor = tonumber(st[1]) or 0
@@ -853,7 +870,7 @@ local function wpass_aligned(g, s, blo, pattern, left)
 			prev = at + w
 		end
 		parts[#parts + 1] = string.sub(s, prev)
-		redis.call('SETRANGE', g.T, blo, table.concat(parts))
+		redis.call('SETRANGE', g.T, decimal(blo), table.concat(parts))
 	elseif #kills > 0 then
 		local offs, zero = {}, {}
 		for k, at in ipairs(kills) do
@@ -928,7 +945,7 @@ local function wpass_bits(g, s, blo, lo, hi, kill, left)
 			prev = q + #r
 		end
 		parts[#parts + 1] = string.sub(s, prev - blo + 1)
-		redis.call('SETRANGE', g.T, blo, table.concat(parts))
+		redis.call('SETRANGE', g.T, decimal(blo), table.concat(parts))
 	elseif #touched > 0 then
 		setfields(g, 'u8', touched, changed)
 	end
@@ -964,7 +981,7 @@ local function wpass(g, from, to, kill)
 		local hi = math.min(lo + run, to)
 		local blo = math.floor(lo * g.B / 8)
 		local bhi = math.ceil(hi * g.B / 8) - 1
-		local s = redis.call('GETRANGE', g.T, blo, bhi)
+		local s = redis.call('GETRANGE', g.T, decimal(blo), decimal(bhi))
 		if g.f % 8 == 0 then
 			left = wpass_aligned(g, s, blo, pattern, left)
 		else
@@ -1048,15 +1065,14 @@ end
 -- wsave writes what the call changed of the segment's state.
 local function wsave(g)
 	if g.E ~= g.E0 then
-		redis.call('BITFIELD', g.T, 'SET', 'i64', g.tb * 8, string.format('%.0f', g.E))
+		redis.call('BITFIELD', g.T, 'SET', 'i64', decimal(g.tb * 8), decimal(g.E))
 	end
 	if g.cursor ~= g.c0 or g.eh ~= g.eh0 or g.el ~= g.el0 then
-		redis.call('HSET', g.C, 'c', string.format('%.0f', g.cursor), 'eh', string.format('%.0f', g.eh),
-			'el', string.format('%.0f', g.el))
+		redis.call('HSET', g.C, 'c', decimal(g.cursor), 'eh', decimal(g.eh), 'el', decimal(g.el))
 	end
 	for v = 0, 15 do
 		if g.dc[v] ~= 0 then
-			redis.call('HINCRBY', g.C, 's' .. v, g.dc[v])
+			redis.call('HINCRBY', g.C, 's' .. v, decimal(g.dc[v]))
 		end
 	end
 end
@@ -1331,7 +1347,7 @@ redis.register_function {
 -- then the counts of the slots of each stamp 0 to 15}, read at once.
 register_read('ckf2_wcount', function(keys, args)
 	local s, ns = clock()
-	local e = redis.call('BITFIELD_RO', keys[1], 'GET', 'i64', tonumber(args[2]) * 8)[1]
+	local e = redis.call('BITFIELD_RO', keys[1], 'GET', 'i64', decimal(tonumber(args[2]) * 8))[1]
 	local st = redis.call('HMGET', keys[2], 's0', 's1', 's2', 's3', 's4', 's5', 's6', 's7',
 		's8', 's9', 's10', 's11', 's12', 's13', 's14', 's15')
 	local out = { s, ns, e }
@@ -1350,7 +1366,7 @@ redis.register_function('ckf2_wcreate', function(keys, args)
 		return 0
 	end
 	redis.call('DEL', keys[1], keys[2])
-	redis.call('SETRANGE', keys[1], tonumber(args[3]), args[2])
+	redis.call('SETRANGE', keys[1], decimal(tonumber(args[3])), args[2])
 	redis.call('HSET', keys[2], 'id', args[1], 'c', '0', 'eh', '-1', 'el', '0')
 	return 1
 end)

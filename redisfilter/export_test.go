@@ -244,3 +244,104 @@ func fileTable(enc []byte) []byte {
 // cuckoo filter's.
 func WindowPlanMemory(p cuckoo.Plan) uint64 { return windowPlanMemory(&p) }
 func FilterPlanMemory(p cuckoo.Plan) uint64 { return filterPlanMemory(&p) }
+
+// CallAdd calls ckf2_add on segment s of f with the (first bucket,
+// fingerprint) pairs given, as AddBatch's calls do (unique: as
+// AddUniqueBatch's), and returns its codes: for tests that choose the
+// buckets and fingerprints a key's hash would.
+func CallAdd(ctx context.Context, f *Filter, s int, unique bool, pairs ...uint64) ([]int64, error) {
+	args := []any{boolArg(unique)}
+	for _, p := range pairs {
+		args = append(args, p)
+	}
+	cmd := f.writeCmd(ctx, fnAdd, s, args)
+	f.rdb.Process(ctx, cmd)
+	return cmd.Int64Slice()
+}
+
+// CallDel calls ckf2_del on segment s of f with the (first bucket,
+// fingerprint) pairs given, and returns its codes.
+func CallDel(ctx context.Context, f *Filter, s int, pairs ...uint64) ([]int64, error) {
+	args := make([]any, 0, len(pairs))
+	for _, p := range pairs {
+		args = append(args, p)
+	}
+	cmd := f.writeCmd(ctx, fnDel, s, args)
+	f.rdb.Process(ctx, cmd)
+	return cmd.Int64Slice()
+}
+
+// LoadDtoaNumbersLibrary loads into rdb (a server of the test's own) the
+// Functions library with every number it passes to a command turned into
+// text as Redis 7.2.0 to 7.2.4 turn it (fpconv_dtoa: an integer with
+// eight or more trailing zeros, such as 100000000, becomes "1e+08", which
+// commands that take an integer refuse; Redis 7.0, and the releases that
+// fixed it, write integers in full), at a revision no client replaces.
+func LoadDtoaNumbersLibrary(ctx context.Context, rdb redis.UniversalClient) error {
+	return loadCallLibrary(ctx, rdb, `
+-- numbers become text as fpconv_dtoa writes them.
+local function dtoa(x)
+	if x ~= math.floor(x) or x ~= x or math.abs(x) >= 2 ^ 63 then
+		return string.format('%.17g', x)
+	end
+	local s = string.format('%.0f', x)
+	local sign, digits = string.match(s, '^(-?)(%d+)$')
+	local trimmed = string.gsub(digits, '0+$', '')
+	if #digits - #trimmed < 8 then
+		return s
+	end
+	local mantissa = string.sub(trimmed, 1, 1)
+	if #trimmed > 1 then
+		mantissa = mantissa .. '.' .. string.sub(trimmed, 2)
+	end
+	return sign .. mantissa .. string.format('e+%02d', #digits - 1)
+end
+
+local function test_call(...)
+	local n = select('#', ...)
+	local a = { ... }
+	for k = 1, n do
+		if type(a[k]) == 'number' then
+			a[k] = dtoa(a[k])
+		end
+	end
+	return redis.call(unpack(a, 1, n))
+end
+`)
+}
+
+// LoadLargeNumbersRefusedLibrary loads into rdb (a server of the test's
+// own) the Functions library with every command it calls refused when
+// an argument is a Lua number of 10^8 or more in size: numbers that
+// large must reach commands as text, which every server reads alike
+// (LoadDtoaNumbersLibrary has one that does not), whatever their digits.
+// At a revision no client replaces.
+func LoadLargeNumbersRefusedLibrary(ctx context.Context, rdb redis.UniversalClient) error {
+	return loadCallLibrary(ctx, rdb, `
+-- numbers of 10^8 or more are refused.
+local function test_call(...)
+	local n = select('#', ...)
+	local a = { ... }
+	for k = 1, n do
+		local x = a[k]
+		if type(x) == 'number' and (x >= 1e8 or x <= -1e8) then
+			error(string.format('%s: argument %d is the number %.0f, not text', tostring(a[1]), k, x))
+		end
+	end
+	return redis.call(unpack(a, 1, n))
+end
+`)
+}
+
+// loadCallLibrary loads the library with every redis.call made through
+// test_call, which stand (Lua code defining test_call) defines, at a
+// revision no client replaces.
+func loadCallLibrary(ctx context.Context, rdb redis.UniversalClient, stand string) error {
+	head := fmt.Sprintf("-- revision %d\n", libraryRevision)
+	if strings.Count(luaLibrary, head) != 1 {
+		return fmt.Errorf("the library does not state its revision as %q", head)
+	}
+	code := strings.ReplaceAll(luaLibrary, "redis.call", "test_call")
+	code = strings.Replace(code, head, "-- revision 1000000\n\n-- A test's stand-in for redis.call:"+stand, 1)
+	return rdb.FunctionLoadReplace(ctx, code).Err()
+}
