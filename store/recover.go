@@ -265,7 +265,7 @@ func (s *Store) load() error {
 		}
 		heads[i] = head
 		lf.size = size
-		lf.data = f.Map(s.log.mapSize())
+		lf.data = f.Map(s.log.mapSize(size))
 	}
 	ck, ix, err := s.readCheckpoint(m)
 	if err != nil {
