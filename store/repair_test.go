@@ -7,6 +7,7 @@ import (
 
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/dedupkit/cuckoo/internal/testlong"
@@ -130,6 +131,72 @@ func TestRepairMidTail(t *testing.T) {
 		rep, err := store.Repair("db", store.WithRepairFS(fs))
 		repaired(t, fs, rep, err, cs.file, b, start, 5, want, true, what)
 	}
+}
+
+// TestRepairCountsRecordsBeforeTornTail: a damaged record with intact
+// records after it and a torn write at the end of the file (a crash cut
+// the last write short): Repair cuts from the damaged record on and
+// counts it and the intact records, not -1 ("cannot be counted"), which
+// the previous version reported because the records did not run to the
+// end of the file.
+func TestRepairCountsRecordsBeforeTornTail(t *testing.T) {
+	t.Parallel()
+	cs := crashedStore(t, "put", false)
+	full := cs.fs.ReadFileBytes(cs.file)
+	ends := store.RecordEnds(full)
+	start := int(ends[9]) // the 11th of 13 records, of key-10
+	b := bytes.Clone(full)
+	b[start+20] ^= 1
+	b = append(b, full[ends[10]:ends[10]+15]...) // a record's first 15 bytes
+	fs := cs.fs.Clone()
+	fs.WriteFileBytes(cs.file, b)
+	_, err := store.Open("db", store.WithFS(fs))
+	refused(t, err, cs.file, start, "a damaged record, two intact ones, a torn write")
+	want := map[string]string{}
+	for k, v := range cs.before {
+		if k < "key-10" {
+			want[k] = v
+		}
+	}
+	rep, err := store.Repair("db", store.WithRepairFS(fs))
+	repaired(t, fs, rep, err, cs.file, b, start, 3, want, true, "a damaged record, two intact ones, a torn write")
+}
+
+// TestRepairCountsRecordsAfterDamagedSizeField: a record whose size
+// field has one bit flipped so that it names the next record's bytes as
+// its own (the next record is 64 bytes, the flipped bit 64): Repair
+// counts the record the damaged size field spans, as its checksum proves
+// the size field with that bit flipped back. The previous version
+// followed the damaged size field, which leads through intact records to
+// the end of the file too, and counted one record fewer.
+func TestRepairCountsRecordsAfterDamagedSizeField(t *testing.T) {
+	t.Parallel()
+	fs := store.NewMemFS()
+	s, err := store.Open("db", store.WithFS(fs), store.WithSync(store.SyncAlways), store.WithSeed(5))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	// A record of a 2-byte key and a value of n bytes is 13+n bytes.
+	sizes := []int{36, 36, 64, 36, 36}
+	for i, size := range sizes {
+		if err := s.Put(fmt.Appendf(nil, "r%d", i), bytes.Repeat([]byte{'a' + byte(i)}, size-13)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	crashed := fs.ProcessCrash()
+	file := logFilePath(crashed)
+	b := crashed.ReadFileBytes(file)
+	if ends := store.RecordEnds(b); len(ends) != len(sizes) || ends[0] != 40+36 || ends[2] != 40+36+36+64 {
+		t.Fatalf("records end at %v", ends)
+	}
+	start := 40 + 36
+	b[start+4] ^= 64 // the size field of r1: 28, now 92 = 28 + 64
+	crashed.WriteFileBytes(file, b)
+	_, err = store.Open("db", store.WithFS(crashed))
+	refused(t, err, file, start, "a size field damaged to span the next record")
+	rep, err := store.Repair("db", store.WithRepairFS(crashed))
+	repaired(t, crashed, rep, err, file, b, start, 4, map[string]string{"r0": strings.Repeat("a", 23)}, true, "a size field damaged to span the next record")
 }
 
 // TestRepairChangesNothing: a store Open accepts, after a Close or a
