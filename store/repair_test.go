@@ -496,7 +496,8 @@ func TestRepairCrash(t *testing.T) {
 
 // TestRepairOldAndLongStores: Repair leaves a store of the first format
 // version as it is (Open would rewrite its manifest), and repairs a
-// flipped last record in the last of several log files.
+// flipped last record in the last of several log files, and in the last
+// log file after a compaction, which is not the highest number.
 func TestRepairOldAndLongStores(t *testing.T) {
 	t.Parallel()
 	v1 := store.NewMemFS()
@@ -553,4 +554,47 @@ func TestRepairOldAndLongStores(t *testing.T) {
 	delete(want, "key 199")
 	rep, err = store.Repair("db", store.WithRepairFS(crashed))
 	repaired(t, crashed, rep, err, last, b, start, 1, want, true, "the last of several log files")
+
+	// After a compaction the log file that takes the writes, which the
+	// manifest lists last, has a lower number than the compaction's
+	// output: Repair cuts it, not the highest.
+	want["after the repair"] = "a write"
+	s, err = store.Open("db", store.WithFS(crashed), store.WithLogFileSize(4<<10), store.WithSync(store.SyncAlways), store.WithAutoCompact(0, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Compact(); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"after compacting", "and again"} {
+		if err := s.Put([]byte(k), []byte("v")); err != nil {
+			t.Fatal(err)
+		}
+		want[k] = "v"
+	}
+	compacted := crashed.ProcessCrash()
+	s.Close()
+	compacted.Remove("db/INDEX")
+	var logs []string
+	for _, n := range compacted.Names() {
+		if filepath.Ext(n) == ".log" {
+			logs = append(logs, n)
+		}
+	}
+	active := ""
+	for _, n := range logs {
+		if len(store.RecordEnds(compacted.ReadFileBytes(n))) == 2 {
+			active = n
+		}
+	}
+	if active == "" || active == logs[len(logs)-1] {
+		t.Fatalf("log files %v: the active one (of 2 records) is %q, want one but the highest", logs, active)
+	}
+	b = compacted.ReadFileBytes(active)
+	start = int(store.RecordEnds(b)[0])
+	b[len(b)-1] ^= 2
+	compacted.WriteFileBytes(active, b)
+	delete(want, "and again")
+	rep, err = store.Repair("db", store.WithRepairFS(compacted))
+	repaired(t, compacted, rep, err, active, b, start, 1, want, true, "the last log file after a compaction")
 }
