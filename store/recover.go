@@ -76,7 +76,7 @@ func ours(name string) bool {
 //
 // Files in dir that a Store does not write are left alone; log files
 // no manifest lists (left by a crash during a rotation or a compaction)
-// are removed. A store written by the first version of this package is
+// are removed once the store opens (a store Open refuses keeps them). A store written by the first version of this package is
 // read, and its manifest rewritten in the current version (recording
 // the sealed log files as they are then), which the first version does
 // not read.
@@ -209,20 +209,6 @@ func (s *Store) load() error {
 		}
 	}
 	s.mu.ix = newIndex(s.seed)
-	listed := map[string]bool{}
-	for _, lf := range m.files {
-		listed[logFileName(lf.id)] = true
-	}
-	// Log files no manifest lists, and a manifest or checkpoint never
-	// renamed, are what a crash left of a rotation, a compaction or a
-	// checkpoint.
-	for _, name := range names {
-		if s.inspect == nil && (name == manifestName+".tmp" || name == idxName+".tmp" || isLogFileName(name) && !listed[name]) {
-			if err := s.fs.Remove(filepath.Join(s.dir, name)); err != nil {
-				return fmt.Errorf("store: removing %s: %w", name, err)
-			}
-		}
-	}
 	heads := make([][]byte, len(m.files))
 	for i, ms := range m.files {
 		path := filepath.Join(s.dir, logFileName(ms.id))
@@ -330,7 +316,27 @@ func (s *Store) load() error {
 		lf.crc = crc
 		s.log.bytes += lf.size
 	}
-	if m.version < manVersion && s.inspect == nil {
+	if s.inspect != nil {
+		return nil
+	}
+	// Log files no manifest lists, and a manifest or checkpoint never
+	// renamed, are what a crash left of a rotation, a compaction or a
+	// checkpoint. They go only now that the store opens: a store Open
+	// refuses keeps every file as it was, for whoever repairs or
+	// restores it (an unlisted log file may then be a compaction's
+	// output, restored beside an older manifest).
+	listed := map[string]bool{}
+	for _, lf := range m.files {
+		listed[logFileName(lf.id)] = true
+	}
+	for _, name := range names {
+		if name == manifestName+".tmp" || name == idxName+".tmp" || isLogFileName(name) && !listed[name] {
+			if err := s.fs.Remove(filepath.Join(s.dir, name)); err != nil {
+				return fmt.Errorf("store: removing %s: %w", name, err)
+			}
+		}
+	}
+	if m.version < manVersion {
 		// Record the sealed log files as they are, in the current format.
 		if err := s.log.writeManifest(s.log.order); err != nil {
 			return err
