@@ -101,6 +101,13 @@ func (l *appendLog) recordBytes(loc uint64) ([]byte, *logFile, int64, error) {
 		logReadHook()
 	}
 	if pos >= lf.size {
+		// Only the active log file has records past its size, in the
+		// buffer. An index that points past them (a checkpoint written
+		// by hand: its checksum passes) names no record.
+		if lf != l.active() || pos-lf.size >= int64(len(l.buf)) {
+			return nil, lf, pos, &CorruptError{File: lf.path, Offset: pos,
+				Detail: fmt.Sprintf("the index points past the end of the log file (%d bytes written)", lf.size+int64(len(l.buf)))}
+		}
 		return l.buf[pos-lf.size:], lf, pos, nil
 	}
 	if lf.data != nil {
@@ -349,7 +356,7 @@ func (l *appendLog) newLogFile() (*logFile, error) {
 		return nil, fmt.Errorf("store: syncing %s: %w", path, err)
 	}
 	lf.size = logHeaderSize
-	lf.data = f.Map(l.mapSize())
+	lf.data = f.Map(l.mapSize(logHeaderSize))
 	l.bytes += logHeaderSize
 	return lf, nil
 }
@@ -363,9 +370,17 @@ func (l *appendLog) dropLogFile(lf *logFile) {
 	}
 }
 
-// mapSize is how much of a log file is mapped: the most it can hold.
-func (l *appendLog) mapSize() int {
-	n := l.fileSize + recPrefix + maxRecord
+// mapSize is how much of a log file of size bytes is mapped: the most it
+// can come to hold, as readers slice the mapping up to the file's size,
+// which must never pass its end. The active log file grows to the log file size, or past it by
+// one record (an empty log file takes a record of any size), and a
+// compaction's output to what its buffer holds (outputBufferSize and a
+// record). A log file may also be longer than that already: one written
+// with a larger log file size (WithLogFileSize may change between
+// Opens), which grows no more (the next record starts a new log file).
+// 0 (not mapped: read through ReadAt) when that is past what an int holds.
+func (l *appendLog) mapSize(size int64) int {
+	n := max(l.fileSize, size, logHeaderSize+outputBufferSize) + recPrefix + maxRecord
 	if n > math.MaxInt {
 		return 0
 	}

@@ -285,8 +285,13 @@ type outputWriter struct {
 	buf  []byte
 }
 
+// outputBufferSize is how many bytes of records a compaction buffers
+// before it writes them: its output log file can pass the log file size
+// by that and a record (appendLog.mapSize).
+const outputBufferSize = 1 << 20
+
 func (w *outputWriter) flushIfFull() error {
-	if len(w.buf) < 1<<20 {
+	if len(w.buf) < outputBufferSize {
 		return nil
 	}
 	return w.flush()

@@ -1,6 +1,7 @@
 package store_test
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -190,5 +191,60 @@ func TestForeignFiles(t *testing.T) {
 	fs.WriteFileBytes("db/MANIFEST", []byte("not a manifest"))
 	if _, err := store.Open("db", store.WithFS(fs)); !errors.As(err, &ce) || ce.File != "db/MANIFEST" {
 		t.Fatalf("foreign manifest: %v", err)
+	}
+}
+
+// TestRefusedOpenRemovesNothing: an Open that refuses a store changes no
+// file, the log files no manifest lists included: a compaction's output
+// restored beside an older manifest (a copy of the directory taken while
+// the compaction switched) may be the only copy of its records. Open
+// removes them, as a crash's leftovers, only once the store opens. The
+// previous version removed them before it read the log files the
+// manifest lists, and then refused the store.
+func TestRefusedOpenRemovesNothing(t *testing.T) {
+	t.Parallel()
+	cs := crashedStore(t, "put", false)
+	full := cs.fs.ReadFileBytes(cs.file)
+	leftovers := map[string][]byte{
+		"db/00000000000000ff.log": full, // an unlisted log file, with records
+		"db/INDEX.tmp":            []byte("a checkpoint never renamed"),
+		"db/MANIFEST.tmp":         []byte("a manifest never renamed"),
+	}
+	flipped := bytes.Clone(full)
+	flipped[len(flipped)-1] ^= 1
+	for _, c := range []struct {
+		what string
+		log  []byte // the listed log file, or nil: missing
+	}{{"a flipped bit in the last record", flipped}, {"the listed log file missing", nil}} {
+		fs := cs.fs.Clone()
+		if c.log == nil {
+			fs.Remove(cs.file)
+		} else {
+			fs.WriteFileBytes(cs.file, c.log)
+		}
+		for name, b := range leftovers {
+			fs.WriteFileBytes(name, b)
+		}
+		before := files(fs)
+		if _, err := store.Open("db", store.WithFS(fs)); !errors.Is(err, store.ErrCorrupt) {
+			t.Fatalf("%s: Open: %v, want ErrCorrupt", c.what, err)
+		}
+		unchanged(t, fs, before, c.what+", Open refused")
+	}
+
+	// Once the store opens, the leftovers go.
+	fs := cs.fs.Clone()
+	for name, b := range leftovers {
+		fs.WriteFileBytes(name, b)
+	}
+	s, err := store.Open("db", store.WithFS(fs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	for name := range leftovers {
+		if _, ok := fileIn(fs, name); ok {
+			t.Fatalf("%s left after the store opened", name)
+		}
 	}
 }

@@ -76,7 +76,7 @@ func ours(name string) bool {
 //
 // Files in dir that a Store does not write are left alone; log files
 // no manifest lists (left by a crash during a rotation or a compaction)
-// are removed. A store written by the first version of this package is
+// are removed once the store opens (a store Open refuses keeps them). A store written by the first version of this package is
 // read, and its manifest rewritten in the current version (recording
 // the sealed log files as they are then), which the first version does
 // not read.
@@ -209,20 +209,6 @@ func (s *Store) load() error {
 		}
 	}
 	s.mu.ix = newIndex(s.seed)
-	listed := map[string]bool{}
-	for _, lf := range m.files {
-		listed[logFileName(lf.id)] = true
-	}
-	// Log files no manifest lists, and a manifest or checkpoint never
-	// renamed, are what a crash left of a rotation, a compaction or a
-	// checkpoint.
-	for _, name := range names {
-		if s.inspect == nil && (name == manifestName+".tmp" || name == idxName+".tmp" || isLogFileName(name) && !listed[name]) {
-			if err := s.fs.Remove(filepath.Join(s.dir, name)); err != nil {
-				return fmt.Errorf("store: removing %s: %w", name, err)
-			}
-		}
-	}
 	heads := make([][]byte, len(m.files))
 	for i, ms := range m.files {
 		path := filepath.Join(s.dir, logFileName(ms.id))
@@ -265,7 +251,7 @@ func (s *Store) load() error {
 		}
 		heads[i] = head
 		lf.size = size
-		lf.data = f.Map(s.log.mapSize())
+		lf.data = f.Map(s.log.mapSize(size))
 	}
 	ck, ix, err := s.readCheckpoint(m)
 	if err != nil {
@@ -330,7 +316,27 @@ func (s *Store) load() error {
 		lf.crc = crc
 		s.log.bytes += lf.size
 	}
-	if m.version < manVersion && s.inspect == nil {
+	if s.inspect != nil {
+		return nil
+	}
+	// Log files no manifest lists, and a manifest or checkpoint never
+	// renamed, are what a crash left of a rotation, a compaction or a
+	// checkpoint. They go only now that the store opens: a store Open
+	// refuses keeps every file as it was, for whoever repairs or
+	// restores it (an unlisted log file may then be a compaction's
+	// output, restored beside an older manifest).
+	listed := map[string]bool{}
+	for _, lf := range m.files {
+		listed[logFileName(lf.id)] = true
+	}
+	for _, name := range names {
+		if name == manifestName+".tmp" || name == idxName+".tmp" || isLogFileName(name) && !listed[name] {
+			if err := s.fs.Remove(filepath.Join(s.dir, name)); err != nil {
+				return fmt.Errorf("store: removing %s: %w", name, err)
+			}
+		}
+	}
+	if m.version < manVersion {
 		// Record the sealed log files as they are, in the current format.
 		if err := s.log.writeManifest(s.log.order); err != nil {
 			return err
@@ -657,7 +663,7 @@ func (sc *scanner) tornAt(pos int64) (torn bool, detail string, err error) {
 	if err != nil {
 		return false, "", err
 	}
-	if d := oneBitDamage(rec); d != "" {
+	if d, _ := oneBitDamage(rec); d != "" {
 		return false, "the last record fails its checks, and " + d + ": damage to a record written whole, not a write cut short", nil
 	}
 	return true, "", nil
@@ -665,30 +671,32 @@ func (sc *scanner) tornAt(pos int64) (torn bool, detail string, err error) {
 
 // oneBitDamage says how rec, the bytes from a record that fails its
 // checksum to the end of the file, verifies with one bit flipped back or
-// with its size field set to what the file holds (tornAt), or "" if it
-// does not.
-func oneBitDamage(rec []byte) string {
-	sum, size := uint32le(rec), uint64(uint32le(rec[4:]))
+// with its size field set to what the file holds (tornAt), and the size
+// field it verifies with (the record's bytes after its first 8); "" if
+// it does not.
+func oneBitDamage(rec []byte) (detail string, size uint64) {
+	sum := uint32le(rec)
+	size = uint64(uint32le(rec[4:]))
 	covers := func(n uint64) bool { // the record verifies with size n
 		var le [4]byte
 		binary.LittleEndian.PutUint32(le[:], uint32(n))
 		return codec.UpdateChecksum(codec.Checksum(le[:]), rec[recPrefix:recPrefix+n]) == sum
 	}
 	if have := uint64(len(rec) - recPrefix); have != size && have <= math.MaxUint32 && covers(have) {
-		return fmt.Sprintf("its checksum matches the %d bytes the file holds, not the %d its size field says: a damaged size field", have, size)
+		return fmt.Sprintf("its checksum matches the %d bytes the file holds, not the %d its size field says: a damaged size field", have, size), have
 	}
 	for b := range 32 {
 		if n := size ^ 1<<b; n <= uint64(len(rec)-recPrefix) && covers(n) {
-			return fmt.Sprintf("it verifies with bit %d of its size field flipped back", b)
+			return fmt.Sprintf("it verifies with bit %d of its size field flipped back", b), n
 		}
 	}
 	if size > uint64(len(rec)-recPrefix) {
-		return ""
+		return "", 0
 	}
 	covered := rec[4 : recPrefix+size]
 	syndrome := sum ^ codec.Checksum(covered)
 	if bits.OnesCount32(syndrome) == 1 {
-		return "its checksum differs from the one its bytes give in one bit"
+		return "its checksum differs from the one its bytes give in one bit", size
 	}
 	// CRC-32C is linear: flipping bit j of byte i of the covered bytes
 	// changes the checksum by the checksum, from a zero state, of that
@@ -702,14 +710,14 @@ func oneBitDamage(rec []byte) string {
 	for i := len(covered) - 1; i >= 0; i-- {
 		for j, x := range d {
 			if x == syndrome {
-				return fmt.Sprintf("it verifies with bit %d of its byte %d flipped back", j, 4+i)
+				return fmt.Sprintf("it verifies with bit %d of its byte %d flipped back", j, 4+i), size
 			}
 		}
 		for j, x := range d {
 			d[j] = tab[byte(x)] ^ x>>8
 		}
 	}
-	return ""
+	return "", 0
 }
 
 // each calls fn with the bytes of [from, to) in order, in pieces, until

@@ -42,8 +42,10 @@ type RepairReport struct {
 	Offset int64
 	Bytes  int64
 	// Records is how many records those bytes held: the damaged one and
-	// the intact records after it; -1 when they cannot be told apart (a
-	// record's size field damaged in more than one bit).
+	// the intact records after it (a write a crash cut short at the end
+	// of the file is no record); -1 when they cannot be told apart (a
+	// record's size field damaged in more than one bit, or another
+	// damaged record among them).
 	Records int64
 	// Copy is the file that holds the bytes cut, exactly: File's name
 	// followed by ".cut-" and Offset, beside it in the store's
@@ -260,16 +262,27 @@ func (in *inspection) noteFile(path string, last bool) {
 
 // recordsFrom counts the records of lf from off, where a record fails
 // its checks, to the end of the file: that record and the intact ones
-// after it, reached by the record's size field or by it with one bit
-// flipped back. It returns -1 when neither leads through intact records
-// to the end of the file.
+// after it. When the record verifies with one bit flipped back (Open's
+// proof of damage, oneBitDamage), that gives its size, and the records
+// after it are followed from its end, up to the end of the file or to a
+// torn write there (which holds no record). Otherwise its size is found
+// as the one, of its size field and that field with one bit flipped
+// back, that leads through intact records to the end of the file. It
+// returns -1 when neither tells the records apart.
 func recordsFrom(lf *logFile, off int64) int64 {
-	sc := newScanner(lf, off, lf.size)
-	b, err := sc.bytesFrom(off, recPrefix)
-	if err != nil || len(b) < recPrefix {
+	end := min(lf.size, off+recPrefix+maxRecord)
+	rec := make([]byte, 0, max(end-off, 0)) // the record's bytes, and those after it, as many as a record may hold
+	err := newScanner(lf, off, lf.size).each(off, end, func(b []byte) bool {
+		rec = append(rec, b...)
+		return true
+	})
+	if err != nil || len(rec) < recPrefix {
 		return -1
 	}
-	size := int64(uint32le(b[4:]))
+	if detail, n := oneBitDamage(rec); detail != "" {
+		return recordsAfter(lf, off+recPrefix+int64(n), 1)
+	}
+	size := int64(uint32le(rec[4:]))
 	for flip := -1; flip < 32; flip++ {
 		n := size
 		if flip >= 0 {
@@ -289,6 +302,36 @@ func recordsFrom(lf *logFile, off int64) int64 {
 		}
 	}
 	return -1
+}
+
+// recordsAfter returns count plus the number of records of lf from off
+// to its end: the intact ones, and, when a record there fails its checks
+// with no intact record after it, none for a torn write (tornAt) or one
+// for a damaged record. It returns -1 when a record fails its checks
+// with an intact record after it, or lf cannot be read.
+func recordsAfter(lf *logFile, off, count int64) int64 {
+	sc := newScanner(lf, off, lf.size)
+	for ; ; count++ {
+		pos := sc.pos
+		_, _, err := sc.next()
+		if err == errEnd {
+			return count
+		}
+		if err == nil {
+			continue
+		}
+		if sc.intactAfter(pos + 1) {
+			return -1
+		}
+		torn, _, err := sc.tornAt(pos)
+		switch {
+		case err != nil:
+			return -1
+		case torn:
+			return count
+		}
+		return count + 1
+	}
 }
 
 // copyName returns the name of the copy of the bytes [off, end) of the

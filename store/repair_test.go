@@ -7,6 +7,7 @@ import (
 
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/dedupkit/cuckoo/internal/testlong"
@@ -130,6 +131,72 @@ func TestRepairMidTail(t *testing.T) {
 		rep, err := store.Repair("db", store.WithRepairFS(fs))
 		repaired(t, fs, rep, err, cs.file, b, start, 5, want, true, what)
 	}
+}
+
+// TestRepairCountsRecordsBeforeTornTail: a damaged record with intact
+// records after it and a torn write at the end of the file (a crash cut
+// the last write short): Repair cuts from the damaged record on and
+// counts it and the intact records, not -1 ("cannot be counted"), which
+// the previous version reported because the records did not run to the
+// end of the file.
+func TestRepairCountsRecordsBeforeTornTail(t *testing.T) {
+	t.Parallel()
+	cs := crashedStore(t, "put", false)
+	full := cs.fs.ReadFileBytes(cs.file)
+	ends := store.RecordEnds(full)
+	start := int(ends[9]) // the 11th of 13 records, of key-10
+	b := bytes.Clone(full)
+	b[start+20] ^= 1
+	b = append(b, full[ends[10]:ends[10]+15]...) // a record's first 15 bytes
+	fs := cs.fs.Clone()
+	fs.WriteFileBytes(cs.file, b)
+	_, err := store.Open("db", store.WithFS(fs))
+	refused(t, err, cs.file, start, "a damaged record, two intact ones, a torn write")
+	want := map[string]string{}
+	for k, v := range cs.before {
+		if k < "key-10" {
+			want[k] = v
+		}
+	}
+	rep, err := store.Repair("db", store.WithRepairFS(fs))
+	repaired(t, fs, rep, err, cs.file, b, start, 3, want, true, "a damaged record, two intact ones, a torn write")
+}
+
+// TestRepairCountsRecordsAfterDamagedSizeField: a record whose size
+// field has one bit flipped so that it names the next record's bytes as
+// its own (the next record is 64 bytes, the flipped bit 64): Repair
+// counts the record the damaged size field spans, as its checksum proves
+// the size field with that bit flipped back. The previous version
+// followed the damaged size field, which leads through intact records to
+// the end of the file too, and counted one record fewer.
+func TestRepairCountsRecordsAfterDamagedSizeField(t *testing.T) {
+	t.Parallel()
+	fs := store.NewMemFS()
+	s, err := store.Open("db", store.WithFS(fs), store.WithSync(store.SyncAlways), store.WithSeed(5))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	// A record of a 2-byte key and a value of n bytes is 13+n bytes.
+	sizes := []int{36, 36, 64, 36, 36}
+	for i, size := range sizes {
+		if err := s.Put(fmt.Appendf(nil, "r%d", i), bytes.Repeat([]byte{'a' + byte(i)}, size-13)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	crashed := fs.ProcessCrash()
+	file := logFilePath(crashed)
+	b := crashed.ReadFileBytes(file)
+	if ends := store.RecordEnds(b); len(ends) != len(sizes) || ends[0] != 40+36 || ends[2] != 40+36+36+64 {
+		t.Fatalf("records end at %v", ends)
+	}
+	start := 40 + 36
+	b[start+4] ^= 64 // the size field of r1: 28, now 92 = 28 + 64
+	crashed.WriteFileBytes(file, b)
+	_, err = store.Open("db", store.WithFS(crashed))
+	refused(t, err, file, start, "a size field damaged to span the next record")
+	rep, err := store.Repair("db", store.WithRepairFS(crashed))
+	repaired(t, crashed, rep, err, file, b, start, 4, map[string]string{"r0": strings.Repeat("a", 23)}, true, "a size field damaged to span the next record")
 }
 
 // TestRepairChangesNothing: a store Open accepts, after a Close or a
@@ -429,7 +496,8 @@ func TestRepairCrash(t *testing.T) {
 
 // TestRepairOldAndLongStores: Repair leaves a store of the first format
 // version as it is (Open would rewrite its manifest), and repairs a
-// flipped last record in the last of several log files.
+// flipped last record in the last of several log files, and in the last
+// log file after a compaction, which is not the highest number.
 func TestRepairOldAndLongStores(t *testing.T) {
 	t.Parallel()
 	v1 := store.NewMemFS()
@@ -486,4 +554,47 @@ func TestRepairOldAndLongStores(t *testing.T) {
 	delete(want, "key 199")
 	rep, err = store.Repair("db", store.WithRepairFS(crashed))
 	repaired(t, crashed, rep, err, last, b, start, 1, want, true, "the last of several log files")
+
+	// After a compaction the log file that takes the writes, which the
+	// manifest lists last, has a lower number than the compaction's
+	// output: Repair cuts it, not the highest.
+	want["after the repair"] = "a write"
+	s, err = store.Open("db", store.WithFS(crashed), store.WithLogFileSize(4<<10), store.WithSync(store.SyncAlways), store.WithAutoCompact(0, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Compact(); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"after compacting", "and again"} {
+		if err := s.Put([]byte(k), []byte("v")); err != nil {
+			t.Fatal(err)
+		}
+		want[k] = "v"
+	}
+	compacted := crashed.ProcessCrash()
+	s.Close()
+	compacted.Remove("db/INDEX")
+	var logs []string
+	for _, n := range compacted.Names() {
+		if filepath.Ext(n) == ".log" {
+			logs = append(logs, n)
+		}
+	}
+	active := ""
+	for _, n := range logs {
+		if len(store.RecordEnds(compacted.ReadFileBytes(n))) == 2 {
+			active = n
+		}
+	}
+	if active == "" || active == logs[len(logs)-1] {
+		t.Fatalf("log files %v: the active one (of 2 records) is %q, want one but the highest", logs, active)
+	}
+	b = compacted.ReadFileBytes(active)
+	start = int(store.RecordEnds(b)[0])
+	b[len(b)-1] ^= 2
+	compacted.WriteFileBytes(active, b)
+	delete(want, "and again")
+	rep, err = store.Repair("db", store.WithRepairFS(compacted))
+	repaired(t, compacted, rep, err, active, b, start, 1, want, true, "the last log file after a compaction")
 }
