@@ -372,13 +372,14 @@ func (l *appendLog) dropLogFile(lf *logFile) {
 
 // mapSize is how much of a log file of size bytes is mapped: the most it
 // can come to hold, as readers slice the mapping up to the file's size,
-// which must never pass its end. The active log file grows to the log file size, or past it by
-// one record (an empty log file takes a record of any size), and a
-// compaction's output to what its buffer holds (outputBufferSize and a
-// record). A log file may also be longer than that already: one written
-// with a larger log file size (WithLogFileSize may change between
-// Opens), which grows no more (the next record starts a new log file).
-// 0 (not mapped: read through ReadAt) when that is past what an int holds.
+// which must never pass its end. The active log file grows to the log
+// file size, or past it by one record (an empty log file takes a record
+// of any size), and a compaction's output to what its buffer holds
+// (outputBufferSize and a record). A log file may also be longer than
+// that already: one written with a larger log file size (WithLogFileSize
+// may change between Opens), which grows no more (the next record starts
+// a new log file). 0 (not mapped: read through ReadAt) when that is past
+// what an int holds.
 func (l *appendLog) mapSize(size int64) int {
 	n := max(l.fileSize, size, logHeaderSize+outputBufferSize) + recPrefix + maxRecord
 	if n > math.MaxInt {

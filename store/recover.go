@@ -76,10 +76,10 @@ func ours(name string) bool {
 //
 // Files in dir that a Store does not write are left alone; log files
 // no manifest lists (left by a crash during a rotation or a compaction)
-// are removed once the store opens (a store Open refuses keeps them). A store written by the first version of this package is
-// read, and its manifest rewritten in the current version (recording
-// the sealed log files as they are then), which the first version does
-// not read.
+// are removed once the store opens (a store Open refuses keeps them).
+// A store written by the first version of this package is read, and its
+// manifest rewritten in the current version (recording the sealed log
+// files as they are then), which the first version does not read.
 func Open(dir string, opts ...Option) (*Store, error) {
 	o := defaults()
 	if err := option.Apply(&o, opts); err != nil {
