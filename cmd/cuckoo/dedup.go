@@ -204,13 +204,38 @@ func openSeen(e *env, f *dedupFlags, ins []input) (*seenSet, error) {
 		}
 		spec.Capacity = dedup.AheadCapacity(s.ahead, spec.Capacity)
 	}
-	filter, err := newFilter(spec)
+	filter, err := newSeenFilter(spec, !f.filter.capacity.set)
 	if err != nil {
 		s.closeAhead()
 		return nil, err
 	}
 	s.set, s.filter = filter, filter
 	return s, nil
+}
+
+// newSeenFilter makes the new filter of spec. A growing filter started
+// with room for few keys needs more generations to reach 2^36 keys, and
+// at a low rate its package may refuse it, since they would need
+// fingerprints wider than 32 bits: with 4-slot buckets at 1e-7, the rate
+// that makes the output awk's for all practical purposes, a start of 4
+// keys or fewer, which an input of as many lines gets (an empty file, a
+// short pipe). When the start was sized from the input (sized: no
+// --capacity), such a filter starts larger instead, at the first of
+// twice, four times… that start its package takes, up to the start of a
+// pipe that goes on (unknownInitial): a few KiB of filter more for a
+// small input. When none does, the error is the first start's.
+func newSeenFilter(spec filterfile.Spec, sized bool) (*filterfile.Filter, error) {
+	filter, err := newFilter(spec)
+	if err == nil || !sized || spec.Kind != filterfile.CuckooScalable {
+		return filter, err
+	}
+	for start := max(spec.Capacity, 1) * 2; start <= unknownInitial; start *= 2 {
+		spec.Capacity = start
+		if larger, lerr := filterfile.New(spec); lerr == nil {
+			return larger, nil
+		}
+	}
+	return nil, err
 }
 
 // readAhead opens in, an input of unknown size (a pipe), and reads its

@@ -16,7 +16,8 @@ import (
 // than a block is a block of its own, read into pieces that are never
 // copied into one another, so that it costs its size once (plus a
 // block), and joined into one slice only when its key must be one (a
-// key of fields, an exact seen-set): then it costs its size twice. One
+// key of fields, an exact seen-set): then it costs its size twice (three
+// times with a key built of several fields or CSV, as long again). One
 // long line is read at a time, and once a line of more than bigLine
 // bytes is written the garbage collector runs, so that the next one
 // reuses its memory rather than adding to it.
@@ -521,7 +522,12 @@ func (p *preparer) prepareLong(b *Block) {
 	if p.keyer != nil {
 		key = p.keyer.Key(line)
 		if p.built {
-			key = append([]byte(nil), key...)
+			// The key is in the extractor's scratch buffer, which its next
+			// key overwrites: the block takes the buffer, and the
+			// preparer a new extractor, rather than a copy of the key (its
+			// size once more), and the preparer keeps no buffer the size
+			// of a long line for the lines after it.
+			p.keyer = p.keyer.Clone()
 		}
 	}
 	if p.needs.Hash {

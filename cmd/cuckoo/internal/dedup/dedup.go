@@ -15,7 +15,8 @@
 // each, with about 13 bytes of line table per line, at most a sixteenth
 // of the block's size in lines) and the write buffer; a line longer than
 // a block costs its size once more (twice when its key must be one slice:
-// fields of it, or a seen-set that keeps keys). It does not grow with the
+// fields of it, or a seen-set that keeps keys; three times when the key is
+// built of several fields). It does not grow with the
 // input. A line is dropped wrongly only when the filter gives a false
 // positive for its key, with the filter's false-positive rate at that
 // moment; no line seen for the first time is ever kept twice (a filter

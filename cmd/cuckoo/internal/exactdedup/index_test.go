@@ -204,7 +204,7 @@ func TestScratchRebuild(t *testing.T) {
 		}
 	}
 	before := s.ix.k
-	if err := s.rebuild(); err != nil {
+	if err := s.rebuild(s.size); err != nil {
 		t.Fatal(err)
 	}
 	if s.ix.fragBits != maxFrag || s.ix.k < before {

@@ -298,7 +298,7 @@ func (s *scratch) add(k []byte, h uint64) error {
 	s.size += rec
 	s.keys++
 	for !s.ix.insert(h, uint64(off)+1) {
-		if err := s.grow(); err != nil {
+		if err := s.grow(off); err != nil {
 			return err
 		}
 	}
@@ -391,25 +391,28 @@ func (s *scratch) readAt(off int64, n int) ([]byte, error) {
 	return p, nil
 }
 
-// grow doubles the index, or rebuilds it from the log's keys when its
-// fragments are too short to double.
-func (s *scratch) grow() error {
+// grow doubles the index, or rebuilds it from the keys of the log's
+// records before offset end when its fragments are too short to double.
+func (s *scratch) grow(end int64) error {
 	if s.ix.double() {
 		return nil
 	}
-	return s.rebuild()
+	return s.rebuild(end)
 }
 
-// rebuild makes a new index, twice the size the keys need, with whole
-// fragments, from the keys in the log.
-func (s *scratch) rebuild() error {
+// rebuild makes a new index with whole fragments, twice the size of the
+// one that filled, as a doubling makes it (sized for the keys instead, it
+// would take the key being added past twice the size, and be four times
+// it), from the keys of the log's records before offset end: the key
+// being added, whose record ends the log, is indexed by add.
+func (s *scratch) rebuild(end int64) error {
 	if err := s.flush(); err != nil {
 		return err
 	}
-	nx := newIndex(bucketsFor(2 * s.keys))
-	r := bufio.NewReaderSize(io.NewSectionReader(s.f, 0, s.flushed), readChunk)
+	nx := newIndex(s.ix.k + 1)
+	r := bufio.NewReaderSize(io.NewSectionReader(s.f, 0, end), readChunk)
 	key := make([]byte, readChunk)
-	for off := int64(0); off < s.flushed; {
+	for off := int64(0); off < end; {
 		l, err := binary.ReadUvarint(r)
 		if err != nil {
 			return fmt.Errorf("reading the scratch log: %w", err)
