@@ -24,7 +24,10 @@ type repairOptions struct {
 }
 
 // WithDryRun makes Repair report what it would cut, and where it would
-// copy the bytes, and change no file.
+// copy the bytes, and change no file: it opens every file read-only,
+// and takes the directory's lock only where its lock file exists (not
+// creating it), so that it works on a store it may not write (read-only
+// files or directory, a read-only mount).
 func WithDryRun() RepairOption {
 	return func(o *repairOptions) error { o.dryRun = true; return nil }
 }
@@ -120,6 +123,9 @@ func Repair(dir string, opts ...RepairOption) (RepairReport, error) {
 	}
 	o := defaults()
 	o.fs, o.mustExist = ro.fs, true
+	if ro.dryRun {
+		o.fs = readOnlyFS{ro.fs}
+	}
 	if err := newStore(dir, o).prepareDir(); err != nil {
 		return rep, err
 	}
