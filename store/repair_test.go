@@ -467,6 +467,42 @@ func TestRepairCrash(t *testing.T) {
 		}
 	}
 
+	// A crash in the middle of writing the copy: the next Repair writes
+	// it anew, under its name. The previous version wrote the copy
+	// under its name, and the next one, finding other bytes there,
+	// wrote another, leaving the partial one.
+	for _, partial := range []int{0, (len(b) - cs.start) / 2} {
+		fs := damaged.Clone()
+		what := fmt.Sprintf("a crash writing the copy, %d bytes of it written", partial)
+		if partial > 0 {
+			fs.WriteFileBytes(copyName+".tmp", b[cs.start:cs.start+partial])
+		} else {
+			fs.CrashAtWrite(1) // the copy's first write: Repair writes nothing before
+			func() {
+				defer func() {
+					if r := recover(); r != store.ErrCrash {
+						t.Fatalf("%s: Repair did not crash: %v", what, r)
+					}
+				}()
+				store.Repair("db", store.WithRepairFS(fs))
+			}()
+			fs = fs.ProcessCrash()
+		}
+		if got := fs.ReadFileBytes(cs.file); !bytes.Equal(got, b) {
+			t.Fatalf("%s: the log file changed", what)
+		}
+		rep, err := store.Repair("db", store.WithRepairFS(fs))
+		repaired(t, fs, rep, err, cs.file, b, cs.start, 1, cs.before, true, what+", then Repair again")
+		if rep.Copy != copyName {
+			t.Fatalf("%s: Repair again copied to %s, want %s", what, rep.Copy, copyName)
+		}
+		for _, n := range []string{copyName + ".2", copyName + ".tmp"} {
+			if _, ok := fileIn(fs, n); ok {
+				t.Fatalf("%s: Repair again left %s", what, n)
+			}
+		}
+	}
+
 	fs := damaged.Clone()
 	fs.FailSyncs(errors.New("sync failed"))
 	if _, err := store.Repair("db", store.WithRepairFS(fs)); err == nil {
@@ -475,8 +511,10 @@ func TestRepairCrash(t *testing.T) {
 	if got := fs.ReadFileBytes(cs.file); !bytes.Equal(got, b) {
 		t.Fatal("a failed sync of the copy, and the log file was cut")
 	}
-	if _, ok := fileIn(fs, copyName); ok {
-		t.Fatal("a failed sync of the copy left it")
+	for _, n := range []string{copyName, copyName + ".tmp"} {
+		if _, ok := fileIn(fs, n); ok {
+			t.Fatalf("a failed sync of the copy left %s", n)
+		}
 	}
 
 	fs = damaged.Clone()
