@@ -148,8 +148,11 @@ func (l *appendLog) failure() error {
 
 // append writes rec (one record) to the log and applies change, with mu
 // held, at the record's location; change returning an error leaves the
-// log as it was. It returns the count of bytes written the record needs
-// synced (commit). Call it with wmu held.
+// log as it was. change finds the record at its location (recordBytes),
+// as readers will once mu is released: an insert that fills the index's
+// stash may refresh the index, which reads the key of every entry, the
+// new one's included. It returns the count of bytes written the record
+// needs synced (commit). Call it with wmu held.
 func (l *appendLog) append(rec []byte, change func(loc uint64) error) (uint64, error) {
 	if err := l.maybeRotate(len(rec)); err != nil {
 		return 0, err
@@ -168,9 +171,10 @@ func (l *appendLog) append(rec []byte, change func(loc uint64) error) (uint64, e
 			return 0, err
 		}
 		l.mu.Lock()
+		lf.size += int64(len(rec))
 		err := change(loc)
-		if err == nil {
-			lf.size += int64(len(rec))
+		if err != nil {
+			lf.size -= int64(len(rec))
 		}
 		l.mu.Unlock()
 		if err != nil {
@@ -181,10 +185,12 @@ func (l *appendLog) append(rec []byte, change func(loc uint64) error) (uint64, e
 		return l.written, nil
 	}
 	l.mu.Lock()
+	l.buf = append(l.buf, rec...)
 	err := change(loc)
 	if err == nil {
-		l.buf = append(l.buf, rec...)
 		l.bytes += int64(len(rec))
+	} else {
+		l.buf = l.buf[:len(l.buf)-len(rec)]
 	}
 	l.mu.Unlock()
 	return 0, err

@@ -580,7 +580,9 @@ func (ix *index) rebuilt(seedDisp *[1 << dispBits]uint64, hashAt func(loc uint64
 		if err != nil {
 			return err
 		}
-		for nx.add(x, loc) {
+		// A split retries the stash, so the test after it is of the
+		// stash, not another add of x.
+		for full := nx.add(x, loc); full; full = len(nx.stash) >= maxStash {
 			nx.splitBucket()
 		}
 		return nil

@@ -24,7 +24,10 @@ type repairOptions struct {
 }
 
 // WithDryRun makes Repair report what it would cut, and where it would
-// copy the bytes, and change no file.
+// copy the bytes, and change no file: it opens every file read-only,
+// and takes the directory's lock only where its lock file exists (not
+// creating it), so that it works on a store it may not write (read-only
+// files or directory, a read-only mount).
 func WithDryRun() RepairOption {
 	return func(o *repairOptions) error { o.dryRun = true; return nil }
 }
@@ -52,6 +55,8 @@ type RepairReport struct {
 	// directory, or that name followed by ".2", ".3" … when a file of
 	// that name holds other bytes (Repair never replaces a file). A copy
 	// an earlier Repair left of the same bytes is kept, not made again.
+	// Repair writes it as Copy + ".tmp" and renames it when it is whole
+	// and synced; a ".tmp" file a crash left is written anew.
 	Copy string
 	// Cut reports whether File was cut: false with WithDryRun, and when
 	// there was no damage.
@@ -120,6 +125,9 @@ func Repair(dir string, opts ...RepairOption) (RepairReport, error) {
 	}
 	o := defaults()
 	o.fs, o.mustExist = ro.fs, true
+	if ro.dryRun {
+		o.fs = readOnlyFS{ro.fs}
+	}
 	if err := newStore(dir, o).prepareDir(); err != nil {
 		return rep, err
 	}
@@ -410,37 +418,58 @@ func readFull(f vfs.File, b []byte, off int64) error {
 }
 
 // writeCopy writes the bytes [off, end) of src to a new file name,
-// which must not exist, and syncs it and its directory. On failure it
-// removes what it wrote.
+// which must not exist, and syncs it and its directory. It writes them to
+// name.tmp first, syncs that, and renames it to name, so that a file of
+// the copy's name is always whole: a crash while it writes leaves only
+// name.tmp, which the next Repair writes anew (it holds no byte the log
+// file does not: the cut comes after the rename). On failure it removes
+// what it wrote.
 func writeCopy(fsys vfs.FS, src vfs.File, name string, off, end int64) (err error) {
-	c, err := fsys.CreateNew(name)
+	tmp := name + ".tmp"
+	if err := fsys.Remove(tmp); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("store: removing %s, a copy a Repair a crash stopped left: %w", tmp, err)
+	}
+	c, err := fsys.CreateNew(tmp)
 	if err != nil {
-		return fmt.Errorf("store: creating %s: %w", name, err)
+		return fmt.Errorf("store: creating %s: %w", tmp, err)
 	}
 	defer func() {
 		if err != nil {
 			c.Close()
-			fsys.Remove(name)
+			fsys.Remove(tmp)
 		}
 	}()
 	buf := make([]byte, min(int64(copyChunk), end-off))
 	for p := off; p < end; {
 		b := buf[:min(int64(len(buf)), end-p)]
 		if err := readFull(src, b, p); err != nil {
-			return fmt.Errorf("store: reading the bytes to copy to %s: %w", name, err)
+			return fmt.Errorf("store: reading the bytes to copy to %s: %w", tmp, err)
 		}
 		if _, err := c.WriteAt(b, p-off); err != nil {
-			return fmt.Errorf("store: writing %s: %w", name, err)
+			return fmt.Errorf("store: writing %s: %w", tmp, err)
 		}
 		p += int64(len(b))
 	}
 	if err := c.Sync(); err != nil {
-		return fmt.Errorf("store: syncing %s: %w", name, err)
+		return fmt.Errorf("store: syncing %s: %w", tmp, err)
 	}
 	if err := c.Close(); err != nil {
-		return fmt.Errorf("store: closing %s: %w", name, err)
+		return fmt.Errorf("store: closing %s: %w", tmp, err)
+	}
+	// copyName found name free, and the store's lock keeps any other
+	// Repair out; a rename would replace a file another process made
+	// there meanwhile, so look once more.
+	switch _, err := fsys.IsDir(name); {
+	case err == nil:
+		return fmt.Errorf("store: %s appeared while Repair wrote the copy: move it away", name)
+	case !errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("store: %w", err)
+	}
+	if err := fsys.Rename(tmp, name); err != nil {
+		return fmt.Errorf("store: renaming %s to %s: %w", tmp, name, err)
 	}
 	if err := fsys.SyncDir(filepath.Dir(name)); err != nil {
+		fsys.Remove(name)
 		return fmt.Errorf("store: syncing the directory of %s: %w", name, err)
 	}
 	return nil

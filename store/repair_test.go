@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-
 	"os"
 	"path/filepath"
 	"strings"
@@ -468,6 +467,42 @@ func TestRepairCrash(t *testing.T) {
 		}
 	}
 
+	// A crash in the middle of writing the copy: the next Repair writes
+	// it anew, under its name. The previous version wrote the copy
+	// under its name, and the next one, finding other bytes there,
+	// wrote another, leaving the partial one.
+	for _, partial := range []int{0, (len(b) - cs.start) / 2} {
+		fs := damaged.Clone()
+		what := fmt.Sprintf("a crash writing the copy, %d bytes of it written", partial)
+		if partial > 0 {
+			fs.WriteFileBytes(copyName+".tmp", b[cs.start:cs.start+partial])
+		} else {
+			fs.CrashAtWrite(1) // the copy's first write: Repair writes nothing before
+			func() {
+				defer func() {
+					if r := recover(); r != store.ErrCrash {
+						t.Fatalf("%s: Repair did not crash: %v", what, r)
+					}
+				}()
+				store.Repair("db", store.WithRepairFS(fs))
+			}()
+			fs = fs.ProcessCrash()
+		}
+		if got := fs.ReadFileBytes(cs.file); !bytes.Equal(got, b) {
+			t.Fatalf("%s: the log file changed", what)
+		}
+		rep, err := store.Repair("db", store.WithRepairFS(fs))
+		repaired(t, fs, rep, err, cs.file, b, cs.start, 1, cs.before, true, what+", then Repair again")
+		if rep.Copy != copyName {
+			t.Fatalf("%s: Repair again copied to %s, want %s", what, rep.Copy, copyName)
+		}
+		for _, n := range []string{copyName + ".2", copyName + ".tmp"} {
+			if _, ok := fileIn(fs, n); ok {
+				t.Fatalf("%s: Repair again left %s", what, n)
+			}
+		}
+	}
+
 	fs := damaged.Clone()
 	fs.FailSyncs(errors.New("sync failed"))
 	if _, err := store.Repair("db", store.WithRepairFS(fs)); err == nil {
@@ -476,8 +511,10 @@ func TestRepairCrash(t *testing.T) {
 	if got := fs.ReadFileBytes(cs.file); !bytes.Equal(got, b) {
 		t.Fatal("a failed sync of the copy, and the log file was cut")
 	}
-	if _, ok := fileIn(fs, copyName); ok {
-		t.Fatal("a failed sync of the copy left it")
+	for _, n := range []string{copyName, copyName + ".tmp"} {
+		if _, ok := fileIn(fs, n); ok {
+			t.Fatalf("a failed sync of the copy left %s", n)
+		}
 	}
 
 	fs = damaged.Clone()
@@ -597,4 +634,159 @@ func TestRepairOldAndLongStores(t *testing.T) {
 	delete(want, "and again")
 	rep, err = store.Repair("db", store.WithRepairFS(compacted))
 	repaired(t, compacted, rep, err, active, b, start, 1, want, true, "the last log file after a compaction")
+}
+
+// dirState is what a directory of a store holds: each name's size,
+// mode, modification time and bytes, and the directory's own.
+func dirState(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	m := map[string]string{}
+	fi, err := os.Stat(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m["."] = fmt.Sprint(fi.Mode(), fi.ModTime().UnixNano())
+	es, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range es {
+		fi, err := e.Info()
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		m[e.Name()] = fmt.Sprint(fi.Size(), fi.Mode(), fi.ModTime().UnixNano(), string(b))
+	}
+	return m
+}
+
+// stateUnchanged fails unless dir is in the state before.
+func stateUnchanged(t *testing.T, dir string, before map[string]string, what string) {
+	t.Helper()
+	after := dirState(t, dir)
+	for n, b := range before {
+		if a, ok := after[n]; !ok || a != b {
+			t.Errorf("%s: the dry run changed %s (present %v)", what, n, ok)
+		}
+	}
+	for n := range after {
+		if _, ok := before[n]; !ok {
+			t.Errorf("%s: the dry run created %s", what, n)
+		}
+	}
+	if t.Failed() {
+		t.FailNow()
+	}
+}
+
+// makeReadOnly takes the write permissions of dir and its files away,
+// and gives them back when the test ends. A process run as root writes
+// all the same: then what it changed shows in dirState.
+func makeReadOnly(t *testing.T, dir string) {
+	t.Helper()
+	es, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range es {
+		p := filepath.Join(dir, e.Name())
+		if err := os.Chmod(p, 0o444); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { os.Chmod(p, 0o644) })
+	}
+	if err := os.Chmod(dir, 0o555); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.Chmod(dir, 0o755) })
+}
+
+// TestRepairDryRunReadOnly: a dry run of Repair on a store made
+// read-only (its files and directory) reports what it reports on the
+// store writable, and neither run changes a name, a size, a mode, a
+// time or a byte in the directory: with the lock file and without it
+// (a store copied without it), sound and with a damaged last record. The
+// previous version opened the files for writing, and created the lock
+// file.
+func TestRepairDryRunReadOnly(t *testing.T) {
+	t.Parallel()
+	for _, damaged := range []bool{false, true} {
+		for _, lockFile := range []bool{true, false} {
+			what := fmt.Sprintf("damaged %v, lock file %v", damaged, lockFile)
+			dir := filepath.Join(t.TempDir(), "db")
+			s, err := store.Open(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, k := range []string{"a", "b"} {
+				if err := s.Put([]byte(k), []byte("value of "+k)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := s.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if damaged {
+				// The last record's last byte, one bit flipped, and no
+				// checkpoint covering it (as after a crash).
+				os.Remove(filepath.Join(dir, "INDEX"))
+				log := filepath.Join(dir, "0000000000000000.log")
+				b, err := os.ReadFile(log)
+				if err != nil {
+					t.Fatal(err)
+				}
+				b[len(b)-1] ^= 1
+				if err := os.WriteFile(log, b, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if !lockFile {
+				if err := os.Remove(filepath.Join(dir, "LOCK")); err != nil {
+					t.Fatal(err)
+				}
+			}
+			report := func(how string) string {
+				before := dirState(t, dir)
+				rep, err := store.Repair(dir, store.WithDryRun())
+				if damaged != (rep.Damage != nil) || rep.Cut || err != nil {
+					t.Fatalf("%s, %s: Repair: %+v, %v", what, how, rep, err)
+				}
+				stateUnchanged(t, dir, before, fmt.Sprintf("%s, %s", what, how))
+				return fmt.Sprintf("%+v", rep)
+			}
+			writable := report("writable")
+			makeReadOnly(t, dir)
+			if readOnly := report("read-only"); readOnly != writable {
+				t.Fatalf("%s: the dry run reports %s on the store read-only, %s on it writable", what, readOnly, writable)
+			}
+		}
+	}
+}
+
+// TestRepairDryRunLocked: a dry run of Repair refuses a store another
+// Store has open (ErrLocked), its lock file read-only too, and changes
+// nothing. It waits for the lock as Open does: a second.
+func TestRepairDryRunLocked(t *testing.T) {
+	testlong.SkipQuickRun(t)
+	t.Parallel()
+	dir := filepath.Join(t.TempDir(), "db")
+	// SyncAlways: the store writes nothing more after the Put.
+	s, err := store.Open(dir, store.WithSync(store.SyncAlways))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if err := s.Put([]byte("a"), []byte("1")); err != nil {
+		t.Fatal(err)
+	}
+	makeReadOnly(t, dir)
+	before := dirState(t, dir)
+	if _, err := store.Repair(dir, store.WithDryRun()); !errors.Is(err, store.ErrLocked) {
+		t.Fatalf("dry run of a store open elsewhere: %v, want ErrLocked", err)
+	}
+	stateUnchanged(t, dir, before, "a store open elsewhere")
 }

@@ -301,8 +301,8 @@ func (s *Store) hashAt(loc uint64) (uint64, error) {
 	return s.hash(r.key), nil
 }
 
-// insertLocked adds an index entry, splitting buckets as needed. Call it
-// with wmu and mu held.
+// insertLocked adds an index entry, splitting buckets as needed; on an
+// error the entry is not in the index. Call it with wmu and mu held.
 func (s *Store) insertLocked(x, loc uint64) error {
 	if s.mu.ix.full() {
 		if err := s.splitLocked(); err != nil {
@@ -311,6 +311,15 @@ func (s *Store) insertLocked(x, loc uint64) error {
 	}
 	for full := s.mu.ix.add(x, loc); full; full = len(s.mu.ix.stash) >= maxStash {
 		if err := s.splitLocked(); err != nil {
+			// The refresh failed (a record it read is damaged): the
+			// record of loc is taken back, so must its entry be.
+			var c [maxCandidates]slotRef
+			for _, r := range c[:s.mu.ix.candidates(x, &c)] {
+				if r.loc == loc {
+					s.mu.ix.remove(r)
+					break
+				}
+			}
 			return err
 		}
 	}
@@ -324,8 +333,10 @@ func (s *Store) insertLocked(x, loc uint64) error {
 
 // splitLocked splits a bucket of the index, refreshing it first if the
 // split needs it (which holds readers off for the refresh: prepareInsert
-// does it beforehand, without, in all but rare cases). Call it with wmu
-// and mu held.
+// does it beforehand, without, in all but rare cases: an insert that
+// fills the stash, whose own record the refresh reads too, as
+// appendLog.append makes it readable first). Call it with wmu and mu
+// held.
 func (s *Store) splitLocked() error {
 	ix := s.mu.ix
 	if ix.splitNeedsRefresh() {

@@ -49,7 +49,8 @@ store of 'cuckoo dedup --exact-dir DIR', the keys are the lines seen:
            the damage on are lost. A store without damage is left as it
            is; other damage is refused, changing nothing (restore a
            backup). With --dry-run, say what would be cut, changing
-           nothing. Exit status 0 when the store then opens, 3 when not
+           nothing (the files are opened read-only: a read-only copy
+           will do). Exit status 0 when the store then opens, 3 when not
   import   store files (directories: every regular file under them) as
            content-defined chunks, each distinct chunk once, under the path
            given, with their permission bits; importing again adds only

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -594,4 +595,48 @@ func TestStoreRepair(t *testing.T) {
 	}
 	e.run("", "store", "repair", "db", "extra").want(t, exitUsage, "store")
 	e.run("", "store", "get", "db", "k1", "--dry-run").want(t, exitUsage, "store")
+}
+
+// TestStoreRepairDryRunReadOnly: 'store repair --dry-run' of a damaged
+// store made read-only, with no lock file (a copy made without it),
+// reports the cut (status 3) and creates or changes no file; the previous
+// version created the lock file (and, run by a user other than root,
+// failed to open the files for writing).
+func TestStoreRepairDryRunReadOnly(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	db := filepath.Join(e.dir, "db")
+	e.run("", "store", "put", "db", "k1", "v1").want(t, exitOK, "store")
+	e.run("", "store", "put", "db", "k2", "v2").want(t, exitOK, "store")
+	os.Remove(filepath.Join(db, "INDEX"))
+	os.Remove(filepath.Join(db, "LOCK"))
+	logFile := filepath.Join(db, "0000000000000000.log")
+	full, err := os.ReadFile(logFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	full[len(full)-1] ^= 1
+	os.WriteFile(logFile, full, 0o644)
+	before := dirFiles(t, db)
+	writable := e.run("", "store", "repair", "db", "--dry-run")
+	writable.want(t, exitData, "store")
+	if !maps.Equal(dirFiles(t, db), before) {
+		t.Fatalf("repair --dry-run changed the store: %v", slices.Sorted(maps.Keys(dirFiles(t, db))))
+	}
+	es, _ := os.ReadDir(db)
+	for _, f := range es {
+		p := filepath.Join(db, f.Name())
+		os.Chmod(p, 0o444)
+		t.Cleanup(func() { os.Chmod(p, 0o644) })
+	}
+	os.Chmod(db, 0o555)
+	t.Cleanup(func() { os.Chmod(db, 0o755) })
+	r := e.run("", "store", "repair", "db", "--dry-run")
+	r.want(t, exitData, "store")
+	if r.stderr != writable.stderr || !strings.Contains(r.stderr, "repair would cut") || !strings.Contains(r.stderr, "nothing was changed") {
+		t.Fatalf("repair --dry-run of the store read-only: %s; writable: %s", r.stderr, writable.stderr)
+	}
+	if !maps.Equal(dirFiles(t, db), before) {
+		t.Fatalf("repair --dry-run of the store read-only changed it: %v", slices.Sorted(maps.Keys(dirFiles(t, db))))
+	}
 }
