@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -22,6 +23,20 @@ import (
 // redisDedupBatch is the most lines sent to Redis at once: one pipeline
 // of test-and-insert calls, grouped by segment.
 const redisDedupBatch = 8192
+
+// redisDedupBudget is the bytes of lines (and keys built of several
+// fields) after which a batch is sent whatever its lines: a batch is held
+// until Redis answers, so without it 8,192 lines of 1 MiB would be 8 GiB.
+// 4 MiB holds a full batch of lines up to 512 bytes, more than most logs'
+// and every id's, so such input still goes 8,192 lines a round trip; a
+// batch of longer lines is one round trip per 4 MiB, a small cost beside
+// reading them.
+const redisDedupBudget = 4 << 20
+
+// redisDedupCollectAfter is the bytes of a batch after which the garbage
+// collector runs once it is answered, so that the next long lines reuse
+// the memory of its lines rather than adding to it.
+const redisDedupCollectAfter = 16 << 20
 
 // runRedisDedup is 'cuckoo dedup --redis URL --name N': the seen-set is
 // the shared cuckoo filter N in Redis, so several processes (on several
@@ -102,16 +117,24 @@ func runRedisDedup(e *env, f *dedupFlags, keyer *dedup.KeyExtractor, ins []input
 	}
 
 	out := newBufWriter(e.stdout)
-	kr := dedup.NewKeyReader(keyer, 0)
+	// The reader finds the lines; each is keyed once held (below), so that
+	// its key is a slice of the held line when it can be.
+	kr := dedup.NewKeyReader(nil, 0)
 	var (
-		arena             []byte
-		lineEnds, keyEnds []int
-		keys              [][]byte
-		lineTimes         []time.Time // with --time-field: each line's
-		added             = make([]bool, redisDedupBatch)
-		errs              = make([]error, redisDedupBatch)
-		linesIn, dropped  uint64
-		written           uint64
+		// A batch holds its lines until Redis answers: a line in the
+		// reader's buffer is copied into the arena, a long line (read into
+		// a slice of its own) is taken from the reader. A key is a slice
+		// of its line (no --key, or one field), or a copy in the arena of
+		// the one the extractor built (several fields, CSV); only the
+		// keys' hashes go to Redis.
+		arena            []byte
+		held, keys       [][]byte
+		heldBytes        int         // the bytes of the batch's lines and built keys
+		lineTimes        []time.Time // with --time-field: each line's
+		added            = make([]bool, redisDedupBatch)
+		errs             = make([]error, redisDedupBatch)
+		linesIn, dropped uint64
+		written          uint64
 		// flushed is the last line (counted over all inputs) whose
 		// batch's output was flushed without error: every line up to it
 		// that was to be printed is in the output. Each batch flushes its
@@ -158,16 +181,11 @@ func runRedisDedup(e *env, f *dedupFlags, keyer *dedup.KeyExtractor, ins []input
 		if stopped {
 			return errStopped
 		}
-		n := len(lineEnds)
+		n := len(held)
 		if n == 0 {
 			return stop.error()
 		}
 		firstLine := linesIn - uint64(n) + 1
-		// The arena holds each line, then its key.
-		keys = keys[:0]
-		for i := range n {
-			keys = append(keys, arena[lineEnds[i]:keyEnds[i]])
-		}
 		added, errs = added[:n], errs[:n]
 		seen.addUnique(ctx, keys, lineTimes, added, errs)
 		// The batch's last keys not sent, after the call it could not
@@ -183,10 +201,8 @@ func runRedisDedup(e *env, f *dedupFlags, keyer *dedup.KeyExtractor, ins []input
 				break
 			}
 		}
-		lineStart := 0
 		for i := range tail {
-			line := arena[lineStart:lineEnds[i]]
-			lineStart = keyEnds[i]
+			line := held[i]
 			if u.tracking() {
 				u.note(keys[i], line, firstLine+uint64(i), added[i], errs[i])
 			}
@@ -224,7 +240,16 @@ func runRedisDedup(e *env, f *dedupFlags, keyer *dedup.KeyExtractor, ins []input
 			// The saved lines are the arena's: saved before it is reused.
 			err = u.stopErr(e, &f.redis, interrupted.Load(), stop)
 		}
-		arena, lineEnds, keyEnds, lineTimes = arena[:0], lineEnds[:0], keyEnds[:0], lineTimes[:0]
+		// The lines go, and the long ones' memory with them.
+		clear(held)
+		clear(keys)
+		if cap(arena) > 2*redisDedupBudget {
+			arena = nil // left by keys longer than their lines
+		}
+		if heldBytes > redisDedupCollectAfter {
+			runtime.GC()
+		}
+		arena, held, keys, heldBytes, lineTimes = arena[:0], held[:0], keys[:0], 0, lineTimes[:0]
 		if err != nil && interrupted.Load() {
 			stopNote = err.Error()
 			return errStopped
@@ -249,12 +274,38 @@ func runRedisDedup(e *env, f *dedupFlags, keyer *dedup.KeyExtractor, ins []input
 				lineTimes = append(lineTimes, at)
 			}
 			linesIn++
-			arena = append(arena, lines[j]...)
-			lineEnds = append(lineEnds, len(arena))
-			arena = append(arena, keyBuf[j]...)
-			keyEnds = append(keyEnds, len(arena))
+			line := lines[j]
+			if !kr.Keep(line) {
+				// A slice of a grown arena still holds its line: the
+				// arrays the arena leaves behind as it grows live on
+				// until the batch is sent.
+				start := len(arena)
+				arena = append(arena, line...)
+				line = arena[start:len(arena):len(arena)]
+			}
+			heldBytes += len(line)
+			key := dedup.Content(line)
+			if keyer != nil {
+				key = keyer.Key(key)
+				if !keyer.SlicesContent() {
+					if len(key) > dedup.DefaultBufferSize {
+						// A long key built in the extractor's scratch buffer,
+						// which the next key overwrites: the batch takes the
+						// buffer, and the run a new extractor, rather than a
+						// copy (and a scratch buffer of its size after it).
+						keyer = keyer.Clone()
+					} else {
+						start := len(arena)
+						arena = append(arena, key...)
+						key = arena[start:len(arena):len(arena)]
+					}
+					heldBytes += len(key)
+				}
+			}
+			held = append(held, line)
+			keys = append(keys, key)
 		}
-		if len(lineEnds) >= redisDedupBatch-dedup.MaxBatch {
+		if len(held) >= redisDedupBatch-dedup.MaxBatch || heldBytes >= redisDedupBudget {
 			sendErr = send(false, nil)
 		}
 		return sendErr
