@@ -1,10 +1,13 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"hash/maphash"
+	"io"
 	"os"
 	"runtime"
 	"strconv"
@@ -493,12 +496,19 @@ type unsettled struct {
 
 	// While the batch is read (track): each distinct key's first line
 	// and what its answers, in input order, say of it.
+	// index finds a key's fate by a hash of the key: the fate's index
+	// plus one, the first of a chain (keyFate.next) of the keys with that
+	// hash. A map by the key itself would hold a copy of each key, a long
+	// line's size again.
 	fates []keyFate
-	index map[string]int // key → its fate
+	index map[uint64]int
+	seed  maphash.Seed
 }
 
 // keyFate is what a batch's answers say of one distinct key.
 type keyFate struct {
+	key  []byte // the batch's
+	next int    // the next fate whose key has the same hash, plus one (0: none)
 	line []byte // its first line
 	num  uint64
 	fate fate
@@ -535,7 +545,7 @@ func (u *unsettled) empty() bool {
 
 // track starts noting the batch's keys (a batch with errors: the others
 // need no note).
-func (u *unsettled) track() { u.index = map[string]int{} }
+func (u *unsettled) track() { u.index, u.seed = map[uint64]int{}, maphash.MakeSeed() }
 
 func (u *unsettled) tracking() bool { return u.index != nil }
 
@@ -546,9 +556,13 @@ func (u *unsettled) tracking() bool { return u.index != nil }
 // after an unconfirmed write, "added" means that write did not add it
 // (the line was printed), and "present" leaves it unknown.
 func (u *unsettled) note(key, line []byte, num uint64, added bool, err error) {
-	i, ok := u.index[string(key)]
-	if !ok {
-		f := keyFate{line: line, num: num, err: err}
+	h := maphash.Bytes(u.seed, key)
+	i := u.index[h] - 1
+	for i >= 0 && !bytes.Equal(u.fates[i].key, key) {
+		i = u.fates[i].next - 1
+	}
+	if i < 0 {
+		f := keyFate{key: key, next: u.index[h], line: line, num: num, err: err}
 		switch {
 		case err == nil:
 			f.fate = settled
@@ -557,8 +571,8 @@ func (u *unsettled) note(key, line []byte, num uint64, added bool, err error) {
 		default:
 			f.fate = notRecordedFate
 		}
-		u.index[string(key)] = len(u.fates)
 		u.fates = append(u.fates, f)
+		u.index[h] = len(u.fates)
 		return
 	}
 	f := &u.fates[i]
@@ -707,18 +721,13 @@ func cmpErr(a, b error) error {
 // saveLines writes lines, each ended by a newline, to a new file in the
 // temporary directory named after kind, and returns where they are ("in
 // FILE"); if it cannot, it writes them to standard error after a line
-// naming them as what, and returns "on standard error, above".
+// naming them as what, and returns "on standard error, above". The lines
+// are written as they are, through a small buffer, not joined first: a
+// copy of them would cost a batch of long lines its size again.
 func saveLines(e *env, kind, what string, lines [][]byte) string {
-	var b bytes.Buffer
-	for _, l := range lines {
-		b.Write(l)
-		if len(l) == 0 || l[len(l)-1] != '\n' {
-			b.WriteByte('\n')
-		}
-	}
 	f, err := os.CreateTemp("", "cuckoo-dedup-"+kind+"-*.txt")
 	if err == nil {
-		_, err = f.Write(b.Bytes())
+		err = writeLines(f, lines)
 		if err == nil {
 			err = f.Sync()
 		}
@@ -731,8 +740,20 @@ func saveLines(e *env, kind, what string, lines [][]byte) string {
 		os.Remove(f.Name())
 	}
 	fmt.Fprintf(e.stderr, "cuckoo dedup: %s (%v saving them to a file):\n", what, err)
-	e.stderr.Write(b.Bytes())
+	writeLines(e.stderr, lines)
 	return "on standard error, above"
+}
+
+// writeLines writes lines to w, each ended by a newline.
+func writeLines(w io.Writer, lines [][]byte) error {
+	b := bufio.NewWriter(w)
+	for _, l := range lines {
+		b.Write(l)
+		if len(l) == 0 || l[len(l)-1] != '\n' {
+			b.WriteByte('\n')
+		}
+	}
+	return b.Flush()
 }
 
 // lineList names the line numbers nums (ascending) as ranges ("lines 4,

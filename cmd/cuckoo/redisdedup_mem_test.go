@@ -4,10 +4,14 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"os"
 	"runtime"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/dedupkit/cuckoo/internal/redistest"
+	"github.com/dedupkit/cuckoo/redisfilter"
 )
 
 // heapWatcher is an input of distinct long lines that notes, before each
@@ -75,5 +79,63 @@ func TestDedupRedisLongLinesHoldABoundedBatch(t *testing.T) {
 	if held > limit {
 		t.Errorf("the run held %.1f MiB while reading %d lines of %d MiB, want at most %.1f",
 			float64(held)/(1<<20), lines, size>>20, float64(limit)/(1<<20))
+	}
+}
+
+// TestSaveLinesDoesNotCopyThem: the lines a failed batch saves go to
+// their file as they are, not joined into one buffer first (a copy of
+// the batch, a long line's size again, as the run stops), and the file
+// holds each, ended by a newline.
+func TestSaveLinesDoesNotCopyThem(t *testing.T) {
+	t.Setenv("TMPDIR", t.TempDir())
+	const size = 8 << 20
+	lines := [][]byte{[]byte("a\n"), bytes.Repeat([]byte("x"), size), []byte("b")}
+	var stderr bytes.Buffer
+	e := &env{stderr: &stderr}
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	where := saveLines(e, "test", "the test's lines", lines)
+	runtime.ReadMemStats(&after)
+	if got := after.TotalAlloc - before.TotalAlloc; got > size/8 {
+		t.Errorf("saving a line of %d MiB allocated %.1f MiB", size>>20, float64(got)/(1<<20))
+	}
+	name, ok := strings.CutPrefix(where, "in ")
+	if !ok {
+		t.Fatalf("saved %s (%s)", where, stderr.String())
+	}
+	got, err := os.ReadFile(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "a\n" + string(lines[1]) + "\nb\n"; string(got) != want {
+		t.Fatalf("the file holds %d bytes, want the lines' %d", len(got), len(want))
+	}
+}
+
+// TestUnsettledHoldsNoCopyOfTheKeys: a failed batch's keys are told
+// apart without a copy of each (a long line's key was copied as the
+// run stopped), and a key's lines still share its fate: its first line
+// unconfirmed, a repeat of it not filed again, another key settled.
+func TestUnsettledHoldsNoCopyOfTheKeys(t *testing.T) {
+	const size = 8 << 20
+	long := bytes.Repeat([]byte("x"), size)
+	unconfirmed := fmt.Errorf("no reply: %w", redisfilter.ErrUnconfirmed)
+	var u unsettled
+	u.track()
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	u.note(long, long, 1, false, unconfirmed)
+	u.note([]byte("b"), []byte("b\n"), 2, true, nil)
+	u.note(bytes.Clone(long[:size-1]), long[:size-1], 3, false, nil)
+	u.note(long, long, 4, false, nil)
+	runtime.ReadMemStats(&after)
+	if got := after.TotalAlloc - before.TotalAlloc - (size - 1); got > size/8 {
+		t.Errorf("noting a key of %d MiB allocated %.1f MiB", size>>20, float64(got)/(1<<20))
+	}
+	u.sort()
+	if !slices.Equal(u.unconfirmed.nums, []uint64{1}) || len(u.notRecorded.nums) != 0 {
+		t.Fatalf("unconfirmed lines %v, not recorded %v; want line 1 unconfirmed", u.unconfirmed.nums, u.notRecorded.nums)
 	}
 }
