@@ -278,7 +278,11 @@ func runRedisDedup(e *env, f *dedupFlags, keyer *dedup.KeyExtractor, ins []input
 			}
 			linesIn++
 			line := lines[j]
-			if !kr.Keep(line) {
+			if kr.Keep(line) {
+				// The batch holds the line alone, so that it goes when
+				// the batch does, before the next long line is read.
+				lines[j], keyBuf[j] = nil, nil
+			} else {
 				// A slice of a grown arena still holds its line: the
 				// arrays the arena leaves behind as it grows live on
 				// until the batch is sent.
