@@ -149,7 +149,10 @@ func runBuild(e *env, f *buildFlags, names []string) error {
 	var filter *filterfile.Filter
 	var lines uint64
 	for {
-		if filter, err = newFilter(spec); err != nil {
+		// Sized from its input, a growing filter starts larger if its
+		// package refuses so small a start at the rate (--grow --fpr 1e-7
+		// on a file of a few lines), as dedup's does.
+		if filter, err = newSizedFilter(spec, !f.filter.capacity.set); err != nil {
 			return err
 		}
 		bar := e.startBar("build", totalSize(ins), f.quiet, false)

@@ -204,7 +204,7 @@ func openSeen(e *env, f *dedupFlags, ins []input) (*seenSet, error) {
 		}
 		spec.Capacity = dedup.AheadCapacity(s.ahead, spec.Capacity)
 	}
-	filter, err := newSeenFilter(spec, !f.filter.capacity.set)
+	filter, err := newSizedFilter(spec, !f.filter.capacity.set)
 	if err != nil {
 		s.closeAhead()
 		return nil, err
@@ -213,9 +213,10 @@ func openSeen(e *env, f *dedupFlags, ins []input) (*seenSet, error) {
 	return s, nil
 }
 
-// newSeenFilter makes the new filter of spec. A growing filter started
-// with room for few keys needs more generations to reach 2^36 keys, and
-// at a low rate its package may refuse it, since they would need
+// newSizedFilter makes the new filter of spec: dedup's seen-set, build's
+// filter. A growing filter started with room for few keys needs more
+// generations to reach 2^36 keys, and at a low rate its package may
+// refuse it, since they would need
 // fingerprints wider than 32 bits: with 4-slot buckets at 1e-7, the rate
 // that makes the output awk's for all practical purposes, a start of 4
 // keys or fewer, which an input of as many lines gets (an empty file, a
@@ -224,7 +225,7 @@ func openSeen(e *env, f *dedupFlags, ins []input) (*seenSet, error) {
 // twice, four times… that start its package takes, up to the start of a
 // pipe that goes on (unknownInitial): a few KiB of filter more for a
 // small input. When none does, the error is the first start's.
-func newSeenFilter(spec filterfile.Spec, sized bool) (*filterfile.Filter, error) {
+func newSizedFilter(spec filterfile.Spec, sized bool) (*filterfile.Filter, error) {
 	filter, err := newFilter(spec)
 	if err == nil || !sized || spec.Kind != filterfile.CuckooScalable {
 		return filter, err

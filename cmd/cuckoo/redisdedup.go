@@ -1,11 +1,15 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"hash/maphash"
+	"io"
 	"os"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -22,6 +26,20 @@ import (
 // redisDedupBatch is the most lines sent to Redis at once: one pipeline
 // of test-and-insert calls, grouped by segment.
 const redisDedupBatch = 8192
+
+// redisDedupBudget is the bytes of lines (and keys built of several
+// fields) after which a batch is sent whatever its lines: a batch is held
+// until Redis answers, so without it 8,192 lines of 1 MiB would be 8 GiB.
+// 4 MiB holds a full batch of lines up to 512 bytes, more than most logs'
+// and every id's, so such input still goes 8,192 lines a round trip; a
+// batch of longer lines is one round trip per 4 MiB, a small cost beside
+// reading them.
+const redisDedupBudget = 4 << 20
+
+// redisDedupCollectAfter is the bytes of a batch after which the garbage
+// collector runs once it is answered, so that the next long lines reuse
+// the memory of its lines rather than adding to it.
+const redisDedupCollectAfter = 16 << 20
 
 // runRedisDedup is 'cuckoo dedup --redis URL --name N': the seen-set is
 // the shared cuckoo filter N in Redis, so several processes (on several
@@ -102,16 +120,24 @@ func runRedisDedup(e *env, f *dedupFlags, keyer *dedup.KeyExtractor, ins []input
 	}
 
 	out := newBufWriter(e.stdout)
-	kr := dedup.NewKeyReader(keyer, 0)
+	// The reader finds the lines; each is keyed once held (below), so that
+	// its key is a slice of the held line when it can be.
+	kr := dedup.NewKeyReader(nil, 0)
 	var (
-		arena             []byte
-		lineEnds, keyEnds []int
-		keys              [][]byte
-		lineTimes         []time.Time // with --time-field: each line's
-		added             = make([]bool, redisDedupBatch)
-		errs              = make([]error, redisDedupBatch)
-		linesIn, dropped  uint64
-		written           uint64
+		// A batch holds its lines until Redis answers: a line in the
+		// reader's buffer is copied into the arena, a long line (read into
+		// a slice of its own) is taken from the reader. A key is a slice
+		// of its line (no --key, or one field), or a copy in the arena of
+		// the one the extractor built (several fields, CSV); only the
+		// keys' hashes go to Redis.
+		arena            []byte
+		held, keys       [][]byte
+		heldBytes        int         // the bytes of the batch's lines and built keys
+		lineTimes        []time.Time // with --time-field: each line's
+		added            = make([]bool, redisDedupBatch)
+		errs             = make([]error, redisDedupBatch)
+		linesIn, dropped uint64
+		written          uint64
 		// flushed is the last line (counted over all inputs) whose
 		// batch's output was flushed without error: every line up to it
 		// that was to be printed is in the output. Each batch flushes its
@@ -158,16 +184,11 @@ func runRedisDedup(e *env, f *dedupFlags, keyer *dedup.KeyExtractor, ins []input
 		if stopped {
 			return errStopped
 		}
-		n := len(lineEnds)
+		n := len(held)
 		if n == 0 {
 			return stop.error()
 		}
 		firstLine := linesIn - uint64(n) + 1
-		// The arena holds each line, then its key.
-		keys = keys[:0]
-		for i := range n {
-			keys = append(keys, arena[lineEnds[i]:keyEnds[i]])
-		}
 		added, errs = added[:n], errs[:n]
 		seen.addUnique(ctx, keys, lineTimes, added, errs)
 		// The batch's last keys not sent, after the call it could not
@@ -183,10 +204,8 @@ func runRedisDedup(e *env, f *dedupFlags, keyer *dedup.KeyExtractor, ins []input
 				break
 			}
 		}
-		lineStart := 0
 		for i := range tail {
-			line := arena[lineStart:lineEnds[i]]
-			lineStart = keyEnds[i]
+			line := held[i]
 			if u.tracking() {
 				u.note(keys[i], line, firstLine+uint64(i), added[i], errs[i])
 			}
@@ -224,7 +243,16 @@ func runRedisDedup(e *env, f *dedupFlags, keyer *dedup.KeyExtractor, ins []input
 			// The saved lines are the arena's: saved before it is reused.
 			err = u.stopErr(e, &f.redis, interrupted.Load(), stop)
 		}
-		arena, lineEnds, keyEnds, lineTimes = arena[:0], lineEnds[:0], keyEnds[:0], lineTimes[:0]
+		// The lines go, and the long ones' memory with them.
+		clear(held)
+		clear(keys)
+		if cap(arena) > 2*redisDedupBudget {
+			arena = nil // left by keys longer than their lines
+		}
+		if heldBytes > redisDedupCollectAfter {
+			runtime.GC()
+		}
+		arena, held, keys, heldBytes, lineTimes = arena[:0], held[:0], keys[:0], 0, lineTimes[:0]
 		if err != nil && interrupted.Load() {
 			stopNote = err.Error()
 			return errStopped
@@ -249,12 +277,42 @@ func runRedisDedup(e *env, f *dedupFlags, keyer *dedup.KeyExtractor, ins []input
 				lineTimes = append(lineTimes, at)
 			}
 			linesIn++
-			arena = append(arena, lines[j]...)
-			lineEnds = append(lineEnds, len(arena))
-			arena = append(arena, keyBuf[j]...)
-			keyEnds = append(keyEnds, len(arena))
+			line := lines[j]
+			if kr.Keep(line) {
+				// The batch holds the line alone, so that it goes when
+				// the batch does, before the next long line is read.
+				lines[j], keyBuf[j] = nil, nil
+			} else {
+				// A slice of a grown arena still holds its line: the
+				// arrays the arena leaves behind as it grows live on
+				// until the batch is sent.
+				start := len(arena)
+				arena = append(arena, line...)
+				line = arena[start:len(arena):len(arena)]
+			}
+			heldBytes += len(line)
+			key := dedup.Content(line)
+			if keyer != nil {
+				key = keyer.Key(key)
+				if !keyer.SlicesContent() {
+					if len(key) > dedup.DefaultBufferSize {
+						// A long key built in the extractor's scratch buffer,
+						// which the next key overwrites: the batch takes the
+						// buffer, and the run a new extractor, rather than a
+						// copy (and a scratch buffer of its size after it).
+						keyer = keyer.Clone()
+					} else {
+						start := len(arena)
+						arena = append(arena, key...)
+						key = arena[start:len(arena):len(arena)]
+					}
+					heldBytes += len(key)
+				}
+			}
+			held = append(held, line)
+			keys = append(keys, key)
 		}
-		if len(lineEnds) >= redisDedupBatch-dedup.MaxBatch {
+		if len(held) >= redisDedupBatch-dedup.MaxBatch || heldBytes >= redisDedupBudget {
 			sendErr = send(false, nil)
 		}
 		return sendErr
@@ -442,12 +500,19 @@ type unsettled struct {
 
 	// While the batch is read (track): each distinct key's first line
 	// and what its answers, in input order, say of it.
+	// index finds a key's fate by a hash of the key: the fate's index
+	// plus one, the first of a chain (keyFate.next) of the keys with that
+	// hash. A map by the key itself would hold a copy of each key, a long
+	// line's size again.
 	fates []keyFate
-	index map[string]int // key → its fate
+	index map[uint64]int
+	seed  maphash.Seed
 }
 
 // keyFate is what a batch's answers say of one distinct key.
 type keyFate struct {
+	key  []byte // the batch's
+	next int    // the next fate whose key has the same hash, plus one (0: none)
 	line []byte // its first line
 	num  uint64
 	fate fate
@@ -484,7 +549,7 @@ func (u *unsettled) empty() bool {
 
 // track starts noting the batch's keys (a batch with errors: the others
 // need no note).
-func (u *unsettled) track() { u.index = map[string]int{} }
+func (u *unsettled) track() { u.index, u.seed = map[uint64]int{}, maphash.MakeSeed() }
 
 func (u *unsettled) tracking() bool { return u.index != nil }
 
@@ -495,9 +560,13 @@ func (u *unsettled) tracking() bool { return u.index != nil }
 // after an unconfirmed write, "added" means that write did not add it
 // (the line was printed), and "present" leaves it unknown.
 func (u *unsettled) note(key, line []byte, num uint64, added bool, err error) {
-	i, ok := u.index[string(key)]
-	if !ok {
-		f := keyFate{line: line, num: num, err: err}
+	h := maphash.Bytes(u.seed, key)
+	i := u.index[h] - 1
+	for i >= 0 && !bytes.Equal(u.fates[i].key, key) {
+		i = u.fates[i].next - 1
+	}
+	if i < 0 {
+		f := keyFate{key: key, next: u.index[h], line: line, num: num, err: err}
 		switch {
 		case err == nil:
 			f.fate = settled
@@ -506,8 +575,8 @@ func (u *unsettled) note(key, line []byte, num uint64, added bool, err error) {
 		default:
 			f.fate = notRecordedFate
 		}
-		u.index[string(key)] = len(u.fates)
 		u.fates = append(u.fates, f)
+		u.index[h] = len(u.fates)
 		return
 	}
 	f := &u.fates[i]
@@ -656,18 +725,13 @@ func cmpErr(a, b error) error {
 // saveLines writes lines, each ended by a newline, to a new file in the
 // temporary directory named after kind, and returns where they are ("in
 // FILE"); if it cannot, it writes them to standard error after a line
-// naming them as what, and returns "on standard error, above".
+// naming them as what, and returns "on standard error, above". The lines
+// are written as they are, through a small buffer, not joined first: a
+// copy of them would cost a batch of long lines its size again.
 func saveLines(e *env, kind, what string, lines [][]byte) string {
-	var b bytes.Buffer
-	for _, l := range lines {
-		b.Write(l)
-		if len(l) == 0 || l[len(l)-1] != '\n' {
-			b.WriteByte('\n')
-		}
-	}
 	f, err := os.CreateTemp("", "cuckoo-dedup-"+kind+"-*.txt")
 	if err == nil {
-		_, err = f.Write(b.Bytes())
+		err = writeLines(f, lines)
 		if err == nil {
 			err = f.Sync()
 		}
@@ -680,8 +744,20 @@ func saveLines(e *env, kind, what string, lines [][]byte) string {
 		os.Remove(f.Name())
 	}
 	fmt.Fprintf(e.stderr, "cuckoo dedup: %s (%v saving them to a file):\n", what, err)
-	e.stderr.Write(b.Bytes())
+	writeLines(e.stderr, lines)
 	return "on standard error, above"
+}
+
+// writeLines writes lines to w, each ended by a newline.
+func writeLines(w io.Writer, lines [][]byte) error {
+	b := bufio.NewWriter(w)
+	for _, l := range lines {
+		b.Write(l)
+		if len(l) == 0 || l[len(l)-1] != '\n' {
+			b.WriteByte('\n')
+		}
+	}
+	return b.Flush()
 }
 
 // lineList names the line numbers nums (ascending) as ranges ("lines 4,

@@ -16,9 +16,13 @@ const maxKeptLong = 16 << 20
 // LineReader splits a stream into lines without allocating per line. A
 // line ends after '\n'; the last line of a stream may have no '\n'. Lines
 // may hold any bytes (NUL, invalid UTF-8, '\r') and be of any length: a
-// line longer than the buffer is assembled in a second buffer that grows
-// to the longest line, so memory is the buffer plus the longest line that
-// does not fit in it.
+// line longer than the buffer is read into pieces, each a full buffer
+// that a new one replaces, and joined once into a slice of its exact size
+// (kept for the next long line up to maxKeptLong). Growing one slice by
+// appending would copy the line again at each growth, and hold the old
+// and the new slice at once, near twice and a quarter the line at the
+// last growth, plus the garbage of the growths before it; the pieces and
+// the joined line cost the line's size twice, briefly, and once after.
 //
 // It reads with few large Reads, straight into its buffer, and finds line
 // ends with bytes.IndexByte: the cost per line is a few nanoseconds plus
@@ -26,10 +30,11 @@ const maxKeptLong = 16 << 20
 type LineReader struct {
 	r        io.Reader
 	buf      []byte
-	pos, end int    // buf[pos:end] is read and not yet returned
-	long     []byte // a line being assembled across buffer fills
-	err      error  // the first error of r, io.EOF at the end
-	read     uint64 // bytes read from r
+	pos, end int      // buf[pos:end] is read and not yet returned
+	long     []byte   // the last long line, joined from its pieces
+	pieces   [][]byte // the full buffers of the long line being read
+	err      error    // the first error of r, io.EOF at the end
+	read     uint64   // bytes read from r
 	onRead   func(chunk []byte)
 }
 
@@ -46,7 +51,6 @@ func NewLineReader(r io.Reader, size int) *LineReader {
 // streams, as in awk.
 func (l *LineReader) Reset(r io.Reader) {
 	l.r, l.pos, l.end, l.err, l.read = r, 0, 0, nil, 0
-	l.long = l.long[:0]
 }
 
 // OnRead sets a function called after every Read from the underlying
@@ -100,26 +104,26 @@ func (l *LineReader) next() ([]byte, bool) {
 	if cap(l.long) > maxKeptLong {
 		l.long = nil
 	}
-	l.long = l.long[:0]
 	empty := 0
 	for {
 		if l.err != nil {
 			rest := l.buf[l.pos:l.end]
 			l.pos = l.end
-			if len(l.long) > 0 {
-				l.long = append(l.long, rest...)
-				return l.long, true
+			if len(l.pieces) > 0 {
+				return l.join(rest), true
 			}
 			return rest, len(rest) > 0
 		}
-		// INVARIANT: buf[pos:end] holds no '\n'. Move it to the front, or
-		// into the long-line buffer when it fills the whole buffer.
+		// INVARIANT: buf[pos:end] holds no '\n'. Move it to the front, or,
+		// when it fills the whole buffer, make the buffer a piece of a long
+		// line and read on into a new one.
 		if l.pos > 0 {
 			l.end = copy(l.buf, l.buf[l.pos:l.end])
 			l.pos = 0
 		}
 		if l.end == len(l.buf) {
-			l.long = append(l.long, l.buf...)
+			l.pieces = append(l.pieces, l.buf)
+			l.buf = make([]byte, len(l.buf))
 			l.end = 0
 		}
 		old := l.end
@@ -142,13 +146,47 @@ func (l *LineReader) next() ([]byte, bool) {
 		if i := bytes.IndexByte(l.buf[old:l.end], '\n'); i >= 0 {
 			e := old + i + 1
 			l.pos = e
-			if len(l.long) > 0 {
-				l.long = append(l.long, l.buf[:e]...)
-				return l.long, true
+			if len(l.pieces) > 0 {
+				return l.join(l.buf[:e]), true
 			}
 			return l.buf[:e], true
 		}
 	}
+}
+
+// join joins the pieces of a long line and its end, last, into l.long,
+// and drops the pieces.
+func (l *LineReader) join(last []byte) []byte {
+	size := len(last)
+	for _, p := range l.pieces {
+		size += len(p)
+	}
+	if cap(l.long) < size {
+		l.long = nil // not copied into the new one
+		l.long = make([]byte, 0, size)
+	}
+	l.long = l.long[:0]
+	for _, p := range l.pieces {
+		l.long = append(l.long, p...)
+	}
+	l.long = append(l.long, last...)
+	clear(l.pieces)
+	l.pieces = l.pieces[:0]
+	return l.long
+}
+
+// Keep reports whether line, the line Next or NextBatch returned last,
+// may be kept past the next call: whether it is a long line, joined into
+// a slice of its own, which the reader then forgets and never reuses. A
+// caller that must hold a line until later (a batch waiting for a reply)
+// so takes a long one rather than copying it; a line in the read buffer
+// it must copy.
+func (l *LineReader) Keep(line []byte) bool {
+	if len(line) == 0 || len(l.long) == 0 || &line[0] != &l.long[0] {
+		return false
+	}
+	l.long = nil
+	return true
 }
 
 // Err returns the error that ended the stream, or nil at a clean end.
@@ -255,6 +293,9 @@ func (k *KeyReader) NextBatch(lines, keys [][]byte) int {
 	}
 	return n
 }
+
+// Keep is LineReader.Keep, for a line NextBatch or Next returned last.
+func (k *KeyReader) Keep(line []byte) bool { return k.lr.Keep(line) }
 
 // Line returns the number of the line Next returned last, from 1.
 func (k *KeyReader) Line() uint64 { return k.line }
