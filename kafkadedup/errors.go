@@ -19,7 +19,9 @@ var (
 	// cannot be read (see WithPassUnreadable).
 	ErrUnreadable = errors.New("kafkadedup: unreadable record")
 	// ErrState is wrapped by Run's error when the state of a partition
-	// cannot be restored: the state topic cannot be read, or a snapshot
-	// that the committed offsets name is damaged.
+	// cannot be restored: the state topic cannot be read, a snapshot or
+	// pointer that the committed offsets name is damaged or of a version
+	// this build does not read, or the consumer's position is behind the
+	// group's committed offset (records a committed transaction wrote).
 	ErrState = errors.New("kafkadedup: state")
 )

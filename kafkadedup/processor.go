@@ -516,6 +516,17 @@ func (p *Processor) transact(ctx context.Context, fetches kgo.Fetches) error {
 		case errors.Is(err, kerr.ProducerFenced) || errors.Is(err, kerr.TransactionalIDAuthorizationFailed):
 			return fmt.Errorf("kafkadedup: fenced: the transaction timed out, or another instance took the transactional ID %s (its records are aborted): %w", p.txnID, err)
 		}
+		// The end's outcome may be unknown (its EndTxn unanswered within
+		// the timeout): franz-go keeps such a transaction open until it
+		// is ended with an abort, which fences what the broker still
+		// holds of it, and refuses to begin another before. (An end the
+		// broker did apply shows at the next restore as a committed
+		// offset past the consumer's position: ErrState.)
+		actx, acancel := context.WithTimeout(ctx, p.cfg.timeout)
+		defer acancel()
+		if _, aerr := p.sess.End(actx, kgo.TryAbort); aerr != nil {
+			return fmt.Errorf("kafkadedup: a transaction did not end (%v), nor could it be aborted: %w", err, aerr)
+		}
 		return fmt.Errorf("kafkadedup: %w: %w", errEndFailed, err)
 	}
 	p.committed(touched, &n)

@@ -750,3 +750,150 @@ func (p *Processor) owns() int {
 	defer p.assignment.Unlock()
 	return len(p.assignment.owned)
 }
+
+// A consumer whose position is behind the group's committed offset (its
+// client's idea of the committed offsets is older than the group's: a
+// transaction the client took for aborted, after an EndTxn whose answer
+// was an error, had committed) would judge and write again the records
+// from its position to the committed offset, which a committed
+// transaction wrote already. The Processor stops with an error instead,
+// and a run started afterwards goes on from the group's offsets: the
+// output holds each record once. The test gives the consumer's client
+// an older offset than the group's when it joins.
+func TestConsumerBehindTheCommittedOffsetStops(t *testing.T) {
+	t.Parallel()
+	c := kafkatest.StartCluster(t)
+	addr := c.ListenAddrs()[0]
+	kafkatest.CreateTopic(t, addr, "in", 1)
+	kafkatest.CreateTopic(t, addr, "out", 1)
+	recs := genInput(testseed.Rand(t), 400, 1, 400, time.Minute)
+	produceInput(t, addr, "in", recs[:300])
+	runUntilIdle(t, newProcessor(t, addr))
+	produceInput(t, addr, "in", recs[300:])
+
+	// The first offsets fetch is the joining consumer's: answer it with
+	// offset 100 where the group has 300.
+	c.ControlKey(int16(kmsg.OffsetFetch), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		r := req.(*kmsg.OffsetFetchRequest)
+		resp := r.ResponseKind().(*kmsg.OffsetFetchResponse)
+		for _, rg := range r.Groups {
+			g := kmsg.NewOffsetFetchResponseGroup()
+			g.Group = rg.Group
+			for _, rt := range rg.Topics {
+				t := kmsg.NewOffsetFetchResponseGroupTopic()
+				t.Topic, t.TopicID = rt.Topic, rt.TopicID
+				for _, part := range rt.Partitions {
+					p := kmsg.NewOffsetFetchResponseGroupTopicPartition()
+					p.Partition, p.Offset, p.LeaderEpoch = part, 100, -1
+					t.Partitions = append(t.Partitions, p)
+				}
+				g.Topics = append(g.Topics, t)
+			}
+			resp.Groups = append(resp.Groups, g)
+		}
+		return resp, nil, true
+	})
+	p := newProcessor(t, addr)
+	if err := p.Run(context.Background()); !errors.Is(err, ErrState) || !strings.Contains(err.Error(), "in/0") {
+		t.Errorf("Run = %v, want ErrState naming in/0, whose position is behind the group's committed offset", err)
+	}
+	runUntilIdle(t, newProcessor(t, addr))
+	checkOutput(t, &p.cfg, recs, kafkatest.ReadCommitted(t, addr, "out"))
+}
+
+// A transaction whose end the client gave up waiting for (its context
+// ran out) may have committed all the same: the broker got the EndTxn and
+// applied it after. The client then goes back to the offsets it last saw
+// committed, behind the group's; the records between were written in a
+// committed transaction and must not be judged, and written, again. The
+// Processor stops with ErrState then (a run started afterwards reads the
+// group's offsets), and the output holds each record once.
+func TestEndTheClientGaveUpOnWritesEachRecordOnce(t *testing.T) {
+	testlong.SkipQuickRun(t) // waits out a transaction's end: the timeout, 1 s
+	t.Parallel()
+	c := kafkatest.StartCluster(t)
+	addr := c.ListenAddrs()[0]
+	kafkatest.CreateTopic(t, addr, "in", 1)
+	kafkatest.CreateTopic(t, addr, "out", 1)
+	recs := genInput(testseed.Rand(t), 400, 1, 400, time.Minute)
+	produceInput(t, addr, "in", recs)
+
+	// Hold the first commit's EndTxn until the Processor has given up on
+	// it, then let the broker apply it.
+	gaveUp := make(chan struct{})
+	var gaveUpOnce, heldOnce sync.Once
+	c.ControlKey(int16(kmsg.EndTxn), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		held := false
+		heldOnce.Do(func() { held = req.(*kmsg.EndTxnRequest).Commit })
+		if held {
+			c.SleepControl(func() { <-gaveUp })
+		}
+		c.DropControl()
+		return nil, nil, false
+	})
+	logf := func(format string, args ...any) {
+		t.Logf(format, args...)
+		if strings.Contains(fmt.Sprintf(format, args...), errEndFailed.Error()) {
+			gaveUpOnce.Do(func() { close(gaveUp) })
+		}
+	}
+	p := newProcessor(t, addr, WithTimeout(time.Second), WithLogf(logf))
+	err := p.Run(context.Background())
+	gaveUpOnce.Do(func() { close(gaveUp) }) // wakes the EndTxn if Run stopped first
+	// Whether the broker applied the held commit before the Processor's
+	// abort fenced it depends on the order the two reach it: either way
+	// no record is written twice.
+	if err != nil && !errors.Is(err, ErrState) {
+		t.Fatalf("Run: %v; want nil (the commit was fenced) or ErrState (it was applied)", err)
+	}
+	t.Logf("Run: %v", err)
+	runUntilIdle(t, newProcessor(t, addr))
+	checkOutput(t, &p.cfg, recs, kafkatest.ReadCommitted(t, addr, "out"))
+}
+
+// A transaction whose EndTxn goes unanswered (the client gives up at the
+// timeout; the broker never got it) is aborted, and its records judged
+// again, once: franz-go keeps such a transaction open until it is ended
+// with an abort, and the Processor must do so before it begins the next,
+// rather than stop at "already in a transaction".
+func TestUnansweredEndIsAbortedAndJudgedAgain(t *testing.T) {
+	testlong.SkipQuickRun(t) // waits out a transaction's end: the timeout, 1 s
+	t.Parallel()
+	c := kafkatest.StartCluster(t)
+	addr := c.ListenAddrs()[0]
+	kafkatest.CreateTopic(t, addr, "in", 1)
+	kafkatest.CreateTopic(t, addr, "out", 1)
+	recs := genInput(testseed.Rand(t), 400, 1, 400, time.Minute)
+	produceInput(t, addr, "in", recs)
+
+	// The first commit's EndTxn is held until the Processor has given up
+	// on it, then dropped with its connection, unapplied.
+	gaveUp := make(chan struct{})
+	var gaveUpOnce, heldOnce sync.Once
+	c.ControlKey(int16(kmsg.EndTxn), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		held := false
+		heldOnce.Do(func() { held = req.(*kmsg.EndTxnRequest).Commit })
+		if !held {
+			c.DropControl()
+			return nil, nil, false
+		}
+		c.SleepControl(func() { <-gaveUp })
+		return nil, errors.New("dropped"), true
+	})
+	logf := func(format string, args ...any) {
+		t.Logf(format, args...)
+		if strings.Contains(fmt.Sprintf(format, args...), errEndFailed.Error()) {
+			gaveUpOnce.Do(func() { close(gaveUp) })
+		}
+	}
+	p := newProcessor(t, addr, WithTimeout(time.Second), WithLogf(logf))
+	err := p.Run(context.Background())
+	gaveUpOnce.Do(func() { close(gaveUp) }) // wakes the EndTxn if Run stopped first
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if st := p.Stats(); st.In != uint64(len(recs)) || st.Aborted != 1 {
+		t.Fatalf("%d records judged in committed transactions, %d aborted; want %d and 1", st.In, st.Aborted, len(recs))
+	}
+	checkOutput(t, &p.cfg, recs, kafkatest.ReadCommitted(t, addr, "out"))
+}

@@ -35,6 +35,16 @@ func (p *Processor) restore(ctx context.Context, tp topicPartition, first int64)
 			return fmt.Errorf("%s: %w", tp, err)
 		}
 	}
+	if committed >= 0 && first < committed {
+		// The client's idea of the committed offsets is older than the
+		// group's: a transaction it took for aborted had committed (an
+		// EndTxn answered with an error after the broker applied it), or
+		// the offsets moved under it. The records from first to committed
+		// were judged and written by a committed transaction; judging them
+		// again would write them twice. A run started afterwards reads the
+		// group's offsets.
+		return fmt.Errorf("%w: %s: the consumer's position %d is behind the group's committed offset %d (a transaction this client took for aborted had committed, or the offsets moved under it): the records between were written by a committed transaction and are not judged again; run again to go on from the committed offset", ErrState, tp, first, committed)
+	}
 	if committed >= 0 && first > committed {
 		// The consumer's position is past the committed offset: the
 		// records between were not judged in a committed transaction, and

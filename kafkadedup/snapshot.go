@@ -23,7 +23,14 @@ import (
 // always consistent.
 
 // pointerPrefix starts every pointer; the version after it is frozen.
-const pointerPrefix = "cuckoo-kafkadedup/1"
+// Metadata that starts with pointerFamily is a pointer of this package,
+// whatever its version: one this build does not read is an error, never
+// another consumer's metadata (which would start the partition with an
+// empty filter).
+const (
+	pointerFamily = "cuckoo-kafkadedup/"
+	pointerPrefix = pointerFamily + "1"
+)
 
 // pointer is where a partition's state is: its filter is the snapshot at
 // (statePartition, offset), of chunks records and size bytes, updated
@@ -54,14 +61,23 @@ func (p pointer) String() string {
 // parsePointer decodes offset metadata written by pointer.String; ok is
 // false for metadata this package did not write (another consumer's,
 // Kafka tools' empty string), and err non-nil for a pointer of ours that is
-// damaged.
+// damaged or of a version this build does not read.
 func parsePointer(s string) (p pointer, ok bool, err error) {
+	if !strings.HasPrefix(s, pointerFamily) {
+		return p, false, nil
+	}
 	rest, found := strings.CutPrefix(s, pointerPrefix+" ")
 	if !found {
-		return p, false, nil
+		version, _, _ := strings.Cut(strings.TrimPrefix(s, pointerFamily), " ")
+		if version != "1" && version != "" && strings.Trim(version, "0123456789") == "" {
+			return pointer{}, true, fmt.Errorf("%w: the committed offset's metadata holds a state pointer of version %s, which this build does not read (it reads version 1): run the build that wrote it, or reset the partition's offsets to start it with an empty filter", ErrState, version)
+		}
 	}
 	bad := func() (pointer, bool, error) {
 		return pointer{}, true, fmt.Errorf("%w: damaged state pointer %q in the committed offset's metadata", ErrState, s)
+	}
+	if !found {
+		return bad()
 	}
 	baseText, snapText, hasSnap := strings.Cut(rest, " ")
 	b, found := strings.CutPrefix(baseText, "base=")

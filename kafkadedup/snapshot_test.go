@@ -18,7 +18,7 @@ func TestPointerRoundTrips(t *testing.T) {
 			t.Errorf("%q parses as %+v, %v, %v", p.String(), got, ours, err)
 		}
 	}
-	for _, s := range []string{"", "member-1", "cuckoo-kafkadedup/2 base=1"} {
+	for _, s := range []string{"", "member-1", "cuckoo-kafkadedup", "cuckoo-kafkadedup-other base=1"} {
 		if _, ours, err := parsePointer(s); ours || err != nil {
 			t.Errorf("%q: ours %v, %v; want another's metadata", s, ours, err)
 		}
@@ -31,6 +31,22 @@ func TestPointerRoundTrips(t *testing.T) {
 	} {
 		if _, ours, err := parsePointer(s); !ours || !errors.Is(err, ErrState) {
 			t.Errorf("%q: ours %v, %v; want a damaged pointer", s, ours, err)
+		}
+	}
+}
+
+// A pointer this package wrote in a version this build does not read (a
+// newer one, after a rollback), or one cut short before its version's
+// end, is state that cannot be restored: an error, never taken for
+// another consumer's metadata, which would start the partition afresh
+// with an empty filter and let duplicates through.
+func TestPointerOfAnotherVersionIsErrState(t *testing.T) {
+	for _, s := range []string{
+		"cuckoo-kafkadedup/2 base=1", "cuckoo-kafkadedup/2", "cuckoo-kafkadedup/10 base=1 snap=1:2:3:4:0000000000000001",
+		"cuckoo-kafkadedup/1", "cuckoo-kafkadedup/", "cuckoo-kafkadedup/1\tbase=1",
+	} {
+		if _, ours, err := parsePointer(s); !ours || !errors.Is(err, ErrState) {
+			t.Errorf("%q: ours %v, %v; want ErrState", s, ours, err)
 		}
 	}
 }
