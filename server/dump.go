@@ -205,18 +205,19 @@ func (r loadChunkReq) run(c *call) {
 		c.fail(errs.load)
 		return
 	}
-	o, epoch, err := createNew(c, key, fresh)
-	if err != nil {
-		c.fail(err)
-		return
-	}
 	// The log keeps the dump in chunks of SCANDUMP's size, which a replay
 	// loads as a client's: one record of a dump of many GB would be past
 	// the most a recovery reads (maxLogRecord). No other record of the key
-	// comes between them: the key is locked.
-	for off := int64(0); off < int64(len(enc)); off += maxDumpChunk {
-		end := min(off+maxDumpChunk, int64(len(enc)))
-		c.log(epoch, [][]byte{c.args[0], key, strconv.AppendInt(nil, end+1, 10), enc[off:end]})
+	// comes between them: the key is not visible yet.
+	o, err := createNew(c, key, fresh, func(epoch uint64) {
+		for off := int64(0); off < int64(len(enc)); off += maxDumpChunk {
+			end := min(off+maxDumpChunk, int64(len(enc)))
+			c.log(epoch, [][]byte{c.args[0], key, strconv.AppendInt(nil, end+1, 10), enc[off:end]})
+		}
+	})
+	if err != nil {
+		c.fail(err)
+		return
 	}
 	ks.unlockWrite(o)
 	c.w.OK()

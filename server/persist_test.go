@@ -681,3 +681,58 @@ func TestNoLogShutdownRetriesSnapshot(t *testing.T) {
 		})
 	}
 }
+
+// TestKeyVisibleOnlyOnceLogged: a key a command creates is visible to the
+// other connections (EXISTS, TYPE, KEYS, which take no lock of the key)
+// only once its creation is in the log, so that their replies, which wait
+// for the log records appended before them, never tell of a creation a
+// kill -9 then loses. Each command that creates a key is run alone, and
+// the log must have grown when the key appears.
+func TestKeyVisibleOnlyOnceLogged(t *testing.T) {
+	cfg := testConfig(t)
+	s, addr := startServer(t, cfg)
+	c := dial(t, addr)
+	c.do("CF.RESERVE", "cf-src", "100")
+	c.do("BF.RESERVE", "bf-src", "0.01", "100")
+	_, cfChunks := scanDumpAll(t, c, "CF.SCANDUMP", "cf-src")
+	_, bfChunks := scanDumpAll(t, c, "BF.SCANDUMP", "bf-src")
+	if len(cfChunks) != 1 || len(bfChunks) != 1 {
+		t.Fatalf("dumps of %d and %d chunks, want 1", len(cfChunks), len(bfChunks))
+	}
+	var mu sync.Mutex
+	var before int64
+	var unlogged []string
+	hook := func(key []byte) {
+		mu.Lock()
+		defer mu.Unlock()
+		if s.aof.appended.Load() == before {
+			unlogged = append(unlogged, string(key))
+		}
+	}
+	keyCreatedHook.Store(&hook)
+	defer keyCreatedHook.Store(nil)
+	for _, cmd := range [][]string{
+		{"CF.RESERVE", "a", "100"},
+		{"CF.ADD", "b", "x"},
+		{"CF.ADDNX", "c", "x"},
+		{"CF.INSERT", "d", "ITEMS", "x"},
+		{"CF.INSERTNX", "e", "CAPACITY", "100", "ITEMS", "x"},
+		{"CF.RESERVE", "f", "100", "WINDOW", "60"},
+		{"CF.LOADCHUNK", "g", fmt.Sprint(len(cfChunks[0]) + 1), cfChunks[0]},
+		{"BF.RESERVE", "h", "0.01", "100"},
+		{"BF.ADD", "i", "x"},
+		{"BF.MADD", "j", "x"},
+		{"BF.INSERT", "k", "ITEMS", "x"},
+		{"BF.LOADCHUNK", "l", fmt.Sprint(len(bfChunks[0]) + 1), bfChunks[0]},
+	} {
+		mu.Lock()
+		before = s.aof.appended.Load()
+		mu.Unlock()
+		if r := c.do(cmd...); strings.HasPrefix(r, "-") {
+			t.Fatalf("%q: %q", cmd[:2], r)
+		}
+	}
+	if len(unlogged) > 0 {
+		t.Fatalf("keys visible before their creation was logged: %q", unlogged)
+	}
+}
