@@ -736,3 +736,66 @@ func TestKeyVisibleOnlyOnceLogged(t *testing.T) {
 		t.Fatalf("keys visible before their creation was logged: %q", unlogged)
 	}
 }
+
+// TestMissingLogFile: a log file missing between the snapshot and the
+// files after it (or between two files) stops the server, naming it, as
+// damage does: the writes after it build on writes it held. --repair
+// keeps what comes before it. Without a snapshot (moved aside), the log
+// may start at any epoch.
+func TestMissingLogFile(t *testing.T) {
+	parallel(t)
+	t.Run("after the snapshot", func(t *testing.T) {
+		cfg := testConfig(t)
+		s, addr := startServer(t, cfg)
+		c := dial(t, addr)
+		c.do("CF.RESERVE", "k", "1000")
+		c.do("SAVE") // snapshot of epoch 1, log file 1
+		c.do("CF.ADD", "k", "x")
+		s.Close()
+		// File 1 lost; file 2 holds the writes that follow it.
+		if err := os.Rename(filepath.Join(cfg.Dir, logName(1)), filepath.Join(cfg.Dir, logName(2))); err != nil {
+			t.Fatal(err)
+		}
+		_, err := New(cfg)
+		if !errors.Is(err, ErrDataDir) || !strings.Contains(err.Error(), logName(1)+" is missing") || !strings.Contains(err.Error(), "--repair") {
+			t.Fatalf("New with %s missing: %v", logName(1), err)
+		}
+		cfg.Repair = true
+		_, addr = startServer(t, cfg)
+		if got := dial(t, addr).do("EXISTS", "k"); got != ":1\r\n" {
+			t.Fatalf("the snapshot's key after --repair: %q", got)
+		}
+		if _, err := os.Stat(filepath.Join(cfg.Dir, logName(2))); !errors.Is(err, os.ErrNotExist) {
+			t.Fatalf("--repair kept the file after the missing one: %v", err)
+		}
+	})
+	t.Run("between two files", func(t *testing.T) {
+		cfg := testConfig(t)
+		s, addr := startServer(t, cfg)
+		dial(t, addr).do("CF.ADD", "k", "x")
+		s.Close()
+		if err := os.WriteFile(filepath.Join(cfg.Dir, logName(2)), nil, 0o640); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := New(cfg); !errors.Is(err, ErrDataDir) || !strings.Contains(err.Error(), logName(1)+" is missing") {
+			t.Fatalf("New with %s missing: %v", logName(1), err)
+		}
+	})
+	t.Run("no snapshot", func(t *testing.T) {
+		cfg := testConfig(t)
+		s, addr := startServer(t, cfg)
+		c := dial(t, addr)
+		c.do("CF.ADD", "k", "x")
+		c.do("SAVE")
+		c.do("CF.ADD", "k", "y")
+		s.Close()
+		// The snapshot moved aside: the log alone, from epoch 1.
+		if err := os.Remove(filepath.Join(cfg.Dir, snapName)); err != nil {
+			t.Fatal(err)
+		}
+		_, addr = startServer(t, cfg)
+		if got := dial(t, addr).do("CF.EXISTS", "k", "y"); got != ":1\r\n" {
+			t.Fatalf("the log's write without the snapshot: %q", got)
+		}
+	})
+}
