@@ -53,6 +53,30 @@ func dumpErrorsOf(k kind) dumpErrors {
 	return dumpErrors{errBFScanDumpIter, errBFLoadChunkIter, errBFBadOffset, errBFBadData, errBFBadData}
 }
 
+// dropLoads abandons the LOADCHUNK sequences in progress into keys (nil:
+// every one), freeing the chunks they hold: DEL and FLUSHALL, the only
+// commands that can free what a client began and never finished (the key
+// does not exist until the last chunk).
+func (s *Server) dropLoads(keys [][]byte) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	drop := func(k string, p *pendingLoad) {
+		s.ks.used.Add(-int64(len(p.buf)))
+		delete(s.mu.loads, k)
+	}
+	if keys == nil {
+		for k, p := range s.mu.loads {
+			drop(k, p)
+		}
+		return
+	}
+	for _, k := range keys {
+		if p := s.mu.loads[string(k)]; p != nil {
+			drop(string(k), p)
+		}
+	}
+}
+
 // SCANDUMP key iterator
 
 type scanDumpReq struct {
