@@ -202,13 +202,13 @@ func parseBFReserve(args [][]byte, fs *FilterSettings) (bfReserve, error) {
 func (r bfReserve) run(c *call) { reserve(c, r.key, kindBF, &r.p) }
 
 // bfLockOrCreate is cfLockOrCreate for Bloom filters, created with p.
-func bfLockOrCreate(c *call, key []byte, create bool, p bfParams) (*object, uint64, [][]byte, error) {
+func bfLockOrCreate(c *call, key []byte, create bool, p bfParams) (*object, uint64, error) {
 	o, epoch, err := c.s.ks.writeLock(key, kindBF)
 	if err != nil || o != nil || !create {
 		if o == nil && err == nil {
 			err = errNotFound
 		}
-		return o, epoch, nil, err
+		return o, epoch, err
 	}
 	q := p // only the creation path copies the parameters to the heap
 	return createLocked(c, key, &q)
@@ -293,15 +293,12 @@ func (r bfAdd) run(c *call) {
 // (creating it with p when create says so and it is missing), adds the
 // items and logs what changed.
 func bfAddRun(c *call, key []byte, create bool, p bfParams, items [][]byte, multi bool) {
-	o, epoch, reserve, err := bfLockOrCreate(c, key, create, p)
+	o, epoch, err := bfLockOrCreate(c, key, create, p)
 	if err != nil {
 		c.fail(err)
 		return
 	}
 	defer c.s.ks.unlockWrite(o)
-	if reserve != nil {
-		c.log(epoch, reserve)
-	}
 	if bfAddItems(c, o, items, multi) {
 		c.log(epoch, c.args)
 	}

@@ -410,50 +410,43 @@ func (r cfReserve) run(c *call) { reserve(c, r.key, kindCF, &r.p) }
 
 // cfLockOrCreate returns key's cuckoo filter locked for writing, creating
 // a growing one of the given capacity when it is missing and create is
-// true (see createLocked), and failing with errNotFound when it is missing
-// and create is false. The parameters are made only to create, so that
-// the common case allocates nothing.
-func cfLockOrCreate(c *call, key []byte, create bool, capacity uint64) (*object, uint64, [][]byte, error) {
+// true (see createLocked: the creation is logged), and failing with
+// errNotFound when it is missing and create is false. The parameters are
+// made only to create, so that the common case allocates nothing.
+func cfLockOrCreate(c *call, key []byte, create bool, capacity uint64) (*object, uint64, error) {
 	fs := c.settings()
 	o, epoch, err := c.s.ks.writeLock(key, kindCF)
 	switch {
 	case err != nil:
-		return nil, 0, nil, err
+		return nil, 0, err
 	case o == nil && !create:
-		return nil, 0, nil, errNotFound
+		return nil, 0, errNotFound
 	case o == nil:
 		if capacity == 0 {
 			capacity = uint64(fs.CFInitialSize)
 		}
 		p := defaultCFParams(fs, capacity)
-		var reserve [][]byte
-		if o, epoch, reserve, err = createLocked(c, key, &p); err != nil {
-			return nil, 0, nil, err
-		}
-		if reserve != nil && int64(o.cf.tables()) >= fs.CFMaxExpansions {
-			// cf-max-expansions 1: the new filter stays, as in RedisBloom.
-			c.log(epoch, reserve)
-			reserve = nil
-		}
-		if reserve != nil {
-			return o, epoch, reserve, nil
+		if o, epoch, err = createLocked(c, key, &p); err != nil {
+			return nil, 0, err
 		}
 	}
 	// RedisBloom refuses inserts into a filter of cf-max-expansions
-	// tables, whatever room they have. A replay adds what was accepted.
+	// tables, whatever room they have; with cf-max-expansions 1 a filter
+	// it has just created stays, and refuses the insert. A replay adds
+	// what was accepted.
 	if !c.replay && int64(o.cf.tables()) >= fs.CFMaxExpansions {
 		c.s.ks.unlockWrite(o)
-		return nil, 0, nil, errCFMaxExpansions
+		return nil, 0, errCFMaxExpansions
 	}
-	return o, epoch, nil, nil
+	return o, epoch, nil
 }
 
 // cfWriteBegin begins a command that adds to key's cuckoo filter: it
-// returns the filter locked for writing (created as cfLockOrCreate does,
-// the creation logged) and the epoch to log the command in, or answers
-// the error and returns ok false.
+// returns the filter locked for writing (created as cfLockOrCreate does)
+// and the epoch to log the command in, or answers the error and returns
+// ok false.
 func cfWriteBegin(c *call, key []byte, create bool, capacity uint64) (o *object, epoch uint64, ok bool) {
-	o, epoch, reserve, err := cfLockOrCreate(c, key, create, capacity)
+	o, epoch, err := cfLockOrCreate(c, key, create, capacity)
 	if err == nil {
 		err = windowWrite(c, o, key, epoch)
 	}
@@ -463,9 +456,6 @@ func cfWriteBegin(c *call, key []byte, create bool, capacity uint64) (o *object,
 		}
 		c.fail(err)
 		return nil, 0, false
-	}
-	if reserve != nil {
-		c.log(epoch, reserve)
 	}
 	return o, epoch, true
 }

@@ -60,6 +60,9 @@ type client struct {
 		sync.Mutex
 		name, libName, libVer string
 		lastName              string
+		// proto is the protocol HELLO chose (0: RESP2): the writer's
+		// own field belongs to the connection's loop or goroutine.
+		proto int
 	}
 }
 

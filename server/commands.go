@@ -286,47 +286,44 @@ func reserve(c *call, key []byte, k kind, p creator) {
 		c.fail(err)
 		return
 	}
-	o, epoch, err := createNew(c, key, fresh)
+	o, err := createNew(c, key, fresh, func(epoch uint64) { c.log(epoch, p.reserveArgs(key)) })
 	if err != nil {
 		c.fail(err)
 		return
 	}
-	c.log(epoch, p.reserveArgs(key))
 	ks.unlockWrite(o)
 	c.w.OK()
 }
 
-// createNew adds fresh as key's object, locked for writing, or fails
-// with errItemExists (or errWrongType) when the key exists meanwhile.
-func createNew(c *call, key []byte, fresh *object) (*object, uint64, error) {
-	o, epoch, created, err := c.s.ks.create(key, fresh)
+// createNew adds fresh as key's object, locked for writing, its creation
+// logged by logf (see keyspace.create), or fails with errItemExists (or
+// errWrongType) when the key exists meanwhile.
+func createNew(c *call, key []byte, fresh *object, logf func(epoch uint64)) (*object, error) {
+	o, _, created, err := c.s.ks.create(key, fresh, logf)
 	if err != nil {
-		return nil, 0, err
+		return nil, err
 	}
 	if !created {
 		c.s.ks.unlockWrite(o)
-		return nil, 0, errItemExists
+		return nil, errItemExists
 	}
-	return o, epoch, nil
+	return o, nil
 }
 
 // createLocked creates a missing key's filter with p for a command that
-// adds to it, and returns it locked for writing, with the record that logs
-// the creation (to be logged before the command's own), or nil when
-// another client created the key meanwhile.
-func createLocked(c *call, key []byte, p creator) (o *object, epoch uint64, reserve [][]byte, err error) {
+// adds to it, and returns it locked for writing with the epoch to log the
+// command in; the creation is logged (before the command's own record),
+// unless another client created the key meanwhile.
+func createLocked(c *call, key []byte, p creator) (o *object, epoch uint64, err error) {
 	fresh, err := p.newObject(c)
 	if err != nil {
-		return nil, 0, nil, err
+		return nil, 0, err
 	}
-	o, epoch, created, err := c.s.ks.create(key, fresh)
+	o, epoch, _, err = c.s.ks.create(key, fresh, func(epoch uint64) { c.log(epoch, p.reserveArgs(key)) })
 	if err != nil {
-		return nil, 0, nil, err
+		return nil, 0, err
 	}
-	if created {
-		reserve = p.reserveArgs(key)
-	}
-	return o, epoch, reserve, nil
+	return o, epoch, nil
 }
 
 // parseInt parses a decimal int64 as Redis does (no spaces, no '+').

@@ -126,6 +126,9 @@ func (r helloReq) run(c *call) {
 	}
 	if r.proto != 0 {
 		c.w.SetProtocol(r.proto)
+		cl.mu.Lock()
+		cl.mu.proto = r.proto
+		cl.mu.Unlock()
 	}
 	c.w.Map(7)
 	c.w.BulkString("server")
@@ -323,10 +326,10 @@ func (r clientReq) run(c *call) {
 // describe returns the client's line in CLIENT LIST.
 func (cl *client) describe() string {
 	cl.mu.Lock()
-	name, lib, ver := cl.mu.name, cl.mu.libName, cl.mu.libVer
+	name, lib, ver, proto := cl.mu.name, cl.mu.libName, cl.mu.libVer, max(cl.mu.proto, 2)
 	cl.mu.Unlock()
 	now := time.Now()
 	idle := now.Sub(time.Unix(0, cl.lastCmd.Load()))
 	return fmt.Sprintf("id=%d addr=%s name=%s age=%d idle=%d db=0 resp=%d lib-name=%s lib-ver=%s",
-		cl.id, cl.addr, name, int64(now.Sub(cl.created).Seconds()), int64(idle.Seconds()), cl.w.Protocol(), lib, ver)
+		cl.id, cl.addr, name, int64(now.Sub(cl.created).Seconds()), int64(idle.Seconds()), proto, lib, ver)
 }

@@ -43,3 +43,35 @@ func TestClientList(t *testing.T) {
 		t.Fatalf("CLIENT INFO: %s", info)
 	}
 }
+
+// TestClientListWhileOthersSwitchProtocol lists the connections while
+// another switches between RESP2 and RESP3: CLIENT LIST reads each
+// connection's protocol, which HELLO changes on that connection's own
+// event loop or goroutine (run with -race).
+func TestClientListWhileOthersSwitchProtocol(t *testing.T) {
+	parallel(t)
+	_, addr := startServer(t, testConfig(t))
+	switcher, lister := dial(t, addr), dial(t, addr)
+	// The switcher's HELLOs are sent at once and their replies read at the
+	// end, so that the server runs them while the lister lists.
+	var hellos []byte
+	for range 200 {
+		hellos = append(hellos, encode("HELLO", "3")...)
+		hellos = append(hellos, encode("HELLO", "2")...)
+	}
+	switcher.send(hellos)
+	for range 20 {
+		if list := render(lister.do("CLIENT", "LIST")); strings.Count(list, "id=") != 2 {
+			t.Fatalf("CLIENT LIST: %s", list)
+		}
+	}
+	for range 400 {
+		if _, err := switcher.reply(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	switcher.do("HELLO", "3")
+	if list := render(lister.do("CLIENT", "LIST")); strings.Count(list, "resp=3") != 1 || strings.Count(list, "resp=2") != 1 {
+		t.Fatalf("CLIENT LIST after one HELLO 3: %s", list)
+	}
+}

@@ -53,6 +53,30 @@ func dumpErrorsOf(k kind) dumpErrors {
 	return dumpErrors{errBFScanDumpIter, errBFLoadChunkIter, errBFBadOffset, errBFBadData, errBFBadData}
 }
 
+// dropLoads abandons the LOADCHUNK sequences in progress into keys (nil:
+// every one), freeing the chunks they hold: DEL and FLUSHALL, the only
+// commands that can free what a client began and never finished (the key
+// does not exist until the last chunk).
+func (s *Server) dropLoads(keys [][]byte) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	drop := func(k string, p *pendingLoad) {
+		s.ks.used.Add(-int64(len(p.buf)))
+		delete(s.mu.loads, k)
+	}
+	if keys == nil {
+		for k, p := range s.mu.loads {
+			drop(k, p)
+		}
+		return
+	}
+	for _, k := range keys {
+		if p := s.mu.loads[string(k)]; p != nil {
+			drop(string(k), p)
+		}
+	}
+}
+
 // SCANDUMP key iterator
 
 type scanDumpReq struct {
@@ -205,18 +229,19 @@ func (r loadChunkReq) run(c *call) {
 		c.fail(errs.load)
 		return
 	}
-	o, epoch, err := createNew(c, key, fresh)
-	if err != nil {
-		c.fail(err)
-		return
-	}
 	// The log keeps the dump in chunks of SCANDUMP's size, which a replay
 	// loads as a client's: one record of a dump of many GB would be past
 	// the most a recovery reads (maxLogRecord). No other record of the key
-	// comes between them: the key is locked.
-	for off := int64(0); off < int64(len(enc)); off += maxDumpChunk {
-		end := min(off+maxDumpChunk, int64(len(enc)))
-		c.log(epoch, [][]byte{c.args[0], key, strconv.AppendInt(nil, end+1, 10), enc[off:end]})
+	// comes between them: the key is not visible yet.
+	o, err := createNew(c, key, fresh, func(epoch uint64) {
+		for off := int64(0); off < int64(len(enc)); off += maxDumpChunk {
+			end := min(off+maxDumpChunk, int64(len(enc)))
+			c.log(epoch, [][]byte{c.args[0], key, strconv.AppendInt(nil, end+1, 10), enc[off:end]})
+		}
+	})
+	if err != nil {
+		c.fail(err)
+		return
 	}
 	ks.unlockWrite(o)
 	c.w.OK()

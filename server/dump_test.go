@@ -248,3 +248,40 @@ func TestLoadChunkLogsChunks(t *testing.T) {
 		t.Fatal("after the replay the copy dumps to other bytes")
 	}
 }
+
+// TestDelDropsPendingLoad: DEL of a key whose LOADCHUNK was begun and
+// never finished frees the chunks received, which count against
+// maxmemory: the key does not exist yet, and without this an abandoned
+// load would hold its memory until FLUSHALL or a restart. The load cannot
+// go on after it.
+func TestDelDropsPendingLoad(t *testing.T) {
+	old := maxDumpChunk
+	maxDumpChunk = 300
+	defer func() { maxDumpChunk = old }()
+	s, addr := startServer(t, testConfig(t))
+	c := dial(t, addr)
+	c.do("CF.RESERVE", "src", "500")
+	for i := range 300 {
+		c.do("CF.ADD", "src", fmt.Sprint(i))
+	}
+	iters, chunks := scanDumpAll(t, c, "CF.SCANDUMP", "src")
+	if len(chunks) < 2 {
+		t.Fatalf("%d chunks", len(chunks))
+	}
+	before := s.ks.used.Load()
+	if got := c.do("CF.LOADCHUNK", "dst", iters[0], chunks[0]); got != "+OK\r\n" {
+		t.Fatalf("first chunk: %q", got)
+	}
+	if held := s.ks.used.Load() - before; held != int64(len(chunks[0])) {
+		t.Fatalf("the pending load counts %d bytes, want %d", held, len(chunks[0]))
+	}
+	if got := c.do("DEL", "dst"); got != ":0\r\n" {
+		t.Fatalf("DEL of a key being loaded: %q, want 0 (it does not exist yet)", got)
+	}
+	if held := s.ks.used.Load() - before; held != 0 {
+		t.Fatalf("after DEL the abandoned load still counts %d bytes", held)
+	}
+	if got := c.do("CF.LOADCHUNK", "dst", iters[1], chunks[1]); got != "-Invalid position\r\n" {
+		t.Fatalf("a load continued after DEL: %q", got)
+	}
+}

@@ -63,6 +63,7 @@ func parseDel(args [][]byte) (delReq, error) { return delReq{args[1:]}, nil }
 
 func (r delReq) run(c *call) {
 	n := c.s.ks.remove(r.keys, func(epoch uint64) { c.log(epoch, c.args) })
+	c.s.dropLoads(r.keys)
 	c.w.Int(int64(n))
 }
 
@@ -215,11 +216,6 @@ func parseFlush(args [][]byte) (flushReq, error) {
 
 func (flushReq) run(c *call) {
 	c.s.ks.flush(func(epoch uint64) { c.log(epoch, [][]byte{[]byte("FLUSHALL")}) })
-	c.s.mu.Lock()
-	for k, p := range c.s.mu.loads {
-		c.s.ks.used.Add(-int64(len(p.buf)))
-		delete(c.s.mu.loads, k)
-	}
-	c.s.mu.Unlock()
+	c.s.dropLoads(nil)
 	c.w.OK()
 }

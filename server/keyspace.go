@@ -129,10 +129,15 @@ func (ks *keyspace) writeLock(key []byte, k kind) (*object, uint64, error) {
 }
 
 // create adds fresh as key's object, locked for writing, and returns it
-// with the epoch to tag the creation with. When the key exists already it
-// returns the existing object instead, locked for writing as writeLock
-// does, with created false (or errWrongType for another kind).
-func (ks *keyspace) create(key []byte, fresh *object) (o *object, epoch uint64, created bool, err error) {
+// with the epoch the creation is tagged with. It calls logf with that
+// epoch before the key becomes visible, the shard still locked: a
+// connection that sees the key (EXISTS, TYPE, KEYS take no lock of the
+// key) has seen its creation appended to the log, so its reply waits
+// for it (client.noteLog), and the record precedes those of any later
+// write to the key. When the key exists already it returns the existing
+// object instead, locked for writing as writeLock does, with created
+// false (or errWrongType for another kind), and logs nothing.
+func (ks *keyspace) create(key []byte, fresh *object, logf func(epoch uint64)) (o *object, epoch uint64, created bool, err error) {
 	for {
 		sh := &ks.shards[ks.shardIndex(key)]
 		sh.mu.Lock()
@@ -150,13 +155,21 @@ func (ks *keyspace) create(key []byte, fresh *object) (o *object, epoch uint64, 
 		fresh.snapEpoch.Store(epoch)
 		fresh.size = fresh.sizeInBytes()
 		fresh.numTables = fresh.tableCount()
+		logf(epoch)
 		sh.m[fresh.name] = fresh
 		ks.used.Add(fresh.size)
 		ks.count.Add(1)
 		sh.mu.Unlock()
+		if hook := keyCreatedHook.Load(); hook != nil {
+			(*hook)(key)
+		}
 		return fresh, epoch, true, nil
 	}
 }
+
+// keyCreatedHook, when set (by tests), runs when create has made a new
+// key visible to the lookups of other connections.
+var keyCreatedHook atomic.Pointer[func(key []byte)]
 
 // unlockWrite accounts the object's memory, and the tables a growing
 // filter added (which changed its memory), and unlocks it.

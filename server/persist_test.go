@@ -681,3 +681,121 @@ func TestNoLogShutdownRetriesSnapshot(t *testing.T) {
 		})
 	}
 }
+
+// TestKeyVisibleOnlyOnceLogged: a key a command creates is visible to the
+// other connections (EXISTS, TYPE, KEYS, which take no lock of the key)
+// only once its creation is in the log, so that their replies, which wait
+// for the log records appended before them, never tell of a creation a
+// kill -9 then loses. Each command that creates a key is run alone, and
+// the log must have grown when the key appears.
+func TestKeyVisibleOnlyOnceLogged(t *testing.T) {
+	cfg := testConfig(t)
+	s, addr := startServer(t, cfg)
+	c := dial(t, addr)
+	c.do("CF.RESERVE", "cf-src", "100")
+	c.do("BF.RESERVE", "bf-src", "0.01", "100")
+	_, cfChunks := scanDumpAll(t, c, "CF.SCANDUMP", "cf-src")
+	_, bfChunks := scanDumpAll(t, c, "BF.SCANDUMP", "bf-src")
+	if len(cfChunks) != 1 || len(bfChunks) != 1 {
+		t.Fatalf("dumps of %d and %d chunks, want 1", len(cfChunks), len(bfChunks))
+	}
+	var mu sync.Mutex
+	var before int64
+	var unlogged []string
+	hook := func(key []byte) {
+		mu.Lock()
+		defer mu.Unlock()
+		if s.aof.appended.Load() == before {
+			unlogged = append(unlogged, string(key))
+		}
+	}
+	keyCreatedHook.Store(&hook)
+	defer keyCreatedHook.Store(nil)
+	for _, cmd := range [][]string{
+		{"CF.RESERVE", "a", "100"},
+		{"CF.ADD", "b", "x"},
+		{"CF.ADDNX", "c", "x"},
+		{"CF.INSERT", "d", "ITEMS", "x"},
+		{"CF.INSERTNX", "e", "CAPACITY", "100", "ITEMS", "x"},
+		{"CF.RESERVE", "f", "100", "WINDOW", "60"},
+		{"CF.LOADCHUNK", "g", fmt.Sprint(len(cfChunks[0]) + 1), cfChunks[0]},
+		{"BF.RESERVE", "h", "0.01", "100"},
+		{"BF.ADD", "i", "x"},
+		{"BF.MADD", "j", "x"},
+		{"BF.INSERT", "k", "ITEMS", "x"},
+		{"BF.LOADCHUNK", "l", fmt.Sprint(len(bfChunks[0]) + 1), bfChunks[0]},
+	} {
+		mu.Lock()
+		before = s.aof.appended.Load()
+		mu.Unlock()
+		if r := c.do(cmd...); strings.HasPrefix(r, "-") {
+			t.Fatalf("%q: %q", cmd[:2], r)
+		}
+	}
+	if len(unlogged) > 0 {
+		t.Fatalf("keys visible before their creation was logged: %q", unlogged)
+	}
+}
+
+// TestMissingLogFile: a log file missing between the snapshot and the
+// files after it (or between two files) stops the server, naming it, as
+// damage does: the writes after it build on writes it held. --repair
+// keeps what comes before it. Without a snapshot (moved aside), the log
+// may start at any epoch.
+func TestMissingLogFile(t *testing.T) {
+	parallel(t)
+	t.Run("after the snapshot", func(t *testing.T) {
+		cfg := testConfig(t)
+		s, addr := startServer(t, cfg)
+		c := dial(t, addr)
+		c.do("CF.RESERVE", "k", "1000")
+		c.do("SAVE") // snapshot of epoch 1, log file 1
+		c.do("CF.ADD", "k", "x")
+		s.Close()
+		// File 1 lost; file 2 holds the writes that follow it.
+		if err := os.Rename(filepath.Join(cfg.Dir, logName(1)), filepath.Join(cfg.Dir, logName(2))); err != nil {
+			t.Fatal(err)
+		}
+		_, err := New(cfg)
+		if !errors.Is(err, ErrDataDir) || !strings.Contains(err.Error(), logName(1)+" is missing") || !strings.Contains(err.Error(), "--repair") {
+			t.Fatalf("New with %s missing: %v", logName(1), err)
+		}
+		cfg.Repair = true
+		_, addr = startServer(t, cfg)
+		if got := dial(t, addr).do("EXISTS", "k"); got != ":1\r\n" {
+			t.Fatalf("the snapshot's key after --repair: %q", got)
+		}
+		if _, err := os.Stat(filepath.Join(cfg.Dir, logName(2))); !errors.Is(err, os.ErrNotExist) {
+			t.Fatalf("--repair kept the file after the missing one: %v", err)
+		}
+	})
+	t.Run("between two files", func(t *testing.T) {
+		cfg := testConfig(t)
+		s, addr := startServer(t, cfg)
+		dial(t, addr).do("CF.ADD", "k", "x")
+		s.Close()
+		if err := os.WriteFile(filepath.Join(cfg.Dir, logName(2)), nil, 0o640); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := New(cfg); !errors.Is(err, ErrDataDir) || !strings.Contains(err.Error(), logName(1)+" is missing") {
+			t.Fatalf("New with %s missing: %v", logName(1), err)
+		}
+	})
+	t.Run("no snapshot", func(t *testing.T) {
+		cfg := testConfig(t)
+		s, addr := startServer(t, cfg)
+		c := dial(t, addr)
+		c.do("CF.ADD", "k", "x")
+		c.do("SAVE")
+		c.do("CF.ADD", "k", "y")
+		s.Close()
+		// The snapshot moved aside: the log alone, from epoch 1.
+		if err := os.Remove(filepath.Join(cfg.Dir, snapName)); err != nil {
+			t.Fatal(err)
+		}
+		_, addr = startServer(t, cfg)
+		if got := dial(t, addr).do("CF.EXISTS", "k", "y"); got != ":1\r\n" {
+			t.Fatalf("the log's write without the snapshot: %q", got)
+		}
+	})
+}

@@ -35,6 +35,23 @@ func (s *Server) recover() error {
 			replay = append(replay, e)
 		}
 	}
+	// Each snapshot begins a log file of its epoch, one more than the
+	// last: the files to replay are those of the snapshot's epoch (when
+	// there is a snapshot) and of every epoch after it, none missing. A
+	// missing file lost writes that the files after it build on (a
+	// CF.ADD replayed without the CF.RESERVE before it would make a
+	// filter of other parameters): that is damage, not a torn end.
+	if i, missing := missingLog(replay, snapEpoch, snapSize > 0); i >= 0 {
+		if !s.cfg.Repair {
+			return fmt.Errorf("%w %s: %s is missing, and %s holds writes that follow it; start with --repair to keep the log up to it (what follows it is lost)",
+				ErrDataDir, dir, logName(missing), logName(replay[i]))
+		}
+		for _, later := range replay[i:] {
+			os.Remove(filepath.Join(dir, logName(later)))
+		}
+		s.logf("repair: %s is missing; dropped the %s after it", logName(missing), plural(len(replay)-i, "later log file"))
+		replay = replay[:i]
+	}
 	records := 0
 	var c call
 	w := resp.NewWriter(&s.replayOut, 0)
@@ -99,6 +116,28 @@ func (s *Server) recover() error {
 		}
 	}
 	return nil
+}
+
+// missingLog returns the index in replay (the epochs of the log files to
+// replay, ascending) of the first file that follows a missing one, and the
+// epoch of the missing file; -1 when none is missing. The first file is
+// the snapshot's epoch's when there is a snapshot; without one (moved
+// aside, see docs/server.md) the log may start at any epoch.
+func missingLog(replay []uint64, snapEpoch uint64, snapshot bool) (int, uint64) {
+	if len(replay) == 0 {
+		return -1, 0
+	}
+	want := replay[0]
+	if snapshot {
+		want = snapEpoch
+	}
+	for i, e := range replay {
+		if e != want {
+			return i, want
+		}
+		want++
+	}
+	return -1, 0
 }
 
 // replay runs one logged command during recovery. A logged command
