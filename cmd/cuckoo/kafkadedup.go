@@ -419,7 +419,7 @@ func kafkaErr(f *kafkaFlags, err error) error {
 	case errors.Is(err, kerr.SaslAuthenticationFailed):
 		return dataErr("check --sasl, --sasl-user and the password", "%s", msg)
 	case errors.Is(err, kafkadedup.ErrUnreadable):
-		return dataErr("fix the record, or let such records through unjudged with --pass-unreadable; the records before it are written", "%s", msg)
+		return dataErr("fix the record, or let such records through unjudged with --pass-unreadable; the records of earlier polls are written, those of its own poll are aborted and judged again at the next run", "%s", msg)
 	}
 	return dataErr("the records of the open transaction are aborted; run again to go on from the committed offsets", "%s", msg)
 }

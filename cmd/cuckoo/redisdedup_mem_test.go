@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/dedupkit/cuckoo/internal/redistest"
+	"github.com/dedupkit/cuckoo/internal/testlong"
 	"github.com/dedupkit/cuckoo/redisfilter"
 )
 
@@ -74,6 +75,7 @@ func (w *countingWriter) Write(p []byte) (int, error) { w.n += len(p); return le
 // gone before the next is read: 3 lines of 8 MiB are held one at a time.
 // Not parallel, so that the heap is this run's.
 func TestDedupRedisLongLinesHoldABoundedBatch(t *testing.T) {
+	testlong.SkipQuickRun(t)
 	s := redistest.NewServer(t, redistest.Config{})
 	for _, c := range []struct {
 		lines, size int
