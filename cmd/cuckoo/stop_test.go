@@ -131,6 +131,26 @@ func TestExactDirStopKeepsStoreAndOutputInStep(t *testing.T) {
 	}
 }
 
+// TestExactMissingTempDir: --exact with TMPDIR naming a directory that
+// does not exist exits 3 with a message that names the scratch file's
+// path and says to set TMPDIR or give --exact-dir (it said "cuckoo
+// dedup: : open: no such file or directory" and to check the free
+// space), and prints nothing.
+func TestExactMissingTempDir(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	missing := filepath.Join(dir, "no-such-dir")
+	cmd := exec.Command(binary, "dedup", "--exact")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "TMPDIR="+missing)
+	cmd.Stdin = strings.NewReader("a\nb\na\n")
+	r := runCmd(t, cmd)
+	r.want(t, exitData, "dedup")
+	if r.stdout != "" || !strings.Contains(r.stderr, "scratch file") || !strings.Contains(r.stderr, missing) || !strings.Contains(r.stderr, "TMPDIR") {
+		t.Fatalf("stdout %q, stderr %q: want nothing printed and a message naming %s and TMPDIR", r.stdout, r.stderr, missing)
+	}
+}
+
 // TestExactTempDirRemoved: dedup --exact leaves no temporary store after
 // an interrupt or when its reader goes away (| head), which also exits
 // quietly with status 141.

@@ -721,6 +721,11 @@ func runExactDedup(e *env, f *dedupFlags, keyer *dedup.KeyExtractor, ins []input
 	d, err := exactdedup.New(out, exactdedup.Config{Dir: f.exact.dir, Lines: lines, Key: keyer, Duplicates: f.duplicates, CountOnly: f.count, OnRead: bar.AddChunk})
 	if err != nil {
 		outFile.abort()
+		if f.exact.dir == "" {
+			// The scratch file, in os.TempDir(): its error names the path.
+			return dataErr("set TMPDIR to a directory that exists and has free space, or keep the seen lines in a directory with --exact-dir DIR",
+				"creating --exact's scratch file: %v", withoutPrefixes(err.Error()))
+		}
 		return storeErr(f.exact.dir, err)
 	}
 	// An interrupt writes the lines decided so far and closes the store,
