@@ -26,6 +26,41 @@ var mostDefault = func() uint64 {
 	return cfMostCapacity(&p)
 }()
 
+// TestParseIntAsRedis: integer arguments are read as Redis reads them
+// (string2ll, which RedisBloom's arguments go through): "0100", "-0",
+// "+1" and " 1" are not integers, though strconv takes the first three.
+func TestParseIntAsRedis(t *testing.T) {
+	parallel(t)
+	for _, tc := range []struct {
+		in string
+		n  int64
+		ok bool
+	}{
+		{"0", 0, true}, {"7", 7, true}, {"-7", -7, true}, {"100", 100, true},
+		{"9223372036854775807", math.MaxInt64, true}, {"-9223372036854775808", math.MinInt64, true},
+		{"", 0, false}, {"-", 0, false}, {"0100", 0, false}, {"00", 0, false}, {"-0", 0, false},
+		{"-01", 0, false}, {"+1", 0, false}, {" 1", 0, false}, {"1 ", 0, false}, {"1e3", 0, false},
+		{"0x10", 0, false},
+	} {
+		n, ok := parseInt([]byte(tc.in))
+		if ok != tc.ok || ok && n != tc.n {
+			t.Errorf("parseInt(%q) = %d, %v; want %d, %v", tc.in, n, ok, tc.n, tc.ok)
+		}
+		if u, ok := parseUint([]byte(tc.in)); ok != (tc.ok && tc.n >= 0) || ok && int64(u) != tc.n {
+			t.Errorf("parseUint(%q) = %d, %v", tc.in, u, ok)
+		}
+	}
+	if _, ok := parseInt([]byte("9223372036854775808")); ok {
+		t.Error("parseInt takes 2^63")
+	}
+	if u, ok := parseUint([]byte("18446744073709551615")); !ok || u != math.MaxUint64 {
+		t.Errorf("parseUint(2^64-1) = %d, %v", u, ok)
+	}
+	if _, ok := parseUint([]byte("18446744073709551616")); ok {
+		t.Error("parseUint takes 2^64")
+	}
+}
+
 func TestParseCFReserve(t *testing.T) {
 	parallel(t)
 	fs := DefaultFilterSettings()
@@ -46,6 +81,8 @@ func TestParseCFReserve(t *testing.T) {
 		{"CF.RESERVE k", cfParams{}, errArity},
 		{"CF.RESERVE k 100 EXPANSION", cfParams{}, errArity},
 		{"CF.RESERVE k 1e3", cfParams{}, errCFBadCapacity},
+		{"CF.RESERVE k 0100", cfParams{}, errCFBadCapacity},
+		{"CF.RESERVE k 100 BUCKETSIZE 02", cfParams{}, errCFParseBucket},
 		{"CF.RESERVE k 7", cfParams{}, cfCapacityRange(mostDefault)},
 		{"CF.RESERVE k 4 BUCKETSIZE 2", with(func(p *cfParams) { p.capacity, p.bucketSize = 4, 2 }), nil},
 		{"CF.RESERVE k 100 BUCKETSIZE 16", with(func(p *cfParams) { p.capacity, p.bucketSize = 100, 16 }), nil},

@@ -326,9 +326,11 @@ func createLocked(c *call, key []byte, p creator) (o *object, epoch uint64, err 
 	return o, epoch, nil
 }
 
-// parseInt parses a decimal int64 as Redis does (no spaces, no '+').
+// parseInt parses a decimal int64 as Redis does (string2ll): no spaces,
+// no '+', no leading zeros and no "-0", so that "0100" is refused as
+// RedisBloom refuses it.
 func parseInt(b []byte) (int64, bool) {
-	if len(b) == 0 || b[0] == '+' || len(b) > 20 {
+	if !redisDecimal(b) {
 		return 0, false
 	}
 	n, err := strconv.ParseInt(string(b), 10, 64)
@@ -348,13 +350,30 @@ func rangedInt(b []byte, lo, hi int64, parseErr, rangeErr error) (int64, error) 
 	return n, nil
 }
 
-// parseUint parses a decimal uint64.
+// parseUint parses a decimal uint64, written as parseInt takes it.
 func parseUint(b []byte) (uint64, bool) {
-	if len(b) == 0 || b[0] == '+' || len(b) > 20 {
+	if !redisDecimal(b) {
 		return 0, false
 	}
 	n, err := strconv.ParseUint(string(b), 10, 64)
 	return n, err == nil
+}
+
+// redisDecimal reports whether b is written as Redis writes an integer:
+// up to 20 bytes, an optional '-', and digits with no leading zero but
+// in "0" itself (strconv takes '+', "0100" and "-0" too).
+func redisDecimal(b []byte) bool {
+	digits := b
+	if len(b) > 0 && b[0] == '-' {
+		digits = b[1:]
+	}
+	switch {
+	case len(digits) == 0 || len(b) > 20:
+		return false
+	case digits[0] == '0':
+		return len(b) == 1 // "0", not "-0" nor "0100"
+	}
+	return digits[0] >= '1' && digits[0] <= '9'
 }
 
 // parseFloat parses a finite float64.

@@ -470,15 +470,20 @@ func (s *Server) background() {
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
 	lastSave := time.Now()
+	// The log's error is sticky (aof.err): logged when it first appears,
+	// not once a second after that.
+	var syncErr error
 	for {
 		select {
 		case <-s.stopBG:
 			return
 		case now := <-tick.C:
 			if s.aof != nil && s.cfg.Sync == SyncEverySecond {
-				if err := s.aof.sync(); err != nil {
+				err := s.aof.sync()
+				if err != nil && err != syncErr {
 					s.logf("append-only log: %v", err)
 				}
+				syncErr = err
 			}
 			if s.cfg.Dir == "" || s.save.running.Load() {
 				continue
