@@ -3,6 +3,7 @@ package store
 import (
 	"errors"
 	"io"
+	"io/fs"
 	"os"
 
 	"github.com/dedupkit/cuckoo/internal/vfs"
@@ -40,10 +41,17 @@ func (r readOnlyFS) Open(name string) (vfs.File, error) {
 // file: where there is none, no process has the store open (Open creates
 // it before it reads the store), and there is nothing to lock.
 func (r readOnlyFS) Lock(name string) (io.Closer, error) {
-	if _, ok := r.FS.(vfs.OS); ok {
-		return lockExisting(name)
+	if _, ok := r.FS.(vfs.OS); !ok {
+		return r.FS.Lock(name) // a MemFS's locks are no files
 	}
-	return r.FS.Lock(name) // a MemFS's locks are no files
+	f, err := vfs.LockExisting(name)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nopCloser{}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return f, nil
 }
 
 func (readOnlyFS) Create(string) (vfs.File, error)    { return nil, errReadOnly }

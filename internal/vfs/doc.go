@@ -16,7 +16,9 @@
 // # Locks
 //
 // [LockFile] takes the lock of a data directory (flock(2) on a file in
-// it) without waiting: a second holder gets [ErrLocked]. [Acquire] takes
+// it) without waiting: a second holder gets [ErrLocked]; [LockExisting]
+// takes the same lock on a lock file that exists, opened for reading
+// only, for a reader that changes nothing. [Acquire] takes
 // the writers' lock of one file (on a lock file beside it), waiting its
 // turn, so that two processes updating one file never lose each other's
 // update. Both are released when their holder ends, however it ends.

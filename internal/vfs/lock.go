@@ -32,6 +32,26 @@ func LockFile(path string, perm fs.FileMode) (*os.File, error) {
 	if err != nil {
 		return nil, err
 	}
+	return lockPatiently(f)
+}
+
+// LockExisting takes the lock LockFile takes, with the same patience, on
+// the file at path opened for reading only and not created: an error
+// wrapping fs.ErrNotExist when there is none. It is for a reader that
+// must change nothing (a dry run on a read-only copy of a directory).
+func LockExisting(path string) (*os.File, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	return lockPatiently(f)
+}
+
+// lockPatiently takes the exclusive lock of f, trying again for up to
+// lockPatience while another holds it (LockFile says why), and returns
+// f, or closes it and returns ErrLocked or the lock's error.
+func lockPatiently(f *os.File) (*os.File, error) {
+	var err error
 	pause := time.Millisecond
 	for deadline := time.Now().Add(lockPatience); ; {
 		err = flock(f, false)
