@@ -112,10 +112,19 @@ func probeFloor(k int, m, s float64) float64 {
 	var sum, sq float64 = 0, 1
 	for q := 1; q <= k; q++ {
 		sq *= s
-		sum += float64(totient(q)) * sq / float64(q)
+		sum += float64(totients[q]) * sq / float64(q)
 	}
 	return 2 * 2 * sum / (float64(k) * m * -math.Log(s))
 }
+
+// totients holds φ(q) for q = 0..maxK, for probeFloor, which sizing
+// calls for every table size it tries.
+var totients = func() (t [maxK + 1]int) {
+	for q := range t {
+		t[q] = totient(q)
+	}
+	return t
+}()
 
 // totient returns Euler's φ(q): the integers in [1, q] coprime to q.
 func totient(q int) int {
