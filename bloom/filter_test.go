@@ -360,10 +360,12 @@ func TestGetters(t *testing.T) {
 	if b.Capacity() != 1000 || c.Capacity() != 1000 || n.Capacity() != 1000 {
 		t.Error("Capacity")
 	}
-	if b.HashCount() != 6 || c.HashCount() != 7 || n.HashCount() != 7 {
-		t.Errorf("HashCount: blocked %d, classic %d, counting %d; want 6, 7, 7 at 1 %%", b.HashCount(), c.HashCount(), n.HashCount())
+	if b.HashCount() != 6 || c.HashCount() != 6 || n.HashCount() != 7 {
+		t.Errorf("HashCount: blocked %d, classic %d, counting %d; want 6, 6, 7 at 1 %%", b.HashCount(), c.HashCount(), n.HashCount())
 	}
-	if b.SizeInBytes()%64 != 0 || n.SizeInBytes() != 4*c.SizeInBytes() {
+	// A counting filter has as many cells as a classic one, to within the
+	// 64 cells of a classic table's word: its words hold 16.
+	if cellsN, cellsC := n.SizeInBytes()*2, c.SizeInBytes()*8; b.SizeInBytes()%64 != 0 || cellsN+64 < cellsC || cellsC+64 < cellsN {
 		t.Errorf("sizes: blocked %d, classic %d, counting %d", b.SizeInBytes(), c.SizeInBytes(), n.SizeInBytes())
 	}
 	s, _ := bloom.NewScalable(1000, bloom.WithFalsePositiveRate(0.01), bloom.WithGrowth(3))

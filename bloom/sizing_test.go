@@ -124,10 +124,10 @@ func TestSizingIsTight(t *testing.T) {
 			if !ok {
 				t.Fatalf("classicSizing(%d, %g) failed", n, p)
 			}
-			if classicFPR(k, float64(n), float64(w*64)) > p {
+			if probedFPR(k, float64(n), float64(w*64)) > p {
 				t.Errorf("classic n=%d p=%g: %d words miss the rate", n, p, w)
 			}
-			if w > minWords && classicFPR(k, float64(n), float64((w-1)*64)) <= p {
+			if w > minWords && probedFPR(k, float64(n), float64((w-1)*64)) <= p {
 				t.Errorf("classic n=%d p=%g: %d words would do", n, p, w-1)
 			}
 			textbook := float64(n) * -math.Log(p) / (math.Ln2 * math.Ln2)
@@ -149,17 +149,27 @@ func TestSizingIsTight(t *testing.T) {
 }
 
 // TestSizingTinyRates: the models stay usable far below the rates a user
-// may ask for, as the layers of a Scalable filter tighten.
+// may ask for, as the layers of a Scalable filter tighten. The blocked
+// layout meets any rate; the classic one, whose double hashing adds about
+// 2/(k·m) (probeFloor), meets 1e-20 for a few keys and refuses what would
+// take more than maxWords, and a Scalable's layer then is blocked.
 func TestSizingTinyRates(t *testing.T) {
 	for _, p := range []float64{1e-20, 1e-40} {
 		s := blockedSizing(p)
 		if !(s.lambda > 0) || newBlockedModel(s.k).fpr(s.lambda) > p {
 			t.Errorf("blocked p=%g: %+v", p, s)
 		}
-		k, w, ok := classicSizing(1000, p, 64)
-		if !ok || k != maxK || classicFPR(k, 1000, float64(w*64)) > p {
-			t.Errorf("classic p=%g: k=%d, %d words, %v", p, k, w, ok)
-		}
+	}
+	k, w, ok := classicSizing(10, 1e-20, 64)
+	if !ok || probedFPR(k, 10, float64(w*64)) > 1e-20 {
+		t.Errorf("classic 10 keys at 1e-20: k=%d, %d words, %v", k, w, ok)
+	}
+	if _, _, ok := classicSizing(1000, 1e-40, 64); ok {
+		t.Error("classic 1000 keys at 1e-40: sized, though 2/(k·m) alone needs more than maxWords")
+	}
+	s := &Scalable{capacity: 1000, fpr: 1e-3, growth: 2, tightening: 0.5}
+	if l, _, _, ok := s.layerShape(120, 1000); !ok || l != layoutBlocked {
+		t.Errorf("Scalable layer at %g: layout %v, %v; want blocked", s.layerRate(120), l, ok)
 	}
 }
 

@@ -112,7 +112,7 @@ func printPlan(w io.Writer, p planner.Plan) {
 	if r.Note != "" {
 		fmt.Fprintf(w, " Note: %s.", r.Note)
 	}
-	fmt.Fprintf(w, "\n\nBuild it:  cuckoo build -o FILE --capacity %d %s KEYS-FILE...\n", p.Items, strings.TrimSpace(r.Flags))
+	fmt.Fprintf(w, "\n\nBuild it:  cuckoo build -o FILE --capacity %d %s KEYS-FILE...\n", r.Capacity, strings.TrimSpace(r.Flags))
 }
 
 func yesNo(b bool) string {
@@ -136,6 +136,7 @@ func printPlanJSON(w io.Writer, p planner.Plan) error {
 		Deletes         bool    `json:"deletes"`
 		Grows           bool    `json:"grows"`
 		Lookup          string  `json:"lookup"`
+		Capacity        uint64  `json:"capacity"`
 		Flags           string  `json:"flags"`
 		Recommended     bool    `json:"recommended,omitempty"`
 	}
@@ -149,7 +150,7 @@ func printPlanJSON(w io.Writer, p planner.Plan) error {
 	}{Items: p.Items, FPR: p.FPR, LowerBound: p.LowerBound, Reason: p.Reason}
 	for i, o := range p.Options {
 		out.Options = append(out.Options, option{o.Name, o.Kind, o.BucketSize, o.FingerprintBits, o.SemiSorted, o.HashCount,
-			o.Bytes, o.BitsPerItem, o.FPR, o.Deletes, o.Grows, o.Lookup, strings.TrimSpace(o.Flags), i == p.Recommended})
+			o.Bytes, o.BitsPerItem, o.FPR, o.Deletes, o.Grows, o.Lookup, o.Capacity, strings.TrimSpace(o.Flags), i == p.Recommended})
 		if i == p.Recommended {
 			out.Recommended = o.Name
 		}

@@ -41,8 +41,12 @@ type Option struct {
 	Grows           bool    // grows past its capacity without losing its rate
 	Lookup          string  // what a lookup touches
 	Available       bool    // this build of the module can make it
-	Flags           string  // cuckoo build flags that make it
-	Note            string
+	Flags           string  // cuckoo build flags that make it, with --capacity Capacity
+	// Capacity is the --capacity that makes the filter planned: Items, or
+	// for a growing filter the sixteenth of them it is planned to start
+	// from (started at Items, it would be another filter, smaller).
+	Capacity uint64
+	Note     string
 }
 
 // Needs constrains the recommendation.
@@ -104,6 +108,10 @@ func New(items uint64, fpr float64, needs Needs) (Plan, error) {
 	}
 	for i := range p.Options {
 		o := &p.Options[i]
+		o.Capacity = items
+		if o.Grows {
+			o.Capacity = max(items/16, 1)
+		}
 		if o.Flags == "" {
 			o.Flags = flagFPR
 		} else {
