@@ -145,8 +145,9 @@ const (
 // NewWindow returns an empty Window that holds perWindow distinct keys
 // added within any one window (see the type's documentation for bursts).
 // It takes the options of [New] that describe a table
-// ([WithFalsePositiveRate], [WithFingerprintBits] up to 28, [WithBucketSize],
-// [WithSeed], [WithMaxKicks]) and [WithClock]; without a rate or a width
+// ([WithFalsePositiveRate], [WithFingerprintBits] up to 28,
+// [WithBucketSize] of 2, 4 or 8 slots, [WithSeed], [WithMaxKicks]) and
+// [WithClock]; without a rate or a width
 // its fingerprints are 12 bits (about 0.19 % false positives). window must
 // be positive and at most [MaxWindow]. It returns an error wrapping
 // [ErrInvalidParameter], and no Window, when a parameter is out of range or
