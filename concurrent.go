@@ -124,6 +124,9 @@ func NewConcurrent(capacity uint64, opts ...Option) (*Concurrent, error) {
 			return nil, err
 		}
 		g, err := newGrowth(capacity, c)
+		if err == nil {
+			err = g.checkFirstTable()
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -131,6 +134,9 @@ func NewConcurrent(capacity uint64, opts ...Option) (*Concurrent, error) {
 		ch.tables = []*concurrent.Table{ch.newGeneration(g.at(0))}
 	} else {
 		p, err := fixedPlan(capacity, c)
+		if err == nil {
+			err = checkTableBytes(p.SizeInBytes)
+		}
 		if err != nil {
 			return nil, err
 		}

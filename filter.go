@@ -45,13 +45,17 @@ var errZeroFilter = fmt.Errorf("%w: the zero Filter has no table; create it with
 // New returns an empty filter that holds at least capacity distinct keys.
 // The default shape is 4-slot buckets with 16-bit fingerprints; opts change
 // it. It returns an error wrapping [ErrInvalidParameter], and no filter,
-// when a parameter is out of range or capacity needs more than 2^32 buckets.
+// when a parameter is out of range or capacity needs more than 2^32 buckets
+// (or, on a 32-bit platform, a table of more than 2 GiB).
 func New(capacity uint64, opts ...Option) (*Filter, error) {
 	c, err := resolve(opts)
 	if err != nil {
 		return nil, err
 	}
 	p, err := fixedPlan(capacity, c)
+	if err == nil {
+		err = checkTableBytes(p.SizeInBytes)
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -6,6 +6,7 @@ import (
 	"math"
 	"slices"
 
+	"github.com/dedupkit/cuckoo/internal/table"
 	"github.com/dedupkit/cuckoo/internal/table/chain"
 )
 
@@ -191,6 +192,16 @@ func newGrowth(initial uint64, c config) (schedule, error) {
 		return schedule{}, err
 	}
 	return g, nil
+}
+
+// checkFirstTable refuses a first table this platform cannot make
+// (checkTableBytes): the constructors make it whole at once, with the
+// fingerprints of the schedule's bound, which may be wider than the ones
+// the capacity's plan has.
+func (g *schedule) checkFirstTable() error {
+	first := g.at(0)
+	layout := table.Layout(first.numBuckets, g.slots, first.fpBits, g.semi)
+	return checkTableBytes((layout.PayloadWords() + 1) * 8)
 }
 
 // check validates the parameters (as given by options or read from a file)

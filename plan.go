@@ -27,7 +27,8 @@ type Plan struct {
 }
 
 // NewPlan returns the Plan of New(capacity, opts...), or the error New
-// would return. It allocates nothing.
+// would return. It allocates nothing. A plan is the same on every
+// platform: on a 32-bit one, New also refuses a table of more than 2 GiB.
 func NewPlan(capacity uint64, opts ...Option) (Plan, error) {
 	c, err := resolve(opts)
 	if err != nil {

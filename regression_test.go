@@ -9,7 +9,9 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"strconv"
 	"testing"
+	"time"
 
 	"github.com/dedupkit/cuckoo"
 
@@ -266,5 +268,45 @@ func TestFilterCapacityBackedByBuckets(t *testing.T) {
 		if c.ok && err != nil || !c.ok && !errors.Is(err, cuckoo.ErrCorrupt) {
 			t.Errorf("capacity %d over %d buckets: %v", c.capacity, f.NumBuckets(), err)
 		}
+	}
+}
+
+// On a 32-bit platform a table of more than 2 GiB cannot be one Go slice:
+// the constructors refuse such a capacity with ErrInvalidParameter instead
+// of panicking in the allocation (New(2^31) did, with "makeslice: len out
+// of range"). Plans, which allocate nothing, describe the table on every
+// platform. (On a 64-bit platform the tables are not built here:
+// gigabytes.)
+func TestConstructorsRefuseTableLargerThanPlatformSlice(t *testing.T) {
+	const capacity = 1 << 31 // a table of about 4.5 GB at the default shape
+	if _, err := cuckoo.NewPlan(capacity); err != nil {
+		t.Errorf("NewPlan(2^31): %v", err)
+	}
+	if _, err := cuckoo.NewWindowPlan(capacity); err != nil {
+		t.Errorf("NewWindowPlan(2^31): %v", err)
+	}
+	if strconv.IntSize == 64 {
+		return
+	}
+	for name, build := range map[string]func() error{
+		"New":           func() error { _, err := cuckoo.New(capacity); return err },
+		"NewConcurrent": func() error { _, err := cuckoo.NewConcurrent(capacity); return err },
+		"NewScalable":   func() error { _, err := cuckoo.NewScalable(capacity); return err },
+		"NewConcurrent growing": func() error {
+			_, err := cuckoo.NewConcurrent(capacity, cuckoo.WithGrowth(2))
+			return err
+		},
+		"NewWindow": func() error { _, err := cuckoo.NewWindow(capacity, time.Hour); return err },
+	} {
+		func() {
+			defer func() {
+				if r := recover(); r != nil {
+					t.Errorf("%s(2^31) on a 32-bit platform panics: %v", name, r)
+				}
+			}()
+			if err := build(); !errors.Is(err, cuckoo.ErrInvalidParameter) {
+				t.Errorf("%s(2^31) on a 32-bit platform: %v, want ErrInvalidParameter", name, err)
+			}
+		}()
 	}
 }

@@ -135,6 +135,9 @@ func NewScalable(initialCapacity uint64, opts ...Option) (*Scalable, error) {
 		return nil, err
 	}
 	g, err := newGrowth(initialCapacity, c)
+	if err == nil {
+		err = g.checkFirstTable()
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -1,10 +1,27 @@
 package cuckoo
 
 import (
+	"fmt"
 	"math"
 
 	"github.com/dedupkit/cuckoo/internal/addr"
 )
+
+// maxTableBytes bounds a table's memory on this platform: its words are
+// one Go slice, whose size in bytes must fit an int, 2 GiB on a 32-bit
+// platform (on a 64-bit one maxBuckets comes first). The constructors
+// refuse a larger table with ErrInvalidParameter, where the allocation
+// would panic; plans, which allocate nothing, describe it on every
+// platform alike. A MiB is left for the padding around the words.
+const maxTableBytes = math.MaxInt - 1<<20
+
+// checkTableBytes refuses to make a table of more than maxTableBytes.
+func checkTableBytes(bytes uint64) error {
+	if bytes > maxTableBytes {
+		return fmt.Errorf("%w: a table of %d bytes is larger than this platform's largest slice", ErrInvalidParameter, bytes)
+	}
+	return nil
+}
 
 // Limits of a table's geometry.
 const (

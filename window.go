@@ -145,12 +145,14 @@ const (
 // NewWindow returns an empty Window that holds perWindow distinct keys
 // added within any one window (see the type's documentation for bursts).
 // It takes the options of [New] that describe a table
-// ([WithFalsePositiveRate], [WithFingerprintBits] up to 28, [WithBucketSize],
-// [WithSeed], [WithMaxKicks]) and [WithClock]; without a rate or a width
+// ([WithFalsePositiveRate], [WithFingerprintBits] up to 28,
+// [WithBucketSize] of 2, 4 or 8 slots, [WithSeed], [WithMaxKicks]) and
+// [WithClock]; without a rate or a width
 // its fingerprints are 12 bits (about 0.19 % false positives). window must
 // be positive and at most [MaxWindow]. It returns an error wrapping
 // [ErrInvalidParameter], and no Window, when a parameter is out of range or
-// the table would need more than 2^32 buckets.
+// the table would need more than 2^32 buckets (or, on a 32-bit platform,
+// more than 2 GiB).
 func NewWindow(perWindow uint64, window time.Duration, opts ...Option) (*Window, error) {
 	c, err := resolveWindow(opts)
 	if err != nil {
@@ -161,6 +163,10 @@ func NewWindow(perWindow uint64, window time.Duration, opts ...Option) (*Window,
 	}
 	m, err := windowBuckets(perWindow, uint64(c.slots), uint64(c.fpBits))
 	if err != nil {
+		return nil, err
+	}
+	layout := stamped.Layout(m, uint64(c.slots), uint64(c.fpBits))
+	if err := checkTableBytes((layout.PayloadWords() + 1) * 8); err != nil {
 		return nil, err
 	}
 	w := &Window{

@@ -818,6 +818,59 @@ func FuzzDecodeWindow(f *testing.F) {
 	})
 }
 
+// FuzzDecodeWindowResealed flips bytes anywhere in valid Window
+// encodings of several shapes and recomputes the checksum, so that the
+// mutations reach the decoder's structural checks (FuzzDecodeWindow's
+// arbitrary bytes almost never pass the checksum): a decoder must refuse
+// what the operations cannot build, and what it accepts must re-encode
+// to itself, keep the invariants and stay usable.
+func FuzzDecodeWindowResealed(f *testing.F) {
+	w, _ := windowSample(f)
+	seeds := [][]byte{mustMarshal(f, w)}
+	clk := &testClock{now: t0}
+	for _, shape := range []struct{ b, bits int }{{2, 28}, {8, 4}, {8, 13}, {4, 28}} {
+		s := newTestWindow(f, 30, time.Second, clk, cuckoo.WithBucketSize(shape.b), cuckoo.WithFingerprintBits(shape.bits))
+		for i := range uint64(60) {
+			clk.now = clk.now.Add(31 * time.Millisecond)
+			s.Add(key(0, i))
+		}
+		seeds = append(seeds, mustMarshal(f, s))
+	}
+	f.Add(uint8(0), []byte{8, 0, 0x02})
+	f.Add(uint8(1), []byte{70, 0, 0x80, 100, 0, 0x0f})
+	f.Add(uint8(3), []byte{40, 0, 0x01, 48, 0, 0xff})
+	f.Fuzz(func(t *testing.T, which uint8, muts []byte) {
+		data := bytes.Clone(seeds[int(which)%len(seeds)])
+		for i := 0; i+2 < len(muts); i += 3 {
+			pos := int(binary.LittleEndian.Uint16(muts[i:])) % (len(data) - 4)
+			data[pos] ^= muts[i+2]
+		}
+		data = reseal(data)
+		clk := &testClock{now: t0}
+		g, _ := cuckoo.NewWindow(1, time.Second, cuckoo.WithClock(clk.read))
+		if err := g.UnmarshalBinary(data); err != nil {
+			if !errors.Is(err, cuckoo.ErrCorrupt) {
+				t.Fatalf("UnmarshalBinary error %v does not wrap ErrCorrupt", err)
+			}
+			return
+		}
+		if err := g.CheckInvariants(); err != nil {
+			t.Fatal(err)
+		}
+		if again := mustMarshal(t, g); !bytes.Equal(again, data) {
+			t.Fatal("decoded Window re-encodes differently")
+		}
+		for i := range uint64(40) {
+			if err := g.Add(key(1, i)); err == nil && !g.Contains(key(1, i)) {
+				t.Fatalf("decoded Window lost fresh key %d", i)
+			}
+		}
+		if err := g.CheckInvariants(); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
 // TestWindowFuzzCorpus writes the checked-in seed corpus of the Window's
 // fuzz targets under -update, and checks that it is there.
 func TestWindowFuzzCorpus(t *testing.T) {
