@@ -63,9 +63,11 @@ one before it is judged at the latest time seen. A key is forgotten
 between D and D + D/14 after its last line (--stats says exactly).
 --capacity N is the most distinct keys one window holds (default: the
 input's lines, 1,048,576 for a pipe); past it dedup stops with status 4.
---state carries the window across runs. With --redis URL --name NAME the
-window is the window filter NAME in Redis, shared by every run that names
-it; a line's time is then Redis's clock (or --time-field's).
+--state carries the window across runs: give the run that makes the file
+a --capacity for a whole window (later runs may repeat it). With --redis
+URL --name NAME the window is the window filter NAME in Redis, shared by
+every run that names it; a line's time is then Redis's clock (or
+--time-field's).
 
 --kafka BROKERS --from TOPIC --to TOPIC --group NAME reads Kafka topics
 with a consumer group and writes each record not seen before in its
@@ -92,7 +94,7 @@ Examples:
   cuckoo dedup --exact-dir seen-urls.d monday.txt > new-monday.txt
   cuckoo dedup --redis $REDIS --name crawler:seen --capacity 10M --fpr 1e-6 monday.txt
   cuckoo dedup --window 24h --time-field 1 --key 2 events.log    # time in field 1, id in field 2
-  cuckoo dedup --window 7d --state week.ckoo hourly.txt           # (hourly) lines not seen in 7 days
+  cuckoo dedup --window 7d --capacity 1M --state week.ckoo hourly.txt   # (hourly) lines not seen in 7 days
   cuckoo dedup --redis $REDIS --name events:day --window 24h --capacity 10M events.log
   cuckoo dedup --kafka localhost:9092 --from clicks --to clicks-unique --group dedup --window 24h
 
@@ -183,13 +185,13 @@ func openSeen(e *env, f *dedupFlags, ins []input) (*seenSet, error) {
 		return s, nil
 	}
 	if s.loaded != "" {
-		if f.filter.anySet() {
-			return nil, usageErr("the loaded filter keeps its own parameters; drop them or start a new file",
-				"--capacity, --grow, --fpr, --seed, --bloom, --bucket-size, --fingerprint-bits and --semi-sorted describe a new filter, not the one loaded from %s", s.loaded)
-		}
 		filter, err := e.loadFilter(s.loaded)
 		if err != nil {
 			return nil, err
+		}
+		if newFilterFlagsSet(f, filter) {
+			return nil, usageErr(loadedRemedy(f),
+				"--capacity, --grow, --fpr, --seed, --bloom, --bucket-size, --fingerprint-bits and --semi-sorted describe a new filter, not the one loaded from %s", s.loaded)
 		}
 		s.set, s.filter = filter, filter
 		return s, nil
@@ -211,6 +213,29 @@ func openSeen(e *env, f *dedupFlags, ins []input) (*seenSet, error) {
 	}
 	s.set, s.filter = filter, filter
 	return s, nil
+}
+
+// newFilterFlagsSet reports whether the flags describe a new filter
+// (--capacity, --fpr, --seed, the shape flags…) when the filter loaded
+// keeps its own. With --state, the --capacity and --seed the file has are
+// not new: the run that makes the file and those that load it can be one
+// command line, and a window or a fixed filter, which never grows, needs
+// its --capacity on the first.
+func newFilterFlagsSet(f *dedupFlags, loaded *filterfile.Filter) bool {
+	ff := f.filter
+	if f.state != "" {
+		ff.capacity.set = ff.capacity.set && ff.capacity.n != loaded.Capacity()
+		ff.seed.set = ff.seed.set && ff.seed.n != loaded.Seed()
+	}
+	return ff.anySet()
+}
+
+// loadedRemedy is the remedy of newFilterFlagsSet's refusal.
+func loadedRemedy(f *dedupFlags) string {
+	if f.state != "" {
+		return "the loaded filter keeps its own parameters; give the --capacity and --seed it was made with ('cuckoo info' shows them), drop the others, or start a new file"
+	}
+	return "the loaded filter keeps its own parameters; drop them or start a new file"
 }
 
 // newSizedFilter makes the new filter of spec: dedup's seen-set, build's
@@ -302,8 +327,8 @@ func runDedup(e *env, f *dedupFlags, names []string) error {
 	if f.state != "" && (f.save != "" || f.load != "") {
 		return usageErr(remedy, "--state is --load and --save of one file; give either --state or --load/--save")
 	}
-	if sameTarget(f.output, f.save) || sameTarget(f.output, f.state) {
-		return usageErr(remedy, "-o and --save (or --state) name the same file %s; give two", f.output)
+	if sameTarget(f.output, f.save) || sameTarget(f.output, f.state) || sameTarget(f.output, f.load) {
+		return usageErr(remedy, "-o and --save (or --state, --load) name the same file %s; give two", f.output)
 	}
 	if f.redis.url == "" && (f.redis.name != "" || f.redis.cluster || f.redis.wait.set) {
 		return usageErr(remedy, "--name, --cluster and --redis-wait are about a filter in Redis; give --redis URL too")
@@ -376,21 +401,56 @@ func runDedup(e *env, f *dedupFlags, names []string) error {
 		outFile.abort()
 		return dataErr(remedyWrite+"; nothing was saved", "writing the output: %v", cause(flushErr))
 	}
-	if err := outFile.commit(); err != nil {
+	// The state is written whole before the output is put in place, and
+	// put in place after it: a state that cannot be written (a full disk)
+	// fails the run with the output file unchanged too, instead of leaving
+	// an output whose lines the state lacks; an interrupt between the two
+	// renames leaves the output written and the state as it was, lines
+	// printed again by the next run, never lines recorded and not printed.
+	stateFile, err := seen.writeState(e, f.output)
+	if err != nil {
+		outFile.abort()
 		return err
 	}
-	if seen.save != "" {
-		if err := e.writeFile(seen.save, func(w io.Writer) error {
-			_, err := seen.filter.WriteTo(w)
-			return err
-		}); err != nil {
-			return err
-		}
+	if err := outFile.commit(); err != nil {
+		stateFile.abort()
+		return err
+	}
+	if err := stateFile.commit(); err != nil {
+		return err
 	}
 	if f.stats {
 		printDedupStats(e.stderr, st, seen.filter, time.Since(start))
 	}
 	return nil
+}
+
+// writeState writes the seen-set to the temporary file of the --save or
+// --state file, and returns it for the caller to put in place (nil
+// without one). output is the -o file, which a failure leaves unchanged
+// too, or "" for standard output, which has the lines already.
+func (s *seenSet) writeState(e *env, output string) (*outputFile, error) {
+	if s.save == "" {
+		return nil, nil
+	}
+	o, err := e.createOutput(s.save)
+	if err != nil {
+		return nil, err
+	}
+	bw := newBufWriter(o)
+	_, err = s.filter.WriteTo(bw)
+	if err == nil {
+		err = bw.Flush()
+	}
+	if err != nil {
+		o.abort()
+		remedy := "the previous file, if any, is unchanged, without the lines this run printed"
+		if output != "" {
+			remedy = "the previous files, if any, are unchanged: " + output + " and " + s.save
+		}
+		return nil, dataErr(remedy, "writing %s: %v", s.save, unwrap(err))
+	}
+	return o, nil
 }
 
 // dedupError explains a failure of the dedup engine on an input. lines

@@ -103,15 +103,14 @@ func openWindowSeen(e *env, f *dedupFlags, s *seenSet, ins []input) (handled boo
 	}
 	var filter *filterfile.Filter
 	if s.loaded != "" {
-		if f.filter.anySet() {
-			return true, usageErr("the loaded filter keeps its own parameters; drop them or start a new file",
-				"--capacity, --fpr, --seed, --bucket-size and --fingerprint-bits describe a new filter, not the one loaded from %s", s.loaded)
-		}
 		if filter, err = e.loadFilter(s.loaded); err != nil {
 			return true, err
 		}
 		w := filter.Window()
 		switch {
+		case newFilterFlagsSet(f, filter):
+			return true, usageErr(loadedRemedy(f),
+				"--capacity, --fpr, --seed, --bucket-size and --fingerprint-bits describe a new filter, not the one loaded from %s", s.loaded)
 		case w == nil:
 			return true, usageErr("give a file written by 'cuckoo dedup --window', or a new one",
 				"--window needs a window filter, and %s holds a %s", s.loaded, filter.Kind().Description())

@@ -83,7 +83,8 @@ type serveFlags struct {
 	// a flag of its Redis 8 name, set as CONFIG SET sets it.
 	filters server.FilterSettings
 
-	fs *flag.FlagSet // the flags as parsed, for --config
+	fs         *flag.FlagSet   // the flags as parsed, for --config
+	fromConfig map[string]bool // the settings --config's file set
 }
 
 func (f *serveFlags) register(fs *flag.FlagSet) {
@@ -217,6 +218,8 @@ func runServe(e *env, f *serveFlags, pos []string) error {
 		switch {
 		case errors.Is(err, server.ErrDirInUse):
 			return dataErr("stop the other server, or give another --dir", "%s is in use by another cuckoo server", cfg.Dir)
+		case errors.Is(err, server.ErrDataDir) && unwritableDir(cfg.Dir) != nil:
+			return dataErr("give --dir a directory this user can write (it is created if missing)", "%s", msg)
 		case errors.Is(err, server.ErrDataDir):
 			return dataErr("see docs/server.md, Recovery", "%s", msg)
 		}
@@ -268,6 +271,23 @@ func runServe(e *env, f *serveFlags, pos []string) error {
 		return dataErr("the append-only log has every acknowledged write; see docs/server.md, Recovery", "stopping: %v", err)
 	}
 	return nil
+}
+
+// unwritableDir returns why dir cannot be a data directory, when it cannot
+// be created or a file created in it (a read-only file system, a
+// directory of another user, a path under a file), or nil. The server's
+// error says what failed but not whether the directory is damaged, which
+// recovery is about, or unusable, which another --dir solves.
+func unwritableDir(dir string) error {
+	if err := os.MkdirAll(dir, 0o750); err != nil {
+		return err
+	}
+	probe, err := os.CreateTemp(dir, ".cuckoo-serve-probe-*")
+	if err != nil {
+		return err
+	}
+	probe.Close()
+	return os.Remove(probe.Name())
 }
 
 // checkProtected refuses, before anything is loaded, a non-loopback
@@ -323,9 +343,12 @@ func (f *serveFlags) serverConfig() (server.Config, error) {
 	}
 	cfg.Addr = net.JoinHostPort(f.bind, strconv.Itoa(f.port))
 	cfg.Dir = f.dir
+	// The command line wins over the file here too: a --requirepass-env
+	// given over a file's requirepass takes its variable, when set.
 	cfg.Password = f.requirePass
-	if cfg.Password == "" && f.requirePassEnv != "" {
-		cfg.Password = os.Getenv(f.requirePassEnv)
+	envFirst := f.fromConfig["requirepass"] && !f.fromConfig["requirepass-env"]
+	if pass := os.Getenv(f.requirePassEnv); f.requirePassEnv != "" && pass != "" && (cfg.Password == "" || envFirst) {
+		cfg.Password = pass
 	}
 	cfg.SaveInterval = f.saveInterval
 	cfg.MaxClients = f.maxClients
@@ -469,18 +492,37 @@ func (f *serveFlags) readConfig(path string) error {
 		if text == "" || strings.HasPrefix(text, "#") {
 			continue
 		}
-		name, value, _ := strings.Cut(text, " ")
+		// The name ends at the first blank, a tab too, as Redis reads it.
+		name, value := text, ""
+		if i := strings.IndexAny(text, " \t"); i >= 0 {
+			name, value = text[:i], text[i+1:]
+		}
 		name = strings.ToLower(name)
 		value = strings.Trim(strings.TrimSpace(value), `"`)
-		if name == "config" || f.fs.Lookup(name) == nil {
+		fl := f.fs.Lookup(name)
+		if name == "config" || name == "version" || fl == nil {
 			return usageErr("see 'cuckoo serve --help' for the settings", "%s:%d: unknown setting %q", path, line, name)
 		}
 		if onCommandLine[name] {
 			continue // the command line wins
 		}
+		// A switch (repair) takes yes or no, as the settings of Redis's
+		// do, besides the flag's true and false.
+		if b, ok := fl.Value.(interface{ IsBoolFlag() bool }); ok && b.IsBoolFlag() {
+			switch strings.ToLower(value) {
+			case "yes":
+				value = "true"
+			case "no":
+				value = "false"
+			}
+		}
 		if err := f.fs.Set(name, value); err != nil {
 			return usageErr("see 'cuckoo serve --help'", "%s:%d: bad %s %q", path, line, name, value)
 		}
+		if f.fromConfig == nil {
+			f.fromConfig = map[string]bool{}
+		}
+		f.fromConfig[name] = true
 	}
 	if err := sc.Err(); err != nil {
 		return fileErr(path, err, "check --config")
