@@ -151,13 +151,11 @@ func overlapRounds(n int, round func(lo, hi int) (stop bool, err error)) (sent i
 // refusal Redis replied to every copy of its call (not added).
 // It returns the first error other than ErrFull, if any. It groups the
 // keys by segment and calls the insert function once per 32 keys of a
-// segment, in pipelines (one per node of a cluster, in parallel) that
-// hold at most one call of a segment, for up to 4,096 keys a round; keys
-// of one segment are added in their order in keys, even when Redis
-// refuses a call for now and runs the next. Each call runs once however
-// often it is sent; a pipeline is sent until each of its calls has a
-// reply or the retry horizon passes, and then, if some call has none,
-// the batch stops. errs must be at least as long as
+// segment, in pipelines (one per node of a cluster, in parallel) of up to
+// 4,096 keys; keys of one segment are added in their order in keys. Each
+// call runs once however often it is sent; a pipeline is sent until each
+// of its calls has a reply or the retry horizon passes, and then, if
+// some call has none, the batch stops. errs must be at least as long as
 // keys.
 func (f *Filter) AddBatch(ctx context.Context, keys [][]byte, errs []error) error {
 	if err := checkBatch(len(keys), len(errs)); err != nil {
@@ -208,17 +206,6 @@ func (f *Filter) DeleteBatch(ctx context.Context, keys [][]byte, deleted []bool,
 // error of its call. A call's arguments after the table's are head, then
 // keyArgs of each of its keys (i: the key's index in keys). A round
 // whose calls do not all settle ends the batch.
-//
-// A round goes out in waves: wave w holds the w-th call of each segment
-// that has one, and is settled before the next is sent. One pipeline
-// must not hold two calls of a segment: Redis may refuse the first (BUSY
-// or LOADING read before the script or the load ended, READONLY before
-// a promotion, no function before another client loaded it; a TRYAGAIN
-// before the slot's migration ended, whose next call go-redis follows
-// to the new master at once) and run the second, and then the first,
-// sent again, runs after it: a key in both would get the answers of the
-// other order (AddUniqueBatch: its later occurrence added, its first
-// already there).
 func (h *segments) writeBatch(ctx context.Context, fn string, head []any, keyArgs func(args []any, l *located, i int) []any,
 	keys [][]byte, out []bool, errs []error, result func(code int64) (bool, error)) error {
 	var retErr error
@@ -227,10 +214,6 @@ func (h *segments) writeBatch(ctx context.Context, fn string, head []any, keyArg
 			out[i] = ok
 		}
 		errs[i] = err
-	}
-	type call struct {
-		segment int
-		idx     []int32 // its keys, as indexes into the round
 	}
 	for lo := 0; lo < len(keys); lo += writeRound {
 		if err := ctx.Err(); err != nil {
@@ -241,67 +224,46 @@ func (h *segments) writeBatch(ctx context.Context, fn string, head []any, keyArg
 		}
 		hi := min(lo+writeRound, len(keys))
 		loc, order := h.group(keys[lo:hi])
-		var waves [][]call
-		nth, last := 0, -1
+		var cmds []redis.Cmder
+		var groups [][]int32
 		chunks(loc, order, writeChunk, func(s int, idx []int32) {
-			// chunks gives a segment's calls one after another.
-			if s != last {
-				nth, last = 0, s
+			args := make([]any, 0, len(head)+6*len(idx))
+			args = append(args, head...)
+			for _, i := range idx {
+				args = keyArgs(args, &loc[i], lo+int(i))
 			}
-			if nth == len(waves) {
-				waves = append(waves, nil)
-			}
-			waves[nth] = append(waves[nth], call{s, idx})
-			nth++
+			cmds = append(cmds, h.writeCmd(ctx, fn, s, args))
+			groups = append(groups, idx)
 		})
-		for w, wave := range waves {
-			cmds := make([]redis.Cmder, len(wave))
-			for c, cl := range wave {
-				args := make([]any, 0, len(head)+6*len(cl.idx))
-				args = append(args, head...)
-				for _, i := range cl.idx {
-					args = keyArgs(args, &loc[i], lo+int(i))
-				}
-				cmds[c] = h.writeCmd(ctx, fn, cl.segment, args)
-			}
-			cerrs, gaveUp, short := h.retry.settle(ctx, cmds, rememberedWrites, h.sender(ctx))
-			for c, cmd := range cmds {
-				idx := wave[c].idx
-				err := cerrs[c]
-				var codes []int64
-				if err == nil {
-					codes, err = cmd.(*redis.Cmd).Int64Slice()
-					if err == nil && len(codes) != len(idx) {
-						err = fmt.Errorf("%w: %s replied %d codes for %d keys", ErrCorrupt, fn, len(codes), len(idx))
-					}
-				}
-				if err != nil {
-					err = replyErr(err)
-					retErr = cmp(retErr, err)
-					for _, i := range idx {
-						set(lo+int(i), false, err)
-					}
-					continue
-				}
-				for k, i := range idx {
-					ok, err := result(codes[k])
-					set(lo+int(i), ok, err)
+		cerrs, gaveUp, short := h.retry.settle(ctx, cmds, rememberedWrites, h.sender(ctx))
+		for c, cmd := range cmds {
+			err := cerrs[c]
+			var codes []int64
+			if err == nil {
+				codes, err = cmd.(*redis.Cmd).Int64Slice()
+				if err == nil && len(codes) != len(groups[c]) {
+					err = fmt.Errorf("%w: %s replied %d codes for %d keys", ErrCorrupt, fn, len(codes), len(groups[c]))
 				}
 			}
-			retErr = cmp(retErr, short)
-			if gaveUp {
-				for _, later := range waves[w+1:] {
-					for _, cl := range later {
-						for _, i := range cl.idx {
-							set(lo+int(i), false, ErrNotSent)
-						}
-					}
+			if err != nil {
+				err = replyErr(err)
+				retErr = cmp(retErr, err)
+				for _, i := range groups[c] {
+					set(lo+int(i), false, err)
 				}
-				for i := hi; i < len(keys); i++ {
-					set(i, false, ErrNotSent)
-				}
-				return retErr
+				continue
 			}
+			for k, i := range groups[c] {
+				ok, err := result(codes[k])
+				set(lo+int(i), ok, err)
+			}
+		}
+		retErr = cmp(retErr, short)
+		if gaveUp {
+			for i := hi; i < len(keys); i++ {
+				set(i, false, ErrNotSent)
+			}
+			return retErr
 		}
 	}
 	return retErr

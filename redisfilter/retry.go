@@ -144,17 +144,6 @@ const (
 // command its reply, or an error: one Redis replied, or why no reply
 // came.
 func (p retryPolicy) settle(ctx context.Context, cmds []redis.Cmder, kind sendKind, send func([]redis.Cmder) error) (errs []error, gaveUp bool, short error) {
-	return p.settleWith(ctx, cmds, kind, send, nil)
-}
-
-// settleWith is settle, but with each command sent again goes every
-// command resend(again) adds: again is the indexes of the commands to be
-// sent again, ascending, and resend returns them with the others,
-// ascending (commands go out in the order of cmds). A checked read sends
-// its segment's check again with a read sent again, so that the check
-// runs after the read it vouches for.
-func (p retryPolicy) settleWith(ctx context.Context, cmds []redis.Cmder, kind sendKind, send func([]redis.Cmder) error,
-	resend func(again []int) []int) (errs []error, gaveUp bool, short error) {
 	errs = make([]error, len(cmds))
 	pending := make([]int, len(cmds))
 	for i := range pending {
@@ -236,9 +225,6 @@ func (p retryPolicy) settleWith(ctx context.Context, cmds []redis.Cmder, kind se
 		case <-t.C:
 		}
 		t.Stop()
-		if resend != nil {
-			again = resend(again)
-		}
 		pending = again
 	}
 }
