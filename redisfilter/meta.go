@@ -233,7 +233,10 @@ func newID() string {
 }
 
 // claimMeta sets the metadata key to value unless it exists, and returns
-// the existing value ("" when it set it).
+// the existing value ("" when it set it, or when the existing value is
+// value: go-redis sends the SET again when no reply came, and that copy
+// finds what the first set; value holds a new instance id, so no other
+// client's claim is equal to it).
 func claimMeta(ctx context.Context, rdb redis.UniversalClient, key, value string) (string, error) {
 	old, err := rdb.SetArgs(ctx, key, value, redis.SetArgs{Mode: "NX", Get: true}).Result()
 	if errors.Is(err, redis.Nil) {
@@ -245,7 +248,10 @@ func claimMeta(ctx context.Context, rdb redis.UniversalClient, key, value string
 		if err != nil || ok {
 			return "", err
 		}
-		return rdb.Get(ctx, key).Result()
+		old, err = rdb.Get(ctx, key).Result()
+	}
+	if err == nil && old == value {
+		return "", nil
 	}
 	return old, err
 }
