@@ -1,6 +1,7 @@
 package redisfilter_test
 
 import (
+	"context"
 	"encoding/binary"
 	"math/bits"
 	"testing"
@@ -9,6 +10,7 @@ import (
 	"github.com/dedupkit/cuckoo"
 	"github.com/dedupkit/cuckoo/internal/redistest"
 	"github.com/dedupkit/cuckoo/redisfilter"
+	"github.com/redis/go-redis/v9"
 )
 
 // TestFunctionsWriteIntegersInFull holds the Lua functions to servers
@@ -28,15 +30,7 @@ func TestFunctionsWriteIntegersInFull(t *testing.T) {
 	skipWithoutRedis(t)
 	t.Parallel()
 	ctx := ctxOf(t)
-	srv, err := redistest.Start(redistest.Config{Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { srv.Stop() })
-	rdb := clientOf(t, srv)
-	if err := redisfilter.LoadDtoaNumbersLibrary(ctx, rdb); err != nil {
-		t.Fatal(err)
-	}
+	rdb := serverWithLibrary(t, redisfilter.LoadDtoaNumbersLibrary)
 	// One segment of 32-bit slots, one a bucket, past bit 2·10^8: a 25 MB
 	// string.
 	f, err := redisfilter.New(ctx, rdb, uniqueName(t), 4_000_000, redisfilter.WithSegments(1),
@@ -102,15 +96,7 @@ func TestFunctionsPassLargeNumbersAsText(t *testing.T) {
 	skipWithoutRedis(t)
 	t.Parallel()
 	ctx := ctxOf(t)
-	srv, err := redistest.Start(redistest.Config{Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { srv.Stop() })
-	rdb := clientOf(t, srv)
-	if err := redisfilter.LoadLargeNumbersRefusedLibrary(ctx, rdb); err != nil {
-		t.Fatal(err)
-	}
+	rdb := serverWithLibrary(t, redisfilter.LoadLargeNumbersRefusedLibrary)
 	ks := keys("large-", 1000)
 	errs := make([]error, len(ks))
 	done := make([]bool, len(ks))
@@ -154,4 +140,20 @@ func TestFunctionsPassLargeNumbersAsText(t *testing.T) {
 			t.Fatalf("%d bits: window Len: %v", fb, err)
 		}
 	}
+}
+
+// serverWithLibrary starts a server of the test's own (its functions are
+// not the package's) and loads the functions into it with load.
+func serverWithLibrary(t *testing.T, load func(context.Context, redis.UniversalClient) error) redis.UniversalClient {
+	t.Helper()
+	srv, err := redistest.Start(redistest.Config{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Stop() })
+	rdb := clientOf(t, srv)
+	if err := load(ctxOf(t), rdb); err != nil {
+		t.Fatal(err)
+	}
+	return rdb
 }
