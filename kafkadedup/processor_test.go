@@ -74,11 +74,19 @@ func TestWindowDedupMatchesTheModel(t *testing.T) {
 // setup starts a broker with the topics in and out of parts partitions,
 // and writes recs to in.
 func setup(t *testing.T, parts int32, recs []inRec) string {
-	addr := kafkatest.Start(t)
+	_, addr := setupCluster(t, parts, recs)
+	return addr
+}
+
+// setupCluster is setup, returning the broker too, for the tests that
+// control its answers.
+func setupCluster(t *testing.T, parts int32, recs []inRec) (*kfake.Cluster, string) {
+	c := kafkatest.StartCluster(t)
+	addr := c.ListenAddrs()[0]
 	kafkatest.CreateTopic(t, addr, "in", parts)
 	kafkatest.CreateTopic(t, addr, "out", parts)
 	produceInput(t, addr, "in", recs)
-	return addr
+	return c, addr
 }
 
 func newProcessor(t testing.TB, addr string, opts ...Option) *Processor {
@@ -368,11 +376,7 @@ func TestRestoreWaitsOutUnstableOffsets(t *testing.T) {
 	t.Parallel()
 	const every = 100
 	recs := genInput(testseed.Rand(t), 1500, 2, 400, time.Minute)
-	c := kafkatest.StartCluster(t)
-	addr := c.ListenAddrs()[0]
-	kafkatest.CreateTopic(t, addr, "in", 2)
-	kafkatest.CreateTopic(t, addr, "out", 2)
-	produceInput(t, addr, "in", recs[:1000])
+	c, addr := setupCluster(t, 2, recs[:1000])
 	opts := []Option{WithWindow(time.Hour), WithCapacity(1000), WithSnapshotEvery(every, time.Hour)}
 	runUntilIdle(t, newProcessor(t, addr, opts...))
 	produceInput(t, addr, "in", recs[1000:])
@@ -470,12 +474,8 @@ func TestSnapshotChunksFitTheStateTopic(t *testing.T) {
 // again, once.
 func TestAbortedTransactionIsJudgedAgain(t *testing.T) {
 	t.Parallel()
-	c := kafkatest.StartCluster(t)
-	addr := c.ListenAddrs()[0]
-	kafkatest.CreateTopic(t, addr, "in", 2)
-	kafkatest.CreateTopic(t, addr, "out", 2)
 	recs := genInput(testseed.Rand(t), 2000, 2, 500, time.Minute)
-	produceInput(t, addr, "in", recs[:1000])
+	c, addr := setupCluster(t, 2, recs[:1000])
 	p := newProcessor(t, addr, WithWindow(time.Hour), WithCapacity(1000), WithSnapshotEvery(300, time.Hour), WithExitWhenIdle(time.Hour))
 	bg := runInBackground(t, p)
 	bg.waitFor("the first records committed", func() bool { return p.Stats().In == 1000 })
@@ -766,12 +766,8 @@ func (p *Processor) owns() int {
 // an older offset than the group's when it joins.
 func TestConsumerBehindTheCommittedOffsetStops(t *testing.T) {
 	t.Parallel()
-	c := kafkatest.StartCluster(t)
-	addr := c.ListenAddrs()[0]
-	kafkatest.CreateTopic(t, addr, "in", 1)
-	kafkatest.CreateTopic(t, addr, "out", 1)
 	recs := genInput(testseed.Rand(t), 400, 1, 400, time.Minute)
-	produceInput(t, addr, "in", recs[:300])
+	c, addr := setupCluster(t, 1, recs[:300])
 	runUntilIdle(t, newProcessor(t, addr))
 	produceInput(t, addr, "in", recs[300:])
 
@@ -815,12 +811,8 @@ func TestConsumerBehindTheCommittedOffsetStops(t *testing.T) {
 func TestEndTheClientGaveUpOnWritesEachRecordOnce(t *testing.T) {
 	testlong.SkipQuickRun(t) // waits out a transaction's end: the timeout, 1 s
 	t.Parallel()
-	c := kafkatest.StartCluster(t)
-	addr := c.ListenAddrs()[0]
-	kafkatest.CreateTopic(t, addr, "in", 1)
-	kafkatest.CreateTopic(t, addr, "out", 1)
 	recs := genInput(testseed.Rand(t), 400, 1, 400, time.Minute)
-	produceInput(t, addr, "in", recs)
+	c, addr := setupCluster(t, 1, recs)
 
 	// Hold the first commit's EndTxn until the Processor has given up on
 	// it, then let the broker apply it.
@@ -863,12 +855,8 @@ func TestEndTheClientGaveUpOnWritesEachRecordOnce(t *testing.T) {
 func TestUnansweredEndIsAbortedAndJudgedAgain(t *testing.T) {
 	testlong.SkipQuickRun(t) // waits out a transaction's end: the timeout, 1 s
 	t.Parallel()
-	c := kafkatest.StartCluster(t)
-	addr := c.ListenAddrs()[0]
-	kafkatest.CreateTopic(t, addr, "in", 1)
-	kafkatest.CreateTopic(t, addr, "out", 1)
 	recs := genInput(testseed.Rand(t), 400, 1, 400, time.Minute)
-	produceInput(t, addr, "in", recs)
+	c, addr := setupCluster(t, 1, recs)
 
 	// The first commit's EndTxn is held until the Processor has given up
 	// on it, then dropped with its connection, unapplied.
@@ -911,12 +899,8 @@ func TestUnansweredEndIsAbortedAndJudgedAgain(t *testing.T) {
 // up on, the records it wrote itself).
 func TestRestoreWaitsForTheTransactionHoldingAFirstCommit(t *testing.T) {
 	t.Parallel()
-	c := kafkatest.StartCluster(t)
-	addr := c.ListenAddrs()[0]
-	kafkatest.CreateTopic(t, addr, "in", 1)
-	kafkatest.CreateTopic(t, addr, "out", 1)
 	recs := genInput(testseed.Rand(t), 50, 1, 50, time.Minute)
-	produceInput(t, addr, "in", recs)
+	c, addr := setupCluster(t, 1, recs)
 	ctx, cancel := context.WithTimeout(context.Background(), kafkatest.Wait)
 	defer cancel()
 
