@@ -429,6 +429,15 @@ type txnCounts struct {
 // keeps, snapshots the filters that are due, and commits all of it with
 // the offsets.
 func (p *Processor) transact(ctx context.Context, fetches kgo.Fetches) error {
+	// Begin before the restores: after a transaction whose end went
+	// unanswered, beginning the next one first fences this client's
+	// transactional ID (franz-go initialises its producer ID again), which
+	// aborts the old transaction if the broker still holds it open. Until
+	// then that transaction holds the committed offsets of the partitions
+	// it read, and a restore would wait for it in vain.
+	if err := p.sess.Begin(); err != nil {
+		return fmt.Errorf("kafkadedup: beginning a transaction: %w", err)
+	}
 	var restoreErr error
 	fetches.EachPartition(func(fp kgo.FetchTopicPartition) {
 		tp := topicPartition{fp.Topic, fp.Partition}
@@ -438,15 +447,18 @@ func (p *Processor) transact(ctx context.Context, fetches kgo.Fetches) error {
 		restoreErr = p.restore(ctx, tp, fp.Records[0].Offset)
 	})
 	if restoreErr != nil {
+		// Nothing was written in the transaction: ending it sends nothing.
+		ectx, cancel := context.WithTimeout(context.WithoutCancel(ctx), p.cfg.timeout)
+		defer cancel()
+		if _, err := p.sess.End(ectx, kgo.TryAbort); err != nil {
+			return errors.Join(restoreErr, fmt.Errorf("kafkadedup: ending the transaction: %w", err))
+		}
 		return restoreErr
 	}
 	// Inside the transaction, ctx ending does not stop the work: the
 	// transaction is finished (each wait bounded by the timeout), then Run
 	// returns.
 	ctx = context.WithoutCancel(ctx)
-	if err := p.sess.Begin(); err != nil {
-		return fmt.Errorf("kafkadedup: beginning a transaction: %w", err)
-	}
 	p.produceErr.Store(nil)
 	var n txnCounts
 	var touched []*partition
@@ -518,10 +530,11 @@ func (p *Processor) transact(ctx context.Context, fetches kgo.Fetches) error {
 		}
 		// The end's outcome may be unknown (its EndTxn unanswered within
 		// the timeout): franz-go keeps such a transaction open until it
-		// is ended with an abort, which fences what the broker still
-		// holds of it, and refuses to begin another before. (An end the
-		// broker did apply shows at the next restore as a committed
-		// offset past the consumer's position: ErrState.)
+		// is ended with an abort, and refuses to begin another before.
+		// The abort fences what the broker still holds of it, at the
+		// latest when the next transaction begins (before its restores).
+		// An end the broker did apply first shows at the next restore as
+		// a committed offset past the consumer's position: ErrState.
 		actx, acancel := context.WithTimeout(ctx, p.cfg.timeout)
 		defer acancel()
 		if _, aerr := p.sess.End(actx, kgo.TryAbort); aerr != nil {
@@ -597,7 +610,11 @@ func (p *Processor) caughtUp(ctx context.Context) (bool, error) {
 		if starts, err = p.admin.ListStartOffsets(ctx, p.from...); err != nil {
 			return fmt.Errorf("the start offsets: %w", err)
 		}
-		committed, err = p.admin.FetchOffsetsForTopics(kadm.RequireStable(ctx), p.group, p.from...)
+		parts := map[string][]int32{}
+		ends.Each(func(end kadm.ListedOffset) { parts[end.Topic] = append(parts[end.Topic], end.Partition) })
+		if committed, err = p.fetchCommitted(ctx, parts); err == nil {
+			err = committed.Error()
+		}
 		if unstable = errors.Is(err, kerr.UnstableOffsetCommit); unstable {
 			return nil // a transaction holds them: not caught up yet
 		}

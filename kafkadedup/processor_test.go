@@ -74,11 +74,19 @@ func TestWindowDedupMatchesTheModel(t *testing.T) {
 // setup starts a broker with the topics in and out of parts partitions,
 // and writes recs to in.
 func setup(t *testing.T, parts int32, recs []inRec) string {
-	addr := kafkatest.Start(t)
+	_, addr := setupCluster(t, parts, recs)
+	return addr
+}
+
+// setupCluster is setup, returning the broker too, for the tests that
+// control its answers.
+func setupCluster(t *testing.T, parts int32, recs []inRec) (*kfake.Cluster, string) {
+	c := kafkatest.StartCluster(t)
+	addr := c.ListenAddrs()[0]
 	kafkatest.CreateTopic(t, addr, "in", parts)
 	kafkatest.CreateTopic(t, addr, "out", parts)
 	produceInput(t, addr, "in", recs)
-	return addr
+	return c, addr
 }
 
 func newProcessor(t testing.TB, addr string, opts ...Option) *Processor {
@@ -368,22 +376,18 @@ func TestRestoreWaitsOutUnstableOffsets(t *testing.T) {
 	t.Parallel()
 	const every = 100
 	recs := genInput(testseed.Rand(t), 1500, 2, 400, time.Minute)
-	c := kafkatest.StartCluster(t)
-	addr := c.ListenAddrs()[0]
-	kafkatest.CreateTopic(t, addr, "in", 2)
-	kafkatest.CreateTopic(t, addr, "out", 2)
-	produceInput(t, addr, "in", recs[:1000])
+	c, addr := setupCluster(t, 2, recs[:1000])
 	opts := []Option{WithWindow(time.Hour), WithCapacity(1000), WithSnapshotEvery(every, time.Hour)}
 	runUntilIdle(t, newProcessor(t, addr, opts...))
 	produceInput(t, addr, "in", recs[1000:])
-	// The next offset fetches of the admin client (of all the group's
-	// topics, requiring stable offsets: the restores') are answered as if
-	// a transaction held every offset of in.
+	// The next offset fetches of the admin client (no member ID,
+	// requiring stable offsets: the restores') are answered as if a
+	// transaction held every offset of in.
 	var unstable atomic.Int32
 	c.ControlKey(int16(kmsg.OffsetFetch), func(req kmsg.Request) (kmsg.Response, error, bool) {
 		r := req.(*kmsg.OffsetFetchRequest)
-		allTopics := r.Topics == nil && (len(r.Groups) == 0 || r.Groups[0].Topics == nil)
-		if !r.RequireStable || !allTopics || unstable.Add(1) > 6 {
+		admin := len(r.Groups) == 1 && r.Groups[0].MemberID == nil
+		if !r.RequireStable || !admin || unstable.Add(1) > 6 {
 			return nil, nil, false
 		}
 		c.KeepControl()
@@ -401,7 +405,11 @@ func TestRestoreWaitsOutUnstableOffsets(t *testing.T) {
 		for _, rg := range r.Groups {
 			g := kmsg.NewOffsetFetchResponseGroup()
 			g.Group = rg.Group
-			g.Topics = append(g.Topics, topic())
+			t := topic()
+			for _, rt := range rg.Topics { // in, the only topic asked for
+				t.TopicID = rt.TopicID // from v10 on, topics are named by ID
+			}
+			g.Topics = append(g.Topics, t)
 			resp.Groups = append(resp.Groups, g)
 		}
 		if len(r.Groups) == 0 { // before v8: one group
@@ -420,7 +428,7 @@ func TestRestoreWaitsOutUnstableOffsets(t *testing.T) {
 	second := newProcessor(t, addr, opts...)
 	st := runUntilIdle(t, second)
 	if n := unstable.Load(); n <= 6 {
-		t.Fatalf("%d offset fetches of all topics requiring stable offsets, want more than the 6 answered unstable", n)
+		t.Fatalf("%d offset fetches of the admin client requiring stable offsets, want more than the 6 answered unstable", n)
 	}
 	if st.Restores != 2 || st.Replayed > 2*every {
 		t.Fatalf("%d restores replayed %d records, want 2 from their snapshots (at most %d)", st.Restores, st.Replayed, 2*every)
@@ -466,12 +474,8 @@ func TestSnapshotChunksFitTheStateTopic(t *testing.T) {
 // again, once.
 func TestAbortedTransactionIsJudgedAgain(t *testing.T) {
 	t.Parallel()
-	c := kafkatest.StartCluster(t)
-	addr := c.ListenAddrs()[0]
-	kafkatest.CreateTopic(t, addr, "in", 2)
-	kafkatest.CreateTopic(t, addr, "out", 2)
 	recs := genInput(testseed.Rand(t), 2000, 2, 500, time.Minute)
-	produceInput(t, addr, "in", recs[:1000])
+	c, addr := setupCluster(t, 2, recs[:1000])
 	p := newProcessor(t, addr, WithWindow(time.Hour), WithCapacity(1000), WithSnapshotEvery(300, time.Hour), WithExitWhenIdle(time.Hour))
 	bg := runInBackground(t, p)
 	bg.waitFor("the first records committed", func() bool { return p.Stats().In == 1000 })
@@ -762,12 +766,8 @@ func (p *Processor) owns() int {
 // an older offset than the group's when it joins.
 func TestConsumerBehindTheCommittedOffsetStops(t *testing.T) {
 	t.Parallel()
-	c := kafkatest.StartCluster(t)
-	addr := c.ListenAddrs()[0]
-	kafkatest.CreateTopic(t, addr, "in", 1)
-	kafkatest.CreateTopic(t, addr, "out", 1)
 	recs := genInput(testseed.Rand(t), 400, 1, 400, time.Minute)
-	produceInput(t, addr, "in", recs[:300])
+	c, addr := setupCluster(t, 1, recs[:300])
 	runUntilIdle(t, newProcessor(t, addr))
 	produceInput(t, addr, "in", recs[300:])
 
@@ -811,12 +811,8 @@ func TestConsumerBehindTheCommittedOffsetStops(t *testing.T) {
 func TestEndTheClientGaveUpOnWritesEachRecordOnce(t *testing.T) {
 	testlong.SkipQuickRun(t) // waits out a transaction's end: the timeout, 1 s
 	t.Parallel()
-	c := kafkatest.StartCluster(t)
-	addr := c.ListenAddrs()[0]
-	kafkatest.CreateTopic(t, addr, "in", 1)
-	kafkatest.CreateTopic(t, addr, "out", 1)
 	recs := genInput(testseed.Rand(t), 400, 1, 400, time.Minute)
-	produceInput(t, addr, "in", recs)
+	c, addr := setupCluster(t, 1, recs)
 
 	// Hold the first commit's EndTxn until the Processor has given up on
 	// it, then let the broker apply it.
@@ -859,12 +855,8 @@ func TestEndTheClientGaveUpOnWritesEachRecordOnce(t *testing.T) {
 func TestUnansweredEndIsAbortedAndJudgedAgain(t *testing.T) {
 	testlong.SkipQuickRun(t) // waits out a transaction's end: the timeout, 1 s
 	t.Parallel()
-	c := kafkatest.StartCluster(t)
-	addr := c.ListenAddrs()[0]
-	kafkatest.CreateTopic(t, addr, "in", 1)
-	kafkatest.CreateTopic(t, addr, "out", 1)
 	recs := genInput(testseed.Rand(t), 400, 1, 400, time.Minute)
-	produceInput(t, addr, "in", recs)
+	c, addr := setupCluster(t, 1, recs)
 
 	// The first commit's EndTxn is held until the Processor has given up
 	// on it, then dropped with its connection, unapplied.
@@ -896,4 +888,103 @@ func TestUnansweredEndIsAbortedAndJudgedAgain(t *testing.T) {
 		t.Fatalf("%d records judged in committed transactions, %d aborted; want %d and 1", st.In, st.Aborted, len(recs))
 	}
 	checkOutput(t, &p.cfg, recs, kafkatest.ReadCommitted(t, addr, "out"))
+}
+
+// A restore waits for the transaction that holds the group's first commit
+// of a partition (its EndTxn sent, not yet applied) and takes the offset
+// it commits: a broker answers a fetch of all the group's offsets with
+// only the partitions already committed, so that partition would show as
+// never committed, and the Processor would judge and write again the
+// records the transaction is committing (after an EndTxn this client gave
+// up on, the records it wrote itself).
+func TestRestoreWaitsForTheTransactionHoldingAFirstCommit(t *testing.T) {
+	t.Parallel()
+	recs := genInput(testseed.Rand(t), 50, 1, 50, time.Minute)
+	c, addr := setupCluster(t, 1, recs)
+	ctx, cancel := context.WithTimeout(context.Background(), kafkatest.Wait)
+	defer cancel()
+
+	// Another client of the group reads the input and commits its
+	// offsets in a transaction whose EndTxn the broker holds.
+	reached, release := make(chan struct{}), make(chan struct{})
+	var released sync.Once
+	defer released.Do(func() { close(release) })
+	c.ControlKey(int16(kmsg.EndTxn), func(kmsg.Request) (kmsg.Response, error, bool) {
+		c.DropControl()
+		close(reached)
+		c.SleepControl(func() { <-release })
+		return nil, nil, false
+	})
+	sess, err := kgo.NewGroupTransactSession(append(testClientOpts(), kgo.SeedBrokers(addr),
+		kgo.ConsumerGroup("g"), kgo.ConsumeTopics("in"), kgo.TransactionalID("another"),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.RequireStableFetchOffsets())...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sess.Close()
+	for read := 0; read < len(recs); {
+		fs := sess.PollFetches(ctx)
+		if err := fs.Err(); err != nil {
+			t.Fatal(err)
+		}
+		read += fs.NumRecords()
+	}
+	if err := sess.Begin(); err != nil {
+		t.Fatal(err)
+	}
+	ended := make(chan error, 1)
+	go func() {
+		_, err := sess.End(ctx, kgo.TryCommit)
+		ended <- err
+	}()
+	select {
+	case <-reached:
+	case err := <-ended:
+		t.Fatalf("the transaction ended (%v) before its EndTxn reached the broker", err)
+	}
+
+	// The restore is asked while the EndTxn is held; the broker lets it
+	// go once the restore has been told the offset is unstable.
+	p := newProcessorWithAdmin(t, addr)
+	p.cfg.testHookAskAgain = func(_ string, err error) {
+		if errors.Is(err, kerr.UnstableOffsetCommit) {
+			released.Do(func() { close(release) })
+		}
+	}
+	o, err := p.committedOffset(ctx, topicPartition{"in", 0})
+	released.Do(func() { close(release) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := <-ended; err != nil {
+		t.Fatalf("the other client's transaction: %v", err)
+	}
+	if o.At != int64(len(recs)) {
+		t.Fatalf("the restore found the committed offset %d, want %d (the one the held transaction committed)", o.At, len(recs))
+	}
+}
+
+// A group no member has joined or committed for has no committed offsets,
+// whether or not the broker knows its name.
+func TestCommittedOffsetOfAnUnknownGroupIsNone(t *testing.T) {
+	t.Parallel()
+	addr := setup(t, 1, nil)
+	p := newProcessorWithAdmin(t, addr)
+	o, err := p.committedOffset(context.Background(), topicPartition{"in", 0})
+	if err != nil || o.At >= 0 {
+		t.Fatalf("committedOffset = %d, %v; want none (At < 0) and no error", o.At, err)
+	}
+}
+
+// newProcessorWithAdmin returns a Processor whose admin client is set, as
+// Run sets it, for the tests of its requests outside Run.
+func newProcessorWithAdmin(t *testing.T, addr string) *Processor {
+	p := newProcessor(t, addr)
+	admin, err := kgo.NewClient(p.cfg.client...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(admin.Close)
+	p.adminClient, p.admin = admin, kadm.NewClient(admin)
+	return p
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // restore makes the state of tp whose first record to judge is at offset
@@ -92,15 +93,15 @@ func (p *Processor) restore(ctx context.Context, tp topicPartition, first int64)
 
 // committedOffset returns the group's committed offset of tp (At < 0:
 // none) and its metadata, asking again while a transaction holds the
-// offset: one still open (another member's, whose partitions moved here)
-// or just ended (its markers not written yet) makes the broker answer
-// UNSTABLE_OFFSET_COMMIT until it is done, and the offset before it is
-// not the state to restore.
+// offset: one still open (another member's, whose partitions moved here,
+// or this client's own whose EndTxn it gave up on) or just ended (its
+// markers not written yet) makes the broker answer UNSTABLE_OFFSET_COMMIT
+// until it is done, and the offset before it is not the state to restore.
 func (p *Processor) committedOffset(ctx context.Context, tp topicPartition) (kadm.OffsetResponse, error) {
 	var o kadm.OffsetResponse
 	unstable := func(err error) bool { return errors.Is(err, kerr.UnstableOffsetCommit) }
 	err := p.askAgain(ctx, fmt.Sprintf("fetching the committed offset of %s", tp), unstable, func(ctx context.Context) error {
-		offsets, err := p.admin.FetchOffsetsForTopics(kadm.RequireStable(ctx), p.group, tp.topic)
+		offsets, err := p.fetchCommitted(ctx, map[string][]int32{tp.topic: {tp.part}})
 		if err != nil {
 			return err
 		}
@@ -108,9 +109,62 @@ func (p *Processor) committedOffset(ctx context.Context, tp topicPartition) (kad
 		if o, ok = offsets.Lookup(tp.topic, tp.part); !ok {
 			return fmt.Errorf("no answer for %s", tp)
 		}
-		return o.Err // kadm gives a partition's error as the request's too
+		return o.Err
 	})
 	return o, err
+}
+
+// fetchCommitted fetches the group's committed offsets of the partitions
+// named (At < 0: none), each with its own error; the error returned is
+// the request's or the group's. The request names every partition, and
+// requires stable offsets: a broker answers a fetch of all the group's
+// offsets (kadm's FetchOffsets) with the partitions that have a committed
+// offset, so a partition whose first commit a transaction still holds
+// would show as having none rather than as UNSTABLE_OFFSET_COMMIT, and a
+// restore would begin again from the start of what that transaction
+// wrote.
+func (p *Processor) fetchCommitted(ctx context.Context, parts map[string][]int32) (kadm.OffsetResponses, error) {
+	req := kmsg.NewPtrOffsetFetchRequest()
+	req.RequireStable = true
+	g := kmsg.NewOffsetFetchRequestGroup()
+	g.Group = p.group
+	for topic, ps := range parts {
+		t := kmsg.NewOffsetFetchRequestGroupTopic()
+		t.Topic, t.Partitions = topic, ps
+		g.Topics = append(g.Topics, t)
+	}
+	req.Groups = append(req.Groups, g)
+	resp, err := req.RequestWith(ctx, p.adminClient)
+	if err != nil {
+		return nil, err
+	}
+	if len(resp.Groups) != 1 {
+		return nil, fmt.Errorf("the broker answered for %d groups, not 1", len(resp.Groups))
+	}
+	rg := resp.Groups[0]
+	got := make(kadm.OffsetResponses)
+	if err := kerr.ErrorForCode(rg.ErrorCode); errors.Is(err, kerr.GroupIDNotFound) {
+		// A group that never committed (some brokers forget an empty
+		// one): no offsets.
+		for topic, ps := range parts {
+			for _, part := range ps {
+				got.Add(kadm.OffsetResponse{Offset: kadm.Offset{Topic: topic, Partition: part, At: -1, LeaderEpoch: -1}})
+			}
+		}
+		return got, nil
+	} else if err != nil {
+		return nil, err
+	}
+	for _, t := range rg.Topics {
+		for _, rp := range t.Partitions {
+			o := kadm.OffsetResponse{Offset: kadm.Offset{Topic: t.Topic, Partition: rp.Partition, At: rp.Offset, LeaderEpoch: rp.LeaderEpoch}, Err: kerr.ErrorForCode(rp.ErrorCode)}
+			if rp.Metadata != nil {
+				o.Metadata = *rp.Metadata
+			}
+			got.Add(o)
+		}
+	}
+	return got, nil
 }
 
 // askAgain calls ask until it returns nil, within the timeout, asking
