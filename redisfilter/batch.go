@@ -2,6 +2,7 @@ package redisfilter
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 
@@ -148,14 +149,18 @@ func overlapRounds(n int, round func(lo, hi int) (stop bool, err error)) (sent i
 // [ErrUnconfirmed] (a copy of its call may have run, and no reply to
 // believe came within the retry horizon: maybe added), one wrapping
 // [ErrNotSent] (not sent: not added), or another error, such as a
-// refusal Redis replied to every copy of its call (not added).
+// refusal Redis replied to every copy of its call (not added; for a key
+// of a segment's later call, a CKFORDER refusal when the call before it
+// was refused until the horizon).
 // It returns the first error other than ErrFull, if any. It groups the
 // keys by segment and calls the insert function once per 32 keys of a
 // segment, in pipelines (one per node of a cluster, in parallel) of up to
-// 4,096 keys; keys of one segment are added in their order in keys. Each
-// call runs once however often it is sent; a pipeline is sent until each
-// of its calls has a reply or the retry horizon passes, and then, if
-// some call has none, the batch stops. errs must be at least as long as
+// 4,096 keys; keys of one segment are added in their order in keys, even
+// when Redis refuses a call for now and runs the next one (that one then
+// waits for it: see docs/redis.md, "Order within a batch"). Each call
+// runs once however often it is sent; a pipeline is sent until each of
+// its calls has a reply or the retry horizon passes, and then, if some
+// call has none, the batch stops. errs must be at least as long as
 // keys.
 func (f *Filter) AddBatch(ctx context.Context, keys [][]byte, errs []error) error {
 	if err := checkBatch(len(keys), len(errs)); err != nil {
@@ -206,6 +211,18 @@ func (f *Filter) DeleteBatch(ctx context.Context, keys [][]byte, deleted []bool,
 // error of its call. A call's arguments after the table's are head, then
 // keyArgs of each of its keys (i: the key's index in keys). A round
 // whose calls do not all settle ends the batch.
+//
+// A round's calls go in one pipeline, and each call after the first of
+// its segment names the record of the call before it, so that it runs
+// only after that one (ckf2 revision 6; rechain says what a call waits
+// for when sent again). Redis may refuse a call and run the next one of
+// its pipeline (BUSY or LOADING read before the script or the load
+// ended, READONLY before a promotion, no function before another client
+// loaded it, a TRYAGAIN beside a MOVED that go-redis follows at once):
+// the next one is then refused too (CKFORDER), and both are sent again,
+// in order. Without that a key in both would get the answers of the
+// other order (AddUniqueBatch: its later occurrence added, its first
+// already there).
 func (h *segments) writeBatch(ctx context.Context, fn string, head []any, keyArgs func(args []any, l *located, i int) []any,
 	keys [][]byte, out []bool, errs []error, result func(code int64) (bool, error)) error {
 	var retErr error
@@ -225,35 +242,47 @@ func (h *segments) writeBatch(ctx context.Context, fn string, head []any, keyArg
 		hi := min(lo+writeRound, len(keys))
 		loc, order := h.group(keys[lo:hi])
 		var cmds []redis.Cmder
-		var groups [][]int32
+		var calls []writeCall
+		last := -1 // the segment of the last call
 		chunks(loc, order, writeChunk, func(s int, idx []int32) {
 			args := make([]any, 0, len(head)+6*len(idx))
 			args = append(args, head...)
 			for _, i := range idx {
 				args = keyArgs(args, &loc[i], lo+int(i))
 			}
-			cmds = append(cmds, h.writeCmd(ctx, fn, s, args))
-			groups = append(groups, idx)
+			// chunks gives a segment's calls one after another.
+			cl := writeCall{segment: s, idx: idx, args: args, record: h.recordKey(s), prev: -1}
+			if s == last {
+				cl.prev = len(calls) - 1
+			}
+			cl.after = cl.prev
+			calls = append(calls, cl)
+			cmds = append(cmds, h.callCmd(ctx, fn, calls, len(calls)-1))
+			last = s
 		})
-		cerrs, gaveUp, short := h.retry.settle(ctx, cmds, rememberedWrites, h.sender(ctx))
+		cerrs, gaveUp, short := h.retry.settleWith(ctx, cmds, rememberedWrites, h.sender(ctx), func(again []int, errs []error) []int {
+			h.rechain(ctx, fn, calls, cmds, again, errs)
+			return again
+		})
 		for c, cmd := range cmds {
+			idx := calls[c].idx
 			err := cerrs[c]
 			var codes []int64
 			if err == nil {
 				codes, err = cmd.(*redis.Cmd).Int64Slice()
-				if err == nil && len(codes) != len(groups[c]) {
-					err = fmt.Errorf("%w: %s replied %d codes for %d keys", ErrCorrupt, fn, len(codes), len(groups[c]))
+				if err == nil && len(codes) != len(idx) {
+					err = fmt.Errorf("%w: %s replied %d codes for %d keys", ErrCorrupt, fn, len(codes), len(idx))
 				}
 			}
 			if err != nil {
 				err = replyErr(err)
 				retErr = cmp(retErr, err)
-				for _, i := range groups[c] {
+				for _, i := range idx {
 					set(lo+int(i), false, err)
 				}
 				continue
 			}
-			for k, i := range groups[c] {
+			for k, i := range idx {
 				ok, err := result(codes[k])
 				set(lo+int(i), ok, err)
 			}
@@ -267,6 +296,65 @@ func (h *segments) writeBatch(ctx context.Context, fn string, head []any, keyArg
 		}
 	}
 	return retErr
+}
+
+// writeCall is a call of a batch write: its segment, its keys (indexes
+// into the round), its arguments after the table's, its record key (the
+// request id), the index of the call before it of its segment in the
+// round (prev, -1 for none) and of the call it must follow (after: prev,
+// or an earlier call of the segment when those between surely did not
+// run; -1 for none).
+type writeCall struct {
+	segment     int
+	idx         []int32
+	args        []any
+	record      string
+	prev, after int
+}
+
+// callCmd returns the command of calls[c]: it names the record of the
+// call it must follow, if any.
+func (h *segments) callCmd(ctx context.Context, fn string, calls []writeCall, c int) *redis.Cmd {
+	prev := ""
+	if a := calls[c].after; a >= 0 {
+		prev = calls[a].record
+	}
+	return h.writeCmdAfter(ctx, fn, calls[c].segment, calls[c].record, prev, calls[c].args)
+}
+
+// rechain is what writeBatch's calls do before they are sent again
+// (again: the indexes of those to be sent, errs: each call's error so
+// far, final for the others). Each call names the record of the one it
+// must follow (Lua: CKFORDER), so that a call Redis refused for now and
+// ran the next of its segment (a script or a load that ended between its
+// reads of the two) still runs first when sent again, and the next one
+// then after it. A call whose predecessor is settled no longer waits for
+// it: not at all when it ran (its reply came: the order holds already,
+// and its record, which may be lost since, as by a failover, is not
+// needed), and for the call before it when every copy of it was refused
+// for good (it never ran, and never will: its keys get its error; this
+// call then gets its own outcome, as every call of a batch did before
+// revision 6). A predecessor that may have run (ErrUnconfirmed) is still
+// waited for: if it did not run, this call is refused until the horizon,
+// and so not applied.
+func (h *segments) rechain(ctx context.Context, fn string, calls []writeCall, cmds []redis.Cmder, again []int, errs []error) {
+	pending := make(map[int]bool, len(again))
+	for _, c := range again {
+		pending[c] = true
+	}
+	for _, c := range again {
+		a := calls[c].prev
+		for a >= 0 && !pending[a] && errs[a] != nil && !errors.Is(errs[a], ErrUnconfirmed) {
+			a = calls[a].prev // never ran
+		}
+		if a >= 0 && !pending[a] && errs[a] == nil {
+			a = -1 // ran
+		}
+		if a != calls[c].after {
+			calls[c].after = a
+			cmds[c] = h.callCmd(ctx, fn, calls, c)
+		}
+	}
 }
 
 // cuckooKeyArgs are a cuckoo filter's arguments for a key: its first

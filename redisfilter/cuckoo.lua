@@ -1,5 +1,5 @@
 #!lua name=ckf2
--- revision 5
+-- revision 6
 --
 -- The write side of package redisfilter's cuckoo filters: one segment of a
 -- filter is a string key T (its table: buckets of b slots of f bits,
@@ -20,6 +20,21 @@
 -- R returns that reply and changes nothing. So a call that a client sends
 -- again, because no reply came back in time while the first copy waited
 -- in the server, answers what the first copy did.
+--
+-- Writes of a batch run in the client's order (revision 6): a call may
+-- name a fourth key P, the record of the call before it of its segment in
+-- the batch, and then runs only once that call has run: while P is
+-- missing it is refused (CKFORDER) and changes nothing, as a call Redis
+-- refuses for now (BUSY, LOADING, READONLY) is, and the client sends it
+-- again after P's call. So a call that Redis refused while it ran the next
+-- one of its pipeline (a script or a load that ended between its reads of
+-- the two) no longer runs after that next one. A call without P (the
+-- first of its segment in a batch, a single write, a call of a client of
+-- revision 5 or earlier, which names three keys) runs as before. P lives
+-- for the retry window W after its call ran; a client sends a call only
+-- within the retry horizon H, at most W/2 after its first send, so a
+-- call refused for want of an expired P is a copy that waited in a
+-- stalled server for longer than W/2, whose client has given up on it.
 --
 -- Frozen: the library name says the version of the functions' arguments
 -- and replies. A change of either is a new library (ckf3) with new
@@ -591,14 +606,22 @@ end
 
 -- answered returns what a write call whose keys' arguments start at
 -- args[first], per arguments a key, replies without running: the reply
--- its first run stored, or an error if the segment is not filter id's; nil
--- if it must run.
+-- its first run stored, an error if the segment is not filter id's, or a
+-- refusal (CKFORDER) if the call names the record of the call before it
+-- (keys[4]) and that call has not run; nil if it must run.
 local function answered(keys, args, first, per)
 	local done = replay(keys, (#args - first + 1) / per)
 	if done then
 		return done
 	end
-	return stale(keys, args[1])
+	local err = stale(keys, args[1])
+	if err then
+		return err
+	end
+	if keys[4] and redis.call('EXISTS', keys[4]) == 0 then
+		return redis.error_reply('CKFORDER the call before this one of its segment has not run yet')
+	end
+	return nil
 end
 
 -- remember stores a call's reply in R for window milliseconds.
@@ -606,9 +629,9 @@ local function remember(keys, window, out)
 	redis.call('SET', keys[3], pack(out), 'PX', window)
 end
 
--- ckf2_add: KEYS = T, C, R; ARGV = id, b, f, buckets, kicks, window (ms),
--- unique (0 or 1), then pairs (first bucket, fingerprint). Returns one
--- code per pair: 1 added, 0 full, 2 present (unique only).
+-- ckf2_add: KEYS = T, C, R[, P]; ARGV = id, b, f, buckets, kicks, window
+-- (ms), unique (0 or 1), then pairs (first bucket, fingerprint). Returns
+-- one code per pair: 1 added, 0 full, 2 present (unique only).
 redis.register_function('ckf2_add', function(keys, args)
 	local reply = answered(keys, args, 8, 2)
 	if reply then
@@ -633,9 +656,9 @@ redis.register_function('ckf2_add', function(keys, args)
 	return out
 end)
 
--- ckf2_del: KEYS = T, C, R; ARGV = id, b, f, buckets, kicks, window (ms),
--- then pairs (first bucket, fingerprint). Returns 1 (a copy removed) or 0
--- per pair.
+-- ckf2_del: KEYS = T, C, R[, P]; ARGV = id, b, f, buckets, kicks, window
+-- (ms), then pairs (first bucket, fingerprint). Returns 1 (a copy
+-- removed) or 0 per pair.
 redis.register_function('ckf2_del', function(keys, args)
 	local reply = answered(keys, args, 7, 2)
 	if reply then
@@ -1248,7 +1271,7 @@ local function wput(g, i1, fp, h, l, unique)
 	return 0
 end
 
--- ckf2_wadd: KEYS = T, C, R; ARGV = id, b, s, buckets, kicks, retry
+-- ckf2_wadd: KEYS = T, C, R[, P]; ARGV = id, b, s, buckets, kicks, retry
 -- window (ms), g high, g low, unique (0 or 1), timed (0 or 1), then per
 -- key: first bucket, fingerprint, walk state high, low, and when timed
 -- its time (ns) high, low: the time the key is judged at, which the
@@ -1297,7 +1320,7 @@ redis.register_function('ckf2_wadd', function(keys, args)
 	return out
 end)
 
--- ckf2_wdel: KEYS = T, C, R; ARGV = id, b, s, buckets, kicks, retry
+-- ckf2_wdel: KEYS = T, C, R[, P]; ARGV = id, b, s, buckets, kicks, retry
 -- window (ms), g high, g low, then pairs (first bucket, fingerprint).
 -- Returns 1 (the key's live entry removed) or 0 per pair.
 redis.register_function('ckf2_wdel', function(keys, args)

@@ -45,7 +45,17 @@ func (h *segments) lookupOne(ctx context.Context, r reader, key []byte, check bo
 	cmd := redis.NewIntSliceCmd(ctx, args...)
 	cmd.SetFirstKeyPos(1)
 	cmds := r.tail(ctx, []redis.Cmder{cmd}, l.segment, check)
-	errs, _, _ := h.retry.settle(ctx, cmds, reads, h.sender(ctx))
+	errs, _, _ := h.retry.settleWith(ctx, cmds, reads, h.sender(ctx), func(again []int, _ []error) []int {
+		if again[0] != 0 {
+			return again
+		}
+		// The read goes again: its tail with it, after it.
+		all := make([]int, len(cmds))
+		for i := range all {
+			all[i] = i
+		}
+		return all
+	})
 	if errs[0] != nil {
 		return false, errs[0]
 	}
@@ -120,7 +130,40 @@ func (h *segments) lookupRound(ctx context.Context, r reader, keys [][]byte, fou
 		groups = append(groups, idx)
 	})
 	addTail()
-	cerrs, stop, _ := h.retry.settle(ctx, cmds, reads, h.sender(ctx))
+	// A read sent again takes its segment's tail with it: the tail (a
+	// checked lookup's check of the segment, a window's time) must be
+	// read after the buckets it vouches for, not before.
+	resend := func(again []int, _ []error) []int {
+		if tailLen == 0 {
+			return again
+		}
+		out := make([]int, 0, len(again)+tailLen)
+		next := 0 // the first index of cmds not yet in out
+		for x := 0; x < len(again); x++ {
+			c := again[x]
+			if c < next {
+				continue
+			}
+			if groups[c] == nil {
+				out = append(out, c)
+				next = c + 1
+				continue
+			}
+			// A read: it and the reads of its segment after it in
+			// again, then the segment's tail.
+			k := tails[loc[groups[c][0]].segment]
+			for ; x < len(again) && again[x] < k; x++ {
+				out = append(out, again[x])
+			}
+			x--
+			for j := k; j < k+tailLen; j++ {
+				out = append(out, j)
+			}
+			next = k + tailLen
+		}
+		return out
+	}
+	cerrs, stop, _ := h.retry.settleWith(ctx, cmds, reads, h.sender(ctx), resend)
 	var buf1, buf2 [maxBucketBytes]byte
 	for c, cmd := range cmds {
 		if groups[c] == nil {

@@ -44,6 +44,12 @@ import (
 // got one. That needs every copy to be counted: settle sends them all
 // itself, and go-redis sends none again on its own (sentOnce).
 //
+// A refusal can also answer one command of a pipeline and not the next.
+// So a batch's later call of a segment names the record of the call
+// before it, and Redis refuses it (CKFORDER, a refusal for now like BUSY)
+// until that call has run (writeBatch); and a checked read sent again
+// takes its segment's check with it (lookupRound).
+//
 // After H, or when the context ends, the keys of a call that may have run
 // get an error wrapping ErrUnconfirmed: the write may have been applied,
 // or may be yet. A copy that waits in a stalled server longer than W
@@ -144,6 +150,20 @@ const (
 // command its reply, or an error: one Redis replied, or why no reply
 // came.
 func (p retryPolicy) settle(ctx context.Context, cmds []redis.Cmder, kind sendKind, send func([]redis.Cmder) error) (errs []error, gaveUp bool, short error) {
+	return p.settleWith(ctx, cmds, kind, send, nil)
+}
+
+// settleWith is settle, but before each command is sent again resend
+// is called with again, the indexes of the commands to be sent again
+// (ascending), and errs, each command's error so far (final for those
+// not in again); it returns the indexes to send, ascending (commands go
+// out in the order of cmds), and may replace commands of again in cmds
+// by others (the same request, with other arguments). A checked read
+// sends its segment's check again with a read sent again, so that the
+// check runs after the read it vouches for; a batch write names again
+// the call it must follow (writeBatch).
+func (p retryPolicy) settleWith(ctx context.Context, cmds []redis.Cmder, kind sendKind, send func([]redis.Cmder) error,
+	resend func(again []int, errs []error) []int) (errs []error, gaveUp bool, short error) {
 	errs = make([]error, len(cmds))
 	pending := make([]int, len(cmds))
 	for i := range pending {
@@ -225,6 +245,9 @@ func (p retryPolicy) settle(ctx context.Context, cmds []redis.Cmder, kind sendKi
 		case <-t.C:
 		}
 		t.Stop()
+		if resend != nil {
+			again = resend(again, errs)
+		}
 		pending = again
 	}
 }
@@ -281,13 +304,14 @@ func notSent(err error) bool {
 }
 
 // refusedForNow reports whether err is a reply of Redis saying that it
-// did not run the command and may run it later.
+// did not run the command and may run it later (CKFORDER: once the call
+// it follows has run, see writeBatch).
 func refusedForNow(err error) bool {
 	if !isReply(err) {
 		return false
 	}
 	msg := err.Error()
-	for _, p := range []string{"LOADING ", "BUSY ", "TRYAGAIN ", "CLUSTERDOWN ", "MASTERDOWN ", "READONLY ", "NOREPLICAS ", "MOVED ", "ASK "} {
+	for _, p := range []string{"LOADING ", "BUSY ", "TRYAGAIN ", "CLUSTERDOWN ", "MASTERDOWN ", "READONLY ", "NOREPLICAS ", "MOVED ", "ASK ", "CKFORDER "} {
 		if strings.HasPrefix(msg, p) {
 			return true
 		}

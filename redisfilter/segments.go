@@ -65,8 +65,20 @@ func (h *segments) fcall(ctx context.Context, fn string, s int, args []any) *red
 // request id: its keys are the segment's two and the call's record, its
 // arguments the table's (header), the retry window, then args.
 func (h *segments) writeCmd(ctx context.Context, fn string, s int, args []any) *redis.Cmd {
-	a := make([]any, 0, 12+len(args))
-	a = append(a, "fcall", fn, 3, h.tables[s], h.counters[s], h.recordKey(s))
+	return h.writeCmdAfter(ctx, fn, s, h.recordKey(s), "", args)
+}
+
+// writeCmdAfter returns a call of write function fn on segment s whose
+// record is record, as writeCmd does, that runs only after the call whose
+// record is prev (of segment s; none if prev is ""): until that call
+// has run, Redis refuses it (CKFORDER) and it changes nothing.
+func (h *segments) writeCmdAfter(ctx context.Context, fn string, s int, record, prev string, args []any) *redis.Cmd {
+	a := make([]any, 0, 13+len(args))
+	if prev == "" {
+		a = append(a, "fcall", fn, 3, h.tables[s], h.counters[s], record)
+	} else {
+		a = append(a, "fcall", fn, 4, h.tables[s], h.counters[s], record, prev)
+	}
 	a = append(a, h.m.id, h.g.b, h.g.slotBits, h.g.perSegment, h.m.kicks, h.retry.window.Milliseconds())
 	a = append(a, args...)
 	cmd := redis.NewCmd(ctx, a...)
