@@ -657,6 +657,55 @@ func TestMissingSnapshotIsErrState(t *testing.T) {
 	}
 }
 
+// A partition whose committed offset is gone (expired after the group
+// stayed empty for offsets.retention.minutes, or deleted) while the
+// state topic keeps its snapshot stops Run with ErrState rather than
+// judging and writing again, with an empty filter, every record still in
+// the input; a group that never committed starts afresh even beside
+// another group's snapshots in the same state topic; and the remedy the
+// error gives (the group's offset set where it should go on) starts the
+// partition there.
+func TestSnapshotWithoutCommittedOffsetIsErrState(t *testing.T) {
+	t.Parallel()
+	recs := genInput(testseed.Rand(t), 600, 1, 300, time.Minute)
+	addr := setup(t, 1, recs[:400])
+	opts := []Option{WithWindow(time.Hour), WithCapacity(1000), WithSnapshotEvery(100, time.Hour), WithStateTopic("state")}
+	runUntilIdle(t, newProcessor(t, addr, opts...))
+	ctx := context.Background()
+	adm := kadm.NewClient(kafkatest.Client(t, addr))
+	if _, err := adm.DeleteOffsets(ctx, "g", kadm.TopicsSet{"in": {0: {}}}); err != nil {
+		t.Fatal(err)
+	}
+	produceInput(t, addr, "in", recs[400:])
+	err := newProcessor(t, addr, opts...).Run(ctx)
+	if !errors.Is(err, ErrState) || !strings.Contains(err.Error(), "in/0: the group has no committed offset of it, but state holds a snapshot of it") {
+		t.Fatalf("Run = %v, want ErrState naming the partition and the state topic", err)
+	}
+	if out := kafkatest.ReadCommitted(t, addr, "out"); len(out) > len(recs[:400]) {
+		t.Fatalf("%d output records for the 400 input records judged before the offsets were deleted", len(out))
+	}
+
+	// Another group, with the same state topic, has no snapshot there.
+	other, err := New("h", []string{"in"}, "out2", append(append(quickOpts(t, addr), opts...), WithExitWhenIdle(300*time.Millisecond))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kafkatest.CreateTopic(t, addr, "out2", 1)
+	if st := runUntilIdle(t, other); st.In != uint64(len(recs)) {
+		t.Fatalf("the other group judged %d records, want all %d", st.In, len(recs))
+	}
+
+	// The remedy: the group's offset set where it should go on.
+	var at kadm.Offsets
+	at.AddOffset("in", 0, 400, -1)
+	if _, err := adm.CommitOffsets(ctx, "g", at); err != nil {
+		t.Fatal(err)
+	}
+	if st := runUntilIdle(t, newProcessor(t, addr, opts...)); st.In != uint64(len(recs)-400) {
+		t.Fatalf("after the offsets were set at 400, %d records judged, want %d", st.In, len(recs)-400)
+	}
+}
+
 func ptr(s string) *string { return &s }
 
 func TestNewRefusesBadParameters(t *testing.T) {

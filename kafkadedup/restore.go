@@ -36,6 +36,21 @@ func (p *Processor) restore(ctx context.Context, tp topicPartition, first int64)
 			return fmt.Errorf("%s: %w", tp, err)
 		}
 	}
+	if committed < 0 {
+		// No committed offset: a partition this group never judged, or
+		// one whose offsets are gone (expired after the group stayed
+		// empty for offsets.retention.minutes, or deleted). Only the
+		// second leaves a snapshot in the state topic; starting afresh
+		// there would judge and write again every record still in the
+		// input.
+		found, err := p.snapshotWithoutOffset(ctx, tp)
+		if err != nil {
+			return fmt.Errorf("%s: looking for a snapshot of it in %s: %w", tp, p.cfg.stateTopic, err)
+		}
+		if found {
+			return fmt.Errorf("%w: %s: the group has no committed offset of it, but %s holds a snapshot of it (the group's offsets expired, after offsets.retention.minutes without a member, or were deleted): starting afresh would write again every record still in the input; set the group's offset of the partition to where it should go on (kafka-consumer-groups --reset-offsets), and run again: it starts there with an empty filter", ErrState, tp, p.cfg.stateTopic)
+		}
+	}
 	if committed >= 0 && first < committed {
 		// The client's idea of the committed offsets is older than the
 		// group's: a transaction it took for aborted had committed (an
@@ -89,6 +104,68 @@ func (p *Processor) restore(ctx context.Context, tp topicPartition, first int64)
 	p.stats.Keys += k
 	p.mu.Unlock()
 	return nil
+}
+
+// snapshotWithoutOffset reports whether the state topic holds a snapshot
+// of tp made by this group: the first chunk of one, not deleted since, in
+// the state partition of tp. It reads that partition from its start to
+// its last stable offset.
+func (p *Processor) snapshotWithoutOffset(ctx context.Context, tp topicPartition) (bool, error) {
+	part := p.statePartition(tp)
+	cl, err := p.readerClient(p.cfg.stateTopic, part, 0)
+	if err != nil {
+		return false, err
+	}
+	defer cl.Close()
+	// The reader's client asks, as readSnapshot's does: the admin
+	// client's metadata may predate a state topic created moments ago.
+	var start, end int64
+	if err := p.askAgain(ctx, "listing the state topic's offsets", nil, func(ctx context.Context) error {
+		p.testHookListing("the state topic's offsets")
+		adm := kadm.NewClient(cl)
+		starts, err := adm.ListStartOffsets(ctx, p.cfg.stateTopic)
+		if err != nil {
+			return err
+		}
+		ends, err := adm.ListCommittedOffsets(ctx, p.cfg.stateTopic)
+		if err != nil {
+			return err
+		}
+		s, sok := starts.Lookup(p.cfg.stateTopic, part)
+		e, eok := ends.Lookup(p.cfg.stateTopic, part)
+		if !sok || !eok || errors.Is(s.Err, kerr.UnknownTopicOrPartition) || errors.Is(e.Err, kerr.UnknownTopicOrPartition) {
+			start, end = 0, 0 // no such partition: no snapshot in it
+			return nil
+		}
+		start, end = s.Offset, e.Offset
+		return errors.Join(s.Err, e.Err)
+	}); err != nil {
+		return false, err
+	}
+	if start >= end {
+		return false, nil
+	}
+	want := chunkKey(p.group, tp.topic, tp.part, 0)
+	live := false
+	for next := start; next < end; {
+		recs, err := p.poll(ctx, cl, fmt.Sprintf("%s/%d from offset %d", p.cfg.stateTopic, part, next))
+		if err != nil {
+			return false, err
+		}
+		for _, r := range recs {
+			if r.Offset >= end {
+				break
+			}
+			next = r.Offset + 1
+			if !r.Attrs.IsControl() && bytes.Equal(r.Key, want) {
+				live = r.Value != nil
+			}
+		}
+		if len(recs) > 0 && recs[len(recs)-1].Offset >= end-1 {
+			break
+		}
+	}
+	return live, nil
 }
 
 // committedOffset returns the group's committed offset of tp (At < 0:
