@@ -638,10 +638,7 @@ func TestUnauthorizedGroup(t *testing.T) {
 // the partition over without saying so.
 func TestMissingSnapshotIsErrState(t *testing.T) {
 	t.Parallel()
-	recs := genInput(testseed.Rand(t), 600, 1, 300, time.Minute)
-	addr := setup(t, 1, recs[:400])
-	opts := []Option{WithWindow(time.Hour), WithCapacity(1000), WithSnapshotEvery(100, time.Hour), WithStateTopic("state")}
-	runUntilIdle(t, newProcessor(t, addr, opts...))
+	recs, addr, opts := judgedWithSnapshots(t)
 	adm := kadm.NewClient(kafkatest.Client(t, addr))
 	if _, err := adm.DeleteTopics(context.Background(), "state"); err != nil {
 		t.Fatal(err)
@@ -667,10 +664,7 @@ func TestMissingSnapshotIsErrState(t *testing.T) {
 // partition there.
 func TestSnapshotWithoutCommittedOffsetIsErrState(t *testing.T) {
 	t.Parallel()
-	recs := genInput(testseed.Rand(t), 600, 1, 300, time.Minute)
-	addr := setup(t, 1, recs[:400])
-	opts := []Option{WithWindow(time.Hour), WithCapacity(1000), WithSnapshotEvery(100, time.Hour), WithStateTopic("state")}
-	runUntilIdle(t, newProcessor(t, addr, opts...))
+	recs, addr, opts := judgedWithSnapshots(t)
 	ctx := context.Background()
 	adm := kadm.NewClient(kafkatest.Client(t, addr))
 	if _, err := adm.DeleteOffsets(ctx, "g", kadm.TopicsSet{"in": {0: {}}}); err != nil {
@@ -704,6 +698,17 @@ func TestSnapshotWithoutCommittedOffsetIsErrState(t *testing.T) {
 	if st := runUntilIdle(t, newProcessor(t, addr, opts...)); st.In != uint64(len(recs)-400) {
 		t.Fatalf("after the offsets were set at 400, %d records judged, want %d", st.In, len(recs)-400)
 	}
+}
+
+// judgedWithSnapshots starts a broker whose group g has judged the first
+// 400 of 600 records of in (returned), with snapshots in the topic state
+// (the options of its processors).
+func judgedWithSnapshots(t *testing.T) (recs []inRec, addr string, opts []Option) {
+	recs = genInput(testseed.Rand(t), 600, 1, 300, time.Minute)
+	addr = setup(t, 1, recs[:400])
+	opts = []Option{WithWindow(time.Hour), WithCapacity(1000), WithSnapshotEvery(100, time.Hour), WithStateTopic("state")}
+	runUntilIdle(t, newProcessor(t, addr, opts...))
+	return recs, addr, opts
 }
 
 func ptr(s string) *string { return &s }
