@@ -35,20 +35,22 @@ func (f *Filter) Durable(replicas int, timeout time.Duration) *Filter {
 // A node of a cluster refuses a command whose slot it does not serve
 // (MOVED), or, while the slot migrates, one whose keys it does not all
 // hold: the source sends it to the target (ASK) when it holds none of
-// them, and answers TRYAGAIN when it holds some; the target runs it
-// after ASKING only if it holds all of them, and answers TRYAGAIN
-// otherwise. go-redis's ClusterClient follows MOVED and ASK for the
-// commands it routes, but Durable sends through each master's own client
-// (the WAIT must follow the writes on their connection), which follows
-// neither. So a command refused with ASK is sent at once to the node
-// the reply names, after ASKING, on one connection with a WAIT after it:
-// a one-off redirect, which leaves the map of the slots as it is. All the
-// keys of a call (its segment's two, its record and its predecessor's)
-// share the segment's hash tag, so the target holds all of them or the
-// call is refused (TRYAGAIN: the record of a new call is on neither node
-// until the call runs, so a new call waits for the end of the migration,
-// and a call sent again whose first copy ran, its record moved with the
-// segment, is answered by the target from that record).
+// them, and answers TRYAGAIN when it holds some; the target runs a
+// command of several keys after ASKING only if it holds all of them,
+// and answers TRYAGAIN otherwise. go-redis's ClusterClient follows MOVED
+// and ASK for the commands it routes, but Durable sends through each
+// master's own client (the WAIT must follow the writes on their
+// connection), which follows neither. So a command refused with ASK is
+// sent at once to the node the reply names, after ASKING, on one
+// connection with a WAIT after it: a one-off redirect, which does not
+// point the slot at the target in the client's map of the slots (as a
+// MOVED reply does). All the keys of a call (its segment's two, its
+// record and its predecessor's) share the segment's hash tag, so the
+// target holds all of them or refuses the call (TRYAGAIN): the record of
+// a new call is on neither node until the call runs, so a new call waits
+// for the end of the migration, and a call sent again whose first copy
+// ran, its record moved with the segment, is answered by the target
+// from that record.
 //
 // Commands refused with MOVED, TRYAGAIN or CLUSTERDOWN, or with ASK
 // when the target is not known, are sent again, after a fresh map and a
@@ -171,7 +173,8 @@ func (h *segments) redirectPause(ctx context.Context, attempt int) bool {
 // master that serves slots), else a client of its own with the options
 // of cc's nodes (for a master that serves no slot yet: one added to the
 // cluster, that receives its first), closed by done. It returns nil if
-// cc lists no master.
+// cc lists no master. (ForEachMaster reads the cluster's map of the slots
+// again: one CLUSTER SLOTS for each ASK followed, during migrations only.)
 func askTarget(ctx context.Context, cc *redis.ClusterClient, addr string) (*redis.Client, func()) {
 	var mu sync.Mutex
 	var known, other *redis.Client

@@ -178,8 +178,8 @@ func (h askedHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Pro
 //   - The slot migrating, its keys still on the source, which answers a
 //     write TRYAGAIN (it holds the segment, not the new call's record):
 //     a write whose context ends while it pauses before sending again
-//     returns the context's error, unapplied and not unconfirmed, and
-//     sends no other copy.
+//     returns the context's error, unapplied and not unconfirmed, after
+//     that one pause.
 //   - The keys moved, the slot still migrating: the source answers ASK.
 //     A call sent again whose first copy ran before the move (its
 //     record moved with the segment) gets its first reply from the
@@ -188,6 +188,8 @@ func (h askedHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Pro
 //     taken to the target, which refuses them (TRYAGAIN: not every key is
 //     there, the new call's record being nowhere) until the slot has
 //     moved: then they go in, and are found.
+//   - The slot moved again, to a master just added, which go-redis's map
+//     does not list: a call sent again is answered there as above.
 func TestDurableWritesDuringSlotMigration(t *testing.T) {
 	testlong.SkipQuickRun(t)
 	t.Parallel()
