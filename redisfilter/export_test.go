@@ -345,3 +345,42 @@ func loadCallLibrary(ctx context.Context, rdb redis.UniversalClient, stand strin
 	code = strings.Replace(code, head, "-- revision 1000000\n\n-- A test's stand-in for redis.call:"+stand, 1)
 	return rdb.FunctionLoadReplace(ctx, code).Err()
 }
+
+// SetRedirectPause makes fn decide the pauses f's Durable writes take
+// before they send again a command refused with a redirect (MOVED,
+// TRYAGAIN, ...): it is called as each pause begins, with its length,
+// and returns the length to wait instead. Set it on the Durable twin.
+func SetRedirectPause(f *Filter, fn func(time.Duration) time.Duration) { f.pauseHook = fn }
+
+// WriteCall is one call of a write function with its request id: each
+// Send sends a copy of the same call, as the package sends a call again
+// whose reply did not come.
+type WriteCall struct {
+	f   *Filter
+	cmd *redis.Cmd
+}
+
+// NewAddCall returns the call that AddUnique (unique) or Add of key on f
+// makes.
+func NewAddCall(ctx context.Context, f *Filter, key []byte, unique bool) *WriteCall {
+	s, i1, _, fp := f.g.locateKey(key)
+	return &WriteCall{f, f.writeCmd(ctx, fnAdd, s, []any{boolArg(unique), i1, fp})}
+}
+
+// Send sends a copy of c as f sends its writes (sent again until it
+// settles; with WAIT after it if f is Durable), and returns the call's
+// code (1 added, 0 full, 2 present: AddUnique only) and its error.
+func (c *WriteCall) Send(ctx context.Context) (int64, error) {
+	errs, _, short := c.f.retry.settle(ctx, []redis.Cmder{c.cmd}, rememberedWrites, c.f.sender(ctx))
+	if errs[0] != nil {
+		return 0, errs[0]
+	}
+	codes, err := c.cmd.Int64Slice()
+	if err == nil && len(codes) != 1 {
+		err = fmt.Errorf("codes %v", codes)
+	}
+	if err != nil {
+		return 0, err
+	}
+	return codes[0], short
+}

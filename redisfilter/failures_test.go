@@ -403,7 +403,7 @@ func TestResharding(t *testing.T) {
 	// A fixed name (the cluster is the test's own): the metadata key must
 	// not share the moved segment's slot, or the source would still hold a
 	// key of the slot and refuse to give it away (SETSLOT NODE), which a
-	// random name does in one run of 16,384. Checked below.
+	// random name does in one run of 16,384. newSegmentMove checks it.
 	f, err := redisfilter.New(ctx, rdb, "resharding", 30000, redisfilter.WithSegments(3))
 	if err != nil {
 		t.Fatal(err)
@@ -444,58 +444,13 @@ func TestResharding(t *testing.T) {
 		}
 	}
 	addMore("before")
-	keysOf := f.Keys() // meta, then table and hash of each segment
-	table := keysOf[1]
-	slotText, err := c.Servers[0].Do("CLUSTER", "KEYSLOT", table)
-	if err != nil {
+	m := newSegmentMove(t, c, f, "")
+	m.start()
+	if err := m.migrate(ctx); err != nil {
 		t.Fatal(err)
 	}
-	var slot int
-	fmt.Sscan(slotText, &slot)
-	if metaSlot, err := c.Servers[0].Do("CLUSTER", "KEYSLOT", keysOf[0]); err != nil || metaSlot == slotText {
-		t.Fatalf("the metadata key %s is in slot %s (%v), the moved segment's %s: choose another name", keysOf[0], metaSlot, err, slotText)
-	}
-	src, err := c.MasterOf(slot)
-	if err != nil {
-		t.Fatal(err)
-	}
-	nodes, _ := c.Nodes()
-	var srcID, dstID string
-	var dst *redistest.Server
-	for _, n := range nodes {
-		switch {
-		case n.Addr == src.Addr:
-			srcID = n.ID
-		case n.Master && dst == nil:
-			dst, dstID = c.Server(n.Addr), n.ID
-		}
-	}
-	do := func(s *redistest.Server, args ...string) {
-		t.Helper()
-		if _, err := s.Do(args...); err != nil {
-			t.Fatalf("%s %v: %v", s.Addr, args, err)
-		}
-	}
-	srcClient := clientOf(t, src)
-	// migrate moves every key of the slot, as redis-cli does.
-	migrate := func() error {
-		keys, err := srcClient.ClusterGetKeysInSlot(ctx, slot, 100000).Result()
-		if err != nil || len(keys) == 0 {
-			return err
-		}
-		args := []any{"migrate", "127.0.0.1", dst.Port, "", 0, 5000, "keys"}
-		for _, k := range keys {
-			args = append(args, k)
-		}
-		return srcClient.Do(ctx, args...).Err()
-	}
-	do(dst, "CLUSTER", "SETSLOT", fmt.Sprint(slot), "IMPORTING", srcID)
-	do(src, "CLUSTER", "SETSLOT", fmt.Sprint(slot), "MIGRATING", dstID)
-	if err := migrate(); err != nil {
-		t.Fatal(err)
-	}
-	if slotKeys, _ := srcClient.ClusterCountKeysInSlot(ctx, slot).Result(); slotKeys != 0 {
-		t.Fatalf("%d keys of slot %d left on the source", slotKeys, slot)
+	if slotKeys, _ := m.srcClient.ClusterCountKeysInSlot(ctx, m.slot).Result(); slotKeys != 0 {
+		t.Fatalf("%d keys of slot %d left on the source", slotKeys, m.slot)
 	}
 	checkAll("keys migrated, slot migrating")
 	// A second client whose map of the slots is loaded now, before the slot
@@ -512,13 +467,7 @@ func TestResharding(t *testing.T) {
 	moved := make(chan error, 1)
 	go func() {
 		time.Sleep(300 * time.Millisecond)
-		err := migrate() // keys a write made meanwhile, if any
-		for _, n := range nodes {
-			if err == nil && n.Master {
-				_, err = c.Server(n.Addr).Do("CLUSTER", "SETSLOT", fmt.Sprint(slot), "NODE", dstID)
-			}
-		}
-		moved <- err
+		moved <- m.finish(ctx) // with the keys a write made meanwhile, if any
 	}()
 	addMore("asking")
 	if err := <-moved; err != nil {

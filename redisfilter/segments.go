@@ -28,6 +28,11 @@ type segments struct {
 	// Durable: replicas to wait for after each write, and how long.
 	wait        int
 	waitTimeout time.Duration
+
+	// pauseHook, set by tests only, is called as each of sendDurable's
+	// pauses before it sends a redirected command again begins, with its
+	// length, and returns the length to wait instead.
+	pauseHook func(time.Duration) time.Duration
 }
 
 func newSegments(rdb redis.UniversalClient, prefix, name string, m meta, retry retryPolicy) segments {
