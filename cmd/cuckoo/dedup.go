@@ -5,9 +5,13 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
+	"math"
 	"os"
+	"strconv"
 	"time"
 
+	"github.com/dedupkit/cuckoo/bloom"
 	"github.com/dedupkit/cuckoo/cmd/cuckoo/internal/dedup"
 	"github.com/dedupkit/cuckoo/cmd/cuckoo/internal/filterfile"
 	"github.com/dedupkit/cuckoo/cmd/cuckoo/internal/units"
@@ -39,7 +43,12 @@ for eight times as many (at least 262,144, at most 8,388,608: about 20 MiB
 at the default rate). --capacity N makes it a plain cuckoo filter of fixed
 size instead (slightly faster; past N distinct lines dedup stops with exit
 status 4). --save, --load and --state
-carry the seen lines across runs.
+carry the seen lines across runs. A loaded filter keeps its parameters:
+with --load, --capacity, --grow, --fpr, --seed, --bloom and the shape
+flags are refused; --state FILE takes them when they describe the filter
+in FILE (its --capacity, --fpr…), so that the run that makes FILE and
+those that load it are one command line, and refuses another value (exit
+status 2, naming the flag and both values).
 
 --exact drops only lines seen before, with no false positives at any size
 (lines compared as above: a trailing CR is not part of a line, which awk
@@ -88,6 +97,7 @@ Examples:
   cuckoo dedup --duplicates urls.txt                # only the repeats
   cuckoo dedup --count urls.txt                     # how many lines are repeats
   cuckoo dedup --state seen.ckoo today.txt > new-today.txt   # yesterday's lines stay seen
+  cuckoo dedup --capacity 1M --grow --fpr 1e-6 --state seen.ckoo hourly.txt   # the same line every hour
   cuckoo dedup -o urls.txt urls.txt                 # in place, atomically
   cuckoo dedup --fpr 1e-7 urls.txt                  # exact for all practical purposes
   cuckoo dedup --exact urls.txt > unique.txt        # exact: no line dropped wrongly
@@ -174,8 +184,14 @@ func openSeen(e *env, f *dedupFlags, ins []input) (*seenSet, error) {
 		return nil, err
 	}
 	if f.state != "" {
-		if _, err := os.Stat(f.state); err == nil {
+		// Absent, it is made; unreadable (a loop of symbolic links), it is
+		// an error, never taken for absent and replaced.
+		_, err := os.Stat(f.state)
+		switch {
+		case err == nil:
 			s.loaded = f.state
+		case !errors.Is(err, fs.ErrNotExist):
+			return nil, fileErr(f.state, err, "check the name")
 		}
 	}
 	if handled, err := openWindowSeen(e, f, s, ins); handled {
@@ -189,9 +205,9 @@ func openSeen(e *env, f *dedupFlags, ins []input) (*seenSet, error) {
 		if err != nil {
 			return nil, err
 		}
-		if newFilterFlagsSet(f, filter) {
-			return nil, usageErr(loadedRemedy(f),
-				"--capacity, --grow, --fpr, --seed, --bloom, --bucket-size, --fingerprint-bits and --semi-sorted describe a new filter, not the one loaded from %s", s.loaded)
+		if err := checkLoadedFlags(f, filter, s.loaded,
+			"--capacity, --grow, --fpr, --seed, --bloom, --bucket-size, --fingerprint-bits and --semi-sorted"); err != nil {
+			return nil, err
 		}
 		s.set, s.filter = filter, filter
 		return s, nil
@@ -215,27 +231,125 @@ func openSeen(e *env, f *dedupFlags, ins []input) (*seenSet, error) {
 	return s, nil
 }
 
-// newFilterFlagsSet reports whether the flags describe a new filter
-// (--capacity, --fpr, --seed, the shape flags…) when the filter loaded
-// keeps its own. With --state, the --capacity and --seed the file has are
-// not new: the run that makes the file and those that load it can be one
-// command line, and a window or a fixed filter, which never grows, needs
-// its --capacity on the first.
-func newFilterFlagsSet(f *dedupFlags, loaded *filterfile.Filter) bool {
-	ff := f.filter
-	if f.state != "" {
-		ff.capacity.set = ff.capacity.set && ff.capacity.n != loaded.Capacity()
-		ff.seed.set = ff.seed.set && ff.seed.n != loaded.Seed()
+// checkLoadedFlags refuses the flags that describe a new filter (--capacity,
+// --fpr, --seed, the shape flags…, listed in flags for the message) when
+// the seen-set is loaded from path, whose filter keeps its own parameters.
+// With --load, every one is refused. With --state, one is refused only
+// when its value is not the filter's: the run that makes the file and
+// those that load it can be one command line, and a window or a fixed
+// filter, which never grows, needs its --capacity on the first. The
+// refusal names the flag, its value and the filter's.
+func checkLoadedFlags(f *dedupFlags, loaded *filterfile.Filter, path, flags string) error {
+	if f.state == "" {
+		if f.filter.anySet() {
+			return usageErr("the loaded filter keeps its own parameters; drop them or start a new file",
+				"%s describe a new filter, not the one loaded from %s", flags, path)
+		}
+		return nil
 	}
-	return ff.anySet()
+	if given, why := stateConflict(&f.filter, loaded); given != "" {
+		return usageErr("drop the flag or give the filter's value ('cuckoo info "+path+"' shows it), or start a new file",
+			"%s does not describe the filter in %s: %s", given, path, why)
+	}
+	return nil
 }
 
-// loadedRemedy is the remedy of newFilterFlagsSet's refusal.
-func loadedRemedy(f *dedupFlags) string {
-	if f.state != "" {
-		return "the loaded filter keeps its own parameters; give the --capacity and --seed it was made with ('cuckoo info' shows them), drop the others, or start a new file"
+// stateConflict returns the first flag of ff (as "--flag value") that
+// describes another filter than loaded, and how loaded differs; "" when
+// every flag given describes it. A rate is the filter's when it is the
+// bound the file keeps (a growing cuckoo filter, a Bloom filter), or else
+// (a fixed cuckoo filter, a window) when it gives the fingerprints the
+// file has: the file keeps no other trace of it.
+func stateConflict(ff *filterFlags, loaded *filterfile.Filter) (given, why string) {
+	facts := map[string]any{}
+	for _, x := range loaded.Info() {
+		facts[x.Key] = x.Value
 	}
-	return "the loaded filter keeps its own parameters; drop them or start a new file"
+	kind := loaded.Kind()
+	capacity, what := loaded.Capacity(), "its capacity is %d"
+	madeCapacity := capacity == ff.capacity.n
+	if n, ok := facts["initial_capacity"].(uint64); ok {
+		capacity, what, madeCapacity = n, "its initial capacity is %d (it grows)", n == ff.capacity.n
+	} else if layers, ok := facts["layers"].(int); ok {
+		// A growing Bloom filter keeps the capacity of its layers, the
+		// first's times 2 (bloom.DefaultGrowth) for each next, rounded up.
+		what, madeCapacity = "its layers hold %d keys (it grows)", bloomLayers(ff.capacity.n, layers) == capacity
+	} else if kind == filterfile.CuckooWindow {
+		what = "it holds %d keys a window"
+	}
+	bucketSize, hasBuckets := facts["bucket_size"].(int)
+	bits, _ := facts["fingerprint_bits"].(int)
+	semi, _ := facts["semi_sorted"].(bool)
+	switch {
+	case ff.capacity.set && !madeCapacity:
+		return fmt.Sprintf("--capacity %d", ff.capacity.n), fmt.Sprintf(what, capacity)
+	case ff.seed.set && ff.seed.n != loaded.Seed():
+		return "--seed " + units.Seed(ff.seed.n), "its seed is " + units.Seed(loaded.Seed())
+	case ff.grow && !kind.Grows():
+		return "--grow", "it is a " + kind.String() + " filter of fixed size (made without --grow)"
+	case ff.bloom.kind != 0 && ff.bloom.kind != kind:
+		return "--bloom=" + ff.bloom.String(), "it is a " + kind.String() + " filter"
+	case ff.bucketSize != 0 && (!hasBuckets || bucketSize != int(ff.bucketSize)):
+		if !hasBuckets {
+			return fmt.Sprintf("--bucket-size %d", ff.bucketSize), "it is a " + kind.String() + " filter, which has no buckets"
+		}
+		return fmt.Sprintf("--bucket-size %d", ff.bucketSize), fmt.Sprintf("its buckets have %d slots", bucketSize)
+	case ff.fingerprint != 0 && bits != int(ff.fingerprint):
+		if !hasBuckets {
+			return fmt.Sprintf("--fingerprint-bits %d", ff.fingerprint), "it is a " + kind.String() + " filter, which has no fingerprints"
+		}
+		return fmt.Sprintf("--fingerprint-bits %d", ff.fingerprint), fmt.Sprintf("its fingerprints have %d bits", bits)
+	case ff.semi && !semi:
+		return "--semi-sorted", "its buckets are not semi-sorted"
+	case ff.fpr.set:
+		return rateConflict(ff, loaded, capacity, bucketSize, bits, semi)
+	}
+	return "", ""
+}
+
+// bloomLayers returns the keys the first n layers of a growing Bloom
+// filter of initial capacity c hold, as bloom.Scalable adds them.
+func bloomLayers(c uint64, n int) uint64 {
+	var sum uint64
+	for range n {
+		sum += c
+		c = uint64(min(math.Ceil(float64(c)*bloom.DefaultGrowth), bloom.MaxCapacity))
+	}
+	return sum
+}
+
+// rateConflict is stateConflict for --fpr, which is set.
+func rateConflict(ff *filterFlags, loaded *filterfile.Filter, capacity uint64, bucketSize, bits int, semi bool) (given, why string) {
+	given = "--fpr " + ff.fpr.text
+	kind := loaded.Kind()
+	if kind.Grows() || kind.IsBloom() {
+		_, target, _ := loaded.FarAboveTarget()
+		if math.Abs(target-ff.fpr.p) <= 1e-9*max(target, ff.fpr.p) {
+			return "", ""
+		}
+		return given, "it was made with --fpr " + strconv.FormatFloat(target, 'g', -1, 64)
+	}
+	// The fingerprints --fpr gives a filter of this shape; 0 if none.
+	spec := filterfile.Spec{Kind: kind, Capacity: capacity, FPR: ff.fpr.p, BucketSize: bucketSize, SemiSorted: semi}
+	want := 0
+	if w := loaded.Window(); w != nil {
+		// A window's fingerprints depend on the rate and the buckets only.
+		spec.Capacity, spec.Window = 1, w.Window()
+		if trial, err := filterfile.New(spec); err == nil {
+			want = trial.Window().FingerprintBits()
+		}
+	} else if p, err := filterfile.CuckooPlan(spec); err == nil {
+		want = p.FingerprintBits
+	}
+	if want == bits {
+		return "", ""
+	}
+	_, target, _ := loaded.FarAboveTarget()
+	why = fmt.Sprintf("it has %d-bit fingerprints (a false-positive rate of %s at capacity)", bits, units.Percent(target))
+	if want != 0 {
+		why += fmt.Sprintf(", and --fpr %s gives %d-bit ones", ff.fpr.text, want)
+	}
+	return given, why
 }
 
 // newSizedFilter makes the new filter of spec: dedup's seen-set, build's

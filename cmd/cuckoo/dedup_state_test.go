@@ -2,7 +2,11 @@ package main
 
 import (
 	"bytes"
+	"os"
 	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -68,45 +72,6 @@ func TestDedupStateThatCannotBeWrittenLeavesOutputUnchanged(t *testing.T) {
 	}
 }
 
-// TestDedupStateTakesOneCommandLineEveryRun: a --state file of a window or
-// a fixed filter, which never grows, needs its --capacity on the run that
-// makes it; the runs that load it take the same --capacity and --seed, so
-// that one command line runs every hour (they were refused, status 2, and
-// without --capacity the window took the first input's lines as its
-// capacity and was full by the second hour's). Other values are refused,
-// as are the flags the file cannot be checked against.
-func TestDedupStateTakesOneCommandLineEveryRun(t *testing.T) {
-	t.Parallel()
-	e := newEnv(t)
-	e.write("hour1.txt", string(distinctLines(0, 1000)))
-	e.write("hour2.txt", string(distinctLines(1000, 1000)))
-	for _, c := range []struct {
-		name  string
-		flags []string
-	}{
-		{"window", []string{"--window", "7d", "--capacity", "3000", "--seed", "1", "--state", "week.ckoo"}},
-		{"fixed", []string{"--capacity", "3000", "--seed", "0x2", "--state", "fixed.ckoo"}},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			for i, in := range []string{"hour1.txt", "hour2.txt", "hour1.txt"} {
-				r := e.run("", append(append([]string{"dedup"}, c.flags...), in)...)
-				r.want(t, exitOK, "dedup")
-				if want := map[bool]string{true: "", false: string(e.read(in))}[i == 2]; r.stdout != want {
-					t.Fatalf("run %d on %s: %d bytes out, want %d", i+1, in, len(r.stdout), len(want))
-				}
-			}
-			state := c.flags[len(c.flags)-1]
-			for _, other := range [][]string{{"--capacity", "5000"}, {"--seed", "3"}, {"--fpr", "0.01"}} {
-				r := e.run("", append([]string{"dedup", "--state", state, "hour1.txt"}, other...)...)
-				r.want(t, exitUsage, "dedup")
-				if !strings.Contains(r.stderr, "describe a new filter") {
-					t.Errorf("%v with %s: %q", other, state, r.stderr)
-				}
-			}
-		})
-	}
-}
-
 // TestDedupOutputOverLoadedFileRefused: -o naming the --load file is
 // refused, as -o naming the --save or --state file is: it replaced the
 // seen-set with the lines printed, status 0, and the next run loading it
@@ -125,4 +90,194 @@ func TestDedupOutputOverLoadedFileRefused(t *testing.T) {
 	if !bytes.Equal(e.read("seen.ckoo"), before) {
 		t.Fatal("the loaded file was replaced by the output")
 	}
+}
+
+// TestDedupStateTakesTheGrowAndFprItWasMadeWith: the runs that load a
+// --state file take every flag of a new filter that describes the filter
+// in it, so that the command line that made the file runs again, every
+// hour: --capacity and --seed (a window or a fixed filter, which never
+// grows, needs its --capacity on the run that makes the file; without it,
+// the window took the first input's lines and was full by the second
+// hour's), and --grow and --fpr, which were refused (status 2), as was the
+// --capacity of a growing filter that had grown. A rate describes a
+// growing or Bloom filter when it is the bound the file keeps, a fixed
+// filter or a window when it gives the fingerprints the file has. Another
+// value is refused, status 2, naming the flag, its value and the file's,
+// and the file is left as it was; --load refuses them all.
+func TestDedupStateTakesTheGrowAndFprItWasMadeWith(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	hours := []string{"hour1.txt", "hour2.txt", "hour1.txt"}
+	e.write(hours[0], string(distinctLines(0, 1500)))
+	e.write(hours[1], string(distinctLines(1500, 1500)))
+	// refused is a run given another value of a flag, and what its
+	// message must hold: the flag as given, the file's value.
+	type refused struct{ flags, want []string }
+	for _, c := range []struct {
+		name    string
+		flags   []string
+		exact   bool // a rate low enough that no new line is dropped
+		refused []refused
+	}{
+		{"window", []string{"--window", "7d", "--capacity", "3000", "--seed", "1", "--state", "week.ckoo"}, true, []refused{
+			{[]string{"--capacity", "5000"}, []string{"--capacity 5000", "3000 keys a window"}},
+			{[]string{"--seed", "3"}, []string{"--seed 0x0000000000000003", "0x0000000000000001"}},
+			{[]string{"--fpr", "0.01"}, []string{"--fpr 0.01", "-bit fingerprints"}},
+		}},
+		{"fixed", []string{"--capacity", "3000", "--seed", "0x2", "--state", "fixed.ckoo"}, true, []refused{
+			{[]string{"--capacity", "5000"}, []string{"--capacity 5000", "capacity is 3000"}},
+			{[]string{"--seed", "3"}, []string{"--seed 0x0000000000000003", "0x0000000000000002"}},
+			{[]string{"--fpr", "0.01"}, []string{"--fpr 0.01", "-bit fingerprints"}},
+			{[]string{"--grow"}, []string{"--grow", "fixed size"}},
+		}},
+		{"grow", []string{"--capacity", "1000", "--grow", "--fpr", "1e-6", "--seed", "1", "--state", "grow.ckoo"}, true, []refused{
+			{[]string{"--fpr", "1e-5"}, []string{"--fpr 1e-5", "--fpr 1e-06"}},
+			{[]string{"--capacity", "2000"}, []string{"--capacity 2000", "initial capacity is 1000"}},
+		}},
+		{"grows by default", []string{"--fpr", "0.1%", "--seed", "7", "--state", "default.ckoo"}, false, []refused{
+			{[]string{"--fpr", "0.01"}, []string{"--fpr 0.01", "--fpr 0.001"}},
+		}},
+		{"fixed rate", []string{"--capacity", "5000", "--fpr", "1e-3", "--bucket-size", "8", "--seed", "1", "--state", "rate.ckoo"}, false, []refused{
+			{[]string{"--fpr", "0.1"}, []string{"--fpr 0.1", "-bit fingerprints", "gives"}},
+		}},
+		{"window rate", []string{"--window", "7d", "--capacity", "5000", "--fpr", "0.003", "--seed", "1", "--state", "rate-week.ckoo"}, false, []refused{
+			{[]string{"--fpr", "0.3"}, []string{"--fpr 0.3", "-bit fingerprints"}},
+		}},
+		{"shape", []string{"--capacity", "5000", "--semi-sorted", "--fingerprint-bits", "12", "--seed", "1", "--state", "shape.ckoo"}, false, []refused{
+			{[]string{"--fingerprint-bits", "13"}, []string{"--fingerprint-bits 13", "12 bits"}},
+		}},
+		{"growing bloom", []string{"--bloom=scalable", "--capacity", "1000", "--seed", "1", "--state", "bloom-grows.ckoo"}, false, []refused{
+			{[]string{"--capacity", "1001"}, []string{"--capacity 1001", "layers hold"}},
+		}},
+		{"bloom", []string{"--bloom=classic", "--capacity", "5000", "--fpr", "0.003", "--seed", "1", "--state", "bloom.ckoo"}, false, []refused{
+			{[]string{"--bloom"}, []string{"--bloom=blocked", "bloom-classic"}},
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			for i, in := range hours {
+				r := e.run("", append(append([]string{"dedup", "-q"}, c.flags...), in)...)
+				r.want(t, exitOK, "dedup")
+				// At a higher rate, a few new lines may be dropped (the
+				// seeds make the runs the same every time).
+				want := map[bool]string{true: "", false: string(e.read(in))}[i == 2]
+				if n := strings.Count(r.stdout, "\n"); r.stdout != want && (c.exact || i == 2 || n < 1450) {
+					t.Fatalf("run %d on %s: %d lines out, want %d", i+1, in, n, strings.Count(want, "\n"))
+				}
+			}
+			state := c.flags[len(c.flags)-1]
+			before := e.read(state)
+			for _, x := range c.refused {
+				r := e.run("", append(append([]string{"dedup", "--state", state}, x.flags...), hours[1])...)
+				r.wantIn(t, exitUsage, "dedup", append(x.want, "does not describe the filter in "+state)...)
+				if r.stdout != "" || !bytes.Equal(e.read(state), before) {
+					t.Fatalf("a refused run wrote: stdout %q, %s changed: %v", r.stdout, state, !bytes.Equal(e.read(state), before))
+				}
+			}
+			e.run("", "dedup", "--load", state, "--seed", "9", hours[1]).wantIn(t, exitUsage, "dedup", "describe a new filter")
+		})
+	}
+}
+
+// wantIn is want, and checks that standard error holds each of msgs.
+func (r result) wantIn(t *testing.T, code int, cmd string, msgs ...string) {
+	t.Helper()
+	r.want(t, code, cmd)
+	for _, m := range msgs {
+		if !strings.Contains(r.stderr, m) {
+			t.Errorf("stderr %q, want %q in it", r.stderr, m)
+		}
+	}
+}
+
+// TestDedupHelpStateExamplesRunTwice: every example of the help (cuckoo
+// --help, cuckoo dedup --help, the others') that keeps a --state file of
+// dedup runs twice, as
+// it is meant to: the second run loads the file the first made, and
+// prints no line of the same input again.
+func TestDedupHelpStateExamplesRunTwice(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	n := 0
+	helps := []string{mainHelp}
+	for _, c := range commands() {
+		helps = append(helps, c.help)
+	}
+	for _, help := range helps {
+		for _, line := range strings.Split(help, "\n") {
+			line, _, _ = strings.Cut(strings.TrimSpace(line), "#")
+			line, _, _ = strings.Cut(line, ">")
+			args := strings.Fields(line)
+			if len(args) < 2 || args[0] != "cuckoo" || args[1] != "dedup" || !slices.Contains(args, "--state") {
+				continue
+			}
+			n++
+			args = append(args[1:], "-q")
+			for _, a := range args {
+				if strings.HasSuffix(a, ".txt") || strings.HasSuffix(a, ".log") {
+					e.write(a, string(distinctLines(0, 2000)))
+				}
+				if strings.HasSuffix(a, ".ckoo") {
+					os.Remove(filepath.Join(e.dir, a))
+				}
+			}
+			for run := 1; run <= 2; run++ {
+				r := e.run("", args...)
+				r.want(t, exitOK, "dedup")
+				if lines := strings.Count(r.stdout, "\n"); run == 1 && lines < 1990 || run == 2 && lines != 0 {
+					t.Fatalf("%s, run %d: %d lines out", line, run, lines)
+				}
+			}
+		}
+	}
+	if n < 4 {
+		t.Fatalf("%d examples with --state in the help, want at least 4", n)
+	}
+}
+
+// TestStateSymlinkLoopIsAnError: a file to write whose name is a loop of
+// symbolic links (ln -s a b; ln -s b a) is an error, status 3, naming it,
+// before anything is read or written; --state took it for a missing file,
+// and the run replaced the link with a regular file, status 0.
+func TestStateSymlinkLoopIsAnError(t *testing.T) {
+	t.Parallel()
+	e := newUnixEnv(t, "symbolic links")
+	e.write("in.txt", "a\nb\n")
+	if err := os.Symlink("a", filepath.Join(e.dir, "b")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("b", filepath.Join(e.dir, "a")); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{
+		{"dedup", "--state", "b", "in.txt"},
+		{"dedup", "--save", "b", "in.txt"},
+		{"dedup", "-o", "b", "in.txt"},
+		{"dedup", "--window", "1h", "--state", "b", "in.txt"},
+		{"build", "-o", "b", "in.txt"},
+		{"add", "b", "in.txt"},
+	} {
+		r := e.run("", args...)
+		r.wantIn(t, exitData, args[0], "b: too many levels of symbolic links")
+		if r.stdout != "" {
+			t.Errorf("%v printed %q", args, r.stdout)
+		}
+		for _, name := range []string{"a", "b"} {
+			if fi, err := os.Lstat(filepath.Join(e.dir, name)); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+				t.Fatalf("%v: %s is no longer a symbolic link (%v)", args, name, err)
+			}
+		}
+		if files := e.files(); len(files) != 3 {
+			t.Fatalf("%v left %v", args, files)
+		}
+	}
+}
+
+// newUnixEnv is newEnv for a test of what only Unix systems have (symbolic
+// links, sh's <&-), which it skips elsewhere, saying why.
+func newUnixEnv(t *testing.T, why string) *sandbox {
+	t.Helper()
+	if runtime.GOOS == "windows" {
+		t.Skip(why)
+	}
+	return newEnv(t)
 }

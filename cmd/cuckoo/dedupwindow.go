@@ -106,11 +106,11 @@ func openWindowSeen(e *env, f *dedupFlags, s *seenSet, ins []input) (handled boo
 		if filter, err = e.loadFilter(s.loaded); err != nil {
 			return true, err
 		}
+		if err := checkLoadedFlags(f, filter, s.loaded, "--capacity, --fpr, --seed, --bucket-size and --fingerprint-bits"); err != nil {
+			return true, err
+		}
 		w := filter.Window()
 		switch {
-		case newFilterFlagsSet(f, filter):
-			return true, usageErr(loadedRemedy(f),
-				"--capacity, --fpr, --seed, --bucket-size and --fingerprint-bits describe a new filter, not the one loaded from %s", s.loaded)
 		case w == nil:
 			return true, usageErr("give a file written by 'cuckoo dedup --window', or a new one",
 				"--window needs a window filter, and %s holds a %s", s.loaded, filter.Kind().Description())

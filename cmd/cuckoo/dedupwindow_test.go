@@ -192,7 +192,8 @@ func TestDedupWindowErrors(t *testing.T) {
 	}{
 		{[]string{"--window", "2h", "--state", "w.ckoo", "keys.txt"}, "keeps a window of 1h0m0s, not 2h0m0s"},
 		{[]string{"--window", "1h", "--load", "f.ckoo", "keys.txt"}, "--window needs a window filter"},
-		{[]string{"--state", "w.ckoo", "--capacity", "5", "keys.txt"}, "describe a new filter"},
+		{[]string{"--state", "w.ckoo", "--capacity", "5", "keys.txt"}, "--capacity 5 does not describe the filter in w.ckoo: it holds 3 keys a window"},
+		{[]string{"--load", "w.ckoo", "--capacity", "3", "keys.txt"}, "describe a new filter"},
 	} {
 		r := e.run("", append([]string{"dedup"}, c.args...)...)
 		r.want(t, exitUsage, "dedup")

@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"sort"
@@ -38,6 +39,11 @@ type env struct {
 	// exit with the signal's status, and a command that finds its work
 	// stopped under it waits for that (see halt).
 	interrupting atomic.Bool
+	// signal is the exit status of the signal that interrupted the run
+	// (130, 143), set by signalled before it cleans up; 0 for none.
+	// interrupted is closed once signalled has printed its message.
+	signal      atomic.Int32
+	interrupted chan struct{}
 }
 
 // stickyWriter passes writes on and remembers the first error, so that a
@@ -121,6 +127,42 @@ func (e *env) halt() {
 	if e.interrupting.Load() {
 		select {}
 	}
+}
+
+// signalled handles the signal s that interrupts the run, on the signal
+// goroutine, and returns the status to exit with. It marks the run
+// interrupted before anything else, so that an error the clean-up causes
+// the command (a write to the temporary file it drops fails) is not
+// reported as the command's: report waits for the message printed here
+// and returns the same status (interruptedStatus). Whichever goroutine
+// exits first, the status is the signal's.
+func (e *env) signalled(s os.Signal) int {
+	status := signalStatus(s)
+	e.signal.Store(int32(status))
+	fmt.Fprintf(e.stderr, "cuckoo %s: %s\n", e.cmd, e.interrupt())
+	close(e.interruptedChan())
+	return status
+}
+
+// interruptedStatus returns the status of the signal that interrupted
+// the run, once signalled has printed its message, or false when no
+// signal came.
+func (e *env) interruptedStatus() (int, bool) {
+	status := int(e.signal.Load())
+	if status == 0 {
+		return 0, false
+	}
+	<-e.interruptedChan()
+	return status, true
+}
+
+func (e *env) interruptedChan() chan struct{} {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.interrupted == nil {
+		e.interrupted = make(chan struct{})
+	}
+	return e.interrupted
 }
 
 // interrupt is called on Ctrl-C, from the signal goroutine: it runs what

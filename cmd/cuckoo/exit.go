@@ -41,17 +41,19 @@ const exitStatusHelp = `Exit status:
   0    success
   1    a key is absent: query --key, delete, store get, store has, store del
   2    usage error: unknown command or flag, bad flag value, missing argument
-  3    data or I/O error: missing or unreadable file, damaged filter file or
-       store, store open in another process, write failure, Redis or Kafka
-       unreachable or refusing, a record dedup --kafka cannot read, serve's
-       data directory busy or damaged or its port taken; a file being
-       written is left as it was
+  3    data or I/O error: missing or unreadable file (symbolic links in a
+       loop, a closed standard input), damaged filter file or store, store
+       open in another process, write failure, Redis or Kafka unreachable
+       or refusing, a record dedup --kafka cannot read, serve's data
+       directory busy or damaged or its port taken; a file being written
+       is left as it was
   4    a fixed-capacity filter is full (dedup --redis: the filter in
        Redis; dedup --kafka: a partition's filter); a file being written
        is left as it was
-  130  interrupted (Ctrl-C; 143: SIGTERM); a file being written is left as
-       it was; serve and dedup --kafka instead stop gracefully and exit 0;
-       141, quietly: the reader of the output went away (| head)`
+  130  interrupted (Ctrl-C; 143: SIGTERM), whatever the run was doing; a
+       file being written is left as it was; serve and dedup --kafka
+       instead stop gracefully and exit 0; 141, quietly: the reader of the
+       output went away (| head)`
 
 // cliError is an error with its exit status and the remedy to print
 // after it: "cuckoo <cmd>: <problem>; <remedy>".
@@ -107,6 +109,9 @@ func fileErr(name string, err error, remedy string) error {
 		return dataErr(remedy, "%s: no such file", name)
 	case errors.Is(err, fs.ErrPermission):
 		return dataErr("check its permissions", "%s: permission denied", name)
+	case errors.Is(err, syscall.ELOOP):
+		return dataErr("a symbolic link on its path leads back to itself; point it at a file, or remove it",
+			"%s: too many levels of symbolic links", name)
 	}
 	return dataErr(remedyRead, "%s: %v", name, err)
 }

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/dedupkit/cuckoo"
@@ -239,6 +240,8 @@ func loadError(path string, err error) error {
 		return dataErr("build one with 'cuckoo build -o "+path+"'", "%s: no such file", path)
 	case errors.Is(err, fs.ErrPermission):
 		return dataErr("check its permissions", "%s: permission denied", path)
+	case errors.Is(err, syscall.ELOOP):
+		return fileErr(path, err, "")
 	case errors.Is(err, filterfile.ErrNotFilter):
 		return dataErr("give a file written by 'cuckoo build' or 'cuckoo dedup --save'",
 			"%s is not a filter file (%s)", path, detail(filterfile.ErrNotFilter))

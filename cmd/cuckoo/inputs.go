@@ -30,6 +30,12 @@ func openInputs(e *env, cmd string, names []string) ([]input, error) {
 				return nil, usageErr("give - once", "standard input (-) given twice")
 			}
 			stdinUsed = true
+			if stdinClosed(e.stdinFile) {
+				// As cat and sort say "-: Bad file descriptor": a closed
+				// standard input is no input, not an empty one.
+				return nil, dataErr("give the files to read as arguments, or </dev/null for no input",
+					"reading standard input: it is closed")
+			}
 			in := input{name: "-", size: -1}
 			if e.stdinFile != nil {
 				if fi, err := e.stdinFile.Stat(); err == nil && fi.Mode().IsRegular() {

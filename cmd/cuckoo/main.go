@@ -111,11 +111,10 @@ func main() {
 	// stops the way it stops on any write error, cleaning up (a temporary
 	// store, a kept store's unwritten lines), and report exits quietly.
 	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
-	go func() {
-		s := <-sig
-		fmt.Fprintf(os.Stderr, "cuckoo %s: %s\n", e.cmd, e.interrupt())
-		os.Exit(signalStatus(s))
-	}()
+	// Both goroutines exit with the signal's status: run's report, which
+	// may see an error the interrupt caused (a write to the temporary file
+	// it dropped), waits for the message and returns it too.
+	go func() { os.Exit(e.signalled(<-sig)) }()
 	os.Exit(run(e, os.Args[1:]))
 }
 
@@ -173,8 +172,13 @@ func lookup(name string) *command {
 	return nil
 }
 
-// report prints err as one line and returns its exit status.
+// report prints err as one line and returns its exit status; after a
+// signal, the signal's status and nothing more, whatever the command
+// returned (see env.signalled).
 func report(e *env, cmd string, err error) int {
+	if status, ok := e.interruptedStatus(); ok {
+		return status
+	}
 	if err == nil {
 		return exitOK
 	}

@@ -2,10 +2,13 @@ package main
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"sort"
+	"syscall"
 
 	"github.com/dedupkit/cuckoo/internal/vfs"
 )
@@ -30,6 +33,11 @@ func (e *env) lockFiles(paths ...string) error {
 			ts = append(ts, target{p, canonical(p)})
 		}
 	}
+	for _, t := range ts {
+		if err := checkTarget(t.path); err != nil {
+			return err
+		}
+	}
 	sort.Slice(ts, func(i, j int) bool { return ts[i].key < ts[j].key })
 	for _, t := range ts {
 		e.mu.Lock()
@@ -48,6 +56,19 @@ func (e *env) lockFiles(paths ...string) error {
 		}
 		e.locks[t.key] = l
 		e.mu.Unlock()
+	}
+	return nil
+}
+
+// checkTarget refuses a file to write whose name is a loop of symbolic
+// links (ln -s a b; ln -s b a), which the replacement would take for a
+// missing file and replace with a regular one. The commands that read
+// before they write check with lockFiles, before anything is read or
+// written. Other names that do not resolve fail when the replacement
+// starts, with its message.
+func checkTarget(path string) error {
+	if _, err := os.Stat(path); errors.Is(err, syscall.ELOOP) {
+		return fileErr(path, err, "")
 	}
 	return nil
 }
@@ -107,6 +128,9 @@ func (e *env) createOutput(path string) (*outputFile, error) { return e.startOut
 // startOutput is createOutput, or, underLock, the replacement of one of a
 // batch of files under a lock the caller holds (vfs.CreateUnder).
 func (e *env) startOutput(path string, underLock bool) (*outputFile, error) {
+	if err := checkTarget(path); err != nil {
+		return nil, err
+	}
 	e.mu.Lock()
 	var l *vfs.WriterLock
 	if len(e.locks) > 0 && !underLock { // canonical costs a stat per element of the path
