@@ -130,17 +130,36 @@ func Acquire(path string, waiting func()) (*WriterLock, error) {
 // unlocked returns the WriterLock of path, not taken: its target (a
 // symbolic link resolved) and its lock file's name.
 func unlocked(path string) *WriterLock {
-	target := path
-	if fi, err := os.Lstat(path); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
-		if t, err := filepath.EvalSymlinks(path); err == nil {
-			target = t
-		}
-	}
+	target := linkTarget(path)
 	dir, base := filepath.Split(target)
 	if dir == "" {
 		dir = "."
 	}
 	return &WriterLock{target: target, path: filepath.Join(dir, "."+base+".lock")}
+}
+
+// linkTarget returns the file path names when path is a symbolic link,
+// or a chain of them: the last one's target, which need not exist yet (a
+// dangling link names the file to create), each relative link read from
+// its own directory. Otherwise, and for a chain longer than Linux
+// follows (a loop, which the caller's open reports), it returns path.
+func linkTarget(path string) string {
+	target := path
+	for range 40 {
+		fi, err := os.Lstat(target)
+		if err != nil || fi.Mode()&fs.ModeSymlink == 0 {
+			return target
+		}
+		t, err := os.Readlink(target)
+		if err != nil {
+			return target
+		}
+		if !filepath.IsAbs(t) {
+			t = filepath.Join(filepath.Dir(target), t)
+		}
+		target = t
+	}
+	return path
 }
 
 // tempPath is the name of the temporary file of a writer holding the

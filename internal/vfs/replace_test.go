@@ -192,6 +192,37 @@ func TestSymlinkTargetReplaced(t *testing.T) {
 	}
 }
 
+// A link whose file does not exist yet names the file to create: writing
+// through it creates that file, through every link of a chain, and keeps
+// the links.
+func TestDanglingSymlinkTargetCreated(t *testing.T) {
+	dir := t.TempDir()
+	sub := filepath.Join(dir, "sub")
+	os.Mkdir(sub, 0o755)
+	link, middle := filepath.Join(dir, "link"), filepath.Join(sub, "middle")
+	if err := os.Symlink("sub/middle", link); err != nil {
+		t.Skip("no symbolic links here:", err)
+	}
+	if err := os.Symlink("real", middle); err != nil { // relative to sub
+		t.Fatal(err)
+	}
+	err := vfs.WriteFile(link, 0o644, nil, func(w io.Writer) error {
+		_, err := io.WriteString(w, "new")
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range []string{link, middle} {
+		if fi, err := os.Lstat(l); err != nil || fi.Mode()&fs.ModeSymlink == 0 {
+			t.Fatalf("%s was replaced by a file (%v)", l, err)
+		}
+	}
+	if got := string(mustRead(t, filepath.Join(sub, "real"))); got != "new" {
+		t.Fatalf("the file the links name holds %q", got)
+	}
+}
+
 // TestAbortRacesCommit runs Abort (as a signal handler would) against
 // Commit: whichever wins, the target is the old file or the whole new one,
 // and no temporary file is left. Run it with -race.
