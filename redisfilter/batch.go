@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 
 	"github.com/redis/go-redis/v9"
@@ -276,6 +277,11 @@ func (h *segments) writeBatch(ctx context.Context, fn string, head []any, keyArg
 			}
 			if err != nil {
 				err = replyErr(err)
+				if a := calls[c].after; a >= 0 && cerrs[a] != nil && orderRefusal(err) {
+					// Refused until the horizon for want of the call
+					// before it: that call's error says why.
+					err = fmt.Errorf("%w (the call before it, of the same segment: %v)", err, replyErr(cerrs[a]))
+				}
 				retErr = cmp(retErr, err)
 				for _, i := range idx {
 					set(lo+int(i), false, err)
@@ -296,6 +302,12 @@ func (h *segments) writeBatch(ctx context.Context, fn string, head []any, keyArg
 		}
 	}
 	return retErr
+}
+
+// orderRefusal reports whether err is the refusal of a call run before
+// the call it must follow (Lua: CKFORDER).
+func orderRefusal(err error) bool {
+	return isReply(err) && strings.HasPrefix(err.Error(), "CKFORDER ")
 }
 
 // writeCall is a call of a batch write: its segment, its keys (indexes

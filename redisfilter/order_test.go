@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -380,6 +381,9 @@ func TestRefusedUntilHorizonStopsItsSegment(t *testing.T) {
 			for i := range in {
 				if added[i] || errs[i] == nil || errors.Is(errs[i], redisfilter.ErrUnconfirmed) {
 					t.Errorf("key %d (%s): added = %v, %v; want false, a refusal", i, in[i], added[i], errs[i])
+				}
+				if errs[i] != nil && !strings.Contains(errs[i].Error(), busyRefusal{}.Error()) {
+					t.Errorf("key %d (%s): %v; want the first call's refusal named", i, in[i], errs[i])
 				}
 				found, err := f.ContainsChecked(ctx, in[i])
 				if err != nil || found {
