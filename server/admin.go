@@ -231,6 +231,8 @@ func (s *Server) writeInfo(b *strings.Builder, section string) {
 		line("used_memory_dataset", s.ks.used.Load())
 		line("used_memory_dataset_human", humanBytes(s.ks.used.Load()))
 		line("mem_clients_normal", s.clientBufs.used())
+		line("scandump_copies", s.ks.dumps.count())
+		line("mem_scandump_copies", s.ks.dumps.bytes.Load())
 		line("maxmemory", s.cfg.MaxMemory)
 		line("maxmemory_human", humanBytes(s.cfg.MaxMemory))
 		line("maxmemory_policy", "noeviction")

@@ -235,10 +235,27 @@ func (s *Server) exec(c *call, cl *client, w *resp.Writer, args [][]byte) {
 	cmd.exec(c)
 }
 
-// overMemory reports whether MaxMemory is set and the memory it counts,
-// the filters' and the clients' buffers (clientbuf.go), with extra more
-// bytes, is past it.
+// overMemory reports whether a command adding extra bytes must be refused
+// for MaxMemory: whether MaxMemory is set and the memory it counts, the
+// filters', the dumps' (dump.go) and the clients' buffers (clientbuf.go),
+// with extra more bytes, is past it. When dropping the copies dumps in
+// progress are served from would bring it under, it drops them first,
+// least recently continued first, until it is, and reports false; when
+// it would not, it drops none.
 func (s *Server) overMemory(extra int64) bool {
+	if !s.pastMemory(extra) {
+		return false
+	}
+	if s.pastMemory(extra - s.ks.dumps.bytes.Load()) {
+		return true
+	}
+	s.ks.dropDumps(func() bool { return !s.pastMemory(extra) })
+	return s.pastMemory(extra)
+}
+
+// pastMemory reports whether MaxMemory is set and the memory it counts,
+// with extra more bytes, is past it.
+func (s *Server) pastMemory(extra int64) bool {
 	return s.cfg.MaxMemory > 0 && s.ks.used.Load()+s.clientBufs.used()+extra > s.cfg.MaxMemory
 }
 

@@ -18,13 +18,52 @@ package server
 // changes. An empty filter is dumped too (RedisBloom answers [0, nil] at
 // once, losing its parameters).
 //
+// # The copies
+//
+// A key has one copy at most: a new SCANDUMP key 0 replaces it. The
+// server cannot tell a dump in progress from one its client abandoned
+// (it disconnected, crashed, or gave up), and does not tie a copy to the
+// connection that began the dump, since a pooled client may ask for each
+// chunk on another connection. So a copy is counted, and bounded:
+//
+//   - its bytes count in keyspace.used, the memory maxmemory bounds and
+//     INFO reports (used_memory_dataset; scandump_copies and
+//     mem_scandump_copies for the copies alone);
+//   - it is freed when the dump ends (the [0, nil] reply), when the key is
+//     deleted or overwritten (DEL, UNLINK, RENAME onto it, FLUSHALL), and
+//     with the server;
+//   - a SCANDUMP key 0 whose copy would pass maxmemory gets Redis's OOM
+//     error; it never drops another dump's copy to make room (two dumps
+//     restarting in turn would drop each other's for ever);
+//   - a command that would be refused for maxmemory only because of the
+//     copies (Server.overMemory) drops them first, least recently
+//     continued first, until it fits: the data's writes come before the
+//     dumps. When dropping them all would not make room, it drops none.
+//
+// A chunk is only ever cut from the copy its dump began with: a SCANDUMP
+// at an iterator other than 0 for a key without a copy (its dump ended,
+// the key was deleted or overwritten, the server restarted, or the copy
+// was dropped) gets errDumpGone, telling the client to start again from
+// iterator 0. Encoding the filter anew there would stitch chunks of two
+// encodings: LOADCHUNK would refuse them late, once the length the first
+// chunk announced has arrived (by the checksum) or been passed, or never
+// finish when the newer encoding is shorter; and a client keeping the
+// chunks (a backup) would not notice at all. Two dumps
+// of one key at once still share its copy: the later SCANDUMP key 0
+// replaces the copy the earlier dump is cut from, and the iterator does
+// not say which dump a chunk is for.
+//
 // LOADCHUNK of the first chunk (its iterator equals its length plus one)
 // starts a load into a key that must not exist; the chunks that follow must
 // come in order; with the last one the filter is decoded, checked, and
 // stored. Until then the key does not exist.
 
 import (
+	"cmp"
+	"slices"
 	"strconv"
+	"sync"
+	"sync/atomic"
 )
 
 // maxDumpChunk is the most bytes one SCANDUMP returns, as in RedisBloom
@@ -51,6 +90,78 @@ func dumpErrorsOf(k kind) dumpErrors {
 		return dumpErrors{errCFInvalidPosition, errCFInvalidPosition, errCFInvalidPosition, errCFInvalidHeader, errCFLoadChunk}
 	}
 	return dumpErrors{errBFScanDumpIter, errBFLoadChunkIter, errBFBadOffset, errBFBadData, errBFBadData}
+}
+
+// dumpCopies are the copies dumps in progress are served from: the
+// objects whose dump is not nil. Their bytes are counted in keyspace.used
+// too. Lock order: object.mu, then object.dumpMu, then mu.
+type dumpCopies struct {
+	mu    sync.Mutex
+	held  map[*object]struct{}
+	bytes atomic.Int64  // the copies' length, summed
+	tick  atomic.Uint64 // the last object.dumpTick given
+}
+
+// count returns the number of copies held.
+func (d *dumpCopies) count() int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return len(d.held)
+}
+
+// setDump makes enc the copy o's dump is served from, replacing any, and
+// counts it. The caller holds o.dumpMu.
+func (ks *keyspace) setDump(o *object, enc []byte) {
+	delta := int64(len(enc)) - int64(len(o.dump))
+	if o.dump == nil {
+		ks.dumps.mu.Lock()
+		ks.dumps.held[o] = struct{}{}
+		ks.dumps.mu.Unlock()
+	}
+	o.dump = enc
+	ks.used.Add(delta)
+	ks.dumps.bytes.Add(delta)
+	o.dumpTick.Store(ks.dumps.tick.Add(1))
+}
+
+// releaseDump frees o's copy, if it has one. The caller holds o.dumpMu.
+func (ks *keyspace) releaseDump(o *object) {
+	if o.dump == nil {
+		return
+	}
+	ks.used.Add(-int64(len(o.dump)))
+	ks.dumps.bytes.Add(-int64(len(o.dump)))
+	o.dump = nil
+	ks.dumps.mu.Lock()
+	delete(ks.dumps.held, o)
+	ks.dumps.mu.Unlock()
+}
+
+// dropDumps frees copies, least recently continued first, until enough
+// reports true or none is left. A copy that served a chunk since the
+// order was taken is kept. The caller holds no object's dumpMu.
+func (ks *keyspace) dropDumps(enough func() bool) {
+	type held struct {
+		o    *object
+		tick uint64
+	}
+	ks.dumps.mu.Lock()
+	list := make([]held, 0, len(ks.dumps.held))
+	for o := range ks.dumps.held {
+		list = append(list, held{o, o.dumpTick.Load()})
+	}
+	ks.dumps.mu.Unlock()
+	slices.SortFunc(list, func(a, b held) int { return cmp.Compare(a.tick, b.tick) })
+	for _, h := range list {
+		if enough() {
+			return
+		}
+		h.o.dumpMu.Lock()
+		if h.o.dumpTick.Load() == h.tick {
+			ks.releaseDump(h.o)
+		}
+		h.o.dumpMu.Unlock()
+	}
 }
 
 // dropLoads abandons the LOADCHUNK sequences in progress into keys (nil:
@@ -99,21 +210,33 @@ func parseScanDump(k kind) func(args [][]byte) (scanDumpReq, error) {
 }
 
 func (r scanDumpReq) run(c *call) {
-	key, iter := r.key, r.iter
+	key, iter, ks := r.key, r.iter, c.s.ks
 	o := c.readExisting(key, r.kind)
 	if o == nil {
 		return
 	}
 	o.dumpMu.Lock()
-	if iter == 0 || o.dump == nil {
-		enc, err := o.encode()
-		if err != nil {
-			o.dumpMu.Unlock()
-			o.mu.RUnlock()
-			c.fail(err)
+	fail := func(err error) {
+		o.dumpMu.Unlock()
+		o.mu.RUnlock()
+		c.fail(err)
+	}
+	if iter == 0 {
+		// The new copy replaces the key's old one; it never drops
+		// another key's (see the file comment).
+		if c.s.pastMemory(o.encodedSize() - int64(len(o.dump))) {
+			fail(errOOM)
 			return
 		}
-		o.dump = enc
+		enc, err := o.encode()
+		if err != nil {
+			fail(err)
+			return
+		}
+		ks.setDump(o, enc)
+	} else if o.dump == nil {
+		fail(errDumpGone)
+		return
 	}
 	dump := o.dump
 	start := max(iter-1, 0)
@@ -122,8 +245,9 @@ func (r scanDumpReq) run(c *call) {
 	if start < int64(len(dump)) {
 		end := min(start+maxDumpChunk, int64(len(dump)))
 		chunk, next = dump[start:end], end+1
+		o.dumpTick.Store(ks.dumps.tick.Add(1))
 	} else {
-		o.dump = nil // the dump is over
+		ks.releaseDump(o) // the dump is over
 	}
 	o.dumpMu.Unlock()
 	o.mu.RUnlock()

@@ -57,7 +57,8 @@ type keyspace struct {
 	// snap is the snapshot being taken, or nil.
 	snap atomic.Pointer[snapshotRun]
 
-	used  atomic.Int64 // the objects' SizeInBytes, summed
+	used  atomic.Int64 // the objects' SizeInBytes, the pending loads and the dump copies, summed
+	dumps dumpCopies   // the copies dumps in progress are served from (dump.go)
 	count atomic.Int64 // keys
 	dirty atomic.Bool  // a write since the last snapshot began
 
@@ -66,6 +67,7 @@ type keyspace struct {
 
 func newKeyspace() *keyspace {
 	ks := &keyspace{seed: rand.Uint64()}
+	ks.dumps.held = make(map[*object]struct{})
 	for i := range ks.shards {
 		ks.shards[i].m = make(map[string]*object)
 	}
@@ -198,7 +200,8 @@ func (ks *keyspace) copyOnWrite(o *object, epoch uint64) {
 }
 
 // kill removes o from its shard's map, which the caller holds locked for
-// writing, copying it into a snapshot in progress first.
+// writing, copying it into a snapshot in progress first, and frees the
+// copy a dump of it was served from.
 func (ks *keyspace) kill(sh *shard, o *object, epoch uint64) {
 	o.mu.Lock()
 	ks.copyOnWrite(o, epoch)
@@ -206,6 +209,9 @@ func (ks *keyspace) kill(sh *shard, o *object, epoch uint64) {
 	delete(sh.m, o.name)
 	ks.used.Add(-o.size)
 	ks.count.Add(-1)
+	o.dumpMu.Lock()
+	ks.releaseDump(o)
+	o.dumpMu.Unlock()
 	o.mu.Unlock()
 }
 

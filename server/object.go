@@ -83,9 +83,12 @@ type object struct {
 	size      int64 // SizeInBytes when last accounted in keyspace.used
 	numTables int   // tableCount when last accounted in keyspace.growths
 	// dump is the encoding CF.SCANDUMP/BF.SCANDUMP serves chunks of,
-	// taken when a dump starts (iterator 0).
-	dumpMu sync.Mutex
-	dump   []byte
+	// taken when a dump starts (iterator 0), or nil; dumpTick orders its
+	// last use among the other copies' (dump.go). dumpMu guards dump; it
+	// is taken after mu, never before.
+	dumpMu   sync.Mutex
+	dump     []byte
+	dumpTick atomic.Uint64
 
 	// snapEpoch is the latest snapshot epoch that already holds this
 	// object's state (or that began after the object was created). It is
@@ -270,6 +273,18 @@ func (o *object) sizeInBytes() int64 {
 		return int64(o.cf.sizeInBytes())
 	}
 	return int64(o.bf.sizeInBytes())
+}
+
+// encodedSize returns the length of o's object encoding. The caller holds
+// o.mu (for reading at least).
+func (o *object) encodedSize() int64 {
+	var n int64
+	if o.cf != nil {
+		_, n = o.cf.writer()
+	} else {
+		_, n = o.bf.writer()
+	}
+	return objHeaderSize + n + 4
 }
 
 // encode returns the object encoding of o, in one allocation of its exact
