@@ -12,7 +12,8 @@ package server
 // The chunks are pieces of the object encoding (object.go): the library's
 // own checksummed filter encoding, not RedisBloom's, so a dump loads back
 // into an equal filter here and is refused by RedisBloom. The iterator
-// after a chunk is the offset where the chunk ends, plus one. The encoding
+// after a chunk is the offset where the chunk ends, plus one, with the
+// dump's generation in the bits above (dumpOffsetBits). The encoding
 // is taken when iterator 0 is asked for, and the later chunks are cut from
 // that copy, so a dump is a consistent picture even while the filter
 // changes. An empty filter is dumped too (RedisBloom answers [0, nil] at
@@ -48,10 +49,10 @@ package server
 // encodings: LOADCHUNK would refuse them late, once the length the first
 // chunk announced has arrived (by the checksum) or been passed, or never
 // finish when the newer encoding is shorter; and a client keeping the
-// chunks (a backup) would not notice at all. Two dumps
-// of one key at once still share its copy: the later SCANDUMP key 0
-// replaces the copy the earlier dump is cut from, and the iterator does
-// not say which dump a chunk is for.
+// chunks (a backup) would not notice at all. Two dumps of one key at
+// once share its copy: the later SCANDUMP key 0 replaces it, and the
+// earlier dump, whose iterators carry another generation, gets
+// errDumpGone too.
 //
 // LOADCHUNK of the first chunk (its iterator equals its length plus one)
 // starts a load into a key that must not exist; the chunks that follow must
@@ -64,6 +65,19 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+)
+
+// A dump's iterators carry its generation, so that a chunk is cut only
+// from the copy its dump began with: the bits from dumpOffsetBits up
+// hold the generation (1 to dumpGenerations, counted per key, wrapping),
+// the bits below the offset where the last chunk ended, plus one.
+// LOADCHUNK reads the offset alone. Iterators stay below 2^53, so that
+// clients that read integers as floating-point numbers (JavaScript's)
+// send them back intact.
+const (
+	dumpOffsetBits  = 40
+	dumpOffsetMask  = 1<<dumpOffsetBits - 1
+	dumpGenerations = 1<<(53-dumpOffsetBits) - 1
 )
 
 // maxDumpChunk is the most bytes one SCANDUMP returns, as in RedisBloom
@@ -234,17 +248,18 @@ func (r scanDumpReq) run(c *call) {
 			return
 		}
 		ks.setDump(o, enc)
-	} else if o.dump == nil {
+		o.dumpGen = o.dumpGen%dumpGenerations + 1
+	} else if o.dump == nil || iter>>dumpOffsetBits != int64(o.dumpGen) {
 		fail(errDumpGone)
 		return
 	}
 	dump := o.dump
-	start := max(iter-1, 0)
+	start := max(iter&dumpOffsetMask-1, 0)
 	var chunk []byte
 	var next int64
 	if start < int64(len(dump)) {
 		end := min(start+maxDumpChunk, int64(len(dump)))
-		chunk, next = dump[start:end], end+1
+		chunk, next = dump[start:end], int64(o.dumpGen)<<dumpOffsetBits|(end+1)
 		o.dumpTick.Store(ks.dumps.tick.Add(1))
 	} else {
 		ks.releaseDump(o) // the dump is over
@@ -285,8 +300,9 @@ func parseLoadChunk(k kind) func(args [][]byte) (loadChunkReq, error) {
 func (r loadChunkReq) run(c *call) {
 	key, iter, data, k := r.key, r.iter, r.data, r.kind
 	s, ks, errs := c.s, c.s.ks, dumpErrorsOf(k)
-	start := iter - 1 - int64(len(data))
-	if iter < 1 || start < 0 {
+	pos := iter & dumpOffsetMask // a dump's iterator carries its generation above
+	start := pos - 1 - int64(len(data))
+	if pos < 1 || start < 0 {
 		c.fail(errs.position)
 		return
 	}

@@ -436,6 +436,33 @@ func TestDumpContinuationNeedsItsCopy(t *testing.T) {
 	}
 }
 
+// Two dumps of one key at once: the later SCANDUMP key 0 takes the key's
+// copy, and the earlier dump's next chunk is refused (start again), never
+// cut from the later dump's encoding; the later dump ends whole.
+func TestDumpOverlappedByAnotherOfItsKeyStartsAgain(t *testing.T) {
+	_, c := filledCFServer(t, testConfig(t), "EXPANSION", "0")
+	first, _ := scanDumpStep(t, c, "CF.SCANDUMP", "k", "0")
+	for i := range 50 {
+		c.do("CF.ADD", "k", fmt.Sprint("between", i))
+	}
+	second, chunk := scanDumpStep(t, c, "CF.SCANDUMP", "k", "0")
+	if got := c.do("CF.SCANDUMP", "k", first); got != dumpGoneReply {
+		t.Fatalf("the first dump went on after a second began: %q", short(got))
+	}
+	iters, chunks := scanDumpFrom(t, c, "CF.SCANDUMP", "k", second)
+	_, addr := startServer(t, testConfig(t))
+	load := dial(t, addr)
+	iters, chunks = append([]string{second}, iters...), append([]string{chunk}, chunks...)
+	for i := range chunks {
+		if got := load.do("CF.LOADCHUNK", "k", iters[i], chunks[i]); got != "+OK\r\n" {
+			t.Fatalf("LOADCHUNK of chunk %d: %q", i, short(got))
+		}
+	}
+	if got := load.do("CF.EXISTS", "k", "between49"); got != ":1\r\n" {
+		t.Fatalf("the loaded filter lacks a key added before its dump: %q", got)
+	}
+}
+
 // dumpSizes returns the memory a filter created by reserve counts, and the
 // length of its encoding (the copy a dump of it holds), measured on a
 // server of its own.

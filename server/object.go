@@ -88,6 +88,7 @@ type object struct {
 	// is taken after mu, never before.
 	dumpMu   sync.Mutex
 	dump     []byte
+	dumpGen  int32 // the generation of dump, carried by its iterators (dump.go)
 	dumpTick atomic.Uint64
 
 	// snapEpoch is the latest snapshot epoch that already holds this
