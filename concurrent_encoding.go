@@ -110,9 +110,11 @@ func (c *Concurrent) WriteTo(w io.Writer) (int64, error) {
 // Scalable's newest table, if it is growing, is loaded at its full size
 // (the memory a Concurrent with WithGrowth gives a new table), so the
 // encoding of the result differs from the one loaded. Damaged data gives
-// an error wrapping [ErrCorrupt]; an encoding with semi-sorted buckets
-// gives one wrapping [ErrInvalidParameter]. On error the filter is
-// unchanged.
+// an error wrapping [ErrCorrupt]; an encoding with semi-sorted buckets, or
+// with a table this platform cannot hold (see [Scalable.UnmarshalBinary]),
+// gives one wrapping [ErrInvalidParameter]; a stream's table is refused
+// after its header, before anything is allocated for it. On error the
+// filter is unchanged.
 func (c *Concurrent) UnmarshalBinary(data []byte) error {
 	d := codec.NewBytesDecoder(data)
 	ch, err := decodeChain(d, sniffKind(data))

@@ -72,7 +72,10 @@ func (f *Filter) UnmarshalBinary(data []byte) error {
 // encoding and nothing after it. On error (wrapping [ErrCorrupt] when the
 // data is bad) the filter is unchanged. Memory grows with the data actually
 // read, so a header that lies about the table's size cannot make it
-// allocate much more than the stream delivers.
+// allocate much more than the stream delivers. A table larger than this
+// platform's largest slice (on a 32-bit platform, 2 GiB) is refused after
+// its header, before anything is allocated for it, with an error wrapping
+// [ErrInvalidParameter], as [New] refuses such a capacity.
 func (f *Filter) ReadFrom(r io.Reader) (int64, error) {
 	d := codec.NewDecoder(r)
 	e, err := decodeFilter(d)

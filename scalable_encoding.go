@@ -37,7 +37,11 @@ func (s *Scalable) WriteTo(w io.Writer) (int64, error) {
 
 // UnmarshalBinary replaces the filter's state with the one encoded in data
 // by MarshalBinary or WriteTo. Damaged, truncated or foreign data gives an
-// error wrapping [ErrCorrupt] and leaves the filter unchanged.
+// error wrapping [ErrCorrupt] and leaves the filter unchanged. A table that
+// this platform cannot hold (on a 32-bit platform, one of more than 2 GiB,
+// or a growing newest table that would pass it as it grows) gives one
+// wrapping [ErrInvalidParameter], as [NewScalable] refuses such a
+// capacity.
 func (s *Scalable) UnmarshalBinary(data []byte) error {
 	d := codec.NewBytesDecoder(data)
 	st, err := decodeChainState(d)
@@ -54,7 +58,10 @@ func (s *Scalable) UnmarshalBinary(data []byte) error {
 // ReadFrom replaces the filter's state with one read from r, as written by
 // WriteTo, and returns the number of bytes read. It reads exactly the
 // encoding. On error (wrapping [ErrCorrupt] when the data is bad) the
-// filter is unchanged. Memory grows with the data actually read.
+// filter is unchanged. Memory grows with the data actually read; a table
+// this platform cannot hold is refused after its header, before anything
+// is allocated for it, with an error wrapping [ErrInvalidParameter] (see
+// [Scalable.UnmarshalBinary]).
 func (s *Scalable) ReadFrom(r io.Reader) (int64, error) {
 	d := codec.NewDecoder(r)
 	st, err := decodeChainState(d)
