@@ -1,6 +1,7 @@
 package cuckoo
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -125,6 +126,25 @@ func (e *tableEncoding) writeTo(w io.Writer) (int64, error) {
 		enc.Uint64(e.m.Dups[k])
 	}
 	return enc.Finish()
+}
+
+// maxEncodingBytes bounds the encodings MarshalBinary builds in memory:
+// one []byte, whose length must fit an int, 2 GiB on a 32-bit platform,
+// where a growing filter's tables may add up to more. Only tests lower it
+// (SetMaxEncodingBytes).
+var maxEncodingBytes uint64 = math.MaxInt
+
+// encodingBuffer returns an empty buffer with room for an encoding of size
+// bytes, or an error when it would pass maxEncodingBytes (bytes.Buffer
+// would panic): WriteTo, which needs no such buffer, writes it all the
+// same.
+func encodingBuffer(size int64) (*bytes.Buffer, error) {
+	if uint64(size) > maxEncodingBytes {
+		return nil, fmt.Errorf("cuckoo: an encoding of %d bytes is larger than this platform's largest slice: write it with WriteTo", size)
+	}
+	buf := new(bytes.Buffer)
+	buf.Grow(int(size))
+	return buf, nil
 }
 
 // asDecodeError gives a decoding error its final form: errors about the data wrap

@@ -192,3 +192,12 @@ func (c *Concurrent) NextTableBytes() uint64 {
 // PlatformTableBytes is the bound SetMaxTableBytes lowers: this platform's
 // largest slice, less a MiB.
 func PlatformTableBytes() uint64 { return platformTableBytes }
+
+// SetMaxEncodingBytes sets the bound on the encodings MarshalBinary builds
+// in memory (maxEncodingBytes: this platform's largest slice) and returns
+// the previous one.
+func SetMaxEncodingBytes(n uint64) uint64 {
+	old := maxEncodingBytes
+	maxEncodingBytes = n
+	return old
+}

@@ -1,7 +1,6 @@
 package cuckoo
 
 import (
-	"bytes"
 	"errors"
 	"io"
 
@@ -32,9 +31,11 @@ func (f *Filter) EncodedSize() int64 {
 // counters, with a checksum. The same state always gives the same bytes, and
 // they are what WriteTo writes. docs/format.md describes the format.
 func (f *Filter) MarshalBinary() ([]byte, error) {
-	var buf bytes.Buffer
-	buf.Grow(int(f.EncodedSize()))
-	if _, err := f.WriteTo(&buf); err != nil {
+	buf, err := encodingBuffer(f.EncodedSize())
+	if err != nil {
+		return nil, err
+	}
+	if _, err := f.WriteTo(buf); err != nil {
 		return nil, err
 	}
 	return buf.Bytes(), nil

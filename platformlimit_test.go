@@ -514,3 +514,40 @@ func freshKey(f interface{ Contains([]byte) bool }) []byte {
 		}
 	}
 }
+
+// TestMarshalBinaryLargerThanPlatformSliceIsAnError: on a 32-bit platform
+// a growing filter's tables may add up to more than one []byte holds
+// (2 GiB), which bytes.Buffer.Grow(int(size)) turned into a panic.
+// MarshalBinary returns an error instead, and WriteTo writes the encoding.
+func TestMarshalBinaryLargerThanPlatformSliceIsAnError(t *testing.T) {
+	s := sampleScalable(t, layout{4, false}, 12)
+	c, err := cuckoo.NewConcurrent(40, cuckoo.WithGrowth(2), cuckoo.WithSeed(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := uint64(0); i < 300; i++ {
+		c.Add(key(0, i))
+	}
+	for name, f := range map[string]interface {
+		MarshalBinary() ([]byte, error)
+		WriteTo(io.Writer) (int64, error)
+	}{"Scalable": s, "Concurrent": c, "Filter": sample(t, 4, 12)} {
+		want := mustMarshal(t, f)
+		old := cuckoo.SetMaxEncodingBytes(uint64(len(want)) - 1)
+		func() {
+			defer cuckoo.SetMaxEncodingBytes(old)
+			defer func() {
+				if r := recover(); r != nil {
+					t.Errorf("%s: MarshalBinary panics: %v", name, r)
+				}
+			}()
+			if data, err := f.MarshalBinary(); err == nil || data != nil {
+				t.Errorf("%s: MarshalBinary of %d bytes past the bound = %d bytes, %v; want an error", name, len(want), len(data), err)
+			}
+			var buf bytes.Buffer
+			if n, err := f.WriteTo(&buf); err != nil || n != int64(len(want)) || !bytes.Equal(buf.Bytes(), want) {
+				t.Errorf("%s: WriteTo = %d, %v; want the %d bytes of the encoding", name, n, err, len(want))
+			}
+		}()
+	}
+}

@@ -1,7 +1,6 @@
 package cuckoo
 
 import (
-	"bytes"
 	"errors"
 	"io"
 
@@ -16,11 +15,15 @@ func (s *Scalable) EncodedSize() int64 { return s.encodedSize() }
 
 // MarshalBinary encodes the filter: its parameters and every table, with a
 // checksum. The same state always gives the same bytes, and they are what
-// WriteTo writes.
+// WriteTo writes. On a 32-bit platform the tables may add up to more than
+// one []byte holds (2 GiB): MarshalBinary then returns an error, and
+// WriteTo writes the encoding.
 func (s *Scalable) MarshalBinary() ([]byte, error) {
-	var buf bytes.Buffer
-	buf.Grow(int(s.EncodedSize()))
-	if _, err := s.WriteTo(&buf); err != nil {
+	buf, err := encodingBuffer(s.EncodedSize())
+	if err != nil {
+		return nil, err
+	}
+	if _, err := s.WriteTo(buf); err != nil {
 		return nil, err
 	}
 	return buf.Bytes(), nil

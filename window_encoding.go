@@ -1,7 +1,6 @@
 package cuckoo
 
 import (
-	"bytes"
 	"errors"
 	"io"
 
@@ -57,9 +56,11 @@ func (w *Window) EncodedSize() int64 {
 // with a checksum. The same state always gives the same bytes, and they
 // are what WriteTo writes. docs/format.md describes the format.
 func (w *Window) MarshalBinary() ([]byte, error) {
-	var buf bytes.Buffer
-	buf.Grow(int(w.EncodedSize()))
-	if _, err := w.WriteTo(&buf); err != nil {
+	buf, err := encodingBuffer(w.EncodedSize())
+	if err != nil {
+		return nil, err
+	}
+	if _, err := w.WriteTo(buf); err != nil {
 		return nil, err
 	}
 	return buf.Bytes(), nil
