@@ -44,7 +44,9 @@ import (
 //
 // Given [WithGrowth], NewConcurrent makes a filter that grows like a
 // [Scalable] instead of returning ErrFull: a chain of tables, the newest
-// taking new keys, with the same false-positive bound. Its tables are
+// taking new keys, with the same false-positive bound. Like a Scalable's,
+// its Add returns ErrFull only when the next table cannot be made (on a
+// 32-bit platform, a table of more than 2 GiB). Its tables are
 // allocated whole (a Scalable's newest grows in place, which would need
 // its splits made safe for lock-free readers), so while its newest table
 // fills it takes more memory than a Scalable: up to twice the tables'
@@ -209,8 +211,11 @@ func (c *Concurrent) wait() {
 
 // Add inserts one copy of key. It returns [ErrFull] when a fixed-capacity
 // filter has no room (every item stays in place); a growing filter adds a
-// table instead and never fails. It allocates nothing except for the
-// counters of a key added three times or more, and when it adds a table.
+// table instead, and returns an error wrapping ErrFull, leaving the filter
+// as it was, only when that table cannot be made (on a 32-bit platform, a
+// table of more than 2 GiB; on a 64-bit one a growing filter's Add never
+// fails). It allocates nothing except for the counters of a key added
+// three times or more, and when it adds a table.
 func (c *Concurrent) Add(key []byte) error { return c.addKey(bytesKey(key)) }
 
 // AddString is [Concurrent.Add] for a string key, without allocating.
@@ -257,7 +262,9 @@ func (c *Concurrent) add(ch *cchain, h uint64) (ok bool, err error) {
 			if ch.grow == nil {
 				return true, ErrFull
 			}
-			c.growFrom(ch)
+			if err := c.growFrom(ch); err != nil {
+				return true, err
+			}
 		case concurrent.Reroute:
 			c.wait()
 		}
@@ -270,7 +277,9 @@ func (c *Concurrent) add(ch *cchain, h uint64) (ok bool, err error) {
 // AddUnique adds key unless Contains(key) already reports it, and says
 // whether it did. Two goroutines adding the same key at once add it once:
 // the check and the insert are one atomic step. A false positive makes it
-// skip a key never added (see [Filter.AddUnique]).
+// skip a key never added (see [Filter.AddUnique]). Its error is that of
+// [Concurrent.Add]: [ErrFull], with added false, when a key not reported
+// finds no room and no table can be added.
 func (c *Concurrent) AddUnique(key []byte) (added bool, err error) {
 	return c.addUniqueKey(bytesKey(key))
 }
@@ -311,7 +320,9 @@ func (c *Concurrent) addUnique(ch *cchain, h uint64) (ok, inserted bool, err err
 			if ch.grow == nil {
 				return true, false, ErrFull
 			}
-			c.growFrom(ch)
+			if err := c.growFrom(ch); err != nil {
+				return true, false, err
+			}
 		case concurrent.Reroute:
 			c.wait()
 		}
@@ -428,21 +439,26 @@ func (ch *cchain) count(h uint64) uint64 {
 }
 
 // growFrom adds the next table to a growing filter whose newest table in
-// chain ch is full, unless another goroutine changed the chain first.
-func (c *Concurrent) growFrom(ch *cchain) {
+// chain ch is full, unless another goroutine changed the chain first. When
+// the chain cannot add that table (schedule.nextTable: on a 32-bit
+// platform, one of more than 2 GiB) it returns the error, an ErrFull, and
+// changes nothing: the full table stays open, for copies of the keys it
+// holds and for keys once deletes make room.
+func (c *Concurrent) growFrom(ch *cchain) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.st.Load() != ch {
-		return
+		return nil
 	}
 	last := ch.tables[len(ch.tables)-1]
-	next := last.Gen().K + 1
-	if next >= maxGenerations {
-		panic("cuckoo: Concurrent has grown past the generation limit")
+	gen, err := ch.grow.nextTable(last.Gen().K, false)
+	if err != nil {
+		return err
 	}
 	last.Seal()
-	tables := append(ch.tables[:len(ch.tables):len(ch.tables)], ch.newGeneration(ch.grow.at(next)))
+	tables := append(ch.tables[:len(ch.tables):len(ch.tables)], ch.newGeneration(gen))
 	c.publish(ch.with(dropLeading(tables)))
+	return nil
 }
 
 // release drops the oldest tables of the current chain while they are

@@ -61,9 +61,10 @@ func (ch *cchain) containsChunk(hs []uint64, found []bool) {
 }
 
 // AddBatch adds every key, in order, as Add would. It stops at the first
-// error ([ErrFull], only for a fixed-capacity filter) and returns how many
-// keys it added before it; the key that failed and those after it are not
-// added. Other goroutines' operations may interleave with the batch's.
+// error ([ErrFull]: for a growing filter, only when its next table cannot
+// be made, see [Concurrent.Add]) and returns how many keys it added before
+// it; the key that failed and those after it are not added. Other
+// goroutines' operations may interleave with the batch's.
 func (c *Concurrent) AddBatch(keys [][]byte) (added int, err error) {
 	for i, key := range keys {
 		if err := c.Add(key); err != nil {

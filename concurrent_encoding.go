@@ -69,19 +69,24 @@ func (c *Concurrent) snapshot() (*tableEncoding, *chainState, error) {
 
 // MarshalBinary encodes a consistent snapshot of the filter: as a Filter
 // (kind 1) for a fixed-capacity filter, as a Scalable (kind 2) for a
-// growing one. It allocates a copy of the tables.
+// growing one. It allocates a copy of the tables. On a 32-bit platform a
+// growing filter's tables may add up to more than one []byte holds
+// (2 GiB): MarshalBinary then returns an error, and WriteTo writes the
+// encoding.
 func (c *Concurrent) MarshalBinary() ([]byte, error) {
 	e, st, err := c.snapshot()
 	if err != nil {
 		return nil, err
 	}
-	var buf bytes.Buffer
+	var buf *bytes.Buffer
 	if e != nil {
-		buf.Grow(int(e.size()))
-		_, err = e.writeTo(&buf)
+		if buf, err = encodingBuffer(e.size()); err == nil {
+			_, err = e.writeTo(buf)
+		}
 	} else {
-		buf.Grow(int(st.encodedSize()))
-		_, err = st.writeTo(&buf)
+		if buf, err = encodingBuffer(st.encodedSize()); err == nil {
+			_, err = st.writeTo(buf)
+		}
 	}
 	if err != nil {
 		return nil, err
@@ -110,9 +115,11 @@ func (c *Concurrent) WriteTo(w io.Writer) (int64, error) {
 // Scalable's newest table, if it is growing, is loaded at its full size
 // (the memory a Concurrent with WithGrowth gives a new table), so the
 // encoding of the result differs from the one loaded. Damaged data gives
-// an error wrapping [ErrCorrupt]; an encoding with semi-sorted buckets
-// gives one wrapping [ErrInvalidParameter]. On error the filter is
-// unchanged.
+// an error wrapping [ErrCorrupt]; an encoding with semi-sorted buckets, or
+// with a table this platform cannot hold (see [Scalable.UnmarshalBinary]),
+// gives one wrapping [ErrInvalidParameter]; a stream's table is refused
+// after its header, before anything is allocated for it. On error the
+// filter is unchanged.
 func (c *Concurrent) UnmarshalBinary(data []byte) error {
 	d := codec.NewBytesDecoder(data)
 	ch, err := decodeChain(d, sniffKind(data))

@@ -877,6 +877,8 @@ func FuzzDecodeConcurrent(f *testing.F) {
 	}
 	f.Add(mustMarshal(f, c))
 	f.Add(mustMarshal(f, sampleScalable(f, layout{2, false}, 9)))
+	f.Add(hugeFilterHeader(f)) // 32 GiB tables: refused on a 32-bit platform
+	f.Add(hugeScalableHead(f))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		checkDecode(t, data, func() decodable { return new(cuckoo.Concurrent) }, cuckoo.ErrCorrupt)
 	})

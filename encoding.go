@@ -1,10 +1,12 @@
 package cuckoo
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
+	"math"
 
 	"github.com/dedupkit/cuckoo/internal/codec"
 	"github.com/dedupkit/cuckoo/internal/format"
@@ -126,12 +128,33 @@ func (e *tableEncoding) writeTo(w io.Writer) (int64, error) {
 	return enc.Finish()
 }
 
+// maxEncodingBytes bounds the encodings MarshalBinary builds in memory:
+// one []byte, whose length must fit an int, 2 GiB on a 32-bit platform,
+// where a growing filter's tables may add up to more. Only tests lower it
+// (SetMaxEncodingBytes).
+var maxEncodingBytes uint64 = math.MaxInt
+
+// encodingBuffer returns an empty buffer with room for an encoding of size
+// bytes, or an error when it would pass maxEncodingBytes (bytes.Buffer
+// would panic): WriteTo, which needs no such buffer, writes it all the
+// same.
+func encodingBuffer(size int64) (*bytes.Buffer, error) {
+	if uint64(size) > maxEncodingBytes {
+		return nil, fmt.Errorf("cuckoo: an encoding of %d bytes is larger than this platform's largest slice: write it with WriteTo", size)
+	}
+	buf := new(bytes.Buffer)
+	buf.Grow(int(size))
+	return buf, nil
+}
+
 // asDecodeError gives a decoding error its final form: errors about the data wrap
-// ErrCorrupt; a failure of the reader itself (which says nothing about the
-// data) is passed on with context.
+// ErrCorrupt; a valid encoding the receiver cannot take (a table larger
+// than this platform's largest slice: checkTableBytes) wraps
+// ErrInvalidParameter; a failure of the reader itself (which says nothing
+// about the data) is passed on with context.
 func asDecodeError(err error) error {
 	switch {
-	case errors.Is(err, ErrCorrupt):
+	case errors.Is(err, ErrCorrupt), errors.Is(err, ErrInvalidParameter):
 		return err
 	case errors.Is(err, format.ErrHeader), errors.Is(err, codec.ErrTruncated), errors.Is(err, codec.ErrChecksum),
 		errors.Is(err, codec.ErrTooLarge), errors.Is(err, codec.ErrTrailing):
@@ -149,7 +172,7 @@ func bad(format string, args ...any) error {
 // parameter ranges, table size, and every invariant the operations keep, so
 // that a decoded filter behaves exactly like one built by operations.
 func decodeFilter(d *codec.Decoder) (*tableEncoding, error) {
-	e, err := decodeTableEncoding(d)
+	e, err := decodeTableEncoding(d, math.MaxUint64, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -189,11 +212,21 @@ func (e *tableEncoding) checkPlain() error {
 }
 
 // decodeTableEncoding reads one table encoding and checks what the format
-// alone says: the header's ranges, the table's size against its shape (and
-// against the input, before allocating), the counters' order, canonical
-// semi-sorted buckets, the checksum. What a table's items must add up to is
-// its filter's to check.
-func decodeTableEncoding(d *codec.Decoder) (*tableEncoding, error) {
+// alone says: the header's ranges, the table's size against its shape (and,
+// before allocating, against room, the bytes the input has for the
+// encoding, against the input when its length is known, and against this
+// platform's largest slice), the counters' order, canonical semi-sorted
+// buckets, the checksum. A table flagged growing is checked against
+// growWords too, the most words it will hold as it grows (chain.MostWords;
+// 0 where none may grow). What a table's items must add up to is its
+// filter's to check.
+//
+// A table too large for this platform fails with ErrInvalidParameter
+// (checkTableBytes), not ErrCorrupt: the encoding may be sound, as a
+// 64-bit platform reads it. Input known to be shorter than the table fails
+// first, with ErrCorrupt: a byte slice on a 32-bit platform never holds
+// such a table, so only a stream gets that far.
+func decodeTableEncoding(d *codec.Decoder, room, growWords uint64) (*tableEncoding, error) {
 	h, err := format.ReadTableHeader(d)
 	if err != nil {
 		return nil, err
@@ -230,8 +263,19 @@ func decodeTableEncoding(d *codec.Decoder) (*tableEncoding, error) {
 	case nDups > numBuckets*slots/table.MaxSlotCopies:
 		return nil, bad("%d duplicate counters for %d slots", nDups, numBuckets*slots)
 	}
-	// The table is the one large allocation: WordsGrow checks its length
-	// against the input (or grows it with the data of a stream).
+	// The table is the one large allocation: WordsGrow grows it with the
+	// data of a stream, so what the input holds and what this platform can
+	// make are checked first.
+	if !d.Need(nWords*8, room) {
+		return nil, d.Err()
+	}
+	most := nWords + 1
+	if growing {
+		most = max(most, growWords)
+	}
+	if err := checkTableBytes(most * 8); err != nil {
+		return nil, err
+	}
 	words := d.WordsGrow(nWords, 1, nWords)
 	if !d.Need(nDups*dupEntrySize, nDups*dupEntrySize) {
 		return nil, d.Err()
@@ -467,7 +511,13 @@ func decodeLevel(d *codec.Decoder, s *chainState, gen generation, newest bool) (
 		return nil, d.Err()
 	}
 	sub := &sectionReader{d: d, n: n}
-	e, err := decodeTableEncoding(codec.NewDecoder(sub))
+	var growWords uint64
+	if newest {
+		// Only the newest table may be growing (checked below); it will
+		// grow to its generation's size, which this platform must hold.
+		growWords = s.g.tableWords(gen, true)
+	}
+	e, err := decodeTableEncoding(codec.NewDecoder(sub), n, growWords)
 	if err != nil {
 		return nil, err
 	}

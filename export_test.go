@@ -159,3 +159,45 @@ func (c *Concurrent) Moves() uint64 {
 
 // SnapshotPause returns how long writers waited for the last snapshot.
 func (c *Concurrent) SnapshotPause() time.Duration { return time.Duration(c.pause.Load()) }
+
+// SetMaxTableBytes sets the bound on a table's bytes that the
+// constructors, the decoders and a growing filter's next table are
+// checked against (maxTableBytes: this platform's largest slice, less a
+// MiB, unless a test lowers it) and returns the previous one. Lowered, it
+// takes small tables on any platform down the paths a 32-bit one takes
+// past 2 GiB. Tests that set it must not run in parallel with others.
+func SetMaxTableBytes(n uint64) uint64 {
+	old := maxTableBytes
+	maxTableBytes = n
+	return old
+}
+
+// NextTableBytes returns the bytes of the slice the chain's next table
+// would need as it grows in place (schedule.tableWords): what the
+// platform's bound must allow for the chain to add it.
+func (s *Scalable) NextTableBytes() uint64 {
+	s.setUp()
+	gen := s.g.at(s.levels[len(s.levels)-1].Gen + 1)
+	return s.g.tableWords(gen, true) * 8
+}
+
+// NextTableBytes returns the bytes of the next table of a growing
+// Concurrent, allocated whole.
+func (c *Concurrent) NextTableBytes() uint64 {
+	ch := c.st.Load()
+	gen := ch.grow.at(ch.tables[len(ch.tables)-1].Gen().K + 1)
+	return ch.grow.tableWords(gen, false) * 8
+}
+
+// PlatformTableBytes is the bound SetMaxTableBytes lowers: this platform's
+// largest slice, less a MiB.
+func PlatformTableBytes() uint64 { return platformTableBytes }
+
+// SetMaxEncodingBytes sets the bound on the encodings MarshalBinary builds
+// in memory (maxEncodingBytes: this platform's largest slice) and returns
+// the previous one.
+func SetMaxEncodingBytes(n uint64) uint64 {
+	old := maxEncodingBytes
+	maxEncodingBytes = n
+	return old
+}

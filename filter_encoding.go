@@ -1,7 +1,6 @@
 package cuckoo
 
 import (
-	"bytes"
 	"errors"
 	"io"
 
@@ -32,9 +31,11 @@ func (f *Filter) EncodedSize() int64 {
 // counters, with a checksum. The same state always gives the same bytes, and
 // they are what WriteTo writes. docs/format.md describes the format.
 func (f *Filter) MarshalBinary() ([]byte, error) {
-	var buf bytes.Buffer
-	buf.Grow(int(f.EncodedSize()))
-	if _, err := f.WriteTo(&buf); err != nil {
+	buf, err := encodingBuffer(f.EncodedSize())
+	if err != nil {
+		return nil, err
+	}
+	if _, err := f.WriteTo(buf); err != nil {
 		return nil, err
 	}
 	return buf.Bytes(), nil
@@ -72,7 +73,10 @@ func (f *Filter) UnmarshalBinary(data []byte) error {
 // encoding and nothing after it. On error (wrapping [ErrCorrupt] when the
 // data is bad) the filter is unchanged. Memory grows with the data actually
 // read, so a header that lies about the table's size cannot make it
-// allocate much more than the stream delivers.
+// allocate much more than the stream delivers. A table larger than this
+// platform's largest slice (on a 32-bit platform, 2 GiB) is refused after
+// its header, before anything is allocated for it, with an error wrapping
+// [ErrInvalidParameter], as [New] refuses such a capacity.
 func (f *Filter) ReadFrom(r io.Reader) (int64, error) {
 	d := codec.NewDecoder(r)
 	e, err := decodeFilter(d)

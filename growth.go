@@ -98,7 +98,8 @@ const (
 // default is 2. A smaller factor wastes less memory in the newest, partly
 // filled table but makes more tables to probe and needs wider
 // fingerprints to keep the same rate; factor must be in [1.25, 16]. Given
-// to NewConcurrent it makes the filter grow instead of returning ErrFull.
+// to NewConcurrent it makes the filter grow instead of returning ErrFull
+// (but for a next table this platform cannot make: see [Scalable.Add]).
 //
 // Choosing it: an absent key is looked for in every table, and a present
 // one in about factor/(factor−1) tables on average, so the factor trades
@@ -199,9 +200,46 @@ func newGrowth(initial uint64, c config) (schedule, error) {
 // fingerprints of the schedule's bound, which may be wider than the ones
 // the capacity's plan has.
 func (g *schedule) checkFirstTable() error {
-	first := g.at(0)
-	layout := table.Layout(first.numBuckets, g.slots, first.fpBits, g.semi)
-	return checkTableBytes((layout.PayloadWords() + 1) * 8)
+	return checkTableBytes(g.tableWords(g.at(0), false) * 8)
+}
+
+// tableWords returns the words (the padding word included) of the one
+// slice that holds generation gen's table: allocated whole, or, inPlace
+// (the generation's table grows in place: a Scalable's after the first,
+// when it has reserve bits), the most it holds at once as it grows
+// (chain.MostWords), which is more than its full size.
+func (g *schedule) tableWords(gen generation, inPlace bool) uint64 {
+	if r := g.reserveOf(gen.fpBits); inPlace && gen.k > 0 && r > 0 {
+		return chain.MostWords(gen.numBuckets, g.slots, gen.fpBits, r, g.semi)
+	}
+	layout := table.Layout(gen.numBuckets, g.slots, gen.fpBits, g.semi)
+	return layout.PayloadWords() + 1
+}
+
+// Errors of a growing filter that cannot add its next table. The insert
+// that needed the table fails as a full Filter's does, with ErrFull, and
+// leaves the filter as it was; copies of keys it holds still go in, and
+// inserts go on failing until deletes make room.
+var (
+	errNextTableTooLarge = fmt.Errorf("%w: the growing filter's next table is larger than this platform's largest slice", ErrFull)
+	errLastGeneration    = fmt.Errorf("%w: the growing filter has reached its last generation", ErrFull)
+)
+
+// nextTable returns the generation after k, whose table a chain adds when
+// its newest table, of generation k, is full; or an error wrapping ErrFull
+// (errNextTableTooLarge, errLastGeneration) when the chain cannot add it:
+// this platform cannot make its table (tableWords; inPlace as there), or k
+// is the last generation (unreachable: the tables reach 2^32 buckets long
+// before).
+func (g *schedule) nextTable(k uint32, inPlace bool) (generation, error) {
+	if k+1 >= maxGenerations {
+		return generation{}, errLastGeneration
+	}
+	next := g.at(k + 1)
+	if g.tableWords(next, inPlace)*8 > maxTableBytes {
+		return generation{}, errNextTableTooLarge
+	}
+	return next, nil
 }
 
 // check validates the parameters (as given by options or read from a file)

@@ -9,7 +9,8 @@ import (
 // more than one filter type: a dedup loop that takes a fixed filter in one
 // program and a growing one in another, a server that keeps either under
 // a key. Each method means what it means on each type; the differences are
-// in the types' documentation (a Scalable's Add never returns ErrFull;
+// in the types' documentation (a Scalable's Add returns ErrFull only when
+// its next table cannot be made, on a 32-bit platform past 2 GiB;
 // only a Concurrent may be written by several goroutines at once; a
 // Window forgets keys older than its window). docs/api.md lists which
 // type implements which.

@@ -54,19 +54,20 @@ func (f *Filter) DeleteHashBatch(hashes []uint64, deleted []bool) {
 // [Scalable.AddUint64]).
 func (s *Scalable) AddUniqueUint64(key uint64) (added bool, err error) {
 	s.setUp()
-	return s.addUniqueHash(hash.Sum64Uint64(key, s.Seed())), nil
+	return s.addUniqueHash(hash.Sum64Uint64(key, s.Seed()))
 }
 
 // AddUniqueHash is [Scalable.AddUnique] for a key's 64-bit hash (see
 // [Scalable.AddHash]).
 func (s *Scalable) AddUniqueHash(h uint64) (added bool, err error) {
 	s.setUp()
-	return s.addUniqueHash(h), nil
+	return s.addUniqueHash(h)
 }
 
 // AddHashBatch is [Scalable.AddBatch] for keys' 64-bit hashes: it adds
-// every hash, in order, and returns len(hashes) and nil (a Scalable never
-// refuses a key).
+// every hash, in order, and returns len(hashes) and nil, or, stopping at
+// the first hash Add refuses (with [ErrFull], only when the next table
+// cannot be made: see [Scalable.Add]), how many it added and the error.
 func (s *Scalable) AddHashBatch(hashes []uint64) (added int, err error) {
 	return addHashes(s.AddHash, hashes)
 }

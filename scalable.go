@@ -18,8 +18,12 @@ const DefaultScalableCapacity = 1024
 // in advance. It is a chain of tables, each [WithGrowth] (2 by default)
 // times the capacity of the one before. The newest grows in place, from a
 // sixteenth of its size, as keys arrive; when it is full, Add starts the
-// next. Nothing is ever rehashed (the keys are not kept), nothing stored
-// is ever lost, and Add never returns [ErrFull].
+// next. Nothing is ever rehashed (the keys are not kept) and nothing
+// stored is ever lost. Add returns [ErrFull] only when the next table
+// cannot be made: on a 32-bit platform, a table of more than 2 GiB (the
+// largest slice there), which a chain of the default options needs at
+// about 10^9 keys; the filter is then left as it was, as a full [Filter]
+// is. On a 64-bit platform it never does.
 //
 // # False positives
 //
@@ -194,10 +198,14 @@ func (s *Scalable) setUp() {
 }
 
 // Add inserts one copy of key, adding a table when the newest is full.
-// It always returns nil (the result is there so that a Scalable and a
-// Filter can be used alike). It allocates only when the growing table
-// needs more memory (an eighth more at a time) or a table is added, and
-// for the counters of a key added three times or more.
+// It returns nil, or, when the newest table is full and the next one
+// cannot be made (on a 32-bit platform, a table of more than 2 GiB: see
+// the type's doc), an error wrapping [ErrFull] that leaves the filter as
+// it was: the key is not added, nothing stored is lost, and copies of keys
+// the filter holds still go in. On a 64-bit platform it always returns
+// nil. It allocates only when the growing table needs more memory (an
+// eighth more at a time) or a table is added, and for the counters of a
+// key added three times or more.
 func (s *Scalable) Add(key []byte) error { s.setUp(); return s.AddHash(hash.Sum64(key, s.seed)) }
 
 // AddString is [Scalable.Add] for a string key, without allocating.
@@ -207,30 +215,34 @@ func (s *Scalable) AddString(key string) error {
 }
 
 // AddUnique adds key unless Contains(key) already reports it, and says
-// whether it did; the error is always nil. A false positive makes it skip
-// a key that was never added: use it for set semantics (dedup), and Add
-// for counting.
+// whether it did. Its error is that of [Scalable.Add]: nil, or, for a key
+// not reported when the next table cannot be made, one wrapping [ErrFull]
+// (with added false and the filter as it was). A false positive makes it
+// skip a key that was never added: use it for set semantics (dedup), and
+// Add for counting.
 func (s *Scalable) AddUnique(key []byte) (added bool, err error) {
 	s.setUp()
-	return s.addUniqueHash(hash.Sum64(key, s.seed)), nil
+	return s.addUniqueHash(hash.Sum64(key, s.seed))
 }
 
 // AddUniqueString is [Scalable.AddUnique] for a string key, without
 // allocating.
 func (s *Scalable) AddUniqueString(key string) (added bool, err error) {
 	s.setUp()
-	return s.addUniqueHash(hash.Sum64String(key, s.seed)), nil
+	return s.addUniqueHash(hash.Sum64String(key, s.seed))
 }
 
-func (s *Scalable) addUniqueHash(h uint64) bool {
+func (s *Scalable) addUniqueHash(h uint64) (bool, error) {
 	if s.ContainsHash(h) {
-		return false
+		return false, nil
 	}
-	s.addNew(h)
+	if err := s.addNew(h); err != nil {
+		return false, err
+	}
 	if invariants.Enabled {
 		s.checkInvariants()
 	}
-	return true
+	return true, nil
 }
 
 // Contains reports whether key may be in the filter: always true for a key
@@ -287,15 +299,16 @@ func (s *Scalable) CountUint64(key uint64) uint64 {
 // AddHash is [Scalable.Add] for a key's 64-bit hash (see [Filter.AddHash]).
 func (s *Scalable) AddHash(h uint64) error {
 	s.setUp()
+	var err error
 	if i := s.home(h); i >= 0 {
 		s.addCopy(s.levels[i], h)
 	} else {
-		s.addNew(h)
+		err = s.addNew(h)
 	}
 	if invariants.Enabled {
 		s.checkInvariants()
 	}
-	return nil
+	return err
 }
 
 // home returns the index of the oldest table that reports h, or -1. That
@@ -355,39 +368,50 @@ func (s *Scalable) addCopy(lv *chain.Level, h uint64) {
 }
 
 // addNew puts a fingerprint no table holds into the newest table, or into
-// a new one when the newest is full.
-func (s *Scalable) addNew(h uint64) {
+// a new one when the newest is full. When the chain cannot add that table
+// it returns the error of addToNext, with h not added and every table
+// holding what it held (a refused insert moves nothing: table.Multiset.Add,
+// chain.Level.AddGrowing).
+func (s *Scalable) addNew(h uint64) error {
 	lv := s.levels[len(s.levels)-1]
 	if lv.Grow != nil {
 		if s.addGrowing(lv, h) {
-			return
+			return nil
 		}
 	} else if lv.Plain.Occupied < lv.Limit && s.addPlain(lv, h) {
-		return
+		return nil
 	}
-	s.addToNext(h)
+	return s.addToNext(h)
 }
 
-// addToNext adds the next generation's table and a copy of h to it.
-func (s *Scalable) addToNext(h uint64) {
-	lv := s.grow()
+// addToNext adds the next generation's table and a copy of h to it, or,
+// when the chain cannot add that table (schedule.nextTable), returns the
+// error, an ErrFull, and changes nothing.
+func (s *Scalable) addToNext(h uint64) error {
+	lv, err := s.grow()
+	if err != nil {
+		return err
+	}
 	if lv.Grow != nil && s.addGrowing(lv, h) || lv.Grow == nil && s.addPlain(lv, h) {
-		return
+		return nil
 	}
 	panic("cuckoo: a new table refused its first key")
 }
 
 // addAbsent adds h, as addNew does, unless the newest table reports it,
-// and reports whether it added it. A plain table below its limit answers
-// and takes h in one read of h's buckets (table.Multiset.AddAbsent).
-func (s *Scalable) addAbsent(h uint64) bool {
+// and reports whether it added it; its error is addNew's. A plain table
+// below its limit answers and takes h in one read of h's buckets
+// (table.Multiset.AddAbsent).
+func (s *Scalable) addAbsent(h uint64) (bool, error) {
 	lv := s.levels[len(s.levels)-1]
 	if !takesAbsent(lv) {
 		if lv.Contains(h) {
-			return false
+			return false, nil
 		}
-		s.addNew(h)
-		return true
+		if err := s.addNew(h); err != nil {
+			return false, err
+		}
+		return true, nil
 	}
 	i1, i2, fp := lv.Plain.T.Pair(h)
 	return s.addAbsentPlain(lv, h, i1, i2, fp)
@@ -401,18 +425,20 @@ func takesAbsent(lv *chain.Level) bool { return lv.Grow == nil && lv.Plain.Occup
 // addAbsentPlain is addAbsent where the newest table, lv, takes absent
 // keys (takesAbsent), with h located in it (i1, i2 and fp as
 // table.Table.Pair gives them).
-func (s *Scalable) addAbsentPlain(lv *chain.Level, h, i1, i2, fp uint64) bool {
+func (s *Scalable) addAbsentPlain(lv *chain.Level, h, i1, i2, fp uint64) (bool, error) {
 	switch lv.Plain.AddAbsentAt(h, i1, i2, fp, s.maxKicks) {
 	case table.Present:
-		return false
+		return false, nil
 	case table.Stored:
 		if invariants.Enabled {
 			lv.Plain.Check()
 		}
-		return true
+		return true, nil
 	}
-	s.addToNext(h) // Full: the table is as it was
-	return true
+	if err := s.addToNext(h); err != nil { // Full: the table is as it was
+		return false, err
+	}
+	return true, nil
 }
 
 // addPlain adds a copy of h to lv's plain table, and reports whether it
@@ -438,20 +464,22 @@ func (s *Scalable) addGrowing(lv *chain.Level, h uint64) bool {
 	return added
 }
 
-// grow adds the next generation's table and returns it. The table it
-// closes keeps no insertion scratch: it is reallocated if a copy ever
-// needs a displacement there.
-func (s *Scalable) grow() *chain.Level {
+// grow adds the next generation's table and returns it, or, when the
+// chain cannot add it (schedule.nextTable: on a 32-bit platform, a table
+// that would grow past 2 GiB), returns the error and changes nothing. The
+// table it closes keeps no insertion scratch: it is reallocated if a copy
+// ever needs a displacement there.
+func (s *Scalable) grow() (*chain.Level, error) {
 	last := s.levels[len(s.levels)-1]
-	last.Plain.Ins = table.Inserts{}
-	if last.Gen+1 >= maxGenerations {
-		// Unreachable in practice: the tables reach 2^32 buckets long before.
-		panic("cuckoo: Scalable has grown past the generation limit")
+	gen, err := s.g.nextTable(last.Gen, true)
+	if err != nil {
+		return nil, err
 	}
-	lv := s.newLevel(s.g.at(last.Gen + 1))
+	last.Plain.Ins = table.Inserts{}
+	lv := s.newLevel(gen)
 	s.levels = append(s.levels, lv)
 	s.reprobe()
-	return lv
+	return lv, nil
 }
 
 // ContainsHash is [Scalable.Contains] for a key's 64-bit hash.

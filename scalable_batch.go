@@ -76,25 +76,27 @@ func (s *Scalable) containsChunk(hs []uint64, found []bool) {
 const passTables = 3
 
 // AddBatch adds every key, in order, as Add would, prefetching the buckets
-// of a group of keys in the newest table before adding them. Like Add it
-// never fails: it returns len(keys) and a nil error (the results are there
-// so that a Scalable and a Filter can be used alike).
+// of a group of keys in the newest table before adding them. It returns
+// len(keys) and a nil error unless Add fails (with [ErrFull], only when
+// the next table cannot be made: see [Scalable.Add]): it then stops there
+// and returns how many keys it added before it; the key that failed and
+// those after it are not added, as with [Filter.AddBatch].
 func (s *Scalable) AddBatch(keys [][]byte) (added int, err error) {
-	s.addBatch(keys, nil)
-	return len(keys), nil
+	return s.addBatch(keys, nil)
 }
 
 // AddUniqueBatch is [Scalable.AddUnique] for every key, in order: added[i]
 // reports whether keys[i] was added (false when it, or an earlier key of
-// the batch equal to it, was already reported present). It returns
-// len(keys) and a nil error, as AddUnique never fails. It panics if added
-// is shorter than keys.
+// the batch equal to it, was already reported present). It returns how
+// many keys it processed, which is len(keys) unless AddUnique failed with
+// [ErrFull] on keys[processed] (only when the next table cannot be made:
+// see [Scalable.Add]); entries of added from there on are left as they
+// were. It panics if added is shorter than keys.
 func (s *Scalable) AddUniqueBatch(keys [][]byte, added []bool) (processed int, err error) {
 	if len(added) < len(keys) {
 		panic("cuckoo: AddUniqueBatch: added is shorter than keys")
 	}
-	s.addBatch(keys, added)
-	return len(keys), nil
+	return s.addBatch(keys, added)
 }
 
 // addBatch adds keys in order, with set semantics when unique is not nil
@@ -103,15 +105,18 @@ func (s *Scalable) AddUniqueBatch(keys [][]byte, added []bool) (processed int, e
 // but they are added one by one, so a key sees the effect of every key
 // before it, as in a loop of single calls. (A table added meanwhile is not
 // prefetched until the next chunk: the prefetches go to the table before
-// it, which is harmless.)
-func (s *Scalable) addBatch(keys [][]byte, unique []bool) {
+// it, which is harmless.) It stops at the first key that fails and returns
+// its index and the error, or len(keys) and nil.
+func (s *Scalable) addBatch(keys [][]byte, unique []bool) (int, error) {
 	s.setUp()
 	var hs [table.BatchChunk]uint64
 	for lo := 0; lo < len(keys); lo += table.BatchChunk {
 		hi := min(lo+table.BatchChunk, len(keys))
 		hashes := table.HashKeys(keys[lo:hi], s.seed, &hs)
 		if unique != nil {
-			s.addUniqueChunk(hashes, unique[lo:hi])
+			if n, err := s.addUniqueChunk(hashes, unique[lo:hi]); err != nil {
+				return lo + n, err
+			}
 			continue
 		}
 		if s.levels[len(s.levels)-1].Grow != nil {
@@ -125,10 +130,8 @@ func (s *Scalable) addBatch(keys [][]byte, unique []bool) {
 					lv.Grow.Stage(hashes[end:], &js, &tags)
 				}
 				for k := g; k < end; k++ {
-					if unique == nil {
-						s.AddHash(hashes[k])
-					} else {
-						unique[lo+k] = s.addUniqueHash(hashes[k])
+					if err := s.AddHash(hashes[k]); err != nil {
+						return lo + k, err
 					}
 				}
 			}
@@ -137,14 +140,13 @@ func (s *Scalable) addBatch(keys [][]byte, unique []bool) {
 		p := table.NewPipeline(s.levels[len(s.levels)-1].Plain.T.Locator(), s.seed, nil, hashes)
 		for cur, start, ok := p.Next(); ok; cur, start, ok = p.Next() {
 			for k, h := range cur.H[:cur.N] {
-				if unique == nil {
-					s.AddHash(h)
-					continue
+				if err := s.AddHash(h); err != nil {
+					return lo + start + k, err
 				}
-				unique[lo+start+k] = s.addUniqueHash(h)
 			}
 		}
 	}
+	return len(keys), nil
 }
 
 // addUniqueChunk is addUniqueHash for each of hs (at most table.BatchChunk), in
@@ -156,22 +158,31 @@ func (s *Scalable) addBatch(keys [][]byte, unique []bool) {
 // AddUnique puts fingerprints nowhere else), so each key sees the keys
 // before it as in a loop of single calls. The newest table is asked by
 // the insert itself (addAbsent), which reads the key's buckets once to
-// learn both whether they hold its fingerprint and where it goes.
-func (s *Scalable) addUniqueChunk(hs []uint64, added []bool) {
+// learn both whether they hold its fingerprint and where it goes. It stops
+// at the first hash that fails and returns its index and the error, or
+// len(hs) and nil.
+func (s *Scalable) addUniqueChunk(hs []uint64, added []bool) (int, error) {
 	if len(s.levels) == 1 && s.levels[0].Grow == nil {
-		s.addUniqueChunkOneTable(hs, added)
-		return
+		return s.addUniqueChunkOneTable(hs, added)
 	}
 	var before [table.BatchChunk]bool
 	known := before[:len(hs)]
 	s.containsChunk(hs, known)
 	first := len(s.levels) - 1
 	for k, h := range hs {
-		added[k] = !known[k] && !s.reportsBelowNewest(first, h) && s.addAbsent(h)
-		if invariants.Enabled && added[k] {
+		a := false
+		if !known[k] && !s.reportsBelowNewest(first, h) {
+			var err error
+			if a, err = s.addAbsent(h); err != nil {
+				return k, err
+			}
+		}
+		added[k] = a
+		if invariants.Enabled && a {
 			s.checkInvariants()
 		}
 	}
+	return len(hs), nil
 }
 
 // addUniqueChunkOneTable is addUniqueChunk for a chain of one plain
@@ -182,18 +193,22 @@ func (s *Scalable) addUniqueChunk(hs []uint64, added []bool) {
 // next group of keys are prefetched while a group is added, as a Filter's
 // batches do. A table added meanwhile (the first one full) leaves the
 // first one below it, which reportsBelowNewest asks about every later
-// key.
-func (s *Scalable) addUniqueChunkOneTable(hs []uint64, added []bool) {
+// key. It stops as addUniqueChunk does.
+func (s *Scalable) addUniqueChunkOneTable(hs []uint64, added []bool) (int, error) {
 	p := table.NewPipeline(s.levels[0].Plain.T.Locator(), s.seed, nil, hs)
 	for cur, start, ok := p.Next(); ok; cur, start, ok = p.Next() {
 		for k, h := range cur.H[:cur.N] {
 			var a bool
+			var err error
 			if lv := s.levels[0]; len(s.levels) == 1 && takesAbsent(lv) {
 				// Still the only table, and the one the pipeline located
 				// the keys in.
-				a = s.addAbsentPlain(lv, h, cur.I1[k], cur.I2[k], cur.FP[k])
-			} else {
-				a = !s.reportsBelowNewest(0, h) && s.addAbsent(h)
+				a, err = s.addAbsentPlain(lv, h, cur.I1[k], cur.I2[k], cur.FP[k])
+			} else if !s.reportsBelowNewest(0, h) {
+				a, err = s.addAbsent(h)
+			}
+			if err != nil {
+				return start + k, err
 			}
 			added[start+k] = a
 			if invariants.Enabled && a {
@@ -201,6 +216,7 @@ func (s *Scalable) addUniqueChunkOneTable(hs []uint64, added []bool) {
 			}
 		}
 	}
+	return len(hs), nil
 }
 
 // reportsBelowNewest reports whether any of the tables from levels[first]
@@ -226,7 +242,9 @@ func (s *Scalable) AddUniqueHashBatch(hashes []uint64, added []bool) (processed 
 	s.setUp()
 	for lo := 0; lo < len(hashes); lo += table.BatchChunk {
 		hi := min(lo+table.BatchChunk, len(hashes))
-		s.addUniqueChunk(hashes[lo:hi], added[lo:hi])
+		if n, err := s.addUniqueChunk(hashes[lo:hi], added[lo:hi]); err != nil {
+			return lo + n, err
+		}
 	}
 	return len(hashes), nil
 }

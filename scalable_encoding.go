@@ -1,7 +1,6 @@
 package cuckoo
 
 import (
-	"bytes"
 	"errors"
 	"io"
 
@@ -16,11 +15,15 @@ func (s *Scalable) EncodedSize() int64 { return s.encodedSize() }
 
 // MarshalBinary encodes the filter: its parameters and every table, with a
 // checksum. The same state always gives the same bytes, and they are what
-// WriteTo writes.
+// WriteTo writes. On a 32-bit platform the tables may add up to more than
+// one []byte holds (2 GiB): MarshalBinary then returns an error, and
+// WriteTo writes the encoding.
 func (s *Scalable) MarshalBinary() ([]byte, error) {
-	var buf bytes.Buffer
-	buf.Grow(int(s.EncodedSize()))
-	if _, err := s.WriteTo(&buf); err != nil {
+	buf, err := encodingBuffer(s.EncodedSize())
+	if err != nil {
+		return nil, err
+	}
+	if _, err := s.WriteTo(buf); err != nil {
 		return nil, err
 	}
 	return buf.Bytes(), nil
@@ -37,7 +40,11 @@ func (s *Scalable) WriteTo(w io.Writer) (int64, error) {
 
 // UnmarshalBinary replaces the filter's state with the one encoded in data
 // by MarshalBinary or WriteTo. Damaged, truncated or foreign data gives an
-// error wrapping [ErrCorrupt] and leaves the filter unchanged.
+// error wrapping [ErrCorrupt] and leaves the filter unchanged. A table that
+// this platform cannot hold (on a 32-bit platform, one of more than 2 GiB,
+// or a growing newest table that would pass it as it grows) gives one
+// wrapping [ErrInvalidParameter], as [NewScalable] refuses such a
+// capacity.
 func (s *Scalable) UnmarshalBinary(data []byte) error {
 	d := codec.NewBytesDecoder(data)
 	st, err := decodeChainState(d)
@@ -54,7 +61,10 @@ func (s *Scalable) UnmarshalBinary(data []byte) error {
 // ReadFrom replaces the filter's state with one read from r, as written by
 // WriteTo, and returns the number of bytes read. It reads exactly the
 // encoding. On error (wrapping [ErrCorrupt] when the data is bad) the
-// filter is unchanged. Memory grows with the data actually read.
+// filter is unchanged. Memory grows with the data actually read; a table
+// this platform cannot hold is refused after its header, before anything
+// is allocated for it, with an error wrapping [ErrInvalidParameter] (see
+// [Scalable.UnmarshalBinary]).
 func (s *Scalable) ReadFrom(r io.Reader) (int64, error) {
 	d := codec.NewDecoder(r)
 	st, err := decodeChainState(d)

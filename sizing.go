@@ -7,13 +7,21 @@ import (
 	"github.com/dedupkit/cuckoo/internal/addr"
 )
 
-// maxTableBytes bounds a table's memory on this platform: its words are
-// one Go slice, whose size in bytes must fit an int, 2 GiB on a 32-bit
-// platform (on a 64-bit one maxBuckets comes first). The constructors
-// refuse a larger table with ErrInvalidParameter, where the allocation
-// would panic; plans, which allocate nothing, describe it on every
-// platform alike. A MiB is left for the padding around the words.
-const maxTableBytes = math.MaxInt - 1<<20
+// platformTableBytes bounds a table's memory on this platform: its words
+// are one Go slice, whose size in bytes must fit an int, 2 GiB on a 32-bit
+// platform (on a 64-bit one maxBuckets comes first). Where the allocation
+// would panic, the constructors refuse a larger table with
+// ErrInvalidParameter, the decoders refuse one before allocating it
+// (checkTableBytes), and a growing filter does not add one: the insert
+// that needed it fails with ErrFull (schedule.nextTable). Plans, which
+// allocate nothing, describe it on every platform alike. A MiB is left for
+// the padding around the words.
+const platformTableBytes = math.MaxInt - 1<<20
+
+// maxTableBytes is the bound every check applies: platformTableBytes.
+// Only tests lower it (SetMaxTableBytes), to reach on any platform, with
+// small tables, the paths a 32-bit one takes past 2 GiB.
+var maxTableBytes uint64 = platformTableBytes
 
 // checkTableBytes refuses to make a table of more than maxTableBytes.
 func checkTableBytes(bytes uint64) error {

@@ -1,7 +1,6 @@
 package cuckoo
 
 import (
-	"bytes"
 	"errors"
 	"io"
 
@@ -57,9 +56,11 @@ func (w *Window) EncodedSize() int64 {
 // with a checksum. The same state always gives the same bytes, and they
 // are what WriteTo writes. docs/format.md describes the format.
 func (w *Window) MarshalBinary() ([]byte, error) {
-	var buf bytes.Buffer
-	buf.Grow(int(w.EncodedSize()))
-	if _, err := w.WriteTo(&buf); err != nil {
+	buf, err := encodingBuffer(w.EncodedSize())
+	if err != nil {
+		return nil, err
+	}
+	if _, err := w.WriteTo(buf); err != nil {
 		return nil, err
 	}
 	return buf.Bytes(), nil
@@ -105,7 +106,10 @@ func (w *Window) UnmarshalBinary(data []byte) error {
 
 // ReadFrom replaces the Window's state with one read from r, as written by
 // WriteTo, and returns the number of bytes read; it reads exactly the
-// encoding. Otherwise it is [Window.UnmarshalBinary].
+// encoding. Otherwise it is [Window.UnmarshalBinary], except that a table
+// larger than this platform's largest slice (on a 32-bit platform, 2 GiB)
+// is refused after its header, before anything is allocated for it, with
+// an error wrapping [ErrInvalidParameter] (see [Filter.ReadFrom]).
 func (w *Window) ReadFrom(r io.Reader) (int64, error) {
 	d := codec.NewDecoder(r)
 	g, err := decodeWindow(d)
@@ -165,8 +169,15 @@ func decodeWindow(d *codec.Decoder) (*Window, error) {
 	if nWords != t.PayloadWords() {
 		return nil, bad("table of %d words, want %d", nWords, t.PayloadWords())
 	}
-	// The table is the one large allocation: WordsGrow checks its length
-	// against the input (or grows it with the data of a stream).
+	// The table is the one large allocation: WordsGrow grows it with the
+	// data of a stream, so what the input holds and what this platform can
+	// make are checked first (see decodeTableEncoding).
+	if !d.Need(nWords*8, nWords*8) {
+		return nil, d.Err()
+	}
+	if err := checkTableBytes((nWords + 1) * 8); err != nil {
+		return nil, err
+	}
 	words := d.WordsGrow(nWords, 1, nWords)
 	if err := d.VerifyChecksum(); err != nil {
 		return nil, err

@@ -131,6 +131,26 @@ func NewGrowing(final, slots, fpBits, r uint64, semi bool) *Growing {
 	return g
 }
 
+// MostWords returns the most words (the padding word included) a table
+// growing to final buckets of fpBits-bit fingerprints with r reserve bits
+// holds in one slice at any size, from its first to its full one: what
+// must fit one allocation for it to reach its full size. At level ℓ the
+// slice of tags of fpBits+r−ℓ bits grows an eighth at a time (growWords)
+// up to the words of 2·m_ℓ buckets, an eighth more, or of final buckets;
+// the full table has fpBits-bit slots (repack). It allocates nothing.
+func MostWords(final, slots, fpBits, r uint64, semi bool) uint64 {
+	full := table.Layout(final, slots, fpBits, semi)
+	most := full.PayloadWords() + 1
+	base := final >> r
+	for d := uint64(0); d < r; d++ {
+		bb := table.Layout(final, slots, fpBits+r-d, semi).BucketBits
+		whole := (final*bb+63)/64 + 1
+		need := (2*(base<<d)*bb+63)/64 + 1
+		most = max(most, min(whole, need+need/8))
+	}
+	return most
+}
+
 // growGeometry returns the geometry of a table growing to final buckets of
 // fpBits-bit fingerprints with r reserve bits, before its first split.
 func growGeometry(final, fpBits, r uint64) *Growing {

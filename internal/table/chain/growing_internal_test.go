@@ -75,3 +75,33 @@ func TestGrowingAddresses(t *testing.T) {
 		}
 	}
 }
+
+// TestMostWordsBoundsEveryAllocation grows tables of a few shapes from
+// their first size to their full one and checks that the words they hold
+// in one slice never pass MostWords, which the root package checks
+// against the platform's largest slice before it starts a table, and
+// that MostWords is reached (it is the largest slice, not a loose bound
+// that would refuse tables a platform can make).
+func TestMostWordsBoundsEveryAllocation(t *testing.T) {
+	for _, tc := range []struct {
+		final, slots, f, r uint64
+		semi               bool
+	}{
+		{1024, 4, 16, 4, false}, {4096, 4, 20, 4, false}, {4096, 2, 7, 4, false},
+		{2048, 8, 30, 2, false}, {1 << 14, 4, 13, 4, true}, {1 << 14, 1, 12, 4, false},
+	} {
+		most := MostWords(tc.final, tc.slots, tc.f, tc.r, tc.semi)
+		g := NewGrowing(tc.final, tc.slots, tc.f, tc.r, tc.semi)
+		held := uint64(cap(g.T.Words))
+		for !g.splitPair() {
+			held = max(held, uint64(cap(g.T.Words)))
+		}
+		held = max(held, uint64(cap(g.T.Words)))
+		if held > most {
+			t.Errorf("m=%d b=%d f=%d r=%d semi=%v: a slice of %d words, more than MostWords %d", tc.final, tc.slots, tc.f, tc.r, tc.semi, held, most)
+		}
+		if held < most*9/10 {
+			t.Errorf("m=%d b=%d f=%d r=%d semi=%v: at most %d words held, MostWords %d is loose", tc.final, tc.slots, tc.f, tc.r, tc.semi, held, most)
+		}
+	}
+}
