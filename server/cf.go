@@ -3,7 +3,9 @@ package server
 // The cuckoo filter commands, RedisBloom's CF.* group. A key holds a
 // cuckoo.Filter (EXPANSION 0: a fixed capacity, and CF.ADD fails with
 // "Filter is full" past it) or a cuckoo.Scalable (EXPANSION e ≥ 1: it grows
-// by tables e times larger, e taken between 1.25 and 16, and never fails).
+// by tables e times larger, e taken between 1.25 and 16, and fails only on
+// a 32-bit platform, as a full fixed filter does, once its next table
+// would pass the largest slice there).
 // Unlike RedisBloom's, these filters never lose a stored item on a failed
 // insert, take any number of duplicates, and offer fingerprints of any
 // width (FINGERPRINT f, or FPR p to choose it).
