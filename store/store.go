@@ -57,6 +57,8 @@ type Store struct {
 	bg        sync.WaitGroup
 
 	inspect *inspection // Repair's reads of the files: load changes none
+
+	ckUnused string // why Open did not use the INDEX it found (Stats)
 }
 
 func (s *Store) hash(key []byte) uint64 { return hash.Sum64(key, s.seed) }
@@ -531,6 +533,11 @@ type Stats struct {
 	// Replayed is the number of records Open read from the log after
 	// the index checkpoint (every record, when it found none usable).
 	Replayed uint64
+	// CheckpointUnused says why Open did not use the index checkpoint
+	// (INDEX) it found, and read the whole log instead: a damaged or cut
+	// one, one of another log, or one that disagrees with the log ("":
+	// it used it, or found none).
+	CheckpointUnused string
 	// Checkpoints is the number of index checkpoints written since Open.
 	Checkpoints uint64
 	// SinceCheckpoint is the number of records written since the last
@@ -555,6 +562,8 @@ func (s *Store) Stats() Stats {
 		IndexLoad:   float64(ix.count) / float64(ix.buckets()*slotsPerBucket),
 		LogFiles:    len(s.log.order),
 		Compactions: s.compactor.done.Load(),
+		// Set by Open, never changed.
+		CheckpointUnused: s.ckUnused,
 	}
 	s.mu.RUnlock()
 	s.wmu.Lock()
