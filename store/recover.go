@@ -163,6 +163,9 @@ func (s *Store) prepareDir() error {
 			return nil
 		}
 	}
+	if err := s.lostManifest(names); err != nil {
+		return err
+	}
 	for _, name := range names {
 		if !ours(name) {
 			return fmt.Errorf("%w: %s holds other files (%s) and no store", ErrNotStore, s.dir, name)
@@ -476,10 +479,44 @@ func outsideCovered(ck checkpoint, ix *index) string {
 	return why
 }
 
+// lostManifest returns the error of a directory that holds no manifest
+// (names: its files) but log files that hold records: a store whose
+// manifest is lost, which Open and Repair both refuse, changing nothing.
+// The manifest lists the log files in their order, with the lengths and
+// checksums of the sealed ones; no cut of a log file rebuilds it, so it
+// is a *RepairError. It returns nil when no log file holds a record.
+func (s *Store) lostManifest(names []string) error {
+	for _, name := range names {
+		if !isLogFileName(name) {
+			continue
+		}
+		path := filepath.Join(s.dir, name)
+		f, err := s.fs.Open(path)
+		if err != nil {
+			return fmt.Errorf("store: opening %s: %w", path, err)
+		}
+		size, err := f.Size()
+		f.Close()
+		if err != nil {
+			return fmt.Errorf("store: reading %s: %w", path, err)
+		}
+		if size > logHeaderSize {
+			return &RepairError{
+				Damage: &CorruptError{File: filepath.Join(s.dir, manifestName), Detail: "missing, and " + name + " holds records"},
+				Reason: "the manifest lists the log files in order, with the lengths and checksums of the sealed ones, and no cut rebuilds it",
+			}
+		}
+	}
+	return nil
+}
+
 // create makes a new store in a directory that has no manifest: empty,
 // or holding only what a crash during a create left (log files with no
 // record, a lock file).
 func (s *Store) create(names []string) error {
+	if err := s.lostManifest(names); err != nil {
+		return err
+	}
 	for _, name := range names {
 		if !ours(name) {
 			return fmt.Errorf("%w: %s holds other files (%s) and no store", ErrNotStore, s.dir, name)
@@ -490,20 +527,6 @@ func (s *Store) create(names []string) error {
 			continue
 		}
 		path := filepath.Join(s.dir, name)
-		if isLogFileName(name) {
-			f, err := s.fs.Open(path)
-			if err != nil {
-				return fmt.Errorf("store: opening %s: %w", path, err)
-			}
-			size, err := f.Size()
-			f.Close()
-			if err != nil {
-				return fmt.Errorf("store: reading %s: %w", path, err)
-			}
-			if size > logHeaderSize {
-				return &CorruptError{File: filepath.Join(s.dir, manifestName), Detail: "missing, and " + name + " holds records"}
-			}
-		}
 		if err := s.fs.Remove(path); err != nil {
 			return fmt.Errorf("store: removing %s: %w", path, err)
 		}
