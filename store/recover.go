@@ -585,7 +585,7 @@ func (s *Store) replay(lf *logFile, from int64, crc uint32, last bool) (int64, u
 // apply replays one record into the index and the counters.
 func (s *Store) apply(r record, loc uint64) error {
 	x := s.hash(r.key)
-	ref, old, found, err := s.find(x, r.key)
+	ref, old, found, err := s.find(x, r.key, false)
 	if err != nil {
 		return err
 	}
