@@ -30,14 +30,7 @@ func TestCheckpointPastLogRebuildsIndex(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
-	raw := fs.ReadFileBytes("db/INDEX")
-	ck, ix, err := decodeIndex(bytes.NewReader(raw), int64(len(raw)), 7)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, ck, ix := closedCheckpoint(t, s, fs, 7)
 	var c [maxCandidates]slotRef
 	if n := ix.candidates(hash.Sum64([]byte("b"), 7), &c); n != 1 {
 		t.Fatalf("%d candidates for b", n)
@@ -130,14 +123,7 @@ func TestDamagedCheckpointKeepsEveryKey(t *testing.T) {
 			want[k] = v
 		}
 	}
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
-	full := fs.ReadFileBytes("db/INDEX")
-	ck, ix, err := decodeIndex(bytes.NewReader(full), int64(len(full)), 5)
-	if err != nil {
-		t.Fatal(err)
-	}
+	full, ck, ix := closedCheckpoint(t, s, fs, 5)
 	if len(ck.files) < 3 {
 		t.Fatalf("the checkpoint covers %d log files; want several", len(ck.files))
 	}
@@ -238,6 +224,21 @@ func TestDamagedCheckpointKeepsEveryKey(t *testing.T) {
 		t.Fatalf("%d entries in the index's buckets; %d keys", entries, len(want))
 	}
 	t.Logf("%d keys, %d log files; checkpoint of %d bytes damaged at %d offsets", len(want), len(ck.files), len(full), len(offsets))
+}
+
+// closedCheckpoint closes s, a store "db" of fs with seed seed, and
+// returns the checkpoint Close wrote: its bytes, decoded.
+func closedCheckpoint(t *testing.T, s *Store, fs *MemFS, seed uint64) ([]byte, checkpoint, *index) {
+	t.Helper()
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	raw := fs.ReadFileBytes("db/INDEX")
+	ck, ix, err := decodeIndex(bytes.NewReader(raw), int64(len(raw)), seed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return raw, ck, ix
 }
 
 // flipsAt returns the offsets of a file of n bytes at which to damage

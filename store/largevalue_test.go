@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime"
+	"runtime/metrics"
 	"strconv"
 	"strings"
 	"testing"
@@ -33,14 +33,16 @@ func rssFile(t *testing.T) (int64, bool) {
 	return 0, false
 }
 
-// allocated returns the bytes the Go heap allocated while fn ran.
+// allocated returns about how many bytes the Go heap allocated while fn
+// ran (runtime/metrics: small objects are counted as their spans fill,
+// large ones at once).
 func allocated(fn func()) uint64 {
-	var before, after runtime.MemStats
-	runtime.GC()
-	runtime.ReadMemStats(&before)
+	m := []metrics.Sample{{Name: "/gc/heap/allocs:bytes"}}
+	metrics.Read(m)
+	from := m[0].Value.Uint64()
 	fn()
-	runtime.ReadMemStats(&after)
-	return after.TotalAlloc - before.TotalAlloc
+	metrics.Read(m)
+	return m[0].Value.Uint64() - from
 }
 
 // TestLargeValuesInPlace: a Put or PutIfAbsent of a large value writes it

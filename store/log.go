@@ -75,16 +75,7 @@ func appendRecordHead(dst []byte, kind byte, seq uint64, key, value []byte) []by
 
 // appendRecord appends the encoding of a record to dst.
 func appendRecord(dst []byte, kind byte, seq uint64, key, value []byte) []byte {
-	start := len(dst)
-	dst = append(dst, 0, 0, 0, 0, 0, 0, 0, 0, kind)
-	dst = binary.AppendUvarint(dst, uint64(len(key)))
-	dst = binary.AppendUvarint(dst, seq)
-	dst = append(dst, key...)
-	dst = append(dst, value...)
-	rec := dst[start:]
-	binary.LittleEndian.PutUint32(rec[4:], uint32(len(rec)-recPrefix))
-	binary.LittleEndian.PutUint32(rec, codec.Checksum(rec[4:]))
-	return dst
+	return append(appendRecordHead(dst, kind, seq, key, value), value...)
 }
 
 // record is a decoded record; key and value point into the bytes it was

@@ -125,22 +125,35 @@ func (s *Store) Has(key []byte) (bool, error) {
 
 // get is Get, and with copyValue false Has: it returns no value.
 func (s *Store) get(key []byte, copyValue bool) ([]byte, error) {
-	x := s.hash(key)
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	if s.mu.closed {
-		return nil, ErrClosed
-	}
-	_, r, found, err := s.find(x, key, copyValue)
-	switch {
-	case err != nil:
+	_, r, err := s.lookup(key, copyValue)
+	if err != nil {
 		return nil, err
-	case !found:
-		return nil, ErrNotFound
-	case !copyValue:
+	}
+	defer s.mu.RUnlock()
+	if !copyValue {
 		return nil, nil
 	}
 	return append(make([]byte, 0, len(r.value)), r.value...), nil
+}
+
+// lookup takes mu for reading and looks key up (see find): it returns
+// key's slot and record with mu held, which the caller releases, or
+// ErrClosed, ErrNotFound or the error of the lookup, with mu released.
+func (s *Store) lookup(key []byte, withValue bool) (slotRef, record, error) {
+	x := s.hash(key)
+	s.mu.RLock()
+	if s.mu.closed {
+		s.mu.RUnlock()
+		return slotRef{}, record{}, ErrClosed
+	}
+	ref, r, found, err := s.find(x, key, withValue)
+	if err == nil && !found {
+		err = ErrNotFound
+	}
+	if err != nil {
+		s.mu.RUnlock()
+	}
+	return ref, r, err
 }
 
 // ValueEquals reports whether the value of key is value (ErrNotFound
@@ -152,19 +165,12 @@ func (s *Store) get(key []byte, copyValue bool) ([]byte, error) {
 // that of Has, and a read of the stored value, once more for a long one
 // (its checksum, then the comparison).
 func (s *Store) ValueEquals(key, value []byte) (bool, error) {
-	x := s.hash(key)
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	if s.mu.closed {
-		return false, ErrClosed
-	}
-	ref, r, found, err := s.find(x, key, false)
-	switch {
-	case err != nil:
+	ref, r, err := s.lookup(key, false)
+	if err != nil {
 		return false, err
-	case !found:
-		return false, ErrNotFound
-	case r.size-r.valueAt != len(value):
+	}
+	defer s.mu.RUnlock()
+	if r.size-r.valueAt != len(value) {
 		return false, nil
 	}
 	lf, pos := s.log.at(ref.loc)

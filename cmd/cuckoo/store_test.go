@@ -651,9 +651,11 @@ func TestStoreRepairDryRunReadOnly(t *testing.T) {
 func TestStoreLostManifestSaysRestore(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
+	for _, kv := range []string{"k1=v1", "k2=v2"} {
+		k, v, _ := strings.Cut(kv, "=")
+		e.run("", "store", "put", "db", k, v).want(t, exitOK, "store")
+	}
 	db := filepath.Join(e.dir, "db")
-	e.run("", "store", "put", "db", "k1", "v1").want(t, exitOK, "store")
-	e.run("", "store", "put", "db", "k2", "v2").want(t, exitOK, "store")
 	if err := os.Remove(filepath.Join(db, "MANIFEST")); err != nil {
 		t.Fatal(err)
 	}
