@@ -69,8 +69,9 @@ func FuzzRecord(f *testing.F) {
 			!bytes.Equal(append(head, r.value...), again) {
 			t.Fatalf("record written from its head and value differs:\n%x\n%x", append(head, r.value...), again)
 		}
-		for _, n := range []int{r.valueAt, (r.valueAt + r.size) / 2, r.size - 1, r.size} {
-			if n < r.valueAt {
+		at := int(r.valueAt)
+		for _, n := range []int{at, (at + r.size) / 2, r.size - 1, r.size} {
+			if n < at {
 				continue
 			}
 			h, err := parseRecordHead(b[:n])

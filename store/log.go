@@ -81,15 +81,17 @@ func appendRecord(dst []byte, kind byte, seq uint64, key, value []byte) []byte {
 // record is a decoded record; key and value point into the bytes it was
 // decoded from.
 type record struct {
-	kind       byte
-	seq        uint64
-	key, value []byte
-	size       int // bytes in the log
-	valueAt    int // where the value starts, from the record's start
+	kind byte
 	// partial says that the bytes decoded end before the record does
 	// (parseRecordHead): value is nil, and its size - valueAt bytes
 	// are in the log.
 	partial bool
+	valueAt int32 // where the value starts, from the record's start
+	// (kind, partial and valueAt share a word: a record is returned by
+	// every lookup)
+	seq        uint64
+	key, value []byte
+	size       int // bytes in the log
 }
 
 // Why a record does not decode.
@@ -170,8 +172,8 @@ func parseRecordPart(b []byte, head bool) (record, error) {
 	}
 	r.seq = seq
 	r.key = body[p : p+int(keyLen)]
-	r.valueAt = recPrefix + p + int(keyLen)
-	if n := total - r.valueAt; n > MaxValueSize || r.kind == kindDelete && n != 0 {
+	r.valueAt = int32(recPrefix + p + int(keyLen))
+	if n := total - int(r.valueAt); n > MaxValueSize || r.kind == kindDelete && n != 0 {
 		return record{}, errBad
 	}
 	if !r.partial {

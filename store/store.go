@@ -125,12 +125,19 @@ func (s *Store) Has(key []byte) (bool, error) {
 
 // get is Get, and with copyValue false Has: it returns no value.
 func (s *Store) get(key []byte, copyValue bool) ([]byte, error) {
-	_, r, err := s.lookup(key, copyValue)
-	if err != nil {
-		return nil, err
-	}
+	x := s.hash(key)
+	s.mu.RLock()
 	defer s.mu.RUnlock()
-	if !copyValue {
+	if s.mu.closed {
+		return nil, ErrClosed
+	}
+	_, r, found, err := s.find(x, key, copyValue)
+	switch {
+	case err != nil:
+		return nil, err
+	case !found:
+		return nil, ErrNotFound
+	case !copyValue:
 		return nil, nil
 	}
 	return append(make([]byte, 0, len(r.value)), r.value...), nil
@@ -170,7 +177,7 @@ func (s *Store) ValueEquals(key, value []byte) (bool, error) {
 		return false, err
 	}
 	defer s.mu.RUnlock()
-	if r.size-r.valueAt != len(value) {
+	if r.size-int(r.valueAt) != len(value) {
 		return false, nil
 	}
 	lf, pos := s.log.at(ref.loc)
