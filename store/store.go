@@ -78,7 +78,10 @@ func (s *Store) find(x uint64, key []byte, withValue bool) (ref slotRef, rec rec
 		if err != nil {
 			return ref, rec, false, err
 		}
-		r, err := recordIn(b, lf, pos)
+		r, err := parseRecord(b)
+		if err == errShort && !withValue {
+			r, err = recordIn(b, lf, pos) // the head of a long record
+		}
 		if err != nil {
 			return ref, rec, false, &CorruptError{File: lf.path, Offset: pos, Detail: err.Error()}
 		}
@@ -87,13 +90,10 @@ func (s *Store) find(x uint64, key []byte, withValue bool) (ref slotRef, rec rec
 		}
 		// The checksum is checked for every candidate: a damaged key
 		// must not pass for another key.
-		ok := false
-		if r.size > streamAbove && !withValue && pos < lf.size {
-			ok, err = verifyAt(lf, pos, r, uint32le(b))
-		} else if !r.partial {
-			ok = verify(b, r.size)
-		}
-		if err != nil {
+		ok := r.size > streamAbove && !withValue && pos < lf.size
+		if !ok {
+			ok = !r.partial && verify(b, r.size)
+		} else if ok, err = verifyAt(lf, pos, r, uint32le(b)); err != nil {
 			return ref, rec, false, err
 		}
 		if !ok {
@@ -367,7 +367,10 @@ func (s *Store) hashAt(loc uint64) (uint64, error) {
 	if err != nil {
 		return 0, err
 	}
-	r, err := recordIn(b, lf, pos)
+	r, err := parseRecord(b)
+	if err == errShort {
+		r, err = recordIn(b, lf, pos) // the head of a long record
+	}
 	if err != nil {
 		return 0, &CorruptError{File: lf.path, Offset: pos, Detail: err.Error()}
 	}
