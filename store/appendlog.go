@@ -1,6 +1,7 @@
 package store
 
 import (
+	"encoding/binary"
 	"fmt"
 	"math"
 	"path/filepath"
@@ -90,10 +91,11 @@ func location(slot uint64, pos int64) uint64 { return slot<<32 | uint64(pos) }
 // recordBytes returns the bytes of the log from location loc on: at
 // least the whole record there, if it is intact. It reads the mapping or
 // the write buffer without copying, or else reads the record into a new
-// slice. Call it with mu held (read or write), or with wmu.
-func (l *appendLog) recordBytes(loc uint64) ([]byte, *logFile, int64, error) {
-	lf := l.files[loc>>32]
-	pos := int64(loc & (1<<32 - 1))
+// slice: with head, of a record longer than streamAbove, only up to the
+// end of its key (parseRecordHead decodes it). Call it with mu held
+// (read or write), or with wmu.
+func (l *appendLog) recordBytes(loc uint64, head bool) ([]byte, *logFile, int64, error) {
+	lf, pos := l.at(loc)
 	if lf == nil || pos < logHeaderSize {
 		return nil, lf, pos, fmt.Errorf("store: index points at a missing record (log file slot %d, offset %d)", loc>>32, pos)
 	}
@@ -113,17 +115,78 @@ func (l *appendLog) recordBytes(loc uint64) ([]byte, *logFile, int64, error) {
 	if lf.data != nil {
 		return lf.data[pos:lf.size], lf, pos, nil
 	}
-	var head [recPrefix]byte
-	if _, err := lf.f.ReadAt(head[:], pos); err != nil {
+	var first [32]byte // the prefix, the kind and both varints
+	m, err := lf.f.ReadAt(first[:min(int64(len(first)), lf.size-pos)], pos)
+	if err != nil {
 		return nil, lf, pos, err
 	}
-	n := int64(recPrefix) + int64(uint32le(head[4:]))
+	n := int64(recPrefix) + int64(uint32le(first[4:]))
 	n = min(n, lf.size-pos, recPrefix+maxRecord)
+	if head && n > streamAbove {
+		// Up to the end of the key, which the varints after the kind
+		// say (at most a key and the varints, if they are damaged).
+		n = min(n, recPrefix+1+2*binary.MaxVarintLen64+MaxKeySize)
+		if m > recPrefix+1 {
+			keyLen, k := binary.Uvarint(first[recPrefix+1 : m])
+			if k > 0 && keyLen <= MaxKeySize {
+				if _, q := binary.Uvarint(first[recPrefix+1+k : m]); q > 0 {
+					n = min(n, int64(recPrefix+1+k+q)+int64(keyLen))
+				}
+			}
+		}
+	}
 	b := make([]byte, n)
 	if _, err := lf.f.ReadAt(b, pos); err != nil {
 		return nil, lf, pos, err
 	}
 	return b, lf, pos, nil
+}
+
+// at returns the log file and the offset that loc names (the log file
+// nil when no log file has its slot).
+func (l *appendLog) at(loc uint64) (*logFile, int64) {
+	return l.files[loc>>32], int64(loc & (1<<32 - 1))
+}
+
+// Records longer than streamAbove are read in pieces of readPiece bytes
+// through ReadAt (eachPiece), not through the mapping nor whole, to
+// check their checksum on a lookup that needs no value and to compare
+// their value (ValueEquals): so a lookup holds at most a piece and the
+// key of a large record in memory.
+const (
+	streamAbove = 1 << 20
+	readPiece   = 64 << 10
+)
+
+// eachPiece calls fn with the bytes [from, to) of log file lf in order,
+// read through ReadAt in pieces of at most readPiece bytes, until fn
+// returns false. The bytes are lf's file's: call it for bytes below
+// lf.size.
+func eachPiece(lf *logFile, from, to int64, fn func([]byte) bool) error {
+	buf := make([]byte, min(readPiece, to-from))
+	for p := from; p < to; {
+		b := buf[:min(int64(len(buf)), to-p)]
+		if _, err := lf.f.ReadAt(b, p); err != nil {
+			return fmt.Errorf("store: reading %s: %w", lf.path, err)
+		}
+		if !fn(b) {
+			return nil
+		}
+		p += int64(len(b))
+	}
+	return nil
+}
+
+// verifyAt reports whether the record r at pos of log file lf, which
+// starts with the checksum sum, verifies, reading it in pieces
+// (eachPiece).
+func verifyAt(lf *logFile, pos int64, r record, sum uint32) (bool, error) {
+	crc := uint32(0)
+	err := eachPiece(lf, pos+4, pos+int64(r.size), func(b []byte) bool {
+		crc = codec.UpdateChecksum(crc, b)
+		return true
+	})
+	return crc == sum, err
 }
 
 func uint32le(b []byte) uint32 {
@@ -153,13 +216,14 @@ func (l *appendLog) failure() error {
 // stash may refresh the index, which reads the key of every entry, the
 // new one's included. It returns the count of bytes written the record
 // needs synced (commit). Call it with wmu held.
-func (l *appendLog) append(rec []byte, change func(loc uint64) error) (uint64, error) {
-	if err := l.maybeRotate(len(rec)); err != nil {
+func (l *appendLog) append(rec, value []byte, change func(loc uint64) error) (uint64, error) {
+	n := len(rec) + len(value)
+	if err := l.maybeRotate(n); err != nil {
 		return 0, err
 	}
 	lf := l.active()
-	direct := l.policy == SyncAlways || len(rec) > l.bufSize/2
-	if direct || len(l.buf)+len(rec) > l.bufSize {
+	direct := l.policy == SyncAlways || n > l.bufSize/2
+	if direct || len(l.buf)+n > l.bufSize {
 		if err := l.flush(); err != nil {
 			return 0, err
 		}
@@ -167,30 +231,31 @@ func (l *appendLog) append(rec []byte, change func(loc uint64) error) (uint64, e
 	loc := location(lf.slot, lf.size+int64(len(l.buf)))
 	if direct {
 		crc := lf.crc
-		if err := l.writeAt(lf, rec); err != nil {
+		if err := l.writeAt(lf, rec, value); err != nil {
 			return 0, err
 		}
 		l.mu.Lock()
-		lf.size += int64(len(rec))
+		lf.size += int64(n)
 		err := change(loc)
 		if err != nil {
-			lf.size -= int64(len(rec))
+			lf.size -= int64(n)
 		}
 		l.mu.Unlock()
 		if err != nil {
-			l.undoWrite(lf, len(rec), crc)
+			l.undoWrite(lf, n, crc)
 			return 0, err
 		}
-		l.bytes += int64(len(rec))
+		l.bytes += int64(n)
 		return l.written, nil
 	}
 	l.mu.Lock()
 	l.buf = append(l.buf, rec...)
+	l.buf = append(l.buf, value...)
 	err := change(loc)
 	if err == nil {
-		l.bytes += int64(len(rec))
+		l.bytes += int64(n)
 	} else {
-		l.buf = l.buf[:len(l.buf)-len(rec)]
+		l.buf = l.buf[:len(l.buf)-n]
 	}
 	l.mu.Unlock()
 	return 0, err
@@ -198,21 +263,27 @@ func (l *appendLog) append(rec []byte, change func(loc uint64) error) (uint64, e
 
 // writeAt writes b at the end of log file lf's file (past its size). On a
 // failed write it cuts what was written, so the file is as it was.
-func (l *appendLog) writeAt(lf *logFile, b []byte) error {
+func (l *appendLog) writeAt(lf *logFile, b, more []byte) error {
 	if l.beforeWrite != nil {
 		if err := l.beforeWrite(); err != nil {
 			return err
 		}
 	}
 	_, err := lf.f.WriteAt(b, lf.size)
+	if err == nil && len(more) > 0 {
+		_, err = lf.f.WriteAt(more, lf.size+int64(len(b)))
+	}
 	if err != nil {
 		if terr := lf.f.Truncate(lf.size); terr != nil {
 			return l.fail(fmt.Errorf("writing %s: %w (and cutting the partial write: %v)", lf.path, err, terr))
 		}
 		return fmt.Errorf("store: writing %s: %w", lf.path, err)
 	}
-	l.written += uint64(len(b))
+	l.written += uint64(len(b) + len(more))
 	lf.crc = codec.UpdateChecksum(lf.crc, b)
+	if len(more) > 0 {
+		lf.crc = codec.UpdateChecksum(lf.crc, more)
+	}
 	return nil
 }
 
@@ -234,7 +305,7 @@ func (l *appendLog) flush() error {
 		return nil
 	}
 	lf := l.active()
-	if err := l.writeAt(lf, l.buf); err != nil {
+	if err := l.writeAt(lf, l.buf, nil); err != nil {
 		return err
 	}
 	l.mu.Lock()

@@ -322,8 +322,9 @@ func TestStaleCheckpoint(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	if st := s.Stats(); st.Replayed != uint64(len(base.want)) {
-		t.Fatalf("replayed %d records; the compacted log holds %d", st.Replayed, len(base.want))
+	if st := s.Stats(); st.Replayed != uint64(len(base.want)) || !strings.Contains(st.CheckpointUnused, "another log") {
+		t.Fatalf("replayed %d records, CheckpointUnused %q; the compacted log holds %d, and the checkpoint is of another log",
+			st.Replayed, st.CheckpointUnused, len(base.want))
 	}
 }
 

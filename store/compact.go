@@ -227,7 +227,7 @@ func (s *Store) appendLive(dst []byte, r record) ([]byte, error) {
 	x := s.hash(r.key)
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	_, live, found, err := s.find(x, r.key)
+	_, live, found, err := s.find(x, r.key, true)
 	if err == nil && found && live.seq == r.seq {
 		dst = appendRecord(dst, kindPut, r.seq, r.key, live.value)
 	}
@@ -259,11 +259,11 @@ func (s *Store) repoint(out *logFile, isOld map[uint64]bool) error {
 				if !isOld[c[i].loc>>32] {
 					continue
 				}
-				b, _, _, err := s.log.recordBytes(c[i].loc)
+				b, lf, at, err := s.log.recordBytes(c[i].loc, true)
 				if err != nil {
 					continue
 				}
-				if or, err := parseRecord(b); err == nil && bytes.Equal(or.key, r.key) {
+				if or, err := recordIn(b, lf, at); err == nil && bytes.Equal(or.key, r.key) {
 					s.mu.ix.setLoc(c[i], location(out.slot, pos))
 					break
 				}

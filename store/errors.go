@@ -36,7 +36,8 @@ var (
 	// directory. Nothing is created.
 	ErrNotStore = errors.New("store: not a store")
 	// ErrNotRepairable is wrapped by the error of Repair (a
-	// *RepairError) for damage that no cut of the last log file's tail
+	// *RepairError), and of Open for a store whose manifest is lost, for
+	// damage that no cut of the last log file's tail
 	// repairs; Repair changes nothing then.
 	ErrNotRepairable = errors.New("store: not repairable by a cut of the last log file")
 	// ErrFailed is wrapped by the errors of every write after a sync of

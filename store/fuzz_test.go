@@ -62,6 +62,24 @@ func FuzzRecord(f *testing.F) {
 				t.Fatalf("re-encoding differs:\n%x\n%x", again, b[:r.size])
 			}
 		}
+		// Its head, and its head written before a value it does not
+		// copy, are the same bytes; the head decodes to the same record,
+		// partial before its end.
+		if head := appendRecordHead(nil, r.kind, r.seq, r.key, r.value); len(again) == r.size &&
+			!bytes.Equal(append(head, r.value...), again) {
+			t.Fatalf("record written from its head and value differs:\n%x\n%x", append(head, r.value...), again)
+		}
+		at := int(r.valueAt)
+		for _, n := range []int{at, (at + r.size) / 2, r.size - 1, r.size} {
+			if n < at {
+				continue
+			}
+			h, err := parseRecordHead(b[:n])
+			if err != nil || h.kind != r.kind || h.seq != r.seq || !bytes.Equal(h.key, r.key) || h.size != r.size ||
+				h.valueAt != r.valueAt || h.partial != (n < r.size) || !h.partial && !bytes.Equal(h.value, r.value) {
+				t.Fatalf("head of %d bytes of a record of %d: %+v, %v; the record %+v", n, r.size, h, err, r)
+			}
+		}
 	})
 }
 

@@ -58,24 +58,37 @@ const MaxValueSize = 64 << 20
 // writes, with room for the varints.
 const maxRecord = 1 + 2*binary.MaxVarintLen64 + MaxKeySize + MaxValueSize
 
-// appendRecord appends the encoding of a record to dst.
-func appendRecord(dst []byte, kind byte, seq uint64, key, value []byte) []byte {
+// appendRecordHead appends the encoding of a record to dst up to its
+// key: the record is that and value, which the checksum covers too. A
+// large value is so written from the caller's bytes, not copied.
+func appendRecordHead(dst []byte, kind byte, seq uint64, key, value []byte) []byte {
 	start := len(dst)
 	dst = append(dst, 0, 0, 0, 0, 0, 0, 0, 0, kind)
 	dst = binary.AppendUvarint(dst, uint64(len(key)))
 	dst = binary.AppendUvarint(dst, seq)
 	dst = append(dst, key...)
-	dst = append(dst, value...)
 	rec := dst[start:]
-	binary.LittleEndian.PutUint32(rec[4:], uint32(len(rec)-recPrefix))
-	binary.LittleEndian.PutUint32(rec, codec.Checksum(rec[4:]))
+	binary.LittleEndian.PutUint32(rec[4:], uint32(len(rec)+len(value)-recPrefix))
+	binary.LittleEndian.PutUint32(rec, codec.UpdateChecksum(codec.Checksum(rec[4:]), value))
 	return dst
+}
+
+// appendRecord appends the encoding of a record to dst.
+func appendRecord(dst []byte, kind byte, seq uint64, key, value []byte) []byte {
+	return append(appendRecordHead(dst, kind, seq, key, value), value...)
 }
 
 // record is a decoded record; key and value point into the bytes it was
 // decoded from.
 type record struct {
-	kind       byte
+	kind byte
+	// partial says that the bytes decoded end before the record does
+	// (parseRecordHead): value is nil, and its size - valueAt bytes
+	// are in the log.
+	partial bool
+	valueAt int32 // where the value starts, from the record's start
+	// (kind, partial and valueAt share a word: a record is returned by
+	// every lookup)
 	seq        uint64
 	key, value []byte
 	size       int // bytes in the log
@@ -90,7 +103,28 @@ var (
 // parseRecord decodes the record at the start of b without checking its
 // checksum (see verify). It returns errShort when b ends inside the
 // record, errBad when the record cannot be one a Store writes.
-func parseRecord(b []byte) (record, error) {
+func parseRecord(b []byte) (record, error) { return parseRecordPart(b, false) }
+
+// parseRecordHead is parseRecord of b that may end anywhere after the
+// record's key: a record that b does not hold whole is partial, with no
+// value (errShort when b ends before the key does).
+func parseRecordHead(b []byte) (record, error) { return parseRecordPart(b, true) }
+
+// recordIn decodes the record at the start of b, the bytes recordBytes
+// returned for offset pos of log file lf: parseRecordHead, but errShort
+// for a record that runs past what lf and the write buffer hold (partial
+// only when recordBytes read the head of a record of a log file that is
+// not mapped).
+func recordIn(b []byte, lf *logFile, pos int64) (record, error) {
+	r, err := parseRecordHead(b)
+	if err == nil && r.partial && (lf.data != nil || pos+int64(r.size) > lf.size) {
+		return record{}, errShort
+	}
+	return r, err
+}
+
+// parseRecordPart is parseRecord, and with head parseRecordHead.
+func parseRecordPart(b []byte, head bool) (record, error) {
 	if len(b) < recPrefix+3 {
 		if len(b) >= recPrefix && binary.LittleEndian.Uint32(b[4:]) > maxRecord {
 			return record{}, errBad
@@ -102,32 +136,48 @@ func parseRecord(b []byte) (record, error) {
 		return record{}, errBad
 	}
 	total := recPrefix + int(size)
+	end := total
 	if total > len(b) {
-		return record{}, errShort
+		if !head {
+			return record{}, errShort
+		}
+		end = len(b)
 	}
-	body := b[recPrefix:total]
-	r := record{kind: body[0], size: total}
+	body := b[recPrefix:end]
+	r := record{kind: body[0], size: total, partial: end < total}
 	if r.kind < kindPut || r.kind > kindDelete {
 		return record{}, errBad
 	}
 	keyLen, n := binary.Uvarint(body[1:])
+	if n == 0 && r.partial {
+		return record{}, errShort
+	}
 	if n <= 0 || keyLen > MaxKeySize {
 		return record{}, errBad
 	}
 	p := 1 + n
 	seq, n := binary.Uvarint(body[p:])
+	if n == 0 && r.partial {
+		return record{}, errShort
+	}
 	if n <= 0 {
 		return record{}, errBad
 	}
 	p += n
-	if keyLen > uint64(len(body)-p) {
+	if keyLen > uint64(int(size)-p) {
 		return record{}, errBad
+	}
+	if keyLen > uint64(len(body)-p) {
+		return record{}, errShort // only a partial record's key runs past b
 	}
 	r.seq = seq
 	r.key = body[p : p+int(keyLen)]
-	r.value = body[p+int(keyLen):]
-	if len(r.value) > MaxValueSize || r.kind == kindDelete && len(r.value) != 0 {
+	r.valueAt = int32(recPrefix + p + int(keyLen))
+	if n := total - int(r.valueAt); n > MaxValueSize || r.kind == kindDelete && n != 0 {
 		return record{}, errBad
+	}
+	if !r.partial {
+		r.value = body[p+int(keyLen):]
 	}
 	return r, nil
 }

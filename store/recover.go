@@ -11,6 +11,7 @@ import (
 	"math/bits"
 	"math/rand/v2"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/dedupkit/cuckoo/internal/codec"
@@ -161,6 +162,9 @@ func (s *Store) prepareDir() error {
 		if name == manifestName {
 			return nil
 		}
+	}
+	if err := s.lostManifest(names); err != nil {
+		return err
 	}
 	for _, name := range names {
 		if !ours(name) {
@@ -384,33 +388,46 @@ func (s *Store) fileCRC(lf *logFile, n int64) (uint32, error) {
 
 // readCheckpoint reads the INDEX file. It returns the checkpoint and its
 // index when they describe a prefix of the log m lists: the same first
-// log files, each at least as long as the checkpoint covers. It returns
-// no index, and no error, when there is no usable checkpoint (none, a
-// damaged one, or one of a log a compaction replaced): Open then reads
-// the whole log. It returns a *CorruptError when the checkpoint is
-// sound but the log has lost what it recorded.
+// log files, each at least as long as the checkpoint covers, and every
+// entry of the index at a location inside what the checkpoint covers. It
+// returns no index, and no error, when there is no usable checkpoint
+// (none, a damaged one, one of a log a compaction replaced, or one
+// whose entries point outside what it covers, which its checksum does
+// not catch when a bug wrote it): Open then reads the whole log, and
+// s.ckUnused says why. It returns a *CorruptError when the checkpoint
+// is sound but the log has lost what it recorded.
 func (s *Store) readCheckpoint(m manifest) (checkpoint, *index, error) {
 	path := filepath.Join(s.dir, idxName)
 	f, err := s.fs.Open(path)
-	if err != nil {
+	if errors.Is(err, fs.ErrNotExist) {
 		return checkpoint{}, nil, nil
+	}
+	unused := func(why string) (checkpoint, *index, error) {
+		s.ckUnused = why
+		return checkpoint{}, nil, nil
+	}
+	if err != nil {
+		return unused(err.Error())
 	}
 	defer f.Close()
 	size, err := f.Size()
 	if err != nil {
-		return checkpoint{}, nil, nil
+		return unused(err.Error())
 	}
 	ck, ix, err := decodeIndex(io.NewSectionReader(f, 0, size), size, s.seed)
-	if err != nil || len(ck.files) > len(s.log.order) {
-		return checkpoint{}, nil, nil
+	if err != nil {
+		return unused(err.Error())
+	}
+	if len(ck.files) > len(s.log.order) {
+		return unused("index checkpoint: of another log (more log files than the manifest lists)")
 	}
 	for i, c := range ck.files {
 		if c.id != s.log.order[i].id {
-			return checkpoint{}, nil, nil
+			return unused("index checkpoint: of another log (log files the manifest does not list)")
 		}
 	}
 	if ck.version == idxVersion1 && len(ck.files) != len(s.log.order) {
-		return checkpoint{}, nil, nil
+		return unused("index checkpoint: of another log (version 1, not of every log file)")
 	}
 	for i, c := range ck.files {
 		lf := s.log.order[i]
@@ -427,13 +444,79 @@ func (s *Store) readCheckpoint(m manifest) (checkpoint, *index, error) {
 				Detail: "the checkpoint and the manifest record different checksums for " + filepath.Base(lf.path)}
 		}
 	}
+	if why := outsideCovered(ck, ix); why != "" {
+		return unused("index checkpoint: disagrees with the log: " + why)
+	}
 	return ck, ix, nil
+}
+
+// outsideCovered says which entry of ix, the index of checkpoint ck,
+// names no place a record of the log can start at: a log file slot ck
+// does not name, or an offset before the first record or past the last
+// whole record ck covers (""; none). Every entry of a checkpoint is the
+// location of a record written and synced before it was taken.
+func outsideCovered(ck checkpoint, ix *index) string {
+	var end [maxLogFiles]int64 // per slot, the last offset a record may start at, plus one
+	for _, c := range ck.files {
+		end[c.slot] = c.size - (recPrefix + 3) + 1
+	}
+	var why string
+	errBad := errors.New("")
+	ix.each(func(loc uint64) error {
+		slot, pos := loc>>32, int64(loc&(1<<32-1))
+		switch {
+		case end[slot] == 0:
+			why = fmt.Sprintf("an entry points into log file slot %d, which it does not name", slot)
+		case pos < logHeaderSize || pos >= end[slot]:
+			i := slices.IndexFunc(ck.files, func(c ckFile) bool { return c.slot == slot })
+			why = fmt.Sprintf("an entry points at offset %d of %s, outside the records it covers (offsets %d to %d)",
+				pos, logFileName(ck.files[i].id), logHeaderSize, ck.files[i].size)
+		default:
+			return nil
+		}
+		return errBad
+	})
+	return why
+}
+
+// lostManifest returns the error of a directory that holds no manifest
+// (names: its files) but log files that hold records: a store whose
+// manifest is lost, which Open and Repair both refuse, changing nothing.
+// The manifest lists the log files in their order, with the lengths and
+// checksums of the sealed ones; no cut of a log file rebuilds it, so it
+// is a *RepairError. It returns nil when no log file holds a record.
+func (s *Store) lostManifest(names []string) error {
+	for _, name := range names {
+		if !isLogFileName(name) {
+			continue
+		}
+		path := filepath.Join(s.dir, name)
+		f, err := s.fs.Open(path)
+		if err != nil {
+			return fmt.Errorf("store: opening %s: %w", path, err)
+		}
+		size, err := f.Size()
+		f.Close()
+		if err != nil {
+			return fmt.Errorf("store: reading %s: %w", path, err)
+		}
+		if size > logHeaderSize {
+			return &RepairError{
+				Damage: &CorruptError{File: filepath.Join(s.dir, manifestName), Detail: "missing, and " + name + " holds records"},
+				Reason: "the manifest lists the log files in order, with the lengths and checksums of the sealed ones, and no cut rebuilds it",
+			}
+		}
+	}
+	return nil
 }
 
 // create makes a new store in a directory that has no manifest: empty,
 // or holding only what a crash during a create left (log files with no
 // record, a lock file).
 func (s *Store) create(names []string) error {
+	if err := s.lostManifest(names); err != nil {
+		return err
+	}
 	for _, name := range names {
 		if !ours(name) {
 			return fmt.Errorf("%w: %s holds other files (%s) and no store", ErrNotStore, s.dir, name)
@@ -444,20 +527,6 @@ func (s *Store) create(names []string) error {
 			continue
 		}
 		path := filepath.Join(s.dir, name)
-		if isLogFileName(name) {
-			f, err := s.fs.Open(path)
-			if err != nil {
-				return fmt.Errorf("store: opening %s: %w", path, err)
-			}
-			size, err := f.Size()
-			f.Close()
-			if err != nil {
-				return fmt.Errorf("store: reading %s: %w", path, err)
-			}
-			if size > logHeaderSize {
-				return &CorruptError{File: filepath.Join(s.dir, manifestName), Detail: "missing, and " + name + " holds records"}
-			}
-		}
 		if err := s.fs.Remove(path); err != nil {
 			return fmt.Errorf("store: removing %s: %w", path, err)
 		}
@@ -516,7 +585,7 @@ func (s *Store) replay(lf *logFile, from int64, crc uint32, last bool) (int64, u
 // apply replays one record into the index and the counters.
 func (s *Store) apply(r record, loc uint64) error {
 	x := s.hash(r.key)
-	ref, old, found, err := s.find(x, r.key)
+	ref, old, found, err := s.find(x, r.key, false)
 	if err != nil {
 		return err
 	}

@@ -70,7 +70,9 @@ type RepairReport struct {
 
 // RepairError is Repair's refusal: the damage it found, which no cut of
 // the last log file's tail repairs, and why. It wraps ErrCorrupt and
-// ErrNotRepairable; Repair changed no file.
+// ErrNotRepairable; Repair changed no file. Open returns one too, the
+// same, for a directory whose log files hold records but which has no
+// MANIFEST (a store whose manifest is lost), and changes no file.
 type RepairError struct {
 	Damage *CorruptError
 	Reason string
@@ -89,7 +91,9 @@ func (e *RepairError) Unwrap() []error { return []error{e.Damage, ErrNotRepairab
 // docs/store.md ("Repairing a refused tail") describes, keeping a copy
 // of the bytes it cuts. It takes the directory's lock as Open does: a
 // store open elsewhere is ErrLocked, and nothing is read or changed. A
-// path that holds no store is ErrNotStore.
+// path that holds no store is ErrNotStore; a directory whose log files
+// hold records but which has no MANIFEST is a *RepairError (a manifest
+// lost: no cut rebuilds it).
 //
 // Repair reads the store as Open does, changing no file, and verifies
 // every record as Verify does:

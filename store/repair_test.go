@@ -790,3 +790,57 @@ func TestRepairDryRunLocked(t *testing.T) {
 	}
 	stateUnchanged(t, dir, before, "a store open elsewhere")
 }
+
+// TestLostManifestIsNotRepairable: a directory whose log files hold
+// records but which has no MANIFEST (lost) is a store's, damaged in a way
+// no cut repairs: Open (creating or not) and Repair (and its dry run)
+// return the same *RepairError, naming the manifest, and change no file.
+// The previous version had Open report damage (ErrCorrupt, which the
+// command line sends to repair) and Repair say it is not a store.
+func TestLostManifestIsNotRepairable(t *testing.T) {
+	t.Parallel()
+	fs := store.NewMemFS()
+	s, err := store.Open("db", store.WithFS(fs), store.WithLogFileSize(4<<10))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 100 {
+		if err := s.Put(fmt.Appendf(nil, "key %d", i), bytes.Repeat([]byte("v"), 60)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if len(logFiles(fs)) < 2 {
+		t.Fatalf("log files %v; want several", logFiles(fs))
+	}
+	fs.Remove("db/MANIFEST")
+	before := files(fs)
+	var msgs []string
+	check := func(err error, what string) {
+		t.Helper()
+		var re *store.RepairError
+		if !errors.As(err, &re) || !errors.Is(err, store.ErrCorrupt) || !errors.Is(err, store.ErrNotRepairable) ||
+			errors.Is(err, store.ErrNotStore) || re.Damage.File != filepath.Join("db", "MANIFEST") ||
+			!strings.Contains(re.Damage.Detail, "0000000000000000.log holds records") {
+			t.Fatalf("%s of a store whose manifest is lost: %v; want a *RepairError naming db/MANIFEST", what, err)
+		}
+		unchanged(t, fs, before, what)
+		msgs = append(msgs, err.Error())
+	}
+	_, err = store.Open("db", store.WithFS(fs))
+	check(err, "Open")
+	_, err = store.Open("db", store.WithFS(fs), store.WithMustExist())
+	check(err, "Open (WithMustExist)")
+	_, err = store.Repair("db", store.WithRepairFS(fs))
+	check(err, "Repair")
+	_, err = store.Repair("db", store.WithRepairFS(fs), store.WithDryRun())
+	check(err, "Repair (WithDryRun)")
+	for _, m := range msgs[1:] {
+		if m != msgs[0] {
+			t.Fatalf("the errors differ: %q and %q", msgs[0], m)
+		}
+	}
+	t.Logf("the error: %s", msgs[0])
+}

@@ -57,22 +57,31 @@ type Store struct {
 	bg        sync.WaitGroup
 
 	inspect *inspection // Repair's reads of the files: load changes none
+
+	ckUnused string // why Open did not use the INDEX it found (Stats)
 }
 
 func (s *Store) hash(key []byte) uint64 { return hash.Sum64(key, s.seed) }
 
 // find looks key (of hash x) up: its slot, and its record (pointing into
 // the log's bytes, valid while the lock is held), or found = false. Call
-// it with mu held, or with wmu.
-func (s *Store) find(x uint64, key []byte) (ref slotRef, rec record, found bool, err error) {
+// it with mu held, or with wmu. Unless withValue, a record longer than
+// streamAbove in a log file is checked by reading it in pieces, not
+// through the mapping (whose pages would stay in memory), and, in a log
+// file not mapped, only its head is read: the record may be partial,
+// with no value.
+func (s *Store) find(x uint64, key []byte, withValue bool) (ref slotRef, rec record, found bool, err error) {
 	var c [maxCandidates]slotRef
 	n := s.mu.ix.candidates(x, &c)
 	for i := range n {
-		b, lf, pos, err := s.log.recordBytes(c[i].loc)
+		b, lf, pos, err := s.log.recordBytes(c[i].loc, !withValue)
 		if err != nil {
 			return ref, rec, false, err
 		}
 		r, err := parseRecord(b)
+		if err == errShort && !withValue {
+			r, err = recordIn(b, lf, pos) // the head of a long record
+		}
 		if err != nil {
 			return ref, rec, false, &CorruptError{File: lf.path, Offset: pos, Detail: err.Error()}
 		}
@@ -81,7 +90,13 @@ func (s *Store) find(x uint64, key []byte) (ref slotRef, rec record, found bool,
 		}
 		// The checksum is checked for every candidate: a damaged key
 		// must not pass for another key.
-		if !verify(b, r.size) {
+		ok := r.size > streamAbove && !withValue && pos < lf.size
+		if !ok {
+			ok = !r.partial && verify(b, r.size)
+		} else if ok, err = verifyAt(lf, pos, r, uint32le(b)); err != nil {
+			return ref, rec, false, err
+		}
+		if !ok {
 			return ref, rec, false, &CorruptError{File: lf.path, Offset: pos, Detail: "record checksum mismatch"}
 		}
 		if bytes.Equal(r.key, key) {
@@ -116,7 +131,7 @@ func (s *Store) get(key []byte, copyValue bool) ([]byte, error) {
 	if s.mu.closed {
 		return nil, ErrClosed
 	}
-	_, r, found, err := s.find(x, key)
+	_, r, found, err := s.find(x, key, copyValue)
 	switch {
 	case err != nil:
 		return nil, err
@@ -126,6 +141,56 @@ func (s *Store) get(key []byte, copyValue bool) ([]byte, error) {
 		return nil, nil
 	}
 	return append(make([]byte, 0, len(r.value)), r.value...), nil
+}
+
+// lookup takes mu for reading and looks key up (see find): it returns
+// key's slot and record with mu held, which the caller releases, or
+// ErrClosed, ErrNotFound or the error of the lookup, with mu released.
+func (s *Store) lookup(key []byte, withValue bool) (slotRef, record, error) {
+	x := s.hash(key)
+	s.mu.RLock()
+	if s.mu.closed {
+		s.mu.RUnlock()
+		return slotRef{}, record{}, ErrClosed
+	}
+	ref, r, found, err := s.find(x, key, withValue)
+	if err == nil && !found {
+		err = ErrNotFound
+	}
+	if err != nil {
+		s.mu.RUnlock()
+	}
+	return ref, r, err
+}
+
+// ValueEquals reports whether the value of key is value (ErrNotFound
+// when key is absent). It compares them in place: a stored value longer
+// than about 1 MiB is read from the log in pieces of 64 KiB, never
+// whole nor copied, and its record's checksum is checked as Get checks
+// it (ErrCorrupt when it is wrong). So a caller that holds a large value
+// can tell whether the store holds the same with no more memory. Cost:
+// that of Has, and a read of the stored value, once more for a long one
+// (its checksum, then the comparison).
+func (s *Store) ValueEquals(key, value []byte) (bool, error) {
+	ref, r, err := s.lookup(key, false)
+	if err != nil {
+		return false, err
+	}
+	defer s.mu.RUnlock()
+	if r.size-int(r.valueAt) != len(value) {
+		return false, nil
+	}
+	lf, pos := s.log.at(ref.loc)
+	if r.size <= streamAbove || pos >= lf.size {
+		return bytes.Equal(r.value, value), nil
+	}
+	equal, at := true, 0
+	err = eachPiece(lf, pos+int64(r.valueAt), pos+int64(r.size), func(b []byte) bool {
+		equal = bytes.Equal(b, value[at:at+len(b)])
+		at += len(b)
+		return equal
+	})
+	return equal && err == nil, err
 }
 
 // Len returns the number of keys.
@@ -180,8 +245,16 @@ func (s *Store) put(key, value []byte, ifAbsent bool) (bool, error) {
 			return false, err
 		}
 	}
-	s.scratch = appendRecord(s.scratch[:0], kind, seq, key, value)
-	return s.finishWrite(s.append(s.scratch, func(loc uint64) error {
+	// A large value is written from the caller's bytes, after the
+	// record's head; a small one with it, in one piece.
+	var tail []byte
+	if len(value) > streamAbove {
+		s.scratch, tail = appendRecordHead(s.scratch[:0], kind, seq, key, value), value
+	} else {
+		s.scratch = appendRecord(s.scratch[:0], kind, seq, key, value)
+	}
+	size := len(s.scratch) + len(tail)
+	return s.finishWrite(s.append(s.scratch, tail, func(loc uint64) error {
 		if found {
 			s.mu.ix.setLoc(ref, loc)
 			s.live -= int64(oldSize)
@@ -191,7 +264,7 @@ func (s *Store) put(key, value []byte, ifAbsent bool) (bool, error) {
 			}
 			s.nextSeq++
 		}
-		s.live += int64(len(s.scratch))
+		s.live += int64(size)
 		return nil
 	}))
 }
@@ -212,7 +285,7 @@ func (s *Store) Delete(key []byte) (deleted bool, err error) {
 	}
 	oldSize := old.size
 	s.scratch = appendRecord(s.scratch[:0], kindDelete, 0, key, nil)
-	return s.finishWrite(s.append(s.scratch, func(uint64) error {
+	return s.finishWrite(s.append(s.scratch, nil, func(uint64) error {
 		s.mu.ix.remove(ref)
 		s.live -= int64(oldSize)
 		return nil
@@ -225,7 +298,7 @@ func (s *Store) Delete(key []byte) (deleted bool, err error) {
 func (s *Store) lockFind(x uint64, key []byte) (ref slotRef, rec record, found bool, err error) {
 	s.wmu.Lock()
 	if err = s.writable(); err == nil {
-		ref, rec, found, err = s.find(x, key)
+		ref, rec, found, err = s.find(x, key, false)
 	}
 	if err != nil {
 		s.wmu.Unlock()
@@ -290,11 +363,14 @@ func (s *Store) prepareInsert() error {
 
 // hashAt returns the hash of the key of the record at loc.
 func (s *Store) hashAt(loc uint64) (uint64, error) {
-	b, lf, pos, err := s.log.recordBytes(loc)
+	b, lf, pos, err := s.log.recordBytes(loc, true)
 	if err != nil {
 		return 0, err
 	}
 	r, err := parseRecord(b)
+	if err == errShort {
+		r, err = recordIn(b, lf, pos) // the head of a long record
+	}
 	if err != nil {
 		return 0, &CorruptError{File: lf.path, Offset: pos, Detail: err.Error()}
 	}
@@ -350,13 +426,13 @@ func (s *Store) splitLocked() error {
 	return nil
 }
 
-// append writes rec (one record) to the log and applies change, with mu
-// held, at the record's location (see appendLog.append), and counts it
-// for the next checkpoint. Call it with wmu held.
-func (s *Store) append(rec []byte, change func(loc uint64) error) (uint64, error) {
-	target, err := s.log.append(rec, change)
+// append writes a record, rec followed by value, to the log and applies
+// change, with mu held, at the record's location (see appendLog.append),
+// and counts it for the next checkpoint. Call it with wmu held.
+func (s *Store) append(rec, value []byte, change func(loc uint64) error) (uint64, error) {
+	target, err := s.log.append(rec, value, change)
 	if err == nil {
-		s.checkpointer.counted(len(rec))
+		s.checkpointer.counted(len(rec) + len(value))
 	}
 	return target, err
 }
@@ -448,7 +524,7 @@ func (s *Store) Range(fn func(key, value []byte) bool) error {
 				s.mu.RUnlock()
 				return ErrClosed
 			}
-			_, live, found, err := s.find(x, r.key)
+			_, live, found, err := s.find(x, r.key, true)
 			ok := err == nil && found && live.seq == r.seq
 			if ok {
 				key = append(key[:0], r.key...)
@@ -531,6 +607,11 @@ type Stats struct {
 	// Replayed is the number of records Open read from the log after
 	// the index checkpoint (every record, when it found none usable).
 	Replayed uint64
+	// CheckpointUnused says why Open did not use the index checkpoint
+	// (INDEX) it found, and read the whole log instead: a damaged or cut
+	// one, one of another log, or one that disagrees with the log ("":
+	// it used it, or found none).
+	CheckpointUnused string
 	// Checkpoints is the number of index checkpoints written since Open.
 	Checkpoints uint64
 	// SinceCheckpoint is the number of records written since the last
@@ -555,6 +636,8 @@ func (s *Store) Stats() Stats {
 		IndexLoad:   float64(ix.count) / float64(ix.buckets()*slotsPerBucket),
 		LogFiles:    len(s.log.order),
 		Compactions: s.compactor.done.Load(),
+		// Set by Open, never changed.
+		CheckpointUnused: s.ckUnused,
 	}
 	s.mu.RUnlock()
 	s.wmu.Lock()

@@ -189,9 +189,7 @@ func storeRepair(e *env, f *storeFlags, dir string) error {
 	case errors.Is(err, store.ErrNotStore):
 		return noStoreErr(err)
 	case errors.As(err, &re):
-		d := re.Damage
-		return dataErr("restore the store from a backup (docs/store.md, \"Repairing a refused tail\")",
-			"%s is damaged: %s at offset %d: %s; repair cannot cut it away: %s; nothing was changed", dir, d.File, d.Offset, d.Detail, re.Reason)
+		return notRepairableErr(dir, re)
 	case err != nil && rep.Cut:
 		return dataErr("the bytes cut are in "+rep.Copy, "%s: %v", dir, unwrap(err))
 	case err != nil:
@@ -664,10 +662,22 @@ func notStore(err error) string {
 	return "not a store: " + msg
 }
 
+// notRepairableErr explains damage that no repair cuts away (the store
+// package's *RepairError), which Repair and, for a store whose manifest
+// is lost, Open return: every subcommand says the same.
+func notRepairableErr(dir string, re *store.RepairError) error {
+	d := re.Damage
+	return dataErr("restore the store from a backup (docs/store.md, \"Repairing a refused tail\")",
+		"%s is damaged: %s at offset %d: %s; repair cannot cut it away: %s; nothing was changed", dir, d.File, d.Offset, d.Detail, re.Reason)
+}
+
 // storeErr explains an error of the store package.
 func storeErr(dir string, err error) error {
 	var ce *store.CorruptError
+	var re *store.RepairError
 	switch {
+	case errors.As(err, &re):
+		return notRepairableErr(dir, re)
 	case errors.Is(err, store.ErrLocked):
 		return dataErr("wait for the other process to close it", "%s is open in another process", dir)
 	case errors.Is(err, store.ErrNotStore):

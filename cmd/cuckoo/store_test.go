@@ -640,3 +640,48 @@ func TestStoreRepairDryRunReadOnly(t *testing.T) {
 		t.Fatalf("repair --dry-run of the store read-only changed it: %v", slices.Sorted(maps.Keys(dirFiles(t, db))))
 	}
 }
+
+// TestStoreLostManifestSaysRestore: a store directory whose log files
+// hold records but whose MANIFEST is lost gets one message from every
+// subcommand, put and repair included, with exit status 3: the store is
+// damaged, repair cannot cut it away, restore it from a backup; and no
+// file changes. The previous version had put say "run 'cuckoo store
+// repair'", and repair (and get) say "not a store" and to make one with
+// put: each sent the user to the other.
+func TestStoreLostManifestSaysRestore(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	for _, kv := range []string{"k1=v1", "k2=v2"} {
+		k, v, _ := strings.Cut(kv, "=")
+		e.run("", "store", "put", "db", k, v).want(t, exitOK, "store")
+	}
+	db := filepath.Join(e.dir, "db")
+	if err := os.Remove(filepath.Join(db, "MANIFEST")); err != nil {
+		t.Fatal(err)
+	}
+	before := dirFiles(t, db)
+	var first string
+	for _, args := range [][]string{
+		{"put", "db", "k3", "v3"}, {"get", "db", "k1"}, {"has", "db", "k1"}, {"check", "db"}, {"stats", "db"},
+		{"import", "db", "db"}, {"repair", "db"}, {"repair", "--dry-run", "db"},
+	} {
+		r := e.run("", append([]string{"store"}, args...)...)
+		r.want(t, exitData, "store")
+		msg := r.stderr
+		if r.stdout != "" || !strings.Contains(msg, "db is damaged: "+filepath.Join("db", "MANIFEST")) ||
+			!strings.Contains(msg, "0000000000000000.log holds records") || !strings.Contains(msg, "repair cannot cut it away") ||
+			!strings.Contains(msg, "restore the store from a backup") ||
+			strings.Contains(msg, "not a store") || strings.Contains(msg, "run 'cuckoo store repair") {
+			t.Fatalf("store %v on a store whose manifest is lost: %+v", args, r)
+		}
+		if first == "" {
+			first = msg
+		} else if msg != first {
+			t.Fatalf("store %v says %q; put said %q", args, msg, first)
+		}
+		if !maps.Equal(dirFiles(t, db), before) {
+			t.Fatalf("store %v changed the files of a store whose manifest is lost", args)
+		}
+	}
+	t.Logf("every subcommand says: %s", first)
+}

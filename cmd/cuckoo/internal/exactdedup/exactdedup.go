@@ -237,11 +237,15 @@ func (d *Deduper) seen(k []byte) (bool, error) {
 		if err != nil || stored {
 			return false, err
 		}
-		old, err := d.s.Get(key)
+		if v == nil {
+			return true, nil
+		}
+		// Compared in place: the stored line is never read whole.
+		same, err := d.s.ValueEquals(key, k)
 		if err != nil {
 			return false, err
 		}
-		if v == nil || string(old) == string(k) {
+		if same {
 			return true, nil
 		}
 		key = append(key, i) // a SHA-256 collision: the next key
@@ -338,14 +342,24 @@ func (d *Deduper) has(k []byte) (bool, error) {
 		return d.s.Has(key)
 	}
 	for i := byte(0); ; i++ {
-		old, err := d.s.Get(key)
+		var same bool
+		var err error
+		if len(k) > store.MaxValueSize {
+			same, err = d.s.Has(key)
+			if !same && err == nil {
+				err = store.ErrNotFound
+			}
+		} else {
+			// Compared in place: the stored line is never read whole.
+			same, err = d.s.ValueEquals(key, k)
+		}
 		if errors.Is(err, store.ErrNotFound) {
 			return false, nil
 		}
 		if err != nil {
 			return false, err
 		}
-		if len(k) > store.MaxValueSize || string(old) == string(k) {
+		if same {
 			return true, nil
 		}
 		key = append(key, i) // a SHA-256 collision: the next key
