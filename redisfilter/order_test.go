@@ -117,14 +117,16 @@ type checkedFilter interface {
 
 // filterKinds are a Filter and a Window of one segment, their write
 // function, and a way to open the one named name again.
-var filterKinds = []struct {
+type filterKind struct {
 	kind  string
 	write string
 	make  func(ctx context.Context, rdb redis.UniversalClient, name string) (checkedFilter, error)
 	open  func(ctx context.Context, rdb redis.UniversalClient, name string) (checkedFilter, error)
 	// openWith opens it with options.
 	openWith func(ctx context.Context, rdb redis.UniversalClient, name string, opts ...redisfilter.Option) (checkedFilter, error)
-}{
+}
+
+var filterKinds = []filterKind{
 	{"filter", "ckf2_add",
 		func(ctx context.Context, rdb redis.UniversalClient, name string) (checkedFilter, error) {
 			return redisfilter.New(ctx, rdb, name, 1000, redisfilter.WithSegments(1))
@@ -156,37 +158,21 @@ var filterKinds = []struct {
 // other way round).
 func TestRefusedCallRunsBeforeLaterCallsOfItsSegment(t *testing.T) {
 	t.Parallel()
-	for _, fk := range filterKinds {
-		t.Run(fk.kind, func(t *testing.T) {
-			t.Parallel()
-			ctx := ctxOf(t)
-			rdb := singleClient(t)
-			hook := &refuseFirst{target: isCall(fk.write)}
-			rdb.AddHook(hook)
-			f, err := fk.make(ctx, rdb, uniqueName(t))
-			if err != nil {
-				t.Fatal(err)
+	eachKind(t, func(ctx context.Context, t *testing.T, fk filterKind) {
+		hook := &refuseFirst{target: isCall(fk.write)}
+		f, _, _ := hookedFilter(ctx, t, fk, hook)
+		// 40 keys: a call of keys 0 to 31, one of 32 to 39; key 35
+		// is key 0.
+		in, added, errs, err := batchWithRepeat(ctx, t, f, hook, "order")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range in {
+			if want := i != 35; added[i] != want || errs[i] != nil {
+				t.Errorf("key %d (%s): added = %v, %v; want %v, nil", i, in[i], added[i], errs[i], want)
 			}
-			// 40 keys: a call of keys 0 to 31, one of 32 to 39; key 35
-			// is key 0.
-			in := keys("order", 40)
-			in[35] = in[0]
-			added := make([]bool, len(in))
-			errs := make([]error, len(in))
-			hook.armed.Store(true)
-			if err := f.AddUniqueBatch(ctx, in, added, errs); err != nil {
-				t.Fatal(err)
-			}
-			if hook.refused.Load() != 1 {
-				t.Fatalf("the hook refused %d calls, want 1", hook.refused.Load())
-			}
-			for i := range in {
-				if want := i != 35; added[i] != want || errs[i] != nil {
-					t.Errorf("key %d (%s): added = %v, %v; want %v, nil", i, in[i], added[i], errs[i], want)
-				}
-			}
-		})
-	}
+		}
+	})
 }
 
 // TestRefusedReadRunsBeforeItsCheck refuses (BUSY) the bucket read of a
@@ -255,42 +241,25 @@ func TestRefusedReadRunsBeforeItsCheck(t *testing.T) {
 // calls is added by the second.
 func TestRefusedForGoodCallDoesNotHoldItsSegment(t *testing.T) {
 	t.Parallel()
-	for _, fk := range filterKinds {
-		t.Run(fk.kind, func(t *testing.T) {
-			t.Parallel()
-			ctx := ctxOf(t)
-			rdb := singleClient(t)
-			hook := &refuseFirst{target: isCall(fk.write), err: finalRefusal{}}
-			rdb.AddHook(hook)
-			f, err := fk.make(ctx, rdb, uniqueName(t))
-			if err != nil {
-				t.Fatal(err)
-			}
-			in := keys("good", 40)
-			in[35] = in[0]
-			added := make([]bool, len(in))
-			errs := make([]error, len(in))
-			hook.armed.Store(true)
-			f.AddUniqueBatch(ctx, in, added, errs)
-			if hook.refused.Load() != 1 {
-				t.Fatalf("the hook refused %d calls, want 1", hook.refused.Load())
-			}
-			for i := range in {
-				switch {
-				case i < 32 && i != 35:
-					if added[i] || errs[i] == nil || errs[i].Error() != (finalRefusal{}).Error() {
-						t.Errorf("key %d (%s), of the refused call: added = %v, %v; want false, the refusal", i, in[i], added[i], errs[i])
-					}
-				case added[i] != true || errs[i] != nil:
-					t.Errorf("key %d (%s), of the second call: added = %v, %v; want true, nil", i, in[i], added[i], errs[i])
+	eachKind(t, func(ctx context.Context, t *testing.T, fk filterKind) {
+		hook := &refuseFirst{target: isCall(fk.write), err: finalRefusal{}}
+		f, _, _ := hookedFilter(ctx, t, fk, hook)
+		in, added, errs, _ := batchWithRepeat(ctx, t, f, hook, "good")
+		for i := range in {
+			switch {
+			case i < 32 && i != 35:
+				if added[i] || errs[i] == nil || errs[i].Error() != (finalRefusal{}).Error() {
+					t.Errorf("key %d (%s), of the refused call: added = %v, %v; want false, the refusal", i, in[i], added[i], errs[i])
 				}
+			case added[i] != true || errs[i] != nil:
+				t.Errorf("key %d (%s), of the second call: added = %v, %v; want true, nil", i, in[i], added[i], errs[i])
 			}
-			found, err := f.ContainsChecked(ctx, in[1])
-			if err != nil || found {
-				t.Fatalf("a key of the refused call: found = %v, %v; want false, nil", found, err)
-			}
-		})
-	}
+		}
+		found, err := f.ContainsChecked(ctx, in[1])
+		if err != nil || found {
+			t.Fatalf("a key of the refused call: found = %v, %v; want false, nil", found, err)
+		}
+	})
 }
 
 // TestLaterCallRunsWhenItsPredecessorsRecordIsGone lets the first call of
@@ -301,45 +270,29 @@ func TestRefusedForGoodCallDoesNotHoldItsSegment(t *testing.T) {
 // that will not come back.
 func TestLaterCallRunsWhenItsPredecessorsRecordIsGone(t *testing.T) {
 	t.Parallel()
-	for _, fk := range filterKinds {
-		t.Run(fk.kind, func(t *testing.T) {
-			t.Parallel()
-			ctx := ctxOf(t)
-			rdb := singleClient(t)
-			other := singleClient(t)
-			hook := &refuseFirst{target: isLaterCall(fk.write)}
-			hook.after = func() {
-				recs, err := other.Keys(ctx, "*:r:*").Result()
-				if err == nil && len(recs) > 0 {
-					err = other.Del(ctx, recs...).Err()
-				}
-				if err != nil || len(recs) == 0 {
-					t.Errorf("deleting the records: %d, %v", len(recs), err)
-				}
+	eachKind(t, func(ctx context.Context, t *testing.T, fk filterKind) {
+		other := singleClient(t)
+		hook := &refuseFirst{target: isLaterCall(fk.write)}
+		hook.after = func() {
+			recs, err := other.Keys(ctx, "*:r:*").Result()
+			if err == nil && len(recs) > 0 {
+				err = other.Del(ctx, recs...).Err()
 			}
-			rdb.AddHook(hook)
-			f, err := fk.make(ctx, rdb, uniqueName(t))
-			if err != nil {
-				t.Fatal(err)
+			if err != nil || len(recs) == 0 {
+				t.Errorf("deleting the records: %d, %v", len(recs), err)
 			}
-			in := keys("gone", 40)
-			in[35] = in[0]
-			added := make([]bool, len(in))
-			errs := make([]error, len(in))
-			hook.armed.Store(true)
-			if err := f.AddUniqueBatch(ctx, in, added, errs); err != nil {
-				t.Fatal(err)
+		}
+		f, _, _ := hookedFilter(ctx, t, fk, hook)
+		in, added, errs, err := batchWithRepeat(ctx, t, f, hook, "gone")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range in {
+			if want := i != 35; added[i] != want || errs[i] != nil {
+				t.Errorf("key %d (%s): added = %v, %v; want %v, nil", i, in[i], added[i], errs[i], want)
 			}
-			if hook.refused.Load() != 1 {
-				t.Fatalf("the hook refused %d calls, want 1", hook.refused.Load())
-			}
-			for i := range in {
-				if want := i != 35; added[i] != want || errs[i] != nil {
-					t.Errorf("key %d (%s): added = %v, %v; want %v, nil", i, in[i], added[i], errs[i], want)
-				}
-			}
-		})
-	}
+		}
+	})
 }
 
 // TestRefusedUntilHorizonStopsItsSegment refuses (BUSY) every copy of a
@@ -350,46 +303,77 @@ func TestLaterCallRunsWhenItsPredecessorsRecordIsGone(t *testing.T) {
 // ErrUnconfirmed, and are not in the filter.
 func TestRefusedUntilHorizonStopsItsSegment(t *testing.T) {
 	t.Parallel()
+	eachKind(t, func(ctx context.Context, t *testing.T, fk filterKind) {
+		first := isCall(fk.write)
+		hook := &refuseFirst{always: true, target: func(args []any) bool { return first(args) && fmt.Sprint(args[2]) == "3" }}
+		f, rdb, name := hookedFilter(ctx, t, fk, hook)
+		short, err := fk.openWith(ctx, rdb, name, redisfilter.WithRetryHorizon(100*time.Millisecond))
+		if err != nil {
+			t.Fatal(err)
+		}
+		in := keys("horizon", 40)
+		added := make([]bool, len(in))
+		errs := make([]error, len(in))
+		hook.armed.Store(true)
+		if err := short.AddUniqueBatch(ctx, in, added, errs); err == nil {
+			t.Fatal("AddUniqueBatch returned no error")
+		}
+		hook.armed.Store(false)
+		if hook.refused.Load() < 1 {
+			t.Fatalf("the hook refused %d calls; want the first call's copies", hook.refused.Load())
+		}
+		for i := range in {
+			if added[i] || errs[i] == nil || errors.Is(errs[i], redisfilter.ErrUnconfirmed) {
+				t.Errorf("key %d (%s): added = %v, %v; want false, a refusal", i, in[i], added[i], errs[i])
+			}
+			if errs[i] != nil && !strings.Contains(errs[i].Error(), busyRefusal{}.Error()) {
+				t.Errorf("key %d (%s): %v; want the first call's refusal named", i, in[i], errs[i])
+			}
+			found, err := f.ContainsChecked(ctx, in[i])
+			if err != nil || found {
+				t.Errorf("key %d (%s): found = %v, %v; want false, nil", i, in[i], found, err)
+			}
+		}
+	})
+}
+
+// batchWithRepeat adds 40 keys named prefix with AddUniqueBatch, hook
+// armed: a call of keys 0 to 31 and one of 32 to 39, key 35 being key 0.
+// It checks that the hook refused one call, and returns the keys, what
+// the batch said of each, and its error.
+func batchWithRepeat(ctx context.Context, t *testing.T, f checkedFilter, hook *refuseFirst, prefix string) (in [][]byte, added []bool, errs []error, err error) {
+	t.Helper()
+	in = keys(prefix, 40)
+	in[35] = in[0]
+	added, errs = make([]bool, len(in)), make([]error, len(in))
+	hook.armed.Store(true)
+	err = f.AddUniqueBatch(ctx, in, added, errs)
+	if hook.refused.Load() != 1 {
+		t.Fatalf("the hook refused %d calls, want 1", hook.refused.Load())
+	}
+	return in, added, errs, err
+}
+
+// eachKind runs test for each of filterKinds, in parallel.
+func eachKind(t *testing.T, test func(ctx context.Context, t *testing.T, fk filterKind)) {
 	for _, fk := range filterKinds {
 		t.Run(fk.kind, func(t *testing.T) {
 			t.Parallel()
-			ctx := ctxOf(t)
-			rdb := singleClient(t)
-			first := isCall(fk.write)
-			hook := &refuseFirst{always: true, target: func(args []any) bool { return first(args) && fmt.Sprint(args[2]) == "3" }}
-			rdb.AddHook(hook)
-			name := uniqueName(t)
-			f, err := fk.make(ctx, rdb, name)
-			if err != nil {
-				t.Fatal(err)
-			}
-			short, err := fk.openWith(ctx, rdb, name, redisfilter.WithRetryHorizon(100*time.Millisecond))
-			if err != nil {
-				t.Fatal(err)
-			}
-			in := keys("horizon", 40)
-			added := make([]bool, len(in))
-			errs := make([]error, len(in))
-			hook.armed.Store(true)
-			if err := short.AddUniqueBatch(ctx, in, added, errs); err == nil {
-				t.Fatal("AddUniqueBatch returned no error")
-			}
-			hook.armed.Store(false)
-			if hook.refused.Load() < 1 {
-				t.Fatalf("the hook refused %d calls; want the first call's copies", hook.refused.Load())
-			}
-			for i := range in {
-				if added[i] || errs[i] == nil || errors.Is(errs[i], redisfilter.ErrUnconfirmed) {
-					t.Errorf("key %d (%s): added = %v, %v; want false, a refusal", i, in[i], added[i], errs[i])
-				}
-				if errs[i] != nil && !strings.Contains(errs[i].Error(), busyRefusal{}.Error()) {
-					t.Errorf("key %d (%s): %v; want the first call's refusal named", i, in[i], errs[i])
-				}
-				found, err := f.ContainsChecked(ctx, in[i])
-				if err != nil || found {
-					t.Errorf("key %d (%s): found = %v, %v; want false, nil", i, in[i], found, err)
-				}
-			}
+			test(ctxOf(t), t, fk)
 		})
 	}
+}
+
+// hookedFilter makes a filter of kind fk, named by the test, on a client
+// of its own with hook, and returns it, the client and its name.
+func hookedFilter(ctx context.Context, t *testing.T, fk filterKind, hook redis.Hook) (checkedFilter, *redis.Client, string) {
+	t.Helper()
+	rdb := singleClient(t)
+	rdb.AddHook(hook)
+	name := uniqueName(t)
+	f, err := fk.make(ctx, rdb, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f, rdb, name
 }
