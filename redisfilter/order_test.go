@@ -264,7 +264,7 @@ func TestRefusedForGoodCallDoesNotHoldItsSegment(t *testing.T) {
 
 // TestLaterCallRunsWhenItsPredecessorsRecordIsGone lets the first call of
 // a batch's segment run and refuses (BUSY) the second, and then deletes
-// every record (as a failover to a replica that had not received them,
+// every record of its filter (as a failover to a replica that had not received them,
 // or an eviction, may): the second call, sent again, must run, as the
 // call it follows is known to have run; it must not wait for a record
 // that will not come back.
@@ -273,8 +273,11 @@ func TestLaterCallRunsWhenItsPredecessorsRecordIsGone(t *testing.T) {
 	eachKind(t, func(ctx context.Context, t *testing.T, fk filterKind) {
 		other := singleClient(t)
 		hook := &refuseFirst{target: isLaterCall(fk.write)}
+		var name string
 		hook.after = func() {
-			recs, err := other.Keys(ctx, "*:r:*").Result()
+			// This filter's records only (key: ...:r:<id>:<name>): the
+			// tests beside it, on the same server, keep theirs.
+			recs, err := other.Keys(ctx, "*:r:*:"+name).Result()
 			if err == nil && len(recs) > 0 {
 				err = other.Del(ctx, recs...).Err()
 			}
@@ -282,7 +285,8 @@ func TestLaterCallRunsWhenItsPredecessorsRecordIsGone(t *testing.T) {
 				t.Errorf("deleting the records: %d, %v", len(recs), err)
 			}
 		}
-		f, _, _ := hookedFilter(ctx, t, fk, hook)
+		f, _, n := hookedFilter(ctx, t, fk, hook)
+		name = n
 		in, added, errs, err := batchWithRepeat(ctx, t, f, hook, "gone")
 		if err != nil {
 			t.Fatal(err)
