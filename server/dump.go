@@ -178,6 +178,17 @@ func (ks *keyspace) dropDumps(enough func() bool) {
 	}
 }
 
+// pendingLoads returns the number of LOADCHUNK sequences in progress and
+// the bytes of the chunks they hold, which keyspace.used counts too.
+func (s *Server) pendingLoads() (n int, bytes int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, p := range s.mu.loads {
+		bytes += int64(len(p.buf))
+	}
+	return len(s.mu.loads), bytes
+}
+
 // dropLoads abandons the LOADCHUNK sequences in progress into keys (nil:
 // every one), freeing the chunks they hold: DEL and FLUSHALL, the only
 // commands that can free what a client began and never finished (the key

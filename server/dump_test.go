@@ -310,6 +310,52 @@ func TestDelDropsPendingLoad(t *testing.T) {
 	}
 }
 
+// TestPendingLoadCountsInInfo: the chunks of a LOADCHUNK load begun and
+// not finished are counted, as long as the server holds them, in INFO
+// memory (loadchunk_pending, mem_loadchunk_pending) and in
+// used_memory_dataset; the last chunk, and DEL of the key, give them back.
+func TestPendingLoadCountsInInfo(t *testing.T) {
+	_, c := filledCFServer(t, testConfig(t))
+	iters, chunks := scanDumpAll(t, c, "CF.SCANDUMP", "k")
+	if len(chunks) < 3 {
+		t.Fatalf("%d chunks, want 3 or more", len(chunks))
+	}
+	pending := func() (n, bytes int64) {
+		return infoField(t, c, "loadchunk_pending"), infoField(t, c, "mem_loadchunk_pending")
+	}
+	if n, b := pending(); n != 0 || b != 0 {
+		t.Fatalf("before any load: %d pending of %d bytes", n, b)
+	}
+	dataset := infoField(t, c, "used_memory_dataset")
+	held := int64(0)
+	for _, dst := range []string{"dst", "other"} {
+		for i := range 2 {
+			if got := c.do("CF.LOADCHUNK", dst, iters[i], chunks[i]); got != "+OK\r\n" {
+				t.Fatalf("LOADCHUNK %s chunk %d: %q", dst, i, got)
+			}
+			held += int64(len(chunks[i]))
+		}
+	}
+	if n, b := pending(); n != 2 || b != held {
+		t.Fatalf("two loads of two chunks begun: %d pending of %d bytes, want 2 of %d", n, b, held)
+	}
+	if got := infoField(t, c, "used_memory_dataset") - dataset; got != held {
+		t.Fatalf("used_memory_dataset grew by %d with the loads begun, want %d", got, held)
+	}
+	for i := 2; i < len(chunks); i++ {
+		if got := c.do("CF.LOADCHUNK", "dst", iters[i], chunks[i]); got != "+OK\r\n" {
+			t.Fatalf("LOADCHUNK dst chunk %d: %q", i, got)
+		}
+	}
+	if n, b := pending(); n != 1 || b != int64(len(chunks[0])+len(chunks[1])) {
+		t.Fatalf("one load ended: %d pending of %d bytes, want 1 of %d", n, b, len(chunks[0])+len(chunks[1]))
+	}
+	c.do("DEL", "other")
+	if n, b := pending(); n != 0 || b != 0 {
+		t.Fatalf("the other load abandoned (DEL): %d pending of %d bytes", n, b)
+	}
+}
+
 // dumpGoneReply is the reply to a SCANDUMP that continues a dump whose copy
 // the server no longer holds.
 const dumpGoneReply = "-ERR no dump of this key in progress at this iterator (it ended, the key was deleted or overwritten, the server restarted, or its copy was dropped under maxmemory): start again from iterator 0\r\n"
