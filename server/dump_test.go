@@ -7,7 +7,9 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/dedupkit/cuckoo/internal/testlong"
 )
@@ -358,7 +360,7 @@ func TestPendingLoadCountsInInfo(t *testing.T) {
 
 // dumpGoneReply is the reply to a SCANDUMP that continues a dump whose copy
 // the server no longer holds.
-const dumpGoneReply = "-ERR no dump of this key in progress at this iterator (it ended, the key was deleted or overwritten, the server restarted, or its copy was dropped under maxmemory): start again from iterator 0\r\n"
+const dumpGoneReply = "-ERR no dump of this key in progress at this iterator (it ended, the key was deleted or overwritten, the server restarted, or its copy was dropped: under maxmemory, or unused for 5 minutes): start again from iterator 0\r\n"
 
 // short cuts a reply holding a chunk to its start, for a message.
 func short(reply string) string { return reply[:min(len(reply), 40)] }
@@ -746,5 +748,96 @@ func TestDumpCopiesUnderConcurrentWrites(t *testing.T) {
 	}
 	if used := s.ks.used.Load(); used != 0 {
 		t.Fatalf("after FLUSHALL %d bytes are counted", used)
+	}
+}
+
+// fakeClock makes cfg's server read the time of the dumps' copies from the
+// clock returned, which stands still until the test moves it.
+func fakeClock(cfg *Config) *atomic.Int64 {
+	clock := new(atomic.Int64)
+	clock.Store(int64(1000 * time.Hour))
+	cfg.now = clock.Load
+	return clock
+}
+
+// TestIdleDumpCopyIsDropped: a dump's copy that no SCANDUMP has used for
+// dumpIdle is dropped, one used since is kept; the dump whose copy was
+// dropped gets the error to start again, never a chunk of a new encoding,
+// and the dump whose copy was kept ends with the chunks of one encoding.
+func TestIdleDumpCopyIsDropped(t *testing.T) {
+	cfg := testConfig(t)
+	clock := fakeClock(&cfg)
+	s, c := filledCFServer(t, cfg, "EXPANSION", "0")
+	filledCF(c, "j", "EXPANSION", "0")
+	_, whole := scanDumpAll(t, c, "CF.SCANDUMP", "j")
+	if len(whole) < 3 {
+		t.Fatalf("%d chunks, want 3 or more", len(whole))
+	}
+	enc := int64(len(strings.Join(whole, "")))
+
+	itK, _ := scanDumpStep(t, c, "CF.SCANDUMP", "k", "0")
+	itJ, chunkJ := scanDumpStep(t, c, "CF.SCANDUMP", "j", "0")
+	clock.Add(int64(dumpIdle - time.Minute))
+	itJ, chunkJ2 := scanDumpStep(t, c, "CF.SCANDUMP", "j", itJ) // j's copy used again
+	clock.Add(int64(time.Minute) - 1)
+	s.ks.dropIdleDumps()
+	if n, b := dumpCopyFields(t, c); n != 2 || b != 2*enc {
+		t.Fatalf("copies unused for less than %v dropped: %d left of %d bytes, want 2 of %d", dumpIdle, n, b, 2*enc)
+	}
+	clock.Add(1)
+	s.ks.dropIdleDumps()
+	if n, b := dumpCopyFields(t, c); n != 1 || b != enc {
+		t.Fatalf("k's copy unused for %v: %d copies of %d bytes left, want 1 of %d (j's)", dumpIdle, n, b, enc)
+	}
+	for i := range 20 { // k changes: a new encoding would differ
+		c.do("CF.ADD", "k", fmt.Sprint("late", i))
+	}
+	if got := c.do("CF.SCANDUMP", "k", itK); got != dumpGoneReply {
+		t.Fatalf("a dump whose copy was dropped went on: %q", short(got))
+	}
+	_, rest := scanDumpFrom(t, c, "CF.SCANDUMP", "j", itJ)
+	if got := chunkJ + chunkJ2 + strings.Join(rest, ""); got != strings.Join(whole, "") {
+		t.Fatal("the dump whose copy was kept differs from a whole dump of the unchanged filter")
+	}
+	if n, b := dumpCopyFields(t, c); n != 0 || b != 0 {
+		t.Fatalf("after the kept dump ended: %d copies of %d bytes", n, b)
+	}
+	if _, chunks := scanDumpAll(t, c, "CF.SCANDUMP", "k"); len(chunks) == 0 {
+		t.Fatal("k's dump begun again has no chunks")
+	}
+}
+
+// TestServerDropsIdleDumpCopies: the server itself drops the copies
+// unused for dumpIdle, a cuckoo filter's and a Bloom filter's (its
+// background task, once a second), without any command.
+func TestServerDropsIdleDumpCopies(t *testing.T) {
+	parallel(t) // dumps of one chunk: maxDumpChunk as it is
+	cfg := testConfig(t)
+	clock := fakeClock(&cfg)
+	_, addr := startServer(t, cfg)
+	c := dial(t, addr)
+	filledCF(c, "k")
+	c.do("BF.RESERVE", "b", "0.01", "1000")
+	for i := range 300 {
+		c.do("BF.ADD", "b", fmt.Sprint(i))
+	}
+	itK, _ := scanDumpStep(t, c, "CF.SCANDUMP", "k", "0")
+	itB, _ := scanDumpStep(t, c, "BF.SCANDUMP", "b", "0")
+	if n, _ := dumpCopyFields(t, c); n != 2 {
+		t.Fatalf("%d copies with two dumps begun", n)
+	}
+	clock.Add(int64(dumpIdle))
+	waitFor(t, "the idle copies to be dropped", func() bool {
+		n, _ := dumpCopyFields(t, c)
+		return n == 0
+	})
+	if n, b := dumpCopyFields(t, c); n != 0 || b != 0 {
+		t.Fatalf("%d copies of %d bytes left", n, b)
+	}
+	if got := c.do("CF.SCANDUMP", "k", itK); got != dumpGoneReply {
+		t.Fatalf("a dump whose copy was dropped went on: %q", short(got))
+	}
+	if got := c.do("BF.SCANDUMP", "b", itB); got != dumpGoneReply {
+		t.Fatalf("a Bloom filter's dump whose copy was dropped went on: %q", short(got))
 	}
 }
