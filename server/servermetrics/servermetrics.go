@@ -54,21 +54,22 @@ var (
 	errorsTotal = desc("errors_total", "Errors by kind: error replies (wrong_type, not_found, filter_full, oom, auth, unknown_command, "+
 		"log_failed, other), malformed requests (protocol), clients over their output limit (output_limit), failed snapshots (snapshot).", "kind")
 
-	keys          = desc("keys", "Keys, by type of filter (cuckoo, bloom, window).", "type")
-	filterMemory  = desc("filter_memory_bytes", "Memory of the filters, by type, as --maxmemory counts it.", "type")
-	memoryLimit   = desc("memory_limit_bytes", "The bound on the filters' memory (--maxmemory; 0: none).")
+	keys           = desc("keys", "Keys, by type of filter (cuckoo, bloom, window).", "type")
+	filterMemory   = desc("filter_memory_bytes", "Memory of the filters, by type, as --maxmemory counts it.", "type")
+	memoryLimit    = desc("memory_limit_bytes", "The bound on the filters' memory (--maxmemory; 0: none).")
+	filterItems    = desc("filter_items", "Items the filters hold, by type (a window's: those of its window).", "type")
+	filterCapacity = desc("filter_capacity", "Items the filters were sized for, by type (a growing filter's: its tables' so far).", "type")
+	filterTables   = desc("filter_tables", "Tables of the filters, by type (a Bloom filter's layers).", "type")
+	filterGrowths  = desc("filter_growths_total", "Tables added to growing filters, by type.", "type")
+	fixedFill      = desc("fixed_filter_fill_ratio",
+		"Filters of a fixed capacity (EXPANSION 0, NONSCALING, windows), which refuse items when full, by items over capacity.", "type")
+
 	datasetMemory = desc("dataset_memory_bytes",
 		"Memory of the filters, the SCANDUMP copies and the pending LOADCHUNK loads, as --maxmemory counts it (INFO's used_memory_dataset).")
 	dumpCopies      = desc("scandump_copies", "Copies of filters' encodings held for the SCANDUMPs in progress, one per key at most.")
 	dumpCopyMemory  = desc("scandump_copies_memory_bytes", "Memory of the copies held for the SCANDUMPs in progress, counted by --maxmemory.")
 	pendingLoads    = desc("loadchunk_pending", "LOADCHUNK loads begun and not finished: their keys do not exist until the last chunk.")
 	pendingLoadsMem = desc("loadchunk_pending_memory_bytes", "Memory of the chunks the unfinished LOADCHUNK loads hold, counted by --maxmemory.")
-	filterItems     = desc("filter_items", "Items the filters hold, by type (a window's: those of its window).", "type")
-	filterCapacity  = desc("filter_capacity", "Items the filters were sized for, by type (a growing filter's: its tables' so far).", "type")
-	filterTables    = desc("filter_tables", "Tables of the filters, by type (a Bloom filter's layers).", "type")
-	filterGrowths   = desc("filter_growths_total", "Tables added to growing filters, by type.", "type")
-	fixedFill       = desc("fixed_filter_fill_ratio",
-		"Filters of a fixed capacity (EXPANSION 0, NONSCALING, windows), which refuse items when full, by items over capacity.", "type")
 
 	logSize      = desc("log_size_bytes", "Bytes of the current append-only log file (a snapshot starts a new one).")
 	logFailed    = desc("log_failed", "1 once a write or fsync of the log failed: writes are refused (MISCONF) until a restart.")
@@ -88,7 +89,8 @@ var (
 
 var allDescs = []*prometheus.Desc{
 	buildInfo, connectedClients, maxClients, connectionsReceived, connectionsRejected, commands, commandDuration, errorsTotal,
-	keys, filterMemory, memoryLimit, datasetMemory, dumpCopies, dumpCopyMemory, pendingLoads, pendingLoadsMem, filterItems, filterCapacity, filterTables, filterGrowths, fixedFill,
+	keys, filterMemory, memoryLimit, filterItems, filterCapacity, filterTables, filterGrowths, fixedFill,
+	datasetMemory, dumpCopies, dumpCopyMemory, pendingLoads, pendingLoadsMem,
 	logSize, logFailed, logFsync, logLastFsync,
 	snapshots, snapshotLast, snapshotOK, snapshotDuration, snapshotSize, snapshotRunning,
 	recoveryDuration, recoveryRecords,
