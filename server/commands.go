@@ -240,7 +240,7 @@ func (s *Server) exec(c *call, cl *client, w *resp.Writer, args [][]byte) {
 // filters', the dumps' (dump.go) and the clients' buffers (clientbuf.go),
 // with extra more bytes, is past it. When dropping the copies dumps in
 // progress are served from would bring it under, it drops them first,
-// least recently continued first, until it is, and reports false; when
+// least recently used first, until it is, and reports false; when
 // it would not, it drops none.
 func (s *Server) overMemory(extra int64) bool {
 	if !s.pastMemory(extra) {

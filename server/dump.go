@@ -29,16 +29,19 @@ package server
 //
 //   - its bytes count in keyspace.used, the memory maxmemory bounds and
 //     INFO reports (used_memory_dataset; scandump_copies and
-//     mem_scandump_copies for the copies alone);
+//     mem_scandump_copies for the copies alone), and in Stats;
 //   - it is freed when the dump ends (the [0, nil] reply), when the key is
 //     deleted or overwritten (DEL, UNLINK, RENAME onto it, FLUSHALL), and
 //     with the server;
+//   - it is dropped once no SCANDUMP has used it for dumpIdle, with or
+//     without maxmemory: an abandoned dump holds its copy for minutes, not
+//     until the key goes;
 //   - a SCANDUMP key 0 whose copy would pass maxmemory gets Redis's OOM
 //     error; it never drops another dump's copy to make room (two dumps
 //     restarting in turn would drop each other's for ever);
 //   - a command that would be refused for maxmemory only because of the
 //     copies (Server.overMemory) drops them first, least recently
-//     continued first, until it fits: the data's writes come before the
+//     used first, until it fits: the data's writes come before the
 //     dumps. When dropping them all would not make room, it drops none.
 //
 // A chunk is only ever cut from the copy its dump began with: a SCANDUMP
@@ -65,6 +68,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // A dump's iterators carry its generation, so that a chunk is cut only
@@ -79,6 +83,13 @@ const (
 	dumpOffsetMask  = 1<<dumpOffsetBits - 1
 	dumpGenerations = 1<<(53-dumpOffsetBits) - 1
 )
+
+// dumpIdle is how long a dump's copy is kept unused: the server's
+// background task drops a copy no SCANDUMP has used (begun or continued)
+// for that long, checking once a second. A client takes a chunk, of
+// 16 MiB at most, and asks for the next: minutes between two are a client
+// that gave up. errDumpGone's text names it.
+const dumpIdle = 5 * time.Minute
 
 // maxDumpChunk is the most bytes one SCANDUMP returns, as in RedisBloom
 // (a variable for the tests).
@@ -114,6 +125,7 @@ type dumpCopies struct {
 	held  map[*object]struct{}
 	bytes atomic.Int64  // the copies' length, summed
 	tick  atomic.Uint64 // the last object.dumpTick given
+	now   func() int64  // the clock of object.dumpUsed, in nanoseconds (monotonicNow but in tests)
 }
 
 // count returns the number of copies held.
@@ -135,6 +147,13 @@ func (ks *keyspace) setDump(o *object, enc []byte) {
 	o.dump = enc
 	ks.used.Add(delta)
 	ks.dumps.bytes.Add(delta)
+	ks.useDump(o)
+}
+
+// useDump notes that o's copy served a chunk now. The caller holds
+// o.dumpMu.
+func (ks *keyspace) useDump(o *object) {
+	o.dumpUsed.Store(ks.dumps.now())
 	o.dumpTick.Store(ks.dumps.tick.Add(1))
 }
 
@@ -151,31 +170,68 @@ func (ks *keyspace) releaseDump(o *object) {
 	ks.dumps.mu.Unlock()
 }
 
-// dropDumps frees copies, least recently continued first, until enough
+// heldDump is a copy held, with the dumpTick of its last use when it was
+// listed.
+type heldDump struct {
+	o    *object
+	tick uint64
+}
+
+// heldDumps lists the copies held, least recently used first.
+func (ks *keyspace) heldDumps() []heldDump {
+	ks.dumps.mu.Lock()
+	list := make([]heldDump, 0, len(ks.dumps.held))
+	for o := range ks.dumps.held {
+		list = append(list, heldDump{o, o.dumpTick.Load()})
+	}
+	ks.dumps.mu.Unlock()
+	slices.SortFunc(list, func(a, b heldDump) int { return cmp.Compare(a.tick, b.tick) })
+	return list
+}
+
+// dropUnused frees h's copy unless it served a chunk since it was listed
+// (or was replaced). The caller holds no object's dumpMu.
+func (ks *keyspace) dropUnused(h heldDump) {
+	h.o.dumpMu.Lock()
+	if h.o.dumpTick.Load() == h.tick {
+		ks.releaseDump(h.o)
+	}
+	h.o.dumpMu.Unlock()
+}
+
+// dropDumps frees copies, least recently used first, until enough
 // reports true or none is left. A copy that served a chunk since the
 // order was taken is kept. The caller holds no object's dumpMu.
 func (ks *keyspace) dropDumps(enough func() bool) {
-	type held struct {
-		o    *object
-		tick uint64
-	}
-	ks.dumps.mu.Lock()
-	list := make([]held, 0, len(ks.dumps.held))
-	for o := range ks.dumps.held {
-		list = append(list, held{o, o.dumpTick.Load()})
-	}
-	ks.dumps.mu.Unlock()
-	slices.SortFunc(list, func(a, b held) int { return cmp.Compare(a.tick, b.tick) })
-	for _, h := range list {
+	for _, h := range ks.heldDumps() {
 		if enough() {
 			return
 		}
-		h.o.dumpMu.Lock()
-		if h.o.dumpTick.Load() == h.tick {
-			ks.releaseDump(h.o)
-		}
-		h.o.dumpMu.Unlock()
+		ks.dropUnused(h)
 	}
+}
+
+// dropIdleDumps frees the copies no SCANDUMP has used for dumpIdle or
+// longer. A copy used after it was found idle is kept (dropUnused). The
+// caller holds no object's dumpMu.
+func (ks *keyspace) dropIdleDumps() {
+	idleSince := ks.dumps.now() - int64(dumpIdle)
+	for _, h := range ks.heldDumps() {
+		if h.o.dumpUsed.Load() <= idleSince {
+			ks.dropUnused(h)
+		}
+	}
+}
+
+// pendingLoads returns the number of LOADCHUNK sequences in progress and
+// the bytes of the chunks they hold, which keyspace.used counts too.
+func (s *Server) pendingLoads() (n int, bytes int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, p := range s.mu.loads {
+		bytes += int64(len(p.buf))
+	}
+	return len(s.mu.loads), bytes
 }
 
 // dropLoads abandons the LOADCHUNK sequences in progress into keys (nil:
@@ -260,7 +316,7 @@ func (r scanDumpReq) run(c *call) {
 	if start < int64(len(dump)) {
 		end := min(start+maxDumpChunk, int64(len(dump)))
 		chunk, next = dump[start:end], int64(o.dumpGen)<<dumpOffsetBits|(end+1)
-		o.dumpTick.Store(ks.dumps.tick.Add(1))
+		ks.useDump(o)
 	} else {
 		ks.releaseDump(o) // the dump is over
 	}

@@ -7,7 +7,9 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/dedupkit/cuckoo/internal/testlong"
 )
@@ -310,9 +312,55 @@ func TestDelDropsPendingLoad(t *testing.T) {
 	}
 }
 
+// TestPendingLoadCountsInInfo: the chunks of a LOADCHUNK load begun and
+// not finished are counted, as long as the server holds them, in INFO
+// memory (loadchunk_pending, mem_loadchunk_pending) and in
+// used_memory_dataset; the last chunk, and DEL of the key, give them back.
+func TestPendingLoadCountsInInfo(t *testing.T) {
+	_, c := filledCFServer(t, testConfig(t))
+	iters, chunks := scanDumpAll(t, c, "CF.SCANDUMP", "k")
+	if len(chunks) < 3 {
+		t.Fatalf("%d chunks, want 3 or more", len(chunks))
+	}
+	pending := func() (n, bytes int64) {
+		return infoField(t, c, "loadchunk_pending"), infoField(t, c, "mem_loadchunk_pending")
+	}
+	if n, b := pending(); n != 0 || b != 0 {
+		t.Fatalf("before any load: %d pending of %d bytes", n, b)
+	}
+	dataset := infoField(t, c, "used_memory_dataset")
+	held := int64(0)
+	for _, dst := range []string{"dst", "other"} {
+		for i := range 2 {
+			if got := c.do("CF.LOADCHUNK", dst, iters[i], chunks[i]); got != "+OK\r\n" {
+				t.Fatalf("LOADCHUNK %s chunk %d: %q", dst, i, got)
+			}
+			held += int64(len(chunks[i]))
+		}
+	}
+	if n, b := pending(); n != 2 || b != held {
+		t.Fatalf("two loads of two chunks begun: %d pending of %d bytes, want 2 of %d", n, b, held)
+	}
+	if got := infoField(t, c, "used_memory_dataset") - dataset; got != held {
+		t.Fatalf("used_memory_dataset grew by %d with the loads begun, want %d", got, held)
+	}
+	for i := 2; i < len(chunks); i++ {
+		if got := c.do("CF.LOADCHUNK", "dst", iters[i], chunks[i]); got != "+OK\r\n" {
+			t.Fatalf("LOADCHUNK dst chunk %d: %q", i, got)
+		}
+	}
+	if n, b := pending(); n != 1 || b != int64(len(chunks[0])+len(chunks[1])) {
+		t.Fatalf("one load ended: %d pending of %d bytes, want 1 of %d", n, b, len(chunks[0])+len(chunks[1]))
+	}
+	c.do("DEL", "other")
+	if n, b := pending(); n != 0 || b != 0 {
+		t.Fatalf("the other load abandoned (DEL): %d pending of %d bytes", n, b)
+	}
+}
+
 // dumpGoneReply is the reply to a SCANDUMP that continues a dump whose copy
 // the server no longer holds.
-const dumpGoneReply = "-ERR no dump of this key in progress at this iterator (it ended, the key was deleted or overwritten, the server restarted, or its copy was dropped under maxmemory): start again from iterator 0\r\n"
+const dumpGoneReply = "-ERR no dump of this key in progress at this iterator (it ended, the key was deleted or overwritten, the server restarted, or its copy was dropped: under maxmemory, or unused for 5 minutes): start again from iterator 0\r\n"
 
 // short cuts a reply holding a chunk to its start, for a message.
 func short(reply string) string { return reply[:min(len(reply), 40)] }
@@ -700,5 +748,96 @@ func TestDumpCopiesUnderConcurrentWrites(t *testing.T) {
 	}
 	if used := s.ks.used.Load(); used != 0 {
 		t.Fatalf("after FLUSHALL %d bytes are counted", used)
+	}
+}
+
+// fakeClock makes cfg's server read the time of the dumps' copies from the
+// clock returned, which stands still until the test moves it.
+func fakeClock(cfg *Config) *atomic.Int64 {
+	clock := new(atomic.Int64)
+	clock.Store(int64(1000 * time.Hour))
+	cfg.now = clock.Load
+	return clock
+}
+
+// TestIdleDumpCopyIsDropped: a dump's copy that no SCANDUMP has used for
+// dumpIdle is dropped, one used since is kept; the dump whose copy was
+// dropped gets the error to start again, never a chunk of a new encoding,
+// and the dump whose copy was kept ends with the chunks of one encoding.
+func TestIdleDumpCopyIsDropped(t *testing.T) {
+	cfg := testConfig(t)
+	clock := fakeClock(&cfg)
+	s, c := filledCFServer(t, cfg, "EXPANSION", "0")
+	filledCF(c, "j", "EXPANSION", "0")
+	_, whole := scanDumpAll(t, c, "CF.SCANDUMP", "j")
+	if len(whole) < 3 {
+		t.Fatalf("%d chunks, want 3 or more", len(whole))
+	}
+	enc := int64(len(strings.Join(whole, "")))
+
+	itK, _ := scanDumpStep(t, c, "CF.SCANDUMP", "k", "0")
+	itJ, chunkJ := scanDumpStep(t, c, "CF.SCANDUMP", "j", "0")
+	clock.Add(int64(dumpIdle - time.Minute))
+	itJ, chunkJ2 := scanDumpStep(t, c, "CF.SCANDUMP", "j", itJ) // j's copy used again
+	clock.Add(int64(time.Minute) - 1)
+	s.ks.dropIdleDumps()
+	if n, b := dumpCopyFields(t, c); n != 2 || b != 2*enc {
+		t.Fatalf("copies unused for less than %v dropped: %d left of %d bytes, want 2 of %d", dumpIdle, n, b, 2*enc)
+	}
+	clock.Add(1)
+	s.ks.dropIdleDumps()
+	if n, b := dumpCopyFields(t, c); n != 1 || b != enc {
+		t.Fatalf("k's copy unused for %v: %d copies of %d bytes left, want 1 of %d (j's)", dumpIdle, n, b, enc)
+	}
+	for i := range 20 { // k changes: a new encoding would differ
+		c.do("CF.ADD", "k", fmt.Sprint("late", i))
+	}
+	if got := c.do("CF.SCANDUMP", "k", itK); got != dumpGoneReply {
+		t.Fatalf("a dump whose copy was dropped went on: %q", short(got))
+	}
+	_, rest := scanDumpFrom(t, c, "CF.SCANDUMP", "j", itJ)
+	if got := chunkJ + chunkJ2 + strings.Join(rest, ""); got != strings.Join(whole, "") {
+		t.Fatal("the dump whose copy was kept differs from a whole dump of the unchanged filter")
+	}
+	if n, b := dumpCopyFields(t, c); n != 0 || b != 0 {
+		t.Fatalf("after the kept dump ended: %d copies of %d bytes", n, b)
+	}
+	if _, chunks := scanDumpAll(t, c, "CF.SCANDUMP", "k"); len(chunks) == 0 {
+		t.Fatal("k's dump begun again has no chunks")
+	}
+}
+
+// TestServerDropsIdleDumpCopies: the server itself drops the copies
+// unused for dumpIdle, a cuckoo filter's and a Bloom filter's (its
+// background task, once a second), without any command.
+func TestServerDropsIdleDumpCopies(t *testing.T) {
+	parallel(t) // dumps of one chunk: maxDumpChunk as it is
+	cfg := testConfig(t)
+	clock := fakeClock(&cfg)
+	_, addr := startServer(t, cfg)
+	c := dial(t, addr)
+	filledCF(c, "k")
+	c.do("BF.RESERVE", "b", "0.01", "1000")
+	for i := range 300 {
+		c.do("BF.ADD", "b", fmt.Sprint(i))
+	}
+	itK, _ := scanDumpStep(t, c, "CF.SCANDUMP", "k", "0")
+	itB, _ := scanDumpStep(t, c, "BF.SCANDUMP", "b", "0")
+	if n, _ := dumpCopyFields(t, c); n != 2 {
+		t.Fatalf("%d copies with two dumps begun", n)
+	}
+	clock.Add(int64(dumpIdle))
+	waitFor(t, "the idle copies to be dropped", func() bool {
+		n, _ := dumpCopyFields(t, c)
+		return n == 0
+	})
+	if n, b := dumpCopyFields(t, c); n != 0 || b != 0 {
+		t.Fatalf("%d copies of %d bytes left", n, b)
+	}
+	if got := c.do("CF.SCANDUMP", "k", itK); got != dumpGoneReply {
+		t.Fatalf("a dump whose copy was dropped went on: %q", short(got))
+	}
+	if got := c.do("BF.SCANDUMP", "b", itB); got != dumpGoneReply {
+		t.Fatalf("a Bloom filter's dump whose copy was dropped went on: %q", short(got))
 	}
 }

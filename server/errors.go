@@ -135,7 +135,7 @@ const (
 	errBFErrorRateMin     replyError = "ERR error rate must be at least 1e-15"
 	errLoadTooLarge       replyError = "ERR dump larger than the server accepts"
 	errCFNewerPlan        replyError = "ERR PLAN: a plan version newer than this server's (the log was written by a newer server)"
-	errDumpGone           replyError = "ERR no dump of this key in progress at this iterator (it ended, the key was deleted or overwritten, the server restarted, or its copy was dropped under maxmemory): start again from iterator 0"
+	errDumpGone           replyError = "ERR no dump of this key in progress at this iterator (it ended, the key was deleted or overwritten, the server restarted, or its copy was dropped: under maxmemory, or unused for 5 minutes): start again from iterator 0"
 )
 
 // arityError is Redis's wrong-number-of-arguments reply for a command.

@@ -68,6 +68,7 @@ type keyspace struct {
 func newKeyspace() *keyspace {
 	ks := &keyspace{seed: rand.Uint64()}
 	ks.dumps.held = make(map[*object]struct{})
+	ks.dumps.now = monotonicNow
 	for i := range ks.shards {
 		ks.shards[i].m = make(map[string]*object)
 	}

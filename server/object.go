@@ -90,6 +90,7 @@ type object struct {
 	dump     []byte
 	dumpGen  int32 // the generation of dump, carried by its iterators (dump.go)
 	dumpTick atomic.Uint64
+	dumpUsed atomic.Int64 // when dump last served a chunk or was taken (dumpCopies.now)
 
 	// snapEpoch is the latest snapshot epoch that already holds this
 	// object's state (or that began after the object was created). It is

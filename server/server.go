@@ -96,6 +96,11 @@ type Config struct {
 	// Logf, when set, receives the server's log lines (recovery, snapshots,
 	// errors), without a trailing newline.
 	Logf func(format string, args ...any)
+
+	// now, when set, is the clock the dumps' copies are aged by
+	// (dumpIdle), in nanoseconds, in place of the monotonic clock: for
+	// the tests.
+	now func() int64
 }
 
 // Defaults of the limits.
@@ -217,6 +222,9 @@ func New(cfg Config) (*Server, error) {
 	}
 	cfg.Limits = limits
 	s := &Server{cfg: cfg, ks: newKeyspace(), started: time.Now(), stopBG: make(chan struct{})}
+	if cfg.now != nil {
+		s.ks.dumps.now = cfg.now
+	}
 	s.filters.Store(&filters)
 	s.clientBufs.limits.Store(&limits)
 	s.logf = cfg.Logf
@@ -485,6 +493,7 @@ func (s *Server) background() {
 				}
 				syncErr = err
 			}
+			s.ks.dropIdleDumps()
 			if s.cfg.Dir == "" || s.save.running.Load() {
 				continue
 			}

@@ -59,6 +59,18 @@ type Stats struct {
 	// MaxMemory is Config.MaxMemory, the bound on the filters' memory
 	// (0: none).
 	MaxMemory int64
+	// DatasetBytes is the memory MaxMemory counts besides the clients'
+	// buffers (INFO memory's used_memory_dataset): the filters' (the
+	// Bytes of Types), the dumps' copies and the pending loads' chunks.
+	DatasetBytes int64
+	// DumpCopies is the number of copies of filters' encodings that the
+	// dumps in progress (CF.SCANDUMP, BF.SCANDUMP) are served from, and
+	// DumpCopyBytes their bytes (scandump_copies, mem_scandump_copies).
+	DumpCopies, DumpCopyBytes int64
+	// PendingLoads is the number of loads (CF.LOADCHUNK, BF.LOADCHUNK)
+	// begun and not finished, and PendingLoadBytes the bytes of the
+	// chunks they hold (loadchunk_pending, mem_loadchunk_pending).
+	PendingLoads, PendingLoadBytes int64
 
 	Log      LogStats
 	Snapshot SnapshotStats
@@ -466,6 +478,10 @@ func (s *Server) Stats() Stats {
 			LogRecords: s.stats.recovery.records,
 		},
 	}
+	st.DatasetBytes = s.ks.used.Load()
+	st.DumpCopies, st.DumpCopyBytes = int64(s.ks.dumps.count()), s.ks.dumps.bytes.Load()
+	loads, loadBytes := s.pendingLoads()
+	st.PendingLoads, st.PendingLoadBytes = int64(loads), loadBytes
 	if last := s.save.last.Load(); last > 0 {
 		st.Snapshot.Last = time.Unix(last, 0)
 	}

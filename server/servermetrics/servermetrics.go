@@ -64,6 +64,13 @@ var (
 	fixedFill      = desc("fixed_filter_fill_ratio",
 		"Filters of a fixed capacity (EXPANSION 0, NONSCALING, windows), which refuse items when full, by items over capacity.", "type")
 
+	datasetMemory = desc("dataset_memory_bytes",
+		"Memory of the filters, the SCANDUMP copies and the pending LOADCHUNK loads, as --maxmemory counts it (INFO's used_memory_dataset).")
+	dumpCopies      = desc("scandump_copies", "Copies of filters' encodings held for the SCANDUMPs in progress, one per key at most.")
+	dumpCopyMemory  = desc("scandump_copies_memory_bytes", "Memory of the copies held for the SCANDUMPs in progress, counted by --maxmemory.")
+	pendingLoads    = desc("loadchunk_pending", "LOADCHUNK loads begun and not finished: their keys do not exist until the last chunk.")
+	pendingLoadsMem = desc("loadchunk_pending_memory_bytes", "Memory of the chunks the unfinished LOADCHUNK loads hold, counted by --maxmemory.")
+
 	logSize      = desc("log_size_bytes", "Bytes of the current append-only log file (a snapshot starts a new one).")
 	logFailed    = desc("log_failed", "1 once a write or fsync of the log failed: writes are refused (MISCONF) until a restart.")
 	logFsync     = desc("log_fsync_duration_seconds", "Time each fsync of the log took.")
@@ -83,6 +90,7 @@ var (
 var allDescs = []*prometheus.Desc{
 	buildInfo, connectedClients, maxClients, connectionsReceived, connectionsRejected, commands, commandDuration, errorsTotal,
 	keys, filterMemory, memoryLimit, filterItems, filterCapacity, filterTables, filterGrowths, fixedFill,
+	datasetMemory, dumpCopies, dumpCopyMemory, pendingLoads, pendingLoadsMem,
 	logSize, logFailed, logFsync, logLastFsync,
 	snapshots, snapshotLast, snapshotOK, snapshotDuration, snapshotSize, snapshotRunning,
 	recoveryDuration, recoveryRecords,
@@ -145,6 +153,11 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	}
 
 	gauge(memoryLimit, float64(st.MaxMemory))
+	gauge(datasetMemory, float64(st.DatasetBytes))
+	gauge(dumpCopies, float64(st.DumpCopies))
+	gauge(dumpCopyMemory, float64(st.DumpCopyBytes))
+	gauge(pendingLoads, float64(st.PendingLoads))
+	gauge(pendingLoadsMem, float64(st.PendingLoadBytes))
 	for _, ts := range st.Types {
 		gauge(keys, float64(ts.Keys), ts.Type)
 		gauge(filterMemory, float64(ts.Bytes), ts.Type)

@@ -210,3 +210,96 @@ func TestCollectorFollowsNaming(t *testing.T) {
 		t.Errorf("%s: %s", p.Metric, p.Text)
 	}
 }
+
+// infoMemory returns the fields of INFO memory as numbers, by name.
+func infoMemory(t *testing.T, rdb *redis.Client) map[string]float64 {
+	t.Helper()
+	info, err := rdb.Info(context.Background(), "memory").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	fields := map[string]float64{}
+	for _, line := range strings.Split(info, "\r\n") {
+		k, v, ok := strings.Cut(line, ":")
+		var f float64
+		if _, err := fmt.Sscan(v, &f); ok && err == nil {
+			fields[k] = f
+		}
+	}
+	return fields
+}
+
+// TestCollectorCountsDumpCopiesAndPendingLoads: with a CF.SCANDUMP in
+// progress (its copy of the filter's encoding held) and a CF.LOADCHUNK
+// load begun and not finished (its first chunk held), the metrics count
+// both, as INFO memory does, and the dataset's memory is INFO's
+// used_memory_dataset: the filters', the copies' and the loads' together.
+// Once the dump ends and the load is abandoned (DEL), they count nothing.
+func TestCollectorCountsDumpCopiesAndPendingLoads(t *testing.T) {
+	srv, rdb := startServer(t)
+	ctx := context.Background()
+	c := servermetrics.NewCollector(srv)
+	if err := rdb.CFReserve(ctx, "src", 5000).Err(); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 100 {
+		rdb.CFAdd(ctx, "src", fmt.Sprint("item", i))
+	}
+	dump, err := rdb.CFScanDump(ctx, "src", 0).Result()
+	if err != nil || dump.Iter == 0 {
+		t.Fatalf("CF.SCANDUMP src 0: %v, %v", dump, err)
+	}
+	// The first half of the encoding, loaded as a first chunk: the header
+	// announces the whole length, so the load waits for the rest.
+	half := dump.Data[:len(dump.Data)/2]
+	if err := rdb.CFLoadChunk(ctx, "dst", int64(len(half)+1), half).Err(); err != nil {
+		t.Fatalf("CF.LOADCHUNK of half a dump: %v", err)
+	}
+
+	m := gather(t, c)
+	info := infoMemory(t, rdb)
+	for _, tc := range []struct {
+		metric, info string
+		want         float64
+	}{
+		{"cuckoo_scandump_copies", "scandump_copies", 1},
+		{"cuckoo_scandump_copies_memory_bytes", "mem_scandump_copies", float64(len(dump.Data))},
+		{"cuckoo_loadchunk_pending", "loadchunk_pending", 1},
+		{"cuckoo_loadchunk_pending_memory_bytes", "mem_loadchunk_pending", float64(len(half))},
+	} {
+		if got := value(t, m, tc.metric); got != tc.want {
+			t.Errorf("%s = %v, want %v", tc.metric, got, tc.want)
+		}
+		if got, ok := info[tc.info]; !ok || got != tc.want {
+			t.Errorf("INFO memory's %s = %v (present: %v), want %v", tc.info, got, ok, tc.want)
+		}
+	}
+	dataset := value(t, m, "cuckoo_dataset_memory_bytes")
+	if dataset != info["used_memory_dataset"] {
+		t.Errorf("cuckoo_dataset_memory_bytes = %v, INFO's used_memory_dataset %v", dataset, info["used_memory_dataset"])
+	}
+	var filters float64
+	for _, typ := range []string{"cuckoo", "bloom", "window"} {
+		filters += value(t, m, "cuckoo_filter_memory_bytes", "type="+typ)
+	}
+	if sum := filters + float64(len(dump.Data)) + float64(len(half)); dataset != sum {
+		t.Errorf("cuckoo_dataset_memory_bytes = %v, want the filters' %v + the copy's %d + the load's %d = %v",
+			dataset, filters, len(dump.Data), len(half), sum)
+	}
+
+	// The end of the dump: [0, nil], which go-redis reads as redis.Nil.
+	if end, err := rdb.CFScanDump(ctx, "src", dump.Iter).Result(); !errors.Is(err, redis.Nil) || end.Iter != 0 {
+		t.Fatalf("the end of the dump: %v, %v", end, err)
+	}
+	rdb.Del(ctx, "dst")
+	m = gather(t, c)
+	for _, name := range []string{"cuckoo_scandump_copies", "cuckoo_scandump_copies_memory_bytes",
+		"cuckoo_loadchunk_pending", "cuckoo_loadchunk_pending_memory_bytes"} {
+		if got := value(t, m, name); got != 0 {
+			t.Errorf("%s = %v once the dump ended and the load was abandoned", name, got)
+		}
+	}
+	if got := value(t, m, "cuckoo_dataset_memory_bytes"); got != filters {
+		t.Errorf("cuckoo_dataset_memory_bytes = %v once the dump ended and the load was abandoned, want the filters' %v", got, filters)
+	}
+}
