@@ -313,7 +313,9 @@ func (k *KeyExtractor) appendMissing(i int, rk *int) {
 			n += r.hi - lo + 1
 		}
 	}
-	k.scratch = append(k.scratch, make([]byte, n)...)
+	end := len(k.scratch) + n
+	k.scratch = slices.Grow(k.scratch, n)[:end]
+	clear(k.scratch[end-n:])
 }
 
 func appendField(dst, f []byte) []byte {
