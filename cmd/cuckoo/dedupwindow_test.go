@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"os/exec"
 	"strings"
 	"testing"
@@ -211,5 +212,33 @@ func TestDedupWindowErrors(t *testing.T) {
 	r.want(t, exitFull, "dedup")
 	if !strings.Contains(r.stderr, "larger --capacity: the most keys a window holds") {
 		t.Fatalf("full window: %q", r.stderr)
+	}
+}
+
+// TestDedupWindowUnknownZoneStopsTheRun: a --time-format zone
+// abbreviation the local zone does not define stops the run as any line
+// that is not a time does (status 3, naming the line and the
+// abbreviation), rather than being read as UTC: "10:30 PST" on a machine
+// in UTC was 10:30 UTC, within the hour of the line before it, and the
+// line was dropped. With TZ naming the zone's location it is read so, and
+// the line, 8.5 hours later, is printed.
+func TestDedupWindowUnknownZoneStopsTheRun(t *testing.T) {
+	e := newEnv(t)
+	e.write("ev.log", "2026-11-30T10:00:00 UTC a\n2026-11-30T10:30:00 PST a\n")
+	args := []string{"dedup", "--window", "1h", "--time-field", "1-2", "--time-format", "2006-01-02T15:04:05 MST", "--key", "3", "ev.log"}
+	run := func(tz string) result {
+		cmd := exec.Command(binary, args...)
+		cmd.Dir = e.dir
+		cmd.Env = append(os.Environ(), "TZ="+tz)
+		return runCmd(t, cmd)
+	}
+	run("UTC").wantIn(t, exitData, "dedup", "line 2", "zone PST", "-0700", "TZ")
+	if _, err := time.LoadLocation("America/Los_Angeles"); err != nil {
+		t.Skip("no time zone database:", err)
+	}
+	r := run("America/Los_Angeles")
+	r.want(t, exitOK, "dedup")
+	if want := "2026-11-30T10:00:00 UTC a\n2026-11-30T10:30:00 PST a\n"; r.stdout != want {
+		t.Errorf("TZ=America/Los_Angeles: %q, want %q", r.stdout, want)
 	}
 }

@@ -40,8 +40,11 @@ type env struct {
 	// stopped under it waits for that (see halt).
 	interrupting atomic.Bool
 	// signal is the exit status of the signal that interrupted the run
-	// (130, 143), set by signalled before it cleans up; 0 for none.
-	// interrupted is closed once signalled has printed its message.
+	// (130, 143), set by signalled before it cleans up; or
+	// exitBrokenPipe, set by report when the run stopped on a broken
+	// pipe before any signal came; 0 for neither. The first one set is
+	// the status both goroutines exit with. interrupted is closed once
+	// signalled has printed its message.
 	signal      atomic.Int32
 	interrupted chan struct{}
 }
@@ -135,10 +138,16 @@ func (e *env) halt() {
 // the command (a write to the temporary file it drops fails) is not
 // reported as the command's: report waits for the message printed here
 // and returns the same status (interruptedStatus). Whichever goroutine
-// exits first, the status is the signal's.
+// exits first, the status is the signal's; unless the run had already
+// stopped on a broken pipe (Ctrl-C in `cuckoo dedup big | head` also
+// stops head, and the write may fail before the signal reaches the
+// run): then the status is the broken pipe's, and signalled says
+// nothing, as the run does.
 func (e *env) signalled(s os.Signal) int {
 	status := signalStatus(s)
-	e.signal.Store(int32(status))
+	if !e.signal.CompareAndSwap(0, int32(status)) {
+		return int(e.signal.Load())
+	}
 	fmt.Fprintf(e.stderr, "cuckoo %s: %s\n", e.cmd, e.interrupt())
 	close(e.interruptedChan())
 	return status
@@ -149,7 +158,7 @@ func (e *env) signalled(s os.Signal) int {
 // signal came.
 func (e *env) interruptedStatus() (int, bool) {
 	status := int(e.signal.Load())
-	if status == 0 {
+	if status == 0 || status == exitBrokenPipe {
 		return 0, false
 	}
 	<-e.interruptedChan()

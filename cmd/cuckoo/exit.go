@@ -53,7 +53,8 @@ const exitStatusHelp = `Exit status:
   130  interrupted (Ctrl-C; 143: SIGTERM), whatever the run was doing; a
        file being written is left as it was; serve and dedup --kafka
        instead stop gracefully and exit 0; 141, quietly: the reader of the
-       output went away (| head)`
+       output went away (| head), also when Ctrl-C stopped it before
+       the interrupt reached cuckoo`
 
 // cliError is an error with its exit status and the remedy to print
 // after it: "cuckoo <cmd>: <problem>; <remedy>".

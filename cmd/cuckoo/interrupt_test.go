@@ -124,3 +124,56 @@ func TestInterruptStatusWithoutSignal(t *testing.T) {
 		t.Fatal("interrupted without a signal")
 	}
 }
+
+// brokenPipe is standard output whose reader went away: every write fails
+// with EPIPE, as with SIGPIPE ignored (main). With e set, its first write
+// delivers sig to the run first, as main's signal goroutine does: the
+// interrupt that stopped the reader reaches the run before its write
+// fails.
+type brokenPipe struct {
+	e   *env
+	sig os.Signal
+}
+
+func (w *brokenPipe) Write([]byte) (int, error) {
+	if w.e != nil {
+		w.e.signalled(w.sig)
+		w.e = nil
+	}
+	return 0, syscall.EPIPE
+}
+
+// TestCtrlCWithItsReaderExitsByWhatCameFirst: Ctrl-C in `cuckoo dedup big
+// | head` stops both, and the run exits by what reached it first: the
+// interrupt, with 130 and its message; or the broken pipe, with 141,
+// quietly, and the interrupt that comes after it (on the signal
+// goroutine, which exits too) says nothing and exits with the same 141.
+// It used to print "interrupted" and exit 130 or 141, whichever goroutine
+// got to os.Exit first. The order is set by the test (no sleeps): the
+// signal is delivered by the output's first write, or after run returns.
+func TestCtrlCWithItsReaderExitsByWhatCameFirst(t *testing.T) {
+	t.Parallel()
+	args := []string{"dedup", "-q", "--capacity", "10000"}
+	t.Run("interrupt-first", func(t *testing.T) {
+		t.Parallel()
+		var stderr bytes.Buffer
+		e := &env{stdin: bytes.NewReader(distinctLines(0, 1000)), stderr: &stderr, cmd: "dedup"}
+		e.stdout = &stickyWriter{w: &brokenPipe{e: e, sig: os.Interrupt}}
+		if code := run(e, args); code != exitInterrupted || stderr.String() != "cuckoo dedup: interrupted\n" {
+			t.Fatalf("exit status %d, stderr %q; want %d and the interrupt's message", code, stderr.String(), exitInterrupted)
+		}
+	})
+	t.Run("broken-pipe-first", func(t *testing.T) {
+		t.Parallel()
+		var stderr bytes.Buffer
+		e := &env{stdin: bytes.NewReader(distinctLines(0, 1000)), stderr: &stderr, cmd: "dedup"}
+		e.stdout = &stickyWriter{w: &brokenPipe{}}
+		if code := run(e, args); code != exitBrokenPipe || stderr.Len() != 0 {
+			t.Fatalf("exit status %d, stderr %q; want %d, quietly", code, stderr.String(), exitBrokenPipe)
+		}
+		// The interrupt, after: the signal goroutine's os.Exit status.
+		if code := e.signalled(os.Interrupt); code != exitBrokenPipe || stderr.Len() != 0 {
+			t.Fatalf("the interrupt after the broken pipe: exit status %d, stderr %q; want %d, quietly", code, stderr.String(), exitBrokenPipe)
+		}
+	})
+}

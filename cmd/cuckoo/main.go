@@ -183,7 +183,13 @@ func report(e *env, cmd string, err error) int {
 		return exitOK
 	}
 	if s, ok := e.stdout.(*stickyWriter); ok && errors.Is(s.err, syscall.EPIPE) {
-		return exitBrokenPipe
+		// Quietly, unless a signal came since the check above: the
+		// first of the two sets the status (see env.signalled).
+		if e.signal.CompareAndSwap(0, int32(exitBrokenPipe)) {
+			return exitBrokenPipe
+		}
+		status, _ := e.interruptedStatus()
+		return status
 	}
 	var ce *cliError
 	if !errors.As(err, &ce) {

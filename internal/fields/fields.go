@@ -192,6 +192,7 @@ type KeyExtractor struct {
 	csv     bool
 	single  int
 	last    int
+	padded  int // the fields a key may have to pad as empty: those of a closed spec
 	scratch []byte
 	fields  [][]byte // CSV: the selected fields, unquoted
 }
@@ -210,6 +211,11 @@ func NewKeyExtractor(spec Spec, delim string, csv bool) *KeyExtractor {
 		delim = ","
 	}
 	k := &KeyExtractor{spec: spec, csv: csv, single: spec.single(), last: spec.last()}
+	if k.last != 0 {
+		for _, r := range spec.ranges {
+			k.padded += r.hi - r.lo + 1
+		}
+	}
 	if delim != "" {
 		k.delim = []byte(delim)
 	}
@@ -239,7 +245,7 @@ func (k *KeyExtractor) Key(content []byte) []byte {
 	if k.single != 0 {
 		return k.field(content, k.single)
 	}
-	k.scratch = k.scratch[:0]
+	k.reserve(k.maxKey(len(content)))
 	rk := 0
 	for i, rest := 1, content; ; i++ {
 		if k.last != 0 && i > k.last {
@@ -262,17 +268,54 @@ func (k *KeyExtractor) Key(content []byte) []byte {
 	return k.scratch
 }
 
+// longContent is the size of a line's content from which Key builds a
+// key of several fields in a buffer made for it (reserve).
+const longContent = 64 << 10
+
+// reserve empties the scratch buffer for a key of at most n bytes and,
+// for a long one, makes it that large, so that the key is built without
+// growing it: growing by appending copies the key so far at each growth
+// and holds the old buffer and the new one at once, near three times the
+// key at the last growth. A shorter key grows the buffer as needed, which
+// later keys reuse.
+func (k *KeyExtractor) reserve(n int) {
+	k.scratch = k.scratch[:0]
+	if n >= longContent && cap(k.scratch) < n {
+		k.scratch = nil // not kept beside the new one
+		k.scratch = make([]byte, 0, n)
+	}
+}
+
+// maxKey returns the most bytes the key of several fields of a line's
+// content of n bytes may take: n + n/128 + 2, plus one for each field a
+// closed spec pads as empty. Each field present costs its uvarint length
+// and its bytes, and is followed by at least one byte of delimiter (or
+// blank, or, in CSV, a quote) that the key leaves out, but for the last;
+// a length takes one byte below 128 and at most one more for each 128
+// bytes of its field.
+func (k *KeyExtractor) maxKey(n int) int { return n + n/128 + 2 + k.padded }
+
 // appendMissing encodes the selected fields from field i to the last one
 // selected as empty, for a line that ends before field i: fields past the
 // end are empty, as in awk, so "a", "a " and "" give the key of their
 // empty fields 2 and 3, and "a" and "a," different keys only when they
-// should. rk is Key's cursor in the spec's ranges.
+// should. rk is Key's cursor in the spec's ranges, from which the ranges
+// hold the fields from i on: each is an empty field, a zero length, one
+// byte, appended all at once (a spec such as 1-1048576 pads most lines
+// with a million of them).
 func (k *KeyExtractor) appendMissing(i int, rk *int) {
-	for j := i; k.last != 0 && j <= k.last; j++ {
-		if k.spec.selects(j, rk) {
-			k.scratch = appendField(k.scratch, nil)
+	if k.last == 0 {
+		return
+	}
+	n := 0
+	for _, r := range k.spec.ranges[*rk:] {
+		if lo := max(r.lo, i); lo <= r.hi {
+			n += r.hi - lo + 1
 		}
 	}
+	end := len(k.scratch) + n
+	k.scratch = slices.Grow(k.scratch, n)[:end]
+	clear(k.scratch[end-n:])
 }
 
 func appendField(dst, f []byte) []byte {
@@ -330,7 +373,9 @@ func (k *KeyExtractor) cut(s []byte) (field, rest []byte, more bool) {
 
 // csvKey is Key for CSV fields.
 func (k *KeyExtractor) csvKey(content []byte) []byte {
-	k.scratch = k.scratch[:0]
+	if k.single == 0 {
+		k.reserve(k.maxKey(len(content)))
+	}
 	rk := 0
 	rest := content
 	for i := 1; ; i++ {
@@ -358,13 +403,8 @@ func (k *KeyExtractor) csvKey(content []byte) []byte {
 			k.scratch = fixLength(k.scratch, start)
 		}
 		if !more {
-			for j := i + 1; k.last != 0 && j <= k.last; j++ {
-				if k.spec.selects(j, &rk) {
-					if k.single != 0 {
-						return content[:0]
-					}
-					k.scratch = appendField(k.scratch, nil)
-				}
+			if k.single == 0 {
+				k.appendMissing(i+1, &rk)
 			}
 			break
 		}
@@ -408,6 +448,9 @@ func (k *KeyExtractor) csvCut(s []byte, want bool) (raw, rest []byte, more bool)
 		return value, r, m
 	}
 	if want {
+		if k.single != 0 {
+			k.reserve(len(value)) // the key is this value alone
+		}
 		for p := 0; p < len(value); p++ {
 			k.scratch = append(k.scratch, value[p])
 			if value[p] == '"' && p+1 < len(value) && value[p+1] == '"' {

@@ -85,6 +85,11 @@ type TimeFormat struct {
 	name   string // "": RFC 3339 or Unix seconds, whichever the text is
 	layout string // a Go layout, when name is "layout"
 	unit   int64  // nanoseconds per unit of a Unix time; 0: not one
+	// numericZone reports that the layout has a numeric zone offset
+	// (-0700, Z07:00 and their kin, all of which, and nothing else in a
+	// layout, start "-07" or "Z07"): a zone abbreviation beside it only
+	// names the offset.
+	numericZone bool
 }
 
 // ParseTimeFormat interprets --time-format: "" (the default: RFC 3339, or
@@ -110,7 +115,7 @@ func ParseTimeFormat(s string) (TimeFormat, error) {
 	if !strings.ContainsAny(s, "0123456789") {
 		return TimeFormat{}, fmt.Errorf("%q is not a time format: want rfc3339, unix, unix-ms, unix-us, unix-ns, or a Go layout such as \"2006-01-02 15:04:05\"", s)
 	}
-	return TimeFormat{name: "layout", layout: s}, nil
+	return TimeFormat{name: "layout", layout: s, numericZone: strings.Contains(s, "-07") || strings.Contains(s, "Z07")}, nil
 }
 
 // String names the format as ParseTimeFormat takes it.
@@ -125,6 +130,14 @@ func (f TimeFormat) String() string {
 }
 
 // Parse reads a time written in the format.
+//
+// A zone abbreviation (MST in a layout without a numeric offset) is read
+// as the local zone (time.Local, the TZ environment variable) defines it
+// at that time, and UTC and GMT as UTC; any other is an error wrapping
+// ErrTime, not a guess. (time.Parse reads an abbreviation it does not know
+// as UTC, in a made-up zone of that name: "10:00 PST" on a machine whose
+// zone is UTC is 10:00 UTC, 8 hours off; and "GMT+3" as UTC too, with the
+// offset only in the zone's name.)
 func (f TimeFormat) Parse(b []byte) (time.Time, error) {
 	s := string(bytes.TrimSpace(b))
 	switch {
@@ -132,6 +145,9 @@ func (f TimeFormat) Parse(b []byte) (time.Time, error) {
 		t, err := time.Parse(f.layout, s)
 		if err != nil {
 			return time.Time{}, fmt.Errorf("%w in the layout %q", ErrTime, f.layout)
+		}
+		if err := f.checkZone(t); err != nil {
+			return time.Time{}, err
 		}
 		return t, nil
 	case f.unit != 0:
@@ -147,6 +163,26 @@ func (f TimeFormat) Parse(b []byte) (time.Time, error) {
 		return time.Time{}, fmt.Errorf("%w: want RFC 3339 (2006-01-02T15:04:05Z)", ErrTime)
 	}
 	return t, nil
+}
+
+// checkZone returns the error of a time that time.Parse read with a zone
+// abbreviation it does not know: its location is then neither time.Local
+// (an abbreviation the local zone defines) nor time.UTC ("UTC", or no
+// zone at all) but a zone it made up, of offset 0 (or, for "GMT+3", the
+// offset in the name, which it does not apply to the time), unless the
+// layout gave the offset in numbers. Plain "GMT" is UTC indeed.
+func (f TimeFormat) checkZone(t time.Time) error {
+	if loc := t.Location(); f.numericZone || loc == time.UTC || loc == time.Local {
+		return nil
+	}
+	name, _ := t.Zone()
+	if name == "GMT" {
+		return nil
+	}
+	local, _ := t.In(time.Local).Zone()
+	return fmt.Errorf("%w: the zone %s is unknown to the local zone (%s at that time), and would be read as UTC; "+
+		"use a layout with a numeric offset (-0700, Z07:00), or run with TZ set to the zone's location (TZ=America/Los_Angeles for PST and PDT)",
+		ErrTime, name, local)
 }
 
 func looksNumeric(s string) bool {

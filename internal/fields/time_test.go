@@ -135,3 +135,95 @@ func FuzzTimeFormat(f *testing.F) {
 		}
 	})
 }
+
+// TestTimeLayoutUnknownZoneIsAnError: a zone abbreviation the local zone
+// does not define is an error naming it, not UTC: time.Parse reads
+// "10:00 PST" on a machine in UTC as 10:00 UTC, 8 hours off, and "10:00
+// GMT+3" as 10:00 UTC too. UTC, GMT, numeric offsets (with or without an
+// abbreviation beside them) and Z keep their meaning.
+func TestTimeLayoutUnknownZoneIsAnError(t *testing.T) {
+	setLocal(t, time.UTC)
+	abbrev, _ := ParseTimeFormat("2006-01-02 15:04:05 MST")
+	for _, c := range []struct{ text, zone string }{
+		{"2026-11-30 10:00:00 PST", "PST"},
+		{"2026-11-30 10:00:00 CEST", "CEST"},
+		{"2026-11-30 10:00:00 GMT+3", "GMT+3"},
+		{"2026-11-30 10:00:00 +07", "+07"},
+	} {
+		got, err := abbrev.Parse([]byte(c.text))
+		if !errors.Is(err, ErrTime) {
+			t.Errorf("Parse(%q) = %v, %v; want an error wrapping ErrTime", c.text, got, err)
+			continue
+		}
+		for _, want := range []string{"zone " + c.zone + " ", "-0700", "TZ"} {
+			if !strings.Contains(err.Error(), want) {
+				t.Errorf("Parse(%q): %q does not say %q", c.text, err, want)
+			}
+		}
+	}
+	ten := time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
+	for _, c := range []struct {
+		format, text string
+		want         time.Time
+	}{
+		{"2006-01-02 15:04:05 MST", "2026-11-30 10:00:00 UTC", ten},
+		{"2006-01-02 15:04:05 MST", "2026-11-30 10:00:00 GMT", ten},
+		{"2006-01-02 15:04:05 -0700 MST", "2026-11-30 02:00:00 -0800 PST", ten},
+		{"2006-01-02 15:04:05 -0700 MST", "2026-11-30 12:00:00 +0200 XYZ", ten},
+		{"2006-01-02T15:04:05Z07:00", "2026-11-30T10:00:00Z", ten},
+		{"2006-01-02T15:04:05Z07:00", "2026-11-30T11:00:00+01:00", ten},
+		{"2006-01-02T15:04:05 -07", "2026-11-30T07:00:00 -03", ten},
+		{"2006-01-02 15:04:05", "2026-11-30 10:00:00", ten},
+	} {
+		f, _ := ParseTimeFormat(c.format)
+		got, err := f.Parse([]byte(c.text))
+		if err != nil || !got.Equal(c.want) {
+			t.Errorf("format %q: Parse(%q) = %v, %v; want %v", c.format, c.text, got, err, c.want)
+		}
+	}
+	// Through a TimeField, as dedup and kafkadedup read it.
+	tf, err := NewTimeField("1-3", "", false, abbrev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tf.Time([]byte("2026-11-30 10:00:00 PST id-1")); !errors.Is(err, ErrTime) || !strings.Contains(err.Error(), "zone PST") {
+		t.Errorf("a TimeField: %v", err)
+	}
+}
+
+// TestTimeLayoutLocalZoneAbbreviation: an abbreviation the local zone
+// defines (TZ=America/Los_Angeles: PST in winter, PDT in summer) is read
+// at that zone's offset.
+func TestTimeLayoutLocalZoneAbbreviation(t *testing.T) {
+	la, err := time.LoadLocation("America/Los_Angeles")
+	if err != nil {
+		t.Skip("no time zone database:", err)
+	}
+	setLocal(t, la)
+	f, _ := ParseTimeFormat("2006-01-02 15:04:05 MST")
+	for _, c := range []struct {
+		text string
+		want time.Time
+	}{
+		{"2026-11-30 10:00:00 PST", time.Date(2026, 11, 30, 18, 0, 0, 0, time.UTC)},
+		{"2026-07-01 10:00:00 PDT", time.Date(2026, 7, 1, 17, 0, 0, 0, time.UTC)},
+		{"2026-07-01 10:00:00 UTC", time.Date(2026, 7, 1, 10, 0, 0, 0, time.UTC)},
+		{"2026-07-01 10:00:00 GMT", time.Date(2026, 7, 1, 10, 0, 0, 0, time.UTC)},
+	} {
+		got, err := f.Parse([]byte(c.text))
+		if err != nil || !got.Equal(c.want) {
+			t.Errorf("Parse(%q) = %v, %v; want %v", c.text, got, err, c.want.UTC())
+		}
+	}
+	if _, err := f.Parse([]byte("2026-11-30 10:00:00 EST")); !errors.Is(err, ErrTime) || !strings.Contains(err.Error(), "zone EST ") {
+		t.Errorf("EST in Los Angeles: %v, want an error naming EST", err)
+	}
+}
+
+// setLocal makes loc the local zone for the rest of test t (which must
+// not be parallel: time.Local is the process's).
+func setLocal(t *testing.T, loc *time.Location) {
+	old := time.Local
+	time.Local = loc
+	t.Cleanup(func() { time.Local = old })
+}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"runtime/debug"
 	"time"
 
 	"github.com/dedupkit/cuckoo/internal/hash"
@@ -16,11 +17,12 @@ import (
 // than a block is a block of its own, read into pieces that are never
 // copied into one another, so that it costs its size once (plus a
 // block), and joined into one slice only when its key must be one (a
-// key of fields, an exact seen-set): then it costs its size twice (three
-// times with a key built of several fields or CSV, as long again). One
-// long line is read at a time, and once a line of more than bigLine
-// bytes is written the garbage collector runs, so that the next one
-// reuses its memory rather than adding to it.
+// key of fields, an exact seen-set): then it costs its size twice, a key
+// built of several fields or CSV included (as long again: the pieces,
+// garbage once joined, are given back to the system before the key is
+// built). One long line is read at a time, and once a line of more than
+// bigLine bytes is written its memory is given back too, so that the
+// next one does not add to it.
 
 // bigLine is the size of a line after which a Deduper collects garbage.
 const bigLine = 16 << 20
@@ -518,6 +520,12 @@ func (p *preparer) prepareLong(b *Block) {
 	}
 	clear(b.long[:cap(b.long)])
 	b.long = append(b.long[:0], line, tail)
+	if p.built && content > bigLine {
+		// The key is built beside the line: give the pieces' memory
+		// back first, or they stay resident beside both (3 times the
+		// line in all, from twice).
+		debug.FreeOSMemory()
+	}
 	key := line
 	if p.keyer != nil {
 		key = p.keyer.Key(line)

@@ -15,9 +15,8 @@
 // each, with about 13 bytes of line table per line, at most a sixteenth
 // of the block's size in lines) and the write buffer; a line longer than
 // a block costs its size once more (twice when its key must be one slice:
-// fields of it, or a seen-set that keeps keys; three times when the key is
-// built of several fields). It does not grow with the
-// input. A line is dropped wrongly only when the filter gives a false
+// fields of it, a key built of several fields included, or a seen-set
+// that keeps keys). It does not grow with the input. A line is dropped wrongly only when the filter gives a false
 // positive for its key, with the filter's false-positive rate at that
 // moment; no line seen for the first time is ever kept twice (a filter
 // has no false negatives).
@@ -29,6 +28,7 @@ import (
 	"fmt"
 	"io"
 	"runtime"
+	"runtime/debug"
 )
 
 // SeenSet is the seen-set a Deduper records keys in: a filter
@@ -383,8 +383,9 @@ func (d *Deduper) write(b *Block) error {
 }
 
 // releaseLong drops the pieces of a long line once written, collects
-// the garbage after a big one, and lets the reader take the next long
-// line.
+// the garbage after a big one and gives its memory back to the system
+// (else the next big line and its key, made before the collector
+// returns it, add to it), and lets the reader take the next long line.
 func (d *Deduper) releaseLong(b *Block) {
 	size := b.bytes
 	clear(b.long[:cap(b.long)])
@@ -393,7 +394,7 @@ func (d *Deduper) releaseLong(b *Block) {
 		b.keys[0] = nil
 	}
 	if size > bigLine {
-		runtime.GC()
+		debug.FreeOSMemory()
 	}
 	if d.reader.longs != nil {
 		<-d.reader.longs

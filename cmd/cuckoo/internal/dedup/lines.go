@@ -3,6 +3,7 @@ package dedup
 import (
 	"bytes"
 	"io"
+	"runtime/debug"
 )
 
 // DefaultBufferSize is the read buffer of a LineReader made with size 0.
@@ -172,6 +173,12 @@ func (l *LineReader) join(last []byte) []byte {
 	l.long = append(l.long, last...)
 	clear(l.pieces)
 	l.pieces = l.pieces[:0]
+	if size > bigLine {
+		// The pieces are garbage, and would stay resident beside the
+		// line and what is made of it next (a key of several fields, as
+		// long again): collect them, and give their memory back.
+		debug.FreeOSMemory()
+	}
 	return l.long
 }
 
