@@ -64,7 +64,9 @@ func KeyJSON(path string) (KeyFunc, error) {
 // from a line (fields split as KeyFields splits them; several fields are
 // joined by a space). format is "" (RFC 3339, or Unix seconds when the
 // text is a number), "rfc3339", "unix", "unix-ms", "unix-us", "unix-ns",
-// or a Go layout such as "2006-01-02 15:04:05" (UTC unless it has a zone).
+// or a Go layout such as "2006-01-02 15:04:05" (UTC unless it has a zone;
+// a zone abbreviation, MST in the layout, that the local zone does not
+// define makes the time unreadable: write offsets, -0700, instead).
 func TimeFields(spec, delimiter string, csv bool, format string) (TimeFunc, error) {
 	f, err := fields.ParseTimeFormat(format)
 	if err != nil {

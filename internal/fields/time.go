@@ -96,7 +96,8 @@ type TimeFormat struct {
 // Unix seconds when the text is a number), "rfc3339", "unix" (seconds,
 // with or without a fraction), "unix-ms", "unix-us", "unix-ns", or a Go
 // time layout such as "2006-01-02 15:04:05" (a time without a zone is
-// UTC).
+// UTC; one whose zone abbreviation the local zone does not define is an
+// error, see TimeFormat.Parse).
 func ParseTimeFormat(s string) (TimeFormat, error) {
 	switch strings.ToLower(strings.TrimSpace(s)) {
 	case "", "auto":
