@@ -89,7 +89,7 @@ func NewBloom(ctx context.Context, rdb redis.UniversalClient, name string, capac
 			return nil, err
 		}
 	} else if err != redis.Nil {
-		return nil, err
+		return nil, noFunctions(ctx, rdb, err)
 	}
 	b := newBloom(rdb, name, m, retry)
 	if m.id == want.id {

@@ -263,7 +263,9 @@ func readMeta(ctx context.Context, rdb redis.UniversalClient, prefix, kind, name
 		return meta{}, fmt.Errorf("%w: %q", ErrNotFound, name)
 	}
 	if err != nil {
-		return meta{}, err
+		// A server without GET (cuckoo serve) is told apart as one
+		// without Functions is.
+		return meta{}, noFunctions(ctx, rdb, err)
 	}
 	return parseMeta(s, kind)
 }

@@ -574,7 +574,7 @@ func dedupError(in *input, err error, seen *seenSet, capacitySet bool, lines fun
 	if errors.Is(err, filterfile.ErrFull) && seen.filter != nil {
 		// capacity is the larger --capacity to suggest.
 		capacity := func() string {
-			n, why := lines().capacityFor(seen.filter.Capacity())
+			n, why := lines().capacityFor(seen.filter.Capacity(), seen.filter.Len())
 			return fmt.Sprintf("%d: %s", n, why)
 		}
 		var remedy string

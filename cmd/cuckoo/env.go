@@ -197,12 +197,15 @@ func (e *env) interrupt() string {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	written := append([]string(nil), e.written...)
-	var unchanged []string
+	var unchanged, notWritten []string
 	for f, path := range e.pending {
-		if errors.Is(f.Abort(), vfs.ErrCommitted) {
+		switch {
+		case errors.Is(f.Abort(), vfs.ErrCommitted):
 			written = append(written, path)
-		} else {
+		case f.Existed():
 			unchanged = append(unchanged, path)
+		default:
+			notWritten = append(notWritten, path)
 		}
 	}
 	e.pending = nil
@@ -215,6 +218,10 @@ func (e *env) interrupt() string {
 	if len(unchanged) > 0 {
 		sort.Strings(unchanged)
 		msg += "; " + strings.Join(unchanged, ", ") + " left unchanged"
+	}
+	if len(notWritten) > 0 {
+		sort.Strings(notWritten)
+		msg += "; " + strings.Join(notWritten, ", ") + " not written"
 	}
 	for _, note := range notes {
 		msg += "; " + note

@@ -11,7 +11,9 @@ import (
 // the files the run replaced, including one whose replacement took effect
 // just before the interrupt (it used to be reported "left unchanged"),
 // and as unchanged only those still being written, whose targets it keeps
-// as they were. No temporary or lock file is left.
+// as they were; one still being written that did not exist before is
+// "not written" (it was "left unchanged"). No temporary or lock file is
+// left.
 func TestInterruptTellsTheTruth(t *testing.T) {
 	dir := t.TempDir()
 	e := &env{stdout: io.Discard, stderr: io.Discard, cmd: "dedup"}
@@ -40,10 +42,11 @@ func TestInterruptTellsTheTruth(t *testing.T) {
 	}
 	// Still being written.
 	start("seen.ckoo", "half a fil")
+	start("new.ckoo", "a file that did not exi")
 
 	msg := e.interrupt()
 	p := func(name string) string { return filepath.Join(dir, name) }
-	want := "interrupted; " + p("old.ckoo") + ", " + p("out.txt") + " written; " + p("seen.ckoo") + " left unchanged"
+	want := "interrupted; " + p("old.ckoo") + ", " + p("out.txt") + " written; " + p("seen.ckoo") + " left unchanged; " + p("new.ckoo") + " not written"
 	if msg != want {
 		t.Fatalf("message %q\nwant    %q", msg, want)
 	}

@@ -137,7 +137,9 @@ func unwrap(err error) error {
 	if errors.As(err, &pe) {
 		return fmt.Errorf("%s: %w", pe.Op, pe.Err)
 	}
-	return errors.New(withoutPrefixes(err.Error()))
+	// Trimmed: Redis ends some error texts with a space ("with args
+	// beginning with: 'x' "), which the remedy's "; " would follow.
+	return errors.New(strings.TrimSpace(withoutPrefixes(err.Error())))
 }
 
 // packagePrefixes are the prefixes of the error texts of the module's

@@ -242,6 +242,8 @@ func loadError(path string, err error) error {
 		return dataErr("check its permissions", "%s: permission denied", path)
 	case errors.Is(err, syscall.ELOOP):
 		return fileErr(path, err, "")
+	case errors.Is(err, syscall.EISDIR):
+		return dataErr("give a filter file, written by 'cuckoo build' or 'cuckoo dedup --save'", "%s is a directory", path)
 	case errors.Is(err, filterfile.ErrNotFilter):
 		return dataErr("give a file written by 'cuckoo build' or 'cuckoo dedup --save'",
 			"%s is not a filter file (%s)", path, detail(filterfile.ErrNotFilter))

@@ -184,11 +184,16 @@ func (l inputLines) counted(noun string) string {
 }
 
 // capacityFor returns the --capacity to suggest for the inputs when a
-// filter of capacity now was full: their lines when known (and more than
-// now), else twice now.
-func (l inputLines) capacityFor(now uint64) (capacity uint64, why string) {
-	if l.known && l.n > now {
+// filter of capacity now was full holding held keys: their lines when
+// known (and more than both), else twice the larger of the two. A small
+// filter holds more than its capacity (its table is rounded up): twice
+// the capacity would be no larger.
+func (l inputLines) capacityFor(now, held uint64) (capacity uint64, why string) {
+	if l.known && l.n > max(now, held) {
 		return l.n, "the input's " + l.counted("line")
+	}
+	if held > now {
+		return 2 * held, "twice what it holds"
 	}
 	return 2 * now, "twice the capacity"
 }

@@ -175,7 +175,7 @@ func keysError(err error, filter *filterfile.Filter, loaded string, held uint64,
 				"with N at least %s, a larger --headroom (the default leaves %d %%), or %s for a file that grows",
 				loaded, need, defaultHeadroom, grow)
 		case capacitySet:
-			n, why := lines().capacityFor(filter.Capacity())
+			n, why := lines().capacityFor(filter.Capacity(), filter.Len())
 			remedy = fmt.Sprintf("give a larger --capacity (%d: %s), or leave it out to size the filter from the input; nothing was written", n, why)
 		}
 		return fullError(filter, ke.input, ke.line, "key", remedy)

@@ -746,3 +746,12 @@ func TestBuildWarnsOfCostlySegments(t *testing.T) {
 		t.Fatalf("info does not give the segments:\n%s", r.stdout)
 	}
 }
+
+// TestUnwrapTrimsTheTextsSpaces: Redis ends some error texts with a
+// space, which "problem; remedy" would show before its semicolon.
+func TestUnwrapTrimsTheTextsSpaces(t *testing.T) {
+	err := fmt.Errorf("redisfilter: %w", errors.New("ERR unknown command 'get', with args beginning with: 'ckf:m:seen' "))
+	if got, want := unwrap(err).Error(), "ERR unknown command 'get', with args beginning with: 'ckf:m:seen'"; got != want {
+		t.Errorf("unwrap = %q, want %q", got, want)
+	}
+}

@@ -21,11 +21,21 @@ import (
 // the writes in progress, so that an interrupt can drop them and say which
 // files it left unchanged.
 
-// lockFiles takes the locks of paths for the rest of the run (run releases
-// them), in one order whatever the order given, so that two runs locking
-// the same files cannot each wait for the other. A run that must wait for
-// another says so on standard error.
-func (e *env) lockFiles(paths ...string) error {
+// lockFiles takes the locks of paths, files to write, for the rest of the
+// run (run releases them), in one order whatever the order given, so that
+// two runs locking the same files cannot each wait for the other. A run
+// that must wait for another says so on standard error. A directory among
+// them is refused before anything is read.
+func (e *env) lockFiles(paths ...string) error { return e.lock(checkFileTarget, paths) }
+
+// lockDir takes the lock of a directory that a run fills (store export
+// --to), as lockFiles does of files.
+func (e *env) lockDir(dir string) error {
+	return e.lock(checkTarget, []string{filepath.Join(dir, ".")})
+}
+
+// lock is lockFiles and lockDir, with the check of a target.
+func (e *env) lock(check func(path string) error, paths []string) error {
 	type target struct{ path, key string }
 	var ts []target
 	for _, p := range paths {
@@ -34,7 +44,7 @@ func (e *env) lockFiles(paths ...string) error {
 		}
 	}
 	for _, t := range ts {
-		if err := checkTarget(t.path); err != nil {
+		if err := check(t.path); err != nil {
 			return err
 		}
 	}
@@ -71,6 +81,15 @@ func checkTarget(path string) error {
 		return fileErr(path, err, "")
 	}
 	return nil
+}
+
+// checkFileTarget is checkTarget for a file to write (not a directory
+// to fill, which lockFiles also locks: store export --to).
+func checkFileTarget(path string) error {
+	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
+		return dataErr("name a file, such as "+filepath.Join(path, "NAME"), "%s is a directory", path)
+	}
+	return checkTarget(path)
 }
 
 // canonical is the key of a path's lock: absolute, symbolic links
@@ -128,7 +147,7 @@ func (e *env) createOutput(path string) (*outputFile, error) { return e.startOut
 // startOutput is createOutput, or, underLock, the replacement of one of a
 // batch of files under a lock the caller holds (vfs.CreateUnder).
 func (e *env) startOutput(path string, underLock bool) (*outputFile, error) {
-	if err := checkTarget(path); err != nil {
+	if err := checkFileTarget(path); err != nil {
 		return nil, err
 	}
 	e.mu.Lock()

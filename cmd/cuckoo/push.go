@@ -148,18 +148,19 @@ func runPull(e *env, f *pullFlags, args []string) error {
 	defer rdb.Close()
 	var snap io.WriterTo
 	rf, err := redisfilter.Open(ctx, rdb, f.redis.name)
-	if errors.Is(err, redisfilter.ErrNotFound) {
+	switch {
+	case errors.Is(err, redisfilter.ErrNotFound):
 		var rw *redisfilter.Window
 		if rw, err = redisfilter.OpenWindow(ctx, rdb, f.redis.name); err == nil {
 			snap, err = rw.Snapshot(ctx)
+			if errors.Is(err, redisfilter.ErrUnsupported) {
+				return usageErr("pull takes a window of one segment, such as one cuckoo push made", "%v", unwrap(err))
+			}
 		} else if errors.Is(err, redisfilter.ErrNotFound) {
 			err = redisfilter.ErrNotFound // the filter's message, not the window's
 		}
-	} else if err == nil {
+	case err == nil:
 		snap, err = rf.Snapshot(ctx)
-	}
-	if errors.Is(err, redisfilter.ErrUnsupported) {
-		return usageErr("pull takes a window of one segment, such as one cuckoo push made", "%v", unwrap(err))
 	}
 	if err != nil {
 		return redisErr(&f.redis, err)

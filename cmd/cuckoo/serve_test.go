@@ -307,6 +307,11 @@ func TestRedisPathAgainstServe(t *testing.T) {
 	}{
 		{"push", []string{"push", "f.ckoo", "--redis", m[1], "--name", "seen"}},
 		{"dedup", []string{"dedup", "--redis", m[1], "--name", "seen", "--capacity", "1000", "keys.txt"}},
+		// Without --capacity the filter's metadata is read first (a GET,
+		// which cuckoo serve does not know), as by pull.
+		{"dedup", []string{"dedup", "--redis", m[1], "--name", "seen", "keys.txt"}},
+		{"dedup", []string{"dedup", "--redis", m[1], "--name", "seen", "--window", "1h", "keys.txt"}},
+		{"pull", []string{"pull", "--redis", m[1], "--name", "seen", "-o", "pulled.ckoo"}},
 	} {
 		r := e.run("", c.args...)
 		r.want(t, exitData, c.cmd)

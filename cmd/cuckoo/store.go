@@ -116,14 +116,17 @@ var syncPolicies = []store.SyncPolicy{store.SyncAlways, store.SyncEverySecond, s
 
 func runStore(e *env, f *storeFlags, pos []string) error {
 	const remedy = "see 'cuckoo store --help'"
-	if len(pos) < 2 {
+	if len(pos) == 0 {
 		return usageErr(remedy, "give a subcommand and a store directory")
 	}
-	sub, dir, args := pos[0], pos[1], pos[2:]
-	n, ok := storeArgs[sub]
+	n, ok := storeArgs[pos[0]]
 	if !ok {
-		return usageErr(remedy, "unknown store subcommand %q", sub)
+		return usageErr(remedy, "unknown store subcommand %q", pos[0])
 	}
+	if len(pos) < 2 {
+		return usageErr(remedy, "give the store directory after %q", pos[0])
+	}
+	sub, dir, args := pos[0], pos[1], pos[2:]
 	if len(args) < n[0] || n[1] >= 0 && len(args) > n[1] {
 		return usageErr(remedy, "wrong number of arguments for store %s", sub)
 	}
@@ -398,7 +401,7 @@ func storeExport(e *env, out io.Writer, f *storeFlags, s *store.Store, dir strin
 	if err := os.MkdirAll(f.to, 0o755); err != nil {
 		return dataErr(remedyWrite, "%v", unwrap(err))
 	}
-	if err := e.lockFiles(filepath.Join(f.to, ".")); err != nil {
+	if err := e.lockDir(f.to); err != nil {
 		return err
 	}
 	mode := writeMode{underLock: true, noSync: !eachSynced}

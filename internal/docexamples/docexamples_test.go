@@ -149,7 +149,7 @@ var skips = map[string]map[string]string{
 	},
 	"docs/cli.md": {
 		"go install github.com/dedupkit/cuckoo/cmd/cuckoo@latest":     "needs the module published",
-		"cuckoo serve --port 6380 --dir filters --appendfsync always": "serves until stopped",
+		"cuckoo serve --port 6381 --dir filters --appendfsync always": "serves until stopped",
 		"cuckoo serve --config serve.conf":                            "serves until stopped",
 		"cuckoo dedup --kafka localhost:9092":                         "needs a Kafka broker; TestKafkaDedup runs these flags against a test broker",
 		"cuckoo serve --metrics 127.0.0.1:9121":                       "serves until stopped; docs/server.md's metrics example scrapes a server",

@@ -70,6 +70,7 @@ type Replacement struct {
 	tmp       string      // the temporary file
 	done      bool        // committed or aborted
 	committed bool        // renamed over the target
+	existed   bool        // the target was a file when the replacement began
 	lock      *WriterLock // released by Commit and Abort when the Replacement took it
 }
 
@@ -133,7 +134,7 @@ func (l *WriterLock) Create(perm fs.FileMode) (*Replacement, error) {
 			return nil, err
 		}
 	}
-	return &Replacement{f: f, path: l.target, tmp: tmp}, nil
+	return &Replacement{f: f, path: l.target, tmp: tmp, existed: keepMode}, nil
 }
 
 // Write writes to the temporary file. It is not buffered: wrap the
@@ -142,6 +143,10 @@ func (r *Replacement) Write(p []byte) (int, error) { return r.f.Write(p) }
 
 // Path returns the file that Commit replaces (symbolic links resolved).
 func (r *Replacement) Path() string { return r.path }
+
+// Existed reports whether the target was a file when the replacement
+// began: whether an Abort leaves a file as it was, or no file.
+func (r *Replacement) Existed() bool { return r.existed }
 
 // TempPath returns the name of the temporary file being written.
 func (r *Replacement) TempPath() string { return r.tmp }

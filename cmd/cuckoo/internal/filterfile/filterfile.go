@@ -17,7 +17,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
+	"syscall"
 	"time"
 
 	"github.com/dedupkit/cuckoo"
@@ -168,7 +170,7 @@ func Load(path string) (*Filter, error) {
 	}
 	defer file.Close()
 	if fi, err := file.Stat(); err == nil && fi.IsDir() {
-		return nil, fmt.Errorf("%s is a directory", path)
+		return nil, &fs.PathError{Op: "read", Path: path, Err: syscall.EISDIR}
 	}
 	return Read(file)
 }
