@@ -63,7 +63,9 @@ func parseArgs(fs *flag.FlagSet, cmd string, args []string) ([]string, error) {
 		case f == nil && (name == "h" || name == "help"):
 			return nil, errHelp
 		case f == nil:
-			return nil, usageErr(remedy, "unknown flag %s", flagName(name))
+			var names []string
+			fs.VisitAll(func(f *flag.Flag) { names = append(names, f.Name) })
+			return nil, usageErr(remedy, "unknown flag %s%s", flagName(name), didYouMean(name, names, flagName))
 		case !hasValue && isBoolFlag(f):
 			value = "true"
 		case !hasValue:

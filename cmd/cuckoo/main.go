@@ -138,7 +138,8 @@ func run(e *env, args []string) int {
 		if len(args) > 1 {
 			c := lookup(args[1])
 			if c == nil {
-				return report(e, "help", usageErr("run 'cuckoo help' for the list", "unknown command %q", args[1]))
+				return report(e, "help", usageErr("run 'cuckoo help' for the list", "unknown command %q%s", args[1],
+					didYouMean(args[1], commandNames(), func(s string) string { return "'cuckoo help " + s + "'" })))
 			}
 			printHelp(e.stdout, c)
 			return report(e, "help", e.checkOutput(nil))
@@ -150,7 +151,8 @@ func run(e *env, args []string) int {
 	}
 	c := lookup(name)
 	if c == nil {
-		return report(e, "cuckoo", usageErr("run 'cuckoo help' for the list of commands", "unknown command %q", name))
+		return report(e, "cuckoo", usageErr("run 'cuckoo help' for the list of commands", "unknown command %q%s", name,
+			didYouMean(name, commandNames(), func(s string) string { return "'cuckoo " + s + "'" })))
 	}
 	e.cmd = c.name
 	err := c.run(e, args[1:])
@@ -161,6 +163,15 @@ func run(e *env, args []string) int {
 		err = nil
 	}
 	return report(e, c.name, e.checkOutput(err))
+}
+
+// commandNames lists the commands' names.
+func commandNames() []string {
+	var names []string
+	for _, c := range commands() {
+		names = append(names, c.name)
+	}
+	return names
 }
 
 func lookup(name string) *command {
