@@ -47,7 +47,9 @@ store of 'cuckoo dedup --exact-dir DIR', the keys are the lines seen:
   repair   cut away damage the other subcommands refuse in the tail of the
            last log file, copying the bytes cut first to a new file beside
            it (named after the log file and the offset); the records from
-           the damage on are lost. A store without damage is left as it
+           the damage on are lost. An index that disagrees with the log
+           (check: "the index is wrong, not the log") is rebuilt from the
+           log, INDEX removed. A store without damage is left as it
            is; other damage is refused, changing nothing (restore a
            backup). With --dry-run, say what would be cut, changing
            nothing (the files are opened read-only: a read-only copy
