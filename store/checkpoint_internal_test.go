@@ -97,32 +97,7 @@ func TestDamagedCheckpointKeepsEveryKey(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := map[string]string{}
-	for i := range 600 {
-		k := fmt.Sprintf("key-%d", rng.IntN(200))
-		switch _, ok := want[k]; {
-		case ok && rng.IntN(4) == 0:
-			if ok, err := s.Delete([]byte(k)); err != nil || !ok {
-				t.Fatalf("Delete(%s): %v, %v", k, ok, err)
-			}
-			delete(want, k)
-		case rng.IntN(5) == 0:
-			v := fmt.Sprintf("first %d", i)
-			stored, err := s.PutIfAbsent([]byte(k), []byte(v))
-			if err != nil || stored == ok {
-				t.Fatalf("PutIfAbsent(%s): %v, %v", k, stored, err)
-			}
-			if stored {
-				want[k] = v
-			}
-		default:
-			v := fmt.Sprintf("v%d-%s", i, strings.Repeat("x", rng.IntN(100)))
-			if err := s.Put([]byte(k), []byte(v)); err != nil {
-				t.Fatal(err)
-			}
-			want[k] = v
-		}
-	}
+	want := randomOps(t, s, rng, 600, 200)
 	full, ck, ix := closedCheckpoint(t, s, fs, 5)
 	if len(ck.files) < 3 {
 		t.Fatalf("the checkpoint covers %d log files; want several", len(ck.files))
@@ -140,24 +115,7 @@ func TestDamagedCheckpointKeepsEveryKey(t *testing.T) {
 			t.Fatalf("%s: Open: %v", what, err)
 		}
 		defer s.Close()
-		for k, v := range want {
-			if got, err := s.Get([]byte(k)); err != nil || string(got) != v {
-				t.Fatalf("%s: Get(%s): %.20q, %v; want %.20q", what, k, got, err, v)
-			}
-		}
-		if n := s.Len(); n != uint64(len(want)) {
-			t.Fatalf("%s: %d keys; want %d", what, n, len(want))
-		}
-		n := 0
-		if err := s.Range(func(k, v []byte) bool {
-			n++
-			if want[string(k)] != string(v) {
-				t.Errorf("%s: Range gives %s = %.20q; want %.20q", what, k, v, want[string(k)])
-			}
-			return true
-		}); err != nil || n != len(want) {
-			t.Fatalf("%s: Range visited %d keys, %v; want %d", what, n, err, len(want))
-		}
+		hasModel(t, s, want, what)
 		if st := s.Stats(); !used && st.CheckpointUnused == "" {
 			t.Fatalf("%s: Open read the whole log (%d records) and Stats gives no reason", what, st.Replayed)
 		}
@@ -169,16 +127,6 @@ func TestDamagedCheckpointKeepsEveryKey(t *testing.T) {
 		b := append([]byte(nil), full...)
 		b[at] ^= 1 << rng.IntN(8)
 		check(b, false, fmt.Sprintf("checkpoint with a bit of byte %d flipped", at))
-	}
-	resealed := func(loc uint64, ref slotRef) []byte {
-		nx := ix.snapshot()
-		nx.setLoc(ref, loc)
-		var b bytes.Buffer
-		if err := encodeIndex(&b, ck, nx); err != nil {
-			t.Fatal(err)
-		}
-		nx.unshare()
-		return b.Bytes()
 	}
 	sample := 1 // every entry, or one in sample
 	if !testlong.Enabled() {
@@ -216,7 +164,7 @@ func TestDamagedCheckpointKeepsEveryKey(t *testing.T) {
 				}
 			}
 			for n, what := range bad {
-				check(resealed(n, ref), false, fmt.Sprintf("entry %d (bucket %d, slot %d, location %#x) %s (%#x), checksum passing", entries, j, i, loc, what, n))
+				check(resealed(t, full, 5, func(ix *index) { ix.setLoc(ref, n) }), false, fmt.Sprintf("entry %d (bucket %d, slot %d, location %#x) %s (%#x), checksum passing", entries, j, i, loc, what, n))
 			}
 		}
 	}

@@ -261,9 +261,10 @@ func TestCheckpointLengths(t *testing.T) {
 	}
 
 	// Two records swapped in a sealed log file: each intact, but not what
-	// was sealed. Open reads the log file whole only without a
-	// checkpoint; Verify always. (fillFixed's records are all of one
-	// length.)
+	// was sealed. Open reads the log file whole without a checkpoint, and
+	// with one when the entries it samples find a key's entry pointing at
+	// the other key's record (Open then reads the whole log instead);
+	// Verify always. (fillFixed's records are all of one length.)
 	fs = store.NewMemFS()
 	s, err := store.Open("db", store.WithFS(fs), store.WithSeed(1), store.WithLogFileSize(4<<10))
 	if err != nil {
@@ -286,12 +287,15 @@ func TestCheckpointLengths(t *testing.T) {
 	noIndex := fs.Clone()
 	noIndex.Remove("db/INDEX")
 	wantCorrupt(noIndex, sealed, logHeader, "two records swapped")
+	var ce *store.CorruptError
 	s, err = store.Open("db", store.WithFS(fs))
+	if errors.As(err, &ce) && ce.File == sealed && ce.Offset == logHeader {
+		return // the sample found it
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	var ce *store.CorruptError
 	if err := s.Verify(); !errors.As(err, &ce) || ce.File != sealed {
 		t.Fatalf("Verify of a sealed log file with two records swapped: %v", err)
 	}

@@ -48,9 +48,13 @@
 //     written (WithCheckpoints trades this against recovery).
 //   - Open reads the last checkpoint and replays the records written
 //     after it: none after a Close; after a crash, at most about keys/16
-//     (docs/store.md has the figures at 3·10^6 and 10^7 keys). Damage
+//     (docs/store.md has the figures at 3·10^6 and 10^7 keys), and
+//     checks 64 entries of the checkpoint against their records. Damage
 //     that Open does not read is reported by Get, by Verify and by
 //     'cuckoo store check'.
+//   - Verify reads the whole log, and builds the index it gives to
+//     compare with the store's: about what Open without a checkpoint
+//     costs, and a second index in RAM meanwhile.
 //
 // # Durability
 //
@@ -70,6 +74,21 @@
 // (cuckoo store repair) cuts such damage from the tail of the last log
 // file, after copying the bytes it cuts to a file beside it, and refuses
 // damage a cut does not repair.
+// The index checkpoint (INDEX) is a cache: Open does not use one that
+// is damaged or cut, nor one whose checksum passes (a bug wrote it, or
+// memory was damaged before it was) but an entry of which points outside
+// the log, or, among the 64 it samples, at a tombstone or at the record
+// of a key whose hash does not give the entry. It reads the whole log
+// instead, and Stats().CheckpointUnused says why. An entry that the
+// sample missed and that points at the record of another key is found
+// by the lookups that reach it: Get, Has, Put, PutIfAbsent and Delete of
+// the key it stands for return a *CorruptError saying that the index is
+// wrong, not the log, never a false "absent", and the writes change
+// nothing (no key lost, none stored twice). Verify checks every entry
+// against the log, and so finds too what no lookup can tell (an entry at
+// an overwritten record of its key, a key with no entry). Closing the
+// store, removing INDEX and opening it again rebuilds the index from
+// the log; Repair does so.
 // Compaction is atomic: a crash at any point leaves the old log or the
 // new one. One process at a time may open a directory (a lock file,
 // flock).

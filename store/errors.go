@@ -3,6 +3,7 @@ package store
 import (
 	"errors"
 	"fmt"
+	"strings"
 )
 
 // Errors a Store returns. Compare with errors.Is: most are wrapped with
@@ -13,8 +14,9 @@ var (
 	// ErrClosed is returned by every method called after Close.
 	ErrClosed = errors.New("store: closed")
 	// ErrCorrupt is wrapped by the errors of Open, Get, Verify and
-	// Repair that find a damaged log or manifest: a *CorruptError names
-	// the file and the offset. Open returns it for every damaged record
+	// Repair that find a damaged log or manifest, or an index that
+	// disagrees with the log: a *CorruptError names the file and the
+	// offset. Open returns it for every damaged record
 	// it reads, the last one included when one flipped bit explains it,
 	// and opens nothing; a last record no flipped bit explains is a write
 	// a crash cut short, and is cut, not reported.
@@ -53,6 +55,38 @@ type CorruptError struct {
 	File   string // the file's path
 	Offset int64  // where the damage starts
 	Detail string // what is wrong
+
+	// index says that the index is wrong, not the file: an entry points
+	// at a record it cannot be the entry of (File and Offset are the
+	// record's), or Verify found the index disagreeing with the log.
+	// The log is intact; rebuilding the index from it repairs the store.
+	index bool
+}
+
+// indexWrong returns the error of an index that disagrees with the
+// record at offset pos of the log file path, an intact one: what is
+// wrong, and the remedy.
+func indexWrong(path string, pos int64, what string) *CorruptError {
+	return &CorruptError{File: path, Offset: pos, index: true, Detail: indexWrongPrefix + what + indexWrongRemedy}
+}
+
+const (
+	indexWrongPrefix = "the index is wrong, not the log: "
+	indexWrongRemedy = "; rebuild it from the log: close the store, remove its INDEX file and open it again (cuckoo store repair does so)"
+)
+
+// indexWhat returns what indexWrong said is wrong, with the record's
+// place.
+func (e *CorruptError) indexWhat() string {
+	what := strings.TrimSuffix(strings.TrimPrefix(e.Detail, indexWrongPrefix), indexWrongRemedy)
+	return fmt.Sprintf("%s (%s at offset %d)", what, e.File, e.Offset)
+}
+
+// isIndexWrong reports whether err is the error of an index that
+// disagrees with an intact log (indexWrong).
+func isIndexWrong(err error) bool {
+	var ce *CorruptError
+	return errors.As(err, &ce) && ce.index
 }
 
 func (e *CorruptError) Error() string {

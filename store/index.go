@@ -545,24 +545,42 @@ func (ix *index) put(j, v uint64) bool {
 	return false
 }
 
-// each calls fn for every entry's location, bucket by bucket.
-func (ix *index) each(fn func(loc uint64) error) error {
+// each calls fn for every entry, bucket by bucket, then the stash's.
+func (ix *index) each(fn func(r slotRef) error) error {
 	n := ix.buckets()
 	for j := uint64(0); j < n; j++ {
-		for _, v := range ix.bucket(j) {
+		for k, v := range ix.bucket(j) {
 			if v != 0 {
-				if err := fn(v >> locShift); err != nil {
+				if err := fn(slotRef{j, k, v >> locShift}); err != nil {
 					return err
 				}
 			}
 		}
 	}
-	for _, e := range ix.stash {
-		if err := fn(e.loc); err != nil {
+	for k, e := range ix.stash {
+		if err := fn(slotRef{inStash, k, e.loc}); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// holds reports whether the entry in slot r can be one that hash y
+// placed: y, or its other hash, gives r's bucket and the tag r holds (in
+// the stash: y's bits [0, top)). An entry that points at the record of
+// a key for which it does not is damage (a checkpoint that a bug wrote,
+// or memory): a correct index reaches the record of another key only
+// through a tag that the two keys share by chance.
+func (ix *index) holds(r slotRef, y uint64) bool {
+	if r.j == inStash {
+		return ix.stash[r.k].x == y&(1<<ix.top-1)
+	}
+	v := ix.bucket(r.j)[r.k]
+	which := v & whichBit
+	if which != 0 {
+		y = ix.alt(y)
+	}
+	return ix.addr(y) == r.j && ix.tag(r.j, y, which) == v&tagMask
 }
 
 // rebuilt returns a new index of the same geometry with top = L +
@@ -575,14 +593,14 @@ func (ix *index) rebuilt(seedDisp *[1 << dispBits]uint64, hashAt func(loc uint64
 	for i := range nx.chunks {
 		nx.chunks[i] = make([]uint64, chunkWords)
 	}
-	err := ix.each(func(loc uint64) error {
-		x, err := hashAt(loc)
+	err := ix.each(func(r slotRef) error {
+		x, err := hashAt(r.loc)
 		if err != nil {
 			return err
 		}
 		// A split retries the stash, so the test after it is of the
 		// stash, not another add of x.
-		for full := nx.add(x, loc); full; full = len(nx.stash) >= maxStash {
+		for full := nx.add(x, r.loc); full; full = len(nx.stash) >= maxStash {
 			nx.splitBucket()
 		}
 		return nil

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"cmp"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -57,7 +58,12 @@ func ours(name string) bool {
 // (docs/store.md has the times). Without a usable checkpoint it reads the
 // whole log, verifying every record's checksum, and rebuilds the index:
 // about the time of reading the log plus 1 to 4 µs per record on a
-// 2-core VM.
+// 2-core VM. A checkpoint whose checksum passes but which disagrees with
+// the log is not usable either: one with an entry outside the records it
+// covers; one an entry of which, among 64 Open samples, or among those
+// the replay after it looks up, points at a tombstone or at the record of
+// a key whose hash does not give the entry (Stats().CheckpointUnused
+// says why).
 //
 // A record at the end of the active log file, past what the checkpoint
 // covers, that fails its checks is a write a crash cut short, and cut
@@ -261,6 +267,55 @@ func (s *Store) load() error {
 	if err != nil {
 		return err
 	}
+	if err := s.replayLog(m, heads, ck, ix); err != nil {
+		if ix == nil || !isIndexWrong(err) {
+			return err
+		}
+		// The checkpoint's checksum passed, but an entry of it points at
+		// a record it cannot be the entry of: a cache lost, as a damaged
+		// checkpoint is. Read the whole log instead.
+		var ce *CorruptError
+		errors.As(err, &ce)
+		s.ckUnused = "index checkpoint: disagrees with the log: " + ce.indexWhat()
+		s.resetLoad()
+		if err := s.replayLog(m, heads, ck, nil); err != nil {
+			return err
+		}
+	}
+	if s.inspect != nil {
+		return nil
+	}
+	// Log files no manifest lists, and a manifest or checkpoint never
+	// renamed, are what a crash left of a rotation, a compaction or a
+	// checkpoint. They go only now that the store opens: a store Open
+	// refuses keeps every file as it was, for whoever repairs or
+	// restores it (an unlisted log file may then be a compaction's
+	// output, restored beside an older manifest).
+	listed := map[string]bool{}
+	for _, lf := range m.files {
+		listed[logFileName(lf.id)] = true
+	}
+	for _, name := range names {
+		if name == manifestName+".tmp" || name == idxName+".tmp" || isLogFileName(name) && !listed[name] {
+			if err := s.fs.Remove(filepath.Join(s.dir, name)); err != nil {
+				return fmt.Errorf("store: removing %s: %w", name, err)
+			}
+		}
+	}
+	if m.version < manVersion {
+		// Record the sealed log files as they are, in the current format.
+		if err := s.log.writeManifest(s.log.order); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// replayLog sets the index, from the checkpoint ck and its index ix
+// when ix is not nil, and replays the log of manifest m after what they
+// cover (heads: the log files' headers), cutting a torn tail.
+func (s *Store) replayLog(m manifest, heads [][]byte, ck checkpoint, ix *index) error {
+	var err error
 	// The replay starts, in each log file, after what the checkpoint
 	// covers, with the checksum of the bytes before.
 	from := make([]int64, len(s.log.order))
@@ -271,6 +326,9 @@ func (s *Store) load() error {
 	if ix != nil {
 		s.mu.ix, s.nextSeq, s.live = ix, ck.nextSeq, ck.live
 		s.assignSlots(ck)
+		if err := s.checkSample(ix); err != nil {
+			return err
+		}
 		for i, c := range ck.files {
 			from[i], crcs[i] = c.size, c.crc
 			if ck.version == idxVersion1 {
@@ -320,33 +378,75 @@ func (s *Store) load() error {
 		lf.crc = crc
 		s.log.bytes += lf.size
 	}
-	if s.inspect != nil {
-		return nil
+	return nil
+}
+
+// resetLoad undoes what a replayLog that failed did, for another from
+// the start of the log: no torn tail was cut (a replay that fails cuts
+// none), so only the index, the counters and the log files' slots and
+// counts go back to what load set.
+func (s *Store) resetLoad() {
+	s.mu.ix = newIndex(s.seed)
+	s.nextSeq, s.live = 0, 0
+	s.log.bytes, s.log.written = 0, 0
+	s.log.files = [maxLogFiles]*logFile{}
+	for i, lf := range s.log.order {
+		lf.slot = uint64(i)
 	}
-	// Log files no manifest lists, and a manifest or checkpoint never
-	// renamed, are what a crash left of a rotation, a compaction or a
-	// checkpoint. They go only now that the store opens: a store Open
-	// refuses keeps every file as it was, for whoever repairs or
-	// restores it (an unlisted log file may then be a compaction's
-	// output, restored beside an older manifest).
-	listed := map[string]bool{}
-	for _, lf := range m.files {
-		listed[logFileName(lf.id)] = true
-	}
-	for _, name := range names {
-		if name == manifestName+".tmp" || name == idxName+".tmp" || isLogFileName(name) && !listed[name] {
-			if err := s.fs.Remove(filepath.Join(s.dir, name)); err != nil {
-				return fmt.Errorf("store: removing %s: %w", name, err)
-			}
+	s.checkpointer.replayed, s.checkpointer.sinceRecords, s.checkpointer.sinceBytes = 0, 0, 0
+}
+
+// checkpointSample is how many entries of a checkpoint Open checks
+// against the records they point at before it uses it.
+const checkpointSample = 64
+
+// checkSample checks a sample of the entries of ix, the index of a
+// checkpoint Open is about to use (the first entry of checkpointSample
+// buckets spread over the table, in the order of their locations): an
+// intact record that is a tombstone, or whose key's hash does not give
+// the entry, is an indexWrong error. A checkpoint that a bug or another
+// store's directory made wrong throughout is so found at Open. Records
+// that do not verify, and long ones, are left alone: damage of the log
+// that Open does not read is for Get and Verify to report.
+func (s *Store) checkSample(ix *index) error {
+	var refs [checkpointSample]slotRef
+	for _, ref := range ix.sample(&refs) {
+		b, lf, pos, err := s.log.recordBytes(ref.loc, true)
+		if err != nil {
+			continue
 		}
-	}
-	if m.version < manVersion {
-		// Record the sealed log files as they are, in the current format.
-		if err := s.log.writeManifest(s.log.order); err != nil {
-			return err
+		r, err := parseRecord(b)
+		if err != nil || r.size > streamAbove || !verify(b, r.size) {
+			continue
+		}
+		if r.kind == kindDelete {
+			return indexWrong(lf.path, pos, tombstoneDetail)
+		}
+		if !ix.holds(ref, s.hash(r.key)) {
+			return indexWrong(lf.path, pos, otherKeyDetail)
 		}
 	}
 	return nil
+}
+
+// sample writes to out the entries checkSample checks, in the order of
+// their locations, and returns them: the first entry of each of
+// checkpointSample buckets spread over the table. O(checkpointSample).
+func (ix *index) sample(out *[checkpointSample]slotRef) []slotRef {
+	n, m := ix.buckets(), 0
+	for i := range uint64(checkpointSample) {
+		j := i * n / checkpointSample
+		if m > 0 && out[m-1].j == j {
+			continue
+		}
+		if k := slices.IndexFunc(ix.bucket(j), func(v uint64) bool { return v != 0 }); k >= 0 {
+			out[m] = slotRef{j, k, ix.bucket(j)[k] >> locShift}
+			m++
+		}
+	}
+	refs := out[:m]
+	slices.SortFunc(refs, func(a, b slotRef) int { return cmp.Compare(a.loc, b.loc) })
+	return refs
 }
 
 // assignSlots gives the log files the slots the checkpoint ck records,
@@ -462,8 +562,8 @@ func outsideCovered(ck checkpoint, ix *index) string {
 	}
 	var why string
 	errBad := errors.New("")
-	ix.each(func(loc uint64) error {
-		slot, pos := loc>>32, int64(loc&(1<<32-1))
+	ix.each(func(r slotRef) error {
+		slot, pos := r.loc>>32, int64(r.loc&(1<<32-1))
 		switch {
 		case end[slot] == 0:
 			why = fmt.Sprintf("an entry points into log file slot %d, which it does not name", slot)

@@ -207,7 +207,7 @@ func TestRefreshFillingStash(t *testing.T) {
 		t.Fatal(err)
 	}
 	seen := map[uint64]int{}
-	nx.each(func(loc uint64) error { seen[loc]++; return nil })
+	nx.each(func(r slotRef) error { seen[r.loc]++; return nil })
 	for loc := range hashOf {
 		if seen[loc] != 1 {
 			t.Errorf("entry %d is in the refreshed table %d times", loc, seen[loc])

@@ -61,6 +61,15 @@ type RepairReport struct {
 	// Cut reports whether File was cut: false with WithDryRun, and when
 	// there was no damage.
 	Cut bool
+	// Index reports that Damage is the index's, not the log's (its
+	// Detail begins "the index is wrong, not the log"): every record
+	// verifies, but the index checkpoint (INDEX) Open loaded disagrees
+	// with them, though its checksum passes. Repair removed INDEX (with
+	// WithDryRun: would remove it), and read the store again to prove
+	// that it opens, the index rebuilt from the log, and verifies; it
+	// cut nothing. Open rebuilds the index so, once; Close writes a
+	// checkpoint of it.
+	Index bool
 	// TornAt and Torn describe a torn tail of the last log file, File,
 	// in a store without damage: Torn bytes from TornAt on that a crash
 	// cut short, which Open cuts itself. Repair leaves them (Torn 0: no
@@ -112,6 +121,11 @@ func (e *RepairError) Unwrap() []error { return []error{e.Damage, ErrNotRepairab
 //     never a tail lost without its copy; Repair run again finishes the
 //     job, keeping the copy it finds. The records from the offset on are
 //     lost (Records says how many): Open then has every record before it.
+//   - When every record verifies but the index does not (Verify: the
+//     index checkpoint Open loaded is wrong, though its checksum
+//     passes), Repair removes the INDEX file, which holds nothing the
+//     log does not, and reads the store again to prove that it opens,
+//     the index rebuilt from the log, and verifies (RepairReport.Index).
 //   - Any other damage (in a sealed log file, in records the checkpoint
 //     covers, in the manifest, a log file shorter than the checkpoint
 //     recorded, or a store the cut would leave damaged) is a
@@ -153,6 +167,13 @@ func Repair(dir string, opts ...RepairOption) (RepairReport, error) {
 		return rep, err
 	}
 	rep.Damage = ce
+	if ce.index {
+		rep.Index, rep.File = true, filepath.Join(dir, idxName)
+		if ro.dryRun {
+			return rep, nil
+		}
+		return rep, removeIndex(dir, o)
+	}
 	refuse := func(why string) (RepairReport, error) {
 		return rep, &RepairError{Damage: ce, Reason: why}
 	}
@@ -226,6 +247,23 @@ func Repair(dir string, opts ...RepairOption) (RepairReport, error) {
 		return rep, fmt.Errorf("store: %s was cut at offset %d (the bytes cut are copied in %s), but the store does not open: %w", ce.File, ce.Offset, copyPath, err)
 	}
 	return rep, nil
+}
+
+// removeIndex removes the INDEX file of the store in dir, which holds
+// nothing the log does not (a checkpoint of the index), and proves that
+// the store then opens and verifies.
+func removeIndex(dir string, o options) error {
+	path := filepath.Join(dir, idxName)
+	if err := o.fs.Remove(path); err != nil {
+		return fmt.Errorf("store: removing %s, a wrong index checkpoint: %w", path, err)
+	}
+	if err := o.fs.SyncDir(dir); err != nil {
+		return fmt.Errorf("store: syncing %s after removing %s: %w", dir, idxName, err)
+	}
+	if _, err := inspect(dir, o, -1, true); err != nil {
+		return fmt.Errorf("store: %s was removed, but the store with the index rebuilt from its log does not verify: %w", path, err)
+	}
+	return nil
 }
 
 func (o *repairOptions) afterStep(step string) error {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path/filepath"
 	"sync"
 	"time"
 
@@ -86,7 +87,7 @@ func (s *Store) find(x uint64, key []byte, withValue bool) (ref slotRef, rec rec
 			return ref, rec, false, &CorruptError{File: lf.path, Offset: pos, Detail: err.Error()}
 		}
 		if r.kind == kindDelete {
-			return ref, rec, false, &CorruptError{File: lf.path, Offset: pos, Detail: "index points at a tombstone"}
+			return ref, rec, false, indexWrong(lf.path, pos, tombstoneDetail)
 		}
 		// The checksum is checked for every candidate: a damaged key
 		// must not pass for another key.
@@ -102,15 +103,34 @@ func (s *Store) find(x uint64, key []byte, withValue bool) (ref slotRef, rec rec
 		if bytes.Equal(r.key, key) {
 			return c[i], r, true, nil
 		}
+		// Another key's record: its tag matches key's by chance, or the
+		// entry is damaged, which would make key (whose entry it may
+		// be) read as absent. Only here, rarely, is the other key hashed.
+		if !s.mu.ix.holds(c[i], s.hash(r.key)) {
+			return ref, rec, false, indexWrong(lf.path, pos, otherKeyDetail)
+		}
 	}
 	return ref, rec, false, nil
 }
 
+// otherKeyDetail is what a lookup finds wrong in an entry that points at
+// the record of a key whose hash does not give that entry.
+const otherKeyDetail = "the index points at the record of another key (a key whose hash does not give the entry that points at it)"
+
+// tombstoneDetail is what is wrong in an entry that points at a
+// tombstone.
+const tombstoneDetail = "an entry points at a tombstone"
+
 // Get returns a copy of the value of key, or ErrNotFound. It reads the
 // log only for the index entries whose tag matches key: one read for a
 // present key, almost never one for an absent key. It checks the
-// record's checksum (ErrCorrupt when it is wrong). Cost: O(1) probes, one
-// allocation, the size of the value.
+// record's checksum (ErrCorrupt when it is wrong). An entry whose tag
+// matches but whose record is another key's is a tag the two keys share
+// by chance, or damage, which would make key read as absent: Get hashes
+// that other key, and when its hash does not give the entry, returns a
+// *CorruptError (wrapping ErrCorrupt) naming the record and saying that
+// the index is wrong, not the log (see Verify for the remedy), not
+// ErrNotFound. Cost: O(1) probes, one allocation, the size of the value.
 func (s *Store) Get(key []byte) ([]byte, error) { return s.get(key, true) }
 
 // Has reports whether key is present. It costs what Get does, without
@@ -205,7 +225,10 @@ func (s *Store) Len() uint64 {
 // MaxValueSize (ErrTooLarge beyond). With SyncAlways, Put returns once
 // the record is synced; see SyncPolicy for the others. A Put that
 // returns an error has changed nothing (but see ErrFailed). Readers may
-// see the new value before Put returns.
+// see the new value before Put returns. Put, PutIfAbsent and Delete look
+// key up as Get does: an index entry found wrong so is their error, and
+// they write nothing, so that a key whose entry is wrong is neither
+// stored twice nor lost.
 func (s *Store) Put(key, value []byte) error {
 	_, err := s.put(key, value, false)
 	return err
@@ -363,18 +386,28 @@ func (s *Store) prepareInsert() error {
 
 // hashAt returns the hash of the key of the record at loc.
 func (s *Store) hashAt(loc uint64) (uint64, error) {
-	b, lf, pos, err := s.log.recordBytes(loc, true)
+	r, _, _, err := s.keyAt(loc)
 	if err != nil {
 		return 0, err
+	}
+	return s.hash(r.key), nil
+}
+
+// keyAt returns the record at loc, possibly only its head (to the end
+// of its key), and where it is, its checksum not checked.
+func (s *Store) keyAt(loc uint64) (record, *logFile, int64, error) {
+	b, lf, pos, err := s.log.recordBytes(loc, true)
+	if err != nil {
+		return record{}, lf, pos, err
 	}
 	r, err := parseRecord(b)
 	if err == errShort {
 		r, err = recordIn(b, lf, pos) // the head of a long record
 	}
 	if err != nil {
-		return 0, &CorruptError{File: lf.path, Offset: pos, Detail: err.Error()}
+		return record{}, lf, pos, &CorruptError{File: lf.path, Offset: pos, Detail: err.Error()}
 	}
-	return s.hash(r.key), nil
+	return r, lf, pos, nil
 }
 
 // insertLocked adds an index entry, splitting buckets as needed; on an
@@ -499,7 +532,7 @@ func (s *Store) afterWrite() (inlineCheckpoint bool) {
 func (s *Store) Range(fn func(key, value []byte) bool) error {
 	s.compactor.mu.Lock()
 	defer s.compactor.mu.Unlock()
-	spans, err := s.flushedSpans()
+	spans, err := s.flushedSpans(nil)
 	if err != nil {
 		return err
 	}
@@ -548,13 +581,42 @@ func (s *Store) Range(fn func(key, value []byte) bool) error {
 // the records Open does not read (those an index checkpoint covers),
 // for a store that has been open a long time. It returns a
 // *CorruptError (wrapping ErrCorrupt) for the first damage it finds.
+//
+// Then it checks the index against the log, as the log was when Verify
+// began: it builds the index the log gives, as Open does without a
+// checkpoint, and checks that every entry of the store's index points at
+// the latest record of a live key, whose hash gives that entry, that no
+// key has two entries, and that every live key of the log is found
+// through the index (Len included). An index that disagrees (loaded
+// from a checkpoint whose checksum passes but which a bug, or memory,
+// got wrong) is a *CorruptError whose Detail begins "the index is wrong,
+// not the log", naming the record concerned: the log is intact, and
+// closing the store, removing its INDEX file and opening it again
+// rebuilds the index from the log (cuckoo store repair does so).
+//
+// Reads and writes go on meanwhile; checkpoints wait until Verify
+// returns. Verify holds a second index meanwhile (about 9 bytes per
+// key), and a copy of each chunk of the store's index (64 KiB) that a
+// write changes meanwhile; it costs about what Open without a
+// checkpoint does.
 func (s *Store) Verify() error {
 	s.compactor.mu.Lock()
 	defer s.compactor.mu.Unlock()
-	spans, err := s.flushedSpans()
+	// One snapshot of the index at a time shares its chunks: a
+	// checkpoint's, or this one.
+	s.checkpointer.mu.Lock()
+	defer s.checkpointer.mu.Unlock()
+	var ix, snap *index
+	spans, err := s.flushedSpans(func() { ix = s.mu.ix; snap = ix.snapshot() })
 	if err != nil {
 		return err
 	}
+	defer func() {
+		s.wmu.Lock()
+		ix.unshare()
+		s.wmu.Unlock()
+	}()
+	logIndex := s.over(newIndex(s.seed)) // the index the log gives
 	for _, sp := range spans {
 		lf := sp.lf
 		head := make([]byte, logHeaderSize)
@@ -568,12 +630,18 @@ func (s *Store) Verify() error {
 		sc.crc = codec.Checksum(head)
 		for {
 			pos := sc.pos
-			_, _, err := sc.next()
+			_, r, err := sc.next()
 			if err == errEnd {
 				break
 			}
 			if err != nil {
 				return &CorruptError{File: lf.path, Offset: pos, Detail: err.Error()}
+			}
+			s.mu.RLock() // the log's files, which the lookups read
+			err = logIndex.apply(r, location(lf.slot, pos))
+			s.mu.RUnlock()
+			if err != nil {
+				return err
 			}
 		}
 		if sc.crc != sp.crc {
@@ -581,18 +649,91 @@ func (s *Store) Verify() error {
 				Detail: "the log file's records are intact, but its checksum is not the one recorded as they were written (records were changed, removed or moved)"}
 		}
 	}
-	return nil
+	return s.verifyIndex(s.over(snap), logIndex)
+}
+
+// over returns a Store that looks keys up, and applies records, in ix,
+// over the log of s. Call its methods with s.mu held for reading: they
+// read the log.
+func (s *Store) over(ix *index) *Store {
+	o := &Store{dir: s.dir, seed: s.seed, log: s.log}
+	o.mu.ix = ix
+	return o
+}
+
+// verifyIndex compares the index of got, a snapshot of the store's, with
+// that of want, the index the log gives (Verify): every entry of got is
+// the only one of its key, whose hash gives it, and want's entry of that
+// key; got has as many entries as want, or one of want's is missing
+// from got.
+func (s *Store) verifyIndex(got, want *Store) error {
+	err := got.mu.ix.each(func(ref slotRef) error {
+		s.mu.RLock()
+		defer s.mu.RUnlock()
+		r, lf, pos, err := s.keyAt(ref.loc)
+		if err != nil {
+			return indexWrong(lf.path, pos, "an entry points at no record: "+err.Error())
+		}
+		x := s.hash(r.key)
+		if !got.mu.ix.holds(ref, x) {
+			return indexWrong(lf.path, pos, otherKeyDetail)
+		}
+		// ref is a candidate of its key now: find checks its checksum,
+		// and finds it unless the key has an entry before it.
+		first, _, _, err := got.find(x, r.key, false)
+		if err != nil {
+			return err
+		}
+		if first != ref {
+			return indexWrong(lf.path, pos, "the key of this record has two entries")
+		}
+		latest, _, found, err := want.find(x, r.key, false)
+		switch {
+		case err != nil:
+			return err
+		case !found:
+			return indexWrong(lf.path, pos, "an entry points at the record of a key the log deletes after it")
+		case latest.loc != ref.loc:
+			lf2, pos2 := s.log.at(latest.loc)
+			return indexWrong(lf.path, pos, fmt.Sprintf("an entry points at a record of its key, not at its latest (%s at offset %d)", lf2.path, pos2))
+		}
+		return nil
+	})
+	if err != nil || got.mu.ix.count == want.mu.ix.count {
+		return err
+	}
+	err = want.mu.ix.each(func(ref slotRef) error {
+		s.mu.RLock()
+		defer s.mu.RUnlock()
+		r, lf, pos, err := s.keyAt(ref.loc)
+		if err != nil {
+			return err
+		}
+		if _, _, found, err := got.find(s.hash(r.key), r.key, false); err != nil || found {
+			return err
+		}
+		return indexWrong(lf.path, pos, "the key of this record, its latest, is not found through the index (it reads as absent)")
+	})
+	if err != nil {
+		return err
+	}
+	return indexWrong(filepath.Join(s.dir, idxName), 0, fmt.Sprintf("the index counts %d keys (Len); the log holds %d", got.mu.ix.count, want.mu.ix.count))
 }
 
 // flushedSpans is appendLog.flushedSpans, for Range and Verify, which
-// hold compactor.mu.
-func (s *Store) flushedSpans() ([]span, error) {
+// hold compactor.mu; also, unless nil, runs with the spans' log, under
+// wmu.
+func (s *Store) flushedSpans(also func()) ([]span, error) {
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
 	if s.mu.closed {
 		return nil, ErrClosed
 	}
-	return s.log.flushedSpans()
+	spans, err := s.log.flushedSpans()
+	if err == nil && also != nil {
+		also()
+	}
+	return spans, err
 }
 
 // Stats describes a Store at one moment.

@@ -42,11 +42,14 @@ store of 'cuckoo dedup --exact-dir DIR', the keys are the lines seen:
   del      delete KEY (exit status 1, silently, when it was absent)
   stats    keys, RAM and disk use; files, chunks and the dedup ratio
   compact  rewrite the live records, reclaiming overwritten and deleted ones
-  check    read the whole log and verify every record's checksum
+  check    read the whole log and verify every record's checksum, and
+           that the index agrees with the log
   repair   cut away damage the other subcommands refuse in the tail of the
            last log file, copying the bytes cut first to a new file beside
            it (named after the log file and the offset); the records from
-           the damage on are lost. A store without damage is left as it
+           the damage on are lost. An index that disagrees with the log
+           (check: "the index is wrong, not the log") is rebuilt from the
+           log, INDEX removed. A store without damage is left as it
            is; other damage is refused, changing nothing (restore a
            backup). With --dry-run, say what would be cut, changing
            nothing (the files are opened read-only: a read-only copy
@@ -217,6 +220,9 @@ func storeRepair(e *env, f *storeFlags, dir string) error {
 	}
 	lost := fmt.Sprintf("%s, %s", units.Counted(uint64(rep.Bytes), "byte"), records)
 	d := rep.Damage
+	if rep.Index {
+		return storeRepairedIndex(out, f, dir, rep)
+	}
 	if f.dryRun {
 		return dataErr("run 'cuckoo store repair "+dir+"' to repair it",
 			"%s is damaged: %s at offset %d: %s; repair would cut the file there, losing %s, copied first to %s; nothing was changed (--dry-run)",
@@ -296,7 +302,7 @@ func storeSub(e *env, f *storeFlags, s *store.Store, sub, dir string, args []str
 			return storeErr(dir, err)
 		}
 		st := s.Stats()
-		fmt.Fprintf(out, "%s: ok: every record's checksum verified; %s, log %s\n", dir, units.Counted(st.Keys, "key"), units.Bytes(st.LogBytes))
+		fmt.Fprintf(out, "%s: ok: every record's checksum verified, and the index agrees with the log; %s, log %s\n", dir, units.Counted(st.Keys, "key"), units.Bytes(st.LogBytes))
 	case "list":
 		fst, err := filestore.New(s)
 		if err != nil {
@@ -653,6 +659,21 @@ func entryKind(t fs.FileMode) string {
 		return "socket"
 	}
 	return "irregular file"
+}
+
+// storeRepairedIndex reports a repair of a wrong index (rep.Index):
+// INDEX removed, or, with --dry-run, to be removed.
+func storeRepairedIndex(out io.Writer, f *storeFlags, dir string, rep store.RepairReport) error {
+	d := rep.Damage
+	if f.dryRun {
+		return dataErr("run 'cuckoo store repair "+dir+"' to repair it",
+			"%s is damaged: %s at offset %d: %s; repair would remove %s, so that the store rebuilds its index from the log, which is intact; nothing was changed (--dry-run)",
+			dir, d.File, d.Offset, d.Detail, rep.File)
+	}
+	fmt.Fprintf(out, "%s: repaired: removed %s, an index checkpoint that disagreed with the log; the next open rebuilds the index from the log\n", dir, rep.File)
+	fmt.Fprintf(out, "%s: the damage was: %s at offset %d: %s\n", dir, d.File, d.Offset, d.Detail)
+	fmt.Fprintf(out, "%s: the store opens, with every record, and verifies\n", dir)
+	return nil
 }
 
 // notStore is the message of an error wrapping store.ErrNotStore: what

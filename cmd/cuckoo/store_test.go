@@ -1,6 +1,7 @@
 package main
 
 import (
+	le "encoding/binary"
 	"errors"
 	"fmt"
 	"maps"
@@ -16,6 +17,7 @@ import (
 	"testing"
 
 	"github.com/dedupkit/cuckoo/cmd/cuckoo/internal/filestore"
+	"github.com/dedupkit/cuckoo/internal/codec"
 	"github.com/dedupkit/cuckoo/internal/testlong"
 	"github.com/dedupkit/cuckoo/store"
 )
@@ -595,6 +597,63 @@ func TestStoreRepair(t *testing.T) {
 	}
 	e.run("", "store", "repair", "db", "extra").want(t, exitUsage, "store")
 	e.run("", "store", "get", "db", "k1", "--dry-run").want(t, exitUsage, "store")
+}
+
+// TestStoreCheckFindsStaleIndexEntry: an index checkpoint whose checksum
+// passes but whose entry of a key points at an overwritten record of it
+// (as a bug might write it): 'check' says the index is wrong, not the
+// log, and 'repair' removes INDEX, after which the key reads its latest
+// value and 'check' finds the index agreeing with the log.
+func TestStoreCheckFindsStaleIndexEntry(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	db := filepath.Join(e.dir, "db")
+	e.run("", "store", "put", "db", "a", "1").want(t, exitOK, "store")
+	e.run("", "store", "put", "db", "a", "2").want(t, exitOK, "store")
+	e.run("", "store", "put", "db", "b", "3").want(t, exitOK, "store")
+	// Records of 13 bytes after the log file's header of 40: a's at 40
+	// and 53. The index's slots (location << 24 | tag) follow the
+	// checkpoint's 104 bytes of header (one log file); its last 4 bytes
+	// are the CRC-32C of all before.
+	idx := filepath.Join(db, "INDEX")
+	b, err := os.ReadFile(idx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	moved := 0
+	for p := 104; p+8 <= len(b)-4; p += 8 {
+		if v := le.LittleEndian.Uint64(b[p:]); v>>24 == 53 {
+			le.LittleEndian.PutUint64(b[p:], 40<<24|v&(1<<24-1))
+			moved++
+		}
+	}
+	if moved != 1 {
+		t.Fatalf("%d entries at offset 53", moved)
+	}
+	le.LittleEndian.PutUint32(b[len(b)-4:], codec.Checksum(b[:len(b)-4]))
+	os.WriteFile(idx, b, 0o644)
+
+	r := e.run("", "store", "check", "db")
+	r.want(t, exitData, "store")
+	if !strings.Contains(r.stderr, "the index is wrong, not the log") || !strings.Contains(r.stderr, "not at its latest") {
+		t.Fatalf("check of a store whose index points at an overwritten record: %s", r.stderr)
+	}
+	r = e.run("", "store", "repair", "--dry-run", "db")
+	r.want(t, exitData, "store")
+	if !strings.Contains(r.stderr, "repair would remove "+filepath.Join("db", "INDEX")) || !strings.Contains(r.stderr, "nothing was changed") {
+		t.Fatalf("repair --dry-run: %s", r.stderr)
+	}
+	r = e.run("", "store", "repair", "db")
+	r.want(t, exitOK, "store")
+	if !strings.HasPrefix(r.stdout, "db: repaired: removed "+filepath.Join("db", "INDEX")+", an index checkpoint that disagreed with the log") {
+		t.Fatalf("repair: %q", r.stdout)
+	}
+	if r := e.run("", "store", "get", "db", "a"); r.code != exitOK || r.stdout != "2" {
+		t.Fatalf("get a after the repair: %+v", r)
+	}
+	if r := e.run("", "store", "check", "db"); r.code != exitOK || !strings.Contains(r.stdout, "the index agrees with the log") {
+		t.Fatalf("check after the repair: %+v", r)
+	}
 }
 
 // TestStoreRepairDryRunReadOnly: 'store repair --dry-run' of a damaged
