@@ -50,14 +50,14 @@ type Block struct {
 	data []byte   // lines, back to back, and the start of the next block
 	cut  int      // data[:cut] are the block's lines
 	long [][]byte // a line longer than a block: its pieces, in order (n is 1)
-	// joined reports whether long's pieces were joined into one slice
-	// (its key must be one): the memory of a big one is given back
-	// once it is written (Deduper.releaseLong).
-	joined bool
-	n      int      // lines
-	ends   []int32  // ends[i]: the offset in data just past line i
-	keys   [][]byte // keys[i], when asked for
-	hash   []uint64 // the hash of keys[i], when asked for
+	// keyBuilt reports whether long's pieces were joined and a key built
+	// of them beside (fields, CSV): the memory of a big one is given
+	// back once it is written (Deduper.releaseLong).
+	keyBuilt bool
+	n        int      // lines
+	ends     []int32  // ends[i]: the offset in data just past line i
+	keys     [][]byte // keys[i], when asked for
+	hash     []uint64 // the hash of keys[i], when asked for
 	// first[i] is the first line of the block whose key equals keys[i],
 	// when asked for.
 	first []int32
@@ -285,7 +285,7 @@ func (br *blockReader) fillLong(b *Block) {
 		}
 	}
 	size := len(b.buf)
-	b.long, b.joined = append(b.long[:0], b.data), false
+	b.long, b.keyBuilt = append(b.long[:0], b.data), false
 	b.bytes = len(b.data)
 	b.buf, b.data, b.cut, b.n = make([]byte, size), nil, 0, 1
 	for {
@@ -524,7 +524,7 @@ func (p *preparer) prepareLong(b *Block) {
 	}
 	clear(b.long[:cap(b.long)])
 	b.long = append(b.long[:0], line, tail)
-	b.joined = true
+	b.keyBuilt = p.built
 	if p.built && content > bigLine {
 		// The key is built beside the line: give the pieces' memory
 		// back first, or they stay resident beside both (3 times the
