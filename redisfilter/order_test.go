@@ -167,11 +167,7 @@ func TestRefusedCallRunsBeforeLaterCallsOfItsSegment(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for i := range in {
-			if want := i != 35; added[i] != want || errs[i] != nil {
-				t.Errorf("key %d (%s): added = %v, %v; want %v, nil", i, in[i], added[i], errs[i], want)
-			}
-		}
+		wantRepeatNotAdded(t, in, added, errs)
 	})
 }
 
@@ -291,11 +287,7 @@ func TestLaterCallRunsWhenItsPredecessorsRecordIsGone(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for i := range in {
-			if want := i != 35; added[i] != want || errs[i] != nil {
-				t.Errorf("key %d (%s): added = %v, %v; want %v, nil", i, in[i], added[i], errs[i], want)
-			}
-		}
+		wantRepeatNotAdded(t, in, added, errs)
 	})
 }
 
@@ -339,6 +331,17 @@ func TestRefusedUntilHorizonStopsItsSegment(t *testing.T) {
 			}
 		}
 	})
+}
+
+// wantRepeatNotAdded checks what batchWithRepeat's batch said: every key
+// added, without error, but key 35, key 0 again.
+func wantRepeatNotAdded(t *testing.T, in [][]byte, added []bool, errs []error) {
+	t.Helper()
+	for i := range in {
+		if want := i != 35; added[i] != want || errs[i] != nil {
+			t.Errorf("key %d (%s): added = %v, %v; want %v, nil", i, in[i], added[i], errs[i], want)
+		}
+	}
 }
 
 // batchWithRepeat adds 40 keys named prefix with AddUniqueBatch, hook

@@ -12,8 +12,7 @@ import (
 // just before the interrupt (it used to be reported "left unchanged"),
 // and as unchanged only those still being written, whose targets it keeps
 // as they were; one still being written that did not exist before is
-// "not written" (it was "left unchanged"). No temporary or lock file is
-// left.
+// "not written". No temporary or lock file is left.
 func TestInterruptTellsTheTruth(t *testing.T) {
 	dir := t.TempDir()
 	e := &env{stdout: io.Discard, stderr: io.Discard, cmd: "dedup"}

@@ -389,9 +389,7 @@ func suggestsTwiceWhatItHolds(msg, want string) bool {
 
 // TestMessagesOfANewcomersSlips: a directory where a file is named, and
 // a store subcommand without its directory, get a message that says what
-// to give (they said "check that the directory exists and is writable",
-// "check that the file is readable", and "give a subcommand" to a
-// command that had one).
+// to give; a directory to write is refused before a line is read.
 func TestMessagesOfANewcomersSlips(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
